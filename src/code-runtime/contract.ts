@@ -1,0 +1,112 @@
+/**
+ * The code-runtime seam: what a sandbox must do to run Code Mode programs. The
+ * registry's `run_code` bridge consumes it; `platforms/node` (worker_threads),
+ * `platforms/browser` (Web Workers) and `platforms/quickjs` (QuickJS wasm) implement it.
+ * A runtime knows nothing about tools: it is handed a program and named async
+ * bindings, runs the program, and reports `{ value, logs, error? }`.
+ *
+ * @module
+ */
+import type { CodeRunFailureKind } from '../errors.js'
+
+export type { CodeRunFailureKind } from '../errors.js'
+
+/**
+ * One binding function as the host implements it. Arguments and resolutions cross a
+ * structured-clone boundary. `signal` fires when the run settles (or the caller
+ * aborts), so a binding can stop owned work instead of orphaning it.
+ */
+export type CodeBindingFunction = (args: unknown, options: CodeBindingCallOptions) => Promise<unknown>
+
+/** What a runtime passes to every binding invocation. */
+export interface CodeBindingCallOptions {
+  /** Aborted when the run settles for any reason, or when the request's signal aborts. */
+  readonly signal: AbortSignal
+}
+
+/** A global object of async functions the program can call (e.g. `tools`). */
+export interface CodeBindingNamespace {
+  /** The global name inside the program (a valid JavaScript identifier). */
+  readonly global: string
+  /** Function name → host implementation. Any string is a valid name (`__proto__` included). */
+  readonly functions: Readonly<Record<string, CodeBindingFunction>>
+}
+
+/** Everything a runtime acts on for one run; defaults live in the runtime's validated options. */
+export interface CodeRunRequest {
+  /** The program text: the body of an async function (top-level `await` and `return` work). */
+  readonly program: string
+  /** The binding namespaces exposed as globals. */
+  readonly bindings: readonly CodeBindingNamespace[]
+  /** Aborting it ends the run with `error.kind: 'abort'`. */
+  readonly signal?: AbortSignal
+  /**
+   * Called with each log entry as the program writes it, for runtimes that can stream
+   * (`capabilities.streamsLogs`). Entries still arrive, capped, in `CodeRunResult.logs`.
+   * A throwing callback is ignored.
+   */
+  readonly onLog?: (entry: CodeLogEntry) => void
+}
+
+/** Where a log line came from. */
+export type CodeLogSource = 'console' | 'stdout' | 'stderr'
+
+/** The console method that wrote a `console` line. */
+export type CodeLogLevel = 'log' | 'info' | 'warn' | 'error' | 'debug'
+
+/** One captured line of program output. */
+export interface CodeLogEntry {
+  readonly source: CodeLogSource
+  readonly level?: CodeLogLevel
+  readonly text: string
+}
+
+/** Why a run failed. `message` is human-readable and names the budget that fired for timeouts. */
+export interface CodeRunFailure {
+  readonly kind: CodeRunFailureKind
+  readonly message: string
+}
+
+/** How long a run took, as the runtime measured it. */
+export interface CodeRunStats {
+  /** Wall-clock milliseconds from `run()` to settlement. */
+  readonly wallMs: number
+  /** Measured busy milliseconds charged to the compute budget. */
+  readonly computeMs: number
+}
+
+/**
+ * The outcome of one run. `run()` never rejects: every failure is `error`.
+ * `value` is the program's completion value (absent when it returned `undefined`
+ * or failed); it has crossed a structured-clone boundary.
+ */
+export interface CodeRunResult {
+  readonly value?: unknown
+  readonly logs: readonly CodeLogEntry[]
+  readonly error?: CodeRunFailure
+  readonly stats?: CodeRunStats
+}
+
+/** What a runtime can and cannot do; the contract suite skips gaps by name, never silently. */
+export interface CodeRuntimeCapabilities {
+  /** `onLog` is called as lines are written (not only at the end). */
+  readonly streamsLogs: boolean
+  /** A heap or memory cap ends a memory bomb with `worker-exit` (or `exception`). */
+  readonly memoryLimit: boolean
+  /** Program output written through the platform's stdout/stderr streams is captured with that source. */
+  readonly capturesStdio: boolean
+}
+
+/** A sandbox for Code Mode programs. */
+export interface CodeRuntime {
+  /** The language programs must be written in; selects the SDK renderer (`typescript`, `python`, …). */
+  readonly language: string
+  /** How runs are contained (`worker-thread`, `web-worker`, `quickjs-wasm`, …); informational. */
+  readonly isolation: string
+  /** Declared capability gaps. */
+  readonly capabilities: CodeRuntimeCapabilities
+  /** Runs one program to settlement. Never rejects. */
+  run(request: CodeRunRequest): Promise<CodeRunResult>
+  /** Aborts every in-flight run and resolves once nothing (worker, timer, pending binding) is left. */
+  dispose(): Promise<void>
+}

@@ -1,0 +1,200 @@
+/**
+ * Every error toolyard creates comes from this file, each with a stable `code`.
+ * Codes are part of the public contract: tool results carry them in
+ * `error.info.code`, the HTTP API returns them, and docs/errors.md lists them.
+ *
+ * Across a worker boundary an error travels as `{ name, message, stack? }` data
+ * (see {@link ErrorData}), never as a live object.
+ *
+ * @module
+ */
+
+/** Every stable error code toolyard produces. */
+export type ToolErrorCode =
+  // ── pipeline outcomes (appear in ToolFailure.info.code) ──
+  /** The name resolves to no visible tool (or, under `code`, to a tool that is only callable from a program). */
+  | 'UNKNOWN_TOOL'
+  /** The model's arguments failed validation (or were not lossless JSON). */
+  | 'INVALID_ARGS'
+  /** A `tools/pre-execute` listener denied the call (or a gate listener threw: fail closed). */
+  | 'DENIED_BY_GATE'
+  /** A registered guard denied the call (or a guard threw: fail closed). */
+  | 'DENIED_BY_GUARD'
+  /** The gate asked for approval and the approval handler refused, threw, or is absent. */
+  | 'DENIED_BY_APPROVAL'
+  /** The caller's signal fired before the tool body was invoked. */
+  | 'ABORTED_BEFORE_DISPATCH'
+  /** The caller's signal fired while the body ran, and the body would have succeeded. */
+  | 'ABORTED'
+  /** The `timeoutPolicy()` wrapper ended the call at the definition's `timeoutMs`. */
+  | 'TOOL_TIMEOUT'
+  /** The tool body threw (or rejected) with an error carrying no code of its own. */
+  | 'TOOL_FAILED'
+  /** The body (or a wrapper) produced a value that is not lossless JSON or fails `output.schema`, or `render` failed. */
+  | 'INVALID_OUTPUT'
+  /** A `tools/execute` wrapper threw an error of its own. */
+  | 'WRAPPER_FAILED'
+  /** A `tools/post-execute` listener threw, or returned a malformed decision or replacement. */
+  | 'POST_POLICY_FAILED'
+  /** A `tools/post-execute` listener blocked the result with feedback. */
+  | 'BLOCKED'
+  /** A Code Mode program failed (exception, timeout, abort or worker exit). */
+  | 'CODE_RUN_FAILED'
+  // ── programming and configuration errors (thrown synchronously to the integrator) ──
+  /** A value is not lossless JSON (undefined, BigInt, cycle, sparse array, -0, non-plain object…). */
+  | 'INVALID_JSON'
+  /** A schema (DSL or raw) uses an unsupported construct or is malformed. */
+  | 'INVALID_SCHEMA'
+  /** A tool definition is malformed (missing output declaration, bad timeoutMs, bad name…). */
+  | 'INVALID_DEFINITION'
+  /** A tool of that name is already registered in that layer. */
+  | 'DUPLICATE_TOOL'
+  /** The name is reserved (`run_code`). */
+  | 'RESERVED_NAME'
+  /** Options passed to a factory are invalid. */
+  | 'INVALID_OPTIONS'
+  /** A scope operation was used where it does not apply (restrict on the runtime, a second presentAs…). */
+  | 'INVALID_SCOPE_OPERATION'
+  /** Prompt assembly failed (missing code runtime, no SDK renderer, bad toolOrder…). */
+  | 'ASSEMBLY_FAILED'
+  /** The runtime or scope was disposed. */
+  | 'DISPOSED'
+
+/** Options accepted by every toolyard error constructor. */
+export interface ToolErrorOptions {
+  /** The underlying error, kept for debugging (never sent to a model). */
+  readonly cause?: unknown
+}
+
+/**
+ * The base class of every error toolyard throws or records. `code` is stable; the
+ * message is for humans (and models) and may change.
+ */
+export class ToolError extends Error {
+  /** The stable machine-readable code. */
+  readonly code: ToolErrorCode
+
+  constructor(code: ToolErrorCode, message: string, options?: ToolErrorOptions) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause })
+    this.name = 'ToolError'
+    this.code = code
+  }
+}
+
+/** One path-qualified validation failure. `path` is a JSON Pointer-like string (`/a/0/b`, `` for the root). */
+export interface SchemaViolation {
+  readonly path: string
+  readonly message: string
+}
+
+/**
+ * Thrown by argument validation (`defineTool`, `validateArgs`): the model's arguments
+ * do not match the tool's parameter schema. Code `INVALID_ARGS`.
+ */
+export class ToolArgsError extends ToolError {
+  /** Every violation found, path-qualified. */
+  readonly violations: readonly SchemaViolation[]
+
+  constructor(violations: readonly SchemaViolation[], options?: ToolErrorOptions) {
+    super('INVALID_ARGS', formatViolations('Invalid arguments', violations), options)
+    this.name = 'ToolArgsError'
+    this.violations = Object.freeze(violations.map((v) => Object.freeze({ ...v })))
+  }
+}
+
+/** Thrown when a value is not lossless JSON. Code `INVALID_JSON`; `path` names the offending location. */
+export class LosslessJsonError extends ToolError {
+  /** Where the offending value sits (`` for the root, `/a/0` below it). */
+  readonly path: string
+
+  constructor(path: string, message: string, options?: ToolErrorOptions) {
+    super('INVALID_JSON', `${message} at ${path === '' ? 'the root' : path}`, options)
+    this.name = 'LosslessJsonError'
+    this.path = path
+  }
+}
+
+/** Thrown when a schema is malformed or uses an unsupported construct. Code `INVALID_SCHEMA`. */
+export class SchemaError extends ToolError {
+  /** Where in the schema the problem sits. */
+  readonly path: string
+
+  constructor(path: string, message: string, options?: ToolErrorOptions) {
+    super('INVALID_SCHEMA', `${message} at ${path === '' ? 'the schema root' : path}`, options)
+    this.name = 'SchemaError'
+    this.path = path
+  }
+}
+
+/** How a Code Mode run failed. Orthogonal: a timeout is not an exception, an abort is not a timeout. */
+export type CodeRunFailureKind = 'exception' | 'timeout' | 'abort' | 'worker-exit'
+
+/**
+ * A Code Mode run failed. Thrown by `run_code`'s body; the pipeline turns it into a
+ * structured failure the model self-corrects from. Code `CODE_RUN_FAILED`.
+ */
+export class CodeRunFailedError extends ToolError {
+  /** Which way the run failed. */
+  readonly kind: CodeRunFailureKind
+  /** What the program had printed before it failed. */
+  readonly logs: readonly string[]
+
+  constructor(kind: CodeRunFailureKind, message: string, logs: readonly string[] = [], options?: ToolErrorOptions) {
+    const captured = logs.length > 0 ? `\nCaptured output:\n${logs.join('\n')}` : ''
+    super('CODE_RUN_FAILED', `code run failed (${kind}): ${message}${captured}`, options)
+    this.name = 'CodeRunFailedError'
+    this.kind = kind
+    this.logs = Object.freeze([...logs])
+  }
+}
+
+/**
+ * The error a Code Mode program sees when a `tools.x()` call fails. It carries only
+ * the tool's name and a human-readable message: native content and internal codes
+ * stay outside the Code contract. The same class is declared in the generated SDK.
+ */
+export class ToolCallError extends Error {
+  /** The tool whose call failed. */
+  readonly toolName: string
+
+  constructor(toolName: string, message: string) {
+    super(message)
+    this.name = 'ToolCallError'
+    this.toolName = toolName
+  }
+}
+
+/** An error as plain data, the only form in which errors cross a worker or HTTP boundary. */
+export interface ErrorData {
+  readonly name: string
+  readonly message: string
+  readonly code?: string
+  readonly stack?: string
+}
+
+/**
+ * Reads an unknown thrown value into {@link ErrorData} without running any code the
+ * value owns beyond plain property reads of `Error` instances (no `toString`, no getters
+ * on non-errors).
+ */
+export function toErrorData(error: unknown): ErrorData {
+  if (error instanceof Error) {
+    const code = (error as { code?: unknown }).code
+    return {
+      name: typeof error.name === 'string' ? error.name : 'Error',
+      message: typeof error.message === 'string' ? error.message : '',
+      ...(typeof code === 'string' ? { code } : {}),
+      ...(typeof error.stack === 'string' ? { stack: error.stack } : {}),
+    }
+  }
+  if (typeof error === 'string') return { name: 'Error', message: error }
+  return { name: 'Error', message: `non-error thrown (${error === null ? 'null' : typeof error})` }
+}
+
+/** Formats violations into one message: `<prefix>: <path>: <message>; …`. */
+export function formatViolations(prefix: string, violations: readonly SchemaViolation[]): string {
+  if (violations.length === 0) return prefix
+  const parts = violations.slice(0, 10).map((v) => `${v.path === '' ? '(root)' : v.path}: ${v.message}`)
+  const more = violations.length > 10 ? `; and ${violations.length - 10} more` : ''
+  return `${prefix}: ${parts.join('; ')}${more}`
+}

@@ -1,0 +1,244 @@
+/**
+ * The tool domain's seam: definitions, executions, results, policy decisions and
+ * hook payloads. Everything here is a plain type; behaviour lives in the registry
+ * (`registry/`), the schema layer (`schema/`) and Code Mode (`code-mode/`).
+ *
+ * @module
+ */
+import type { JsonObject, JsonValue } from './json/json-value.js'
+import type { JsonSchemaNode, ObjectJsonSchema } from './schema/json-schema-node.js'
+import type { ToolErrorCode } from './errors.js'
+import type { ToolCallView, ToolResultView } from './presentation.js'
+
+/** An agent's id: the key of its registry layer. */
+export type ScopeKey = string
+
+/** How tools are presented to a model. */
+export type ToolPresentationMode = 'native' | 'code' | 'both'
+
+/** Undoes a registration (tool, guard, listener, mask, presentation). Idempotent. */
+export type Disposer = () => void
+
+// ───────────────────────── content ─────────────────────────
+
+/** Model-facing text. */
+export interface TextContent {
+  readonly type: 'text'
+  readonly text: string
+}
+
+/** Model-facing image (base64 data). */
+export interface ImageContent {
+  readonly type: 'image'
+  readonly data: string
+  readonly mimeType: string
+}
+
+/** One block of model-facing content. */
+export type ContentBlock = TextContent | ImageContent
+
+/**
+ * A context message deferred until after the tool's result (the loop appends these in
+ * order after the step's results, preserving call/result adjacency).
+ */
+export interface AdditionalContext {
+  /** Who produced it (a plugin or tool name); kept for attribution. */
+  readonly source: string
+  /** The message text. */
+  readonly content: string
+  /** Optional JSON metadata. */
+  readonly meta?: JsonValue
+}
+
+// ───────────────────────── schemas & definitions ─────────────────────────
+
+/** What a model sees of one tool under native presentation. */
+export interface ToolSchema {
+  readonly name: string
+  readonly description: string
+  /** A JSON Schema object for the arguments. */
+  readonly parameters: ObjectJsonSchema
+}
+
+/** The mandatory canonical output declaration of a tool. */
+export interface ToolOutputDeclaration<Args = JsonObject, Value extends JsonValue = JsonValue> {
+  /** The schema every returned value is validated against (any JSON root). */
+  readonly schema: JsonSchemaNode
+  /** Pure projection of the canonical value to model-facing content. */
+  render(args: Args, value: Value): readonly ContentBlock[]
+  /** Pure projection to JSON metadata, computed for direct top-level calls only. */
+  presentationMeta?(args: Args, value: Value): JsonValue
+}
+
+/**
+ * A registered tool. `defineTool()` builds one with typed, validated arguments; a raw
+ * definition owns its input validation but still declares and receives
+ * registry-enforced output.
+ */
+export interface ToolDefinition<Args = JsonObject, Value extends JsonValue = JsonValue> extends ToolSchema {
+  readonly output: ToolOutputDeclaration<Args, Value>
+  /**
+   * Runs the tool. Receives validated arguments and the run context; returns only the
+   * canonical JSON value declared by `output.schema`; observes `exec.signal` and settles
+   * only after owned work stops.
+   */
+  execute(args: Args, exec: ToolRunContext): Promise<Value> | Value
+  /**
+   * Strict argument validation, run before any policy. Throws `ToolArgsError` on bad
+   * input; returns the (unchanged, frozen) arguments typed. Absent on raw tools.
+   */
+  readonly validateArgs?: (args: JsonValue) => Args
+  /**
+   * Soft validation for presenters and classifiers: returns the typed arguments or
+   * `undefined` when they do not validate. Never throws.
+   */
+  readonly softValidateArgs?: (args: JsonValue) => Args | undefined
+  /**
+   * Last content-only word on every normalized result, failures included. Synchronous
+   * and total; return `undefined` to keep the content. Snapshotted when a call starts.
+   */
+  finalizeContent?(exec: ToolExecution, result: ToolExecutionResult): readonly ContentBlock[] | undefined
+  /** How a UI renders a call of this tool (pure; undefined → generic fallback). */
+  presentCall?(args: Args | undefined, rawArgs: JsonValue): ToolCallView | undefined
+  /** How a UI renders a result of this tool (pure; undefined → generic fallback). */
+  presentResult?(args: Args | undefined, result: ToolResultRecord, rawArgs: JsonValue): ToolResultView | undefined
+  /** Cooperative deadline, enforced only by the `timeoutPolicy()` wrapper. Positive and finite. */
+  readonly timeoutMs?: number
+  /** Exact `true` lets this call overlap other safe calls; anything else is exclusive. */
+  isConcurrencySafe?(args: Args): boolean
+}
+
+/** A definition with its argument and value types erased, as the registry stores it. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyToolDefinition = ToolDefinition<any, any>
+
+/** The durable part of a result that presenters receive (replay-safe: no canonical value). */
+export interface ToolResultRecord {
+  readonly isError: boolean
+  readonly content: readonly ContentBlock[]
+  readonly meta?: JsonValue
+  readonly error?: ToolFailureError
+}
+
+// ───────────────────────── executions ─────────────────────────
+
+declare const executionTokenBrand: unique symbol
+
+/**
+ * A fresh opaque token the registry mints for each execution. Equality correlation
+ * only; it never crosses a model, log or worker boundary.
+ */
+export type ToolExecutionToken = symbol & { readonly [executionTokenBrand]: true }
+
+/** The caller-supplied description of one call. */
+export interface ToolExecutionInput {
+  /** The model's call id (or a derived id like `<callId>:code:<n>`). */
+  readonly callId: string
+  readonly name: string
+  /** The model's arguments; snapshotted as lossless JSON and frozen on entry. */
+  readonly arguments: unknown
+  /** The caller's cancellation signal. Required. */
+  readonly signal: AbortSignal
+  /** The calling agent's scope; absent means the global layer. */
+  readonly agent?: ScopeKey
+  /** The enclosing execution's token, for nested calls. */
+  readonly parent?: ToolExecutionToken
+}
+
+/** The immutable pipeline view of one execution. */
+export interface ToolExecution {
+  readonly token: ToolExecutionToken
+  readonly callId: string
+  readonly name: string
+  /** Deep-frozen lossless JSON. */
+  readonly arguments: JsonValue
+  readonly signal: AbortSignal
+  readonly agent?: ScopeKey
+  readonly parent?: ToolExecutionToken
+}
+
+/** The `tools/execute` view: only `signal` is mutable (replace and restore, never delete). */
+export interface ToolDispatchExecution extends Omit<ToolExecution, 'signal'> {
+  signal: AbortSignal
+}
+
+/** What a tool body receives. */
+export interface ToolRunContext extends ToolExecution {
+  /** Defers one context until the tool's final result (kept even if the tool later throws). */
+  deferContext(context: AdditionalContext): void
+}
+
+// ───────────────────────── results ─────────────────────────
+
+/** Internal identification of a failure: the error's name and stable code. */
+export interface ToolFailureInfo {
+  readonly name: string
+  readonly code: ToolErrorCode | (string & {})
+}
+
+/** The error half of a failed result. */
+export interface ToolFailureError {
+  readonly message: string
+  readonly info?: ToolFailureInfo
+}
+
+/** A successful, frozen outcome. */
+export interface ToolSuccess {
+  readonly isError: false
+  readonly value: JsonValue
+  readonly content: readonly ContentBlock[]
+  readonly meta?: JsonValue
+  readonly additionalContexts?: readonly AdditionalContext[]
+}
+
+/** A failed, frozen outcome. It has no value; content is exactly `Error: <message>` unless finalized. */
+export interface ToolFailure {
+  readonly isError: true
+  readonly error: ToolFailureError
+  readonly content: readonly ContentBlock[]
+  readonly meta?: JsonValue
+  readonly additionalContexts?: readonly AdditionalContext[]
+}
+
+/** The outcome of one execution. */
+export type ToolExecutionResult = ToolSuccess | ToolFailure
+
+/** Whether a call may overlap others. */
+export type ToolExecutionMode = 'parallel' | 'exclusive'
+
+// ───────────────────────── policy ─────────────────────────
+
+/** The `tools/pre-execute` gate's decision. */
+export type PreToolDecision =
+  | { readonly kind: 'allow' }
+  | { readonly kind: 'deny'; readonly reason: string }
+  | { readonly kind: 'ask'; readonly reason?: string }
+
+/** The `tools/post-execute` decision. Accept replaces content OR value, never both. */
+export type PostToolDecision =
+  | {
+      readonly kind: 'accept'
+      readonly content?: readonly ContentBlock[]
+      readonly value?: JsonValue
+      readonly additionalContexts?: readonly AdditionalContext[]
+    }
+  | {
+      readonly kind: 'block'
+      readonly feedback: string
+      readonly additionalContexts?: readonly AdditionalContext[]
+    }
+
+/** A monotonic synchronous guard: a string denies with that reason; undefined leaves the call alone. */
+export type ToolGuard = (execution: ToolExecution) => string | undefined
+
+/** What the approval handler is asked. */
+export interface ApprovalRequest {
+  readonly execution: ToolExecution
+  readonly reason?: string
+}
+
+/** Decides an `ask`: `true` approves; anything else (or a throw) denies. */
+export type ApprovalHandler = (request: ApprovalRequest) => boolean | Promise<boolean>
+
+/** A tool filter for `restrict()`: exactly one of `allow` / `deny`, non-empty. */
+export type ToolFilter = { readonly allow: readonly string[] } | { readonly deny: readonly string[] }
