@@ -1,0 +1,221 @@
+/**
+ * The public shape of a tool runtime: the registry's scopes, the pipeline entry, the
+ * hook names and their payloads, prompt assembly and the options a runtime is created
+ * with. `registry/` implements it; Code Mode, the HTTP app and the platforms consume it.
+ *
+ * @module
+ */
+import type { JsonValue } from './json/json-value.js'
+import type { CodeRuntime } from './code-runtime/contract.js'
+import type {
+  AnyToolDefinition,
+  ApprovalHandler,
+  ContentBlock,
+  Disposer,
+  PostToolDecision,
+  PreToolDecision,
+  ScopeKey,
+  ToolDispatchExecution,
+  ToolExecution,
+  ToolExecutionInput,
+  ToolExecutionMode,
+  ToolExecutionResult,
+  ToolFilter,
+  ToolGuard,
+  ToolPresentationMode,
+  ToolSchema,
+} from './types.js'
+
+// ───────────────────────── hooks ─────────────────────────
+
+/** `tools/pre-execute`: a reorderable waterfall; each listener receives the previous decision. */
+export type PreExecuteListener = (
+  decision: PreToolDecision,
+  execution: ToolExecution,
+) => PreToolDecision | Promise<PreToolDecision>
+
+/**
+ * `tools/execute`: an around-dispatch wrapper. Call `next()` to run the inner wrappers
+ * and the body; it resolves to the body's canonical value or rejects with the body's
+ * error. A wrapper may replace `execution.signal` (only that) and may return a value of
+ * its own, which the registry normalizes through the tool's output declaration.
+ */
+export type ExecuteWrapper = (execution: ToolDispatchExecution, next: () => Promise<JsonValue>) => Promise<JsonValue>
+
+/** `tools/post-execute`: a waterfall over the decision for a dispatched call's normalized result. */
+export type PostExecuteListener = (
+  decision: PostToolDecision,
+  execution: ToolExecution,
+  result: ToolExecutionResult,
+) => PostToolDecision | Promise<PostToolDecision>
+
+/** `tools/result`: observe-only; sees the frozen final outcome. A throw never changes it. */
+export type ResultListener = (execution: ToolExecution, result: ToolExecutionResult) => void
+
+/** What changed in the registry. */
+export interface ToolsChangedEvent {
+  readonly kind: 'register' | 'unregister' | 'restrict' | 'unrestrict' | 'present-as' | 'dispose'
+  /** The agent whose layer changed; absent for the global layer. */
+  readonly agent?: ScopeKey
+  /** The tool name, for register / unregister. */
+  readonly name?: string
+}
+
+/** `tools/changed`: an unfiltered notification on every registry change. */
+export type ToolsChangedListener = (event: ToolsChangedEvent) => void
+
+/** A Code Mode sub-call as the session log records it. */
+export interface CodeDispatchStartEvent {
+  readonly type: 'tool/code-dispatch-start'
+  /** The outer `run_code` call id. */
+  readonly parentCallId: string
+  /** `<parentCallId>:code:<n>`, numbered by submission from 1. */
+  readonly subCallId: string
+  readonly name: string
+  /** The lossless-JSON arguments exactly as dispatched. */
+  readonly arguments: JsonValue
+  readonly agent?: ScopeKey
+  /** `Date.now()` at pipeline entry. */
+  readonly startedAt: number
+}
+
+/** A settled Code Mode sub-call: the model-facing outcome in the `tools/result` vocabulary. */
+export interface CodeDispatchEvent {
+  readonly type: 'tool/code-dispatch'
+  readonly parentCallId: string
+  readonly subCallId: string
+  readonly name: string
+  readonly arguments: JsonValue
+  readonly agent?: ScopeKey
+  readonly isError: boolean
+  readonly content: readonly ContentBlock[]
+  readonly error?: { readonly message: string; readonly code?: string }
+  readonly startedAt: number
+  readonly settledAt: number
+  readonly durationMs: number
+}
+
+/** Everything the session log sink receives. */
+export type SessionLogEvent = CodeDispatchStartEvent | CodeDispatchEvent
+
+/** Where durable log events go (an in-memory sink is provided). */
+export interface SessionLogSink {
+  append(event: SessionLogEvent): void
+}
+
+/**
+ * `tools/code-dispatch-log`: a waterfall over each `tool/code-dispatch` event before it
+ * is appended, so a spill policy can replace oversized content with a preview + locator.
+ */
+export type CodeDispatchLogListener = (event: CodeDispatchEvent) => CodeDispatchEvent | Promise<CodeDispatchEvent>
+
+/** One ordered section of a system prompt. */
+export interface PromptSection {
+  /** Stable id, e.g. `tools:sdk`. */
+  readonly id: string
+  /** Sort key; ties keep registration order. Tool guidance lives in the 100–199 band. */
+  readonly order: number
+  readonly text: string
+}
+
+/** The assembled prompt: ordered sections and the wire tool list. */
+export interface PromptAssembly {
+  readonly sections: readonly PromptSection[]
+  readonly tools: readonly ToolSchema[]
+  /** The presentation mode that produced this assembly. */
+  readonly mode: ToolPresentationMode
+}
+
+/** `system-prompt/assemble`: a waterfall whose returned assembly is authoritative. */
+export type AssembleListener = (assembly: PromptAssembly, context: { readonly agent?: ScopeKey }) => PromptAssembly
+
+/** Hook name → listener type. */
+export interface ToolHookMap {
+  'tools/pre-execute': PreExecuteListener
+  'tools/execute': ExecuteWrapper
+  'tools/post-execute': PostExecuteListener
+  'tools/result': ResultListener
+  'tools/changed': ToolsChangedListener
+  'tools/code-dispatch-log': CodeDispatchLogListener
+  'system-prompt/assemble': AssembleListener
+}
+
+/** A hook name. */
+export type ToolHookName = keyof ToolHookMap
+
+// ───────────────────────── scopes ─────────────────────────
+
+/** Operations both layers share (the runtime = global layer, `agent(id)` = an agent's layer). */
+export interface ToolScope {
+  /** Registers a tool in this layer. Throws on duplicates, `run_code`, bad output or timeoutMs. */
+  register(definition: AnyToolDefinition): Disposer
+  /** Adds a monotonic guard (global, or this agent's calls only). */
+  guard(guard: ToolGuard): Disposer
+  /**
+   * Subscribes to a hook. Agent-scope listeners only see that agent's executions
+   * (`tools/changed` is never filtered).
+   */
+  on<K extends ToolHookName>(hook: K, listener: ToolHookMap[K]): Disposer
+  /** Adds a static prompt section (global, or this agent's assemblies only). */
+  section(section: PromptSection): Disposer
+}
+
+/** An agent's layer. */
+export interface AgentTools extends ToolScope {
+  readonly id: ScopeKey
+  /** Masks global tools for this agent (allow or deny, intersecting). */
+  restrict(filter: ToolFilter): Disposer
+  /** Selects this agent's presentation; a second declaration in this scope throws. */
+  presentAs(mode: ToolPresentationMode): Disposer
+  /** This agent's resolution of a name (shadowing and masks applied). */
+  get(name: string): AnyToolDefinition | undefined
+  /** Schemas of everything this agent can see. */
+  schemas(): ToolSchema[]
+  /** Executes with `agent` set to this scope. */
+  execute(input: Omit<ToolExecutionInput, 'agent'>): Promise<ToolExecutionResult>
+  /** This agent's prompt assembly. */
+  assemble(): PromptAssembly
+  /** Disposes everything registered through this scope. */
+  dispose(): Promise<void>
+}
+
+/** Options of {@link ToolRuntime} creation; validated at construction. */
+export interface ToolRuntimeOptions {
+  /** Default presentation for agents that declare none. Default `native`. */
+  readonly mode?: ToolPresentationMode
+  /** The sandbox for Code Mode (required by `code` / `both` at assembly time). */
+  readonly codeRuntime?: CodeRuntime
+  /** Handles `ask` decisions; absent → ask degrades to deny. */
+  readonly approval?: ApprovalHandler
+  /** Receives `tool/code-dispatch-start` / `tool/code-dispatch` events. */
+  readonly sessionLog?: SessionLogSink
+  /** Code Mode binding concurrency. Default 10; 1 restores serial dispatch. */
+  readonly maxParallelSubCalls?: number
+  /** Cap on run_code's combined serialized logs + result / failure payload. Default 64 MiB. */
+  readonly maxOutputBytes?: number
+  /** Wire-tool order for prompt assembly; names the mode does not contribute reject assembly. */
+  readonly toolOrder?: readonly string[]
+}
+
+/** The tool runtime: the global layer plus the pipeline. */
+export interface ToolRuntime extends ToolScope {
+  /** The agent layer for `id` (created on first use, same object afterwards until disposed). */
+  agent(id: ScopeKey): AgentTools
+  /** Resolution as `scope` sees it. */
+  get(name: string, scope?: ScopeKey): AnyToolDefinition | undefined
+  /** Schemas of everything `scope` can see (the catalog; unchanged by presentation). */
+  schemas(scope?: ScopeKey): ToolSchema[]
+  /** Runs one call through the whole pipeline. Never rejects; returns one frozen result. */
+  execute(input: ToolExecutionInput): Promise<ToolExecutionResult>
+  /** `parallel` only on an exact `true` from the visible definition's classifier. */
+  executionMode(input: Pick<ToolExecutionInput, 'name' | 'arguments' | 'agent'>): ToolExecutionMode
+  /** The presentation mode in force for `scope`. */
+  presentation(scope?: ScopeKey): ToolPresentationMode
+  /** The prompt assembly for `scope`. Throws `ToolError('ASSEMBLY_FAILED')` on misconfiguration. */
+  assemble(scope?: ScopeKey): PromptAssembly
+  /** The options in force (validated, defaults applied). */
+  readonly options: Readonly<Required<Pick<ToolRuntimeOptions, 'mode' | 'maxParallelSubCalls' | 'maxOutputBytes'>>> &
+    ToolRuntimeOptions
+  /** Disposes every registration, aborts in-flight executions and awaits their settlement. */
+  dispose(): Promise<void>
+}
