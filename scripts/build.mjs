@@ -8,7 +8,11 @@ import { fileURLToPath } from 'node:url'
 const root = fileURLToPath(new URL('..', import.meta.url))
 const run = (cmd, args) => execFileSync(cmd, args, { cwd: root, stdio: 'inherit' })
 
-if (existsSync(new URL('./gen-bootstrap.mjs', import.meta.url))) run(process.execPath, ['scripts/gen-bootstrap.mjs'])
+// Generated sources (worker and sandbox scripts embedded as strings) are committed; the
+// build regenerates them so a stale copy can never ship.
+for (const generator of ['scripts/gen-bootstrap.mjs', 'platforms/quickjs/gen-sandbox-source.mjs']) {
+  if (existsSync(new URL(`../${generator}`, import.meta.url))) run(process.execPath, [generator])
+}
 rmSync(new URL('../dist', import.meta.url), { recursive: true, force: true })
 run(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'])
 run(process.execPath, ['scripts/check-exports.mjs'])

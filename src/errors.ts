@@ -59,6 +59,8 @@ export type ToolErrorCode =
   | 'ASSEMBLY_FAILED'
   /** The runtime or scope was disposed. */
   | 'DISPOSED'
+  /** The execution input itself is malformed (not an object, no `AbortSignal`, non-string name or callId…). */
+  | 'INVALID_EXECUTION'
 
 /** Options accepted by every toolyard error constructor. */
 export interface ToolErrorOptions {

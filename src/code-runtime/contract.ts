@@ -95,6 +95,13 @@ export interface CodeRuntimeCapabilities {
   readonly memoryLimit: boolean
   /** Program output written through the platform's stdout/stderr streams is captured with that source. */
   readonly capturesStdio: boolean
+  /**
+   * The request's `signal` ends a program even while it computes synchronously (a hot
+   * loop). `false` where the program runs on the host's own thread (QuickJS wasm): the
+   * abort is then seen when the program next yields, or the compute budget ends it.
+   * Absent means `true`.
+   */
+  readonly abortsBusyPrograms?: boolean
 }
 
 /** A sandbox for Code Mode programs. */

@@ -1,0 +1,139 @@
+/**
+ * "This tab": the registry, the demo tools and the Web Worker code runtime, all in the
+ * page. One agent per presentation mode (as the server does), so each mode's prompt
+ * and visibility can be shown side by side.
+ *
+ * A thin `CodeRuntime` wrapper sits between the registry and the browser runtime: it
+ * streams the run's console lines to the page (the `run_code` bridge does not forward
+ * `onLog`), keeps the runtime's stats for the status line, and swaps in a runtime with
+ * new budgets when the settings change.
+ *
+ * @module
+ */
+import { createBrowserWorkerRuntime } from '../../platforms/browser/index.js'
+import type { BrowserWorkerRuntime } from '../../platforms/browser/index.js'
+import type { CodeRunRequest, CodeRunResult, CodeRuntime } from '../../src/code-runtime/contract.js'
+import type { JsonValue } from '../../src/json/json-value.js'
+import { createToolRuntime } from '../../src/registry/index.js'
+import type { SessionLogEvent, ToolRuntime } from '../../src/runtime-types.js'
+import type { ToolExecutionResult, ToolPresentationMode } from '../../src/types.js'
+import { registerDemoTools } from '../tools/index.js'
+import type { Backend, RunBudgets, RunListener, RunOutcome } from './backend.js'
+
+/** The in-tab backend plus the registry itself (the page reads schemas, SDK and prompts from it). */
+export interface LocalBackend extends Backend {
+  readonly runtime: ToolRuntime
+  /** Loads and attaches the first worker ahead of the first run. */
+  warm(): Promise<void>
+  /** Simulated latency added to every tool call in the tab: `[min, max]` ms, or `undefined` for none. */
+  setLatency(range: readonly [number, number] | undefined): void
+}
+
+interface ActiveRun {
+  readonly callId: string
+  readonly listener: RunListener
+  stats?: CodeRunResult['stats']
+}
+
+/** Creates the registry + demo tools + browser runtime of this tab. */
+export function createLocalBackend(initial: RunBudgets): LocalBackend {
+  let budgets = initial
+  let worker: BrowserWorkerRuntime = createBrowserWorkerRuntime({ computeMs: budgets.computeMs, maxWallMs: budgets.maxWallMs })
+  let active: ActiveRun | undefined
+  let counter = 0
+
+  const useBudgets = (next: RunBudgets): void => {
+    if (next.computeMs === budgets.computeMs && next.maxWallMs === budgets.maxWallMs) return
+    const old = worker
+    budgets = next
+    worker = createBrowserWorkerRuntime({ computeMs: next.computeMs, maxWallMs: next.maxWallMs })
+    void old.dispose()
+  }
+
+  const tap: CodeRuntime = {
+    language: 'typescript',
+    isolation: 'web-worker',
+    capabilities: worker.capabilities,
+    async run(request: CodeRunRequest): Promise<CodeRunResult> {
+      const run = active
+      const result = await worker.run({
+        ...request,
+        onLog: (entry) => {
+          request.onLog?.(entry)
+          run?.listener.log(entry)
+        },
+      })
+      if (run !== undefined) run.stats = result.stats
+      return result
+    },
+    dispose: () => worker.dispose(),
+  }
+
+  const runtime = createToolRuntime({
+    mode: 'both',
+    codeRuntime: tap,
+    sessionLog: {
+      append(event: SessionLogEvent) {
+        const run = active
+        if (run === undefined || event.parentCallId !== run.callId) return
+        if (event.type === 'tool/code-dispatch-start') run.listener.dispatchStart(event)
+        else run.listener.dispatch(event)
+      },
+    },
+  })
+  registerDemoTools(runtime)
+  for (const mode of ['native', 'code', 'both'] as const) runtime.agent(mode).presentAs(mode)
+
+  // The demo tools answer from memory in microseconds; a little simulated latency makes
+  // the scheduler's overlap and barriers visible on the timeline. Abortable, like real I/O.
+  let latency: readonly [number, number] | undefined = [40, 120]
+  runtime.on('tools/execute', async (execution, next) => {
+    const range = latency
+    if (range !== undefined && execution.name !== 'run_code') {
+      const ms = range[0] + Math.random() * (range[1] - range[0])
+      await new Promise<void>((resolve, reject) => {
+        const signal = execution.signal
+        const timer = setTimeout(() => {
+          signal.removeEventListener('abort', onAbort)
+          resolve()
+        }, ms)
+        const onAbort = (): void => {
+          clearTimeout(timer)
+          reject(signal.reason)
+        }
+        if (signal.aborted) onAbort()
+        else signal.addEventListener('abort', onAbort, { once: true })
+      })
+    }
+    return next()
+  })
+
+  return {
+    where: 'tab',
+    runtime,
+    warm: () => worker.warm(),
+    setLatency(range) {
+      latency = range
+    },
+    async run(code: string, mode: ToolPresentationMode, next: RunBudgets, listener: RunListener, signal: AbortSignal): Promise<RunOutcome> {
+      useBudgets(next)
+      const run: ActiveRun = { callId: `tab-run-${++counter}`, listener }
+      active = run
+      try {
+        const result = await runtime.execute({
+          callId: run.callId,
+          name: 'run_code',
+          arguments: { code, description: 'a playground run' },
+          signal,
+          agent: mode,
+        })
+        return { result, ...(run.stats === undefined ? {} : { stats: run.stats }), streamedLogs: true }
+      } finally {
+        if (active === run) active = undefined
+      }
+    },
+    execute(name: string, args: JsonValue, mode: ToolPresentationMode, signal: AbortSignal): Promise<ToolExecutionResult> {
+      return runtime.execute({ callId: `tab-call-${++counter}`, name, arguments: args, signal, agent: mode })
+    },
+  }
+}

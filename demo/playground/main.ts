@@ -1,0 +1,512 @@
+/**
+ * The toolyard playground: the demo tools' catalog, the SDK and the assembled prompt a
+ * model would see, a program editor that runs Code Mode programs in this tab (a Web
+ * Worker) or on the server (the HTTP API), a live dispatch timeline with presenter
+ * cards, and native calls of a single tool.
+ *
+ * @module
+ */
+import { renderToolsSdk } from '../../src/code-mode/sdk.js'
+import type { SdkToolInput } from '../../src/code-mode/sdk.js'
+import type { CodeLogEntry } from '../../src/code-runtime/contract.js'
+import type { JsonValue } from '../../src/json/json-value.js'
+import type { CodeDispatchEvent, CodeDispatchStartEvent } from '../../src/runtime-types.js'
+import type { ToolExecutionResult, ToolPresentationMode } from '../../src/types.js'
+import { failureKind } from './backend.js'
+import type { Backend, RunBudgets, RunOutcome } from './backend.js'
+import { renderCard, renderNativeCard } from './cards.js'
+import type { SubCallRecord } from './cards.js'
+import { byId, h, replaceChildren, showJson } from './dom.js'
+import { createJsonEditor, createProgramEditor } from './editor.js'
+import type { ToolCompletion } from './editor.js'
+import { exampleArguments, EXAMPLES } from './examples.js'
+import { createLocalBackend } from './local-backend.js'
+import { checkServer, createServerBackend, serverInfo } from './server-backend.js'
+import type { ServerStatus } from './server-backend.js'
+import { renderTimeline } from './timeline.js'
+
+type Where = 'tab' | 'server'
+type LeftTab = 'catalog' | 'sdk' | 'prompt'
+type WorkTab = 'code' | 'native'
+type SdkLanguage = 'typescript' | 'python'
+
+const state = {
+  mode: 'both' as ToolPresentationMode,
+  where: 'tab' as Where,
+  left: 'catalog' as LeftTab,
+  work: 'code' as WorkTab,
+  sdk: 'typescript' as SdkLanguage,
+  server: { up: false, why: 'checking…' } as ServerStatus,
+  running: undefined as AbortController | undefined,
+}
+
+const budgets = (): RunBudgets => ({
+  computeMs: clampInt(byId<HTMLInputElement>('budget-compute').value, 10, 600_000, 2_000),
+  maxWallMs: clampInt(byId<HTMLInputElement>('budget-wall').value, 50, 600_000, 10_000),
+})
+
+function clampInt(text: string, min: number, max: number, fallback: number): number {
+  const n = Math.round(Number(text))
+  return Number.isFinite(n) ? Math.min(max, Math.max(min, n)) : fallback
+}
+
+const local = createLocalBackend(budgets())
+const registry = local.runtime
+const info = serverInfo()
+const server = createServerBackend(info)
+
+// ───────────────────────── what the model sees ─────────────────────────
+
+function sdkInputs(): SdkToolInput[] {
+  return registry.schemas('code').map((schema) => ({
+    name: schema.name,
+    description: schema.description,
+    parameters: schema.parameters,
+    output: registry.get(schema.name, 'code')?.output.schema ?? {},
+  }))
+}
+
+function renderCatalog(): void {
+  const schemas = registry.schemas()
+  replaceChildren(
+    byId('catalog'),
+    schemas.map((schema) => {
+      const definition = registry.get(schema.name)
+      return h(
+        'details',
+        { class: 'tool', 'data-testid': 'catalog-tool' },
+        h('summary', {}, h('span', { class: 'name' }, schema.name), h('span', { class: 'desc' }, firstLine(schema.description))),
+        h('p', { class: 'hint small' }, schema.description),
+        h('h3', {}, 'Arguments'),
+        h('pre', { class: 'schema' }, showJson(schema.parameters)),
+        h('h3', {}, 'Output'),
+        h('pre', { class: 'schema' }, showJson(definition?.output.schema ?? {})),
+        definition?.timeoutMs === undefined ? null : h('p', { class: 'hint small' }, `timeoutMs: ${definition.timeoutMs}`),
+      )
+    }),
+  )
+}
+
+function firstLine(text: string): string {
+  const line = text.split('\n')[0] ?? ''
+  return line.length > 110 ? `${line.slice(0, 110)}…` : line
+}
+
+function renderSdk(): void {
+  let text: string
+  try {
+    text = renderToolsSdk(sdkInputs(), { language: state.sdk })
+  } catch (error) {
+    text = `(the SDK could not be rendered: ${error instanceof Error ? error.message : String(error)})`
+  }
+  byId('sdk-text').textContent = text
+  for (const button of document.querySelectorAll<HTMLButtonElement>('[data-sdk]')) {
+    button.setAttribute('aria-selected', String(button.dataset.sdk === state.sdk))
+  }
+}
+
+function renderPrompt(): void {
+  const sectionsBox = byId('prompt-sections')
+  const toolsBox = byId('wire-tools')
+  try {
+    const assembly = registry.assemble(state.mode)
+    byId('prompt-hint').textContent = {
+      native: 'native: every tool is a wire tool; no SDK section.',
+      code: 'code: one wire tool, run_code; the tools exist only as the SDK a program calls.',
+      both: 'both: every tool as a wire tool, plus run_code and the SDK.',
+    }[state.mode]
+    replaceChildren(
+      sectionsBox,
+      assembly.sections.length === 0
+        ? h('p', { class: 'empty' }, 'No sections in this presentation.')
+        : assembly.sections.map((section) =>
+            h('div', { class: 'section' }, h('div', { class: 'meta' }, `${section.id} · order ${section.order}`), h('pre', { class: 'code' }, section.text)),
+          ),
+    )
+    byId('wire-count').textContent = `(${assembly.tools.length})`
+    replaceChildren(
+      toolsBox,
+      assembly.tools.map((tool) =>
+        h(
+          'details',
+          { class: 'tool', 'data-testid': 'wire-tool' },
+          h('summary', {}, h('span', { class: 'name' }, tool.name), h('span', { class: 'desc' }, firstLine(tool.description))),
+          h('pre', { class: 'schema' }, showJson(tool)),
+        ),
+      ),
+    )
+  } catch (error) {
+    replaceChildren(sectionsBox, h('p', { class: 'err' }, error instanceof Error ? error.message : String(error)))
+    replaceChildren(toolsBox)
+  }
+}
+
+// ───────────────────────── chrome: switches and tabs ─────────────────────────
+
+function setRadio(selector: string, key: string, value: string): void {
+  for (const button of document.querySelectorAll<HTMLButtonElement>(selector)) {
+    button.setAttribute('aria-checked', String(button.dataset[key] === value))
+  }
+}
+
+function applyMode(): void {
+  setRadio('[data-mode]', 'mode', state.mode)
+  const codeOk = state.mode !== 'native'
+  const nativeOk = state.mode !== 'code'
+  const codeTab = document.querySelector<HTMLButtonElement>('[data-work="code"]')!
+  const nativeTab = document.querySelector<HTMLButtonElement>('[data-work="native"]')!
+  codeTab.title = codeOk ? '' : 'run_code is not offered under native presentation'
+  nativeTab.title = nativeOk ? '' : 'under code presentation the tools are callable only from a program'
+  byId('code-mode-hint').textContent = codeOk
+    ? `Programs call tools.<name>(args) with the agent "${state.mode}". Ctrl/Cmd+Enter runs.`
+    : 'Under native presentation the model has no run_code tool: switch to code or both to run programs.'
+  byId('native-mode-hint').textContent = nativeOk
+    ? `Calls go through the full pipeline with the agent "${state.mode}".`
+    : 'Under code presentation tools are only callable from a program: a direct call is refused (try it).'
+  byId<HTMLButtonElement>('run').disabled = !codeOk || state.running !== undefined
+  renderPrompt()
+}
+
+function applyWhere(): void {
+  setRadio('[data-where]', 'where', state.where)
+  const computeInput = byId<HTMLInputElement>('budget-compute')
+  const wallInput = byId<HTMLInputElement>('budget-wall')
+  const onServer = state.where === 'server'
+  computeInput.disabled = onServer
+  wallInput.disabled = onServer
+  byId<HTMLSelectElement>('latency').disabled = onServer
+  computeInput.parentElement!.title = onServer ? 'The server applies its own budgets' : 'Busy milliseconds the program may spend (heartbeat meter)'
+}
+
+function applyLeft(): void {
+  for (const button of document.querySelectorAll<HTMLButtonElement>('[data-tab]')) {
+    button.setAttribute('aria-selected', String(button.dataset.tab === state.left))
+  }
+  for (const panel of document.querySelectorAll<HTMLElement>('[data-panel]')) panel.hidden = panel.dataset.panel !== state.left
+  if (state.left === 'sdk') renderSdk()
+  if (state.left === 'prompt') renderPrompt()
+}
+
+function applyWork(): void {
+  for (const button of document.querySelectorAll<HTMLButtonElement>('[data-work]')) {
+    button.setAttribute('aria-selected', String(button.dataset.work === state.work))
+  }
+  for (const panel of document.querySelectorAll<HTMLElement>('[data-work-panel]')) panel.hidden = panel.dataset.workPanel !== state.work
+}
+
+function renderServerStatus(): void {
+  const pill = byId('server-status')
+  if (state.server.up) {
+    pill.dataset.state = 'up'
+    pill.textContent = 'server: connected'
+    pill.title = `API at ${info.api}`
+  } else {
+    pill.dataset.state = 'down'
+    pill.textContent = 'server: unreachable'
+    pill.title = `${state.server.why}. Everything in this tab still works.`
+  }
+  const serverButton = document.querySelector<HTMLButtonElement>('[data-where="server"]')!
+  serverButton.disabled = !state.server.up
+  serverButton.title = state.server.up ? 'Run on the server (HTTP API)' : `The server is unreachable: ${state.server.why}`
+  if (!state.server.up && state.where === 'server') {
+    state.where = 'tab'
+    applyWhere()
+  }
+}
+
+function backend(): Backend {
+  return state.where === 'server' ? server : local
+}
+
+// ───────────────────────── output ─────────────────────────
+
+function setStatus(kind: 'idle' | 'running' | 'ok' | 'failed', ...children: (Node | string)[]): void {
+  const status = byId('status')
+  status.dataset.state = kind
+  replaceChildren(status, children)
+}
+
+function appendConsole(entry: CodeLogEntry): void {
+  const line = h('span', { class: entry.level ?? 'log' }, `${entry.text}\n`)
+  const box = byId('console')
+  box.appendChild(line)
+  box.scrollTop = box.scrollHeight
+}
+
+function clearOutput(): void {
+  byId('console').replaceChildren()
+  const result = byId('result')
+  result.className = 'result'
+  result.replaceChildren()
+  replaceChildren(byId('timeline'), h('p', { class: 'hint small' }, 'Sub-calls appear here as bars over time.'))
+  byId('cards').replaceChildren()
+}
+
+function statsText(outcome: RunOutcome | undefined, wallMs: number): string {
+  const stats = outcome?.stats
+  if (stats === undefined) return `${wallMs.toFixed(0)} ms`
+  return `wall ${stats.wallMs.toFixed(0)} ms · compute ${stats.computeMs.toFixed(0)} ms`
+}
+
+function showResult(result: ToolExecutionResult, outcome: RunOutcome | undefined, elapsed: number, where: Where, streamed: boolean): void {
+  const box = byId('result')
+  const whereText = where === 'server' ? 'on the server' : 'in this tab'
+  if (!result.isError) {
+    const value = result.value as { logs?: unknown; result?: JsonValue }
+    if (!streamed && Array.isArray(value.logs)) for (const text of value.logs) appendConsole({ source: 'console', text: String(text) })
+    box.textContent = value.result === undefined ? '(no return value)' : showJson(value.result)
+    setStatus('ok', '✓ completed ', whereText, h('span', { class: 'stats' }, statsText(outcome, elapsed)))
+    return
+  }
+  box.className = 'result error'
+  const kind = failureKind(result)
+  const code = result.error.info?.code ?? 'ERROR'
+  box.textContent = result.error.message
+  setStatus(
+    'failed',
+    h('span', { class: 'kind', 'data-testid': 'failure-kind' }, kind ?? code),
+    kind === undefined ? 'the call failed ' : 'the run failed ',
+    whereText,
+    h('span', { class: 'stats' }, statsText(outcome, elapsed)),
+  )
+}
+
+// ───────────────────────── running programs ─────────────────────────
+
+const initialExample = EXAMPLES[0]!
+const editor = createProgramEditor(byId('editor'), initialExample.code, () => void run(), toolCompletions)
+
+function toolCompletions(): ToolCompletion[] {
+  return registry.schemas('code').map((schema) => ({
+    name: schema.name,
+    signature: `(args) → Promise`,
+    description: schema.description,
+  }))
+}
+
+async function run(): Promise<void> {
+  if (state.running !== undefined || state.mode === 'native') return
+  const controller = new AbortController()
+  state.running = controller
+  byId<HTMLButtonElement>('run').disabled = true
+  byId<HTMLButtonElement>('abort').disabled = false
+  clearOutput()
+  const where = state.where
+  setStatus('running', `Running ${where === 'server' ? 'on the server' : 'in this tab (Web Worker)'}…`)
+  const startedAt = Date.now()
+  const clock = performance.now()
+  const records = new Map<string, SubCallRecord>()
+  const userOpened = new Set<string>()
+  let frame = 0
+  const draw = (): void => {
+    frame = 0
+    const list = [...records.values()]
+    renderTimeline(byId('timeline'), list, performance.now() - clock)
+    // Cards the user opened stay open across redraws; a run of up to three calls opens them all.
+    replaceChildren(
+      byId('cards'),
+      list.map((record) => {
+        const card = renderCard(record, registry.get(record.name, state.mode), list.length <= 3 || userOpened.has(record.subCallId))
+        // A click on the summary is the user's toggle (a toggle event also fires for the initial state).
+        card.querySelector('summary')?.addEventListener('click', () => {
+          if (card.open) userOpened.delete(record.subCallId)
+          else userOpened.add(record.subCallId)
+        })
+        return card
+      }),
+    )
+  }
+  const schedule = (): void => {
+    if (frame === 0) frame = requestAnimationFrame(draw)
+  }
+  // Keep running bars growing while anything is in flight.
+  const ticker = setInterval(() => {
+    if ([...records.values()].some((r) => r.end === undefined)) schedule()
+  }, 50)
+  let outcome: RunOutcome | undefined
+  try {
+    outcome = await backend().run(
+      editor.text(),
+      state.mode,
+      budgets(),
+      {
+        log: appendConsole,
+        dispatchStart(event: CodeDispatchStartEvent) {
+          let mode: 'parallel' | 'exclusive' = 'exclusive'
+          try {
+            mode = registry.executionMode({ name: event.name, arguments: event.arguments, agent: state.mode })
+          } catch {
+            // Unknown to this tab's registry: draw it as exclusive, the fail-closed class.
+          }
+          records.set(event.subCallId, { subCallId: event.subCallId, name: event.name, arguments: event.arguments, start: Math.max(0, event.startedAt - startedAt), mode })
+          schedule()
+        },
+        dispatch(event: CodeDispatchEvent) {
+          const record = records.get(event.subCallId)
+          if (record === undefined) return
+          record.end = record.start + event.durationMs
+          record.isError = event.isError
+          record.content = event.content
+          if (event.error !== undefined) record.error = event.error
+          schedule()
+        },
+      },
+      controller.signal,
+    )
+    showResult(outcome.result, outcome, performance.now() - clock, where, outcome.streamedLogs && byId('console').childNodes.length > 0)
+  } catch (error) {
+    byId('result').className = 'result error'
+    byId('result').textContent = error instanceof Error ? error.message : String(error)
+    setStatus('failed', h('span', { class: 'kind', 'data-testid': 'failure-kind' }, 'unreachable'), 'the server could not run the program')
+    void refreshServer()
+  } finally {
+    clearInterval(ticker)
+    if (frame !== 0) cancelAnimationFrame(frame)
+    draw()
+    if (records.size === 0) replaceChildren(byId('timeline'), h('p', { class: 'hint small' }, 'No sub-calls: the program called no tools.'))
+    state.running = undefined
+    byId<HTMLButtonElement>('run').disabled = (state.mode as ToolPresentationMode) === 'native'
+    byId<HTMLButtonElement>('abort').disabled = true
+  }
+}
+
+function abort(): void {
+  state.running?.abort(new Error('aborted from the playground'))
+}
+
+// ───────────────────────── native calls ─────────────────────────
+
+const argsEditor = createJsonEditor(byId('args-editor'), '{}', () => void callTool())
+
+function selectNativeTool(name: string): void {
+  const schema = registry.schemas().find((s) => s.name === name)
+  byId('native-description').textContent = schema?.description ?? ''
+  argsEditor.setText(JSON.stringify(exampleArguments(name, schema?.parameters), null, 2))
+}
+
+async function callTool(): Promise<void> {
+  const name = byId<HTMLSelectElement>('native-tool').value
+  let args: JsonValue
+  try {
+    args = JSON.parse(argsEditor.text()) as JsonValue
+  } catch (error) {
+    clearOutput()
+    setStatus('failed', h('span', { class: 'kind', 'data-testid': 'failure-kind' }, 'JSON'), 'the arguments are not valid JSON')
+    byId('result').textContent = error instanceof Error ? error.message : String(error)
+    return
+  }
+  clearOutput()
+  const where = state.where
+  setStatus('running', `Calling ${name} ${where === 'server' ? 'on the server' : 'in this tab'}…`)
+  const clock = performance.now()
+  try {
+    const result = await backend().execute(name, args, state.mode, AbortSignal.timeout(120_000))
+    const elapsed = performance.now() - clock
+    const box = byId('result')
+    box.textContent = showJson(result)
+    if (result.isError) {
+      box.className = 'result error'
+      setStatus('failed', h('span', { class: 'kind', 'data-testid': 'failure-kind' }, result.error.info?.code ?? 'ERROR'), `${name} failed ${where === 'server' ? 'on the server' : 'in this tab'}`, h('span', { class: 'stats' }, `${elapsed.toFixed(0)} ms`))
+    } else {
+      setStatus('ok', `✓ ${name} returned ${where === 'server' ? 'on the server' : 'in this tab'}`, h('span', { class: 'stats' }, `${elapsed.toFixed(0)} ms`))
+    }
+    replaceChildren(byId('timeline'), h('p', { class: 'hint small' }, 'A native call has no sub-calls; its card is below.'))
+    let mode: 'parallel' | 'exclusive' = 'exclusive'
+    try {
+      mode = registry.executionMode({ name, arguments: args, agent: state.mode })
+    } catch {
+      // Not resolvable for this agent: the fail-closed class.
+    }
+    replaceChildren(byId('cards'), renderNativeCard(name, args, result, registry.get(name), elapsed, mode))
+  } catch (error) {
+    setStatus('failed', h('span', { class: 'kind', 'data-testid': 'failure-kind' }, 'unreachable'), 'the server could not be reached')
+    byId('result').textContent = error instanceof Error ? error.message : String(error)
+  }
+}
+
+// ───────────────────────── wiring ─────────────────────────
+
+async function refreshServer(): Promise<void> {
+  state.server = await checkServer(info)
+  renderServerStatus()
+}
+
+function wire(): void {
+  for (const button of document.querySelectorAll<HTMLButtonElement>('[data-mode]')) {
+    button.addEventListener('click', () => {
+      state.mode = button.dataset.mode as ToolPresentationMode
+      if (state.mode === 'native') state.work = 'native'
+      if (state.mode === 'code') state.work = 'code'
+      applyMode()
+      applyWork()
+    })
+  }
+  for (const button of document.querySelectorAll<HTMLButtonElement>('[data-where]')) {
+    button.addEventListener('click', () => {
+      state.where = button.dataset.where as Where
+      applyWhere()
+    })
+  }
+  for (const button of document.querySelectorAll<HTMLButtonElement>('[data-tab]')) {
+    button.addEventListener('click', () => {
+      state.left = button.dataset.tab as LeftTab
+      applyLeft()
+    })
+  }
+  for (const button of document.querySelectorAll<HTMLButtonElement>('[data-work]')) {
+    button.addEventListener('click', () => {
+      state.work = button.dataset.work as WorkTab
+      applyWork()
+    })
+  }
+  for (const button of document.querySelectorAll<HTMLButtonElement>('[data-sdk]')) {
+    button.addEventListener('click', () => {
+      state.sdk = button.dataset.sdk as SdkLanguage
+      renderSdk()
+    })
+  }
+  const examples = byId<HTMLSelectElement>('examples')
+  replaceChildren(examples, EXAMPLES.map((example, index) => h('option', { value: index, title: example.description }, example.title)))
+  examples.addEventListener('change', () => {
+    const example = EXAMPLES[Number(examples.value)]
+    if (example === undefined) return
+    editor.setText(example.code)
+    if (example.budgets !== undefined) {
+      byId<HTMLInputElement>('budget-compute').value = String(example.budgets.computeMs)
+      byId<HTMLInputElement>('budget-wall').value = String(example.budgets.maxWallMs)
+    }
+  })
+  const latency = byId<HTMLSelectElement>('latency')
+  const applyLatency = (): void => {
+    const [min, max] = latency.value.split('-').map(Number)
+    local.setLatency(min === undefined || max === undefined || !(max > 0) ? undefined : [min, max])
+  }
+  latency.addEventListener('change', applyLatency)
+  applyLatency()
+  byId('run').addEventListener('click', () => void run())
+  byId('abort').addEventListener('click', abort)
+  byId('call').addEventListener('click', () => void callTool())
+  const select = byId<HTMLSelectElement>('native-tool')
+  replaceChildren(select, registry.schemas().map((schema) => h('option', { value: schema.name }, schema.name)))
+  select.addEventListener('change', () => selectNativeTool(select.value))
+  selectNativeTool(select.value)
+  document.addEventListener('keydown', (event) => {
+    if (event.key === 'Enter' && (event.metaKey || event.ctrlKey) && !event.defaultPrevented) {
+      event.preventDefault()
+      if (state.work === 'code') void run()
+      else void callTool()
+    }
+  })
+}
+
+wire()
+renderCatalog()
+applyMode()
+applyWhere()
+applyLeft()
+applyWork()
+renderServerStatus()
+void refreshServer()
+// The first run should not pay for loading the worker.
+void local.warm()
+document.documentElement.dataset.ready = 'true'

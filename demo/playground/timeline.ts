@@ -1,0 +1,60 @@
+/**
+ * The dispatch timeline: each sub-call of a run drawn as a bar over time, one row per
+ * sub-call in submission order, coloured by how the registry scheduled it. Parallel
+ * calls overlap; an exclusive call stands alone with nothing beside it — the barrier
+ * is visible as the gap in everyone else's bars.
+ *
+ * @module
+ */
+import type { SubCallRecord } from './cards.js'
+import { h, replaceChildren } from './dom.js'
+
+function niceStep(span: number): number {
+  const raw = span / 6
+  const power = 10 ** Math.floor(Math.log10(Math.max(raw, 1e-3)))
+  for (const m of [1, 2, 5, 10]) if (raw <= m * power) return m * power
+  return 10 * power
+}
+
+/** Draws `records` into `target`; `now` (ms since run start) extends running bars. */
+export function renderTimeline(target: HTMLElement, records: readonly SubCallRecord[], now: number): void {
+  if (records.length === 0) {
+    replaceChildren(target, h('p', { class: 'hint small' }, 'No sub-calls: the program called no tools.'))
+    return
+  }
+  const span = Math.max(1, now, ...records.map((r) => r.end ?? now))
+  const step = niceStep(span)
+  const ticks: HTMLElement[] = []
+  for (let t = 0; t <= span + 1e-9; t += step) {
+    ticks.push(h('span', { style: `left:${(t / span) * 100}%` }, `${Number(t.toFixed(3))} ms`))
+  }
+  const rows = records.map((record) => {
+    const end = record.end ?? now
+    const left = (record.start / span) * 100
+    const width = Math.max(0.3, ((end - record.start) / span) * 100)
+    const state = record.end === undefined ? 'running' : record.isError === true ? 'failed' : 'done'
+    const label = `${record.name} · ${(end - record.start).toFixed(0)} ms`
+    return h(
+      'div',
+      { class: 'row' },
+      h('div', { class: 'who', title: record.subCallId }, record.name),
+      h(
+        'div',
+        { class: 'track' },
+        h(
+          'div',
+          {
+            class: `bar ${record.mode}${state === 'failed' ? ' failed' : ''}${state === 'running' ? ' running' : ''}`,
+            style: `left:${left}%;width:${width}%`,
+            title: `${record.subCallId} (${record.mode}) ${record.start.toFixed(1)}–${end.toFixed(1)} ms${state === 'failed' ? ' failed' : ''}`,
+            'data-testid': 'timeline-bar',
+            'data-mode': record.mode,
+            'data-state': state,
+          },
+          label,
+        ),
+      ),
+    )
+  })
+  replaceChildren(target, h('div', { class: 'axis' }, ticks), rows)
+}

@@ -1,0 +1,218 @@
+/**
+ * `npm start`: the local toolyard server. The HTTP API over the demo tools (mode
+ * `both`, Code Mode on Node worker threads), the playground's static files when
+ * `demo/dist/` exists, on 127.0.0.1 with a bearer token generated at start-up.
+ *
+ * The page receives the token same-origin, injected into a `<meta name="toolyard-token">`
+ * tag of `GET /`: another origin cannot read that response (no CORS), cannot frame it
+ * (`frame-ancestors 'none'`), and cannot reach it through DNS rebinding (the server
+ * refuses any `Host` but its own names).
+ *
+ * @module
+ */
+import { randomBytes } from 'node:crypto'
+import { existsSync, readFileSync, statSync } from 'node:fs'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { serveStatic } from '@hono/node-server/serve-static'
+import type { Hono } from 'hono'
+import { registerDemoTools } from '../demo/tools/index.js'
+import { createNodeWorkerRuntime, serve } from '../platforms/node/index.js'
+import type { ServedApp } from '../platforms/node/index.js'
+import { createSessionLogHub, createToolsApp } from '../src/http/index.js'
+import { createToolRuntime } from '../src/registry/index.js'
+import { createMemorySessionLog } from '../src/session-log.js'
+
+/** Options of {@link startServer}. */
+export interface StartServerOptions {
+  /** Default: `PORT` from the environment, else 8787. 0 picks a free port. */
+  readonly port?: number
+  /** The bearer token; default `TOOLYARD_TOKEN` from the environment, else 32 random bytes as hex. */
+  readonly token?: string
+  /** The playground's built files; default the first `demo/dist/` found above this file. */
+  readonly staticDir?: string | null
+}
+
+/** A running `npm start` server. */
+export interface StartedServer {
+  readonly url: string
+  readonly port: number
+  readonly token: string
+  /** Where the playground is served from, or `undefined` when it was not built. */
+  readonly staticDir: string | undefined
+  /** Aborts in-flight runs, drains them, disposes the runtime and the code runtime, closes the server. Idempotent. */
+  shutdown(): Promise<void>
+}
+
+const API_ROUTES: readonly (readonly [string, string])[] = [
+  ['GET /v1/health', 'liveness (no token needed)'],
+  ['GET /v1/tools?agent=', 'the visible tool schemas'],
+  ['GET /v1/tools/:name?agent=', 'one tool with its output schema'],
+  ['GET /v1/sdk?language=typescript|python&agent=', 'the Code Mode SDK as text (ETag)'],
+  ['GET /v1/prompt?agent=', 'the assembled prompt: sections and wire tools'],
+  ['POST /v1/tools/:name/execute', 'body { arguments, callId?, agent? } → the tool result'],
+  ['POST /v1/run', 'body { code, description, agent? } → run_code (JSON, or SSE with Accept: text/event-stream)'],
+]
+
+function findStaticDir(): string | undefined {
+  // From examples/start.ts (tsx) the package root is one level up; from dist/examples/start.js, two.
+  for (const relative of ['../demo/dist/', '../../demo/dist/']) {
+    const dir = fileURLToPath(new URL(relative, import.meta.url))
+    if (existsSync(dir) && statSync(dir).isDirectory() && existsSync(`${dir}index.html`)) return dir
+  }
+  return undefined
+}
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`)
+}
+
+function pageHeaders(): Record<string, string> {
+  return {
+    'Content-Type': 'text/html; charset=utf-8',
+    'Cache-Control': 'no-store',
+    'Content-Security-Policy': "frame-ancestors 'none'",
+    'X-Frame-Options': 'DENY',
+    'Referrer-Policy': 'no-referrer',
+    'X-Content-Type-Options': 'nosniff',
+  }
+}
+
+function tokenMeta(token: string): string {
+  return `<meta name="toolyard-token" content="${escapeHtml(token)}" />\n    <meta name="toolyard-api" content="/v1" />`
+}
+
+function injectToken(html: string, token: string): string {
+  const meta = tokenMeta(token)
+  return /<\/head>/i.test(html) ? html.replace(/<\/head>/i, `    ${meta}\n  </head>`) : `${meta}\n${html}`
+}
+
+function infoPage(url: string, token: string): string {
+  const rows = API_ROUTES.map(([route, what]) => `<tr><td><code>${escapeHtml(route)}</code></td><td>${escapeHtml(what)}</td></tr>`).join('\n')
+  return `<!doctype html>
+<html lang="en">
+  <head>
+    <meta charset="utf-8" />
+    ${tokenMeta(token)}
+    <title>toolyard</title>
+    <style>body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem}td{padding:.2rem .8rem .2rem 0;vertical-align:top}code,pre{font-family:ui-monospace,monospace}pre{background:#8881;padding:.8rem;overflow:auto}</style>
+  </head>
+  <body>
+    <h1>toolyard</h1>
+    <p>The playground is not built (no <code>demo/dist/</code>), so this page lists the HTTP API instead. See <code>docs/http-api.md</code>.</p>
+    <table>${rows}</table>
+    <p>Every route but <code>/v1/health</code> needs the token printed on the console, as a bearer token:</p>
+    <pre>curl -H "Authorization: Bearer ${escapeHtml(token)}" ${escapeHtml(url)}/v1/tools</pre>
+    <pre>curl -H "Authorization: Bearer ${escapeHtml(token)}" -H "Content-Type: application/json" \\
+  -d '{"code":"return 1 + 1","description":"add"}' ${escapeHtml(url)}/v1/run</pre>
+  </body>
+</html>
+`
+}
+
+function addPages(app: Hono, staticDir: string | undefined, token: string, url: () => string): void {
+  const index = (): Response => {
+    const html = staticDir === undefined ? infoPage(url(), token) : injectToken(readFileSync(`${staticDir}index.html`, 'utf8'), token)
+    return new Response(html, { status: 200, headers: pageHeaders() })
+  }
+  app.get('/', index)
+  app.get('/index.html', index)
+  if (staticDir !== undefined) {
+    app.use('/*', serveStatic({ root: staticDir }))
+    app.use('/*', async (c, next) => {
+      await next()
+      c.res.headers.set('X-Content-Type-Options', 'nosniff')
+    })
+  }
+}
+
+/**
+ * Starts the server `npm start` runs (exported so tests and other scripts can start it
+ * in-process).
+ */
+export async function startServer(options: StartServerOptions = {}): Promise<StartedServer> {
+  const envPort = process.env.PORT === undefined || process.env.PORT === '' ? undefined : Number(process.env.PORT)
+  const port = options.port ?? envPort ?? 8787
+  const token = options.token ?? (process.env.TOOLYARD_TOKEN || randomBytes(32).toString('hex'))
+  const staticDir = options.staticDir === null ? undefined : (options.staticDir ?? findStaticDir())
+
+  const hub = createSessionLogHub({ forward: createMemorySessionLog() })
+  const codeRuntime = createNodeWorkerRuntime()
+  const runtime = createToolRuntime({ mode: 'both', codeRuntime, sessionLog: hub })
+  registerDemoTools(runtime)
+  // One agent per presentation mode, so the playground can preview each mode's prompt.
+  for (const mode of ['native', 'code', 'both'] as const) runtime.agent(mode).presentAs(mode)
+
+  const stopping = new AbortController()
+  const app = createToolsApp(runtime, { token, sessionLog: hub, signal: stopping.signal })
+  let served: ServedApp | undefined
+  addPages(app, staticDir, token, () => served?.url ?? '')
+  try {
+    served = await serve(app, { port, hostname: '127.0.0.1' })
+  } catch (error) {
+    await runtime.dispose()
+    await codeRuntime.dispose()
+    throw error
+  }
+  const server = served
+
+  let finished: Promise<void> | undefined
+  const shutdown = (): Promise<void> => {
+    finished ??= (async () => {
+      stopping.abort(new DOMException('the server is shutting down', 'AbortError'))
+      const closed = server.close()
+      // dispose() aborts what is still running and resolves once every execution has settled.
+      await runtime.dispose()
+      await codeRuntime.dispose()
+      let timer: ReturnType<typeof setTimeout> | undefined
+      // A client holding a connection open must not keep the process alive forever.
+      await Promise.race([closed, new Promise<void>((resolve) => (timer = setTimeout(resolve, 3000)))])
+      clearTimeout(timer)
+    })()
+    return finished
+  }
+
+  return { url: server.url, port: server.port, token, staticDir, shutdown }
+}
+
+async function main(): Promise<void> {
+  const started = await startServer()
+  const lines = [
+    '',
+    `  toolyard is listening on ${started.url}`,
+    `  token: ${started.token}`,
+    started.staticDir === undefined
+      ? '  (playground not built: GET / lists the API routes)'
+      : `  playground: ${started.url}/ (serving ${started.staticDir})`,
+    '',
+    `  curl -H "Authorization: Bearer ${started.token}" ${started.url}/v1/tools`,
+    '',
+    '  Ctrl+C stops the server.',
+    '',
+  ]
+  console.log(lines.join('\n'))
+  let signalled = false
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (signalled) {
+      // A second Ctrl+C means "now".
+      process.exit(130)
+    }
+    signalled = true
+    console.log(`\n  ${signal}: aborting in-flight runs and shutting down…`)
+    started.shutdown().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        console.error('shutdown failed:', error)
+        process.exit(1)
+      },
+    )
+  }
+  process.on('SIGINT', onSignal)
+  process.on('SIGTERM', onSignal)
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  main().catch((error: unknown) => {
+    console.error(error)
+    process.exit(1)
+  })
+}

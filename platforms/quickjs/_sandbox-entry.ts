@@ -1,0 +1,132 @@
+/**
+ * The in-VM side of the QuickJS runtime, bundled (with the shared bootstrap of
+ * `src/code-runtime/bootstrap.ts`) into one script by `gen-sandbox-source.mjs` and
+ * evaluated inside each fresh QuickJS context. Never imported by host code.
+ *
+ * It adapts the two host functions the runtime passes in to the bootstrap's minimal
+ * endpoint: messages leave as JSON text (so values cross as JSON copies, and the host
+ * reads only strings) and arrive as JSON text through `deliver`. It also supplies the
+ * timers the bootstrap and programs expect, backed by host timers.
+ *
+ * @module
+ */
+import { startBootstrap } from '../../src/code-runtime/bootstrap.js'
+import type { WireEndpoint, WireListener } from '../../src/code-runtime/wire.js'
+
+/** Sends one message (JSON text) to the host. */
+export type SandboxPost = (json: string) => void
+
+/** Arms (`delay >= 0`) or clears (`delay < 0`) host timer `id`; returns false when the host refuses. */
+export type SandboxTimer = (id: number, delay: number) => boolean
+
+/** What the host keeps to drive the sandbox. */
+export interface SandboxApi {
+  /** Delivers one host message (JSON text) to the bootstrap's listeners. */
+  deliver(json: string): void
+  /** Runs the callback of timer `id` (the host timer fired). */
+  fire(id: number): void
+}
+
+interface TimerEntry {
+  readonly callback: (...args: unknown[]) => unknown
+  readonly args: readonly unknown[]
+  readonly repeat: number | undefined
+}
+
+const MAX_DELAY = 2_147_483_647
+
+/**
+ * Installs timers and starts the bootstrap on an endpoint over `post`. Called once,
+ * before any program code exists in the context.
+ */
+export function install(post: SandboxPost, timer: SandboxTimer): SandboxApi {
+  // Captured before the program can replace them.
+  const stringify = JSON.stringify
+  const parse = JSON.parse
+  const MapCtor = Map
+  const SetCtor = Set
+  const RegExpCtor = RegExp
+  const ArrayBufferCtor = ArrayBuffer
+  const isView = ArrayBuffer.isView
+  const isFiniteNumber = Number.isFinite
+  const defineProperty = Object.defineProperty
+  const listeners: WireListener[] = []
+  const timers = new Map<number, TimerEntry>()
+  const timersGet = Map.prototype.get.bind(timers) as (id: number) => TimerEntry | undefined
+  const timersSet = Map.prototype.set.bind(timers) as (id: number, entry: TimerEntry) => void
+  const timersDelete = Map.prototype.delete.bind(timers) as (id: number) => boolean
+  let nextTimer = 1
+
+  // JSON would silently turn these into `{}`/`null`: refuse them so the bootstrap's
+  // fallbacks (a TypeError for arguments, a text rendering for a result) apply.
+  function strict(this: unknown, _key: string, value: unknown): unknown {
+    const type = typeof value
+    if (type === 'function' || type === 'symbol') throw new TypeError(`a ${type} is not JSON`)
+    if (type === 'number' && !isFiniteNumber(value)) throw new TypeError(`${String(value)} is not JSON`)
+    if (type === 'object' && value !== null) {
+      if (value instanceof MapCtor || value instanceof SetCtor || value instanceof RegExpCtor || value instanceof ArrayBufferCtor || isView(value)) {
+        throw new TypeError('a Map, Set, RegExp or binary value is not JSON')
+      }
+    }
+    return value
+  }
+
+  const endpoint: WireEndpoint = {
+    postMessage(message: unknown) {
+      post(stringify(message, strict))
+    },
+    addEventListener(_type: 'message', listener: WireListener) {
+      listeners.push(listener)
+    },
+    removeEventListener(_type: 'message', listener: WireListener) {
+      const at = listeners.indexOf(listener)
+      if (at >= 0) listeners.splice(at, 1)
+    },
+  }
+
+  const arm = (callback: unknown, delay: unknown, args: readonly unknown[], repeat: boolean): number => {
+    if (typeof callback !== 'function') throw new TypeError('the timer callback must be a function (string callbacks are not supported)')
+    const ms = typeof delay === 'number' && delay > 0 ? (delay > MAX_DELAY ? MAX_DELAY : delay) : 0
+    const id = nextTimer++
+    timersSet(id, { callback: callback as TimerEntry['callback'], args, repeat: repeat ? ms : undefined })
+    if (!timer(id, ms)) {
+      timersDelete(id)
+      throw new RangeError('too many pending timers')
+    }
+    return id
+  }
+  const clear = (id: unknown): void => {
+    if (typeof id === 'number' && timersDelete(id)) timer(id, -1)
+  }
+  const globals: Record<string, unknown> = {
+    setTimeout: (callback: unknown, delay?: unknown, ...args: unknown[]) => arm(callback, delay, args, false),
+    setInterval: (callback: unknown, delay?: unknown, ...args: unknown[]) => arm(callback, delay, args, true),
+    clearTimeout: clear,
+    clearInterval: clear,
+    queueMicrotask: (callback: unknown) => {
+      if (typeof callback !== 'function') throw new TypeError('queueMicrotask needs a function')
+      void Promise.resolve().then(callback as () => void)
+    },
+  }
+  for (const name of Object.keys(globals)) defineProperty(globalThis, name, { value: globals[name], writable: true, configurable: true, enumerable: false })
+
+  const handle = startBootstrap(endpoint)
+
+  return {
+    deliver(json: string) {
+      const data: unknown = parse(json)
+      for (const listener of listeners.slice()) listener({ data })
+    },
+    fire(id: number) {
+      const entry = timersGet(id)
+      if (entry === undefined) return
+      if (entry.repeat === undefined) timersDelete(id)
+      else if (!timer(id, entry.repeat)) timersDelete(id)
+      try {
+        entry.callback(...entry.args)
+      } catch (error) {
+        handle.reportUncaught(error)
+      }
+    },
+  }
+}

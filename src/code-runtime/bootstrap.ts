@@ -1,0 +1,280 @@
+/**
+ * The in-sandbox side of the wire protocol, platform-neutral: each platform's worker
+ * entry obtains a private endpoint (a `MessagePort` handed over before any program
+ * code exists) and calls {@link startBootstrap} with it. The bootstrap keeps the
+ * endpoint in this closure only (never on `globalThis`, `workerData` or the worker's
+ * parent port), binds its `postMessage` before the program runs, installs the binding
+ * namespaces, the console shim and `ToolCallError`, compiles the program on its own as
+ * an AsyncFunction body and posts the outcome as data.
+ *
+ * Nothing here is trusted by the host: a program can tamper with this realm at will,
+ * and the host validates every message it receives. The care taken here (captured
+ * intrinsics, bounded rendering) is for innocent programs' fidelity, not for security.
+ *
+ * @module
+ */
+import type { CodeLogLevel } from './contract.js'
+import { ToolCallError } from '../errors.js'
+import { renderValue, utf8Length } from './render.js'
+import { PROGRAM_SOURCE_URL } from './wire.js'
+import type { WireEndpoint, WireErrorData, WireNamespace } from './wire.js'
+
+/** What a platform may add to the bootstrap. */
+export interface BootstrapOptions {
+  /**
+   * Awaited (bounded) before `done` is posted, so output the platform routes through
+   * its own channel (Node's captured stdout/stderr) reaches the host first.
+   */
+  readonly flush?: () => Promise<void>
+}
+
+/** Handle the platform's worker entry keeps to report failures the program's promise chain cannot see. */
+export interface BootstrapHandle {
+  /** Ends the run with this error (an uncaught exception from a timer callback, say). First outcome wins. */
+  reportUncaught(error: unknown): void
+}
+
+interface Pending {
+  readonly resolve: (value: unknown) => void
+  readonly reject: (error: unknown) => void
+}
+
+/** The AsyncFunction constructor prepends two lines (`async function anonymous(\n) {\n`) to the body. */
+const BODY_LINE_OFFSET = 2
+const FLUSH_LIMIT_MS = 250
+
+/** Formats console arguments like `util.format`: `%s %d %i %f %o %O %j %%` in a leading string, then the rest space-joined. */
+function formatArgs(args: readonly unknown[], maxLength: number): string {
+  const render = (value: unknown, top: boolean) =>
+    renderValue(value, { maxLength, rawTopLevelString: top, maxDepth: top ? 6 : 4 })
+  const first = args[0]
+  let rest = 0
+  let head = ''
+  if (typeof first === 'string' && first.includes('%') && args.length > 1) {
+    rest = 1
+    head = first.replace(/%([sdifoOjc%])/g, (all, spec: string) => {
+      if (spec === '%') return '%'
+      if (rest >= args.length) return all
+      const arg = args[rest++]
+      switch (spec) {
+        case 's':
+          return typeof arg === 'string' ? arg : render(arg, false)
+        case 'd':
+        case 'i': {
+          if (typeof arg === 'bigint') return `${String(arg)}n`
+          const n = typeof arg === 'number' ? arg : typeof arg === 'string' ? Number(arg) : Number.NaN
+          return String(spec === 'i' ? Math.trunc(n) : n)
+        }
+        case 'f':
+          return String(typeof arg === 'number' ? arg : typeof arg === 'string' ? Number.parseFloat(arg) : Number.NaN)
+        case 'c':
+          return ''
+        default:
+          return render(arg, false)
+      }
+    })
+  } else if (args.length > 0) {
+    rest = 1
+    head = render(first, true)
+  }
+  let out = head
+  for (let i = rest; i < args.length && out.length < maxLength; i++) out += ` ${render(args[i], true)}`
+  return out
+}
+
+function readString(value: object, key: string): string | undefined {
+  try {
+    const v = (value as Record<string, unknown>)[key]
+    return typeof v === 'string' ? v : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** Rewrites `program.ts:L:C` frames from AsyncFunction body lines to the model's source lines. */
+function remapStack(stack: string): string {
+  const escaped = PROGRAM_SOURCE_URL.replace(/\./g, '\\.')
+  return stack.replace(new RegExp(`${escaped}:(\\d+):(\\d+)`, 'g'), (_all, line: string, column: string) => {
+    return `${PROGRAM_SOURCE_URL}:${Math.max(1, Number(line) - BODY_LINE_OFFSET)}:${column}`
+  })
+}
+
+/** Reads a thrown value into wire error data; runs program getters only here, inside the sandbox. */
+function errorData(error: unknown): WireErrorData {
+  if (typeof error === 'object' && error !== null) {
+    const message = readString(error, 'message')
+    if (message !== undefined || error instanceof Error) {
+      const name = readString(error, 'name') ?? 'Error'
+      const stack = readString(error, 'stack')
+      return { name, message: message ?? '', ...(stack === undefined ? {} : { stack: remapStack(stack) }) }
+    }
+  }
+  return { name: 'Error', message: `Uncaught ${renderValue(error, { maxLength: 2_000, rawTopLevelString: false })}` }
+}
+
+/**
+ * Starts the bootstrap on a private endpoint: posts `ready`, waits for the host's
+ * `start`, runs the program once and posts `done`. Call it before any program code
+ * exists in the realm.
+ */
+export function startBootstrap(endpoint: WireEndpoint, options: BootstrapOptions = {}): BootstrapHandle {
+  // Captured before the program can replace them.
+  const post = endpoint.postMessage.bind(endpoint)
+  const AsyncFunction = Object.getPrototypeOf(async function () {}).constructor as new (body: string) => () => Promise<unknown>
+  const defineProperty = Object.defineProperty
+  const createNull = () => Object.create(null) as Record<string, unknown>
+  const PromiseCtor = Promise
+  const setTimer = globalThis.setTimeout.bind(globalThis)
+  const flush = options.flush
+  const pending = new Map<number, Pending>()
+  const pendingGet = Map.prototype.get.bind(pending) as (id: number) => Pending | undefined
+  const pendingSet = Map.prototype.set.bind(pending) as (id: number, p: Pending) => void
+  const pendingDelete = Map.prototype.delete.bind(pending) as (id: number) => boolean
+  let started = false
+  let finished = false
+  let nextId = 1
+  let logBytes = 0
+  let logLimit = Number.POSITIVE_INFINITY
+
+  const finish = (outcome: { readonly value?: unknown } | { readonly error: unknown }): void => {
+    if (finished) return
+    finished = true
+    const send = () => {
+      if ('error' in outcome) {
+        post({ type: 'done', error: errorData(outcome.error) })
+        return
+      }
+      const value = outcome.value
+      if (value === undefined) {
+        post({ type: 'done' })
+        return
+      }
+      try {
+        post({ type: 'done', value })
+      } catch {
+        post({ type: 'done', value: renderValue(value, { maxLength: 1_000_000 }), rendered: true })
+      }
+    }
+    if (flush === undefined) send()
+    else {
+      const bounded = new PromiseCtor<void>((resolve) => {
+        setTimer(resolve, FLUSH_LIMIT_MS)
+        flush().then(resolve, resolve)
+      })
+      bounded.then(send, send)
+    }
+  }
+
+  const log = (level: CodeLogLevel, args: readonly unknown[]): void => {
+    if (finished || logBytes > logLimit) return
+    const text = formatArgs(args, Math.max(1, Math.min(logLimit - logBytes + 1, 1_000_000)))
+    logBytes += utf8Length(text) + 1
+    try {
+      post({ type: 'log', source: 'console', level, text })
+    } catch {
+      // Unreachable for strings; kept so console calls never throw into the program.
+    }
+  }
+
+  const makeConsole = (): Record<string, unknown> => {
+    const shim = createNull()
+    const levels: readonly CodeLogLevel[] = ['log', 'info', 'warn', 'error', 'debug']
+    for (const level of levels) defineProperty(shim, level, { value: (...args: unknown[]) => log(level, args), enumerable: true })
+    defineProperty(shim, 'trace', { value: (...args: unknown[]) => log('debug', ['Trace:', ...args]), enumerable: true })
+    defineProperty(shim, 'dir', { value: (value: unknown) => log('log', [value]), enumerable: true })
+    defineProperty(shim, 'table', { value: (value: unknown) => log('log', [value]), enumerable: true })
+    defineProperty(shim, 'assert', {
+      value: (condition: unknown, ...args: unknown[]) => {
+        if (!condition) log('error', ['Assertion failed', ...args])
+      },
+      enumerable: true,
+    })
+    for (const noop of ['group', 'groupEnd', 'groupCollapsed', 'time', 'timeEnd', 'timeLog', 'count', 'countReset', 'clear']) {
+      defineProperty(shim, noop, { value: () => undefined, enumerable: true })
+    }
+    return shim
+  }
+
+  const makeBinding = (global: string, name: string) => {
+    const binding = (args?: unknown): Promise<unknown> =>
+      new PromiseCtor<unknown>((resolve, reject) => {
+        const id = nextId++
+        pendingSet(id, { resolve, reject })
+        try {
+          post({ type: 'call', id, global, name, args })
+        } catch (error) {
+          pendingDelete(id)
+          const why = readString(error as object, 'message') ?? 'not structured-cloneable'
+          reject(new TypeError(`${global}.${name}: the arguments cannot be sent to the host (${why})`))
+        }
+      })
+    defineProperty(binding, 'name', { value: name })
+    return binding
+  }
+
+  const installGlobals = (namespaces: readonly WireNamespace[]) => {
+    for (const ns of namespaces) {
+      const target = createNull()
+      for (const name of ns.names) {
+        defineProperty(target, name, { value: makeBinding(ns.global, name), enumerable: true, writable: false, configurable: false })
+      }
+      Object.freeze(target)
+      defineProperty(globalThis, ns.global, { value: target, writable: true, configurable: true, enumerable: false })
+    }
+    defineProperty(globalThis, 'console', { value: makeConsole(), writable: true, configurable: true, enumerable: false })
+    defineProperty(globalThis, 'ToolCallError', { value: ToolCallError, writable: true, configurable: true, enumerable: false })
+  }
+
+  const run = (program: string, namespaces: readonly WireNamespace[], maxLogBytes: number) => {
+    logLimit = maxLogBytes
+    let fn: () => Promise<unknown>
+    try {
+      installGlobals(namespaces)
+      fn = new AsyncFunction(`${program}\n//# sourceURL=${PROGRAM_SOURCE_URL}`)
+    } catch (error) {
+      finish({ error })
+      return
+    }
+    let result: Promise<unknown>
+    try {
+      result = fn()
+    } catch (error) {
+      finish({ error })
+      return
+    }
+    PromiseCtor.resolve(result).then(
+      (value) => finish({ value }),
+      (error: unknown) => finish({ error }),
+    )
+  }
+
+  endpoint.addEventListener('message', (event) => {
+    const data = event.data as Record<string, unknown> | null
+    if (typeof data !== 'object' || data === null) return
+    if (data.type === 'start' && !started) {
+      started = true
+      const namespaces = Array.isArray(data.namespaces) ? (data.namespaces as WireNamespace[]) : []
+      const limit = typeof data.maxLogBytes === 'number' ? data.maxLogBytes : Number.POSITIVE_INFINITY
+      run(typeof data.program === 'string' ? data.program : '', namespaces, limit)
+      return
+    }
+    if (data.type === 'reply' && typeof data.id === 'number') {
+      const entry = pendingGet(data.id)
+      if (entry === undefined) return
+      pendingDelete(data.id)
+      if (data.ok === true) entry.resolve(data.value)
+      else {
+        const message = typeof data.message === 'string' ? data.message : 'binding call failed'
+        entry.reject(typeof data.toolName === 'string' ? new ToolCallError(data.toolName, message) : new Error(message))
+      }
+    }
+  })
+  endpoint.start?.()
+  post({ type: 'ready' })
+
+  return {
+    reportUncaught(error: unknown) {
+      if (started) finish({ error })
+    },
+  }
+}

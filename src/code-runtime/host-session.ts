@@ -1,0 +1,348 @@
+/**
+ * The host side of one Code Mode run, shared by every message-passing runtime: the
+ * state machine that owns every account. The platform supplies the private endpoint,
+ * a busy-time meter and `terminate()`; this module validates every inbound message,
+ * dispatches binding calls, caps logs and the value, runs the compute and wall
+ * budgets, settles exactly once and never rejects.
+ *
+ * @module
+ */
+import type {
+  CodeBindingFunction,
+  CodeLogEntry,
+  CodeRunFailure,
+  CodeRunFailureKind,
+  CodeRunRequest,
+  CodeRunResult,
+} from './contract.js'
+import { ToolCallError, toErrorData } from '../errors.js'
+import type { CodeRunLimits } from './limits.js'
+import { measureValueBytes, renderValue, utf8Length, utf8Prefix } from './render.js'
+import { invalidGlobalName, parseWorkerMessage, PROGRAM_SOURCE_URL } from './wire.js'
+import type { HostMessage, WireEndpoint, WireErrorData, WireListener, WireNamespace } from './wire.js'
+
+/** How often the busy-time meter is read. Internal on purpose: nothing a deployment could mis-tune into a bypass. */
+export const METER_POLL_MS = 10
+
+/** A request checked and snapshotted at `run()` time (host mutations later change nothing). */
+export interface PreparedRun {
+  readonly program: string
+  readonly namespaces: readonly WireNamespace[]
+  readonly functions: ReadonlyMap<string, ReadonlyMap<string, CodeBindingFunction>>
+  readonly signal: AbortSignal | undefined
+  readonly onLog: ((entry: CodeLogEntry) => void) | undefined
+}
+
+/** What a platform supplies to a session. */
+export interface HostSessionPlatform {
+  /** The host end of the private channel to the sandbox. */
+  readonly endpoint: WireEndpoint
+  /**
+   * The sandbox's measured busy time in ms since any fixed origin (worker event-loop
+   * utilisation, …). Absent when the platform cannot meter: only the wall budget applies.
+   */
+  readonly meter?: () => number
+  /** Ends the sandbox. Called exactly once, at settlement, before `result` resolves. */
+  terminate(): void
+  /** Called at settlement before logs freeze: push any buffered platform output (partial stdout lines). */
+  collect?(): void
+}
+
+/** Builds a failed result without running anything. */
+export function failedResult(kind: CodeRunFailureKind, message: string, logs: readonly CodeLogEntry[] = []): CodeRunResult {
+  return Object.freeze({ logs: Object.freeze([...logs]), error: Object.freeze({ kind, message }), stats: Object.freeze({ wallMs: 0, computeMs: 0 }) })
+}
+
+/**
+ * Checks a `run()` request and snapshots its bindings. Returns a message (for an
+ * `exception` result) when the request is malformed: `run()` never throws.
+ */
+export function prepareRun(request: unknown): { readonly ok: true; readonly run: PreparedRun } | { readonly ok: false; readonly message: string } {
+  if (typeof request !== 'object' || request === null) return { ok: false, message: 'TypeError: run() needs a request object' }
+  const r = request as Partial<CodeRunRequest>
+  if (typeof r.program !== 'string') return { ok: false, message: 'TypeError: request.program must be a string' }
+  if (r.signal !== undefined && !(r.signal instanceof AbortSignal)) return { ok: false, message: 'TypeError: request.signal must be an AbortSignal' }
+  if (r.onLog !== undefined && typeof r.onLog !== 'function') return { ok: false, message: 'TypeError: request.onLog must be a function' }
+  const bindings: unknown = r.bindings ?? []
+  if (!Array.isArray(bindings)) return { ok: false, message: 'TypeError: request.bindings must be an array' }
+  const functions = new Map<string, Map<string, CodeBindingFunction>>()
+  const namespaces: WireNamespace[] = []
+  for (const ns of bindings as unknown[]) {
+    const global = (ns as { global?: unknown } | null)?.global
+    const invalid = invalidGlobalName(global)
+    if (invalid !== undefined) return { ok: false, message: `TypeError: ${invalid}` }
+    if (functions.has(global as string)) return { ok: false, message: `TypeError: binding global "${String(global)}" appears twice` }
+    const fns = (ns as { functions?: unknown }).functions
+    if (typeof fns !== 'object' || fns === null) return { ok: false, message: `TypeError: bindings "${String(global)}".functions must be an object` }
+    const table = new Map<string, CodeBindingFunction>()
+    for (const name of Object.keys(fns)) {
+      const fn = Object.getOwnPropertyDescriptor(fns, name)?.value as unknown
+      if (typeof fn === 'function') table.set(name, fn as CodeBindingFunction)
+    }
+    functions.set(global as string, table)
+    namespaces.push({ global: global as string, names: [...table.keys()] })
+  }
+  return { ok: true, run: { program: r.program, namespaces, functions, signal: r.signal, onLog: r.onLog } }
+}
+
+function now(): number {
+  return globalThis.performance.now()
+}
+
+/** Formats a program error for the model: `Name: message` plus up to five program frames. */
+export function formatProgramError(error: WireErrorData): string {
+  const head = error.name === '' ? error.message : error.message === '' ? error.name : `${error.name}: ${error.message}`
+  const frames = (error.stack ?? '')
+    .split('\n')
+    .filter((line) => line.includes(`${PROGRAM_SOURCE_URL}:`))
+    .slice(0, 5)
+    .map((line) => `    ${line.trim()}`)
+  return frames.length > 0 ? `${head}\n${frames.join('\n')}` : head
+}
+
+function abortMessage(signal: AbortSignal): string {
+  const reason: unknown = signal.reason
+  const detail = reason instanceof Error ? reason.message : typeof reason === 'string' ? reason : ''
+  return detail === '' ? 'the run was aborted' : `the run was aborted (${detail})`
+}
+
+/**
+ * One run's host-side state machine. Create it, wire the platform's exit/error/stdio
+ * events to {@link CodeRunSession.fail} and {@link CodeRunSession.log}, call
+ * {@link CodeRunSession.start}, await {@link CodeRunSession.result}.
+ */
+export class CodeRunSession {
+  /** Resolves once, at settlement. Never rejects. */
+  readonly result: Promise<CodeRunResult>
+  /** Fires at settlement (any reason) or when the request's signal aborts; passed to every binding call. */
+  readonly signal: AbortSignal
+
+  readonly #run: PreparedRun
+  readonly #program: string
+  readonly #limits: CodeRunLimits
+  readonly #platform: HostSessionPlatform
+  readonly #controller = new AbortController()
+  readonly #logs: CodeLogEntry[] = []
+  readonly #inflight = new Set<Promise<void>>()
+  #resolve!: (result: CodeRunResult) => void
+  #settled = false
+  #started = false
+  #logBytes = 0
+  #logTruncated = false
+  #lastCallId = 0
+  #startedAt = 0
+  #meterBase = 0
+  #busyMs = 0
+  #wallTimer: ReturnType<typeof setTimeout> | undefined
+  #meterTimer: ReturnType<typeof setInterval> | undefined
+  readonly #onMessage: WireListener
+  readonly #onAbort: () => void
+
+  constructor(run: PreparedRun, strippedProgram: string, limits: CodeRunLimits, platform: HostSessionPlatform) {
+    this.#run = run
+    this.#program = strippedProgram
+    this.#limits = limits
+    this.#platform = platform
+    this.signal = this.#controller.signal
+    this.result = new Promise((resolve) => {
+      this.#resolve = resolve
+    })
+    this.#onMessage = (event) => this.#receive(event.data)
+    this.#onAbort = () => this.fail('abort', abortMessage(run.signal!))
+  }
+
+  /** True once the run has an outcome. */
+  get settled(): boolean {
+    return this.#settled
+  }
+
+  /** Starts the budgets and sends the program. Settles at once when the request's signal has already fired. */
+  start(): void {
+    if (this.#started) return
+    this.#started = true
+    this.#startedAt = now()
+    const signal = this.#run.signal
+    if (signal?.aborted) {
+      this.fail('abort', abortMessage(signal))
+      return
+    }
+    signal?.addEventListener('abort', this.#onAbort, { once: true })
+    const { endpoint, meter } = this.#platform
+    endpoint.addEventListener('message', this.#onMessage)
+    endpoint.start?.()
+    this.#wallTimer = setTimeout(() => this.fail('timeout', `wall-clock ceiling of ${this.#limits.maxWallMs} ms reached`), this.#limits.maxWallMs)
+    if (meter !== undefined) {
+      this.#meterBase = meter()
+      this.#meterTimer = setInterval(() => this.#checkCompute(), Math.min(METER_POLL_MS, this.#limits.computeMs))
+    }
+    const start: HostMessage = { type: 'start', program: this.#program, namespaces: this.#run.namespaces, maxLogBytes: this.#limits.maxLogBytes }
+    try {
+      endpoint.postMessage(start)
+    } catch (error) {
+      this.fail('worker-exit', `the program could not be sent to the sandbox: ${toErrorData(error).message}`)
+    }
+  }
+
+  /** Adds one platform-captured log line (stdout/stderr), subject to the log cap. */
+  log(entry: CodeLogEntry): void {
+    this.#addLog(entry)
+  }
+
+  /** Ends the run with a failure (platform events: worker exit, OOM, uncaught error, abort). First outcome wins. */
+  fail(kind: CodeRunFailureKind, message: string): void {
+    this.#settle(undefined, { kind, message })
+  }
+
+  /** Resolves once every binding call this run started has settled (their signal fired at settlement). */
+  async bindingsSettled(): Promise<void> {
+    while (this.#inflight.size > 0) await Promise.all([...this.#inflight])
+  }
+
+  #checkCompute(): void {
+    if (this.#settled || this.#platform.meter === undefined) return
+    let reading: number
+    try {
+      reading = this.#platform.meter()
+    } catch {
+      return
+    }
+    this.#busyMs = Math.max(this.#busyMs, reading - this.#meterBase)
+    if (this.#busyMs >= this.#limits.computeMs) this.fail('timeout', `compute budget of ${this.#limits.computeMs} ms exhausted`)
+  }
+
+  #receive(data: unknown): void {
+    if (this.#settled) return
+    const parsed = parseWorkerMessage(data)
+    if (!parsed.ok) return
+    const message = parsed.message
+    switch (message.type) {
+      case 'ready':
+        return
+      case 'log':
+        this.#addLog({ source: 'console', level: message.level, text: message.text })
+        return
+      case 'call':
+        this.#call(message.id, message.global, message.name, message.args)
+        return
+      case 'done':
+        if ('error' in message) this.#settle(undefined, { kind: 'exception', message: formatProgramError(message.error) })
+        else {
+          if (message.rendered === true) {
+            this.#addLog({
+              source: 'console',
+              level: 'warn',
+              text: '[toolyard] the returned value is not structured-cloneable; it was replaced by its text rendering',
+            })
+          }
+          this.#settle({ value: message.value }, undefined)
+        }
+    }
+  }
+
+  #reply(message: HostMessage): void {
+    if (this.#settled) return
+    try {
+      this.#platform.endpoint.postMessage(message)
+    } catch (error) {
+      if (message.type !== 'reply' || !message.ok) return
+      const why = toErrorData(error).message
+      this.#reply({ type: 'reply', id: message.id, ok: false, message: `the binding's result cannot be sent to the program (${why})` })
+    }
+  }
+
+  #call(id: number, global: string, name: string, args: unknown): void {
+    // Ids increase strictly: a replayed or duplicate id is dropped, never dispatched twice.
+    if (id <= this.#lastCallId) return
+    this.#lastCallId = id
+    const fn = this.#run.functions.get(global)?.get(name)
+    if (fn === undefined) {
+      this.#reply({ type: 'reply', id, ok: false, message: `unknown binding ${global}[${JSON.stringify(name)}]` })
+      return
+    }
+    const signal = this.signal
+    const task = (async () => {
+      try {
+        const value = await fn(args, { signal })
+        this.#reply({ type: 'reply', id, ok: true, value })
+      } catch (error) {
+        const data = toErrorData(error)
+        const toolName = error instanceof ToolCallError ? error.toolName : undefined
+        this.#reply({ type: 'reply', id, ok: false, message: data.message, ...(toolName === undefined ? {} : { toolName }) })
+      }
+    })()
+    this.#inflight.add(task)
+    void task.finally(() => this.#inflight.delete(task))
+  }
+
+  #addLog(entry: CodeLogEntry): void {
+    if (this.#settled || this.#logTruncated) return
+    const max = this.#limits.maxLogBytes
+    const room = max - this.#logBytes
+    const cost = entry.text.length + 1 > room ? utf8Length(entry.text.slice(0, room + 1)) + 1 : utf8Length(entry.text) + 1
+    let accepted: CodeLogEntry
+    if (cost <= room) {
+      this.#logBytes += cost
+      accepted = Object.freeze({ ...entry })
+    } else {
+      this.#logTruncated = true
+      const head = utf8Prefix(entry.text, Math.max(0, room - 1))
+      accepted = Object.freeze({ ...entry, text: `${head}… [log truncated: maxLogBytes of ${max} bytes reached]` })
+      this.#logBytes = max
+    }
+    this.#logs.push(accepted)
+    const onLog = this.#run.onLog
+    if (onLog !== undefined) {
+      try {
+        onLog(accepted)
+      } catch {
+        // A throwing listener is ignored (contract).
+      }
+    }
+  }
+
+  #cappedValue(value: unknown): unknown {
+    const max = this.#limits.maxValueBytes
+    if (measureValueBytes(value, max) <= max) return value
+    const text = renderValue(value, { maxLength: max + 1, maxDepth: 32 })
+    return `${utf8Prefix(text, max)}… [value truncated: larger than maxValueBytes of ${max} bytes]`
+  }
+
+  #settle(outcome: { readonly value: unknown } | undefined, error: CodeRunFailure | undefined): void {
+    if (this.#settled) return
+    // Collect platform output first, while the log is still open.
+    try {
+      this.#platform.collect?.()
+    } catch {
+      // Platform collection is best effort.
+    }
+    this.#settled = true
+    if (this.#wallTimer !== undefined) clearTimeout(this.#wallTimer)
+    if (this.#meterTimer !== undefined) clearInterval(this.#meterTimer)
+    if (this.#started) this.#checkBusyForStats()
+    this.#run.signal?.removeEventListener('abort', this.#onAbort)
+    this.#platform.endpoint.removeEventListener('message', this.#onMessage)
+    this.#controller.abort()
+    try {
+      this.#platform.terminate()
+    } catch {
+      // Termination failures surface as the platform's exit events; the outcome stands.
+    }
+    const value = outcome === undefined || outcome.value === undefined ? undefined : this.#cappedValue(outcome.value)
+    const result: CodeRunResult = {
+      ...(value === undefined ? {} : { value }),
+      logs: Object.freeze([...this.#logs]),
+      ...(error === undefined ? {} : { error: Object.freeze({ ...error }) }),
+      stats: Object.freeze({ wallMs: this.#started ? now() - this.#startedAt : 0, computeMs: this.#busyMs }),
+    }
+    this.#resolve(Object.freeze(result))
+  }
+
+  #checkBusyForStats(): void {
+    if (this.#platform.meter === undefined) return
+    try {
+      this.#busyMs = Math.max(this.#busyMs, this.#platform.meter() - this.#meterBase)
+    } catch {
+      // The sandbox may already be gone.
+    }
+  }
+}

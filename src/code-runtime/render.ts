@@ -1,0 +1,329 @@
+/**
+ * Bounded, stack-safe text rendering and size measuring of program values, shared by the
+ * in-worker console shim (program objects: getters are shown, never invoked) and the
+ * host (received copies: sizes checked against `maxValueBytes`). Web standards only.
+ *
+ * @module
+ */
+
+/** Options of {@link renderValue}. */
+export interface RenderValueOptions {
+  /** Stop rendering once the text reaches this many UTF-16 code units (the tail is cut with `…`). */
+  readonly maxLength?: number
+  /** Nested containers deeper than this render as `[Object]` / `[Array]`. Default 6. */
+  readonly maxDepth?: number
+  /** Items shown per array, map, set or object before `… N more`. Default 100. */
+  readonly maxItems?: number
+  /** Render a top-level string raw (console style) instead of quoted. Default true. */
+  readonly rawTopLevelString?: boolean
+}
+
+const mapSize = Object.getOwnPropertyDescriptor(Map.prototype, 'size')!.get!
+const setSize = Object.getOwnPropertyDescriptor(Set.prototype, 'size')!.get!
+
+type Frame = { readonly text: string } | { readonly value: unknown; readonly depth: number; readonly key?: string }
+
+const identifier = /^[A-Za-z_$][\w$]*$/
+
+/** Number of UTF-8 bytes `text` encodes to (lone surrogates count as 3, as TextEncoder writes U+FFFD). */
+export function utf8Length(text: string): number {
+  let bytes = 0
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c < 0x80) bytes += 1
+    else if (c < 0x800) bytes += 2
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1)
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        bytes += 4
+        i++
+      } else bytes += 3
+    } else bytes += 3
+  }
+  return bytes
+}
+
+/**
+ * The longest prefix of `text` that fits in `maxBytes` UTF-8 bytes, never splitting a
+ * surrogate pair. Work is bounded by `maxBytes`, not by the text's length.
+ */
+export function utf8Prefix(text: string, maxBytes: number): string {
+  let bytes = 0
+  let i = 0
+  while (i < text.length) {
+    const c = text.charCodeAt(i)
+    let size = c < 0x80 ? 1 : c < 0x800 ? 2 : 3
+    let units = 1
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1)
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        size = 4
+        units = 2
+      }
+    }
+    if (bytes + size > maxBytes) break
+    bytes += size
+    i += units
+  }
+  return text.slice(0, i)
+}
+
+function describeOwn(value: object, key: string): PropertyDescriptor | undefined {
+  try {
+    return Object.getOwnPropertyDescriptor(value, key)
+  } catch {
+    return undefined
+  }
+}
+
+function className(value: object): string | undefined {
+  try {
+    const proto: unknown = Object.getPrototypeOf(value)
+    if (proto === null) return '[Object: null prototype]'
+    if (proto === Object.prototype || proto === Array.prototype) return undefined
+    const ctor = describeOwn(proto as object, 'constructor')?.value as unknown
+    if (typeof ctor !== 'function') return undefined
+    const name = describeOwn(ctor, 'name')?.value as unknown
+    return typeof name === 'string' && name !== '' ? name : undefined
+  } catch {
+    return undefined
+  }
+}
+
+function primitive(value: unknown, quote: boolean): string | undefined {
+  switch (typeof value) {
+    case 'string':
+      return quote ? JSON.stringify(value) : value
+    case 'number':
+      return Object.is(value, -0) ? '-0' : String(value)
+    case 'bigint':
+      return `${String(value)}n`
+    case 'boolean':
+      return String(value)
+    case 'undefined':
+      return 'undefined'
+    case 'symbol':
+      try {
+        return (value as symbol).toString()
+      } catch {
+        return 'Symbol()'
+      }
+    case 'function': {
+      const name = describeOwn(value as object, 'name')?.value as unknown
+      return typeof name === 'string' && name !== '' ? `[Function: ${name}]` : '[Function (anonymous)]'
+    }
+    default:
+      return value === null ? 'null' : undefined
+  }
+}
+
+function errorText(value: Error): string {
+  const stack = describeOwn(value, 'stack')?.value as unknown
+  if (typeof stack === 'string' && stack !== '') return stack
+  const name = describeOwn(value, 'name')?.value ?? describeOwn(Object.getPrototypeOf(value) as object, 'name')?.value
+  const message = describeOwn(value, 'message')?.value
+  return `${typeof name === 'string' ? name : 'Error'}: ${typeof message === 'string' ? message : ''}`
+}
+
+/**
+ * Renders any value as readable text, `util.inspect`-like, without recursion (an
+ * explicit work stack), without invoking getters, `toString`, `toJSON` or proxies'
+ * `get` traps, bounded in depth, item count and total length. Never throws.
+ */
+export function renderValue(value: unknown, options: RenderValueOptions = {}): string {
+  const maxLength = options.maxLength ?? Number.POSITIVE_INFINITY
+  const maxDepth = options.maxDepth ?? 6
+  const maxItems = options.maxItems ?? 100
+  const top = primitive(value, options.rawTopLevelString === false)
+  if (top !== undefined) return top.length > maxLength ? `${top.slice(0, maxLength)}…` : top
+
+  let out = ''
+  const seen = new Set<object>()
+  const stack: Frame[] = [{ value, depth: 0 }]
+  while (stack.length > 0) {
+    if (out.length >= maxLength) return `${out.slice(0, maxLength)}…`
+    const frame = stack.pop()!
+    if ('text' in frame) {
+      out += frame.text
+      continue
+    }
+    if (frame.key !== undefined) out += identifier.test(frame.key) ? `${frame.key}: ` : `${JSON.stringify(frame.key)}: `
+    const v = frame.value
+    const simple = primitive(v, true)
+    if (simple !== undefined) {
+      out += simple
+      continue
+    }
+    const obj = v as object
+    if (seen.has(obj)) {
+      out += '[Circular]'
+      continue
+    }
+    try {
+      out += renderObject(obj, frame.depth, maxDepth, maxItems, stack, seen)
+    } catch {
+      out += '[Unrenderable]'
+    }
+  }
+  return out.length > maxLength ? `${out.slice(0, maxLength)}…` : out
+}
+
+/** Renders one object: returns its opening text and pushes its children (reversed) onto the stack. */
+function renderObject(obj: object, depth: number, maxDepth: number, maxItems: number, stack: Frame[], seen: Set<object>): string {
+  if (obj instanceof Date) {
+    const time = Date.prototype.getTime.call(obj)
+    return Number.isNaN(time) ? 'Invalid Date' : Date.prototype.toISOString.call(obj)
+  }
+  if (obj instanceof RegExp) return RegExp.prototype.toString.call(obj)
+  if (obj instanceof Error) return errorText(obj)
+  if (obj instanceof ArrayBuffer) return `ArrayBuffer { byteLength: ${obj.byteLength} }`
+  if (ArrayBuffer.isView(obj)) {
+    const name = className(obj) ?? 'TypedArray'
+    if (obj instanceof DataView) return `DataView { byteLength: ${obj.byteLength} }`
+    const view = obj as unknown as ArrayLike<number | bigint>
+    const shown = Math.min(view.length, maxItems)
+    const parts: string[] = []
+    for (let i = 0; i < shown; i++) parts.push(primitive(view[i], true) ?? '?')
+    if (view.length > shown) parts.push(`… ${view.length - shown} more items`)
+    return `${name}(${view.length}) [${parts.length > 0 ? ` ${parts.join(', ')} ` : ''}]`
+  }
+  const isArray = Array.isArray(obj)
+  const isMap = obj instanceof Map
+  const isSet = obj instanceof Set
+  const name = className(obj)
+  if (depth >= maxDepth) return isArray ? '[Array]' : `[${name ?? 'Object'}]`
+  seen.add(obj)
+
+  const children: Frame[] = []
+  let prefix: string
+  let open: string
+  let close: string
+  if (isMap || isSet) {
+    const size = (isMap ? mapSize : setSize).call(obj) as number
+    prefix = `${isMap ? 'Map' : 'Set'}(${size}) `
+    open = '{'
+    close = '}'
+    let count = 0
+    const entries = isMap ? Map.prototype.entries.call(obj) : Set.prototype.values.call(obj)
+    for (const entry of entries as Iterable<unknown>) {
+      if (count === maxItems) {
+        children.push({ text: `… ${size - count} more items` })
+        break
+      }
+      if (isMap) {
+        const [k, val] = entry as [unknown, unknown]
+        children.push({ value: k, depth: depth + 1 }, { text: ' => ' }, { value: val, depth: depth + 1 })
+      } else children.push({ value: entry, depth: depth + 1 })
+      children.push({ text: ', ' })
+      count++
+    }
+  } else {
+    prefix = isArray ? '' : name !== undefined ? `${name} ` : ''
+    open = isArray ? '[' : '{'
+    close = isArray ? ']' : '}'
+    const keys = Reflect.ownKeys(obj)
+    let count = 0
+    const total = isArray ? keys.length - 1 : keys.length
+    for (const key of keys) {
+      if (typeof key !== 'string') continue
+      if (isArray && key === 'length') continue
+      const desc = describeOwn(obj, key)
+      if (desc === undefined || desc.enumerable !== true) continue
+      if (count === maxItems) {
+        children.push({ text: `… ${total - count} more items` })
+        break
+      }
+      const showKey = isArray && /^(0|[1-9]\d*)$/.test(key) ? undefined : key
+      if ('value' in desc) children.push(showKey === undefined ? { value: desc.value, depth: depth + 1 } : { value: desc.value, depth: depth + 1, key: showKey })
+      else {
+        const kind = desc.get && desc.set ? '[Getter/Setter]' : desc.get ? '[Getter]' : '[Setter]'
+        if (showKey !== undefined) children.push({ text: identifier.test(showKey) ? `${showKey}: ` : `${JSON.stringify(showKey)}: ` })
+        children.push({ text: kind })
+      }
+      children.push({ text: ', ' })
+      count++
+    }
+  }
+  if (children.length > 0 && 'text' in children[children.length - 1]! && (children[children.length - 1] as { text: string }).text === ', ') children.pop()
+  const spacing = isArray ? '' : ' '
+  if (children.length === 0) return `${prefix}${open}${close}`
+  stack.push({ text: `${spacing}${close}` })
+  for (let i = children.length - 1; i >= 0; i--) stack.push(children[i]!)
+  return `${prefix}${open}${spacing}`
+}
+
+/**
+ * An upper-bound estimate of a structured-clone value's serialized size in bytes, close
+ * to its JSON length (binary data counts its byte length). Iterative and cycle-safe;
+ * stops as soon as the count exceeds `limit` and returns `limit + 1`. Reads only own
+ * data properties, so it never runs code a value owns.
+ */
+export function measureValueBytes(value: unknown, limit: number): number {
+  let total = 0
+  const seen = new Set<object>()
+  const stack: unknown[] = [value]
+  while (stack.length > 0) {
+    if (total > limit) return limit + 1
+    const v = stack.pop()
+    switch (typeof v) {
+      case 'string':
+        total += v.length > limit ? v.length : utf8Length(v) + 2
+        continue
+      case 'number':
+      case 'bigint':
+      case 'boolean':
+        total += String(v).length
+        continue
+      case 'undefined':
+      case 'symbol':
+      case 'function':
+        total += 4
+        continue
+    }
+    if (v === null) {
+      total += 4
+      continue
+    }
+    const obj = v as object
+    if (seen.has(obj)) {
+      total += 12
+      continue
+    }
+    seen.add(obj)
+    try {
+      if (obj instanceof ArrayBuffer) total += obj.byteLength
+      else if (ArrayBuffer.isView(obj)) total += obj.byteLength
+      else if (obj instanceof Date || obj instanceof RegExp) total += 26
+      else if (obj instanceof Error) stack.push(describeOwn(obj, 'message')?.value, describeOwn(obj, 'stack')?.value)
+      else if (obj instanceof Map) {
+        total += 2
+        for (const [k, val] of Map.prototype.entries.call(obj) as Iterable<[unknown, unknown]>) {
+          stack.push(k, val)
+          total += 2
+          if (total > limit) break
+        }
+      } else if (obj instanceof Set) {
+        total += 2
+        for (const item of Set.prototype.values.call(obj) as Iterable<unknown>) {
+          stack.push(item)
+          total += 1
+          if (total > limit) break
+        }
+      } else {
+        total += 2
+        const isArray = Array.isArray(obj)
+        for (const key of Reflect.ownKeys(obj)) {
+          if (typeof key !== 'string' || (isArray && key === 'length')) continue
+          const desc = describeOwn(obj, key)
+          if (desc === undefined || !('value' in desc)) continue
+          total += isArray ? 1 : utf8Length(key) + 4
+          stack.push(desc.value)
+          if (total > limit) break
+        }
+      }
+    } catch {
+      total += 16
+    }
+  }
+  return total > limit ? limit + 1 : total
+}

@@ -1,0 +1,25 @@
+/**
+ * Typings for the three sucrase 3.35 internals `strip.ts` reads (its parser and token
+ * tables). sucrase publishes them as files but not as typed entry points; the package
+ * is pinned exactly, and `strip.test` pins the behaviour relied on.
+ */
+declare module 'sucrase/dist/parser/index.js' {
+  /** One token of sucrase's parser. */
+  export interface SucraseToken {
+    readonly type: number
+    readonly contextualKeyword: number
+    readonly start: number
+    readonly end: number
+    readonly isType: boolean
+  }
+  /** Parses a file into tokens; throws a SyntaxError-like error with `(line:column)` on bad input. */
+  export function parse(input: string, isJSXEnabled: boolean, isTypeScriptEnabled: boolean, isFlowEnabled: boolean): { tokens: SucraseToken[] }
+}
+declare module 'sucrase/dist/parser/tokenizer/types.js' {
+  /** Token type name → numeric id (`_enum`, `parenL`, …). */
+  export const TokenType: Readonly<Record<string, number>>
+}
+declare module 'sucrase/dist/parser/tokenizer/keywords.js' {
+  /** Contextual keyword name → numeric id (`_namespace`, `_constructor`, …). */
+  export const ContextualKeyword: Readonly<Record<string, number>>
+}

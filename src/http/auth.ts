@@ -1,0 +1,49 @@
+/**
+ * Bearer-token comparison that takes the same time whatever the inputs share.
+ *
+ * @module
+ */
+
+const encoder = new TextEncoder()
+
+/** SHA-256 of the UTF-8 bytes of `text` (Web Crypto; available in Node, browsers and workerd). */
+export async function sha256(text: string | Uint8Array): Promise<Uint8Array> {
+  const bytes: Uint8Array<ArrayBuffer> = typeof text === 'string' ? encoder.encode(text) : new Uint8Array(text)
+  return new Uint8Array(await crypto.subtle.digest('SHA-256', bytes))
+}
+
+/**
+ * Compares two 32-byte digests without an early exit, so the time taken does not
+ * depend on where they first differ.
+ */
+export function digestsEqual(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false
+  let diff = 0
+  for (let i = 0; i < a.length; i++) diff |= (a[i] as number) ^ (b[i] as number)
+  return diff === 0
+}
+
+/**
+ * Constant-time string equality: both sides are hashed with SHA-256 first, so neither
+ * the length nor the common prefix of the secret leaks through timing, then the
+ * digests are compared byte by byte without an early exit.
+ *
+ * @example
+ * ```ts
+ * if (!(await timingSafeEqualText(presented, expected))) return unauthorized()
+ * ```
+ */
+export async function timingSafeEqualText(a: string, b: string): Promise<boolean> {
+  const [da, db] = await Promise.all([sha256(a), sha256(b)])
+  return digestsEqual(da, db)
+}
+
+/**
+ * Reads the token from an `Authorization` header (`Bearer <token>`, scheme
+ * case-insensitive). Returns `undefined` when the header is absent or of another scheme.
+ */
+export function bearerToken(header: string | null | undefined): string | undefined {
+  if (typeof header !== 'string') return undefined
+  const match = /^\s*bearer\s+(\S+)\s*$/i.exec(header)
+  return match?.[1]
+}

@@ -1,0 +1,228 @@
+/**
+ * Lossless JSON snapshots: the single gate every value passes before it becomes tool
+ * arguments, a canonical tool output, a schema annotation or a worker message.
+ *
+ * A value is lossless JSON when `JSON.parse(JSON.stringify(value))` gives back an equal
+ * value and nothing had to be dropped or coerced on the way: no `undefined`, BigInt,
+ * function, symbol, `-0`, non-finite number, cycle, hole, accessor, non-enumerable or
+ * symbol-keyed property, and no object other than a plain object or an ordinary dense
+ * array. The walk reads property descriptors only, so a hostile getter is reported,
+ * never invoked (a Proxy's traps still run: JavaScript offers no way to detect one).
+ *
+ * The walk uses an explicit work stack, so a value 100,000 levels deep is copied in
+ * linear time without `RangeError`.
+ *
+ * @module
+ */
+import { LosslessJsonError } from '../errors.js'
+import type { JsonValue } from './json-value.js'
+
+/**
+ * Roots this module produced: deep-frozen, lossless by construction. Only roots are
+ * recorded; a weak entry per inner container costs more in GC than it ever saves.
+ */
+const snapshots = new WeakSet<object>()
+
+const objectProto = Object.prototype
+const arrayProto = Array.prototype
+const getProto = Object.getPrototypeOf
+const ownKeys = Reflect.ownKeys
+const describe = Object.getOwnPropertyDescriptor
+const defineProperty = Object.defineProperty
+const freeze = Object.freeze
+const isFrozen = Object.isFrozen
+
+/**
+ * True when `value` is a container returned by {@link snapshotLosslessJson}:
+ * deep-frozen lossless JSON that needs no second copy. Scalars are not tracked (they
+ * are immutable anyway), nor are containers nested inside a snapshot.
+ */
+export function isJsonSnapshot(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && snapshots.has(value)
+}
+
+/** Escapes one JSON Pointer reference token (`~` → `~0`, `/` → `~1`). */
+export function escapePointerToken(token: string): string {
+  return token.includes('~') || token.includes('/') ? token.replace(/~/g, '~0').replace(/\//g, '~1') : token
+}
+
+/**
+ * Joins reference tokens into a JSON Pointer (`` for the root, `/a/0/b` below it).
+ */
+export function toJsonPointer(tokens: readonly (string | number)[]): string {
+  let out = ''
+  for (const token of tokens) out += '/' + escapePointerToken(String(token))
+  return out
+}
+
+/**
+ * Writes `value` under `key` as an own enumerable data property, even for `__proto__`
+ * (a plain assignment would change the prototype instead of storing data).
+ */
+export function setOwnData(target: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === '__proto__') {
+    defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true })
+  } else {
+    target[key] = value
+  }
+}
+
+/** True when `key` is a canonical array index below `length`. */
+function isIndexBelow(key: string, length: number): boolean {
+  const n = Number(key)
+  return Number.isInteger(n) && n >= 0 && n < length && String(n) === key
+}
+
+/** One container being copied. */
+interface Frame {
+  readonly source: object
+  readonly target: Record<string, unknown> | unknown[]
+  /** Own keys still to copy (string keys for objects; undefined for arrays). */
+  readonly keys: readonly string[] | undefined
+  /** Next index into `keys` (objects) or into the array. */
+  index: number
+  readonly length: number
+  /** This frame's key in its parent (for error paths only). */
+  readonly key: string
+}
+
+/** Names an object's kind for an error message without invoking any getter. */
+function describeObject(value: object, proto: object | null): string {
+  if (typeof value === 'function') return 'a function'
+  if (proto !== null) {
+    const ctor = describe(proto, 'constructor')
+    if (ctor !== undefined && 'value' in ctor && typeof ctor.value === 'function') {
+      const name = describe(ctor.value, 'name')
+      if (name !== undefined && 'value' in name && typeof name.value === 'string' && name.value !== '') {
+        return `a non-plain object (${name.value})`
+      }
+    }
+  }
+  return 'a non-plain object'
+}
+
+/**
+ * Deep-copies `value` as lossless JSON and returns a deep-frozen copy. Shared
+ * (non-cyclic) references are allowed and copied once; containers already produced by
+ * this function are reused as they are.
+ *
+ * @throws {LosslessJsonError} (code `INVALID_JSON`) naming the first offending
+ * location as a JSON Pointer (`/a/0/b`).
+ *
+ * @example
+ * ```ts
+ * const args = snapshotLosslessJson({ path: '/tmp/x', offset: 1 }) // frozen copy
+ * snapshotLosslessJson({ when: new Date() }) // throws: … at /when
+ * ```
+ */
+export function snapshotLosslessJson(value: unknown): JsonValue {
+  if (typeof value === 'object' && value !== null && snapshots.has(value)) return value as JsonValue
+  const stack: Frame[] = []
+  /**
+   * Source container → its copy. A frozen copy is finished (DAG sharing reuses it, so
+   * shared references cost linear, not exponential, time); an unfrozen one is still on
+   * the current path, so meeting its source again is a cycle.
+   */
+  const seen = new Map<object, unknown[] | Record<string, unknown>>()
+
+  const pathTo = (key: string | undefined): string => {
+    let out = ''
+    for (let i = 1; i < stack.length; i++) out += '/' + escapePointerToken(stack[i]!.key)
+    if (key !== undefined) out += '/' + escapePointerToken(key)
+    return out
+  }
+  const fail = (key: string | undefined, message: string): never => {
+    throw new LosslessJsonError(pathTo(key), message)
+  }
+
+  /**
+   * Converts one value: scalars are returned as-is, containers get an empty target
+   * and a frame (their children are filled in by the main loop).
+   */
+  const enter = (child: unknown, key: string | undefined, childKey: string): JsonValue => {
+    switch (typeof child) {
+      case 'string':
+      case 'boolean':
+        return child
+      case 'number':
+        if (!Number.isFinite(child)) return fail(key, `non-finite number (${String(child)}) is not JSON`)
+        if (child === 0 && 1 / child < 0) return fail(key, '-0 is not lossless JSON')
+        return child
+      case 'undefined':
+        return fail(key, 'undefined is not JSON')
+      case 'bigint':
+        return fail(key, 'a BigInt is not JSON')
+      case 'symbol':
+        return fail(key, 'a symbol is not JSON')
+      case 'function':
+        return fail(key, 'a function is not JSON')
+      default:
+        break
+    }
+    if (child === null) return null
+    const object = child as object
+    const prior = seen.get(object)
+    if (prior !== undefined) {
+      if (isFrozen(prior)) return prior as JsonValue
+      return fail(key, 'a cycle is not JSON')
+    }
+    const proto = getProto(object) as object | null
+    const keys = ownKeys(object)
+    if (Array.isArray(object)) {
+      if (proto !== arrayProto) return fail(key, describeObject(object, proto).replace('object', 'array'))
+      const length = object.length
+      // Own keys are the indices plus `length`: anything more is an extra property,
+      // anything less a hole (found index by index below, with its exact path).
+      if (keys.length > length + 1) {
+        for (const k of keys) {
+          if (typeof k === 'symbol') return fail(key, 'a symbol-keyed property is not JSON')
+          if (k !== 'length' && !isIndexBelow(k, length)) {
+            return fail(key, `an array with an extra property ("${k}") is not JSON`)
+          }
+        }
+      }
+      const target: unknown[] = []
+      stack.push({ source: object, target, keys: undefined, index: 0, length, key: childKey })
+      seen.set(object, target)
+      return target as JsonValue
+    }
+    if (proto !== objectProto && proto !== null) return fail(key, `${describeObject(object, proto)} is not JSON`)
+    const names: string[] = []
+    for (const k of keys) {
+      if (typeof k === 'symbol') return fail(key, 'a symbol-keyed property is not JSON')
+      names.push(k)
+    }
+    const target: Record<string, unknown> = {}
+    stack.push({ source: object, target, keys: names, index: 0, length: names.length, key: childKey })
+    seen.set(object, target)
+    return target as JsonValue
+  }
+
+  const root = enter(value, undefined, '')
+  if (stack.length === 0) return root
+
+  while (stack.length > 0) {
+    const frame = stack[stack.length - 1]!
+    if (frame.index >= frame.length) {
+      stack.pop()
+      freeze(frame.target)
+      continue
+    }
+    const i = frame.index++
+    const key = frame.keys === undefined ? String(i) : frame.keys[i]!
+    const descriptor = describe(frame.source, key)
+    if (descriptor === undefined) {
+      fail(key, frame.keys === undefined ? 'a sparse array (hole) is not JSON' : 'a property vanished while copying')
+    } else if (!('value' in descriptor)) {
+      fail(key, 'an accessor property is not JSON (getters are never invoked)')
+    } else if (descriptor.enumerable !== true) {
+      fail(key, 'a non-enumerable property is not JSON')
+    } else {
+      const copy = enter(descriptor.value, key, key)
+      if (frame.keys === undefined) (frame.target as unknown[]).push(copy)
+      else setOwnData(frame.target as Record<string, unknown>, key, copy)
+    }
+  }
+  snapshots.add(root as object)
+  return root
+}

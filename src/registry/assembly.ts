@@ -1,0 +1,141 @@
+/**
+ * Prompt assembly: the static sections of a scope plus the registry's tool
+ * contribution for the scope's presentation mode, ordered by `toolOrder`, then handed
+ * through the `system-prompt/assemble` waterfall, whose result is authoritative.
+ *
+ * | mode   | wire tools                  | sections                                        |
+ * | ------ | --------------------------- | ----------------------------------------------- |
+ * | native | every visible schema        | —                                               |
+ * | code   | exactly `[run_code]`        | `tools:code-only` (90, the rule), `tools:sdk` (150) |
+ * | both   | every visible + `run_code`  | `tools:code-only` (90, empty text), `tools:sdk` (150) |
+ *
+ * @module
+ */
+import { hasSdkRenderer, renderToolsSdk } from '../code-mode/sdk.js'
+import { ToolError, toErrorData } from '../errors.js'
+import type { AssembleListener, PromptAssembly, PromptSection, ToolRuntime } from '../runtime-types.js'
+import type { ScopeKey, ToolPresentationMode, ToolSchema } from '../types.js'
+import type { RegisteredTool } from './definition.js'
+import type { ScopedList } from './scoped-list.js'
+
+/** Id and order of the SDK section. */
+export const SDK_SECTION = Object.freeze({ id: 'tools:sdk', order: 150 })
+/** Id and order of the code-only rule: before the 100–199 per-tool guidance band. */
+export const CODE_ONLY_SECTION = Object.freeze({ id: 'tools:code-only', order: 90 })
+
+/** The text of the `tools:code-only` rule under `code`. */
+export const CODE_ONLY_TEXT =
+  '## Calling tools\n\n' +
+  'Only `run_code` may be called directly. Every other tool listed in the SDK below is ' +
+  'callable only from inside a `run_code` program, as `await tools.name(args)`; a direct ' +
+  'call to any of them fails.'
+
+/** What assembly needs from the runtime. */
+export interface AssemblyCore {
+  readonly options: ToolRuntime['options']
+  presentation(agent: ScopeKey | undefined): ToolPresentationMode
+  visibleTools(agent: ScopeKey | undefined): readonly RegisteredTool[]
+  schemaOf(tool: RegisteredTool): ToolSchema
+  readonly runCode: RegisteredTool
+  readonly sections: ScopedList<StoredSection>
+  readonly assembleListeners: ScopedList<AssembleListener>
+}
+
+/** A static section with its registration sequence (ties keep registration order). */
+export interface StoredSection {
+  readonly section: PromptSection
+  readonly seq: number
+}
+
+function fail(message: string, cause?: unknown): never {
+  throw new ToolError('ASSEMBLY_FAILED', message, cause === undefined ? undefined : { cause })
+}
+
+/** Assembles the prompt for `agent` (the global layer when undefined). */
+export function assemblePrompt(core: AssemblyCore, agent: ScopeKey | undefined): PromptAssembly {
+  const mode = core.presentation(agent)
+  const visible = core.visibleTools(agent)
+  const stored: StoredSection[] = [...core.sections.list(agent)]
+  let seq = Number.MAX_SAFE_INTEGER - 2
+
+  let tools: ToolSchema[] = mode === 'code' ? [] : visible.map((tool) => core.schemaOf(tool))
+  if (mode !== 'native') {
+    const runtime = core.options.codeRuntime
+    if (runtime === undefined) fail(`presentation '${mode}' needs options.codeRuntime, and none is configured`)
+    const language = runtime.language
+    if (!hasSdkRenderer(language)) fail(`presentation '${mode}': no Code Mode SDK renderer for language ${JSON.stringify(String(language))}`)
+    tools.push(core.schemaOf(core.runCode))
+    let sdk: string
+    try {
+      sdk = renderToolsSdk(
+        visible.map((tool) => ({
+          name: tool.definition.name,
+          description: tool.definition.description,
+          parameters: tool.definition.parameters,
+          output: tool.definition.output.schema,
+        })),
+        { language },
+      )
+    } catch (error) {
+      if (error instanceof ToolError && error.code === 'ASSEMBLY_FAILED') throw error
+      fail(`rendering the Code Mode SDK failed: ${toErrorData(error).message}`, error)
+    }
+    stored.push({ section: Object.freeze({ ...SDK_SECTION, text: sdk }), seq: seq++ })
+    stored.push({ section: Object.freeze({ ...CODE_ONLY_SECTION, text: mode === 'code' ? CODE_ONLY_TEXT : '' }), seq: seq++ })
+  }
+
+  const order = core.options.toolOrder
+  if (order !== undefined && order.length > 0) {
+    const byName = new Map(tools.map((tool) => [tool.name, tool]))
+    const first: ToolSchema[] = []
+    for (const name of order) {
+      const tool = byName.get(name)
+      if (tool === undefined) fail(`options.toolOrder names ${JSON.stringify(name)}, which presentation '${mode}' does not contribute here`)
+      first.push(tool)
+      byName.delete(name)
+    }
+    tools = [...first, ...tools.filter((tool) => byName.has(tool.name))]
+  }
+
+  stored.sort((a, b) => a.section.order - b.section.order || a.seq - b.seq)
+  let assembly: PromptAssembly = Object.freeze({
+    sections: Object.freeze(stored.map((s) => s.section)),
+    tools: Object.freeze(tools),
+    mode,
+  })
+
+  const context = Object.freeze(agent === undefined ? {} : { agent })
+  for (const listener of core.assembleListeners.list(agent)) {
+    let next: unknown
+    try {
+      next = listener(assembly, context)
+    } catch (error) {
+      fail(`a system-prompt/assemble listener failed: ${toErrorData(error).message}`, error)
+    }
+    assembly = checkAssembly(next)
+  }
+  return assembly
+}
+
+/** Checks and freezes an assembly a listener returned. */
+function checkAssembly(value: unknown): PromptAssembly {
+  if (typeof value !== 'object' || value === null) fail('a system-prompt/assemble listener returned no assembly')
+  const { sections, tools, mode } = value as Record<string, unknown>
+  if (!Array.isArray(sections) || !Array.isArray(tools)) fail('a system-prompt/assemble listener returned an assembly without sections and tools arrays')
+  if (mode !== 'native' && mode !== 'code' && mode !== 'both') fail('a system-prompt/assemble listener returned an assembly with an invalid mode')
+  const checkedSections = sections.map((s: unknown, i) => {
+    const section = s as Partial<PromptSection> | null
+    if (typeof section !== 'object' || section === null || typeof section.id !== 'string' || typeof section.text !== 'string' || typeof section.order !== 'number') {
+      fail(`a system-prompt/assemble listener returned a malformed section at index ${i}`)
+    }
+    return Object.freeze({ id: section.id, order: section.order, text: section.text })
+  })
+  const checkedTools = tools.map((t: unknown, i) => {
+    const tool = t as Partial<ToolSchema> | null
+    if (typeof tool !== 'object' || tool === null || typeof tool.name !== 'string' || typeof tool.description !== 'string' || typeof tool.parameters !== 'object' || tool.parameters === null) {
+      fail(`a system-prompt/assemble listener returned a malformed tool at index ${i}`)
+    }
+    return Object.isFrozen(tool) ? (tool as ToolSchema) : Object.freeze({ name: tool.name, description: tool.description, parameters: tool.parameters })
+  })
+  return Object.freeze({ sections: Object.freeze(checkedSections), tools: Object.freeze(checkedTools), mode })
+}

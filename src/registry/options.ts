@@ -1,0 +1,109 @@
+/**
+ * Validation of {@link ToolRuntimeOptions} at construction: every field is checked and
+ * defaults applied, so a misconfiguration fails where it is written with a clear
+ * `INVALID_OPTIONS` message instead of at the first call.
+ *
+ * @module
+ */
+import { ToolError } from '../errors.js'
+import type { ToolRuntime, ToolRuntimeOptions } from '../runtime-types.js'
+
+/** Default `maxParallelSubCalls` (the seed's Code Mode default). */
+export const DEFAULT_MAX_PARALLEL_SUB_CALLS = 10
+/** Default `maxOutputBytes`: 64 MiB. */
+export const DEFAULT_MAX_OUTPUT_BYTES = 64 * 1024 * 1024
+
+const MODES = new Set(['native', 'code', 'both'])
+const KNOWN = new Set(['mode', 'codeRuntime', 'approval', 'sessionLog', 'maxParallelSubCalls', 'maxOutputBytes', 'toolOrder'])
+
+function fail(message: string): never {
+  throw new ToolError('INVALID_OPTIONS', message)
+}
+
+function show(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value)
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value)
+  if (value === null) return 'null'
+  if (Array.isArray(value)) return 'an array'
+  return typeof value
+}
+
+function positiveInteger(value: unknown, name: string, fallback: number): number {
+  if (value === undefined) return fallback
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+    fail(`options.${name} must be a positive integer (got ${show(value)})`)
+  }
+  return value
+}
+
+/**
+ * Checks `options` and returns the frozen options in force (defaults applied).
+ * Throws `ToolError('INVALID_OPTIONS')` naming the first bad field.
+ */
+export function validateRuntimeOptions(options: unknown): ToolRuntime['options'] {
+  if (options === undefined) options = {}
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    fail(`createToolRuntime options must be an object (got ${show(options)})`)
+  }
+  const o = options as Record<string, unknown>
+  for (const key of Object.keys(o)) {
+    if (!KNOWN.has(key)) fail(`unknown option ${JSON.stringify(key)} (known: ${[...KNOWN].join(', ')})`)
+  }
+
+  const mode = o.mode ?? 'native'
+  if (typeof mode !== 'string' || !MODES.has(mode)) {
+    fail(`options.mode must be 'native', 'code' or 'both' (got ${show(mode)})`)
+  }
+
+  const codeRuntime = o.codeRuntime
+  if (codeRuntime !== undefined) {
+    if (typeof codeRuntime !== 'object' || codeRuntime === null) fail(`options.codeRuntime must be a CodeRuntime object (got ${show(codeRuntime)})`)
+    const r = codeRuntime as Record<string, unknown>
+    if (typeof r.language !== 'string' || r.language === '') fail('options.codeRuntime.language must be a non-empty string')
+    if (typeof r.isolation !== 'string') fail('options.codeRuntime.isolation must be a string')
+    if (typeof r.run !== 'function') fail('options.codeRuntime.run must be a function')
+    if (typeof r.dispose !== 'function') fail('options.codeRuntime.dispose must be a function')
+    if (typeof r.capabilities !== 'object' || r.capabilities === null) fail('options.codeRuntime.capabilities must be an object')
+  }
+
+  if (o.approval !== undefined && typeof o.approval !== 'function') {
+    fail(`options.approval must be a function (got ${show(o.approval)})`)
+  }
+
+  const sessionLog = o.sessionLog
+  if (sessionLog !== undefined) {
+    if (typeof sessionLog !== 'object' || sessionLog === null || typeof (sessionLog as { append?: unknown }).append !== 'function') {
+      fail('options.sessionLog must be an object with an append(event) method')
+    }
+  }
+
+  const maxParallelSubCalls = positiveInteger(o.maxParallelSubCalls, 'maxParallelSubCalls', DEFAULT_MAX_PARALLEL_SUB_CALLS)
+  const maxOutputBytes = positiveInteger(o.maxOutputBytes, 'maxOutputBytes', DEFAULT_MAX_OUTPUT_BYTES)
+
+  let toolOrder: readonly string[] | undefined
+  if (o.toolOrder !== undefined) {
+    if (!Array.isArray(o.toolOrder)) fail(`options.toolOrder must be an array of tool names (got ${show(o.toolOrder)})`)
+    const seen = new Set<string>()
+    const names: string[] = []
+    for (let i = 0; i < o.toolOrder.length; i++) {
+      if (!Object.hasOwn(o.toolOrder, i)) fail(`options.toolOrder[${i}] is missing (sparse array)`)
+      const name: unknown = o.toolOrder[i]
+      if (typeof name !== 'string' || name === '') fail(`options.toolOrder[${i}] must be a non-empty string (got ${show(name)})`)
+      if (seen.has(name)) fail(`options.toolOrder names ${JSON.stringify(name)} twice`)
+      seen.add(name)
+      names.push(name)
+    }
+    toolOrder = Object.freeze(names)
+  }
+
+  const result: ToolRuntimeOptions & { mode: ToolRuntimeOptions['mode'] & string; maxParallelSubCalls: number; maxOutputBytes: number } = {
+    mode: mode as 'native' | 'code' | 'both',
+    maxParallelSubCalls,
+    maxOutputBytes,
+    ...(codeRuntime !== undefined ? { codeRuntime: codeRuntime as NonNullable<ToolRuntimeOptions['codeRuntime']> } : {}),
+    ...(o.approval !== undefined ? { approval: o.approval as NonNullable<ToolRuntimeOptions['approval']> } : {}),
+    ...(sessionLog !== undefined ? { sessionLog: sessionLog as NonNullable<ToolRuntimeOptions['sessionLog']> } : {}),
+    ...(toolOrder !== undefined ? { toolOrder } : {}),
+  }
+  return Object.freeze(result) as ToolRuntime['options']
+}

@@ -1,0 +1,81 @@
+/**
+ * A list of listeners (or guards, or sections) in two layers: global entries first, then
+ * one agent's, each in registration order. Reads return snapshots, so a listener that
+ * disposes itself (or another) mid-iteration never disturbs the pass in progress.
+ *
+ * @module
+ */
+import type { ScopeKey } from '../types.js'
+
+const EMPTY: readonly never[] = Object.freeze([])
+
+interface Slot<T> {
+  readonly value: T
+}
+
+/** Global + per-agent ordered entries. */
+export class ScopedList<T> {
+  #global: Slot<T>[] = []
+  readonly #scoped = new Map<ScopeKey, Slot<T>[]>()
+  #size = 0
+  /** Snapshots by agent (`''` key unused: undefined maps to the global snapshot). Cleared on every change. */
+  #cache = new Map<ScopeKey | undefined, readonly T[]>()
+
+  /** Adds `value` to the global layer (`agent` undefined) or to `agent`'s; returns its remover. */
+  add(value: T, agent: ScopeKey | undefined): () => void {
+    const slot: Slot<T> = { value }
+    let list: Slot<T>[]
+    if (agent === undefined) list = this.#global
+    else {
+      list = this.#scoped.get(agent) ?? []
+      this.#scoped.set(agent, list)
+    }
+    list.push(slot)
+    this.#size += 1
+    this.#cache.clear()
+    let removed = false
+    return () => {
+      if (removed) return
+      removed = true
+      this.#size -= 1
+      this.#cache.clear()
+      if (agent === undefined) {
+        this.#global = this.#global.filter((s) => s !== slot)
+        return
+      }
+      const current = this.#scoped.get(agent)
+      if (current === undefined) return
+      const next = current.filter((s) => s !== slot)
+      if (next.length === 0) this.#scoped.delete(agent)
+      else this.#scoped.set(agent, next)
+    }
+  }
+
+  /**
+   * Global entries, then `agent`'s (none when `agent` is undefined). A frozen snapshot,
+   * cached until the next change (the hot path reads it several times per call).
+   */
+  list(agent: ScopeKey | undefined): readonly T[] {
+    if (this.#size === 0) return EMPTY as readonly T[]
+    const cached = this.#cache.get(agent)
+    if (cached !== undefined) return cached
+    const out: T[] = []
+    for (const slot of this.#global) out.push(slot.value)
+    if (agent !== undefined) {
+      const scoped = this.#scoped.get(agent)
+      if (scoped !== undefined) for (const slot of scoped) out.push(slot.value)
+    }
+    const frozen = Object.freeze(out)
+    // Bound the cache: agent ids are caller-chosen, so never let it grow without limit.
+    if (this.#cache.size > 256) this.#cache.clear()
+    this.#cache.set(agent, frozen)
+    return frozen
+  }
+
+  /** Every entry of every layer (global first, then agents in first-use order). */
+  all(): T[] {
+    const out: T[] = this.#global.map((s) => s.value)
+    for (const list of this.#scoped.values()) for (const slot of list) out.push(slot.value)
+    return out
+  }
+}

@@ -1,0 +1,247 @@
+/**
+ * `defineTool()`: a typed tool definition from the schema DSL. The parameter and
+ * output specs are checked and converted at definition time; arguments are validated
+ * strictly before the body runs (`ToolArgsError`, code `INVALID_ARGS`, with
+ * path-qualified messages) and softly for presenters and classifiers (never throws).
+ * Defaults are never applied: the body sees exactly the validated, frozen arguments.
+ *
+ * @module
+ */
+import { LosslessJsonError, ToolArgsError, ToolError, type SchemaViolation } from '../errors.js'
+import type { JsonValue } from '../json/json-value.js'
+import { snapshotLosslessJson } from '../json/lossless.js'
+import type { ToolCallView, ToolResultView } from '../presentation.js'
+import type {
+  ContentBlock,
+  ToolDefinition,
+  ToolExecution,
+  ToolExecutionResult,
+  ToolResultRecord,
+  ToolRunContext,
+} from '../types.js'
+import { parameterSchemaSpecToJsonSchema, valueSchemaSpecToJsonSchema, type ParameterSchemaSpec, type ValueSchemaSpec } from './dsl.js'
+import type { InferArgs, InferValue } from './infer.js'
+import { compileJsonSchema, type CompiledJsonSchema } from './json-schema.js'
+
+/** The output declaration of a {@link ToolSpec}: a DSL value spec plus pure projectors. */
+export interface ToolOutputSpec<Args, O extends ValueSchemaSpec> {
+  /** The canonical value's schema, as a DSL value spec (any JSON root). */
+  readonly schema: O
+  /** Pure projection of the canonical value to model-facing content. */
+  render(args: Args, value: InferValue<O>): readonly ContentBlock[]
+  /** Pure projection to JSON metadata, computed for direct top-level calls only. */
+  presentationMeta?(args: Args, value: InferValue<O>): JsonValue
+}
+
+/** What `defineTool()` takes: a tool described with the schema DSL. */
+export interface ToolSpec<P extends ParameterSchemaSpec, O extends ValueSchemaSpec> {
+  /** The tool's name as models see it. */
+  readonly name: string
+  /** What the tool does, for the model. */
+  readonly description: string
+  /** The properties of the (open) parameter object. */
+  readonly parameters: P
+  /** The mandatory canonical output declaration. */
+  readonly output: ToolOutputSpec<InferArgs<P>, O>
+  /** The body: receives validated, frozen, typed arguments; returns the canonical value. */
+  execute(args: InferArgs<P>, exec: ToolRunContext): Promise<InferValue<O>> | InferValue<O>
+  /** Last content-only word on every normalized result (synchronous and total). */
+  finalizeContent?(exec: ToolExecution, result: ToolExecutionResult): readonly ContentBlock[] | undefined
+  /** How a UI renders a call; `args` is `undefined` when the raw arguments do not validate. */
+  presentCall?(args: InferArgs<P> | undefined, rawArgs: JsonValue): ToolCallView | undefined
+  /** How a UI renders a result; `args` is `undefined` when the raw arguments do not validate. */
+  presentResult?(args: InferArgs<P> | undefined, result: ToolResultRecord, rawArgs: JsonValue): ToolResultView | undefined
+  /** Cooperative deadline in ms (positive, finite), enforced by `timeoutPolicy()`. */
+  readonly timeoutMs?: number
+  /** Exactly `true` lets this call overlap other safe calls; receives softly validated arguments. */
+  isConcurrencySafe?(args: InferArgs<P>): boolean
+}
+
+/** The definition `defineTool()` returns. `Value` is the inferred output type, as JSON. */
+export type DefinedTool<P extends ParameterSchemaSpec, O extends ValueSchemaSpec> = ToolDefinition<InferArgs<P>, AsJson<InferValue<O>>>
+
+/** `T` as a `JsonValue` (every inferred value is one; this only tells the compiler so, cheaply). */
+type AsJson<T> = [T] extends [JsonValue] ? T : JsonValue
+
+/** Snapshots and validates arguments against a compiled parameter schema. */
+function checkArgs(compiled: CompiledJsonSchema, args: unknown): JsonValue {
+  let snapshot: JsonValue
+  try {
+    snapshot = snapshotLosslessJson(args)
+  } catch (error) {
+    if (error instanceof LosslessJsonError) {
+      throw new ToolArgsError([{ path: error.path, message: error.message.replace(/ at [^ ]*$| at the root$/, '') }], { cause: error })
+    }
+    throw error
+  }
+  const violations: SchemaViolation[] = compiled.validate(snapshot)
+  if (violations.length > 0) throw new ToolArgsError(violations)
+  return snapshot
+}
+
+/**
+ * Validates `args` against a parameter spec and returns them typed (as a frozen
+ * lossless snapshot). Defaults are never applied.
+ *
+ * @throws {ToolArgsError} (code `INVALID_ARGS`) listing every path-qualified violation.
+ * @throws {SchemaError} when the spec itself is invalid.
+ *
+ * @example
+ * ```ts
+ * const args = validateArgs({ path: { type: 'string', required: true } }, { path: '/x' })
+ * args.path // string
+ * ```
+ */
+export function validateArgs<const P extends ParameterSchemaSpec>(parameters: P, args: unknown): InferArgs<P> {
+  return checkArgs(compileJsonSchema(parameterSchemaSpecToJsonSchema(parameters)), args) as unknown as InferArgs<P>
+}
+
+function invalidDefinition(message: string): ToolError {
+  return new ToolError('INVALID_DEFINITION', message)
+}
+
+/**
+ * Builds a typed tool definition. At definition time the parameter spec becomes
+ * `parameters` (an open object JSON Schema) and the output spec becomes
+ * `output.schema`; a bad spec throws `SchemaError`, a malformed definition
+ * `ToolError` with code `INVALID_DEFINITION`. The returned definition carries strict
+ * `validateArgs` (throws `ToolArgsError`) and `softValidateArgs` (returns
+ * `undefined`, never throws); its `execute` validates arguments it has not seen
+ * validated, so the body only ever receives valid, frozen arguments. Presenters and
+ * `isConcurrencySafe` receive softly validated arguments, so old logged arguments
+ * never crash a replay.
+ *
+ * @example
+ * ```ts
+ * const readFile = defineTool({
+ *   name: 'read_file',
+ *   description: 'Read a file from disk.',
+ *   parameters: {
+ *     path: { type: 'string', required: true, description: 'Absolute file path' },
+ *     offset: { type: 'number' },
+ *   },
+ *   output: { schema: { type: 'string' }, render: (_args, value) => [{ type: 'text', text: value }] },
+ *   execute: (args) => `contents of ${args.path}`,
+ * })
+ * ```
+ */
+export function defineTool<const P extends ParameterSchemaSpec, const O extends ValueSchemaSpec>(
+  spec: ToolSpec<P, O>,
+): DefinedTool<P, O> {
+  // The implementation works on erased types: relating the generic inferred types to
+  // each other inside a generic body makes the checker expand them without end.
+  return buildDefinition(spec as unknown as LooseToolSpec) as unknown as DefinedTool<P, O>
+}
+
+/** A {@link ToolSpec} with its argument and value types erased. */
+type LooseArgs = JsonValue
+type LooseToolSpec = ToolSpec<ParameterSchemaSpec, ValueSchemaSpec> & {
+  readonly output: ToolOutputSpec<LooseArgs, ValueSchemaSpec> & {
+    render(args: LooseArgs, value: JsonValue): readonly ContentBlock[]
+    presentationMeta?(args: LooseArgs, value: JsonValue): JsonValue
+  }
+  execute(args: LooseArgs, exec: ToolRunContext): Promise<JsonValue> | JsonValue
+  presentCall?(args: LooseArgs | undefined, rawArgs: JsonValue): ToolCallView | undefined
+  presentResult?(args: LooseArgs | undefined, result: ToolResultRecord, rawArgs: JsonValue): ToolResultView | undefined
+  isConcurrencySafe?(args: LooseArgs): boolean
+}
+
+function buildDefinition(spec: LooseToolSpec): ToolDefinition<LooseArgs, JsonValue> {
+  if (typeof spec !== 'object' || spec === null) throw invalidDefinition('a tool definition must be an object')
+  const { name, description, output, execute } = spec
+  if (typeof name !== 'string' || name === '') throw invalidDefinition('a tool needs a non-empty string name')
+  if (typeof description !== 'string') throw invalidDefinition(`tool "${name}": description must be a string`)
+  if (typeof execute !== 'function') throw invalidDefinition(`tool "${name}": execute must be a function`)
+  if (typeof output !== 'object' || output === null) throw invalidDefinition(`tool "${name}": the output declaration is mandatory`)
+  if (typeof output.render !== 'function') throw invalidDefinition(`tool "${name}": output.render must be a function`)
+  if (output.presentationMeta !== undefined && typeof output.presentationMeta !== 'function') {
+    throw invalidDefinition(`tool "${name}": output.presentationMeta must be a function`)
+  }
+  if (spec.timeoutMs !== undefined && !(typeof spec.timeoutMs === 'number' && spec.timeoutMs > 0 && Number.isFinite(spec.timeoutMs))) {
+    throw invalidDefinition(`tool "${name}": timeoutMs must be positive and finite`)
+  }
+  for (const key of ['finalizeContent', 'presentCall', 'presentResult', 'isConcurrencySafe'] as const) {
+    if (spec[key] !== undefined && typeof spec[key] !== 'function') throw invalidDefinition(`tool "${name}": ${key} must be a function`)
+  }
+
+  type Args = LooseArgs
+  type Value = JsonValue
+  const parameters = parameterSchemaSpecToJsonSchema(spec.parameters)
+  const outputSchema = valueSchemaSpecToJsonSchema(output.schema)
+  const compiled = compileJsonSchema(parameters)
+  /** Argument snapshots this definition has validated: `execute` skips re-checking them. */
+  const validated = new WeakSet<object>()
+
+  const strict = (args: unknown): Args => {
+    if (typeof args === 'object' && args !== null && validated.has(args)) return args as Args
+    const checked = checkArgs(compiled, args)
+    if (typeof checked === 'object' && checked !== null) validated.add(checked)
+    return checked as Args
+  }
+  const soft = (args: unknown): Args | undefined => {
+    try {
+      if (typeof args === 'object' && args !== null && validated.has(args)) return args as Args
+      return compiled.isValid(args) ? strict(args) : undefined
+    } catch {
+      return undefined
+    }
+  }
+
+  const render = output.render
+  const presentationMeta = output.presentationMeta
+  const { presentCall, presentResult, isConcurrencySafe, finalizeContent } = spec
+
+  const definition: ToolDefinition<Args, Value> = {
+    name,
+    description,
+    parameters,
+    output: Object.freeze({
+      schema: outputSchema,
+      render: (args: Args, value: Value) => render.call(output, args, value),
+      ...(presentationMeta === undefined
+        ? {}
+        : { presentationMeta: (args: Args, value: Value) => presentationMeta.call(output, args, value) }),
+    }),
+    execute: (args: Args, exec: ToolRunContext) => execute.call(spec, strict(args), exec) as Promise<Value> | Value,
+    validateArgs: strict,
+    softValidateArgs: soft,
+    ...(finalizeContent === undefined ? {} : { finalizeContent: (exec: ToolExecution, result: ToolExecutionResult) => finalizeContent.call(spec, exec, result) }),
+    ...(presentCall === undefined
+      ? {}
+      : {
+          presentCall: (_args: Args | undefined, rawArgs: JsonValue) => {
+            try {
+              return presentCall.call(spec, soft(rawArgs), rawArgs)
+            } catch {
+              return undefined
+            }
+          },
+        }),
+    ...(presentResult === undefined
+      ? {}
+      : {
+          presentResult: (_args: Args | undefined, result: ToolResultRecord, rawArgs: JsonValue) => {
+            try {
+              return presentResult.call(spec, soft(rawArgs), result, rawArgs)
+            } catch {
+              return undefined
+            }
+          },
+        }),
+    ...(spec.timeoutMs === undefined ? {} : { timeoutMs: spec.timeoutMs }),
+    ...(isConcurrencySafe === undefined
+      ? {}
+      : {
+          isConcurrencySafe: (args: Args) => {
+            const checked = soft(args)
+            if (checked === undefined) return false
+            try {
+              return isConcurrencySafe.call(spec, checked) === true
+            } catch {
+              return false
+            }
+          },
+        }),
+  }
+  return Object.freeze(definition)
+}

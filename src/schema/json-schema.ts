@@ -1,0 +1,770 @@
+/**
+ * The enforced raw JSON Schema subset: support checks, detachment, compilation and
+ * validation. The validator is toolyard's own because it must run where code
+ * generation is forbidden (workerd) and stay stack-safe: compilation walks the schema
+ * with an explicit work stack, and validation is a loop over an explicit task stack
+ * (`oneOf` branches included), so a schema or value 100,000 levels deep never reaches
+ * the call-stack limit and costs time linear in its size.
+ *
+ * Supported keywords: `type` (one name), `enum` (non-empty array of JSON scalars),
+ * `const` (a JSON scalar), `properties`, `required` (unique names),
+ * `additionalProperties` (boolean), `items` (one schema), `oneOf` (non-empty), and the
+ * annotations `title`, `description`, `$comment` (strings), `deprecated`, `readOnly`,
+ * `writeOnly` (booleans), `default` (any lossless JSON) and `examples` (an array of
+ * lossless JSON). Anything else is rejected by name.
+ *
+ * @module
+ */
+import { LosslessJsonError, SchemaError, type SchemaViolation } from '../errors.js'
+import type { JsonPrimitive } from '../json/json-value.js'
+import { escapePointerToken, isJsonSnapshot, snapshotLosslessJson } from '../json/lossless.js'
+import type { JsonSchemaNode, JsonSchemaTypeName, ObjectJsonSchema } from './json-schema-node.js'
+
+// ───────────────────────── value kinds ─────────────────────────
+
+const K_NULL = 1
+const K_BOOLEAN = 2
+const K_STRING = 4
+/** A finite number that is not an integer. */
+const K_FRACTION = 8
+const K_INTEGER = 16
+const K_ARRAY = 32
+const K_OBJECT = 64
+const K_ANY = 127
+
+const typeMasks: { readonly [name in JsonSchemaTypeName]: number } = {
+  null: K_NULL,
+  boolean: K_BOOLEAN,
+  string: K_STRING,
+  number: K_FRACTION | K_INTEGER,
+  integer: K_INTEGER,
+  array: K_ARRAY,
+  object: K_OBJECT,
+}
+
+/** The JSON kind of a value; 0 for anything that is not JSON data. */
+function kindOf(value: unknown): number {
+  switch (typeof value) {
+    case 'string':
+      return K_STRING
+    case 'number':
+      return Number.isInteger(value) ? K_INTEGER : Number.isFinite(value) ? K_FRACTION : 0
+    case 'boolean':
+      return K_BOOLEAN
+    case 'object':
+      return value === null ? K_NULL : Array.isArray(value) ? K_ARRAY : K_OBJECT
+    default:
+      return 0
+  }
+}
+
+function kindName(kind: number): string {
+  switch (kind) {
+    case K_NULL:
+      return 'null'
+    case K_BOOLEAN:
+      return 'boolean'
+    case K_STRING:
+      return 'string'
+    case K_FRACTION:
+      return 'number'
+    case K_INTEGER:
+      return 'integer'
+    case K_ARRAY:
+      return 'array'
+    case K_OBJECT:
+      return 'object'
+    default:
+      return 'a non-JSON value'
+  }
+}
+
+// ───────────────────────── compiled form ─────────────────────────
+
+/**
+ * One compiled schema node. Plain data, read by the validator loops; `leaf` nodes
+ * (nothing to descend into) are checked inline by the fast path.
+ */
+interface CNode {
+  /** Accepted kinds (K_ANY for no `type`). */
+  mask: number
+  /** `type` as written, for messages. */
+  typeName: JsonSchemaTypeName | undefined
+  /** Allowed scalars (enum ∩ const), or null when unconstrained. */
+  allowed: Set<JsonPrimitive> | null
+  enumValues: readonly JsonPrimitive[] | null
+  hasConst: boolean
+  constValue: JsonPrimitive
+  /** Declared property names, their nodes, required flags, and whether the name is inherited by plain objects. */
+  propNames: string[]
+  propNodes: CNode[]
+  propRequired: boolean[]
+  propInherited: boolean[]
+  propSet: Set<string> | null
+  /** Required names that are not declared in `properties`. */
+  extraRequired: string[]
+  extraRequiredInherited: boolean[]
+  closed: boolean
+  items: CNode | null
+  oneOf: CNode[] | null
+  /** True when the node has no object/array/oneOf work. */
+  leaf: boolean
+  /** True when object keywords exist (properties, required, closed). */
+  objectWork: boolean
+}
+
+function newNode(): CNode {
+  return {
+    mask: K_ANY,
+    typeName: undefined,
+    allowed: null,
+    enumValues: null,
+    hasConst: false,
+    constValue: null,
+    propNames: [],
+    propNodes: [],
+    propRequired: [],
+    propInherited: [],
+    propSet: null,
+    extraRequired: [],
+    extraRequiredInherited: [],
+    closed: false,
+    items: null,
+    oneOf: null,
+    leaf: true,
+    objectWork: false,
+  }
+}
+
+const annotationKeywords: ReadonlySet<string> = new Set([
+  'title',
+  'description',
+  '$comment',
+  'deprecated',
+  'readOnly',
+  'writeOnly',
+  'default',
+  'examples',
+])
+
+/** Every keyword the subset accepts (validation keywords + annotations). */
+export const SUPPORTED_JSON_SCHEMA_KEYWORDS: readonly string[] = Object.freeze([
+  'type',
+  'enum',
+  'const',
+  'properties',
+  'required',
+  'additionalProperties',
+  'items',
+  'oneOf',
+  ...annotationKeywords,
+])
+const supportedKeywords: ReadonlySet<string> = new Set(SUPPORTED_JSON_SCHEMA_KEYWORDS)
+
+const hasOwn = Object.prototype.hasOwnProperty
+
+function isScalar(value: unknown): value is JsonPrimitive {
+  return value === null || typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean'
+}
+
+function pointer(base: string, ...tokens: string[]): string {
+  let out = base
+  for (const t of tokens) out += '/' + escapePointerToken(t)
+  return out
+}
+
+/**
+ * Takes a frozen lossless copy of a schema, turning lossless-JSON failures into
+ * `SchemaError`s at the same path.
+ */
+function snapshotSchema(schema: unknown): JsonSchemaNode {
+  try {
+    return snapshotLosslessJson(schema) as JsonSchemaNode
+  } catch (error) {
+    if (error instanceof LosslessJsonError) {
+      throw new SchemaError(error.path, `schema is not lossless JSON: ${error.message.replace(/ at [^ ]*$|at the root$/, '').trim()}`, { cause: error })
+    }
+    throw error
+  }
+}
+
+/**
+ * Checks a frozen lossless schema copy and builds its compiled nodes, with an explicit
+ * work stack. Every structural rule of the subset is enforced here.
+ */
+function build(root: JsonSchemaNode): CNode {
+  const rootNode = newNode()
+  const work: { schema: unknown; node: CNode; path: string }[] = [{ schema: root, node: rootNode, path: '' }]
+  while (work.length > 0) {
+    const { schema, node, path } = work.pop()!
+    if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) {
+      const what = typeof schema === 'boolean' ? `boolean schema (${String(schema)})` : Array.isArray(schema) ? 'an array' : `a ${schema === null ? 'null' : typeof schema}`
+      throw new SchemaError(path, `unsupported schema: expected an object, got ${what}`)
+    }
+    const s = schema as Record<string, unknown>
+    for (const key of Object.keys(s)) {
+      if (!supportedKeywords.has(key)) throw new SchemaError(path, `unsupported keyword "${key}"`)
+    }
+    for (const key of ['title', 'description', '$comment'] as const) {
+      if (hasOwn.call(s, key) && typeof s[key] !== 'string') throw new SchemaError(pointer(path, key), `"${key}" must be a string`)
+    }
+    for (const key of ['deprecated', 'readOnly', 'writeOnly'] as const) {
+      if (hasOwn.call(s, key) && typeof s[key] !== 'boolean') throw new SchemaError(pointer(path, key), `"${key}" must be a boolean`)
+    }
+    if (hasOwn.call(s, 'examples') && !Array.isArray(s.examples)) throw new SchemaError(pointer(path, 'examples'), '"examples" must be an array')
+
+    if (hasOwn.call(s, 'type')) {
+      const type = s.type
+      if (typeof type !== 'string' || !hasOwn.call(typeMasks, type)) {
+        throw new SchemaError(pointer(path, 'type'), Array.isArray(type) ? 'unsupported "type" array (use oneOf)' : `unsupported type ${JSON.stringify(type)}`)
+      }
+      node.typeName = type as JsonSchemaTypeName
+      node.mask = typeMasks[type as JsonSchemaTypeName]
+    }
+    if (hasOwn.call(s, 'enum')) {
+      const values = s.enum
+      if (!Array.isArray(values) || values.length === 0) throw new SchemaError(pointer(path, 'enum'), '"enum" must be a non-empty array')
+      for (let i = 0; i < values.length; i++) {
+        if (!isScalar(values[i])) throw new SchemaError(pointer(path, 'enum', String(i)), 'unsupported non-scalar "enum" member')
+      }
+      node.enumValues = values as JsonPrimitive[]
+      node.allowed = new Set(values as JsonPrimitive[])
+    }
+    if (hasOwn.call(s, 'const')) {
+      const value = s.const
+      if (!isScalar(value)) throw new SchemaError(pointer(path, 'const'), 'unsupported non-scalar "const"')
+      node.hasConst = true
+      node.constValue = value
+      node.allowed = node.allowed === null ? new Set([value]) : new Set(node.allowed.has(value) ? [value] : [])
+    }
+    if (hasOwn.call(s, 'additionalProperties')) {
+      const ap = s.additionalProperties
+      if (typeof ap !== 'boolean') throw new SchemaError(pointer(path, 'additionalProperties'), 'unsupported "additionalProperties" schema (only true or false)')
+      node.closed = ap === false
+    }
+    const required = new Set<string>()
+    if (hasOwn.call(s, 'required')) {
+      const names = s.required
+      if (!Array.isArray(names)) throw new SchemaError(pointer(path, 'required'), '"required" must be an array of property names')
+      for (let i = 0; i < names.length; i++) {
+        const name = names[i]
+        if (typeof name !== 'string') throw new SchemaError(pointer(path, 'required', String(i)), '"required" entries must be strings')
+        if (required.has(name)) throw new SchemaError(pointer(path, 'required', String(i)), `duplicate required name "${name}"`)
+        required.add(name)
+      }
+    }
+    const children: { schema: unknown; node: CNode; path: string }[] = []
+    if (hasOwn.call(s, 'properties')) {
+      const props = s.properties
+      if (typeof props !== 'object' || props === null || Array.isArray(props)) {
+        throw new SchemaError(pointer(path, 'properties'), '"properties" must be an object of schemas')
+      }
+      const propSet = new Set<string>()
+      for (const name of Object.keys(props)) {
+        const child = newNode()
+        node.propNames.push(name)
+        node.propNodes.push(child)
+        node.propRequired.push(required.has(name))
+        node.propInherited.push(name in Object.prototype)
+        propSet.add(name)
+        children.push({ schema: (props as Record<string, unknown>)[name], node: child, path: pointer(path, 'properties', name) })
+      }
+      node.propSet = propSet
+    }
+    for (const name of required) {
+      if (node.propSet === null || !node.propSet.has(name)) {
+        node.extraRequired.push(name)
+        node.extraRequiredInherited.push(name in Object.prototype)
+      }
+    }
+    if (node.closed && node.propSet === null) node.propSet = new Set()
+    if (hasOwn.call(s, 'items')) {
+      const items = s.items
+      if (Array.isArray(items)) throw new SchemaError(pointer(path, 'items'), 'unsupported tuple "items" (use one schema)')
+      node.items = newNode()
+      children.push({ schema: items, node: node.items, path: pointer(path, 'items') })
+    }
+    if (hasOwn.call(s, 'oneOf')) {
+      const branches = s.oneOf
+      if (!Array.isArray(branches) || branches.length === 0) throw new SchemaError(pointer(path, 'oneOf'), '"oneOf" must be a non-empty array of schemas')
+      node.oneOf = []
+      for (let i = 0; i < branches.length; i++) {
+        const branch = newNode()
+        node.oneOf.push(branch)
+        children.push({ schema: branches[i], node: branch, path: pointer(path, 'oneOf', String(i)) })
+      }
+    }
+    node.objectWork = node.propNames.length > 0 || required.size > 0 || node.closed
+    node.leaf = !node.objectWork && node.items === null && node.oneOf === null
+    // Reverse, so the first child is checked first and errors name the earliest problem.
+    for (let i = children.length - 1; i >= 0; i--) work.push(children[i]!)
+  }
+  return rootNode
+}
+
+// ───────────────────────── fast path (isValid) ─────────────────────────
+
+/** An in-progress `oneOf`: counts the branches that matched so far. */
+interface Join {
+  readonly node: CNode
+  readonly value: unknown
+  /** Stack slot this join occupies; its current branch's tasks sit above it. */
+  slot: number
+  branch: number
+  matches: number
+}
+
+function isJoin(entry: CNode | Join): entry is Join {
+  return (entry as Join).branch !== undefined
+}
+
+function leafOk(node: CNode, value: unknown): boolean {
+  return (node.mask & kindOf(value)) !== 0 && (node.allowed === null || node.allowed.has(value as JsonPrimitive))
+}
+
+/** Whether `value` satisfies the compiled `root`: no paths, no messages, early exit. */
+function fastValid(root: CNode, value: unknown): boolean {
+  if (root.leaf) return leafOk(root, value)
+  const nodes: (CNode | Join)[] = [root]
+  const values: unknown[] = [value]
+  let top = 1
+  const joins: Join[] = []
+  let failed = false
+  for (;;) {
+    if (failed) {
+      failed = false
+      const j = joins[joins.length - 1]
+      if (j === undefined) return false
+      // The current branch failed: drop its remaining tasks and try the next one.
+      top = j.slot
+      j.branch++
+      if (j.branch < j.node.oneOf!.length) {
+        nodes[top] = j
+        values[top++] = undefined
+        nodes[top] = j.node.oneOf![j.branch]!
+        values[top++] = j.value
+      } else {
+        joins.pop()
+        if (j.matches !== 1) failed = true
+      }
+      continue
+    }
+    if (top === 0) return true
+    const entry = nodes[--top]!
+    const v = values[top]
+    if (isJoin(entry)) {
+      const j = entry
+      if (j.branch >= 0) {
+        j.matches++
+        if (j.matches > 1) {
+          joins.pop()
+          failed = true
+          continue
+        }
+      } else {
+        joins.push(j)
+      }
+      j.branch++
+      if (j.branch < j.node.oneOf!.length) {
+        j.slot = top
+        nodes[top] = j
+        values[top++] = undefined
+        nodes[top] = j.node.oneOf![j.branch]!
+        values[top++] = j.value
+      } else {
+        joins.pop()
+        if (j.matches !== 1) failed = true
+      }
+      continue
+    }
+    const node = entry
+    const kind = kindOf(v)
+    if ((node.mask & kind) === 0 || (node.allowed !== null && !node.allowed.has(v as JsonPrimitive))) {
+      failed = true
+      continue
+    }
+    if (node.leaf) continue
+    if (node.oneOf !== null) {
+      nodes[top] = { node, value: v, slot: top, branch: -1, matches: 0 }
+      values[top++] = undefined
+    }
+    if (kind === K_OBJECT && node.objectWork) {
+      const obj = v as Record<string, unknown>
+      const names = node.propNames
+      let present = 0
+      for (let i = 0; i < names.length; i++) {
+        const name = names[i]!
+        const child = obj[name]
+        if (child === undefined || (node.propInherited[i] && !hasOwn.call(obj, name))) {
+          if (node.propRequired[i]) {
+            failed = true
+            break
+          }
+          continue
+        }
+        present++
+        const cn = node.propNodes[i]!
+        if (cn.leaf) {
+          if ((cn.mask & kindOf(child)) === 0 || (cn.allowed !== null && !cn.allowed.has(child as JsonPrimitive))) {
+            failed = true
+            break
+          }
+        } else {
+          nodes[top] = cn
+          values[top++] = child
+        }
+      }
+      if (failed) continue
+      const extra = node.extraRequired
+      for (let i = 0; i < extra.length; i++) {
+        const name = extra[i]!
+        if (obj[name] === undefined || (node.extraRequiredInherited[i] && !hasOwn.call(obj, name))) {
+          failed = true
+          break
+        }
+      }
+      if (failed) continue
+      if (node.closed) {
+        let count = 0
+        for (const key in obj) {
+          if (!hasOwn.call(obj, key)) continue
+          count++
+          if (count > present) break
+        }
+        if (count !== present) {
+          // Counting is the cheap common case; a mismatch may still be a declared key
+          // holding undefined (treated as absent), so look at the keys themselves.
+          const declared = node.propSet!
+          for (const key of Object.keys(obj)) {
+            if (!declared.has(key) && obj[key] !== undefined) {
+              failed = true
+              break
+            }
+          }
+          if (failed) continue
+        }
+      }
+    } else if (kind === K_ARRAY && node.items !== null) {
+      const arr = v as unknown[]
+      const cn = node.items
+      if (cn.leaf) {
+        for (let i = 0; i < arr.length; i++) {
+          const item = arr[i]
+          if ((cn.mask & kindOf(item)) === 0 || (cn.allowed !== null && !cn.allowed.has(item as JsonPrimitive))) {
+            failed = true
+            break
+          }
+        }
+      } else {
+        for (let i = arr.length - 1; i >= 0; i--) {
+          nodes[top] = cn
+          values[top++] = arr[i]
+        }
+      }
+    }
+  }
+}
+
+// ───────────────────────── collecting path (validate) ─────────────────────────
+
+/** A path as a linked list, stringified only when a violation is reported. */
+interface PathNode {
+  readonly parent: PathNode | null
+  readonly key: string
+}
+
+function pathString(path: PathNode | null): string {
+  const keys: string[] = []
+  for (let p = path; p !== null; p = p.parent) keys.push(p.key)
+  let out = ''
+  for (let i = keys.length - 1; i >= 0; i--) out += '/' + escapePointerToken(keys[i]!)
+  return out
+}
+
+interface FirstError {
+  readonly path: PathNode | null
+  readonly message: string
+}
+
+interface CollectJoin {
+  readonly node: CNode
+  readonly value: unknown
+  readonly path: PathNode | null
+  slot: number
+  branch: number
+  matches: number[]
+  readonly errors: (FirstError | undefined)[]
+}
+
+interface Task {
+  readonly node: CNode | null
+  readonly join: CollectJoin | null
+  readonly value: unknown
+  readonly path: PathNode | null
+}
+
+function describeType(node: CNode): string {
+  return node.typeName ?? 'JSON'
+}
+
+function formatScalar(value: JsonPrimitive): string {
+  return JSON.stringify(value)
+}
+
+function summarize(value: unknown): string {
+  const kind = kindOf(value)
+  if (kind === K_STRING || kind === K_INTEGER || kind === K_FRACTION || kind === K_BOOLEAN || kind === K_NULL) {
+    const text = JSON.stringify(value)
+    return text.length > 40 ? `${text.slice(0, 37)}…` : text
+  }
+  return kindName(kind)
+}
+
+/** Options for {@link CompiledJsonSchema.validate}. */
+export interface ValidateOptions {
+  /** Stop after this many violations (default 100). The message formatter shows the first ten. */
+  readonly maxViolations?: number
+}
+
+/** Every violation (up to the cap), path-qualified, in document order. */
+function collect(root: CNode, value: unknown, maxViolations: number): SchemaViolation[] {
+  const out: SchemaViolation[] = []
+  const stack: Task[] = [{ node: root, join: null, value, path: null }]
+  const joins: CollectJoin[] = []
+  /** Reports a failure: a violation at the top level, or the end of the current branch. */
+  let pending: FirstError | null = null
+
+  const startBranch = (j: CollectJoin): void => {
+    j.slot = stack.length
+    stack.push({ node: null, join: j, value: undefined, path: j.path })
+    stack.push({ node: j.node.oneOf![j.branch]!, join: null, value: j.value, path: j.path })
+  }
+  const finishJoin = (j: CollectJoin): FirstError | null => {
+    joins.pop()
+    if (j.matches.length === 1) return null
+    if (j.matches.length > 1) {
+      return { path: j.path, message: `must match exactly one oneOf branch, matched ${j.matches.length} (branches ${j.matches.join(', ')})` }
+    }
+    if (joins.length > 0) return { path: j.path, message: 'matches no oneOf branch' }
+    const details = j.errors
+      .map((e, i) => (e === undefined ? undefined : `branch ${i}: ${pathString(e.path) || '(root)'}: ${e.message}`))
+      .filter((d) => d !== undefined)
+      .join('; ')
+    return { path: j.path, message: `matches no oneOf branch (${details})` }
+  }
+
+  while (out.length < maxViolations) {
+    if (pending !== null) {
+      const failure: FirstError = pending
+      pending = null
+      const j = joins[joins.length - 1]
+      if (j === undefined) {
+        out.push({ path: pathString(failure.path), message: failure.message })
+        continue
+      }
+      stack.length = j.slot
+      if (j.errors[j.branch] === undefined) j.errors[j.branch] = failure
+      j.branch++
+      if (j.branch < j.node.oneOf!.length) startBranch(j)
+      else pending = finishJoin(j)
+      continue
+    }
+    const task = stack.pop()
+    if (task === undefined) break
+    if (task.join !== null) {
+      const j = task.join
+      if (j.branch >= 0) {
+        j.matches.push(j.branch)
+      } else {
+        joins.push(j)
+      }
+      j.branch++
+      if (j.branch < j.node.oneOf!.length) startBranch(j)
+      else pending = finishJoin(j)
+      continue
+    }
+    const node = task.node!
+    const v = task.value
+    const path = task.path
+    const kind = kindOf(v)
+    if ((node.mask & kind) === 0) {
+      pending = {
+        path,
+        message: kind === 0 ? 'is not a JSON value' : `expected ${describeType(node)}, got ${kindName(kind)}`,
+      }
+      continue
+    }
+    if (node.enumValues !== null && !node.enumValues.includes(v as JsonPrimitive)) {
+      pending = { path, message: `must be one of ${node.enumValues.map(formatScalar).join(', ')}, got ${summarize(v)}` }
+      continue
+    }
+    if (node.hasConst && node.constValue !== v) {
+      pending = { path, message: `must be ${formatScalar(node.constValue)}, got ${summarize(v)}` }
+      continue
+    }
+    if (node.leaf) continue
+    const pushed: Task[] = []
+    const failures: FirstError[] = []
+    if (kind === K_OBJECT && node.objectWork) {
+      const obj = v as Record<string, unknown>
+      for (let i = 0; i < node.propNames.length; i++) {
+        const name = node.propNames[i]!
+        const child = obj[name]
+        if (child === undefined || (node.propInherited[i] && !hasOwn.call(obj, name))) {
+          if (node.propRequired[i]) failures.push({ path: { parent: path, key: name }, message: `missing required property "${name}"` })
+          continue
+        }
+        pushed.push({ node: node.propNodes[i]!, join: null, value: child, path: { parent: path, key: name } })
+      }
+      for (let i = 0; i < node.extraRequired.length; i++) {
+        const name = node.extraRequired[i]!
+        if (obj[name] === undefined || (node.extraRequiredInherited[i] && !hasOwn.call(obj, name))) {
+          failures.push({ path: { parent: path, key: name }, message: `missing required property "${name}"` })
+        }
+      }
+      if (node.closed) {
+        for (const key of Object.keys(obj)) {
+          if (!node.propSet!.has(key) && obj[key] !== undefined) failures.push({ path: { parent: path, key }, message: `unexpected property "${key}" (additionalProperties is false)` })
+        }
+      }
+    } else if (kind === K_ARRAY && node.items !== null) {
+      const arr = v as unknown[]
+      for (let i = 0; i < arr.length; i++) pushed.push({ node: node.items, join: null, value: arr[i], path: { parent: path, key: String(i) } })
+    }
+    if (failures.length > 0) {
+      // Inside a oneOf branch the first failure settles the branch; at the top level
+      // every failure is a violation (and the subtrees are still checked).
+      if (joins.length > 0) {
+        pending = failures[0]!
+        continue
+      }
+      for (const f of failures) {
+        if (out.length >= maxViolations) break
+        out.push({ path: pathString(f.path), message: f.message })
+      }
+    }
+    if (node.oneOf !== null) {
+      // The join goes on top of the children so its branches settle first; errors
+      // then read oneOf before the subtree.
+      for (let i = pushed.length - 1; i >= 0; i--) stack.push(pushed[i]!)
+      stack.push({ node: null, join: { node, value: v, path, slot: 0, branch: -1, matches: [], errors: [] }, value: undefined, path })
+    } else {
+      for (let i = pushed.length - 1; i >= 0; i--) stack.push(pushed[i]!)
+    }
+  }
+  return out
+}
+
+/**
+ * The collecting pass runs only after the fast pass said "invalid"; should the two
+ * ever disagree, the value is still reported invalid rather than silently accepted.
+ */
+function collectOrGeneric(root: CNode, value: unknown, maxViolations: number): SchemaViolation[] {
+  const violations = collect(root, value, maxViolations)
+  return violations.length > 0 ? violations : [{ path: '', message: 'does not match the schema' }]
+}
+
+// ───────────────────────── public API ─────────────────────────
+
+/** A schema compiled for repeated validation. Reusable and immutable. */
+export interface CompiledJsonSchema {
+  /** The detached, deep-frozen schema this was compiled from. */
+  readonly schema: JsonSchemaNode
+  /** Path-qualified violations; `[]` means valid. Never throws on any input value. */
+  validate(value: unknown, options?: ValidateOptions): SchemaViolation[]
+  /** The fast path: true when `value` is valid. Never throws on JSON input. */
+  isValid(value: unknown): boolean
+}
+
+/** Detached schema → its compilation (detached schemas are frozen, so this never goes stale). */
+const compiledCache = new WeakMap<object, CompiledJsonSchema>()
+
+function compileDetached(schema: JsonSchemaNode): CompiledJsonSchema {
+  const cached = compiledCache.get(schema)
+  if (cached !== undefined) return cached
+  const root = build(schema)
+  const compiled: CompiledJsonSchema = Object.freeze({
+    schema,
+    isValid: (value: unknown) => fastValid(root, value),
+    validate: (value: unknown, options?: ValidateOptions) =>
+      fastValid(root, value) ? [] : collectOrGeneric(root, value, Math.max(1, options?.maxViolations ?? 100)),
+  })
+  compiledCache.set(schema, compiled)
+  return compiled
+}
+
+/**
+ * Checks that `schema` is inside the supported subset and returns a deep-frozen
+ * lossless copy of it, out of the caller's hands (later mutation of the original has
+ * no effect). Detaching an already detached schema returns it unchanged.
+ *
+ * @throws {SchemaError} (code `INVALID_SCHEMA`) naming the construct and its path.
+ */
+export function detachJsonSchema(schema: unknown): JsonSchemaNode {
+  if (isJsonSnapshot(schema) && compiledCache.has(schema as object)) return schema as JsonSchemaNode
+  const copy = snapshotSchema(schema)
+  compileDetached(copy)
+  return copy
+}
+
+/**
+ * Asserts that `schema` is inside the supported raw JSON Schema subset: own enumerable
+ * string keys only, dense arrays, supported keywords only, scalar `enum`/`const`,
+ * unique string `required` names, boolean `additionalProperties`, one-schema `items`,
+ * non-empty `oneOf`, and annotations that are lossless JSON. Getters are never invoked.
+ *
+ * @throws {SchemaError} e.g. `unsupported keyword "$ref" at /properties/a`.
+ *
+ * @example
+ * ```ts
+ * assertSupportedJsonSchema({ type: 'object', properties: { a: { $ref: '#' } } })
+ * // SchemaError: unsupported keyword "$ref" at /properties/a
+ * ```
+ */
+export function assertSupportedJsonSchema(schema: unknown): asserts schema is JsonSchemaNode {
+  detachJsonSchema(schema)
+}
+
+/**
+ * Asserts a supported schema whose root is `type: "object"` (tool parameters,
+ * subagent and workflow outputs).
+ *
+ * @throws {SchemaError} when the schema is unsupported or its root is not an object schema.
+ */
+export function assertObjectJsonSchema(schema: unknown): asserts schema is ObjectJsonSchema {
+  const detached = detachJsonSchema(schema)
+  if (detached.type !== 'object') throw new SchemaError('/type', 'expected an object schema (type: "object")')
+}
+
+/**
+ * Compiles a schema for repeated validation. The schema is detached first (checked and
+ * copied), so the result is unaffected by later changes to the argument; compiling a
+ * detached schema twice returns the same compiled object.
+ *
+ * @throws {SchemaError} when the schema is outside the supported subset.
+ *
+ * @example
+ * ```ts
+ * const v = compileJsonSchema({ type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] })
+ * v.isValid({ n: 1 })   // true
+ * v.validate({ n: 1.5 }) // [{ path: '/n', message: 'expected integer, got number' }]
+ * ```
+ */
+export function compileJsonSchema(schema: unknown): CompiledJsonSchema {
+  return compileDetached(detachJsonSchema(schema))
+}
+
+/**
+ * Validates `value` against `schema` and returns path-qualified violations (`[]` when
+ * valid). Semantics: `oneOf` means exactly one branch matches; objects are open unless
+ * `additionalProperties: false`; `integer` is `Number.isInteger`; `number` excludes
+ * NaN and ±Infinity; `enum`/`const` compare scalars with `===`; keywords of one kind
+ * (`properties`, `items`…) constrain only values of that kind. Values that are not
+ * JSON data (undefined, functions…) match no node. For repeated validation against one
+ * schema, use {@link compileJsonSchema}.
+ *
+ * @throws {SchemaError} when the schema itself is unsupported.
+ */
+export function validateJsonSchemaValue(schema: JsonSchemaNode, value: unknown, options?: ValidateOptions): SchemaViolation[] {
+  return compileJsonSchema(schema).validate(value, options)
+}

@@ -1,0 +1,71 @@
+/**
+ * `timeoutPolicy()`: the shipped `tools/execute` wrapper that enforces a definition's
+ * cooperative `timeoutMs` (the registry itself never enforces deadlines). It replaces the
+ * dispatch signal with one that also aborts at the deadline, restores it afterwards, and
+ * turns a missed deadline into `TOOL_TIMEOUT` — after the body settled, never racing away
+ * from it (quiescence: a body that ignores its signal keeps the call open until it stops).
+ *
+ * @module
+ */
+import { ToolError } from './errors.js'
+import type { JsonValue } from './json/json-value.js'
+import { dispatchDefinition } from './registry/internal.js'
+import type { ExecuteWrapper } from './runtime-types.js'
+import type { ToolDispatchExecution } from './types.js'
+
+/** Options of {@link timeoutPolicy}. */
+export interface TimeoutPolicyOptions {
+  /**
+   * Deadline for tools that declare no `timeoutMs` (positive, finite). Absent: such
+   * tools run without a deadline.
+   */
+  readonly defaultTimeoutMs?: number
+}
+
+function checkMs(value: unknown, what: string): number | undefined {
+  if (value === undefined) return undefined
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+    throw new ToolError('INVALID_OPTIONS', `${what} must be a positive finite number of milliseconds (got ${String(value)})`)
+  }
+  return value
+}
+
+/**
+ * Creates the timeout wrapper. Register it like any wrapper; registered first, it is the
+ * outermost, so its deadline covers every inner wrapper and retry.
+ *
+ * @example
+ * ```ts
+ * runtime.on('tools/execute', timeoutPolicy())
+ * runtime.register(defineTool({ name: 'slow', timeoutMs: 5_000, … }))
+ * // a call still running after 5 s has its signal aborted; the result is TOOL_TIMEOUT
+ * ```
+ */
+export function timeoutPolicy(options: TimeoutPolicyOptions = {}): ExecuteWrapper {
+  if (typeof options !== 'object' || options === null) throw new ToolError('INVALID_OPTIONS', 'timeoutPolicy options must be an object')
+  const fallback = checkMs(options.defaultTimeoutMs, 'timeoutPolicy defaultTimeoutMs')
+
+  return async (execution: ToolDispatchExecution, next: () => Promise<JsonValue>): Promise<JsonValue> => {
+    const declared = dispatchDefinition(execution)?.timeoutMs
+    const ms = declared ?? fallback
+    if (ms === undefined) return next()
+
+    const deadline = new AbortController()
+    const timeout = new ToolError('TOOL_TIMEOUT', `${execution.name} timed out after ${ms} ms`)
+    const timer = setTimeout(() => deadline.abort(timeout), ms)
+    const previous = execution.signal
+    execution.signal = AbortSignal.any([previous, deadline.signal])
+    try {
+      const value = await next()
+      // A body that finished after the deadline still missed it.
+      if (deadline.signal.aborted) throw timeout
+      return value
+    } catch (error) {
+      if (deadline.signal.aborted) throw timeout
+      throw error
+    } finally {
+      clearTimeout(timer)
+      execution.signal = previous
+    }
+  }
+}

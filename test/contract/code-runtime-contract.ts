@@ -1,0 +1,453 @@
+/**
+ * The `CodeRuntime` contract suite: every runtime (Node worker_threads now; QuickJS,
+ * browser and workerd later) runs it. It imports only vitest and `src/`, so it runs in
+ * every environment. Capability gaps a runtime declares are skipped by name, never
+ * silently.
+ *
+ * @module
+ */
+import { afterEach, describe, expect, it } from 'vitest'
+import type {
+  CodeBindingCallOptions,
+  CodeBindingFunction,
+  CodeLogEntry,
+  CodeRunResult,
+  CodeRuntime,
+  CodeRuntimeCapabilities,
+} from '../../src/code-runtime/contract.js'
+import { ToolCallError } from '../../src/errors.js'
+
+/** The budget options the suite asks a runtime factory for. */
+export interface ContractRuntimeOptions {
+  readonly computeMs?: number
+  readonly maxWallMs?: number
+  readonly maxLogBytes?: number
+  readonly maxValueBytes?: number
+}
+
+/** Declared capability gaps: capability → why the runtime lacks it. */
+export type ContractGaps = { readonly [K in keyof CodeRuntimeCapabilities]?: string }
+
+const tools = (functions: Record<string, CodeBindingFunction>) => [{ global: 'tools', functions }]
+const never = (_args: unknown, { signal }: CodeBindingCallOptions) =>
+  new Promise<unknown>((_resolve, reject) => signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }))
+
+/**
+ * Registers the contract suite for one runtime. `makeRuntime` must return a fresh
+ * runtime honouring the given budgets (the suite disposes each one).
+ */
+export function describeCodeRuntimeContract(
+  label: string,
+  makeRuntime: (options: ContractRuntimeOptions) => CodeRuntime,
+  gaps: ContractGaps = {},
+): void {
+  describe(`CodeRuntime contract: ${label}`, () => {
+    const created: CodeRuntime[] = []
+    const make = (options: ContractRuntimeOptions = {}) => {
+      const runtime = makeRuntime({ computeMs: 5_000, maxWallMs: 20_000, ...options })
+      created.push(runtime)
+      return runtime
+    }
+    const run = (program: string, functions: Record<string, CodeBindingFunction> = {}, options?: ContractRuntimeOptions) =>
+      make(options).run({ program, bindings: tools(functions) })
+    const value = async (program: string, functions: Record<string, CodeBindingFunction> = {}) => {
+      const result = await run(program, functions)
+      expect(result.error).toBeUndefined()
+      return result.value
+    }
+
+    afterEach(async () => {
+      await Promise.all(created.splice(0).map((runtime) => runtime.dispose()))
+    })
+
+    describe('descriptors', () => {
+      it('declares a language, an isolation and capabilities matching the declared gaps', () => {
+        const runtime = make()
+        expect(typeof runtime.language).toBe('string')
+        expect(typeof runtime.isolation).toBe('string')
+        for (const key of ['streamsLogs', 'memoryLimit', 'capturesStdio'] as const) {
+          expect(runtime.capabilities[key], `capability ${key} vs declared gap`).toBe(gaps[key] === undefined)
+        }
+      })
+    })
+
+    describe('values', () => {
+      it.each([
+        ['null', 'return null', null],
+        ['boolean', 'return true', true],
+        ['integer', 'return 42', 42],
+        ['float', 'return -1.5', -1.5],
+        ['string', "return 'héllo ✓'", 'héllo ✓'],
+        ['array', "return [1, 'a', null, [true]]", [1, 'a', null, [true]]],
+        ['object', "return { a: { b: [1, { c: 'd' }] }, e: null }", { a: { b: [1, { c: 'd' }] }, e: null }],
+      ])('returns a %s', async (_kind, program, expected) => {
+        expect(await value(program)).toEqual(expected)
+      })
+
+      it('an undefined completion leaves value absent', async () => {
+        const result = await run('const x = 1')
+        expect(result.error).toBeUndefined()
+        expect('value' in result).toBe(false)
+      })
+
+      it('top-level await works', async () => {
+        expect(await value('const v = await Promise.resolve(2)\nreturn v * 3')).toBe(6)
+      })
+
+      it('a value that is not structured-cloneable settles as its text rendering', async () => {
+        const result = await run('return { f() { return 1 }, n: 2 }')
+        expect(result.error).toBeUndefined()
+        expect(typeof result.value).toBe('string')
+        expect(result.value).toContain('n')
+      })
+    })
+
+    describe('logs', () => {
+      it('captures console output with levels, in order', async () => {
+        const result = await run("console.log('a', 1); console.info('b'); console.warn('c'); console.error('d'); console.debug('e')")
+        expect(result.error).toBeUndefined()
+        const consoleLines = result.logs.filter((l) => l.source === 'console')
+        expect(consoleLines.map((l) => [l.level, l.text])).toEqual([
+          ['log', 'a 1'],
+          ['info', 'b'],
+          ['warn', 'c'],
+          ['error', 'd'],
+          ['debug', 'e'],
+        ])
+      })
+
+      it('formats objects readably without running their getters', async () => {
+        const result = await run(
+          "globalThis.ran = false\nconsole.log({ a: 1, nested: { list: [1, 2] }, get g() { globalThis.ran = true; return 1 } })\nreturn globalThis.ran",
+        )
+        expect(result.value).toBe(false)
+        const text = result.logs[0]?.text ?? ''
+        expect(text).toContain('a: 1')
+        expect(text).toContain('list')
+        expect(text).toContain('Getter')
+      })
+
+      it('onLog throwing does not disturb the run', async () => {
+        const result = await make().run({
+          program: "console.log('x'); return 1",
+          bindings: [],
+          onLog: () => {
+            throw new Error('listener broke')
+          },
+        })
+        expect(result.value).toBe(1)
+        expect(result.logs.map((l) => l.text)).toContain('x')
+      })
+
+      it.skipIf(gaps.streamsLogs !== undefined)(`streams logs through onLog before settlement${gaps.streamsLogs ? ` (gap: ${gaps.streamsLogs})` : ''}`, async () => {
+        const seen: CodeLogEntry[] = []
+        const result = await make().run({
+          program: "console.log('early')\nreturn await tools.check()",
+          bindings: tools({ check: async () => seen.map((e) => e.text) }),
+          onLog: (entry) => seen.push(entry),
+        })
+        expect(result.value).toEqual(['early'])
+      })
+
+      it('caps log bytes and marks the truncation in band', async () => {
+        const streamed: CodeLogEntry[] = []
+        const result = await make({ maxLogBytes: 100 }).run({
+          program: "for (let i = 0; i < 50; i++) console.log('0123456789')\nreturn 'done'",
+          bindings: [],
+          onLog: (entry) => streamed.push(entry),
+        })
+        expect(result.value).toBe('done')
+        const last = result.logs[result.logs.length - 1]!
+        expect(last.text).toMatch(/truncated/)
+        expect(result.logs.length).toBeLessThan(12)
+        const kept = result.logs.map((l) => l.text.replace(/… \[log truncated.*$/, '')).join('\n')
+        expect(new TextEncoder().encode(kept).length).toBeLessThanOrEqual(100)
+        expect(streamed.length).toBe(result.logs.length)
+      })
+
+      it.skipIf(gaps.capturesStdio !== undefined)(`captures stdout and stderr with their source${gaps.capturesStdio ? ` (gap: ${gaps.capturesStdio})` : ''}`, async () => {
+        const result = await run("process.stdout.write('to stdout\\n')\nprocess.stderr.write('to stderr\\n')\nreturn 1")
+        expect(result.value).toBe(1)
+        expect(result.logs).toContainEqual({ source: 'stdout', text: 'to stdout' })
+        expect(result.logs).toContainEqual({ source: 'stderr', text: 'to stderr' })
+      })
+    })
+
+    describe('bindings', () => {
+      it('arguments and resolutions cross the boundary', async () => {
+        const received: unknown[] = []
+        const result = await run('const r = await tools.echo({ n: 1, list: [1, "two"], deep: { x: null } })\nreturn { r, again: await tools.echo(7) }', {
+          echo: async (args) => {
+            received.push(args)
+            return { got: args }
+          },
+        })
+        expect(received).toEqual([{ n: 1, list: [1, 'two'], deep: { x: null } }, 7])
+        expect(result.value).toEqual({ r: { got: { n: 1, list: [1, 'two'], deep: { x: null } } }, again: { got: 7 } })
+      })
+
+      it('a host rejection is catchable as an Error with its message', async () => {
+        const v = await value(
+          "try { await tools.fail({}) } catch (e) { return [e instanceof Error, e.name, e.message, e instanceof ToolCallError] }",
+          { fail: async () => Promise.reject(new Error('it broke')) },
+        )
+        expect(v).toEqual([true, 'Error', 'it broke', false])
+      })
+
+      it('a ToolCallError rejection reaches the program as ToolCallError with toolName', async () => {
+        const v = await value(
+          "try { await tools.read({}) } catch (e) { return [e instanceof ToolCallError, e instanceof Error, e.name, e.toolName, e.message] }",
+          { read: async () => Promise.reject(new ToolCallError('read', 'no such file')) },
+        )
+        expect(v).toEqual([true, true, 'ToolCallError', 'read', 'no such file'])
+      })
+
+      it('an uncaught binding rejection fails the run as an exception', async () => {
+        const result = await run('await tools.fail()', { fail: async () => Promise.reject(new Error('uncaught tool failure')) })
+        expect(result.error?.kind).toBe('exception')
+        expect(result.error?.message).toContain('uncaught tool failure')
+      })
+
+      it('__proto__, constructor and toString are plain own binding names on a null-prototype namespace', async () => {
+        const v = await value(
+          "return [await tools['__proto__'](1), await tools.constructor(2), await tools.toString(3), Object.getPrototypeOf(tools), typeof tools.hasOwnProperty, Object.keys(tools).sort()]",
+          {
+            ['__proto__']: async (a) => `proto:${String(a)}`,
+            constructor: async (a) => `ctor:${String(a)}`,
+            toString: async (a) => `str:${String(a)}`,
+          },
+        )
+        expect(v).toEqual(['proto:1', 'ctor:2', 'str:3', null, 'undefined', ['__proto__', 'constructor', 'toString']])
+      })
+
+      it('passes a signal that fires when the run settles', async () => {
+        let seen: AbortSignal | undefined
+        const result = await run('return await tools.probe()', {
+          probe: async (_args, { signal }) => {
+            seen = signal
+            return signal.aborted
+          },
+        })
+        expect(result.value).toBe(false)
+        expect(seen?.aborted).toBe(true)
+      })
+
+      it('the signal of a binding still pending at settlement fires', async () => {
+        let seen: AbortSignal | undefined
+        const result = await run("tools.hang()\nthrow new Error('leave')", {
+          hang: (args, options) => {
+            seen = options.signal
+            return never(args, options)
+          },
+        })
+        expect(result.error?.kind).toBe('exception')
+        expect(seen?.aborted).toBe(true)
+      })
+    })
+
+    describe('exceptions', () => {
+      it('reports a thrown error with its source line', async () => {
+        const result = await run("const a = 1\nconst b = 2\nthrow new Error('boom')")
+        expect(result.error?.kind).toBe('exception')
+        expect(result.error?.message).toMatch(/^Error: boom/)
+        expect(result.error?.message).toMatch(/program\.ts:3:\d+/)
+        expect('value' in result).toBe(false)
+      })
+
+      it('line numbers survive type stripping and nested calls', async () => {
+        const program = [
+          'interface Row { id: number }',
+          'type Rows = Row[]',
+          'function check(rows: Rows): number {',
+          '  const first = rows[0] as Row',
+          "  if (first.id > 0) throw new TypeError('bad id ' + first.id)",
+          '  return first.id',
+          '}',
+          'const rows: Rows = [{ id: 5 }]',
+          'return check(rows)',
+        ].join('\n')
+        const result = await run(program)
+        expect(result.error?.kind).toBe('exception')
+        expect(result.error?.message).toMatch(/^TypeError: bad id 5/)
+        expect(result.error?.message).toMatch(/program\.ts:5:\d+/)
+      })
+
+      it('a non-Error throw is an exception carrying its rendering', async () => {
+        const result = await run("throw 'plain string'")
+        expect(result.error?.kind).toBe('exception')
+        expect(result.error?.message).toContain('plain string')
+      })
+
+      it('a syntax error is an exception', async () => {
+        const result = await run('let x = ;')
+        expect(result.error?.kind).toBe('exception')
+        expect(result.error?.message).toMatch(/SyntaxError/)
+      })
+    })
+
+    describe('TypeScript', () => {
+      it('strips erasable syntax', async () => {
+        const program = [
+          'type Pair<T> = [T, T]',
+          'interface Box { v: number }',
+          'const p: Pair<number> = [1, 2]',
+          'const b = { v: 3 } satisfies Box',
+          'const n = (b as Box).v!',
+          'function sum<T extends number>(xs: readonly T[]): number { return xs.reduce((a, x) => a + x, 0) }',
+          'class C { private x: number = 4; get(): number { return this.x } }',
+          'return sum([...p, n, new C().get()])',
+        ].join('\n')
+        expect(await value(program)).toBe(10)
+      })
+
+      it.each([
+        ['enum', 'enum Color { Red, Green }\nreturn Color.Red', /enum/],
+        ['namespace', 'namespace N { export const a = 1 }\nreturn N.a', /namespace/],
+        ['parameter property', 'class P { constructor(private x: number) {} }\nreturn new P(1)', /parameter propert/],
+      ])('rejects non-erasable syntax: %s', async (_kind, program, pattern) => {
+        let called = false
+        const result = await run(`await tools.mark()\n${program}`, {
+          mark: async () => {
+            called = true
+          },
+        })
+        expect(result.error?.kind).toBe('exception')
+        expect(result.error?.message).toMatch(pattern)
+        expect(result.error?.message).toMatch(/erasable/)
+        expect(called).toBe(false)
+      })
+    })
+
+    describe('abort', () => {
+      it('a pre-aborted signal ends the run without running the program', async () => {
+        const controller = new AbortController()
+        controller.abort(new Error('caller gave up'))
+        let called = false
+        const result = await make().run({
+          program: 'await tools.mark()\nreturn 1',
+          bindings: tools({
+            mark: async () => {
+              called = true
+            },
+          }),
+          signal: controller.signal,
+        })
+        expect(result.error?.kind).toBe('abort')
+        expect(called).toBe(false)
+      })
+
+      it('aborting mid-run ends it with abort, also in a hot loop', async () => {
+        const controller = new AbortController()
+        const result = await make().run({
+          program: 'await tools.started()\nwhile (true) {}',
+          bindings: tools({
+            started: async () => {
+              setTimeout(() => controller.abort(), 20)
+            },
+          }),
+          signal: controller.signal,
+        })
+        expect(result.error?.kind).toBe('abort')
+      })
+    })
+
+    describe('budgets', () => {
+      it('a hot loop behind an un-awaited pending binding call dies at the compute budget', async () => {
+        const result = await run('tools.slow()\nwhile (true) {}', { slow: never }, { computeMs: 300, maxWallMs: 30_000 })
+        expect(result.error?.kind).toBe('timeout')
+        expect(result.error?.message).toBe('compute budget of 300 ms exhausted')
+      })
+
+      it('a program idling on a never-settling binding dies at the wall-clock ceiling', async () => {
+        const result = await run('await tools.never()', { never }, { computeMs: 200, maxWallMs: 1_000 })
+        expect(result.error?.kind).toBe('timeout')
+        expect(result.error?.message).toBe('wall-clock ceiling of 1000 ms reached')
+      })
+
+      it('caps the value and marks the truncation in band', async () => {
+        const runtime = make({ maxValueBytes: 100 })
+        const big = await runtime.run({ program: "return 'x'.repeat(5000)", bindings: [] })
+        expect(typeof big.value).toBe('string')
+        expect(big.value as string).toMatch(/truncated/)
+        expect((big.value as string).length).toBeLessThan(300)
+        const nested = await runtime.run({ program: 'return { rows: Array.from({ length: 1000 }, (_, i) => ({ i })) }', bindings: [] })
+        expect(typeof nested.value).toBe('string')
+        expect(nested.value as string).toMatch(/truncated/)
+        const small = await runtime.run({ program: 'return { ok: [1, 2, 3] }', bindings: [] })
+        expect(small.value).toEqual({ ok: [1, 2, 3] })
+      })
+
+      it.skipIf(gaps.memoryLimit !== undefined)(`a memory bomb ends the run, the host survives${gaps.memoryLimit ? ` (gap: ${gaps.memoryLimit})` : ''}`, async () => {
+        const runtime = make({ computeMs: 60_000, maxWallMs: 60_000 })
+        const result = await runtime.run({ program: 'const keep = []\nwhile (true) keep.push(new Array(1e5).fill({ a: 1 }))', bindings: [] })
+        expect(['worker-exit', 'exception']).toContain(result.error?.kind)
+        const after = await make().run({ program: 'return 2', bindings: [] })
+        expect(after.value).toBe(2)
+      }, 90_000)
+    })
+
+    describe('settlement', () => {
+      it.each([
+        ['returns', 'return 1'],
+        ['throws', "throw new Error('x')"],
+        ['spins', 'while (true) {}'],
+        ['spins in microtasks', 'for (;;) await null'],
+        ['waits forever', 'await new Promise(() => {})'],
+        ['returns a function', 'return () => 1'],
+        ['returns a cycle', 'const a: any = {}; a.self = a; return a'],
+        ['is malformed', '}{'],
+        ['closes the wrapper', 'return 1 }\nfunction x() {'],
+        ['throws later', 'setTimeout(() => { throw new Error("late") }, 0)\nawait new Promise(() => {})'],
+      ])('a program that %s settles', async (_what, program) => {
+        const result: CodeRunResult = await run(program, {}, { computeMs: 300, maxWallMs: 1_500 })
+        expect(result.error !== undefined || 'value' in result).toBe(true)
+        expect(Array.isArray(result.logs)).toBe(true)
+      })
+
+      it('runs are isolated: global mutations do not leak into the next run', async () => {
+        const runtime = make()
+        const first = await runtime.run({ program: "globalThis.leak = 1; (Object.prototype as any).polluted = 'yes'; return 1", bindings: [] })
+        expect(first.value).toBe(1)
+        const second = await runtime.run({ program: 'return [typeof (globalThis as any).leak, ({} as any).polluted ?? null]', bindings: [] })
+        expect(second.value).toEqual(['undefined', null])
+      })
+
+      it('never rejects on a malformed request', async () => {
+        const runtime = make()
+        const bad = await runtime.run({ program: 'return 1', bindings: [{ global: 'not an identifier', functions: {} }] })
+        expect(bad.error?.kind).toBe('exception')
+        const bad2 = await runtime.run({ program: 42 as unknown as string, bindings: [] })
+        expect(bad2.error?.kind).toBe('exception')
+      })
+    })
+
+    describe('dispose', () => {
+      it('aborts in-flight runs, fires binding signals and reaches quiescence', async () => {
+        const runtime = make()
+        let bindingSettled = false
+        let startedResolve!: () => void
+        const started = new Promise<void>((resolve) => {
+          startedResolve = resolve
+        })
+        const pending = runtime.run({
+          program: 'await tools.hang()',
+          bindings: tools({
+            hang: async (_args, { signal }) => {
+              startedResolve()
+              await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }))
+              await new Promise((resolve) => setTimeout(resolve, 20))
+              bindingSettled = true
+            },
+          }),
+        })
+        await started
+        await runtime.dispose()
+        expect(bindingSettled).toBe(true)
+        const result = await pending
+        expect(result.error?.kind).toBe('abort')
+        const afterwards = await runtime.run({ program: 'return 1', bindings: [] })
+        expect(afterwards.error?.kind).toBe('abort')
+      })
+    })
+  })
+}

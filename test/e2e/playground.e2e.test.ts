@@ -1,0 +1,224 @@
+import { execFileSync } from 'node:child_process'
+import { existsSync, mkdirSync, readFileSync } from 'node:fs'
+import { createServer } from 'node:http'
+import type { Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { extname, join, normalize } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { chromium } from 'playwright'
+import type { Browser, Page } from 'playwright'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+
+/**
+ * The playground end to end, in real Chromium: built with scripts/build-demo.mjs, served
+ * by the same server `npm start` runs (examples/start.ts, started in-process on a free
+ * port), then once more from a plain static server with no API behind it. Screenshots go
+ * to test-results/screenshots/.
+ */
+const root = fileURLToPath(new URL('../..', import.meta.url))
+const shots = join(root, 'test-results/screenshots')
+const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+]
+
+interface StartedServer {
+  readonly url: string
+  shutdown(): Promise<void>
+}
+
+let browser: Browser
+let server: StartedServer
+let page: Page
+const problems: string[] = []
+
+function watch(target: Page, into: string[]): void {
+  target.on('console', (message) => {
+    if (message.type() === 'error') into.push(`console error: ${message.text()}`)
+  })
+  target.on('pageerror', (error) => into.push(`page error: ${error.message}`))
+}
+
+async function shot(target: Page, name: string): Promise<void> {
+  await target.screenshot({ path: join(shots, `${name}.png`), fullPage: true })
+}
+
+async function pickExample(target: Page, title: string): Promise<void> {
+  const value = await target.locator('[data-testid="examples"] option', { hasText: title }).first().getAttribute('value')
+  expect(value, `example "${title}"`).not.toBeNull()
+  await target.selectOption('[data-testid="examples"]', value!)
+}
+
+async function runAndSettle(target: Page): Promise<string> {
+  await target.click('[data-testid="run"]')
+  await target.waitForFunction(() => {
+    const state = document.querySelector<HTMLElement>('[data-testid="status"]')?.dataset.state
+    return state === 'ok' || state === 'failed'
+  }, undefined, { timeout: 60_000 })
+  return (await target.getAttribute('[data-testid="status"]', 'data-state')) ?? ''
+}
+
+beforeAll(async () => {
+  mkdirSync(shots, { recursive: true })
+  execFileSync(process.execPath, ['scripts/build-demo.mjs'], { cwd: root, stdio: 'inherit' })
+  const start = (await import('../../examples/start.js')) as {
+    startServer(options: { port: number; staticDir: string; token: string }): Promise<StartedServer>
+  }
+  server = await start.startServer({ port: 0, staticDir: join(root, 'demo/dist/'), token: 'e2e-token-0123456789abcdef' })
+  browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: CHROMIUM_ARGS })
+  page = await browser.newPage({ viewport: { width: 1440, height: 1000 } })
+  watch(page, problems)
+})
+
+afterAll(async () => {
+  await browser?.close()
+  await server?.shutdown()
+})
+
+describe('the playground against npm start', () => {
+  it('loads with no console errors, shows the catalog and connects to the server', async () => {
+    await page.goto(server.url)
+    await page.waitForSelector('html[data-ready="true"]')
+    await page.waitForSelector('[data-testid="server-status"][data-state="up"]', { timeout: 15_000 })
+    expect(await page.locator('[data-testid="catalog-tool"]').count()).toBeGreaterThan(3)
+    await page.locator('[data-testid="catalog-tool"]').first().click()
+    await shot(page, '01-loaded')
+    expect(problems).toEqual([])
+  })
+
+  it('runs an example in the tab: output, result, timeline and cards', async () => {
+    await pickExample(page, 'Parallel reads')
+    expect(await runAndSettle(page)).toBe('ok')
+    expect(await page.textContent('[data-testid="status"]')).toContain('in this tab')
+    expect((await page.textContent('[data-testid="console"]'))?.length).toBeGreaterThan(0)
+    expect((await page.textContent('[data-testid="result"]'))?.length).toBeGreaterThan(0)
+    const bars = page.locator('[data-testid="timeline-bar"]')
+    expect(await bars.count()).toBeGreaterThanOrEqual(4)
+    expect(await page.locator('[data-testid="timeline-bar"][data-mode="parallel"]').count()).toBeGreaterThan(0)
+    expect(await page.locator('[data-testid="timeline-bar"][data-mode="exclusive"]').count()).toBeGreaterThan(0)
+    expect(await page.locator('[data-testid="card"]').count()).toBe(await bars.count())
+    await shot(page, '02-run-in-tab')
+    expect(problems).toEqual([])
+  })
+
+  it('aborts a hot loop: kind abort', async () => {
+    await pickExample(page, 'Hot loop')
+    await page.click('[data-testid="run"]')
+    await page.waitForSelector('[data-testid="status"][data-state="running"]')
+    await page.waitForTimeout(400)
+    await page.click('[data-testid="abort"]')
+    await page.waitForSelector('[data-testid="status"][data-state="failed"]', { timeout: 30_000 })
+    expect(await page.textContent('[data-testid="failure-kind"]')).toBe('abort')
+    await shot(page, '03-abort')
+  })
+
+  it('hits the compute budget: kind timeout', async () => {
+    await pickExample(page, 'Compute budget')
+    expect(await page.inputValue('[data-testid="budget-compute"]')).toBe('500')
+    expect(await runAndSettle(page)).toBe('failed')
+    expect(await page.textContent('[data-testid="failure-kind"]')).toBe('timeout')
+    expect(await page.textContent('[data-testid="result"]')).toContain('compute budget of 500 ms')
+    await shot(page, '04-timeout')
+  })
+
+  it('switches SDK tabs between TypeScript and Python', async () => {
+    await page.click('[data-tab="sdk"]')
+    const typescript = (await page.textContent('[data-testid="sdk-text"]')) ?? ''
+    expect(typescript).toMatch(/read_file/)
+    await page.click('[data-sdk="python"]')
+    const python = (await page.textContent('[data-testid="sdk-text"]')) ?? ''
+    expect(python).not.toBe(typescript)
+    expect(python).toMatch(/def /)
+    await shot(page, '05-sdk-python')
+    await page.click('[data-sdk="typescript"]')
+    expect(await page.textContent('[data-testid="sdk-text"]')).toBe(typescript)
+  })
+
+  it('shows the assembled prompt and wire tools per presentation mode', async () => {
+    await page.click('[data-tab="prompt"]')
+    await page.click('[data-mode="code"]')
+    const codeTools = await page.locator('[data-testid="wire-tool"] .name').allTextContents()
+    expect(codeTools).toEqual(['run_code'])
+    await page.click('[data-mode="native"]')
+    const nativeTools = await page.locator('[data-testid="wire-tool"] .name').allTextContents()
+    expect(nativeTools).not.toContain('run_code')
+    expect(nativeTools.length).toBeGreaterThan(3)
+    await page.click('[data-mode="both"]')
+    const bothTools = await page.locator('[data-testid="wire-tool"] .name').allTextContents()
+    expect(bothTools).toContain('run_code')
+    await shot(page, '06-prompt-both')
+  })
+
+  it('runs on the server with the same registry', async () => {
+    await page.click('[data-tab="catalog"]')
+    await page.click('[data-work="code"]')
+    await page.click('[data-where="server"]')
+    await pickExample(page, 'Parallel reads')
+    expect(await runAndSettle(page)).toBe('ok')
+    expect(await page.textContent('[data-testid="status"]')).toContain('on the server')
+    expect(await page.locator('[data-testid="timeline-bar"]').count()).toBeGreaterThanOrEqual(4)
+    await shot(page, '07-run-on-server')
+    await page.click('[data-where="tab"]')
+  })
+
+  it('calls one tool in native mode and shows the pipeline result', async () => {
+    await page.click('[data-mode="native"]')
+    await page.waitForSelector('[data-work-panel="native"]:not([hidden])')
+    await page.selectOption('[data-testid="native-tool"]', 'read_file')
+    await page.click('[data-testid="call"]')
+    await page.waitForSelector('[data-testid="status"][data-state="ok"]', { timeout: 30_000 })
+    expect(await page.textContent('[data-testid="result"]')).toContain('"isError": false')
+    expect(await page.getAttribute('[data-testid="card"]', 'data-card')).toBe('read')
+    await shot(page, '08-native-call')
+    await page.click('[data-mode="both"]')
+    expect(problems).toEqual([])
+  })
+})
+
+describe('the playground without a server', () => {
+  let plain: Server
+  let url: string
+
+  beforeAll(async () => {
+    const dist = join(root, 'demo/dist')
+    const types: Record<string, string> = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.map': 'application/json' }
+    plain = createServer((req, res) => {
+      const path = normalize(decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname)).replace(/^(\.\.[/\\])+/, '')
+      const file = join(dist, path === '/' ? 'index.html' : path)
+      if (!file.startsWith(dist) || !existsSync(file)) {
+        res.writeHead(404).end()
+        return
+      }
+      res.writeHead(200, { 'Content-Type': types[extname(file)] ?? 'application/octet-stream' }).end(readFileSync(file))
+    })
+    await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve))
+    url = `http://127.0.0.1:${(plain.address() as AddressInfo).port}/`
+  })
+
+  afterAll(() => {
+    plain?.close()
+  })
+
+  it('says the server is unreachable and still runs programs in the tab', async () => {
+    const offline = await browser.newPage({ viewport: { width: 1440, height: 1000 } })
+    const offlineProblems: string[] = []
+    watch(offline, offlineProblems)
+    await offline.goto(url)
+    await offline.waitForSelector('html[data-ready="true"]')
+    await offline.waitForSelector('[data-testid="server-status"][data-state="down"]', { timeout: 15_000 })
+    expect(await offline.textContent('[data-testid="server-status"]')).toContain('unreachable')
+    expect(await offline.isDisabled('[data-where="server"]')).toBe(true)
+    await pickExample(offline, 'Hello')
+    expect(await runAndSettle(offline)).toBe('ok')
+    expect(await offline.textContent('[data-testid="result"]')).toContain('14')
+    await shot(offline, '09-no-server')
+    // The failed health probe is the only network error the page may log.
+    expect(offlineProblems.filter((p) => !/Failed to load resource/.test(p))).toEqual([])
+    await offline.close()
+  })
+})

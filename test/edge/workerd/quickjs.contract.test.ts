@@ -1,0 +1,8 @@
+import wasmModule from './quickjs-wasm.mjs'
+import { createQuickJsRuntime } from '../../../platforms/quickjs/index.js'
+import { describeCodeRuntimeContract } from '../../contract/code-runtime-contract.js'
+
+describeCodeRuntimeContract('quickjs wasm (workerd)', (options) => createQuickJsRuntime({ ...options, wasmModule, memoryMb: 32 }), {
+  capturesStdio: 'a QuickJS VM has no stdout or stderr: console is its only output',
+  abortsBusyPrograms: 'the VM computes on the host thread: an abort is seen when the program yields, or at the compute budget',
+})

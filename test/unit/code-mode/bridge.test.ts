@@ -1,0 +1,382 @@
+import { describe, expect, it } from 'vitest'
+import { createRunCodeTool } from '../../../src/code-mode/run-code.js'
+import type { RunCodeOutput } from '../../../src/code-mode/run-code.js'
+import { CodeRunFailedError, ToolError } from '../../../src/errors.js'
+import type { CodeDispatchEvent, CodeDispatchStartEvent } from '../../../src/runtime-types.js'
+import { createInProcessRuntime } from './support/in-process-runtime.js'
+import { createTestHost, deferred, runContext } from './support/test-host.js'
+import type { TestHostOptions, TestTool } from './support/test-host.js'
+
+const echo: TestTool = { mode: 'parallel', run: (args) => ({ value: args }) }
+
+async function runCode(
+  tools: Record<string, TestTool>,
+  code: string,
+  options: Partial<TestHostOptions> = {},
+  exec = runContext(),
+) {
+  const host = createTestHost(tools, { runtime: createInProcessRuntime(), ...options })
+  const tool = createRunCodeTool(host)
+  const outcome = await Promise.resolve(tool.execute({ code, description: 'test' }, exec)).then(
+    (value) => ({ ok: true as const, value: value as RunCodeOutput }),
+    (error: unknown) => ({ ok: false as const, error }),
+  )
+  return { host, exec, outcome }
+}
+
+function starts(events: readonly unknown[]): CodeDispatchStartEvent[] {
+  return events.filter((e): e is CodeDispatchStartEvent => (e as { type: string }).type === 'tool/code-dispatch-start')
+}
+function settles(events: readonly unknown[]): CodeDispatchEvent[] {
+  return events.filter((e): e is CodeDispatchEvent => (e as { type: string }).type === 'tool/code-dispatch')
+}
+
+describe('run_code bridge (in-process runtime)', () => {
+  it('returns typed canonical values to the program and { logs, result } to the caller', async () => {
+    const { outcome } = await runCode(
+      { add: { run: (a) => ({ value: { sum: (a as { a: number; b: number }).a + (a as { b: number }).b } }) } },
+      'const r = await tools.add({ a: 1, b: 2 }); console.log("sum", r.sum); return r',
+    )
+    expect(outcome).toEqual({ ok: true, value: { logs: ['sum 3'], result: { sum: 3 } } })
+  })
+
+  it('omits result when the program returns undefined, and keeps null explicit', async () => {
+    expect((await runCode({}, 'console.log("x")')).outcome).toEqual({ ok: true, value: { logs: ['x'] } })
+    expect((await runCode({}, 'return null')).outcome).toEqual({ ok: true, value: { logs: [], result: null } })
+  })
+
+  it('passes {} when a binding is called without an argument', async () => {
+    const { host, outcome } = await runCode({ echo }, 'return await tools.echo()')
+    expect(outcome).toEqual({ ok: true, value: { logs: [], result: {} } })
+    expect(host.inputs[0]?.arguments).toEqual({})
+  })
+
+  it('dispatches with sub ids numbered by submission, the outer token as parent and a run-scoped signal', async () => {
+    const exec = runContext(new AbortController().signal, 'abc')
+    const { host } = await runCode({ echo }, 'await tools.echo({ n: 1 }); await tools.echo({ n: 2 })', {}, exec)
+    expect(host.inputs.map((i) => i.callId)).toEqual(['abc:code:1', 'abc:code:2'])
+    for (const input of host.inputs) {
+      expect(input.parent).toBe(exec.token)
+      expect(input.agent).toBe('agent-a')
+      expect(input.signal).not.toBe(exec.signal)
+      // The run-scoped signal fired when the run settled.
+      expect(input.signal.aborted).toBe(true)
+    }
+  })
+
+  it('logs one start and one settle event per sub-call, with timing', async () => {
+    const { host } = await runCode(
+      { echo, fail: { run: () => ({ error: 'nope', code: 'DENIED_BY_GUARD' }) } },
+      'await tools.echo({ a: [1] }); try { await tools.fail({}) } catch {}',
+    )
+    const [s1, s2] = starts(host.events)
+    const [e1, e2] = settles(host.events)
+    expect(host.events.map((e) => e.type)).toEqual([
+      'tool/code-dispatch-start',
+      'tool/code-dispatch',
+      'tool/code-dispatch-start',
+      'tool/code-dispatch',
+    ])
+    expect(s1).toMatchObject({ parentCallId: 'call-1', subCallId: 'call-1:code:1', name: 'echo', arguments: { a: [1] }, agent: 'agent-a' })
+    expect(e1).toMatchObject({ subCallId: 'call-1:code:1', isError: false, content: [{ type: 'text', text: '{"a":[1]}' }] })
+    expect(e1).not.toHaveProperty('error')
+    expect(e2).toMatchObject({
+      subCallId: 'call-1:code:2',
+      name: 'fail',
+      isError: true,
+      content: [{ type: 'text', text: 'Error: nope' }],
+      error: { message: 'nope', code: 'DENIED_BY_GUARD' },
+    })
+    for (const [start, settle] of [[s1!, e1!], [s2!, e2!]] as const) {
+      expect(settle.startedAt).toBe(start.startedAt)
+      expect(settle.settledAt).toBeGreaterThanOrEqual(settle.startedAt)
+      expect(settle.durationMs).toBeGreaterThanOrEqual(0)
+    }
+  })
+
+  it('rejects a failed call with ToolCallError carrying only toolName and message', async () => {
+    const { outcome } = await runCode(
+      { fail: { run: () => ({ error: 'disk on fire', code: 'TOOL_FAILED' }) } },
+      `try { await tools.fail({}) } catch (e) {
+         return { isToolCallError: e instanceof ToolCallError, name: e.name, toolName: e.toolName, message: e.message, code: e.code ?? null }
+       }`,
+    )
+    expect(outcome).toEqual({
+      ok: true,
+      value: { logs: [], result: { isToolCallError: true, name: 'ToolCallError', toolName: 'fail', message: 'disk on fire', code: null } },
+    })
+  })
+
+  it.each([
+    ['a BigInt', '{ n: 1n }'],
+    ['undefined inside', '{ a: undefined }'],
+    ['a cycle', '(() => { const o = {}; o.self = o; return o })()'],
+    ['a sparse array', '[1, , 3]'],
+    ['-0', '{ z: -0 }'],
+    ['a Date', '{ when: new Date(0) }'],
+    ['a Map', 'new Map()'],
+    ['NaN', '{ x: NaN }'],
+  ])('rejects an argument with %s: that call only, never dispatched nor logged', async (_label, arg) => {
+    const { host, outcome } = await runCode(
+      { echo },
+      `let caught
+       try { await tools.echo(${arg}) } catch (e) { caught = { name: e.name, toolName: e.toolName, message: e.message } }
+       const ok = await tools.echo({ fine: true })
+       return { caught, ok }`,
+    )
+    expect(outcome.ok).toBe(true)
+    const result = (outcome as { value: RunCodeOutput }).value.result as {
+      caught: { name: string; toolName: string; message: string }
+      ok: unknown
+    }
+    expect(result.caught.name).toBe('ToolCallError')
+    expect(result.caught.toolName).toBe('echo')
+    expect(result.caught.message).toMatch(/^arguments are not lossless JSON: /)
+    expect(result.ok).toEqual({ fine: true })
+    // Only the good call dispatched, and it is number 1.
+    expect(host.inputs.map((i) => i.callId)).toEqual(['call-1:code:1'])
+    expect(host.events).toHaveLength(2)
+  })
+
+  it('exposes __proto__, constructor and toString as plain binding names', async () => {
+    const { outcome, host } = await runCode(
+      Object.fromEntries([
+        ['__proto__', echo],
+        ['constructor', echo],
+        ['toString', echo],
+      ]) as Record<string, TestTool>,
+      'return [await tools["__proto__"]({ a: 1 }), await tools.constructor({ b: 2 }), await tools.toString({ c: 3 })]',
+    )
+    expect(outcome).toEqual({ ok: true, value: { logs: [], result: [{ a: 1 }, { b: 2 }, { c: 3 }] } })
+    expect(host.inputs.map((i) => i.name)).toEqual(['__proto__', 'constructor', 'toString'])
+  })
+
+  it('defers sub-call contexts in dispatch order even when calls settle out of order', async () => {
+    const slow = deferred()
+    const tools: Record<string, TestTool> = {
+      slow: {
+        mode: 'parallel',
+        run: async () => {
+          await slow.promise
+          return { value: 'slow', contexts: [{ source: 'slow', content: 'A' }, { source: 'slow', content: 'A2' }] }
+        },
+      },
+      fast: {
+        mode: 'parallel',
+        run: () => {
+          setTimeout(() => slow.resolve(), 20)
+          return { value: 'fast', contexts: [{ source: 'fast', content: 'B', meta: { k: 1 } }] }
+        },
+      },
+    }
+    const { exec, outcome, host } = await runCode(tools, 'return await Promise.all([tools.slow({}), tools.fast({})])')
+    expect(outcome).toEqual({ ok: true, value: { logs: [], result: ['slow', 'fast'] } })
+    // fast settled first…
+    expect(settles(host.events).map((e) => e.name)).toEqual(['fast', 'slow'])
+    // …but contexts follow dispatch order.
+    expect(exec.deferred.map((c) => c.content)).toEqual(['A', 'A2', 'B'])
+    expect(exec.deferred[2]).toEqual({ source: 'fast', content: 'B', meta: { k: 1 } })
+  })
+
+  it('keeps deferred contexts (also of failed calls) when the program later fails', async () => {
+    const tools: Record<string, TestTool> = {
+      note: { run: () => ({ value: 1, contexts: [{ source: 'note', content: 'first' }] }) },
+      bad: { run: () => ({ error: 'bad', contexts: [{ source: 'bad', content: 'second' }] }) },
+    }
+    const { exec, outcome } = await runCode(tools, 'await tools.note({}); await tools.bad({})')
+    expect(outcome.ok).toBe(false)
+    expect((outcome as { error: unknown }).error).toBeInstanceOf(CodeRunFailedError)
+    expect(exec.deferred.map((c) => c.content)).toEqual(['first', 'second'])
+  })
+
+  it('overlaps parallel calls up to maxParallelSubCalls and runs exclusive calls alone as barriers', async () => {
+    const trace: string[] = []
+    let active = 0
+    let peak = 0
+    const probe =
+      (mode: 'parallel' | 'exclusive'): TestTool => ({
+        mode,
+        run: async (args) => {
+          const id = (args as { id: string }).id
+          active++
+          peak = Math.max(peak, active)
+          trace.push(`enter ${id}`)
+          await new Promise((r) => setTimeout(r, 15))
+          trace.push(`exit ${id}`)
+          active--
+          return { value: id }
+        },
+      })
+    const program = `return await Promise.all([
+      tools.safe({ id: 's1' }), tools.safe({ id: 's2' }), tools.safe({ id: 's3' }),
+      tools.write({ id: 'w1' }),
+      tools.safe({ id: 's4' }), tools.safe({ id: 's5' }),
+    ])`
+    const { outcome } = await runCode({ safe: probe('parallel'), write: probe('exclusive') }, program, { maxParallelSubCalls: 2 })
+    expect(outcome).toEqual({ ok: true, value: { logs: [], result: ['s1', 's2', 's3', 'w1', 's4', 's5'] } })
+    expect(peak).toBe(2)
+    // s1 and s2 overlap; s3 starts when one of them leaves; w1 runs alone after all three.
+    expect(trace.slice(0, 2)).toEqual(['enter s1', 'enter s2'])
+    const w = trace.indexOf('enter w1')
+    expect(trace.slice(w, w + 2)).toEqual(['enter w1', 'exit w1'])
+    for (const id of ['s1', 's2', 's3']) expect(trace.indexOf(`exit ${id}`)).toBeLessThan(w)
+    for (const id of ['s4', 's5']) expect(trace.indexOf(`enter ${id}`)).toBeGreaterThan(w + 1)
+  })
+
+  it('serializes everything with maxParallelSubCalls = 1', async () => {
+    const trace: string[] = []
+    const safe: TestTool = {
+      mode: 'parallel',
+      run: async (args) => {
+        trace.push(`enter ${(args as { id: number }).id}`)
+        await new Promise((r) => setTimeout(r, 5))
+        trace.push(`exit ${(args as { id: number }).id}`)
+        return { value: null }
+      },
+    }
+    await runCode({ safe }, 'await Promise.all([1, 2, 3].map((id) => tools.safe({ id })))', { maxParallelSubCalls: 1 })
+    expect(trace).toEqual(['enter 1', 'exit 1', 'enter 2', 'exit 2', 'enter 3', 'exit 3'])
+  })
+
+  it('settles to quiescence: aborts the in-flight call, abandons queued ones, drains before returning', async () => {
+    let sawAbort = false
+    const hang: TestTool = {
+      mode: 'exclusive',
+      run: (_args, input) =>
+        new Promise((resolve) => {
+          input.signal.addEventListener('abort', () => {
+            sawAbort = true
+            // Settles a little later: the bridge must wait for it.
+            setTimeout(() => resolve({ error: 'aborted' }), 20)
+          })
+        }),
+    }
+    const { host, outcome } = await runCode(
+      { hang },
+      'tools.hang({ n: 1 }).catch(() => {}); tools.hang({ n: 2 }).catch(() => {}); tools.hang({ n: 3 }).catch(() => {}); return "early"',
+    )
+    expect(outcome).toEqual({ ok: true, value: { logs: [], result: 'early' } })
+    expect(sawAbort).toBe(true)
+    // Only the started call dispatched; its settle event landed before run_code returned.
+    expect(host.inputs.map((i) => i.callId)).toEqual(['call-1:code:1'])
+    expect(host.events.map((e) => `${e.type} ${e.subCallId}`)).toEqual([
+      'tool/code-dispatch-start call-1:code:1',
+      'tool/code-dispatch call-1:code:1',
+    ])
+    expect(settles(host.events)[0]).toMatchObject({ isError: true })
+  })
+
+  it('aborting the outer signal aborts the in-flight call and abandons queued ones', async () => {
+    const outer = new AbortController()
+    const hang: TestTool = {
+      mode: 'exclusive',
+      run: (_args, input) =>
+        new Promise((resolve) => {
+          setTimeout(() => outer.abort(new Error('user cancelled')), 10)
+          input.signal.addEventListener('abort', () => resolve({ error: 'cancelled' }))
+        }),
+    }
+    const { host, outcome } = await runCode(
+      { hang },
+      'await Promise.all([tools.hang({}), tools.hang({}), tools.hang({})])',
+      {},
+      runContext(outer.signal),
+    )
+    expect(outcome.ok).toBe(false)
+    const error = (outcome as { error: CodeRunFailedError }).error
+    expect(error).toBeInstanceOf(CodeRunFailedError)
+    expect(error.kind).toBe('abort')
+    expect(host.inputs).toHaveLength(1)
+    expect(host.events.map((e) => e.type)).toEqual(['tool/code-dispatch-start', 'tool/code-dispatch'])
+  })
+
+  it('rejects a binding called after the run settled, without dispatch', async () => {
+    const { host } = await runCode({ echo }, 'globalThis.__lateEcho = tools.echo; return 1')
+    const late = (globalThis as { __lateEcho?: (a: unknown) => Promise<unknown> }).__lateEcho!
+    delete (globalThis as { __lateEcho?: unknown }).__lateEcho
+    await expect(late({ x: 1 })).rejects.toMatchObject({ name: 'ToolCallError', toolName: 'echo' })
+    expect(host.inputs).toHaveLength(0)
+    expect(host.events).toHaveLength(0)
+  })
+
+  it('throws CodeRunFailedError with the kind, message and captured output', async () => {
+    const { outcome } = await runCode({}, 'console.log("before"); console.warn("careful"); throw new Error("boom")')
+    const error = (outcome as { error: CodeRunFailedError }).error
+    expect(error).toBeInstanceOf(CodeRunFailedError)
+    expect(error.code).toBe('CODE_RUN_FAILED')
+    expect(error.kind).toBe('exception')
+    expect(error.logs).toEqual(['before', 'careful'])
+    expect(error.message).toBe('code run failed (exception): Error: boom\nCaptured output:\nbefore\ncareful')
+  })
+
+  it('omits "Captured output" when the failed run printed nothing', async () => {
+    const { outcome } = await runCode({}, 'throw new TypeError("bad")')
+    expect((outcome as { error: Error }).error.message).toBe('code run failed (exception): TypeError: bad')
+  })
+
+  it('fails a run whose return value is not lossless JSON', async () => {
+    const { outcome } = await runCode({}, 'console.log("x"); return { when: new Date(0) }')
+    const error = (outcome as { error: CodeRunFailedError }).error
+    expect(error).toBeInstanceOf(CodeRunFailedError)
+    expect(error.message).toMatch(/^code run failed \(exception\): the program's return value is not lossless JSON: .*\/when/)
+    expect(error.logs).toEqual(['x'])
+  })
+
+  it('enforces maxOutputBytes on logs + result (envelope and whitespace excluded)', async () => {
+    // ["ab"] is 6 bytes; {"k":"é"} is 10 bytes (é = 2 bytes): 16 in all.
+    const program = 'console.log("ab"); return { k: "é" }'
+    expect((await runCode({}, program, { maxOutputBytes: 16 })).outcome).toEqual({
+      ok: true,
+      value: { logs: ['ab'], result: { k: 'é' } },
+    })
+    const { outcome } = await runCode({}, program, { maxOutputBytes: 15 })
+    const error = (outcome as { error: CodeRunFailedError }).error
+    expect(error).toBeInstanceOf(CodeRunFailedError)
+    expect(error.message).toBe(
+      'code run failed (exception): the run\'s output (16 bytes of logs and return value) exceeds maxOutputBytes (15); print or return less',
+    )
+    expect(error.logs).toEqual([])
+  })
+
+  it('enforces maxOutputBytes on logs + failure message, keeping the kind', async () => {
+    // ["x…"] is 104 bytes, "Error: y…" 107: 211 in all.
+    const { outcome } = await runCode({}, 'console.log("x".repeat(100)); throw new Error("y".repeat(100))', {
+      maxOutputBytes: 50,
+    })
+    const error = (outcome as { error: CodeRunFailedError }).error
+    expect(error.kind).toBe('exception')
+    expect(error.logs).toEqual([])
+    expect(error.message).toMatch(
+      /^code run failed \(exception\): Error: y+… \[failure output of 211 bytes exceeds maxOutputBytes \(50\); captured output dropped\]$/,
+    )
+  })
+
+  it('fails clearly when no code runtime is configured', async () => {
+    const { outcome } = await runCode({}, 'return 1', { runtime: undefined })
+    const error = (outcome as { error: ToolError }).error
+    expect(error).toBeInstanceOf(ToolError)
+    expect(error.code).toBe('CODE_RUN_FAILED')
+    expect(error.message).toMatch(/no code runtime is configured/)
+  })
+
+  it('keeps deferring contexts across a run timeout and logs every started call', async () => {
+    const host = createTestHost(
+      {
+        ctx: { run: () => ({ value: 1, contexts: [{ source: 'ctx', content: 'kept' }] }) },
+        hang: { run: (_a, input) => new Promise((r) => input.signal.addEventListener('abort', () => r({ error: 'stopped' }))) },
+      },
+      { runtime: createInProcessRuntime({ wallMs: 50 }) },
+    )
+    const exec = runContext()
+    const error = await Promise.resolve(
+      createRunCodeTool(host).execute({ code: 'await tools.ctx({}); await tools.hang({})', description: '' }, exec),
+    ).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(CodeRunFailedError)
+    expect((error as CodeRunFailedError).kind).toBe('timeout')
+    expect(exec.deferred).toEqual([{ source: 'ctx', content: 'kept' }])
+    expect(settles(host.events).map((e) => [e.name, e.isError])).toEqual([
+      ['ctx', false],
+      ['hang', true],
+    ])
+  })
+})

@@ -1,0 +1,146 @@
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import {
+  RUN_CODE_NO_OUTPUT,
+  prettyJson,
+  renderRunCodeOutput,
+  utf8ByteLength,
+} from '../../../src/code-mode/render-output.js'
+import type { JsonValue } from '../../../src/json/json-value.js'
+
+function nested(depth: number): JsonValue {
+  let value: JsonValue = 0
+  for (let i = 0; i < depth; i++) value = i % 2 === 0 ? [value] : { k: value }
+  return value
+}
+
+function maxIndentation(text: string): number {
+  return Math.max(...text.split('\n').map((line) => line.length - line.trimStart().length))
+}
+
+describe('renderRunCodeOutput', () => {
+  it('renders a string result raw, without quotes or escaping', () => {
+    expect(renderRunCodeOutput({ logs: [], result: 'a "quoted"\nline' })).toBe('a "quoted"\nline')
+  })
+
+  it('renders null explicitly', () => {
+    expect(renderRunCodeOutput({ logs: [], result: null })).toBe('null')
+    expect(renderRunCodeOutput({ logs: ['x'], result: null })).toBe('x\nnull')
+  })
+
+  it('renders numbers, booleans and empty containers as JSON', () => {
+    expect(renderRunCodeOutput({ logs: [], result: 0 })).toBe('0')
+    expect(renderRunCodeOutput({ logs: [], result: false })).toBe('false')
+    expect(renderRunCodeOutput({ logs: [], result: [] })).toBe('[]')
+    expect(renderRunCodeOutput({ logs: [], result: {} })).toBe('{}')
+  })
+
+  it('puts logs first, joined with newlines, then the pretty-printed result', () => {
+    expect(renderRunCodeOutput({ logs: ['one', 'two'], result: { a: [1, 'x'] } })).toBe(
+      'one\ntwo\n{\n  "a": [\n    1,\n    "x"\n  ]\n}',
+    )
+  })
+
+  it('renders logs alone when the result is absent', () => {
+    expect(renderRunCodeOutput({ logs: ['only'] })).toBe('only')
+  })
+
+  it('says so when there is no output at all', () => {
+    expect(renderRunCodeOutput({ logs: [] })).toBe(RUN_CODE_NO_OUTPUT)
+    expect(RUN_CODE_NO_OUTPUT).toBe('(run_code completed with no output)')
+    // An empty returned string and no logs: both parts are empty.
+    expect(renderRunCodeOutput({ logs: [], result: '' })).toBe(RUN_CODE_NO_OUTPUT)
+  })
+
+  it('keeps empty printed lines as lines', () => {
+    expect(renderRunCodeOutput({ logs: ['', 'b'] })).toBe('\nb')
+  })
+})
+
+describe('prettyJson', () => {
+  it('matches JSON.stringify(value, null, 2) while indentation stays within the cap', () => {
+    fc.assert(
+      fc.property(fc.jsonValue({ maxDepth: 4 }), (value) => {
+        const json = JSON.parse(JSON.stringify(value)) as JsonValue
+        expect(prettyJson(json, { maxIndent: 10 })).toBe(JSON.stringify(json, null, 2))
+      }),
+      { numRuns: 300 },
+    )
+  })
+
+  it('prints compact JSON with maxIndent 0, identical to JSON.stringify', () => {
+    fc.assert(
+      fc.property(fc.jsonValue({ maxDepth: 8 }), (value) => {
+        const json = JSON.parse(JSON.stringify(value)) as JsonValue
+        expect(prettyJson(json, { maxIndent: 0 })).toBe(JSON.stringify(json))
+      }),
+      { numRuns: 300 },
+    )
+  })
+
+  it('caps total indentation at ten characters; deeper subtrees stay compact on one line', () => {
+    const value = { a: { b: { c: { d: { e: { f: [1, { g: 2 }] } } } } } }
+    const text = prettyJson(value, { maxIndent: 10 })
+    expect(text).toBe(
+      [
+        '{',
+        '  "a": {',
+        '    "b": {',
+        '      "c": {',
+        '        "d": {',
+        '          "e": {"f":[1,{"g":2}]}',
+        '        }',
+        '      }',
+        '    }',
+        '  }',
+        '}',
+      ].join('\n'),
+    )
+    expect(JSON.parse(text)).toEqual(value)
+  })
+
+  it('keeps the cap and the meaning for any value (property)', () => {
+    fc.assert(
+      fc.property(fc.jsonValue({ maxDepth: 12 }), (value) => {
+        const json = JSON.parse(JSON.stringify(value)) as JsonValue
+        const text = prettyJson(json, { maxIndent: 10 })
+        expect(maxIndentation(text)).toBeLessThanOrEqual(10)
+        expect(JSON.parse(text)).toEqual(json)
+      }),
+      { numRuns: 300 },
+    )
+  })
+
+  it('renders a value 100,000 levels deep without RangeError', () => {
+    const deep = nested(100_000)
+    const text = renderRunCodeOutput({ logs: [], result: deep })
+    expect(maxIndentation(text)).toBeLessThanOrEqual(10)
+    // Five expanded levels, then one compact line holding the rest.
+    expect(text.split('\n')).toHaveLength(11)
+    expect(text.length).toBeGreaterThan(100_000)
+    expect(prettyJson(deep, { maxIndent: 0 }).length).toBe(text.replace(/\n\s*/g, '').replace(/": /g, '":').length)
+  })
+
+  it('escapes keys and strings exactly as JSON does', () => {
+    const value = { 'a"b': 'c\\d', '\u2028': '\ud800', __proto__: null } as unknown as JsonValue
+    const withProto = JSON.parse('{"a\\"b":"c\\\\d","\\u2028":"\\ud800","__proto__":1}') as JsonValue
+    expect(prettyJson(withProto, { maxIndent: 10 })).toBe(JSON.stringify(withProto, null, 2))
+    expect(prettyJson(value, { maxIndent: 0 })).toBe(JSON.stringify(value))
+  })
+
+  it('is total on values outside JSON', () => {
+    expect(prettyJson([undefined, Number.NaN, () => 1], { maxIndent: 0 })).toBe('[null,null,null]')
+  })
+})
+
+describe('utf8ByteLength', () => {
+  it('agrees with TextEncoder on any string', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary' }), (text) => {
+        expect(utf8ByteLength(text)).toBe(new TextEncoder().encode(text).length)
+      }),
+      { numRuns: 500 },
+    )
+    expect(utf8ByteLength('\ud800x\udc00')).toBe(new TextEncoder().encode('\ud800x\udc00').length)
+  })
+})

@@ -1,0 +1,504 @@
+import { describe, expect, it } from 'vitest'
+import { createToolsApp } from '../../../src/http/index.js'
+import { createToolRuntime } from '../../../src/registry/index.js'
+import type { PromptAssembly, ToolRuntime } from '../../../src/runtime-types.js'
+import type { ToolExecutionResult, ToolSchema } from '../../../src/types.js'
+import { AUTH, JSON_AUTH, TOKEN, createFixture, echoTool, errorOf } from './fixtures.js'
+
+const post = (body: unknown, headers: Record<string, string> = JSON_AUTH): RequestInit => ({
+  method: 'POST',
+  headers,
+  body: typeof body === 'string' ? body : JSON.stringify(body),
+})
+
+describe('createToolsApp options', () => {
+  const runtime = createToolRuntime()
+  const code = (fn: () => unknown): string | undefined => {
+    try {
+      fn()
+    } catch (error) {
+      return (error as { code?: string }).code
+    }
+    return undefined
+  }
+
+  it('requires a token unless auth: false or notConfigured is explicit', () => {
+    expect(code(() => createToolsApp(runtime, {}))).toBe('INVALID_OPTIONS')
+    expect(code(() => createToolsApp(runtime, { token: 'short' }))).toBe('INVALID_OPTIONS')
+    expect(code(() => createToolsApp(runtime, { token: 'has a space in it 1234' }))).toBe('INVALID_OPTIONS')
+    expect(code(() => createToolsApp(runtime, { token: TOKEN, auth: false }))).toBe('INVALID_OPTIONS')
+    expect(code(() => createToolsApp(runtime, { auth: true as unknown as false }))).toBe('INVALID_OPTIONS')
+    expect(code(() => createToolsApp(runtime, { auth: false }))).toBeUndefined()
+    expect(code(() => createToolsApp(runtime, { notConfigured: true }))).toBeUndefined()
+    expect(code(() => createToolsApp(runtime, { token: TOKEN }))).toBeUndefined()
+  })
+
+  it('rejects malformed CORS, body caps, hubs and runtimes', () => {
+    expect(code(() => createToolsApp(runtime, { token: TOKEN, cors: { origins: ['*'] } }))).toBe('INVALID_OPTIONS')
+    expect(code(() => createToolsApp(runtime, { token: TOKEN, cors: { origins: ['https://a.example/path'] } }))).toBe('INVALID_OPTIONS')
+    expect(code(() => createToolsApp(runtime, { token: TOKEN, cors: { origins: [] } }))).toBe('INVALID_OPTIONS')
+    expect(code(() => createToolsApp(runtime, { token: TOKEN, cors: { origins: ['null'] } }))).toBe('INVALID_OPTIONS')
+    expect(code(() => createToolsApp(runtime, { token: TOKEN, maxBodyBytes: 0 }))).toBe('INVALID_OPTIONS')
+    expect(code(() => createToolsApp(runtime, { token: TOKEN, maxBodyBytes: 1.5 }))).toBe('INVALID_OPTIONS')
+    expect(code(() => createToolsApp(runtime, { token: TOKEN, heartbeatMs: -1 }))).toBe('INVALID_OPTIONS')
+    expect(code(() => createToolsApp(runtime, { token: TOKEN, sessionLog: {} as never }))).toBe('INVALID_OPTIONS')
+    expect(code(() => createToolsApp(runtime, { token: TOKEN, notConfigured: '' }))).toBe('INVALID_OPTIONS')
+    expect(code(() => createToolsApp({} as never, { token: TOKEN }))).toBe('INVALID_OPTIONS')
+    expect(code(() => createToolsApp(runtime, { token: TOKEN, cors: { origins: ['https://a.example'] } }))).toBeUndefined()
+  })
+})
+
+describe('authentication', () => {
+  const { app } = createFixture()
+
+  it('leaves /v1/health open', async () => {
+    const response = await app.request('/v1/health')
+    expect(response.status).toBe(200)
+    expect(await response.json()).toEqual({ status: 'ok' })
+  })
+
+  it('answers 401 with a Bearer challenge when the token is missing, wrong or of another scheme', async () => {
+    const missing = await app.request('/v1/tools')
+    expect(missing.status).toBe(401)
+    expect(missing.headers.get('WWW-Authenticate')).toBe('Bearer realm="toolyard"')
+    expect(await errorOf(missing)).toMatchObject({ code: 'UNAUTHORIZED' })
+
+    const wrong = await app.request('/v1/tools', { headers: { Authorization: `Bearer ${TOKEN}x` } })
+    expect(wrong.status).toBe(401)
+    expect(wrong.headers.get('WWW-Authenticate')).toBe('Bearer realm="toolyard", error="invalid_token"')
+    expect((await errorOf(wrong)).code).toBe('UNAUTHORIZED')
+
+    const basic = await app.request('/v1/tools', { headers: { Authorization: `Basic ${btoa(`u:${TOKEN}`)}` } })
+    expect(basic.status).toBe(401)
+
+    // Every protected route, not just one.
+    for (const [path, init] of [
+      ['/v1/sdk', {}],
+      ['/v1/prompt', {}],
+      ['/v1/tools/echo', {}],
+      ['/v1/tools/echo/execute', post({ arguments: { text: 'x' } }, { 'Content-Type': 'application/json' })],
+      ['/v1/run', post({ code: 'return 1', description: 'x' }, { 'Content-Type': 'application/json' })],
+      ['/v1/nothing-here', {}],
+    ] as const) {
+      expect((await app.request(path, init)).status, path).toBe(401)
+    }
+  })
+
+  it('accepts the right token, with any case of the scheme', async () => {
+    expect((await app.request('/v1/tools', { headers: AUTH })).status).toBe(200)
+    expect((await app.request('/v1/tools', { headers: { Authorization: `bearer ${TOKEN}` } })).status).toBe(200)
+  })
+
+  it('serves without a token only when auth: false was explicit', async () => {
+    const { runtime } = createFixture()
+    const open = createToolsApp(runtime, { auth: false })
+    expect((await open.request('/v1/tools')).status).toBe(200)
+  })
+})
+
+describe('GET /v1/tools', () => {
+  const { app } = createFixture()
+
+  it('lists the visible schemas of the global layer', async () => {
+    const response = await app.request('/v1/tools', { headers: AUTH })
+    expect(response.status).toBe(200)
+    expect(response.headers.get('Cache-Control')).toBe('no-store')
+    expect(response.headers.get('X-Content-Type-Options')).toBe('nosniff')
+    const body = (await response.json()) as { mode: string; tools: ToolSchema[] }
+    expect(body.mode).toBe('native')
+    expect(body.tools.map((t) => t.name).sort()).toEqual(['echo', 'fail', 'wait'])
+    expect(body.tools.find((t) => t.name === 'echo')?.parameters).toMatchObject({ type: 'object', required: ['text'] })
+  })
+
+  it("lists an agent's layer with ?agent=", async () => {
+    const body = (await (await app.request('/v1/tools?agent=alice', { headers: AUTH })).json()) as { agent: string; tools: ToolSchema[] }
+    expect(body.agent).toBe('alice')
+    expect(body.tools.map((t) => t.name).sort()).toEqual(['echo', 'fail', 'secret', 'wait'])
+  })
+
+  it('rejects an empty, repeated or oversized agent', async () => {
+    for (const query of ['agent=', 'agent=a&agent=b', `agent=${'x'.repeat(257)}`]) {
+      const response = await app.request(`/v1/tools?${query}`, { headers: AUTH })
+      expect(response.status, query).toBe(400)
+      expect((await errorOf(response)).code).toBe('INVALID_REQUEST')
+    }
+  })
+})
+
+describe('GET /v1/tools/:name', () => {
+  const { app } = createFixture()
+
+  it('returns one tool with its output schema', async () => {
+    const response = await app.request('/v1/tools/echo', { headers: AUTH })
+    expect(response.status).toBe(200)
+    const body = (await response.json()) as { tool: ToolSchema & { output: unknown } }
+    expect(body.tool.name).toBe('echo')
+    expect(body.tool.output).toMatchObject({ type: 'object', required: ['text'] })
+  })
+
+  it('answers 404 UNKNOWN_TOOL for a name the caller cannot see', async () => {
+    const response = await app.request('/v1/tools/secret', { headers: AUTH })
+    expect(response.status).toBe(404)
+    expect((await errorOf(response)).code).toBe('UNKNOWN_TOOL')
+    expect((await app.request('/v1/tools/secret?agent=alice', { headers: AUTH })).status).toBe(200)
+  })
+})
+
+describe('GET /v1/sdk', () => {
+  it('serves the SDK as text with a strong SHA-256 ETag and honours If-None-Match', async () => {
+    const { app } = createFixture()
+    const response = await app.request('/v1/sdk', { headers: AUTH })
+    expect(response.status).toBe(200)
+    expect(response.headers.get('Content-Type')).toBe('text/plain; charset=utf-8')
+    const etag = response.headers.get('ETag')!
+    expect(etag).toMatch(/^"sha256-[A-Za-z0-9_-]{43}"$/)
+    const text = await response.text()
+    expect(text).toContain('echo')
+    // The tag is the hash of the bytes.
+    const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)))
+    const b64 = btoa(String.fromCharCode(...digest)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')
+    expect(etag).toBe(`"sha256-${b64}"`)
+
+    for (const ifNoneMatch of [etag, `W/${etag}`, `"other", ${etag}`, '*']) {
+      const cached = await app.request('/v1/sdk', { headers: { ...AUTH, 'If-None-Match': ifNoneMatch } })
+      expect(cached.status, ifNoneMatch).toBe(304)
+      expect(cached.headers.get('ETag')).toBe(etag)
+      expect(await cached.text()).toBe('')
+    }
+    const stale = await app.request('/v1/sdk', { headers: { ...AUTH, 'If-None-Match': '"sha256-stale"' } })
+    expect(stale.status).toBe(200)
+    // Byte-stable: the same tool set gives the same tag.
+    expect((await app.request('/v1/sdk', { headers: AUTH })).headers.get('ETag')).toBe(etag)
+  })
+
+  it('renders Python on request, with its own tag, and changes the tag when the tool set changes', async () => {
+    const { app, runtime } = createFixture()
+    const ts = await app.request('/v1/sdk?language=typescript', { headers: AUTH })
+    const py = await app.request('/v1/sdk?language=python', { headers: AUTH })
+    expect(py.status).toBe(200)
+    expect(py.headers.get('X-Toolyard-Sdk-Language')).toBe('python')
+    expect(await py.text()).toMatch(/TypedDict|def |class /)
+    expect(py.headers.get('ETag')).not.toBe(ts.headers.get('ETag'))
+    const before = ts.headers.get('ETag')
+    const off = runtime.register({ ...echoTool, name: 'echo2' })
+    const after = (await app.request('/v1/sdk?language=typescript', { headers: AUTH })).headers.get('ETag')
+    expect(after).not.toBe(before)
+    off()
+    expect((await app.request('/v1/sdk?language=typescript', { headers: AUTH })).headers.get('ETag')).toBe(before)
+  })
+
+  it("includes the agent's layer with ?agent=", async () => {
+    const { app } = createFixture()
+    expect(await (await app.request('/v1/sdk', { headers: AUTH })).text()).not.toContain('secret')
+    expect(await (await app.request('/v1/sdk?agent=alice', { headers: AUTH })).text()).toContain('secret')
+  })
+
+  it('rejects an unknown language', async () => {
+    const { app } = createFixture()
+    for (const query of ['language=cobol', 'language=constructor', 'language=python&language=typescript']) {
+      const response = await app.request(`/v1/sdk?${query}`, { headers: AUTH })
+      expect(response.status, query).toBe(400)
+      expect((await errorOf(response)).code).toBe('INVALID_REQUEST')
+    }
+  })
+
+  it('answers HEAD with the headers and no body', async () => {
+    const { app } = createFixture()
+    const response = await app.request('/v1/sdk', { method: 'HEAD', headers: AUTH })
+    expect(response.status).toBe(200)
+    expect(response.headers.get('ETag')).toMatch(/^"sha256-/)
+    expect(await response.text()).toBe('')
+  })
+})
+
+describe('GET /v1/prompt', () => {
+  it('returns the assembly: sections and wire tools', async () => {
+    const { app, runtime } = createFixture()
+    const response = await app.request('/v1/prompt', { headers: AUTH })
+    expect(response.status).toBe(200)
+    const body = (await response.json()) as PromptAssembly
+    const expected = runtime.assemble()
+    expect(body.mode).toBe('native')
+    expect(body.tools).toEqual(JSON.parse(JSON.stringify(expected.tools)))
+    expect(body.sections).toEqual(JSON.parse(JSON.stringify(expected.sections)))
+  })
+
+  it("uses the agent's presentation with ?agent=", async () => {
+    const { app, runtime } = createFixture()
+    runtime.section({ id: 'intro', order: 10, text: 'You are helpful.' })
+    runtime.agent('alice').section({ id: 'alice-only', order: 20, text: 'Alice rules.' })
+    const body = (await (await app.request('/v1/prompt?agent=alice', { headers: AUTH })).json()) as PromptAssembly
+    expect(body.sections.map((s) => s.id)).toEqual(expect.arrayContaining(['intro', 'alice-only']))
+    expect(body.tools.map((t) => t.name)).toContain('secret')
+  })
+
+  it('answers 409 ASSEMBLY_FAILED when the configuration cannot assemble (code mode without a code runtime)', async () => {
+    const { app } = createFixture({ mode: 'code' })
+    const response = await app.request('/v1/prompt', { headers: AUTH })
+    expect(response.status).toBe(409)
+    const error = await errorOf(response)
+    expect(error.code).toBe('ASSEMBLY_FAILED')
+    expect(error.message).toMatch(/codeRuntime/)
+  })
+
+  it('refuses a per-request mode', async () => {
+    const { app } = createFixture()
+    const response = await app.request('/v1/prompt?mode=code', { headers: AUTH })
+    expect(response.status).toBe(400)
+    expect((await errorOf(response)).code).toBe('INVALID_REQUEST')
+  })
+})
+
+describe('POST /v1/tools/:name/execute', () => {
+  it('answers the frozen result as JSON with the call id', async () => {
+    const { app, results } = createFixture()
+    const response = await app.request('/v1/tools/echo/execute', post({ arguments: { text: 'hello' } }))
+    expect(response.status).toBe(200)
+    const callId = response.headers.get('X-Toolyard-Call-Id')!
+    expect(callId).toMatch(/^http-/)
+    const result = (await response.json()) as ToolExecutionResult
+    expect(result).toEqual({ isError: false, value: { text: 'hello' }, content: [{ type: 'text', text: 'hello' }] })
+    expect(results.at(-1)).toMatchObject({ callId, name: 'echo' })
+  })
+
+  it('uses a caller-chosen callId and agent', async () => {
+    const { app, results } = createFixture()
+    const response = await app.request('/v1/tools/secret/execute', post({ arguments: {}, callId: 'model-call-7', agent: 'alice' }))
+    expect(response.status).toBe(200)
+    expect(response.headers.get('X-Toolyard-Call-Id')).toBe('model-call-7')
+    expect(((await response.json()) as { value: unknown }).value).toBe('for alice')
+    expect(results.at(-1)).toMatchObject({ callId: 'model-call-7', agent: 'alice' })
+    // The agent may come from the query too.
+    expect((await app.request('/v1/tools/secret/execute?agent=alice', post({}))).status).toBe(200)
+  })
+
+  it('reports tool-level failures as 200 results with the library codes', async () => {
+    const { app } = createFixture()
+    const failed = (await (await app.request('/v1/tools/fail/execute', post({ arguments: {} }))).json()) as ToolExecutionResult
+    expect(failed.isError).toBe(true)
+    if (failed.isError) {
+      expect(failed.error.info?.code).toBe('TOOL_FAILED')
+      expect(failed.content).toEqual([{ type: 'text', text: `Error: ${failed.error.message}` }])
+    }
+    const invalid = await app.request('/v1/tools/echo/execute', post({ arguments: { text: 42 } }))
+    expect(invalid.status).toBe(200)
+    const invalidResult = (await invalid.json()) as ToolExecutionResult
+    expect(invalidResult.isError && invalidResult.error.info?.code).toBe('INVALID_ARGS')
+  })
+
+  it('treats a missing arguments field as {}', async () => {
+    const { app } = createFixture()
+    const result = (await (await app.request('/v1/tools/echo/execute', post({}))).json()) as ToolExecutionResult
+    expect(result.isError && result.error.info?.code).toBe('INVALID_ARGS')
+  })
+
+  it('answers 404 UNKNOWN_TOOL for an unknown or invisible tool', async () => {
+    const { app } = createFixture()
+    for (const name of ['nope', 'secret', '__proto__', 'constructor']) {
+      const response = await app.request(`/v1/tools/${name}/execute`, post({ arguments: {} }))
+      expect(response.status, name).toBe(404)
+      expect((await errorOf(response)).code).toBe('UNKNOWN_TOOL')
+    }
+  })
+
+  it('validates the envelope: object body, callId, agent', async () => {
+    const { app } = createFixture()
+    const cases: [unknown, string][] = [
+      [[1, 2], 'INVALID_REQUEST'],
+      ['"text"', 'INVALID_REQUEST'],
+      ['null', 'INVALID_REQUEST'],
+      [{ callId: 7 }, 'INVALID_REQUEST'],
+      [{ callId: '' }, 'INVALID_REQUEST'],
+      [{ agent: 3 }, 'INVALID_REQUEST'],
+    ]
+    for (const [body, expected] of cases) {
+      const response = await app.request('/v1/tools/echo/execute', post(body))
+      expect(response.status, JSON.stringify(body)).toBe(400)
+      expect((await errorOf(response)).code).toBe(expected)
+    }
+    const conflict = await app.request('/v1/tools/echo/execute?agent=bob', post({ agent: 'alice' }))
+    expect(conflict.status).toBe(400)
+  })
+
+  it('answers 415 for a non-JSON body, 400 for malformed JSON and 413 over the cap', async () => {
+    const { app } = createFixture({}, { maxBodyBytes: 256 })
+    const asText = await app.request('/v1/tools/echo/execute', post('{}', { ...AUTH, 'Content-Type': 'text/plain' }))
+    expect(asText.status).toBe(415)
+    expect((await errorOf(asText)).code).toBe('UNSUPPORTED_MEDIA_TYPE')
+    const form = await app.request('/v1/tools/echo/execute', post('a=1', { ...AUTH, 'Content-Type': 'application/x-www-form-urlencoded' }))
+    expect(form.status).toBe(415)
+    const noType = await app.request('/v1/tools/echo/execute', { method: 'POST', headers: AUTH, body: new Uint8Array([0x7b, 0x7d]) })
+    expect(noType.status).toBe(415)
+
+    const malformed = await app.request('/v1/tools/echo/execute', post('{"arguments": {'))
+    expect(malformed.status).toBe(400)
+    expect((await errorOf(malformed)).code).toBe('INVALID_JSON_BODY')
+
+    const big = await app.request('/v1/tools/echo/execute', post({ arguments: { text: 'x'.repeat(300) } }))
+    expect(big.status).toBe(413)
+    expect((await errorOf(big)).code).toBe('PAYLOAD_TOO_LARGE')
+    // Just under the cap still works.
+    expect((await app.request('/v1/tools/echo/execute', post({ arguments: { text: 'x'.repeat(200) } }))).status).toBe(200)
+  })
+
+  it('aborts the execution when the client goes away', async () => {
+    const { app, wait, results } = createFixture()
+    const client = new AbortController()
+    const pending = app.request(
+      new Request('http://localhost/v1/tools/wait/execute', { ...post({ arguments: {}, callId: 'waiting' }), signal: client.signal }),
+    )
+    await wait.started
+    expect(wait.aborted).toBe(0)
+    client.abort()
+    await pending.catch(() => undefined)
+    expect(wait.aborted).toBe(1)
+    const outcome = results.find((r) => r.callId === 'waiting')!.result
+    expect(outcome.isError && outcome.error.info?.code).toBe('ABORTED')
+  })
+})
+
+describe('routing errors', () => {
+  const { app } = createFixture()
+
+  it('answers 405 with Allow for a wrong method on a known route', async () => {
+    const cases: [string, string, string][] = [
+      ['POST', '/v1/tools', 'GET, HEAD'],
+      ['DELETE', '/v1/sdk', 'GET, HEAD'],
+      ['GET', '/v1/tools/echo/execute', 'POST'],
+      ['GET', '/v1/run', 'POST'],
+      ['PUT', '/v1/prompt', 'GET, HEAD'],
+      ['POST', '/v1/health', 'GET, HEAD'],
+    ]
+    for (const [method, path, allow] of cases) {
+      const response = await app.request(path, { method, headers: JSON_AUTH })
+      expect(response.status, `${method} ${path}`).toBe(405)
+      expect(response.headers.get('Allow')).toBe(allow)
+      expect((await errorOf(response)).code).toBe('METHOD_NOT_ALLOWED')
+    }
+  })
+
+  it('answers 404 NOT_FOUND for unknown routes', async () => {
+    for (const path of ['/v1/nope', '/v2/tools', '/', '/v1/tools/echo/execute/more']) {
+      const response = await app.request(path, { headers: AUTH })
+      expect(response.status, path).toBe(404)
+      expect((await errorOf(response)).code).toBe('NOT_FOUND')
+    }
+  })
+
+  it('answers 500 INTERNAL without leaking the exception', async () => {
+    const { runtime } = createFixture()
+    // A runtime whose catalog read throws: a stand-in for any unexpected failure.
+    const broken: ToolRuntime = {
+      register: (d) => runtime.register(d),
+      guard: (g) => runtime.guard(g),
+      on: (hook, listener) => runtime.on(hook, listener),
+      section: (s) => runtime.section(s),
+      agent: (id) => runtime.agent(id),
+      get: (name, scope) => runtime.get(name, scope),
+      schemas: () => {
+        throw new Error('db password is hunter2')
+      },
+      execute: (input) => runtime.execute(input),
+      executionMode: (input) => runtime.executionMode(input),
+      presentation: (scope) => runtime.presentation(scope),
+      assemble: (scope) => runtime.assemble(scope),
+      options: runtime.options,
+      dispose: () => runtime.dispose(),
+    }
+    const app2 = createToolsApp(broken, { token: TOKEN })
+    const response = await app2.request('/v1/tools', { headers: AUTH })
+    expect(response.status).toBe(500)
+    const error = await errorOf(response)
+    expect(error).toEqual({ code: 'INTERNAL', message: 'internal error' })
+  })
+})
+
+describe('CORS and origins', () => {
+  it('serves no other origin when no allowlist is given', async () => {
+    const { app } = createFixture()
+    const response = await app.request('/v1/tools', { headers: { ...AUTH, Origin: 'https://evil.example' } })
+    expect(response.status).toBe(403)
+    expect((await errorOf(response)).code).toBe('FORBIDDEN_ORIGIN')
+    expect(response.headers.get('Access-Control-Allow-Origin')).toBeNull()
+    const preflight = await app.request('/v1/tools', {
+      method: 'OPTIONS',
+      headers: { Origin: 'https://evil.example', 'Access-Control-Request-Method': 'GET' },
+    })
+    expect(preflight.status).toBe(403)
+    expect(preflight.headers.get('Access-Control-Allow-Origin')).toBeNull()
+    // A POST with a JSON body from a foreign page is refused before it can run anything.
+    const run = await app.request('/v1/tools/echo/execute', post({ arguments: { text: 'x' } }, { ...JSON_AUTH, Origin: 'null' }))
+    expect(run.status).toBe(403)
+  })
+
+  it('accepts a same-origin Origin header (browsers send it on POST)', async () => {
+    const { app } = createFixture()
+    const response = await app.request('http://localhost/v1/tools/echo/execute', post({ arguments: { text: 'x' } }, { ...JSON_AUTH, Origin: 'http://localhost' }))
+    expect(response.status).toBe(200)
+    expect(response.headers.get('Access-Control-Allow-Origin')).toBeNull()
+  })
+
+  it('allows exactly the allowlisted origins, without credentials', async () => {
+    const { app } = createFixture({}, { cors: { origins: ['https://app.example'], maxAgeSeconds: 60 } })
+    const preflight = await app.request('/v1/tools/echo/execute', {
+      method: 'OPTIONS',
+      headers: { Origin: 'https://app.example', 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'authorization, content-type' },
+    })
+    expect(preflight.status).toBe(204)
+    expect(preflight.headers.get('Access-Control-Allow-Origin')).toBe('https://app.example')
+    expect(preflight.headers.get('Access-Control-Allow-Methods')).toBe('GET, HEAD, POST')
+    expect(preflight.headers.get('Access-Control-Allow-Headers')).toMatch(/Authorization/)
+    expect(preflight.headers.get('Access-Control-Max-Age')).toBe('60')
+    expect(preflight.headers.get('Access-Control-Allow-Credentials')).toBeNull()
+
+    const response = await app.request('/v1/tools', { headers: { ...AUTH, Origin: 'https://app.example' } })
+    expect(response.status).toBe(200)
+    expect(response.headers.get('Access-Control-Allow-Origin')).toBe('https://app.example')
+    expect(response.headers.get('Vary')).toMatch(/Origin/)
+    expect(response.headers.get('Access-Control-Expose-Headers')).toMatch(/ETag/)
+    // Auth still applies to allowlisted origins.
+    expect((await app.request('/v1/tools', { headers: { Origin: 'https://app.example' } })).status).toBe(401)
+
+    for (const origin of ['https://evil.example', 'https://app.example.evil.example', 'http://app.example']) {
+      const other = await app.request('/v1/tools', { headers: { ...AUTH, Origin: origin } })
+      expect(other.status, origin).toBe(403)
+    }
+  })
+})
+
+describe('not configured and shutting down', () => {
+  it('answers 503 NOT_CONFIGURED on every tool route', async () => {
+    const { runtime } = createFixture()
+    const app = createToolsApp(runtime, { notConfigured: 'set the TOOLYARD_TOKEN secret' })
+    expect(await (await app.request('/v1/health')).json()).toEqual({ status: 'not-configured' })
+    for (const [path, init] of [
+      ['/v1/tools', {}],
+      ['/v1/sdk', {}],
+      ['/v1/prompt', {}],
+      ['/v1/tools/echo/execute', post({ arguments: { text: 'x' } })],
+      ['/v1/run', post({ code: 'return 1', description: 'x' })],
+    ] as const) {
+      const response = await app.request(path, init)
+      expect(response.status, path).toBe(503)
+      expect(await errorOf(response)).toEqual({ code: 'NOT_CONFIGURED', message: 'set the TOOLYARD_TOKEN secret' })
+    }
+  })
+
+  it('aborts in-flight calls and refuses new ones once the shutdown signal fires', async () => {
+    const stop = new AbortController()
+    const { app, wait, results } = createFixture({}, { signal: stop.signal })
+    const pending = app.request('/v1/tools/wait/execute', post({ arguments: {}, callId: 'in-flight' }))
+    await wait.started
+    stop.abort()
+    const response = await pending
+    expect(response.status).toBe(200)
+    const result = (await response.json()) as ToolExecutionResult
+    expect(result.isError && result.error.info?.code).toBe('ABORTED')
+    expect(wait.aborted).toBe(1)
+    expect(results.find((r) => r.callId === 'in-flight')).toBeDefined()
+    const later = await app.request('/v1/tools', { headers: AUTH })
+    expect(later.status).toBe(503)
+    expect((await errorOf(later)).code).toBe('SHUTTING_DOWN')
+    expect(await (await app.request('/v1/health')).json()).toEqual({ status: 'shutting-down' })
+  })
+})

@@ -1,0 +1,151 @@
+/**
+ * Small real tools and a real runtime for the HTTP tests.
+ */
+import { createToolsApp, createSessionLogHub } from '../../../src/http/index.js'
+import type { SessionLogHub, ToolsAppOptions } from '../../../src/http/index.js'
+import { createToolRuntime } from '../../../src/registry/index.js'
+import type { ToolRuntime, ToolRuntimeOptions } from '../../../src/runtime-types.js'
+import { defineTool } from '../../../src/schema/define-tool.js'
+import type { ToolExecutionResult } from '../../../src/types.js'
+
+export const TOKEN = 'test-token-0123456789abcdef'
+export const AUTH = { Authorization: `Bearer ${TOKEN}` } as const
+export const JSON_AUTH = { ...AUTH, 'Content-Type': 'application/json' } as const
+
+export const echoTool = defineTool({
+  name: 'echo',
+  description: 'Echo the text back.',
+  parameters: { text: { type: 'string', required: true } },
+  output: {
+    schema: { type: 'object', properties: { text: { type: 'string', required: true } }, additionalProperties: false },
+    render: (_args, value) => [{ type: 'text', text: value.text }],
+  },
+  execute: (args) => ({ text: args.text }),
+  isConcurrencySafe: () => true,
+})
+
+export const failTool = defineTool({
+  name: 'fail',
+  description: 'Always throws.',
+  parameters: {},
+  output: { schema: { type: 'null' }, render: () => [] },
+  execute: () => {
+    throw new Error('kaput')
+  },
+})
+
+/** A tool that runs until its signal aborts; `started` resolves when a body begins. */
+export function createWaitTool() {
+  let notify: () => void = () => {}
+  let started = new Promise<void>((resolve) => (notify = resolve))
+  let aborted = 0
+  const tool = defineTool({
+    name: 'wait',
+    description: 'Waits until cancelled.',
+    parameters: {},
+    output: { schema: { type: 'null' }, render: () => [] },
+    execute: (_args, exec) =>
+      new Promise<null>((resolve) => {
+        // Resolving on abort: the pipeline then turns the late success into ABORTED.
+        const stop = (): void => {
+          aborted++
+          resolve(null)
+        }
+        if (exec.signal.aborted) stop()
+        else exec.signal.addEventListener('abort', stop, { once: true })
+        notify()
+      }),
+  })
+  return {
+    tool,
+    get started() {
+      return started
+    },
+    get aborted() {
+      return aborted
+    },
+    reset() {
+      started = new Promise<void>((resolve) => (notify = resolve))
+    },
+  }
+}
+
+/** A runtime with echo / fail / wait globally and `secret` for agent `alice`, plus observers. */
+export function createFixture(runtimeOptions: ToolRuntimeOptions = {}, appOptions: Partial<ToolsAppOptions> = {}) {
+  const hub: SessionLogHub = createSessionLogHub()
+  const runtime: ToolRuntime = createToolRuntime({ sessionLog: hub, ...runtimeOptions })
+  const wait = createWaitTool()
+  runtime.register(echoTool)
+  runtime.register(failTool)
+  runtime.register(wait.tool)
+  runtime.agent('alice').register(
+    defineTool({
+      name: 'secret',
+      description: "Only alice's layer has it.",
+      parameters: {},
+      output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] },
+      execute: () => 'for alice',
+    }),
+  )
+  const results: { callId: string; name: string; agent?: string; result: ToolExecutionResult }[] = []
+  runtime.on('tools/result', (execution, result) => {
+    results.push({ callId: execution.callId, name: execution.name, ...(execution.agent === undefined ? {} : { agent: execution.agent }), result })
+  })
+  // Counts bodies in flight through the real pipeline (the leak check of the load tests).
+  let inFlight = 0
+  runtime.on('tools/execute', async (_execution, next) => {
+    inFlight++
+    try {
+      return await next()
+    } finally {
+      inFlight--
+    }
+  })
+  const app = createToolsApp(runtime, { token: TOKEN, sessionLog: hub, ...appOptions } as ToolsAppOptions)
+  return {
+    app,
+    hub,
+    runtime,
+    wait,
+    results,
+    get inFlight() {
+      return inFlight
+    },
+  }
+}
+
+export interface ErrorBody {
+  error: { code: string; message: string }
+}
+
+/** Reads an error body and checks it has exactly the documented shape. */
+export async function errorOf(response: Response): Promise<ErrorBody['error']> {
+  const body = (await response.json()) as ErrorBody
+  if (Object.keys(body).join() !== 'error' || Object.keys(body.error).sort().join() !== 'code,message') {
+    throw new Error(`not the documented error shape: ${JSON.stringify(body)}`)
+  }
+  return body.error
+}
+
+/** Parses an SSE body into events. */
+export function parseSse(text: string): { event: string; id?: string; data: unknown }[] {
+  const events: { event: string; id?: string; data: unknown }[] = []
+  for (const block of text.split('\n\n')) {
+    if (block.trim() === '') continue
+    const lines = block.split('\n').filter((line) => !line.startsWith(':'))
+    if (lines.length === 0) continue
+    let event = 'message'
+    let id: string | undefined
+    const data: string[] = []
+    for (const line of lines) {
+      const colon = line.indexOf(':')
+      const field = line.slice(0, colon)
+      const value = line.slice(colon + 1).replace(/^ /, '')
+      if (field === 'event') event = value
+      else if (field === 'id') id = value
+      else if (field === 'data') data.push(value)
+    }
+    events.push({ event, ...(id === undefined ? {} : { id }), data: JSON.parse(data.join('\n')) as unknown })
+  }
+  return events
+}

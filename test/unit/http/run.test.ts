@@ -1,0 +1,183 @@
+import { afterAll, describe, expect, it } from 'vitest'
+import { createNodeWorkerRuntime } from '../../../platforms/node/index.js'
+import type { CodeDispatchEvent, CodeDispatchStartEvent } from '../../../src/runtime-types.js'
+import type { ToolExecutionResult } from '../../../src/types.js'
+import { AUTH, JSON_AUTH, createFixture, errorOf, parseSse } from './fixtures.js'
+
+const codeRuntime = createNodeWorkerRuntime({ prespawn: 1 })
+afterAll(() => codeRuntime.dispose())
+
+const PARALLEL = `
+const [a, b] = await Promise.all([tools.echo({ text: 'a' }), tools.echo({ text: 'b' })])
+console.log('got', a.text, b.text)
+const c = await tools.echo({ text: a.text + b.text })
+return c.text
+`
+
+const runInit = (body: unknown, accept?: string): RequestInit => ({
+  method: 'POST',
+  headers: { ...JSON_AUTH, ...(accept === undefined ? {} : { Accept: accept }) },
+  body: JSON.stringify(body),
+})
+
+describe('POST /v1/run (JSON)', () => {
+  it('runs a program with sub-calls and answers the run_code result', async () => {
+    const { app, results } = createFixture({ mode: 'both', codeRuntime })
+    const response = await app.request('/v1/run', runInit({ code: PARALLEL, description: 'echo twice' }))
+    expect(response.status).toBe(200)
+    const callId = response.headers.get('X-Toolyard-Call-Id')!
+    expect(callId).toMatch(/^http-run-/)
+    const result = (await response.json()) as ToolExecutionResult
+    expect(result.isError).toBe(false)
+    if (!result.isError) expect(result.value).toMatchObject({ result: 'ab', logs: ['got a b'] })
+    const subCalls = results.filter((r) => r.callId.startsWith(`${callId}:code:`))
+    expect(subCalls.map((r) => r.callId).sort()).toEqual([`${callId}:code:1`, `${callId}:code:2`, `${callId}:code:3`])
+  })
+
+  it('reports a failing program as a 200 result with CODE_RUN_FAILED', async () => {
+    const { app } = createFixture({ mode: 'both', codeRuntime })
+    const response = await app.request('/v1/run', runInit({ code: 'throw new Error("nope")', description: 'fail' }))
+    expect(response.status).toBe(200)
+    const result = (await response.json()) as ToolExecutionResult
+    expect(result.isError && result.error.info?.code).toBe('CODE_RUN_FAILED')
+  })
+
+  it('leaves argument checking to the pipeline (INVALID_ARGS) and refuses a client callId', async () => {
+    const { app } = createFixture({ mode: 'both', codeRuntime })
+    const noCode = (await (await app.request('/v1/run', runInit({ description: 'x' }))).json()) as ToolExecutionResult
+    expect(noCode.isError && noCode.error.info?.code).toBe('INVALID_ARGS')
+    const withId = await app.request('/v1/run', runInit({ code: 'return 1', description: 'x', callId: 'mine' }))
+    expect(withId.status).toBe(400)
+    expect((await errorOf(withId)).code).toBe('INVALID_REQUEST')
+  })
+
+  it('answers 404 UNKNOWN_TOOL where run_code is not offered (native presentation)', async () => {
+    const { app } = createFixture({ mode: 'native', codeRuntime })
+    const response = await app.request('/v1/run', runInit({ code: 'return 1', description: 'x' }))
+    expect(response.status).toBe(404)
+    expect((await errorOf(response)).code).toBe('UNKNOWN_TOOL')
+  })
+
+  it("runs in the agent's layer", async () => {
+    const { app } = createFixture({ mode: 'both', codeRuntime })
+    const ok = (await (await app.request('/v1/run', runInit({ code: 'return await tools.secret({})', description: 's', agent: 'alice' }))).json()) as ToolExecutionResult
+    expect(ok.isError).toBe(false)
+    if (!ok.isError) expect(ok.value).toMatchObject({ result: 'for alice' })
+    const global = (await (await app.request('/v1/run', runInit({ code: 'return await tools.secret({})', description: 's' }))).json()) as ToolExecutionResult
+    expect(global.isError).toBe(true)
+  })
+})
+
+describe('POST /v1/run (server-sent events)', () => {
+  it('streams start, each dispatch-start / dispatch as it happens, then the result', async () => {
+    const { app, hub } = createFixture({ mode: 'both', codeRuntime })
+    const response = await app.request('/v1/run', runInit({ code: PARALLEL, description: 'echo twice' }, 'text/event-stream'))
+    expect(response.status).toBe(200)
+    expect(response.headers.get('Content-Type')).toBe('text/event-stream; charset=utf-8')
+    expect(response.headers.get('Cache-Control')).toBe('no-store')
+    const callId = response.headers.get('X-Toolyard-Call-Id')!
+    const text = await response.text()
+    // Framing: every frame is `event:`, `id:`, one `data:` line, blank line.
+    expect(text).toMatch(/^event: start\nid: 1\ndata: \{.*\}\n\n/)
+    const events = parseSse(text)
+    expect(events.map((e) => e.id)).toEqual(events.map((_, i) => String(i + 1)))
+    expect(events[0]).toMatchObject({ event: 'start', data: { callId } })
+    expect(events.at(-1)?.event).toBe('result')
+    const result = events.at(-1)?.data as ToolExecutionResult
+    expect(result.isError).toBe(false)
+    if (!result.isError) expect(result.value).toMatchObject({ result: 'ab', logs: ['got a b'] })
+
+    const dispatch = events.slice(1, -1)
+    expect(dispatch.map((e) => e.event).sort()).toEqual(['dispatch', 'dispatch', 'dispatch', 'dispatch-start', 'dispatch-start', 'dispatch-start'])
+    // Each sub-call starts before it settles; the third (after Promise.all) starts after both settled.
+    const position = (event: string, n: number): number =>
+      dispatch.findIndex((e) => e.event === event && (e.data as CodeDispatchStartEvent).subCallId === `${callId}:code:${n}`)
+    for (const n of [1, 2, 3]) expect(position('dispatch-start', n)).toBeLessThan(position('dispatch', n))
+    expect(position('dispatch-start', 3)).toBeGreaterThan(Math.max(position('dispatch', 1), position('dispatch', 2)))
+    const settled = dispatch.find((e) => e.event === 'dispatch')?.data as CodeDispatchEvent
+    expect(settled).toMatchObject({ type: 'tool/code-dispatch', parentCallId: callId, name: 'echo', isError: false })
+    expect(hub.subscriberCount).toBe(0)
+  })
+
+  it("never mixes another run's sub-calls into a stream", async () => {
+    const { app } = createFixture({ mode: 'both', codeRuntime })
+    const [one, two] = await Promise.all([
+      app.request('/v1/run', runInit({ code: PARALLEL, description: 'one' }, 'text/event-stream')),
+      app.request('/v1/run', runInit({ code: PARALLEL, description: 'two' }, 'text/event-stream')),
+    ])
+    for (const response of [one, two]) {
+      const callId = response.headers.get('X-Toolyard-Call-Id')!
+      const all = parseSse(await response.text())
+      const events = all.filter((e) => e.event.startsWith('dispatch'))
+      expect(events, JSON.stringify(all.at(-1))).toHaveLength(6)
+      for (const event of events) expect((event.data as CodeDispatchStartEvent).parentCallId).toBe(callId)
+    }
+  })
+
+  it('carries a failed run in the result event', async () => {
+    const { app } = createFixture({ mode: 'both', codeRuntime })
+    const response = await app.request('/v1/run', runInit({ code: 'await tools.fail({}); return 1', description: 'x' }, 'text/event-stream'))
+    const events = parseSse(await response.text())
+    expect(events.map((e) => e.event)).toEqual(['start', 'dispatch-start', 'dispatch', 'result'])
+    expect((events[2]?.data as CodeDispatchEvent).isError).toBe(true)
+    const result = events[3]?.data as ToolExecutionResult
+    expect(result.isError && result.error.info?.code).toBe('CODE_RUN_FAILED')
+  })
+
+  it('answers JSON when text/event-stream is refused with q=0', async () => {
+    const { app } = createFixture({ mode: 'both', codeRuntime })
+    const response = await app.request('/v1/run', runInit({ code: 'return 2', description: 'x' }, 'text/event-stream;q=0, application/json'))
+    expect(response.headers.get('Content-Type')).toMatch(/^application\/json/)
+  })
+
+  it('aborts the run when the client cancels the stream, and releases its subscription', async () => {
+    const { app, hub, wait, results } = createFixture({ mode: 'both', codeRuntime })
+    const response = await app.request('/v1/run', runInit({ code: 'await tools.wait({}); return 1', description: 'hang' }, 'text/event-stream'))
+    const callId = response.headers.get('X-Toolyard-Call-Id')!
+    const reader = response.body!.getReader()
+    await wait.started
+    expect(hub.subscriberCount).toBe(1)
+    await reader.cancel()
+    const settled = await waitFor(() => results.find((r) => r.callId === callId))
+    expect(settled.result.isError && settled.result.error.info?.code).toBe('CODE_RUN_FAILED')
+    expect(wait.aborted).toBe(1)
+    await waitFor(() => (hub.subscriberCount === 0 ? true : undefined))
+  })
+
+  it("aborts the run when the request's signal fires", async () => {
+    const { app, wait, results } = createFixture({ mode: 'both', codeRuntime })
+    const client = new AbortController()
+    const response = await app.request(
+      new Request('http://localhost/v1/run', { ...runInit({ code: 'await tools.wait({}); return 1', description: 'hang' }, 'text/event-stream'), signal: client.signal }),
+    )
+    const callId = response.headers.get('X-Toolyard-Call-Id')!
+    await wait.started
+    client.abort()
+    const settled = await waitFor(() => results.find((r) => r.callId === callId))
+    expect(settled.result.isError && settled.result.error.message).toMatch(/abort/)
+    // The stream still ends cleanly with the result for anyone reading it.
+    const events = parseSse(await response.text())
+    expect(events.at(-1)?.event).toBe('result')
+  })
+
+  it('requires the token for streams too', async () => {
+    const { app } = createFixture({ mode: 'both', codeRuntime })
+    const response = await app.request('/v1/run', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'text/event-stream' },
+      body: JSON.stringify({ code: 'return 1', description: 'x' }),
+    })
+    expect(response.status).toBe(401)
+    expect(AUTH.Authorization).toMatch(/^Bearer /)
+  })
+})
+
+/** Polls (on the event loop, not a clock budget) until `probe` yields a value. */
+async function waitFor<T>(probe: () => T | undefined): Promise<T> {
+  for (let i = 0; i < 2000; i++) {
+    const value = probe()
+    if (value !== undefined) return value
+    await new Promise((resolve) => setTimeout(resolve, 5))
+  }
+  throw new Error('condition never held')
+}

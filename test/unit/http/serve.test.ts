@@ -1,0 +1,174 @@
+import { request as httpRequest } from 'node:http'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createNodeWorkerRuntime, serve } from '../../../platforms/node/index.js'
+import type { ServedApp } from '../../../platforms/node/index.js'
+import type { ToolExecutionResult } from '../../../src/types.js'
+import { AUTH, JSON_AUTH, createFixture, errorOf, parseSse } from './fixtures.js'
+
+/** A raw request, so the Host header can be anything (fetch does not let us set it). */
+function rawGet(port: number, path: string, headers: Record<string, string>): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path, method: 'GET', headers }, (res) => {
+      let body = ''
+      res.setEncoding('utf8')
+      res.on('data', (chunk: string) => (body += chunk))
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }))
+    })
+    req.on('error', reject)
+    req.end()
+  })
+}
+
+describe('serve() over loopback', () => {
+  const codeRuntime = createNodeWorkerRuntime({ prespawn: 2 })
+  const fixture = createFixture({ mode: 'both', codeRuntime })
+  let server: ServedApp
+
+  beforeAll(async () => {
+    server = await serve(fixture.app, { port: 0, allowedHosts: ['toolyard.internal:8080'] })
+  })
+  afterAll(async () => {
+    await server.close()
+    await fixture.runtime.dispose()
+    await codeRuntime.dispose()
+  })
+
+  it('listens on 127.0.0.1 and serves the app', async () => {
+    expect(server.port).toBeGreaterThan(0)
+    expect(server.url).toBe(`http://127.0.0.1:${server.port}`)
+    const response = await fetch(`${server.url}/v1/tools`, { headers: AUTH })
+    expect(response.status).toBe(200)
+    const viaLocalhost = await rawGet(server.port, '/v1/health', { Host: `localhost:${server.port}` })
+    expect(viaLocalhost.status).toBe(200)
+    const viaAllowed = await rawGet(server.port, '/v1/health', { Host: 'toolyard.internal:8080' })
+    expect(viaAllowed.status).toBe(200)
+  })
+
+  it('refuses a foreign Host header (DNS rebinding) with 421 FORBIDDEN_HOST', async () => {
+    for (const host of ['evil.example', `evil.example:${server.port}`, `127.0.0.1:${server.port + 1}`, 'localhost', '127.0.0.1.evil.example']) {
+      const response = await rawGet(server.port, '/v1/health', { Host: host })
+      expect(response.status, host).toBe(421)
+      expect(JSON.parse(response.body)).toEqual({ error: { code: 'FORBIDDEN_HOST', message: expect.any(String) } })
+    }
+    // Even with the right token: the check comes first.
+    const withToken = await rawGet(server.port, '/v1/tools', { ...AUTH, Host: 'evil.example' })
+    expect(withToken.status).toBe(421)
+  })
+
+  it('streams a run over a real socket and aborts it when the client disconnects', async () => {
+    const streamed = await fetch(`${server.url}/v1/run`, {
+      method: 'POST',
+      headers: { ...JSON_AUTH, Accept: 'text/event-stream' },
+      body: JSON.stringify({ code: 'const r = await tools.echo({ text: "x" }); return r.text', description: 'one call' }),
+    })
+    const events = parseSse(await streamed.text())
+    expect(events.map((e) => e.event)).toEqual(['start', 'dispatch-start', 'dispatch', 'result'])
+
+    fixture.wait.reset()
+    const client = new AbortController()
+    const pending = fetch(`${server.url}/v1/run`, {
+      method: 'POST',
+      headers: JSON_AUTH,
+      body: JSON.stringify({ code: 'await tools.wait({}); return 1', description: 'hang' }),
+      signal: client.signal,
+    })
+    await fixture.wait.started
+    const before = fixture.wait.aborted
+    client.abort()
+    await expect(pending).rejects.toThrow()
+    // The server noticed the closed connection and aborted the run's sub-call.
+    await until(() => fixture.wait.aborted > before)
+    await until(() => fixture.inFlight === 0)
+  })
+
+  it('rejects an oversized body with 413 over the wire', async () => {
+    const response = await fetch(`${server.url}/v1/tools/echo/execute`, {
+      method: 'POST',
+      headers: JSON_AUTH,
+      body: JSON.stringify({ arguments: { text: 'x'.repeat(2 * 1024 * 1024) } }),
+    })
+    expect(response.status).toBe(413)
+    expect((await errorOf(response)).code).toBe('PAYLOAD_TOO_LARGE')
+  })
+
+  it('serves 200 concurrent mixed requests with no failure and no leaked run', async () => {
+    const kinds = ['tools', 'sdk', 'execute', 'fail', 'unauthorized', 'run', 'prompt', 'unknown'] as const
+    const one = async (i: number): Promise<string | undefined> => {
+      const kind = kinds[i % kinds.length]!
+      switch (kind) {
+        case 'tools': {
+          const r = await fetch(`${server.url}/v1/tools`, { headers: AUTH })
+          const names = ((await r.json()) as { tools: { name: string }[] }).tools.map((t) => t.name)
+          return r.status === 200 && names.includes('echo') && names.includes('wait') ? undefined : `tools ${r.status} ${names.join()}`
+        }
+        case 'sdk': {
+          const r = await fetch(`${server.url}/v1/sdk`, { headers: AUTH })
+          return r.status === 200 && (await r.text()).includes('echo') ? undefined : `sdk ${r.status}`
+        }
+        case 'prompt': {
+          const r = await fetch(`${server.url}/v1/prompt`, { headers: AUTH })
+          return r.status === 200 ? (await r.arrayBuffer(), undefined) : `prompt ${r.status}`
+        }
+        case 'execute': {
+          const r = await fetch(`${server.url}/v1/tools/echo/execute`, { method: 'POST', headers: JSON_AUTH, body: JSON.stringify({ arguments: { text: `n${i}` } }) })
+          const result = (await r.json()) as ToolExecutionResult
+          return r.status === 200 && !result.isError && (result.value as { text: string }).text === `n${i}` ? undefined : `execute ${r.status}`
+        }
+        case 'fail': {
+          const r = await fetch(`${server.url}/v1/tools/fail/execute`, { method: 'POST', headers: JSON_AUTH, body: '{"arguments":{}}' })
+          const result = (await r.json()) as ToolExecutionResult
+          return r.status === 200 && result.isError && result.error.info?.code === 'TOOL_FAILED' ? undefined : `fail ${r.status}`
+        }
+        case 'unauthorized': {
+          const r = await fetch(`${server.url}/v1/tools`)
+          return r.status === 401 ? (await r.arrayBuffer(), undefined) : `unauthorized ${r.status}`
+        }
+        case 'unknown': {
+          const r = await fetch(`${server.url}/v1/tools/nope/execute`, { method: 'POST', headers: JSON_AUTH, body: '{}' })
+          return r.status === 404 ? (await r.arrayBuffer(), undefined) : `unknown ${r.status}`
+        }
+        case 'run': {
+          const r = await fetch(`${server.url}/v1/run`, {
+            method: 'POST',
+            headers: JSON_AUTH,
+            body: JSON.stringify({ code: `const r = await tools.echo({ text: 'r${i}' }); return r.text`, description: 'load' }),
+          })
+          const result = (await r.json()) as ToolExecutionResult
+          return r.status === 200 && !result.isError && (result.value as { result: string }).result === `r${i}` ? undefined : `run ${r.status} ${JSON.stringify(result).slice(0, 200)}`
+        }
+      }
+    }
+    const outcomes = await Promise.all(Array.from({ length: 200 }, (_, i) => one(i).catch((error: unknown) => `threw ${String(error)}`)))
+    expect(outcomes.filter((o) => o !== undefined)).toEqual([])
+    expect(fixture.inFlight).toBe(0)
+    expect(fixture.hub.subscriberCount).toBe(0)
+  })
+})
+
+describe('serve() options', () => {
+  it('rejects bad options with INVALID_OPTIONS', async () => {
+    const { app } = createFixture()
+    await expect(serve(app, { port: -1 })).rejects.toMatchObject({ code: 'INVALID_OPTIONS' })
+    await expect(serve(app, { port: 1.5 })).rejects.toMatchObject({ code: 'INVALID_OPTIONS' })
+    await expect(serve(app, { allowedHosts: ['a b'] })).rejects.toMatchObject({ code: 'INVALID_OPTIONS' })
+    await expect(serve({} as never)).rejects.toMatchObject({ code: 'INVALID_OPTIONS' })
+  })
+
+  it('fails to start on a port in use, and close() is idempotent', async () => {
+    const { app } = createFixture()
+    const first = await serve(app, { port: 0 })
+    await expect(serve(app, { port: first.port })).rejects.toThrow(/EADDRINUSE/)
+    await first.close()
+    await first.close()
+    await expect(fetch(`${first.url}/v1/health`)).rejects.toThrow()
+  })
+})
+
+/** Polls on the event loop until `probe` holds. */
+async function until(probe: () => boolean): Promise<void> {
+  for (let i = 0; i < 2000; i++) {
+    if (probe()) return
+    await new Promise((resolve) => setTimeout(resolve, 5))
+  }
+  throw new Error('condition never held')
+}

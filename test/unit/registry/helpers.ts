@@ -1,0 +1,64 @@
+import { defineTool } from '../../../src/schema/define-tool.js'
+import type { AnyToolDefinition, JsonValue, ToolExecutionInput, ToolRunContext } from './types.js'
+
+/** A resolvable handle: a promise plus its resolver, for stepping a test through phases. */
+export interface Deferred<T = void> {
+  promise: Promise<T>
+  resolve(value: T): void
+  reject(reason: unknown): void
+}
+
+export function deferred<T = void>(): Deferred<T> {
+  let resolve!: (value: T) => void
+  let reject!: (reason: unknown) => void
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res
+    reject = rej
+  })
+  return { promise, resolve, reject }
+}
+
+/** Lets every queued microtask and a macrotask run. */
+export const tick = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 0))
+
+let seq = 0
+/** A fresh call input. */
+export function call(name: string, args: unknown = {}, extra: Partial<ToolExecutionInput> = {}): ToolExecutionInput {
+  return { callId: `c${++seq}`, name, arguments: args, signal: new AbortController().signal, ...extra }
+}
+
+/** A raw tool returning its `text` argument as a string. */
+export function echoTool(name = 'echo', body?: (args: { text?: string }, exec: ToolRunContext) => unknown): AnyToolDefinition {
+  return {
+    name,
+    description: `echo (${name})`,
+    parameters: { type: 'object', properties: { text: { type: 'string' } } },
+    output: { schema: { type: 'string' }, render: (_args: unknown, value: string) => [{ type: 'text', text: value }] },
+    execute: body ?? ((args: { text?: string }) => args.text ?? ''),
+  }
+}
+
+/** A defineTool-built tool with a typed number argument. */
+export function addTool(name = 'add') {
+  return defineTool({
+    name,
+    description: 'adds',
+    parameters: { a: { type: 'number', required: true }, b: { type: 'number', required: true } },
+    output: { schema: { type: 'number' }, render: (_args, value) => [{ type: 'text', text: String(value) }] },
+    execute: (args) => args.a + args.b,
+  })
+}
+
+/** Recursively checks that every object reachable from `value` is frozen. */
+export function deepFrozen(value: unknown): boolean {
+  const stack: unknown[] = [value]
+  while (stack.length > 0) {
+    const v = stack.pop()
+    if (typeof v !== 'object' || v === null) continue
+    if (!Object.isFrozen(v)) return false
+    for (const key of Object.keys(v)) stack.push((v as Record<string, unknown>)[key])
+  }
+  return true
+}
+
+export type { JsonValue }

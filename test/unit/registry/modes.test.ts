@@ -1,0 +1,249 @@
+import { describe, expect, it } from 'vitest'
+import type { CodeBindingFunction, CodeRunRequest, CodeRunResult, CodeRuntime } from '../../../src/code-runtime/contract.js'
+import { CODE_ONLY_SECTION, SDK_SECTION, createToolRuntime, routeBackMessage } from '../../../src/registry/index.js'
+import { createMemorySessionLog } from '../../../src/session-log.js'
+import { call, echoTool } from './helpers.js'
+import type { ToolExecutionResult } from './types.js'
+
+const codeOf = (r: ToolExecutionResult) => (r.isError ? r.error.info?.code : 'OK')
+const text = (r: ToolExecutionResult) => r.content.map((b) => (b.type === 'text' ? b.text : '')).join('')
+
+type Program = (tools: Record<string, CodeBindingFunction>, signal: AbortSignal) => Promise<unknown>
+
+/**
+ * An in-process CodeRuntime for registry tests: the "program" text names a scripted
+ * function. It exercises the real run_code tool and bridge against the real registry;
+ * the sandbox itself is covered by the runtime contract suites.
+ */
+function scriptedRuntime(programs: Record<string, Program>, language = 'typescript'): CodeRuntime {
+  return {
+    language,
+    isolation: 'in-process-test',
+    capabilities: { streamsLogs: false, memoryLimit: false, capturesStdio: false },
+    async run(request: CodeRunRequest): Promise<CodeRunResult> {
+      const program = programs[request.program]
+      if (program === undefined) return { logs: [], error: { kind: 'exception', message: `no such program ${request.program}` } }
+      const tools = request.bindings.find((b) => b.global === 'tools')?.functions ?? {}
+      const signal = request.signal ?? new AbortController().signal
+      try {
+        const value = await program(tools, signal)
+        return { logs: [], ...(value === undefined ? {} : { value }) }
+      } catch (error) {
+        return { logs: [], error: { kind: 'exception', message: String((error as Error).message) } }
+      }
+    },
+    dispose: async () => {},
+  }
+}
+
+const opts = { signal: new AbortController().signal }
+
+describe('presentation modes: wire tools and sections', () => {
+  const build = (mode: 'native' | 'code' | 'both', language = 'typescript') => {
+    const runtime = createToolRuntime({ mode, codeRuntime: scriptedRuntime({}, language) })
+    runtime.register(echoTool('zeta'))
+    runtime.register(echoTool('alpha'))
+    runtime.section({ id: 'intro', order: 10, text: 'Hello' })
+    runtime.section({ id: 'guide', order: 120, text: 'Guidance' })
+    return runtime
+  }
+
+  it('native: every visible schema, no Code Mode sections', () => {
+    const assembly = build('native').assemble()
+    expect(assembly.mode).toBe('native')
+    expect(assembly.tools.map((t) => t.name)).toEqual(['zeta', 'alpha'])
+    expect(assembly.sections.map((s) => s.id)).toEqual(['intro', 'guide'])
+  })
+
+  it('code: exactly [run_code]; tools:code-only before the guidance band, tools:sdk at 150', () => {
+    const assembly = build('code').assemble()
+    expect(assembly.tools.map((t) => t.name)).toEqual(['run_code'])
+    expect(assembly.sections.map((s) => [s.id, s.order])).toEqual([
+      ['intro', 10],
+      [CODE_ONLY_SECTION.id, 90],
+      ['guide', 120],
+      [SDK_SECTION.id, 150],
+    ])
+    const sdk = assembly.sections.find((s) => s.id === 'tools:sdk')!.text
+    expect(sdk).toContain('alpha')
+    expect(sdk).toContain('zeta')
+    expect(sdk).not.toMatch(/["']?run_code["']?\s*:/)
+    expect(assembly.sections.find((s) => s.id === 'tools:code-only')!.text).toMatch(/Only `run_code` may be called directly/)
+    expect(Object.isFrozen(assembly)).toBe(true)
+  })
+
+  it('both: all tools plus run_code; the code-only section is present but empty', () => {
+    const assembly = build('both').assemble()
+    expect(assembly.tools.map((t) => t.name)).toEqual(['zeta', 'alpha', 'run_code'])
+    expect(assembly.sections.find((s) => s.id === 'tools:code-only')!.text).toBe('')
+    expect(assembly.sections.some((s) => s.id === 'tools:sdk')).toBe(true)
+  })
+
+  it('the SDK is byte-identical for an unchanged tool set and follows the runtime language', () => {
+    const a = build('code').assemble().sections.find((s) => s.id === 'tools:sdk')!.text
+    const b = build('code').assemble().sections.find((s) => s.id === 'tools:sdk')!.text
+    expect(a).toBe(b)
+    const py = build('code', 'python').assemble().sections.find((s) => s.id === 'tools:sdk')!.text
+    expect(py).not.toBe(a)
+  })
+
+  it('a code mode without a code runtime, or with an unrendered language, fails assembly loudly', () => {
+    const none = createToolRuntime({ mode: 'code' })
+    expect(() => none.assemble()).toThrow(expect.objectContaining({ code: 'ASSEMBLY_FAILED' }))
+    expect(() => build('both', 'cobol').assemble()).toThrow(expect.objectContaining({ code: 'ASSEMBLY_FAILED' }))
+    // native assembly never needs one
+    expect(createToolRuntime().assemble().tools).toEqual([])
+  })
+
+  it('presentAs selects one agent’s presentation; agent sections and restrictions shape its SDK', () => {
+    const runtime = build('native')
+    const agent = runtime.agent('coder')
+    agent.presentAs('code')
+    agent.restrict({ deny: ['zeta'] })
+    agent.section({ id: 'agent-note', order: 5, text: 'agent only' })
+    const assembly = agent.assemble()
+    expect(assembly.mode).toBe('code')
+    expect(assembly.tools.map((t) => t.name)).toEqual(['run_code'])
+    expect(assembly.sections[0]!.id).toBe('agent-note')
+    const sdk = assembly.sections.find((s) => s.id === 'tools:sdk')!.text
+    expect(sdk).toContain('alpha')
+    expect(sdk).not.toContain('zeta')
+    expect(runtime.assemble().sections.map((s) => s.id)).toEqual(['intro', 'guide'])
+  })
+
+  it('toolOrder orders wire tools; naming a tool the mode does not contribute rejects assembly', () => {
+    const ordered = createToolRuntime({ mode: 'both', codeRuntime: scriptedRuntime({}), toolOrder: ['run_code', 'alpha'] })
+    ordered.register(echoTool('zeta'))
+    ordered.register(echoTool('alpha'))
+    expect(ordered.assemble().tools.map((t) => t.name)).toEqual(['run_code', 'alpha', 'zeta'])
+    const code = createToolRuntime({ mode: 'code', codeRuntime: scriptedRuntime({}), toolOrder: ['alpha'] })
+    code.register(echoTool('alpha'))
+    expect(() => code.assemble()).toThrow(expect.objectContaining({ code: 'ASSEMBLY_FAILED' }))
+    const native = createToolRuntime({ toolOrder: ['run_code'] })
+    expect(() => native.assemble()).toThrow(/run_code/)
+  })
+
+  it('the system-prompt/assemble waterfall may replace the assembly; a throwing listener fails assembly', () => {
+    const runtime = build('code')
+    runtime.on('system-prompt/assemble', (a) => ({ ...a, sections: [...a.sections, { id: 'extra', order: 999, text: 'x' }] }))
+    runtime.agent('x').on('system-prompt/assemble', (a, ctx) => ({ ...a, sections: [{ id: `only-${ctx.agent}`, order: 0, text: '' }] }))
+    expect(runtime.assemble().sections.at(-1)!.id).toBe('extra')
+    expect(runtime.agent('x').assemble().sections.map((s) => s.id)).toEqual(['only-x'])
+    runtime.on('system-prompt/assemble', () => {
+      throw new Error('broken')
+    })
+    expect(() => runtime.assemble()).toThrow(expect.objectContaining({ code: 'ASSEMBLY_FAILED' }))
+    const bad = build('native')
+    bad.on('system-prompt/assemble', () => null as never)
+    expect(() => bad.assemble()).toThrow(expect.objectContaining({ code: 'ASSEMBLY_FAILED' }))
+  })
+
+  it('reserved section ids and malformed sections are rejected', () => {
+    const runtime = createToolRuntime()
+    expect(() => runtime.section({ id: 'tools:sdk', order: 1, text: '' })).toThrow(/reserved/)
+    expect(() => runtime.section({ id: 'x', order: Number.NaN, text: '' })).toThrow(/order/)
+  })
+})
+
+describe('run_code: an intrinsic of the runtime', () => {
+  it('is visible (get/schemas/execute) only under code or both', async () => {
+    const runtime = createToolRuntime({ codeRuntime: scriptedRuntime({ one: async () => 1 }) })
+    expect(runtime.get('run_code')).toBeUndefined()
+    expect(codeOf(await runtime.execute(call('run_code', { code: 'one', description: 'd' })))).toBe('UNKNOWN_TOOL')
+    const agent = runtime.agent('a')
+    agent.presentAs('both')
+    expect(agent.get('run_code')).toBeDefined()
+    expect(agent.schemas().map((s) => s.name)).toContain('run_code')
+    const result = await agent.execute(call('run_code', { code: 'one', description: 'd' }))
+    expect(result).toMatchObject({ isError: false, value: { logs: [], result: 1 } })
+  })
+
+  it('code-only collapse: a direct call of another tool is UNKNOWN_TOOL with the route-back message, before any policy', async () => {
+    const policy: string[] = []
+    const runtime = createToolRuntime({ mode: 'code', codeRuntime: scriptedRuntime({}), approval: () => (policy.push('approval'), true) })
+    runtime.register(echoTool('alpha'))
+    runtime.on('tools/pre-execute', () => (policy.push('gate'), { kind: 'ask' }))
+    runtime.guard(() => void policy.push('guard'))
+    const result = await runtime.execute(call('alpha', { text: 'x' }))
+    expect(codeOf(result)).toBe('UNKNOWN_TOOL')
+    expect(text(result)).toBe(`Error: ${routeBackMessage('alpha')}`)
+    expect(text(result)).toBe('Error: only `run_code` is callable directly — call `alpha` from inside a `run_code` program instead')
+    expect(policy).toEqual([])
+    // Under both, no collapse.
+    const both = createToolRuntime({ mode: 'both', codeRuntime: scriptedRuntime({}) })
+    both.register(echoTool('alpha'))
+    expect(codeOf(await both.execute(call('alpha', { text: 'x' })))).toBe('OK')
+  })
+
+  it('sub-dispatches from a program carry the outer token and are exempt; they run the full pipeline and log start/settle', async () => {
+    const sessionLog = createMemorySessionLog()
+    const programs: Record<string, Program> = {
+      chain: async (tools) => {
+        const first = await tools.alpha!({ text: 'one' }, opts)
+        const both = await Promise.all([tools.alpha!({ text: 'two' }, opts), tools.alpha!({ text: 'three' }, opts)])
+        return [first, ...both]
+      },
+    }
+    const runtime = createToolRuntime({ mode: 'code', codeRuntime: scriptedRuntime(programs), sessionLog })
+    runtime.register({ ...echoTool('alpha'), isConcurrencySafe: () => true } as never)
+    const parents: (symbol | undefined)[] = []
+    runtime.on('tools/pre-execute', (d, e) => (e.name === 'alpha' && parents.push(e.parent), d))
+    let outerToken: symbol | undefined
+    runtime.on('tools/result', (e) => void (e.name === 'run_code' && (outerToken = e.token)))
+    const result = await runtime.execute(call('run_code', { code: 'chain', description: 'three echoes' }, { callId: 'outer' }))
+    expect(result).toMatchObject({ isError: false, value: { result: ['one', 'two', 'three'] } })
+    expect(parents).toHaveLength(3)
+    expect(parents.every((p) => p === outerToken)).toBe(true)
+    const types = sessionLog.events.map((e) => `${e.type}:${e.subCallId}`)
+    expect(types.filter((t) => t.startsWith('tool/code-dispatch-start'))).toEqual([
+      'tool/code-dispatch-start:outer:code:1',
+      'tool/code-dispatch-start:outer:code:2',
+      'tool/code-dispatch-start:outer:code:3',
+    ])
+    expect(types.filter((t) => t.startsWith('tool/code-dispatch:'))).toHaveLength(3)
+  })
+
+  it('bindingNames are the visible tools except run_code, sorted; denied sub-calls reject inside the program', async () => {
+    let names: string[] = []
+    const programs: Record<string, Program> = {
+      names: async (tools) => {
+        names = Object.keys(tools)
+        try {
+          await tools.secret!({}, opts)
+          return 'no error'
+        } catch (error) {
+          return `${(error as Error).name}: ${(error as Error).message}`
+        }
+      },
+    }
+    const runtime = createToolRuntime({ mode: 'code', codeRuntime: scriptedRuntime(programs) })
+    runtime.register(echoTool('zeta'))
+    runtime.register(echoTool('secret'))
+    runtime.register(echoTool('alpha'))
+    runtime.guard((e) => (e.name === 'secret' ? 'secret is off limits' : undefined))
+    const result = await runtime.execute(call('run_code', { code: 'names', description: 'd' }))
+    expect(names).toEqual(['alpha', 'secret', 'zeta'])
+    expect(result).toMatchObject({ value: { result: 'ToolCallError: secret is off limits' } })
+  })
+
+  it('the tools/code-dispatch-log waterfall may replace a logged event; a throwing listener keeps the previous one', async () => {
+    const sessionLog = createMemorySessionLog()
+    const programs: Record<string, Program> = { one: async (tools) => tools.alpha!({ text: 'big' }, opts) }
+    const runtime = createToolRuntime({ mode: 'code', codeRuntime: scriptedRuntime(programs), sessionLog })
+    runtime.register(echoTool('alpha'))
+    runtime.on('tools/code-dispatch-log', (e) => ({ ...e, content: [{ type: 'text', text: 'spilled' }] }))
+    runtime.on('tools/code-dispatch-log', () => {
+      throw new Error('broken spill')
+    })
+    await runtime.execute(call('run_code', { code: 'one', description: 'd' }))
+    const settled = sessionLog.events.find((e) => e.type === 'tool/code-dispatch')!
+    expect(settled.type === 'tool/code-dispatch' && settled.content).toEqual([{ type: 'text', text: 'spilled' }])
+  })
+
+  it('a failed run surfaces as CODE_RUN_FAILED', async () => {
+    const runtime = createToolRuntime({ mode: 'code', codeRuntime: scriptedRuntime({}) })
+    const result = await runtime.execute(call('run_code', { code: 'missing', description: 'd' }))
+    expect(codeOf(result)).toBe('CODE_RUN_FAILED')
+    expect(text(result)).toMatch(/^Error: code run failed \(exception\)/)
+  })
+})

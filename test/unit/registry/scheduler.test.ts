@@ -1,0 +1,205 @@
+import { describe, expect, it } from 'vitest'
+import { createToolRuntime } from '../../../src/registry/index.js'
+import { createCallPool, runToolCalls } from '../../../src/scheduler.js'
+import type { ToolExecutionMode } from '../../../src/types.js'
+import { call, deferred, echoTool, tick, type Deferred } from './helpers.js'
+
+/** Tracks how many tasks run at once and in which order they started. */
+function probe() {
+  let running = 0
+  let peak = 0
+  const started: number[] = []
+  const gates = new Map<number, Deferred>()
+  const task = (id: number) => async () => {
+    started.push(id)
+    running++
+    peak = Math.max(peak, running)
+    const gate = deferred()
+    gates.set(id, gate)
+    await gate.promise
+    running--
+    return id
+  }
+  return {
+    task,
+    started,
+    release: (id: number) => gates.get(id)!.resolve(),
+    get running() {
+      return running
+    },
+    get peak() {
+      return peak
+    },
+  }
+}
+
+describe('createCallPool', () => {
+  it('rejects invalid maxParallel', () => {
+    for (const maxParallel of [0, -1, 1.5, Number.NaN, '2']) {
+      expect(() => createCallPool({ maxParallel } as never)).toThrow(/maxParallel/)
+    }
+  })
+
+  it('starts tasks in submission order and bounds parallel overlap with a rolling window', async () => {
+    const pool = createCallPool({ maxParallel: 3 })
+    const p = probe()
+    const results = [1, 2, 3, 4, 5].map((id) => pool.submit('parallel', p.task(id)))
+    await tick()
+    expect(p.started).toEqual([1, 2, 3])
+    expect(p.running).toBe(3)
+    p.release(2) // rolling: one slot frees, the next starts at once
+    await tick()
+    expect(p.started).toEqual([1, 2, 3, 4])
+    p.release(1)
+    p.release(3)
+    p.release(4)
+    await tick()
+    p.release(5)
+    expect(await Promise.all(results)).toEqual([1, 2, 3, 4, 5])
+    expect(p.peak).toBe(3)
+  })
+
+  it('an exclusive task waits for the pool to drain, runs alone and bars later tasks', async () => {
+    const pool = createCallPool({ maxParallel: 4 })
+    const p = probe()
+    const modes: ToolExecutionMode[] = ['parallel', 'parallel', 'exclusive', 'parallel', 'parallel']
+    const results = modes.map((mode, i) => pool.submit(mode, p.task(i + 1)))
+    await tick()
+    expect(p.started).toEqual([1, 2])
+    p.release(1)
+    await tick()
+    expect(p.started).toEqual([1, 2])
+    p.release(2)
+    await tick()
+    expect(p.started).toEqual([1, 2, 3])
+    expect(p.running).toBe(1)
+    p.release(3)
+    await tick()
+    expect(p.started).toEqual([1, 2, 3, 4, 5])
+    p.release(4)
+    p.release(5)
+    await Promise.all(results)
+  })
+
+  it('unknown modes are treated as exclusive (fail closed)', async () => {
+    const pool = createCallPool({ maxParallel: 4 })
+    const p = probe()
+    const a = pool.submit('parallel', p.task(1))
+    const b = pool.submit('weird' as never, p.task(2))
+    await tick()
+    expect(p.started).toEqual([1])
+    p.release(1)
+    await tick()
+    p.release(2)
+    await Promise.all([a, b])
+  })
+
+  it('a task that throws synchronously rejects only its own submission', async () => {
+    const pool = createCallPool({ maxParallel: 2 })
+    const bad = pool.submit('parallel', () => {
+      throw new Error('sync')
+    })
+    const good = pool.submit('parallel', async () => 'ok')
+    await expect(bad).rejects.toThrow('sync')
+    await expect(good).resolves.toBe('ok')
+  })
+
+  it('abandon rejects queued tasks (they never start) and later submissions; drain waits for started tasks', async () => {
+    const pool = createCallPool({ maxParallel: 1 })
+    const p = probe()
+    const first = pool.submit('parallel', p.task(1))
+    const queued = pool.submit('parallel', p.task(2))
+    await tick()
+    const reason = new Error('run settled')
+    pool.abandon(reason)
+    await expect(queued).rejects.toBe(reason)
+    await expect(pool.submit('parallel', p.task(3))).rejects.toBe(reason)
+    let drained = false
+    const draining = pool.drain().then(() => (drained = true))
+    await tick()
+    expect(drained).toBe(false)
+    p.release(1)
+    await draining
+    expect(await first).toBe(1)
+    expect(p.started).toEqual([1])
+  })
+
+  it('drain resolves at once on an idle pool', async () => {
+    await createCallPool({ maxParallel: 2 }).drain()
+  })
+})
+
+describe('runToolCalls', () => {
+  function batchRuntime() {
+    const runtime = createToolRuntime()
+    const log: string[] = []
+    let running = 0
+    let peak = 0
+    const body = (name: string, ms: number) => async () => {
+      log.push(`body:${name}`)
+      running++
+      peak = Math.max(peak, running)
+      await new Promise((r) => setTimeout(r, ms))
+      running--
+      return name
+    }
+    runtime.register({ ...echoTool('read'), execute: body('read', 20), isConcurrencySafe: () => true } as never)
+    runtime.register({ ...echoTool('slowread'), execute: body('slowread', 40), isConcurrencySafe: () => true } as never)
+    runtime.register({ ...echoTool('write'), execute: body('write', 5) } as never)
+    runtime.on('tools/pre-execute', async (d, e) => {
+      log.push(`gate:${e.callId}`)
+      await tick()
+      return d
+    })
+    runtime.on('tools/post-execute', async (d, e) => {
+      log.push(`post:${e.callId}`)
+      await tick()
+      return { kind: 'accept', additionalContexts: [{ source: 'post', content: e.callId }] }
+    })
+    runtime.on('tools/result', (e) => void log.push(`result:${e.callId}`))
+    return { runtime, log, peak: () => peak }
+  }
+
+  it('overlaps only bodies; policy, results and contexts keep model order', async () => {
+    const { runtime, log, peak } = batchRuntime()
+    const calls = [
+      call('slowread', {}, { callId: 'A' }),
+      call('read', {}, { callId: 'B' }),
+      call('read', {}, { callId: 'C' }),
+      call('write', {}, { callId: 'D' }),
+      call('read', {}, { callId: 'E' }),
+    ]
+    const results = await runToolCalls(runtime, calls, { maxParallel: 2 })
+    expect(results.map((r) => (r.isError ? r.error.message : r.value))).toEqual(['slowread', 'read', 'read', 'write', 'read'])
+    expect(results.map((r) => r.additionalContexts?.[0]?.content)).toEqual(['A', 'B', 'C', 'D', 'E'])
+    const only = (prefix: string) => log.filter((l) => l.startsWith(prefix))
+    expect(only('gate:')).toEqual(['gate:A', 'gate:B', 'gate:C', 'gate:D', 'gate:E'])
+    expect(only('post:')).toEqual(['post:A', 'post:B', 'post:C', 'post:D', 'post:E'])
+    expect(only('result:')).toEqual(['result:A', 'result:B', 'result:C', 'result:D', 'result:E'])
+    // B finished before A (shorter body) but its post-policy still waited for A's.
+    expect(peak()).toBe(2)
+    // The exclusive write started only after every earlier read settled, and before E.
+    const writeAt = log.indexOf('body:write')
+    expect(log.indexOf('body:read', log.indexOf('body:write'))).toBeGreaterThan(writeAt)
+    expect(log.slice(0, writeAt).filter((l) => l.startsWith('body:'))).toEqual(['body:slowread', 'body:read', 'body:read'])
+  })
+
+  it('maxParallel 1 restores serial dispatch', async () => {
+    const { runtime, peak } = batchRuntime()
+    await runToolCalls(runtime, [call('read'), call('read'), call('read')], { maxParallel: 1 })
+    expect(peak()).toBe(1)
+  })
+
+  it('failures stay in their slot and never reject the batch', async () => {
+    const runtime = createToolRuntime()
+    runtime.register(echoTool())
+    const results = await runToolCalls(runtime, [call('echo', { text: 'a' }), call('missing'), null as never, call('echo', { text: 'b' })])
+    expect(results.map((r) => (r.isError ? r.error.info?.code : r.value))).toEqual(['a', 'UNKNOWN_TOOL', 'INVALID_EXECUTION', 'b'])
+  })
+
+  it('rejects a non-array batch or a bad maxParallel', async () => {
+    const runtime = createToolRuntime()
+    await expect(runToolCalls(runtime, 'x' as never)).rejects.toThrow(/array/)
+    await expect(runToolCalls(runtime, [], { maxParallel: 0 })).rejects.toThrow(/maxParallel/)
+  })
+})

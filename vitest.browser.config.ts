@@ -1,0 +1,66 @@
+import { playwright } from '@vitest/browser-playwright'
+import { defineConfig } from 'vitest/config'
+
+/**
+ * The core unit suites that are platform-neutral (they and their helpers import nothing
+ * from `node:*`), re-run in Chromium. Suites that spawn processes, read files or load the
+ * TypeScript compiler (sdk-python, sdk-typecheck, the Node/QuickJS runtimes, serve, run,
+ * platform-neutral) stay Node-only, and so do the HTTP suites: they set `Origin` and
+ * `Content-Length` on `Request`s, which browsers forbid (the headers are dropped).
+ */
+const CORE_UNIT_SUITES = [
+  'test/unit/schema/**/*.test.ts',
+  'test/unit/registry/**/*.test.ts',
+  'test/unit/code-mode/render-output.test.ts',
+  'test/unit/code-mode/bridge.test.ts',
+  'test/unit/code-mode/run-code.test.ts',
+  'test/unit/sdk/sdk.test.ts',
+  'test/unit/sdk/sdk-typescript.test.ts',
+]
+
+/**
+ * The browser project, standalone: real Chromium through Playwright, running the
+ * CodeRuntime contract suite against `createBrowserWorkerRuntime`, the browser-specific
+ * runtime tests, and the platform-neutral core unit suites. `npx vitest run --config
+ * vitest.browser.config.ts`. The same block is meant to join vitest.config.ts's projects.
+ */
+export default defineConfig({
+  // Pre-bundled up front: discovering them mid-run makes vite reload the page under a test.
+  optimizeDeps: {
+    include: [
+      'comlink',
+      'sucrase',
+      'sucrase/dist/parser/index.js',
+      'sucrase/dist/parser/tokenizer/keywords.js',
+      'sucrase/dist/parser/tokenizer/types.js',
+      'fast-check',
+    ],
+  },
+  test: {
+    name: 'browser',
+    include: ['test/browser/**/*.test.ts', ...CORE_UNIT_SUITES],
+    testTimeout: 30_000,
+    hookTimeout: 30_000,
+    browser: {
+      enabled: true,
+      headless: true,
+      provider: playwright({
+        launchOptions: {
+          executablePath: '/usr/bin/chromium',
+          args: [
+            '--no-sandbox',
+            '--disable-gpu',
+            '--disable-quic',
+            '--no-first-run',
+            '--disable-background-networking',
+            '--disable-component-update',
+            '--disable-sync',
+          ],
+        },
+      }),
+      instances: [{ browser: 'chromium' }],
+      // Failure screenshots would land beside the tests; the assertion output is enough.
+      screenshotFailures: false,
+    },
+  },
+})
