@@ -1,9 +1,13 @@
 import { defineConfig } from 'vitest/config'
 
 /**
- * One vitest project per runtime. `node` runs the unit, contract and integration
- * suites from source; `dist` re-runs the published-artifact checks against the built
- * package (run after `npm run build`). Browser and workerd projects join with their issues.
+ * One vitest project per runtime:
+ * - `node`: unit, contract and integration suites from source (plus type tests);
+ * - `dist`: the published-artifact checks against the built package (after `npm run build`);
+ * - `browser`: real Chromium — the CodeRuntime contract on Web Workers and the core unit suites
+ *   (vitest.browser.config.ts);
+ * - `e2e`: the playground driven by Playwright against the `npm start` server
+ *   (test/e2e/vitest.config.ts).
  */
 export default defineConfig({
   test: {
@@ -12,7 +16,7 @@ export default defineConfig({
         test: {
           name: 'node',
           include: ['test/**/*.test.ts', 'src/**/*.test.ts', 'platforms/**/*.test.ts'],
-          exclude: ['test/dist/**', 'test/browser/**', 'test/edge/**', 'test/e2e/**'],
+          exclude: ['test/dist/**', 'test/browser/**', 'test/edge/**', 'test/e2e/**', 'test/workerd/**'],
           environment: 'node',
           testTimeout: 30_000,
           hookTimeout: 30_000,
@@ -31,6 +35,8 @@ export default defineConfig({
           testTimeout: 60_000,
         },
       },
+      './vitest.browser.config.ts',
+      './test/e2e/vitest.config.ts',
     ],
   },
 })

@@ -12,6 +12,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import { existsSync, readFileSync, statSync } from 'node:fs'
+import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { serveStatic } from '@hono/node-server/serve-static'
 import type { Hono } from 'hono'
@@ -20,6 +21,7 @@ import { createNodeWorkerRuntime, serve } from '../platforms/node/index.js'
 import type { ServedApp } from '../platforms/node/index.js'
 import { createSessionLogHub, createToolsApp } from '../src/http/index.js'
 import { createToolRuntime } from '../src/registry/index.js'
+import type { ToolRuntime } from '../src/runtime-types.js'
 import { createMemorySessionLog } from '../src/session-log.js'
 
 /** Options of {@link startServer}. */
@@ -37,6 +39,8 @@ export interface StartedServer {
   readonly url: string
   readonly port: number
   readonly token: string
+  /** The tool runtime behind the API (for scripts that add tools or listeners). */
+  readonly runtime: ToolRuntime
   /** Where the playground is served from, or `undefined` when it was not built. */
   readonly staticDir: string | undefined
   /** Aborts in-flight runs, drains them, disposes the runtime and the code runtime, closes the server. Idempotent. */
@@ -57,7 +61,7 @@ function findStaticDir(): string | undefined {
   // From examples/start.ts (tsx) the package root is one level up; from dist/examples/start.js, two.
   for (const relative of ['../demo/dist/', '../../demo/dist/']) {
     const dir = fileURLToPath(new URL(relative, import.meta.url))
-    if (existsSync(dir) && statSync(dir).isDirectory() && existsSync(`${dir}index.html`)) return dir
+    if (existsSync(dir) && statSync(dir).isDirectory() && existsSync(join(dir, 'index.html'))) return dir
   }
   return undefined
 }
@@ -111,7 +115,7 @@ function infoPage(url: string, token: string): string {
 
 function addPages(app: Hono, staticDir: string | undefined, token: string, url: () => string): void {
   const index = (): Response => {
-    const html = staticDir === undefined ? infoPage(url(), token) : injectToken(readFileSync(`${staticDir}index.html`, 'utf8'), token)
+    const html = staticDir === undefined ? infoPage(url(), token) : injectToken(readFileSync(join(staticDir, 'index.html'), 'utf8'), token)
     return new Response(html, { status: 200, headers: pageHeaders() })
   }
   app.get('/', index)
@@ -171,7 +175,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
     return finished
   }
 
-  return { url: server.url, port: server.port, token, staticDir, shutdown }
+  return { url: server.url, port: server.port, token, runtime, staticDir, shutdown }
 }
 
 async function main(): Promise<void> {

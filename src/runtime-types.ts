@@ -6,7 +6,7 @@
  * @module
  */
 import type { JsonValue } from './json/json-value.js'
-import type { CodeRuntime } from './code-runtime/contract.js'
+import type { CodeLogEntry, CodeRuntime } from './code-runtime/contract.js'
 import type {
   AnyToolDefinition,
   ApprovalHandler,
@@ -98,9 +98,22 @@ export interface CodeDispatchEvent {
 /** Everything the session log sink receives. */
 export type SessionLogEvent = CodeDispatchStartEvent | CodeDispatchEvent
 
+/**
+ * A console line of a running program, attributed to its `run_code` call, delivered as
+ * it is written (live streaming only: the durable record is the run's result).
+ */
+export interface CodeLogEvent {
+  readonly type: 'tool/code-log'
+  /** The `run_code` call id. */
+  readonly parentCallId: string
+  readonly entry: CodeLogEntry
+}
+
 /** Where durable log events go (an in-memory sink is provided). */
 export interface SessionLogSink {
   append(event: SessionLogEvent): void
+  /** Optional: receives each console line of a running program as it is written. */
+  appendLog?(event: CodeLogEvent): void
 }
 
 /**

@@ -293,7 +293,9 @@ async function run(): Promise<void> {
   clearOutput()
   const where = state.where
   setStatus('running', `Running ${where === 'server' ? 'on the server' : 'in this tab (Web Worker)'}…`)
-  const startedAt = Date.now()
+  // Tab runs: bars are placed from the moment Run was pressed. Server runs: from the
+  // server's first sub-call (its clock, not ours: no skew between machines).
+  let origin: number | undefined = where === 'tab' ? Date.now() : undefined
   const clock = performance.now()
   const records = new Map<string, SubCallRecord>()
   const userOpened = new Set<string>()
@@ -301,7 +303,7 @@ async function run(): Promise<void> {
   const draw = (): void => {
     frame = 0
     const list = [...records.values()]
-    renderTimeline(byId('timeline'), list, performance.now() - clock)
+    renderTimeline(byId('timeline'), list, where === 'tab' ? performance.now() - clock : Math.max(0, ...list.map((r) => r.end ?? r.start)))
     // Cards the user opened stay open across redraws; a run of up to three calls opens them all.
     replaceChildren(
       byId('cards'),
@@ -338,7 +340,8 @@ async function run(): Promise<void> {
           } catch {
             // Unknown to this tab's registry: draw it as exclusive, the fail-closed class.
           }
-          records.set(event.subCallId, { subCallId: event.subCallId, name: event.name, arguments: event.arguments, start: Math.max(0, event.startedAt - startedAt), mode })
+          origin ??= event.startedAt
+          records.set(event.subCallId, { subCallId: event.subCallId, name: event.name, arguments: event.arguments, start: Math.max(0, event.startedAt - origin), mode })
           schedule()
         },
         dispatch(event: CodeDispatchEvent) {

@@ -71,6 +71,12 @@ export interface BrowserWorkerRuntime extends CodeRuntime {
  */
 const BUSY_THRESHOLD_MS = 5
 
+/** A run's outcome, with the session whose binding calls `dispose()` waits for. */
+interface Settled {
+  readonly result: CodeRunResult
+  readonly session?: CodeRunSession
+}
+
 interface Armed {
   readonly worker: Worker
   readonly wire: MessagePort
@@ -133,7 +139,20 @@ async function arm(url: string | URL, timeoutMs: number): Promise<Armed> {
     kill,
   }
 
-  const control = Comlink.wrap<WorkerControl>(worker)
+  // comlink listens through this endpoint so the host can detach for good once attached.
+  const hostListeners = new Set<EventListenerOrEventListenerObject>()
+  const endpoint: Comlink.Endpoint = {
+    postMessage: (message: unknown, transfer?: Transferable[]) => worker.postMessage(message, transfer ?? []),
+    addEventListener: (type: string, listener: EventListenerOrEventListenerObject) => {
+      hostListeners.add(listener)
+      worker.addEventListener(type, listener)
+    },
+    removeEventListener: (type: string, listener: EventListenerOrEventListenerObject) => {
+      hostListeners.delete(listener)
+      worker.removeEventListener(type, listener)
+    },
+  }
+  const control = Comlink.wrap<WorkerControl>(endpoint)
   let timer: ReturnType<typeof setTimeout> | undefined
   try {
     const dead = new Promise<never>((_, reject) => armed.onDeath((reason) => reject(deathError(reason))))
@@ -150,7 +169,10 @@ async function arm(url: string | URL, timeoutMs: number): Promise<Armed> {
     clearTimeout(timer)
   }
   // From here on the host never reads the worker's own channel: a program can post there.
+  // The worker drops its comlink listener on release; the host drops every listener now.
   void control[Comlink.releaseProxy]()
+  for (const listener of hostListeners) worker.removeEventListener('message', listener)
+  hostListeners.clear()
   return armed
 }
 
@@ -249,7 +271,7 @@ export function createBrowserWorkerRuntime(options?: BrowserWorkerRuntimeOptions
   }
 
   /** One run, to settlement; `controller` is how `dispose()` aborts it at any stage. */
-  const execute = async (request: CodeRunRequest, controller: AbortController): Promise<{ result: CodeRunResult; session?: CodeRunSession }> => {
+  const execute = async (request: CodeRunRequest, controller: AbortController): Promise<Settled> => {
     const outer = (request as { signal?: unknown } | null | undefined)?.signal
     const prepared = prepareRun(
       typeof request === 'object' && request !== null
@@ -300,7 +322,7 @@ export function createBrowserWorkerRuntime(options?: BrowserWorkerRuntimeOptions
     if (disposed) return failedResult('abort', 'the code runtime was disposed')
     const controller = new AbortController()
     // run() never rejects: a request whose properties throw when read is an exception result.
-    const done = execute(request, controller).catch((error: unknown) => ({
+    const done: Promise<Settled> = execute(request, controller).catch((error: unknown) => ({
       result: failedResult('exception', `TypeError: the request could not be read (${error instanceof Error ? error.message : String(error)})`),
     }))
     const entry = { controller, done }

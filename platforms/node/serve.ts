@@ -75,12 +75,22 @@ export async function serve(app: FetchApp, options: ServeOptions = {}): Promise<
 
   // Filled in once the port is known (port 0 binds an ephemeral one).
   const allowed = new Set<string>()
-  const fetch = (request: Request): Response | Promise<Response> => {
+  let closing = false
+  const fetch = async (request: Request): Promise<Response> => {
     const host = request.headers.get('Host')?.toLowerCase()
     if (host === undefined || !allowed.has(host)) {
       return httpErrorResponse('FORBIDDEN_HOST', 'this server does not answer to that Host name')
     }
-    return app.fetch(request)
+    const response = await app.fetch(request)
+    // Once closing, no connection is kept alive for another request.
+    if (closing) {
+      try {
+        response.headers.set('Connection', 'close')
+      } catch {
+        // Immutable headers (a fetched response passed through): the idle sweep below still ends it.
+      }
+    }
+    return response
   }
 
   const server = await new Promise<ServerType>((resolve, reject) => {
@@ -92,16 +102,26 @@ export async function serve(app: FetchApp, options: ServeOptions = {}): Promise<
   for (const name of ['127.0.0.1', 'localhost', '[::1]', hostname]) allowed.add(formatHost(name, boundPort).toLowerCase())
   for (const name of extraHosts) allowed.add(name.toLowerCase())
 
-  let closing: Promise<void> | undefined
+  let closed: Promise<void> | undefined
+  const closeIdle = (): void => {
+    if ('closeIdleConnections' in server && typeof server.closeIdleConnections === 'function') server.closeIdleConnections()
+  }
   return {
     url: `http://${formatHost(hostname === '0.0.0.0' || hostname === '::' ? '127.0.0.1' : hostname, boundPort)}`,
     port: boundPort,
     close() {
-      closing ??= new Promise<void>((resolve, reject) => {
-        server.close((error) => (error === undefined ? resolve() : reject(error)))
-        if ('closeIdleConnections' in server && typeof server.closeIdleConnections === 'function') server.closeIdleConnections()
+      closed ??= new Promise<void>((resolve, reject) => {
+        closing = true
+        // Connections busy now (a stream, a run) become idle later: sweep until the server has closed.
+        const sweep = setInterval(closeIdle, 25)
+        server.close((error) => {
+          clearInterval(sweep)
+          if (error === undefined) resolve()
+          else reject(error)
+        })
+        closeIdle()
       })
-      return closing
+      return closed
     },
   }
 }

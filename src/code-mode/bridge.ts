@@ -11,7 +11,7 @@
  */
 import { CodeRunFailedError, ToolCallError, ToolError } from '../errors.js'
 import type { CodeRunFailureKind } from '../errors.js'
-import type { CodeBindingFunction, CodeRunResult } from '../code-runtime/contract.js'
+import type { CodeBindingFunction, CodeLogEntry, CodeRunResult } from '../code-runtime/contract.js'
 import type { JsonValue } from '../json/json-value.js'
 import { snapshotLosslessJson } from '../json/lossless.js'
 import { createCallPool } from '../scheduler.js'
@@ -209,6 +209,7 @@ export async function runCodeBridge(host: CodeModeHost, args: RunCodeArgs, exec:
       program: args.code,
       bindings: [{ global: CODE_BINDINGS_GLOBAL, functions }],
       signal: run.signal,
+      ...(host.logOutput === undefined ? {} : { onLog: forwardLog(host, exec.callId) }),
     })
   } catch (error) {
     // `run()` never rejects by contract; a runtime that does still ends as a failed run.
@@ -296,4 +297,15 @@ function truncateToBytes(text: string, maxBytes: number): string {
     i += pair ? 2 : 1
   }
   return `${text.slice(0, i)}…`
+}
+
+/** Streams console lines to the host while the run is live; a throwing sink is contained. */
+function forwardLog(host: CodeModeHost, parentCallId: string): (entry: CodeLogEntry) => void {
+  return (entry) => {
+    try {
+      host.logOutput?.({ type: 'tool/code-log', parentCallId, entry })
+    } catch {
+      // Live streaming is best-effort; the run's result carries every line anyway.
+    }
+  }
 }

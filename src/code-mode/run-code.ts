@@ -10,7 +10,7 @@ import { ToolArgsError } from '../errors.js'
 import type { SchemaViolation } from '../errors.js'
 import type { CodeRuntime } from '../code-runtime/contract.js'
 import type { JsonObject, JsonValue } from '../json/json-value.js'
-import type { CodeDispatchEvent, CodeDispatchStartEvent } from '../runtime-types.js'
+import type { CodeDispatchEvent, CodeDispatchStartEvent, CodeLogEvent } from '../runtime-types.js'
 import type {
   AnyToolDefinition,
   ContentBlock,
@@ -66,6 +66,11 @@ export interface CodeModeHost {
    * session log. Never throws: a failing listener keeps the event as it was.
    */
   logDispatch(event: CodeDispatchEvent): Promise<void>
+  /**
+   * Optional: receives each console line of a running program as it is written (for
+   * live streaming). Absent → the runtime is not asked to stream. Never throws.
+   */
+  logOutput?(event: CodeLogEvent): void
 }
 
 const parameters: ObjectJsonSchema = {

@@ -20,7 +20,7 @@ export const TYPESCRIPT_SDK_INSTRUCTIONS = `## Writing code for run_code
 - A FAILED tool call (invalid arguments, a denial, an error inside the tool) rejects with \`ToolCallError\`, whose \`toolName\` identifies the failed tool and whose \`message\` is human-readable — \`try/catch\` it to handle and continue.
 - Independent read-only calls MAY overlap under \`Promise.all\`: calls that are safe to overlap run concurrently, a bounded number at a time; calls that change state run alone, in the order you made them. Sequence dependent work with \`await\`.
 - Emit results with \`return\` and/or \`console.log(...)\` (\`console.error\`, \`warn\` and \`info\` too). ONLY what you print or return comes back to you — intermediate tool results never enter the conversation, so extract just what you need. A returned string comes back as-is; any other value as JSON.
-- The program can reach the outside world only through \`tools\`: there is no network or filesystem access, and it must not rely on Node.js or browser globals (\`require\`, \`process\`, \`fetch\`, \`document\`). Every run starts fresh (nothing persists between runs) and has time and output limits.
+- Reach the outside world only through \`tools\`: do not use Node.js or browser globals (\`require\`, \`process\`, \`fetch\`, \`document\`) — depending on the sandbox they are missing, empty or blocked. Every run starts fresh (nothing persists between runs) and has time and output limits.
 
 The available tools:`
 
@@ -34,6 +34,6 @@ export const PYTHON_SDK_INSTRUCTIONS = `## Writing code for run_code
 - A FAILED tool call (invalid arguments, a denial, an error inside the tool) raises \`ToolCallError\`, whose \`tool_name\` identifies the failed tool and whose message (\`str(error)\`) is human-readable — \`try\`/\`except\` it to handle and continue.
 - Independent read-only calls MAY overlap under \`asyncio.gather(...)\`: calls that are safe to overlap run concurrently, a bounded number at a time; calls that change state run alone, in the order you made them. Sequence dependent work with \`await\`.
 - Emit results with \`return\` and/or \`print(...)\`. ONLY what you print or return comes back to you — intermediate tool results never enter the conversation, so extract just what you need. A returned string comes back as-is; any other value as JSON.
-- The program can reach the outside world only through \`tools\`: there is no network or filesystem access. Every run starts fresh (nothing persists between runs) and has time and output limits.
+- Reach the outside world only through \`tools\`; do not rely on anything else the sandbox may expose. Every run starts fresh (nothing persists between runs) and has time and output limits.
 
 The available tools:`

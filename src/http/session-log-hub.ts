@@ -4,21 +4,10 @@
  *
  * @module
  */
-import type { CodeLogEntry } from '../code-runtime/contract.js'
-import type { SessionLogEvent, SessionLogSink } from '../runtime-types.js'
+import type { CodeLogEvent, SessionLogEvent, SessionLogSink } from '../runtime-types.js'
 import type { Disposer } from '../types.js'
 
-/**
- * A console line of a running program, attributed to its `run_code` call. Not yet
- * produced by the `run_code` bridge (it does not forward `CodeRunRequest.onLog`); the hub
- * and the SSE route accept it so that forwarding it is all the bridge needs to do.
- */
-export interface CodeLogEvent {
-  readonly type: 'tool/code-log'
-  /** The `run_code` call id. */
-  readonly parentCallId: string
-  readonly entry: CodeLogEntry
-}
+export type { CodeLogEvent } from '../runtime-types.js'
 
 /** What a hub delivers to subscribers. */
 export type SessionLogHubEvent = SessionLogEvent | CodeLogEvent

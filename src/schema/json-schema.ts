@@ -101,6 +101,10 @@ interface CNode {
   propRequired: boolean[]
   propInherited: boolean[]
   propSet: Set<string> | null
+  /** Declared property name → index into the prop arrays. */
+  propIndex: Map<string, number>
+  /** How many declared properties are required. */
+  requiredDeclared: number
   /** Required names that are not declared in `properties`. */
   extraRequired: string[]
   extraRequiredInherited: boolean[]
@@ -111,7 +115,23 @@ interface CNode {
   leaf: boolean
   /** True when object keywords exist (properties, required, closed). */
   objectWork: boolean
+  /** Specialised kind test for the fast path (one of the C_* constants). */
+  check: number
+  /** `allowed` as an array: a short linear scan beats a Set lookup for typical enums. */
+  allowedList: JsonPrimitive[] | null
+  /** An object node whose children are all leaves and that has no oneOf: checked without a stack. */
+  flat: boolean
+  /** A node with only type/enum/const and a oneOf whose branches are leaves or flat objects. */
+  shallowOneOf: boolean
 }
+
+const C_MASK = 0
+const C_STRING = 1
+const C_INTEGER = 2
+const C_NUMBER = 3
+const C_BOOLEAN = 4
+const C_NULL = 5
+const C_ANY = 6
 
 function newNode(): CNode {
   return {
@@ -126,6 +146,8 @@ function newNode(): CNode {
     propRequired: [],
     propInherited: [],
     propSet: null,
+    propIndex: new Map(),
+    requiredDeclared: 0,
     extraRequired: [],
     extraRequiredInherited: [],
     closed: false,
@@ -133,6 +155,10 @@ function newNode(): CNode {
     oneOf: null,
     leaf: true,
     objectWork: false,
+    check: C_ANY,
+    allowedList: null,
+    flat: false,
+    shallowOneOf: false,
   }
 }
 
@@ -194,6 +220,7 @@ function snapshotSchema(schema: unknown): JsonSchemaNode {
  */
 function build(root: JsonSchemaNode): CNode {
   const rootNode = newNode()
+  const built: CNode[] = []
   const work: { schema: unknown; node: CNode; path: string }[] = [{ schema: root, node: rootNode, path: '' }]
   while (work.length > 0) {
     const { schema, node, path } = work.pop()!
@@ -264,7 +291,9 @@ function build(root: JsonSchemaNode): CNode {
         const child = newNode()
         node.propNames.push(name)
         node.propNodes.push(child)
+        node.propIndex.set(name, node.propNames.length - 1)
         node.propRequired.push(required.has(name))
+        if (required.has(name)) node.requiredDeclared++
         node.propInherited.push(name in Object.prototype)
         propSet.add(name)
         children.push({ schema: (props as Record<string, unknown>)[name], node: child, path: pointer(path, 'properties', name) })
@@ -296,8 +325,25 @@ function build(root: JsonSchemaNode): CNode {
     }
     node.objectWork = node.propNames.length > 0 || required.size > 0 || node.closed
     node.leaf = !node.objectWork && node.items === null && node.oneOf === null
+    node.check =
+      node.typeName === undefined ? C_ANY
+      : node.typeName === 'string' ? C_STRING
+      : node.typeName === 'integer' ? C_INTEGER
+      : node.typeName === 'number' ? C_NUMBER
+      : node.typeName === 'boolean' ? C_BOOLEAN
+      : node.typeName === 'null' ? C_NULL
+      : C_MASK
+    node.allowedList = node.allowed === null ? null : [...node.allowed]
     // Reverse, so the first child is checked first and errors name the earliest problem.
     for (let i = children.length - 1; i >= 0; i--) work.push(children[i]!)
+    built.push(node)
+  }
+  // Children are finished only now, so flatness is decided in a second pass.
+  for (const node of built) {
+    node.flat = node.typeName === 'object' && node.oneOf === null && node.items === null && node.propNodes.every((c) => c.leaf)
+  }
+  for (const node of built) {
+    node.shallowOneOf = node.oneOf !== null && !node.objectWork && node.items === null && node.oneOf.every((b) => b.leaf || b.flat)
   }
   return rootNode
 }
@@ -318,13 +364,96 @@ function isJoin(entry: CNode | Join): entry is Join {
   return (entry as Join).branch !== undefined
 }
 
+/** The complete check of a leaf node (type, enum, const), specialised by kind. */
 function leafOk(node: CNode, value: unknown): boolean {
-  return (node.mask & kindOf(value)) !== 0 && (node.allowed === null || node.allowed.has(value as JsonPrimitive))
+  switch (node.check) {
+    case C_STRING:
+      if (typeof value !== 'string') return false
+      break
+    case C_INTEGER:
+      if (!Number.isInteger(value)) return false
+      break
+    case C_NUMBER:
+      if (typeof value !== 'number' || !Number.isFinite(value)) return false
+      break
+    case C_BOOLEAN:
+      if (typeof value !== 'boolean') return false
+      break
+    case C_NULL:
+      if (value !== null) return false
+      break
+    case C_ANY:
+      if (kindOf(value) === 0) return false
+      break
+    default:
+      if ((node.mask & kindOf(value)) === 0) return false
+  }
+  const allowed = node.allowedList
+  if (allowed === null) return true
+  for (let i = 0; i < allowed.length; i++) if (allowed[i] === value) return true
+  return false
+}
+
+/**
+ * An object node whose properties are all leaves (the shape of most tool arguments):
+ * checked in one pass, with no work stack.
+ */
+function flatOk(node: CNode, v: unknown): boolean {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false
+  const obj = v as Record<string, unknown>
+  const names = node.propNames
+  const children = node.propNodes
+  let guess = 0
+  let required = 0
+  // for-in reads each value through V8's enum cache, much faster than keyed loads by
+  // declared name; arguments usually list keys in declared order, so guess the index.
+  for (const key in obj) {
+    if (!hasOwn.call(obj, key)) continue
+    const child = obj[key]
+    const i = guess < names.length && names[guess] === key ? guess : node.propIndex.get(key)
+    if (i === undefined) {
+      if (node.closed && child !== undefined) return false
+      continue
+    }
+    guess = i + 1
+    if (child === undefined) continue
+    if (node.propRequired[i]) required++
+    if (!leafOk(children[i]!, child)) return false
+  }
+  if (required !== node.requiredDeclared) return false
+  const extra = node.extraRequired
+  for (let i = 0; i < extra.length; i++) {
+    const name = extra[i]!
+    if (obj[name] === undefined || (node.extraRequiredInherited[i] && !hasOwn.call(obj, name))) return false
+  }
+  return node.allowedList === null
+}
+
+/** A node that can be checked without the work stack (no recursion beyond two fixed levels). */
+function isShallow(node: CNode): boolean {
+  return node.leaf || node.flat || node.shallowOneOf
+}
+
+/** Checks a shallow node (see {@link isShallow}). */
+function shallowOk(node: CNode, v: unknown): boolean {
+  if (node.leaf) return leafOk(node, v)
+  if (node.flat) return flatOk(node, v)
+  if ((node.mask & kindOf(v)) === 0 || (node.allowedList !== null && !leafOk(node, v))) return false
+  const branches = node.oneOf!
+  let matches = 0
+  for (let i = 0; i < branches.length; i++) {
+    const b = branches[i]!
+    if (b.leaf ? leafOk(b, v) : flatOk(b, v)) {
+      matches++
+      if (matches > 1) return false
+    }
+  }
+  return matches === 1
 }
 
 /** Whether `value` satisfies the compiled `root`: no paths, no messages, early exit. */
 function fastValid(root: CNode, value: unknown): boolean {
-  if (root.leaf) return leafOk(root, value)
+  if (isShallow(root)) return shallowOk(root, value)
   const nodes: (CNode | Join)[] = [root]
   const values: unknown[] = [value]
   let top = 1
@@ -379,7 +508,7 @@ function fastValid(root: CNode, value: unknown): boolean {
     }
     const node = entry
     const kind = kindOf(v)
-    if ((node.mask & kind) === 0 || (node.allowed !== null && !node.allowed.has(v as JsonPrimitive))) {
+    if ((node.mask & kind) === 0 || (node.allowedList !== null && !leafOk(node, v))) {
       failed = true
       continue
     }
@@ -391,21 +520,30 @@ function fastValid(root: CNode, value: unknown): boolean {
     if (kind === K_OBJECT && node.objectWork) {
       const obj = v as Record<string, unknown>
       const names = node.propNames
-      let present = 0
-      for (let i = 0; i < names.length; i++) {
-        const name = names[i]!
-        const child = obj[name]
-        if (child === undefined || (node.propInherited[i] && !hasOwn.call(obj, name))) {
-          if (node.propRequired[i]) {
+      let guess = 0
+      let required = 0
+      for (const key in obj) {
+        if (!hasOwn.call(obj, key)) continue
+        const child = obj[key]
+        const i = guess < names.length && names[guess] === key ? guess : node.propIndex.get(key)
+        if (i === undefined) {
+          if (node.closed && child !== undefined) {
             failed = true
             break
           }
           continue
         }
-        present++
+        guess = i + 1
+        if (child === undefined) continue
+        if (node.propRequired[i]) required++
         const cn = node.propNodes[i]!
         if (cn.leaf) {
-          if ((cn.mask & kindOf(child)) === 0 || (cn.allowed !== null && !cn.allowed.has(child as JsonPrimitive))) {
+          if (!leafOk(cn, child)) {
+            failed = true
+            break
+          }
+        } else if (cn.flat || cn.shallowOneOf) {
+          if (!shallowOk(cn, child)) {
             failed = true
             break
           }
@@ -414,7 +552,10 @@ function fastValid(root: CNode, value: unknown): boolean {
           values[top++] = child
         }
       }
-      if (failed) continue
+      if (failed || required !== node.requiredDeclared) {
+        failed = true
+        continue
+      }
       const extra = node.extraRequired
       for (let i = 0; i < extra.length; i++) {
         const name = extra[i]!
@@ -424,33 +565,19 @@ function fastValid(root: CNode, value: unknown): boolean {
         }
       }
       if (failed) continue
-      if (node.closed) {
-        let count = 0
-        for (const key in obj) {
-          if (!hasOwn.call(obj, key)) continue
-          count++
-          if (count > present) break
-        }
-        if (count !== present) {
-          // Counting is the cheap common case; a mismatch may still be a declared key
-          // holding undefined (treated as absent), so look at the keys themselves.
-          const declared = node.propSet!
-          for (const key of Object.keys(obj)) {
-            if (!declared.has(key) && obj[key] !== undefined) {
-              failed = true
-              break
-            }
-          }
-          if (failed) continue
-        }
-      }
     } else if (kind === K_ARRAY && node.items !== null) {
       const arr = v as unknown[]
       const cn = node.items
       if (cn.leaf) {
         for (let i = 0; i < arr.length; i++) {
-          const item = arr[i]
-          if ((cn.mask & kindOf(item)) === 0 || (cn.allowed !== null && !cn.allowed.has(item as JsonPrimitive))) {
+          if (!leafOk(cn, arr[i])) {
+            failed = true
+            break
+          }
+        }
+      } else if (cn.flat || cn.shallowOneOf) {
+        for (let i = 0; i < arr.length; i++) {
+          if (!shallowOk(cn, arr[i])) {
             failed = true
             break
           }

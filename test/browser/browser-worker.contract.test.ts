@@ -3,6 +3,6 @@ import { describeCodeRuntimeContract } from '../contract/code-runtime-contract.j
 
 // The shared CodeRuntime contract suite, in real Chromium, against a fresh module Web Worker per run.
 describeCodeRuntimeContract('browser web-worker (Chromium)', (options) => createBrowserWorkerRuntime(options), {
-  memoryLimit: 'a page cannot cap the heap of a Web Worker; a memory bomb takes the tab down (see docs/runtimes.md)',
+  memoryLimit: 'a page cannot cap the heap of a Web Worker; a memory bomb takes the tab down (docs/playground.md)',
   capturesStdio: 'a Web Worker has no stdout or stderr; console output already travels over the private port',
 })

@@ -213,8 +213,8 @@ export function describeCodeRuntimeContract(
           "return [await tools['__proto__'](1), await tools.constructor(2), await tools.toString(3), Object.getPrototypeOf(tools), typeof tools.hasOwnProperty, Object.keys(tools).sort()]",
           {
             ['__proto__']: async (a) => `proto:${String(a)}`,
-            constructor: async (a) => `ctor:${String(a)}`,
-            toString: async (a) => `str:${String(a)}`,
+            constructor: async (a: unknown) => `ctor:${String(a)}`,
+            toString: async (a: unknown) => `str:${String(a)}`,
           },
         )
         expect(v).toEqual(['proto:1', 'ctor:2', 'str:3', null, 'undefined', ['__proto__', 'constructor', 'toString']])
@@ -336,18 +336,24 @@ export function describeCodeRuntimeContract(
         expect(called).toBe(false)
       })
 
-      it('aborting mid-run ends it with abort, also in a hot loop', async () => {
+      it('aborting mid-run ends it with abort and fires the binding signal', async () => {
         const controller = new AbortController()
+        let bindingSignal: AbortSignal | undefined
         const result = await make().run({
-          program: 'await tools.started()\nwhile (true) {}',
+          program: "console.log('before')\nawait tools.hang()\nreturn 'not reached'",
           bindings: tools({
-            started: async () => {
-              setTimeout(() => controller.abort(), 20)
+            hang: (args, options) => {
+              bindingSignal = options.signal
+              setTimeout(() => controller.abort(new Error('user cancelled')), 20)
+              return never(args, options)
             },
           }),
           signal: controller.signal,
         })
         expect(result.error?.kind).toBe('abort')
+        expect(result.error?.message).toContain('user cancelled')
+        expect('value' in result).toBe(false)
+        expect(bindingSignal?.aborted).toBe(true)
       })
     })
 

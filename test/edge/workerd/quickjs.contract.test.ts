@@ -1,4 +1,4 @@
-import wasmModule from './quickjs-wasm.mjs'
+import wasmModule from '@jitl/quickjs-wasmfile-release-sync/wasm'
 import { createQuickJsRuntime } from '../../../platforms/quickjs/index.js'
 import { describeCodeRuntimeContract } from '../../contract/code-runtime-contract.js'
 

@@ -350,7 +350,7 @@ describe('POST /v1/tools/:name/execute', () => {
     await wait.started
     expect(wait.aborted).toBe(0)
     client.abort()
-    await pending.catch(() => undefined)
+    await Promise.resolve(pending).catch(() => undefined)
     expect(wait.aborted).toBe(1)
     const outcome = results.find((r) => r.callId === 'waiting')!.result
     expect(outcome.isError && outcome.error.info?.code).toBe('ABORTED')

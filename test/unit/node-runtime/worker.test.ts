@@ -157,3 +157,15 @@ describe('node worker runtime', () => {
     expect(result.value).toBe('caught x')
   })
 })
+
+describe('node worker runtime: abort', () => {
+  it('aborting mid-run ends a hot synchronous loop with abort (the host thread stays free)', async () => {
+    const controller = new AbortController()
+    const result = await make().run({
+      program: 'await tools.started()\nwhile (true) {}',
+      bindings: [{ global: 'tools', functions: { started: async () => void setTimeout(() => controller.abort(), 20) } }],
+      signal: controller.signal,
+    })
+    expect(result.error).toEqual({ kind: 'abort', message: 'the run was aborted (This operation was aborted)' })
+  })
+})

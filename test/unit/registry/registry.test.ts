@@ -164,7 +164,7 @@ describe('scopes: shadowing, restrict, get and schemas', () => {
     expect(result.isError && result.error.info?.code).toBe('UNKNOWN_TOOL')
   })
 
-  it.each([
+  it.each<[unknown, string]>([
     [{ allow: [] }, 'empty'],
     [{ deny: ['nope'] }, 'unknown'],
     [{ deny: ['mine'] }, 'local'],
@@ -172,7 +172,7 @@ describe('scopes: shadowing, restrict, get and schemas', () => {
     [{ allow: ['a'], deny: ['a'] }, 'both'],
     [{}, 'neither'],
     [{ allow: [1] }, 'non-string'],
-  ])('restrict(%j) rejects (%s)', (filter) => {
+  ])('restrict(%j) rejects (%s)', (filter: unknown) => {
     const runtime = createToolRuntime()
     runtime.register(echoTool('a'))
     const agent = runtime.agent('x')

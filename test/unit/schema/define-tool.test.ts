@@ -154,7 +154,7 @@ describe('defineTool', () => {
         name: 'x',
         description: 'x',
         parameters: {},
-        output: { schema: { type: 'string', enum: [1] } as never, render: () => [] },
+        output: { schema: { type: 'string', enum: [1] as never }, render: () => [] },
         execute: () => '',
       }),
     ).toThrow(/enum member 1 is not a string at \/enum\/0/)

@@ -35,7 +35,7 @@ describe('renderToolsSdk', () => {
       'in the order you made them',
       'console.log',
       'ONLY what you print or return comes back',
-      'no network or filesystem access',
+      'Reach the outside world only through `tools`',
       'tools["my-tool"](args)',
       'passes `{}`',
     ]) {

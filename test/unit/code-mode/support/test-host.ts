@@ -69,23 +69,25 @@ export function createTestHost(tools: Record<string, TestTool>, options: TestHos
         return failure(error instanceof Error ? error.message : String(error), 'TOOL_FAILED')
       }
       if ('error' in outcome) return failure(outcome.error, outcome.code ?? 'TOOL_FAILED', outcome.contexts)
-      return Object.freeze({
+      const result: ToolExecutionResult = {
         isError: false,
         value: outcome.value,
         content: [{ type: 'text', text: JSON.stringify(outcome.value) }],
         ...(outcome.contexts === undefined ? {} : { additionalContexts: outcome.contexts }),
-      })
+      }
+      return Object.freeze(result)
     },
   }
 }
 
 function failure(message: string, code: string, contexts?: readonly AdditionalContext[]): ToolExecutionResult {
-  return Object.freeze({
+  const result: ToolExecutionResult = {
     isError: true,
     error: { message, info: { name: 'ToolError', code } },
     content: [{ type: 'text', text: `Error: ${message}` }],
     ...(contexts === undefined ? {} : { additionalContexts: contexts }),
-  })
+  }
+  return Object.freeze(result)
 }
 
 /** A run context as the registry would hand `run_code`'s body. */

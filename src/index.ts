@@ -1,0 +1,65 @@
+/**
+ * toolyard: a typed tool registry, execution pipeline and Code Mode bridge for LLM
+ * agents. This entry is platform-neutral (web standards only); runtime-specific pieces
+ * live in `toolyard/node`, `toolyard/browser`, `toolyard/quickjs` and `toolyard/http`.
+ *
+ * @example
+ * ```ts
+ * import { createToolRuntime, defineTool } from 'toolyard'
+ *
+ * const runtime = createToolRuntime()
+ * runtime.register(defineTool({
+ *   name: 'echo',
+ *   description: 'Echo a message.',
+ *   parameters: { message: { type: 'string', required: true } },
+ *   output: { schema: { type: 'string' }, render: (_args, value) => [{ type: 'text', text: value }] },
+ *   execute: (args) => args.message,
+ * }))
+ * const result = await runtime.execute({
+ *   callId: '1', name: 'echo', arguments: { message: 'hi' }, signal: new AbortController().signal,
+ * })
+ * ```
+ *
+ * @module
+ */
+
+// The registry and pipeline
+export { createToolRuntime, routeBackMessage, CODE_ONLY_SECTION, SDK_SECTION } from './registry/index.js'
+export { DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_PARALLEL_SUB_CALLS } from './registry/index.js'
+export { createCallPool, runToolCalls, type CallPool, type CallPoolOptions, type RunToolCallsOptions } from './scheduler.js'
+export { timeoutPolicy, type TimeoutPolicyOptions } from './timeout-policy.js'
+export { createMemorySessionLog, type MemorySessionLog } from './session-log.js'
+
+// Schemas, validation and lossless JSON
+export * from './schema/index.js'
+
+// Code Mode
+export { RUN_CODE_TOOL_NAME, createRunCodeTool, type CodeModeHost, type RunCodeArgs, type RunCodeOutput } from './code-mode/run-code.js'
+export { prettyJson, renderRunCodeOutput, RUN_CODE_NO_OUTPUT, type PrettyJsonOptions } from './code-mode/render-output.js'
+export { hasSdkRenderer, renderToolsSdk, type RenderToolsSdkOptions, type SdkToolInput } from './code-mode/sdk.js'
+export { jsonSchemaToTs, type JsonSchemaToTsOptions } from './code-mode/sdk-typescript.js'
+export { jsonSchemaToPy, type JsonSchemaToPyOptions } from './code-mode/sdk-python.js'
+export { TYPESCRIPT_SDK_INSTRUCTIONS, PYTHON_SDK_INSTRUCTIONS } from './code-mode/sdk-instructions.js'
+
+// Errors
+export {
+  CodeRunFailedError,
+  LosslessJsonError,
+  SchemaError,
+  ToolArgsError,
+  ToolCallError,
+  ToolError,
+  toErrorData,
+  type CodeRunFailureKind,
+  type ErrorData,
+  type SchemaViolation,
+  type ToolErrorCode,
+  type ToolErrorOptions,
+} from './errors.js'
+
+// Seam types
+export type * from './types.js'
+export type * from './runtime-types.js'
+export type * from './presentation.js'
+export type * from './json/json-value.js'
+export type * from './code-runtime/contract.js'

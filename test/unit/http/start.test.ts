@@ -1,0 +1,107 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { request as httpRequest } from 'node:http'
+import { afterAll, describe, expect, it } from 'vitest'
+import { startServer } from '../../../examples/start.js'
+import type { ToolExecutionResult } from '../../../src/types.js'
+
+const TOKEN = 'start-test-token-0123456789'
+
+function rawGet(port: number, path: string, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path, headers: { Host: host } }, (res) => {
+      res.resume()
+      res.on('end', () => resolve(res.statusCode ?? 0))
+    })
+    req.on('error', reject)
+    req.end()
+  })
+}
+
+describe('npm start (startServer)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'toolyard-static-'))
+  writeFileSync(join(dir, 'index.html'), '<!doctype html><html><head><title>pg</title></head><body>playground</body></html>')
+  writeFileSync(join(dir, 'main.js'), 'console.log("hi")')
+  afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+  it('serves the playground with the token injected same-origin, the API and the demo tools, then shuts down', async () => {
+    const server = await startServer({ port: 0, token: TOKEN, staticDir: dir })
+    try {
+      const page = await fetch(`${server.url}/`)
+      expect(page.status).toBe(200)
+      const html = await page.text()
+      expect(html).toContain(`<meta name="toolyard-token" content="${TOKEN}" />`)
+      expect(html).toContain('<meta name="toolyard-api" content="/v1" />')
+      expect(html.indexOf('toolyard-token')).toBeLessThan(html.indexOf('</head>'))
+      expect(page.headers.get('Cache-Control')).toBe('no-store')
+      expect(page.headers.get('Content-Security-Policy')).toBe("frame-ancestors 'none'")
+      expect(page.headers.get('Access-Control-Allow-Origin')).toBeNull()
+      // /index.html must not bypass the injection.
+      expect(await (await fetch(`${server.url}/index.html`)).text()).toContain(TOKEN)
+      const script = await fetch(`${server.url}/main.js`)
+      expect(script.status).toBe(200)
+      expect(script.headers.get('Content-Type')).toMatch(/javascript/)
+      // DNS rebinding: the page (and its token) is refused under a foreign Host.
+      expect(await rawGet(server.port, '/', 'evil.example')).toBe(421)
+      expect(await rawGet(server.port, '/', `localhost:${server.port}`)).toBe(200)
+
+      const auth = { Authorization: `Bearer ${TOKEN}` }
+      const tools = (await (await fetch(`${server.url}/v1/tools`, { headers: auth })).json()) as { mode: string; tools: { name: string }[] }
+      expect(tools.mode).toBe('both')
+      expect(tools.tools.length).toBeGreaterThan(3)
+      // One agent per mode, as the playground's mode switch uses them.
+      for (const mode of ['native', 'code', 'both']) {
+        const prompt = (await (await fetch(`${server.url}/v1/prompt?agent=${mode}`, { headers: auth })).json()) as { mode: string }
+        expect(prompt.mode).toBe(mode)
+      }
+      const run = await fetch(`${server.url}/v1/run`, {
+        method: 'POST',
+        headers: { ...auth, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ code: 'return 40 + 2', description: 'answer' }),
+      })
+      const result = (await run.json()) as ToolExecutionResult
+      expect(result.isError).toBe(false)
+      if (!result.isError) expect(result.value).toMatchObject({ result: 42 })
+    } finally {
+      await server.shutdown()
+    }
+    await expect(fetch(`${server.url}/v1/health`)).rejects.toThrow()
+  })
+
+  it('aborts an in-flight run on shutdown and answers it', async () => {
+    const server = await startServer({ port: 0, token: TOKEN, staticDir: null })
+    const auth = { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' }
+    let started: () => void = () => {}
+    const inFlight = new Promise<void>((resolve) => (started = resolve))
+    server.runtime.on('tools/execute', (execution, next) => {
+      if (execution.name === 'run_code') started()
+      return next()
+    })
+    const pending = fetch(`${server.url}/v1/run`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify({ code: 'await new Promise(() => {}); return 1', description: 'forever' }),
+    })
+    await inFlight
+    await server.shutdown()
+    const response = await pending
+    expect(response.status).toBe(200)
+    const result = (await response.json()) as ToolExecutionResult
+    expect(result.isError && result.error.info?.code).toBe('CODE_RUN_FAILED')
+    expect(result.isError && result.error.message).toMatch(/abort/)
+  })
+
+  it('lists the API on GET / when the playground is not built', async () => {
+    const server = await startServer({ port: 0, token: TOKEN, staticDir: null })
+    try {
+      expect(server.staticDir).toBeUndefined()
+      const html = await (await fetch(`${server.url}/`)).text()
+      expect(html).toContain('POST /v1/run')
+      expect(html).toContain(`<meta name="toolyard-token" content="${TOKEN}" />`)
+      expect((await fetch(`${server.url}/main.js`)).status).toBe(404)
+    } finally {
+      await server.shutdown()
+    }
+  })
+})
