@@ -1,10 +1,26 @@
 import { cloudflareTest } from '@cloudflare/vitest-pool-workers'
 import { defineConfig } from 'vitest/config'
 
+/**
+ * The core's platform-neutral unit suites (they and their helpers import nothing from
+ * `node:*`, no Node-only package, no `platforms/node|browser`; checked by bundling each
+ * for `platform: 'neutral'`) and the CodeRuntime contract suite for QuickJS, run inside
+ * workerd by @cloudflare/vitest-pool-workers. `npx vitest run --config vitest.workerd.config.ts`.
+ *
+ * Left out on purpose:
+ * - test/unit/code-mode/bridge.test.ts: its in-process test runtime compiles programs with
+ *   the AsyncFunction constructor, which workerd forbids and the pool does NOT re-enable
+ *   (it patches only `Function`).
+ * - integration/run/serve/node-runtime worker suites, the QuickJS Node suites, sdk-python,
+ *   sdk-typecheck, platform-neutral: they spawn processes, read files, or load the
+ *   TypeScript compiler or `platforms/node`.
+ *
+ * The pool re-enables `new Function`: what must hold under real workerd rules is tested
+ * on the built Worker with Miniflare (test/edge/built-worker.test.ts, the `edge` project).
+ */
 const CORE_UNIT_SUITES = [
   'test/unit/schema/**/*.test.ts',
   'test/unit/registry/**/*.test.ts',
-  'test/unit/code-mode/bridge.test.ts',
   'test/unit/code-mode/render-output.test.ts',
   'test/unit/code-mode/run-code.test.ts',
   'test/unit/sdk/sdk.test.ts',
@@ -21,7 +37,12 @@ export default defineConfig({
       miniflare: {
         compatibilityDate: '2026-04-20',
         compatibilityFlags: ['nodejs_compat'],
-        modulesRules: [{ type: 'CompiledWasm', include: ['**/*.wasm', '**/quickjs-wasmfile-release-sync/wasm'] }],
+        // The pool serves a module matching a rule natively, with that type: the QuickJS wasm
+        // (`import wasmModule from '@jitl/quickjs-wasmfile-release-sync/wasm'`) arrives as a
+        // workerd-compiled WebAssembly.Module, as in a wrangler deployment. Without the rule,
+        // Vite treats the .wasm as an ESM-integration module and fails on its imports; and
+        // compiling the bytes ourselves is refused even in the pool.
+        modulesRules: [{ type: 'CompiledWasm', include: ['**/*.wasm'] }],
       },
     }),
   ],
@@ -29,5 +50,6 @@ export default defineConfig({
     name: 'workerd',
     include: [...CORE_UNIT_SUITES, 'test/edge/workerd/**/*.test.ts'],
     testTimeout: 60_000,
+    hookTimeout: 60_000,
   },
 })

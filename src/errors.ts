@@ -61,6 +61,8 @@ export type ToolErrorCode =
   | 'DISPOSED'
   /** The execution input itself is malformed (not an object, no `AbortSignal`, non-string name or callId…). */
   | 'INVALID_EXECUTION'
+  /** An MCP peer answered with a failed or malformed message (e.g. a `tools/list` page an import cannot read). */
+  | 'MCP_PROTOCOL_ERROR'
 
 /** Options accepted by every toolyard error constructor. */
 export interface ToolErrorOptions {

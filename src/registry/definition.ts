@@ -5,9 +5,12 @@
  *
  * @module
  */
-import { SchemaError, ToolError } from '../errors.js'
+import { LosslessJsonError, SchemaError, ToolError } from '../errors.js'
 import type { SchemaViolation } from '../errors.js'
-import { compileJsonSchema, detachJsonSchema } from '../schema/json-schema.js'
+import { assertSupportedJsonSchema, compileJsonSchema, detachJsonSchema } from '../schema/json-schema.js'
+import { snapshotLosslessJson } from '../json/lossless.js'
+import type { JsonValue } from '../json/json-value.js'
+import type { JsonSchemaNode } from '../schema/json-schema-node.js'
 import type { AnyToolDefinition } from '../types.js'
 
 /** A registered definition and what the pipeline needs precomputed for it. */
@@ -72,9 +75,17 @@ export function detachDefinition(input: unknown): RegisteredTool {
   const description = read(input, 'description', name)
   if (typeof description !== 'string') invalid(name, 'description must be a string')
 
+  // A typed tool (one with `validateArgs`) validates against its parameters, so they
+  // must be in the enforced subset. A raw tool owns its input validation (an MCP server,
+  // say): its parameters are presented to models as is — any lossless-JSON object
+  // schema — and the SDK degrades what it cannot type to `unknown`.
   let parameters
+  const rawParameters = read(input, 'parameters', name)
   try {
-    parameters = detachJsonSchema(read(input, 'parameters', name))
+    parameters =
+      read(input, 'validateArgs', name) === undefined && !isSupportedJsonSchema(rawParameters)
+        ? detachRawObjectSchema(rawParameters)
+        : detachJsonSchema(rawParameters)
   } catch (error) {
     reschema(name, 'parameters', error)
   }
@@ -133,4 +144,31 @@ export function detachDefinition(input: unknown): RegisteredTool {
   const frozen = Object.freeze(definition) as unknown as AnyToolDefinition
   const compiled = validator
   return Object.freeze({ definition: frozen, validateOutput: (value: unknown) => compiled.validate(value) })
+}
+
+function isSupportedJsonSchema(schema: unknown): boolean {
+  try {
+    assertSupportedJsonSchema(schema)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/**
+ * A raw tool's parameters outside the enforced subset: a frozen lossless-JSON copy whose
+ * root is an object schema. Nothing validates against it here (the tool owns that).
+ */
+function detachRawObjectSchema(schema: unknown): JsonSchemaNode {
+  let copy: JsonValue
+  try {
+    copy = snapshotLosslessJson(schema)
+  } catch (error) {
+    if (error instanceof LosslessJsonError) throw new SchemaError(error.path, 'a raw parameter schema must be lossless JSON', { cause: error })
+    throw error
+  }
+  if (typeof copy !== 'object' || copy === null || Array.isArray(copy)) {
+    throw new SchemaError('', 'a parameter schema must be an object')
+  }
+  return copy as JsonSchemaNode
 }

@@ -118,10 +118,22 @@ function messageOf(error: unknown): string {
   return data.message === '' ? data.name : data.message
 }
 
+function malformedInput(message: string, callId: unknown = '', name: unknown = ''): ParsedInput {
+  return {
+    ok: false,
+    message,
+    callId: typeof callId === 'string' ? callId : '',
+    name: typeof name === 'string' ? name : '',
+    args: undefined,
+    signal: undefined,
+    agent: undefined,
+    parent: undefined,
+  }
+}
+
 function parseInput(raw: unknown): ParsedInput {
-  const base = { ok: false, callId: '', name: '', args: undefined, signal: undefined, agent: undefined, parent: undefined }
   try {
-    if (typeof raw !== 'object' || raw === null) return { ...base, message: 'the execution input must be an object' }
+    if (typeof raw !== 'object' || raw === null) return malformedInput('the execution input must be an object')
     const r = raw as Record<string, unknown>
     const callId = r.callId
     const name = r.name
@@ -129,17 +141,16 @@ function parseInput(raw: unknown): ParsedInput {
     const agent = r.agent
     const parent = r.parent
     const args = r.arguments
-    const partial = { ...base, callId: typeof callId === 'string' ? callId : '', name: typeof name === 'string' ? name : '' }
-    if (typeof callId !== 'string') return { ...partial, message: 'the execution input needs a string callId' }
-    if (typeof name !== 'string') return { ...partial, message: 'the execution input needs a string name' }
-    if (!(signal instanceof AbortSignal)) return { ...partial, message: 'the execution input needs an AbortSignal as signal' }
-    if (agent !== undefined && typeof agent !== 'string') return { ...partial, message: 'the execution input agent must be a string' }
+    if (typeof callId !== 'string') return malformedInput('the execution input needs a string callId', callId, name)
+    if (typeof name !== 'string') return malformedInput('the execution input needs a string name', callId, name)
+    if (!(signal instanceof AbortSignal)) return malformedInput('the execution input needs an AbortSignal as signal', callId, name)
+    if (agent !== undefined && typeof agent !== 'string') return malformedInput('the execution input agent must be a string', callId, name)
     if (parent !== undefined && typeof parent !== 'symbol') {
-      return { ...partial, message: 'the execution input parent must be an execution token' }
+      return malformedInput('the execution input parent must be an execution token', callId, name)
     }
     return { ok: true, message: '', callId, name, args, signal, agent, parent }
   } catch (error) {
-    return { ...base, message: `the execution input could not be read: ${messageOf(error)}` }
+    return malformedInput(`the execution input could not be read: ${messageOf(error)}`)
   }
 }
 

@@ -20,6 +20,7 @@ import type {
   PromptAssembly,
   PromptSection,
   ResultListener,
+  CodeLogEvent,
   SessionLogEvent,
   ToolHookMap,
   ToolHookName,
@@ -332,6 +333,17 @@ export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
       }
       appendLog(current)
     },
+    ...(settings.sessionLog?.appendLog === undefined
+      ? {}
+      : {
+          logOutput: (event: CodeLogEvent) => {
+            try {
+              settings.sessionLog?.appendLog?.(event)
+            } catch {
+              // Live streaming is best-effort; the run's result carries every line.
+            }
+          },
+        }),
   }
 
   const appendLog = (event: SessionLogEvent): void => {

@@ -74,8 +74,9 @@ describe('the built Cloudflare Worker under real workerd rules (Miniflare)', () 
   const call = (path: string, init: RequestInit & { headers?: Record<string, string> } = {}) =>
     mf!.dispatchFetch(`${BASE}${path}`, init as never) as unknown as Promise<Response>
   const callWorker = async (name: string, path: string, init: RequestInit = {}) => {
-    const fetcher = await mf!.getWorker(name)
-    return fetcher.fetch(`${BASE}${path}`, init as never) as unknown as Promise<Response>
+    // Miniflare types its fetcher with workerd's Request/Response; at run time they are undici's.
+    const fetcher = (await mf!.getWorker(name)) as unknown as { fetch(url: string, init?: RequestInit): Promise<Response> }
+    return fetcher.fetch(`${BASE}${path}`, init)
   }
   const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
     call(path, { method: 'POST', headers: { ...jsonAuth, ...headers }, body: JSON.stringify(body) })
@@ -86,7 +87,9 @@ describe('the built Cloudflare Worker under real workerd rules (Miniflare)', () 
     execFileSync(process.execPath, ['scripts/build-edge.mjs', '--outdir', dir], { cwd: root, stdio: 'pipe' })
     const common: Partial<WorkerOptions> = {
       modules: true,
+      // As wrangler.toml deploys it.
       compatibilityDate: '2026-04-20',
+      compatibilityFlags: ['enable_request_signal'],
     }
     const product = (name: string, bindings: Record<string, string>): WorkerOptions =>
       ({

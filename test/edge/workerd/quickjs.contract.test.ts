@@ -1,3 +1,8 @@
+/**
+ * The CodeRuntime contract suite for QuickJS, inside workerd (the `workerd` vitest project,
+ * vitest.workerd.config.ts). The wasm is imported as a module, the only way workerd
+ * accepts it; the config's CompiledWasm rule makes the pool serve it that way.
+ */
 import wasmModule from '@jitl/quickjs-wasmfile-release-sync/wasm'
 import { createQuickJsRuntime } from '../../../platforms/quickjs/index.js'
 import { describeCodeRuntimeContract } from '../../contract/code-runtime-contract.js'

@@ -87,7 +87,13 @@ describe('POST /v1/run (server-sent events)', () => {
     expect(result.isError).toBe(false)
     if (!result.isError) expect(result.value).toMatchObject({ result: 'ab', logs: ['got a b'] })
 
-    const dispatch = events.slice(1, -1)
+    // Console lines stream live as `log` events, in program order between the sub-calls.
+    const between = events.slice(1, -1)
+    const logIndex = between.findIndex((e) => e.event === 'log')
+    expect(between[logIndex]?.data).toMatchObject({ type: 'tool/code-log', parentCallId: callId, entry: { text: 'got a b' } })
+    expect(between.filter((e) => e.event === 'log')).toHaveLength(1)
+    const dispatch = between.filter((e) => e.event.startsWith('dispatch'))
+    expect(logIndex).toBeLessThan(between.findIndex((e) => e.event === 'dispatch-start' && (e.data as CodeDispatchStartEvent).subCallId === `${callId}:code:3`))
     expect(dispatch.map((e) => e.event).sort()).toEqual(['dispatch', 'dispatch', 'dispatch', 'dispatch-start', 'dispatch-start', 'dispatch-start'])
     // Each sub-call starts before it settles; the third (after Promise.all) starts after both settled.
     const position = (event: string, n: number): number =>

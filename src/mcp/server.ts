@@ -1,0 +1,321 @@
+/**
+ * MCP export: the registry served as a stateless MCP server over Streamable HTTP, as a
+ * Hono sub-app of web-standard Request/Response only (Node, browsers' service workers,
+ * workerd). It speaks the JSON-RPC subset a tool server needs — `initialize`, `ping`,
+ * `tools/list`, `tools/call` — and answers every request with `application/json` (no
+ * SSE stream, no session), which the Streamable HTTP transport allows.
+ *
+ * `tools/list` follows the presentation mode of the agent; `tools/call` goes through
+ * `runtime.execute` (the whole pipeline). docs/mcp.md documents the mapping.
+ *
+ * @module
+ */
+import { Hono } from 'hono'
+import type { Context } from 'hono'
+import { SDK_SECTION, CODE_ONLY_SECTION } from '../registry/assembly.js'
+import { ToolError, toErrorData } from '../errors.js'
+import type { ToolRuntime } from '../runtime-types.js'
+import type { ScopeKey, ToolSchema } from '../types.js'
+import { bearerToken, digestsEqual, sha256 } from '../http/auth.js'
+import { httpErrorResponse } from '../http/http-errors.js'
+import { readJsonBody } from '../http/request-body.js'
+import { blocksToMcpContent, isJsonObject } from './content.js'
+import type { McpCallToolResultOut, McpToolDescriptor } from './mcp-types.js'
+
+/** The MCP protocol revisions this server speaks, newest first. */
+export const MCP_PROTOCOL_VERSIONS: readonly string[] = Object.freeze(['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'])
+
+/** Options of {@link createMcpApp}; validated at creation (`INVALID_OPTIONS`). */
+export interface McpAppOptions {
+  /**
+   * The bearer token every request needs (16–4096 printable ASCII characters). Required
+   * unless `auth: false` or `notConfigured`. Use the same token as `createToolsApp`.
+   */
+  readonly token?: string
+  /** `false` disables authentication; must be said explicitly (and not together with `token`). */
+  readonly auth?: false
+  /** When truthy, every request answers 503 `NOT_CONFIGURED` (e.g. the edge worker without its secret). */
+  readonly notConfigured?: boolean | string
+  /**
+   * The agent layer served: a fixed id, or a function of the request (e.g. a header or a
+   * path parameter). Absent → the global layer.
+   */
+  readonly agent?: ScopeKey | ((request: Request) => ScopeKey | undefined)
+  /** Exact origins (besides same-origin) whose browsers may call; any other `Origin` gets 403. */
+  readonly allowedOrigins?: readonly string[]
+  /** Cap on a request body. Default 1 MiB. */
+  readonly maxBodyBytes?: number
+  /** Shutdown: aborting it aborts in-flight calls; later requests answer 503 `SHUTTING_DOWN`. */
+  readonly signal?: AbortSignal
+  /** What `initialize` reports as `serverInfo`. Default `{ name: 'toolyard', version: '0.1.0' }`. */
+  readonly serverInfo?: { readonly name: string; readonly version: string }
+  /** Optional `instructions` returned by `initialize`. */
+  readonly instructions?: string
+}
+
+/** JSON-RPC error codes the server answers with. */
+export const JSON_RPC_ERRORS = Object.freeze({
+  INVALID_REQUEST: -32600,
+  METHOD_NOT_FOUND: -32601,
+  INVALID_PARAMS: -32602,
+  INTERNAL_ERROR: -32603,
+})
+
+type JsonRpcId = string | number
+
+interface JsonRpcResponse {
+  readonly jsonrpc: '2.0'
+  readonly id: JsonRpcId | null
+  readonly result?: unknown
+  readonly error?: { readonly code: number; readonly message: string }
+}
+
+const DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+
+function invalidOptions(message: string): never {
+  throw new ToolError('INVALID_OPTIONS', `createMcpApp: ${message}`)
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+class RpcError extends Error {
+  constructor(
+    readonly rpcCode: number,
+    message: string,
+  ) {
+    super(message)
+  }
+}
+
+/**
+ * The wire tools `agent` sees under its presentation mode, as MCP tools. Under `code` and
+ * `both`, `run_code`'s description carries the prompt's code-only rule and SDK sections,
+ * since an MCP client has no other channel for them. An object-rooted output schema is
+ * declared as `outputSchema` (each success then carries it as `structuredContent`).
+ */
+export function listMcpTools(runtime: ToolRuntime, agent?: ScopeKey): McpToolDescriptor[] {
+  const assembly = runtime.assemble(agent)
+  const extra = assembly.sections
+    .filter((section) => (section.id === SDK_SECTION.id || section.id === CODE_ONLY_SECTION.id) && section.text !== '')
+    .map((section) => section.text)
+  return assembly.tools.map((tool: ToolSchema) => {
+    const description = tool.name === 'run_code' && extra.length > 0 ? [tool.description, ...extra].join('\n\n') : tool.description
+    const output = runtime.get(tool.name, agent)?.output.schema
+    return {
+      name: tool.name,
+      description,
+      inputSchema: tool.parameters,
+      ...(output !== undefined && output.type === 'object' ? { outputSchema: output as McpToolDescriptor['outputSchema'] } : {}),
+    }
+  })
+}
+
+/**
+ * Runs one `tools/call` through the whole pipeline and maps the result to MCP: content
+ * (text / image), `structuredContent` = the canonical value when it is an object, and
+ * `isError` for every failure. A name no visible tool answers to is a JSON-RPC
+ * `-32602` error (the MCP spec's "unknown tool"), carrying the pipeline's message.
+ */
+export async function callMcpTool(
+  runtime: ToolRuntime,
+  params: unknown,
+  signal: AbortSignal,
+  agent?: ScopeKey,
+): Promise<McpCallToolResultOut> {
+  if (!isRecord(params) || typeof params.name !== 'string') throw new RpcError(JSON_RPC_ERRORS.INVALID_PARAMS, 'tools/call needs params.name (a string)')
+  const args = params.arguments === undefined ? {} : params.arguments
+  const result = await runtime.execute({
+    callId: `mcp-${crypto.randomUUID()}`,
+    name: params.name,
+    arguments: args,
+    signal,
+    ...(agent === undefined ? {} : { agent }),
+  })
+  if (result.isError) {
+    if (result.error.info?.code === 'UNKNOWN_TOOL') throw new RpcError(JSON_RPC_ERRORS.INVALID_PARAMS, result.error.message)
+    return { content: blocksToMcpContent(result.content), isError: true }
+  }
+  return {
+    content: blocksToMcpContent(result.content),
+    ...(isJsonObject(result.value) ? { structuredContent: result.value } : {}),
+  }
+}
+
+/**
+ * Creates the MCP endpoint as a Hono app whose route is `/`, so it can be served alone
+ * or mounted: `app.route('/mcp', createMcpApp(runtime, { token }))`. It authenticates
+ * every request itself (bearer token, same 401 shape as `/v1`), because the API's auth
+ * middleware covers `/v1/*` only.
+ *
+ * - `POST /` — JSON-RPC request(s) → `application/json` response(s); notifications only → 202.
+ * - `GET /`, `DELETE /` → 405 (no server-initiated stream, no session to end).
+ *
+ * @example
+ * ```ts
+ * const app = createToolsApp(runtime, { token })
+ * app.route('/mcp', createMcpApp(runtime, { token, agent: 'assistant' }))
+ * // any MCP client: new StreamableHTTPClientTransport(new URL('http://127.0.0.1:8787/mcp'),
+ * //   { requestInit: { headers: { Authorization: `Bearer ${token}` } } })
+ * ```
+ * @see docs/mcp.md
+ */
+export function createMcpApp(runtime: ToolRuntime, options: McpAppOptions): Hono {
+  if (typeof runtime !== 'object' || runtime === null || typeof runtime.execute !== 'function' || typeof runtime.assemble !== 'function') {
+    invalidOptions('runtime must be a ToolRuntime')
+  }
+  if (typeof options !== 'object' || options === null) invalidOptions('options must be an object')
+  const notConfigured =
+    options.notConfigured === undefined || options.notConfigured === false
+      ? undefined
+      : options.notConfigured === true
+        ? 'this server is not configured (no API token was provided)'
+        : typeof options.notConfigured === 'string' && options.notConfigured !== ''
+          ? options.notConfigured
+          : invalidOptions('notConfigured must be a boolean or a non-empty string')
+  if (options.auth !== undefined && options.auth !== false) invalidOptions('auth accepts only false')
+  if (options.auth === false && options.token !== undefined) invalidOptions('give either token or auth: false, not both')
+  if (options.token !== undefined) {
+    if (typeof options.token !== 'string' || !/^[\x21-\x7e]{16,4096}$/.test(options.token)) {
+      invalidOptions('token must be 16–4096 printable ASCII characters without spaces')
+    }
+  } else if (options.auth !== false && notConfigured === undefined) {
+    invalidOptions('a token is required (or pass auth: false explicitly to disable authentication)')
+  }
+  const agentOption = options.agent
+  if (agentOption !== undefined && typeof agentOption !== 'function' && (typeof agentOption !== 'string' || agentOption === '')) {
+    invalidOptions('agent must be a non-empty string or a function of the request')
+  }
+  const origins = new Set<string>()
+  for (const origin of (options.allowedOrigins ?? []) as unknown[]) {
+    if (typeof origin !== 'string') invalidOptions('allowedOrigins must be strings')
+    origins.add(origin)
+  }
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES
+  if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes <= 0) invalidOptions('maxBodyBytes must be a positive integer')
+  if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) invalidOptions('signal must be an AbortSignal')
+  const shutdown = options.signal
+  const serverInfo = options.serverInfo ?? { name: 'toolyard', version: '0.1.0' }
+  if (!isRecord(serverInfo) || typeof serverInfo.name !== 'string' || typeof serverInfo.version !== 'string') {
+    invalidOptions('serverInfo must be { name, version } strings')
+  }
+  if (options.instructions !== undefined && typeof options.instructions !== 'string') invalidOptions('instructions must be a string')
+  const tokenDigest = options.token === undefined ? undefined : sha256(options.token)
+  tokenDigest?.catch(() => {})
+
+  const app = new Hono()
+  app.onError(() => httpErrorResponse('INTERNAL', 'internal error'))
+
+  app.use('*', async (c, next) => {
+    await next()
+    if (!c.res.headers.has('Cache-Control')) c.res.headers.set('Cache-Control', 'no-store')
+    c.res.headers.set('X-Content-Type-Options', 'nosniff')
+  })
+
+  app.use('*', async (c, next) => {
+    // DNS-rebinding defence the MCP transport spec asks for: foreign browser origins are refused.
+    const origin = c.req.header('Origin')
+    if (origin !== undefined && !origins.has(origin) && origin !== new URL(c.req.url).origin) {
+      return httpErrorResponse('FORBIDDEN_ORIGIN', 'cross-origin requests from this origin are not allowed')
+    }
+    if (notConfigured !== undefined) return httpErrorResponse('NOT_CONFIGURED', notConfigured)
+    if (shutdown?.aborted === true) return httpErrorResponse('SHUTTING_DOWN', 'the server is shutting down')
+    if (tokenDigest !== undefined) {
+      const presented = bearerToken(c.req.header('Authorization'))
+      if (presented === undefined) {
+        return httpErrorResponse('UNAUTHORIZED', 'a bearer token is required', { 'WWW-Authenticate': 'Bearer realm="toolyard"' })
+      }
+      const [expected, actual] = await Promise.all([tokenDigest, sha256(presented)])
+      if (!digestsEqual(expected, actual)) {
+        return httpErrorResponse('UNAUTHORIZED', 'the bearer token is not valid', {
+          'WWW-Authenticate': 'Bearer realm="toolyard", error="invalid_token"',
+        })
+      }
+    }
+    return next()
+  })
+
+  const resolveAgent = (request: Request): ScopeKey | undefined => {
+    if (agentOption === undefined || typeof agentOption === 'string') return agentOption
+    const agent = agentOption(request)
+    if (agent !== undefined && (typeof agent !== 'string' || agent === '')) throw new RpcError(JSON_RPC_ERRORS.INVALID_REQUEST, 'the agent resolver returned an invalid id')
+    return agent
+  }
+
+  const dispatch = async (message: Record<string, unknown>, request: Request): Promise<unknown> => {
+    const method = message.method
+    const params = message.params
+    switch (method) {
+      case 'initialize': {
+        const requested = isRecord(params) ? params.protocolVersion : undefined
+        const protocolVersion = typeof requested === 'string' && MCP_PROTOCOL_VERSIONS.includes(requested) ? requested : MCP_PROTOCOL_VERSIONS[0]
+        return {
+          protocolVersion,
+          capabilities: { tools: { listChanged: false } },
+          serverInfo: { name: serverInfo.name, version: serverInfo.version },
+          ...(options.instructions === undefined ? {} : { instructions: options.instructions }),
+        }
+      }
+      case 'ping':
+        return {}
+      case 'tools/list':
+        return { tools: listMcpTools(runtime, resolveAgent(request)) }
+      case 'tools/call': {
+        const signal = shutdown === undefined ? request.signal : AbortSignal.any([request.signal, shutdown])
+        return callMcpTool(runtime, params, signal, resolveAgent(request))
+      }
+      default:
+        throw new RpcError(JSON_RPC_ERRORS.METHOD_NOT_FOUND, `method not found: ${typeof method === 'string' ? method : '?'}`)
+    }
+  }
+
+  const answer = async (message: unknown, request: Request): Promise<JsonRpcResponse | undefined> => {
+    if (!isRecord(message) || message.jsonrpc !== '2.0') {
+      return { jsonrpc: '2.0', id: null, error: { code: JSON_RPC_ERRORS.INVALID_REQUEST, message: 'not a JSON-RPC 2.0 message' } }
+    }
+    const hasId = Object.hasOwn(message, 'id')
+    // Notifications and the client's responses need no answer.
+    if (!hasId || typeof message.method !== 'string') return undefined
+    const id = message.id
+    if (typeof id !== 'string' && (typeof id !== 'number' || !Number.isFinite(id))) {
+      return { jsonrpc: '2.0', id: null, error: { code: JSON_RPC_ERRORS.INVALID_REQUEST, message: 'the id must be a string or a number' } }
+    }
+    try {
+      return { jsonrpc: '2.0', id, result: await dispatch(message, request) }
+    } catch (error) {
+      if (error instanceof RpcError) return { jsonrpc: '2.0', id, error: { code: error.rpcCode, message: error.message } }
+      if (error instanceof ToolError && (error.code === 'ASSEMBLY_FAILED' || error.code === 'DISPOSED')) {
+        return { jsonrpc: '2.0', id, error: { code: JSON_RPC_ERRORS.INTERNAL_ERROR, message: `${error.code}: ${error.message}` } }
+      }
+      return { jsonrpc: '2.0', id, error: { code: JSON_RPC_ERRORS.INTERNAL_ERROR, message: `internal error (${toErrorData(error).name})` } }
+    }
+  }
+
+  app.post('/', async (c: Context) => {
+    const version = c.req.header('MCP-Protocol-Version')
+    if (version !== undefined && !MCP_PROTOCOL_VERSIONS.includes(version)) {
+      return httpErrorResponse('INVALID_REQUEST', `unsupported MCP-Protocol-Version ${JSON.stringify(version)} (supported: ${MCP_PROTOCOL_VERSIONS.join(', ')})`)
+    }
+    const body = await readJsonBody(c.req.raw, maxBodyBytes)
+    if (!body.ok) return body.response
+    const batch = Array.isArray(body.value)
+    const messages: unknown[] = batch ? (body.value as unknown[]) : [body.value]
+    if (messages.length === 0) return httpErrorResponse('INVALID_REQUEST', 'an empty JSON-RPC batch')
+    const responses: JsonRpcResponse[] = []
+    for (const message of messages) {
+      const response = await answer(message, c.req.raw)
+      if (response !== undefined) responses.push(response)
+    }
+    if (responses.length === 0) return new Response(null, { status: 202 })
+    return c.json(batch ? responses : responses[0])
+  })
+
+  const notAllowed = (c: Context): Response =>
+    httpErrorResponse('METHOD_NOT_ALLOWED', `${c.req.method} is not allowed here: this stateless MCP endpoint takes POST only`, { Allow: 'POST' })
+  app.get('/', notAllowed)
+  app.delete('/', notAllowed)
+  app.all('/', notAllowed)
+
+  return app
+}
