@@ -6,6 +6,9 @@ import { defineConfig } from 'vitest/config'
  * - `dist`: the published-artifact checks against the built package (after `npm run build`);
  * - `browser`: real Chromium — the CodeRuntime contract on Web Workers and the core unit suites
  *   (vitest.browser.config.ts);
+ * - `edge`: the BUILT Cloudflare Worker bundle under real workerd rules (Miniflare);
+ * - `workerd`: the core unit suites and the CodeRuntime contract inside workerd
+ *   (vitest.workerd.config.ts, @cloudflare/vitest-pool-workers);
  * - `e2e`: the playground driven by Playwright against the `npm start` server
  *   (test/e2e/vitest.config.ts).
  */
@@ -35,6 +38,16 @@ export default defineConfig({
           testTimeout: 60_000,
         },
       },
+      {
+        test: {
+          name: 'edge',
+          include: ['test/edge/*.test.ts'],
+          environment: 'node',
+          testTimeout: 60_000,
+          hookTimeout: 180_000,
+        },
+      },
+      './vitest.workerd.config.ts',
       './vitest.browser.config.ts',
       './test/e2e/vitest.config.ts',
     ],

@@ -204,7 +204,7 @@ function toDefinition(client: McpClientLike, listed: ListedTool, registeredName:
   return {
     name: registeredName,
     description: listed.description,
-    parameters: listed.inputSchema as AnyToolDefinition['parameters'],
+    parameters: listed.inputSchema as unknown as AnyToolDefinition['parameters'],
     output: structured
       ? { schema: structuredOutputSchema(listed.outputSchema as JsonObject), render: renderStructured }
       : { schema: MCP_CONTENT_OUTPUT_SCHEMA, render: renderContent },
@@ -237,6 +237,11 @@ async function listAll(client: McpClientLike, signal: AbortSignal): Promise<(Lis
     seenCursors.add(next)
     cursor = next
   }
+}
+
+/** Read through a call so the compiler does not narrow `aborted` across awaits. */
+function isAborted(signal: AbortSignal | undefined): boolean {
+  return signal?.aborted === true
 }
 
 function isSkip(entry: ListedTool | McpImportSkip): entry is McpImportSkip {
@@ -390,7 +395,7 @@ export async function importMcpTools(scope: ToolScope, client: McpClientLike, op
     await dispose().catch(() => {})
     throw error
   }
-  if (options.signal?.aborted === true) {
+  if (isAborted(options.signal)) {
     await dispose()
     throw options.signal.reason
   }

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import type { ObjectJsonSchema } from '../schema/json-schema-node.js'
 
 /** A JSON-RPC notification as an MCP client hands it to its handlers. */
 export interface McpNotificationLike {
@@ -56,8 +57,8 @@ export interface McpContentLike {
 export interface McpToolDescriptor {
   readonly name: string
   readonly description: string
-  readonly inputSchema: { readonly type: 'object'; readonly [key: string]: unknown }
-  readonly outputSchema?: { readonly type: 'object'; readonly [key: string]: unknown }
+  readonly inputSchema: ObjectJsonSchema
+  readonly outputSchema?: ObjectJsonSchema
 }
 
 /** An MCP `CallToolResult` as this package emits it from `tools/call`. */

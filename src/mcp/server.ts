@@ -16,6 +16,7 @@ import { SDK_SECTION, CODE_ONLY_SECTION } from '../registry/assembly.js'
 import { ToolError, toErrorData } from '../errors.js'
 import type { ToolRuntime } from '../runtime-types.js'
 import type { ScopeKey, ToolSchema } from '../types.js'
+import type { ObjectJsonSchema } from '../schema/json-schema-node.js'
 import { bearerToken, digestsEqual, sha256 } from '../http/auth.js'
 import { httpErrorResponse } from '../http/http-errors.js'
 import { readJsonBody } from '../http/request-body.js'
@@ -107,7 +108,7 @@ export function listMcpTools(runtime: ToolRuntime, agent?: ScopeKey): McpToolDes
       name: tool.name,
       description,
       inputSchema: tool.parameters,
-      ...(output !== undefined && output.type === 'object' ? { outputSchema: output as McpToolDescriptor['outputSchema'] } : {}),
+      ...(output !== undefined && output.type === 'object' ? { outputSchema: output as ObjectJsonSchema } : {}),
     }
   })
 }

@@ -108,9 +108,16 @@ interface ParsedInput {
   readonly parent: symbol | undefined
 }
 
-const neverAborted = new AbortController().signal
-/** The lifecycle of a call whose input was unusable (it never dispatches). */
-const untracked: InFlight = Object.freeze({ aborted: false, reason: undefined, signal: () => neverAborted, release: () => {} })
+/**
+ * The lifecycle of a call whose input was unusable (it never dispatches). Its signal is
+ * created on demand: workerd forbids creating an AbortController at module scope.
+ */
+const untracked: InFlight = Object.freeze({
+  aborted: false,
+  reason: undefined,
+  signal: () => new AbortController().signal,
+  release: () => {},
+})
 const noop = (): void => {}
 
 function messageOf(error: unknown): string {
