@@ -17,6 +17,7 @@ import type { ToolsAppOptions } from '../../src/http/index.js'
 import { ToolError } from '../../src/errors.js'
 import { registerDemoTools } from '../../demo/tools/index.js'
 import { createQuickJsRuntime } from '../quickjs/index.js'
+import { createMcpApp } from '../../src/mcp/index.js'
 
 /** The bindings this Worker reads (wrangler.toml `[vars]` and secrets). */
 export interface EdgeEnv {
@@ -49,23 +50,37 @@ function build(token: string, origins: string): App {
     sessionLog,
   })
   registerDemoTools(runtime)
-  if (token === '') {
-    return createToolsApp(runtime, { notConfigured: 'set the TOOLYARD_TOKEN secret to enable the API', sessionLog })
-  }
+  const closed = (message: string): App =>
+    withMcp(createToolsApp(runtime, { notConfigured: message, sessionLog }), createMcpApp(runtime, { notConfigured: message }))
+  if (token === '') return closed('set the TOOLYARD_TOKEN secret to enable the API')
   const corsOrigins = origins
     .split(',')
     .map((origin) => origin.trim())
     .filter((origin) => origin !== '')
   const options: ToolsAppOptions = { token, sessionLog, ...(corsOrigins.length > 0 ? { cors: { origins: corsOrigins } } : {}) }
   try {
-    return createToolsApp(runtime, options)
+    return withMcp(
+      createToolsApp(runtime, options),
+      createMcpApp(runtime, { token, agent: agentFromQuery, ...(corsOrigins.length > 0 ? { allowedOrigins: corsOrigins } : {}) }),
+    )
   } catch (error) {
     // A malformed secret or allowlist must not turn into an open API or a 500 on every
     // request: say what is wrong (without echoing the secret) and stay closed.
     if (!(error instanceof ToolError) || error.code !== 'INVALID_OPTIONS') throw error
     const what = error.message.includes('cors') ? 'TOOLYARD_CORS_ORIGINS' : 'TOOLYARD_TOKEN'
-    return createToolsApp(runtime, { notConfigured: `${what} is malformed: ${error.message.replace(/^createToolsApp: /, '')}`, sessionLog })
+    return closed(`${what} is malformed: ${error.message.replace(/^createToolsApp: /, '')}`)
   }
+}
+
+/** The MCP endpoint (Streamable HTTP, same token) lives beside the API at `/mcp`. */
+function withMcp(app: App, mcp: ReturnType<typeof createMcpApp>): App {
+  app.route('/mcp', mcp)
+  return app
+}
+
+/** `/mcp?agent=<id>` serves that agent's layer. */
+function agentFromQuery(request: Request): string | undefined {
+  return new URL(request.url).searchParams.get('agent') ?? undefined
 }
 
 function appFor(env: EdgeEnv): App {

@@ -176,8 +176,9 @@ function toDefinition(client: McpClientLike, listed: ListedTool, registeredName:
     try {
       raw = await client.callTool({ name: mcpName, arguments: args }, undefined, { signal: exec.signal })
     } catch (error) {
-      // The client rejects with the signal's reason on abort: let the pipeline see it as is.
-      if (exec.signal.aborted) throw error
+      // The SDK wraps the abort reason in its own error; hand the pipeline the reason itself,
+      // which is how a body acknowledges the cancellation (→ ABORTED).
+      if (exec.signal.aborted) throw exec.signal.reason
       throw new ToolError('TOOL_FAILED', `MCP tools/call ${JSON.stringify(mcpName)} failed: ${toErrorData(error).message}`, { cause: error })
     }
     if (!isRecord(raw)) throw new ToolError('TOOL_FAILED', `MCP tool ${JSON.stringify(mcpName)} returned a malformed result`)
@@ -397,7 +398,7 @@ export async function importMcpTools(scope: ToolScope, client: McpClientLike, op
   }
   if (isAborted(options.signal)) {
     await dispose()
-    throw options.signal.reason
+    throw options.signal?.reason
   }
   options.signal?.addEventListener('abort', onLifetimeAbort, { once: true })
 

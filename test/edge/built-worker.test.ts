@@ -376,4 +376,36 @@ return customers.map((c) => c.id).join(',')
       expect(result).toMatchObject({ isError: false, value: { result: 'C002' } })
     })
   })
+
+  describe('MCP at /mcp (Streamable HTTP, JSON-RPC)', () => {
+    const rpc = (body: unknown, headers: Record<string, string> = jsonAuth, worker?: string) => {
+      const init = {
+        method: 'POST',
+        headers: { Accept: 'application/json, text/event-stream', ...headers },
+        body: JSON.stringify(body),
+      }
+      return worker === undefined ? call('/mcp', init) : callWorker(worker, '/mcp', init)
+    }
+
+    it('lists the tools as mode both presents them and calls one through the pipeline', async () => {
+      const list = (await (await rpc({ jsonrpc: '2.0', id: 1, method: 'tools/list' })).json()) as {
+        result: { tools: { name: string }[] }
+      }
+      const names = list.result.tools.map((t) => t.name)
+      expect(names).toContain('get_customer')
+      expect(names).toContain('run_code')
+      const called = (await (
+        await rpc({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'get_customer', arguments: { id: 'C002' } } })
+      ).json()) as { result: { isError?: boolean; structuredContent?: { id?: string } } }
+      expect(called.result.isError ?? false).toBe(false)
+      expect(called.result.structuredContent?.id).toBe('C002')
+    })
+
+    it('requires the same bearer token, and stays closed without the secret', async () => {
+      const anonymous = await rpc({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, { 'Content-Type': 'application/json' })
+      expect(anonymous.status).toBe(401)
+      const unconfigured = await rpc({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, jsonAuth, 'unconfigured')
+      expect(unconfigured.status).toBe(503)
+    })
+  })
 })

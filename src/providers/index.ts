@@ -1,0 +1,30 @@
+/**
+ * Provider formats: an assembly's wire tools as OpenAI (Chat Completions and Responses),
+ * Anthropic and Vercel AI SDK tool definitions; those providers' tool calls as
+ * `ToolExecutionInput`s for `runToolCalls`; and results back as their tool-result
+ * messages. Plain objects: no provider SDK is imported.
+ *
+ * @module
+ */
+export { InvalidJsonArguments, parseJsonArguments } from './_shared.js'
+export type { ProviderCallOptions, ProviderToolCall } from './_shared.js'
+export {
+  parseOpenAIChatToolCalls,
+  parseOpenAIResponsesToolCalls,
+  toOpenAIChatToolMessages,
+  toOpenAIChatTools,
+  toOpenAIResponsesToolOutputs,
+  toOpenAIResponsesTools,
+} from './openai.js'
+export type { OpenAIChatTool, OpenAIChatToolMessage, OpenAIResponsesOutputPart, OpenAIResponsesTool, OpenAIResponsesToolOutput } from './openai.js'
+export { parseAnthropicToolUses, toAnthropicToolResultMessage, toAnthropicToolResults, toAnthropicTools } from './anthropic.js'
+export type { AnthropicImageMediaType, AnthropicTool, AnthropicToolResult, AnthropicToolResultContent, AnthropicToolResultMessage } from './anthropic.js'
+export { parseVercelToolCalls, toVercelToolMessage, toVercelToolResultParts, toVercelTools, vercelJsonOutput } from './vercel.js'
+export type {
+  VercelToolContentPart,
+  VercelToolDefinition,
+  VercelToolMessage,
+  VercelToolResultOutput,
+  VercelToolResultPart,
+  VercelToolsOptions,
+} from './vercel.js'

@@ -1,0 +1,132 @@
+/**
+ * Vercel AI SDK adapters: tool definitions for `generateText` / `streamText`, their
+ * `toolCalls` in, and a `role: 'tool'` message of `tool-result` parts out. Nothing here
+ * imports `ai`: the caller passes the SDK's `jsonSchema` function, so the definitions are
+ * the SDK's own schema objects (and type-check as its `ToolSet`).
+ *
+ * @module
+ */
+import { ToolError } from '../errors.js'
+import type { JsonValue } from '../json/json-value.js'
+import type { ToolExecutionInput, ToolExecutionResult, ToolSchema } from '../types.js'
+import type { ProviderCallOptions, ProviderToolCall } from './_shared.js'
+import { checkCallOptions, InvalidJsonArguments, isRecord, makeCall, malformedCall, pair, resultText } from './_shared.js'
+
+/** Options of {@link toVercelTools}. */
+export interface VercelToolsOptions<S> {
+  /** The AI SDK's `jsonSchema` (`import { jsonSchema } from 'ai'`). */
+  readonly jsonSchema: (schema: never) => S
+}
+
+/** One AI SDK tool definition without `execute` (toolyard runs the calls). */
+export interface VercelToolDefinition<S> {
+  readonly description: string
+  readonly inputSchema: S
+}
+
+/** One part of a `content` tool output. */
+export type VercelToolContentPart =
+  | { readonly type: 'text'; readonly text: string }
+  | { readonly type: 'file'; readonly data: { readonly type: 'data'; readonly data: string }; readonly mediaType: string }
+
+/** The AI SDK's `ToolResultOutput`, the variants toolyard produces. */
+export type VercelToolResultOutput =
+  | { readonly type: 'text'; readonly value: string }
+  | { readonly type: 'error-text'; readonly value: string }
+  | { readonly type: 'content'; readonly value: VercelToolContentPart[] }
+
+/** A `tool-result` part (`ToolResultPart`). */
+export interface VercelToolResultPart {
+  readonly type: 'tool-result'
+  readonly toolCallId: string
+  readonly toolName: string
+  readonly output: VercelToolResultOutput
+}
+
+/** A `role: 'tool'` model message (`ToolModelMessage`). */
+export interface VercelToolMessage {
+  readonly role: 'tool'
+  readonly content: VercelToolResultPart[]
+}
+
+/**
+ * An assembly's wire tools as an AI SDK `ToolSet` without `execute`, so the SDK returns the
+ * calls and toolyard's pipeline runs them.
+ *
+ * @example
+ * ```ts
+ * import { generateText, jsonSchema } from 'ai'
+ * const tools = toVercelTools(runtime.assemble().tools, { jsonSchema })
+ * const step = await generateText({ model, messages, tools })
+ * ```
+ */
+export function toVercelTools<S>(tools: readonly ToolSchema[], options: VercelToolsOptions<S>): Record<string, VercelToolDefinition<S>> {
+  if (typeof options !== 'object' || options === null || typeof options.jsonSchema !== 'function') {
+    throw new ToolError('INVALID_OPTIONS', "toVercelTools: options.jsonSchema must be the AI SDK's jsonSchema function")
+  }
+  const set: Record<string, VercelToolDefinition<S>> = Object.create(null) as Record<string, VercelToolDefinition<S>>
+  for (const tool of tools) {
+    set[tool.name] = { description: tool.description, inputSchema: options.jsonSchema(tool.parameters as never) }
+  }
+  return set
+}
+
+/**
+ * The AI SDK's `toolCalls` (or the `tool-call` parts of an assistant message) as execution
+ * inputs. A call the SDK flagged `invalid` (its input did not parse or validate) fails
+ * with `INVALID_ARGS` in the pipeline rather than throwing here.
+ *
+ * @example
+ * ```ts
+ * const calls = parseVercelToolCalls(step.toolCalls, { signal })
+ * const results = await runToolCalls(runtime, calls)
+ * messages.push(...step.response.messages, toVercelToolMessage(calls, results))
+ * ```
+ */
+export function parseVercelToolCalls(toolCalls: readonly unknown[] | null | undefined, options: ProviderCallOptions): ProviderToolCall[] {
+  checkCallOptions(options, 'parseVercelToolCalls')
+  if (toolCalls === null || toolCalls === undefined) return []
+  if (!Array.isArray(toolCalls)) malformedCall('parseVercelToolCalls', 0, 'list is not an array')
+  const calls: ProviderToolCall[] = []
+  toolCalls.forEach((raw, i) => {
+    if (!isRecord(raw) || (raw.type !== undefined && raw.type !== 'tool-call')) return
+    if (typeof raw.toolCallId !== 'string' || raw.toolCallId === '') malformedCall('parseVercelToolCalls', i, 'has no toolCallId')
+    if (typeof raw.toolName !== 'string' || raw.toolName === '') malformedCall('parseVercelToolCalls', i, 'has no toolName')
+    if (raw.invalid === true) {
+      const reason = isRecord(raw.error) && typeof raw.error.message === 'string' ? raw.error.message : 'the AI SDK marked the input invalid'
+      const text = typeof raw.input === 'string' ? raw.input : JSON.stringify(raw.input) ?? ''
+      calls.push(makeCall(raw.toolCallId, raw.toolName, new InvalidJsonArguments(text, reason), options, reason))
+      return
+    }
+    calls.push(makeCall(raw.toolCallId, raw.toolName, raw.input === undefined ? {} : raw.input, options))
+  })
+  return calls
+}
+
+/** Results as `tool-result` parts: text, `error-text` for failures, `content` (text + files) when images are present. */
+export function toVercelToolResultParts(calls: readonly ToolExecutionInput[], results: readonly ToolExecutionResult[]): VercelToolResultPart[] {
+  return pair(calls, results, 'toVercelToolResultParts').map(([call, result]) => {
+    const hasImage = result.content.some((block) => block.type === 'image')
+    const output: VercelToolResultOutput = result.isError
+      ? { type: 'error-text', value: resultText(result) }
+      : hasImage
+        ? {
+            type: 'content',
+            value: result.content.map((block) =>
+              block.type === 'text' ? { type: 'text', text: block.text } : { type: 'file', data: { type: 'data', data: block.data }, mediaType: block.mimeType },
+            ),
+          }
+        : { type: 'text', value: resultText(result) }
+    return { type: 'tool-result', toolCallId: call.callId, toolName: call.name, output }
+  })
+}
+
+/** The `role: 'tool'` message answering one step's calls. */
+export function toVercelToolMessage(calls: readonly ToolExecutionInput[], results: readonly ToolExecutionResult[]): VercelToolMessage {
+  return { role: 'tool', content: toVercelToolResultParts(calls, results) }
+}
+
+/** The canonical value of a success, for callers who feed the AI SDK `json` outputs themselves. */
+export function vercelJsonOutput(result: ToolExecutionResult): { readonly type: 'json'; readonly value: JsonValue } | undefined {
+  return result.isError ? undefined : { type: 'json', value: result.value }
+}
