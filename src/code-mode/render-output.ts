@@ -153,23 +153,5 @@ export function renderRunCodeOutput(value: RunCodeOutput): string {
   return `${logs}\n${result}`
 }
 
-/**
- * The UTF-8 byte length of `text` without encoding it (lone surrogates count as the
- * three bytes of U+FFFD, as `TextEncoder` would write them).
- */
-export function utf8ByteLength(text: string): number {
-  let bytes = 0
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i)
-    if (c < 0x80) bytes += 1
-    else if (c < 0x800) bytes += 2
-    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
-      const d = text.charCodeAt(i + 1)
-      if (d >= 0xdc00 && d <= 0xdfff) {
-        bytes += 4
-        i++
-      } else bytes += 3
-    } else bytes += 3
-  }
-  return bytes
-}
+/** The UTF-8 byte length of `text` without encoding it (one implementation, shared with the runtimes' caps). */
+export { utf8Length as utf8ByteLength } from '../code-runtime/render.js'
