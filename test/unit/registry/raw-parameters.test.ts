@@ -22,7 +22,7 @@ describe('raw tool parameters', () => {
 
   it('registers a raw tool whose parameters use constructs outside the subset, presented unchanged', () => {
     const runtime = createToolRuntime()
-    runtime.register({ ...echoTool('fetch_url'), parameters: mcpStyle })
+    runtime.register({ ...echoTool('fetch_url'), parameters: mcpStyle as never })
     const [schema] = runtime.schemas()
     expect(schema?.parameters).toEqual(mcpStyle)
     expect(Object.isFrozen(schema?.parameters)).toBe(true)
@@ -30,7 +30,7 @@ describe('raw tool parameters', () => {
 
   it('executes it without validating the arguments against that schema (the tool owns validation)', async () => {
     const runtime = createToolRuntime()
-    runtime.register({ ...echoTool('fetch_url'), parameters: mcpStyle })
+    runtime.register({ ...echoTool('fetch_url'), parameters: mcpStyle as never })
     const result = await runtime.execute(call('fetch_url', { text: 'no url at all' }))
     expect(result).toMatchObject({ isError: false, value: 'no url at all' })
   })
