@@ -22,6 +22,30 @@ export interface TimeoutPolicyOptions {
   readonly defaultTimeoutMs?: number
 }
 
+/**
+ * The longest delay a timer takes as is: Node, browsers and workerd store it as a signed
+ * 32-bit integer and turn anything longer into an (almost) immediate timer.
+ */
+const MAX_TIMER_MS = 2_147_483_647
+
+/**
+ * Calls `fire` after `ms` milliseconds, however large `ms` is (longer delays are chained
+ * through timers of at most {@link MAX_TIMER_MS}). Returns the canceller.
+ */
+function scheduleAfter(ms: number, fire: () => void): () => void {
+  let handle: ReturnType<typeof setTimeout> | undefined
+  const due = Date.now() + ms
+  const arm = (remaining: number): void => {
+    handle = setTimeout(() => {
+      const left = due - Date.now()
+      if (left > 0 && remaining > MAX_TIMER_MS) arm(left)
+      else fire()
+    }, Math.min(remaining, MAX_TIMER_MS))
+  }
+  arm(ms)
+  return () => clearTimeout(handle)
+}
+
 function checkMs(value: unknown, what: string): number | undefined {
   if (value === undefined) return undefined
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
@@ -52,7 +76,7 @@ export function timeoutPolicy(options: TimeoutPolicyOptions = {}): ExecuteWrappe
 
     const deadline = new AbortController()
     const timeout = new ToolError('TOOL_TIMEOUT', `${execution.name} timed out after ${ms} ms`)
-    const timer = setTimeout(() => deadline.abort(timeout), ms)
+    const cancelTimer = scheduleAfter(ms, () => deadline.abort(timeout))
     const previous = execution.signal
     execution.signal = AbortSignal.any([previous, deadline.signal])
     try {
@@ -64,7 +88,7 @@ export function timeoutPolicy(options: TimeoutPolicyOptions = {}): ExecuteWrappe
       if (deadline.signal.aborted) throw timeout
       throw error
     } finally {
-      clearTimeout(timer)
+      cancelTimer()
       execution.signal = previous
     }
   }

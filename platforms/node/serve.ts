@@ -5,11 +5,13 @@
  *
  * @module
  */
-import type { AddressInfo } from 'node:net'
-import { serve as honoServe } from '@hono/node-server'
-import type { ServerType } from '@hono/node-server'
+import { createServer } from 'node:http'
+import type { Server } from 'node:http'
+import type { AddressInfo, Socket } from 'node:net'
+import { RequestError, getRequestListener } from '@hono/node-server'
 import { ToolError } from '../../src/errors.js'
-import { httpErrorResponse } from '../../src/http/http-errors.js'
+import { httpErrorResponse, httpErrorStatus } from '../../src/http/http-errors.js'
+import type { HttpErrorCode } from '../../src/http/http-errors.js'
 
 /** Anything with a web-standard `fetch` handler (a Hono app). */
 export interface FetchApp {
@@ -50,6 +52,41 @@ function invalid(message: string): never {
 
 function formatHost(hostname: string, port: number): string {
   return hostname.includes(':') && !hostname.startsWith('[') ? `[${hostname}]:${port}` : `${hostname}:${port}`
+}
+
+/** Answers a request the adapter could not turn into a `Request`, or a handler that threw. */
+function requestFailure(error: unknown): Response {
+  if (error instanceof RequestError) {
+    // A missing or malformed Host header is a Host the server does not answer to.
+    if (/host/i.test(error.message)) return httpErrorResponse('FORBIDDEN_HOST', 'this server does not answer to that Host name')
+    return httpErrorResponse('NOT_FOUND', 'the request target is not a valid path')
+  }
+  return httpErrorResponse('INTERNAL', 'internal error')
+}
+
+/**
+ * Bytes that are not HTTP at all (a malformed request line or header, a body longer than
+ * its `Content-Length` spilling into a "next request"): Node's default answer is an empty
+ * 400. Ours keeps the documented error body, then closes the connection.
+ */
+function clientError(error: Error & { code?: string }, socket: Socket): void {
+  // As Node's own handler: answer only on a connection nothing was written to yet.
+  if (error.code === 'ECONNRESET' || !socket.writable || socket.bytesWritten > 0) {
+    socket.destroy()
+    return
+  }
+  const [code, reason, message]: [HttpErrorCode, string, string] =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? ['REQUEST_HEADERS_TOO_LARGE', 'Request Header Fields Too Large', 'the request headers are too large']
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? ['REQUEST_TIMEOUT', 'Request Timeout', 'the request did not arrive in time']
+        : ['INVALID_REQUEST', 'Bad Request', 'the request is not well-formed HTTP']
+  const status = httpErrorStatus[code]
+  const body = JSON.stringify({ error: { code, message } })
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+      `Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n${body}`,
+  )
 }
 
 /**
@@ -93,9 +130,21 @@ export async function serve(app: FetchApp, options: ServeOptions = {}): Promise<
     return response
   }
 
-  const server = await new Promise<ServerType>((resolve, reject) => {
-    const created = honoServe({ fetch, port, hostname }, () => resolve(created))
+  // `getRequestListener` + our own server rather than `@hono/node-server`'s `serve()`: it
+  // lets every failure before or around the app answer with the documented error body
+  // instead of an empty 400/500 (a Host header that is not a valid host, a request target
+  // with a backslash, a fetch handler that throws).
+  const listener = getRequestListener(fetch, { hostname, errorHandler: requestFailure })
+  const server = await new Promise<Server>((resolve, reject) => {
+    // Node answers an HTTP/1.1 request without Host itself (an empty 400); let it through
+    // to the Host check instead, which answers 421 FORBIDDEN_HOST with the error body.
+    const created = createServer({ requireHostHeader: false }, listener)
+    created.on('clientError', clientError)
     created.once('error', reject)
+    created.listen(port, hostname, () => {
+      created.off('error', reject)
+      resolve(created)
+    })
   })
   const address = server.address() as AddressInfo
   const boundPort = address.port

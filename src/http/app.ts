@@ -201,6 +201,16 @@ function validId(value: unknown): value is string {
 }
 
 /**
+ * A call id travels back in the `X-Toolyard-Call-Id` header, so it must be a valid,
+ * unaltered header value: printable ASCII, no surrounding spaces (which a header would
+ * trim). Checked before the call runs — a tool must never run for a request whose
+ * answer cannot then be written.
+ */
+function validCallId(value: unknown): value is string {
+  return validId(value) && /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(value)
+}
+
+/**
  * Creates the HTTP API for `runtime`. Authentication is on by default; the error body
  * of every failure is `{ "error": { "code", "message" } }`.
  *
@@ -419,7 +429,9 @@ export function createToolsApp(runtime: ToolRuntime, options: ToolsAppOptions): 
     const agent = bodyAgent(c, body)
     if (agent instanceof Response) return agent
     const callId = body.callId === undefined ? `http-${crypto.randomUUID()}` : body.callId
-    if (!validId(callId)) return invalidRequest(`callId must be a non-empty string of at most ${MAX_ID_LENGTH} characters`)
+    if (!validCallId(callId)) {
+      return invalidRequest(`callId must be 1–${MAX_ID_LENGTH} printable ASCII characters, without leading or trailing spaces`)
+    }
     const args = Object.hasOwn(body, 'arguments') ? body.arguments : {}
     const result = await runtime.execute({
       callId,
@@ -439,7 +451,11 @@ export function createToolsApp(runtime: ToolRuntime, options: ToolsAppOptions): 
     if (Object.hasOwn(body, 'callId')) return invalidRequest('callId is assigned by the server for runs (see the X-Toolyard-Call-Id header)')
     // The id is ours alone, so the stream's filter can never pick up another request's sub-calls.
     const callId = `http-run-${crypto.randomUUID()}`
-    const args = { code: body.code, description: body.description }
+    // Only the fields the client sent: an absent `code` is then reported by the schema as
+    // missing, not as an `undefined` that is "not lossless JSON".
+    const args: Record<string, unknown> = {}
+    if (Object.hasOwn(body, 'code')) args.code = body.code
+    if (Object.hasOwn(body, 'description')) args.description = body.description
     const agentPart = agent === undefined ? {} : { agent }
     if (!wantsEventStream(c.req.header('Accept'))) {
       const result = await runtime.execute({ callId, name: 'run_code', arguments: args, signal: signalFor(c.req.raw), ...agentPart })

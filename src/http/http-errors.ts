@@ -35,6 +35,10 @@ export type HttpErrorCode =
   | 'NOT_CONFIGURED'
   /** The app's shutdown signal fired, or the runtime was disposed. 503. */
   | 'SHUTTING_DOWN'
+  /** (Node `serve()` only) The request headers exceed Node's limit. 431. */
+  | 'REQUEST_HEADERS_TOO_LARGE'
+  /** (Node `serve()` only) The request did not arrive within Node's request timeout. 408. */
+  | 'REQUEST_TIMEOUT'
   /** An unexpected failure; the message never carries a stack. 500. */
   | 'INTERNAL'
 
@@ -61,6 +65,8 @@ export const httpErrorStatus: Readonly<Record<HttpErrorCode, number>> = Object.f
   ASSEMBLY_FAILED: 409,
   NOT_CONFIGURED: 503,
   SHUTTING_DOWN: 503,
+  REQUEST_HEADERS_TOO_LARGE: 431,
+  REQUEST_TIMEOUT: 408,
   INTERNAL: 500,
 })
 

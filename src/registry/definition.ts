@@ -51,7 +51,10 @@ function read(source: object, key: string, name: string): unknown {
 
 function reschema(name: string, where: string, error: unknown): never {
   if (error instanceof SchemaError) {
-    throw new SchemaError(error.path, `tool ${JSON.stringify(name)} ${where}: ${error.message}`, { cause: error })
+    // SchemaError appends " at <path>" itself: re-wrap the bare message, not the full one.
+    const suffix = ` at ${error.path === '' ? 'the schema root' : error.path}`
+    const bare = error.message.endsWith(suffix) ? error.message.slice(0, -suffix.length) : error.message
+    throw new SchemaError(error.path, `tool ${JSON.stringify(name)} ${where}: ${bare}`, { cause: error })
   }
   if (error instanceof ToolError) throw error
   throw new ToolError('INVALID_SCHEMA', `tool ${JSON.stringify(name)} ${where}: ${String(error)}`, { cause: error })

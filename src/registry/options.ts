@@ -28,12 +28,51 @@ function show(value: unknown): string {
   return typeof value
 }
 
+/** Runs `check`; an exception that is not already `INVALID_OPTIONS` becomes one. */
+function guardRead(what: string, check: () => void): void {
+  try {
+    check()
+  } catch (error) {
+    if (error instanceof ToolError) throw error
+    fail(`${what} could not be read (${error instanceof Error ? error.message : String(error)})`)
+  }
+}
+
 function positiveInteger(value: unknown, name: string, fallback: number): number {
   if (value === undefined) return fallback
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
     fail(`options.${name} must be a positive integer (got ${show(value)})`)
   }
   return value
+}
+
+/**
+ * Copies the own options into a plain record, so each is read exactly once and no getter
+ * or Proxy trap runs later: an accessor is refused (it could answer differently on each
+ * read), and an options object that throws when inspected fails as `INVALID_OPTIONS`
+ * instead of leaking its own error.
+ */
+function readOwnOptions(options: object): Record<string, unknown> {
+  const copy: Record<string, unknown> = Object.create(null) as Record<string, unknown>
+  let keys: string[]
+  try {
+    keys = Object.keys(options)
+  } catch (error) {
+    fail(`createToolRuntime options could not be read (${error instanceof Error ? error.message : String(error)})`)
+  }
+  for (const key of keys) {
+    if (!KNOWN.has(key)) fail(`unknown option ${JSON.stringify(key)} (known: ${[...KNOWN].join(', ')})`)
+    let descriptor: PropertyDescriptor | undefined
+    try {
+      descriptor = Object.getOwnPropertyDescriptor(options, key)
+    } catch (error) {
+      fail(`options.${key} could not be read (${error instanceof Error ? error.message : String(error)})`)
+    }
+    if (descriptor === undefined) continue
+    if (!('value' in descriptor)) fail(`options.${key} must be a data property, not a getter/setter`)
+    copy[key] = descriptor.value as unknown
+  }
+  return copy
 }
 
 /**
@@ -45,10 +84,7 @@ export function validateRuntimeOptions(options: unknown): ToolRuntime['options']
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     fail(`createToolRuntime options must be an object (got ${show(options)})`)
   }
-  const o = options as Record<string, unknown>
-  for (const key of Object.keys(o)) {
-    if (!KNOWN.has(key)) fail(`unknown option ${JSON.stringify(key)} (known: ${[...KNOWN].join(', ')})`)
-  }
+  const o = readOwnOptions(options)
 
   const mode = o.mode ?? 'native'
   if (typeof mode !== 'string' || !MODES.has(mode)) {
@@ -59,11 +95,15 @@ export function validateRuntimeOptions(options: unknown): ToolRuntime['options']
   if (codeRuntime !== undefined) {
     if (typeof codeRuntime !== 'object' || codeRuntime === null) fail(`options.codeRuntime must be a CodeRuntime object (got ${show(codeRuntime)})`)
     const r = codeRuntime as Record<string, unknown>
-    if (typeof r.language !== 'string' || r.language === '') fail('options.codeRuntime.language must be a non-empty string')
-    if (typeof r.isolation !== 'string') fail('options.codeRuntime.isolation must be a string')
-    if (typeof r.run !== 'function') fail('options.codeRuntime.run must be a function')
-    if (typeof r.dispose !== 'function') fail('options.codeRuntime.dispose must be a function')
-    if (typeof r.capabilities !== 'object' || r.capabilities === null) fail('options.codeRuntime.capabilities must be an object')
+    // A code runtime is usually a class instance (getters are fine), but one that throws
+    // when inspected is a configuration error like any other.
+    guardRead('options.codeRuntime', () => {
+      if (typeof r.language !== 'string' || r.language === '') fail('options.codeRuntime.language must be a non-empty string')
+      if (typeof r.isolation !== 'string') fail('options.codeRuntime.isolation must be a string')
+      if (typeof r.run !== 'function') fail('options.codeRuntime.run must be a function')
+      if (typeof r.dispose !== 'function') fail('options.codeRuntime.dispose must be a function')
+      if (typeof r.capabilities !== 'object' || r.capabilities === null) fail('options.codeRuntime.capabilities must be an object')
+    })
   }
 
   if (o.approval !== undefined && typeof o.approval !== 'function') {
@@ -72,9 +112,11 @@ export function validateRuntimeOptions(options: unknown): ToolRuntime['options']
 
   const sessionLog = o.sessionLog
   if (sessionLog !== undefined) {
-    if (typeof sessionLog !== 'object' || sessionLog === null || typeof (sessionLog as { append?: unknown }).append !== 'function') {
-      fail('options.sessionLog must be an object with an append(event) method')
-    }
+    guardRead('options.sessionLog', () => {
+      if (typeof sessionLog !== 'object' || sessionLog === null || typeof (sessionLog as { append?: unknown }).append !== 'function') {
+        fail('options.sessionLog must be an object with an append(event) method')
+      }
+    })
   }
 
   const maxParallelSubCalls = positiveInteger(o.maxParallelSubCalls, 'maxParallelSubCalls', DEFAULT_MAX_PARALLEL_SUB_CALLS)

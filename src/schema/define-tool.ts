@@ -146,28 +146,71 @@ type LooseToolSpec = ToolSpec<ParameterSchemaSpec, ValueSchemaSpec> & {
   isConcurrencySafe?(args: LooseArgs): boolean
 }
 
+/**
+ * Reads `key` of a definition (or of its `output`) without running a getter: an accessor
+ * is a definition error (it could answer differently on each read, and `register()`
+ * refuses it too). Methods of a class instance are found on its prototype chain. A Proxy
+ * whose trap throws fails as `INVALID_DEFINITION`, never with the trap's own error.
+ */
+function readMember(source: object, key: string, where: string): unknown {
+  try {
+    let target: object | null = source
+    while (target !== null && target !== Object.prototype) {
+      const descriptor = Object.getOwnPropertyDescriptor(target, key)
+      if (descriptor !== undefined) {
+        if (!('value' in descriptor)) throw invalidDefinition(`${where}${key} must be a data property, not an accessor`)
+        return descriptor.value as unknown
+      }
+      target = Object.getPrototypeOf(target) as object | null
+    }
+    return undefined
+  } catch (error) {
+    if (error instanceof ToolError) throw error
+    throw invalidDefinition(`${where}${key} could not be read (${error instanceof Error ? error.message : String(error)})`)
+  }
+}
+
 function buildDefinition(spec: LooseToolSpec): ToolDefinition<LooseArgs, JsonValue> {
-  if (typeof spec !== 'object' || spec === null) throw invalidDefinition('a tool definition must be an object')
-  const { name, description, output, execute } = spec
+  if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) throw invalidDefinition('a tool definition must be an object')
+  const name = readMember(spec, 'name', '')
   if (typeof name !== 'string' || name === '') throw invalidDefinition('a tool needs a non-empty string name')
-  if (typeof description !== 'string') throw invalidDefinition(`tool "${name}": description must be a string`)
-  if (typeof execute !== 'function') throw invalidDefinition(`tool "${name}": execute must be a function`)
-  if (typeof output !== 'object' || output === null) throw invalidDefinition(`tool "${name}": the output declaration is mandatory`)
-  if (typeof output.render !== 'function') throw invalidDefinition(`tool "${name}": output.render must be a function`)
-  if (output.presentationMeta !== undefined && typeof output.presentationMeta !== 'function') {
-    throw invalidDefinition(`tool "${name}": output.presentationMeta must be a function`)
+  const where = `tool "${name}": `
+  const read = (key: keyof LooseToolSpec): unknown => readMember(spec, key, where)
+  const description = read('description')
+  if (typeof description !== 'string') throw invalidDefinition(`${where}description must be a string`)
+  const execute = read('execute') as LooseToolSpec['execute']
+  if (typeof execute !== 'function') throw invalidDefinition(`${where}execute must be a function`)
+  const output = read('output') as LooseToolSpec['output']
+  if (typeof output !== 'object' || output === null) throw invalidDefinition(`${where}the output declaration is mandatory`)
+  const render = readMember(output, 'render', `${where}output.`) as LooseToolSpec['output']['render']
+  if (typeof render !== 'function') throw invalidDefinition(`${where}output.render must be a function`)
+  const presentationMeta = readMember(output, 'presentationMeta', `${where}output.`) as LooseToolSpec['output']['presentationMeta']
+  if (presentationMeta !== undefined && typeof presentationMeta !== 'function') {
+    throw invalidDefinition(`${where}output.presentationMeta must be a function`)
   }
-  if (spec.timeoutMs !== undefined && !(typeof spec.timeoutMs === 'number' && spec.timeoutMs > 0 && Number.isFinite(spec.timeoutMs))) {
-    throw invalidDefinition(`tool "${name}": timeoutMs must be positive and finite`)
+  const timeoutMs = read('timeoutMs')
+  if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && timeoutMs > 0 && Number.isFinite(timeoutMs))) {
+    throw invalidDefinition(`${where}timeoutMs must be a positive finite number (got ${String(timeoutMs)})`)
   }
-  for (const key of ['finalizeContent', 'presentCall', 'presentResult', 'isConcurrencySafe'] as const) {
-    if (spec[key] !== undefined && typeof spec[key] !== 'function') throw invalidDefinition(`tool "${name}": ${key} must be a function`)
+  const finalizeContent = read('finalizeContent') as LooseToolSpec['finalizeContent']
+  const presentCall = read('presentCall') as LooseToolSpec['presentCall']
+  const presentResult = read('presentResult') as LooseToolSpec['presentResult']
+  const isConcurrencySafe = read('isConcurrencySafe') as LooseToolSpec['isConcurrencySafe']
+  for (const [key, value] of [
+    ['finalizeContent', finalizeContent],
+    ['presentCall', presentCall],
+    ['presentResult', presentResult],
+    ['isConcurrencySafe', isConcurrencySafe],
+  ] as const) {
+    if (value !== undefined && typeof value !== 'function') throw invalidDefinition(`${where}${key} must be a function`)
   }
+  const parameterSpec = read('parameters')
+  const outputSpec = readMember(output, 'schema', `${where}output.`)
 
   type Args = LooseArgs
   type Value = JsonValue
-  const parameters = parameterSchemaSpecToJsonSchema(spec.parameters)
-  const outputSchema = valueSchemaSpecToJsonSchema(output.schema)
+  const parameters = parameterSchemaSpecToJsonSchema(parameterSpec as ParameterSchemaSpec)
+  const outputSchema = valueSchemaSpecToJsonSchema(outputSpec as ValueSchemaSpec)
   const compiled = compileJsonSchema(parameters)
   /** Argument snapshots this definition has validated: `execute` skips re-checking them. */
   const validated = new WeakSet<object>()
@@ -187,9 +230,6 @@ function buildDefinition(spec: LooseToolSpec): ToolDefinition<LooseArgs, JsonVal
     }
   }
 
-  const render = output.render
-  const presentationMeta = output.presentationMeta
-  const { presentCall, presentResult, isConcurrencySafe, finalizeContent } = spec
 
   const definition: ToolDefinition<Args, Value> = {
     name,
@@ -228,7 +268,7 @@ function buildDefinition(spec: LooseToolSpec): ToolDefinition<LooseArgs, JsonVal
             }
           },
         }),
-    ...(spec.timeoutMs === undefined ? {} : { timeoutMs: spec.timeoutMs }),
+    ...(timeoutMs === undefined ? {} : { timeoutMs: timeoutMs as number }),
     ...(isConcurrencySafe === undefined
       ? {}
       : {

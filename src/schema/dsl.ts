@@ -173,6 +173,13 @@ interface Work {
  * Converts one DSL node (without its children) into `target` and queues the children.
  * Key order is fixed, so equal specs always produce byte-identical JSON.
  */
+/** Names what a typeless spec carries instead (`$ref`, `anyOf`…), so the author sees why. */
+function missingTypeMessage(spec: { readonly [key: string]: JsonValue }): string {
+  const keys = Object.keys(spec).filter((key) => !['description', 'title', 'default', 'examples', 'deprecated', '$comment', 'required'].includes(key))
+  const found = keys.length === 0 ? '' : ` (found ${keys.slice(0, 3).map((key) => JSON.stringify(key)).join(', ')}${keys.length > 3 ? ', …' : ''}; raw JSON Schema keywords are not DSL)`
+  return `a schema spec needs a "type" (or "oneOf")${found}`
+}
+
 function convertNode(work: Work, queue: Work[]): void {
   const { spec, path, target, property } = work
   if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) {
@@ -182,7 +189,7 @@ function convertNode(work: Work, queue: Work[]): void {
   const isOneOf = !hasOwn.call(s, 'type') && hasOwn.call(s, 'oneOf')
   const type = isOneOf ? 'oneOf' : s.type
   if (typeof type !== 'string' || !(dslTypes.has(type) || type === 'oneOf')) {
-    throw new SchemaError(hasOwn.call(s, 'type') ? at(path, 'type') : path, hasOwn.call(s, 'type') ? `unsupported DSL type ${JSON.stringify(type)}` : 'a schema spec needs a "type" (or "oneOf")')
+    throw new SchemaError(hasOwn.call(s, 'type') ? at(path, 'type') : path, hasOwn.call(s, 'type') ? `unsupported DSL type ${JSON.stringify(type)}` : missingTypeMessage(s))
   }
   const allowed = allowedByType[type]!
   for (const key of Object.keys(s)) {
