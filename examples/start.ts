@@ -20,6 +20,7 @@ import { registerDemoTools } from '../demo/tools/index.js'
 import { createNodeWorkerRuntime, serve } from '../platforms/node/index.js'
 import type { ServedApp } from '../platforms/node/index.js'
 import { createSessionLogHub, createToolsApp } from '../src/http/index.js'
+import { createMcpApp } from '../src/mcp/index.js'
 import { createToolRuntime } from '../src/registry/index.js'
 import type { ToolRuntime } from '../src/runtime-types.js'
 import { createMemorySessionLog } from '../src/session-log.js'
@@ -55,6 +56,7 @@ const API_ROUTES: readonly (readonly [string, string])[] = [
   ['GET /v1/prompt?agent=', 'the assembled prompt: sections and wire tools'],
   ['POST /v1/tools/:name/execute', 'body { arguments, callId?, agent? } → the tool result'],
   ['POST /v1/run', 'body { code, description, agent? } → run_code (JSON, or SSE with Accept: text/event-stream)'],
+  ['POST /mcp?agent=', 'the registry as an MCP server (Streamable HTTP, JSON-RPC; same token)'],
 ]
 
 function findStaticDir(): string | undefined {
@@ -148,6 +150,15 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
 
   const stopping = new AbortController()
   const app = createToolsApp(runtime, { token, sessionLog: hub, signal: stopping.signal })
+  // MCP clients (Streamable HTTP) use the same registry and token; `?agent=` picks a layer.
+  app.route(
+    '/mcp',
+    createMcpApp(runtime, {
+      token,
+      signal: stopping.signal,
+      agent: (request) => new URL(request.url).searchParams.get('agent') ?? undefined,
+    }),
+  )
   let served: ServedApp | undefined
   addPages(app, staticDir, token, () => served?.url ?? '')
   try {

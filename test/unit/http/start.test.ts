@@ -63,6 +63,24 @@ describe('npm start (startServer)', () => {
       const result = (await run.json()) as ToolExecutionResult
       expect(result.isError).toBe(false)
       if (!result.isError) expect(result.value).toMatchObject({ result: 42 })
+
+      // The same registry as an MCP server at /mcp, behind the same token; ?agent= picks a layer.
+      const rpc = (body: unknown, query = '', headers: Record<string, string> = auth) =>
+        fetch(`${server.url}/mcp${query}`, {
+          method: 'POST',
+          headers: { ...headers, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+          body: JSON.stringify(body),
+        })
+      expect((await rpc({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, '', {})).status).toBe(401)
+      const listed = (await (await rpc({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, '?agent=code')).json()) as {
+        result: { tools: { name: string; description: string }[] }
+      }
+      expect(listed.result.tools.map((t) => t.name)).toEqual(['run_code'])
+      expect(listed.result.tools[0]?.description).toContain('declare const tools')
+      const called = (await (
+        await rpc({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'README.md' } } })
+      ).json()) as { result: { isError?: boolean } }
+      expect(called.result.isError ?? false).toBe(false)
     } finally {
       await server.shutdown()
     }
