@@ -9,7 +9,8 @@ import { createMemorySessionLog, createToolRuntime, defineTool } from '../src/in
 import { createNodeWorkerRuntime } from '../platforms/node/index.js'
 
 const sessionLog = createMemorySessionLog()
-const runtime = createToolRuntime({ mode: 'both', codeRuntime: createNodeWorkerRuntime(), sessionLog })
+const codeRuntime = createNodeWorkerRuntime()
+const runtime = createToolRuntime({ mode: 'both', codeRuntime, sessionLog })
 
 runtime.register(
   defineTool({
@@ -60,3 +61,4 @@ console.log('wire tools:', assembly.tools.map((t) => t.name))
 console.log('prompt sections:', assembly.sections.map((s) => `${s.id} (${s.text.length} chars)`))
 
 await runtime.dispose()
+await codeRuntime.dispose()
