@@ -1,7 +1,15 @@
 /**
- * QuickJS runtime figures in Node: a cold `return 1` run (fresh wasm instance, memory,
- * runtime, context and bootstrap per run) with a precompiled module and with the
- * variant loading its own wasm, and the cost of a binding round trip.
+ * QuickJS runtime figures in Node: a cold `return 1` run (a fresh wasm instance, memory,
+ * runtime, context and sandbox bootstrap per run, always), and the cost of a binding
+ * round trip.
+ *
+ * Two arrival patterns, because the runtime builds the NEXT run's sandbox in the
+ * background once a run is over (`prewarm`, default on):
+ * - "idle gap": each run starts after the host was idle for a few ms, as requests reach
+ *   a server; the run finds its sandbox built and pays only for its program. Only the
+ *   run is timed.
+ * - "back-to-back": each run starts the moment the previous one returned, leaving no
+ *   idle time; the run builds its own sandbox, so this is the full cost of a fresh VM.
  *
  * Run: `npx tsx bench/quickjs.bench.ts`
  */
@@ -11,16 +19,21 @@ import { createQuickJsRuntime } from '../platforms/quickjs/index.js'
 
 const require = createRequire(import.meta.url)
 const wasmModule = new WebAssembly.Module(readFileSync(require.resolve('@jitl/quickjs-wasmfile-release-sync/wasm')))
+/** Idle time before each "idle gap" run: enough for the background build on this machine. */
+const IDLE_MS = 10
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))]!
 }
 
-async function coldRuns(label: string, options: Parameters<typeof createQuickJsRuntime>[0], count: number): Promise<void> {
+async function coldRuns(label: string, options: Parameters<typeof createQuickJsRuntime>[0], count: number, idleMs: number): Promise<void> {
   const runtime = createQuickJsRuntime(options)
   for (let i = 0; i < 10; i++) await runtime.run({ program: 'return 1', bindings: [] })
   const times: number[] = []
   for (let i = 0; i < count; i++) {
+    if (idleMs > 0) await sleep(idleMs)
     const start = performance.now()
     const result = await runtime.run({ program: 'return 1', bindings: [] })
     times.push(performance.now() - start)
@@ -44,6 +57,8 @@ async function bindingCalls(calls: number): Promise<void> {
   await runtime.dispose()
 }
 
-await coldRuns('precompiled wasmModule', { wasmModule }, 200)
-await coldRuns('variant loads its own wasm', {}, 100)
+await coldRuns(`precompiled wasmModule, idle gap ${IDLE_MS} ms, prewarm`, { wasmModule }, 200, IDLE_MS)
+await coldRuns(`precompiled wasmModule, idle gap ${IDLE_MS} ms, prewarm off`, { wasmModule, prewarm: false }, 200, IDLE_MS)
+await coldRuns('precompiled wasmModule, back-to-back', { wasmModule }, 200, 0)
+await coldRuns('variant loads its own wasm, back-to-back', {}, 100, 0)
 await bindingCalls(1_000)

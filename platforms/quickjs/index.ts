@@ -5,4 +5,4 @@
  * @module
  */
 export { createQuickJsRuntime } from './quickjs-runtime.js'
-export type { QuickJsRuntimeOptions, QuickJsWasmModuleSource } from './quickjs-runtime.js'
+export type { QuickJsCodeRuntime, QuickJsRuntimeOptions, QuickJsWasmModuleSource } from './quickjs-runtime.js'

@@ -10,6 +10,11 @@
  * compute and wall budgets. The program runs on the host's thread: while it computes,
  * the host's event loop waits (at most `computeMs` per run).
  *
+ * Speed without sharing: the variant's factory, FFI and wasm module are resolved once
+ * per runtime, and each sandbox (instance, memory, runtime, context, installed
+ * bootstrap) can be built before its run, in idle time (`prewarm`), so that a run pays
+ * for its program only. A sandbox serves exactly one run and is then dropped whole.
+ *
  * The VM side is the same bootstrap every message-passing runtime uses
  * (`src/code-runtime/bootstrap.ts`), adapted to two host functions; the host side is
  * the shared {@link CodeRunSession}, so caps, messages and failure kinds match the
@@ -17,8 +22,8 @@
  *
  * @module
  */
-import { newQuickJSWASMModuleFromVariant, newVariant } from 'quickjs-emscripten-core'
-import type { QuickJSContext, QuickJSHandle, QuickJSRuntime, QuickJSSyncVariant } from 'quickjs-emscripten-core'
+import { QuickJSWASMModule } from 'quickjs-emscripten-core'
+import type { EmscriptenModuleLoader, EmscriptenModuleLoaderOptions, QuickJSContext, QuickJSEmscriptenModule, QuickJSFFI, QuickJSHandle, QuickJSRuntime, QuickJSSyncVariant } from 'quickjs-emscripten-core'
 import defaultVariant from '@jitl/quickjs-wasmfile-release-sync'
 import type { CodeRunRequest, CodeRunResult, CodeRuntime, CodeRuntimeCapabilities } from '../../src/code-runtime/contract.js'
 import { ToolError, toErrorData } from '../../src/errors.js'
@@ -69,6 +74,28 @@ export interface QuickJsRuntimeOptions {
    * both are given. Default `@jitl/quickjs-wasmfile-release-sync` (0.32.0).
    */
   readonly variant?: QuickJSSyncVariant
+  /**
+   * After a run, build the NEXT run's sandbox in the background (a timer task, when the
+   * host is idle): a fresh wasm instance and memory, its runtime, context and the
+   * installed sandbox bootstrap, with no program code run in it. A run then pays only
+   * for its program. One sandbox at most waits; it serves exactly one run and is freed
+   * by `dispose()`. A run that finds none ready builds its own, as without this.
+   * Default true. Cloudflare workerd drops a request's timers once its response is
+   * sent: there, call {@link QuickJsCodeRuntime.prewarm} under `ctx.waitUntil`.
+   */
+  readonly prewarm?: boolean
+}
+
+/** The QuickJS {@link CodeRuntime}, with a way to build the next run's sandbox on request. */
+export interface QuickJsCodeRuntime extends CodeRuntime {
+  /**
+   * Builds the next run's sandbox now, unless one is ready or being built (or the
+   * runtime is disposed); resolves when done, never rejects (a failed build is left for
+   * the next run to retry and report). For hosts whose idle time timers cannot reach,
+   * such as a Worker after its response: `ctx.waitUntil(runtime.prewarm())`. Works
+   * whatever `options.prewarm` says.
+   */
+  prewarm(): Promise<void>
 }
 
 /** The largest memory a wasm32 QuickJS build addresses here (32 768 pages). */
@@ -91,18 +118,17 @@ const MIN_MS_PER_INTERRUPT = 1 / 64
 const MAX_TIMERS = 10_000
 
 /** Emscripten prints aborts to the console by default; the run reports them as its outcome instead. */
-const silentEmscripten = { print: () => undefined, printErr: () => undefined } as unknown as NonNullable<
-  Parameters<typeof newVariant>[1]['emscriptenModule']
->
+const silentPrint = () => undefined
 
 const FACTORY = 'createQuickJsRuntime'
-const OPTION_KEYS: readonly string[] = [...CODE_RUN_LIMIT_KEYS, 'memoryMb', 'wasmModule', 'variant']
+const OPTION_KEYS: readonly string[] = [...CODE_RUN_LIMIT_KEYS, 'memoryMb', 'wasmModule', 'variant', 'prewarm']
 
 interface ResolvedOptions {
   readonly limits: CodeRunLimits
   readonly memoryMb: number
   readonly wasmModule: QuickJsWasmModuleSource | undefined
   readonly variant: QuickJSSyncVariant
+  readonly prewarm: boolean
 }
 
 function readOptions(options: unknown): ResolvedOptions {
@@ -118,26 +144,198 @@ function readOptions(options: unknown): ResolvedOptions {
   if (typeof v !== 'object' || v === null || v.type !== 'sync' || typeof v.importFFI !== 'function' || typeof v.importModuleLoader !== 'function') {
     throw new ToolError('INVALID_OPTIONS', `${FACTORY}: options.variant must be a quickjs-emscripten sync variant`)
   }
-  return { limits, memoryMb, wasmModule: wasmModule as QuickJsWasmModuleSource | undefined, variant: memoizeVariant(variant as QuickJSSyncVariant) }
+  const prewarm = record.prewarm ?? true
+  if (typeof prewarm !== 'boolean') throw new ToolError('INVALID_OPTIONS', `${FACTORY}: options.prewarm must be a boolean`)
+  return { limits, memoryMb, wasmModule: wasmModule as QuickJsWasmModuleSource | undefined, variant: variant as QuickJSSyncVariant, prewarm }
+}
+
+/** The library's `default` / `default.default` wrapping of a dynamically imported factory, undone. */
+function unwrapLoader(imported: unknown): EmscriptenModuleLoader<QuickJSEmscriptenModule> {
+  let value = imported
+  for (let i = 0; i < 2 && typeof value === 'object' && value !== null && 'default' in value; i++) value = (value as { default: unknown }).default
+  if (typeof value !== 'function') throw new TypeError('the QuickJS variant did not provide an emscripten module factory')
+  return value as EmscriptenModuleLoader<QuickJSEmscriptenModule>
+}
+
+/** What every sandbox of one runtime is built from, resolved once per runtime. */
+interface SandboxParts {
+  readonly loader: EmscriptenModuleLoader<QuickJSEmscriptenModule>
+  readonly Ffi: new (module: QuickJSEmscriptenModule) => QuickJSFFI
+  /** Undefined when the variant loads (and compiles) its own wasm on each instantiation. */
+  readonly wasmModule: WebAssembly.Module | undefined
+}
+
+/** The run a sandbox currently serves: where its two host functions and its interrupt handler go. */
+interface SandboxHost {
+  post(json: string): void
+  timer(id: number, delay: number): boolean
+  interrupt(): boolean
 }
 
 /**
- * The variant's loaders are dynamic `import()`s; a fresh module per run would repeat
- * them every run (each a trip through the module loader). Resolve them once.
+ * One QuickJS instance for exactly one run: a fresh wasm instance over its own fixed
+ * memory, one runtime (stack and memory limits, interrupt handler), one context, and
+ * the sandbox bundle evaluated and installed in it (its `ready` message held until a
+ * run attaches). It may be built ahead of its run; until a run {@link attach}es,
+ * nothing but the bundle has run in it.
  */
-function memoizeVariant(variant: QuickJSSyncVariant): QuickJSSyncVariant {
-  let ffi: ReturnType<QuickJSSyncVariant['importFFI']> | undefined
-  let loader: ReturnType<QuickJSSyncVariant['importModuleLoader']> | undefined
-  return {
-    ...variant,
-    importFFI: () => (ffi ??= variant.importFFI().catch((error: unknown) => {
-      ffi = undefined
-      throw error
-    })),
-    importModuleLoader: () => (loader ??= variant.importModuleLoader().catch((error: unknown) => {
-      loader = undefined
-      throw error
-    })),
+class QuickJsSandbox {
+  /** The bundle's `deliver(json)` and `fire(id)`: how the host drives the VM. */
+  deliver: QuickJSHandle | undefined
+  fire: QuickJSHandle | undefined
+  /** Set when the wasm instance trapped: it must not be touched again, not even to free it. */
+  crashed = false
+  readonly #handles: QuickJSHandle[] = []
+  #host: SandboxHost | undefined
+  /** Messages the VM posted before its run attached (the bootstrap's `ready`). */
+  readonly #early: string[] = []
+  #attached = false
+  #disposed = false
+
+  constructor(
+    readonly runtime: QuickJSRuntime,
+    readonly context: QuickJSContext,
+  ) {}
+
+  /** Handles freed with the sandbox. */
+  own<T extends QuickJSHandle>(handle: T): T {
+    this.#handles.push(handle)
+    return handle
+  }
+
+  /**
+   * Routes the VM's messages, timers and interrupts to `host`, then hands it what the VM
+   * posted so far. A sandbox serves one run: false if it was attached or freed before.
+   */
+  attach(host: SandboxHost): boolean {
+    if (this.#attached || this.#disposed) return false
+    this.#attached = true
+    this.#host = host
+    for (const json of this.#early.splice(0)) host.post(json)
+    return true
+  }
+
+  hostPost(json: string): void {
+    if (this.#host !== undefined) this.#host.post(json)
+    else if (!this.#attached) this.#early.push(json)
+  }
+
+  hostTimer(id: number, delay: number): boolean {
+    return this.#host?.timer(id, delay) ?? false
+  }
+
+  hostInterrupt(): boolean {
+    // Only our own bundle runs before a run attaches; past that, the run decides.
+    return this.#host?.interrupt() ?? false
+  }
+
+  /**
+   * Ends the sandbox's service to its run: no message, timer or interrupt reaches the run
+   * any more, and the whole instance is left to the garbage collector. Nothing is freed
+   * piecewise: the VM's objects all live in its private wasm memory, which goes with the
+   * instance (freeing them first cost ~0.3 ms per run, on the run's critical path), and
+   * no host-side registry outlives the instance.
+   */
+  release(): void {
+    this.#disposed = true
+    this.#host = undefined
+  }
+
+  /** Frees the VM explicitly (a no-op once released or disposed, or after a crash). */
+  dispose(): void {
+    if (this.#disposed) return
+    this.#disposed = true
+    this.#host = undefined
+    if (this.crashed) return
+    try {
+      for (const handle of this.#handles) if (handle.alive) handle.dispose()
+      this.context.dispose()
+      this.runtime.dispose()
+    } catch {
+      // A VM that failed mid-operation may refuse clean-up; its whole wasm instance
+      // and memory are private to its run and are reclaimed with it.
+    }
+  }
+}
+
+/** A VM-level failure while building a sandbox, as an Error with QuickJS's message. */
+function sandboxError(ctx: QuickJSContext, error: QuickJSHandle, what: string): Error {
+  let message = 'unknown error'
+  try {
+    const dumped = ctx.dump(error) as { message?: unknown } | null
+    if (typeof dumped?.message === 'string') message = dumped.message
+  } catch {
+    // Unreadable: reported generically.
+  } finally {
+    error.dispose()
+  }
+  return new Error(`${what}: ${message}`)
+}
+
+/**
+ * Builds a sandbox. Goes straight to the variant's emscripten factory with the runtime's
+ * precompiled module (instantiated synchronously, with none of the per-instance dynamic
+ * `import()` and promise hops of the library's `newQuickJSWASMModuleFromVariant`), over
+ * a fresh `WebAssembly.Memory` whose maximum is the run's memory cap.
+ */
+async function createSandbox(parts: SandboxParts, options: ResolvedOptions): Promise<QuickJsSandbox> {
+  const memory = new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: options.memoryMb * PAGES_PER_MB })
+  const precompiled = parts.wasmModule
+  const moduleOptions: EmscriptenModuleLoaderOptions & Record<string, unknown> = {
+    wasmMemory: memory,
+    print: silentPrint,
+    printErr: silentPrint,
+    ...(precompiled === undefined
+      ? {}
+      : {
+          instantiateWasm(imports: WebAssembly.Imports, onSuccess: (instance: WebAssembly.Instance) => void): WebAssembly.Exports {
+            const instance = new WebAssembly.Instance(precompiled, imports)
+            onSuccess(instance)
+            return instance.exports
+          },
+        }),
+  }
+  const emscripten = await parts.loader(moduleOptions)
+  ;(emscripten as { type?: string }).type = 'sync'
+  const quickjs = new QuickJSWASMModule(emscripten, new parts.Ffi(emscripten))
+  const runtime = quickjs.newRuntime()
+  let sandbox: QuickJsSandbox | undefined
+  try {
+    runtime.setMaxStackSize(MAX_STACK_BYTES)
+    runtime.setMemoryLimit(Math.max(8 * 1024 * 1024, options.memoryMb * 1024 * 1024 - MEMORY_HEADROOM_BYTES))
+    runtime.setInterruptHandler(() => sandbox?.hostInterrupt() ?? false)
+    const ctx = runtime.newContext()
+    const box = new QuickJsSandbox(runtime, ctx)
+    sandbox = box
+    const post = box.own(ctx.newFunction('post', (json) => {
+      if (ctx.typeof(json) === 'string') box.hostPost(ctx.getString(json))
+    }))
+    const timer = box.own(ctx.newFunction('timer', (id, delay) => {
+      const ok = ctx.typeof(id) === 'number' && ctx.typeof(delay) === 'number' && box.hostTimer(ctx.getNumber(id), ctx.getNumber(delay))
+      return ok ? ctx.true : ctx.false
+    }))
+    // The bundle, then its `install(post, timer)`: the bootstrap's set-up, before any
+    // program exists. The program arrives later, in the run's `start` message.
+    const exports = ctx.evalCode(SANDBOX_SOURCE, 'toolyard-sandbox.js')
+    if (exports.error !== undefined) throw sandboxError(ctx, exports.error, 'the sandbox bundle failed')
+    const install = box.own(ctx.getProp(exports.value, 'install'))
+    exports.value.dispose()
+    const installed = ctx.callFunction(install, ctx.undefined, post, timer)
+    if (installed.error !== undefined) throw sandboxError(ctx, installed.error, 'the sandbox bootstrap failed')
+    box.deliver = box.own(ctx.getProp(installed.value, 'deliver'))
+    box.fire = box.own(ctx.getProp(installed.value, 'fire'))
+    installed.value.dispose()
+    return box
+  } catch (error) {
+    if (sandbox !== undefined) sandbox.dispose()
+    else {
+      try {
+        runtime.dispose()
+      } catch {
+        // See QuickJsSandbox.dispose.
+      }
+    }
+    throw error
   }
 }
 
@@ -162,11 +360,11 @@ const isOutOfMemory = (name: unknown, message: unknown) => name === 'InternalErr
  */
 class QuickJsRun {
   readonly session: CodeRunSession
-  /** Resolves once the VM and everything the run owns on the host are freed. */
+  /** Resolves once the run has let go of its VM (released whole, see QuickJsSandbox.release) and cleared its host timers. */
   readonly finished: Promise<void>
 
   readonly #options: ResolvedOptions
-  readonly #loadModule: () => Promise<WebAssembly.Module | undefined>
+  readonly #acquire: () => Promise<QuickJsSandbox>
   readonly #listeners: WireListener[] = []
   readonly #inbox: Array<{ readonly kind: 'message'; readonly json: string } | { readonly kind: 'timer'; readonly id: number }> = []
   readonly #timers = new Map<number, ReturnType<typeof setTimeout>>()
@@ -176,12 +374,12 @@ class QuickJsRun {
   #interrupts = 0
   #segmentStart = 0
   #startedAt = 0
-  /** Set when the wasm instance trapped: it must not be touched again, not even to free it. */
-  #crashed = false
+  /** The run's VM, once acquired. */
+  #sandbox: QuickJsSandbox | undefined
 
-  constructor(run: ReturnType<typeof prepareRun> & { ok: true }, program: string, options: ResolvedOptions, loadModule: () => Promise<WebAssembly.Module | undefined>) {
+  constructor(run: ReturnType<typeof prepareRun> & { ok: true }, program: string, options: ResolvedOptions, acquire: () => Promise<QuickJsSandbox>) {
     this.#options = options
-    this.#loadModule = loadModule
+    this.#acquire = acquire
     const endpoint: WireEndpoint = {
       postMessage: (message) => {
         this.#inbox.push({ kind: 'message', json: JSON.stringify(message) })
@@ -304,7 +502,7 @@ class QuickJsRun {
       // A wasm trap or an emscripten abort: the instance is unusable.
       this.#busyMs += performance.now() - this.#segmentStart
       this.#segmentStart = 0
-      this.#crashed = true
+      if (this.#sandbox !== undefined) this.#sandbox.crashed = true
       this.session.fail('worker-exit', `the QuickJS sandbox crashed: ${toErrorData(thrown).message}`)
       return
     }
@@ -329,71 +527,37 @@ class QuickJsRun {
     else this.session.fail('worker-exit', `the QuickJS sandbox failed: ${typeof name === 'string' ? name : 'Error'}: ${typeof message === 'string' ? message : 'unknown error'}`)
   }
 
+  /** Whether the run obtained a sandbox (the runtime pre-builds the next one only when building works). */
+  get createdSandbox(): boolean {
+    return this.#sandbox !== undefined
+  }
+
   async #drive(): Promise<void> {
-    let rt: QuickJSRuntime | undefined
-    let ctx: QuickJSContext | undefined
-    const handles: QuickJSHandle[] = []
     try {
       if (this.#terminated) return
-      let memory: WebAssembly.Memory
-      let wasmModule: WebAssembly.Module | undefined
+      let sandbox: QuickJsSandbox
       try {
-        memory = new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: this.#options.memoryMb * PAGES_PER_MB })
-        wasmModule = await this.#loadModule()
+        sandbox = await this.#acquire()
       } catch (error) {
         this.session.fail('worker-exit', `the QuickJS sandbox could not be created: ${toErrorData(error).message}`)
         return
       }
+      this.#sandbox = sandbox
       if (this.#terminated) return
-      const variant = newVariant(this.#options.variant, {
-        ...(wasmModule === undefined ? {} : { wasmModule }),
-        wasmMemory: memory,
-        emscriptenModule: silentEmscripten,
+      const attached = sandbox.attach({
+        post: (json) => this.#fromSandbox(json),
+        timer: (id, delay) => this.#setTimer(id, delay),
+        interrupt: () => this.#interrupt(),
       })
-      let quickjs: Awaited<ReturnType<typeof newQuickJSWASMModuleFromVariant>>
-      try {
-        quickjs = await newQuickJSWASMModuleFromVariant(variant)
-      } catch (error) {
-        this.session.fail('worker-exit', `the QuickJS sandbox could not be created: ${toErrorData(error).message}`)
+      const rt = sandbox.runtime
+      const context = sandbox.context
+      const deliver = sandbox.deliver
+      const fire = sandbox.fire
+      if (!attached || deliver === undefined || fire === undefined) {
+        // Unreachable by construction; a sandbox is never shared between runs.
+        this.session.fail('worker-exit', 'the QuickJS sandbox could not be created: it was not fresh')
         return
       }
-      if (this.#terminated) return
-      rt = quickjs.newRuntime()
-      rt.setMaxStackSize(MAX_STACK_BYTES)
-      rt.setMemoryLimit(Math.max(8 * 1024 * 1024, this.#options.memoryMb * 1024 * 1024 - MEMORY_HEADROOM_BYTES))
-      rt.setInterruptHandler(() => this.#interrupt())
-      const context = rt.newContext()
-      ctx = context
-
-      const post = context.newFunction('post', (json) => {
-        if (context.typeof(json) === 'string') this.#fromSandbox(context.getString(json))
-      })
-      const timer = context.newFunction('timer', (id, delay) => {
-        const ok = context.typeof(id) === 'number' && context.typeof(delay) === 'number' && this.#setTimer(context.getNumber(id), context.getNumber(delay))
-        return ok ? context.true : context.false
-      })
-      handles.push(post, timer)
-      let api: QuickJSHandle | undefined
-      this.#enter(context, () => {
-        const exports = context.evalCode(SANDBOX_SOURCE, 'toolyard-sandbox.js')
-        if (exports.error !== undefined) return exports
-        const install = context.getProp(exports.value, 'install')
-        exports.value.dispose()
-        const installed = context.callFunction(install, context.undefined, post, timer)
-        install.dispose()
-        if (installed.error !== undefined) return installed
-        api = installed.value
-        return {}
-      })
-      if (api === undefined) return
-      // The sandbox's own set-up is the host's overhead, not the program's: charge from here.
-      this.#busyMs = 0
-      this.#interrupts = 0
-      const deliver = context.getProp(api, 'deliver')
-      const fire = context.getProp(api, 'fire')
-      api.dispose()
-      handles.push(deliver, fire)
-
       while (!this.#terminated) {
         const next = this.#inbox.shift()
         if (next !== undefined) {
@@ -408,9 +572,8 @@ class QuickJsRun {
           continue
         }
         if (rt.hasPendingJob()) {
-          const runtime = rt
           this.#enter(context, () => {
-            const jobs = runtime.executePendingJobs()
+            const jobs = rt.executePendingJobs()
             return jobs.error === undefined ? { dispose: () => jobs.dispose() } : { error: jobs.error }
           })
           continue
@@ -423,16 +586,7 @@ class QuickJsRun {
       for (const id of this.#timers.values()) clearTimeout(id)
       this.#timers.clear()
       this.#inbox.length = 0
-      if (!this.#crashed) {
-        try {
-          for (const handle of handles) if (handle.alive) handle.dispose()
-          ctx?.dispose()
-          rt?.dispose()
-        } catch {
-          // A VM that failed mid-operation may refuse clean-up; its whole wasm instance
-          // and memory are private to this run and are reclaimed with it.
-        }
-      }
+      this.#sandbox?.release()
     }
   }
 }
@@ -455,27 +609,93 @@ class QuickJsRun {
  * })
  * ```
  */
-export function createQuickJsRuntime(options: QuickJsRuntimeOptions = {}): CodeRuntime {
+export function createQuickJsRuntime(options: QuickJsRuntimeOptions = {}): QuickJsCodeRuntime {
   const resolved = readOptions(options)
   const runs = new Set<QuickJsRun>()
   let disposed = false
-  let modulePromise: Promise<WebAssembly.Module> | undefined
-  const source = resolved.wasmModule
-  const loadModule = async (): Promise<WebAssembly.Module | undefined> => {
-    if (source === undefined) return undefined
-    if (source instanceof WebAssembly.Module) return source
-    modulePromise ??= Promise.resolve()
-      .then(source)
-      .then((module) => {
-        if (!(module instanceof WebAssembly.Module)) throw new TypeError('options.wasmModule() did not return a WebAssembly.Module')
-        return module
-      })
-    try {
-      return await modulePromise
-    } catch (error) {
-      modulePromise = undefined
-      throw error
+
+  // Everything a sandbox is built from, resolved once (retried after a failure): the
+  // variant's dynamic imports and the caller's wasm loader are not per-run work.
+  let partsPromise: Promise<SandboxParts> | undefined
+  let partsLoaded = false
+  const loadParts = (): Promise<SandboxParts> => {
+    partsPromise ??= (async (): Promise<SandboxParts> => {
+      const source = resolved.wasmModule
+      const [loader, Ffi, wasmModule] = await Promise.all([
+        resolved.variant.importModuleLoader().then(unwrapLoader),
+        resolved.variant.importFFI(),
+        source === undefined || source instanceof WebAssembly.Module
+          ? source
+          : Promise.resolve()
+              .then(source)
+              .then((module) => {
+                if (!(module instanceof WebAssembly.Module)) throw new TypeError('options.wasmModule() did not return a WebAssembly.Module')
+                return module
+              }),
+      ])
+      partsLoaded = true
+      return { loader, Ffi, wasmModule }
+    })()
+    const attempt = partsPromise
+    attempt.catch(() => {
+      if (partsPromise === attempt) partsPromise = undefined
+    })
+    return attempt
+  }
+  const build = async (): Promise<QuickJsSandbox> => createSandbox(await loadParts(), resolved)
+
+  // At most one sandbox built ahead of its run, kept as a plain value (`ready`) and taken
+  // synchronously. A run that finds the build still in flight joins it only when it can
+  // wait on nothing but the build itself (the parts were loaded when it started: then it
+  // awaits at most the variant's own module look-ups). A build that also awaits the
+  // caller's wasm loader (possibly I/O) is never joined, so that a run never waits on
+  // I/O started by another task (in workerd, by another request, which is not allowed
+  // to wake it); such a run builds its own.
+  let ready: QuickJsSandbox | undefined
+  let building: Promise<void> | undefined
+  let buildingJoinable = false
+  let prewarmTimer: ReturnType<typeof setTimeout> | undefined
+  const take = (): QuickJsSandbox | undefined => {
+    const sandbox = ready
+    ready = undefined
+    return sandbox
+  }
+  const acquire = (): Promise<QuickJsSandbox> => {
+    if (prewarmTimer !== undefined) {
+      // Not started yet: building it now, for this run, costs the same.
+      clearTimeout(prewarmTimer)
+      prewarmTimer = undefined
     }
+    const sandbox = take()
+    if (sandbox !== undefined) return Promise.resolve(sandbox)
+    // Part of it is done already. Two runs may join one build: the second builds its own.
+    if (building !== undefined && buildingJoinable) return building.then(() => take() ?? build())
+    return build()
+  }
+  const prewarm = (): Promise<void> => {
+    if (prewarmTimer !== undefined) {
+      clearTimeout(prewarmTimer)
+      prewarmTimer = undefined
+    }
+    if (disposed || ready !== undefined) return Promise.resolve()
+    if (building === undefined) buildingJoinable = partsLoaded
+    building ??= build().then(
+      (sandbox) => {
+        if (disposed || ready !== undefined) sandbox.dispose()
+        else ready = sandbox
+      },
+      () => {
+        // The next run builds its own and reports the failure.
+      },
+    ).finally(() => {
+      building = undefined
+    })
+    return building
+  }
+  const schedulePrewarm = (): void => {
+    if (!resolved.prewarm || disposed || ready !== undefined || building !== undefined || prewarmTimer !== undefined) return
+    // A timer task, so that the finished run's caller goes first.
+    prewarmTimer = setTimeout(() => void prewarm(), 0)
   }
 
   // The VM computes on the host's thread: an abort cannot be delivered until it yields.
@@ -496,22 +716,31 @@ export function createQuickJsRuntime(options: QuickJsRuntimeOptions = {}): CodeR
         if (!stripped.ok) return failedResult('exception', stripped.message)
         program = stripped.code
       }
-      const run = new QuickJsRun(prepared, program, resolved, loadModule)
+      const run = new QuickJsRun(prepared, program, resolved, acquire)
       // Tracked until quiescent: the VM freed and every binding call it started settled.
       runs.add(run)
       void Promise.all([run.finished, run.session.result.then(() => run.session.bindingsSettled())]).finally(() => runs.delete(run))
       const result = await run.session.result
       await run.finished
+      if (run.createdSandbox) schedulePrewarm()
       return result
     },
+    prewarm,
     async dispose(): Promise<void> {
       disposed = true
+      if (prewarmTimer !== undefined) clearTimeout(prewarmTimer)
+      prewarmTimer = undefined
       const active = [...runs]
       for (const run of active) run.session.fail('abort', 'the runtime was disposed')
-      await Promise.all(active.map(async (run) => {
-        await run.finished
-        await run.session.bindingsSettled()
-      }))
+      await Promise.all([
+        building,
+        ...active.map(async (run) => {
+          await run.finished
+          await run.session.bindingsSettled()
+        }),
+      ])
+      ready?.dispose()
+      ready = undefined
     },
   })
 }

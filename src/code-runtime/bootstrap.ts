@@ -15,8 +15,8 @@
  */
 import type { CodeLogLevel } from './contract.js'
 import { ToolCallError } from '../errors.js'
-import { renderValue, utf8Length } from './render.js'
-import { PROGRAM_SOURCE_URL } from './wire.js'
+import { measureValueBytes, renderValue, utf8Length } from './render.js'
+import { MAX_ERROR_TEXT, PROGRAM_SOURCE_URL } from './wire.js'
 import type { WireEndpoint, WireErrorData, WireNamespace } from './wire.js'
 
 /** What a platform may add to the bootstrap. */
@@ -99,17 +99,69 @@ function remapStack(stack: string): string {
   })
 }
 
-/** Reads a thrown value into wire error data; runs program getters only here, inside the sandbox. */
-function errorData(error: unknown): WireErrorData {
-  if (typeof error === 'object' && error !== null) {
-    const message = readString(error, 'message')
-    if (message !== undefined || error instanceof Error) {
-      const name = readString(error, 'name') ?? 'Error'
-      const stack = readString(error, 'stack')
-      return { name, message: message ?? '', ...(stack === undefined ? {} : { stack: remapStack(stack) }) }
-    }
+// Captured when the sandbox script loads, before any program exists.
+const objectCreate = Object.create
+const objectKeys = Object.keys
+
+/** Cuts a text to the host's limit here, so a 100 MB message is never copied to the host only to be cut there. */
+function cut(text: string): string {
+  return text.length > MAX_ERROR_TEXT ? `${text.slice(0, MAX_ERROR_TEXT)}…` : text
+}
+
+function isError(value: object): boolean {
+  try {
+    return value instanceof Error
+  } catch {
+    // A proxy whose getPrototypeOf trap throws (or a revoked proxy).
+    return false
   }
-  return { name: 'Error', message: `Uncaught ${renderValue(error, { maxLength: 2_000, rawTopLevelString: false })}` }
+}
+
+/**
+ * Reads a thrown value into wire error data; runs program getters only here, inside
+ * the sandbox. Never throws: a thrown proxy with throwing traps, a revoked proxy or a
+ * throwing `stack` getter still yields error data, so the run always reports `done`.
+ */
+function errorData(error: unknown): WireErrorData {
+  try {
+    if (typeof error === 'object' && error !== null) {
+      const message = readString(error, 'message')
+      if (message !== undefined || isError(error)) {
+        const name = readString(error, 'name') ?? 'Error'
+        const stack = readString(error, 'stack')
+        const data = nullRecord()
+        data.name = cut(name)
+        data.message = cut(message ?? '')
+        if (stack !== undefined) data.stack = cut(remapStack(cut(stack)))
+        return data as unknown as WireErrorData
+      }
+    }
+    return plainError(`Uncaught ${renderValue(error, { maxLength: 2_000, rawTopLevelString: false })}`)
+  } catch {
+    return plainError('Uncaught exception (the thrown value could not be read)')
+  }
+}
+
+function plainError(message: string): WireErrorData {
+  const data = nullRecord()
+  data.name = 'Error'
+  data.message = message
+  return data as unknown as WireErrorData
+}
+
+/**
+ * Message envelopes have a null prototype: a sandbox that serializes messages as JSON
+ * (QuickJS) then never consults a polluted `Object.prototype.toJSON` for them, and a
+ * structured clone arrives as a plain object all the same.
+ */
+function nullRecord(): Record<string, unknown> {
+  return objectCreate(null) as Record<string, unknown>
+}
+
+function envelope(fields: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  const out = nullRecord()
+  for (const key of objectKeys(fields)) out[key] = fields[key]
+  return out
 }
 
 /**
@@ -124,6 +176,13 @@ export function startBootstrap(endpoint: WireEndpoint, options: BootstrapOptions
   const defineProperty = Object.defineProperty
   const createNull = () => Object.create(null) as Record<string, unknown>
   const PromiseCtor = Promise
+  // The bootstrap's own promise plumbing calls the captured `then`: a program replacing
+  // `Promise.prototype.then` (or `.constructor`) cannot swallow the run's outcome.
+  const promiseThen = Promise.prototype.then
+  const apply = Reflect.apply
+  const thenOf = (promise: Promise<unknown>, onValue: (value: unknown) => void, onError: (error: unknown) => void): void => {
+    apply(promiseThen, promise, [onValue, onError])
+  }
   const setTimer = globalThis.setTimeout.bind(globalThis)
   const flush = options.flush
   const pending = new Map<number, Pending>()
@@ -135,33 +194,52 @@ export function startBootstrap(endpoint: WireEndpoint, options: BootstrapOptions
   let nextId = 1
   let logBytes = 0
   let logLimit = Number.POSITIVE_INFINITY
+  let valueLimit = Number.POSITIVE_INFINITY
 
   const finish = (outcome: { readonly value?: unknown } | { readonly error: unknown }): void => {
     if (finished) return
     finished = true
-    const send = () => {
+    const report = () => {
       if ('error' in outcome) {
-        post({ type: 'done', error: errorData(outcome.error) })
+        post(envelope({ type: 'done', error: errorData(outcome.error) }))
         return
       }
       const value = outcome.value
       if (value === undefined) {
-        post({ type: 'done' })
+        post(envelope({ type: 'done' }))
+        return
+      }
+      // An oversized value is rendered here, within the cap, instead of being copied
+      // whole to the host (500 MB of typed array, ten million elements) only to be cut there.
+      if (measureValueBytes(value, valueLimit) > valueLimit) {
+        post(envelope({ type: 'done', value: renderValue(value, { maxLength: valueLimit + 1, maxDepth: 32 }), rendered: true, oversized: true }))
         return
       }
       try {
-        post({ type: 'done', value })
+        post(envelope({ type: 'done', value }))
       } catch {
-        post({ type: 'done', value: renderValue(value, { maxLength: 1_000_000 }), rendered: true })
+        post(envelope({ type: 'done', value: renderValue(value, { maxLength: 1_000_000 }), rendered: true }))
+      }
+    }
+    // Whatever the program did to this realm, the host hears exactly one `done`.
+    const send = () => {
+      try {
+        report()
+      } catch (error) {
+        try {
+          post(envelope({ type: 'done', error: plainError(`the run's outcome could not be reported (${readString(error as object, 'message') ?? 'unknown error'})`) }))
+        } catch {
+          // Nothing left to try: the host's wall-clock budget settles the run.
+        }
       }
     }
     if (flush === undefined) send()
     else {
       const bounded = new PromiseCtor<void>((resolve) => {
         setTimer(resolve, FLUSH_LIMIT_MS)
-        flush().then(resolve, resolve)
+        thenOf(flush(), () => resolve(), () => resolve())
       })
-      bounded.then(send, send)
+      thenOf(bounded, send, send)
     }
   }
 
@@ -170,7 +248,7 @@ export function startBootstrap(endpoint: WireEndpoint, options: BootstrapOptions
     const text = formatArgs(args, Math.max(1, Math.min(logLimit - logBytes + 1, 1_000_000)))
     logBytes += utf8Length(text) + 1
     try {
-      post({ type: 'log', source: 'console', level, text })
+      post(envelope({ type: 'log', source: 'console', level, text }))
     } catch {
       // Unreachable for strings; kept so console calls never throw into the program.
     }
@@ -201,7 +279,7 @@ export function startBootstrap(endpoint: WireEndpoint, options: BootstrapOptions
         const id = nextId++
         pendingSet(id, { resolve, reject })
         try {
-          post({ type: 'call', id, global, name, args })
+          post(envelope({ type: 'call', id, global, name, args }))
         } catch (error) {
           pendingDelete(id)
           const why = readString(error as object, 'message') ?? 'not structured-cloneable'
@@ -225,8 +303,9 @@ export function startBootstrap(endpoint: WireEndpoint, options: BootstrapOptions
     defineProperty(globalThis, 'ToolCallError', { value: ToolCallError, writable: true, configurable: true, enumerable: false })
   }
 
-  const run = (program: string, namespaces: readonly WireNamespace[], maxLogBytes: number) => {
+  const run = (program: string, namespaces: readonly WireNamespace[], maxLogBytes: number, maxValueBytes: number) => {
     logLimit = maxLogBytes
+    valueLimit = maxValueBytes
     let fn: () => Promise<unknown>
     try {
       installGlobals(namespaces)
@@ -242,7 +321,9 @@ export function startBootstrap(endpoint: WireEndpoint, options: BootstrapOptions
       finish({ error })
       return
     }
-    PromiseCtor.resolve(result).then(
+    // An AsyncFunction always returns a native promise: no thenable lookup, no species.
+    thenOf(
+      result,
       (value) => finish({ value }),
       (error: unknown) => finish({ error }),
     )
@@ -255,7 +336,8 @@ export function startBootstrap(endpoint: WireEndpoint, options: BootstrapOptions
       started = true
       const namespaces = Array.isArray(data.namespaces) ? (data.namespaces as WireNamespace[]) : []
       const limit = typeof data.maxLogBytes === 'number' ? data.maxLogBytes : Number.POSITIVE_INFINITY
-      run(typeof data.program === 'string' ? data.program : '', namespaces, limit)
+      const valueCap = typeof data.maxValueBytes === 'number' ? data.maxValueBytes : Number.POSITIVE_INFINITY
+      run(typeof data.program === 'string' ? data.program : '', namespaces, limit, valueCap)
       return
     }
     if (data.type === 'reply' && typeof data.id === 'number') {
@@ -270,7 +352,7 @@ export function startBootstrap(endpoint: WireEndpoint, options: BootstrapOptions
     }
   })
   endpoint.start?.()
-  post({ type: 'ready' })
+  post(envelope({ type: 'ready' }))
 
   return {
     reportUncaught(error: unknown) {

@@ -24,6 +24,14 @@ import type { HostMessage, WireEndpoint, WireErrorData, WireListener, WireNamesp
 /** How often the busy-time meter is read. Internal on purpose: nothing a deployment could mis-tune into a bypass. */
 export const METER_POLL_MS = 10
 
+/**
+ * Binding calls one run may have unsettled at once. Every call the host accepts holds
+ * host memory (its arguments, its queue slot) until it settles, and a program can post
+ * calls far faster than tools finish them: without a ceiling, a loop of un-awaited calls
+ * grows the HOST's heap until it dies. Ten thousand concurrent calls stay well inside it.
+ */
+export const MAX_INFLIGHT_CALLS = 50_000
+
 /** A request checked and snapshotted at `run()` time (host mutations later change nothing). */
 export interface PreparedRun {
   readonly program: string
@@ -175,7 +183,13 @@ export class CodeRunSession {
       this.#meterBase = meter()
       this.#meterTimer = setInterval(() => this.#checkCompute(), Math.min(METER_POLL_MS, this.#limits.computeMs))
     }
-    const start: HostMessage = { type: 'start', program: this.#program, namespaces: this.#run.namespaces, maxLogBytes: this.#limits.maxLogBytes }
+    const start: HostMessage = {
+      type: 'start',
+      program: this.#program,
+      namespaces: this.#run.namespaces,
+      maxLogBytes: this.#limits.maxLogBytes,
+      maxValueBytes: this.#limits.maxValueBytes,
+    }
     try {
       endpoint.postMessage(start)
     } catch (error) {
@@ -226,7 +240,11 @@ export class CodeRunSession {
         return
       case 'done':
         if ('error' in message) this.#settle(undefined, { kind: 'exception', message: formatProgramError(message.error) })
-        else {
+        else if (message.oversized === true) {
+          // The sandbox measured the value over the cap and sent its rendering: mark it as
+          // the host would have (the claim is not trusted for anything else).
+          this.#settle({ value: message.value }, undefined, true)
+        } else {
           if (message.rendered === true) {
             this.#addLog({
               source: 'console',
@@ -254,6 +272,13 @@ export class CodeRunSession {
     // Ids increase strictly: a replayed or duplicate id is dropped, never dispatched twice.
     if (id <= this.#lastCallId) return
     this.#lastCallId = id
+    if (this.#inflight.size >= MAX_INFLIGHT_CALLS) {
+      this.fail(
+        'exception',
+        `the program had more than ${MAX_INFLIGHT_CALLS} binding calls in flight at once; await calls (or batch them) instead of starting them all`,
+      )
+      return
+    }
     const fn = this.#run.functions.get(global)?.get(name)
     if (fn === undefined) {
       this.#reply({ type: 'reply', id, ok: false, message: `unknown binding ${global}[${JSON.stringify(name)}]` })
@@ -300,14 +325,15 @@ export class CodeRunSession {
     }
   }
 
-  #cappedValue(value: unknown): unknown {
+  #cappedValue(value: unknown, oversized: boolean): unknown {
     const max = this.#limits.maxValueBytes
-    if (measureValueBytes(value, max) <= max) return value
+    if (!oversized && measureValueBytes(value, max) <= max) return value
+    if (oversized && typeof value === 'string') return `${utf8Prefix(value, max)}… [value truncated: larger than maxValueBytes of ${max} bytes]`
     const text = renderValue(value, { maxLength: max + 1, maxDepth: 32 })
     return `${utf8Prefix(text, max)}… [value truncated: larger than maxValueBytes of ${max} bytes]`
   }
 
-  #settle(outcome: { readonly value: unknown } | undefined, error: CodeRunFailure | undefined): void {
+  #settle(outcome: { readonly value: unknown } | undefined, error: CodeRunFailure | undefined, oversized = false): void {
     if (this.#settled) return
     // Collect platform output first, while the log is still open.
     try {
@@ -327,7 +353,7 @@ export class CodeRunSession {
     } catch {
       // Termination failures surface as the platform's exit events; the outcome stands.
     }
-    const value = outcome === undefined || outcome.value === undefined ? undefined : this.#cappedValue(outcome.value)
+    const value = outcome === undefined || outcome.value === undefined ? undefined : this.#cappedValue(outcome.value, oversized)
     const result: CodeRunResult = {
       ...(value === undefined ? {} : { value }),
       logs: Object.freeze([...this.#logs]),

@@ -126,6 +126,26 @@ function errorText(value: Error): string {
 }
 
 /**
+ * The keys an object renders: for an array, its indices up to `maxItems` (plus its other
+ * own keys when it is that short), so a 10-million-element array costs `maxItems` steps,
+ * not an enumeration of every index; for anything else, its own enumerable string keys
+ * (`Object.keys`: several times cheaper than `Reflect.ownKeys` on large dictionaries,
+ * and symbols and non-enumerables are never shown anyway).
+ */
+function renderKeys(obj: object, isArray: boolean, maxItems: number): string[] {
+  if (!isArray) return Object.keys(obj)
+  const length = (obj as unknown[]).length
+  const keys: string[] = []
+  for (let i = 0; i < length && i <= maxItems; i++) keys.push(String(i))
+  if (length <= maxItems) for (const key of Object.keys(obj)) if (!isIndex(key)) keys.push(key)
+  return keys
+}
+
+function isIndex(key: string): boolean {
+  return /^(0|[1-9]\d*)$/.test(key)
+}
+
+/**
  * Renders any value as readable text, `util.inspect`-like, without recursion (an
  * explicit work stack), without invoking getters, `toString`, `toJSON` or proxies'
  * `get` traps, bounded in depth, item count and total length. Never throws.
@@ -221,19 +241,17 @@ function renderObject(obj: object, depth: number, maxDepth: number, maxItems: nu
     prefix = isArray ? '' : name !== undefined ? `${name} ` : ''
     open = isArray ? '[' : '{'
     close = isArray ? ']' : '}'
-    const keys = Reflect.ownKeys(obj)
+    const keys = renderKeys(obj, isArray, maxItems)
     let count = 0
-    const total = isArray ? keys.length - 1 : keys.length
+    const total = isArray ? (obj as unknown[]).length : keys.length
     for (const key of keys) {
-      if (typeof key !== 'string') continue
-      if (isArray && key === 'length') continue
       const desc = describeOwn(obj, key)
       if (desc === undefined || desc.enumerable !== true) continue
       if (count === maxItems) {
         children.push({ text: `… ${total - count} more items` })
         break
       }
-      const showKey = isArray && /^(0|[1-9]\d*)$/.test(key) ? undefined : key
+      const showKey = isArray && isIndex(key) ? undefined : key
       if ('value' in desc) children.push(showKey === undefined ? { value: desc.value, depth: depth + 1 } : { value: desc.value, depth: depth + 1, key: showKey })
       else {
         const kind = desc.get && desc.set ? '[Getter/Setter]' : desc.get ? '[Getter]' : '[Setter]'
@@ -312,8 +330,10 @@ export function measureValueBytes(value: unknown, limit: number): number {
       } else {
         total += 2
         const isArray = Array.isArray(obj)
-        for (const key of Reflect.ownKeys(obj)) {
-          if (typeof key !== 'string' || (isArray && key === 'length')) continue
+        // Every element costs at least one byte: a longer array is over the limit without
+        // enumerating its indices (a host-side O(n) walk a program could aim at the host).
+        if (isArray && (obj as unknown[]).length > limit) return limit + 1
+        for (const key of Object.keys(obj)) {
           const desc = describeOwn(obj, key)
           if (desc === undefined || !('value' in desc)) continue
           total += isArray ? 1 : utf8Length(key) + 4

@@ -46,6 +46,11 @@ export interface WireStartMessage {
   readonly namespaces: readonly WireNamespace[]
   /** A courtesy hint: the sandbox stops sending console lines past it (the host enforces it anyway). */
   readonly maxLogBytes: number
+  /**
+   * A courtesy hint: a completion value measured larger than this is sent as its text
+   * rendering (`rendered` + `oversized`) instead of whole (the host caps it anyway).
+   */
+  readonly maxValueBytes: number
 }
 
 /** Host → sandbox: a binding call resolved. */
@@ -100,10 +105,11 @@ export interface WireErrorData {
 /**
  * Sandbox → host: the program finished. Either `value` (absent for `undefined`;
  * `rendered: true` when the value was not structured-cloneable and this is its text
- * rendering) or `error`.
+ * rendering; `rendered` and `oversized: true` when it was larger than `maxValueBytes`
+ * and this is its rendering, cut) or `error`.
  */
 export type WireDoneMessage =
-  | { readonly type: 'done'; readonly value?: unknown; readonly rendered?: true }
+  | { readonly type: 'done'; readonly value?: unknown; readonly rendered?: true; readonly oversized?: true }
   | { readonly type: 'done'; readonly error: WireErrorData }
 
 /** Every message the sandbox may send. */
@@ -193,14 +199,21 @@ export function parseWorkerMessage(data: unknown): ParsedWorkerMessage {
           message: { type, error: { name: cut(name), message: cut(message), ...(stack === undefined ? {} : { stack: cut(stack) }) } },
         }
       }
-      if (!exactKeys(data, ['type'], ['value', 'rendered'])) return reject('malformed done')
+      if (!exactKeys(data, ['type'], ['value', 'rendered', 'oversized'])) return reject('malformed done')
       const rendered = own(data, 'rendered')
+      const oversized = own(data, 'oversized')
       if (rendered !== undefined && rendered !== true) return reject('done rendered must be true')
+      if (oversized !== undefined && (oversized !== true || rendered !== true)) return reject('done oversized must be true and come with rendered')
       const value = own(data, 'value')
       if (rendered === true && typeof value !== 'string') return reject('a rendered value must be a string')
       return {
         ok: true,
-        message: { type, ...(value === undefined ? {} : { value }), ...(rendered === true ? { rendered: true as const } : {}) },
+        message: {
+          type,
+          ...(value === undefined ? {} : { value }),
+          ...(rendered === true ? { rendered: true as const } : {}),
+          ...(oversized === true ? { oversized: true as const } : {}),
+        },
       }
     }
     default:

@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { afterAll, describe, expect, it } from 'vitest'
+import defaultVariant from '@jitl/quickjs-wasmfile-release-sync'
+import type { EmscriptenModuleLoader, QuickJSEmscriptenModule, QuickJSSyncVariant } from 'quickjs-emscripten-core'
 import { createQuickJsRuntime } from '../../../platforms/quickjs/index.js'
 import type { CodeBindingFunction, CodeBindingNamespace, CodeLogEntry, CodeRuntime } from '../../../src/code-runtime/contract.js'
 import { ToolCallError, ToolError } from '../../../src/errors.js'
@@ -47,6 +49,7 @@ describe('createQuickJsRuntime: descriptors and options', () => {
     [{ memoryMb: 4096 }, /memoryMb/],
     [{ wasmModule: 'quickjs.wasm' }, /wasmModule/],
     [{ variant: { type: 'asyncify' } }, /variant/],
+    [{ prewarm: 'yes' }, /prewarm/],
     [{ computMs: 10 }, /unknown option "computMs"/],
   ])('rejects %j with INVALID_OPTIONS', (options, pattern) => {
     let caught: unknown
@@ -447,5 +450,176 @@ describe('createQuickJsRuntime: dispose', () => {
     const after = await r.run({ program: 'return 1', bindings: [] })
     expect(after.error?.kind).toBe('abort')
     await r.dispose()
+  })
+})
+
+/**
+ * The default variant, counting the wasm instances (sandboxes) built from it; while
+ * `hold(promise)` is in force, each build waits for that promise before instantiating.
+ */
+function countingVariant(): { readonly variant: QuickJSSyncVariant; builds: () => number; hold: (gate: Promise<void> | undefined) => void } {
+  let builds = 0
+  let held: Promise<void> | undefined
+  // The package's CJS typings make the default import its namespace under NodeNext.
+  const base = defaultVariant as unknown as QuickJSSyncVariant
+  const variant: QuickJSSyncVariant = {
+    type: 'sync',
+    importFFI: () => base.importFFI(),
+    importModuleLoader: async () => {
+      const imported = (await base.importModuleLoader()) as unknown
+      const loader = (typeof imported === 'function' ? imported : (imported as { default: unknown }).default) as EmscriptenModuleLoader<QuickJSEmscriptenModule>
+      return async (options) => {
+        builds++
+        if (held !== undefined) await held
+        return loader(options)
+      }
+    },
+  }
+  return { variant, builds: () => builds, hold: (gate) => {
+    held = gate
+  } }
+}
+
+describe('createQuickJsRuntime: prewarm (the next run\'s sandbox built in the background)', () => {
+  it('builds the next sandbox after a run, and the run that takes it sees nothing of the previous one', async () => {
+    const { variant, builds } = countingVariant()
+    const r = make({ variant })
+    const first = await r.run({ program: 'globalThis.leak = 1; Object.prototype.polluted = 2; Array.prototype.evil = 3; console.log = () => {}; return 1', bindings: [] })
+    expect(first.value).toBe(1)
+    expect(builds()).toBe(1)
+    await sleep(200)
+    expect(builds()).toBe(2)
+    const second = await r.run({ program: 'console.log("ok"); return [typeof leak, typeof ({}).polluted, typeof [].evil, typeof setTimeout, typeof tools.echo]', bindings: [ns({ echo: async (a) => a })] })
+    // The prebuilt sandbox served this run: no build on its path.
+    expect(builds()).toBe(2)
+    expect(second.value).toEqual(['undefined', 'undefined', 'undefined', 'function', 'function'])
+    expect(second.logs.map((l) => l.text)).toEqual(['ok'])
+    await sleep(200)
+    expect(builds()).toBe(3)
+  })
+
+  it('a prebuilt sandbox has its own budgets: a hot loop still dies at the compute budget, the next run is fine', async () => {
+    const r = make({ computeMs: 150 })
+    await r.run({ program: 'return 0', bindings: [] })
+    await sleep(200)
+    const spin = await r.run({ program: 'while (true) {}', bindings: [] })
+    expect(spin.error?.kind).toBe('timeout')
+    expect(spin.error?.message).toMatch(/computeMs|compute budget/)
+    await sleep(200)
+    expect((await r.run({ program: 'return 2', bindings: [] })).value).toBe(2)
+  })
+
+  it('prewarm: false builds one sandbox per run, on demand', async () => {
+    const { variant, builds } = countingVariant()
+    const r = make({ variant, prewarm: false })
+    await r.run({ program: 'return 1', bindings: [] })
+    await sleep(200)
+    expect(builds()).toBe(1)
+    await r.run({ program: 'return 1', bindings: [] })
+    expect(builds()).toBe(2)
+  })
+
+  it('a run that does not create a sandbox (a bad wasm loader) schedules no background build', async () => {
+    let loads = 0
+    const r = make({ wasmModule: async () => {
+      loads++
+      throw new Error('no wasm here')
+    } })
+    const result = await r.run({ program: 'return 1', bindings: [] })
+    expect(result.error?.kind).toBe('worker-exit')
+    expect(result.error?.message).toMatch(/could not be created: no wasm here/)
+    await sleep(100)
+    // The failed loader is retried by the next run, not in the background.
+    expect(loads).toBe(1)
+    expect((await r.run({ program: 'return 1', bindings: [] })).error?.kind).toBe('worker-exit')
+    expect(loads).toBe(2)
+  })
+
+  it('dispose() cancels a scheduled build and frees a built one; nothing is built afterwards', async () => {
+    const scheduled = countingVariant()
+    const a = createQuickJsRuntime({ wasmModule, variant: scheduled.variant })
+    await a.run({ program: 'return 1', bindings: [] })
+    await a.dispose()
+    await sleep(100)
+    expect(scheduled.builds()).toBe(1)
+
+    const built = countingVariant()
+    const b = createQuickJsRuntime({ wasmModule, variant: built.variant })
+    await b.run({ program: 'return 1', bindings: [] })
+    await sleep(200)
+    expect(built.builds()).toBe(2)
+    await b.dispose()
+    expect((await b.run({ program: 'return 1', bindings: [] })).error).toEqual({ kind: 'abort', message: 'the runtime was disposed' })
+    await sleep(100)
+    expect(built.builds()).toBe(2)
+  })
+
+  it('prewarm() builds on request (even with prewarm: false), once, and the next run takes it', async () => {
+    const { variant, builds } = countingVariant()
+    const r = createQuickJsRuntime({ wasmModule, variant, prewarm: false })
+    await Promise.all([r.prewarm(), r.prewarm()])
+    expect(builds()).toBe(1)
+    // One is ready: nothing more to build.
+    await r.prewarm()
+    expect(builds()).toBe(1)
+    expect((await r.run({ program: 'return typeof globalThis.tools', bindings: [] })).value).toBe('undefined')
+    expect(builds()).toBe(1)
+    await r.dispose()
+    await r.prewarm()
+    expect(builds()).toBe(1)
+  })
+
+  it('prewarm() never rejects; a failed build is retried and reported by the next run', async () => {
+    const r = createQuickJsRuntime({ wasmModule: async () => {
+      throw new Error('no wasm here')
+    } })
+    runtimes.push(r)
+    await expect(r.prewarm()).resolves.toBeUndefined()
+    const result = await r.run({ program: 'return 1', bindings: [] })
+    expect(result.error).toEqual({ kind: 'worker-exit', message: 'the QuickJS sandbox could not be created: no wasm here' })
+  })
+
+  it('a run that arrives while the background build is under way joins it instead of building another', async () => {
+    const { variant, builds, hold } = countingVariant()
+    const r = make({ variant })
+    await r.run({ program: 'return 1', bindings: [] })
+    let release: () => void = () => undefined
+    hold(new Promise<void>((resolve) => {
+      release = resolve
+    }))
+    await sleep(100)
+    // The background build started and waits on the gate.
+    expect(builds()).toBe(2)
+    const pending = r.run({ program: 'return typeof leak', bindings: [] })
+    await sleep(50)
+    expect(builds()).toBe(2)
+    hold(undefined)
+    release()
+    expect((await pending).value).toBe('undefined')
+    expect(builds()).toBe(2)
+  })
+
+  it('concurrent runs each get their own sandbox, prebuilt or not', async () => {
+    const { variant, builds } = countingVariant()
+    const r = make({ variant })
+    await r.run({ program: 'return 0', bindings: [] })
+    await sleep(200)
+    let open: () => void = () => undefined
+    const gate = new Promise<void>((resolve) => {
+      open = resolve
+    })
+    let arrived = 0
+    const pending = Promise.all([1, 2, 3].map((n) => r.run({
+      program: `globalThis.n = ${n}; await tools.tick(); return globalThis.n`,
+      bindings: [ns({ tick: async () => {
+        arrived++
+        await gate
+      } })],
+    })))
+    while (arrived < 3) await sleep(5)
+    // All three are inside their programs: one took the prebuilt sandbox, two built their own.
+    expect(builds()).toBe(4)
+    open()
+    expect((await pending).map((x) => x.value)).toEqual([1, 2, 3])
   })
 })

@@ -1,0 +1,101 @@
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { build } from 'esbuild'
+import { Miniflare } from 'miniflare'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+
+/**
+ * The next run's sandbox built across requests in workerd (Miniflare, built bundle, real
+ * rules): under `ctx.waitUntil(runtime.prewarm())` after one response, the next request's
+ * run takes it; nothing of the previous program survives in it. The fixture is
+ * test/unit/quickjs/fixtures/prewarm-worker.ts.
+ */
+const require = createRequire(import.meta.url)
+const root = fileURLToPath(new URL('../../..', import.meta.url))
+const WASM = /^@jitl\/quickjs-wasmfile-release-sync\/wasm$/
+
+describe('QuickJS prewarm in workerd (Miniflare, built bundle)', () => {
+  let dir: string
+  let mf: Miniflare | undefined
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'toolyard-quickjs-prewarm-'))
+    await build({
+      absWorkingDir: root,
+      entryPoints: ['test/unit/quickjs/fixtures/prewarm-worker.ts'],
+      outfile: join(dir, 'worker.js'),
+      bundle: true,
+      format: 'esm',
+      platform: 'neutral',
+      conditions: ['workerd', 'worker', 'browser'],
+      mainFields: ['module', 'main'],
+      target: 'es2022',
+      logLevel: 'error',
+      plugins: [{ name: 'wasm-module', setup: (b) => b.onResolve({ filter: WASM }, () => ({ path: './quickjs.wasm', external: true })) }],
+    })
+    copyFileSync(require.resolve('@jitl/quickjs-wasmfile-release-sync/wasm'), join(dir, 'quickjs.wasm'))
+    mf = new Miniflare({
+      modules: true,
+      scriptPath: join(dir, 'worker.js'),
+      modulesRoot: dir,
+      modulesRules: [{ type: 'CompiledWasm', include: ['**/*.wasm'] }],
+      compatibilityDate: '2025-09-01',
+      compatibilityFlags: ['nodejs_compat'],
+    })
+    await mf.ready
+  }, 120_000)
+
+  afterAll(async () => {
+    await mf?.dispose()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  async function get(path: string, program?: string): Promise<{ result: Record<string, unknown>; builds: number }> {
+    const url = new URL(`http://localhost${path}`)
+    if (program !== undefined) url.searchParams.set('program', program)
+    const response = await mf!.dispatchFetch(url)
+    expect(response.status).toBe(200)
+    return (await response.json()) as never
+  }
+
+  async function buildsReach(path: string, count: number): Promise<void> {
+    for (let i = 0; i < 200; i++) {
+      const { builds } = (await get(`${path}?builds=1`)) as unknown as { builds: number }
+      if (builds >= count) return
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+    throw new Error(`${path}: fewer than ${count} builds`)
+  }
+
+  it('a sandbox built under waitUntil after one response serves the next request, fresh', async () => {
+    const first = await get('/waituntil', 'globalThis.leak = 1; Object.prototype.polluted = 2; console.log = () => {}; return 1')
+    expect(first.result.value).toBe(1)
+    expect(first.builds).toBe(1)
+    await buildsReach('/waituntil', 2)
+    const second = await get('/waituntil', 'console.log("ok"); return [typeof leak, typeof ({}).polluted, await tools.echo({ a: 1 })]')
+    // Taken, not built on the request's path.
+    expect(second.builds).toBe(2)
+    expect(second.result.error).toBeUndefined()
+    expect(second.result.value).toEqual(['undefined', 'undefined', { a: 1 }])
+    expect(second.result.logs).toEqual([{ source: 'console', level: 'log', text: 'ok' }])
+  })
+
+  it('a prebuilt sandbox enforces the compute budget in workerd', async () => {
+    const warm = await get('/waituntil', 'return 0')
+    await buildsReach('/waituntil', warm.builds + 1)
+    const spin = await get('/waituntil', 'while (true) {}')
+    expect(spin.builds).toBe(warm.builds + 1)
+    expect(spin.result.error).toEqual({ kind: 'timeout', message: 'compute budget of 500 ms exhausted' })
+    expect((await get('/waituntil', 'return 2')).result.value).toBe(2)
+  })
+
+  it('the timer-based prewarm that workerd drops with a request breaks nothing later', async () => {
+    for (let i = 0; i < 4; i++) {
+      const response = await get('/plain', `return ${i}`)
+      expect(response.result).toMatchObject({ value: i })
+    }
+  })
+})
