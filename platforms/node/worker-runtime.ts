@@ -115,14 +115,18 @@ class WorkerSlot {
       if (parsed.ok && parsed.message.type === 'ready') {
         this.isBooted = true
         port1.off('message', onReady)
+        // Booting keeps the process alive (someone may be awaiting `warm()`); a booted
+        // idle worker does not.
+        if (this.session === undefined) {
+          this.worker.unref()
+          port1.unref()
+        }
         markBooted()
       }
     }
     port1.on('message', onReady)
     this.worker.stdout.setEncoding('utf8')
     this.worker.stderr.setEncoding('utf8')
-    this.worker.stdout.on('data', (chunk: string) => this.#stdio('stdout', chunk))
-    this.worker.stderr.on('data', (chunk: string) => this.#stdio('stderr', chunk))
     this.worker.on('error', (error) => {
       this.#lastError = error
       const session = this.session
@@ -146,15 +150,17 @@ class WorkerSlot {
         resolve()
       })
     })
-    // An idle pre-spawned worker must not keep the host process alive.
-    this.worker.unref()
-    port1.unref()
   }
 
   /** Attaches the run's session; the worker now keeps the process alive until it ends. */
   assign(session: CodeRunSession): void {
     this.session = session
     this.worker.ref()
+    // Flowing worker stdio holds a ref of its own, so it starts only with a run: an idle
+    // pre-spawned worker (which runs no program, so writes nothing) never keeps the host
+    // process alive. Anything written earlier waits in the paused stream.
+    this.worker.stdout.on('data', (chunk: string) => this.#stdio('stdout', chunk))
+    this.worker.stderr.on('data', (chunk: string) => this.#stdio('stderr', chunk))
   }
 
   /** Pushes buffered partial stdio lines into the session (called at settlement). */
