@@ -16,7 +16,7 @@ import { createSessionLogHub, createToolsApp } from '../../src/http/index.js'
 import type { ToolsAppOptions } from '../../src/http/index.js'
 import { ToolError } from '../../src/errors.js'
 import { registerDemoTools } from '../../demo/tools/index.js'
-import { createQuickJsRuntime } from '../quickjs/index.js'
+import { createQuickJsRuntime, type QuickJsCodeRuntime } from '../quickjs/index.js'
 import { createMcpApp } from '../../src/mcp/index.js'
 
 /** The bindings this Worker reads (wrangler.toml `[vars]` and secrets). */
@@ -40,15 +40,11 @@ const EDGE_CODE_LIMITS = { computeMs: 20_000, maxWallMs: 120_000, memoryMb: 32 }
 type App = ReturnType<typeof createToolsApp>
 
 /** One app per isolate and configuration: the registry is built once and reused across requests. */
-let cached: { readonly key: string; readonly app: App } | undefined
+let cached: { readonly key: string; readonly app: App; readonly sandbox: QuickJsCodeRuntime } | undefined
 
-function build(token: string, origins: string): App {
+function build(token: string, origins: string, sandbox: QuickJsCodeRuntime): App {
   const sessionLog = createSessionLogHub()
-  const runtime = createToolRuntime({
-    mode: 'both',
-    codeRuntime: createQuickJsRuntime({ wasmModule, ...EDGE_CODE_LIMITS }),
-    sessionLog,
-  })
+  const runtime = createToolRuntime({ mode: 'both', codeRuntime: sandbox, sessionLog })
   registerDemoTools(runtime)
   const closed = (message: string): App =>
     withMcp(createToolsApp(runtime, { notConfigured: message, sessionLog }), createMcpApp(runtime, { notConfigured: message }))
@@ -83,17 +79,24 @@ function agentFromQuery(request: Request): string | undefined {
   return new URL(request.url).searchParams.get('agent') ?? undefined
 }
 
-function appFor(env: EdgeEnv): App {
+function appFor(env: EdgeEnv): NonNullable<typeof cached> {
   const token = typeof env.TOOLYARD_TOKEN === 'string' ? env.TOOLYARD_TOKEN : ''
   const origins = typeof env.TOOLYARD_CORS_ORIGINS === 'string' ? env.TOOLYARD_CORS_ORIGINS : ''
   const key = `${token}\u0000${origins}`
-  if (cached?.key !== key) cached = { key, app: build(token, origins) }
-  return cached.app
+  if (cached?.key !== key) {
+    const sandbox = createQuickJsRuntime({ wasmModule, ...EDGE_CODE_LIMITS })
+    cached = { key, app: build(token, origins, sandbox), sandbox }
+  }
+  return cached
 }
 
 /** The Worker's module export: every request goes to the tools app of this isolate. */
 export default {
   fetch(request: Request, env: EdgeEnv, executionContext: ExecutionContext): Response | Promise<Response> {
-    return appFor(env ?? {}).fetch(request, env, executionContext)
+    const { app, sandbox } = appFor(env ?? {})
+    // workerd drops a request's timers once it answers, so the next run's QuickJS sandbox
+    // is built here, after the response, for requests that may run code (≈1 ms cold runs).
+    if (request.method === 'POST') executionContext.waitUntil(sandbox.prewarm())
+    return app.fetch(request, env, executionContext)
   },
 }
