@@ -13,7 +13,7 @@ import type { SdkToolInput } from '../code-mode/sdk.js'
 import { ToolError } from '../errors.js'
 import type { ToolRuntime } from '../runtime-types.js'
 import type { ScopeKey, ToolExecutionResult } from '../types.js'
-import { bearerToken, digestsEqual, sha256 } from './auth.js'
+import { bearerToken, digestsEqual, resolveAuthOptions, sha256 } from './auth.js'
 import { httpErrorResponse } from './http-errors.js'
 import { readJsonBody } from './request-body.js'
 import type { SessionLogHub, SessionLogHubEvent } from './session-log-hub.js'
@@ -97,23 +97,7 @@ interface ValidatedOptions {
 
 function validateOptions(options: ToolsAppOptions): ValidatedOptions {
   if (typeof options !== 'object' || options === null) invalidOptions('options must be an object')
-  const notConfigured =
-    options.notConfigured === undefined || options.notConfigured === false
-      ? undefined
-      : options.notConfigured === true
-        ? 'this server is not configured (no API token was provided)'
-        : typeof options.notConfigured === 'string' && options.notConfigured.length > 0
-          ? options.notConfigured
-          : invalidOptions('notConfigured must be a boolean or a non-empty string')
-  if (options.auth !== undefined && options.auth !== false) invalidOptions('auth accepts only false')
-  if (options.auth === false && options.token !== undefined) invalidOptions('give either token or auth: false, not both')
-  if (options.token !== undefined) {
-    if (typeof options.token !== 'string' || !/^[\x21-\x7e]{16,4096}$/.test(options.token)) {
-      invalidOptions('token must be 16–4096 printable ASCII characters without spaces')
-    }
-  } else if (options.auth !== false && notConfigured === undefined) {
-    invalidOptions('a token is required (or pass auth: false explicitly to disable authentication)')
-  }
+  const { notConfigured } = resolveAuthOptions(options, invalidOptions)
   const corsOrigins = new Set<string>()
   let corsMaxAge = 600
   if (options.cors !== undefined) {

@@ -47,3 +47,39 @@ export function bearerToken(header: string | null | undefined): string | undefin
   const match = /^\s*bearer\s+(\S+)\s*$/i.exec(header)
   return match?.[1]
 }
+
+/** The authentication options shared by the HTTP API and the MCP endpoint. */
+export interface AuthOptions {
+  /** The bearer token (16–4096 printable ASCII characters, no spaces). */
+  readonly token?: string
+  /** `false` disables authentication; must be said explicitly (and not together with `token`). */
+  readonly auth?: false
+  /** Truthy → every protected route answers 503 `NOT_CONFIGURED`; a string replaces the message. */
+  readonly notConfigured?: boolean | string
+}
+
+/**
+ * Validates {@link AuthOptions}: a token, an explicit `auth: false`, or `notConfigured`
+ * is required, so no server is ever open by omission. `fail` throws the caller's
+ * `INVALID_OPTIONS` error (its message names the factory).
+ */
+export function resolveAuthOptions(options: AuthOptions, fail: (message: string) => never): { readonly notConfigured: string | undefined } {
+  const notConfigured =
+    options.notConfigured === undefined || options.notConfigured === false
+      ? undefined
+      : options.notConfigured === true
+        ? 'this server is not configured (no API token was provided)'
+        : typeof options.notConfigured === 'string' && options.notConfigured !== ''
+          ? options.notConfigured
+          : fail('notConfigured must be a boolean or a non-empty string')
+  if (options.auth !== undefined && options.auth !== false) fail('auth accepts only false')
+  if (options.auth === false && options.token !== undefined) fail('give either token or auth: false, not both')
+  if (options.token !== undefined) {
+    if (typeof options.token !== 'string' || !/^[\x21-\x7e]{16,4096}$/.test(options.token)) {
+      fail('token must be 16–4096 printable ASCII characters without spaces')
+    }
+  } else if (options.auth !== false && notConfigured === undefined) {
+    fail('a token is required (or pass auth: false explicitly to disable authentication)')
+  }
+  return { notConfigured }
+}

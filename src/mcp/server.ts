@@ -17,7 +17,7 @@ import { ToolError, toErrorData } from '../errors.js'
 import type { ToolRuntime } from '../runtime-types.js'
 import type { ScopeKey, ToolSchema } from '../types.js'
 import type { ObjectJsonSchema } from '../schema/json-schema-node.js'
-import { bearerToken, digestsEqual, sha256 } from '../http/auth.js'
+import { bearerToken, digestsEqual, resolveAuthOptions, sha256 } from '../http/auth.js'
 import { httpErrorResponse } from '../http/http-errors.js'
 import { readJsonBody } from '../http/request-body.js'
 import { blocksToMcpContent, isJsonObject } from './content.js'
@@ -167,23 +167,7 @@ export function createMcpApp(runtime: ToolRuntime, options: McpAppOptions): Hono
     invalidOptions('runtime must be a ToolRuntime')
   }
   if (typeof options !== 'object' || options === null) invalidOptions('options must be an object')
-  const notConfigured =
-    options.notConfigured === undefined || options.notConfigured === false
-      ? undefined
-      : options.notConfigured === true
-        ? 'this server is not configured (no API token was provided)'
-        : typeof options.notConfigured === 'string' && options.notConfigured !== ''
-          ? options.notConfigured
-          : invalidOptions('notConfigured must be a boolean or a non-empty string')
-  if (options.auth !== undefined && options.auth !== false) invalidOptions('auth accepts only false')
-  if (options.auth === false && options.token !== undefined) invalidOptions('give either token or auth: false, not both')
-  if (options.token !== undefined) {
-    if (typeof options.token !== 'string' || !/^[\x21-\x7e]{16,4096}$/.test(options.token)) {
-      invalidOptions('token must be 16–4096 printable ASCII characters without spaces')
-    }
-  } else if (options.auth !== false && notConfigured === undefined) {
-    invalidOptions('a token is required (or pass auth: false explicitly to disable authentication)')
-  }
+  const { notConfigured } = resolveAuthOptions(options, invalidOptions)
   const agentOption = options.agent
   if (agentOption !== undefined && typeof agentOption !== 'function' && (typeof agentOption !== 'string' || agentOption === '')) {
     invalidOptions('agent must be a non-empty string or a function of the request')
