@@ -16,6 +16,7 @@ const CORE_UNIT_SUITES = [
   'test/unit/code-mode/run-code.test.ts',
   'test/unit/sdk/sdk.test.ts',
   'test/unit/sdk/sdk-typescript.test.ts',
+  'test/unit/mcp/import-portable.test.ts',
 ]
 
 /**
@@ -34,6 +35,11 @@ export default defineConfig({
       'sucrase/dist/parser/tokenizer/keywords.js',
       'sucrase/dist/parser/tokenizer/types.js',
       'fast-check',
+      // test/unit/mcp/import-portable.test.ts: a real SDK Server + Client over the in-memory transport.
+      '@modelcontextprotocol/sdk/client/index.js',
+      '@modelcontextprotocol/sdk/server/index.js',
+      '@modelcontextprotocol/sdk/inMemory.js',
+      '@modelcontextprotocol/sdk/types.js',
     ],
   },
   test: {

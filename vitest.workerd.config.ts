@@ -29,6 +29,7 @@ const CORE_UNIT_SUITES = [
   'test/unit/http/primitives.test.ts',
   'test/unit/node-runtime/session-hostile.test.ts',
   'test/unit/node-runtime/strip-render.test.ts',
+  'test/unit/mcp/import-portable.test.ts',
 ]
 
 export default defineConfig({
