@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { setMaxListeners } from 'node:events'
 import { MessageChannel, Worker } from 'node:worker_threads'
 import type { MessagePort } from 'node:worker_threads'
 import type { CodeLogSource, CodeRunRequest, CodeRunResult, CodeRuntime, CodeRuntimeCapabilities } from '../../src/code-runtime/contract.js'
@@ -241,6 +242,9 @@ class NodeWorkerCodeRuntime implements NodeWorkerRuntime {
       terminate: () => slot.kill(),
       collect: () => slot.collect(),
     })
+    // Every concurrent binding call receives this one run-scoped signal; bindings that
+    // listen to it must not trip Node's "possible EventTarget memory leak" warning.
+    setMaxListeners(0, session.signal)
     slot.assign(session)
     this.#sessions.add(session)
     session.start()
