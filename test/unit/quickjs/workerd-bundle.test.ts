@@ -1,11 +1,5 @@
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs'
-import { createRequire } from 'node:module'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { build } from 'esbuild'
-import { Miniflare } from 'miniflare'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startBuiltWorker, type BuiltWorker } from '../../support/built-worker.js'
 
 /**
  * The QuickJS runtime bundles for workerd and runs there under real rules: the fixture
@@ -13,49 +7,20 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
  * the wasm left as a module import) and served by Miniflare, whose workerd refuses
  * `eval`/`new Function` and wasm compilation from bytes (unlike the vitest pool).
  */
-const require = createRequire(import.meta.url)
-const root = fileURLToPath(new URL('../../..', import.meta.url))
 
 describe('QuickJS runtime in workerd (Miniflare, built bundle)', () => {
-  let dir: string
-  let mf: Miniflare | undefined
+  let worker: BuiltWorker | undefined
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'toolyard-quickjs-worker-'))
-    await build({
-      absWorkingDir: root,
-      entryPoints: ['test/fixtures/quickjs-worker/worker.ts'],
-      outfile: join(dir, 'worker.js'),
-      bundle: true,
-      format: 'esm',
-      platform: 'neutral',
-      conditions: ['workerd', 'worker', 'browser'],
-      mainFields: ['module', 'main'],
-      external: ['*.wasm'],
-      target: 'es2022',
-      logLevel: 'error',
-    })
-    copyFileSync(require.resolve('@jitl/quickjs-wasmfile-release-sync/wasm'), join(dir, 'quickjs.wasm'))
-    mf = new Miniflare({
-      modules: true,
-      scriptPath: join(dir, 'worker.js'),
-      modulesRoot: dir,
-      modulesRules: [{ type: 'CompiledWasm', include: ['**/*.wasm'] }],
-      compatibilityDate: '2025-09-01',
-      compatibilityFlags: ['nodejs_compat'],
-    })
-    await mf.ready
+    worker = await startBuiltWorker('test/fixtures/quickjs-worker/worker.ts')
   }, 120_000)
 
-  afterAll(async () => {
-    await mf?.dispose()
-    rmSync(dir, { recursive: true, force: true })
-  })
+  afterAll(() => worker?.dispose())
 
   async function get(program?: string): Promise<{ result: Record<string, unknown>; evalAllowed: boolean; hasWorker: boolean }> {
     const url = new URL('http://localhost/')
     if (program !== undefined) url.searchParams.set('program', program)
-    const response = await mf!.dispatchFetch(url)
+    const response = await worker!.mf.dispatchFetch(url)
     expect(response.status).toBe(200)
     return (await response.json()) as never
   }

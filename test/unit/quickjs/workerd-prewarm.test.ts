@@ -1,11 +1,5 @@
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs'
-import { createRequire } from 'node:module'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { build } from 'esbuild'
-import { Miniflare } from 'miniflare'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startBuiltWorker, type BuiltWorker } from '../../support/built-worker.js'
 
 /**
  * The next run's sandbox built across requests in workerd (Miniflare, built bundle, real
@@ -13,50 +7,20 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
  * run takes it; nothing of the previous program survives in it. The fixture is
  * test/unit/quickjs/fixtures/prewarm-worker.ts.
  */
-const require = createRequire(import.meta.url)
-const root = fileURLToPath(new URL('../../..', import.meta.url))
-const WASM = /^@jitl\/quickjs-wasmfile-release-sync\/wasm$/
 
 describe('QuickJS prewarm in workerd (Miniflare, built bundle)', () => {
-  let dir: string
-  let mf: Miniflare | undefined
+  let worker: BuiltWorker | undefined
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'toolyard-quickjs-prewarm-'))
-    await build({
-      absWorkingDir: root,
-      entryPoints: ['test/unit/quickjs/fixtures/prewarm-worker.ts'],
-      outfile: join(dir, 'worker.js'),
-      bundle: true,
-      format: 'esm',
-      platform: 'neutral',
-      conditions: ['workerd', 'worker', 'browser'],
-      mainFields: ['module', 'main'],
-      target: 'es2022',
-      logLevel: 'error',
-      plugins: [{ name: 'wasm-module', setup: (b) => b.onResolve({ filter: WASM }, () => ({ path: './quickjs.wasm', external: true })) }],
-    })
-    copyFileSync(require.resolve('@jitl/quickjs-wasmfile-release-sync/wasm'), join(dir, 'quickjs.wasm'))
-    mf = new Miniflare({
-      modules: true,
-      scriptPath: join(dir, 'worker.js'),
-      modulesRoot: dir,
-      modulesRules: [{ type: 'CompiledWasm', include: ['**/*.wasm'] }],
-      compatibilityDate: '2025-09-01',
-      compatibilityFlags: ['nodejs_compat'],
-    })
-    await mf.ready
+    worker = await startBuiltWorker('test/unit/quickjs/fixtures/prewarm-worker.ts')
   }, 120_000)
 
-  afterAll(async () => {
-    await mf?.dispose()
-    rmSync(dir, { recursive: true, force: true })
-  })
+  afterAll(() => worker?.dispose())
 
   async function get(path: string, program?: string): Promise<{ result: Record<string, unknown>; builds: number }> {
     const url = new URL(`http://localhost${path}`)
     if (program !== undefined) url.searchParams.set('program', program)
-    const response = await mf!.dispatchFetch(url)
+    const response = await worker!.mf.dispatchFetch(url)
     expect(response.status).toBe(200)
     return (await response.json()) as never
   }
