@@ -1,6 +1,6 @@
 /**
  * The in-VM side of the QuickJS runtime, bundled (with the shared bootstrap of
- * `src/code-runtime/bootstrap.ts`) into one script by `gen-sandbox-source.mjs` and
+ * `src/code-runtime/bootstrap.ts`) into one script by `scripts/gen-bootstrap.mjs` and
  * evaluated inside each fresh QuickJS context. Never imported by host code.
  *
  * It adapts the two host functions the runtime passes in to the bootstrap's minimal

@@ -19,7 +19,7 @@ const never = (_a: unknown, { signal }: CodeBindingCallOptions) =>
   new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }))
 
 describe('node worker runtime', () => {
-  it('the generated worker source is current', () => {
+  it('the generated worker and QuickJS sandbox sources are current with the shared bootstrap', () => {
     const root = fileURLToPath(new URL('../../..', import.meta.url))
     expect(() => execFileSync(process.execPath, ['scripts/gen-bootstrap.mjs', '--check'], { cwd: root, stdio: 'pipe' })).not.toThrow()
   })
