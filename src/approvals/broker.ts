@@ -244,6 +244,9 @@ export function createApprovalBroker(options?: ApprovalBrokerOptions): ApprovalB
       if (disposed) return () => {}
       return events.add(listener)
     },
+    get subscriberCount() {
+      return events.size
+    },
     dispose() {
       if (disposed) return
       disposed = true

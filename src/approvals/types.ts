@@ -155,6 +155,8 @@ export interface ApprovalBroker {
   decide(id: string, input: ApprovalDecisionInput): ApprovalDecideResult
   /** Adds a listener; returns its idempotent unsubscribe. After `dispose()` a no-op. */
   subscribe(listener: ApprovalListener): () => void
+  /** How many listeners are subscribed (a leak check for servers and tests: a closed stream must unsubscribe). */
+  readonly subscriberCount: number
   /** Denies every open request, clears every timer and listener. Idempotent. */
   dispose(): void
 }
