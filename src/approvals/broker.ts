@@ -209,8 +209,13 @@ export function createApprovalBroker(options?: ApprovalBrokerOptions): ApprovalB
       const entry: OpenRequest = {
         approval,
         signal: read.signal,
-        onAbort: () => settle(entry, { kind: 'withdrawn' }),
-        timer: setTimeout(() => settle(entry, { kind: 'expired' }), timeoutMs),
+        // Block bodies: an event handler that returns a value draws a warning in workerd.
+        onAbort: () => {
+          settle(entry, { kind: 'withdrawn' })
+        },
+        timer: setTimeout(() => {
+          settle(entry, { kind: 'expired' })
+        }, timeoutMs),
         allow: () => resolve(true),
         deny: (message) => reject(denial(message)),
       }
