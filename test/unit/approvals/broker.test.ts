@@ -537,14 +537,7 @@ describe('options', () => {
     ['a number', 5000],
     ['an array', []],
   ])('refuses %s with INVALID_OPTIONS', (_label, options) => {
-    let thrown: unknown
-    try {
-      createApprovalBroker(options as never)
-    } catch (error) {
-      thrown = error
-    }
-    expect(thrown).toBeInstanceOf(ToolError)
-    expect((thrown as ToolError).code).toBe('INVALID_OPTIONS')
+    expect(() => createApprovalBroker(options as never)).toThrow(expect.objectContaining({ name: 'ToolError', code: 'INVALID_OPTIONS' }))
   })
 
   it('accepts the largest single timer and {}', () => {
