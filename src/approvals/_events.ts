@@ -12,10 +12,14 @@
 export interface EventFanOut<E> {
   /** Queues `event`, and delivers the queue unless a delivery is already running. */
   emit(event: E): void
-  /** Adds a listener; the same function twice is two subscriptions. Returns an idempotent remover. */
+  /** Adds a listener (none after `close()`); the same function twice is two subscriptions. Returns an idempotent remover. */
   add(listener: (event: E) => void): () => void
-  /** Removes every listener. */
-  clear(): void
+  /**
+   * Removes every listener and refuses new ones. Called while a delivery runs (a listener
+   * disposed the broker), it waits until the queue is drained, so the events that
+   * disposal queued still reach everyone who was subscribed.
+   */
+  close(): void
   /** How many listeners are registered. */
   readonly size: number
 }
@@ -37,6 +41,7 @@ export function createEventFanOut<E>(): EventFanOut<E> {
   const listeners = new Set<{ readonly listener: (event: E) => void }>()
   const queue: E[] = []
   let delivering = false
+  let closed = false
 
   return {
     emit(event) {
@@ -50,17 +55,20 @@ export function createEventFanOut<E>(): EventFanOut<E> {
         }
       } finally {
         delivering = false
+        if (closed) listeners.clear()
       }
     },
     add(listener) {
+      if (closed) return () => {}
       const entry = { listener }
       listeners.add(entry)
       return () => {
         listeners.delete(entry)
       }
     },
-    clear() {
-      listeners.clear()
+    close() {
+      closed = true
+      if (!delivering) listeners.clear()
     },
     get size() {
       return listeners.size

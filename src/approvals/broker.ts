@@ -57,6 +57,16 @@ type RequestFields = Omit<PendingApproval, 'id' | 'requestedAt' | 'expiresAt'>
 const OPTION_KEYS = new Set(['timeoutMs'])
 
 function readTimeoutMs(options: unknown): number {
+  try {
+    return checkTimeoutMs(options)
+  } catch (error) {
+    if (error instanceof ToolError) throw error
+    // Options that throw when inspected (a Proxy, a getter) fail as options, not with their own error.
+    throw new ToolError('INVALID_OPTIONS', 'createApprovalBroker options could not be read')
+  }
+}
+
+function checkTimeoutMs(options: unknown): number {
   if (options === undefined) return DEFAULT_APPROVAL_TIMEOUT_MS
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw new ToolError('INVALID_OPTIONS', 'createApprovalBroker options must be an object')
@@ -245,8 +255,7 @@ export function createApprovalBroker(options?: ApprovalBrokerOptions): ApprovalB
     decide,
     subscribe(listener: (event: ApprovalEvent) => void) {
       if (typeof listener !== 'function') throw new ToolError('INVALID_OPTIONS', 'subscribe(listener): listener must be a function')
-      // Nothing will ever be emitted again: registering would only hold the listener.
-      if (disposed) return () => {}
+      // After dispose nothing is emitted again; the fan-out refuses to hold the listener.
       return events.add(listener)
     },
     get subscriberCount() {
@@ -258,7 +267,7 @@ export function createApprovalBroker(options?: ApprovalBrokerOptions): ApprovalB
       const reason = 'the approval broker was disposed before anyone decided'
       for (const entry of [...open.values()]) settle(entry, { kind: 'decided', decision: 'deny', reason })
       remembered.clear()
-      events.clear()
+      events.close()
     },
   })
 }

@@ -2,7 +2,8 @@
  * Strict reading of a decision body. It arrives from a person's client (HTTP JSON, a
  * playground button, an MCP elicitation answer), so anything but exactly
  * `{ decision: 'allow' | 'deny', reason?: string }` is refused with a message naming
- * the problem, and nothing the caller owns (getters, Proxy traps) runs more than once.
+ * the problem. Fields are read through property descriptors, so no getter ever runs;
+ * a body that throws while inspected (a Proxy trap) is refused like any other.
  *
  * @module
  */

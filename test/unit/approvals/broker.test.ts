@@ -372,6 +372,23 @@ describe('subscribe(): events in order, listeners that cannot break the broker',
 })
 
 describe('dispose()', () => {
+  it('called by a subscriber mid-delivery, everyone subscribed still hears the denials it caused', async () => {
+    const { broker, runtime } = setup()
+    const heard: string[] = []
+    broker.subscribe((event) => {
+      heard.push(`first:${event.type}`)
+      if (event.type === 'requested') broker.dispose()
+    })
+    broker.subscribe((event) => {
+      heard.push(`second:${event.type}`)
+    })
+    const result = await runtime.execute(call('pay'))
+    expect(messageOf(result)).toContain('disposed')
+    expect(heard).toEqual(['first:requested', 'second:requested', 'first:decided', 'second:decided'])
+    expect(broker.subscriberCount).toBe(0)
+  })
+
+
   it('denies everything pending, saying why, then refuses new asks and decisions', async () => {
     const { broker, runtime, events, ran } = setup()
     const results = [runtime.execute(call('pay', { n: 1 })), runtime.execute(call('write_file', { n: 2 }))]
@@ -536,6 +553,8 @@ describe('options', () => {
     ['null', null],
     ['a number', 5000],
     ['an array', []],
+    ['a throwing getter', { get timeoutMs() { throw new Error('getter') } }],
+    ['a throwing Proxy', new Proxy({}, { ownKeys: () => { throw new Error('trap') } })],
   ])('refuses %s with INVALID_OPTIONS', (_label, options) => {
     expect(() => createApprovalBroker(options as never)).toThrow(expect.objectContaining({ name: 'ToolError', code: 'INVALID_OPTIONS' }))
   })
