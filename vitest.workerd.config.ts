@@ -8,9 +8,9 @@ import { defineConfig } from 'vitest/config'
  * workerd by @cloudflare/vitest-pool-workers. `npx vitest run --config vitest.workerd.config.ts`.
  *
  * Left out on purpose:
- * - test/unit/code-mode/bridge.test.ts: its in-process test runtime compiles programs with
- *   the AsyncFunction constructor, which workerd forbids and the pool does NOT re-enable
- *   (it patches only `Function`).
+ * - test/unit/code-mode/bridge.test.ts and test/unit/approvals/code-mode.test.ts: their
+ *   in-process test runtime compiles programs with the AsyncFunction constructor, which
+ *   workerd forbids and the pool does NOT re-enable (it patches only `Function`).
  * - integration/run/serve/node-runtime worker suites, the QuickJS Node suites, sdk-python,
  *   sdk-typecheck, platform-neutral: they spawn processes, read files, or load the
  *   TypeScript compiler or `platforms/node`.
@@ -30,6 +30,7 @@ const CORE_UNIT_SUITES = [
   'test/unit/node-runtime/session-hostile.test.ts',
   'test/unit/node-runtime/strip-render.test.ts',
   'test/unit/mcp/import-portable.test.ts',
+  'test/unit/approvals/broker.test.ts',
 ]
 
 export default defineConfig({

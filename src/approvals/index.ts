@@ -1,0 +1,9 @@
+/**
+ * Human approval for `ask` decisions: a broker that holds each asked call as a pending
+ * request until a person decides it, it expires, or the call is cancelled. Platform-neutral.
+ *
+ * @module
+ */
+export { createApprovalBroker, DEFAULT_APPROVAL_TIMEOUT_MS } from './broker.js'
+export { MAX_APPROVAL_REASON_LENGTH } from './decision.js'
+export type * from './types.js'

@@ -1,0 +1,162 @@
+/**
+ * The approval broker's seam: what a pending request looks like, what `decide()` takes
+ * and answers, and the events a subscriber receives. Plain types only; the broker
+ * (`broker.ts`) implements them and the HTTP app maps them onto routes.
+ *
+ * Every string-literal union here crosses a boundary (HTTP bodies, SSE events), so the
+ * values are part of the public contract.
+ *
+ * @module
+ */
+import type { JsonValue } from '../json/json-value.js'
+import type { ApprovalHandler, ScopeKey } from '../types.js'
+
+/** A person's answer to one request. */
+export type ApprovalVerdict = 'allow' | 'deny'
+
+/** Options of `createApprovalBroker`; validated at construction (`INVALID_OPTIONS`). */
+export interface ApprovalBrokerOptions {
+  /**
+   * How long a request waits for a decision before it expires as a denial, in
+   * milliseconds: positive, finite, at most 2³¹−1 (≈ 24.8 days, the longest single
+   * timer every runtime honours). Default `DEFAULT_APPROVAL_TIMEOUT_MS` (5 minutes).
+   */
+  readonly timeoutMs?: number
+}
+
+/** One open request, as `pending()` and the events show it. Deep-frozen. */
+export interface PendingApproval {
+  /** Unguessable id (`crypto.randomUUID()`); the handle `decide()` takes. */
+  readonly id: string
+  /** The asking call's id (`<callId>:code:<n>` for a Code Mode sub-call). */
+  readonly callId: string
+  /**
+   * The enclosing call's id for a nested call (a Code Mode sub-call's `run_code` call).
+   * Present only when the registry passes `parentCallId` on the approval request.
+   */
+  readonly parentCallId?: string
+  /** The calling agent's scope; absent for the global layer. */
+  readonly agent?: ScopeKey
+  /** The tool's name. */
+  readonly name: string
+  /** The call's arguments (lossless JSON, deep-frozen). */
+  readonly arguments: JsonValue
+  /** Why the gate asked (the `ask` decision's reason), when it gave one. */
+  readonly reason?: string
+  /** When the request was opened (epoch ms). */
+  readonly requestedAt: number
+  /** When it expires as a denial if nobody decides (epoch ms). */
+  readonly expiresAt: number
+}
+
+/** The body of `decide()` (and of `POST /v1/approvals/:id`), validated strictly. */
+export interface ApprovalDecisionInput {
+  readonly decision: ApprovalVerdict
+  /** Shown to the model in the denial message; recorded with an allow. At most `MAX_APPROVAL_REASON_LENGTH` characters. */
+  readonly reason?: string
+}
+
+/**
+ * Why `decide()` refused. Stable codes; the HTTP app maps them to statuses:
+ * - `INVALID_DECISION` → 400: the id is not a string, or the body is not exactly
+ *   `{ decision: 'allow' | 'deny', reason?: string }`;
+ * - `APPROVAL_NOT_FOUND` → 404: no such request (never existed, or settled so long ago
+ *   that the broker no longer remembers it);
+ * - `APPROVAL_EXPIRED` → 404: it expired (and was denied) before this decision;
+ * - `APPROVAL_WITHDRAWN` → 404: the call was cancelled, so there is nothing to decide;
+ * - `APPROVAL_ALREADY_DECIDED` → 409: someone decided it first;
+ * - `BROKER_DISPOSED` → 503: the broker was disposed (everything it held was denied).
+ */
+export type ApprovalDecideErrorCode =
+  | 'INVALID_DECISION'
+  | 'APPROVAL_NOT_FOUND'
+  | 'APPROVAL_EXPIRED'
+  | 'APPROVAL_WITHDRAWN'
+  | 'APPROVAL_ALREADY_DECIDED'
+  | 'BROKER_DISPOSED'
+
+/** `decide()` applied the decision. */
+export interface ApprovalDecided {
+  readonly ok: true
+  /** The request as it was pending. */
+  readonly approval: PendingApproval
+  readonly decision: ApprovalVerdict
+  readonly reason?: string
+  /** When it was decided (epoch ms). */
+  readonly decidedAt: number
+}
+
+/** `decide()` refused; nothing changed. */
+export interface ApprovalDecideRefused {
+  readonly ok: false
+  readonly code: ApprovalDecideErrorCode
+  /** For people: says what was wrong (which field, or how the request ended). */
+  readonly message: string
+}
+
+/** What `decide()` answers. It never throws. Frozen. */
+export type ApprovalDecideResult = ApprovalDecided | ApprovalDecideRefused
+
+/** A request was opened and waits for a decision. */
+export interface ApprovalRequestedEvent {
+  readonly type: 'requested'
+  readonly approval: PendingApproval
+}
+
+/**
+ * A request was decided: by a person through `decide()`, or denied by `dispose()` (its
+ * reason then says the broker was disposed).
+ */
+export interface ApprovalDecidedEvent {
+  readonly type: 'decided'
+  readonly approval: PendingApproval
+  readonly decision: ApprovalVerdict
+  readonly reason?: string
+  /** Epoch ms. */
+  readonly at: number
+}
+
+/** Nobody decided within `timeoutMs`; the call was denied. */
+export interface ApprovalExpiredEvent {
+  readonly type: 'expired'
+  readonly approval: PendingApproval
+  /** Epoch ms. */
+  readonly at: number
+}
+
+/** The call was cancelled (its signal aborted) while it waited; the request is gone. */
+export interface ApprovalWithdrawnEvent {
+  readonly type: 'withdrawn'
+  readonly approval: PendingApproval
+  /** Epoch ms. */
+  readonly at: number
+}
+
+/** Everything a subscriber hears, in the order it happened. Frozen. */
+export type ApprovalEvent = ApprovalRequestedEvent | ApprovalDecidedEvent | ApprovalExpiredEvent | ApprovalWithdrawnEvent
+
+/** A subscriber. Its throws and rejections are swallowed: it can never break the broker. */
+export type ApprovalListener = (event: ApprovalEvent) => void
+
+/** Holds `ask` decisions until a person answers them, they expire, or the call is cancelled. */
+export interface ApprovalBroker {
+  /**
+   * The approval handler for `createToolRuntime({ approval })`. Opens one request per
+   * call; resolves `true` on allow and rejects with a `ToolError('DENIED_BY_APPROVAL')`
+   * whose message says why (denied with the person's reason, expired, withdrawn,
+   * broker disposed).
+   */
+  readonly handler: ApprovalHandler
+  /** The effective timeout (validated, default applied). */
+  readonly timeoutMs: number
+  /** The open requests, oldest first. A fresh frozen array of frozen records. */
+  pending(): readonly PendingApproval[]
+  /** Answers one request. Never throws; bad input is a refused result (`INVALID_DECISION`). */
+  decide(id: string, input: ApprovalDecisionInput): ApprovalDecideResult
+  /** Adds a listener; returns its idempotent unsubscribe. After `dispose()` a no-op. */
+  subscribe(listener: ApprovalListener): () => void
+  /** How many listeners are subscribed (a leak check for servers and tests: a closed stream must unsubscribe). */
+  readonly subscriberCount: number
+  /** Denies every open request, clears every timer and listener. Idempotent. */
+  dispose(): void
+}
