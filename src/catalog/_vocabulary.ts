@@ -164,11 +164,11 @@ export const ACTION_SYNONYMS: readonly SynonymGroup[] = [
   group(0.7, 'convert transform'),
   group(0.6, 'invoke call'),
   group(0.7, 'retain keep preserve hold'),
-  group(0.6, 'report stats statistic metric analytics summary summarize overview insight'),
 ]
 
 /** Synonym groups of things (nouns, abbreviations, formats). */
 export const NOUN_SYNONYMS: readonly SynonymGroup[] = [
+  group(0.6, 'report stats statistic metric analytics summary overview insight'),
   group(0.6, 'user member account person teammate colleague'),
   group(0.8, 'customer client buyer shopper'),
   group(0.6, 'contact person'),

@@ -356,8 +356,10 @@ export function createCatalog(entries: readonly CatalogEntry[]): Catalog {
 
 // ── "did you mean" ──────────────────────────────────────────────────────────
 
-/** Below this similarity a name is not offered as a suggestion. */
+/** Below this similarity (the mean of spelling and word overlap, 0-1) a name is not offered. */
 const MIN_SIMILARITY = 0.5
+/** Below this spelling similarity, edit distance stops counting (and stops being computed). */
+const MIN_SPELLING = 0.25
 /** Names longer than this are compared on their first characters only (bounded work). */
 const MAX_EDIT_LENGTH = 128
 
@@ -419,11 +421,12 @@ function rankClosest(
   names.forEach((candidate, i) => {
     const other = folded[i]!
     const longest = Math.max(wanted.length, other.length, 1)
-    const bound = Math.floor(longest * (1 - MIN_SIMILARITY))
-    const spelling = 1 - Math.min(editDistance(wanted, other, bound), longest) / longest
-    const words = termOverlap(wantedTerms, nameTerms[i]!)
-    if (Math.max(spelling, words) < MIN_SIMILARITY) return
-    scored.push({ name: candidate, score: round((spelling + words) / 2) })
+    // Beyond the bound the spelling is too far to count at all (0), not "just past it".
+    const bound = Math.floor(longest * (1 - MIN_SPELLING))
+    const distance = editDistance(wanted, other, bound)
+    const spelling = distance > bound ? 0 : 1 - distance / longest
+    const score = round((spelling + termOverlap(wantedTerms, nameTerms[i]!)) / 2)
+    if (score >= MIN_SIMILARITY) scored.push({ name: candidate, score })
   })
   scored.sort((a, b) => b.score - a.score || byCodePoint(a.name, b.name))
   return scored.slice(0, limit).map((s) => s.name)
