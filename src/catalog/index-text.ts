@@ -20,7 +20,7 @@
 import { ToolError } from '../errors.js'
 import { splitWords } from './_analyze.js'
 import { stem } from './_stem.js'
-import { ACTION_SYNONYMS, STOPWORDS } from './_vocabulary.js'
+import { ACTION_SYNONYMS } from './_vocabulary.js'
 
 /** One visible tool as the index sees it. */
 export interface CatalogIndexTool {
@@ -63,7 +63,6 @@ const PREFIX_SEPARATOR = /[_.\-/:]/
 const SUBJECTS_PER_NAMESPACE = 5
 
 const ACTION_WORDS = new Set(ACTION_SYNONYMS.flatMap((g) => g.words.map(stem)))
-const STOP = new Set(STOPWORDS)
 /**
  * Verbs that open tool names (`list_orders`, `getUser`): a prefix that is one of them
  * names an action, not a namespace. Deliberately short: `deploy_` or `messaging_` are
@@ -102,11 +101,18 @@ function derivedPrefix(name: string): string | undefined {
   return name.slice(0, match.index + 1)
 }
 
-/** The subject of a tool name: what it says after the namespace and its first action word. */
+/**
+ * The subject of a tool name: its words after the namespace, without the verb —
+ * the first word when it is an action (`pull request` of `repo_list_pull_requests`,
+ * `load balancer` of `network_list_load_balancers`), and trailing common verbs for
+ * noun-first names (`refunds` of `stripe.refunds.create`).
+ */
 function subjectOf(name: string, prefix: string): { key: string; shown: string } {
   const words = splitWords(name.startsWith(prefix) ? name.slice(prefix.length) : name)
-  const verb = words.findIndex((w) => ACTION_WORDS.has(stem(w)))
-  const rest = (verb < 0 ? words : words.slice(verb + 1)).filter((w) => !STOP.has(w))
+  let rest = words
+  if (rest.length > 0 && (LEADING_VERBS.has(rest[0]!) || ACTION_WORDS.has(stem(rest[0]!)))) rest = rest.slice(1)
+  while (rest.length > 0 && LEADING_VERBS.has(rest[rest.length - 1]!)) rest = rest.slice(0, -1)
+  if (rest.length === 0) rest = words.filter((w) => !LEADING_VERBS.has(w))
   return { key: rest.map(stem).join(' '), shown: rest.join(' ') }
 }
 
@@ -155,7 +161,7 @@ function readTools(tools: unknown): { name: string; group: string | undefined }[
 /**
  * Groups tools into namespaces: the caller's group key when given, else a name prefix
  * shared by at least two tools; the rest form one `other tools` namespace, listed last.
- * With fewer than two namespaces, every tool is in one.
+ * Without any namespace, every tool is in one group, `tools`.
  */
 function namespacesOf(tools: readonly { name: string; group: string | undefined }[]): Namespace[] {
   const prefixCounts = new Map<string, number>()
@@ -176,10 +182,7 @@ function namespacesOf(tools: readonly { name: string; group: string | undefined 
     entry.names.push(name)
     members.set(label, entry)
   }
-  if (members.size + (others.length > 0 ? 1 : 0) < 2) {
-    const names = tools.map((t) => t.name).sort(byCodePoint)
-    return names.length === 0 ? [] : [describeNamespace('tools', names, '')]
-  }
+  if (members.size === 0) return others.length === 0 ? [] : [describeNamespace('tools', others.sort(byCodePoint), '')]
   const namespaces = [...members.entries()]
     .sort(([a], [b]) => byCodePoint(a, b))
     .map(([label, { prefix, names }]) => describeNamespace(label, names.sort(byCodePoint), prefix))
