@@ -30,6 +30,7 @@ const CORE_UNIT_SUITES = [
   'test/unit/node-runtime/session-hostile.test.ts',
   'test/unit/node-runtime/strip-render.test.ts',
   'test/unit/mcp/import-portable.test.ts',
+  'test/unit/catalog/**/*.test.ts',
 ]
 
 export default defineConfig({

@@ -61,7 +61,8 @@ export interface Catalog {
    * "Did you mean": the names closest to `name` (a name that is not in the catalog),
    * by spelling (edit distance) and by shared words (synonyms included, so
    * `billing_remove_invoice` suggests `billing_delete_invoice`). Only plausible names
-   * are returned, best first; `[]` when nothing is close.
+   * are returned — spelling and word overlap averaging at least 0.5, or a spelling at
+   * least 0.8 similar — best first; `[]` when nothing is close.
    */
   closest(name: string, limit?: number): readonly string[]
 }
@@ -360,20 +361,23 @@ export function createCatalog(entries: readonly CatalogEntry[]): Catalog {
 const MIN_SIMILARITY = 0.5
 /** Below this spelling similarity, edit distance stops counting (and stops being computed). */
 const MIN_SPELLING = 0.25
+/** A name spelled this close is a suggestion even when it shares no word (typos in every word). */
+const TYPO_SIMILARITY = 0.8
 /** Names longer than this are compared on their first characters only (bounded work). */
 const MAX_EDIT_LENGTH = 128
+
+/** Three scratch rows for {@link editDistance}, each at least one longer than any compared name. */
+type EditRows = [Int32Array, Int32Array, Int32Array]
 
 /**
  * Optimal string alignment distance (Levenshtein plus adjacent transpositions) over
  * UTF-16 code units, in three rolling rows; gives up (returns `bound + 1`) as soon as
  * the distance cannot stay within `bound`.
  */
-function editDistance(a: string, b: string, bound: number): number {
+function editDistance(a: string, b: string, bound: number, rows: EditRows): number {
   if (Math.abs(a.length - b.length) > bound) return bound + 1
   const width = b.length + 1
-  let before = new Int32Array(width)
-  let previous = new Int32Array(width)
-  let current = new Int32Array(width)
+  let [before, previous, current] = rows
   for (let j = 0; j < width; j++) previous[j] = j
   for (let i = 1; i <= a.length; i++) {
     const ai = a.charCodeAt(i - 1)
@@ -392,12 +396,12 @@ function editDistance(a: string, b: string, bound: number): number {
   return previous[b.length]!
 }
 
-/** Share of `wanted`'s terms found among `terms`, a synonym counting at its weight. */
-function termOverlap(wanted: readonly string[], terms: ReadonlySet<string>): number {
+/** Share of the wanted terms (each with its expansions) found among `terms`, a synonym counting at its weight. */
+function termOverlap(wanted: readonly (readonly (readonly [string, number])[])[], terms: ReadonlySet<string>): number {
   if (wanted.length === 0 || terms.size === 0) return 0
   let found = 0
-  for (const term of wanted) {
-    for (const [candidate, weight] of expandTerm(term)) {
+  for (const expansions of wanted) {
+    for (const [candidate, weight] of expansions) {
       if (terms.has(candidate)) {
         found += weight
         break
@@ -416,17 +420,23 @@ function rankClosest(
   limit: number,
 ): string[] {
   const wanted = name.toLowerCase().slice(0, MAX_EDIT_LENGTH)
-  const wantedTerms = [...new Set(analyze(name.slice(0, MAX_EDIT_LENGTH)))]
+  const wantedTerms = [...new Set(analyze(name.slice(0, MAX_EDIT_LENGTH)))].map(expandTerm)
   const scored: { name: string; score: number }[] = []
+  const width = MAX_EDIT_LENGTH + 1
+  const rows: EditRows = [new Int32Array(width), new Int32Array(width), new Int32Array(width)]
   names.forEach((candidate, i) => {
     const other = folded[i]!
     const longest = Math.max(wanted.length, other.length, 1)
-    // Beyond the bound the spelling is too far to count at all (0), not "just past it".
-    const bound = Math.floor(longest * (1 - MIN_SPELLING))
-    const distance = editDistance(wanted, other, bound)
+    const words = termOverlap(wantedTerms, nameTerms[i]!)
+    // The least spelling similarity that could still make this name a suggestion: the
+    // edit distance is only computed that far, so a name sharing no word with the
+    // wanted one costs a few cells, not a full table. Beyond it, spelling counts 0.
+    const needed = Math.min(TYPO_SIMILARITY, Math.max(MIN_SPELLING, 2 * MIN_SIMILARITY - words))
+    const bound = Math.floor(longest * (1 - needed))
+    const distance = editDistance(wanted, other, bound, rows)
     const spelling = distance > bound ? 0 : 1 - distance / longest
-    const score = round((spelling + termOverlap(wantedTerms, nameTerms[i]!)) / 2)
-    if (score >= MIN_SIMILARITY) scored.push({ name: candidate, score })
+    const score = round((spelling + words) / 2)
+    if (score >= MIN_SIMILARITY || spelling >= TYPO_SIMILARITY) scored.push({ name: candidate, score })
   })
   scored.sort((a, b) => b.score - a.score || byCodePoint(a.name, b.name))
   return scored.slice(0, limit).map((s) => s.name)

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { analyze, expandTerm, splitWords } from '../../../src/catalog/_analyze.js'
 import { stem } from '../../../src/catalog/_stem.js'
 import { PHRASES, STOPWORDS, SYNONYM_GROUPS } from '../../../src/catalog/_vocabulary.js'
+import { LARGE_REGISTRY } from '../../fixtures/large-registry.js'
 
 describe('splitWords', () => {
   it('splits names on separators, camelCase humps, acronyms and digit boundaries', () => {
@@ -17,6 +18,16 @@ describe('splitWords', () => {
     expect(splitWords('Café ÜBER naïve')).toEqual(['cafe', 'uber', 'naive'])
     expect(splitWords('日本語のツール')).toEqual(['日本語のツール'])
     expect(splitWords('ＦＵＬＬ width')).toEqual(['full', 'width'])
+  })
+
+  it('splits ASCII text (its fast path) exactly as the Unicode path does', () => {
+    const samples = [
+      ...LARGE_REGISTRY.flatMap((t) => [t.name, t.description, JSON.stringify(t.parameters)]),
+      'getHTTPServer2FA_listInvoices-v2 ABCdef aB1c2D XMLHttpRequest iOS17 ipv6Address',
+      '!"#$%&\'()*+,-./:;<=>?@[\\]^_`{|}~ \t\n\x00\x7f',
+    ]
+    // A trailing non-ASCII word forces the Unicode path for the same text.
+    for (const text of samples) expect(splitWords(`${text} é`)).toEqual([...splitWords(text), 'e'])
   })
 
   it('treats anything that is not a letter or a digit as a separator', () => {

@@ -176,6 +176,8 @@ describe('closest: did you mean', () => {
     expect(catalog.closest('STORAGE_DELETE_BUCKET', 1)).toEqual(['storage_delete_bucket'])
     expect(catalog.closest('list_orders', 1)).toEqual(['listOrders'])
     expect(catalog.closest('billing_list_invoice', 1)).toEqual(['billing_list_invoices'])
+    // A typo in every word: no shared word, but close spelling.
+    expect(catalog.closest('strage_delte_bukcet', 1)).toEqual(['storage_delete_bucket'])
   })
 
   it('suggests by shared words, synonyms included', () => {
