@@ -11,9 +11,10 @@
  * sum, so a description that says both "delete" and "remove" gains nothing over one
  * that says either.
  *
- * Everything query-independent is computed once in {@link createCatalog}: each term's
- * posting list already holds its final BM25F contribution per tool, so a search is a
- * few array walks — about 10 µs for 1,000 tools (see `bench/catalog.bench.ts`).
+ * Everything query-independent is computed once in {@link createCatalog} (about 30 ms
+ * for 1,000 tools): each term's posting list holds its field-weighted, saturated term
+ * frequency per tool, so a search is a few array walks — about 20 µs over 1,000 tools
+ * (see `bench/catalog.bench.ts`).
  *
  * @module
  */
@@ -54,7 +55,8 @@ export interface Catalog {
   /**
    * The tools that match `query`, best first: by score, ties by name in code point
    * order. Only tools that match at least one query term are returned; an empty or
-   * stopword-only query returns `[]`.
+   * stopword-only query returns `[]`. A query is read up to its first 2,000
+   * characters and 32 distinct terms, so a pasted document costs what a sentence does.
    */
   search(query: string, options?: CatalogSearchOptions): readonly CatalogHit[]
   /**
@@ -151,7 +153,8 @@ function parameterTexts(schema: unknown): [string, string] {
 function readEntries(entries: unknown): CatalogEntry[] {
   if (!Array.isArray(entries)) invalid('createCatalog: entries must be an array of { name, description, parameters? }')
   const seen = new Set<string>()
-  return entries.map((entry: unknown, i) => {
+  // Array.from visits holes too: a sparse array fails on its hole instead of skipping it.
+  return Array.from(entries as unknown[], (entry, i) => {
     if (!isRecord(entry)) invalid(`createCatalog: entries[${i}] must be an object`)
     const { name, description, parameters } = entry
     if (typeof name !== 'string' || name === '') invalid(`createCatalog: entries[${i}].name must be a non-empty string`)
@@ -273,7 +276,7 @@ export function createCatalog(entries: readonly CatalogEntry[]): Catalog {
   // Scratch buffers reused by every search: a search runs synchronously to the end.
   const total = new Float64Array(docs.length)
   const best = new Float64Array(docs.length)
-  const hits = new Uint16Array(docs.length)
+  const termsMatched = new Uint16Array(docs.length)
 
   // The shared idf depends only on the term: cached, and the cache is bounded because
   // query terms are unbounded (the scratch `best` buffer marks tools while counting).
@@ -320,7 +323,7 @@ export function createCatalog(entries: readonly CatalogEntry[]): Catalog {
     for (const d of touched) {
       if (total[d] === 0) matched.push(d)
       total[d] = total[d]! + best[d]!
-      hits[d]!++
+      termsMatched[d]!++
       best[d] = 0
     }
     return touched.length > 0
@@ -336,11 +339,11 @@ export function createCatalog(entries: readonly CatalogEntry[]): Catalog {
     let ranked: CatalogHit[] = []
     const select = limit <= MAX_INSERTION_LIMIT
     for (const d of matched) {
-      const hit = { name: names[d]!, score: round(total[d]! * (hits[d]! / known) ** COORDINATION) }
+      const hit = { name: names[d]!, score: round(total[d]! * (termsMatched[d]! / known) ** COORDINATION) }
       if (select) insertRanked(ranked, hit, limit)
       else ranked.push(hit)
       total[d] = 0
-      hits[d] = 0
+      termsMatched[d] = 0
     }
     if (!select) ranked = ranked.sort((a, b) => (before(a, b) ? -1 : 1)).slice(0, limit)
     return ranked.map((hit) => Object.freeze(hit))

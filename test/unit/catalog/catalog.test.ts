@@ -139,6 +139,8 @@ describe('createCatalog: validation', () => {
   it('rejects malformed entries with INVALID_OPTIONS', () => {
     expectInvalidOptions(() => createCatalog(null as never), /entries must be an array/)
     expectInvalidOptions(() => createCatalog([null] as never), /entries\[0\] must be an object/)
+    // eslint-disable-next-line no-sparse-arrays
+    expectInvalidOptions(() => createCatalog([, { name: 'a', description: '' }] as never), /entries\[0\] must be an object/)
     expectInvalidOptions(() => createCatalog([{ name: '', description: '' }]), /name must be a non-empty string/)
     expectInvalidOptions(() => createCatalog([{ name: 'a', description: 1 }] as never), /"a".*description must be a string/)
     expectInvalidOptions(() => createCatalog([{ name: 'a', description: '', parameters: [] }]), /parameters must be a JSON Schema object/)

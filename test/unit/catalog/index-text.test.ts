@@ -196,6 +196,8 @@ describe('renderCatalogIndex: validation', () => {
   it('rejects malformed tools and options with INVALID_OPTIONS', () => {
     expectInvalidOptions(() => renderCatalogIndex(null as never, { maxChars: 10 }), /tools must be an array/)
     expectInvalidOptions(() => renderCatalogIndex([1] as never, { maxChars: 10 }), /tools\[0\] must be an object/)
+    // eslint-disable-next-line no-sparse-arrays
+    expectInvalidOptions(() => renderCatalogIndex([{ name: 'a' }, , { name: 'b' }] as never, { maxChars: 10 }), /tools\[1\] must be an object/)
     expectInvalidOptions(() => renderCatalogIndex([{ name: '' }], { maxChars: 10 }), /tools\[0\]\.name must be a non-empty string/)
     expectInvalidOptions(() => renderCatalogIndex([{ name: 'a', group: '' }], { maxChars: 10 }), /group must be a non-empty string/)
     expectInvalidOptions(() => renderCatalogIndex([{ name: 'a' }, { name: 'a' }], { maxChars: 10 }), /duplicate tool name "a"/)
