@@ -18,6 +18,7 @@ const CORE_UNIT_SUITES = [
   'test/unit/sdk/sdk-typescript.test.ts',
   'test/unit/mcp/import-portable.test.ts',
   'test/unit/approvals/**/*.test.ts',
+  'test/unit/catalog/**/*.test.ts',
 ]
 
 /**
