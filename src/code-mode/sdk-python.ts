@@ -12,15 +12,9 @@
  * @module
  */
 import type { JsonPrimitive } from '../json/json-value.js'
-import type { SdkToolInput } from './sdk.js'
+import { classifySchemaNode, hasOnlyOptionalProperties } from '../schema/subset.js'
+import { commentLines, normalizeSdkTools, type SdkToolInput } from './sdk-common.js'
 import { PYTHON_SDK_INSTRUCTIONS } from './sdk-instructions.js'
-import {
-  classifySchemaNode,
-  hasOnlyOptionalProperties,
-  normalizeSdkTools,
-  splitLines,
-  type SchemaPropertyShape,
-} from './sdk-typescript.js'
 
 /** Options for {@link jsonSchemaToPy}. */
 export interface JsonSchemaToPyOptions {
@@ -319,19 +313,14 @@ function renderPy(schema: unknown, rawMax: unknown, context: PyContext | undefin
 }
 
 function pyComment(description: string | undefined, deprecated: boolean, indent: string): string[] {
-  const lines: string[] = []
-  if (description !== undefined) for (const line of splitLines(description)) lines.push(line.trimEnd())
-  while (lines.length > 0 && lines[lines.length - 1] === '') lines.pop()
-  while (lines.length > 0 && lines[0] === '') lines.shift()
+  const lines = description === undefined ? [] : commentLines(description)
   if (deprecated) lines.push('Deprecated.')
   return lines.map((l) => (l === '' ? `${indent}#` : `${indent}# ${l}`))
 }
 
 /** A docstring body: backslashes and quotes escaped so no text can close it early. */
 function pyDocstring(description: string, indent: string): string[] {
-  const lines = splitLines(description.replaceAll('\\', '\\\\').replaceAll('"', '\\"')).map((l) => l.trimEnd())
-  while (lines.length > 0 && lines[lines.length - 1] === '') lines.pop()
-  while (lines.length > 0 && lines[0] === '') lines.shift()
+  const lines = commentLines(description.replaceAll('\\', '\\\\').replaceAll('"', '\\"'))
   if (lines.length === 0) return []
   if (lines.length === 1) return [`${indent}"""${lines[0]}"""`]
   return [`${indent}"""${lines[0]}`, ...lines.slice(1).map((l) => (l === '' ? '' : `${indent}${l}`)), `${indent}"""`]
