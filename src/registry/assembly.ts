@@ -15,7 +15,7 @@ import { hasSdkRenderer, renderToolsSdk } from '../code-mode/sdk.js'
 import { ToolError, toErrorData } from '../errors.js'
 import type { AssembleListener, PromptAssembly, PromptSection, ToolRuntime } from '../runtime-types.js'
 import type { ScopeKey, ToolPresentationMode, ToolSchema } from '../types.js'
-import type { RegisteredTool } from './definition.js'
+import type { RegisteredTool } from '../schema/tool-definition.js'
 import type { ScopedList } from './scoped-list.js'
 
 /** Id and order of the SDK section. */

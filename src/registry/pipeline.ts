@@ -39,7 +39,7 @@ import type {
   ToolPresentationMode,
   ToolRunContext,
 } from '../types.js'
-import type { RegisteredTool } from './definition.js'
+import type { RegisteredTool } from '../schema/tool-definition.js'
 import type { PipelineSchedule } from './internal.js'
 import {
   failure,

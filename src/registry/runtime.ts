@@ -42,7 +42,7 @@ import type {
   ToolSchema,
 } from '../types.js'
 import { CODE_ONLY_SECTION, SDK_SECTION, assemblePrompt, type AssemblyCore, type StoredSection } from './assembly.js'
-import { detachDefinition, type RegisteredTool } from './definition.js'
+import { detachToolDefinition as detachDefinition, type RegisteredTool } from '../schema/tool-definition.js'
 import { INTERNAL_EXECUTE, type PipelineSchedule } from './internal.js'
 import { RESERVED_TOOL_NAME, executePipeline, type InFlight, type PipelineCore } from './pipeline.js'
 import { validateRuntimeOptions } from './options.js'
