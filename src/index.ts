@@ -34,7 +34,14 @@ export { createMemorySessionLog, type MemorySessionLog } from './session-log.js'
 export * from './schema/index.js'
 
 // Code Mode
-export { RUN_CODE_TOOL_NAME, createRunCodeTool, type CodeModeHost, type RunCodeArgs, type RunCodeOutput } from './code-mode/run-code.js'
+export {
+  RUN_CODE_TOOL_NAME,
+  createRunCodeTool,
+  type CodeModeHost,
+  type CodeModeRegistry,
+  type RunCodeArgs,
+  type RunCodeOutput,
+} from './code-mode/run-code.js'
 export { prettyJson, renderRunCodeOutput, RUN_CODE_NO_OUTPUT, type PrettyJsonOptions } from './code-mode/render-output.js'
 export { hasSdkRenderer, renderToolsSdk, type RenderToolsSdkOptions, type SdkToolInput } from './code-mode/sdk.js'
 export { jsonSchemaToTs, type JsonSchemaToTsOptions } from './code-mode/sdk-typescript.js'

@@ -6,7 +6,7 @@
  * @module
  */
 import { RUN_CODE_TOOL_NAME, createRunCodeTool } from '../code-mode/run-code.js'
-import type { CodeModeHost } from '../code-mode/run-code.js'
+import type { CodeModeRegistry } from '../code-mode/registry-seam.js'
 import { ToolError } from '../errors.js'
 import { snapshotLosslessJson } from '../json/lossless.js'
 import type {
@@ -308,7 +308,7 @@ export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
     await Promise.all(waits)
   }
 
-  const host: CodeModeHost = {
+  const host: CodeModeRegistry = {
     codeRuntime: () => settings.codeRuntime,
     maxParallelSubCalls: settings.maxParallelSubCalls,
     maxOutputBytes: settings.maxOutputBytes,
