@@ -26,7 +26,8 @@
 // The registry and pipeline
 export { createToolRuntime, routeBackMessage, CODE_ONLY_SECTION, SDK_SECTION } from './registry/index.js'
 export { DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_PARALLEL_SUB_CALLS } from './registry/index.js'
-export { createCallPool, runToolCalls, type CallPool, type CallPoolOptions, type RunToolCallsOptions } from './scheduler.js'
+export { runToolCalls, type RunToolCallsOptions } from './registry/index.js'
+export { createCallPool, type CallPool, type CallPoolOptions } from './scheduler.js'
 export { timeoutPolicy, type TimeoutPolicyOptions } from './timeout-policy.js'
 export { createMemorySessionLog, type MemorySessionLog } from './session-log.js'
 

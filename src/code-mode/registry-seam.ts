@@ -1,7 +1,7 @@
 /**
- * The seam between Code Mode and the registry: what `run_code` needs from the registry
- * that owns it ({@link CodeModeRegistry}) and the arguments it runs with. Types only;
- * `registry/code-mode-link.ts` implements the interface, `run-code.ts` and `bridge.ts`
+ * The seam between Code Mode and the registry: the reserved transport name, what
+ * `run_code` needs from the registry that owns it ({@link CodeModeRegistry}) and the
+ * arguments it runs with. `registry/code-mode-link.ts` implements the interface, `run-code.ts` and `bridge.ts`
  * consume it, and neither side imports the other's insides.
  *
  * @module
@@ -9,6 +9,9 @@
 import type { CodeRuntime } from '../code-runtime/contract.js'
 import type { CodeDispatchEvent, CodeDispatchStartEvent, CodeLogEvent } from '../runtime-types.js'
 import type { ScopeKey, ToolExecutionInput, ToolExecutionMode, ToolExecutionResult } from '../types.js'
+
+/** The reserved name of the Code Mode transport. */
+export const RUN_CODE_TOOL_NAME = 'run_code'
 
 /** The validated arguments of a `run_code` call. */
 export interface RunCodeArgs {

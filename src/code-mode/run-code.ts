@@ -12,12 +12,12 @@ import type { JsonObject, JsonValue } from '../json/json-value.js'
 import type { AnyToolDefinition, ContentBlock, ToolDefinition } from '../types.js'
 import type { JsonSchemaNode, ObjectJsonSchema } from '../schema/json-schema-node.js'
 import { runCodeBridge } from './bridge.js'
-import type { CodeModeRegistry, RunCodeArgs } from './registry-seam.js'
+import { RUN_CODE_TOOL_NAME, type CodeModeRegistry, type RunCodeArgs } from './registry-seam.js'
 import { renderRunCodeOutput } from './render-output.js'
 import type { RunCodeOutput } from './render-output.js'
 
 export type { RunCodeOutput } from './render-output.js'
-export type { CodeModeRegistry, RunCodeArgs } from './registry-seam.js'
+export { RUN_CODE_TOOL_NAME, type CodeModeRegistry, type RunCodeArgs } from './registry-seam.js'
 
 /**
  * The former name of {@link CodeModeRegistry}, kept so existing imports compile.
@@ -26,9 +26,6 @@ export type { CodeModeRegistry, RunCodeArgs } from './registry-seam.js'
  * sandbox boundary (docs/architecture.md, vocabulary).
  */
 export type CodeModeHost = CodeModeRegistry
-
-/** The reserved name of the Code Mode transport. */
-export const RUN_CODE_TOOL_NAME = 'run_code'
 
 const parameters: ObjectJsonSchema = {
   type: 'object',

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { createToolRuntime } from '../../../src/registry/index.js'
-import { createCallPool, runToolCalls } from '../../../src/scheduler.js'
+import { createToolRuntime, runToolCalls } from '../../../src/registry/index.js'
+import { createCallPool } from '../../../src/scheduler.js'
 import type { ToolExecutionMode } from '../../../src/types.js'
 import { call, deferred, echoTool, tick, type Deferred } from './helpers.js'
 
