@@ -16,7 +16,7 @@ export interface SdkToolInput {
   readonly output: JsonSchemaNode
 }
 
-/** Compares strings by Unicode code point (not UTF-16 code unit), for a runtime-independent order. */
+/** Compares strings by Unicode code point (not UTF-16 code unit), for an order that is the same on every platform. */
 export function compareCodePoints(a: string, b: string): number {
   let i = 0
   let j = 0

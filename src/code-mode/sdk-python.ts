@@ -1,9 +1,10 @@
 /**
  * The Python flavour of the Code Mode SDK: `jsonSchemaToPy` (one schema → one type
- * expression) and the SDK block for runtimes reporting `language: 'python'` — named
+ * expression) and the SDK block for code runtimes reporting `language: 'python'` — named
  * `TypedDict`s per tool (`ReadFileArgs`, `ReadFileOutput`, nested objects with derived
  * names), `ToolCallError`, and a `tools` object whose exotic names are reached by
- * subscript.
+ * subscript. No Python code runtime ships with toolyard: this flavour serves integrators
+ * who bring their own (a `CodeRuntime` with `language: 'python'`).
  *
  * Total and stack-safe like the TypeScript flavour; unsupported constructs degrade to
  * `Any`, and an object degrades to `dict[str, Any]` when a field name cannot be a
@@ -187,6 +188,7 @@ export function jsonSchemaToPy(schema: unknown, options?: JsonSchemaToPyOptions)
   try {
     return renderPy(schema, options?.maxNodes, undefined, '')
   } catch {
+    // Only reachable on resource exhaustion (a string too long to build); rendering stays total.
     return 'Any'
   }
 }
@@ -415,6 +417,7 @@ function renderToolSchema(
   try {
     return renderPy(schema, undefined, { namer: scoped, classes, imports, root }, root)
   } catch {
+    // As in jsonSchemaToPy: resource exhaustion only; the tool's type degrades to Any.
     imports.add('Any')
     return 'Any'
   }

@@ -26,14 +26,14 @@ import type { ToolLayers } from './layers.js'
 import { RegistrationScope, misuse } from './scope.js'
 import type { ScopedList } from './scoped-list.js'
 
-/** The parts of a runtime its scopes operate on. */
+/** The parts of a registry its scopes operate on. */
 export interface ScopeParts {
   readonly layers: ToolLayers
   readonly hooks: HookBus
   readonly guards: ScopedList<ToolGuard>
   readonly sections: PromptSections
   readonly calls: InFlightCalls
-  /** True once the runtime is disposing. */
+  /** True once the registry is disposing. */
   isDisposed(): boolean
   /** The pipeline entry (`scopeDisposed`: the call came through a disposed agent). */
   execute(input: unknown, scopeDisposed: boolean): Promise<ToolExecutionResult>
@@ -83,7 +83,7 @@ interface Agent {
   disposing: Promise<void> | undefined
 }
 
-/** The agents of one runtime. */
+/** The agents of one registry. */
 export class AgentScopes {
   readonly #parts: ScopeParts
   readonly #agents = new Map<ScopeKey, Agent>()
@@ -104,7 +104,7 @@ export class AgentScopes {
     return agent.api
   }
 
-  /** Runtime disposal, once every call settled: undoes every agent's registrations and listeners. */
+  /** Registry disposal, once every call settled: undoes every agent's registrations and listeners. */
   disposeAll(): void {
     for (const [id, agent] of [...this.#agents]) {
       agent.scope.disposed = true

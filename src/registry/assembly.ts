@@ -32,7 +32,7 @@ export const CODE_ONLY_TEXT =
   'callable only from inside a `run_code` program, as `await tools.name(args)`; a direct ' +
   'call to any of them fails.'
 
-/** What assembly needs from the runtime. */
+/** What assembly needs from the registry. */
 export interface AssemblyCore {
   readonly options: ToolRuntime['options']
   readonly layers: Pick<ToolLayers, 'presentation' | 'visibleTools' | 'schemaOf'>
@@ -50,7 +50,7 @@ interface StoredSection {
 
 const RESERVED_SECTION_IDS: ReadonlySet<string> = new Set([SDK_SECTION.id, CODE_ONLY_SECTION.id])
 
-/** The static prompt sections of one runtime: global ones, then each agent's. */
+/** The static prompt sections of one registry: global ones, then each agent's. */
 export class PromptSections {
   readonly #list = new ScopedList<StoredSection>()
   #seq = 0
@@ -85,9 +85,9 @@ export function assemblePrompt(core: AssemblyCore, agent: ScopeKey | undefined):
 
   let tools: ToolSchema[] = mode === 'code' ? [] : visible.map((tool) => core.layers.schemaOf(tool))
   if (mode !== 'native') {
-    const runtime = core.options.codeRuntime
-    if (runtime === undefined) fail(`presentation '${mode}' needs options.codeRuntime, and none is configured`)
-    const language = runtime.language
+    const codeRuntime = core.options.codeRuntime
+    if (codeRuntime === undefined) fail(`presentation '${mode}' needs options.codeRuntime, and none is configured`)
+    const language = codeRuntime.language
     if (!hasSdkRenderer(language)) fail(`presentation '${mode}': no Code Mode SDK renderer for language ${JSON.stringify(String(language))}`)
     tools.push(core.layers.schemaOf(core.runCode))
     let sdk: string

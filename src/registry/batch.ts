@@ -1,9 +1,9 @@
 /**
  * `runToolCalls`: a model's batch of calls run the way the seed's agent loop does. It
  * needs more than `ToolRuntime.execute`: turns inside the pipeline, so that only
- * wrappers and bodies overlap. A runtime made by `createToolRuntime` registers its
+ * wrappers and bodies overlap. A registry made by `createToolRuntime` registers its
  * pipeline here ({@link registerBatchPipeline}); this module is the only reader, and the
- * runtime object carries no hidden member.
+ * `ToolRuntime` object carries no hidden member.
  *
  * @module
  */
@@ -13,7 +13,7 @@ import { createCallPool } from '../scheduler.js'
 import type { ToolExecutionInput, ToolExecutionMode, ToolExecutionResult } from '../types.js'
 import type { PipelineSchedule } from './schedule.js'
 
-/** A runtime's pipeline entry that takes turns from a batch scheduler. */
+/** A registry's pipeline entry that takes turns from a batch scheduler. */
 export type ScheduledExecute = (input: ToolExecutionInput, schedule: PipelineSchedule) => Promise<ToolExecutionResult>
 
 const pipelines = new WeakMap<ToolRuntime, ScheduledExecute>()

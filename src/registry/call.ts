@@ -33,10 +33,10 @@ export const ABORTED_BEFORE_MESSAGE = 'the call was cancelled before the tool ra
 /** The message of `ABORTED`. */
 export const ABORTED_MESSAGE = 'the call was cancelled while the tool ran'
 
-/** What the pipeline needs from the runtime that owns it. */
+/** What the pipeline needs from the registry that owns it. */
 export interface PipelineCore {
   readonly options: ToolRuntime['options']
-  /** True once the runtime is disposing. */
+  /** True once the registry is disposing. */
   isDisposed(): boolean
   readonly layers: Pick<ToolLayers, 'presentation' | 'resolve'>
   readonly hooks: Pick<HookBus, 'preExecute' | 'execute' | 'postExecute' | 'result'>

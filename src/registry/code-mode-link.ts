@@ -1,5 +1,5 @@
 /**
- * The registry's side of the Code Mode seam: the {@link CodeModeRegistry} a runtime
+ * The registry's side of the Code Mode seam: the {@link CodeModeRegistry} a registry
  * hands to its `run_code` tool. It gives programs their binding names, routes each
  * binding call back into the pipeline, runs the `tools/code-dispatch-log` waterfall,
  * and appends session-log events (a failing sink never reaches a program).
@@ -12,7 +12,7 @@ import type { ToolExecutionInput, ToolExecutionMode, ToolExecutionResult } from 
 import type { HookBus } from './hooks.js'
 import type { ToolLayers } from './layers.js'
 
-/** What the link needs from the runtime. */
+/** What the link needs from the registry. */
 export interface CodeModeLinkOptions {
   readonly options: ToolRuntime['options']
   readonly layers: Pick<ToolLayers, 'bindingNames'>

@@ -75,7 +75,7 @@ class DispatchView {
 
 /**
  * The frozen definition a `tools/execute` view resolved to (shadowing applied), or
- * `undefined` for an object that is not a live dispatch view of a toolyard runtime.
+ * `undefined` for an object that is not a live dispatch view of a toolyard registry.
  * What `timeoutPolicy()` reads a tool's `timeoutMs` from.
  */
 export const dispatchDefinition: (view: unknown) => AnyToolDefinition | undefined = DispatchView.definitionOf

@@ -23,7 +23,7 @@ export const HOOK_NAMES: readonly ToolHookName[] = Object.freeze([
 
 const KNOWN: ReadonlySet<string> = new Set(HOOK_NAMES)
 
-/** The listeners of one runtime, by hook. */
+/** The listeners of one registry, by hook. */
 export class HookBus {
   readonly preExecute = new ScopedList<ToolHookMap['tools/pre-execute']>()
   readonly execute = new ScopedList<ToolHookMap['tools/execute']>()

@@ -103,7 +103,7 @@ class InFlightRecord implements InFlight {
   }
 }
 
-/** Every execution of one runtime that has not settled yet. */
+/** Every execution of one registry that has not settled yet. */
 export class InFlightCalls {
   /** Tokens of executions currently in flight (a `parent` must be one of them). */
   readonly liveTokens = new Set<symbol>()
@@ -120,7 +120,7 @@ export class InFlightCalls {
   }
 
   /**
-   * Aborts the executions of `agent` (of every scope when `agent` is undefined: runtime
+   * Aborts the executions of `agent` (of every scope when `agent` is undefined: registry
    * disposal) with `reason`, and resolves once they all settled.
    */
   async quiesce(reason: ToolError, agent?: ScopeKey): Promise<void> {

@@ -28,7 +28,7 @@ interface AgentLayer {
   presentation: ToolPresentationMode | undefined
 }
 
-/** What the layers need from the runtime that owns them. */
+/** What the layers need from the registry that owns them. */
 export interface ToolLayersOptions {
   /** The presentation of agents that declare none (and of the global layer). */
   readonly defaultMode: ToolPresentationMode
@@ -38,7 +38,7 @@ export interface ToolLayersOptions {
   readonly onChange: (event: ToolsChangedEvent) => void
 }
 
-/** The global layer and the agents' layers of one runtime. */
+/** The global layer and the agents' layers of one registry. */
 export class ToolLayers {
   readonly #global = new Map<string, RegisteredTool>()
   readonly #agents = new Map<ScopeKey, AgentLayer>()

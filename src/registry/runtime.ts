@@ -38,7 +38,7 @@ import { RegistrationScope } from './scope.js'
 import { ScopedList } from './scoped-list.js'
 
 /**
- * Creates a tool runtime: the global registry layer, agent layers (`runtime.agent(id)`),
+ * Creates a registry (a `ToolRuntime`): the global layer, agent layers (`runtime.agent(id)`),
  * the execution pipeline, Code Mode's `run_code` and prompt assembly. Options are
  * validated here; a bad option throws `ToolError('INVALID_OPTIONS')`.
  *

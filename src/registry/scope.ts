@@ -1,7 +1,7 @@
 /**
- * A registration scope: the runtime's global scope or one agent's. It owns the undo of
+ * A registration scope: the registry's global scope or one agent's. It owns the undo of
  * everything registered through it, so disposing the scope disposes them all, and it
- * refuses new registrations once it (or the runtime) is disposed.
+ * refuses new registrations once it (or the registry) is disposed.
  *
  * @module
  */
@@ -13,7 +13,7 @@ export function misuse(message: string): never {
   throw new ToolError('INVALID_SCOPE_OPERATION', message)
 }
 
-/** What one registration scope (the runtime, or one agent) owns and must undo on dispose. */
+/** What one registration scope (the registry, or one agent) owns and must undo on dispose. */
 export class RegistrationScope {
   /** The agent this scope registers for; undefined for the global scope. */
   readonly agent: ScopeKey | undefined
@@ -29,7 +29,7 @@ export class RegistrationScope {
     this.#runtimeDisposed = runtimeDisposed
   }
 
-  /** Throws `DISPOSED` when this scope or its runtime is disposed. */
+  /** Throws `DISPOSED` when this scope or its registry is disposed. */
   assertLive(): void {
     if (this.#runtimeDisposed() || this.disposed) {
       throw new ToolError('DISPOSED', this.agent === undefined ? 'the tool runtime is disposed' : `agent scope ${JSON.stringify(this.agent)} is disposed`)
