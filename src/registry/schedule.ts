@@ -31,6 +31,15 @@ export interface PipelineSchedule {
 
 const noop = (): void => {}
 
+/** Calls a scheduler callback; a broken scheduler must not break the call, it only loses ordering. */
+function quietly(callback: (() => void) | undefined): void {
+  try {
+    callback?.()
+  } catch {
+    // Only ordering is lost; the call itself goes on.
+  }
+}
+
 /** Normalizes an optional schedule: every callback is safe to call and runs at most once. */
 export class Schedule {
   readonly scheduled: boolean
@@ -55,11 +64,7 @@ export class Schedule {
   afterPolicy(): void {
     if (this.#policyReleased) return
     this.#policyReleased = true
-    try {
-      this.#inner?.afterPolicy()
-    } catch {
-      // As in beforePolicy: only ordering is lost.
-    }
+    quietly(this.#inner === undefined ? undefined : () => this.#inner!.afterPolicy())
   }
 
   dispatch<T>(task: () => Promise<T>): Promise<T> {
@@ -79,11 +84,7 @@ export class Schedule {
   afterTail(): void {
     if (this.#tailReleased) return
     this.#tailReleased = true
-    try {
-      this.#inner?.afterTail()
-    } catch {
-      // As in beforePolicy: only ordering is lost.
-    }
+    quietly(this.#inner === undefined ? undefined : () => this.#inner!.afterTail())
   }
 }
 

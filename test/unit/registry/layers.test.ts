@@ -2,17 +2,9 @@ import { describe, expect, it } from 'vitest'
 import type { ToolsChangedEvent } from '../../../src/runtime-types.js'
 import { detachToolDefinition, type RegisteredTool } from '../../../src/schema/tool-definition.js'
 import { ToolLayers } from '../../../src/registry/layers.js'
-import { echoTool } from './helpers.js'
+import { echoTool, thrownCode as codeOf } from './helpers.js'
 
 const tool = (name: string): RegisteredTool => detachToolDefinition(echoTool(name))
-const codeOf = (fn: () => unknown): unknown => {
-  try {
-    fn()
-  } catch (error) {
-    return (error as { code?: unknown }).code
-  }
-  return 'OK'
-}
 
 function layers(defaultMode: 'native' | 'code' | 'both' = 'native') {
   const events: ToolsChangedEvent[] = []

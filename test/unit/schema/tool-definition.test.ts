@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { defineTool } from '../../../src/schema/define-tool.js'
 import { detachToolDefinition, readToolDefinition } from '../../../src/schema/tool-definition.js'
+import { thrownCode as codeOf } from '../registry/helpers.js'
 
 const raw = () => ({
   name: 'echo',
@@ -9,14 +10,6 @@ const raw = () => ({
   output: { schema: { type: 'string' }, render: (_a: unknown, v: string) => [{ type: 'text' as const, text: v }] },
   execute: () => 'x',
 })
-const codeOf = (fn: () => unknown): unknown => {
-  try {
-    fn()
-  } catch (error) {
-    return (error as { code?: unknown }).code
-  }
-  return 'OK'
-}
 
 describe('the one definition validator (defineTool and register share it)', () => {
   it.each([
