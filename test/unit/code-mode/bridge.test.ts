@@ -316,10 +316,11 @@ describe('run_code bridge (in-process runtime)', () => {
   })
 
   it("names the code runtime's language when a program throws (Python sent to a TypeScript runtime)", async () => {
-    const { outcome } = await runCode({}, 'print("hello")')
+    // `len` is Python's, defined in no JavaScript global scope (`print` is, in browsers: window.print).
+    const { outcome } = await runCode({}, 'return len([1, 2])')
     const error = (outcome as { error: CodeRunFailedError }).error
     expect(error.kind).toBe('exception')
-    expect(error.message).toBe('code run failed (exception): ReferenceError: print is not defined (run_code runs TypeScript/JavaScript programs)')
+    expect(error.message).toBe('code run failed (exception): ReferenceError: len is not defined (run_code runs TypeScript/JavaScript programs)')
     // The language comes from the code runtime, not from a constant.
     const failing = (language: string): CodeRuntime => ({
       language,
