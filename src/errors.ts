@@ -53,7 +53,11 @@ export type ToolErrorCode =
   | 'RESERVED_NAME'
   /** Options passed to a factory are invalid. */
   | 'INVALID_OPTIONS'
-  /** A scope operation was used where it does not apply (restrict on the runtime, a second presentAs…). */
+  /**
+   * A scope operation was used where it does not apply or with bad input (a second
+   * `presentAs` in one agent, `restrict` naming an unknown or agent-local tool, an
+   * unknown hook, a reserved section id…).
+   */
   | 'INVALID_SCOPE_OPERATION'
   /** Prompt assembly failed (missing code runtime, no SDK renderer, bad toolOrder…). */
   | 'ASSEMBLY_FAILED'
@@ -63,6 +67,8 @@ export type ToolErrorCode =
   | 'INVALID_EXECUTION'
   /** An MCP peer answered with a failed or malformed message (e.g. a `tools/list` page an import cannot read). */
   | 'MCP_PROTOCOL_ERROR'
+  /** An MCP tool the import cannot offer (task-based execution required); reported in the import's `skipped()` records. */
+  | 'UNSUPPORTED_TOOL'
 
 /** Options accepted by every toolyard error constructor. */
 export interface ToolErrorOptions {

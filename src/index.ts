@@ -26,7 +26,8 @@
 // The registry and pipeline
 export { createToolRuntime, routeBackMessage, CODE_ONLY_SECTION, SDK_SECTION } from './registry/index.js'
 export { DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_PARALLEL_SUB_CALLS } from './registry/index.js'
-export { createCallPool, runToolCalls, type CallPool, type CallPoolOptions, type RunToolCallsOptions } from './scheduler.js'
+export { runToolCalls, type RunToolCallsOptions } from './registry/index.js'
+export { createCallPool, type CallPool, type CallPoolOptions } from './scheduler.js'
 export { timeoutPolicy, type TimeoutPolicyOptions } from './timeout-policy.js'
 export { createMemorySessionLog, type MemorySessionLog } from './session-log.js'
 
@@ -34,7 +35,14 @@ export { createMemorySessionLog, type MemorySessionLog } from './session-log.js'
 export * from './schema/index.js'
 
 // Code Mode
-export { RUN_CODE_TOOL_NAME, createRunCodeTool, type CodeModeHost, type RunCodeArgs, type RunCodeOutput } from './code-mode/run-code.js'
+export {
+  RUN_CODE_TOOL_NAME,
+  createRunCodeTool,
+  type CodeModeHost,
+  type CodeModeRegistry,
+  type RunCodeArgs,
+  type RunCodeOutput,
+} from './code-mode/run-code.js'
 export { prettyJson, renderRunCodeOutput, RUN_CODE_NO_OUTPUT, type PrettyJsonOptions } from './code-mode/render-output.js'
 export { hasSdkRenderer, renderToolsSdk, type RenderToolsSdkOptions, type SdkToolInput } from './code-mode/sdk.js'
 export { jsonSchemaToTs, type JsonSchemaToTsOptions } from './code-mode/sdk-typescript.js'

@@ -1,6 +1,6 @@
 /**
- * The public shape of a tool runtime: the registry's scopes, the pipeline entry, the
- * hook names and their payloads, prompt assembly and the options a runtime is created
+ * The public shape of the registry (`ToolRuntime`): its scopes, the pipeline entry, the
+ * hook names and their payloads, prompt assembly and the options a registry is created
  * with. `registry/` implements it; Code Mode, the HTTP app and the platforms consume it.
  *
  * @module
@@ -158,7 +158,7 @@ export type ToolHookName = keyof ToolHookMap
 
 // ───────────────────────── scopes ─────────────────────────
 
-/** Operations both layers share (the runtime = global layer, `agent(id)` = an agent's layer). */
+/** Operations both layers share (the registry itself = the global layer, `agent(id)` = an agent's layer). */
 export interface ToolScope {
   /** Registers a tool in this layer. Throws on duplicates, `run_code`, bad output or timeoutMs. */
   register(definition: AnyToolDefinition): Disposer
@@ -196,7 +196,7 @@ export interface AgentTools extends ToolScope {
 export interface ToolRuntimeOptions {
   /** Default presentation for agents that declare none. Default `native`. */
   readonly mode?: ToolPresentationMode
-  /** The sandbox for Code Mode (required by `code` / `both` at assembly time). */
+  /** The code runtime that runs Code Mode programs (required by `code` / `both` at assembly time). */
   readonly codeRuntime?: CodeRuntime
   /** Handles `ask` decisions; absent → ask degrades to deny. */
   readonly approval?: ApprovalHandler
@@ -210,7 +210,7 @@ export interface ToolRuntimeOptions {
   readonly toolOrder?: readonly string[]
 }
 
-/** The tool runtime: the global layer plus the pipeline. */
+/** The registry ("tool runtime"): the global layer plus the pipeline. */
 export interface ToolRuntime extends ToolScope {
   /** The agent layer for `id` (created on first use, same object afterwards until disposed). */
   agent(id: ScopeKey): AgentTools

@@ -1,6 +1,6 @@
 /**
  * Parallel scheduling for tool calls: one pool implementation shared by the agent loop's
- * batches ({@link runToolCalls}) and the Code Mode bridge's per-run pool.
+ * batches (`runToolCalls`, registry/batch.ts) and the Code Mode bridge's per-run pool.
  *
  * The contract (the seed's "Parallel execution"): tasks start strictly in submission
  * order; consecutive `parallel` tasks overlap up to `maxParallel` (a rolling window, not
@@ -10,9 +10,7 @@
  * @module
  */
 import { ToolError } from './errors.js'
-import { INTERNAL_EXECUTE, type PipelineSchedule } from './registry/internal.js'
-import type { ToolRuntime } from './runtime-types.js'
-import type { ToolExecutionInput, ToolExecutionMode, ToolExecutionResult } from './types.js'
+import type { ToolExecutionMode } from './types.js'
 
 /** Options of {@link createCallPool}. */
 export interface CallPoolOptions {
@@ -164,76 +162,4 @@ export function createCallPool(options: CallPoolOptions): CallPool {
       return new Promise<void>((resolve) => idleWaiters.push(resolve))
     },
   })
-}
-
-/** Options of {@link runToolCalls}. */
-export interface RunToolCallsOptions {
-  /** Bound of the rolling pool for consecutive concurrency-safe calls. Default 10. */
-  readonly maxParallel?: number
-}
-
-/**
- * Runs a model's batch of calls the way the seed's agent loop does: consecutive
- * concurrency-safe calls share a bounded rolling pool, an exclusive call drains the pool,
- * runs alone and bars later calls. Only wrappers + body overlap: the policy phases
- * (`tools/pre-execute`, guards, approval) run one call at a time in model order, and so
- * does each call's tail (`tools/post-execute`, `finalizeContent`, `tools/result`), so
- * results, observers and additional contexts keep model order. Resolves to one result per
- * call, in model order; never rejects for a call's failure (each result carries it).
- *
- * With a `ToolRuntime` not made by `createToolRuntime` the calls still go through the pool,
- * but their policy phases may then overlap.
- *
- * @example
- * ```ts
- * const results = await runToolCalls(runtime, modelCalls.map((c) => ({ ...c, signal })), { maxParallel: 4 })
- * ```
- */
-export async function runToolCalls(
-  runtime: ToolRuntime,
-  calls: readonly ToolExecutionInput[],
-  options: RunToolCallsOptions = {},
-): Promise<ToolExecutionResult[]> {
-  if (!Array.isArray(calls)) throw new ToolError('INVALID_OPTIONS', 'runToolCalls expects an array of calls')
-  const maxParallel = options.maxParallel ?? 10
-  assertPositiveInteger(maxParallel, 'maxParallel')
-  const pool = createCallPool({ maxParallel })
-  const internal = (runtime as unknown as Record<symbol, unknown>)[INTERNAL_EXECUTE] as
-    | ((input: ToolExecutionInput, schedule: PipelineSchedule) => Promise<ToolExecutionResult>)
-    | undefined
-
-  let previousPolicy: Promise<void> = Promise.resolve()
-  let previousTail: Promise<void> = Promise.resolve()
-  const results: Promise<ToolExecutionResult>[] = []
-  for (const call of calls) {
-    const mode = classify(runtime, call)
-    if (internal === undefined) {
-      results.push(pool.submit(mode, () => runtime.execute(call)))
-      continue
-    }
-    const policyTurn = previousPolicy
-    const tailTurn = previousTail
-    let releasePolicy!: () => void
-    let releaseTail!: () => void
-    previousPolicy = new Promise<void>((resolve) => (releasePolicy = resolve))
-    previousTail = new Promise<void>((resolve) => (releaseTail = resolve))
-    results.push(
-      internal(call, {
-        beforePolicy: () => policyTurn,
-        afterPolicy: releasePolicy,
-        dispatch: (task) => pool.submit(mode, task),
-        beforeTail: () => tailTurn,
-        afterTail: releaseTail,
-      }),
-    )
-  }
-  return Promise.all(results)
-}
-
-function classify(runtime: ToolRuntime, call: ToolExecutionInput): ToolExecutionMode {
-  try {
-    return runtime.executionMode(call) === 'parallel' ? 'parallel' : 'exclusive'
-  } catch {
-    return 'exclusive'
-  }
 }

@@ -9,7 +9,7 @@
  */
 import { ToolError } from './errors.js'
 import type { JsonValue } from './json/json-value.js'
-import { dispatchDefinition } from './registry/internal.js'
+import { dispatchDefinition } from './registry/dispatch.js'
 import type { ExecuteWrapper } from './runtime-types.js'
 import type { ToolDispatchExecution } from './types.js'
 

@@ -1,7 +1,9 @@
 /**
  * A minimal provider-neutral agent loop: ask the model, run the tool calls it emits with
  * {@link runToolCalls} (so concurrency-safe calls overlap), append every result to the
- * history, repeat until the model answers. The model is anything implementing
+ * history, then every result's `additionalContexts` (the seed's post-result FIFO: call
+ * order, then each result's own order, so every call stays adjacent to its result),
+ * repeat until the model answers. The model is anything implementing
  * {@link LoopModel}; here it is always a scripted one (no network), so every request the
  * loop would send can be recorded and measured.
  *
@@ -24,10 +26,12 @@ export interface SystemMessage {
   readonly content: string
 }
 
-/** The user's question. */
+/** The user's question, or an additional context a step deferred (then `source` names who deferred it). */
 export interface UserMessage {
   readonly role: 'user'
   readonly content: string
+  /** Set on a deferred context: the plugin or tool that produced it. */
+  readonly source?: string
 }
 
 /** A model turn: text, and the tool calls it asked for (none on the final answer). */
@@ -140,11 +144,15 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
       const content = result.content.map((block) => (block.type === 'text' ? block.text : `[${block.type}]`)).join('\n')
       messages.push({ role: 'tool', toolCallId: call.id, name: call.name, content, isError: result.isError })
     })
+    // Deferred contexts only after every result of the step: a provider needs each call's result right after it.
+    for (const result of results) {
+      for (const context of result.additionalContexts ?? []) messages.push({ role: 'user', content: context.content, source: context.source })
+    }
   }
   throw new ToolError('INVALID_OPTIONS', `the model did not answer within ${maxRequests} requests`)
 }
 
-/** A script: yields turns, receives the tool messages answering the previous turn's calls. */
+/** A script: yields turns, receives the tool messages answering the previous turn's calls (deferred contexts left out). */
 export type ModelScript = Generator<ModelTurn, void, readonly ToolMessage[]>
 
 /**
@@ -160,8 +168,8 @@ export function scriptedModel(script: () => ModelScript): LoopModel {
       let latest: ToolMessage[] = []
       if (started) {
         let i = request.messages.length - 1
-        while (i >= 0 && request.messages[i]!.role === 'tool') i--
-        latest = request.messages.slice(i + 1) as ToolMessage[]
+        while (i >= 0 && request.messages[i]!.role !== 'assistant') i--
+        latest = request.messages.slice(i + 1).filter((m): m is ToolMessage => m.role === 'tool')
       }
       // The first next() argument is dropped by generators: nothing has been called yet.
       const step = generator.next(latest)

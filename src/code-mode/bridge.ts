@@ -14,10 +14,10 @@ import type { CodeRunFailureKind } from '../errors.js'
 import type { CodeBindingFunction, CodeLogEntry, CodeRunResult } from '../code-runtime/contract.js'
 import type { JsonValue } from '../json/json-value.js'
 import { snapshotLosslessJson } from '../json/lossless.js'
-import { createCallPool } from '../scheduler.js'
+import { createCallPool, type CallPool } from '../scheduler.js'
 import type { CodeDispatchEvent, CodeDispatchStartEvent } from '../runtime-types.js'
 import type { AdditionalContext, ToolExecutionMode, ToolExecutionResult, ToolRunContext } from '../types.js'
-import type { CodeModeHost, RunCodeArgs } from './run-code.js'
+import type { CodeModeRegistry, RunCodeArgs } from './registry-seam.js'
 import { prettyJson, utf8ByteLength } from './render-output.js'
 import type { RunCodeOutput } from './render-output.js'
 
@@ -41,114 +41,168 @@ function settlementReason(): unknown {
   return new DOMException('run_code settled; the sub-call was cancelled', 'AbortError')
 }
 
+/** A settled sub-call's outcome in the `tools/result` vocabulary (a registry whose execute threw still gets one). */
+function dispatchOutcome(result: ToolExecutionResult | undefined, thrown: unknown): Pick<CodeDispatchEvent, 'isError' | 'content' | 'error'> {
+  if (result === undefined) {
+    return { isError: true, content: [{ type: 'text', text: `Error: ${messageOf(thrown)}` }], error: { message: messageOf(thrown) } }
+  }
+  if (!result.isError) return { isError: false, content: result.content }
+  const code = result.error.info === undefined ? {} : { code: String(result.error.info.code) }
+  return { isError: true, content: result.content, error: { message: result.error.message, ...code } }
+}
+
 /**
- * Runs one `run_code` call: builds the bindings, runs the program, reaches quiescence
- * (run-scoped abort, queue abandoned, started sub-calls drained, contexts deferred),
- * then returns the canonical `{ logs, result? }` or throws `CodeRunFailedError`.
- *
- * Throws `ToolError('CODE_RUN_FAILED')` when no code runtime is configured.
+ * One `run_code` run's bookkeeping: the run-scoped abort (follows the outer signal in,
+ * fires when the run settles), the per-run pool, the start/settle session events, and
+ * the sub-calls' deferred contexts, handed on in dispatch order.
  */
-export async function runCodeBridge(host: CodeModeHost, args: RunCodeArgs, exec: ToolRunContext): Promise<RunCodeOutput> {
-  const runtime = host.codeRuntime()
-  if (runtime === undefined) {
-    throw new ToolError(
-      'CODE_RUN_FAILED',
-      'run_code is unavailable: no code runtime is configured (ToolRuntimeOptions.codeRuntime)',
-    )
+class CodeRun {
+  readonly #registry: CodeModeRegistry
+  readonly #exec: ToolRunContext
+  readonly #abort = new AbortController()
+  readonly #pool: CallPool
+  readonly #slots: SubCallSlot[] = []
+  readonly #followOuter: () => void
+  #settled = false
+  #submitted = 0
+  #flushed = 0
+
+  constructor(registry: CodeModeRegistry, exec: ToolRunContext) {
+    this.#registry = registry
+    this.#exec = exec
+    const pool = createCallPool({ maxParallel: registry.maxParallelSubCalls })
+    this.#pool = pool
+    const run = this.#abort
+    // An outer abort abandons the queue at once, not only when the code runtime reports back.
+    run.signal.addEventListener('abort', () => pool.abandon(run.signal.reason), { once: true })
+    this.#followOuter = () => run.abort(exec.signal.reason)
+    if (exec.signal.aborted) this.#followOuter()
+    else exec.signal.addEventListener('abort', this.#followOuter, { once: true })
   }
 
-  // The run-scoped abort: follows the outer signal in, fires when the run settles.
-  const run = new AbortController()
-  const pool = createCallPool({ maxParallel: host.maxParallelSubCalls })
-  // An outer abort abandons the queue at once, not only when the runtime reports back.
-  run.signal.addEventListener('abort', () => pool.abandon(run.signal.reason), { once: true })
-  const followOuter = (): void => run.abort(exec.signal.reason)
-  if (exec.signal.aborted) followOuter()
-  else exec.signal.addEventListener('abort', followOuter, { once: true })
+  /** The run-scoped signal handed to the code runtime and to every sub-call. */
+  get signal(): AbortSignal {
+    return this.#abort.signal
+  }
 
-  let settled = false
-  let submitted = 0
-  const slots: SubCallSlot[] = []
-  let flushed = 0
+  get #closed(): boolean {
+    return this.#settled || this.#abort.signal.aborted
+  }
+
+  /** The binding namespace: one function per visible tool, on a null-prototype frozen object. */
+  bindings(names: readonly string[]): Readonly<Record<string, CodeBindingFunction>> {
+    // Null prototype + defineProperty: `__proto__`, `constructor`, `toString` are plain names.
+    const functions = Object.create(null) as Record<string, CodeBindingFunction>
+    for (const name of names) {
+      Object.defineProperty(functions, name, { value: this.#binding(name), enumerable: true, writable: false, configurable: false })
+    }
+    return Object.freeze(functions)
+  }
+
+  /** Settlement: abort what still runs, abandon the queue, drain, hand on every context. */
+  async settle(): Promise<void> {
+    this.#settled = true
+    this.#exec.signal.removeEventListener('abort', this.#followOuter)
+    const reason = settlementReason()
+    this.#abort.abort(reason)
+    this.#pool.abandon(reason)
+    await this.#pool.drain()
+    for (const slot of this.#slots) slot.settled = true
+    this.#flushContexts()
+  }
 
   // Contexts cross in dispatch order: a sub-call's contexts wait for every earlier one.
-  const flushContexts = (): void => {
+  #flushContexts(): void {
     for (;;) {
-      const slot = slots[flushed]
+      const slot = this.#slots[this.#flushed]
       if (slot === undefined || !slot.settled) return
       for (const context of slot.contexts) {
         try {
-          exec.deferContext(context)
+          this.#exec.deferContext(context)
         } catch {
           // A refused context must not cost the program its result; the registry owns the channel.
         }
       }
       slot.contexts = []
-      flushed++
+      this.#flushed++
     }
   }
 
-  const eventBase = (subCallId: string, name: string, args: JsonValue) => ({
-    parentCallId: exec.callId,
-    subCallId,
-    name,
-    arguments: args,
-    ...(exec.agent === undefined ? {} : { agent: exec.agent }),
-  })
+  #eventBase(subCallId: string, name: string, args: JsonValue) {
+    const exec = this.#exec
+    return { parentCallId: exec.callId, subCallId, name, arguments: args, ...(exec.agent === undefined ? {} : { agent: exec.agent }) }
+  }
 
-  const dispatch = async (name: string, subCallId: string, args: JsonValue, slot: SubCallSlot): Promise<JsonValue> => {
+  #binding(name: string): CodeBindingFunction {
+    return (args: unknown) => {
+      if (this.#closed) return Promise.reject(new ToolCallError(name, 'the run has settled or was aborted; the call was not dispatched'))
+      let snapshot: JsonValue
+      try {
+        snapshot = snapshotLosslessJson(args === undefined ? {} : args)
+      } catch (error) {
+        return Promise.reject(new ToolCallError(name, `arguments are not lossless JSON: ${messageOf(error)}`))
+      }
+      const exec = this.#exec
+      const subCallId = `${exec.callId}:code:${++this.#submitted}`
+      const slot: SubCallSlot = { settled: false, contexts: [] }
+      this.#slots.push(slot)
+      let mode: ToolExecutionMode
+      try {
+        mode = this.#registry.executionMode({ name, arguments: snapshot, ...(exec.agent === undefined ? {} : { agent: exec.agent }) })
+      } catch {
+        // An unclassifiable call fails closed: it runs alone.
+        mode = 'exclusive'
+      }
+      return this.#pool.submit(mode, () => this.#dispatch(name, subCallId, snapshot, slot)).catch((error: unknown) => {
+        if (!slot.settled) {
+          // Abandoned before it started (or refused at start): nothing was logged or dispatched.
+          slot.settled = true
+          this.#flushContexts()
+        }
+        if (error instanceof ToolCallError) throw error
+        throw new ToolCallError(name, this.#closed ? 'the run ended before the call started; it was not dispatched' : messageOf(error))
+      })
+    }
+  }
+
+  async #dispatch(name: string, subCallId: string, args: JsonValue, slot: SubCallSlot): Promise<JsonValue> {
     // Abandoned between dequeue and start: a call that never started logs nothing.
-    if (settled || run.signal.aborted) throw settlementReason()
+    if (this.#closed) throw settlementReason()
+    const registry = this.#registry
+    const exec = this.#exec
     const startedAt = Date.now()
     const startedClock = performance.now()
-    const start: CodeDispatchStartEvent = { type: 'tool/code-dispatch-start', ...eventBase(subCallId, name, args), startedAt }
+    const start: CodeDispatchStartEvent = { type: 'tool/code-dispatch-start', ...this.#eventBase(subCallId, name, args), startedAt }
     try {
-      host.logDispatchStart(start)
+      registry.logDispatchStart(start)
     } catch {
       // Logging is observation; it never changes the sub-call's outcome.
     }
     let result: ToolExecutionResult | undefined
     let thrown: unknown
     try {
-      result = await host.execute({
+      result = await registry.execute({
         callId: subCallId,
         name,
         arguments: args,
-        signal: run.signal,
+        signal: this.#abort.signal,
         ...(exec.agent === undefined ? {} : { agent: exec.agent }),
         parent: exec.token,
       })
     } catch (error) {
-      // `execute` never rejects by contract; a host that does still gets a settle event.
+      // `execute` never rejects by contract; a registry that does still gets a settle event.
       thrown = error
     }
     const settledAt = Date.now()
     const durationMs = Math.max(0, performance.now() - startedClock)
-    const outcome: Pick<CodeDispatchEvent, 'isError' | 'content' | 'error'> =
-      result === undefined
-        ? {
-            isError: true,
-            content: [{ type: 'text', text: `Error: ${messageOf(thrown)}` }],
-            error: { message: messageOf(thrown) },
-          }
-        : result.isError
-          ? {
-              isError: true,
-              content: result.content,
-              error: {
-                message: result.error.message,
-                ...(result.error.info === undefined ? {} : { code: String(result.error.info.code) }),
-              },
-            }
-          : { isError: false, content: result.content }
     slot.contexts = result?.additionalContexts ?? []
     slot.settled = true
-    flushContexts()
+    this.#flushContexts()
     try {
-      await host.logDispatch({
+      await registry.logDispatch({
         type: 'tool/code-dispatch',
-        ...eventBase(subCallId, name, args),
-        ...outcome,
+        ...this.#eventBase(subCallId, name, args),
+        ...dispatchOutcome(result, thrown),
         startedAt,
         settledAt,
         durationMs,
@@ -160,76 +214,45 @@ export async function runCodeBridge(host: CodeModeHost, args: RunCodeArgs, exec:
     if (result.isError) throw new ToolCallError(name, result.error.message)
     return result.value
   }
+}
 
-  const binding =
-    (name: string): CodeBindingFunction =>
-    (args: unknown) => {
-      if (settled || run.signal.aborted) {
-        return Promise.reject(new ToolCallError(name, 'the run has settled or was aborted; the call was not dispatched'))
-      }
-      let snapshot: JsonValue
-      try {
-        snapshot = snapshotLosslessJson(args === undefined ? {} : args)
-      } catch (error) {
-        return Promise.reject(new ToolCallError(name, `arguments are not lossless JSON: ${messageOf(error)}`))
-      }
-      const subCallId = `${exec.callId}:code:${++submitted}`
-      const slot: SubCallSlot = { settled: false, contexts: [] }
-      slots.push(slot)
-      let mode: ToolExecutionMode
-      try {
-        mode = host.executionMode({ name, arguments: snapshot, ...(exec.agent === undefined ? {} : { agent: exec.agent }) })
-      } catch {
-        mode = 'exclusive'
-      }
-      return pool.submit(mode, () => dispatch(name, subCallId, snapshot, slot)).catch((error: unknown) => {
-        if (!slot.settled) {
-          // Abandoned before it started (or refused at start): nothing was logged or dispatched.
-          slot.settled = true
-          flushContexts()
-        }
-        if (error instanceof ToolCallError) throw error
-        throw new ToolCallError(
-          name,
-          settled || run.signal.aborted ? 'the run ended before the call started; it was not dispatched' : messageOf(error),
-        )
-      })
-    }
-
-  // Null prototype + defineProperty: `__proto__`, `constructor`, `toString` are plain names.
-  const functions = Object.create(null) as Record<string, CodeBindingFunction>
-  for (const name of host.bindingNames(exec.agent)) {
-    Object.defineProperty(functions, name, { value: binding(name), enumerable: true, writable: false, configurable: false })
+/**
+ * Runs one `run_code` call: builds the bindings, runs the program, reaches quiescence
+ * (run-scoped abort, queue abandoned, started sub-calls drained, contexts deferred),
+ * then returns the canonical `{ logs, result? }` or throws `CodeRunFailedError`.
+ *
+ * Throws `ToolError('CODE_RUN_FAILED')` when no code runtime is configured.
+ */
+export async function runCodeBridge(registry: CodeModeRegistry, args: RunCodeArgs, exec: ToolRunContext): Promise<RunCodeOutput> {
+  const codeRuntime = registry.codeRuntime()
+  if (codeRuntime === undefined) {
+    throw new ToolError('CODE_RUN_FAILED', 'run_code is unavailable: no code runtime is configured (ToolRuntimeOptions.codeRuntime)')
   }
-  Object.freeze(functions)
-
+  const run = new CodeRun(registry, exec)
   let outcome: CodeRunResult
   try {
-    outcome = await runtime.run({
+    outcome = await codeRuntime.run({
       program: args.code,
-      bindings: [{ global: CODE_BINDINGS_GLOBAL, functions }],
+      bindings: [{ global: CODE_BINDINGS_GLOBAL, functions: run.bindings(registry.bindingNames(exec.agent)) }],
       signal: run.signal,
-      ...(host.logOutput === undefined ? {} : { onLog: forwardLog(host, exec.callId) }),
+      ...(registry.logOutput === undefined ? {} : { onLog: forwardLog(registry, exec.callId) }),
     })
   } catch (error) {
-    // `run()` never rejects by contract; a runtime that does still ends as a failed run.
+    // `run()` never rejects by contract; a code runtime that does still ends as a failed run.
     outcome = { logs: [], error: { kind: 'exception', message: `the code runtime failed: ${messageOf(error)}` } }
   } finally {
-    settled = true
-    exec.signal.removeEventListener('abort', followOuter)
-    const reason = settlementReason()
-    run.abort(reason)
-    pool.abandon(reason)
-    try {
-      await pool.drain()
-    } catch {
-      // Each task's outcome already reached its binding promise; drain only waits.
-    }
-    for (const slot of slots) slot.settled = true
-    flushContexts()
+    await run.settle()
   }
+  return completeRun(outcome, registry.maxOutputBytes, codeRuntime.language)
+}
 
-  return completeRun(outcome, host.maxOutputBytes)
+/** The languages a code runtime may report, as a model reads them. */
+const LANGUAGE_NAMES: Readonly<Record<string, string>> = Object.freeze({ typescript: 'TypeScript/JavaScript', javascript: 'JavaScript', python: 'Python' })
+
+/** `(run_code runs TypeScript/JavaScript programs)` for the code runtime's `language`. */
+export function languageNote(language: string): string {
+  const name = Object.hasOwn(LANGUAGE_NAMES, language) ? LANGUAGE_NAMES[language] : JSON.stringify(String(language))
+  return `(run_code runs ${name} programs)`
 }
 
 function jsonBytes(value: JsonValue): number {
@@ -238,9 +261,10 @@ function jsonBytes(value: JsonValue): number {
 
 /**
  * Turns a settled run into the canonical output or a `CodeRunFailedError`, enforcing
- * lossless JSON on the completion value and `maxOutputBytes` on the payload.
+ * lossless JSON on the completion value and `maxOutputBytes` on the payload. A program
+ * exception names the language the code runtime runs.
  */
-function completeRun(outcome: CodeRunResult, maxOutputBytes: number): RunCodeOutput {
+function completeRun(outcome: CodeRunResult, maxOutputBytes: number, language: string): RunCodeOutput {
   // Lines stay exactly as printed (no level or source prefix): the model reads what it wrote.
   // Non-lossless completions fail rather than being coerced, so the model learns to return JSON.
   const logs = outcome.logs.map((entry) => (typeof entry.text === 'string' ? entry.text : String(entry.text)))
@@ -249,11 +273,15 @@ function completeRun(outcome: CodeRunResult, maxOutputBytes: number): RunCodeOut
   if (outcome.error !== undefined) {
     const kind: CodeRunFailureKind = outcome.error.kind
     const message = String(outcome.error.message)
+    // A program that throws may simply be in the wrong language (Python sent to a
+    // TypeScript runtime fails as `print is not defined`): say which language runs here.
+    // The note is part of the envelope, outside maxOutputBytes, like the kind.
+    const note = kind === 'exception' ? ` ${languageNote(language)}` : ''
     const total = logBytes + utf8ByteLength(message)
-    if (total <= maxOutputBytes) throw new CodeRunFailedError(kind, message, logs)
+    if (total <= maxOutputBytes) throw new CodeRunFailedError(kind, `${message}${note}`, logs)
     throw new CodeRunFailedError(
       kind,
-      `${truncateToBytes(message, maxOutputBytes)} [failure output of ${total} bytes exceeds maxOutputBytes (${maxOutputBytes}); captured output dropped]`,
+      `${truncateToBytes(message, maxOutputBytes)}${note} [failure output of ${total} bytes exceeds maxOutputBytes (${maxOutputBytes}); captured output dropped]`,
     )
   }
 
@@ -299,11 +327,11 @@ function truncateToBytes(text: string, maxBytes: number): string {
   return `${text.slice(0, i)}…`
 }
 
-/** Streams console lines to the host while the run is live; a throwing sink is contained. */
-function forwardLog(host: CodeModeHost, parentCallId: string): (entry: CodeLogEntry) => void {
+/** Streams console lines to the registry while the run is live; a throwing sink is contained. */
+function forwardLog(registry: CodeModeRegistry, parentCallId: string): (entry: CodeLogEntry) => void {
   return (entry) => {
     try {
-      host.logOutput?.({ type: 'tool/code-log', parentCallId, entry })
+      registry.logOutput?.({ type: 'tool/code-log', parentCallId, entry })
     } catch {
       // Live streaming is best-effort; the run's result carries every line anyway.
     }

@@ -153,5 +153,5 @@ export function renderRunCodeOutput(value: RunCodeOutput): string {
   return `${logs}\n${result}`
 }
 
-/** The UTF-8 byte length of `text` without encoding it (one implementation, shared with the runtimes' caps). */
+/** The UTF-8 byte length of `text` without encoding it (one implementation, shared with the code runtimes' caps). */
 export { utf8Length as utf8ByteLength } from '../code-runtime/render.js'

@@ -2,76 +2,30 @@
  * `run_code`: the reserved Code Mode transport. A raw tool definition whose body hands
  * the model's program to the configured `CodeRuntime` and routes every `tools.x()`
  * binding call back into the registry's pipeline (see `bridge.ts`). The registry
- * creates it with a {@link CodeModeHost}, its narrow view of the registry.
+ * creates it with a {@link CodeModeRegistry}, its narrow view of the registry.
  *
  * @module
  */
 import { ToolArgsError } from '../errors.js'
 import type { SchemaViolation } from '../errors.js'
-import type { CodeRuntime } from '../code-runtime/contract.js'
 import type { JsonObject, JsonValue } from '../json/json-value.js'
-import type { CodeDispatchEvent, CodeDispatchStartEvent, CodeLogEvent } from '../runtime-types.js'
-import type {
-  AnyToolDefinition,
-  ContentBlock,
-  ScopeKey,
-  ToolDefinition,
-  ToolExecutionInput,
-  ToolExecutionMode,
-  ToolExecutionResult,
-} from '../types.js'
+import type { AnyToolDefinition, ContentBlock, ToolDefinition } from '../types.js'
 import type { JsonSchemaNode, ObjectJsonSchema } from '../schema/json-schema-node.js'
 import { runCodeBridge } from './bridge.js'
+import { RUN_CODE_TOOL_NAME, type CodeModeRegistry, type RunCodeArgs } from './registry-seam.js'
 import { renderRunCodeOutput } from './render-output.js'
 import type { RunCodeOutput } from './render-output.js'
 
 export type { RunCodeOutput } from './render-output.js'
-
-/** The reserved name of the Code Mode transport. */
-export const RUN_CODE_TOOL_NAME = 'run_code'
-
-/** The validated arguments of a `run_code` call. */
-export interface RunCodeArgs {
-  /** The program: the body of an async function in the runtime's language. */
-  readonly code: string
-  /** The model's short summary of what the program does (for UIs and approvals). */
-  readonly description: string
-}
+export { RUN_CODE_TOOL_NAME, type CodeModeRegistry, type RunCodeArgs } from './registry-seam.js'
 
 /**
- * What `run_code` needs from the registry that owns it. The registry implements it;
- * nothing else should.
+ * The former name of {@link CodeModeRegistry}, kept so existing imports compile.
+ *
+ * @deprecated Use `CodeModeRegistry`: "host" now means only the trusted side of a
+ * sandbox boundary (docs/architecture.md, vocabulary).
  */
-export interface CodeModeHost {
-  /** The configured sandbox, read at call time; `undefined` makes `run_code` fail clearly. */
-  codeRuntime(): CodeRuntime | undefined
-  /** Binding concurrency of one run (validated, ≥ 1): safe calls overlap up to this many. */
-  readonly maxParallelSubCalls: number
-  /** Cap on the combined serialized logs + completion value (or failure message) of one run. */
-  readonly maxOutputBytes: number
-  /**
-   * The binding names a program of `agent` gets: every tool visible to that agent
-   * except `run_code`, sorted by code point.
-   */
-  bindingNames(agent: ScopeKey | undefined): readonly string[]
-  /** Runs one sub-call through the whole pipeline (`ToolRuntime.execute`). Never rejects. */
-  execute(input: ToolExecutionInput): Promise<ToolExecutionResult>
-  /** The scheduling class of one sub-call (`ToolRuntime.executionMode`). */
-  executionMode(input: Pick<ToolExecutionInput, 'name' | 'arguments' | 'agent'>): ToolExecutionMode
-  /** Appends a `tool/code-dispatch-start` event to the session log. Never throws. */
-  logDispatchStart(event: CodeDispatchStartEvent): void
-  /**
-   * Runs the `tools/code-dispatch-log` waterfall over a settled sub-call's event (a
-   * spill policy may replace oversized content), then appends the result to the
-   * session log. Never throws: a failing listener keeps the event as it was.
-   */
-  logDispatch(event: CodeDispatchEvent): Promise<void>
-  /**
-   * Optional: receives each console line of a running program as it is written (for
-   * live streaming). Absent → the runtime is not asked to stream. Never throws.
-   */
-  logOutput?(event: CodeLogEvent): void
-}
+export type CodeModeHost = CodeModeRegistry
 
 const parameters: ObjectJsonSchema = {
   type: 'object',
@@ -131,7 +85,7 @@ function contentText(content: readonly ContentBlock[]): string {
 }
 
 /**
- * Creates the `run_code` definition bound to `host`. Raw (not `defineTool`): it owns
+ * Creates the `run_code` definition bound to `registry`. Raw (not `defineTool`): it owns
  * its argument validation (`INVALID_ARGS` through `ToolArgsError`) and declares the
  * canonical output `{ logs: string[], result?: JsonValue }`.
  *
@@ -141,10 +95,10 @@ function contentText(content: readonly ContentBlock[]): string {
  *
  * @example
  * ```ts
- * const tool = createRunCodeTool(host) // registered by the registry under non-native modes
+ * const tool = createRunCodeTool(registry) // the registry creates it for non-native modes
  * ```
  */
-export function createRunCodeTool(host: CodeModeHost): AnyToolDefinition {
+export function createRunCodeTool(registry: CodeModeRegistry): AnyToolDefinition {
   const definition: ToolDefinition<RunCodeArgs, JsonObject> = {
     name: RUN_CODE_TOOL_NAME,
     description:
@@ -167,11 +121,12 @@ export function createRunCodeTool(host: CodeModeHost): AnyToolDefinition {
       try {
         return validateRunCodeArgs(args)
       } catch {
+        // Soft validation answers "not valid" instead of throwing (presenters, classifiers).
         return undefined
       }
     },
     async execute(args, exec) {
-      return (await runCodeBridge(host, args, exec)) as unknown as JsonObject
+      return (await runCodeBridge(registry, args, exec)) as unknown as JsonObject
     },
     presentCall: (args, rawArgs) => ({
       card: 'generic',

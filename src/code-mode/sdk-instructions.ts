@@ -1,6 +1,6 @@
 /**
  * The fixed usage instructions that precede the generated SDK block. They state what
- * our runtimes actually do: the program is type-stripped (sucrase) and run as the body
+ * our code runtimes actually do: the program is type-stripped (sucrase) and run as the body
  * of an async function; binding calls are lossless JSON in, typed canonical JSON out;
  * safe calls overlap in a bounded pool while mutating calls run alone in submission
  * order; only console output and the return value come back.
@@ -10,7 +10,7 @@
  * @module
  */
 
-/** Usage instructions for the TypeScript SDK (runtimes reporting `language: 'typescript'`). */
+/** Usage instructions for the TypeScript SDK (code runtimes reporting `language: 'typescript'`). */
 export const TYPESCRIPT_SDK_INSTRUCTIONS = `## Writing code for run_code
 
 \`run_code\` takes two required arguments: \`code\` — the body of an async TypeScript function — and \`description\`, a short summary of what the program does. The code is type-stripped before it runs, so use erasable syntax only: no \`enum\`, \`namespace\`, constructor parameter properties or other TypeScript that emits code. Type annotations are advisory; nothing checks them. Top-level \`await\` and \`return\` work. Inside the program:
@@ -24,7 +24,7 @@ export const TYPESCRIPT_SDK_INSTRUCTIONS = `## Writing code for run_code
 
 The available tools:`
 
-/** Usage instructions for the Python SDK (runtimes reporting `language: 'python'`). */
+/** Usage instructions for the Python SDK (code runtimes reporting `language: 'python'`; none ships: integrators bring their own). */
 export const PYTHON_SDK_INSTRUCTIONS = `## Writing code for run_code
 
 \`run_code\` takes two required arguments: \`code\` — the body of an async Python function — and \`description\`, a short summary of what the program does. Top-level \`await\` and \`return\` work. Type hints are advisory; nothing checks them. Inside the program:

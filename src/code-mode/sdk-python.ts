@@ -1,9 +1,10 @@
 /**
  * The Python flavour of the Code Mode SDK: `jsonSchemaToPy` (one schema → one type
- * expression) and the SDK block for runtimes reporting `language: 'python'` — named
+ * expression) and the SDK block for code runtimes reporting `language: 'python'` — named
  * `TypedDict`s per tool (`ReadFileArgs`, `ReadFileOutput`, nested objects with derived
  * names), `ToolCallError`, and a `tools` object whose exotic names are reached by
- * subscript.
+ * subscript. No Python code runtime ships with toolyard: this flavour serves integrators
+ * who bring their own (a `CodeRuntime` with `language: 'python'`).
  *
  * Total and stack-safe like the TypeScript flavour; unsupported constructs degrade to
  * `Any`, and an object degrades to `dict[str, Any]` when a field name cannot be a
@@ -12,15 +13,9 @@
  * @module
  */
 import type { JsonPrimitive } from '../json/json-value.js'
-import type { SdkToolInput } from './sdk.js'
+import { classifySchemaNode, hasOnlyOptionalProperties } from '../schema/subset.js'
+import { commentLines, normalizeSdkTools, type SdkToolInput } from './sdk-common.js'
 import { PYTHON_SDK_INSTRUCTIONS } from './sdk-instructions.js'
-import {
-  classifySchemaNode,
-  hasOnlyOptionalProperties,
-  normalizeSdkTools,
-  splitLines,
-  type SchemaPropertyShape,
-} from './sdk-typescript.js'
 
 /** Options for {@link jsonSchemaToPy}. */
 export interface JsonSchemaToPyOptions {
@@ -193,6 +188,7 @@ export function jsonSchemaToPy(schema: unknown, options?: JsonSchemaToPyOptions)
   try {
     return renderPy(schema, options?.maxNodes, undefined, '')
   } catch {
+    // Only reachable on resource exhaustion (a string too long to build); rendering stays total.
     return 'Any'
   }
 }
@@ -319,19 +315,14 @@ function renderPy(schema: unknown, rawMax: unknown, context: PyContext | undefin
 }
 
 function pyComment(description: string | undefined, deprecated: boolean, indent: string): string[] {
-  const lines: string[] = []
-  if (description !== undefined) for (const line of splitLines(description)) lines.push(line.trimEnd())
-  while (lines.length > 0 && lines[lines.length - 1] === '') lines.pop()
-  while (lines.length > 0 && lines[0] === '') lines.shift()
+  const lines = description === undefined ? [] : commentLines(description)
   if (deprecated) lines.push('Deprecated.')
   return lines.map((l) => (l === '' ? `${indent}#` : `${indent}# ${l}`))
 }
 
 /** A docstring body: backslashes and quotes escaped so no text can close it early. */
 function pyDocstring(description: string, indent: string): string[] {
-  const lines = splitLines(description.replaceAll('\\', '\\\\').replaceAll('"', '\\"')).map((l) => l.trimEnd())
-  while (lines.length > 0 && lines[lines.length - 1] === '') lines.pop()
-  while (lines.length > 0 && lines[0] === '') lines.shift()
+  const lines = commentLines(description.replaceAll('\\', '\\\\').replaceAll('"', '\\"'))
   if (lines.length === 0) return []
   if (lines.length === 1) return [`${indent}"""${lines[0]}"""`]
   return [`${indent}"""${lines[0]}`, ...lines.slice(1).map((l) => (l === '' ? '' : `${indent}${l}`)), `${indent}"""`]
@@ -426,6 +417,7 @@ function renderToolSchema(
   try {
     return renderPy(schema, undefined, { namer: scoped, classes, imports, root }, root)
   } catch {
+    // As in jsonSchemaToPy: resource exhaustion only; the tool's type degrades to Any.
     imports.add('Any')
     return 'Any'
   }

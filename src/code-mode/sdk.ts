@@ -7,17 +7,11 @@
  * @module
  */
 import { ToolError } from '../errors.js'
-import type { JsonSchemaNode } from '../schema/json-schema-node.js'
+import type { SdkToolInput } from './sdk-common.js'
 import { renderPythonSdk } from './sdk-python.js'
 import { renderTypeScriptSdk } from './sdk-typescript.js'
 
-/** One tool as the SDK renderers see it: its name, description and both schemas. */
-export interface SdkToolInput {
-  readonly name: string
-  readonly description: string
-  readonly parameters: JsonSchemaNode
-  readonly output: JsonSchemaNode
-}
+export type { SdkToolInput } from './sdk-common.js'
 
 /** Options for {@link renderToolsSdk}. */
 export interface RenderToolsSdkOptions {

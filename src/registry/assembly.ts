@@ -14,9 +14,11 @@
 import { hasSdkRenderer, renderToolsSdk } from '../code-mode/sdk.js'
 import { ToolError, toErrorData } from '../errors.js'
 import type { AssembleListener, PromptAssembly, PromptSection, ToolRuntime } from '../runtime-types.js'
-import type { ScopeKey, ToolPresentationMode, ToolSchema } from '../types.js'
-import type { RegisteredTool } from './definition.js'
-import type { ScopedList } from './scoped-list.js'
+import type { ScopeKey, ToolSchema } from '../types.js'
+import type { RegisteredTool } from '../schema/tool-definition.js'
+import type { ToolLayers } from './layers.js'
+import { misuse } from './scope.js'
+import { ScopedList } from './scoped-list.js'
 
 /** Id and order of the SDK section. */
 export const SDK_SECTION = Object.freeze({ id: 'tools:sdk', order: 150 })
@@ -30,21 +32,44 @@ export const CODE_ONLY_TEXT =
   'callable only from inside a `run_code` program, as `await tools.name(args)`; a direct ' +
   'call to any of them fails.'
 
-/** What assembly needs from the runtime. */
+/** What assembly needs from the registry. */
 export interface AssemblyCore {
   readonly options: ToolRuntime['options']
-  presentation(agent: ScopeKey | undefined): ToolPresentationMode
-  visibleTools(agent: ScopeKey | undefined): readonly RegisteredTool[]
-  schemaOf(tool: RegisteredTool): ToolSchema
+  readonly layers: Pick<ToolLayers, 'presentation' | 'visibleTools' | 'schemaOf'>
+  /** The `run_code` transport. */
   readonly runCode: RegisteredTool
-  readonly sections: ScopedList<StoredSection>
+  readonly sections: PromptSections
   readonly assembleListeners: ScopedList<AssembleListener>
 }
 
 /** A static section with its registration sequence (ties keep registration order). */
-export interface StoredSection {
+interface StoredSection {
   readonly section: PromptSection
   readonly seq: number
+}
+
+const RESERVED_SECTION_IDS: ReadonlySet<string> = new Set([SDK_SECTION.id, CODE_ONLY_SECTION.id])
+
+/** The static prompt sections of one registry: global ones, then each agent's. */
+export class PromptSections {
+  readonly #list = new ScopedList<StoredSection>()
+  #seq = 0
+
+  /** Adds a checked, frozen copy of `section` for `agent` (every assembly when undefined); returns its remover. */
+  add(section: PromptSection, agent: ScopeKey | undefined): () => void {
+    if (typeof section !== 'object' || section === null) misuse('section(section) needs { id, order, text }')
+    const { id, order, text } = section
+    if (typeof id !== 'string' || id === '') misuse('a prompt section needs a non-empty string id')
+    if (RESERVED_SECTION_IDS.has(id)) misuse(`the section id ${JSON.stringify(id)} is reserved for the registry`)
+    if (typeof order !== 'number' || !Number.isFinite(order)) misuse(`section ${JSON.stringify(id)} needs a finite order`)
+    if (typeof text !== 'string') misuse(`section ${JSON.stringify(id)} needs string text`)
+    return this.#list.add({ section: Object.freeze({ id, order, text }), seq: this.#seq++ }, agent)
+  }
+
+  /** The sections `agent` assembles with, in registration order. */
+  list(agent: ScopeKey | undefined): readonly StoredSection[] {
+    return this.#list.list(agent)
+  }
 }
 
 function fail(message: string, cause?: unknown): never {
@@ -53,18 +78,18 @@ function fail(message: string, cause?: unknown): never {
 
 /** Assembles the prompt for `agent` (the global layer when undefined). */
 export function assemblePrompt(core: AssemblyCore, agent: ScopeKey | undefined): PromptAssembly {
-  const mode = core.presentation(agent)
-  const visible = core.visibleTools(agent)
+  const mode = core.layers.presentation(agent)
+  const visible = core.layers.visibleTools(agent)
   const stored: StoredSection[] = [...core.sections.list(agent)]
   let seq = Number.MAX_SAFE_INTEGER - 2
 
-  let tools: ToolSchema[] = mode === 'code' ? [] : visible.map((tool) => core.schemaOf(tool))
+  let tools: ToolSchema[] = mode === 'code' ? [] : visible.map((tool) => core.layers.schemaOf(tool))
   if (mode !== 'native') {
-    const runtime = core.options.codeRuntime
-    if (runtime === undefined) fail(`presentation '${mode}' needs options.codeRuntime, and none is configured`)
-    const language = runtime.language
+    const codeRuntime = core.options.codeRuntime
+    if (codeRuntime === undefined) fail(`presentation '${mode}' needs options.codeRuntime, and none is configured`)
+    const language = codeRuntime.language
     if (!hasSdkRenderer(language)) fail(`presentation '${mode}': no Code Mode SDK renderer for language ${JSON.stringify(String(language))}`)
-    tools.push(core.schemaOf(core.runCode))
+    tools.push(core.layers.schemaOf(core.runCode))
     let sdk: string
     try {
       sdk = renderToolsSdk(

@@ -5,5 +5,6 @@
  */
 export { createToolRuntime } from './runtime.js'
 export { routeBackMessage } from './pipeline.js'
+export { runToolCalls, type RunToolCallsOptions } from './batch.js'
 export { CODE_ONLY_SECTION, CODE_ONLY_TEXT, SDK_SECTION } from './assembly.js'
 export { DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_PARALLEL_SUB_CALLS } from './options.js'

@@ -94,15 +94,15 @@ export function validateRuntimeOptions(options: unknown): ToolRuntime['options']
   const codeRuntime = o.codeRuntime
   if (codeRuntime !== undefined) {
     if (typeof codeRuntime !== 'object' || codeRuntime === null) fail(`options.codeRuntime must be a CodeRuntime object (got ${show(codeRuntime)})`)
-    const r = codeRuntime as Record<string, unknown>
+    const given = codeRuntime as Record<string, unknown>
     // A code runtime is usually a class instance (getters are fine), but one that throws
     // when inspected is a configuration error like any other.
     guardRead('options.codeRuntime', () => {
-      if (typeof r.language !== 'string' || r.language === '') fail('options.codeRuntime.language must be a non-empty string')
-      if (typeof r.isolation !== 'string') fail('options.codeRuntime.isolation must be a string')
-      if (typeof r.run !== 'function') fail('options.codeRuntime.run must be a function')
-      if (typeof r.dispose !== 'function') fail('options.codeRuntime.dispose must be a function')
-      if (typeof r.capabilities !== 'object' || r.capabilities === null) fail('options.codeRuntime.capabilities must be an object')
+      if (typeof given.language !== 'string' || given.language === '') fail('options.codeRuntime.language must be a non-empty string')
+      if (typeof given.isolation !== 'string') fail('options.codeRuntime.isolation must be a string')
+      if (typeof given.run !== 'function') fail('options.codeRuntime.run must be a function')
+      if (typeof given.dispose !== 'function') fail('options.codeRuntime.dispose must be a function')
+      if (typeof given.capabilities !== 'object' || given.capabilities === null) fail('options.codeRuntime.capabilities must be an object')
     })
   }
 

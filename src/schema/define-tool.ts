@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { LosslessJsonError, ToolArgsError, ToolError, type SchemaViolation } from '../errors.js'
+import { LosslessJsonError, ToolArgsError, type SchemaViolation } from '../errors.js'
 import type { JsonValue } from '../json/json-value.js'
 import { snapshotLosslessJson } from '../json/lossless.js'
 import type { ToolCallView, ToolResultView } from '../presentation.js'
@@ -22,6 +22,7 @@ import type {
 import { parameterSchemaSpecToJsonSchema, valueSchemaSpecToJsonSchema, type ParameterSchemaSpec, type ValueSchemaSpec } from './dsl.js'
 import type { InferArgs, InferValue } from './infer.js'
 import { compileJsonSchema, type CompiledJsonSchema } from './json-schema.js'
+import { readToolDefinition } from './tool-definition.js'
 
 /** The output declaration of a {@link ToolSpec}: a DSL value spec plus pure projectors. */
 export interface ToolOutputSpec<Args, O extends ValueSchemaSpec> {
@@ -96,10 +97,6 @@ export function validateArgs<const P extends ParameterSchemaSpec>(parameters: P,
   return checkArgs(compileJsonSchema(parameterSchemaSpecToJsonSchema(parameters)), args) as unknown as InferArgs<P>
 }
 
-function invalidDefinition(message: string): ToolError {
-  return new ToolError('INVALID_DEFINITION', message)
-}
-
 /**
  * Builds a typed tool definition. At definition time the parameter spec becomes
  * `parameters` (an open object JSON Schema) and the output spec becomes
@@ -146,66 +143,19 @@ type LooseToolSpec = ToolSpec<ParameterSchemaSpec, ValueSchemaSpec> & {
   isConcurrencySafe?(args: LooseArgs): boolean
 }
 
-/**
- * Reads `key` of a definition (or of its `output`) without running a getter: an accessor
- * is a definition error (it could answer differently on each read, and `register()`
- * refuses it too). Methods of a class instance are found on its prototype chain. A Proxy
- * whose trap throws fails as `INVALID_DEFINITION`, never with the trap's own error.
- */
-function readMember(source: object, key: string, where: string): unknown {
-  try {
-    let target: object | null = source
-    while (target !== null && target !== Object.prototype) {
-      const descriptor = Object.getOwnPropertyDescriptor(target, key)
-      if (descriptor !== undefined) {
-        if (!('value' in descriptor)) throw invalidDefinition(`${where}${key} must be a data property, not an accessor`)
-        return descriptor.value as unknown
-      }
-      target = Object.getPrototypeOf(target) as object | null
-    }
-    return undefined
-  } catch (error) {
-    if (error instanceof ToolError) throw error
-    throw invalidDefinition(`${where}${key} could not be read (${error instanceof Error ? error.message : String(error)})`)
-  }
-}
-
 function buildDefinition(spec: LooseToolSpec): ToolDefinition<LooseArgs, JsonValue> {
-  if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) throw invalidDefinition('a tool definition must be an object')
-  const name = readMember(spec, 'name', '')
-  if (typeof name !== 'string' || name === '') throw invalidDefinition('a tool needs a non-empty string name')
-  const where = `tool "${name}": `
-  const read = (key: keyof LooseToolSpec): unknown => readMember(spec, key, where)
-  const description = read('description')
-  if (typeof description !== 'string') throw invalidDefinition(`${where}description must be a string`)
-  const execute = read('execute') as LooseToolSpec['execute']
-  if (typeof execute !== 'function') throw invalidDefinition(`${where}execute must be a function`)
-  const output = read('output') as LooseToolSpec['output']
-  if (typeof output !== 'object' || output === null) throw invalidDefinition(`${where}the output declaration is mandatory`)
-  const render = readMember(output, 'render', `${where}output.`) as LooseToolSpec['output']['render']
-  if (typeof render !== 'function') throw invalidDefinition(`${where}output.render must be a function`)
-  const presentationMeta = readMember(output, 'presentationMeta', `${where}output.`) as LooseToolSpec['output']['presentationMeta']
-  if (presentationMeta !== undefined && typeof presentationMeta !== 'function') {
-    throw invalidDefinition(`${where}output.presentationMeta must be a function`)
-  }
-  const timeoutMs = read('timeoutMs')
-  if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && timeoutMs > 0 && Number.isFinite(timeoutMs))) {
-    throw invalidDefinition(`${where}timeoutMs must be a positive finite number (got ${String(timeoutMs)})`)
-  }
-  const finalizeContent = read('finalizeContent') as LooseToolSpec['finalizeContent']
-  const presentCall = read('presentCall') as LooseToolSpec['presentCall']
-  const presentResult = read('presentResult') as LooseToolSpec['presentResult']
-  const isConcurrencySafe = read('isConcurrencySafe') as LooseToolSpec['isConcurrencySafe']
-  for (const [key, value] of [
-    ['finalizeContent', finalizeContent],
-    ['presentCall', presentCall],
-    ['presentResult', presentResult],
-    ['isConcurrencySafe', isConcurrencySafe],
-  ] as const) {
-    if (value !== undefined && typeof value !== 'function') throw invalidDefinition(`${where}${key} must be a function`)
-  }
-  const parameterSpec = read('parameters')
-  const outputSpec = readMember(output, 'schema', `${where}output.`)
+  const members = readToolDefinition(spec)
+  const { name, description, timeoutMs } = members
+  const output = members.output as LooseToolSpec['output']
+  const render = members.render as LooseToolSpec['output']['render']
+  const presentationMeta = members.presentationMeta as LooseToolSpec['output']['presentationMeta']
+  const execute = members.execute as LooseToolSpec['execute']
+  const finalizeContent = members.functions.finalizeContent as LooseToolSpec['finalizeContent']
+  const presentCall = members.functions.presentCall as LooseToolSpec['presentCall']
+  const presentResult = members.functions.presentResult as LooseToolSpec['presentResult']
+  const isConcurrencySafe = members.functions.isConcurrencySafe as LooseToolSpec['isConcurrencySafe']
+  const parameterSpec = members.parameters
+  const outputSpec = members.outputSchema
 
   type Args = LooseArgs
   type Value = JsonValue
@@ -226,10 +176,10 @@ function buildDefinition(spec: LooseToolSpec): ToolDefinition<LooseArgs, JsonVal
       if (typeof args === 'object' && args !== null && validated.has(args)) return args as Args
       return compiled.isValid(args) ? strict(args) : undefined
     } catch {
+      // Soft validation never throws: presenters and classifiers get undefined for anything invalid.
       return undefined
     }
   }
-
 
   const definition: ToolDefinition<Args, Value> = {
     name,
@@ -253,6 +203,7 @@ function buildDefinition(spec: LooseToolSpec): ToolDefinition<LooseArgs, JsonVal
             try {
               return presentCall.call(spec, soft(rawArgs), rawArgs)
             } catch {
+              // A presenter is a UI nicety: its throw means "no custom view", never a failed call.
               return undefined
             }
           },
@@ -264,11 +215,12 @@ function buildDefinition(spec: LooseToolSpec): ToolDefinition<LooseArgs, JsonVal
             try {
               return presentResult.call(spec, soft(rawArgs), result, rawArgs)
             } catch {
+              // As for presentCall: the default view is used.
               return undefined
             }
           },
         }),
-    ...(timeoutMs === undefined ? {} : { timeoutMs: timeoutMs as number }),
+    ...(timeoutMs === undefined ? {} : { timeoutMs }),
     ...(isConcurrencySafe === undefined
       ? {}
       : {
@@ -278,6 +230,7 @@ function buildDefinition(spec: LooseToolSpec): ToolDefinition<LooseArgs, JsonVal
             try {
               return isConcurrencySafe.call(spec, checked) === true
             } catch {
+              // A throwing classifier fails closed: the call runs exclusive.
               return false
             }
           },

@@ -19,6 +19,9 @@ import { LosslessJsonError, SchemaError, type SchemaViolation } from '../errors.
 import type { JsonPrimitive } from '../json/json-value.js'
 import { escapePointerToken, isJsonSnapshot, snapshotLosslessJson } from '../json/lossless.js'
 import type { JsonSchemaNode, JsonSchemaTypeName, ObjectJsonSchema } from './json-schema-node.js'
+import { readSchemaNode, type SchemaNodeReading } from './subset.js'
+
+export { SUPPORTED_JSON_SCHEMA_KEYWORDS } from './subset.js'
 
 // ───────────────────────── value kinds ─────────────────────────
 
@@ -162,38 +165,9 @@ function newNode(): CNode {
   }
 }
 
-const annotationKeywords: ReadonlySet<string> = new Set([
-  'title',
-  'description',
-  '$comment',
-  'deprecated',
-  'readOnly',
-  'writeOnly',
-  'default',
-  'examples',
-])
-
-/** Every keyword the subset accepts (validation keywords + annotations). */
-export const SUPPORTED_JSON_SCHEMA_KEYWORDS: readonly string[] = Object.freeze([
-  'type',
-  'enum',
-  'const',
-  'properties',
-  'required',
-  'additionalProperties',
-  'items',
-  'oneOf',
-  ...annotationKeywords,
-])
-const supportedKeywords: ReadonlySet<string> = new Set(SUPPORTED_JSON_SCHEMA_KEYWORDS)
-
 const hasOwn = Object.prototype.hasOwnProperty
 
-function isScalar(value: unknown): value is JsonPrimitive {
-  return value === null || typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean'
-}
-
-function pointer(base: string, ...tokens: string[]): string {
+function pointer(base: string, ...tokens: readonly string[]): string {
   let out = base
   for (const t of tokens) out += '/' + escapePointerToken(t)
   return out
@@ -214,126 +188,89 @@ function snapshotSchema(schema: unknown): JsonSchemaNode {
   }
 }
 
+type BuildTask = { readonly schema: unknown; readonly node: CNode; readonly path: string }
+
+/** Fills `node` from one node read against the subset; returns its children to build. */
+function compileNode(reading: SchemaNodeReading, node: CNode, path: string): BuildTask[] {
+  if (reading.type !== undefined) {
+    node.typeName = reading.type
+    node.mask = typeMasks[reading.type]
+  }
+  if (reading.enumValues !== undefined) {
+    node.enumValues = reading.enumValues
+    node.allowed = new Set(reading.enumValues)
+  }
+  if (reading.hasConst) {
+    const value = reading.constValue
+    node.hasConst = true
+    node.constValue = value
+    node.allowed = node.allowed === null ? new Set([value]) : new Set(node.allowed.has(value) ? [value] : [])
+  }
+  node.closed = reading.additionalProperties === false
+  const required = new Set(reading.required)
+  const children: BuildTask[] = []
+  if (reading.properties !== undefined) {
+    const propSet = new Set<string>()
+    for (const [name, schema] of reading.properties) {
+      const child = newNode()
+      node.propNames.push(name)
+      node.propNodes.push(child)
+      node.propIndex.set(name, node.propNames.length - 1)
+      node.propRequired.push(required.has(name))
+      if (required.has(name)) node.requiredDeclared++
+      node.propInherited.push(name in Object.prototype)
+      propSet.add(name)
+      children.push({ schema, node: child, path: pointer(path, 'properties', name) })
+    }
+    node.propSet = propSet
+  }
+  for (const name of required) {
+    if (node.propSet === null || !node.propSet.has(name)) {
+      node.extraRequired.push(name)
+      node.extraRequiredInherited.push(name in Object.prototype)
+    }
+  }
+  if (node.closed && node.propSet === null) node.propSet = new Set()
+  if (reading.hasItems) {
+    node.items = newNode()
+    children.push({ schema: reading.items, node: node.items, path: pointer(path, 'items') })
+  }
+  if (reading.oneOf !== undefined) {
+    node.oneOf = []
+    for (let i = 0; i < reading.oneOf.length; i++) {
+      const branch = newNode()
+      node.oneOf.push(branch)
+      children.push({ schema: reading.oneOf[i], node: branch, path: pointer(path, 'oneOf', String(i)) })
+    }
+  }
+  node.objectWork = node.propNames.length > 0 || required.size > 0 || node.closed
+  node.leaf = !node.objectWork && node.items === null && node.oneOf === null
+  node.check =
+    node.typeName === undefined ? C_ANY
+    : node.typeName === 'string' ? C_STRING
+    : node.typeName === 'integer' ? C_INTEGER
+    : node.typeName === 'number' ? C_NUMBER
+    : node.typeName === 'boolean' ? C_BOOLEAN
+    : node.typeName === 'null' ? C_NULL
+    : C_MASK
+  node.allowedList = node.allowed === null ? null : [...node.allowed]
+  return children
+}
+
 /**
  * Checks a frozen lossless schema copy and builds its compiled nodes, with an explicit
- * work stack. Every structural rule of the subset is enforced here.
+ * work stack. Every structural rule of the subset is enforced by the shared node reader
+ * (`subset.ts`); a problem becomes a `SchemaError` at its path.
  */
 function build(root: JsonSchemaNode): CNode {
   const rootNode = newNode()
   const built: CNode[] = []
-  const work: { schema: unknown; node: CNode; path: string }[] = [{ schema: root, node: rootNode, path: '' }]
+  const work: BuildTask[] = [{ schema: root, node: rootNode, path: '' }]
   while (work.length > 0) {
     const { schema, node, path } = work.pop()!
-    if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) {
-      const what = typeof schema === 'boolean' ? `boolean schema (${String(schema)})` : Array.isArray(schema) ? 'an array' : `a ${schema === null ? 'null' : typeof schema}`
-      throw new SchemaError(path, `unsupported schema: expected an object, got ${what}`)
-    }
-    const s = schema as Record<string, unknown>
-    for (const key of Object.keys(s)) {
-      if (!supportedKeywords.has(key)) throw new SchemaError(path, `unsupported keyword "${key}"`)
-    }
-    for (const key of ['title', 'description', '$comment'] as const) {
-      if (hasOwn.call(s, key) && typeof s[key] !== 'string') throw new SchemaError(pointer(path, key), `"${key}" must be a string`)
-    }
-    for (const key of ['deprecated', 'readOnly', 'writeOnly'] as const) {
-      if (hasOwn.call(s, key) && typeof s[key] !== 'boolean') throw new SchemaError(pointer(path, key), `"${key}" must be a boolean`)
-    }
-    if (hasOwn.call(s, 'examples') && !Array.isArray(s.examples)) throw new SchemaError(pointer(path, 'examples'), '"examples" must be an array')
-
-    if (hasOwn.call(s, 'type')) {
-      const type = s.type
-      if (typeof type !== 'string' || !hasOwn.call(typeMasks, type)) {
-        throw new SchemaError(pointer(path, 'type'), Array.isArray(type) ? 'unsupported "type" array (use oneOf)' : `unsupported type ${JSON.stringify(type)}`)
-      }
-      node.typeName = type as JsonSchemaTypeName
-      node.mask = typeMasks[type as JsonSchemaTypeName]
-    }
-    if (hasOwn.call(s, 'enum')) {
-      const values = s.enum
-      if (!Array.isArray(values) || values.length === 0) throw new SchemaError(pointer(path, 'enum'), '"enum" must be a non-empty array')
-      for (let i = 0; i < values.length; i++) {
-        if (!isScalar(values[i])) throw new SchemaError(pointer(path, 'enum', String(i)), 'unsupported non-scalar "enum" member')
-      }
-      node.enumValues = values as JsonPrimitive[]
-      node.allowed = new Set(values as JsonPrimitive[])
-    }
-    if (hasOwn.call(s, 'const')) {
-      const value = s.const
-      if (!isScalar(value)) throw new SchemaError(pointer(path, 'const'), 'unsupported non-scalar "const"')
-      node.hasConst = true
-      node.constValue = value
-      node.allowed = node.allowed === null ? new Set([value]) : new Set(node.allowed.has(value) ? [value] : [])
-    }
-    if (hasOwn.call(s, 'additionalProperties')) {
-      const ap = s.additionalProperties
-      if (typeof ap !== 'boolean') throw new SchemaError(pointer(path, 'additionalProperties'), 'unsupported "additionalProperties" schema (only true or false)')
-      node.closed = ap === false
-    }
-    const required = new Set<string>()
-    if (hasOwn.call(s, 'required')) {
-      const names = s.required
-      if (!Array.isArray(names)) throw new SchemaError(pointer(path, 'required'), '"required" must be an array of property names')
-      for (let i = 0; i < names.length; i++) {
-        const name = names[i]
-        if (typeof name !== 'string') throw new SchemaError(pointer(path, 'required', String(i)), '"required" entries must be strings')
-        if (required.has(name)) throw new SchemaError(pointer(path, 'required', String(i)), `duplicate required name "${name}"`)
-        required.add(name)
-      }
-    }
-    const children: { schema: unknown; node: CNode; path: string }[] = []
-    if (hasOwn.call(s, 'properties')) {
-      const props = s.properties
-      if (typeof props !== 'object' || props === null || Array.isArray(props)) {
-        throw new SchemaError(pointer(path, 'properties'), '"properties" must be an object of schemas')
-      }
-      const propSet = new Set<string>()
-      for (const name of Object.keys(props)) {
-        const child = newNode()
-        node.propNames.push(name)
-        node.propNodes.push(child)
-        node.propIndex.set(name, node.propNames.length - 1)
-        node.propRequired.push(required.has(name))
-        if (required.has(name)) node.requiredDeclared++
-        node.propInherited.push(name in Object.prototype)
-        propSet.add(name)
-        children.push({ schema: (props as Record<string, unknown>)[name], node: child, path: pointer(path, 'properties', name) })
-      }
-      node.propSet = propSet
-    }
-    for (const name of required) {
-      if (node.propSet === null || !node.propSet.has(name)) {
-        node.extraRequired.push(name)
-        node.extraRequiredInherited.push(name in Object.prototype)
-      }
-    }
-    if (node.closed && node.propSet === null) node.propSet = new Set()
-    if (hasOwn.call(s, 'items')) {
-      const items = s.items
-      if (Array.isArray(items)) throw new SchemaError(pointer(path, 'items'), 'unsupported tuple "items" (use one schema)')
-      node.items = newNode()
-      children.push({ schema: items, node: node.items, path: pointer(path, 'items') })
-    }
-    if (hasOwn.call(s, 'oneOf')) {
-      const branches = s.oneOf
-      if (!Array.isArray(branches) || branches.length === 0) throw new SchemaError(pointer(path, 'oneOf'), '"oneOf" must be a non-empty array of schemas')
-      node.oneOf = []
-      for (let i = 0; i < branches.length; i++) {
-        const branch = newNode()
-        node.oneOf.push(branch)
-        children.push({ schema: branches[i], node: branch, path: pointer(path, 'oneOf', String(i)) })
-      }
-    }
-    node.objectWork = node.propNames.length > 0 || required.size > 0 || node.closed
-    node.leaf = !node.objectWork && node.items === null && node.oneOf === null
-    node.check =
-      node.typeName === undefined ? C_ANY
-      : node.typeName === 'string' ? C_STRING
-      : node.typeName === 'integer' ? C_INTEGER
-      : node.typeName === 'number' ? C_NUMBER
-      : node.typeName === 'boolean' ? C_BOOLEAN
-      : node.typeName === 'null' ? C_NULL
-      : C_MASK
-    node.allowedList = node.allowed === null ? null : [...node.allowed]
+    const reading = readSchemaNode(schema, 'enforce')
+    if (reading.problem !== undefined) throw new SchemaError(pointer(path, ...reading.problem.at), reading.problem.message)
+    const children = compileNode(reading, node, path)
     // Reverse, so the first child is checked first and errors name the earliest problem.
     for (let i = children.length - 1; i >= 0; i--) work.push(children[i]!)
     built.push(node)

@@ -3,6 +3,7 @@ import { createRunCodeTool } from '../../../src/code-mode/run-code.js'
 import type { RunCodeOutput } from '../../../src/code-mode/run-code.js'
 import { CodeRunFailedError, ToolError } from '../../../src/errors.js'
 import type { CodeDispatchEvent, CodeDispatchStartEvent } from '../../../src/runtime-types.js'
+import type { CodeRuntime } from '../../../src/code-runtime/contract.js'
 import { createInProcessRuntime } from './support/in-process-runtime.js'
 import { createTestHost, deferred, runContext } from './support/test-host.js'
 import type { TestHostOptions, TestTool } from './support/test-host.js'
@@ -306,12 +307,44 @@ describe('run_code bridge (in-process runtime)', () => {
     expect(error.code).toBe('CODE_RUN_FAILED')
     expect(error.kind).toBe('exception')
     expect(error.logs).toEqual(['before', 'careful'])
-    expect(error.message).toBe('code run failed (exception): Error: boom\nCaptured output:\nbefore\ncareful')
+    expect(error.message).toBe('code run failed (exception): Error: boom (run_code runs TypeScript/JavaScript programs)\nCaptured output:\nbefore\ncareful')
   })
 
   it('omits "Captured output" when the failed run printed nothing', async () => {
     const { outcome } = await runCode({}, 'throw new TypeError("bad")')
-    expect((outcome as { error: Error }).error.message).toBe('code run failed (exception): TypeError: bad')
+    expect((outcome as { error: Error }).error.message).toBe('code run failed (exception): TypeError: bad (run_code runs TypeScript/JavaScript programs)')
+  })
+
+  it("names the code runtime's language when a program throws (Python sent to a TypeScript runtime)", async () => {
+    // `len` is Python's, defined in no JavaScript global scope (`print` is, in browsers: window.print).
+    const { outcome } = await runCode({}, 'return len([1, 2])')
+    const error = (outcome as { error: CodeRunFailedError }).error
+    expect(error.kind).toBe('exception')
+    expect(error.message).toBe('code run failed (exception): ReferenceError: len is not defined (run_code runs TypeScript/JavaScript programs)')
+    // The language comes from the code runtime, not from a constant.
+    const failing = (language: string): CodeRuntime => ({
+      language,
+      isolation: 'test',
+      capabilities: { streamsLogs: false, memoryLimit: false, capturesStdio: false },
+      run: async () => ({ logs: [], error: { kind: 'exception', message: 'SyntaxError: bad' } }),
+      dispose: async () => {},
+    })
+    const python = (await runCode({}, 'x', { runtime: failing('python') })).outcome as { error: Error }
+    expect(python.error.message).toBe('code run failed (exception): SyntaxError: bad (run_code runs Python programs)')
+    const other = (await runCode({}, 'x', { runtime: failing('lua') })).outcome as { error: Error }
+    expect(other.error.message).toBe('code run failed (exception): SyntaxError: bad (run_code runs "lua" programs)')
+  })
+
+  it('adds no language note to a failure that is not the program throwing (timeout)', async () => {
+    const timingOut: CodeRuntime = {
+      language: 'typescript',
+      isolation: 'test',
+      capabilities: { streamsLogs: false, memoryLimit: false, capturesStdio: false },
+      run: async () => ({ logs: [], error: { kind: 'timeout', message: 'the wall-clock budget (10 ms) ran out' } }),
+      dispose: async () => {},
+    }
+    const { outcome } = await runCode({}, 'for(;;){}', { runtime: timingOut })
+    expect((outcome as { error: Error }).error.message).toBe('code run failed (timeout): the wall-clock budget (10 ms) ran out')
   })
 
   it('fails a run whose return value is not lossless JSON', async () => {
@@ -347,7 +380,7 @@ describe('run_code bridge (in-process runtime)', () => {
     expect(error.kind).toBe('exception')
     expect(error.logs).toEqual([])
     expect(error.message).toMatch(
-      /^code run failed \(exception\): Error: y+… \[failure output of 211 bytes exceeds maxOutputBytes \(50\); captured output dropped\]$/,
+      /^code run failed \(exception\): Error: y+… \(run_code runs TypeScript\/JavaScript programs\) \[failure output of 211 bytes exceeds maxOutputBytes \(50\); captured output dropped\]$/,
     )
   })
 

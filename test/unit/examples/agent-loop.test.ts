@@ -184,6 +184,49 @@ describe('runAgentLoop', () => {
     }
   })
 
+  it("appends every result's additionalContexts after all of the step's results, in call order (the post-result FIFO)", async () => {
+    const rt = createToolRuntime({ mode: 'native' })
+    runtime = rt
+    for (const name of ['first', 'second']) {
+      rt.register({
+        name,
+        description: name,
+        parameters: { type: 'object' },
+        output: { schema: { type: 'string' }, render: (_a: unknown, v: string) => [{ type: 'text', text: v }] },
+        execute: (_args: unknown, exec: { deferContext(c: { source: string; content: string }): void }) => {
+          exec.deferContext({ source: name, content: `${name} context 1` })
+          exec.deferContext({ source: name, content: `${name} context 2` })
+          return `${name} result`
+        },
+      } as never)
+    }
+    let seen: readonly ToolMessage[] = []
+    const model = scriptedModel(function* () {
+      seen = yield {
+        type: 'tool-calls',
+        text: '',
+        calls: [
+          { id: 'c1', name: 'first', arguments: {} },
+          { id: 'c2', name: 'second', arguments: {} },
+        ],
+      }
+      yield { type: 'answer', text: 'done' }
+    })
+    const run = await runAgentLoop({ runtime: rt, model, instructions: '', question: 'q' })
+    expect(run.messages.slice(2).map((m) => `${m.role}:${m.role === 'user' ? `${m.source}:` : ''}${m.content}`)).toEqual([
+      'assistant:',
+      'tool:first result',
+      'tool:second result',
+      'user:first:first context 1',
+      'user:first:first context 2',
+      'user:second:second context 1',
+      'user:second:second context 2',
+      'assistant:done',
+    ])
+    // The script still reads exactly the tool messages that answer its calls.
+    expect(seen.map((m) => m.content)).toEqual(['first result', 'second result'])
+  })
+
   it('fails with INVALID_OPTIONS when a script ends without answering', async () => {
     const rt = nativeRuntime()
     const model = scriptedModel(function* () {

@@ -49,6 +49,16 @@ export function addTool(name = 'add') {
   })
 }
 
+/** The `code` of what `fn` throws, or `'OK'` when it returns. */
+export function thrownCode(fn: () => unknown): unknown {
+  try {
+    fn()
+  } catch (error) {
+    return (error as { code?: unknown }).code
+  }
+  return 'OK'
+}
+
 /** Recursively checks that every object reachable from `value` is frozen. */
 export function deepFrozen(value: unknown): boolean {
   const stack: unknown[] = [value]

@@ -189,6 +189,21 @@ describe('failures before dispatch', () => {
     expect(codeOf(result)).toBe('DENIED_BY_APPROVAL')
   })
 
+  it('a guard that aborts the signal stops the call before any wrapper runs (the last abort check before dispatch)', async () => {
+    const runtime = createToolRuntime()
+    const ran: string[] = []
+    runtime.register(echoTool('t', () => (ran.push('body'), 'x')))
+    const controller = new AbortController()
+    runtime.guard(() => {
+      controller.abort(new Error('stop'))
+      return undefined
+    })
+    runtime.on('tools/execute', (_e, next) => (ran.push('wrapper'), next()))
+    const result = await runtime.execute(call('t', {}, { signal: controller.signal }))
+    expect(codeOf(result)).toBe('ABORTED_BEFORE_DISPATCH')
+    expect(ran).toEqual([])
+  })
+
   it('the approval handler receives the frozen execution and the ask reason', async () => {
     let request: unknown
     const runtime = createToolRuntime({ approval: (r) => ((request = r), true) })
@@ -217,16 +232,35 @@ describe('dispatch: wrappers and the body', () => {
 
   it('invalid output: not lossless, schema mismatch, render throw, bad render content, presentationMeta throw → INVALID_OUTPUT', async () => {
     const runtime = createToolRuntime()
-    const cases: [string, Record<string, unknown>][] = [
-      ['undef', { execute: () => undefined }],
-      ['bigint', { execute: () => 1n }],
-      ['wrongtype', { execute: () => 42 }],
-      ['renderthrow', { output: { schema: { type: 'string' }, render: () => { throw new Error('r') } } }],
-      ['renderbad', { output: { schema: { type: 'string' }, render: () => [{ type: 'video' }] } }],
-      ['metathrow', { output: { schema: { type: 'string' }, render: () => [], presentationMeta: () => { throw new Error('m') } } }],
+    // A render that accepts anything, so each case fails at the step it is named after.
+    const total = { schema: { type: 'string' }, render: (_a: unknown, v: unknown) => [{ type: 'text', text: String(v) }] }
+    const cases: [string, Record<string, unknown>, RegExp][] = [
+      ['undef', { output: total, execute: () => undefined }, /not lossless JSON/],
+      ['bigint', { output: total, execute: () => 1n }, /not lossless JSON/],
+      ['wrongtype', { output: total, execute: () => 42 }, /does not match the output schema: \(root\): expected string, got integer/],
+      ['renderthrow', { output: { schema: { type: 'string' }, render: () => { throw new Error('r') } } }, /output\.render failed: r/],
+      ['renderbad', { output: { schema: { type: 'string' }, render: () => [{ type: 'video' }] } }, /output\.render failed: .*'text' or 'image'/],
+      ['metathrow', { output: { schema: { type: 'string' }, render: () => [], presentationMeta: () => { throw new Error('m') } } }, /presentationMeta failed: m/],
     ]
     for (const [name, patch] of cases) runtime.register({ ...echoTool(name), ...patch } as never)
-    for (const [name] of cases) expect([name, codeOf(await runtime.execute(call(name)))]).toEqual([name, 'INVALID_OUTPUT'])
+    for (const [name, , reason] of cases) {
+      const result = await runtime.execute(call(name))
+      expect([name, codeOf(result)]).toEqual([name, 'INVALID_OUTPUT'])
+      expect(text(result)).toMatch(reason)
+    }
+  })
+
+  it('checks the value against output.schema before render ever sees it', async () => {
+    const runtime = createToolRuntime()
+    const rendered: unknown[] = []
+    runtime.register({
+      ...echoTool('t', () => 42 as never),
+      output: { schema: { type: 'string' }, render: (_a: unknown, v: unknown) => (rendered.push(v), [{ type: 'text', text: String(v) }]) },
+    } as never)
+    const result = await runtime.execute(call('t'))
+    expect(codeOf(result)).toBe('INVALID_OUTPUT')
+    expect(text(result)).toBe('Error: t returned an invalid output: the value does not match the output schema: (root): expected string, got integer')
+    expect(rendered).toEqual([])
   })
 
   it('wrappers nest outermost-first, may replace only the signal, and the caller signal is re-fused before the body', async () => {
@@ -275,13 +309,19 @@ describe('dispatch: wrappers and the body', () => {
   it('a wrapper-authored value is normalized through the output declaration', async () => {
     const runtime = createToolRuntime()
     let bodyRan = false
-    runtime.register(echoTool('t', () => ((bodyRan = true), 'body')))
-    runtime.register(echoTool('u', () => 'body'))
+    const rendered: unknown[] = []
+    const output = { schema: { type: 'string' }, render: (_a: unknown, v: unknown) => (rendered.push(v), [{ type: 'text', text: String(v) }]) }
+    runtime.register({ ...echoTool('t', () => ((bodyRan = true), 'body')), output } as never)
+    runtime.register({ ...echoTool('u', () => 'body'), output } as never)
     runtime.on('tools/execute', async (exec) => (exec.name === 't' ? 'cached' : (42 as never)))
     const t = await runtime.execute(call('t'))
     expect(t).toMatchObject({ isError: false, value: 'cached', content: [{ type: 'text', text: 'cached' }] })
     expect(bodyRan).toBe(false)
-    expect(codeOf(await runtime.execute(call('u')))).toBe('INVALID_OUTPUT')
+    // The wrapper's 42 fails the output schema; it is never rendered.
+    const u = await runtime.execute(call('u'))
+    expect(codeOf(u)).toBe('INVALID_OUTPUT')
+    expect(text(u)).toMatch(/does not match the output schema/)
+    expect(rendered).toEqual(['cached'])
   })
 
   it("a wrapper's own throw → WRAPPER_FAILED; the body's error rethrown by a wrapper stays the body's", async () => {
@@ -378,7 +418,10 @@ describe('tools/post-execute', () => {
     const runtime = setup(() => ({ kind: 'accept', value: 'new' }))
     expect(await runtime.execute(call('t'))).toMatchObject({ value: 'new', content: [{ type: 'text', text: 'new' }] })
     const invalid = setup(() => ({ kind: 'accept', value: 5 }))
-    expect(codeOf(await invalid.execute(call('t')))).toBe('POST_POLICY_FAILED')
+    const rejected = await invalid.execute(call('t'))
+    expect(codeOf(rejected)).toBe('POST_POLICY_FAILED')
+    // Revalidation, not render, is what refuses it.
+    expect(text(rejected)).toMatch(/the replacement value is invalid: the value does not match the output schema/)
   })
 
   it('accept replacing both content and value → POST_POLICY_FAILED', async () => {
@@ -423,26 +466,67 @@ describe('tools/post-execute', () => {
 })
 
 describe('finalizeContent and tools/result', () => {
-  it('finalizeContent runs exactly once for every outcome, including failures that bypass post-policy', async () => {
+  /**
+   * One runtime per outcome, each with the same tool (typed arguments, a counting
+   * finalizeContent): every normalized result of a resolved tool is finalized once,
+   * whichever stage produced it.
+   */
+  type Setup = (runtime: ReturnType<typeof createToolRuntime>, controller: AbortController) => void
+  const outcomes: [string, Setup, unknown, string][] = [
+    ['a success', () => {}, { a: 1, b: 2 }, 'OK'],
+    ['arguments failing the schema', () => {}, { a: 'x' }, 'INVALID_ARGS'],
+    ['arguments that are not lossless JSON (-0)', () => {}, { a: -0, b: 1 }, 'INVALID_ARGS'],
+    ['a gate denial', (r) => void r.on('tools/pre-execute', () => ({ kind: 'deny', reason: 'd' })), { a: 1, b: 2 }, 'DENIED_BY_GATE'],
+    ['a throwing gate', (r) => void r.on('tools/pre-execute', () => { throw new Error('g') }), { a: 1, b: 2 }, 'DENIED_BY_GATE'],
+    ['a guard denial', (r) => void r.guard(() => 'no'), { a: 1, b: 2 }, 'DENIED_BY_GUARD'],
+    ['a throwing guard', (r) => void r.guard(() => { throw new Error('g') }), { a: 1, b: 2 }, 'DENIED_BY_GUARD'],
+    ['an ask with no approval handler', (r) => void r.on('tools/pre-execute', () => ({ kind: 'ask' })), { a: 1, b: 2 }, 'DENIED_BY_APPROVAL'],
+    ['a signal aborted before the call', (_r, c) => c.abort(), { a: 1, b: 2 }, 'ABORTED_BEFORE_DISPATCH'],
+    ['a guard aborting the signal before dispatch', (r, c) => void r.guard(() => void c.abort()), { a: 1, b: 2 }, 'ABORTED_BEFORE_DISPATCH'],
+    ['an abort while the body runs', (r, c) => void r.on('tools/execute', (_e, next) => { const running = next(); c.abort(); return running }), { a: 1, b: 2 }, 'ABORTED'],
+    ['a timeout', (r) => void r.on('tools/execute', () => Promise.reject(new ToolError('TOOL_TIMEOUT', 't timed out'))), { a: 1, b: 2 }, 'TOOL_TIMEOUT'],
+    ['a body failure', (r) => void r.on('tools/execute', async () => { throw new Error('x') }), { a: 1, b: 2 }, 'WRAPPER_FAILED'],
+    ['a body throw', () => {}, { a: 1, b: 1000 }, 'TOOL_FAILED'],
+    ['an invalid output', (r) => void r.on('tools/execute', async () => 'not a number' as never), { a: 1, b: 2 }, 'INVALID_OUTPUT'],
+    ['a post-policy block', (r) => void r.on('tools/post-execute', () => ({ kind: 'block', feedback: 'hidden' })), { a: 1, b: 2 }, 'BLOCKED'],
+    ['a failing post-policy', (r) => void r.on('tools/post-execute', () => { throw new Error('p') }), { a: 1, b: 2 }, 'POST_POLICY_FAILED'],
+  ]
+
+  it.each(outcomes)('finalizeContent runs exactly once for %s', async (_label, setup, args, expected) => {
     const calls: string[] = []
     const runtime = createToolRuntime()
     runtime.register({
       ...addTool('t'),
+      execute: (a: { a: number; b: number }) => {
+        if (a.b === 1000) throw new Error('body broke')
+        return a.a + a.b
+      },
       finalizeContent: (_exec: unknown, r: ToolExecutionResult) => {
         calls.push(String(codeOf(r)))
         return [{ type: 'text', text: `final:${text(r)}` }]
       },
     } as never)
-    let deny = false
-    runtime.on('tools/pre-execute', () => (deny ? { kind: 'deny', reason: 'd' } : { kind: 'allow' }))
-    const ok = await runtime.execute(call('t', { a: 1, b: 2 }))
-    const bad = await runtime.execute(call('t', { a: 'x' }))
-    deny = true
-    const denied = await runtime.execute(call('t', { a: 1, b: 2 }))
-    expect(calls).toEqual(['OK', 'INVALID_ARGS', 'DENIED_BY_GATE'])
-    expect(text(ok)).toBe('final:3')
-    expect(text(bad)).toMatch(/^final:Error: /)
-    expect(text(denied)).toBe('final:Error: d')
+    const controller = new AbortController()
+    setup(runtime, controller)
+    const result = await runtime.execute(call('t', args, { signal: controller.signal }))
+    expect(codeOf(result)).toBe(expected)
+    expect(calls).toEqual([expected])
+    expect(text(result)).toMatch(/^final:/)
+  })
+
+  it('finalizeContent does not run for a call that resolved no tool (unknown, routed back, malformed, disposed)', async () => {
+    let finalized = 0
+    const tool = { ...echoTool('t'), finalizeContent: () => void finalized++ }
+    const code = createToolRuntime({ mode: 'code', codeRuntime: { language: 'typescript', isolation: 'test', capabilities: { streamsLogs: false, memoryLimit: false, capturesStdio: false }, run: async () => ({ logs: [] }), dispose: async () => {} } })
+    code.register(tool as never)
+    expect(codeOf(await code.execute(call('t')))).toBe('UNKNOWN_TOOL')
+    const plain = createToolRuntime()
+    plain.register(tool as never)
+    expect(codeOf(await plain.execute(call('nope')))).toBe('UNKNOWN_TOOL')
+    expect(codeOf(await plain.execute({ callId: 'x', name: 't' } as never))).toBe('INVALID_EXECUTION')
+    await plain.dispose()
+    expect(codeOf(await plain.execute(call('t')))).toBe('DISPOSED')
+    expect(finalized).toBe(0)
   })
 
   it('a throwing or malformed finalizeContent keeps the previous content', async () => {

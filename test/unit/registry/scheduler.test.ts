@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { createToolRuntime } from '../../../src/registry/index.js'
-import { createCallPool, runToolCalls } from '../../../src/scheduler.js'
+import { createToolRuntime, runToolCalls } from '../../../src/registry/index.js'
+import { createCallPool } from '../../../src/scheduler.js'
 import type { ToolExecutionMode } from '../../../src/types.js'
 import { call, deferred, echoTool, tick, type Deferred } from './helpers.js'
 
@@ -124,8 +124,24 @@ describe('createCallPool', () => {
     expect(p.started).toEqual([1])
   })
 
-  it('drain resolves at once on an idle pool', async () => {
-    await createCallPool({ maxParallel: 2 }).drain()
+  it('drain resolves at once on an idle pool (fresh, and again once its work settled)', async () => {
+    // "At once": before any other queued work, not merely "eventually" (a drain that
+    // waited for a next settlement would never resolve on an idle pool).
+    const settledAfterOneTick = async (pool: ReturnType<typeof createCallPool>): Promise<boolean> => {
+      let drained = false
+      void pool.drain().then(() => (drained = true))
+      await Promise.resolve()
+      return drained
+    }
+    const pool = createCallPool({ maxParallel: 2 })
+    expect(await settledAfterOneTick(pool)).toBe(true)
+    const p = probe()
+    const running = pool.submit('parallel', p.task(1))
+    await tick()
+    expect(await settledAfterOneTick(pool)).toBe(false)
+    p.release(1)
+    await running
+    expect(await settledAfterOneTick(pool)).toBe(true)
   })
 })
 

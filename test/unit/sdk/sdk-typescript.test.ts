@@ -1,6 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { jsonSchemaToTs, renderTypeScriptSdkBlock, compareCodePoints } from '../../../src/code-mode/sdk-typescript.js'
+import { jsonSchemaToTs, renderTypeScriptSdkBlock } from '../../../src/code-mode/sdk-typescript.js'
+import { compareCodePoints } from '../../../src/code-mode/sdk-common.js'
 import type { SdkToolInput } from '../../../src/code-mode/sdk.js'
 
 const obj = (properties: Record<string, unknown>, required: string[] = [], extra: Record<string, unknown> = {}) => ({

@@ -1,9 +1,9 @@
 /**
- * A minimal `CodeModeHost` for the bridge's unit tests: tools are plain async
+ * A minimal `CodeModeRegistry` for the bridge's unit tests: tools are plain async
  * functions, results follow the pipeline's result shapes, and every host call is
  * recorded. The integration suite replaces it with the real registry.
  */
-import type { CodeModeHost } from '../../../../src/code-mode/run-code.js'
+import type { CodeModeRegistry } from '../../../../src/code-mode/registry-seam.js'
 import type { CodeRuntime } from '../../../../src/code-runtime/contract.js'
 import type { JsonValue } from '../../../../src/json/json-value.js'
 import type { SessionLogEvent } from '../../../../src/runtime-types.js'
@@ -28,7 +28,7 @@ export interface TestTool {
 }
 
 /** The recording host. */
-export interface TestHost extends CodeModeHost {
+export interface TestHost extends CodeModeRegistry {
   readonly inputs: ToolExecutionInput[]
   readonly events: SessionLogEvent[]
 }

@@ -1,0 +1,275 @@
+#!/usr/bin/env node
+// Structure check (`npm run check:structure`, run by `npm test` before the build). Fails
+// when, in `src/` or `platforms/` (generated `_*-source.ts` files excluded):
+//   - a function is over MAX_LINES lines, nested closures counted in their outermost
+//     function (a long function does not get shorter by hiding its body in arrows), or
+//   - files import each other in a cycle (type-only imports and re-exports included:
+//     a type cycle still ties two files' changes together).
+// It prints the longest functions, every offender and every cycle, then a verdict per
+// folder (`src/registry`, `platforms/node`…), so one team's folder can be judged while
+// another's is being rewritten. `--only <folder>[,<folder>…]` (as printed, or a root:
+// `src`) limits the verdict and the exit code to those folders; everything is still
+// read, so a cycle that crosses into a listed folder is reported.
+import { readFileSync, readdirSync, statSync, existsSync } from 'node:fs'
+import { dirname, join, relative, resolve, sep } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import ts from 'typescript'
+
+const MAX_LINES = 200
+const ROOTS = ['src', 'platforms']
+const SHOW_LONGEST = 10
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..')
+const posix = (path) => path.split(sep).join('/')
+
+function parseArgs(argv) {
+  const only = []
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]
+    if (arg === '--only' && argv[i + 1] !== undefined) only.push(...argv[++i].split(','))
+    else if (arg.startsWith('--only=')) only.push(...arg.slice('--only='.length).split(','))
+    else {
+      console.error(`check-structure: unknown argument ${JSON.stringify(arg)} (usage: [--only folder,folder])`)
+      process.exit(2)
+    }
+  }
+  return only.map((folder) => folder.replace(/\/+$/, '')).filter((folder) => folder !== '')
+}
+
+/** Every TypeScript source below the roots, generated sandbox sources excluded. */
+function listSources() {
+  const out = []
+  const walk = (dir) => {
+    for (const name of readdirSync(dir).sort()) {
+      const path = join(dir, name)
+      if (statSync(path).isDirectory()) walk(path)
+      else if (/\.(ts|tsx|mts|cts)$/.test(name) && !/^_.*-source\.ts$/.test(name)) out.push(path)
+    }
+  }
+  for (const folder of ROOTS) if (existsSync(join(root, folder))) walk(join(root, folder))
+  return out
+}
+
+/** `src/registry/x.ts` → `src/registry`; a file directly under a root → that root. */
+function folderOf(file) {
+  const parts = file.split('/')
+  return parts.length > 2 ? `${parts[0]}/${parts[1]}` : parts[0]
+}
+
+function isFunctionLike(node) {
+  return (
+    ts.isFunctionDeclaration(node) ||
+    ts.isFunctionExpression(node) ||
+    ts.isArrowFunction(node) ||
+    ts.isMethodDeclaration(node) ||
+    ts.isConstructorDeclaration(node) ||
+    ts.isGetAccessorDeclaration(node) ||
+    ts.isSetAccessorDeclaration(node)
+  )
+}
+
+/** A readable name for a function: its own, or the variable / property / class member it is assigned to. */
+function nameOf(node, source) {
+  if (node.name !== undefined && !ts.isComputedPropertyName(node.name)) return node.name.getText(source)
+  if (ts.isConstructorDeclaration(node)) return `${node.parent.name?.getText(source) ?? '(class)'}.constructor`
+  const parent = node.parent
+  if (parent !== undefined) {
+    if (ts.isVariableDeclaration(parent) || ts.isPropertyAssignment(parent) || ts.isPropertyDeclaration(parent)) {
+      return parent.name.getText(source)
+    }
+    if (ts.isExportAssignment(parent)) return 'export default'
+    if (ts.isCallExpression(parent)) return `(callback of ${parent.expression.getText(source).slice(0, 40)})`
+  }
+  return '(anonymous)'
+}
+
+/** The outermost functions of a file with their line counts (nested closures count in them). */
+function measureFunctions(source, file) {
+  const out = []
+  const visit = (node) => {
+    if (isFunctionLike(node) && node.body !== undefined) {
+      const start = source.getLineAndCharacterOfPosition(node.getStart(source)).line
+      const end = source.getLineAndCharacterOfPosition(node.getEnd()).line
+      out.push({ file, line: start + 1, lines: end - start + 1, name: nameOf(node, source) })
+      return // nested functions are part of this one
+    }
+    ts.forEachChild(node, visit)
+  }
+  visit(source)
+  return out
+}
+
+/** Every module specifier a file depends on: imports, re-exports, `import type`, `import()`, `import x = require()`. */
+function specifiersOf(source) {
+  const out = []
+  const visit = (node) => {
+    if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier !== undefined && ts.isStringLiteral(node.moduleSpecifier)) {
+      out.push(node.moduleSpecifier.text)
+    } else if (ts.isImportEqualsDeclaration(node) && ts.isExternalModuleReference(node.moduleReference) && ts.isStringLiteral(node.moduleReference.expression)) {
+      out.push(node.moduleReference.expression.text)
+    } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && node.arguments[0] !== undefined && ts.isStringLiteral(node.arguments[0])) {
+      out.push(node.arguments[0].text)
+    } else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) && ts.isStringLiteral(node.argument.literal)) {
+      out.push(node.argument.literal.text)
+    }
+    ts.forEachChild(node, visit)
+  }
+  visit(source)
+  return out
+}
+
+/** Resolves a relative specifier (`./x.js` written for `./x.ts`) to a known file, or undefined. */
+function resolveSpecifier(fromFile, specifier, known) {
+  if (!specifier.startsWith('.')) return undefined
+  const base = posix(join(dirname(fromFile), specifier))
+  const stem = base.replace(/\.(js|mjs|cjs|jsx)$/, '')
+  for (const candidate of [base, `${stem}.ts`, `${stem}.tsx`, `${stem}.mts`, `${stem}.cts`, `${stem}.d.ts`, `${base}/index.ts`]) {
+    if (known.has(candidate)) return candidate
+  }
+  return undefined
+}
+
+/** Strongly connected components with more than one file (or a file importing itself), iteratively (Tarjan). */
+function findCycles(graph) {
+  let index = 0
+  const indices = new Map()
+  const low = new Map()
+  const onStack = new Set()
+  const stack = []
+  const components = []
+  for (const start of graph.keys()) {
+    if (indices.has(start)) continue
+    const work = [{ node: start, edges: [...graph.get(start)], i: 0 }]
+    indices.set(start, index)
+    low.set(start, index++)
+    stack.push(start)
+    onStack.add(start)
+    while (work.length > 0) {
+      const frame = work[work.length - 1]
+      if (frame.i < frame.edges.length) {
+        const next = frame.edges[frame.i++]
+        if (!indices.has(next)) {
+          indices.set(next, index)
+          low.set(next, index++)
+          stack.push(next)
+          onStack.add(next)
+          work.push({ node: next, edges: [...graph.get(next)], i: 0 })
+        } else if (onStack.has(next)) {
+          low.set(frame.node, Math.min(low.get(frame.node), indices.get(next)))
+        }
+        continue
+      }
+      work.pop()
+      if (work.length > 0) {
+        const parent = work[work.length - 1].node
+        low.set(parent, Math.min(low.get(parent), low.get(frame.node)))
+      }
+      if (low.get(frame.node) === indices.get(frame.node)) {
+        const component = []
+        let member
+        do {
+          member = stack.pop()
+          onStack.delete(member)
+          component.push(member)
+        } while (member !== frame.node)
+        if (component.length > 1 || graph.get(frame.node).has(frame.node)) components.push(component.sort())
+      }
+    }
+  }
+  return components
+}
+
+/** One concrete cycle through a component, for the message: a → b → … → a. */
+function cyclePath(graph, component) {
+  const members = new Set(component)
+  const first = component[0]
+  const previous = new Map([[first, undefined]])
+  const queue = [first]
+  while (queue.length > 0) {
+    const node = queue.shift()
+    for (const next of graph.get(node)) {
+      if (!members.has(next)) continue
+      if (next === first) {
+        const path = [first]
+        for (let at = node; at !== undefined && at !== first; at = previous.get(at)) path.splice(1, 0, at)
+        return [...path, first]
+      }
+      if (!previous.has(next)) {
+        previous.set(next, node)
+        queue.push(next)
+      }
+    }
+  }
+  return [...component, first]
+}
+
+const only = parseArgs(process.argv.slice(2))
+const files = listSources().map((path) => posix(relative(root, path)))
+const known = new Set(files)
+// `--only src` judges every folder of src/; `--only src/registry` that folder alone.
+const covers = (o, folder) => folder === o || folder.startsWith(`${o}/`)
+for (const o of only) {
+  if (!files.some((file) => covers(o, folderOf(file)))) {
+    console.error(`check-structure: --only names ${JSON.stringify(o)}, which holds no source file`)
+    process.exit(2)
+  }
+}
+const functions = []
+const graph = new Map()
+for (const file of files) {
+  const text = readFileSync(join(root, file), 'utf8')
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true, file.endsWith('x') ? ts.ScriptKind.TSX : ts.ScriptKind.TS)
+  functions.push(...measureFunctions(source, file))
+  const edges = new Set()
+  for (const specifier of specifiersOf(source)) {
+    const target = resolveSpecifier(file, specifier, known)
+    if (target !== undefined) edges.add(target)
+  }
+  graph.set(file, edges)
+}
+
+const longFunctions = functions.filter((f) => f.lines > MAX_LINES)
+const cycles = findCycles(graph).map((component) => ({ component, path: cyclePath(graph, component) }))
+const show = (f) => `${String(f.lines).padStart(4)} lines  ${f.file}:${f.line}  ${f.name}`
+
+console.log(`check-structure: ${files.length} files, ${functions.length} top-level functions, limit ${MAX_LINES} lines`)
+console.log(`\nlongest functions:`)
+for (const f of [...functions].sort((a, b) => b.lines - a.lines).slice(0, SHOW_LONGEST)) console.log(`  ${show(f)}`)
+if (longFunctions.length > 0) {
+  console.log(`\nfunctions over ${MAX_LINES} lines:`)
+  for (const f of longFunctions.sort((a, b) => b.lines - a.lines)) console.log(`  ${show(f)}`)
+}
+if (cycles.length > 0) {
+  console.log('\nimport cycles (type imports included):')
+  for (const { component, path } of cycles) {
+    const rest = component.filter((file) => !path.includes(file))
+    console.log(`  ${path.join(' → ')}${rest.length > 0 ? `  (the same knot also holds ${rest.join(', ')})` : ''}`)
+  }
+}
+
+// One verdict per folder: a long function counts against its own folder; a cycle against every folder it passes through.
+const folders = new Map()
+const entry = (folder) => {
+  if (!folders.has(folder)) folders.set(folder, { long: 0, cycles: 0 })
+  return folders.get(folder)
+}
+for (const file of files) entry(folderOf(file))
+for (const f of longFunctions) entry(folderOf(f.file)).long++
+for (const { component } of cycles) for (const folder of new Set(component.map(folderOf))) entry(folder).cycles++
+
+const judged = (folder) => only.length === 0 || only.some((o) => covers(o, folder))
+console.log('\nper folder:')
+let failed = false
+for (const folder of [...folders.keys()].sort()) {
+  const { long, cycles: inCycles } = folders.get(folder)
+  const ok = long === 0 && inCycles === 0
+  const counted = judged(folder)
+  if (!ok && counted) failed = true
+  const problems = ok ? 'ok' : [long > 0 ? `${long} function(s) over ${MAX_LINES} lines` : '', inCycles > 0 ? `in ${inCycles} import cycle(s)` : ''].filter(Boolean).join(', ')
+  console.log(`  ${ok ? 'pass' : counted ? 'FAIL' : 'fail (not judged)'}  ${folder.padEnd(22)} ${problems}`)
+}
+if (failed) {
+  console.error(`\ncheck-structure failed: split the long functions (a table of steps and one loop reads better than one long body) and break the cycles (move the shared piece into its own file).`)
+  process.exit(1)
+}
+console.log('\ncheck-structure: ok')

@@ -1,0 +1,57 @@
+/**
+ * The seam between Code Mode and the registry: the reserved transport name, what
+ * `run_code` needs from the registry that owns it ({@link CodeModeRegistry}) and the
+ * arguments it runs with. `registry/code-mode-link.ts` implements the interface, `run-code.ts` and `bridge.ts`
+ * consume it, and neither side imports the other's insides.
+ *
+ * @module
+ */
+import type { CodeRuntime } from '../code-runtime/contract.js'
+import type { CodeDispatchEvent, CodeDispatchStartEvent, CodeLogEvent } from '../runtime-types.js'
+import type { ScopeKey, ToolExecutionInput, ToolExecutionMode, ToolExecutionResult } from '../types.js'
+
+/** The reserved name of the Code Mode transport. */
+export const RUN_CODE_TOOL_NAME = 'run_code'
+
+/** The validated arguments of a `run_code` call. */
+export interface RunCodeArgs {
+  /** The program: the body of an async function in the code runtime's language. */
+  readonly code: string
+  /** The model's short summary of what the program does (for UIs and approvals). */
+  readonly description: string
+}
+
+/**
+ * The registry as `run_code` sees it: a narrow view the registry implements and nothing
+ * else should (tests implement it with recording fakes).
+ */
+export interface CodeModeRegistry {
+  /** The configured code runtime, read at call time; `undefined` makes `run_code` fail clearly. */
+  codeRuntime(): CodeRuntime | undefined
+  /** Binding concurrency of one run (validated, ≥ 1): safe calls overlap up to this many. */
+  readonly maxParallelSubCalls: number
+  /** Cap on the combined serialized logs + completion value (or failure message) of one run. */
+  readonly maxOutputBytes: number
+  /**
+   * The binding names a program of `agent` gets: every tool visible to that agent
+   * except `run_code`, sorted by code point.
+   */
+  bindingNames(agent: ScopeKey | undefined): readonly string[]
+  /** Runs one sub-call through the whole pipeline (`ToolRuntime.execute`). Never rejects. */
+  execute(input: ToolExecutionInput): Promise<ToolExecutionResult>
+  /** The scheduling class of one sub-call (`ToolRuntime.executionMode`). */
+  executionMode(input: Pick<ToolExecutionInput, 'name' | 'arguments' | 'agent'>): ToolExecutionMode
+  /** Appends a `tool/code-dispatch-start` event to the session log. Never throws. */
+  logDispatchStart(event: CodeDispatchStartEvent): void
+  /**
+   * Runs the `tools/code-dispatch-log` waterfall over a settled sub-call's event (a
+   * spill policy may replace oversized content), then appends the result to the
+   * session log. Never throws: a failing listener keeps the event as it was.
+   */
+  logDispatch(event: CodeDispatchEvent): Promise<void>
+  /**
+   * Optional: receives each console line of a running program as it is written (for
+   * live streaming). Absent → the code runtime is not asked to stream. Never throws.
+   */
+  logOutput?(event: CodeLogEvent): void
+}

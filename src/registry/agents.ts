@@ -1,0 +1,166 @@
+/**
+ * Scopes as the public API shows them: the operations every scope offers (`register`,
+ * `guard`, `on`, `section`), the agent facade (`AgentTools`) and the agents' lifecycle
+ * (created on first use, disposed with everything registered through them once their
+ * in-flight calls settled).
+ *
+ * @module
+ */
+import { RUN_CODE_TOOL_NAME } from '../code-mode/registry-seam.js'
+import { ToolError } from '../errors.js'
+import type { AgentTools, PromptAssembly, PromptSection, ToolHookMap, ToolHookName, ToolScope } from '../runtime-types.js'
+import { detachToolDefinition } from '../schema/tool-definition.js'
+import type {
+  AnyToolDefinition,
+  ScopeKey,
+  ToolExecutionInput,
+  ToolExecutionResult,
+  ToolFilter,
+  ToolGuard,
+  ToolPresentationMode,
+} from '../types.js'
+import type { PromptSections } from './assembly.js'
+import type { HookBus } from './hooks.js'
+import type { InFlightCalls } from './in-flight.js'
+import type { ToolLayers } from './layers.js'
+import { RegistrationScope, misuse } from './scope.js'
+import type { ScopedList } from './scoped-list.js'
+
+/** The parts of a registry its scopes operate on. */
+export interface ScopeParts {
+  readonly layers: ToolLayers
+  readonly hooks: HookBus
+  readonly guards: ScopedList<ToolGuard>
+  readonly sections: PromptSections
+  readonly calls: InFlightCalls
+  /** True once the registry is disposing. */
+  isDisposed(): boolean
+  /** The pipeline entry (`scopeDisposed`: the call came through a disposed agent). */
+  execute(input: unknown, scopeDisposed: boolean): Promise<ToolExecutionResult>
+  assemble(agent: ScopeKey | undefined): PromptAssembly
+}
+
+/** `definition.name`, read without letting a hostile definition throw here. */
+function peekName(definition: unknown): unknown {
+  try {
+    return (definition as { name?: unknown } | null)?.name
+  } catch {
+    // The definition validator reports an unreadable definition properly; here only `run_code` matters.
+    return undefined
+  }
+}
+
+/** The operations both kinds of scope offer, bound to `scope`. */
+export function scopeOperations(parts: ScopeParts, scope: RegistrationScope): ToolScope {
+  return {
+    register: (definition: AnyToolDefinition) => {
+      scope.assertLive()
+      if (peekName(definition) === RUN_CODE_TOOL_NAME) {
+        throw new ToolError('RESERVED_NAME', '`run_code` is reserved for the Code Mode transport and cannot be registered')
+      }
+      return scope.own(parts.layers.add(scope.agent, detachToolDefinition(definition)))
+    },
+    guard: (guard: ToolGuard) => {
+      scope.assertLive()
+      if (typeof guard !== 'function') misuse('guard(fn) needs a function')
+      return scope.own(parts.guards.add(guard, scope.agent))
+    },
+    on: <K extends ToolHookName>(hook: K, listener: ToolHookMap[K]) => {
+      scope.assertLive()
+      return scope.own(parts.hooks.add(hook, listener, scope.agent), true)
+    },
+    section: (section: PromptSection) => {
+      scope.assertLive()
+      return scope.own(parts.sections.add(section, scope.agent))
+    },
+  }
+}
+
+/** One agent: its registration scope, its facade, and its disposal once started. */
+interface Agent {
+  readonly scope: RegistrationScope
+  readonly api: AgentTools
+  disposing: Promise<void> | undefined
+}
+
+/** The agents of one registry. */
+export class AgentScopes {
+  readonly #parts: ScopeParts
+  readonly #agents = new Map<ScopeKey, Agent>()
+
+  constructor(parts: ScopeParts) {
+    this.#parts = parts
+  }
+
+  /** The agent layer for `id`: created on first use, the same object until disposed. */
+  get(id: ScopeKey): AgentTools {
+    if (typeof id !== 'string' || id === '') misuse('runtime.agent(id) needs a non-empty string id')
+    let agent = this.#agents.get(id)
+    if (agent === undefined) {
+      agent = this.#create(id)
+      this.#agents.set(id, agent)
+      this.#parts.layers.openAgent(id)
+    }
+    return agent.api
+  }
+
+  /** Registry disposal, once every call settled: undoes every agent's registrations and listeners. */
+  disposeAll(): void {
+    for (const [id, agent] of [...this.#agents]) {
+      agent.scope.disposed = true
+      agent.scope.disposeRegistrations()
+      agent.scope.disposeListeners()
+      this.#agents.delete(id)
+      this.#parts.layers.closeAgent(id)
+    }
+  }
+
+  #dispose(id: ScopeKey, agent: Agent): Promise<void> {
+    agent.disposing ??= (async () => {
+      const parts = this.#parts
+      agent.scope.disposed = true
+      if (this.#agents.get(id) === agent) {
+        this.#agents.delete(id)
+        parts.layers.closeAgent(id)
+      }
+      await parts.calls.quiesce(new ToolError('DISPOSED', `agent scope ${JSON.stringify(id)} was disposed`), id)
+      agent.scope.disposeRegistrations()
+      parts.hooks.emitChanged({ kind: 'dispose', agent: id })
+      agent.scope.disposeListeners()
+    })()
+    return agent.disposing
+  }
+
+  #create(id: ScopeKey): Agent {
+    const parts = this.#parts
+    const scope = new RegistrationScope(id, () => parts.isDisposed())
+    const live = <T>(read: () => T): T => {
+      scope.assertLive()
+      return read()
+    }
+    const agent: Agent = {
+      scope,
+      disposing: undefined,
+      api: Object.freeze({
+        id,
+        ...scopeOperations(parts, scope),
+        restrict: (filter: ToolFilter) => live(() => scope.own(parts.layers.restrict(id, filter))),
+        presentAs: (mode: ToolPresentationMode) => live(() => scope.own(parts.layers.presentAs(id, mode))),
+        get: (name: string) => live(() => parts.layers.resolve(name, id)?.definition),
+        schemas: () => live(() => parts.layers.schemas(id)),
+        execute: (input: Omit<ToolExecutionInput, 'agent'>) => {
+          let scoped: unknown = null
+          try {
+            scoped = typeof input === 'object' && input !== null ? { ...input, agent: id } : input
+          } catch {
+            // An input whose properties cannot be read is reported as INVALID_EXECUTION by the pipeline.
+          }
+          return parts.execute(scoped, scope.disposed)
+        },
+        assemble: () => live(() => parts.assemble(id)),
+        dispose: () => this.#dispose(id, agent),
+      }),
+    }
+    return agent
+  }
+}

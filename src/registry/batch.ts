@@ -1,0 +1,93 @@
+/**
+ * `runToolCalls`: a model's batch of calls run the way the seed's agent loop does. It
+ * needs more than `ToolRuntime.execute`: turns inside the pipeline, so that only
+ * wrappers and bodies overlap. A registry made by `createToolRuntime` registers its
+ * pipeline here ({@link registerBatchPipeline}); this module is the only reader, and the
+ * `ToolRuntime` object carries no hidden member.
+ *
+ * @module
+ */
+import { ToolError } from '../errors.js'
+import type { ToolRuntime } from '../runtime-types.js'
+import { createCallPool } from '../scheduler.js'
+import type { ToolExecutionInput, ToolExecutionMode, ToolExecutionResult } from '../types.js'
+import type { PipelineSchedule } from './schedule.js'
+
+/** A registry's pipeline entry that takes turns from a batch scheduler. */
+export type ScheduledExecute = (input: ToolExecutionInput, schedule: PipelineSchedule) => Promise<ToolExecutionResult>
+
+const pipelines = new WeakMap<ToolRuntime, ScheduledExecute>()
+
+/** Makes `runtime`'s scheduled pipeline entry available to {@link runToolCalls} (called once, by `createToolRuntime`). */
+export function registerBatchPipeline(runtime: ToolRuntime, execute: ScheduledExecute): void {
+  pipelines.set(runtime, execute)
+}
+
+/** Options of {@link runToolCalls}. */
+export interface RunToolCallsOptions {
+  /** Bound of the rolling pool for consecutive concurrency-safe calls. Default 10. */
+  readonly maxParallel?: number
+}
+
+function classify(runtime: ToolRuntime, call: ToolExecutionInput): ToolExecutionMode {
+  try {
+    return runtime.executionMode(call) === 'parallel' ? 'parallel' : 'exclusive'
+  } catch {
+    // A classifier that throws fails closed: the call runs alone.
+    return 'exclusive'
+  }
+}
+
+/**
+ * Runs a model's batch of calls the way the seed's agent loop does: consecutive
+ * concurrency-safe calls share a bounded rolling pool, an exclusive call drains the pool,
+ * runs alone and bars later calls. Only wrappers + body overlap: the policy phases
+ * (`tools/pre-execute`, guards, approval) run one call at a time in model order, and so
+ * does each call's tail (`tools/post-execute`, `finalizeContent`, `tools/result`), so
+ * results, observers and additional contexts keep model order. Resolves to one result per
+ * call, in model order; never rejects for a call's failure (each result carries it).
+ *
+ * With a `ToolRuntime` not made by `createToolRuntime` the calls still go through the pool,
+ * but their policy phases may then overlap.
+ *
+ * @example
+ * ```ts
+ * const results = await runToolCalls(runtime, modelCalls.map((c) => ({ ...c, signal })), { maxParallel: 4 })
+ * ```
+ */
+export async function runToolCalls(
+  runtime: ToolRuntime,
+  calls: readonly ToolExecutionInput[],
+  options: RunToolCallsOptions = {},
+): Promise<ToolExecutionResult[]> {
+  if (!Array.isArray(calls)) throw new ToolError('INVALID_OPTIONS', 'runToolCalls expects an array of calls')
+  const pool = createCallPool({ maxParallel: options.maxParallel ?? 10 })
+  const scheduled = pipelines.get(runtime)
+
+  let previousPolicy: Promise<void> = Promise.resolve()
+  let previousTail: Promise<void> = Promise.resolve()
+  const results: Promise<ToolExecutionResult>[] = []
+  for (const call of calls) {
+    const mode = classify(runtime, call)
+    if (scheduled === undefined) {
+      results.push(pool.submit(mode, () => runtime.execute(call)))
+      continue
+    }
+    const policyTurn = previousPolicy
+    const tailTurn = previousTail
+    let releasePolicy!: () => void
+    let releaseTail!: () => void
+    previousPolicy = new Promise<void>((resolve) => (releasePolicy = resolve))
+    previousTail = new Promise<void>((resolve) => (releaseTail = resolve))
+    results.push(
+      scheduled(call, {
+        beforePolicy: () => policyTurn,
+        afterPolicy: releasePolicy,
+        dispatch: (task) => pool.submit(mode, task),
+        beforeTail: () => tailTurn,
+        afterTail: releaseTail,
+      }),
+    )
+  }
+  return Promise.all(results)
+}

@@ -1,0 +1,169 @@
+/**
+ * One call on its way through the pipeline: what the stages read and write. The call
+ * is opened from the raw input before any stage runs: the input is read once, the
+ * arguments are snapshotted (a lossless-JSON failure is recorded, reported by the
+ * `arguments` stage once the tool is resolved), and the frozen {@link ToolExecution}
+ * every listener sees is minted with a fresh token.
+ *
+ * @module
+ */
+import { toErrorData } from '../errors.js'
+import type { JsonValue } from '../json/json-value.js'
+import { snapshotLosslessJson } from '../json/lossless.js'
+import type { ToolRuntime } from '../runtime-types.js'
+import type { RegisteredTool } from '../schema/tool-definition.js'
+import type {
+  AdditionalContext,
+  PreToolDecision,
+  ScopeKey,
+  ToolExecution,
+  ToolExecutionResult,
+  ToolExecutionToken,
+  ToolFailure,
+  ToolGuard,
+} from '../types.js'
+import type { HookBus } from './hooks.js'
+import type { InFlight, InFlightCalls } from './in-flight.js'
+import type { ToolLayers } from './layers.js'
+import type { Schedule } from './schedule.js'
+import type { ScopedList } from './scoped-list.js'
+
+/** The message of `ABORTED_BEFORE_DISPATCH`. */
+export const ABORTED_BEFORE_MESSAGE = 'the call was cancelled before the tool ran'
+/** The message of `ABORTED`. */
+export const ABORTED_MESSAGE = 'the call was cancelled while the tool ran'
+
+/** What the pipeline needs from the registry that owns it. */
+export interface PipelineCore {
+  readonly options: ToolRuntime['options']
+  /** True once the registry is disposing. */
+  isDisposed(): boolean
+  readonly layers: Pick<ToolLayers, 'presentation' | 'resolve'>
+  readonly hooks: Pick<HookBus, 'preExecute' | 'execute' | 'postExecute' | 'result'>
+  readonly guards: ScopedList<ToolGuard>
+  readonly calls: InFlightCalls
+}
+
+/** What a dispatch (wrappers + body) produced. */
+export type DispatchOutcome =
+  | { readonly kind: 'value'; readonly value: unknown; readonly bodyInvoked: boolean }
+  | { readonly kind: 'failure'; readonly result: ToolFailure; readonly bodyInvoked: boolean }
+
+/** The execution input as read once: either usable, or why not. */
+interface ParsedInput {
+  readonly ok: boolean
+  readonly message: string
+  readonly callId: string
+  readonly name: string
+  readonly args: unknown
+  readonly signal: AbortSignal | undefined
+  readonly agent: ScopeKey | undefined
+  readonly parent: symbol | undefined
+}
+
+/** A thrown value as one line of text (its message, else its name). */
+export function messageOf(error: unknown): string {
+  const data = toErrorData(error)
+  return data.message === '' ? data.name : data.message
+}
+
+function malformedInput(message: string, callId: unknown = '', name: unknown = ''): ParsedInput {
+  return {
+    ok: false,
+    message,
+    callId: typeof callId === 'string' ? callId : '',
+    name: typeof name === 'string' ? name : '',
+    args: undefined,
+    signal: undefined,
+    agent: undefined,
+    parent: undefined,
+  }
+}
+
+/** Reads the raw input once (a getter or Proxy trap runs at most once, here). Never throws. */
+export function parseInput(raw: unknown): ParsedInput {
+  try {
+    if (typeof raw !== 'object' || raw === null) return malformedInput('the execution input must be an object')
+    const r = raw as Record<string, unknown>
+    const callId = r.callId
+    const name = r.name
+    const signal = r.signal
+    const agent = r.agent
+    const parent = r.parent
+    const args = r.arguments
+    if (typeof callId !== 'string') return malformedInput('the execution input needs a string callId', callId, name)
+    if (typeof name !== 'string') return malformedInput('the execution input needs a string name', callId, name)
+    if (!(signal instanceof AbortSignal)) return malformedInput('the execution input needs an AbortSignal as signal', callId, name)
+    if (agent !== undefined && typeof agent !== 'string') return malformedInput('the execution input agent must be a string', callId, name)
+    if (parent !== undefined && typeof parent !== 'symbol') {
+      return malformedInput('the execution input parent must be an execution token', callId, name)
+    }
+    return { ok: true, message: '', callId, name, args, signal, agent, parent }
+  } catch (error) {
+    return malformedInput(`the execution input could not be read: ${messageOf(error)}`)
+  }
+}
+
+/** One call's state, shared by the stages in order. */
+export class PipelineCall {
+  readonly core: PipelineCore
+  readonly sched: Schedule
+  readonly input: ParsedInput
+  /** The lifecycle of the call (caller cancellation, scope disposal). */
+  readonly life: InFlight
+  /** The frozen view every listener, guard and the approval handler receive. */
+  readonly execution: ToolExecution
+  readonly agent: ScopeKey | undefined
+  /** True for a direct call (no live parent): `presentationMeta` is computed only then. */
+  readonly topLevel: boolean
+  /** Set when the call was made through a disposed agent scope. */
+  readonly scopeDisposed: boolean
+  /** Why the arguments are not lossless JSON, when they are not. */
+  readonly argsError: { readonly error: unknown } | undefined
+  /** The resolved tool (set by the `resolve` stage). */
+  registered: RegisteredTool | undefined
+  /** The arguments as the body receives them (after `validateArgs`). */
+  typedArgs: unknown
+  /** The strictest `tools/pre-execute` decision so far. */
+  decision: PreToolDecision = { kind: 'allow' }
+  /** Contexts the body deferred (in order). */
+  readonly toolContexts: AdditionalContext[] = []
+  /** What dispatch produced (set by the `dispatch` stage). */
+  outcome: DispatchOutcome | undefined
+  /** The result so far; final once a stage ended the call or the stages ran out. */
+  result: ToolExecutionResult | undefined
+
+  constructor(core: PipelineCore, sched: Schedule, input: ParsedInput, life: InFlight, scopeDisposed: boolean) {
+    this.core = core
+    this.sched = sched
+    this.input = input
+    this.life = life
+    this.scopeDisposed = scopeDisposed
+    this.agent = input.agent
+    let args: JsonValue = null
+    let argsError: { readonly error: unknown } | undefined
+    if (input.ok) {
+      try {
+        args = snapshotLosslessJson(input.args)
+      } catch (error) {
+        argsError = { error }
+      }
+    }
+    this.argsError = argsError
+    this.typedArgs = args
+    const parent = input.parent !== undefined && core.calls.liveTokens.has(input.parent) ? (input.parent as ToolExecutionToken) : undefined
+    this.topLevel = parent === undefined
+    const execution = {
+      token: Symbol('toolyard.execution') as ToolExecutionToken,
+      callId: input.callId,
+      name: input.name,
+      arguments: args,
+      get signal(): AbortSignal {
+        return life.signal()
+      },
+    } as { -readonly [K in keyof ToolExecution]: ToolExecution[K] }
+    if (input.agent !== undefined) execution.agent = input.agent
+    if (parent !== undefined) execution.parent = parent
+    this.execution = Object.freeze(execution)
+  }
+}

@@ -1,0 +1,81 @@
+/**
+ * The registry's side of the Code Mode seam: the {@link CodeModeRegistry} a registry
+ * hands to its `run_code` tool. It gives programs their binding names, routes each
+ * binding call back into the pipeline, runs the `tools/code-dispatch-log` waterfall,
+ * and appends session-log events (a failing sink never reaches a program).
+ *
+ * @module
+ */
+import type { CodeModeRegistry } from '../code-mode/registry-seam.js'
+import type { CodeDispatchEvent, CodeLogEvent, SessionLogEvent, ToolRuntime } from '../runtime-types.js'
+import type { ToolExecutionInput, ToolExecutionMode, ToolExecutionResult } from '../types.js'
+import type { HookBus } from './hooks.js'
+import type { ToolLayers } from './layers.js'
+
+/** What the link needs from the registry. */
+export interface CodeModeLinkOptions {
+  readonly options: ToolRuntime['options']
+  readonly layers: Pick<ToolLayers, 'bindingNames'>
+  readonly hooks: Pick<HookBus, 'codeDispatchLog'>
+  /** One sub-call through the whole pipeline. Never rejects. */
+  readonly execute: (input: ToolExecutionInput) => Promise<ToolExecutionResult>
+  readonly executionMode: (input: Pick<ToolExecutionInput, 'name' | 'arguments' | 'agent'>) => ToolExecutionMode
+}
+
+function isDispatchEvent(value: unknown): value is CodeDispatchEvent {
+  if (typeof value !== 'object' || value === null) return false
+  const event = value as Partial<CodeDispatchEvent>
+  return (
+    event.type === 'tool/code-dispatch' &&
+    typeof event.subCallId === 'string' &&
+    typeof event.parentCallId === 'string' &&
+    typeof event.name === 'string' &&
+    typeof event.isError === 'boolean' &&
+    Array.isArray(event.content)
+  )
+}
+
+/** Creates the view of the registry that `run_code` runs against. */
+export function createCodeModeLink(link: CodeModeLinkOptions): CodeModeRegistry {
+  const { options, layers, hooks } = link
+  const sessionLog = options.sessionLog
+  const append = (event: SessionLogEvent): void => {
+    try {
+      sessionLog?.append(event)
+    } catch {
+      // The session log is a sink; its failure never reaches a program or the pipeline.
+    }
+  }
+  return {
+    codeRuntime: () => options.codeRuntime,
+    maxParallelSubCalls: options.maxParallelSubCalls,
+    maxOutputBytes: options.maxOutputBytes,
+    bindingNames: (agent) => layers.bindingNames(agent),
+    execute: link.execute,
+    executionMode: link.executionMode,
+    logDispatchStart: append,
+    logDispatch: async (event) => {
+      let current: CodeDispatchEvent = event
+      for (const listener of hooks.codeDispatchLog.list(event.agent)) {
+        try {
+          const next: unknown = await listener(current)
+          if (isDispatchEvent(next)) current = next
+        } catch {
+          // A failing spill policy keeps the event as it was.
+        }
+      }
+      append(current)
+    },
+    ...(sessionLog?.appendLog === undefined
+      ? {}
+      : {
+          logOutput: (event: CodeLogEvent) => {
+            try {
+              sessionLog.appendLog?.(event)
+            } catch {
+              // Live streaming is best-effort; the run's result carries every line.
+            }
+          },
+        }),
+  }
+}

@@ -1,0 +1,135 @@
+/**
+ * The calls in flight: one record per tracked execution (caller cancellation, scope
+ * disposal, settlement) and the set of live execution tokens a `parent` must name.
+ * Disposal aborts the matching records and awaits their settlement (quiescence).
+ *
+ * @module
+ */
+import type { ToolError } from '../errors.js'
+import type { ScopeKey } from '../types.js'
+
+/**
+ * One tracked execution. Its signal is the caller's, also aborted when its scope is
+ * disposed; it is materialized lazily (an AbortController per call is the single most
+ * expensive thing on the hot path, and most tools never read `exec.signal`).
+ */
+export interface InFlight {
+  /** True once the caller aborted or the scope was disposed. */
+  readonly aborted: boolean
+  /** The abort reason (the caller's own reason object when the caller aborted). */
+  readonly reason: unknown
+  /** The execution's signal (created on first use). */
+  signal(): AbortSignal
+  /** Marks the execution settled. */
+  release(): void
+}
+
+/**
+ * The lifecycle of a call whose input was unusable (it never dispatches). Its signal is
+ * created on demand: workerd forbids creating an AbortController at module scope.
+ */
+export const UNTRACKED: InFlight = Object.freeze({
+  aborted: false,
+  reason: undefined,
+  signal: () => new AbortController().signal,
+  release: () => {},
+})
+
+/**
+ * The lifecycle of one in-flight execution: caller cancellation, scope disposal, and
+ * settlement. The AbortController behind `signal()` is created only when something reads it.
+ */
+class InFlightRecord implements InFlight {
+  readonly #caller: AbortSignal
+  readonly agent: ScopeKey | undefined
+  readonly #onRelease: (record: InFlightRecord) => void
+  #controller: AbortController | undefined
+  #onAbort: (() => void) | undefined
+  #disposed = false
+  #disposeReason: unknown
+  #waiters: (() => void)[] | undefined
+  #released = false
+
+  constructor(caller: AbortSignal, agent: ScopeKey | undefined, onRelease: (record: InFlightRecord) => void) {
+    this.#caller = caller
+    this.agent = agent
+    this.#onRelease = onRelease
+  }
+
+  get aborted(): boolean {
+    return this.#disposed || this.#caller.aborted
+  }
+
+  get reason(): unknown {
+    if (this.#controller !== undefined) return this.#controller.signal.reason
+    return this.#caller.aborted ? this.#caller.reason : this.#disposeReason
+  }
+
+  signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      const controller = new AbortController()
+      this.#controller = controller
+      if (this.#caller.aborted) controller.abort(this.#caller.reason)
+      else if (this.#disposed) controller.abort(this.#disposeReason)
+      else if (!this.#released) {
+        const caller = this.#caller
+        this.#onAbort = () => controller.abort(caller.reason)
+        caller.addEventListener('abort', this.#onAbort, { once: true })
+      }
+    }
+    return this.#controller.signal
+  }
+
+  dispose(reason: unknown): void {
+    if (this.aborted) return
+    this.#disposed = true
+    this.#disposeReason = reason
+    this.#controller?.abort(reason)
+  }
+
+  settled(): Promise<void> {
+    if (this.#released) return Promise.resolve()
+    return new Promise<void>((resolve) => (this.#waiters ??= []).push(resolve))
+  }
+
+  release(): void {
+    if (this.#released) return
+    this.#released = true
+    if (this.#onAbort !== undefined) this.#caller.removeEventListener('abort', this.#onAbort)
+    this.#onRelease(this)
+    const waiters = this.#waiters
+    this.#waiters = undefined
+    if (waiters !== undefined) for (const wake of waiters) wake()
+  }
+}
+
+/** Every execution of one registry that has not settled yet. */
+export class InFlightCalls {
+  /** Tokens of executions currently in flight (a `parent` must be one of them). */
+  readonly liveTokens = new Set<symbol>()
+  readonly #records = new Set<InFlightRecord>()
+  readonly #forget = (record: InFlightRecord): void => {
+    this.#records.delete(record)
+  }
+
+  /** Starts tracking one execution of `agent` (undefined: the global layer). */
+  track(signal: AbortSignal, agent: ScopeKey | undefined): InFlight {
+    const record = new InFlightRecord(signal, agent, this.#forget)
+    this.#records.add(record)
+    return record
+  }
+
+  /**
+   * Aborts the executions of `agent` (of every scope when `agent` is undefined: registry
+   * disposal) with `reason`, and resolves once they all settled.
+   */
+  async quiesce(reason: ToolError, agent?: ScopeKey): Promise<void> {
+    const waits: Promise<void>[] = []
+    for (const record of [...this.#records]) {
+      if (agent !== undefined && record.agent !== agent) continue
+      record.dispose(reason)
+      waits.push(record.settled())
+    }
+    await Promise.all(waits)
+  }
+}

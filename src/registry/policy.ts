@@ -1,0 +1,110 @@
+/**
+ * The policy stages of the pipeline, in their order: the `tools/pre-execute` gate (a
+ * waterfall where the strictest decision wins and a denial is final), the monotonic
+ * guards (before approval, so a guard-denied call never reaches a human), and approval
+ * for an `ask`. Each fails closed: a throw or a malformed answer denies.
+ *
+ * @module
+ */
+import type { PreExecuteListener } from '../runtime-types.js'
+import type { PreToolDecision, ToolExecutionResult } from '../types.js'
+import { ABORTED_BEFORE_MESSAGE, messageOf, type PipelineCall } from './call.js'
+import { failure } from './results.js'
+
+type PreRank = 0 | 1 | 2
+const PRE_RANK: Record<PreToolDecision['kind'], PreRank> = { allow: 0, ask: 1, deny: 2 }
+
+function checkPreDecision(value: unknown): PreToolDecision | undefined {
+  if (typeof value !== 'object' || value === null) return undefined
+  const kind = (value as { kind?: unknown }).kind
+  if (kind === 'allow') return { kind: 'allow' }
+  if (kind === 'deny') {
+    const reason = (value as { reason?: unknown }).reason
+    return typeof reason === 'string' ? { kind: 'deny', reason } : undefined
+  }
+  if (kind === 'ask') {
+    const reason = (value as { reason?: unknown }).reason
+    if (reason !== undefined && typeof reason !== 'string') return undefined
+    return reason === undefined ? { kind: 'ask' } : { kind: 'ask', reason }
+  }
+  return undefined
+}
+
+/** `tools/pre-execute`: the strictest decision wins; a denial ends the waterfall. */
+export function preExecuteStage(call: PipelineCall): ToolExecutionResult | undefined | Promise<ToolExecutionResult | undefined> {
+  const listeners = call.core.hooks.preExecute.list(call.agent)
+  return listeners.length === 0 ? undefined : runPreExecute(call, listeners)
+}
+
+async function runPreExecute(call: PipelineCall, listeners: readonly PreExecuteListener[]): Promise<ToolExecutionResult | undefined> {
+  for (const listener of listeners) {
+    let next: unknown
+    try {
+      next = await listener(call.decision, call.execution)
+    } catch (error) {
+      return failure('DENIED_BY_GATE', `a tools/pre-execute listener failed (denied): ${messageOf(error)}`)
+    }
+    const checked = checkPreDecision(next)
+    if (checked === undefined) return failure('DENIED_BY_GATE', 'a tools/pre-execute listener returned a malformed decision (denied)')
+    if (PRE_RANK[checked.kind] >= PRE_RANK[call.decision.kind]) call.decision = checked
+    const decision = call.decision
+    if (decision.kind === 'deny') return failure('DENIED_BY_GATE', decision.reason === '' ? 'denied by policy' : decision.reason)
+  }
+  return undefined
+}
+
+/** Guards: monotonic (any verdict denies); run before approval so a denied call never reaches a human. */
+export function guardsStage(call: PipelineCall): ToolExecutionResult | undefined {
+  for (const guard of call.core.guards.list(call.agent)) {
+    let verdict: unknown
+    try {
+      verdict = guard(call.execution)
+    } catch (error) {
+      return failure('DENIED_BY_GUARD', `a guard failed (denied): ${messageOf(error)}`)
+    }
+    if (verdict === undefined) continue
+    return failure('DENIED_BY_GUARD', typeof verdict === 'string' ? (verdict === '' ? 'denied by a guard' : verdict) : 'a guard returned a non-string verdict (denied)')
+  }
+  return undefined
+}
+
+type Approval = { readonly kind: 'value'; readonly value: unknown } | { readonly kind: 'error'; readonly error: unknown } | { readonly kind: 'aborted' }
+
+/** Awaits the approval handler, but gives up as soon as the call is cancelled (a human may never answer). */
+function awaitApproval(run: () => unknown, signal: AbortSignal): Promise<Approval> {
+  if (signal.aborted) return Promise.resolve({ kind: 'aborted' })
+  return new Promise<Approval>((resolve) => {
+    const onAbort = (): void => resolve({ kind: 'aborted' })
+    signal.addEventListener('abort', onAbort, { once: true })
+    const done = (outcome: Approval): void => {
+      signal.removeEventListener('abort', onAbort)
+      resolve(outcome)
+    }
+    let pending: Promise<unknown>
+    try {
+      pending = Promise.resolve(run())
+    } catch (error) {
+      pending = Promise.reject(error)
+    }
+    pending.then(
+      (value) => done({ kind: 'value', value }),
+      (error: unknown) => done({ kind: 'error', error }),
+    )
+  })
+}
+
+/** Approval for an `ask`: absent handler, refusal or failure deny; cancellation while waiting aborts. */
+export function approvalStage(call: PipelineCall): ToolExecutionResult | undefined | Promise<ToolExecutionResult | undefined> {
+  return call.decision.kind === 'ask' ? approve(call, call.decision.reason) : undefined
+}
+
+async function approve(call: PipelineCall, reason: string | undefined): Promise<ToolExecutionResult | undefined> {
+  const approval = call.core.options.approval
+  const why = reason === undefined || reason === '' ? '' : ` (${reason})`
+  if (approval === undefined) return failure('DENIED_BY_APPROVAL', `approval required${why} but no approval handler is configured`)
+  const request = Object.freeze({ execution: call.execution, ...(reason !== undefined ? { reason } : {}) })
+  const verdict = await awaitApproval(() => approval(request), call.life.signal())
+  if (verdict.kind === 'aborted') return failure('ABORTED_BEFORE_DISPATCH', ABORTED_BEFORE_MESSAGE)
+  if (verdict.kind === 'error') return failure('DENIED_BY_APPROVAL', `the approval handler failed (denied): ${messageOf(verdict.error)}`)
+  return verdict.value === true ? undefined : failure('DENIED_BY_APPROVAL', `approval denied${why}`)
+}

@@ -1,0 +1,221 @@
+/**
+ * The one definition validator. `defineTool()` (DSL specs) and `register()` (any
+ * definition) both read a tool definition through {@link readToolDefinition}: every
+ * member is read once, as a data property (a getter is refused and never run; a Proxy
+ * trap that throws fails as `INVALID_DEFINITION`, never with its own error), and
+ * checked. {@link detachToolDefinition} then turns a definition into the frozen,
+ * detached copy the registry holds: schemas checked against the subset and deep-frozen,
+ * functions captured, so mutating the author's object later changes nothing.
+ *
+ * @module
+ */
+import { LosslessJsonError, SchemaError, ToolError, type SchemaViolation } from '../errors.js'
+import type { JsonValue } from '../json/json-value.js'
+import { snapshotLosslessJson } from '../json/lossless.js'
+import type { AnyToolDefinition } from '../types.js'
+import type { JsonSchemaNode } from './json-schema-node.js'
+import { compileJsonSchema, detachJsonSchema } from './json-schema.js'
+
+/** The optional function members of a definition, in the order they are checked. */
+const OPTIONAL_FUNCTIONS = [
+  'validateArgs',
+  'softValidateArgs',
+  'finalizeContent',
+  'presentCall',
+  'presentResult',
+  'isConcurrencySafe',
+] as const
+
+type OptionalFunctionName = (typeof OPTIONAL_FUNCTIONS)[number]
+type AnyFunction = (...args: never[]) => unknown
+
+/** A definition's members, read once and checked (schemas still as authored). */
+export interface DefinitionMembers {
+  readonly name: string
+  readonly description: string
+  /** As authored: a DSL parameter spec (`defineTool`) or a JSON Schema (`register`). */
+  readonly parameters: unknown
+  /** The output declaration object (the `this` of `render` and `presentationMeta`). */
+  readonly output: object
+  /** As authored: a DSL value spec or a JSON Schema. Never undefined. */
+  readonly outputSchema: unknown
+  readonly render: AnyFunction
+  readonly presentationMeta: AnyFunction | undefined
+  readonly execute: AnyFunction
+  readonly timeoutMs: number | undefined
+  /** The optional function members that are present. */
+  readonly functions: Readonly<Partial<Record<OptionalFunctionName, AnyFunction>>>
+}
+
+/** A registered definition and what the pipeline needs precomputed for it. */
+export interface RegisteredTool {
+  /** The frozen, detached definition (what `get()` returns). */
+  readonly definition: AnyToolDefinition
+  /** Validates a canonical value against `output.schema`. */
+  readonly validateOutput: (value: unknown) => readonly SchemaViolation[]
+}
+
+function invalid(message: string): never {
+  throw new ToolError('INVALID_DEFINITION', message)
+}
+
+/**
+ * Reads `key` of `source` as a data property, walking the prototype chain (definitions
+ * may be class instances with methods on the prototype). An accessor is refused
+ * unread: it could answer differently on each read.
+ */
+function readMember(source: object, key: string, where: string): unknown {
+  try {
+    let target: object | null = source
+    while (target !== null && target !== Object.prototype) {
+      const descriptor = Object.getOwnPropertyDescriptor(target, key)
+      if (descriptor !== undefined) {
+        if (!('value' in descriptor)) invalid(`${where}${key} must be a data property, not an accessor`)
+        return descriptor.value as unknown
+      }
+      target = Object.getPrototypeOf(target) as object | null
+    }
+    return undefined
+  } catch (error) {
+    if (error instanceof ToolError) throw error
+    invalid(`${where}${key} could not be read (${error instanceof Error ? error.message : String(error)})`)
+  }
+}
+
+function isFunction(value: unknown): value is AnyFunction {
+  return typeof value === 'function'
+}
+
+/**
+ * Reads and checks every member of a definition. Throws `ToolError('INVALID_DEFINITION')`
+ * naming the first bad member: not an object, no name, a non-string description, a
+ * missing output declaration, `render` or `output.schema`, a non-function `execute` or
+ * optional callback, a `timeoutMs` that is not a positive finite number, an accessor.
+ */
+export function readToolDefinition(input: unknown): DefinitionMembers {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) invalid('a tool definition must be an object')
+  const name = readMember(input, 'name', '')
+  if (typeof name !== 'string' || name === '') invalid('a tool definition needs a non-empty string name')
+  const where = `tool ${JSON.stringify(name)}: `
+  const read = (key: string): unknown => readMember(input, key, where)
+
+  const description = read('description')
+  if (typeof description !== 'string') invalid(`${where}description must be a string`)
+  const execute = read('execute')
+  if (!isFunction(execute)) invalid(`${where}execute must be a function`)
+  const output = read('output')
+  if (typeof output !== 'object' || output === null) invalid(`${where}the output declaration { schema, render } is missing`)
+  const render = readMember(output, 'render', `${where}output.`)
+  if (!isFunction(render)) invalid(`${where}output.render must be a function`)
+  const presentationMeta = readMember(output, 'presentationMeta', `${where}output.`)
+  if (presentationMeta !== undefined && !isFunction(presentationMeta)) invalid(`${where}output.presentationMeta must be a function when present`)
+  const outputSchema = readMember(output, 'schema', `${where}output.`)
+  if (outputSchema === undefined) invalid(`${where}output.schema is missing`)
+  const timeoutMs = read('timeoutMs')
+  if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs <= 0)) {
+    invalid(`${where}timeoutMs must be a positive finite number (got ${String(timeoutMs)})`)
+  }
+  const functions: Partial<Record<OptionalFunctionName, AnyFunction>> = {}
+  for (const key of OPTIONAL_FUNCTIONS) {
+    const value = read(key)
+    if (value === undefined) continue
+    if (!isFunction(value)) invalid(`${where}${key} must be a function when present`)
+    functions[key] = value
+  }
+  return {
+    name,
+    description,
+    parameters: read('parameters'),
+    output,
+    outputSchema,
+    render,
+    presentationMeta: presentationMeta as AnyFunction | undefined,
+    execute,
+    timeoutMs: timeoutMs as number | undefined,
+    functions,
+  }
+}
+
+/** Re-throws a schema failure with the tool and the schema's role in the message. */
+function reschema(name: string, where: string, error: unknown): never {
+  if (error instanceof SchemaError) {
+    // SchemaError appends " at <path>" itself: re-wrap the bare message, not the full one.
+    const suffix = ` at ${error.path === '' ? 'the schema root' : error.path}`
+    const bare = error.message.endsWith(suffix) ? error.message.slice(0, -suffix.length) : error.message
+    throw new SchemaError(error.path, `tool ${JSON.stringify(name)} ${where}: ${bare}`, { cause: error })
+  }
+  if (error instanceof ToolError) throw error
+  throw new ToolError('INVALID_SCHEMA', `tool ${JSON.stringify(name)} ${where}: ${String(error)}`, { cause: error })
+}
+
+/**
+ * A raw tool's parameters outside the enforced subset: a frozen lossless-JSON copy whose
+ * root is an object schema. Nothing validates against it here (the tool owns that).
+ */
+function detachRawObjectSchema(schema: unknown): JsonSchemaNode {
+  let copy: JsonValue
+  try {
+    copy = snapshotLosslessJson(schema)
+  } catch (error) {
+    if (error instanceof LosslessJsonError) throw new SchemaError(error.path, 'a raw parameter schema must be lossless JSON', { cause: error })
+    throw error
+  }
+  if (typeof copy !== 'object' || copy === null || Array.isArray(copy)) throw new SchemaError('', 'a parameter schema must be an object')
+  return copy as JsonSchemaNode
+}
+
+/**
+ * The parameters as the registry holds them. A typed tool (one with `validateArgs`)
+ * validates against its parameters, so they must be in the enforced subset. A raw tool
+ * owns its input validation (an MCP server, say): its parameters are presented to models
+ * as they are — any lossless-JSON object schema — and the SDK degrades what it cannot
+ * type to `unknown`.
+ */
+function detachParameters(members: DefinitionMembers): JsonSchemaNode {
+  let parameters: JsonSchemaNode
+  try {
+    parameters = detachJsonSchema(members.parameters)
+  } catch (error) {
+    if (members.functions.validateArgs !== undefined || !(error instanceof SchemaError)) reschema(members.name, 'parameters', error)
+    try {
+      parameters = detachRawObjectSchema(members.parameters)
+    } catch (rawError) {
+      reschema(members.name, 'parameters', rawError)
+    }
+  }
+  if (parameters.type !== 'object') throw new SchemaError('', `tool ${JSON.stringify(members.name)} parameters: the root must be { type: 'object' }`)
+  return parameters
+}
+
+/**
+ * Checks `input` and returns its detached, frozen registration. Throws
+ * `INVALID_DEFINITION` for a malformed definition (see {@link readToolDefinition}) and
+ * `INVALID_SCHEMA` (a `SchemaError`) for an unsupported parameter or output schema.
+ */
+export function detachToolDefinition(input: unknown): RegisteredTool {
+  const members = readToolDefinition(input)
+  const parameters = detachParameters(members)
+  let outputSchema: JsonSchemaNode
+  let validator: ReturnType<typeof compileJsonSchema>
+  try {
+    outputSchema = detachJsonSchema(members.outputSchema)
+    validator = compileJsonSchema(outputSchema)
+  } catch (error) {
+    reschema(members.name, 'output.schema', error)
+  }
+  const definition: Record<string, unknown> = {
+    name: members.name,
+    description: members.description,
+    parameters,
+    output: Object.freeze({
+      schema: outputSchema,
+      render: members.render,
+      ...(members.presentationMeta !== undefined ? { presentationMeta: members.presentationMeta } : {}),
+    }),
+    execute: members.execute,
+    ...members.functions,
+  }
+  if (members.timeoutMs !== undefined) definition.timeoutMs = members.timeoutMs
+  const frozen = Object.freeze(definition) as unknown as AnyToolDefinition
+  return Object.freeze({ definition: frozen, validateOutput: (value: unknown) => validator.validate(value) })
+}
