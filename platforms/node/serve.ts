@@ -84,7 +84,7 @@ function clientError(error: Error & { code?: string }, socket: Socket): void {
   const status = httpErrorStatus[code]
   const body = JSON.stringify({ error: { code, message } })
   socket.end(
-    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
       `Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n${body}`,
   )
 }

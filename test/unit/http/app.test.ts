@@ -405,11 +405,17 @@ describe('routing errors', () => {
       options: runtime.options,
       dispose: () => runtime.dispose(),
     }
-    const app2 = createToolsApp(broken, { token: TOKEN })
+    const reported: [unknown, string][] = []
+    const app2 = createToolsApp(broken, { token: TOKEN, onError: (error, request) => reported.push([error, request.url]) })
     const response = await app2.request('/v1/tools', { headers: AUTH })
     expect(response.status).toBe(500)
     const error = await errorOf(response)
     expect(error).toEqual({ code: 'INTERNAL', message: 'internal error' })
+    // The operator gets the exception; the client never does.
+    expect(reported).toEqual([[expect.objectContaining({ message: 'db password is hunter2' }), 'http://localhost/v1/tools']])
+    // A documented failure is not an internal one: nothing more is reported.
+    expect((await app2.request('/v1/nothing', { headers: AUTH })).status).toBe(404)
+    expect(reported).toHaveLength(1)
   })
 })
 
@@ -446,7 +452,8 @@ describe('CORS and origins', () => {
     })
     expect(preflight.status).toBe(204)
     expect(preflight.headers.get('Access-Control-Allow-Origin')).toBe('https://app.example')
-    expect(preflight.headers.get('Access-Control-Allow-Methods')).toBe('GET, HEAD, POST')
+    // Hono's cors joins lists with a bare comma.
+    expect(preflight.headers.get('Access-Control-Allow-Methods')?.split(/,\s*/)).toEqual(['GET', 'HEAD', 'POST'])
     expect(preflight.headers.get('Access-Control-Allow-Headers')).toMatch(/Authorization/)
     expect(preflight.headers.get('Access-Control-Max-Age')).toBe('60')
     expect(preflight.headers.get('Access-Control-Allow-Credentials')).toBeNull()
