@@ -7,7 +7,7 @@ import type { ServedApp } from '../../../platforms/node/index.js'
 import { createToolsApp } from '../../../src/http/index.js'
 import { createMcpApp, importMcpTools, listMcpTools } from '../../../src/mcp/index.js'
 import { createToolRuntime, defineTool } from '../../../src/index.js'
-import { TOKEN, AUTH, echoTool, failTool } from '../http/fixtures.js'
+import { TOKEN, AUTH, DOCUMENTED_BODY_LIMIT, echoTool, errorOf, failTool, pingOfBytes } from '../http/fixtures.js'
 
 const codeRuntime = createNodeWorkerRuntime({ prespawn: 1 })
 const runtime = createToolRuntime({ codeRuntime })
@@ -175,6 +175,16 @@ describe('MCP export over Streamable HTTP (real SDK Client, Node serve())', () =
     expect(get.headers.get('Allow')).toBe('POST')
     const notJson = await fetch(`${server.url}/mcp`, { method: 'POST', headers: { ...AUTH, 'Content-Type': 'application/json' }, body: '{' })
     expect(notJson.status).toBe(400)
+  })
+
+  it('reads a body of exactly the default 1 MiB limit and refuses one byte more with 413 over the wire', async () => {
+    const post = (body: string) => fetch(`${server.url}/mcp`, { method: 'POST', headers: { ...AUTH, 'Content-Type': 'application/json' }, body })
+    const exactly = await post(pingOfBytes(DOCUMENTED_BODY_LIMIT))
+    expect(exactly.status).toBe(200)
+    expect(await exactly.json()).toEqual({ jsonrpc: '2.0', id: 1, result: {} })
+    const over = await post(pingOfBytes(DOCUMENTED_BODY_LIMIT + 1))
+    expect(over.status).toBe(413)
+    expect(await errorOf(over)).toEqual({ code: 'PAYLOAD_TOO_LARGE', message: `the request body exceeds ${DOCUMENTED_BODY_LIMIT} bytes` })
   })
 
   it('serves standalone too, and round-trips into importMcpTools (export → import)', async () => {
