@@ -56,9 +56,9 @@ export interface McpAppOptions {
   /** Optional `instructions` returned by `initialize`. */
   readonly instructions?: string
   /**
-   * Receives every exception answered as HTTP 500 `INTERNAL` (the client only sees
-   * `internal error`). Default: `console.error`. Failures inside a JSON-RPC call are
-   * JSON-RPC errors, not reported here.
+   * Receives every unexpected exception: those answered as HTTP 500 `INTERNAL`, and those
+   * inside a JSON-RPC call answered as `-32603 internal error (<name>)`. The client never
+   * sees the exception itself. Default: `console.error`.
    */
   readonly onError?: (error: unknown, request: Request) => void
 }
@@ -153,6 +153,7 @@ export async function callMcpTool(
 
 interface McpConfig {
   readonly runtime: ToolRuntime
+  readonly report: InternalErrorReporter
   readonly agent: McpAppOptions['agent']
   readonly shutdown: AbortSignal | undefined
   readonly serverInfo: { readonly name: string; readonly version: string }
@@ -212,11 +213,20 @@ async function answer(config: McpConfig, message: unknown, request: Request): Pr
     if (error instanceof ToolError && (error.code === 'ASSEMBLY_FAILED' || error.code === 'DISPOSED')) {
       return { jsonrpc: '2.0', id, error: { code: JSON_RPC_ERRORS.INTERNAL_ERROR, message: `${error.code}: ${error.message}` } }
     }
+    // Unexpected: the client learns only the error's name; the operator gets the error.
+    config.report(error, request)
     return { jsonrpc: '2.0', id, error: { code: JSON_RPC_ERRORS.INTERNAL_ERROR, message: `internal error (${toErrorData(error).name})` } }
   }
 }
 
-function validateOptions(runtime: ToolRuntime, options: McpAppOptions): McpConfig & { readonly token: string | undefined; readonly notConfigured: string | undefined; readonly origins: Set<string>; readonly maxBodyBytes: number; readonly report: InternalErrorReporter } {
+interface McpAppConfig extends McpConfig {
+  readonly token: string | undefined
+  readonly notConfigured: string | undefined
+  readonly origins: ReadonlySet<string>
+  readonly maxBodyBytes: number
+}
+
+function validateOptions(runtime: ToolRuntime, options: McpAppOptions): McpAppConfig {
   if (typeof runtime !== 'object' || runtime === null || typeof runtime.execute !== 'function' || typeof runtime.assemble !== 'function') {
     invalidOptions('runtime must be a ToolRuntime')
   }

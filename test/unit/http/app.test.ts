@@ -44,6 +44,7 @@ describe('createToolsApp options', () => {
     expect(code(() => createToolsApp(runtime, { token: TOKEN, heartbeatMs: -1 }))).toBe('INVALID_OPTIONS')
     expect(code(() => createToolsApp(runtime, { token: TOKEN, sessionLog: {} as never }))).toBe('INVALID_OPTIONS')
     expect(code(() => createToolsApp(runtime, { token: TOKEN, notConfigured: '' }))).toBe('INVALID_OPTIONS')
+    expect(code(() => createToolsApp(runtime, { token: TOKEN, onError: 'log' as never }))).toBe('INVALID_OPTIONS')
     expect(code(() => createToolsApp({} as never, { token: TOKEN }))).toBe('INVALID_OPTIONS')
     expect(code(() => createToolsApp(runtime, { token: TOKEN, cors: { origins: ['https://a.example'] } }))).toBeUndefined()
   })

@@ -207,11 +207,29 @@ describe('MCP export over Streamable HTTP (real SDK Client, Node serve())', () =
     await other.dispose()
   })
 
+  it('reports an unexpected exception to onError and tells the client only its name', async () => {
+    const reported: unknown[] = []
+    const broken = {
+      ...runtime,
+      assemble: () => {
+        throw new TypeError('secret detail')
+      },
+    }
+    const mcp = createMcpApp(broken, { auth: false, onError: (error) => reported.push(error) })
+    const response = await mcp.request('/', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"jsonrpc":"2.0","id":3,"method":"tools/list"}' })
+    expect(await response.json()).toEqual({ jsonrpc: '2.0', id: 3, error: { code: -32603, message: 'internal error (TypeError)' } })
+    expect(reported).toEqual([expect.objectContaining({ message: 'secret detail' })])
+    // A documented failure (an unknown method) is the client's, not the operator's.
+    await mcp.request('/', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"jsonrpc":"2.0","id":4,"method":"nope"}' })
+    expect(reported).toHaveLength(1)
+  })
+
   it('validates its options', () => {
     expect(() => createMcpApp(runtime, {} as never)).toThrow(/token is required/)
     expect(() => createMcpApp(runtime, { token: 'short' })).toThrow(/token must be/)
     expect(() => createMcpApp(runtime, { token: TOKEN, auth: false })).toThrow(/either token or auth/)
     expect(() => createMcpApp({} as never, { auth: false })).toThrow(/runtime/)
     expect(() => createMcpApp(runtime, { auth: false, agent: '' })).toThrow(/agent/)
+    expect(() => createMcpApp(runtime, { auth: false, onError: 'log' as never })).toThrow(/onError/)
   })
 })
