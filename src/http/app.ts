@@ -15,7 +15,7 @@ import { ToolError } from '../errors.js'
 import type { ToolRuntime } from '../runtime-types.js'
 import type { ScopeKey } from '../types.js'
 import { resolveAuthOptions } from './auth.js'
-import { HttpError, httpErrorHandler, reportToConsole } from './http-errors.js'
+import { HttpError, httpErrorHandler, httpNotFound, reportToConsole } from './http-errors.js'
 import type { InternalErrorReporter } from './http-errors.js'
 import { gate } from './_middleware.js'
 import { resolveMaxBodyBytes } from './request-body.js'
@@ -153,9 +153,7 @@ export function createToolsApp(runtime: ToolRuntime, options: ToolsAppOptions): 
   const routes = apiRoutes(runtime, config)
   const app = new Hono()
   app.onError(httpErrorHandler(config.report))
-  // Returned, not thrown: Hono calls notFound outside the middleware's try, and the 405
-  // check below must see a plain 404 to turn it into METHOD_NOT_ALLOWED.
-  app.notFound((c) => new HttpError('NOT_FOUND', `no route for ${c.req.method} ${c.req.path}`).getResponse())
+  app.notFound(httpNotFound)
   app.use(
     '/v1/*',
     ...gate({

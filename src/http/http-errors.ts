@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { ErrorHandler } from 'hono'
+import type { ErrorHandler, NotFoundHandler } from 'hono'
 import { HTTPException } from 'hono/http-exception'
 import { ToolError } from '../errors.js'
 
@@ -169,3 +169,11 @@ export function httpErrorHandler(report: InternalErrorReporter): ErrorHandler {
     return httpError.getResponse()
   }
 }
+
+/**
+ * The `notFound` of the HTTP API and the MCP endpoint: 404 `NOT_FOUND` in the one shape.
+ * It returns the response instead of throwing, because Hono calls `notFound` outside the
+ * middleware's try: a thrown error would skip the 405 check (`methodNotAllowed`), which
+ * must see a plain 404 to turn it into `METHOD_NOT_ALLOWED`.
+ */
+export const httpNotFound: NotFoundHandler = (c) => new HttpError('NOT_FOUND', `no route for ${c.req.method} ${c.req.path}`).getResponse()

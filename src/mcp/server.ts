@@ -19,7 +19,7 @@ import type { ToolRuntime } from '../runtime-types.js'
 import type { ScopeKey, ToolSchema } from '../types.js'
 import type { ObjectJsonSchema } from '../schema/json-schema-node.js'
 import { resolveAuthOptions } from '../http/auth.js'
-import { HttpError, httpErrorHandler, reportToConsole } from '../http/http-errors.js'
+import { HttpError, httpErrorHandler, httpNotFound, reportToConsole } from '../http/http-errors.js'
 import type { InternalErrorReporter } from '../http/http-errors.js'
 import { readJsonBody, resolveMaxBodyBytes } from '../http/request-body.js'
 import { gate } from '../http/_middleware.js'
@@ -284,6 +284,8 @@ export function createMcpApp(runtime: ToolRuntime, options: McpAppOptions): Hono
   const config = validateOptions(runtime, options)
   const app = new Hono()
   app.onError(httpErrorHandler(config.report))
+  // Served alone; mounted with app.route(), the parent's notFound answers instead.
+  app.notFound(httpNotFound)
   app.use(
     '*',
     // DNS-rebinding defence the MCP transport spec asks for: foreign browser origins are refused.

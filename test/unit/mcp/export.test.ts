@@ -219,8 +219,12 @@ describe('MCP export over Streamable HTTP (real SDK Client, Node serve())', () =
     const response = await mcp.request('/', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"jsonrpc":"2.0","id":3,"method":"tools/list"}' })
     expect(await response.json()).toEqual({ jsonrpc: '2.0', id: 3, error: { code: -32603, message: 'internal error (TypeError)' } })
     expect(reported).toEqual([expect.objectContaining({ message: 'secret detail' })])
-    // A documented failure (an unknown method) is the client's, not the operator's.
+    // A documented failure (an unknown method, an unknown path) is the client's, not the operator's.
     await mcp.request('/', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"jsonrpc":"2.0","id":4,"method":"nope"}' })
+    const elsewhere = await mcp.request('/elsewhere', { method: 'POST' })
+    expect(elsewhere.status).toBe(404)
+    expect(await errorOf(elsewhere)).toEqual({ code: 'NOT_FOUND', message: 'no route for POST /elsewhere' })
+    expect((await mcp.request('/', { method: 'DELETE' })).headers.get('Allow')).toBe('POST')
     expect(reported).toHaveLength(1)
   })
 
