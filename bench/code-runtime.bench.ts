@@ -5,9 +5,12 @@
  * 100 ms binding calls under `Promise.all`. Prints medians, p95 and ratios.
  *
  * Run: `npx tsx bench/code-runtime.bench.ts`
+ *
+ * `@ai-sdk/code-mode` is not a devDependency: its only version (1.0.42) declares Node
+ * ≥ 22.13 and pins `ai@7.0.85`, so a clean `npm ci` on Node 20 cannot carry it. The
+ * comparison runs when it is installed: `npm install --no-save @ai-sdk/code-mode@1.0.42`.
  */
 import { Worker } from 'node:worker_threads'
-import { experimental_runCodeMode as runCodeMode } from '@ai-sdk/code-mode'
 import { jsonSchema, tool } from 'ai'
 import { createNodeWorkerRuntime } from '../platforms/node/index.js'
 
@@ -50,16 +53,33 @@ async function bareSpawn(count: number): Promise<Summary> {
   return summarize(samples)
 }
 
+type RunCodeMode = (options: { js: string; tools: typeof peerTools }) => Promise<unknown>
+
+/** The peer's `experimental_runCodeMode`, or `undefined` when the package is not installed. */
+async function loadPeer(): Promise<RunCodeMode | undefined> {
+  // A variable specifier: the type check must not require the optional package.
+  const specifier = '@ai-sdk/code-mode'
+  try {
+    return ((await import(specifier)) as { experimental_runCodeMode: RunCodeMode }).experimental_runCodeMode
+  } catch (error) {
+    // Not installed (the usual case on Node 20): main() says how to add it. Anything else is a real failure.
+    if ((error as { code?: unknown }).code === 'ERR_MODULE_NOT_FOUND') return undefined
+    throw error
+  }
+}
+
+const runCodeMode = await loadPeer()
+
 const peerTools = {
   inc: tool({ description: 'inc', inputSchema: jsonSchema<{ i: number }>({ type: 'object', properties: { i: { type: 'number' } } }), execute: async ({ i }) => i + 1 }),
   wait: tool({ description: 'wait', inputSchema: jsonSchema<Record<string, never>>({ type: 'object' }), execute: async () => (await sleep(100), 1) }),
 }
 
-async function peerCold(count: number): Promise<Summary> {
-  await runCodeMode({ js: 'return 1', tools: peerTools })
+async function peerCold(run: RunCodeMode, count: number): Promise<Summary> {
+  await run({ js: 'return 1', tools: peerTools })
   const samples: number[] = []
   for (let i = 0; i < count; i++) {
-    const [ms, value] = await time(() => runCodeMode({ js: 'return 1', tools: peerTools }))
+    const [ms, value] = await time(() => run({ js: 'return 1', tools: peerTools }))
     if (value !== 1) throw new Error(`peer returned ${JSON.stringify(value)}`)
     samples.push(ms)
   }
@@ -92,13 +112,17 @@ async function main(): Promise<void> {
   const backToBack: number[] = []
   for (let i = 0; i < Math.min(COLD_RUNS, 20); i++) backToBack.push((await time(() => runtime.run({ program: 'return 1', bindings: [] })))[0])
   const bare = await bareSpawn(Math.min(COLD_RUNS, 30))
-  const peer = await peerCold(Math.min(COLD_RUNS, 30))
   line('toolyard (pre-spawned fresh worker)', oursCold)
   line('toolyard back-to-back (no time to pre-spawn)', summarize(backToBack))
   line('bare new Worker → first message', bare)
-  line('@ai-sdk/code-mode runCodeMode', peer)
   ratio('toolyard vs bare spawn (p50)', oursCold.p50, bare.p50)
-  ratio('toolyard vs @ai-sdk/code-mode (p50)', oursCold.p50, peer.p50)
+  if (runCodeMode !== undefined) {
+    const peer = await peerCold(runCodeMode, Math.min(COLD_RUNS, 30))
+    line('@ai-sdk/code-mode runCodeMode', peer)
+    ratio('toolyard vs @ai-sdk/code-mode (p50)', oursCold.p50, peer.p50)
+  } else {
+    console.log('  @ai-sdk/code-mode: not installed, skipped (Node ≥ 22.13: npm install --no-save @ai-sdk/code-mode@1.0.42)')
+  }
 
   console.log('\nsequential binding calls in one program')
   const calls = 1_000
@@ -112,23 +136,25 @@ async function main(): Promise<void> {
   }
   const oursCalls = summarize(perCall)
   line(`toolyard, ${calls} calls`, oursCalls, 'µs/call')
-  const peerCalls = 250
-  const peerPerCall: number[] = []
-  let peerThousand = 'not attempted'
-  for (let i = 0; i < 5; i++) {
-    const [ms] = await time(() => runCodeMode({ js: program(peerCalls), tools: peerTools }))
-    peerPerCall.push((ms * 1000) / peerCalls)
+  if (runCodeMode !== undefined) {
+    const peerCalls = 250
+    const peerPerCall: number[] = []
+    let peerThousand = 'not attempted'
+    for (let i = 0; i < 5; i++) {
+      const [ms] = await time(() => runCodeMode({ js: program(peerCalls), tools: peerTools }))
+      peerPerCall.push((ms * 1000) / peerCalls)
+    }
+    try {
+      await runCodeMode({ js: program(calls), tools: peerTools })
+      peerThousand = 'ran'
+    } catch (error) {
+      peerThousand = `fails: ${(error as Error).name}: ${(error as Error).message.split('\n')[0]}`
+    }
+    const peerCallsSummary = summarize(peerPerCall)
+    line(`@ai-sdk/code-mode, ${peerCalls} calls (default cap 256)`, peerCallsSummary, 'µs/call')
+    console.log(`  @ai-sdk/code-mode with ${calls} calls: ${peerThousand}`)
+    ratio('toolyard vs @ai-sdk/code-mode per call (p50)', oursCalls.p50, peerCallsSummary.p50)
   }
-  try {
-    await runCodeMode({ js: program(calls), tools: peerTools })
-    peerThousand = 'ran'
-  } catch (error) {
-    peerThousand = `fails: ${(error as Error).name}: ${(error as Error).message.split('\n')[0]}`
-  }
-  const peerCallsSummary = summarize(peerPerCall)
-  line(`@ai-sdk/code-mode, ${peerCalls} calls (default cap 256)`, peerCallsSummary, 'µs/call')
-  console.log(`  @ai-sdk/code-mode with ${calls} calls: ${peerThousand}`)
-  ratio('toolyard vs @ai-sdk/code-mode per call (p50)', oursCalls.p50, peerCallsSummary.p50)
 
   console.log('\n10 concurrent 100 ms binding calls under Promise.all (wall per run)')
   const concurrent = 'const r = await Promise.all(Array.from({ length: 10 }, () => tools.wait({})))\nreturn r.length'
@@ -139,10 +165,10 @@ async function main(): Promise<void> {
     const [ms, result] = await time(() => runtime.run({ program: concurrent, bindings }))
     if (result.value !== 10) throw new Error(`unexpected ${JSON.stringify(result)}`)
     oursWall.push(ms)
-    peerWall.push((await time(() => runCodeMode({ js: concurrent, tools: peerTools })))[0])
+    if (runCodeMode !== undefined) peerWall.push((await time(() => runCodeMode({ js: concurrent, tools: peerTools })))[0])
   }
   line('toolyard', summarize(oursWall))
-  line('@ai-sdk/code-mode', summarize(peerWall))
+  if (runCodeMode !== undefined) line('@ai-sdk/code-mode', summarize(peerWall))
 
   await runtime.dispose()
 }

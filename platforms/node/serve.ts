@@ -84,7 +84,7 @@ function clientError(error: Error & { code?: string }, socket: Socket): void {
   const status = httpErrorStatus[code]
   const body = JSON.stringify({ error: { code, message } })
   socket.end(
-    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
       `Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n${body}`,
   )
 }
@@ -151,9 +151,21 @@ export async function serve(app: FetchApp, options: ServeOptions = {}): Promise<
   for (const name of ['127.0.0.1', 'localhost', '[::1]', hostname]) allowed.add(formatHost(name, boundPort).toLowerCase())
   for (const name of extraHosts) allowed.add(name.toLowerCase())
 
+  // Connections that have not sent a request yet. Node's closeIdleConnections() leaves
+  // them open, so close() would wait for the client to drop them: measured, undici opens
+  // one right after a request it aborted and keeps it 4 s; a browser's preconnect can sit
+  // until Node's headersTimeout (60 s).
+  const unused = new Set<Socket>()
+  server.on('connection', (socket: Socket) => {
+    unused.add(socket)
+    socket.once('close', () => unused.delete(socket))
+  })
+  server.on('request', (request: { socket: Socket }) => unused.delete(request.socket))
+
   let closed: Promise<void> | undefined
   const closeIdle = (): void => {
     if ('closeIdleConnections' in server && typeof server.closeIdleConnections === 'function') server.closeIdleConnections()
+    for (const socket of unused) socket.destroy()
   }
   return {
     url: `http://${formatHost(hostname === '0.0.0.0' || hostname === '::' ? '127.0.0.1' : hostname, boundPort)}`,

@@ -1,11 +1,17 @@
 /**
- * The one error body the HTTP API answers with, and its stable codes. Every non-2xx
- * response the app (and the Node server's Host check) produces is
- * `{ "error": { "code": "…", "message": "…" } }`; the codes are part of the public
- * contract (docs/http-api.md lists them with their statuses).
+ * The one error vocabulary of the HTTP API and the MCP endpoint: every non-2xx answer is
+ * `{ "error": { "code": "…", "message": "…" } }` with `Content-Type: application/json`.
+ * Handlers and middleware throw {@link HttpError}; the app's `onError`
+ * ({@link httpErrorHandler}) renders it, so the body is built in one place. The codes are
+ * part of the public contract (docs/http-api.md lists them with their statuses).
  *
  * @module
  */
+import type { ErrorHandler, NotFoundHandler } from 'hono'
+import { HTTPException } from 'hono/http-exception'
+import { ToolError } from '../errors.js'
+
+type ExceptionStatus = NonNullable<ConstructorParameters<typeof HTTPException>[0]>
 
 /** Every stable code an HTTP error body can carry. */
 export type HttpErrorCode =
@@ -71,23 +77,103 @@ export const httpErrorStatus: Readonly<Record<HttpErrorCode, number>> = Object.f
 })
 
 /**
- * Builds the error response for `code`: the documented body, `application/json`,
- * `Cache-Control: no-store`, plus `headers`.
+ * Builds the error response for `code`: the documented body, `application/json` (JSON
+ * has no charset parameter: it is UTF-8 by definition, RFC 8259 §11, and the success
+ * bodies carry none either), `Cache-Control: no-store`, plus `headers`. The apps throw
+ * {@link HttpError} instead; this is for code outside a Hono app (the Node server's own
+ * checks).
  *
  * @example
  * ```ts
- * return httpErrorResponse('METHOD_NOT_ALLOWED', 'use GET', { Allow: 'GET, HEAD' })
+ * return httpErrorResponse('FORBIDDEN_HOST', 'this server does not answer to that Host name')
  * ```
  */
-export function httpErrorResponse(code: HttpErrorCode, message: string, headers?: Record<string, string>): Response {
+export function httpErrorResponse(code: HttpErrorCode, message: string, headers?: Readonly<Record<string, string>>): Response {
   const body: HttpErrorBody = { error: { code, message } }
   return new Response(JSON.stringify(body), {
     status: httpErrorStatus[code],
     headers: {
-      'Content-Type': 'application/json; charset=utf-8',
+      'Content-Type': 'application/json',
       'Cache-Control': 'no-store',
       'X-Content-Type-Options': 'nosniff',
       ...headers,
     },
   })
 }
+
+/**
+ * A failed request, thrown by handlers and middleware and rendered by the app's
+ * `onError` as the documented error body. A Hono `HTTPException`, so
+ * `getResponse()` gives that body too.
+ *
+ * @example
+ * ```ts
+ * app.get('/v1/thing', () => {
+ *   throw new HttpError('METHOD_NOT_ALLOWED', 'use POST', { Allow: 'POST' })
+ * })
+ * ```
+ */
+export class HttpError extends HTTPException {
+  /** The stable code of the body (its status follows from {@link httpErrorStatus}). */
+  readonly code: HttpErrorCode
+  /** Extra response headers (`Allow`, `WWW-Authenticate`, the call id…). */
+  readonly headers: Readonly<Record<string, string>>
+
+  constructor(code: HttpErrorCode, message: string, headers: Readonly<Record<string, string>> = {}) {
+    super(httpErrorStatus[code] as ExceptionStatus, { message })
+    this.name = 'HttpError'
+    this.code = code
+    this.headers = headers
+  }
+
+  /** The documented error response. */
+  override getResponse(): Response {
+    return httpErrorResponse(this.code, this.message, this.headers)
+  }
+}
+
+/**
+ * The HTTP error a thrown value stands for: an {@link HttpError} as is; the runtime's
+ * configuration failures (`ASSEMBLY_FAILED`, `DISPOSED`) as their documented answers;
+ * anything else as `INTERNAL`, whose message never carries the exception's.
+ */
+export function toHttpError(error: unknown): HttpError {
+  if (error instanceof HttpError) return error
+  if (error instanceof ToolError && error.code === 'ASSEMBLY_FAILED') return new HttpError('ASSEMBLY_FAILED', error.message)
+  if (error instanceof ToolError && error.code === 'DISPOSED') return new HttpError('SHUTTING_DOWN', 'the tool runtime was disposed')
+  return new HttpError('INTERNAL', 'internal error')
+}
+
+/** Receives every exception answered as 500 `INTERNAL`, with the request it failed. */
+export type InternalErrorReporter = (error: unknown, request: Request) => void
+
+/** The default reporter: the server's console, as Hono's own error handler does. */
+export const reportToConsole: InternalErrorReporter = (error, request) => {
+  console.error(`toolyard: internal error answering ${request.method} ${new URL(request.url).pathname}:`, error)
+}
+
+/**
+ * The `onError` of the HTTP API and the MCP endpoint: renders every thrown error once,
+ * in the one JSON shape, and hands unexpected ones to `report` (the client only learns
+ * `internal error`).
+ *
+ * @example
+ * ```ts
+ * app.onError(httpErrorHandler(reportToConsole))
+ * ```
+ */
+export function httpErrorHandler(report: InternalErrorReporter): ErrorHandler {
+  return (error, c) => {
+    const httpError = toHttpError(error)
+    if (httpError.code === 'INTERNAL') report(error, c.req.raw)
+    return httpError.getResponse()
+  }
+}
+
+/**
+ * The `notFound` of the HTTP API and the MCP endpoint: 404 `NOT_FOUND` in the one shape.
+ * It returns the response instead of throwing, because Hono calls `notFound` outside the
+ * middleware's try: a thrown error would skip the 405 check (`methodNotAllowed`), which
+ * must see a plain 404 to turn it into `METHOD_NOT_ALLOWED`.
+ */
+export const httpNotFound: NotFoundHandler = (c) => new HttpError('NOT_FOUND', `no route for ${c.req.method} ${c.req.path}`).getResponse()

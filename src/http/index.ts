@@ -15,8 +15,7 @@ export type {
   SessionLogHubOptions,
   SessionLogSubscribeOptions,
 } from './session-log-hub.js'
-export { httpErrorResponse, httpErrorStatus } from './http-errors.js'
-export type { HttpErrorBody, HttpErrorCode } from './http-errors.js'
+export { HttpError, httpErrorHandler, httpErrorResponse, httpErrorStatus } from './http-errors.js'
+export type { HttpErrorBody, HttpErrorCode, InternalErrorReporter } from './http-errors.js'
 export { bearerToken, digestsEqual, sha256, timingSafeEqualText } from './auth.js'
-export { isJsonContentType, readJsonBody } from './request-body.js'
-export type { JsonBodyOutcome } from './request-body.js'
+export { DEFAULT_MAX_BODY_BYTES, isJsonContentType, readJsonBody } from './request-body.js'

@@ -2,12 +2,25 @@
  * Reading a JSON request body under a byte cap, enforced while the bytes arrive (a
  * lying or absent `Content-Length` buys nothing).
  *
+ * Hono's `bodyLimit` middleware is not used, for a measured reason: it trusts a
+ * declared `Content-Length` (`app.request()` with `Content-Length: 2` and 6,464 body
+ * bytes under a 100-byte cap → 200), and it buffers the body into a new `Request` that
+ * this reader would then copy a second time. Here the cap is enforced by the one loop
+ * that collects the bytes for the strict UTF-8 decode.
+ *
  * @module
  */
-import { httpErrorResponse } from './http-errors.js'
+import { HttpError } from './http-errors.js'
 
-/** A parsed body, or the error response to answer with. */
-export type JsonBodyOutcome = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly response: Response }
+/** The default body cap of the API and the MCP endpoint: 1 MiB. */
+export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+
+/** Validates a `maxBodyBytes` option (a positive safe integer; absent → {@link DEFAULT_MAX_BODY_BYTES}). */
+export function resolveMaxBodyBytes(value: unknown, fail: (message: string) => never): number {
+  const resolved = value ?? DEFAULT_MAX_BODY_BYTES
+  if (!Number.isSafeInteger(resolved) || (resolved as number) <= 0) fail('maxBodyBytes must be a positive integer')
+  return resolved as number
+}
 
 /** Whether a `Content-Type` header names `application/json` (parameters allowed; a charset must be UTF-8). */
 export function isJsonContentType(header: string | null | undefined): boolean {
@@ -24,35 +37,28 @@ export function isJsonContentType(header: string | null | undefined): boolean {
   return true
 }
 
-/**
- * Reads and parses `request`'s body as JSON. Answers 415 for another media type, 413
- * once more than `maxBytes` arrive (or a `Content-Length` says they will), 400
- * `INVALID_JSON_BODY` for bytes that are not UTF-8 JSON (an empty body included).
- */
-export async function readJsonBody(request: Request, maxBytes: number): Promise<JsonBodyOutcome> {
-  if (!isJsonContentType(request.headers.get('Content-Type'))) {
-    return { ok: false, response: httpErrorResponse('UNSUPPORTED_MEDIA_TYPE', 'the request body must be application/json') }
+/** Stops reading a body we refuse; the answer is 413 whatever the stream does next. */
+async function discard(cancel: () => Promise<void>): Promise<void> {
+  try {
+    await cancel()
+  } catch {
+    // A body that already errored or was closed by the client cannot be cancelled; it is dropped either way.
   }
-  const tooLarge = (): JsonBodyOutcome => ({
-    ok: false,
-    response: httpErrorResponse('PAYLOAD_TOO_LARGE', `the request body exceeds ${maxBytes} bytes`),
-  })
-  const declared = request.headers.get('Content-Length')
-  if (declared !== null && /^\d+$/.test(declared.trim()) && Number(declared) > maxBytes) {
-    await request.body?.cancel().catch(() => {})
-    return tooLarge()
-  }
+}
+
+/** Reads at most `maxBytes` of `body`; more → 413 `PAYLOAD_TOO_LARGE`. */
+async function readCapped(body: ReadableStream<Uint8Array> | null, maxBytes: number): Promise<Uint8Array> {
   const chunks: Uint8Array[] = []
   let total = 0
-  if (request.body !== null) {
-    const reader = request.body.getReader()
+  if (body !== null) {
+    const reader = body.getReader()
     for (;;) {
       const { done, value } = await reader.read()
       if (done) break
       total += value.byteLength
       if (total > maxBytes) {
-        await reader.cancel().catch(() => {})
-        return tooLarge()
+        await discard(() => reader.cancel())
+        throw tooLarge(maxBytes)
       }
       chunks.push(value)
     }
@@ -63,16 +69,46 @@ export async function readJsonBody(request: Request, maxBytes: number): Promise<
     bytes.set(chunk, offset)
     offset += chunk.byteLength
   }
+  return bytes
+}
+
+function tooLarge(maxBytes: number): HttpError {
+  return new HttpError('PAYLOAD_TOO_LARGE', `the request body exceeds ${maxBytes} bytes`)
+}
+
+/**
+ * Reads and parses `request`'s body as JSON. Throws {@link HttpError}: 415
+ * `UNSUPPORTED_MEDIA_TYPE` for another media type, 413 `PAYLOAD_TOO_LARGE` once more than
+ * `maxBytes` arrive (or a `Content-Length` says they will), 400 `INVALID_JSON_BODY` for
+ * bytes that are not UTF-8 JSON (an empty body included). Exactly `maxBytes` is accepted.
+ *
+ * @example
+ * ```ts
+ * const body = await readJsonBody(c.req.raw, 1024 * 1024)
+ * ```
+ */
+export async function readJsonBody(request: Request, maxBytes: number): Promise<unknown> {
+  if (!isJsonContentType(request.headers.get('Content-Type'))) {
+    throw new HttpError('UNSUPPORTED_MEDIA_TYPE', 'the request body must be application/json')
+  }
+  const declared = request.headers.get('Content-Length')
+  if (declared !== null && /^\d+$/.test(declared.trim()) && Number(declared) > maxBytes) {
+    const body = request.body
+    if (body !== null) await discard(() => body.cancel())
+    throw tooLarge(maxBytes)
+  }
+  const bytes = await readCapped(request.body, maxBytes)
   let text: string
   try {
     text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(bytes)
   } catch {
-    return { ok: false, response: httpErrorResponse('INVALID_JSON_BODY', 'the request body is not valid UTF-8') }
+    // The decoder's own message says nothing more than this one.
+    throw new HttpError('INVALID_JSON_BODY', 'the request body is not valid UTF-8')
   }
   try {
-    return { ok: true, value: JSON.parse(text) as unknown }
+    return JSON.parse(text) as unknown
   } catch (error) {
     const detail = error instanceof SyntaxError ? `: ${error.message}` : ''
-    return { ok: false, response: httpErrorResponse('INVALID_JSON_BODY', `the request body is not valid JSON${detail}`) }
+    throw new HttpError('INVALID_JSON_BODY', `the request body is not valid JSON${detail}`)
   }
 }

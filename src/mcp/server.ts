@@ -12,14 +12,17 @@
  */
 import { Hono } from 'hono'
 import type { Context } from 'hono'
+import { methodNotAllowed } from 'hono/method-not-allowed'
 import { SDK_SECTION, CODE_ONLY_SECTION } from '../registry/assembly.js'
 import { ToolError, toErrorData } from '../errors.js'
 import type { ToolRuntime } from '../runtime-types.js'
 import type { ScopeKey, ToolSchema } from '../types.js'
 import type { ObjectJsonSchema } from '../schema/json-schema-node.js'
-import { bearerToken, digestsEqual, resolveAuthOptions, sha256 } from '../http/auth.js'
-import { httpErrorResponse } from '../http/http-errors.js'
-import { readJsonBody } from '../http/request-body.js'
+import { resolveAuthOptions } from '../http/auth.js'
+import { HttpError, httpErrorHandler, httpNotFound, reportToConsole } from '../http/http-errors.js'
+import type { InternalErrorReporter } from '../http/http-errors.js'
+import { readJsonBody, resolveMaxBodyBytes } from '../http/request-body.js'
+import { gate } from '../http/_middleware.js'
 import { blocksToMcpContent, isJsonObject } from './content.js'
 import type { McpCallToolResultOut, McpToolDescriptor } from './mcp-types.js'
 
@@ -52,6 +55,12 @@ export interface McpAppOptions {
   readonly serverInfo?: { readonly name: string; readonly version: string }
   /** Optional `instructions` returned by `initialize`. */
   readonly instructions?: string
+  /**
+   * Receives every unexpected exception: those answered as HTTP 500 `INTERNAL`, and those
+   * inside a JSON-RPC call answered as `-32603 internal error (<name>)`. The client never
+   * sees the exception itself. Default: `console.error`.
+   */
+  readonly onError?: (error: unknown, request: Request) => void
 }
 
 /** JSON-RPC error codes the server answers with. */
@@ -70,8 +79,6 @@ interface JsonRpcResponse {
   readonly result?: unknown
   readonly error?: { readonly code: number; readonly message: string }
 }
-
-const DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 
 function invalidOptions(message: string): never {
   throw new ToolError('INVALID_OPTIONS', `createMcpApp: ${message}`)
@@ -144,14 +151,125 @@ export async function callMcpTool(
   }
 }
 
+interface McpConfig {
+  readonly runtime: ToolRuntime
+  readonly report: InternalErrorReporter
+  readonly agent: McpAppOptions['agent']
+  readonly shutdown: AbortSignal | undefined
+  readonly serverInfo: { readonly name: string; readonly version: string }
+  readonly instructions: string | undefined
+}
+
+/** The agent served for `request`: the fixed id, or the resolver's answer (checked). */
+function resolveAgent(config: McpConfig, request: Request): ScopeKey | undefined {
+  const option = config.agent
+  if (option === undefined || typeof option === 'string') return option
+  const agent = option(request)
+  if (agent !== undefined && (typeof agent !== 'string' || agent === '')) throw new RpcError(JSON_RPC_ERRORS.INVALID_REQUEST, 'the agent resolver returned an invalid id')
+  return agent
+}
+
+async function dispatch(config: McpConfig, message: Record<string, unknown>, request: Request): Promise<unknown> {
+  const { method, params } = message
+  switch (method) {
+    case 'initialize': {
+      const requested = isRecord(params) ? params.protocolVersion : undefined
+      const protocolVersion = typeof requested === 'string' && MCP_PROTOCOL_VERSIONS.includes(requested) ? requested : MCP_PROTOCOL_VERSIONS[0]
+      return {
+        protocolVersion,
+        capabilities: { tools: { listChanged: false } },
+        serverInfo: { name: config.serverInfo.name, version: config.serverInfo.version },
+        ...(config.instructions === undefined ? {} : { instructions: config.instructions }),
+      }
+    }
+    case 'ping':
+      return {}
+    case 'tools/list':
+      return { tools: listMcpTools(config.runtime, resolveAgent(config, request)) }
+    case 'tools/call': {
+      const signal = config.shutdown === undefined ? request.signal : AbortSignal.any([request.signal, config.shutdown])
+      return callMcpTool(config.runtime, params, signal, resolveAgent(config, request))
+    }
+    default:
+      throw new RpcError(JSON_RPC_ERRORS.METHOD_NOT_FOUND, `method not found: ${typeof method === 'string' ? method : '?'}`)
+  }
+}
+
+/** The JSON-RPC answer to one message; `undefined` for notifications and the client's responses. */
+async function answer(config: McpConfig, message: unknown, request: Request): Promise<JsonRpcResponse | undefined> {
+  if (!isRecord(message) || message.jsonrpc !== '2.0') {
+    return { jsonrpc: '2.0', id: null, error: { code: JSON_RPC_ERRORS.INVALID_REQUEST, message: 'not a JSON-RPC 2.0 message' } }
+  }
+  if (!Object.hasOwn(message, 'id') || typeof message.method !== 'string') return undefined
+  const id = message.id
+  if (typeof id !== 'string' && (typeof id !== 'number' || !Number.isFinite(id))) {
+    return { jsonrpc: '2.0', id: null, error: { code: JSON_RPC_ERRORS.INVALID_REQUEST, message: 'the id must be a string or a number' } }
+  }
+  try {
+    return { jsonrpc: '2.0', id, result: await dispatch(config, message, request) }
+  } catch (error) {
+    // A failure of one call is that call's JSON-RPC error; the other messages of a batch go on.
+    if (error instanceof RpcError) return { jsonrpc: '2.0', id, error: { code: error.rpcCode, message: error.message } }
+    if (error instanceof ToolError && (error.code === 'ASSEMBLY_FAILED' || error.code === 'DISPOSED')) {
+      return { jsonrpc: '2.0', id, error: { code: JSON_RPC_ERRORS.INTERNAL_ERROR, message: `${error.code}: ${error.message}` } }
+    }
+    // Unexpected: the client learns only the error's name; the operator gets the error.
+    config.report(error, request)
+    return { jsonrpc: '2.0', id, error: { code: JSON_RPC_ERRORS.INTERNAL_ERROR, message: `internal error (${toErrorData(error).name})` } }
+  }
+}
+
+interface McpAppConfig extends McpConfig {
+  readonly token: string | undefined
+  readonly notConfigured: string | undefined
+  readonly origins: ReadonlySet<string>
+  readonly maxBodyBytes: number
+}
+
+function validateOptions(runtime: ToolRuntime, options: McpAppOptions): McpAppConfig {
+  if (typeof runtime !== 'object' || runtime === null || typeof runtime.execute !== 'function' || typeof runtime.assemble !== 'function') {
+    invalidOptions('runtime must be a ToolRuntime')
+  }
+  if (typeof options !== 'object' || options === null) invalidOptions('options must be an object')
+  const { notConfigured } = resolveAuthOptions(options, invalidOptions)
+  const agent = options.agent
+  if (agent !== undefined && typeof agent !== 'function' && (typeof agent !== 'string' || agent === '')) {
+    invalidOptions('agent must be a non-empty string or a function of the request')
+  }
+  const origins = new Set<string>()
+  for (const origin of (options.allowedOrigins ?? []) as unknown[]) {
+    if (typeof origin !== 'string') invalidOptions('allowedOrigins must be strings')
+    origins.add(origin)
+  }
+  if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) invalidOptions('signal must be an AbortSignal')
+  const serverInfo = options.serverInfo ?? { name: 'toolyard', version: '0.1.0' }
+  if (!isRecord(serverInfo) || typeof serverInfo.name !== 'string' || typeof serverInfo.version !== 'string') {
+    invalidOptions('serverInfo must be { name, version } strings')
+  }
+  if (options.instructions !== undefined && typeof options.instructions !== 'string') invalidOptions('instructions must be a string')
+  if (options.onError !== undefined && typeof options.onError !== 'function') invalidOptions('onError must be a function')
+  return {
+    runtime,
+    agent,
+    shutdown: options.signal,
+    serverInfo,
+    instructions: options.instructions,
+    token: options.token,
+    notConfigured,
+    origins,
+    maxBodyBytes: resolveMaxBodyBytes(options.maxBodyBytes, invalidOptions),
+    report: options.onError ?? reportToConsole,
+  }
+}
+
 /**
  * Creates the MCP endpoint as a Hono app whose route is `/`, so it can be served alone
- * or mounted: `app.route('/mcp', createMcpApp(runtime, { token }))`. It authenticates
- * every request itself (bearer token, same 401 shape as `/v1`), because the API's auth
- * middleware covers `/v1/*` only.
+ * or mounted: `app.route('/mcp', createMcpApp(runtime, { token }))`. It runs the HTTP
+ * API's own middleware (origin, availability, bearer token, response headers; the API's
+ * covers `/v1/*` only) and renders errors in the API's shape.
  *
  * - `POST /` — JSON-RPC request(s) → `application/json` response(s); notifications only → 202.
- * - `GET /`, `DELETE /` → 405 (no server-initiated stream, no session to end).
+ * - any other method → 405 `Allow: POST` (no server-initiated stream, no session to end).
  *
  * @example
  * ```ts
@@ -163,144 +281,38 @@ export async function callMcpTool(
  * @see docs/mcp.md
  */
 export function createMcpApp(runtime: ToolRuntime, options: McpAppOptions): Hono {
-  if (typeof runtime !== 'object' || runtime === null || typeof runtime.execute !== 'function' || typeof runtime.assemble !== 'function') {
-    invalidOptions('runtime must be a ToolRuntime')
-  }
-  if (typeof options !== 'object' || options === null) invalidOptions('options must be an object')
-  const { notConfigured } = resolveAuthOptions(options, invalidOptions)
-  const agentOption = options.agent
-  if (agentOption !== undefined && typeof agentOption !== 'function' && (typeof agentOption !== 'string' || agentOption === '')) {
-    invalidOptions('agent must be a non-empty string or a function of the request')
-  }
-  const origins = new Set<string>()
-  for (const origin of (options.allowedOrigins ?? []) as unknown[]) {
-    if (typeof origin !== 'string') invalidOptions('allowedOrigins must be strings')
-    origins.add(origin)
-  }
-  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES
-  if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes <= 0) invalidOptions('maxBodyBytes must be a positive integer')
-  if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) invalidOptions('signal must be an AbortSignal')
-  const shutdown = options.signal
-  const serverInfo = options.serverInfo ?? { name: 'toolyard', version: '0.1.0' }
-  if (!isRecord(serverInfo) || typeof serverInfo.name !== 'string' || typeof serverInfo.version !== 'string') {
-    invalidOptions('serverInfo must be { name, version } strings')
-  }
-  if (options.instructions !== undefined && typeof options.instructions !== 'string') invalidOptions('instructions must be a string')
-  const tokenDigest = options.token === undefined ? undefined : sha256(options.token)
-  tokenDigest?.catch(() => {})
-
+  const config = validateOptions(runtime, options)
   const app = new Hono()
-  app.onError(() => httpErrorResponse('INTERNAL', 'internal error'))
-
-  app.use('*', async (c, next) => {
-    await next()
-    if (!c.res.headers.has('Cache-Control')) c.res.headers.set('Cache-Control', 'no-store')
-    c.res.headers.set('X-Content-Type-Options', 'nosniff')
-  })
-
-  app.use('*', async (c, next) => {
+  app.onError(httpErrorHandler(config.report))
+  // Served alone; mounted with app.route(), the parent's notFound answers instead.
+  app.notFound(httpNotFound)
+  app.use(
+    '*',
     // DNS-rebinding defence the MCP transport spec asks for: foreign browser origins are refused.
-    const origin = c.req.header('Origin')
-    if (origin !== undefined && !origins.has(origin) && origin !== new URL(c.req.url).origin) {
-      return httpErrorResponse('FORBIDDEN_ORIGIN', 'cross-origin requests from this origin are not allowed')
-    }
-    if (notConfigured !== undefined) return httpErrorResponse('NOT_CONFIGURED', notConfigured)
-    if (shutdown?.aborted === true) return httpErrorResponse('SHUTTING_DOWN', 'the server is shutting down')
-    if (tokenDigest !== undefined) {
-      const presented = bearerToken(c.req.header('Authorization'))
-      if (presented === undefined) {
-        return httpErrorResponse('UNAUTHORIZED', 'a bearer token is required', { 'WWW-Authenticate': 'Bearer realm="toolyard"' })
-      }
-      const [expected, actual] = await Promise.all([tokenDigest, sha256(presented)])
-      if (!digestsEqual(expected, actual)) {
-        return httpErrorResponse('UNAUTHORIZED', 'the bearer token is not valid', {
-          'WWW-Authenticate': 'Bearer realm="toolyard", error="invalid_token"',
-        })
-      }
-    }
-    return next()
-  })
-
-  const resolveAgent = (request: Request): ScopeKey | undefined => {
-    if (agentOption === undefined || typeof agentOption === 'string') return agentOption
-    const agent = agentOption(request)
-    if (agent !== undefined && (typeof agent !== 'string' || agent === '')) throw new RpcError(JSON_RPC_ERRORS.INVALID_REQUEST, 'the agent resolver returned an invalid id')
-    return agent
-  }
-
-  const dispatch = async (message: Record<string, unknown>, request: Request): Promise<unknown> => {
-    const method = message.method
-    const params = message.params
-    switch (method) {
-      case 'initialize': {
-        const requested = isRecord(params) ? params.protocolVersion : undefined
-        const protocolVersion = typeof requested === 'string' && MCP_PROTOCOL_VERSIONS.includes(requested) ? requested : MCP_PROTOCOL_VERSIONS[0]
-        return {
-          protocolVersion,
-          capabilities: { tools: { listChanged: false } },
-          serverInfo: { name: serverInfo.name, version: serverInfo.version },
-          ...(options.instructions === undefined ? {} : { instructions: options.instructions }),
-        }
-      }
-      case 'ping':
-        return {}
-      case 'tools/list':
-        return { tools: listMcpTools(runtime, resolveAgent(request)) }
-      case 'tools/call': {
-        const signal = shutdown === undefined ? request.signal : AbortSignal.any([request.signal, shutdown])
-        return callMcpTool(runtime, params, signal, resolveAgent(request))
-      }
-      default:
-        throw new RpcError(JSON_RPC_ERRORS.METHOD_NOT_FOUND, `method not found: ${typeof method === 'string' ? method : '?'}`)
-    }
-  }
-
-  const answer = async (message: unknown, request: Request): Promise<JsonRpcResponse | undefined> => {
-    if (!isRecord(message) || message.jsonrpc !== '2.0') {
-      return { jsonrpc: '2.0', id: null, error: { code: JSON_RPC_ERRORS.INVALID_REQUEST, message: 'not a JSON-RPC 2.0 message' } }
-    }
-    const hasId = Object.hasOwn(message, 'id')
-    // Notifications and the client's responses need no answer.
-    if (!hasId || typeof message.method !== 'string') return undefined
-    const id = message.id
-    if (typeof id !== 'string' && (typeof id !== 'number' || !Number.isFinite(id))) {
-      return { jsonrpc: '2.0', id: null, error: { code: JSON_RPC_ERRORS.INVALID_REQUEST, message: 'the id must be a string or a number' } }
-    }
-    try {
-      return { jsonrpc: '2.0', id, result: await dispatch(message, request) }
-    } catch (error) {
-      if (error instanceof RpcError) return { jsonrpc: '2.0', id, error: { code: error.rpcCode, message: error.message } }
-      if (error instanceof ToolError && (error.code === 'ASSEMBLY_FAILED' || error.code === 'DISPOSED')) {
-        return { jsonrpc: '2.0', id, error: { code: JSON_RPC_ERRORS.INTERNAL_ERROR, message: `${error.code}: ${error.message}` } }
-      }
-      return { jsonrpc: '2.0', id, error: { code: JSON_RPC_ERRORS.INTERNAL_ERROR, message: `internal error (${toErrorData(error).name})` } }
-    }
-  }
-
+    ...gate({ token: config.token, notConfigured: config.notConfigured, shutdown: config.shutdown, allowedOrigins: config.origins }),
+    methodNotAllowed({
+      app,
+      onMethodNotAllowed: (c) => {
+        throw new HttpError('METHOD_NOT_ALLOWED', `${c.req.method} is not allowed here: this stateless MCP endpoint takes POST only`, { Allow: 'POST' })
+      },
+    }),
+  )
   app.post('/', async (c: Context) => {
     const version = c.req.header('MCP-Protocol-Version')
     if (version !== undefined && !MCP_PROTOCOL_VERSIONS.includes(version)) {
-      return httpErrorResponse('INVALID_REQUEST', `unsupported MCP-Protocol-Version ${JSON.stringify(version)} (supported: ${MCP_PROTOCOL_VERSIONS.join(', ')})`)
+      throw new HttpError('INVALID_REQUEST', `unsupported MCP-Protocol-Version ${JSON.stringify(version)} (supported: ${MCP_PROTOCOL_VERSIONS.join(', ')})`)
     }
-    const body = await readJsonBody(c.req.raw, maxBodyBytes)
-    if (!body.ok) return body.response
-    const batch = Array.isArray(body.value)
-    const messages: unknown[] = batch ? (body.value as unknown[]) : [body.value]
-    if (messages.length === 0) return httpErrorResponse('INVALID_REQUEST', 'an empty JSON-RPC batch')
+    const body = await readJsonBody(c.req.raw, config.maxBodyBytes)
+    const batch = Array.isArray(body)
+    const messages: unknown[] = batch ? (body as unknown[]) : [body]
+    if (messages.length === 0) throw new HttpError('INVALID_REQUEST', 'an empty JSON-RPC batch')
     const responses: JsonRpcResponse[] = []
     for (const message of messages) {
-      const response = await answer(message, c.req.raw)
+      const response = await answer(config, message, c.req.raw)
       if (response !== undefined) responses.push(response)
     }
-    if (responses.length === 0) return new Response(null, { status: 202 })
+    if (responses.length === 0) return c.body(null, 202)
     return c.json(batch ? responses : responses[0])
   })
-
-  const notAllowed = (c: Context): Response =>
-    httpErrorResponse('METHOD_NOT_ALLOWED', `${c.req.method} is not allowed here: this stateless MCP endpoint takes POST only`, { Allow: 'POST' })
-  app.get('/', notAllowed)
-  app.delete('/', notAllowed)
-  app.all('/', notAllowed)
-
   return app
 }

@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest'
 import { createToolsApp } from '../../../src/http/index.js'
+import { createMcpApp } from '../../../src/mcp/index.js'
 import { createToolRuntime } from '../../../src/registry/index.js'
 import type { PromptAssembly, ToolRuntime } from '../../../src/runtime-types.js'
 import type { ToolExecutionResult, ToolSchema } from '../../../src/types.js'
-import { AUTH, JSON_AUTH, TOKEN, createFixture, echoTool, errorOf } from './fixtures.js'
+import { AUTH, DOCUMENTED_BODY_LIMIT, JSON_AUTH, TOKEN, createFixture, echoOfBytes, echoTool, errorOf, pingOfBytes } from './fixtures.js'
 
 const post = (body: unknown, headers: Record<string, string> = JSON_AUTH): RequestInit => ({
   method: 'POST',
@@ -43,6 +44,7 @@ describe('createToolsApp options', () => {
     expect(code(() => createToolsApp(runtime, { token: TOKEN, heartbeatMs: -1 }))).toBe('INVALID_OPTIONS')
     expect(code(() => createToolsApp(runtime, { token: TOKEN, sessionLog: {} as never }))).toBe('INVALID_OPTIONS')
     expect(code(() => createToolsApp(runtime, { token: TOKEN, notConfigured: '' }))).toBe('INVALID_OPTIONS')
+    expect(code(() => createToolsApp(runtime, { token: TOKEN, onError: 'log' as never }))).toBe('INVALID_OPTIONS')
     expect(code(() => createToolsApp({} as never, { token: TOKEN }))).toBe('INVALID_OPTIONS')
     expect(code(() => createToolsApp(runtime, { token: TOKEN, cors: { origins: ['https://a.example'] } }))).toBeUndefined()
   })
@@ -93,6 +95,148 @@ describe('authentication', () => {
     const { runtime } = createFixture()
     const open = createToolsApp(runtime, { auth: false })
     expect((await open.request('/v1/tools')).status).toBe(200)
+  })
+})
+
+/** The API and, mounted beside it at /mcp, the MCP endpoint with the same token: one gate, two apps. */
+function apiWithMcp(appOptions: Parameters<typeof createFixture>[1] = {}) {
+  const fixture = createFixture({}, appOptions)
+  fixture.app.route('/mcp', createMcpApp(fixture.runtime, { token: TOKEN }))
+  const headers = (authorization: string | undefined, extra: Record<string, string> = {}) =>
+    authorization === undefined ? extra : { ...extra, Authorization: authorization }
+  const endpoints = {
+    api: (authorization?: string) => fixture.app.request('/v1/tools', { headers: headers(authorization) }),
+    mcp: (authorization?: string) =>
+      fixture.app.request('/mcp', {
+        method: 'POST',
+        headers: headers(authorization, { 'Content-Type': 'application/json' }),
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+      }),
+  }
+  return { ...fixture, endpoints }
+}
+
+describe('bearer token: only the exact token under the Bearer scheme gets in (API and MCP)', () => {
+  const { endpoints } = apiWithMcp()
+  const changeAt = (text: string, index: number): string => `${text.slice(0, index)}${text[index] === 'a' ? 'b' : 'a'}${text.slice(index + 1)}`
+  const middle = Math.floor(TOKEN.length / 2)
+
+  // Presented under the right scheme, but not the token: 401 with error="invalid_token".
+  const wrongTokens: [string, string][] = [
+    ['a one-character prefix', TOKEN.slice(0, 1)],
+    ['the first half (a prefix)', TOKEN.slice(0, middle)],
+    ['the token without its last character (suffix-truncated)', TOKEN.slice(0, -1)],
+    ['the token without its first character (a suffix)', TOKEN.slice(1)],
+    ['the token plus one character', `${TOKEN}x`],
+    ['the token twice', `${TOKEN}${TOKEN}`],
+    ['same length, first character changed', changeAt(TOKEN, 0)],
+    ['same length, a middle character changed', changeAt(TOKEN, middle)],
+    ['same length, last character changed', changeAt(TOKEN, TOKEN.length - 1)],
+    ['the token upper-cased', TOKEN.toUpperCase()],
+  ]
+  // No bearer credentials at all: 401 with the bare challenge.
+  const noBearer: [string, string | undefined][] = [
+    ['no Authorization header', undefined],
+    ['an empty Authorization header', ''],
+    ['the scheme with an empty token', 'Bearer '],
+    ['the scheme alone', 'Bearer'],
+    ['the token without a scheme', TOKEN],
+    ['the token under Basic', `Basic ${TOKEN}`],
+    ['user:token under Basic', `Basic ${btoa(`u:${TOKEN}`)}`],
+    ['the token under another scheme', `Token ${TOKEN}`],
+    ['a prefix of the scheme', `Bear ${TOKEN}`],
+    ['the scheme glued to the token', `Bearer${TOKEN}`],
+    ['a colon after the scheme', `Bearer:${TOKEN}`],
+    ['two tokens', `Bearer ${TOKEN} ${TOKEN}`],
+  ]
+
+  for (const endpoint of ['api', 'mcp'] as const) {
+    it.each(wrongTokens)(`${endpoint}: refuses %s with 401 invalid_token`, async (_label, token) => {
+      const response = await endpoints[endpoint](`Bearer ${token}`)
+      expect(response.status).toBe(401)
+      expect(response.headers.get('WWW-Authenticate')).toBe('Bearer realm="toolyard", error="invalid_token"')
+      expect(await errorOf(response)).toEqual({ code: 'UNAUTHORIZED', message: 'the bearer token is not valid' })
+    })
+
+    it.each(noBearer)(`${endpoint}: refuses %s with 401 and the bare challenge`, async (_label, authorization) => {
+      const response = await endpoints[endpoint](authorization)
+      expect(response.status).toBe(401)
+      expect(response.headers.get('WWW-Authenticate')).toBe('Bearer realm="toolyard"')
+      expect(await errorOf(response)).toEqual({ code: 'UNAUTHORIZED', message: 'a bearer token is required' })
+    })
+
+    it(`${endpoint}: accepts the exact token under any case of the scheme`, async () => {
+      for (const scheme of ['Bearer', 'bearer', 'BEARER', 'bEaReR']) {
+        expect((await endpoints[endpoint](`${scheme} ${TOKEN}`)).status, scheme).toBe(200)
+      }
+    })
+  }
+})
+
+describe('the default body limit is 1 MiB: exactly that much is read, one byte more is 413 (API and MCP)', () => {
+  const { app } = apiWithMcp()
+  const execute = (body: string) => app.request('/v1/tools/echo/execute', { method: 'POST', headers: JSON_AUTH, body })
+  const rpc = (body: string) => app.request('/mcp', { method: 'POST', headers: JSON_AUTH, body })
+
+  it('api: a body of exactly the limit runs the tool', async () => {
+    const response = await execute(echoOfBytes(DOCUMENTED_BODY_LIMIT))
+    expect(response.status).toBe(200)
+    const result = (await response.json()) as ToolExecutionResult
+    expect(result.isError).toBe(false)
+  })
+
+  it('api: one byte over the limit is 413 PAYLOAD_TOO_LARGE', async () => {
+    const response = await execute(echoOfBytes(DOCUMENTED_BODY_LIMIT + 1))
+    expect(response.status).toBe(413)
+    expect(await errorOf(response)).toEqual({ code: 'PAYLOAD_TOO_LARGE', message: `the request body exceeds ${DOCUMENTED_BODY_LIMIT} bytes` })
+  })
+
+  it('mcp: a body of exactly the limit is answered', async () => {
+    const response = await rpc(pingOfBytes(DOCUMENTED_BODY_LIMIT))
+    expect(response.status).toBe(200)
+    expect(await response.json()).toEqual({ jsonrpc: '2.0', id: 1, result: {} })
+  })
+
+  it('mcp: one byte over the limit is 413 PAYLOAD_TOO_LARGE', async () => {
+    const response = await rpc(pingOfBytes(DOCUMENTED_BODY_LIMIT + 1))
+    expect(response.status).toBe(413)
+    expect(await errorOf(response)).toEqual({ code: 'PAYLOAD_TOO_LARGE', message: `the request body exceeds ${DOCUMENTED_BODY_LIMIT} bytes` })
+  })
+})
+
+describe('one response shape', () => {
+  it('every JSON answer, success or error, API or MCP, is plain application/json', async () => {
+    const { app } = apiWithMcp()
+    const responses = [
+      await app.request('/v1/health'),
+      await app.request('/v1/tools', { headers: AUTH }),
+      await app.request('/v1/tools'),
+      await app.request('/v1/tools/nope', { headers: AUTH }),
+      await app.request('/v1/tools/echo/execute', { method: 'POST', headers: JSON_AUTH, body: '{"arguments":{"text":"x"}}' }),
+      await app.request('/v1/tools/echo/execute', { method: 'POST', headers: JSON_AUTH, body: '{' }),
+      await app.request('/v1/nowhere', { headers: AUTH }),
+      await app.request('/mcp', { method: 'POST', headers: JSON_AUTH, body: '{"jsonrpc":"2.0","id":1,"method":"ping"}' }),
+      await app.request('/mcp', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' }),
+      await app.request('/mcp', { headers: AUTH }),
+    ]
+    expect(responses.map((r) => r.status)).toEqual([200, 200, 401, 404, 200, 400, 404, 200, 401, 405])
+    for (const response of responses) {
+      expect(response.headers.get('Content-Type'), String(response.status)).toBe('application/json')
+      // The security headers ride on errors too (they are applied on the way out).
+      expect(response.headers.get('X-Content-Type-Options')).toBe('nosniff')
+      expect(response.headers.get('X-Frame-Options')).toBe('DENY')
+      expect(response.headers.get('Cache-Control')).toBe('no-store')
+    }
+  })
+
+  it('GET /v1/tools/:name and POST …/execute say the same thing about an unknown tool', async () => {
+    const { app } = createFixture()
+    for (const name of ['nope', 'secret']) {
+      const described = await errorOf(await app.request(`/v1/tools/${name}`, { headers: AUTH }))
+      const executed = await errorOf(await app.request(`/v1/tools/${name}/execute`, post({ arguments: {} })))
+      expect(described).toEqual({ code: 'UNKNOWN_TOOL', message: `unknown tool "${name}"` })
+      expect(executed).toEqual(described)
+    }
   })
 })
 
@@ -405,11 +549,17 @@ describe('routing errors', () => {
       options: runtime.options,
       dispose: () => runtime.dispose(),
     }
-    const app2 = createToolsApp(broken, { token: TOKEN })
+    const reported: [unknown, string][] = []
+    const app2 = createToolsApp(broken, { token: TOKEN, onError: (error, request) => reported.push([error, request.url]) })
     const response = await app2.request('/v1/tools', { headers: AUTH })
     expect(response.status).toBe(500)
     const error = await errorOf(response)
     expect(error).toEqual({ code: 'INTERNAL', message: 'internal error' })
+    // The operator gets the exception; the client never does.
+    expect(reported).toEqual([[expect.objectContaining({ message: 'db password is hunter2' }), 'http://localhost/v1/tools']])
+    // A documented failure is not an internal one: nothing more is reported.
+    expect((await app2.request('/v1/nothing', { headers: AUTH })).status).toBe(404)
+    expect(reported).toHaveLength(1)
   })
 })
 
@@ -446,7 +596,8 @@ describe('CORS and origins', () => {
     })
     expect(preflight.status).toBe(204)
     expect(preflight.headers.get('Access-Control-Allow-Origin')).toBe('https://app.example')
-    expect(preflight.headers.get('Access-Control-Allow-Methods')).toBe('GET, HEAD, POST')
+    // Hono's cors joins lists with a bare comma.
+    expect(preflight.headers.get('Access-Control-Allow-Methods')?.split(/,\s*/)).toEqual(['GET', 'HEAD', 'POST'])
     expect(preflight.headers.get('Access-Control-Allow-Headers')).toMatch(/Authorization/)
     expect(preflight.headers.get('Access-Control-Max-Age')).toBe('60')
     expect(preflight.headers.get('Access-Control-Allow-Credentials')).toBeNull()
@@ -458,6 +609,14 @@ describe('CORS and origins', () => {
     expect(response.headers.get('Access-Control-Expose-Headers')).toMatch(/ETag/)
     // Auth still applies to allowlisted origins.
     expect((await app.request('/v1/tools', { headers: { Origin: 'https://app.example' } })).status).toBe(401)
+
+    // A 304 still tells the allowlisted page it may read it (Hono's etag drops unlisted headers from a 304).
+    const etag = (await app.request('/v1/sdk', { headers: AUTH })).headers.get('ETag')!
+    const cached = await app.request('/v1/sdk', { headers: { ...AUTH, Origin: 'https://app.example', 'If-None-Match': etag } })
+    expect(cached.status).toBe(304)
+    expect(cached.headers.get('Access-Control-Allow-Origin')).toBe('https://app.example')
+    expect(cached.headers.get('Access-Control-Expose-Headers')).toMatch(/X-Toolyard-Sdk-Language/)
+    expect(cached.headers.get('X-Toolyard-Sdk-Language')).toBe('typescript')
 
     for (const origin of ['https://evil.example', 'https://app.example.evil.example', 'http://app.example']) {
       const other = await app.request('/v1/tools', { headers: { ...AUTH, Origin: origin } })

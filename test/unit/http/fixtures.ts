@@ -149,3 +149,24 @@ export function parseSse(text: string): { event: string; id?: string; data: unkn
   }
   return events
 }
+
+/** The default `maxBodyBytes` of the API and the MCP endpoint, as documented (a literal: a changed default must fail the tests). */
+export const DOCUMENTED_BODY_LIMIT = 1024 * 1024
+
+/** JSON text of exactly `bytes` UTF-8 bytes: `shape(pad)` with an ASCII `pad` sized to fit. */
+export function jsonOfBytes(bytes: number, shape: (pad: string) => unknown): string {
+  const overhead = JSON.stringify(shape('')).length
+  const text = JSON.stringify(shape('x'.repeat(bytes - overhead)))
+  if (new TextEncoder().encode(text).byteLength !== bytes) throw new Error(`could not build a ${bytes}-byte body`)
+  return text
+}
+
+/** A JSON-RPC `ping` padded to exactly `bytes`. */
+export function pingOfBytes(bytes: number): string {
+  return jsonOfBytes(bytes, (pad) => ({ jsonrpc: '2.0', id: 1, method: 'ping', params: { pad } }))
+}
+
+/** An `echo` execution body padded to exactly `bytes`. */
+export function echoOfBytes(bytes: number): string {
+  return jsonOfBytes(bytes, (pad) => ({ arguments: { text: pad } }))
+}

@@ -51,11 +51,21 @@ describe('POST /v1/run (JSON)', () => {
     expect((await errorOf(withId)).code).toBe('INVALID_REQUEST')
   })
 
-  it('answers 404 UNKNOWN_TOOL where run_code is not offered (native presentation)', async () => {
-    const { app } = createFixture({ mode: 'native', codeRuntime })
-    const response = await app.request('/v1/run', runInit({ code: 'return 1', description: 'x' }))
-    expect(response.status).toBe(404)
-    expect((await errorOf(response)).code).toBe('UNKNOWN_TOOL')
+  it('answers 404 UNKNOWN_TOOL where run_code is not offered (native presentation), as JSON and for an event stream alike', async () => {
+    const { app, runtime, results } = createFixture({ mode: 'native', codeRuntime })
+    runtime.agent('coder').presentAs('code')
+    for (const accept of [undefined, 'text/event-stream']) {
+      const response = await app.request('/v1/run', runInit({ code: 'return 1', description: 'x' }, accept))
+      expect(response.status, accept).toBe(404)
+      expect(response.headers.get('Content-Type')).toBe('application/json')
+      expect(await errorOf(response)).toEqual({ code: 'UNKNOWN_TOOL', message: 'unknown tool "run_code"' })
+    }
+    // Decided before anything ran: no run_code call was made.
+    expect(results).toEqual([])
+    // An agent whose presentation offers run_code streams as usual.
+    const streamed = await app.request('/v1/run', runInit({ code: 'return 1', description: 'x', agent: 'coder' }, 'text/event-stream'))
+    expect(streamed.status).toBe(200)
+    expect(parseSse(await streamed.text()).at(-1)).toMatchObject({ event: 'result', data: { isError: false } })
   })
 
   it("runs in the agent's layer", async () => {

@@ -1,9 +1,10 @@
 import { request as httpRequest } from 'node:http'
+import { connect } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createNodeWorkerRuntime, serve } from '../../../platforms/node/index.js'
 import type { ServedApp } from '../../../platforms/node/index.js'
 import type { ToolExecutionResult } from '../../../src/types.js'
-import { AUTH, JSON_AUTH, createFixture, errorOf, parseSse } from './fixtures.js'
+import { AUTH, DOCUMENTED_BODY_LIMIT, JSON_AUTH, createFixture, echoOfBytes, errorOf, parseSse } from './fixtures.js'
 
 /** A raw request, so the Host header can be anything (fetch does not let us set it). */
 function rawGet(port: number, path: string, headers: Record<string, string>): Promise<{ status: number; body: string }> {
@@ -81,14 +82,22 @@ describe('serve() over loopback', () => {
     await until(() => fixture.inFlight === 0)
   })
 
-  it('rejects an oversized body with 413 over the wire', async () => {
-    const response = await fetch(`${server.url}/v1/tools/echo/execute`, {
-      method: 'POST',
-      headers: JSON_AUTH,
-      body: JSON.stringify({ arguments: { text: 'x'.repeat(2 * 1024 * 1024) } }),
-    })
-    expect(response.status).toBe(413)
-    expect((await errorOf(response)).code).toBe('PAYLOAD_TOO_LARGE')
+  it('reads a body of exactly the default limit and refuses one byte more with 413, declared or chunked', async () => {
+    const execute = (body: BodyInit) =>
+      fetch(`${server.url}/v1/tools/echo/execute`, { method: 'POST', headers: JSON_AUTH, body, ...(body instanceof ReadableStream ? { duplex: 'half' } : {}) } as RequestInit)
+    // fetch sends a string with its Content-Length: the declared size is checked before reading.
+    const exactly = await execute(echoOfBytes(DOCUMENTED_BODY_LIMIT))
+    expect(exactly.status).toBe(200)
+    expect(((await exactly.json()) as ToolExecutionResult).isError).toBe(false)
+    const over = await execute(echoOfBytes(DOCUMENTED_BODY_LIMIT + 1))
+    expect(over.status).toBe(413)
+    expect((await errorOf(over)).code).toBe('PAYLOAD_TOO_LARGE')
+    // A stream goes out chunked, without a Content-Length: the cap holds while reading.
+    const chunked = (text: string) => new Blob([text]).stream()
+    expect((await execute(chunked(echoOfBytes(DOCUMENTED_BODY_LIMIT)))).status).toBe(200)
+    const chunkedOver = await execute(chunked(echoOfBytes(DOCUMENTED_BODY_LIMIT + 1)))
+    expect(chunkedOver.status).toBe(413)
+    expect((await errorOf(chunkedOver)).code).toBe('PAYLOAD_TOO_LARGE')
   })
 
   it('serves 200 concurrent mixed requests with no failure and no leaked run', async () => {
@@ -145,6 +154,54 @@ describe('serve() over loopback', () => {
   })
 })
 
+describe('serve(): a client that disconnects from /v1/run aborts its run', () => {
+  const codeRuntime = createNodeWorkerRuntime({ prespawn: 1 })
+  afterAll(() => codeRuntime.dispose())
+
+  it.each([
+    ['a JSON run', undefined],
+    ['an event stream', 'text/event-stream'],
+  ])('%s: the run signal fires and the program ends with abort', async (_label, accept) => {
+    const fixture = createFixture({ mode: 'both', codeRuntime })
+    // The signal run_code's body runs under, as the pipeline hands it over.
+    const runSignals = new Map<string, AbortSignal>()
+    fixture.runtime.on('tools/execute', (execution, next) => {
+      if (execution.name === 'run_code') runSignals.set(execution.callId, execution.signal)
+      return next()
+    })
+    const server = await serve(fixture.app, { port: 0 })
+    try {
+      const client = new AbortController()
+      const pending = fetch(`${server.url}/v1/run`, {
+        method: 'POST',
+        headers: { ...JSON_AUTH, ...(accept === undefined ? {} : { Accept: accept }) },
+        body: JSON.stringify({ code: 'await tools.wait({}); return 1', description: 'hang until the client leaves' }),
+        signal: client.signal,
+      })
+      if (accept !== undefined) {
+        // The stream is open: its first frame arrived before the client leaves.
+        const response = await pending
+        const first = await response.body!.getReader().read()
+        expect(new TextDecoder().decode(first.value)).toMatch(/^event: start\n/)
+      }
+      await fixture.wait.started
+      const [callId, signal] = [...runSignals][0]!
+      expect(signal.aborted).toBe(false)
+      client.abort()
+      if (accept === undefined) await expect(pending).rejects.toThrow()
+      const settled = await until(() => fixture.results.find((r) => r.callId === callId))
+      expect(signal.aborted).toBe(true)
+      expect(fixture.wait.aborted).toBe(1)
+      expect(settled.result.isError && settled.result.error.info?.code).toBe('CODE_RUN_FAILED')
+      expect(settled.result.isError && settled.result.error.message).toMatch(/^code run failed \(abort\)/)
+      await until(() => fixture.inFlight === 0 && fixture.hub.subscriberCount === 0)
+    } finally {
+      await server.close()
+      await fixture.runtime.dispose()
+    }
+  })
+})
+
 describe('serve() options', () => {
   it('rejects bad options with INVALID_OPTIONS', async () => {
     const { app } = createFixture()
@@ -152,6 +209,20 @@ describe('serve() options', () => {
     await expect(serve(app, { port: 1.5 })).rejects.toMatchObject({ code: 'INVALID_OPTIONS' })
     await expect(serve(app, { allowedHosts: ['a b'] })).rejects.toMatchObject({ code: 'INVALID_OPTIONS' })
     await expect(serve({} as never)).rejects.toMatchObject({ code: 'INVALID_OPTIONS' })
+  })
+
+  it('close() ends a connection that never sent a request instead of waiting for the client', async () => {
+    const { app } = createFixture()
+    const server = await serve(app, { port: 0 })
+    const socket = connect(server.port, '127.0.0.1')
+    // The server may end it with a reset: either way it is closed, which is what is asserted.
+    socket.on('error', () => undefined)
+    await new Promise((resolve) => socket.once('connect', resolve))
+    const ended = new Promise((resolve) => socket.once('close', resolve))
+    // Node keeps such a connection until its headersTimeout (60 s): far beyond this test's timeout.
+    const outcome = await Promise.race([server.close().then(() => 'closed'), new Promise((resolve) => setTimeout(resolve, 5_000, 'still waiting'))])
+    expect(outcome).toBe('closed')
+    await ended
   })
 
   it('fails to start on a port in use, and close() is idempotent', async () => {
@@ -164,10 +235,11 @@ describe('serve() options', () => {
   })
 })
 
-/** Polls on the event loop until `probe` holds. */
-async function until(probe: () => boolean): Promise<void> {
+/** Polls on the event loop until `probe` holds (true or a value), and returns that value. */
+async function until<T>(probe: () => T | false | undefined): Promise<T> {
   for (let i = 0; i < 2000; i++) {
-    if (probe()) return
+    const value = probe()
+    if (value !== undefined && value !== false) return value
     await new Promise((resolve) => setTimeout(resolve, 5))
   }
   throw new Error('condition never held')

@@ -7,7 +7,7 @@ import type { ServedApp } from '../../../platforms/node/index.js'
 import { createToolsApp } from '../../../src/http/index.js'
 import { createMcpApp, importMcpTools, listMcpTools } from '../../../src/mcp/index.js'
 import { createToolRuntime, defineTool } from '../../../src/index.js'
-import { TOKEN, AUTH, echoTool, failTool } from '../http/fixtures.js'
+import { TOKEN, AUTH, DOCUMENTED_BODY_LIMIT, echoTool, errorOf, failTool, pingOfBytes } from '../http/fixtures.js'
 
 const codeRuntime = createNodeWorkerRuntime({ prespawn: 1 })
 const runtime = createToolRuntime({ codeRuntime })
@@ -177,6 +177,16 @@ describe('MCP export over Streamable HTTP (real SDK Client, Node serve())', () =
     expect(notJson.status).toBe(400)
   })
 
+  it('reads a body of exactly the default 1 MiB limit and refuses one byte more with 413 over the wire', async () => {
+    const post = (body: string) => fetch(`${server.url}/mcp`, { method: 'POST', headers: { ...AUTH, 'Content-Type': 'application/json' }, body })
+    const exactly = await post(pingOfBytes(DOCUMENTED_BODY_LIMIT))
+    expect(exactly.status).toBe(200)
+    expect(await exactly.json()).toEqual({ jsonrpc: '2.0', id: 1, result: {} })
+    const over = await post(pingOfBytes(DOCUMENTED_BODY_LIMIT + 1))
+    expect(over.status).toBe(413)
+    expect(await errorOf(over)).toEqual({ code: 'PAYLOAD_TOO_LARGE', message: `the request body exceeds ${DOCUMENTED_BODY_LIMIT} bytes` })
+  })
+
   it('serves standalone too, and round-trips into importMcpTools (export → import)', async () => {
     const standalone = new Hono().route('/', createMcpApp(runtime, { auth: false, agent: 'native' }))
     // A custom fetch that calls the app in-process: no socket at all.
@@ -197,11 +207,33 @@ describe('MCP export over Streamable HTTP (real SDK Client, Node serve())', () =
     await other.dispose()
   })
 
+  it('reports an unexpected exception to onError and tells the client only its name', async () => {
+    const reported: unknown[] = []
+    const broken = {
+      ...runtime,
+      assemble: () => {
+        throw new TypeError('secret detail')
+      },
+    }
+    const mcp = createMcpApp(broken, { auth: false, onError: (error) => reported.push(error) })
+    const response = await mcp.request('/', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"jsonrpc":"2.0","id":3,"method":"tools/list"}' })
+    expect(await response.json()).toEqual({ jsonrpc: '2.0', id: 3, error: { code: -32603, message: 'internal error (TypeError)' } })
+    expect(reported).toEqual([expect.objectContaining({ message: 'secret detail' })])
+    // A documented failure (an unknown method, an unknown path) is the client's, not the operator's.
+    await mcp.request('/', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"jsonrpc":"2.0","id":4,"method":"nope"}' })
+    const elsewhere = await mcp.request('/elsewhere', { method: 'POST' })
+    expect(elsewhere.status).toBe(404)
+    expect(await errorOf(elsewhere)).toEqual({ code: 'NOT_FOUND', message: 'no route for POST /elsewhere' })
+    expect((await mcp.request('/', { method: 'DELETE' })).headers.get('Allow')).toBe('POST')
+    expect(reported).toHaveLength(1)
+  })
+
   it('validates its options', () => {
     expect(() => createMcpApp(runtime, {} as never)).toThrow(/token is required/)
     expect(() => createMcpApp(runtime, { token: 'short' })).toThrow(/token must be/)
     expect(() => createMcpApp(runtime, { token: TOKEN, auth: false })).toThrow(/either token or auth/)
     expect(() => createMcpApp({} as never, { auth: false })).toThrow(/runtime/)
     expect(() => createMcpApp(runtime, { auth: false, agent: '' })).toThrow(/agent/)
+    expect(() => createMcpApp(runtime, { auth: false, onError: 'log' as never })).toThrow(/onError/)
   })
 })

@@ -23,7 +23,9 @@ function webEndpoint(port: MessagePort): WireEndpoint {
 function harness(functions: Record<string, CodeBindingFunction>, limits: Partial<CodeRunLimits> = {}, extra: Partial<CodeRunRequest> = {}) {
   const channel = new MessageChannel()
   const received: unknown[] = []
-  channel.port2.onmessage = (event) => received.push(event.data)
+  channel.port2.onmessage = (event) => {
+    received.push(event.data)
+  }
   let terminated = 0
   const prepared = prepareRun({ program: 'x', bindings: [{ global: 'tools', functions }], ...extra })
   if (!prepared.ok) throw new Error(prepared.message)

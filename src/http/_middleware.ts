@@ -1,0 +1,153 @@
+/**
+ * The middleware the HTTP API and the MCP endpoint share, in the order the checks run:
+ * response headers (applied on the way out, errors included) → origin (and CORS) →
+ * availability (not configured / shutting down) → bearer token. Each failure throws an
+ * {@link HttpError}; the app's `onError` renders it.
+ *
+ * Hono's own middleware where it fits: `secureHeaders`, `cors`. Our own where a measured
+ * reason says otherwise: the bearer check (see {@link bearerTokenCheck}).
+ *
+ * @module
+ */
+import type { MiddlewareHandler } from 'hono'
+import { cors } from 'hono/cors'
+import { secureHeaders } from 'hono/secure-headers'
+import { bearerToken, digestsEqual, sha256 } from './auth.js'
+import { HttpError } from './http-errors.js'
+
+/** CORS for the allowlisted origins (the API has it; the MCP endpoint only admits them). */
+export interface GateCorsOptions {
+  readonly maxAgeSeconds: number
+  /** Response headers a page may read (`Access-Control-Expose-Headers`). */
+  readonly exposeHeaders: readonly string[]
+}
+
+/** What the shared middleware needs, validated by the app that creates it. */
+export interface GateOptions {
+  /** The bearer token; `undefined` = authentication disabled (`auth: false`). */
+  readonly token: string | undefined
+  /** The 503 `NOT_CONFIGURED` message, when the app was created `notConfigured`. */
+  readonly notConfigured: string | undefined
+  /** The shutdown signal: once aborted, requests answer 503 `SHUTTING_DOWN`. */
+  readonly shutdown: AbortSignal | undefined
+  /** Exact origins admitted besides same-origin. */
+  readonly allowedOrigins: ReadonlySet<string>
+  /** Answer CORS for `allowedOrigins` (preflights, response headers). */
+  readonly cors?: GateCorsOptions
+  /** Paths served without a token, while unconfigured and while shutting down (`/v1/health`: it reveals nothing). */
+  readonly openPaths?: ReadonlySet<string>
+}
+
+/**
+ * Every API response: `Cache-Control: no-store` unless the route chose its own, and the
+ * OWASP REST headers through Hono's `secureHeaders` (the HSTS and cross-origin-isolation
+ * defaults stay off: the local server speaks plain HTTP, and the API is meant to be
+ * fetched cross-origin by allowlisted pages).
+ */
+function responseHeaders(): MiddlewareHandler[] {
+  const secure = secureHeaders({
+    xContentTypeOptions: true,
+    xFrameOptions: 'DENY',
+    contentSecurityPolicy: { frameAncestors: ["'none'"] },
+    referrerPolicy: 'no-referrer',
+    crossOriginEmbedderPolicy: false,
+    crossOriginResourcePolicy: false,
+    crossOriginOpenerPolicy: false,
+    originAgentCluster: false,
+    strictTransportSecurity: false,
+    xDnsPrefetchControl: false,
+    xDownloadOptions: false,
+    xPermittedCrossDomainPolicies: false,
+    xXssProtection: false,
+  })
+  const noStoreByDefault: MiddlewareHandler = async (c, next) => {
+    await next()
+    if (!c.res.headers.has('Cache-Control')) c.res.headers.set('Cache-Control', 'no-store')
+  }
+  return [secure, noStoreByDefault]
+}
+
+/**
+ * Refuses a browser `Origin` that is neither the app's own nor allowlisted (403
+ * `FORBIDDEN_ORIGIN`, before anything runs: a foreign page cannot even trigger a call
+ * blind). Allowlisted origins go through Hono's `cors` when the app serves CORS.
+ */
+function originCheck(allowed: ReadonlySet<string>, corsOptions: GateCorsOptions | undefined): MiddlewareHandler {
+  const corsHandler =
+    corsOptions === undefined
+      ? undefined
+      : cors({
+          origin: (origin) => (allowed.has(origin) ? origin : null),
+          allowMethods: ['GET', 'HEAD', 'POST'],
+          allowHeaders: ['Authorization', 'Content-Type', 'Accept', 'If-None-Match'],
+          exposeHeaders: [...corsOptions.exposeHeaders],
+          maxAge: corsOptions.maxAgeSeconds,
+          // The token is a header, never a cookie: no credentialed requests.
+          credentials: false,
+        })
+  return async (c, next) => {
+    const origin = c.req.header('Origin')
+    if (origin === undefined) return next()
+    if (allowed.has(origin)) return corsHandler === undefined ? next() : corsHandler(c, next)
+    if (origin === new URL(c.req.url).origin) return next()
+    throw new HttpError('FORBIDDEN_ORIGIN', 'cross-origin requests from this origin are not allowed')
+  }
+}
+
+function availability(notConfigured: string | undefined, shutdown: AbortSignal | undefined, open: ReadonlySet<string>): MiddlewareHandler {
+  return async (c, next) => {
+    if (!open.has(c.req.path)) {
+      if (notConfigured !== undefined) throw new HttpError('NOT_CONFIGURED', notConfigured)
+      if (shutdown?.aborted === true) throw new HttpError('SHUTTING_DOWN', 'the server is shutting down')
+    }
+    await next()
+  }
+}
+
+/**
+ * The bearer-token check. Hono's `bearerAuth` is not used, for measured reasons: its
+ * token grammar is RFC 6750's `b64token`, so a valid toolyard token with `!` or `#` (any
+ * printable ASCII is allowed) is refused with 400 `invalid_request` even when it is the
+ * right one; another scheme (`Basic …`) also gets a 400 with a text body instead of our
+ * 401 JSON; and its comparison ends with a character loop over the longer of the two
+ * raw strings, so the secret's length shows in the timing. Here both sides are hashed
+ * with SHA-256 and only the 32-byte digests are compared, without an early exit.
+ */
+function bearerTokenCheck(token: string, open: ReadonlySet<string>): MiddlewareHandler {
+  const expected = sha256(token)
+  // Hashed now so the first request does not pay for it; a failure (no Web Crypto)
+  // surfaces on that request, as a 500. Until then nobody awaits it: no unhandled rejection.
+  expected.catch(() => undefined)
+  return async (c, next) => {
+    if (open.has(c.req.path)) return next()
+    const presented = bearerToken(c.req.header('Authorization'))
+    if (presented === undefined) {
+      throw new HttpError('UNAUTHORIZED', 'a bearer token is required', { 'WWW-Authenticate': 'Bearer realm="toolyard"' })
+    }
+    const [want, got] = await Promise.all([expected, sha256(presented)])
+    if (!digestsEqual(want, got)) {
+      throw new HttpError('UNAUTHORIZED', 'the bearer token is not valid', {
+        'WWW-Authenticate': 'Bearer realm="toolyard", error="invalid_token"',
+      })
+    }
+    await next()
+  }
+}
+
+/**
+ * The shared middleware, in order, for `app.use(path, ...gate(options))`.
+ *
+ * @example
+ * ```ts
+ * app.use('/v1/*', ...gate({ token, notConfigured: undefined, shutdown, allowedOrigins: new Set() }))
+ * ```
+ */
+export function gate(options: GateOptions): MiddlewareHandler[] {
+  const open = options.openPaths ?? new Set<string>()
+  return [
+    ...responseHeaders(),
+    originCheck(options.allowedOrigins, options.cors),
+    availability(options.notConfigured, options.shutdown, open),
+    ...(options.token === undefined ? [] : [bearerTokenCheck(options.token, open)]),
+  ]
+}

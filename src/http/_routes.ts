@@ -1,0 +1,268 @@
+/**
+ * The HTTP API's routes, declared once: the table {@link apiRoutes} is what the app
+ * registers, and the 405 answers (`Allow`) are derived from the same registrations.
+ * Handlers throw {@link HttpError}; none returns an error response itself.
+ *
+ * @module
+ */
+import type { Context, Handler, MiddlewareHandler } from 'hono'
+import { RETAINED_304_HEADERS, etag } from 'hono/etag'
+import { hasSdkRenderer, renderToolsSdk } from '../code-mode/sdk.js'
+import type { SdkToolInput } from '../code-mode/sdk.js'
+import type { ToolRuntime } from '../runtime-types.js'
+import type { ScopeKey, ToolExecutionResult } from '../types.js'
+import { sha256 } from './auth.js'
+import { HttpError } from './http-errors.js'
+import type { InternalErrorReporter } from './http-errors.js'
+import { readJsonBody } from './request-body.js'
+import { streamRun } from './_run-stream.js'
+import type { SessionLogHub } from './session-log-hub.js'
+
+/** The validated configuration the routes read. */
+export interface ApiConfig {
+  readonly maxBodyBytes: number
+  readonly notConfigured: string | undefined
+  readonly hub: SessionLogHub | undefined
+  readonly shutdown: AbortSignal | undefined
+  readonly heartbeatMs: number
+  readonly report: InternalErrorReporter
+}
+
+/** One route of the table. */
+export interface ApiRoute {
+  readonly method: 'GET' | 'POST'
+  readonly path: string
+  /** Served without a token, while unconfigured and while shutting down. */
+  readonly open?: true
+  /** Route middleware, then the handler. */
+  readonly handlers: [RouteHandler, ...RouteHandler[]]
+}
+
+/** A route's middleware or handler. */
+export type RouteHandler = MiddlewareHandler | Handler
+
+/** The response header carrying the call id of an execution. */
+export const CALL_ID_HEADER = 'X-Toolyard-Call-Id'
+/** The response header naming the language `GET /v1/sdk` rendered. */
+export const SDK_LANGUAGE_HEADER = 'X-Toolyard-Sdk-Language'
+
+const MAX_ID_LENGTH = 256
+const RUN_CODE = 'run_code'
+
+/**
+ * The message of every `UNKNOWN_TOOL` answer the app writes itself. It is the pipeline's
+ * wording for a name that resolves to nothing (a test pins the two together), so
+ * `GET /v1/tools/:name`, `POST …/execute` and `POST /v1/run` say the same thing.
+ */
+export function unknownToolMessage(name: string): string {
+  return `unknown tool ${JSON.stringify(name)}`
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+function invalidRequest(message: string): HttpError {
+  return new HttpError('INVALID_REQUEST', message)
+}
+
+function validId(value: unknown): value is string {
+  return typeof value === 'string' && value.length > 0 && value.length <= MAX_ID_LENGTH
+}
+
+/**
+ * A call id travels back in the `X-Toolyard-Call-Id` header, so it must be a valid,
+ * unaltered header value: printable ASCII, no surrounding spaces (which a header would
+ * trim). Checked before the call runs: a tool must never run for a request whose answer
+ * cannot then be written.
+ */
+function validCallId(value: unknown): value is string {
+  return validId(value) && /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(value)
+}
+
+const BAD_AGENT = `agent must be a non-empty string of at most ${MAX_ID_LENGTH} characters`
+
+/** `agent` from the query (absent → the global layer). */
+function queryAgent(c: Context): ScopeKey | undefined {
+  const values = c.req.queries('agent')
+  if (values === undefined || values.length === 0) return undefined
+  if (values.length > 1) throw invalidRequest('agent must be given at most once')
+  if (!validId(values[0])) throw invalidRequest(BAD_AGENT)
+  return values[0]
+}
+
+/** `agent` from the body or the query; different values in both are an error. */
+function bodyAgent(c: Context, body: Record<string, unknown>): ScopeKey | undefined {
+  const fromQuery = queryAgent(c)
+  if (!Object.hasOwn(body, 'agent') || body.agent === undefined) return fromQuery
+  if (!validId(body.agent)) throw invalidRequest(BAD_AGENT)
+  if (fromQuery !== undefined && fromQuery !== body.agent) throw invalidRequest('agent differs between the query and the body')
+  return body.agent
+}
+
+/** `{ agent }` when an agent was named, `{}` otherwise (the body's `agent` is absent, not `undefined`). */
+function agentField(agent: ScopeKey | undefined): { agent?: ScopeKey } {
+  return agent === undefined ? {} : { agent }
+}
+
+async function objectBody(c: Context, config: ApiConfig): Promise<Record<string, unknown>> {
+  const value = await readJsonBody(c.req.raw, config.maxBodyBytes)
+  if (!isPlainObject(value)) throw invalidRequest('the request body must be a JSON object')
+  return value
+}
+
+/** The execution's signal: the client's request (disconnect aborts), the app's shutdown, and `extra`. */
+function signalFor(c: Context, config: ApiConfig, extra?: AbortSignal): AbortSignal {
+  const signals = [c.req.raw.signal]
+  if (config.shutdown !== undefined) signals.push(config.shutdown)
+  if (extra !== undefined) signals.push(extra)
+  return signals.length === 1 ? c.req.raw.signal : AbortSignal.any(signals)
+}
+
+/** The frozen result as JSON, or 404 when the name resolved to no visible tool. */
+function resultResponse(c: Context, callId: string, result: ToolExecutionResult): Response {
+  if (result.isError && result.error.info?.code === 'UNKNOWN_TOOL') {
+    throw new HttpError('UNKNOWN_TOOL', result.error.message, { [CALL_ID_HEADER]: callId })
+  }
+  return c.json(result, 200, { [CALL_ID_HEADER]: callId })
+}
+
+function base64Url(bytes: Uint8Array): string {
+  let binary = ''
+  for (const byte of bytes) binary += String.fromCharCode(byte)
+  return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')
+}
+
+/** Whether an `Accept` header asks for server-sent events (`q=0` means "not acceptable"). */
+function wantsEventStream(accept: string | undefined): boolean {
+  if (accept === undefined) return false
+  return accept.split(',').some((part) => {
+    const [type, ...params] = part.split(';')
+    if (type?.trim().toLowerCase() !== 'text/event-stream') return false
+    return !params.some((p) => /^\s*q\s*=\s*0(\.0*)?\s*$/i.test(p))
+  })
+}
+
+function health(config: ApiConfig): Handler {
+  return (c) => {
+    const status = config.notConfigured !== undefined ? 'not-configured' : config.shutdown?.aborted === true ? 'shutting-down' : 'ok'
+    return c.json({ status })
+  }
+}
+
+function listTools(runtime: ToolRuntime): Handler {
+  return (c) => {
+    const agent = queryAgent(c)
+    return c.json({ ...agentField(agent), mode: runtime.presentation(agent), tools: runtime.schemas(agent) })
+  }
+}
+
+function describeTool(runtime: ToolRuntime): Handler {
+  return (c) => {
+    const agent = queryAgent(c)
+    const name = c.req.param('name') as string
+    const schema = runtime.schemas(agent).find((s) => s.name === name)
+    if (schema === undefined) throw new HttpError('UNKNOWN_TOOL', unknownToolMessage(name))
+    return c.json({ ...agentField(agent), tool: { ...schema, output: runtime.get(name, agent)?.output.schema ?? {} } })
+  }
+}
+
+/**
+ * The SDK text with a strong `ETag` of its bytes (`"sha256-<base64url>"`). Conditional
+ * requests are Hono's `etag` middleware: it honours `If-None-Match` (`*`, lists, `W/`)
+ * with a 304 keeping the headers listed here. Hono strips every other header from a
+ * 304, the CORS ones included, so they are listed too.
+ */
+const sdkConditional = etag({
+  retainedHeaders: [...RETAINED_304_HEADERS, SDK_LANGUAGE_HEADER.toLowerCase(), 'access-control-allow-origin', 'access-control-expose-headers'],
+})
+
+function sdk(runtime: ToolRuntime): Handler {
+  return async (c) => {
+    const agent = queryAgent(c)
+    const languages = c.req.queries('language') ?? []
+    if (languages.length > 1) throw invalidRequest('language must be given at most once')
+    const language = languages[0] ?? runtime.options.codeRuntime?.language ?? 'typescript'
+    if (!hasSdkRenderer(language)) throw invalidRequest(`no SDK renderer for language ${JSON.stringify(language)} (typescript, python)`)
+    const tools: SdkToolInput[] = runtime.schemas(agent).map((schema) => ({
+      name: schema.name,
+      description: schema.description,
+      parameters: schema.parameters,
+      output: runtime.get(schema.name, agent)?.output.schema ?? {},
+    }))
+    const bytes = new TextEncoder().encode(renderToolsSdk(tools, { language }))
+    return c.body(bytes, 200, {
+      ETag: `"sha256-${base64Url(await sha256(bytes))}"`,
+      'Cache-Control': 'private, no-cache',
+      Vary: 'Authorization',
+      [SDK_LANGUAGE_HEADER]: language,
+      'Content-Type': 'text/plain; charset=utf-8',
+    })
+  }
+}
+
+function prompt(runtime: ToolRuntime): Handler {
+  return (c) => {
+    const agent = queryAgent(c)
+    if (c.req.query('mode') !== undefined) {
+      throw invalidRequest('mode cannot be chosen per request: the prompt uses the presentation of the agent (pick an agent that declared the mode)')
+    }
+    const assembly = runtime.assemble(agent)
+    return c.json({ ...agentField(agent), mode: assembly.mode, sections: assembly.sections, tools: assembly.tools })
+  }
+}
+
+function executeTool(runtime: ToolRuntime, config: ApiConfig): Handler {
+  return async (c) => {
+    const body = await objectBody(c, config)
+    const agent = bodyAgent(c, body)
+    const callId = body.callId === undefined ? `http-${crypto.randomUUID()}` : body.callId
+    if (!validCallId(callId)) {
+      throw invalidRequest(`callId must be 1–${MAX_ID_LENGTH} printable ASCII characters, without leading or trailing spaces`)
+    }
+    const args = Object.hasOwn(body, 'arguments') ? body.arguments : {}
+    const name = c.req.param('name') as string
+    const result = await runtime.execute({ callId, name, arguments: args, signal: signalFor(c, config), ...agentField(agent) })
+    return resultResponse(c, callId, result)
+  }
+}
+
+function run(runtime: ToolRuntime, config: ApiConfig): Handler {
+  return async (c) => {
+    const body = await objectBody(c, config)
+    const agent = bodyAgent(c, body)
+    if (Object.hasOwn(body, 'callId')) throw invalidRequest('callId is assigned by the server for runs (see the X-Toolyard-Call-Id header)')
+    // Decided before anything runs or streams, so JSON and SSE answer alike: a stream's
+    // status line is sent at once and could no longer say 404.
+    if (runtime.get(RUN_CODE, agent) === undefined) throw new HttpError('UNKNOWN_TOOL', unknownToolMessage(RUN_CODE))
+    // The id is ours alone, so the stream's filter can never pick up another request's sub-calls.
+    const callId = `http-run-${crypto.randomUUID()}`
+    // Only the fields the client sent: an absent `code` is then reported by the schema as
+    // missing, not as an `undefined` that is "not lossless JSON".
+    const args: Record<string, unknown> = {}
+    if (Object.hasOwn(body, 'code')) args.code = body.code
+    if (Object.hasOwn(body, 'description')) args.description = body.description
+    const execute = (extra?: AbortSignal): Promise<ToolExecutionResult> =>
+      runtime.execute({ callId, name: RUN_CODE, arguments: args, signal: signalFor(c, config, extra), ...agentField(agent) })
+    if (!wantsEventStream(c.req.header('Accept'))) return resultResponse(c, callId, await execute())
+    const stream = streamRun(c, { callId, start: { callId, ...agentField(agent) }, execute }, config)
+    stream.headers.set(CALL_ID_HEADER, callId)
+    return stream
+  }
+}
+
+/**
+ * Every route of the API, in registration order. `GET` routes also answer `HEAD`
+ * (Hono); a known path with another method answers 405 with `Allow`.
+ */
+export function apiRoutes(runtime: ToolRuntime, config: ApiConfig): readonly ApiRoute[] {
+  return [
+    { method: 'GET', path: '/v1/health', open: true, handlers: [health(config)] },
+    { method: 'GET', path: '/v1/tools', handlers: [listTools(runtime)] },
+    { method: 'GET', path: '/v1/tools/:name', handlers: [describeTool(runtime)] },
+    { method: 'POST', path: '/v1/tools/:name/execute', handlers: [executeTool(runtime, config)] },
+    { method: 'GET', path: '/v1/sdk', handlers: [sdkConditional, sdk(runtime)] },
+    { method: 'GET', path: '/v1/prompt', handlers: [prompt(runtime)] },
+    { method: 'POST', path: '/v1/run', handlers: [run(runtime, config)] },
+  ]
+}
