@@ -7,6 +7,10 @@ import defaultVariant from "@jitl/quickjs-wasmfile-release-sync";
 // src/code-runtime/sandbox-protocol.ts
 var STOP_SLOT = 0;
 var BUSY_SLOT = 1;
+var SEGMENT_SLOT = 2;
+function epochNow() {
+  return performance.timeOrigin + performance.now();
+}
 
 // src/errors.ts
 function toErrorData(error) {
@@ -1336,6 +1340,13 @@ var QuickJsEngine = class {
   #options;
   #parts;
   #loaded = false;
+  /**
+   * Without a precompiled module the variant fetches and compiles its wasm on every
+   * build; the first build tells us where it lives (`locateFile`), and later builds use
+   * a module compiled once from there.
+   */
+  #learned;
+  #learning = false;
   constructor(options) {
     this.#options = options;
   }
@@ -1363,6 +1374,20 @@ var QuickJsEngine = class {
     });
     return attempt;
   }
+  /** Compiles the variant's own wasm once, in the background, from where it says it lives. */
+  #learn(url) {
+    if (!this.#learning && typeof fetch === "function" && typeof WebAssembly.compileStreaming === "function") {
+      this.#learning = true;
+      WebAssembly.compileStreaming(fetch(url)).then(
+        (module) => {
+          this.#learned = module;
+        },
+        () => {
+        }
+      );
+    }
+    return url;
+  }
   /**
    * Builds a sandbox with a memory of `memoryMb` MiB. Goes straight to the variant's
    * emscripten factory with the precompiled module (instantiated synchronously, with
@@ -1373,12 +1398,12 @@ var QuickJsEngine = class {
   async build(memoryMb) {
     const parts = await this.#loadParts();
     const memory = new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: memoryMb * PAGES_PER_MB });
-    const precompiled = parts.wasmModule;
+    const precompiled = parts.wasmModule ?? this.#learned;
     const moduleOptions = {
       wasmMemory: memory,
       print: silentPrint,
       printErr: silentPrint,
-      ...precompiled === void 0 ? {} : {
+      ...precompiled === void 0 ? { locateFile: (path, directory) => this.#learn(`${directory}${path}`) } : {
         instantiateWasm(imports, onSuccess) {
           const instance = new WebAssembly.Instance(precompiled, imports);
           onSuccess(instance);
@@ -1548,23 +1573,27 @@ var VmRun = class {
     );
     return true;
   }
+  #endSegment() {
+    this.#busyMs += performance.now() - this.#segmentStart;
+    this.#segmentStart = 0;
+    this.#hooks.segment?.(false, this.#busyMs);
+  }
   /** Runs one VM entry with the compute clock running; a VM-level failure ends the run. */
   #enter(ctx, call) {
     this.#segmentStart = performance.now();
+    this.#hooks.segment?.(true, this.#busyMs);
     let error;
     try {
       const result = call();
       error = result.error;
       if (error === void 0) result.dispose?.();
     } catch (thrown) {
-      this.#busyMs += performance.now() - this.#segmentStart;
-      this.#segmentStart = 0;
+      this.#endSegment();
       if (this.#sandbox !== void 0) this.#sandbox.crashed = true;
       this.#fail("worker-exit", `the QuickJS sandbox crashed: ${toErrorData(thrown).message}`);
       return;
     }
-    this.#busyMs += performance.now() - this.#segmentStart;
-    this.#segmentStart = 0;
+    this.#endSegment();
     if (error === void 0) return;
     let name;
     let message;
@@ -1669,19 +1698,21 @@ function serveSandboxThread(channel, variant2) {
   };
   const start = (command) => {
     const id = command.run;
-    const publish = busy === void 0 ? () => void 0 : () => void (busy[BUSY_SLOT] = vm.computeMs());
     const vm = new VmRun(acquire, { computeMs: command.computeMs, maxWallMs: command.maxWallMs, memoryMb }, {
-      output: (json) => {
-        publish();
-        channel.post(json);
-      },
-      fail: (kind, message) => {
-        publish();
-        channel.post({ type: "failed", run: id, kind, message });
-      },
-      ...stop === void 0 ? {} : { stopRequested: () => Atomics.load(stop, STOP_SLOT) === id }
+      output: (json) => channel.post(json),
+      fail: (kind, message) => channel.post({ type: "failed", run: id, kind, message }),
+      ...stop === void 0 ? {} : { stopRequested: () => Atomics.load(stop, STOP_SLOT) === id },
+      ...busy === void 0 ? {} : {
+        segment: (running, busyMs) => {
+          busy[BUSY_SLOT] = busyMs;
+          busy[SEGMENT_SLOT] = running ? epochNow() : 0;
+        }
+      }
     });
-    if (busy !== void 0) busy[BUSY_SLOT] = 0;
+    if (busy !== void 0) {
+      busy[BUSY_SLOT] = 0;
+      busy[SEGMENT_SLOT] = 0;
+    }
     current = { id, vm };
     vm.input(command.start);
   };

@@ -257,6 +257,13 @@ export class QuickJsEngine {
   readonly #options: QuickJsEngineOptions
   #parts: Promise<EngineParts> | undefined
   #loaded = false
+  /**
+   * Without a precompiled module the variant fetches and compiles its wasm on every
+   * build; the first build tells us where it lives (`locateFile`), and later builds use
+   * a module compiled once from there.
+   */
+  #learned: WebAssembly.Module | undefined
+  #learning = false
 
   constructor(options: QuickJsEngineOptions) {
     this.#options = options
@@ -292,6 +299,22 @@ export class QuickJsEngine {
     return attempt
   }
 
+  /** Compiles the variant's own wasm once, in the background, from where it says it lives. */
+  #learn(url: string): string {
+    if (!this.#learning && typeof fetch === 'function' && typeof WebAssembly.compileStreaming === 'function') {
+      this.#learning = true
+      WebAssembly.compileStreaming(fetch(url)).then(
+        (module) => {
+          this.#learned = module
+        },
+        () => {
+          // Builds keep letting the variant load its own wasm: slower, still correct.
+        },
+      )
+    }
+    return url
+  }
+
   /**
    * Builds a sandbox with a memory of `memoryMb` MiB. Goes straight to the variant's
    * emscripten factory with the precompiled module (instantiated synchronously, with
@@ -302,13 +325,13 @@ export class QuickJsEngine {
   async build(memoryMb: number): Promise<QuickJsSandbox> {
     const parts = await this.#loadParts()
     const memory = new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: memoryMb * PAGES_PER_MB })
-    const precompiled = parts.wasmModule
+    const precompiled = parts.wasmModule ?? this.#learned
     const moduleOptions: EmscriptenModuleLoaderOptions & Record<string, unknown> = {
       wasmMemory: memory,
       print: silentPrint,
       printErr: silentPrint,
       ...(precompiled === undefined
-        ? {}
+        ? { locateFile: (path: string, directory: string) => this.#learn(`${directory}${path}`) }
         : {
             instantiateWasm(imports: WebAssembly.Imports, onSuccess: (instance: WebAssembly.Instance) => void): WebAssembly.Exports {
               const instance = new WebAssembly.Instance(precompiled, imports)

@@ -39,6 +39,12 @@ export interface VmRunHooks {
   fail(kind: CodeRunFailureKind, message: string): void
   /** Polled from the interrupt handler: true stops the VM at once (an abort from another thread, say). */
   stopRequested?(): boolean
+  /**
+   * Told when the VM starts computing (`running: true`) and stops, with the busy ms so
+   * far: a sandbox thread publishes both, so that the host meters a VM stuck in a long
+   * built-in (which runs no interrupt checks) while it is stuck.
+   */
+  segment?(running: boolean, busyMs: number): void
 }
 
 type InboxItem = { readonly kind: 'message'; readonly json: string } | { readonly kind: 'timer'; readonly id: number }
@@ -148,9 +154,16 @@ export class VmRun {
     return true
   }
 
+  #endSegment(): void {
+    this.#busyMs += performance.now() - this.#segmentStart
+    this.#segmentStart = 0
+    this.#hooks.segment?.(false, this.#busyMs)
+  }
+
   /** Runs one VM entry with the compute clock running; a VM-level failure ends the run. */
   #enter(ctx: QuickJSContext, call: () => { error?: QuickJSHandle; dispose?: () => void }): void {
     this.#segmentStart = performance.now()
+    this.#hooks.segment?.(true, this.#busyMs)
     let error: QuickJSHandle | undefined
     try {
       const result = call()
@@ -158,14 +171,12 @@ export class VmRun {
       if (error === undefined) result.dispose?.()
     } catch (thrown) {
       // A wasm trap or an emscripten abort: the instance is unusable.
-      this.#busyMs += performance.now() - this.#segmentStart
-      this.#segmentStart = 0
+      this.#endSegment()
       if (this.#sandbox !== undefined) this.#sandbox.crashed = true
       this.#fail('worker-exit', `the QuickJS sandbox crashed: ${toErrorData(thrown).message}`)
       return
     }
-    this.#busyMs += performance.now() - this.#segmentStart
-    this.#segmentStart = 0
+    this.#endSegment()
     if (error === undefined) return
     let name: unknown
     let message: unknown

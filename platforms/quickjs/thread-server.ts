@@ -10,7 +10,7 @@
  * @module
  */
 import type { QuickJSSyncVariant } from 'quickjs-emscripten-core'
-import { BUSY_SLOT, STOP_SLOT } from '../../src/code-runtime/sandbox-protocol.js'
+import { BUSY_SLOT, epochNow, SEGMENT_SLOT, STOP_SLOT } from '../../src/code-runtime/sandbox-protocol.js'
 import type { SandboxThreadBoot, ThreadCommand, ThreadEvent } from '../../src/code-runtime/sandbox-protocol.js'
 import { toErrorData } from '../../src/errors.js'
 import { QuickJsEngine } from './_engine.js'
@@ -68,20 +68,23 @@ export function serveSandboxThread(channel: SandboxThreadChannel, variant: Quick
 
   const start = (command: ThreadCommand & { type: 'run' }): void => {
     const id = command.run
-    // The host reads the busy figure when a run settles: publish it before each message that may settle it.
-    const publish = busy === undefined ? () => undefined : () => void (busy![BUSY_SLOT] = vm.computeMs())
-    const vm: VmRun = new VmRun(acquire, { computeMs: command.computeMs, maxWallMs: command.maxWallMs, memoryMb }, {
-      output: (json) => {
-        publish()
-        channel.post(json)
-      },
-      fail: (kind, message) => {
-        publish()
-        channel.post({ type: 'failed', run: id, kind, message })
-      },
+    const vm = new VmRun(acquire, { computeMs: command.computeMs, maxWallMs: command.maxWallMs, memoryMb }, {
+      output: (json) => channel.post(json),
+      fail: (kind, message) => channel.post({ type: 'failed', run: id, kind, message }),
       ...(stop === undefined ? {} : { stopRequested: () => Atomics.load(stop!, STOP_SLOT) === id }),
+      ...(busy === undefined
+        ? {}
+        : {
+            segment: (running: boolean, busyMs: number) => {
+              busy![BUSY_SLOT] = busyMs
+              busy![SEGMENT_SLOT] = running ? epochNow() : 0
+            },
+          }),
     })
-    if (busy !== undefined) busy[BUSY_SLOT] = 0
+    if (busy !== undefined) {
+      busy[BUSY_SLOT] = 0
+      busy[SEGMENT_SLOT] = 0
+    }
     current = { id, vm }
     vm.input(command.start)
   }

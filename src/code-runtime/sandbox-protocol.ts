@@ -26,8 +26,8 @@ export interface SandboxThreadBoot {
   readonly memoryMb: number
   /**
    * {@link STOP_SLOT}: the id of a run the host wants stopped now, read by the VM's
-   * interrupt handler; {@link BUSY_SLOT}: the current run's busy ms, written by the
-   * thread. Absent where shared memory is unavailable (a page that is not
+   * interrupt handler; {@link BUSY_SLOT} and {@link SEGMENT_SLOT}: the current run's busy
+   * time, written by the thread, so the host meters compute live. Absent where shared memory is unavailable (a page that is not
    * cross-origin isolated): the host then stops a busy thread by terminating it.
    */
   readonly signals?: SharedArrayBuffer
@@ -35,10 +35,21 @@ export interface SandboxThreadBoot {
 
 /** Index in an `Int32Array` over {@link SandboxThreadBoot.signals}: the run to stop (bytes 0–3). */
 export const STOP_SLOT = 0
-/** Index in a `Float64Array` over {@link SandboxThreadBoot.signals}: the current run's busy ms (bytes 8–15). */
+/** Index in a `Float64Array` over {@link SandboxThreadBoot.signals}: the current run's busy ms, as of its last VM entry (bytes 8–15). */
 export const BUSY_SLOT = 1
+/**
+ * Index in a `Float64Array` over {@link SandboxThreadBoot.signals}: when the VM entered
+ * its current computation, in epoch ms (`performance.timeOrigin + performance.now()`,
+ * comparable across threads), or 0 while it waits (bytes 16–23).
+ */
+export const SEGMENT_SLOT = 2
 /** Byte length of {@link SandboxThreadBoot.signals}. */
-export const SIGNALS_BYTES = 16
+export const SIGNALS_BYTES = 24
+
+/** Epoch milliseconds with sub-millisecond precision, comparable between a host and its threads. */
+export function epochNow(): number {
+  return performance.timeOrigin + performance.now()
+}
 
 /** Host → thread: start run `run` in a fresh sandbox, then deliver `start` (the session's first message, JSON text). */
 export interface ThreadRunCommand {

@@ -22,7 +22,7 @@ import type { PreparedRun } from './host-session.js'
 import { JsonWireEndpoint } from './json-endpoint.js'
 import { checkOptionsObject, CODE_RUN_LIMIT_KEYS, integerOption, MAX_TIMER_MS } from './limits.js'
 import type { CodeRunLimits } from './limits.js'
-import { BUSY_SLOT, parseThreadEvent, SIGNALS_BYTES, STOP_SLOT } from './sandbox-protocol.js'
+import { BUSY_SLOT, epochNow, parseThreadEvent, SEGMENT_SLOT, SIGNALS_BYTES, STOP_SLOT } from './sandbox-protocol.js'
 import type { SandboxThreadBoot, ThreadCommand } from './sandbox-protocol.js'
 import { stripTypeScript } from './strip.js'
 
@@ -246,9 +246,15 @@ class PooledThread {
     else this.#send(message)
   }
 
-  /** Busy ms of the current run, where shared memory carries it. */
+  /**
+   * Busy ms of the current run, live, where shared memory carries it: what the VM has
+   * used so far plus the computation it is in now (even one stuck in a long built-in).
+   */
   busyMs(): number {
-    return this.#busy?.[BUSY_SLOT] ?? 0
+    const busy = this.#busy
+    if (busy === undefined) return 0
+    const since = busy[SEGMENT_SLOT]!
+    return busy[BUSY_SLOT]! + (since > 0 ? Math.max(0, epochNow() - since) : 0)
   }
 
   /** Ends an idle thread after a while without runs, unless the pool needs it by then. */
