@@ -15,7 +15,7 @@
  *
  * @module
  */
-import type { CodeRunRequest, CodeRunResult, CodeRuntime, CodeRuntimeCapabilities } from './contract.js'
+import type { CodeRunFailureKind, CodeRunRequest, CodeRunResult, CodeRuntime, CodeRuntimeCapabilities } from './contract.js'
 import { ToolError } from '../errors.js'
 import { CodeRunSession, failedResult, prepareRun } from './host-session.js'
 import type { PreparedRun } from './host-session.js'
@@ -181,6 +181,7 @@ class PooledThread {
   current: ActiveRun | undefined
   /** Resolves once the thread has booted (or died). */
   readonly booted: Promise<void>
+  #isBooted = false
   readonly #pool: SandboxPool
   readonly #thread: SandboxThread
   readonly #stop: Int32Array | undefined
@@ -219,7 +220,10 @@ class PooledThread {
     })
   }
 
-  /** Binds `run` to this idle thread and starts it. */
+  /**
+   * Binds `run` to this idle thread and starts it once the thread has booted: a run's
+   * budgets count from there, never the thread's start-up.
+   */
   start(run: ActiveRun): void {
     this.state = 'running'
     this.primed = false
@@ -227,7 +231,11 @@ class PooledThread {
     if (this.#idleTimer !== undefined) clearTimeout(this.#idleTimer)
     this.#idleTimer = undefined
     this.#thread.setActive?.(true)
-    run.attach(this)
+    if (this.#isBooted) run.attach(this)
+    else
+      void this.booted.then(() => {
+        if (this.current === run && this.state === 'running') run.attach(this)
+      })
   }
 
   /** The host is done with `run`: stop its VM now, and replace the thread if it does not let go in time. */
@@ -279,7 +287,7 @@ class PooledThread {
     this.#outbox = undefined
     for (const timer of [this.#graceTimer, this.#idleTimer, this.#bootTimer]) if (timer !== undefined) clearTimeout(timer)
     this.#markBooted()
-    run?.session?.fail('worker-exit', `the sandbox thread exited: ${reason}`)
+    run?.fail('worker-exit', `the sandbox thread exited: ${reason}`)
     this.#pool.retire(this)
   }
 
@@ -302,11 +310,12 @@ class PooledThread {
     switch (event.type) {
       case 'ready':
         if (this.#bootTimer !== undefined) clearTimeout(this.#bootTimer)
+        this.#isBooted = true
         this.#markBooted()
         if (this.state === 'idle') this.primed = true
         return
       case 'failed':
-        if (this.current?.id === event.run) this.current.session?.fail(event.kind, event.message)
+        if (this.current?.id === event.run) this.current.fail(event.kind, event.message)
         return
       case 'ended':
         if (this.state !== 'stopping' || this.current?.id !== event.run) return
@@ -323,16 +332,34 @@ class PooledThread {
 /** One run bound to a thread: the host session over the thread's VM. */
 class ActiveRun {
   session: CodeRunSession | undefined
+  /** Resolves once the caller has its result and every binding call the run started has settled. */
+  readonly settled: Promise<void>
   #endpoint: JsonWireEndpoint | undefined
+  #unattachedSettled = false
+  #markSettled!: () => void
+  readonly #onEarlyAbort: () => void
 
   constructor(
     readonly id: number,
     readonly pending: PendingRun,
     readonly options: ResolvedOptions,
-  ) {}
+  ) {
+    this.settled = new Promise((resolve) => {
+      this.#markSettled = resolve
+    })
+    // Until the session owns the signal (a thread still booting), an abort settles the run here.
+    const signal = pending.prepared.signal
+    this.#onEarlyAbort = () => this.fail('abort', abortMessage(signal!))
+    signal?.addEventListener('abort', this.#onEarlyAbort, { once: true })
+  }
 
   /** Starts the session on `thread`; the result goes to the caller of `run()`. */
   attach(thread: PooledThread): void {
+    this.pending.prepared.signal?.removeEventListener('abort', this.#onEarlyAbort)
+    if (this.#unattachedSettled) {
+      thread.stop(this)
+      return
+    }
     const { limits, memoryMb } = this.options
     let first = true
     const endpoint = new JsonWireEndpoint(
@@ -353,8 +380,22 @@ class ActiveRun {
       terminate: () => thread.stop(this),
     })
     this.session = session
-    void session.result.then(this.pending.resolve)
+    void session.result.then((result) => {
+      this.pending.resolve(result)
+      void session.bindingsSettled().then(this.#markSettled)
+    })
     session.start()
+  }
+
+  /** Ends the run with a failure, bound to its thread or not yet. First outcome wins. */
+  fail(kind: CodeRunFailureKind, message: string): void {
+    if (this.session !== undefined) this.session.fail(kind, message)
+    else if (!this.#unattachedSettled) {
+      this.#unattachedSettled = true
+      this.pending.prepared.signal?.removeEventListener('abort', this.#onEarlyAbort)
+      this.pending.resolve(failedResult(kind, message))
+      this.#markSettled()
+    }
   }
 
   /** One VM message (JSON text) from the thread. */
@@ -469,8 +510,8 @@ class SandboxPool {
       queued.resolve(failedResult('abort', 'the runtime was disposed'))
     }
     const active = [...this.active]
-    for (const run of active) run.session?.fail('abort', 'the runtime was disposed')
-    await Promise.all(active.map((run) => run.session?.bindingsSettled()))
+    for (const run of active) run.fail('abort', 'the runtime was disposed')
+    await Promise.all(active.map((run) => run.settled))
     const threads = [...this.threads]
     this.threads.clear()
     for (const thread of threads) thread.state = 'dead'
@@ -497,7 +538,7 @@ class SandboxPool {
     const run = new ActiveRun(this.#nextRun++, pending, this.options)
     this.active.add(run)
     thread.start(run)
-    void run.session?.result.then(() => run.session?.bindingsSettled()).finally(() => this.active.delete(run))
+    void run.settled.finally(() => this.active.delete(run))
   }
 
   #spawn(): PooledThread {
