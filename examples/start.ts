@@ -138,12 +138,13 @@ function addPages(app: Hono, staticDir: string | undefined, token: string, url: 
   app.get('/', index)
   app.get('/index.html', index)
   if (staticDir !== undefined) {
-    app.use('/*', serveStatic({ root: staticDir }))
+    // Before serveStatic, which answers without calling next(): headers set after it would never apply.
     app.use('/*', async (c, next) => {
       await next()
       c.res.headers.set('X-Content-Type-Options', 'nosniff')
       for (const [name, value] of Object.entries(ISOLATION_HEADERS)) c.res.headers.set(name, value)
     })
+    app.use('/*', serveStatic({ root: staticDir }))
   }
 }
 
