@@ -45,9 +45,9 @@ function fromRuntime(name: string, runtime: CodeRuntime): Contender {
 }
 
 /**
- * The floor: one pre-spawned worker per run, a program compiled with the AsyncFunction
- * constructor, every binding call a `postMessage` to the host and back. No budgets, no
- * caps, no validation, no isolation.
+ * The floor: one pre-spawned worker, reused for every run (no fresh realm, no isolation),
+ * a program compiled with the AsyncFunction constructor, every binding call a
+ * `postMessage` to the host and back. No budgets, caps or validation.
  */
 function bareWorker(): Contender {
   const source = `
@@ -55,40 +55,34 @@ function bareWorker(): Contender {
     const AsyncFunction = (async () => {}).constructor
     const pending = new Map()
     let next = 1
+    const tools = new Proxy({}, { get: (_, name) => (args) => new Promise((resolve) => { const id = next++; pending.set(id, resolve); parentPort.postMessage({ type: 'call', id, name, args }) }) })
     parentPort.on('message', async (m) => {
       if (m.type === 'reply') { pending.get(m.id)(m.value); pending.delete(m.id); return }
-      const tools = new Proxy({}, { get: (_, name) => (args) => new Promise((resolve) => { const id = next++; pending.set(id, resolve); parentPort.postMessage({ type: 'call', id, name, args }) }) })
       const value = await new AsyncFunction('tools', m.program)(tools)
       parentPort.postMessage({ type: 'done', value })
     })
     parentPort.postMessage({ type: 'ready' })`
-  const spawn = () => {
-    const worker = new Worker(source, { eval: true })
-    const ready = new Promise((resolve) => worker.once('message', resolve))
-    return { worker, ready }
-  }
-  let spare = spawn()
+  const worker = new Worker(source, { eval: true })
+  const ready = new Promise((resolve) => worker.once('message', resolve))
+  const signal = new AbortController().signal
+  let functions: CodeBindingNamespace['functions'] = {}
+  let settle: ((value: unknown) => void) | undefined
+  worker.on('message', async (m: { type: string; id: number; name: string; args: unknown; value: unknown }) => {
+    if (m.type === 'done') settle?.(m.value)
+    else if (m.type === 'call') worker.postMessage({ type: 'reply', id: m.id, value: await functions[m.name]!(m.args, { signal }) })
+  })
   return {
     name: 'bare worker + postMessage (floor)',
     async run(program, bindings) {
-      const { worker, ready } = spare
-      spare = spawn()
       await ready
-      const functions = bindings[0]?.functions ?? {}
-      const signal = new AbortController().signal
-      const value = await new Promise((resolve) => {
-        worker.on('message', async (m: { type: string; id: number; name: string; args: unknown; value: unknown }) => {
-          if (m.type === 'done') resolve(m.value)
-          else if (m.type === 'call') worker.postMessage({ type: 'reply', id: m.id, value: await functions[m.name]!(m.args, { signal }) })
-        })
+      functions = bindings[0]?.functions ?? {}
+      return new Promise((resolve) => {
+        settle = resolve
         worker.postMessage({ type: 'run', program })
       })
-      void worker.terminate()
-      return value
     },
     async dispose() {
-      await spare.ready
-      await spare.worker.terminate()
+      await worker.terminate()
     },
   }
 }

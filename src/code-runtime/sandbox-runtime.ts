@@ -28,7 +28,7 @@ import { stripTypeScript } from './strip.js'
 
 /** How long a thread may take to release a stopped VM before it is terminated and replaced. */
 export const STOP_GRACE_MS = 100
-/** Idle threads beyond `prespawn` are ended after this long without a run. */
+/** Idle threads beyond `prespawn` spares are ended after this long without a run. */
 const IDLE_THREAD_MS = 30_000
 /** How long a thread may take to boot before it counts as dead. */
 const BOOT_TIMEOUT_MS = 30_000
@@ -55,7 +55,11 @@ export interface SandboxRuntimeOptions {
   readonly maxLogBytes?: number
   /** Serialized bytes of the returned value kept; a larger value becomes a truncated text rendering. Default 32 768. */
   readonly maxValueBytes?: number
-  /** Threads started at creation and kept booted while idle (0: start threads on demand). Default 1. */
+  /**
+   * Idle threads kept booted, each with its next sandbox built, ahead of the next runs
+   * (started at creation, and topped up as runs take them, within `maxConcurrentRuns`).
+   * 0: start threads on demand. Default 1.
+   */
   readonly prespawn?: number
   /** Programs running at once (one thread each). Default: derived from the machine's cores and memory. */
   readonly maxConcurrentRuns?: number
@@ -417,7 +421,7 @@ class SandboxPool {
     readonly platform: SandboxPlatform,
     readonly options: ResolvedOptions,
   ) {
-    for (let i = 0; i < options.prespawn; i++) this.#spawn()
+    this.#topUp()
   }
 
   /** Runs, queue and threads right now. */
@@ -479,9 +483,9 @@ class SandboxPool {
       this.#start(thread, next)
       return
     }
-    if (this.threads.size > this.options.prespawn) {
+    if (this.#idleCount() > this.options.prespawn) {
       thread.idleFor(IDLE_THREAD_MS, () => {
-        if (thread.state !== 'idle' || this.threads.size <= this.options.prespawn) return
+        if (thread.state !== 'idle' || this.#idleCount() <= this.options.prespawn) return
         thread.state = 'dead'
         this.threads.delete(thread)
         void thread.terminate()
@@ -499,7 +503,7 @@ class SandboxPool {
       next.leave()
       this.#start(this.#spawn(), next)
     }
-    while (this.threads.size < this.options.prespawn) this.#spawn()
+    this.#topUp()
   }
 
   /** Ends everything: queued runs and running ones settle as `abort`; resolves once no thread or binding call is left. */
@@ -539,6 +543,27 @@ class SandboxPool {
     this.active.add(run)
     thread.start(run)
     void run.settled.finally(() => this.active.delete(run))
+    this.#topUp()
+  }
+
+  #idleCount(): number {
+    let idle = 0
+    for (const thread of this.threads) if (thread.state === 'idle') idle++
+    return idle
+  }
+
+  /**
+   * Keeps `prespawn` idle threads (booting or built) ahead of the next runs, within the
+   * concurrency cap: the next run then finds a sandbox built in another thread's idle
+   * time instead of waiting for one.
+   */
+  #topUp(): void {
+    if (this.disposed) return
+    let idle = this.#idleCount()
+    while (idle < this.options.prespawn && this.threads.size < this.options.maxConcurrentRuns) {
+      this.#spawn()
+      idle++
+    }
   }
 
   #spawn(): PooledThread {
