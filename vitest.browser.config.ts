@@ -30,6 +30,9 @@ const CORE_UNIT_SUITES = [
 export default defineConfig({
   // Pre-bundled up front: discovering them mid-run makes vite reload the page under a test.
   optimizeDeps: {
+    // The QuickJS variant finds its wasm next to itself (`new URL(…, import.meta.url)`):
+    // pre-bundling would move it away from the file.
+    exclude: ['@jitl/quickjs-wasmfile-release-sync', 'quickjs-emscripten-core'],
     include: [
       'comlink',
       'sucrase',

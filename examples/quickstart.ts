@@ -6,10 +6,10 @@
  * @module
  */
 import { createMemorySessionLog, createToolRuntime, defineTool } from '../src/index.js'
-import { createNodeWorkerRuntime } from '../platforms/node/index.js'
+import { createSandboxRuntime } from '../platforms/node/index.js'
 
 const sessionLog = createMemorySessionLog()
-const codeRuntime = createNodeWorkerRuntime()
+const codeRuntime = createSandboxRuntime() // QuickJS in pooled worker threads: the program's only authority is its tools
 const runtime = createToolRuntime({ mode: 'both', codeRuntime, sessionLog })
 
 runtime.register(

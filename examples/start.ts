@@ -1,7 +1,8 @@
 /**
  * `npm start`: the local toolyard server. The HTTP API over the demo tools (mode
- * `both`, Code Mode on Node worker threads), the playground's static files when
- * `demo/dist/` exists, on 127.0.0.1 with a bearer token generated at start-up.
+ * `both`, Code Mode in the sandbox: QuickJS in pooled worker threads, compute 5 s and
+ * wall clock 60 s a run), the playground's static files when `demo/dist/` exists, on
+ * 127.0.0.1 with a bearer token generated at start-up.
  *
  * The page receives the token same-origin, injected into a `<meta name="toolyard-token">`
  * tag of `GET /`: another origin cannot read that response (no CORS), cannot frame it
@@ -17,8 +18,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import { serveStatic } from '@hono/node-server/serve-static'
 import type { Hono } from 'hono'
 import { registerDemoTools } from '../demo/tools/index.js'
-import { createNodeWorkerRuntime, serve } from '../platforms/node/index.js'
-import type { ServedApp } from '../platforms/node/index.js'
+import { createSandboxRuntime, serve } from '../platforms/node/index.js'
+import type { SandboxRuntime, ServedApp } from '../platforms/node/index.js'
 import { createSessionLogHub, createToolsApp } from '../src/http/index.js'
 import { createMcpApp } from '../src/mcp/index.js'
 import { createToolRuntime } from '../src/registry/index.js'
@@ -42,6 +43,8 @@ export interface StartedServer {
   readonly token: string
   /** The tool runtime behind the API (for scripts that add tools or listeners). */
   readonly runtime: ToolRuntime
+  /** The Code Mode sandbox behind `run_code` (its budgets, its load). */
+  readonly codeRuntime: SandboxRuntime
   /** Where the playground is served from, or `undefined` when it was not built. */
   readonly staticDir: string | undefined
   /** Aborts in-flight runs, drains them, disposes the runtime and the code runtime, closes the server. Idempotent. */
@@ -72,6 +75,17 @@ function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`)
 }
 
+/**
+ * The page is cross-origin isolated (COOP + COEP; every file it loads is same-origin):
+ * the sandbox's workers then share memory with the page, so Abort stops a program that
+ * computes at once instead of by replacing its worker.
+ */
+const ISOLATION_HEADERS: Readonly<Record<string, string>> = {
+  'Cross-Origin-Opener-Policy': 'same-origin',
+  'Cross-Origin-Embedder-Policy': 'require-corp',
+  'Cross-Origin-Resource-Policy': 'same-origin',
+}
+
 function pageHeaders(): Record<string, string> {
   return {
     'Content-Type': 'text/html; charset=utf-8',
@@ -80,6 +94,7 @@ function pageHeaders(): Record<string, string> {
     'X-Frame-Options': 'DENY',
     'Referrer-Policy': 'no-referrer',
     'X-Content-Type-Options': 'nosniff',
+    ...ISOLATION_HEADERS,
   }
 }
 
@@ -123,11 +138,13 @@ function addPages(app: Hono, staticDir: string | undefined, token: string, url: 
   app.get('/', index)
   app.get('/index.html', index)
   if (staticDir !== undefined) {
-    app.use('/*', serveStatic({ root: staticDir }))
+    // Before serveStatic, which answers without calling next(): headers set after it would never apply.
     app.use('/*', async (c, next) => {
       await next()
       c.res.headers.set('X-Content-Type-Options', 'nosniff')
+      for (const [name, value] of Object.entries(ISOLATION_HEADERS)) c.res.headers.set(name, value)
     })
+    app.use('/*', serveStatic({ root: staticDir }))
   }
 }
 
@@ -142,7 +159,10 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
   const staticDir = options.staticDir === null ? undefined : (options.staticDir ?? findStaticDir())
 
   const hub = createSessionLogHub({ forward: createMemorySessionLog() })
-  const codeRuntime = createNodeWorkerRuntime()
+  // The sandbox with its defaults: a runaway program answers within 5 s of compute (60 s
+  // of wall clock), and at most a machine-sized number of programs run at once; beyond
+  // that, runs queue, then are refused with 503 OVERLOADED.
+  const codeRuntime = createSandboxRuntime()
   const runtime = createToolRuntime({ mode: 'both', codeRuntime, sessionLog: hub })
   registerDemoTools(runtime)
   // One agent per presentation mode, so the playground can preview each mode's prompt.
@@ -186,7 +206,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
     return finished
   }
 
-  return { url: server.url, port: server.port, token, runtime, staticDir, shutdown }
+  return { url: server.url, port: server.port, token, runtime, codeRuntime, staticDir, shutdown }
 }
 
 async function main(): Promise<void> {
@@ -198,6 +218,8 @@ async function main(): Promise<void> {
     started.staticDir === undefined
       ? '  (playground not built: GET / lists the API routes)'
       : `  playground: ${started.url}/ (serving ${started.staticDir})`,
+    `  Code Mode: QuickJS sandbox, compute ${started.codeRuntime.limits.computeMs / 1000} s and wall clock ${started.codeRuntime.limits.maxWallMs / 1000} s a run, ` +
+      `${started.codeRuntime.load().maxConcurrentRuns} runs at once (+${started.codeRuntime.load().maxQueuedRuns} queued)`,
     '',
     `  curl -H "Authorization: Bearer ${started.token}" ${started.url}/v1/tools`,
     '',

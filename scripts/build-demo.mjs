@@ -1,11 +1,14 @@
 #!/usr/bin/env node
 // Builds the playground into demo/dist/: index.html, styles.css, main.js (the page:
-// registry + demo tools + CodeMirror + the browser runtime) and worker-entry.js (the
-// Web Worker, bundled on its own). The runtime's default worker URL is
-// `new URL('./worker-entry.js', import.meta.url)`, so placing the worker bundle next
-// to main.js is all the wiring the page needs. `--dev` skips minification.
+// registry + demo tools + CodeMirror + the sandbox runtime), sandbox-worker-entry.js (the
+// sandbox's Web Worker: QuickJS, bundled on its own) with QuickJS's emscripten-module.wasm
+// beside it, and worker-entry.js (the trusted-code worker runtime's entry). Each runtime's
+// default worker URL is `new URL('./<entry>.js', import.meta.url)`, and the bundled QuickJS
+// looks for its wasm next to the bundle, so placing the files side by side is all the
+// wiring the page needs. `--dev` skips minification.
 import { build } from 'esbuild'
 import { copyFileSync, mkdirSync, rmSync, statSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
@@ -33,12 +36,15 @@ const started = performance.now()
 await Promise.all([
   build({ ...common, entryPoints: { main: 'demo/playground/main.ts' }, outdir: out }),
   build({ ...common, entryPoints: { 'worker-entry': 'platforms/browser/worker-entry.ts' }, outdir: out }),
+  build({ ...common, entryPoints: { 'sandbox-worker-entry': 'platforms/browser/sandbox-worker-entry.ts' }, outdir: out }),
 ])
+const require = createRequire(import.meta.url)
+copyFileSync(require.resolve('@jitl/quickjs-wasmfile-release-sync/wasm'), `${out}/emscripten-module.wasm`)
 copyFileSync(`${root}demo/playground/index.html`, `${out}/index.html`)
 copyFileSync(`${root}demo/playground/styles.css`, `${out}/styles.css`)
 
 const kb = (file) => `${(statSync(`${out}/${file}`).size / 1024).toFixed(0)} KB`
 console.log(
   `demo built in ${(performance.now() - started).toFixed(0)} ms → demo/dist/ ` +
-    `(main.js ${kb('main.js')}, worker-entry.js ${kb('worker-entry.js')})`,
+    `(main.js ${kb('main.js')}, sandbox-worker-entry.js ${kb('sandbox-worker-entry.js')} + emscripten-module.wasm ${kb('emscripten-module.wasm')}, worker-entry.js ${kb('worker-entry.js')})`,
 )

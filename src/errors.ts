@@ -40,6 +40,8 @@ export type ToolErrorCode =
   | 'BLOCKED'
   /** A Code Mode program failed (exception, timeout, abort or worker exit). */
   | 'CODE_RUN_FAILED'
+  /** The code runtime refused a program at once: its runs and its queue are full. Retry later (HTTP 503). */
+  | 'OVERLOADED'
   // ── programming and configuration errors (thrown synchronously to the integrator) ──
   /** A value is not lossless JSON (undefined, BigInt, cycle, sparse array, -0, non-plain object…). */
   | 'INVALID_JSON'
@@ -137,7 +139,7 @@ export class SchemaError extends ToolError {
 }
 
 /** How a Code Mode run failed. Orthogonal: a timeout is not an exception, an abort is not a timeout. */
-export type CodeRunFailureKind = 'exception' | 'timeout' | 'abort' | 'worker-exit'
+export type CodeRunFailureKind = 'exception' | 'timeout' | 'abort' | 'worker-exit' | 'overloaded'
 
 /**
  * A Code Mode run failed. Thrown by `run_code`'s body; the pipeline turns it into a

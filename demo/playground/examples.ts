@@ -91,7 +91,7 @@ for (;;) n++
   {
     title: 'Slow tool, idle program',
     description: 'Awaiting a slow tool is not compute: it survives a small compute budget.',
-    code: `// The program idles while it awaits; the heartbeat meter charges nothing.
+    code: `// The program idles while it awaits; idle time is not compute.
 const started = Date.now()
 await new Promise((resolve) => setTimeout(resolve, 1500))
 return { idleMs: Date.now() - started }

@@ -1,17 +1,18 @@
 /**
- * "This tab": the registry, the demo tools and the Web Worker code runtime, all in the
- * page. One agent per presentation mode (as the server does), so each mode's prompt
- * and visibility can be shown side by side.
+ * "This tab": the registry, the demo tools and the sandbox (QuickJS in Web Workers), all
+ * in the page. One agent per presentation mode (as the server does), so each mode's
+ * prompt and visibility can be shown side by side. A program run here reaches nothing
+ * of the page: not its origin (`fetch`), not its storage, not the token the page holds.
  *
- * A thin `CodeRuntime` wrapper sits between the registry and the browser runtime: it
+ * A thin `CodeRuntime` wrapper sits between the registry and the sandbox: it
  * streams the run's console lines to the page (the `run_code` bridge does not forward
  * `onLog`), keeps the runtime's stats for the status line, and swaps in a runtime with
  * new budgets when the settings change.
  *
  * @module
  */
-import { createBrowserWorkerRuntime } from '../../platforms/browser/index.js'
-import type { BrowserWorkerRuntime } from '../../platforms/browser/index.js'
+import { createSandboxRuntime } from '../../platforms/browser/index.js'
+import type { SandboxRuntime } from '../../platforms/browser/index.js'
 import type { CodeRunRequest, CodeRunResult, CodeRuntime } from '../../src/code-runtime/contract.js'
 import type { JsonValue } from '../../src/json/json-value.js'
 import { createToolRuntime } from '../../src/registry/index.js'
@@ -23,7 +24,7 @@ import type { Backend, RunBudgets, RunListener, RunOutcome } from './backend.js'
 /** The in-tab backend plus the registry itself (the page reads schemas, SDK and prompts from it). */
 export interface LocalBackend extends Backend {
   readonly runtime: ToolRuntime
-  /** Loads and attaches the first worker ahead of the first run. */
+  /** Boots the sandbox's first worker ahead of the first run. */
   warm(): Promise<void>
   /** Simulated latency added to every tool call in the tab: `[min, max]` ms, or `undefined` for none. */
   setLatency(range: readonly [number, number] | undefined): void
@@ -35,10 +36,10 @@ interface ActiveRun {
   stats?: CodeRunResult['stats']
 }
 
-/** Creates the registry + demo tools + browser runtime of this tab. */
+/** Creates the registry + demo tools + sandbox of this tab. */
 export function createLocalBackend(initial: RunBudgets): LocalBackend {
   let budgets = initial
-  let worker: BrowserWorkerRuntime = createBrowserWorkerRuntime({ computeMs: budgets.computeMs, maxWallMs: budgets.maxWallMs })
+  let worker: SandboxRuntime = createSandboxRuntime({ computeMs: budgets.computeMs, maxWallMs: budgets.maxWallMs })
   let active: ActiveRun | undefined
   let counter = 0
 
@@ -46,13 +47,13 @@ export function createLocalBackend(initial: RunBudgets): LocalBackend {
     if (next.computeMs === budgets.computeMs && next.maxWallMs === budgets.maxWallMs) return
     const old = worker
     budgets = next
-    worker = createBrowserWorkerRuntime({ computeMs: next.computeMs, maxWallMs: next.maxWallMs })
+    worker = createSandboxRuntime({ computeMs: next.computeMs, maxWallMs: next.maxWallMs })
     void old.dispose()
   }
 
   const tap: CodeRuntime = {
     language: 'typescript',
-    isolation: 'web-worker',
+    isolation: 'quickjs-sandbox',
     capabilities: worker.capabilities,
     async run(request: CodeRunRequest): Promise<CodeRunResult> {
       const run = active

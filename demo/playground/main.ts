@@ -175,7 +175,7 @@ function applyWhere(): void {
   computeInput.disabled = onServer
   wallInput.disabled = onServer
   byId<HTMLSelectElement>('latency').disabled = onServer
-  computeInput.parentElement!.title = onServer ? 'The server applies its own budgets' : 'Busy milliseconds the program may spend (heartbeat meter)'
+  computeInput.parentElement!.title = onServer ? 'The server applies its own budgets' : 'Busy milliseconds the program may spend (measured inside the sandbox)'
 }
 
 function applyLeft(): void {

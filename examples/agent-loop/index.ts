@@ -15,7 +15,7 @@
  */
 import { ToolError, createMemorySessionLog, createToolRuntime } from '../../src/index.js'
 import type { CodeRuntime } from '../../src/index.js'
-import { createNodeWorkerRuntime } from '../../platforms/node/index.js'
+import { createSandboxRuntime } from '../../platforms/node/index.js'
 import { registerDemoTools } from '../../demo/tools/index.js'
 import { runAgentLoop, scriptedModel, type ChatMessage, type ModelRequest } from './loop.js'
 import { TASK_INSTRUCTIONS, TASK_QUESTION, codeScript, nativeScript, parseAnswer, type TaskAnswer } from './task.js'
@@ -30,7 +30,7 @@ export type ScriptedTaskMode = 'native' | 'code'
 /** Options of {@link runScriptedTask}. */
 export interface ScriptedTaskOptions {
   /**
-   * The Code Mode sandbox (code mode only). Default: a fresh `createNodeWorkerRuntime()`,
+   * The Code Mode sandbox (code mode only). Default: a fresh `createSandboxRuntime()`,
    * disposed at the end; a runtime passed in is not disposed.
    */
   readonly codeRuntime?: CodeRuntime
@@ -61,7 +61,7 @@ export interface ScriptedTaskRun {
 export async function runScriptedTask(mode: ScriptedTaskMode, options: ScriptedTaskOptions = {}): Promise<ScriptedTaskRun> {
   if (mode !== 'native' && mode !== 'code') throw new ToolError('INVALID_OPTIONS', `mode must be "native" or "code" (got ${JSON.stringify(mode)})`)
   const ownsCodeRuntime = mode === 'code' && options.codeRuntime === undefined
-  const codeRuntime = mode === 'code' ? (options.codeRuntime ?? createNodeWorkerRuntime()) : undefined
+  const codeRuntime = mode === 'code' ? (options.codeRuntime ?? createSandboxRuntime()) : undefined
   const sessionLog = createMemorySessionLog()
   const runtime = createToolRuntime({ mode, sessionLog, ...(codeRuntime === undefined ? {} : { codeRuntime }) })
   try {

@@ -279,10 +279,11 @@ export function createBrowserWorkerRuntime(options?: BrowserWorkerRuntimeOptions
         : request,
     )
     if (!prepared.ok) return { result: failedResult('exception', prepared.message) }
-    const stripped = stripTypeScript(prepared.run.program)
-    if (!stripped.ok) return { result: failedResult('exception', stripped.message) }
+    // An aborted signal wins over a syntax error, as on every other runtime.
     const signal = prepared.run.signal!
     if (signal.aborted) return { result: failedResult('abort', abortText(signal)) }
+    const stripped = stripTypeScript(prepared.run.program)
+    if (!stripped.ok) return { result: failedResult('exception', stripped.message) }
 
     let armed: Armed
     try {

@@ -1,7 +1,11 @@
 /**
- * `toolyard/browser`: the Web Worker code runtime for browsers.
+ * `toolyard/browser`: code runtimes for browsers. `createSandboxRuntime` is the default
+ * Code Mode sandbox (a security boundary); `createBrowserWorkerRuntime` runs programs in
+ * V8 with the page origin's authority, for trusted code only.
  *
  * @module
  */
+export { createSandboxRuntime } from './sandbox-runtime.js'
+export type { BrowserSandboxRuntimeOptions, SandboxRuntime, SandboxRuntimeLoad } from './sandbox-runtime.js'
 export { createBrowserWorkerRuntime } from './browser-worker-runtime.js'
 export type { BrowserWorkerRuntime, BrowserWorkerRuntimeOptions } from './browser-worker-runtime.js'

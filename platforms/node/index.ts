@@ -1,8 +1,12 @@
 /**
- * `toolyard/node`: Node-specific pieces.
+ * `toolyard/node`: Node-specific pieces. `createSandboxRuntime` is the default Code Mode
+ * sandbox (a security boundary); `createNodeWorkerRuntime` runs programs in V8 with
+ * Node's authority, for trusted code only.
  *
  * @module
  */
+export { createSandboxRuntime } from './sandbox-runtime.js'
+export type { SandboxRuntime, SandboxRuntimeLoad, SandboxRuntimeOptions } from './sandbox-runtime.js'
 export { createNodeWorkerRuntime } from './worker-runtime.js'
 export type { NodeWorkerRuntime, NodeWorkerRuntimeOptions } from './worker-runtime.js'
 export { serve } from './serve.js'

@@ -3,14 +3,17 @@
  * `src/code-runtime/bootstrap.ts`) into one script by `scripts/gen-bootstrap.mjs` and
  * evaluated inside each fresh QuickJS context. Never imported by host code.
  *
- * It adapts the two host functions the runtime passes in to the bootstrap's minimal
+ * It adapts the host functions the engine passes in to the bootstrap's minimal
  * endpoint: messages leave as JSON text (so values cross as JSON copies, and the host
  * reads only strings) and arrive as JSON text through `deliver`. It also supplies the
- * timers the bootstrap and programs expect, backed by host timers.
+ * timers the bootstrap and programs expect, backed by host timers, and the rest of
+ * the sandbox's global environment (`src/code-runtime/sandbox-globals.ts`).
  *
  * @module
  */
-import { startBootstrap } from '../../src/code-runtime/bootstrap.js'
+import { startBootstrap, strictJson } from '../../src/code-runtime/bootstrap.js'
+import { installSandboxGlobals } from '../../src/code-runtime/sandbox-globals.js'
+import type { SandboxHostOp } from '../../src/code-runtime/sandbox-globals.js'
 import type { WireEndpoint, WireListener } from '../../src/code-runtime/wire.js'
 
 /** Sends one message (JSON text) to the host. */
@@ -36,19 +39,13 @@ interface TimerEntry {
 const MAX_DELAY = 2_147_483_647
 
 /**
- * Installs timers and starts the bootstrap on an endpoint over `post`. Called once,
- * before any program code exists in the context.
+ * Installs timers and the global environment, and starts the bootstrap on an endpoint
+ * over `post`. Called once, before any program code exists in the context.
  */
-export function install(post: SandboxPost, timer: SandboxTimer): SandboxApi {
+export function install(post: SandboxPost, timer: SandboxTimer, host: SandboxHostOp): SandboxApi {
   // Captured before the program can replace them.
   const stringify = JSON.stringify
   const parse = JSON.parse
-  const MapCtor = Map
-  const SetCtor = Set
-  const RegExpCtor = RegExp
-  const ArrayBufferCtor = ArrayBuffer
-  const isView = ArrayBuffer.isView
-  const isFiniteNumber = Number.isFinite
   const defineProperty = Object.defineProperty
   const listeners: WireListener[] = []
   const timers = new Map<number, TimerEntry>()
@@ -57,23 +54,9 @@ export function install(post: SandboxPost, timer: SandboxTimer): SandboxApi {
   const timersDelete = Map.prototype.delete.bind(timers) as (id: number) => boolean
   let nextTimer = 1
 
-  // JSON would silently turn these into `{}`/`null`: refuse them so the bootstrap's
-  // fallbacks (a TypeError for arguments, a text rendering for a result) apply.
-  function strict(this: unknown, _key: string, value: unknown): unknown {
-    const type = typeof value
-    if (type === 'function' || type === 'symbol') throw new TypeError(`a ${type} is not JSON`)
-    if (type === 'number' && !isFiniteNumber(value)) throw new TypeError(`${String(value)} is not JSON`)
-    if (type === 'object' && value !== null) {
-      if (value instanceof MapCtor || value instanceof SetCtor || value instanceof RegExpCtor || value instanceof ArrayBufferCtor || isView(value)) {
-        throw new TypeError('a Map, Set, RegExp or binary value is not JSON')
-      }
-    }
-    return value
-  }
-
   const endpoint: WireEndpoint = {
     postMessage(message: unknown) {
-      post(stringify(message, strict))
+      post(stringify(message, strictJson))
     },
     addEventListener(_type: 'message', listener: WireListener) {
       listeners.push(listener)
@@ -109,6 +92,7 @@ export function install(post: SandboxPost, timer: SandboxTimer): SandboxApi {
     },
   }
   for (const name of Object.keys(globals)) defineProperty(globalThis, name, { value: globals[name], writable: true, configurable: true, enumerable: false })
+  installSandboxGlobals(host)
 
   const handle = startBootstrap(endpoint)
 

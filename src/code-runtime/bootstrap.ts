@@ -102,6 +102,32 @@ function remapStack(stack: string): string {
 // Captured when the sandbox script loads, before any program exists.
 const objectCreate = Object.create
 const objectKeys = Object.keys
+const jsonStringify = JSON.stringify
+const jsonParse = JSON.parse
+const isFiniteNumber = Number.isFinite
+const isView = ArrayBuffer.isView
+const MapCtor = Map
+const SetCtor = Set
+const RegExpCtor = RegExp
+const ArrayBufferCtor = ArrayBuffer
+
+/**
+ * A `JSON.stringify` replacer that refuses what JSON would silently change or drop
+ * (functions, symbols, non-finite numbers, Maps, Sets, RegExps, binary data; BigInt
+ * already throws): a value either crosses as itself, or the sender hears why not.
+ * `toJSON` still applies (a `Date` becomes its ISO string), as everywhere JSON is used.
+ */
+export function strictJson(this: unknown, _key: string, value: unknown): unknown {
+  const type = typeof value
+  if (type === 'function' || type === 'symbol') throw new TypeError(`a ${type} is not JSON`)
+  if (type === 'number' && !isFiniteNumber(value)) throw new TypeError(`${String(value)} is not JSON`)
+  if (type === 'object' && value !== null) {
+    if (value instanceof MapCtor || value instanceof SetCtor || value instanceof RegExpCtor || value instanceof ArrayBufferCtor || isView(value)) {
+      throw new TypeError('a Map, Set, RegExp or binary value is not JSON')
+    }
+  }
+  return value
+}
 
 /** Cuts a text to the host's limit here, so a 100 MB message is never copied to the host only to be cut there. */
 function cut(text: string): string {
@@ -215,11 +241,23 @@ export function startBootstrap(endpoint: WireEndpoint, options: BootstrapOptions
         post(envelope({ type: 'done', value: renderValue(value, { maxLength: valueLimit + 1, maxDepth: 32 }), rendered: true, oversized: true }))
         return
       }
+      // The result goes back to a model as JSON on every runtime: a value JSON cannot
+      // carry fails the run, naming why, instead of arriving as something else.
+      let json: string | undefined
       try {
-        post(envelope({ type: 'done', value }))
-      } catch {
-        post(envelope({ type: 'done', value: renderValue(value, { maxLength: 1_000_000 }), rendered: true }))
+        json = jsonStringify(value, strictJson) as string | undefined
+      } catch (error) {
+        const why = readString(error as object, 'message') ?? 'it is not JSON'
+        finishError(`the program's return value cannot be sent back as JSON (${why}); return plain data: objects, arrays, strings, finite numbers, booleans, null`)
+        return
       }
+      post(envelope(json === undefined ? { type: 'done' } : { type: 'done', value: jsonParse(json) }))
+    }
+    const finishError = (message: string) => {
+      const data = nullRecord()
+      data.name = 'TypeError'
+      data.message = message
+      post(envelope({ type: 'done', error: data }))
     }
     // Whatever the program did to this realm, the host hears exactly one `done`.
     const send = () => {

@@ -102,6 +102,13 @@ export interface CodeRuntimeCapabilities {
    * Absent means `true`.
    */
   readonly abortsBusyPrograms?: boolean
+  /**
+   * The program's only authority is its bindings and the sandbox's fixed global
+   * environment (no filesystem, network, processes, storage or other contexts): the
+   * runtime is a security boundary. `false` for the V8 worker runtimes, which are for
+   * trusted code. Absent means `false`.
+   */
+  readonly confinesAuthority?: boolean
 }
 
 /** A sandbox for Code Mode programs. */

@@ -5,4 +5,5 @@ import { describeCodeRuntimeContract } from '../contract/code-runtime-contract.j
 describeCodeRuntimeContract('browser web-worker (Chromium)', (options) => createBrowserWorkerRuntime(options), {
   memoryLimit: 'a page cannot cap the heap of a Web Worker; a memory bomb takes the tab down (docs/playground.md)',
   capturesStdio: 'a Web Worker has no stdout or stderr; console output already travels over the private port',
+  confinesAuthority: 'trusted-code runtime: a program has the page origin\'s authority (fetch, storage) (docs/runtimes.md)',
 })

@@ -17,6 +17,45 @@ import type {
 } from '../../src/code-runtime/contract.js'
 import { ToolCallError } from '../../src/errors.js'
 
+/** The global properties ECMAScript itself defines (ES2025, Annex B included), plus QuickJS's own `InternalError`. */
+const ECMASCRIPT_GLOBALS: ReadonlySet<string> = new Set([
+  'globalThis', 'Infinity', 'NaN', 'undefined', 'eval', 'isFinite', 'isNaN', 'parseFloat', 'parseInt', 'decodeURI',
+  'decodeURIComponent', 'encodeURI', 'encodeURIComponent', 'escape', 'unescape', 'AggregateError', 'Array', 'ArrayBuffer',
+  'BigInt', 'BigInt64Array', 'BigUint64Array', 'Boolean', 'DataView', 'Date', 'Error', 'EvalError', 'FinalizationRegistry',
+  'Float16Array', 'Float32Array', 'Float64Array', 'Function', 'Int8Array', 'Int16Array', 'Int32Array', 'Iterator', 'Map',
+  'Number', 'Object', 'Promise', 'Proxy', 'RangeError', 'ReferenceError', 'RegExp', 'Set', 'SharedArrayBuffer', 'String',
+  'Symbol', 'SyntaxError', 'TypeError', 'Uint8Array', 'Uint8ClampedArray', 'Uint16Array', 'Uint32Array', 'URIError',
+  'WeakMap', 'WeakRef', 'WeakSet', 'Atomics', 'JSON', 'Math', 'Reflect', 'InternalError',
+])
+
+/** The sandbox's global environment beyond ECMAScript (docs/runtimes.md), identical on every platform. */
+export const SANDBOX_ENVIRONMENT: readonly string[] = [
+  'console', 'ToolCallError', 'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'queueMicrotask',
+  'performance', 'crypto', 'URL', 'URLSearchParams', 'TextEncoder', 'TextDecoder', 'structuredClone', 'atob', 'btoa',
+]
+
+/** One program per avenue a hostile program tries; each answers 'contained' when the avenue is shut. */
+const NO_AUTHORITY: ReadonlyArray<readonly [string, string]> = [
+  ['process object', "return typeof process === 'undefined' && typeof Deno === 'undefined' && typeof Bun === 'undefined' ? 'contained' : 'reached'"],
+  ['require', "return typeof require === 'undefined' && typeof module === 'undefined' && typeof exports === 'undefined' ? 'contained' : 'reached'"],
+  ['module loader', "try { await import('node:fs'); return 'reached' } catch { try { await import('data:text/javascript,export default 1'); return 'reached' } catch { return 'contained' } }"],
+  ['filesystem', "for (const name of ['fs', 'Deno', 'FileReader', 'File', 'showOpenFilePicker']) if (name in globalThis) return 'reached: ' + name\nreturn 'contained'"],
+  ['fetch', "return typeof fetch === 'undefined' && typeof Request === 'undefined' ? 'contained' : 'reached'"],
+  ['XMLHttpRequest', "return typeof XMLHttpRequest === 'undefined' ? 'contained' : 'reached'"],
+  ['WebSocket', "return typeof WebSocket === 'undefined' ? 'contained' : 'reached'"],
+  ['EventSource', "return typeof EventSource === 'undefined' ? 'contained' : 'reached'"],
+  ['importScripts', "return typeof importScripts === 'undefined' ? 'contained' : 'reached'"],
+  ['sendBeacon', "return typeof navigator === 'undefined' ? 'contained' : 'reached'"],
+  ['indexedDB', "return typeof indexedDB === 'undefined' ? 'contained' : 'reached'"],
+  ['caches', "return typeof caches === 'undefined' && typeof localStorage === 'undefined' && typeof sessionStorage === 'undefined' ? 'contained' : 'reached'"],
+  ['location', "return typeof location === 'undefined' && typeof document === 'undefined' ? 'contained' : 'reached'"],
+  ['workers', "return typeof Worker === 'undefined' && typeof SharedWorker === 'undefined' ? 'contained' : 'reached'"],
+  ['other contexts', "return typeof MessageChannel === 'undefined' && typeof BroadcastChannel === 'undefined' && typeof postMessage === 'undefined' && typeof self === 'undefined' && typeof parent === 'undefined' ? 'contained' : 'reached'"],
+  ['host through eval or Function', "return eval('typeof process') === 'undefined' && Function('return typeof fetch')() === 'undefined' && (0, eval)('this') === globalThis ? 'contained' : 'reached'"],
+  ['host through a binding', "const f: any = tools.probe\nreturn f.constructor === Function && Object.getPrototypeOf(tools) === null && (await f()) === 1 && Function('return typeof process')() === 'undefined' ? 'contained' : 'reached'"],
+  ['string timers', "try { setTimeout('globalThis.x = 1', 0); return 'reached' } catch { return 'contained' }"],
+]
+
 /** The budget options the suite asks a runtime factory for. */
 export interface ContractRuntimeOptions {
   readonly computeMs?: number
@@ -94,11 +133,17 @@ export function describeCodeRuntimeContract(
         expect(await value('const v = await Promise.resolve(2)\nreturn v * 3')).toBe(6)
       })
 
-      it('a value that is not structured-cloneable settles as its text rendering', async () => {
-        const result = await run('return { f() { return 1 }, n: 2 }')
-        expect(result.error).toBeUndefined()
-        expect(typeof result.value).toBe('string')
-        expect(result.value).toContain('n')
+      it('a value JSON cannot carry fails the run, naming why', async () => {
+        for (const program of ['return { f() { return 1 }, n: 2 }', 'return new Map([[1, 2]])', 'return [Symbol("s")]', 'const a: any = {}; a.self = a; return a', 'return 1n']) {
+          const result = await run(program)
+          expect(result.error?.kind, program).toBe('exception')
+          expect(result.error?.message, program).toMatch(/JSON|BigInt/)
+          expect('value' in result, program).toBe(false)
+        }
+      })
+
+      it('values cross with JSON semantics everywhere (toJSON applies)', async () => {
+        expect(await value('return { d: new Date(0), z: -0, nested: { u: undefined, k: 1 } }')).toEqual({ d: '1970-01-01T00:00:00.000Z', z: 0, nested: { k: 1 } })
       })
     })
 
@@ -336,6 +381,13 @@ export function describeCodeRuntimeContract(
         expect(called).toBe(false)
       })
 
+      it('a pre-aborted signal wins over a syntax error', async () => {
+        const controller = new AbortController()
+        controller.abort(new Error('gone'))
+        const result = await make().run({ program: 'let x = ;', bindings: [], signal: controller.signal })
+        expect(result.error?.kind).toBe('abort')
+      })
+
       it('aborting mid-run ends it with abort and fires the binding signal', async () => {
         const controller = new AbortController()
         let bindingSignal: AbortSignal | undefined
@@ -394,19 +446,25 @@ export function describeCodeRuntimeContract(
 
     describe('settlement', () => {
       it.each([
-        ['returns', 'return 1'],
-        ['throws', "throw new Error('x')"],
-        ['spins', 'while (true) {}'],
-        ['spins in microtasks', 'for (;;) await null'],
-        ['waits forever', 'await new Promise(() => {})'],
-        ['returns a function', 'return () => 1'],
-        ['returns a cycle', 'const a: any = {}; a.self = a; return a'],
-        ['is malformed', '}{'],
-        ['closes the wrapper', 'return 1 }\nfunction x() {'],
-        ['throws later', 'setTimeout(() => { throw new Error("late") }, 0)\nawait new Promise(() => {})'],
-      ])('a program that %s settles', async (_what, program) => {
+        ['returns', 'return 1', 'value'],
+        ['throws', "throw new Error('x')", 'exception'],
+        ['spins', 'while (true) {}', 'timeout'],
+        ['spins in microtasks', 'for (;;) await null', 'timeout'],
+        ['waits forever', 'await new Promise(() => {})', 'timeout'],
+        ['returns a function', 'return () => 1', 'exception'],
+        ['returns a cycle', 'const a: any = {}; a.self = a; return a', 'exception'],
+        ['is malformed', '}{', 'exception'],
+        ['closes the wrapper', 'return 1 }\nfunction x() {', 'exception'],
+        ['throws later', 'setTimeout(() => { throw new Error("late") }, 0)\nawait new Promise(() => {})', 'exception'],
+      ])('a program that %s settles as %s', async (_what, program, outcome) => {
         const result: CodeRunResult = await run(program, {}, { computeMs: 300, maxWallMs: 1_500 })
-        expect(result.error !== undefined || 'value' in result).toBe(true)
+        if (outcome === 'value') {
+          expect(result.error).toBeUndefined()
+          expect(result.value).toBe(1)
+        } else {
+          expect(result.error?.kind).toBe(outcome)
+          expect('value' in result).toBe(false)
+        }
         expect(Array.isArray(result.logs)).toBe(true)
       })
 
@@ -425,6 +483,74 @@ export function describeCodeRuntimeContract(
         const bad2 = await runtime.run({ program: 42 as unknown as string, bindings: [] })
         expect(bad2.error?.kind).toBe('exception')
       })
+    })
+
+    describe('the global environment', () => {
+      it('has the same web-standard globals, behaving the same, on every runtime', async () => {
+        const v = await value(`
+          const u = new URL('../b?x=1&y=two#h', 'https://user:pw@example.com:8443/a/c')
+          u.searchParams.append('z', 'ä b')
+          const q = new URLSearchParams({ a: '1', b: 'x y' })
+          q.sort()
+          const bytes = new TextEncoder().encode('héllo ✓')
+          const clone = structuredClone({ d: new Date(5), m: new Map([[1, { n: 2 }]]), list: [1, 'a'] })
+          const uuid = crypto.randomUUID()
+          const random = crypto.getRandomValues(new Uint8Array(8))
+          const t0 = performance.now()
+          await new Promise((resolve) => setTimeout(resolve, 5))
+          let micro = false
+          queueMicrotask(() => { micro = true })
+          await null
+          return {
+            href: u.href, origin: u.origin, host: u.host, search: u.search, z: u.searchParams.get('z'),
+            q: q.toString(), canParse: [URL.canParse('nope'), URL.canParse('data:,x')],
+            bytes: Array.from(bytes), text: new TextDecoder().decode(bytes), bad: new TextDecoder().decode(new Uint8Array([0xff, 0x41])),
+            b64: btoa('hi!'), unb64: atob('aGkh'),
+            clone: [clone.d instanceof Date, clone.d.getTime(), clone.m.get(1).n, clone.list],
+            uuid: /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(uuid),
+            random: random.length, elapsed: performance.now() - t0 >= 3, micro,
+            es2023: [[3, 1, 2].toSorted().join(''), [1, 2, 3].findLast((n) => n < 3), Object.hasOwn({ a: 1 }, 'a'), [1, 2].at(-1)],
+          }`)
+        expect(v).toEqual({
+          href: 'https://user:pw@example.com:8443/b?x=1&y=two&z=%C3%A4+b#h',
+          origin: 'https://example.com:8443',
+          host: 'example.com:8443',
+          search: '?x=1&y=two&z=%C3%A4+b',
+          z: 'ä b',
+          q: 'a=1&b=x+y',
+          canParse: [false, true],
+          bytes: [104, 195, 169, 108, 108, 111, 32, 226, 156, 147],
+          text: 'héllo ✓',
+          bad: '\ufffdA',
+          b64: 'aGkh',
+          unb64: 'hi!',
+          clone: [true, 5, 2, [1, 'a']],
+          uuid: true,
+          random: 8,
+          elapsed: true,
+          micro: true,
+          es2023: ['123', 2, true, 2],
+        })
+      })
+
+      it.skipIf(gaps.confinesAuthority !== undefined)(
+        `has nothing else: exactly ECMAScript, the listed web globals and the bindings${gaps.confinesAuthority ? ` (gap: ${gaps.confinesAuthority})` : ''}`,
+        async () => {
+          const names = (await value('return Object.getOwnPropertyNames(globalThis)', { probe: async () => 1 })) as string[]
+          const unexpected = names.filter((name) => !ECMASCRIPT_GLOBALS.has(name) && !SANDBOX_ENVIRONMENT.includes(name) && name !== 'tools')
+          expect(unexpected).toEqual([])
+          for (const name of SANDBOX_ENVIRONMENT) expect(names, name).toContain(name)
+        },
+      )
+
+      it.skipIf(gaps.confinesAuthority !== undefined).each(NO_AUTHORITY)(
+        `gives a program no %s${gaps.confinesAuthority ? ` (gap: ${gaps.confinesAuthority})` : ''}`,
+        async (_avenue, program) => {
+          const result = await run(program, { probe: async () => 1 })
+          expect(result.error, JSON.stringify(result.error)).toBeUndefined()
+          expect(result.value).toBe('contained')
+        },
+      )
     })
 
     describe('dispose', () => {

@@ -106,6 +106,30 @@ describe('the playground against npm start', () => {
     expect(problems).toEqual([])
   })
 
+  it('a program in the tab cannot reach the page origin: fetching the page, reading its token and driving the server fails', async () => {
+    // The escalation a user found against the old Web Worker runtime: read the page (and
+    // the token in it) with the page's own origin, then POST a program to the server.
+    const escalation = [
+      "const html = await (await fetch('/')).text()",
+      'const token = /name="toolyard-token" content="([^"]+)"/.exec(html)![1]',
+      "return await (await fetch('/v1/run', { method: 'POST', headers: { authorization: 'Bearer ' + token, 'content-type': 'application/json' }, body: JSON.stringify({ code: 'return 1', description: 'escalated' }) })).json()",
+    ].join('\n')
+    const posted: string[] = []
+    const onRequest = (request: { method(): string; url(): string }) => {
+      if (request.method() === 'POST') posted.push(request.url())
+    }
+    page.on('request', onRequest)
+    await page.click('.cm-content')
+    await page.keyboard.press('Control+A')
+    await page.keyboard.insertText(escalation)
+    expect(await runAndSettle(page)).toBe('failed')
+    page.off('request', onRequest)
+    expect(await page.textContent('[data-testid="failure-kind"]')).toBe('exception')
+    expect(await page.textContent('[data-testid="result"]')).toMatch(/ReferenceError: 'fetch' is not defined/)
+    expect(posted).toEqual([])
+    expect(await page.evaluate(() => globalThis.crossOriginIsolated)).toBe(true)
+  })
+
   it('aborts a hot loop: kind abort', async () => {
     await pickExample(page, 'Hot loop')
     await page.click('[data-testid="run"]')
@@ -186,7 +210,7 @@ describe('the playground without a server', () => {
 
   beforeAll(async () => {
     const dist = join(root, 'demo/dist')
-    const types: Record<string, string> = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.map': 'application/json' }
+    const types: Record<string, string> = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.map': 'application/json', '.wasm': 'application/wasm' }
     plain = createServer((req, res) => {
       const path = normalize(decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname)).replace(/^(\.\.[/\\])+/, '')
       const file = join(dist, path === '/' ? 'index.html' : path)

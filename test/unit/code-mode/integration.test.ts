@@ -427,10 +427,12 @@ describe('run_code on real workers through the real registry', () => {
     )
   })
 
-  it('fails a run whose return value is not lossless JSON', async () => {
+  it('fails a run whose return value JSON cannot carry; toJSON applies as everywhere JSON is used', async () => {
     const { run } = setup()
-    const result = await run('return { when: new Date(0) }')
-    expect(text(result)).toMatch(/^Error: code run failed \(exception\): the program's return value is not lossless JSON: .*\/when/)
+    const fn = await run('return { when: () => 0 }')
+    expect(text(fn)).toMatch(/^Error: code run failed \(exception\): TypeError: the program's return value cannot be sent back as JSON \(a function is not JSON\)/)
+    const date = await run('return { when: new Date(0) }')
+    expect(valueOf(date)).toEqual({ logs: [], result: { when: '1970-01-01T00:00:00.000Z' } })
   })
 
   it('exposes tools named __proto__, constructor and toString as plain bindings', async () => {

@@ -37,7 +37,7 @@ describe('createQuickJsRuntime: descriptors and options', () => {
     const runtime = make()
     expect(runtime.language).toBe('typescript')
     expect(runtime.isolation).toBe('quickjs-wasm')
-    expect(runtime.capabilities).toEqual({ streamsLogs: true, memoryLimit: true, capturesStdio: false, abortsBusyPrograms: false })
+    expect(runtime.capabilities).toEqual({ confinesAuthority: true, streamsLogs: true, memoryLimit: true, capturesStdio: false, abortsBusyPrograms: false })
   })
 
   it.each([
@@ -84,15 +84,16 @@ describe('createQuickJsRuntime: values and logs', () => {
     expect((await runtime.run({ program, bindings: [] })).value).toBe(42)
   })
 
-  it('omits value for undefined and renders a non-JSON value as text with a warning', async () => {
+  it('omits value for undefined and fails the run on a value JSON cannot carry', async () => {
     const none = await runtime.run({ program: 'const x = 1', bindings: [] })
     expect('value' in none).toBe(false)
     const fn = await runtime.run({ program: 'return function named() {}', bindings: [] })
-    expect(fn.value).toBe('[Function: named]')
-    expect(fn.logs.at(-1)).toEqual({ source: 'console', level: 'warn', text: expect.stringMatching(/replaced by its text rendering/) })
+    expect(fn.error).toEqual({ kind: 'exception', message: expect.stringMatching(/^TypeError: the program's return value cannot be sent back as JSON \(a function is not JSON\)/) })
     const map = await runtime.run({ program: 'return new Map([["k", 1]])', bindings: [] })
-    expect(typeof map.value).toBe('string')
-    // JSON semantics: undefined inside an array becomes null, NaN is refused (rendered).
+    expect(map.error?.message).toMatch(/a Map, Set, RegExp or binary value is not JSON/)
+    const nan = await runtime.run({ program: 'return { n: NaN }', bindings: [] })
+    expect(nan.error?.message).toMatch(/NaN is not JSON/)
+    // JSON semantics: undefined inside an array becomes null.
     const holes = await runtime.run({ program: 'return [undefined, 1]', bindings: [] })
     expect(holes.value).toEqual([null, 1])
   })

@@ -1,0 +1,157 @@
+/**
+ * The default sandbox (`createSandboxRuntime` from `toolyard/node`: QuickJS in pooled
+ * worker threads) side by side, in one process, with two baselines:
+ * - a bare pre-spawned worker with a plain `postMessage` bridge (V8, no isolation, no
+ *   accounts): the transport floor;
+ * - QuickJS on the host thread (`createQuickJsRuntime`): the same engine without threads.
+ *
+ * Figures: cold `return 1` (p50/p95 over runs arriving a few ms apart), a sub-call round
+ * trip (1,000 sequential binding calls, net of the cold run), and 10 concurrency-safe
+ * 100 ms calls under `Promise.all`. Each contender is measured in rounds, interleaved,
+ * and the median round is printed, because this machine's figures move between runs.
+ *
+ * Run: `npm run bench:sandbox` (or `npx tsx bench/sandbox.bench.ts`).
+ */
+import { readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { Worker } from 'node:worker_threads'
+import type { CodeBindingNamespace, CodeRuntime } from '../src/code-runtime/contract.js'
+import { createSandboxRuntime } from '../platforms/node/index.js'
+import { createQuickJsRuntime } from '../platforms/quickjs/index.js'
+import { summarize } from './_stats.js'
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5)
+const COLD_RUNS = Number(process.env.BENCH_COLD_RUNS ?? 60)
+const CALLS = 1_000
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
+/** A contender: anything that runs `program` with `tools` bindings and returns its value. */
+interface Contender {
+  readonly name: string
+  run(program: string, bindings: readonly CodeBindingNamespace[]): Promise<unknown>
+  dispose(): Promise<void>
+}
+
+function fromRuntime(name: string, runtime: CodeRuntime): Contender {
+  return {
+    name,
+    async run(program, bindings) {
+      const result = await runtime.run({ program, bindings })
+      if (result.error !== undefined) throw new Error(`${name}: ${result.error.kind}: ${result.error.message}`)
+      return result.value
+    },
+    dispose: () => runtime.dispose(),
+  }
+}
+
+/**
+ * The floor: one pre-spawned worker, reused for every run (no fresh realm, no isolation),
+ * a program compiled with the AsyncFunction constructor, every binding call a
+ * `postMessage` to the host and back. No budgets, caps or validation.
+ */
+function bareWorker(): Contender {
+  const source = `
+    const { parentPort } = require('node:worker_threads')
+    const AsyncFunction = (async () => {}).constructor
+    const pending = new Map()
+    let next = 1
+    const tools = new Proxy({}, { get: (_, name) => (args) => new Promise((resolve) => { const id = next++; pending.set(id, resolve); parentPort.postMessage({ type: 'call', id, name, args }) }) })
+    parentPort.on('message', async (m) => {
+      if (m.type === 'reply') { pending.get(m.id)(m.value); pending.delete(m.id); return }
+      const value = await new AsyncFunction('tools', m.program)(tools)
+      parentPort.postMessage({ type: 'done', value })
+    })
+    parentPort.postMessage({ type: 'ready' })`
+  const worker = new Worker(source, { eval: true })
+  const ready = new Promise((resolve) => worker.once('message', resolve))
+  const signal = new AbortController().signal
+  let functions: CodeBindingNamespace['functions'] = {}
+  let settle: ((value: unknown) => void) | undefined
+  worker.on('message', async (m: { type: string; id: number; name: string; args: unknown; value: unknown }) => {
+    if (m.type === 'done') settle?.(m.value)
+    else if (m.type === 'call') worker.postMessage({ type: 'reply', id: m.id, value: await functions[m.name]!(m.args, { signal }) })
+  })
+  return {
+    name: 'bare worker + postMessage (floor)',
+    async run(program, bindings) {
+      await ready
+      functions = bindings[0]?.functions ?? {}
+      return new Promise((resolve) => {
+        settle = resolve
+        worker.postMessage({ type: 'run', program })
+      })
+    },
+    async dispose() {
+      await worker.terminate()
+    },
+  }
+}
+
+const bindings: CodeBindingNamespace[] = [
+  {
+    global: 'tools',
+    functions: {
+      inc: async (args) => (args as { i: number }).i + 1,
+      wait: async () => (await sleep(100), 1),
+    },
+  },
+]
+
+async function cold(contender: Contender): Promise<number> {
+  const samples: number[] = []
+  for (let i = 0; i < COLD_RUNS; i++) {
+    await sleep(3)
+    const start = performance.now()
+    const value = await contender.run('return 1', [])
+    samples.push(performance.now() - start)
+    if (value !== 1) throw new Error(`${contender.name} returned ${JSON.stringify(value)}`)
+  }
+  return summarize(samples).median
+}
+
+async function perCall(contender: Contender, coldMs: number): Promise<number> {
+  const start = performance.now()
+  const value = await contender.run(`let s = 0\nfor (let i = 0; i < ${CALLS}; i++) s = await tools.inc({ i })\nreturn s`, bindings)
+  const ms = performance.now() - start
+  if (value !== CALLS) throw new Error(`${contender.name} returned ${JSON.stringify(value)}`)
+  return (Math.max(0, ms - coldMs) * 1000) / CALLS
+}
+
+async function parallel(contender: Contender): Promise<number> {
+  const start = performance.now()
+  const value = await contender.run('const r = await Promise.all(Array.from({ length: 10 }, () => tools.wait({})))\nreturn r.length', bindings)
+  if (value !== 10) throw new Error(`${contender.name} returned ${JSON.stringify(value)}`)
+  return performance.now() - start
+}
+
+async function main(): Promise<void> {
+  console.log(`sandbox bench (Node ${process.version}; ${ROUNDS} interleaved rounds, median round shown; figures move with machine load)`)
+  const require = createRequire(import.meta.url)
+  const wasmModule = new WebAssembly.Module(readFileSync(require.resolve('@jitl/quickjs-wasmfile-release-sync/wasm')))
+  const sandbox = createSandboxRuntime()
+  await sandbox.warm()
+  const contenders = [fromRuntime('toolyard sandbox (QuickJS in threads)', sandbox), bareWorker(), fromRuntime('QuickJS on the host thread', createQuickJsRuntime({ wasmModule }))]
+  const figures = new Map(contenders.map((c) => [c.name, { cold: [] as number[], call: [] as number[], parallel: [] as number[] }]))
+  for (const contender of contenders) await cold(contender) // warm-up: JIT, pools, prebuilt sandboxes
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const contender of contenders) {
+      const f = figures.get(contender.name)!
+      const c = await cold(contender)
+      f.cold.push(c)
+      f.call.push(await perCall(contender, c))
+      f.parallel.push(await parallel(contender))
+    }
+  }
+  const rows = contenders.map((c) => {
+    const f = figures.get(c.name)!
+    return { name: c.name, cold: summarize(f.cold).median, call: summarize(f.call).median, parallel: summarize(f.parallel).median }
+  })
+  console.log(`\n  ${'contender'.padEnd(40)} ${'cold return 1 p50'.padStart(18)} ${'sub-call'.padStart(12)} ${'10 × 100 ms'.padStart(12)}`)
+  for (const row of rows) {
+    console.log(`  ${row.name.padEnd(40)} ${`${row.cold.toFixed(2)} ms`.padStart(18)} ${`${row.call.toFixed(1)} µs`.padStart(12)} ${`${row.parallel.toFixed(1)} ms`.padStart(12)}`)
+  }
+  console.log('\n  targets for the sandbox: cold ≤ 1 ms p50, sub-call ≤ 30 µs, 10 × 100 ms ≤ 110 ms')
+  for (const contender of contenders) await contender.dispose()
+}
+
+await main()

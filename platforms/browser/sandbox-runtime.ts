@@ -1,0 +1,98 @@
+/**
+ * `createSandboxRuntime` for browsers: the sandbox runtime (`src/code-runtime/sandbox-runtime.ts`)
+ * on module Web Workers. This file only says how to start a worker and how big the
+ * machine is; everything else is shared with Node.
+ *
+ * Nothing of the page reaches a program: the worker realm runs only our thread code,
+ * and the program runs inside QuickJS with the sandbox's fixed globals, so `fetch` with
+ * the page's origin, cookies, storage and the DOM are out of its reach.
+ *
+ * @module
+ */
+import { createSandboxRuntimeOn } from '../../src/code-runtime/sandbox-runtime.js'
+import type { SandboxPlatform, SandboxRuntime, SandboxRuntimeOptions, SandboxThread } from '../../src/code-runtime/sandbox-runtime.js'
+import { ToolError } from '../../src/errors.js'
+
+export type { SandboxRuntime, SandboxRuntimeLoad } from '../../src/code-runtime/sandbox-runtime.js'
+
+/** Options of the browser {@link createSandboxRuntime}: the shared ones, plus where the worker script is. */
+export interface BrowserSandboxRuntimeOptions extends SandboxRuntimeOptions {
+  /**
+   * The worker script: `platforms/browser/sandbox-worker-entry.ts`, bundled on its own.
+   * Default `new URL('./sandbox-worker-entry.js', import.meta.url)`: right under Vite
+   * (which maps it to the `.ts` source), for the compiled package, and for a bundle that
+   * writes the entry as `sandbox-worker-entry.js` next to the page's script.
+   */
+  readonly workerUrl?: string | URL
+}
+
+const FACTORY = 'createSandboxRuntime'
+
+function spawnWorker(url: string | URL): SandboxThread {
+  const worker = new Worker(url, { type: 'module', name: 'toolyard-sandbox' })
+  let dead = false
+  const exitListeners: Array<(reason: string) => void> = []
+  const die = (reason: string) => {
+    if (dead) return
+    dead = true
+    for (const listener of exitListeners.splice(0)) listener(reason)
+  }
+  worker.addEventListener('error', (event: ErrorEvent) => {
+    event.preventDefault()
+    die(event.message !== '' && event.message !== undefined ? event.message : 'its script did not load or threw at start-up')
+  })
+  worker.addEventListener('messageerror', () => die('a message from it could not be read'))
+  return {
+    postMessage: (message) => worker.postMessage(message),
+    onMessage: (listener) => worker.addEventListener('message', (event: MessageEvent) => listener(event.data)),
+    onExit: (listener) => {
+      if (dead) listener('exited')
+      else exitListeners.push(listener)
+    },
+    terminate: () => {
+      worker.terminate()
+      die('terminated')
+    },
+  }
+}
+
+interface NavigatorHints {
+  readonly hardwareConcurrency?: number
+  readonly deviceMemory?: number
+}
+
+/**
+ * Creates the default Code Mode sandbox for browsers: QuickJS (wasm) in a pool of
+ * pre-spawned module Web Workers, with the same options and behaviour as the Node one
+ * (`toolyard/node`). A program's only authority is its bindings and a fixed list of
+ * web-standard globals (docs/runtimes.md): no `fetch`, no storage, no DOM, no page
+ * origin. The page never waits for a program; an abort ends a run at once (through
+ * shared memory when the page is cross-origin isolated, else by terminating and
+ * replacing the worker). Validates `options` at once (`INVALID_OPTIONS`).
+ *
+ * @example
+ * ```ts
+ * import { createSandboxRuntime } from 'toolyard/browser'
+ * const codeRuntime = createSandboxRuntime({ computeMs: 5_000 })
+ * const runtime = createToolRuntime({ mode: 'code', codeRuntime })
+ * ```
+ */
+export function createSandboxRuntime(options?: BrowserSandboxRuntimeOptions): SandboxRuntime {
+  const raw = (options ?? {}) as { workerUrl?: unknown }
+  const workerUrl = raw.workerUrl ?? new URL('./sandbox-worker-entry.js', import.meta.url)
+  if (typeof workerUrl !== 'string' && !(workerUrl instanceof URL)) {
+    throw new ToolError('INVALID_OPTIONS', `${FACTORY}: options.workerUrl must be a string or a URL`)
+  }
+  const hints = (globalThis as { navigator?: NavigatorHints }).navigator ?? {}
+  const platform: SandboxPlatform = {
+    factory: FACTORY,
+    spawn: () => spawnWorker(workerUrl),
+    sharedMemory: typeof SharedArrayBuffer === 'function' && (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated === true,
+    machine: {
+      cores: typeof hints.hardwareConcurrency === 'number' && hints.hardwareConcurrency > 0 ? hints.hardwareConcurrency : 2,
+      memoryMb: typeof hints.deviceMemory === 'number' && hints.deviceMemory > 0 ? hints.deviceMemory * 1024 : undefined,
+    },
+    extraOptions: ['workerUrl'],
+  }
+  return createSandboxRuntimeOn(platform, options)
+}

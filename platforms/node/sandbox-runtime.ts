@@ -1,0 +1,107 @@
+/**
+ * `createSandboxRuntime` for Node: the sandbox runtime (`src/code-runtime/sandbox-runtime.ts`)
+ * on `worker_threads`. This file only says how to start a thread, how big the machine
+ * is and where the QuickJS wasm is; everything else is shared with the browser.
+ *
+ * @module
+ */
+import { readFile } from 'node:fs/promises'
+import { createRequire } from 'node:module'
+import { availableParallelism, totalmem } from 'node:os'
+import { Worker } from 'node:worker_threads'
+import { createSandboxRuntimeOn } from '../../src/code-runtime/sandbox-runtime.js'
+import type { SandboxPlatform, SandboxRuntime, SandboxRuntimeOptions, SandboxThread } from '../../src/code-runtime/sandbox-runtime.js'
+
+export type { SandboxRuntime, SandboxRuntimeLoad, SandboxRuntimeOptions } from '../../src/code-runtime/sandbox-runtime.js'
+
+/** The thread entry, generated next to this file (and copied next to its build). */
+const THREAD_URL = new URL('./_sandbox-thread.mjs', import.meta.url)
+
+/** A thread's own JavaScript heap: the VM's memory is wasm memory, outside it. */
+const THREAD_HEAP_MB = 64
+
+function spawnThread(): SandboxThread {
+  const worker = new Worker(THREAD_URL, {
+    env: {},
+    argv: [],
+    execArgv: [],
+    stdin: false,
+    // The thread runs no program code in its own realm, so it writes nothing; a stray
+    // write must not reach the host's stdout either.
+    stdout: true,
+    stderr: true,
+    resourceLimits: { maxOldGenerationSizeMb: THREAD_HEAP_MB },
+    name: 'toolyard-sandbox',
+  })
+  // An idle thread never keeps the process alive; a running one does (setActive).
+  worker.unref()
+  let exited = false
+  const exitListeners: Array<(reason: string) => void> = []
+  let lastError = ''
+  worker.on('error', (error) => {
+    lastError = error instanceof Error ? error.message : String(error)
+  })
+  worker.once('exit', (code) => {
+    exited = true
+    const reason = `exit code ${code}${lastError === '' ? '' : ` (${lastError})`}`
+    for (const listener of exitListeners.splice(0)) listener(reason)
+  })
+  return {
+    postMessage: (message) => worker.postMessage(message),
+    onMessage: (listener) => worker.on('message', listener),
+    onExit: (listener) => {
+      if (exited) listener('exited')
+      else exitListeners.push(listener)
+    },
+    terminate: async () => {
+      if (!exited) await worker.terminate()
+    },
+    setActive: (active) => (active ? worker.ref() : worker.unref()),
+  }
+}
+
+const require = createRequire(import.meta.url)
+
+/** The QuickJS wasm, read and compiled once per runtime (off the event loop: `WebAssembly.compile`). */
+async function loadWasm(): Promise<WebAssembly.Module> {
+  const bytes = await readFile(require.resolve('@jitl/quickjs-wasmfile-release-sync/wasm'))
+  return WebAssembly.compile(bytes)
+}
+
+const platform: SandboxPlatform = {
+  factory: 'createSandboxRuntime',
+  spawn: spawnThread,
+  loadWasm,
+  sharedMemory: true,
+  machine: { cores: availableParallelism(), memoryMb: Math.floor(totalmem() / (1024 * 1024)) },
+  unrefTimer: (timer) => {
+    timer.unref()
+  },
+}
+
+/**
+ * Creates the default Code Mode sandbox for Node: QuickJS (wasm) in a pool of
+ * pre-spawned `worker_threads`. A program's only authority is its bindings and a fixed
+ * list of web-standard globals (docs/runtimes.md): no `process`, `require`, module
+ * loader, filesystem, network, storage, timers beyond its own, nor a way to reach
+ * another context. The host's event loop never waits for a program; an abort, the
+ * compute budget or the wall ceiling ends a run at once, even mid-loop.
+ *
+ * At most `maxConcurrentRuns` programs run at once and `maxQueuedRuns` wait; beyond
+ * that a run is refused at once with `error.kind: 'overloaded'` (`OVERLOADED` through
+ * `run_code`, HTTP 503). Validates `options` at once (`INVALID_OPTIONS`).
+ *
+ * @example
+ * ```ts
+ * import { createToolRuntime } from 'toolyard'
+ * import { createSandboxRuntime } from 'toolyard/node'
+ *
+ * const codeRuntime = createSandboxRuntime({ computeMs: 5_000, maxWallMs: 60_000 })
+ * const runtime = createToolRuntime({ mode: 'code', codeRuntime })
+ * // …
+ * await codeRuntime.dispose()
+ * ```
+ */
+export function createSandboxRuntime(options?: SandboxRuntimeOptions): SandboxRuntime {
+  return createSandboxRuntimeOn(platform, options)
+}

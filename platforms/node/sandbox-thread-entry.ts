@@ -1,0 +1,25 @@
+/**
+ * The Node sandbox thread's entry, bundled by `scripts/gen-bootstrap.mjs` into
+ * `_sandbox-thread.mjs` (readable, committed; the QuickJS packages stay imports that Node
+ * resolves next to the file) and started with `new Worker(url)`. It only connects the
+ * parent port to the platform-neutral thread server.
+ *
+ * @module
+ */
+import { parentPort } from 'node:worker_threads'
+import defaultVariant from '@jitl/quickjs-wasmfile-release-sync'
+import type { QuickJSSyncVariant } from 'quickjs-emscripten-core'
+import { serveSandboxThread } from '../quickjs/thread-server.js'
+
+// The package's typings describe its CommonJS shape; under ESM its default export is the variant itself.
+const variant = defaultVariant as unknown as QuickJSSyncVariant
+const port = parentPort
+if (port !== null) {
+  serveSandboxThread(
+    {
+      post: (message) => port.postMessage(message),
+      onMessage: (listener) => port.on('message', listener),
+    },
+    variant,
+  )
+}

@@ -1,0 +1,405 @@
+/**
+ * The QuickJS engine shared by every runtime that runs programs in QuickJS: the inline
+ * runtime of `toolyard/quickjs` (workerd) and the sandbox threads of
+ * `createSandboxRuntime` (Node `worker_threads`, browser Web Workers). No `node:*`
+ * import here, on purpose: it runs in all of them.
+ *
+ * A {@link QuickJsEngine} resolves the variant (emscripten factory, FFI, compiled wasm)
+ * once; each {@link QuickJsSandbox} it builds is a fresh wasm instance over its own
+ * fixed `WebAssembly.Memory` (QuickJS's own memory limit does not cap strings or typed
+ * arrays; a memory that cannot grow does), with a 256 KiB stack limit, an interrupt
+ * handler, the in-VM script of `_sandbox-source.ts` installed, and nothing of the
+ * program yet. A sandbox serves exactly one run and is then dropped whole.
+ *
+ * @module
+ */
+import { QuickJSWASMModule } from 'quickjs-emscripten-core'
+import type { EmscriptenModuleLoader, EmscriptenModuleLoaderOptions, QuickJSContext, QuickJSEmscriptenModule, QuickJSFFI, QuickJSHandle, QuickJSRuntime, QuickJSSyncVariant } from 'quickjs-emscripten-core'
+import { ToolError } from '../../src/errors.js'
+import { SANDBOX_SOURCE } from './_sandbox-source.js'
+
+/** A precompiled QuickJS wasm module, or a function that loads one (called once, memoized on success). */
+export type QuickJsWasmModuleSource = WebAssembly.Module | (() => Promise<WebAssembly.Module>)
+
+/** The largest memory a wasm32 QuickJS build addresses here (32 768 pages). */
+export const MAX_MEMORY_MB = 2048
+/** QuickJS's wasm declares 256 initial pages (16 MiB): the memory cannot start smaller. */
+export const MIN_MEMORY_MB = 16
+const INITIAL_PAGES = 256
+const PAGES_PER_MB = 16
+/** Larger stack limits can crash the wasm on clean-up (NOTES-env). */
+const MAX_STACK_BYTES = 256 * 1024
+/** Headroom left between QuickJS's allocator limit and the wasm memory maximum, for the runtime's own reporting. */
+const MEMORY_HEADROOM_BYTES = 4 * 1024 * 1024
+/** The most random bytes one `crypto.getRandomValues` call may ask for (the Web Crypto limit). */
+const MAX_RANDOM_BYTES = 65_536
+/** URL properties a program may set, by name: anything else is refused before it reaches a host object. */
+const URL_SETTERS: ReadonlySet<string> = new Set(['href', 'protocol', 'username', 'password', 'host', 'hostname', 'port', 'pathname', 'search', 'hash'])
+
+/** Emscripten prints aborts to the console by default; the run reports them as its outcome instead. */
+const silentPrint = () => undefined
+
+/** The library's `default` / `default.default` wrapping of a dynamically imported factory, undone. */
+function unwrapLoader(imported: unknown): EmscriptenModuleLoader<QuickJSEmscriptenModule> {
+  let value = imported
+  for (let i = 0; i < 2 && typeof value === 'object' && value !== null && 'default' in value; i++) value = (value as { default: unknown }).default
+  if (typeof value !== 'function') throw new TypeError('the QuickJS variant did not provide an emscripten module factory')
+  return value as EmscriptenModuleLoader<QuickJSEmscriptenModule>
+}
+
+/** Checks a `variant` option: a quickjs-emscripten SYNC variant. */
+export function isSyncVariant(value: unknown): value is QuickJSSyncVariant {
+  const v = value as Partial<QuickJSSyncVariant> | null
+  return typeof v === 'object' && v !== null && v.type === 'sync' && typeof v.importFFI === 'function' && typeof v.importModuleLoader === 'function'
+}
+
+/** Checks a `wasmModule` option; throws `INVALID_OPTIONS` naming `factory`. */
+export function checkWasmModuleSource(value: unknown, factory: string): QuickJsWasmModuleSource | undefined {
+  if (value !== undefined && typeof value !== 'function' && !(value instanceof WebAssembly.Module)) {
+    throw new ToolError('INVALID_OPTIONS', `${factory}: options.wasmModule must be a WebAssembly.Module or a function returning a promise of one`)
+  }
+  return value as QuickJsWasmModuleSource | undefined
+}
+
+/** What every sandbox of one engine is built from, resolved once. */
+interface EngineParts {
+  readonly loader: EmscriptenModuleLoader<QuickJSEmscriptenModule>
+  readonly Ffi: new (module: QuickJSEmscriptenModule) => QuickJSFFI
+  /** Undefined when the variant loads (and compiles) its own wasm on each instantiation. */
+  readonly wasmModule: WebAssembly.Module | undefined
+}
+
+/** Where a sandbox's run receives what the VM does: messages, timers, interrupt polls. */
+export interface SandboxListener {
+  /** The VM posted one message (JSON text). */
+  post(json: string): void
+  /** Arms (`delay >= 0`) or clears (`delay < 0`) host timer `id`; false refuses. */
+  timer(id: number, delay: number): boolean
+  /** Polled by QuickJS about every 10 000 interpreter steps: true ends the VM's current job. */
+  interrupt(): boolean
+}
+
+/**
+ * One QuickJS instance for exactly one run: a fresh wasm instance over its own fixed
+ * memory, one QuickJS runtime (stack and memory limits, interrupt handler), one context,
+ * and the in-VM script evaluated and installed in it (its `ready` message held until a
+ * run attaches). It may be built ahead of its run; until a run {@link attach}es,
+ * nothing but the in-VM script has run in it.
+ */
+export class QuickJsSandbox {
+  /** The in-VM script's `deliver(json)` and `fire(id)`: how the host drives the VM. */
+  deliver: QuickJSHandle | undefined
+  fire: QuickJSHandle | undefined
+  /** Set when the wasm instance trapped: it must not be touched again, not even to free it. */
+  crashed = false
+  /** `performance.now()` inside the VM counts from here: the build, then the attach. */
+  timeOrigin = performance.now()
+  readonly #handles: QuickJSHandle[] = []
+  #listener: SandboxListener | undefined
+  /** Messages the VM posted before its run attached (the bootstrap's `ready`). */
+  readonly #early: string[] = []
+  #attached = false
+  #disposed = false
+
+  constructor(
+    readonly runtime: QuickJSRuntime,
+    readonly context: QuickJSContext,
+  ) {}
+
+  /** Handles freed with the sandbox. */
+  own<T extends QuickJSHandle>(handle: T): T {
+    this.#handles.push(handle)
+    return handle
+  }
+
+  /**
+   * Routes the VM's messages, timers and interrupts to `listener`, then hands it what the
+   * VM posted so far. A sandbox serves one run: false if it was attached or freed before.
+   */
+  attach(listener: SandboxListener): boolean {
+    if (this.#attached || this.#disposed) return false
+    this.#attached = true
+    this.#listener = listener
+    this.timeOrigin = performance.now()
+    for (const json of this.#early.splice(0)) listener.post(json)
+    return true
+  }
+
+  /** @internal The VM's `post` host function. */
+  hostPost(json: string): void {
+    if (this.#listener !== undefined) this.#listener.post(json)
+    else if (!this.#attached) this.#early.push(json)
+  }
+
+  /** @internal The VM's `timer` host function. */
+  hostTimer(id: number, delay: number): boolean {
+    return this.#listener?.timer(id, delay) ?? false
+  }
+
+  /** @internal The interrupt handler. Only the in-VM script runs before a run attaches; past that, the run decides. */
+  hostInterrupt(): boolean {
+    return this.#listener?.interrupt() ?? false
+  }
+
+  /**
+   * Ends the sandbox's service to its run: no message, timer or interrupt reaches the run
+   * any more, and the whole instance is left to the garbage collector. Nothing is freed
+   * piecewise: the VM's objects all live in its private wasm memory, which goes with the
+   * instance (freeing them first cost ~0.3 ms per run, on the run's critical path), and
+   * no host-side registry outlives the instance.
+   */
+  release(): void {
+    this.#disposed = true
+    this.#listener = undefined
+  }
+
+  /** Frees the VM explicitly (a no-op once released or disposed, or after a crash). */
+  dispose(): void {
+    if (this.#disposed) return
+    this.#disposed = true
+    this.#listener = undefined
+    if (this.crashed) return
+    try {
+      for (const handle of this.#handles) if (handle.alive) handle.dispose()
+      this.context.dispose()
+      this.runtime.dispose()
+    } catch {
+      // A VM that failed mid-operation may refuse clean-up; its whole wasm instance
+      // and memory are private to its run and are reclaimed with it.
+    }
+  }
+}
+
+/** A VM-level failure while building a sandbox, as an Error with QuickJS's message. */
+function sandboxError(ctx: QuickJSContext, error: QuickJSHandle, what: string): Error {
+  let message = 'unknown error'
+  try {
+    const dumped = ctx.dump(error) as { message?: unknown } | null
+    if (typeof dumped?.message === 'string') message = dumped.message
+  } catch {
+    // Unreadable: reported generically.
+  } finally {
+    error.dispose()
+  }
+  return new Error(`${what}: ${message}`)
+}
+
+/** A URL's components as the in-VM `URL` class keeps them (JSON text), or '' when `input` does not parse. */
+function urlComponents(url: URL | undefined): string {
+  if (url === undefined) return ''
+  const { href, origin, protocol, username, password, host, hostname, port, pathname, search, hash } = url
+  return JSON.stringify({ href, origin, protocol, username, password, host, hostname, port, pathname, search, hash })
+}
+
+function parseUrl(input: string, base: string | undefined): URL | undefined {
+  try {
+    return base === undefined ? new URL(input) : new URL(input, base)
+  } catch {
+    // The in-VM class throws its own TypeError for '' (an invalid URL is an expected input).
+    return undefined
+  }
+}
+
+/**
+ * The in-VM global environment's few host services. Each is a pure function of its
+ * arguments (or of the host's randomness and clock): none hands the program a host
+ * object, a path to one, or any authority. URL parsing goes to the host's own WHATWG
+ * parser so that `URL` behaves exactly as on every other platform.
+ */
+function hostOp(sandbox: QuickJsSandbox, op: string, a: unknown, b: unknown, c: unknown): string | number | undefined {
+  switch (op) {
+    case 'now':
+      return performance.now() - sandbox.timeOrigin
+    case 'random': {
+      const n = typeof a === 'number' && Number.isInteger(a) && a >= 0 && a <= MAX_RANDOM_BYTES ? a : 0
+      const bytes = crypto.getRandomValues(new Uint8Array(n))
+      let out = ''
+      for (let i = 0; i < n; i++) out += String.fromCharCode(bytes[i]!)
+      return out
+    }
+    case 'url-parse':
+      return typeof a === 'string' ? urlComponents(parseUrl(a, typeof b === 'string' ? b : undefined)) : ''
+    case 'url-set': {
+      const url = typeof a === 'string' ? parseUrl(a, undefined) : undefined
+      if (url === undefined || typeof b !== 'string' || !URL_SETTERS.has(b) || typeof c !== 'string') return urlComponents(url)
+      if (b === 'href') return urlComponents(parseUrl(c, undefined))
+      ;(url as unknown as Record<string, string>)[b] = c
+      return urlComponents(url)
+    }
+    case 'qs-parse':
+      return typeof a === 'string' ? JSON.stringify([...new URLSearchParams(a)]) : '[]'
+    case 'qs-serialize': {
+      if (typeof a !== 'string') return ''
+      const pairs: unknown = JSON.parse(a)
+      if (!Array.isArray(pairs)) return ''
+      const params = new URLSearchParams()
+      for (const pair of pairs) if (Array.isArray(pair) && typeof pair[0] === 'string' && typeof pair[1] === 'string') params.append(pair[0], pair[1])
+      return params.toString()
+    }
+    default:
+      return undefined
+  }
+}
+
+/** Options of a {@link QuickJsEngine}. */
+export interface QuickJsEngineOptions {
+  /** The variant (a quickjs-emscripten SYNC variant). */
+  readonly variant: QuickJSSyncVariant
+  /** The precompiled wasm (or its loader); absent: the variant loads its own on each instantiation. */
+  readonly wasmModule?: QuickJsWasmModuleSource
+}
+
+/**
+ * Builds QuickJS sandboxes. The variant's factory, FFI and compiled wasm are resolved
+ * once (and retried after a failure): they are not per-run work.
+ */
+export class QuickJsEngine {
+  readonly #options: QuickJsEngineOptions
+  #parts: Promise<EngineParts> | undefined
+  #loaded = false
+  /**
+   * Without a precompiled module the variant fetches and compiles its wasm on every
+   * build; the first build tells us where it lives (`locateFile`), and later builds use
+   * a module compiled once from there.
+   */
+  #learned: WebAssembly.Module | undefined
+  #learning = false
+
+  constructor(options: QuickJsEngineOptions) {
+    this.#options = options
+  }
+
+  /** True once the parts are resolved: a build then awaits nothing but the variant's own module look-ups. */
+  get loaded(): boolean {
+    return this.#loaded
+  }
+
+  #loadParts(): Promise<EngineParts> {
+    this.#parts ??= (async (): Promise<EngineParts> => {
+      const { variant, wasmModule: source } = this.#options
+      const [loader, Ffi, wasmModule] = await Promise.all([
+        variant.importModuleLoader().then(unwrapLoader),
+        variant.importFFI(),
+        source === undefined || source instanceof WebAssembly.Module
+          ? source
+          : Promise.resolve()
+              .then(source)
+              .then((module) => {
+                if (!(module instanceof WebAssembly.Module)) throw new TypeError('options.wasmModule() did not return a WebAssembly.Module')
+                return module
+              }),
+      ])
+      this.#loaded = true
+      return { loader, Ffi, wasmModule }
+    })()
+    const attempt = this.#parts
+    attempt.catch(() => {
+      if (this.#parts === attempt) this.#parts = undefined
+    })
+    return attempt
+  }
+
+  /** Compiles the variant's own wasm once, in the background, from where it says it lives. */
+  #learn(url: string): string {
+    if (!this.#learning && typeof fetch === 'function' && typeof WebAssembly.compileStreaming === 'function') {
+      this.#learning = true
+      WebAssembly.compileStreaming(fetch(url)).then(
+        (module) => {
+          this.#learned = module
+        },
+        () => {
+          // Builds keep letting the variant load its own wasm: slower, still correct.
+        },
+      )
+    }
+    return url
+  }
+
+  /**
+   * Builds a sandbox with a memory of `memoryMb` MiB. Goes straight to the variant's
+   * emscripten factory with the precompiled module (instantiated synchronously, with
+   * none of the per-instance dynamic `import()` and promise hops of the library's
+   * `newQuickJSWASMModuleFromVariant`), over a fresh `WebAssembly.Memory` whose maximum
+   * is the run's memory cap.
+   */
+  async build(memoryMb: number): Promise<QuickJsSandbox> {
+    const parts = await this.#loadParts()
+    const memory = new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: memoryMb * PAGES_PER_MB })
+    const precompiled = parts.wasmModule ?? this.#learned
+    const moduleOptions: EmscriptenModuleLoaderOptions & Record<string, unknown> = {
+      wasmMemory: memory,
+      print: silentPrint,
+      printErr: silentPrint,
+      ...(precompiled === undefined
+        ? { locateFile: (path: string, directory: string) => this.#learn(`${directory}${path}`) }
+        : {
+            instantiateWasm(imports: WebAssembly.Imports, onSuccess: (instance: WebAssembly.Instance) => void): WebAssembly.Exports {
+              const instance = new WebAssembly.Instance(precompiled, imports)
+              onSuccess(instance)
+              return instance.exports
+            },
+          }),
+    }
+    const emscripten = await parts.loader(moduleOptions)
+    ;(emscripten as { type?: string }).type = 'sync'
+    const quickjs = new QuickJSWASMModule(emscripten, new parts.Ffi(emscripten))
+    return installSandbox(quickjs.newRuntime(), memoryMb)
+  }
+}
+
+/** Sets a fresh QuickJS runtime's limits, creates its context and installs the in-VM script. */
+function installSandbox(runtime: QuickJSRuntime, memoryMb: number): QuickJsSandbox {
+  let sandbox: QuickJsSandbox | undefined
+  try {
+    runtime.setMaxStackSize(MAX_STACK_BYTES)
+    runtime.setMemoryLimit(Math.max(8 * 1024 * 1024, memoryMb * 1024 * 1024 - MEMORY_HEADROOM_BYTES))
+    runtime.setInterruptHandler(() => sandbox?.hostInterrupt() ?? false)
+    const ctx = runtime.newContext()
+    const box = new QuickJsSandbox(runtime, ctx)
+    sandbox = box
+    const post = box.own(
+      ctx.newFunction('post', (json) => {
+        if (ctx.typeof(json) === 'string') box.hostPost(ctx.getString(json))
+      }),
+    )
+    const timer = box.own(
+      ctx.newFunction('timer', (id, delay) => {
+        const ok = ctx.typeof(id) === 'number' && ctx.typeof(delay) === 'number' && box.hostTimer(ctx.getNumber(id), ctx.getNumber(delay))
+        return ok ? ctx.true : ctx.false
+      }),
+    )
+    const host = box.own(
+      ctx.newFunction('host', (op, ...args) => {
+        const read = (h: QuickJSHandle | undefined): unknown => {
+          if (h === undefined) return undefined
+          const type = ctx.typeof(h)
+          return type === 'string' ? ctx.getString(h) : type === 'number' ? ctx.getNumber(h) : undefined
+        }
+        const result = ctx.typeof(op) === 'string' ? hostOp(box, ctx.getString(op), read(args[0]), read(args[1]), read(args[2])) : undefined
+        return typeof result === 'string' ? ctx.newString(result) : typeof result === 'number' ? ctx.newNumber(result) : ctx.undefined
+      }),
+    )
+    // The script, then its `install(post, timer, host)`: the in-VM set-up, before any
+    // program exists. The program arrives later, in the run's `start` message.
+    const exports = ctx.evalCode(SANDBOX_SOURCE, 'toolyard-sandbox.js')
+    if (exports.error !== undefined) throw sandboxError(ctx, exports.error, 'the sandbox script failed')
+    const install = box.own(ctx.getProp(exports.value, 'install'))
+    exports.value.dispose()
+    const installed = ctx.callFunction(install, ctx.undefined, post, timer, host)
+    if (installed.error !== undefined) throw sandboxError(ctx, installed.error, 'the sandbox bootstrap failed')
+    box.deliver = box.own(ctx.getProp(installed.value, 'deliver'))
+    box.fire = box.own(ctx.getProp(installed.value, 'fire'))
+    installed.value.dispose()
+    return box
+  } catch (error) {
+    if (sandbox !== undefined) sandbox.dispose()
+    else {
+      try {
+        runtime.dispose()
+      } catch {
+        // See QuickJsSandbox.dispose.
+      }
+    }
+    throw error
+  }
+}

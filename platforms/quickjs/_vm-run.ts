@@ -1,0 +1,255 @@
+/**
+ * Drives one QuickJS sandbox through one run: the only place VM code is entered.
+ * Messages for the VM are queued and delivered from the drive loop, never re-entrantly;
+ * VM timers are host timers; the interrupt handler enforces the compute budget (and the
+ * wall ceiling, for clocks that freeze during synchronous code) and polls an external
+ * stop request. Used inline by `createQuickJsRuntime` and inside each sandbox thread of
+ * `createSandboxRuntime`; what the run's messages mean is the host session's business.
+ *
+ * @module
+ */
+import type { QuickJSContext, QuickJSHandle } from 'quickjs-emscripten-core'
+import type { CodeRunFailureKind } from '../../src/code-runtime/contract.js'
+import { isOutOfMemory, outOfMemoryMessage } from '../../src/code-runtime/json-endpoint.js'
+import { toErrorData } from '../../src/errors.js'
+import type { QuickJsSandbox } from './_engine.js'
+
+/**
+ * The interrupt handler runs about every 10 000 interpreter steps. Where the clock does
+ * not advance during synchronous code (workerd in production), each call is charged at
+ * least this many ms of compute, an upper bound on the call rate of fast hardware (this
+ * machine measured ~11 calls/ms in a tight loop), so a hot loop still hits its budget.
+ */
+const MIN_MS_PER_INTERRUPT = 1 / 64
+/** Host timers one run may hold at once. */
+const MAX_TIMERS = 10_000
+
+/** Budgets the VM enforces itself. */
+export interface VmRunLimits {
+  readonly computeMs: number
+  readonly maxWallMs: number
+  readonly memoryMb: number
+}
+
+/** Where a run reports what the VM does. */
+export interface VmRunHooks {
+  /** The VM posted one message (JSON text). */
+  output(json: string): void
+  /** The VM failed, or a budget fired inside it: the run is over. Called at most once. */
+  fail(kind: CodeRunFailureKind, message: string): void
+  /** Polled from the interrupt handler: true stops the VM at once (an abort from another thread, say). */
+  stopRequested?(): boolean
+  /**
+   * Told when the VM starts computing (`running: true`) and stops, with the busy ms so
+   * far: a sandbox thread publishes both, so that the host meters a VM stuck in a long
+   * built-in (which runs no interrupt checks) while it is stuck.
+   */
+  segment?(running: boolean, busyMs: number): void
+}
+
+type InboxItem = { readonly kind: 'message'; readonly json: string } | { readonly kind: 'timer'; readonly id: number }
+
+/** One run in one sandbox, from acquisition to release. */
+export class VmRun {
+  /** Resolves once the run has let go of its VM (released whole) and cleared its host timers. Never rejects. */
+  readonly finished: Promise<void>
+
+  readonly #limits: VmRunLimits
+  readonly #hooks: VmRunHooks
+  readonly #inbox: InboxItem[] = []
+  readonly #timers = new Map<number, ReturnType<typeof setTimeout>>()
+  readonly #startedAt = performance.now()
+  #stopped = false
+  #wake: (() => void) | undefined
+  #busyMs = 0
+  #interrupts = 0
+  #segmentStart = 0
+  #sandbox: QuickJsSandbox | undefined
+
+  constructor(acquire: () => Promise<QuickJsSandbox>, limits: VmRunLimits, hooks: VmRunHooks) {
+    this.#limits = limits
+    this.#hooks = hooks
+    this.finished = this.#drive(acquire)
+  }
+
+  /** Whether the run obtained a sandbox (a runtime pre-builds the next one only when building works). */
+  get acquiredSandbox(): boolean {
+    return this.#sandbox !== undefined
+  }
+
+  /** Queues one host message (JSON text) for the VM. */
+  input(json: string): void {
+    if (this.#stopped) return
+    this.#inbox.push({ kind: 'message', json })
+    this.#poke()
+  }
+
+  /**
+   * Ends the run: the VM is interrupted at its next check and released. Safe from inside
+   * the VM (an interrupt handler, a host function): it only marks; the drive loop frees
+   * the VM once control is back on the host.
+   */
+  stop(): void {
+    this.#stopped = true
+    this.#poke()
+  }
+
+  /** Busy time: the clock while the VM runs, but never less than the interrupt count allows. */
+  computeMs(): number {
+    const running = this.#segmentStart > 0 ? performance.now() - this.#segmentStart : 0
+    return Math.max(this.#busyMs + running, this.#interrupts * MIN_MS_PER_INTERRUPT)
+  }
+
+  #poke(): void {
+    const wake = this.#wake
+    this.#wake = undefined
+    wake?.()
+  }
+
+  #fail(kind: CodeRunFailureKind, message: string): void {
+    if (this.#stopped) return
+    this.#stopped = true
+    this.#hooks.fail(kind, message)
+  }
+
+  #interrupt(): boolean {
+    if (this.#stopped) return true
+    if (this.#hooks.stopRequested?.() === true) {
+      this.#stopped = true
+      return true
+    }
+    this.#interrupts++
+    const compute = this.computeMs()
+    const { computeMs, maxWallMs } = this.#limits
+    if (compute >= computeMs) {
+      this.#fail('timeout', `compute budget of ${computeMs} ms exhausted`)
+      return true
+    }
+    // Compute the clock did not see (a frozen clock) still counts towards the wall.
+    const clockBusy = this.#busyMs + (performance.now() - this.#segmentStart)
+    const wall = performance.now() - this.#startedAt + Math.max(0, compute - clockBusy)
+    if (wall >= maxWallMs) {
+      this.#fail('timeout', `wall-clock ceiling of ${maxWallMs} ms reached`)
+      return true
+    }
+    return false
+  }
+
+  #setTimer(id: number, delay: number): boolean {
+    const existing = this.#timers.get(id)
+    if (existing !== undefined) {
+      clearTimeout(existing)
+      this.#timers.delete(id)
+    }
+    if (delay < 0 || this.#stopped) return delay < 0
+    if (this.#timers.size >= MAX_TIMERS) return false
+    this.#timers.set(
+      id,
+      setTimeout(() => {
+        this.#timers.delete(id)
+        this.#inbox.push({ kind: 'timer', id })
+        this.#poke()
+      }, delay),
+    )
+    return true
+  }
+
+  #endSegment(): void {
+    this.#busyMs += performance.now() - this.#segmentStart
+    this.#segmentStart = 0
+    this.#hooks.segment?.(false, this.#busyMs)
+  }
+
+  /** Runs one VM entry with the compute clock running; a VM-level failure ends the run. */
+  #enter(ctx: QuickJSContext, call: () => { error?: QuickJSHandle; dispose?: () => void }): void {
+    this.#segmentStart = performance.now()
+    this.#hooks.segment?.(true, this.#busyMs)
+    let error: QuickJSHandle | undefined
+    try {
+      const result = call()
+      error = result.error
+      if (error === undefined) result.dispose?.()
+    } catch (thrown) {
+      // A wasm trap or an emscripten abort: the instance is unusable.
+      this.#endSegment()
+      if (this.#sandbox !== undefined) this.#sandbox.crashed = true
+      this.#fail('worker-exit', `the QuickJS sandbox crashed: ${toErrorData(thrown).message}`)
+      return
+    }
+    this.#endSegment()
+    if (error === undefined) return
+    let name: unknown
+    let message: unknown
+    try {
+      // Only reached for failures outside the program's own promise chain (the
+      // bootstrap catches the program's errors): interrupts, memory exhaustion.
+      const dumped = ctx.dump(error) as { name?: unknown; message?: unknown } | null
+      name = dumped?.name
+      message = dumped?.message
+    } catch {
+      // Unreadable: reported generically below.
+    } finally {
+      error.dispose()
+    }
+    if (isOutOfMemory(name, message)) this.#fail('worker-exit', outOfMemoryMessage(this.#limits.memoryMb))
+    else this.#fail('worker-exit', `the QuickJS sandbox failed: ${typeof name === 'string' ? name : 'Error'}: ${typeof message === 'string' ? message : 'unknown error'}`)
+  }
+
+  async #drive(acquire: () => Promise<QuickJsSandbox>): Promise<void> {
+    try {
+      if (this.#stopped) return
+      let sandbox: QuickJsSandbox
+      try {
+        sandbox = await acquire()
+      } catch (error) {
+        this.#fail('worker-exit', `the QuickJS sandbox could not be created: ${toErrorData(error).message}`)
+        return
+      }
+      this.#sandbox = sandbox
+      if (this.#stopped) return
+      const attached = sandbox.attach({
+        post: (json) => {
+          if (!this.#stopped) this.#hooks.output(json)
+        },
+        timer: (id, delay) => this.#setTimer(id, delay),
+        interrupt: () => this.#interrupt(),
+      })
+      const { runtime, context, deliver, fire } = sandbox
+      if (!attached || deliver === undefined || fire === undefined) {
+        // Unreachable by construction; a sandbox is never shared between runs.
+        this.#fail('worker-exit', 'the QuickJS sandbox could not be created: it was not fresh')
+        return
+      }
+      while (!this.#stopped) {
+        const next = this.#inbox.shift()
+        if (next !== undefined) {
+          this.#enter(context, () => {
+            const arg = next.kind === 'message' ? context.newString(next.json) : context.newNumber(next.id)
+            try {
+              return context.callFunction(next.kind === 'message' ? deliver : fire, context.undefined, arg)
+            } finally {
+              arg.dispose()
+            }
+          })
+          continue
+        }
+        if (runtime.hasPendingJob()) {
+          this.#enter(context, () => {
+            const jobs = runtime.executePendingJobs()
+            return jobs.error === undefined ? { dispose: () => jobs.dispose() } : { error: jobs.error }
+          })
+          continue
+        }
+        await new Promise<void>((resolve) => {
+          this.#wake = resolve
+        })
+      }
+    } finally {
+      this.#stopped = true
+      for (const id of this.#timers.values()) clearTimeout(id)
+      this.#timers.clear()
+      this.#inbox.length = 0
+      this.#sandbox?.release()
+    }
+  }
+}

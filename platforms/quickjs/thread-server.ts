@@ -1,0 +1,135 @@
+/**
+ * The inside of a sandbox thread: QuickJS runs here, one program at a time, so the
+ * host's event loop never waits for a program. Platform-neutral: the Node and browser
+ * thread entries hand it their channel to the host and the QuickJS variant.
+ *
+ * No program code ever runs in this thread's own realm (programs run in the VM), so
+ * the channel to the host is trusted in both directions. Between runs the thread
+ * builds the next run's sandbox, so a run pays only for its program.
+ *
+ * @module
+ */
+import type { QuickJSSyncVariant } from 'quickjs-emscripten-core'
+import { BUSY_SLOT, epochNow, SEGMENT_SLOT, STOP_SLOT } from '../../src/code-runtime/sandbox-protocol.js'
+import type { SandboxThreadBoot, ThreadCommand, ThreadEvent } from '../../src/code-runtime/sandbox-protocol.js'
+import { toErrorData } from '../../src/errors.js'
+import { QuickJsEngine } from './_engine.js'
+import type { QuickJsSandbox } from './_engine.js'
+import { VmRun } from './_vm-run.js'
+
+/** The thread's channel to the host. */
+export interface SandboxThreadChannel {
+  /** Sends a control event, or a VM message (a bare string). */
+  post(message: ThreadEvent | string): void
+  /** Receives the boot message, commands and VM deliveries. */
+  onMessage(listener: (data: unknown) => void): void
+}
+
+interface Current {
+  readonly id: number
+  readonly vm: VmRun
+}
+
+/**
+ * Serves one host over `channel`: waits for the boot message, builds the first sandbox,
+ * says `ready`, then runs each `run` command to its `end`.
+ */
+export function serveSandboxThread(channel: SandboxThreadChannel, variant: QuickJSSyncVariant): void {
+  let engine: QuickJsEngine | undefined
+  let memoryMb = 64
+  let stop: Int32Array | undefined
+  let busy: Float64Array | undefined
+  let current: Current | undefined
+  let ready: QuickJsSandbox | undefined
+  let building: Promise<QuickJsSandbox | undefined> | undefined
+
+  /** Builds the next sandbox unless one is ready or being built; a failed build is left for the next run to retry and report. */
+  const prebuild = (): Promise<QuickJsSandbox | undefined> => {
+    if (engine === undefined || ready !== undefined) return Promise.resolve(ready)
+    building ??= engine.build(memoryMb).then(
+      (sandbox) => {
+        building = undefined
+        ready = sandbox
+        return sandbox
+      },
+      () => {
+        building = undefined
+        return undefined
+      },
+    )
+    return building
+  }
+  const acquire = async (): Promise<QuickJsSandbox> => {
+    if (ready === undefined) await prebuild()
+    const sandbox = ready
+    ready = undefined
+    return sandbox ?? engine!.build(memoryMb)
+  }
+
+  const start = (command: ThreadCommand & { type: 'run' }): void => {
+    const id = command.run
+    const vm = new VmRun(acquire, { computeMs: command.computeMs, maxWallMs: command.maxWallMs, memoryMb }, {
+      output: (json) => channel.post(json),
+      fail: (kind, message) => channel.post({ type: 'failed', run: id, kind, message }),
+      ...(stop === undefined ? {} : { stopRequested: () => Atomics.load(stop!, STOP_SLOT) === id }),
+      ...(busy === undefined
+        ? {}
+        : {
+            segment: (running: boolean, busyMs: number) => {
+              busy![BUSY_SLOT] = busyMs
+              busy![SEGMENT_SLOT] = running ? epochNow() : 0
+            },
+          }),
+    })
+    if (busy !== undefined) {
+      busy[BUSY_SLOT] = 0
+      busy[SEGMENT_SLOT] = 0
+    }
+    current = { id, vm }
+    vm.input(command.start)
+  }
+
+  const end = (id: number): void => {
+    const run = current
+    if (run === undefined || run.id !== id) {
+      channel.post({ type: 'ended', run: id })
+      return
+    }
+    run.vm.stop()
+    void run.vm.finished.then(() => {
+      current = undefined
+      if (stop !== undefined) Atomics.compareExchange(stop, STOP_SLOT, id, 0)
+      channel.post({ type: 'ended', run: id })
+      // Idle time: build the next run's sandbox now, then say so (the host prefers primed threads).
+      setTimeout(() => {
+        if (current === undefined) void prebuild().then(() => channel.post({ type: 'ready' }))
+      }, 0)
+    })
+  }
+
+  const boot = (data: SandboxThreadBoot): void => {
+    memoryMb = data.memoryMb
+    if (data.signals !== undefined) {
+      stop = new Int32Array(data.signals)
+      busy = new Float64Array(data.signals)
+    }
+    engine = new QuickJsEngine({ variant, ...(data.wasmModule === undefined ? {} : { wasmModule: data.wasmModule }) })
+    void prebuild().then(() => channel.post({ type: 'ready' }))
+  }
+
+  channel.onMessage((data) => {
+    try {
+      if (typeof data === 'string') {
+        current?.vm.input(data)
+        return
+      }
+      const message = data as { type?: unknown }
+      if (message.type === 'boot' && engine === undefined) boot(data as SandboxThreadBoot)
+      else if (message.type === 'run' && engine !== undefined && current === undefined) start(data as ThreadCommand & { type: 'run' })
+      else if (message.type === 'end') end((data as { run: number }).run)
+    } catch (error) {
+      // Our own code failed: report it as the run's failure rather than leave the host waiting.
+      if (current !== undefined) channel.post({ type: 'failed', run: current.id, kind: 'worker-exit', message: `the sandbox thread failed: ${toErrorData(error).message}` })
+    }
+  })
+}

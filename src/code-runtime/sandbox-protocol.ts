@@ -1,0 +1,112 @@
+/**
+ * The seam between the host and a sandbox thread (a Node `worker_threads` Worker or a
+ * browser Web Worker running QuickJS): what each side sends. Types and one validator
+ * only; the host side lives in `sandbox-runtime.ts`, the thread side in
+ * `platforms/quickjs/thread-server.ts`.
+ *
+ * The thread's JavaScript is ours: no program code runs in its realm (programs run in
+ * the QuickJS VM inside it). Still, nothing here lets the thread widen a run's
+ * accounts: the host session validates every VM message, and a thread that misbehaves
+ * is terminated and replaced.
+ *
+ * Messages are small on purpose. VM traffic travels as bare strings (the JSON text the
+ * VM and the host session exchange), serialized once per hop; control travels as
+ * objects.
+ *
+ * @module
+ */
+import type { CodeRunFailureKind } from './contract.js'
+
+/** What a thread is started with (Node `workerData`, or the first message to a browser worker). */
+export interface SandboxThreadBoot {
+  readonly type: 'boot'
+  /** The compiled QuickJS wasm, shared by every sandbox the thread builds; absent: the thread loads its own. */
+  readonly wasmModule?: WebAssembly.Module
+  /** The fixed memory of each sandbox, in MiB. */
+  readonly memoryMb: number
+  /**
+   * {@link STOP_SLOT}: the id of a run the host wants stopped now, read by the VM's
+   * interrupt handler; {@link BUSY_SLOT} and {@link SEGMENT_SLOT}: the current run's busy
+   * time, written by the thread, so the host meters compute live. Absent where shared memory is unavailable (a page that is not
+   * cross-origin isolated): the host then stops a busy thread by terminating it.
+   */
+  readonly signals?: SharedArrayBuffer
+}
+
+/** Index in an `Int32Array` over {@link SandboxThreadBoot.signals}: the run to stop (bytes 0–3). */
+export const STOP_SLOT = 0
+/** Index in a `Float64Array` over {@link SandboxThreadBoot.signals}: the current run's busy ms, as of its last VM entry (bytes 8–15). */
+export const BUSY_SLOT = 1
+/**
+ * Index in a `Float64Array` over {@link SandboxThreadBoot.signals}: when the VM entered
+ * its current computation, in epoch ms (`performance.timeOrigin + performance.now()`,
+ * comparable across threads), or 0 while it waits (bytes 16–23).
+ */
+export const SEGMENT_SLOT = 2
+/** Byte length of {@link SandboxThreadBoot.signals}. */
+export const SIGNALS_BYTES = 24
+
+/** Epoch milliseconds with sub-millisecond precision, comparable between a host and its threads. */
+export function epochNow(): number {
+  return performance.timeOrigin + performance.now()
+}
+
+/** Host → thread: start run `run` in a fresh sandbox, then deliver `start` (the session's first message, JSON text). */
+export interface ThreadRunCommand {
+  readonly type: 'run'
+  readonly run: number
+  readonly computeMs: number
+  readonly maxWallMs: number
+  readonly start: string
+}
+
+/** Host → thread: run `run` is over for the host; release its sandbox and report `ended`. */
+export interface ThreadEndCommand {
+  readonly type: 'end'
+  readonly run: number
+}
+
+/** Every control message the host sends; a bare string is a VM delivery for the current run. */
+export type ThreadCommand = ThreadRunCommand | ThreadEndCommand
+
+/** Thread → host: a sandbox is built and waiting for the next run (after boot, and after each run); sent after a failed build too (the run then retries and reports it). */
+export interface ThreadReadyEvent {
+  readonly type: 'ready'
+}
+
+/** Thread → host: run `run` failed inside the VM (a budget, memory, a crash). */
+export interface ThreadFailedEvent {
+  readonly type: 'failed'
+  readonly run: number
+  readonly kind: CodeRunFailureKind
+  readonly message: string
+}
+
+/** Thread → host: run `run`'s sandbox is released; the thread is idle. */
+export interface ThreadEndedEvent {
+  readonly type: 'ended'
+  readonly run: number
+}
+
+/** Every control message a thread sends; a bare string is a VM message of the current run. */
+export type ThreadEvent = ThreadReadyEvent | ThreadFailedEvent | ThreadEndedEvent
+
+const failureKinds: ReadonlySet<string> = new Set<CodeRunFailureKind>(['exception', 'timeout', 'abort', 'worker-exit'])
+
+/** Reads a thread's control message; `undefined` for anything that is not exactly one. */
+export function parseThreadEvent(data: unknown): ThreadEvent | undefined {
+  if (typeof data !== 'object' || data === null) return undefined
+  const event = data as Partial<Record<string, unknown>>
+  switch (event.type) {
+    case 'ready':
+      return { type: 'ready' }
+    case 'ended':
+      return typeof event.run === 'number' ? { type: 'ended', run: event.run } : undefined
+    case 'failed':
+      return typeof event.run === 'number' && typeof event.kind === 'string' && failureKinds.has(event.kind) && typeof event.message === 'string'
+        ? { type: 'failed', run: event.run, kind: event.kind as CodeRunFailureKind, message: event.message }
+        : undefined
+    default:
+      return undefined
+  }
+}

@@ -1,0 +1,644 @@
+/**
+ * The sandbox runtime, written once for every platform that has threads: QuickJS (the
+ * boundary) running in a pool of pre-spawned threads (the host never stalls), with
+ * admission control, budgets, the run state machine and disposal. A platform supplies
+ * only how to start a thread and its message channel ({@link SandboxPlatform});
+ * `platforms/node` and `platforms/browser` export it as `createSandboxRuntime`.
+ *
+ * One run, host side: admitted (or queued, or refused as `overloaded`), bound to an
+ * idle thread, driven by the shared {@link CodeRunSession} (every account: caps, the
+ * wall ceiling, binding dispatch, one settlement) over a JSON endpoint whose far side
+ * is the VM in the thread. When the session settles the host asks the thread to stop
+ * the VM: at once through shared memory where there is some (the VM's interrupt
+ * handler reads it), else by message; a thread that has not released its VM within
+ * {@link STOP_GRACE_MS} is terminated and replaced. The result never waits for that.
+ *
+ * @module
+ */
+import type { CodeRunFailureKind, CodeRunRequest, CodeRunResult, CodeRuntime, CodeRuntimeCapabilities } from './contract.js'
+import { ToolError } from '../errors.js'
+import { CodeRunSession, failedResult, prepareRun } from './host-session.js'
+import type { PreparedRun } from './host-session.js'
+import { JsonWireEndpoint } from './json-endpoint.js'
+import { checkOptionsObject, CODE_RUN_LIMIT_KEYS, integerOption, MAX_TIMER_MS } from './limits.js'
+import type { CodeRunLimits } from './limits.js'
+import { BUSY_SLOT, epochNow, parseThreadEvent, SEGMENT_SLOT, SIGNALS_BYTES, STOP_SLOT } from './sandbox-protocol.js'
+import type { SandboxThreadBoot, ThreadCommand } from './sandbox-protocol.js'
+import { stripTypeScript } from './strip.js'
+
+/** How long a thread may take to release a stopped VM before it is terminated and replaced. */
+export const STOP_GRACE_MS = 100
+/** Idle threads beyond `prespawn` spares are ended after this long without a run. */
+const IDLE_THREAD_MS = 30_000
+/** How long a thread may take to boot before it counts as dead. */
+const BOOT_TIMEOUT_MS = 30_000
+/** Per-thread memory beyond the sandbox's own wasm memory (a thread's engine and heap), for the default concurrency. */
+const THREAD_OVERHEAD_MB = 24
+
+/** Budgets of the sandbox runtime: what a person waits for, not the RFC's batch-job ceilings. */
+export const SANDBOX_DEFAULT_LIMITS: CodeRunLimits = Object.freeze({
+  computeMs: 5_000,
+  maxWallMs: 60_000,
+  maxLogBytes: 65_536,
+  maxValueBytes: 32_768,
+})
+
+/** The options `createSandboxRuntime` takes on every platform. */
+export interface SandboxRuntimeOptions {
+  /** Busy milliseconds a run may spend executing in its VM (awaiting a binding costs nothing). Default 5 000. */
+  readonly computeMs?: number
+  /** Wall-clock ceiling of a run in ms, from the moment it starts (not while it is queued). Default 60 000. */
+  readonly maxWallMs?: number
+  /** The fixed wasm memory of each run's VM, in MiB (16 to 2 048); strings and typed arrays included. Default 64. */
+  readonly memoryMb?: number
+  /** UTF-8 bytes of console output kept per run; the last kept line ends with an in-band mark. Default 65 536. */
+  readonly maxLogBytes?: number
+  /** Serialized bytes of the returned value kept; a larger value becomes a truncated text rendering. Default 32 768. */
+  readonly maxValueBytes?: number
+  /**
+   * Idle threads kept booted, each with its next sandbox built, ahead of the next runs
+   * (started at creation, and topped up as runs take them, within `maxConcurrentRuns`).
+   * 0: start threads on demand. Default 1.
+   */
+  readonly prespawn?: number
+  /** Programs running at once (one thread each). Default: derived from the machine's cores and memory. */
+  readonly maxConcurrentRuns?: number
+  /** Programs waiting for a thread; beyond that a run is refused at once as `overloaded`. Default 8 × `maxConcurrentRuns`. */
+  readonly maxQueuedRuns?: number
+  /**
+   * The compiled QuickJS wasm (or a loader), shared by every thread. Default: the
+   * platform loads `@jitl/quickjs-wasmfile-release-sync`'s own wasm once.
+   */
+  readonly wasmModule?: WebAssembly.Module | (() => Promise<WebAssembly.Module>)
+}
+
+/** What the sandbox runtime reports about its load. */
+export interface SandboxRuntimeLoad {
+  readonly running: number
+  readonly queued: number
+  readonly threads: number
+  readonly maxConcurrentRuns: number
+  readonly maxQueuedRuns: number
+}
+
+/** The sandbox runtime: a {@link CodeRuntime} with its pool's controls. */
+export interface SandboxRuntime extends CodeRuntime {
+  readonly language: 'typescript'
+  readonly isolation: 'quickjs-sandbox'
+  /** The validated limits every run uses. */
+  readonly limits: CodeRunLimits
+  /** Resolves once the pre-spawned threads have booted and built their first sandbox. */
+  warm(): Promise<void>
+  /** Runs, queue and threads right now (admission decisions use the same figures). */
+  load(): SandboxRuntimeLoad
+}
+
+/** One thread as the pool drives it. A platform's `spawn` returns it already starting. */
+export interface SandboxThread {
+  /** Sends a control command or a VM delivery (a bare string). May throw when the thread is gone. */
+  postMessage(message: SandboxThreadBoot | ThreadCommand | string): void
+  /** Receives everything the thread posts. */
+  onMessage(listener: (data: unknown) => void): void
+  /** Called once when the thread dies (exit, error, failed load), with a reason. */
+  onExit(listener: (reason: string) => void): void
+  /** Ends the thread; idempotent. Resolves when it is gone. */
+  terminate(): Promise<void> | void
+  /** Node: whether this thread keeps the process alive (only while it runs a program). */
+  setActive?(active: boolean): void
+}
+
+/** How a platform starts sandbox threads: the only part of the sandbox runtime that differs per platform. */
+export interface SandboxPlatform {
+  /** The factory name used in option errors (`createSandboxRuntime`). */
+  readonly factory: string
+  /** Starts one thread; the pool then posts its {@link SandboxThreadBoot} as the first message. */
+  spawn(): SandboxThread
+  /** Loads the QuickJS wasm once for all threads; absent: each thread loads its own. */
+  loadWasm?(): Promise<WebAssembly.Module>
+  /** Whether `SharedArrayBuffer` can be shared with threads here (false in pages that are not cross-origin isolated). */
+  readonly sharedMemory: boolean
+  /** Logical cores and total memory in MiB (`undefined` when the platform cannot tell). */
+  readonly machine: { readonly cores: number; readonly memoryMb: number | undefined }
+  /** Platform option keys beyond {@link SandboxRuntimeOptions}, validated by the platform. */
+  readonly extraOptions?: readonly string[]
+  /** Keeps a housekeeping timer from holding the process open (Node's `unref`). */
+  unrefTimer?(timer: ReturnType<typeof setTimeout>): void
+}
+
+interface ResolvedOptions {
+  readonly limits: CodeRunLimits
+  readonly memoryMb: number
+  readonly prespawn: number
+  readonly maxConcurrentRuns: number
+  readonly maxQueuedRuns: number
+  readonly wasmModule: SandboxRuntimeOptions['wasmModule']
+}
+
+const OPTION_KEYS = [...CODE_RUN_LIMIT_KEYS, 'memoryMb', 'prespawn', 'maxConcurrentRuns', 'maxQueuedRuns', 'wasmModule']
+
+/** The default concurrency: four runs a core (runs mostly await tools), within a quarter of the machine's memory. */
+function defaultConcurrency(machine: SandboxPlatform['machine'], memoryMb: number): number {
+  const byCores = Math.max(1, Math.floor(machine.cores)) * 4
+  const byMemory = machine.memoryMb === undefined ? byCores : Math.floor(machine.memoryMb / 4 / (memoryMb + THREAD_OVERHEAD_MB))
+  return Math.max(1, Math.min(byCores, byMemory, 256))
+}
+
+function resolveOptions(options: unknown, platform: SandboxPlatform): ResolvedOptions {
+  const factory = platform.factory
+  const record = checkOptionsObject(options, [...OPTION_KEYS, ...(platform.extraOptions ?? [])], factory)
+  const d = SANDBOX_DEFAULT_LIMITS
+  const limits: CodeRunLimits = Object.freeze({
+    computeMs: integerOption(record, 'computeMs', d.computeMs, 1, MAX_TIMER_MS, factory),
+    maxWallMs: integerOption(record, 'maxWallMs', d.maxWallMs, 1, MAX_TIMER_MS, factory),
+    maxLogBytes: integerOption(record, 'maxLogBytes', d.maxLogBytes, 1, 1 << 30, factory),
+    maxValueBytes: integerOption(record, 'maxValueBytes', d.maxValueBytes, 1, 1 << 30, factory),
+  })
+  const memoryMb = integerOption(record, 'memoryMb', 64, 16, 2048, factory)
+  const maxConcurrentRuns = integerOption(record, 'maxConcurrentRuns', defaultConcurrency(platform.machine, memoryMb), 1, 4096, factory)
+  const maxQueuedRuns = integerOption(record, 'maxQueuedRuns', 8 * maxConcurrentRuns, 0, 1_000_000, factory)
+  const prespawn = Math.min(integerOption(record, 'prespawn', 1, 0, 256, factory), maxConcurrentRuns)
+  const wasmModule = record.wasmModule
+  if (wasmModule !== undefined && typeof wasmModule !== 'function' && !(wasmModule instanceof WebAssembly.Module)) {
+    throw new ToolError('INVALID_OPTIONS', `${factory}: options.wasmModule must be a WebAssembly.Module or a function returning a promise of one`)
+  }
+  return { limits, memoryMb, prespawn, maxConcurrentRuns, maxQueuedRuns, wasmModule: wasmModule as ResolvedOptions['wasmModule'] }
+}
+
+/** A run admitted but not yet bound to a thread. */
+interface PendingRun {
+  readonly prepared: PreparedRun
+  readonly program: string
+  readonly resolve: (result: CodeRunResult) => void
+}
+
+/** A run waiting in the queue; `leave` drops its abort listener. */
+interface QueuedRun extends PendingRun {
+  leave(): void
+}
+
+/** One thread of the pool: idle ⇄ running → stopping → idle, or dead at any point. */
+class PooledThread {
+  state: 'idle' | 'running' | 'stopping' | 'dead' = 'idle'
+  /** A sandbox is built and waiting in the thread: a run here pays only for its program. */
+  primed = false
+  /** The run the thread serves while running or stopping. */
+  current: ActiveRun | undefined
+  /** Resolves once the thread has booted (or died). */
+  readonly booted: Promise<void>
+  #isBooted = false
+  readonly #pool: SandboxPool
+  readonly #thread: SandboxThread
+  readonly #stop: Int32Array | undefined
+  readonly #busy: Float64Array | undefined
+  /** Messages held until the boot message (which waits for the shared wasm) is sent; order is kept. */
+  #outbox: Array<ThreadCommand | string> | undefined = []
+  #markBooted!: () => void
+  #graceTimer: ReturnType<typeof setTimeout> | undefined
+  #idleTimer: ReturnType<typeof setTimeout> | undefined
+  #bootTimer: ReturnType<typeof setTimeout> | undefined
+
+  constructor(pool: SandboxPool, wasm: Promise<WebAssembly.Module | undefined>) {
+    this.#pool = pool
+    const shared = pool.platform.sharedMemory ? new SharedArrayBuffer(SIGNALS_BYTES) : undefined
+    this.#stop = shared === undefined ? undefined : new Int32Array(shared)
+    this.#busy = shared === undefined ? undefined : new Float64Array(shared)
+    this.booted = new Promise((resolve) => {
+      this.#markBooted = resolve
+    })
+    this.#thread = pool.platform.spawn()
+    this.#bootTimer = setTimeout(() => this.die(`it did not boot within ${BOOT_TIMEOUT_MS} ms`), BOOT_TIMEOUT_MS)
+    pool.platform.unrefTimer?.(this.#bootTimer)
+    this.#thread.onMessage((data) => this.#receive(data))
+    this.#thread.onExit((reason) => this.die(reason))
+    void wasm.then((wasmModule) => {
+      const boot: SandboxThreadBoot = {
+        type: 'boot',
+        memoryMb: pool.options.memoryMb,
+        ...(wasmModule === undefined ? {} : { wasmModule }),
+        ...(shared === undefined ? {} : { signals: shared }),
+      }
+      const held = this.#outbox ?? []
+      this.#outbox = undefined
+      this.#send(boot)
+      for (const message of held) this.#send(message)
+    })
+  }
+
+  /**
+   * Binds `run` to this idle thread and starts it once the thread has booted: a run's
+   * budgets count from there, never the thread's start-up.
+   */
+  start(run: ActiveRun): void {
+    this.state = 'running'
+    this.primed = false
+    this.current = run
+    if (this.#idleTimer !== undefined) clearTimeout(this.#idleTimer)
+    this.#idleTimer = undefined
+    this.#thread.setActive?.(true)
+    if (this.#isBooted) run.attach(this)
+    else
+      void this.booted.then(() => {
+        if (this.current === run && this.state === 'running') run.attach(this)
+      })
+  }
+
+  /** The host is done with `run`: stop its VM now, and replace the thread if it does not let go in time. */
+  stop(run: ActiveRun): void {
+    if (this.current !== run || this.state !== 'running') return
+    this.state = 'stopping'
+    if (this.#stop !== undefined) Atomics.store(this.#stop, STOP_SLOT, run.id)
+    this.post({ type: 'end', run: run.id })
+    this.#graceTimer = setTimeout(() => this.die(`it did not release run ${run.id} within ${STOP_GRACE_MS} ms`), STOP_GRACE_MS)
+  }
+
+  /** Posts a command or a VM delivery, in order, once the thread has its boot message. */
+  post(message: ThreadCommand | string): void {
+    if (this.state === 'dead') return
+    if (this.#outbox !== undefined) this.#outbox.push(message)
+    else this.#send(message)
+  }
+
+  /**
+   * Busy ms of the current run, live, where shared memory carries it: what the VM has
+   * used so far plus the computation it is in now (even one stuck in a long built-in).
+   */
+  busyMs(): number {
+    const busy = this.#busy
+    if (busy === undefined) return 0
+    const since = busy[SEGMENT_SLOT]!
+    return busy[BUSY_SLOT]! + (since > 0 ? Math.max(0, epochNow() - since) : 0)
+  }
+
+  /** Ends an idle thread after a while without runs, unless the pool needs it by then. */
+  idleFor(ms: number, end: () => void): void {
+    this.#idleTimer = setTimeout(end, ms)
+    this.#pool.platform.unrefTimer?.(this.#idleTimer)
+  }
+
+  /** Terminates the thread. */
+  terminate(): Promise<void> {
+    return Promise.resolve()
+      .then(() => this.#thread.terminate())
+      .catch(() => undefined)
+  }
+
+  /** The thread is gone, or must go: fail its run, terminate it, let the pool replace it. */
+  die(reason: string): void {
+    if (this.state === 'dead') return
+    const run = this.current
+    this.state = 'dead'
+    this.current = undefined
+    this.#outbox = undefined
+    for (const timer of [this.#graceTimer, this.#idleTimer, this.#bootTimer]) if (timer !== undefined) clearTimeout(timer)
+    this.#markBooted()
+    run?.fail('worker-exit', `the sandbox thread exited: ${reason}`)
+    this.#pool.retire(this)
+  }
+
+  #send(message: SandboxThreadBoot | ThreadCommand | string): void {
+    try {
+      this.#thread.postMessage(message)
+    } catch (error) {
+      this.die(`it cannot be reached (${error instanceof Error ? error.message : String(error)})`)
+    }
+  }
+
+  #receive(data: unknown): void {
+    if (this.state === 'dead') return
+    if (typeof data === 'string') {
+      if (this.state === 'running') this.current?.fromVm(data)
+      return
+    }
+    const event = parseThreadEvent(data)
+    if (event === undefined) return
+    switch (event.type) {
+      case 'ready':
+        if (this.#bootTimer !== undefined) clearTimeout(this.#bootTimer)
+        this.#isBooted = true
+        this.#markBooted()
+        if (this.state === 'idle') this.primed = true
+        return
+      case 'failed':
+        if (this.current?.id === event.run) this.current.fail(event.kind, event.message)
+        return
+      case 'ended':
+        if (this.state !== 'stopping' || this.current?.id !== event.run) return
+        if (this.#graceTimer !== undefined) clearTimeout(this.#graceTimer)
+        this.#graceTimer = undefined
+        this.state = 'idle'
+        this.current = undefined
+        this.#thread.setActive?.(false)
+        this.#pool.released(this)
+    }
+  }
+}
+
+/** One run bound to a thread: the host session over the thread's VM. */
+class ActiveRun {
+  session: CodeRunSession | undefined
+  /** Resolves once the caller has its result and every binding call the run started has settled. */
+  readonly settled: Promise<void>
+  #endpoint: JsonWireEndpoint | undefined
+  #unattachedSettled = false
+  #markSettled!: () => void
+  readonly #onEarlyAbort: () => void
+
+  constructor(
+    readonly id: number,
+    readonly pending: PendingRun,
+    readonly options: ResolvedOptions,
+  ) {
+    this.settled = new Promise((resolve) => {
+      this.#markSettled = resolve
+    })
+    // Until the session owns the signal (a thread still booting), an abort settles the run here.
+    const signal = pending.prepared.signal
+    this.#onEarlyAbort = () => this.fail('abort', abortMessage(signal!))
+    signal?.addEventListener('abort', this.#onEarlyAbort, { once: true })
+  }
+
+  /** Starts the session on `thread`; the result goes to the caller of `run()`. */
+  attach(thread: PooledThread): void {
+    this.pending.prepared.signal?.removeEventListener('abort', this.#onEarlyAbort)
+    if (this.#unattachedSettled) {
+      thread.stop(this)
+      return
+    }
+    const { limits, memoryMb } = this.options
+    let first = true
+    const endpoint = new JsonWireEndpoint(
+      (json) => {
+        // The session's first message is the program: it travels inside the run command.
+        if (first) {
+          first = false
+          thread.post({ type: 'run', run: this.id, computeMs: limits.computeMs, maxWallMs: limits.maxWallMs, start: json })
+        } else thread.post(json)
+      },
+      (kind, message) => this.session?.fail(kind, message),
+      memoryMb,
+    )
+    this.#endpoint = endpoint
+    const session = new CodeRunSession(this.pending.prepared, this.pending.program, limits, {
+      endpoint,
+      meter: () => thread.busyMs(),
+      terminate: () => thread.stop(this),
+    })
+    this.session = session
+    void session.result.then((result) => {
+      this.pending.resolve(result)
+      void session.bindingsSettled().then(this.#markSettled)
+    })
+    session.start()
+  }
+
+  /** Ends the run with a failure, bound to its thread or not yet. First outcome wins. */
+  fail(kind: CodeRunFailureKind, message: string): void {
+    if (this.session !== undefined) this.session.fail(kind, message)
+    else if (!this.#unattachedSettled) {
+      this.#unattachedSettled = true
+      this.pending.prepared.signal?.removeEventListener('abort', this.#onEarlyAbort)
+      this.pending.resolve(failedResult(kind, message))
+      this.#markSettled()
+    }
+  }
+
+  /** One VM message (JSON text) from the thread. */
+  fromVm(json: string): void {
+    this.#endpoint?.receive(json)
+  }
+}
+
+/** Threads, the admission queue and the runs bound to threads. */
+class SandboxPool {
+  readonly threads = new Set<PooledThread>()
+  readonly queue: QueuedRun[] = []
+  readonly active = new Set<ActiveRun>()
+  disposed = false
+  #nextRun = 1
+  #wasm: Promise<WebAssembly.Module | undefined> | undefined
+
+  constructor(
+    readonly platform: SandboxPlatform,
+    readonly options: ResolvedOptions,
+  ) {
+    this.#topUp()
+  }
+
+  /** Runs, queue and threads right now. */
+  load(): SandboxRuntimeLoad {
+    let running = 0
+    for (const thread of this.threads) if (thread.state === 'running' || thread.state === 'stopping') running++
+    return { running, queued: this.queue.length, threads: this.threads.size, maxConcurrentRuns: this.options.maxConcurrentRuns, maxQueuedRuns: this.options.maxQueuedRuns }
+  }
+
+  /**
+   * Admits a run: bound to an idle thread (starting one while the pool may grow), else
+   * queued while there is room; false when it must be refused.
+   */
+  admit(pending: PendingRun): boolean {
+    const idle = this.#idleThread()
+    if (idle !== undefined) {
+      this.#start(idle, pending)
+      return true
+    }
+    // A thread that is releasing its last run is free within a millisecond: wait for it
+    // rather than start another (sequential runs would otherwise grow the pool to its cap).
+    let releasing = 0
+    for (const thread of this.threads) if (thread.state === 'stopping') releasing++
+    if (this.queue.length >= releasing) {
+      if (this.threads.size < this.options.maxConcurrentRuns) {
+        this.#start(this.#spawn(), pending)
+        return true
+      }
+      if (this.queue.length >= releasing + this.options.maxQueuedRuns) return false
+    }
+    this.#enqueue(pending)
+    return true
+  }
+
+  #enqueue(pending: PendingRun): void {
+    const signal = pending.prepared.signal
+    const onAbort = () => {
+      const at = this.queue.indexOf(queued)
+      if (at < 0) return
+      this.queue.splice(at, 1)
+      pending.resolve(failedResult('abort', abortMessage(signal!)))
+    }
+    const queued: QueuedRun = { ...pending, leave: () => signal?.removeEventListener('abort', onAbort) }
+    signal?.addEventListener('abort', onAbort, { once: true })
+    this.queue.push(queued)
+  }
+
+  /** A thread finished a run: serve the queue, or idle (extra threads end after a while). */
+  released(thread: PooledThread): void {
+    if (this.disposed) {
+      thread.state = 'dead'
+      this.threads.delete(thread)
+      void thread.terminate()
+      return
+    }
+    const next = this.queue.shift()
+    if (next !== undefined) {
+      next.leave()
+      this.#start(thread, next)
+      return
+    }
+    if (this.#idleCount() > this.options.prespawn) {
+      thread.idleFor(IDLE_THREAD_MS, () => {
+        if (thread.state !== 'idle' || this.#idleCount() <= this.options.prespawn) return
+        thread.state = 'dead'
+        this.threads.delete(thread)
+        void thread.terminate()
+      })
+    }
+  }
+
+  /** A thread died: forget it, then keep the queue served and the pre-spawned floor up. */
+  retire(thread: PooledThread): void {
+    this.threads.delete(thread)
+    void thread.terminate()
+    if (this.disposed) return
+    while (this.queue.length > 0 && this.threads.size < this.options.maxConcurrentRuns) {
+      const next = this.queue.shift()!
+      next.leave()
+      this.#start(this.#spawn(), next)
+    }
+    this.#topUp()
+  }
+
+  /** Ends everything: queued runs and running ones settle as `abort`; resolves once no thread or binding call is left. */
+  async dispose(): Promise<void> {
+    this.disposed = true
+    for (const queued of this.queue.splice(0)) {
+      queued.leave()
+      queued.resolve(failedResult('abort', 'the runtime was disposed'))
+    }
+    const active = [...this.active]
+    for (const run of active) run.fail('abort', 'the runtime was disposed')
+    await Promise.all(active.map((run) => run.settled))
+    const threads = [...this.threads]
+    this.threads.clear()
+    for (const thread of threads) thread.state = 'dead'
+    await Promise.all(threads.map((thread) => thread.terminate()))
+  }
+
+  /** Resolves once every thread started so far has booted. */
+  async warm(): Promise<void> {
+    await Promise.all([...this.threads].map((thread) => thread.booted))
+  }
+
+  /** An idle thread, one with its next sandbox built first. */
+  #idleThread(): PooledThread | undefined {
+    let idle: PooledThread | undefined
+    for (const thread of this.threads) {
+      if (thread.state !== 'idle') continue
+      if (thread.primed) return thread
+      idle ??= thread
+    }
+    return idle
+  }
+
+  #start(thread: PooledThread, pending: PendingRun): void {
+    const run = new ActiveRun(this.#nextRun++, pending, this.options)
+    this.active.add(run)
+    thread.start(run)
+    void run.settled.finally(() => this.active.delete(run))
+    this.#topUp()
+  }
+
+  #idleCount(): number {
+    let idle = 0
+    for (const thread of this.threads) if (thread.state === 'idle') idle++
+    return idle
+  }
+
+  /**
+   * Keeps `prespawn` idle threads (booting or built) ahead of the next runs, within the
+   * concurrency cap: the next run then finds a sandbox built in another thread's idle
+   * time instead of waiting for one.
+   */
+  #topUp(): void {
+    if (this.disposed) return
+    let idle = this.#idleCount()
+    while (idle < this.options.prespawn && this.threads.size < this.options.maxConcurrentRuns) {
+      this.#spawn()
+      idle++
+    }
+  }
+
+  #spawn(): PooledThread {
+    const thread = new PooledThread(this, this.#wasmModule())
+    this.threads.add(thread)
+    return thread
+  }
+
+  /** The wasm every thread shares, loaded once; a failed load is retried by the next spawn (and threads load their own meanwhile). */
+  #wasmModule(): Promise<WebAssembly.Module | undefined> {
+    if (this.#wasm !== undefined) return this.#wasm
+    const source = this.options.wasmModule
+    const attempt = (async () => {
+      if (source instanceof WebAssembly.Module) return source
+      if (typeof source === 'function') return source()
+      return this.platform.loadWasm?.()
+    })()
+    this.#wasm = attempt
+    return attempt.catch(() => {
+      if (this.#wasm === attempt) this.#wasm = undefined
+      return undefined
+    })
+  }
+}
+
+function abortMessage(signal: AbortSignal): string {
+  const reason: unknown = signal.reason
+  const detail = reason instanceof Error ? reason.message : typeof reason === 'string' ? reason : ''
+  return detail === '' ? 'the run was aborted' : `the run was aborted (${detail})`
+}
+
+/**
+ * Creates the sandbox runtime on `platform`. Validates `options` at once (`ToolError`
+ * code `INVALID_OPTIONS`). Used by `createSandboxRuntime` in `toolyard/node` and
+ * `toolyard/browser`; call that, not this.
+ *
+ * Failure kinds: `exception` (the program threw or could not be parsed), `timeout`
+ * (names `computeMs` or `maxWallMs`), `abort` (the request's signal, or `dispose()`),
+ * `worker-exit` (the VM's memory was exhausted, or its thread died), `overloaded`
+ * (`maxConcurrentRuns` running and `maxQueuedRuns` waiting: refused at once).
+ */
+export function createSandboxRuntimeOn(platform: SandboxPlatform, options?: SandboxRuntimeOptions): SandboxRuntime {
+  const resolved = resolveOptions(options, platform)
+  const pool = new SandboxPool(platform, resolved)
+  const capabilities: CodeRuntimeCapabilities = Object.freeze({
+    streamsLogs: true,
+    memoryLimit: true,
+    capturesStdio: false,
+    abortsBusyPrograms: true,
+    confinesAuthority: true,
+  })
+  return Object.freeze({
+    language: 'typescript' as const,
+    isolation: 'quickjs-sandbox' as const,
+    capabilities,
+    limits: resolved.limits,
+    run(request: CodeRunRequest): Promise<CodeRunResult> {
+      if (pool.disposed) return Promise.resolve(failedResult('abort', 'the runtime was disposed'))
+      const prepared = prepareRun(request)
+      if (!prepared.ok) return Promise.resolve(failedResult('exception', prepared.message))
+      // An aborted signal wins over everything else, a syntax error included: the same outcome on every runtime.
+      const signal = prepared.run.signal
+      if (signal?.aborted === true) return Promise.resolve(failedResult('abort', abortMessage(signal)))
+      const stripped = stripTypeScript(prepared.run.program)
+      if (!stripped.ok) return Promise.resolve(failedResult('exception', stripped.message))
+      return new Promise<CodeRunResult>((resolve) => {
+        const admitted = pool.admit({ prepared: prepared.run, program: stripped.code, resolve })
+        if (!admitted) {
+          const { running, queued } = pool.load()
+          resolve(failedResult('overloaded', `the sandbox is at capacity (${running} runs running, ${queued} waiting); retry later`))
+        }
+      })
+    },
+    warm: () => pool.warm(),
+    load: () => pool.load(),
+    dispose: () => pool.dispose(),
+  })
+}
