@@ -410,6 +410,7 @@ var __toolyardSandbox = (() => {
     });
   }
   var objectCreate = Object.create;
+  var objectDefineProperty = Object.defineProperty;
   var objectKeys = Object.keys;
   var jsonStringify = JSON.stringify;
   var jsonParse = JSON.parse;
@@ -472,6 +473,24 @@ var __toolyardSandbox = (() => {
     const out = nullRecord();
     for (const key of objectKeys(fields)) out[key] = fields[key];
     return out;
+  }
+  function createConsole(log) {
+    const shim = objectCreate(null);
+    const levels = ["log", "info", "warn", "error", "debug"];
+    for (const level of levels) objectDefineProperty(shim, level, { value: (...args) => log(level, args), enumerable: true });
+    objectDefineProperty(shim, "trace", { value: (...args) => log("debug", ["Trace:", ...args]), enumerable: true });
+    objectDefineProperty(shim, "dir", { value: (value) => log("log", [value]), enumerable: true });
+    objectDefineProperty(shim, "table", { value: (value) => log("log", [value]), enumerable: true });
+    objectDefineProperty(shim, "assert", {
+      value: (condition, ...args) => {
+        if (!condition) log("error", ["Assertion failed", ...args]);
+      },
+      enumerable: true
+    });
+    for (const noop of ["group", "groupEnd", "groupCollapsed", "time", "timeEnd", "timeLog", "count", "countReset", "clear"]) {
+      objectDefineProperty(shim, noop, { value: () => void 0, enumerable: true });
+    }
+    return shim;
   }
   function startBootstrap(endpoint, options = {}) {
     const post = endpoint.postMessage.bind(endpoint);
@@ -558,24 +577,6 @@ var __toolyardSandbox = (() => {
       } catch {
       }
     };
-    const makeConsole = () => {
-      const shim = createNull();
-      const levels = ["log", "info", "warn", "error", "debug"];
-      for (const level of levels) defineProperty(shim, level, { value: (...args) => log(level, args), enumerable: true });
-      defineProperty(shim, "trace", { value: (...args) => log("debug", ["Trace:", ...args]), enumerable: true });
-      defineProperty(shim, "dir", { value: (value) => log("log", [value]), enumerable: true });
-      defineProperty(shim, "table", { value: (value) => log("log", [value]), enumerable: true });
-      defineProperty(shim, "assert", {
-        value: (condition, ...args) => {
-          if (!condition) log("error", ["Assertion failed", ...args]);
-        },
-        enumerable: true
-      });
-      for (const noop of ["group", "groupEnd", "groupCollapsed", "time", "timeEnd", "timeLog", "count", "countReset", "clear"]) {
-        defineProperty(shim, noop, { value: () => void 0, enumerable: true });
-      }
-      return shim;
-    };
     const makeBinding = (global, name) => {
       const binding = (args) => new PromiseCtor((resolve, reject) => {
         const id = nextId++;
@@ -600,7 +601,7 @@ var __toolyardSandbox = (() => {
         Object.freeze(target);
         defineProperty(globalThis, ns.global, { value: target, writable: true, configurable: true, enumerable: false });
       }
-      defineProperty(globalThis, "console", { value: makeConsole(), writable: true, configurable: true, enumerable: false });
+      defineProperty(globalThis, "console", { value: createConsole(log), writable: true, configurable: true, enumerable: false });
       defineProperty(globalThis, "ToolCallError", { value: ToolCallError, writable: true, configurable: true, enumerable: false });
     };
     const run = (program, namespaces, maxLogBytes, maxValueBytes) => {
@@ -912,166 +913,166 @@ var __toolyardSandbox = (() => {
     return clone(value);
   }
   var urlKeys = ["href", "protocol", "username", "password", "host", "hostname", "port", "pathname", "search", "hash"];
-  function installSandboxGlobals(host) {
-    const define = (name, value) => Object.defineProperty(globalThis, name, { value, writable: true, configurable: true, enumerable: false });
-    const parseQuery = (query) => JSON.parse(host("qs-parse", query));
-    const serializeQuery = (pairs) => host("qs-serialize", JSON.stringify(pairs));
-    const paramsState = /* @__PURE__ */ new WeakMap();
-    const stateOf = (params) => {
-      const state = paramsState.get(params);
-      if (state === void 0) throw new TypeError("Illegal invocation");
-      return state;
-    };
-    const urlState = /* @__PURE__ */ new WeakMap();
-    const urlOf = (url) => {
-      const state = urlState.get(url);
-      if (state === void 0) throw new TypeError("Illegal invocation");
-      return state;
-    };
-    const parseParts = (json, input) => {
-      if (typeof json !== "string" || json === "") throw new TypeError(\`Invalid URL: \${String(input)}\`);
-      return JSON.parse(json);
-    };
-    const updateOwner = (params) => {
-      const state = stateOf(params);
-      if (state.owner === void 0) return;
-      const query = serializeQuery(state.list);
-      const target = urlOf(state.owner);
-      target.parts = parseParts(host("url-set", target.parts.href, "search", query), query);
-    };
-    class SandboxURLSearchParams {
-      constructor(init = "") {
-        let list = [];
-        if (typeof init === "object" && init !== null) {
-          if (typeof init[Symbol.iterator] === "function") {
-            for (const pair of init) {
-              const entry = [...pair];
-              if (entry.length !== 2) throw new TypeError("Each URLSearchParams init pair must have exactly two elements");
-              list.push([String(entry[0]), String(entry[1])]);
-            }
-          } else for (const key of Object.keys(init)) list.push([key, String(init[key])]);
-        } else {
-          const text = String(init);
-          list = parseQuery(text.startsWith("?") ? text.slice(1) : text);
-        }
-        paramsState.set(this, { list, owner: void 0 });
+  var host = () => void 0;
+  var parseQuery = (query) => JSON.parse(host("qs-parse", query));
+  var serializeQuery = (pairs) => host("qs-serialize", JSON.stringify(pairs));
+  var paramsState = /* @__PURE__ */ new WeakMap();
+  var stateOf = (params) => {
+    const state = paramsState.get(params);
+    if (state === void 0) throw new TypeError("Illegal invocation");
+    return state;
+  };
+  var urlState = /* @__PURE__ */ new WeakMap();
+  var urlOf = (url) => {
+    const state = urlState.get(url);
+    if (state === void 0) throw new TypeError("Illegal invocation");
+    return state;
+  };
+  var parseParts = (json, input) => {
+    if (typeof json !== "string" || json === "") throw new TypeError(\`Invalid URL: \${String(input)}\`);
+    return JSON.parse(json);
+  };
+  var updateOwner = (params) => {
+    const state = stateOf(params);
+    if (state.owner === void 0) return;
+    const query = serializeQuery(state.list);
+    const target = urlOf(state.owner);
+    target.parts = parseParts(host("url-set", target.parts.href, "search", query), query);
+  };
+  var SandboxURLSearchParams = class {
+    constructor(init = "") {
+      let list = [];
+      if (typeof init === "object" && init !== null) {
+        if (typeof init[Symbol.iterator] === "function") {
+          for (const pair of init) {
+            const entry = [...pair];
+            if (entry.length !== 2) throw new TypeError("Each URLSearchParams init pair must have exactly two elements");
+            list.push([String(entry[0]), String(entry[1])]);
+          }
+        } else for (const key of Object.keys(init)) list.push([key, String(init[key])]);
+      } else {
+        const text = String(init);
+        list = parseQuery(text.startsWith("?") ? text.slice(1) : text);
       }
-      get size() {
-        return stateOf(this).list.length;
+      paramsState.set(this, { list, owner: void 0 });
+    }
+    get size() {
+      return stateOf(this).list.length;
+    }
+    append(name, value) {
+      stateOf(this).list.push([String(name), String(value)]);
+      updateOwner(this);
+    }
+    delete(name, value) {
+      const state = stateOf(this);
+      const n = String(name);
+      state.list = state.list.filter(([k, v]) => k !== n || value !== void 0 && v !== String(value));
+      updateOwner(this);
+    }
+    get(name) {
+      const n = String(name);
+      return stateOf(this).list.find(([k]) => k === n)?.[1] ?? null;
+    }
+    getAll(name) {
+      const n = String(name);
+      return stateOf(this).list.filter(([k]) => k === n).map(([, v]) => v);
+    }
+    has(name, value) {
+      const n = String(name);
+      return stateOf(this).list.some(([k, v]) => k === n && (value === void 0 || v === String(value)));
+    }
+    set(name, value) {
+      const state = stateOf(this);
+      const n = String(name);
+      const at = state.list.findIndex(([k]) => k === n);
+      if (at < 0) state.list.push([n, String(value)]);
+      else {
+        state.list[at] = [n, String(value)];
+        state.list = state.list.filter(([k], i) => k !== n || i === at);
       }
-      append(name, value) {
-        stateOf(this).list.push([String(name), String(value)]);
-        updateOwner(this);
-      }
-      delete(name, value) {
-        const state = stateOf(this);
-        const n = String(name);
-        state.list = state.list.filter(([k, v]) => k !== n || value !== void 0 && v !== String(value));
-        updateOwner(this);
-      }
-      get(name) {
-        const n = String(name);
-        return stateOf(this).list.find(([k]) => k === n)?.[1] ?? null;
-      }
-      getAll(name) {
-        const n = String(name);
-        return stateOf(this).list.filter(([k]) => k === n).map(([, v]) => v);
-      }
-      has(name, value) {
-        const n = String(name);
-        return stateOf(this).list.some(([k, v]) => k === n && (value === void 0 || v === String(value)));
-      }
-      set(name, value) {
-        const state = stateOf(this);
-        const n = String(name);
-        const at = state.list.findIndex(([k]) => k === n);
-        if (at < 0) state.list.push([n, String(value)]);
-        else {
-          state.list[at] = [n, String(value)];
-          state.list = state.list.filter(([k], i) => k !== n || i === at);
-        }
-        updateOwner(this);
-      }
-      sort() {
-        const state = stateOf(this);
-        state.list = state.list.map((pair, i) => [pair, i]).sort(([a, i], [b, j]) => a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : i - j).map(([pair]) => pair);
-        updateOwner(this);
-      }
-      forEach(callback, thisArg) {
-        for (const [k, v] of stateOf(this).list.slice()) callback.call(thisArg, v, k, this);
-      }
-      *entries() {
-        for (const [k, v] of stateOf(this).list.slice()) yield [k, v];
-      }
-      *keys() {
-        for (const [k] of stateOf(this).list.slice()) yield k;
-      }
-      *values() {
-        for (const [, v] of stateOf(this).list.slice()) yield v;
-      }
-      [Symbol.iterator]() {
-        return this.entries();
-      }
-      toString() {
-        return serializeQuery(stateOf(this).list);
+      updateOwner(this);
+    }
+    sort() {
+      const state = stateOf(this);
+      state.list = state.list.map((pair, i) => [pair, i]).sort(([a, i], [b, j]) => a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : i - j).map(([pair]) => pair);
+      updateOwner(this);
+    }
+    forEach(callback, thisArg) {
+      for (const [k, v] of stateOf(this).list.slice()) callback.call(thisArg, v, k, this);
+    }
+    *entries() {
+      for (const [k, v] of stateOf(this).list.slice()) yield [k, v];
+    }
+    *keys() {
+      for (const [k] of stateOf(this).list.slice()) yield k;
+    }
+    *values() {
+      for (const [, v] of stateOf(this).list.slice()) yield v;
+    }
+    [Symbol.iterator]() {
+      return this.entries();
+    }
+    toString() {
+      return serializeQuery(stateOf(this).list);
+    }
+  };
+  var SandboxURL = class _SandboxURL {
+    static canParse(url, base) {
+      const json = host("url-parse", String(url), base === void 0 ? void 0 : String(base));
+      return typeof json === "string" && json !== "";
+    }
+    static parse(url, base) {
+      try {
+        return new _SandboxURL(url, base);
+      } catch {
+        return null;
       }
     }
-    class SandboxURL {
-      static canParse(url, base) {
-        const json = host("url-parse", String(url), base === void 0 ? void 0 : String(base));
-        return typeof json === "string" && json !== "";
+    constructor(url, base) {
+      const input = String(url);
+      const json = host("url-parse", input, base === void 0 ? void 0 : String(base));
+      urlState.set(this, { parts: parseParts(json, input), params: void 0 });
+    }
+    get origin() {
+      return urlOf(this).parts.origin;
+    }
+    get searchParams() {
+      const state = urlOf(this);
+      if (state.params === void 0) {
+        const params = new SandboxURLSearchParams(state.parts.search);
+        stateOf(params).owner = this;
+        state.params = params;
       }
-      static parse(url, base) {
-        try {
-          return new SandboxURL(url, base);
-        } catch {
-          return null;
-        }
-      }
-      constructor(url, base) {
-        const input = String(url);
-        const json = host("url-parse", input, base === void 0 ? void 0 : String(base));
-        urlState.set(this, { parts: parseParts(json, input), params: void 0 });
-      }
-      get origin() {
-        return urlOf(this).parts.origin;
-      }
-      get searchParams() {
+      return state.params;
+    }
+    toString() {
+      return urlOf(this).parts.href;
+    }
+    toJSON() {
+      return urlOf(this).parts.href;
+    }
+  };
+  for (const key of urlKeys) {
+    Object.defineProperty(SandboxURL.prototype, key, {
+      configurable: true,
+      enumerable: true,
+      get() {
+        return urlOf(this).parts[key];
+      },
+      set(value) {
         const state = urlOf(this);
-        if (state.params === void 0) {
-          const params = new SandboxURLSearchParams(state.parts.search);
-          stateOf(params).owner = this;
-          state.params = params;
-        }
-        return state.params;
+        const text = String(value);
+        const json = host("url-set", state.parts.href, key, text);
+        if (key === "href" && (typeof json !== "string" || json === "")) throw new TypeError(\`Invalid URL: \${text}\`);
+        state.parts = parseParts(json, text);
+        if (state.params !== void 0) stateOf(state.params).list = parseQuery(state.parts.search.slice(1));
       }
-      toString() {
-        return urlOf(this).parts.href;
-      }
-      toJSON() {
-        return urlOf(this).parts.href;
-      }
-    }
-    for (const key of urlKeys) {
-      Object.defineProperty(SandboxURL.prototype, key, {
-        configurable: true,
-        enumerable: true,
-        get() {
-          return urlOf(this).parts[key];
-        },
-        set(value) {
-          const state = urlOf(this);
-          const text = String(value);
-          const json = host("url-set", state.parts.href, key, text);
-          if (key === "href" && (typeof json !== "string" || json === "")) throw new TypeError(\`Invalid URL: \${text}\`);
-          state.parts = parseParts(json, text);
-          if (state.params !== void 0) stateOf(state.params).list = parseQuery(state.parts.search.slice(1));
-        }
-      });
-    }
-    for (const Class of [SandboxURL, SandboxURLSearchParams, SandboxTextEncoder, SandboxTextDecoder]) {
-      Object.defineProperty(Class, "name", { value: Class.name.replace(/^Sandbox/, "") });
-    }
+    });
+  }
+  for (const Class of [SandboxURL, SandboxURLSearchParams, SandboxTextEncoder, SandboxTextDecoder]) {
+    Object.defineProperty(Class, "name", { value: Class.name.replace(/^Sandbox/, "") });
+  }
+  function createCrypto() {
     const randomBytes = (n) => host("random", n);
     const crypto = /* @__PURE__ */ Object.create(null);
     Object.defineProperty(crypto, "getRandomValues", {
@@ -1101,11 +1102,19 @@ var __toolyardSandbox = (() => {
       }
     });
     Object.freeze(crypto);
+    return crypto;
+  }
+  function createPerformance() {
     const performance = /* @__PURE__ */ Object.create(null);
     Object.defineProperty(performance, "now", { enumerable: true, value: () => host("now") });
     Object.freeze(performance);
-    define("performance", performance);
-    define("crypto", crypto);
+    return performance;
+  }
+  function installSandboxGlobals(hostOp) {
+    host = hostOp;
+    const define = (name, value) => Object.defineProperty(globalThis, name, { value, writable: true, configurable: true, enumerable: false });
+    define("performance", createPerformance());
+    define("crypto", createCrypto());
     define("URL", SandboxURL);
     define("URLSearchParams", SandboxURLSearchParams);
     define("TextEncoder", SandboxTextEncoder);
@@ -1117,7 +1126,7 @@ var __toolyardSandbox = (() => {
 
   // platforms/quickjs/_sandbox-entry.ts
   var MAX_DELAY = 2147483647;
-  function install(post, timer, host) {
+  function install(post, timer, host2) {
     const stringify = JSON.stringify;
     const parse = JSON.parse;
     const defineProperty = Object.defineProperty;
@@ -1164,7 +1173,7 @@ var __toolyardSandbox = (() => {
       }
     };
     for (const name of Object.keys(globals)) defineProperty(globalThis, name, { value: globals[name], writable: true, configurable: true, enumerable: false });
-    installSandboxGlobals(host);
+    installSandboxGlobals(host2);
     const handle = startBootstrap(endpoint);
     return {
       deliver(json) {

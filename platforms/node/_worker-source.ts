@@ -357,6 +357,7 @@ export const WORKER_SOURCE: string = `"use strict";
     });
   }
   var objectCreate = Object.create;
+  var objectDefineProperty = Object.defineProperty;
   var objectKeys = Object.keys;
   var jsonStringify = JSON.stringify;
   var jsonParse = JSON.parse;
@@ -419,6 +420,24 @@ export const WORKER_SOURCE: string = `"use strict";
     const out = nullRecord();
     for (const key of objectKeys(fields)) out[key] = fields[key];
     return out;
+  }
+  function createConsole(log) {
+    const shim = objectCreate(null);
+    const levels = ["log", "info", "warn", "error", "debug"];
+    for (const level of levels) objectDefineProperty(shim, level, { value: (...args) => log(level, args), enumerable: true });
+    objectDefineProperty(shim, "trace", { value: (...args) => log("debug", ["Trace:", ...args]), enumerable: true });
+    objectDefineProperty(shim, "dir", { value: (value) => log("log", [value]), enumerable: true });
+    objectDefineProperty(shim, "table", { value: (value) => log("log", [value]), enumerable: true });
+    objectDefineProperty(shim, "assert", {
+      value: (condition, ...args) => {
+        if (!condition) log("error", ["Assertion failed", ...args]);
+      },
+      enumerable: true
+    });
+    for (const noop of ["group", "groupEnd", "groupCollapsed", "time", "timeEnd", "timeLog", "count", "countReset", "clear"]) {
+      objectDefineProperty(shim, noop, { value: () => void 0, enumerable: true });
+    }
+    return shim;
   }
   function startBootstrap(endpoint, options = {}) {
     const post = endpoint.postMessage.bind(endpoint);
@@ -505,24 +524,6 @@ export const WORKER_SOURCE: string = `"use strict";
       } catch {
       }
     };
-    const makeConsole = () => {
-      const shim = createNull();
-      const levels = ["log", "info", "warn", "error", "debug"];
-      for (const level of levels) defineProperty(shim, level, { value: (...args) => log(level, args), enumerable: true });
-      defineProperty(shim, "trace", { value: (...args) => log("debug", ["Trace:", ...args]), enumerable: true });
-      defineProperty(shim, "dir", { value: (value) => log("log", [value]), enumerable: true });
-      defineProperty(shim, "table", { value: (value) => log("log", [value]), enumerable: true });
-      defineProperty(shim, "assert", {
-        value: (condition, ...args) => {
-          if (!condition) log("error", ["Assertion failed", ...args]);
-        },
-        enumerable: true
-      });
-      for (const noop of ["group", "groupEnd", "groupCollapsed", "time", "timeEnd", "timeLog", "count", "countReset", "clear"]) {
-        defineProperty(shim, noop, { value: () => void 0, enumerable: true });
-      }
-      return shim;
-    };
     const makeBinding = (global, name) => {
       const binding = (args) => new PromiseCtor((resolve, reject) => {
         const id = nextId++;
@@ -547,7 +548,7 @@ export const WORKER_SOURCE: string = `"use strict";
         Object.freeze(target);
         defineProperty(globalThis, ns.global, { value: target, writable: true, configurable: true, enumerable: false });
       }
-      defineProperty(globalThis, "console", { value: makeConsole(), writable: true, configurable: true, enumerable: false });
+      defineProperty(globalThis, "console", { value: createConsole(log), writable: true, configurable: true, enumerable: false });
       defineProperty(globalThis, "ToolCallError", { value: ToolCallError, writable: true, configurable: true, enumerable: false });
     };
     const run = (program, namespaces, maxLogBytes, maxValueBytes) => {

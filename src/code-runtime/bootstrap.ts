@@ -101,6 +101,7 @@ function remapStack(stack: string): string {
 
 // Captured when the sandbox script loads, before any program exists.
 const objectCreate = Object.create
+const objectDefineProperty = Object.defineProperty
 const objectKeys = Object.keys
 const jsonStringify = JSON.stringify
 const jsonParse = JSON.parse
@@ -188,6 +189,26 @@ function envelope(fields: Readonly<Record<string, unknown>>): Record<string, unk
   const out = nullRecord()
   for (const key of objectKeys(fields)) out[key] = fields[key]
   return out
+}
+
+/** The console shim: every method writes through `log`; the timing and grouping methods do nothing. */
+function createConsole(log: (level: CodeLogLevel, args: readonly unknown[]) => void): Record<string, unknown> {
+  const shim = objectCreate(null) as Record<string, unknown>
+  const levels: readonly CodeLogLevel[] = ['log', 'info', 'warn', 'error', 'debug']
+  for (const level of levels) objectDefineProperty(shim, level, { value: (...args: unknown[]) => log(level, args), enumerable: true })
+  objectDefineProperty(shim, 'trace', { value: (...args: unknown[]) => log('debug', ['Trace:', ...args]), enumerable: true })
+  objectDefineProperty(shim, 'dir', { value: (value: unknown) => log('log', [value]), enumerable: true })
+  objectDefineProperty(shim, 'table', { value: (value: unknown) => log('log', [value]), enumerable: true })
+  objectDefineProperty(shim, 'assert', {
+    value: (condition: unknown, ...args: unknown[]) => {
+      if (!condition) log('error', ['Assertion failed', ...args])
+    },
+    enumerable: true,
+  })
+  for (const noop of ['group', 'groupEnd', 'groupCollapsed', 'time', 'timeEnd', 'timeLog', 'count', 'countReset', 'clear']) {
+    objectDefineProperty(shim, noop, { value: () => undefined, enumerable: true })
+  }
+  return shim
 }
 
 /**
@@ -292,25 +313,6 @@ export function startBootstrap(endpoint: WireEndpoint, options: BootstrapOptions
     }
   }
 
-  const makeConsole = (): Record<string, unknown> => {
-    const shim = createNull()
-    const levels: readonly CodeLogLevel[] = ['log', 'info', 'warn', 'error', 'debug']
-    for (const level of levels) defineProperty(shim, level, { value: (...args: unknown[]) => log(level, args), enumerable: true })
-    defineProperty(shim, 'trace', { value: (...args: unknown[]) => log('debug', ['Trace:', ...args]), enumerable: true })
-    defineProperty(shim, 'dir', { value: (value: unknown) => log('log', [value]), enumerable: true })
-    defineProperty(shim, 'table', { value: (value: unknown) => log('log', [value]), enumerable: true })
-    defineProperty(shim, 'assert', {
-      value: (condition: unknown, ...args: unknown[]) => {
-        if (!condition) log('error', ['Assertion failed', ...args])
-      },
-      enumerable: true,
-    })
-    for (const noop of ['group', 'groupEnd', 'groupCollapsed', 'time', 'timeEnd', 'timeLog', 'count', 'countReset', 'clear']) {
-      defineProperty(shim, noop, { value: () => undefined, enumerable: true })
-    }
-    return shim
-  }
-
   const makeBinding = (global: string, name: string) => {
     const binding = (args?: unknown): Promise<unknown> =>
       new PromiseCtor<unknown>((resolve, reject) => {
@@ -337,7 +339,7 @@ export function startBootstrap(endpoint: WireEndpoint, options: BootstrapOptions
       Object.freeze(target)
       defineProperty(globalThis, ns.global, { value: target, writable: true, configurable: true, enumerable: false })
     }
-    defineProperty(globalThis, 'console', { value: makeConsole(), writable: true, configurable: true, enumerable: false })
+    defineProperty(globalThis, 'console', { value: createConsole(log), writable: true, configurable: true, enumerable: false })
     defineProperty(globalThis, 'ToolCallError', { value: ToolCallError, writable: true, configurable: true, enumerable: false })
   }
 

@@ -334,197 +334,198 @@ interface UrlParts {
 
 const urlKeys = ['href', 'protocol', 'username', 'password', 'host', 'hostname', 'port', 'pathname', 'search', 'hash'] as const
 
-/** Installs the environment on `globalThis`. Called once, before any program exists. */
-export function installSandboxGlobals(host: SandboxHostOp): void {
-  const define = (name: string, value: unknown) => Object.defineProperty(globalThis, name, { value, writable: true, configurable: true, enumerable: false })
+/** The VM's host function, set once by {@link installSandboxGlobals} (each sandbox evaluates its own copy of this script). */
+let host: SandboxHostOp = () => undefined
 
-  const parseQuery = (query: string): Array<[string, string]> => JSON.parse(host('qs-parse', query) as string) as Array<[string, string]>
-  const serializeQuery = (pairs: ReadonlyArray<readonly [string, string]>): string => host('qs-serialize', JSON.stringify(pairs)) as string
+const parseQuery = (query: string): Array<[string, string]> => JSON.parse(host('qs-parse', query) as string) as Array<[string, string]>
+const serializeQuery = (pairs: ReadonlyArray<readonly [string, string]>): string => host('qs-serialize', JSON.stringify(pairs)) as string
 
-  /** Private state of URLSearchParams objects, kept out of the program's reach. */
-  const paramsState = new WeakMap<object, { list: Array<[string, string]>; owner: SandboxURL | undefined }>()
-  const stateOf = (params: object) => {
-    const state = paramsState.get(params)
-    if (state === undefined) throw new TypeError('Illegal invocation')
-    return state
-  }
-  const urlState = new WeakMap<object, { parts: UrlParts; params: SandboxURLSearchParams | undefined }>()
-  const urlOf = (url: object) => {
-    const state = urlState.get(url)
-    if (state === undefined) throw new TypeError('Illegal invocation')
-    return state
-  }
-  const parseParts = (json: unknown, input: unknown): UrlParts => {
-    if (typeof json !== 'string' || json === '') throw new TypeError(`Invalid URL: ${String(input)}`)
-    return JSON.parse(json) as UrlParts
-  }
-  // A change through searchParams writes the URL's query back (the URL standard's "update steps").
-  const updateOwner = (params: object) => {
-    const state = stateOf(params)
-    if (state.owner === undefined) return
-    const query = serializeQuery(state.list)
-    const target = urlOf(state.owner)
-    target.parts = parseParts(host('url-set', target.parts.href, 'search', query), query)
-  }
+/** Private state of URLSearchParams objects, kept out of the program's reach. */
+const paramsState = new WeakMap<object, { list: Array<[string, string]>; owner: SandboxURL | undefined }>()
+const stateOf = (params: object) => {
+  const state = paramsState.get(params)
+  if (state === undefined) throw new TypeError('Illegal invocation')
+  return state
+}
+const urlState = new WeakMap<object, { parts: UrlParts; params: SandboxURLSearchParams | undefined }>()
+const urlOf = (url: object) => {
+  const state = urlState.get(url)
+  if (state === undefined) throw new TypeError('Illegal invocation')
+  return state
+}
+const parseParts = (json: unknown, input: unknown): UrlParts => {
+  if (typeof json !== 'string' || json === '') throw new TypeError(`Invalid URL: ${String(input)}`)
+  return JSON.parse(json) as UrlParts
+}
+/** A change through searchParams writes the URL's query back (the URL standard's "update steps"). */
+const updateOwner = (params: object) => {
+  const state = stateOf(params)
+  if (state.owner === undefined) return
+  const query = serializeQuery(state.list)
+  const target = urlOf(state.owner)
+  target.parts = parseParts(host('url-set', target.parts.href, 'search', query), query)
+}
 
-  class SandboxURLSearchParams {
-    constructor(init: unknown = '') {
-      let list: Array<[string, string]> = []
-      if (typeof init === 'object' && init !== null) {
-        if (typeof (init as { [Symbol.iterator]?: unknown })[Symbol.iterator] === 'function') {
-          for (const pair of init as Iterable<unknown>) {
-            const entry = [...(pair as Iterable<unknown>)]
-            if (entry.length !== 2) throw new TypeError('Each URLSearchParams init pair must have exactly two elements')
-            list.push([String(entry[0]), String(entry[1])])
-          }
-        } else for (const key of Object.keys(init)) list.push([key, String((init as Record<string, unknown>)[key])])
-      } else {
-        const text = String(init)
-        list = parseQuery(text.startsWith('?') ? text.slice(1) : text)
-      }
-      paramsState.set(this, { list, owner: undefined })
+class SandboxURLSearchParams {
+  constructor(init: unknown = '') {
+    let list: Array<[string, string]> = []
+    if (typeof init === 'object' && init !== null) {
+      if (typeof (init as { [Symbol.iterator]?: unknown })[Symbol.iterator] === 'function') {
+        for (const pair of init as Iterable<unknown>) {
+          const entry = [...(pair as Iterable<unknown>)]
+          if (entry.length !== 2) throw new TypeError('Each URLSearchParams init pair must have exactly two elements')
+          list.push([String(entry[0]), String(entry[1])])
+        }
+      } else for (const key of Object.keys(init)) list.push([key, String((init as Record<string, unknown>)[key])])
+    } else {
+      const text = String(init)
+      list = parseQuery(text.startsWith('?') ? text.slice(1) : text)
     }
-
-    get size(): number {
-      return stateOf(this).list.length
-    }
-
-    append(name: unknown, value: unknown): void {
-      stateOf(this).list.push([String(name), String(value)])
-      updateOwner(this)
-    }
-
-    delete(name: unknown, value?: unknown): void {
-      const state = stateOf(this)
-      const n = String(name)
-      state.list = state.list.filter(([k, v]) => k !== n || (value !== undefined && v !== String(value)))
-      updateOwner(this)
-    }
-
-    get(name: unknown): string | null {
-      const n = String(name)
-      return stateOf(this).list.find(([k]) => k === n)?.[1] ?? null
-    }
-
-    getAll(name: unknown): string[] {
-      const n = String(name)
-      return stateOf(this).list.filter(([k]) => k === n).map(([, v]) => v)
-    }
-
-    has(name: unknown, value?: unknown): boolean {
-      const n = String(name)
-      return stateOf(this).list.some(([k, v]) => k === n && (value === undefined || v === String(value)))
-    }
-
-    set(name: unknown, value: unknown): void {
-      const state = stateOf(this)
-      const n = String(name)
-      const at = state.list.findIndex(([k]) => k === n)
-      if (at < 0) state.list.push([n, String(value)])
-      else {
-        state.list[at] = [n, String(value)]
-        state.list = state.list.filter(([k], i) => k !== n || i === at)
-      }
-      updateOwner(this)
-    }
-
-    sort(): void {
-      // Stable, by UTF-16 code units, as the standard says.
-      const state = stateOf(this)
-      state.list = state.list.map((pair, i) => [pair, i] as const).sort(([a, i], [b, j]) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : i - j)).map(([pair]) => pair)
-      updateOwner(this)
-    }
-
-    forEach(callback: (value: string, key: string, parent: SandboxURLSearchParams) => void, thisArg?: unknown): void {
-      for (const [k, v] of stateOf(this).list.slice()) callback.call(thisArg, v, k, this)
-    }
-
-    *entries(): IterableIterator<[string, string]> {
-      for (const [k, v] of stateOf(this).list.slice()) yield [k, v]
-    }
-
-    *keys(): IterableIterator<string> {
-      for (const [k] of stateOf(this).list.slice()) yield k
-    }
-
-    *values(): IterableIterator<string> {
-      for (const [, v] of stateOf(this).list.slice()) yield v
-    }
-
-    [Symbol.iterator](): IterableIterator<[string, string]> {
-      return this.entries()
-    }
-
-    toString(): string {
-      return serializeQuery(stateOf(this).list)
-    }
+    paramsState.set(this, { list, owner: undefined })
   }
 
-  class SandboxURL {
-    static canParse(url: unknown, base?: unknown): boolean {
-      const json = host('url-parse', String(url), base === undefined ? undefined : String(base))
-      return typeof json === 'string' && json !== ''
-    }
+  get size(): number {
+    return stateOf(this).list.length
+  }
 
-    static parse(url: unknown, base?: unknown): SandboxURL | null {
-      try {
-        return new SandboxURL(url, base)
-      } catch {
-        // URL.parse answers null for what the constructor would throw on.
-        return null
-      }
-    }
+  append(name: unknown, value: unknown): void {
+    stateOf(this).list.push([String(name), String(value)])
+    updateOwner(this)
+  }
 
-    constructor(url: unknown, base?: unknown) {
-      const input = String(url)
-      const json = host('url-parse', input, base === undefined ? undefined : String(base))
-      urlState.set(this, { parts: parseParts(json, input), params: undefined })
-    }
+  delete(name: unknown, value?: unknown): void {
+    const state = stateOf(this)
+    const n = String(name)
+    state.list = state.list.filter(([k, v]) => k !== n || (value !== undefined && v !== String(value)))
+    updateOwner(this)
+  }
 
-    get origin(): string {
-      return urlOf(this).parts.origin
-    }
+  get(name: unknown): string | null {
+    const n = String(name)
+    return stateOf(this).list.find(([k]) => k === n)?.[1] ?? null
+  }
 
-    get searchParams(): SandboxURLSearchParams {
+  getAll(name: unknown): string[] {
+    const n = String(name)
+    return stateOf(this).list.filter(([k]) => k === n).map(([, v]) => v)
+  }
+
+  has(name: unknown, value?: unknown): boolean {
+    const n = String(name)
+    return stateOf(this).list.some(([k, v]) => k === n && (value === undefined || v === String(value)))
+  }
+
+  set(name: unknown, value: unknown): void {
+    const state = stateOf(this)
+    const n = String(name)
+    const at = state.list.findIndex(([k]) => k === n)
+    if (at < 0) state.list.push([n, String(value)])
+    else {
+      state.list[at] = [n, String(value)]
+      state.list = state.list.filter(([k], i) => k !== n || i === at)
+    }
+    updateOwner(this)
+  }
+
+  sort(): void {
+    // Stable, by UTF-16 code units, as the standard says.
+    const state = stateOf(this)
+    state.list = state.list.map((pair, i) => [pair, i] as const).sort(([a, i], [b, j]) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : i - j)).map(([pair]) => pair)
+    updateOwner(this)
+  }
+
+  forEach(callback: (value: string, key: string, parent: SandboxURLSearchParams) => void, thisArg?: unknown): void {
+    for (const [k, v] of stateOf(this).list.slice()) callback.call(thisArg, v, k, this)
+  }
+
+  *entries(): IterableIterator<[string, string]> {
+    for (const [k, v] of stateOf(this).list.slice()) yield [k, v]
+  }
+
+  *keys(): IterableIterator<string> {
+    for (const [k] of stateOf(this).list.slice()) yield k
+  }
+
+  *values(): IterableIterator<string> {
+    for (const [, v] of stateOf(this).list.slice()) yield v
+  }
+
+  [Symbol.iterator](): IterableIterator<[string, string]> {
+    return this.entries()
+  }
+
+  toString(): string {
+    return serializeQuery(stateOf(this).list)
+  }
+}
+
+class SandboxURL {
+  static canParse(url: unknown, base?: unknown): boolean {
+    const json = host('url-parse', String(url), base === undefined ? undefined : String(base))
+    return typeof json === 'string' && json !== ''
+  }
+
+  static parse(url: unknown, base?: unknown): SandboxURL | null {
+    try {
+      return new SandboxURL(url, base)
+    } catch {
+      // URL.parse answers null for what the constructor would throw on.
+      return null
+    }
+  }
+
+  constructor(url: unknown, base?: unknown) {
+    const input = String(url)
+    const json = host('url-parse', input, base === undefined ? undefined : String(base))
+    urlState.set(this, { parts: parseParts(json, input), params: undefined })
+  }
+
+  get origin(): string {
+    return urlOf(this).parts.origin
+  }
+
+  get searchParams(): SandboxURLSearchParams {
+    const state = urlOf(this)
+    if (state.params === undefined) {
+      const params = new SandboxURLSearchParams(state.parts.search)
+      stateOf(params).owner = this
+      state.params = params
+    }
+    return state.params
+  }
+
+  toString(): string {
+    return urlOf(this).parts.href
+  }
+
+  toJSON(): string {
+    return urlOf(this).parts.href
+  }
+}
+for (const key of urlKeys) {
+  Object.defineProperty(SandboxURL.prototype, key, {
+    configurable: true,
+    enumerable: true,
+    get(this: SandboxURL) {
+      return urlOf(this).parts[key]
+    },
+    set(this: SandboxURL, value: unknown) {
       const state = urlOf(this)
-      if (state.params === undefined) {
-        const params = new SandboxURLSearchParams(state.parts.search)
-        stateOf(params).owner = this
-        state.params = params
-      }
-      return state.params
-    }
+      const text = String(value)
+      const json = host('url-set', state.parts.href, key, text)
+      // Setting href to something unparseable throws; every other setter ignores bad input.
+      if (key === 'href' && (typeof json !== 'string' || json === '')) throw new TypeError(`Invalid URL: ${text}`)
+      state.parts = parseParts(json, text)
+      if (state.params !== undefined) stateOf(state.params).list = parseQuery(state.parts.search.slice(1))
+    },
+  })
+}
+for (const Class of [SandboxURL, SandboxURLSearchParams, SandboxTextEncoder, SandboxTextDecoder]) {
+  Object.defineProperty(Class, 'name', { value: Class.name.replace(/^Sandbox/, '') })
+}
 
-    toString(): string {
-      return urlOf(this).parts.href
-    }
-
-    toJSON(): string {
-      return urlOf(this).parts.href
-    }
-  }
-  for (const key of urlKeys) {
-    Object.defineProperty(SandboxURL.prototype, key, {
-      configurable: true,
-      enumerable: true,
-      get(this: SandboxURL) {
-        return urlOf(this).parts[key]
-      },
-      set(this: SandboxURL, value: unknown) {
-        const state = urlOf(this)
-        const text = String(value)
-        const json = host('url-set', state.parts.href, key, text)
-        // Setting href to something unparseable throws; every other setter ignores bad input.
-        if (key === 'href' && (typeof json !== 'string' || json === '')) throw new TypeError(`Invalid URL: ${text}`)
-        state.parts = parseParts(json, text)
-        if (state.params !== undefined) stateOf(state.params).list = parseQuery(state.parts.search.slice(1))
-      },
-    })
-  }
-  for (const Class of [SandboxURL, SandboxURLSearchParams, SandboxTextEncoder, SandboxTextDecoder]) {
-    Object.defineProperty(Class, 'name', { value: Class.name.replace(/^Sandbox/, '') })
-  }
-
+/** `crypto` with the host's randomness, bytes only. */
+function createCrypto(): object {
   const randomBytes = (n: number): string => host('random', n) as string
   const crypto = Object.create(null) as Record<string, unknown>
   Object.defineProperty(crypto, 'getRandomValues', {
@@ -554,13 +555,23 @@ export function installSandboxGlobals(host: SandboxHostOp): void {
     },
   })
   Object.freeze(crypto)
+  return crypto
+}
 
+/** `performance.now()` on the host clock. */
+function createPerformance(): object {
   const performance = Object.create(null) as Record<string, unknown>
   Object.defineProperty(performance, 'now', { enumerable: true, value: (): number => host('now') as number })
   Object.freeze(performance)
+  return performance
+}
 
-  define('performance', performance)
-  define('crypto', crypto)
+/** Installs the environment on `globalThis`. Called once, before any program exists. */
+export function installSandboxGlobals(hostOp: SandboxHostOp): void {
+  host = hostOp
+  const define = (name: string, value: unknown) => Object.defineProperty(globalThis, name, { value, writable: true, configurable: true, enumerable: false })
+  define('performance', createPerformance())
+  define('crypto', createCrypto())
   define('URL', SandboxURL)
   define('URLSearchParams', SandboxURLSearchParams)
   define('TextEncoder', SandboxTextEncoder)
