@@ -1556,8 +1556,10 @@ var VmRun = class {
       this.#fail("timeout", `compute budget of ${computeMs} ms exhausted`);
       return true;
     }
+    if (maxWallMs === void 0) return false;
     const clockBusy = this.#busyMs + (performance.now() - this.#segmentStart);
-    const wall = performance.now() - this.#startedAt + Math.max(0, compute - clockBusy);
+    const elapsed = this.#hooks.wallElapsedMs?.() ?? performance.now() - this.#startedAt;
+    const wall = elapsed + Math.max(0, compute - clockBusy);
     if (wall >= maxWallMs) {
       this.#fail("timeout", `wall-clock ceiling of ${maxWallMs} ms reached`);
       return true;
@@ -1707,7 +1709,7 @@ function serveSandboxThread(channel, variant2) {
   };
   const start = (command) => {
     const id = command.run;
-    const vm = new VmRun(acquire, { computeMs: command.computeMs, maxWallMs: command.maxWallMs, memoryMb }, {
+    const vm = new VmRun(acquire, { computeMs: command.computeMs, memoryMb }, {
       output: (json) => channel.post(json),
       fail: (kind, message) => channel.post({ type: "failed", run: id, kind, message }),
       ...stop === void 0 ? {} : { stopRequested: () => Atomics.load(stop, STOP_SLOT) === id },

@@ -27,8 +27,13 @@ const MAX_TIMERS = 10_000
 /** Budgets the VM enforces itself. */
 export interface VmRunLimits {
   readonly computeMs: number
-  readonly maxWallMs: number
   readonly memoryMb: number
+  /**
+   * The wall ceiling, checked from the interrupt handler too, for hosts whose clock does
+   * not advance during synchronous code (workerd). Absent: the host session's timer alone
+   * enforces it (a sandbox thread's host, whose clock runs).
+   */
+  readonly maxWallMs?: number
 }
 
 /** Where a run reports what the VM does. */
@@ -39,6 +44,8 @@ export interface VmRunHooks {
   fail(kind: CodeRunFailureKind, message: string): void
   /** Polled from the interrupt handler: true stops the VM at once (an abort from another thread, say). */
   stopRequested?(): boolean
+  /** The wall-clock ms charged to the run so far (the host session's account, which holds may pause). */
+  wallElapsedMs?(): number
   /**
    * Told when the VM starts computing (`running: true`) and stops, with the busy ms so
    * far: a sandbox thread publishes both, so that the host meters a VM stuck in a long
@@ -125,9 +132,11 @@ export class VmRun {
       this.#fail('timeout', `compute budget of ${computeMs} ms exhausted`)
       return true
     }
+    if (maxWallMs === undefined) return false
     // Compute the clock did not see (a frozen clock) still counts towards the wall.
     const clockBusy = this.#busyMs + (performance.now() - this.#segmentStart)
-    const wall = performance.now() - this.#startedAt + Math.max(0, compute - clockBusy)
+    const elapsed = this.#hooks.wallElapsedMs?.() ?? performance.now() - this.#startedAt
+    const wall = elapsed + Math.max(0, compute - clockBusy)
     if (wall >= maxWallMs) {
       this.#fail('timeout', `wall-clock ceiling of ${maxWallMs} ms reached`)
       return true

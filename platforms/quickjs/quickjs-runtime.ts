@@ -143,10 +143,11 @@ class InlineRun {
       meter: () => vm?.computeMs() ?? 0,
       terminate: () => vm?.stop(),
     })
-    vm = new VmRun(acquire, { ...options.limits, memoryMb: options.memoryMb }, {
+    vm = new VmRun(acquire, { computeMs: options.limits.computeMs, maxWallMs: options.limits.maxWallMs, memoryMb: options.memoryMb }, {
       output: (json) => endpoint.receive(json),
       fail,
       stopRequested: () => this.session.settled,
+      wallElapsedMs: () => this.session.wallElapsedMs(),
     })
     this.vm = vm
     this.session.start()

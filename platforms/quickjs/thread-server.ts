@@ -68,7 +68,8 @@ export function serveSandboxThread(channel: SandboxThreadChannel, variant: Quick
 
   const start = (command: ThreadCommand & { type: 'run' }): void => {
     const id = command.run
-    const vm = new VmRun(acquire, { computeMs: command.computeMs, maxWallMs: command.maxWallMs, memoryMb }, {
+    // The host session enforces the wall ceiling (and may hold it while a person decides); the thread's clock runs.
+    const vm = new VmRun(acquire, { computeMs: command.computeMs, memoryMb }, {
       output: (json) => channel.post(json),
       fail: (kind, message) => channel.post({ type: 'failed', run: id, kind, message }),
       ...(stop === undefined ? {} : { stopRequested: () => Atomics.load(stop!, STOP_SLOT) === id }),

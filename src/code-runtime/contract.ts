@@ -20,8 +20,20 @@ export type CodeBindingFunction = (args: unknown, options: CodeBindingCallOption
 
 /** What a runtime passes to every binding invocation. */
 export interface CodeBindingCallOptions {
-  /** Aborted when the run settles for any reason, or when the request's signal aborts. */
+  /** Aborted when the run settles for any reason (its wall-clock budget included), or when the request's signal aborts. */
   readonly signal: AbortSignal
+  /**
+   * When the run's wall-clock budget ends, in epoch ms (`Date.now()` scale), as of this
+   * call: a binding can pass the remaining time on (a remote API's timeout). It moves
+   * later while the wall clock is held.
+   */
+  readonly deadline?: number
+  /**
+   * Holds the run's wall clock (for a wait that is not the program's: a person deciding
+   * on an approval) until the returned release is called; releasing twice is harmless.
+   * The run's own `signal` still aborts the wait. Absent where a runtime cannot hold it.
+   */
+  readonly holdWallClock?: () => () => void
 }
 
 /** A global object of async functions the program can call (e.g. `tools`). */

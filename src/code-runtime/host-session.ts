@@ -8,6 +8,7 @@
  * @module
  */
 import type {
+  CodeBindingCallOptions,
   CodeBindingFunction,
   CodeLogEntry,
   CodeRunFailure,
@@ -142,6 +143,10 @@ export class CodeRunSession {
   #meterBase = 0
   #busyMs = 0
   #wallTimer: ReturnType<typeof setTimeout> | undefined
+  /** Open wall-clock holds, when the first of them began, and the held time so far. */
+  #holds = 0
+  #heldSince = 0
+  #heldMs = 0
   #meterTimer: ReturnType<typeof setInterval> | undefined
   readonly #onMessage: WireListener
   readonly #onAbort: () => void
@@ -178,7 +183,7 @@ export class CodeRunSession {
     const { endpoint, meter } = this.#platform
     endpoint.addEventListener('message', this.#onMessage)
     endpoint.start?.()
-    this.#wallTimer = setTimeout(() => this.fail('timeout', `wall-clock ceiling of ${this.#limits.maxWallMs} ms reached`), this.#limits.maxWallMs)
+    this.#armWallTimer()
     if (meter !== undefined) {
       this.#meterBase = meter()
       this.#meterTimer = setInterval(() => this.#checkCompute(), Math.min(METER_POLL_MS, this.#limits.computeMs))
@@ -205,6 +210,39 @@ export class CodeRunSession {
   /** Ends the run with a failure (platform events: worker exit, OOM, uncaught error, abort). First outcome wins. */
   fail(kind: CodeRunFailureKind, message: string): void {
     this.#settle(undefined, { kind, message })
+  }
+
+  /** Wall-clock ms charged to the run so far: elapsed time minus the time it was held. */
+  wallElapsedMs(): number {
+    if (!this.#started) return 0
+    const holding = this.#holds > 0 ? now() - this.#heldSince : 0
+    return now() - this.#startedAt - this.#heldMs - holding
+  }
+
+  /**
+   * Holds the wall clock until the returned release is called (nested holds: it runs
+   * again when the last one is released). For waits that are not the program's own.
+   */
+  holdWallClock(): () => void {
+    if (this.#settled) return () => undefined
+    if (this.#holds++ === 0) {
+      this.#heldSince = now()
+      if (this.#wallTimer !== undefined) clearTimeout(this.#wallTimer)
+      this.#wallTimer = undefined
+    }
+    let released = false
+    return () => {
+      if (released) return
+      released = true
+      if (--this.#holds > 0) return
+      this.#heldMs += now() - this.#heldSince
+      if (!this.#settled && this.#started) this.#armWallTimer()
+    }
+  }
+
+  #armWallTimer(): void {
+    const remaining = Math.max(0, this.#limits.maxWallMs - this.wallElapsedMs())
+    this.#wallTimer = setTimeout(() => this.fail('timeout', `wall-clock ceiling of ${this.#limits.maxWallMs} ms reached`), remaining)
   }
 
   /** Resolves once every binding call this run started has settled (their signal fired at settlement). */
@@ -284,10 +322,14 @@ export class CodeRunSession {
       this.#reply({ type: 'reply', id, ok: false, message: `unknown binding ${global}[${JSON.stringify(name)}]` })
       return
     }
-    const signal = this.signal
+    const options: CodeBindingCallOptions = {
+      signal: this.signal,
+      deadline: Date.now() + Math.max(0, this.#limits.maxWallMs - this.wallElapsedMs()),
+      holdWallClock: () => this.holdWallClock(),
+    }
     const task = (async () => {
       try {
-        const value = await fn(args, { signal })
+        const value = await fn(args, options)
         this.#reply({ type: 'reply', id, ok: true, value })
       } catch (error) {
         const data = toErrorData(error)

@@ -56,7 +56,6 @@ export interface ThreadRunCommand {
   readonly type: 'run'
   readonly run: number
   readonly computeMs: number
-  readonly maxWallMs: number
   readonly start: string
 }
 

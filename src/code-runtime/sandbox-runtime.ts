@@ -371,7 +371,7 @@ class ActiveRun {
         // The session's first message is the program: it travels inside the run command.
         if (first) {
           first = false
-          thread.post({ type: 'run', run: this.id, computeMs: limits.computeMs, maxWallMs: limits.maxWallMs, start: json })
+          thread.post({ type: 'run', run: this.id, computeMs: limits.computeMs, start: json })
         } else thread.post(json)
       },
       (kind, message) => this.session?.fail(kind, message),

@@ -290,6 +290,50 @@ export function describeCodeRuntimeContract(
       })
     })
 
+    describe('wall clock', () => {
+      it('tells every binding call its deadline', async () => {
+        let remaining = Number.NaN
+        const result = await run('return await tools.probe()', {
+          probe: async (_args, { deadline }) => {
+            remaining = (deadline ?? Number.NaN) - Date.now()
+            return 1
+          },
+        }, { maxWallMs: 5_000 })
+        expect(result.value).toBe(1)
+        expect(remaining).toBeGreaterThan(3_000)
+        expect(remaining).toBeLessThanOrEqual(5_000)
+      })
+
+      it('a binding may hold the wall clock while it waits for something that is not the program (a person)', async () => {
+        const held = await run('return await tools.ask()', {
+          ask: async (_args, { holdWallClock }) => {
+            const release = holdWallClock!()
+            await new Promise((resolve) => setTimeout(resolve, 700))
+            release()
+            release()
+            return 'approved'
+          },
+        }, { maxWallMs: 400 })
+        expect(held.error).toBeUndefined()
+        expect(held.value).toBe('approved')
+        expect(held.stats!.wallMs).toBeGreaterThan(600)
+        // Released, the clock runs on: a program that then waits forever ends at the ceiling.
+        const after = await run('await tools.ask()\nawait new Promise(() => {})', {
+          ask: async (_args, { holdWallClock }) => {
+            const release = holdWallClock!()
+            await new Promise((resolve) => setTimeout(resolve, 300))
+            release()
+          },
+        }, { maxWallMs: 400 })
+        expect(after.error).toEqual({ kind: 'timeout', message: 'wall-clock ceiling of 400 ms reached' })
+      })
+
+      it('a wait that does not hold the clock is charged to it', async () => {
+        const result = await run('return await tools.slow()', { slow: () => new Promise((resolve) => setTimeout(() => resolve(1), 700)) }, { maxWallMs: 400 })
+        expect(result.error?.kind).toBe('timeout')
+      })
+    })
+
     describe('exceptions', () => {
       it('reports a thrown error with its source line', async () => {
         const result = await run("const a = 1\nconst b = 2\nthrow new Error('boom')")
