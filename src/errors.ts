@@ -143,7 +143,8 @@ export type CodeRunFailureKind = 'exception' | 'timeout' | 'abort' | 'worker-exi
 
 /**
  * A Code Mode run failed. Thrown by `run_code`'s body; the pipeline turns it into a
- * structured failure the model self-corrects from. Code `CODE_RUN_FAILED`.
+ * structured failure the model self-corrects from. Code `CODE_RUN_FAILED`, or
+ * `OVERLOADED` when the code runtime refused the run at once (kind `overloaded`).
  */
 export class CodeRunFailedError extends ToolError {
   /** Which way the run failed. */
@@ -153,7 +154,8 @@ export class CodeRunFailedError extends ToolError {
 
   constructor(kind: CodeRunFailureKind, message: string, logs: readonly string[] = [], options?: ToolErrorOptions) {
     const captured = logs.length > 0 ? `\nCaptured output:\n${logs.join('\n')}` : ''
-    super('CODE_RUN_FAILED', `code run failed (${kind}): ${message}${captured}`, options)
+    // A refused run is not a failed program: its own code says "retry later".
+    super(kind === 'overloaded' ? 'OVERLOADED' : 'CODE_RUN_FAILED', `code run failed (${kind}): ${message}${captured}`, options)
     this.name = 'CodeRunFailedError'
     this.kind = kind
     this.logs = Object.freeze([...logs])

@@ -123,6 +123,18 @@ export interface CodeRuntimeCapabilities {
   readonly confinesAuthority?: boolean
 }
 
+/** How busy a code runtime with admission control is (`createSandboxRuntime`). */
+export interface CodeRuntimeLoad {
+  /** Programs running now. */
+  readonly running: number
+  /** Programs admitted and waiting for a place. */
+  readonly queued: number
+  /** At most this many run at once. */
+  readonly maxConcurrentRuns: number
+  /** At most this many wait; a run beyond that is refused at once as `overloaded`. */
+  readonly maxQueuedRuns: number
+}
+
 /** A sandbox for Code Mode programs. */
 export interface CodeRuntime {
   /** The language programs must be written in; selects the SDK renderer (`typescript`, `python`, …). */
@@ -135,4 +147,6 @@ export interface CodeRuntime {
   run(request: CodeRunRequest): Promise<CodeRunResult>
   /** Aborts every in-flight run and resolves once nothing (worker, timer, pending binding) is left. */
   dispose(): Promise<void>
+  /** Optional: the runtime's load, for runtimes that admit a bounded number of runs (the HTTP API refuses early with it). */
+  load?(): CodeRuntimeLoad
 }

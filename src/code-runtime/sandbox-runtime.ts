@@ -15,7 +15,7 @@
  *
  * @module
  */
-import type { CodeRunFailureKind, CodeRunRequest, CodeRunResult, CodeRuntime, CodeRuntimeCapabilities } from './contract.js'
+import type { CodeRunFailureKind, CodeRunRequest, CodeRunResult, CodeRuntime, CodeRuntimeCapabilities, CodeRuntimeLoad } from './contract.js'
 import { ToolError } from '../errors.js'
 import { CodeRunSession, failedResult, prepareRun } from './host-session.js'
 import type { PreparedRun } from './host-session.js'
@@ -72,13 +72,10 @@ export interface SandboxRuntimeOptions {
   readonly wasmModule?: WebAssembly.Module | (() => Promise<WebAssembly.Module>)
 }
 
-/** What the sandbox runtime reports about its load. */
-export interface SandboxRuntimeLoad {
-  readonly running: number
-  readonly queued: number
+/** What the sandbox runtime reports about its load: the admission figures, plus its threads. */
+export interface SandboxRuntimeLoad extends CodeRuntimeLoad {
+  /** Threads started (running, idle or booting). */
   readonly threads: number
-  readonly maxConcurrentRuns: number
-  readonly maxQueuedRuns: number
 }
 
 /** The sandbox runtime: a {@link CodeRuntime} with its pool's controls. */

@@ -12,7 +12,7 @@ import type { SdkToolInput } from '../code-mode/sdk.js'
 import type { ToolRuntime } from '../runtime-types.js'
 import type { ScopeKey, ToolExecutionResult } from '../types.js'
 import { sha256 } from './auth.js'
-import { HttpError } from './http-errors.js'
+import { HttpError, OVERLOADED_RETRY_AFTER_SECONDS } from './http-errors.js'
 import type { InternalErrorReporter } from './http-errors.js'
 import { readJsonBody } from './request-body.js'
 import { streamRun } from './_run-stream.js'
@@ -121,10 +121,29 @@ function signalFor(c: Context, config: ApiConfig, extra?: AbortSignal): AbortSig
 
 /** The frozen result as JSON, or 404 when the name resolved to no visible tool. */
 function resultResponse(c: Context, callId: string, result: ToolExecutionResult): Response {
-  if (result.isError && result.error.info?.code === 'UNKNOWN_TOOL') {
-    throw new HttpError('UNKNOWN_TOOL', result.error.message, { [CALL_ID_HEADER]: callId })
+  if (result.isError) {
+    const code = result.error.info?.code
+    if (code === 'UNKNOWN_TOOL') throw new HttpError('UNKNOWN_TOOL', result.error.message, { [CALL_ID_HEADER]: callId })
+    if (code === 'OVERLOADED') throw overloaded(result.error.message, callId)
   }
   return c.json(result, 200, { [CALL_ID_HEADER]: callId })
+}
+
+function overloaded(message: string, callId?: string): HttpError {
+  return new HttpError('OVERLOADED', message, { 'Retry-After': String(OVERLOADED_RETRY_AFTER_SECONDS), ...(callId === undefined ? {} : { [CALL_ID_HEADER]: callId }) })
+}
+
+/**
+ * Refuses a run before anything runs or streams when the code runtime reports that its
+ * runs and queue are full (a stream's status line, once sent, could no longer say 503).
+ * A run refused in the instant between this look and its admission still answers
+ * `OVERLOADED`: 503 over JSON, the `result` event's error code over a stream.
+ */
+function refuseWhenFull(runtime: ToolRuntime): void {
+  const load = runtime.options.codeRuntime?.load?.()
+  if (load !== undefined && load.running >= load.maxConcurrentRuns && load.queued >= load.maxQueuedRuns) {
+    throw overloaded(`the code runtime is at capacity (${load.running} runs running, ${load.queued} waiting); retry later`)
+  }
 }
 
 function base64Url(bytes: Uint8Array): string {
@@ -235,6 +254,7 @@ function run(runtime: ToolRuntime, config: ApiConfig): Handler {
     // Decided before anything runs or streams, so JSON and SSE answer alike: a stream's
     // status line is sent at once and could no longer say 404.
     if (runtime.get(RUN_CODE, agent) === undefined) throw new HttpError('UNKNOWN_TOOL', unknownToolMessage(RUN_CODE))
+    refuseWhenFull(runtime)
     // The id is ours alone, so the stream's filter can never pick up another request's sub-calls.
     const callId = `http-run-${crypto.randomUUID()}`
     // Only the fields the client sent: an absent `code` is then reported by the schema as

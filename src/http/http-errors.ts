@@ -41,6 +41,8 @@ export type HttpErrorCode =
   | 'NOT_CONFIGURED'
   /** The app's shutdown signal fired, or the runtime was disposed. 503. */
   | 'SHUTTING_DOWN'
+  /** The code runtime's runs and queue are full: retry after the `Retry-After` seconds. 503. */
+  | 'OVERLOADED'
   /** (Node `serve()` only) The request headers exceed Node's limit. 431. */
   | 'REQUEST_HEADERS_TOO_LARGE'
   /** (Node `serve()` only) The request did not arrive within Node's request timeout. 408. */
@@ -71,6 +73,7 @@ export const httpErrorStatus: Readonly<Record<HttpErrorCode, number>> = Object.f
   ASSEMBLY_FAILED: 409,
   NOT_CONFIGURED: 503,
   SHUTTING_DOWN: 503,
+  OVERLOADED: 503,
   REQUEST_HEADERS_TOO_LARGE: 431,
   REQUEST_TIMEOUT: 408,
   INTERNAL: 500,
@@ -100,6 +103,9 @@ export function httpErrorResponse(code: HttpErrorCode, message: string, headers?
     },
   })
 }
+
+/** Seconds a client is asked to wait after `OVERLOADED` (runs mostly end within a few). */
+export const OVERLOADED_RETRY_AFTER_SECONDS = 1
 
 /**
  * A failed request, thrown by handlers and middleware and rendered by the app's
