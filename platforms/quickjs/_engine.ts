@@ -212,9 +212,10 @@ function hostOp(sandbox: QuickJsSandbox, op: string, a: unknown, b: unknown, c: 
       return performance.now() - sandbox.timeOrigin
     case 'random': {
       const n = typeof a === 'number' && Number.isInteger(a) && a >= 0 && a <= MAX_RANDOM_BYTES ? a : 0
+      // Hex, not one character a byte: strings enter the VM as C strings, which a zero byte would cut short.
       const bytes = crypto.getRandomValues(new Uint8Array(n))
       let out = ''
-      for (let i = 0; i < n; i++) out += String.fromCharCode(bytes[i]!)
+      for (let i = 0; i < n; i++) out += (bytes[i]! < 16 ? '0' : '') + bytes[i]!.toString(16)
       return out
     }
     case 'url-parse':

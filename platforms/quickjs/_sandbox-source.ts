@@ -1044,7 +1044,13 @@ var __toolyardSandbox = (() => {
     Object.defineProperty(Class, "name", { value: Class.name.replace(/^Sandbox/, "") });
   }
   function createCrypto() {
-    const randomBytes = (n) => host("random", n);
+    const randomBytes = (n) => {
+      const hex = host("random", n);
+      if (typeof hex !== "string" || hex.length !== n * 2) throw new Error("the host gave no randomness");
+      const bytes = new Uint8Array(n);
+      for (let i = 0; i < n; i++) bytes[i] = parseInt(hex.slice(2 * i, 2 * i + 2), 16);
+      return bytes;
+    };
     const crypto = /* @__PURE__ */ Object.create(null);
     Object.defineProperty(crypto, "getRandomValues", {
       enumerable: true,
@@ -1054,7 +1060,7 @@ var __toolyardSandbox = (() => {
         if (array.byteLength > 65536) throw namedError("QuotaExceededError", \`crypto.getRandomValues: \${array.byteLength} bytes requested, at most 65536 allowed\`);
         const bytes = randomBytes(array.byteLength);
         const view = new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
-        for (let i = 0; i < view.length; i++) view[i] = bytes.charCodeAt(i);
+        view.set(bytes);
         return array;
       }
     });
@@ -1064,7 +1070,7 @@ var __toolyardSandbox = (() => {
         const bytes = randomBytes(16);
         let hex = "";
         for (let i = 0; i < 16; i++) {
-          let b = bytes.charCodeAt(i);
+          let b = bytes[i];
           if (i === 6) b = b & 15 | 64;
           if (i === 8) b = b & 63 | 128;
           hex += (b < 16 ? "0" : "") + b.toString(16);

@@ -526,7 +526,14 @@ for (const Class of [SandboxURL, SandboxURLSearchParams, SandboxTextEncoder, San
 
 /** `crypto` with the host's randomness, bytes only. */
 function createCrypto(): object {
-  const randomBytes = (n: number): string => host('random', n) as string
+  /** `n` bytes of the host's CSPRNG (they cross as hex). */
+  const randomBytes = (n: number): Uint8Array => {
+    const hex = host('random', n) as string
+    if (typeof hex !== 'string' || hex.length !== n * 2) throw new Error('the host gave no randomness')
+    const bytes = new Uint8Array(n)
+    for (let i = 0; i < n; i++) bytes[i] = parseInt(hex.slice(2 * i, 2 * i + 2), 16)
+    return bytes
+  }
   const crypto = Object.create(null) as Record<string, unknown>
   Object.defineProperty(crypto, 'getRandomValues', {
     enumerable: true,
@@ -536,7 +543,7 @@ function createCrypto(): object {
       if (array.byteLength > 65_536) throw namedError('QuotaExceededError', `crypto.getRandomValues: ${array.byteLength} bytes requested, at most 65536 allowed`)
       const bytes = randomBytes(array.byteLength)
       const view = new Uint8Array(array.buffer, array.byteOffset, array.byteLength)
-      for (let i = 0; i < view.length; i++) view[i] = bytes.charCodeAt(i)
+      view.set(bytes)
       return array
     },
   })
@@ -546,7 +553,7 @@ function createCrypto(): object {
       const bytes = randomBytes(16)
       let hex = ''
       for (let i = 0; i < 16; i++) {
-        let b = bytes.charCodeAt(i)
+        let b = bytes[i]!
         if (i === 6) b = (b & 0x0f) | 0x40
         if (i === 8) b = (b & 0x3f) | 0x80
         hex += (b < 16 ? '0' : '') + b.toString(16)

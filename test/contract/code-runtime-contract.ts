@@ -577,6 +577,21 @@ export function describeCodeRuntimeContract(
         })
       })
 
+      it('crypto.getRandomValues fills every byte (a zero byte cuts nothing short)', async () => {
+        const v = (await value(`
+          const bytes = crypto.getRandomValues(new Uint8Array(65536))
+          let zeros = 0
+          const seen = new Set()
+          for (const b of bytes) { if (b === 0) zeros++; seen.add(b) }
+          const ids = new Set(Array.from({ length: 200 }, () => crypto.randomUUID()))
+          return { zeros, distinct: seen.size, ids: ids.size, wellFormed: [...ids].every((id) => /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(id)) }`)) as { zeros: number; distinct: number; ids: number; wellFormed: boolean }
+        // 65 536 uniform bytes: about 256 zeros and all 256 values.
+        expect(v.zeros).toBeLessThan(600)
+        expect(v.distinct).toBe(256)
+        expect(v.ids).toBe(200)
+        expect(v.wellFormed).toBe(true)
+      })
+
       it.skipIf(gaps.confinesAuthority !== undefined)(
         `has nothing else: exactly ECMAScript, the listed web globals and the bindings${gaps.confinesAuthority ? ` (gap: ${gaps.confinesAuthority})` : ''}`,
         async () => {

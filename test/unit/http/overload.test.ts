@@ -55,7 +55,7 @@ describe('POST /v1/run when the sandbox is full', () => {
     expect((await errorOf(direct)).code).toBe('OVERLOADED')
 
     holder.abort()
-    await busy.catch(() => undefined)
+    await Promise.resolve(busy).catch(() => undefined)
     await expect.poll(() => codeRuntime.load().running, { timeout: 5_000 }).toBe(0)
     const after = await app.request('/v1/run', runInit('return 2'))
     expect(after.status).toBe(200)
