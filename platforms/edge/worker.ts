@@ -16,6 +16,7 @@ import { createSessionLogHub, createToolsApp } from '../../src/http/index.js'
 import type { ToolsAppOptions } from '../../src/http/index.js'
 import { ToolError } from '../../src/errors.js'
 import { registerDemoTools } from '../../demo/tools/index.js'
+import { SANDBOX_DEFAULT_LIMITS } from '../../src/code-runtime/sandbox-runtime.js'
 import { createQuickJsRuntime, type QuickJsCodeRuntime } from '../quickjs/index.js'
 import { createMcpApp } from '../../src/mcp/index.js'
 
@@ -28,14 +29,16 @@ export interface EdgeEnv {
 }
 
 /**
- * Code Mode budgets for the edge. A Worker isolate has 128 MB for everything, and each
- * run gets its own fixed wasm memory, so runs stay small (QuickJS needs 16 MB to start).
- * The compute budget sits below the paid plans' default 30 s CPU limit per request, so
- * our `timeout` result arrives before Cloudflare kills the request; the Free plan's
- * 10 ms CPU limit is far below it (docs/deployment.md). Not exported: workerd treats a
- * main module's named exports as entrypoints.
+ * Code Mode budgets for the edge: the sandbox's own defaults everywhere (compute 5 s,
+ * wall clock 60 s), so a program behaves the same on every platform. A Worker isolate
+ * has 128 MB for everything, and each run gets its own fixed wasm memory, so runs stay
+ * small (QuickJS needs 16 MB to start). The compute budget sits well below the paid
+ * plans' default 30 s CPU limit per request, so our `timeout` result arrives before
+ * Cloudflare kills the request; the Free plan's 10 ms CPU limit is far below it
+ * (docs/deployment.md). Not exported: workerd treats a main module's named exports as
+ * entrypoints.
  */
-const EDGE_CODE_LIMITS = { computeMs: 20_000, maxWallMs: 120_000, memoryMb: 32 } as const
+const EDGE_CODE_LIMITS = { computeMs: SANDBOX_DEFAULT_LIMITS.computeMs, maxWallMs: SANDBOX_DEFAULT_LIMITS.maxWallMs, memoryMb: 32 } as const
 
 type App = ReturnType<typeof createToolsApp>
 
@@ -96,7 +99,7 @@ export default {
     const { app, sandbox } = appFor(env ?? {})
     // workerd drops a request's timers once it answers, so the next run's QuickJS sandbox
     // is built here, after the response, for requests that may run code (≈1 ms cold runs).
-    if (request.method === 'POST') executionContext.waitUntil(sandbox.prewarm())
+    if (request.method === 'POST') executionContext.waitUntil(sandbox.warm())
     return app.fetch(request, env, executionContext)
   },
 }

@@ -95,9 +95,12 @@ export interface QuickJsCodeRuntime extends CodeRuntime {
    * Builds the next run's sandbox now, unless one is ready or being built (or the
    * runtime is disposed); resolves when done, never rejects (a failed build is left for
    * the next run to retry and report). For hosts whose idle time timers cannot reach,
-   * such as a Worker after its response: `ctx.waitUntil(runtime.prewarm())`. Works
-   * whatever `options.prewarm` says.
+   * such as a Worker after its response: `ctx.waitUntil(runtime.warm())`. Works
+   * whatever `options.prewarm` says. The same word as every other code runtime's
+   * `warm()`: get ready for the next run, ahead of it.
    */
+  warm(): Promise<void>
+  /** @deprecated Renamed {@link QuickJsCodeRuntime.warm} (one word for one meaning across the runtimes). */
   prewarm(): Promise<void>
 }
 
@@ -270,6 +273,7 @@ export function createQuickJsRuntime(options: QuickJsRuntimeOptions = {}): Quick
       if (run.vm.acquiredSandbox) schedulePrewarm()
       return result
     },
+    warm: prewarm,
     prewarm,
     async dispose(): Promise<void> {
       disposed = true

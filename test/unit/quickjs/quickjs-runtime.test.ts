@@ -555,18 +555,18 @@ describe('createQuickJsRuntime: prewarm (the next run\'s sandbox built in the ba
     expect(built.builds()).toBe(2)
   })
 
-  it('prewarm() builds on request (even with prewarm: false), once, and the next run takes it', async () => {
+  it('warm() builds on request (even with prewarm: false), once, and the next run takes it', async () => {
     const { variant, builds } = countingVariant()
     const r = createQuickJsRuntime({ wasmModule, variant, prewarm: false })
-    await Promise.all([r.prewarm(), r.prewarm()])
+    await Promise.all([r.warm(), r.prewarm()])
     expect(builds()).toBe(1)
     // One is ready: nothing more to build.
-    await r.prewarm()
+    await r.warm()
     expect(builds()).toBe(1)
     expect((await r.run({ program: 'return typeof globalThis.tools', bindings: [] })).value).toBe('undefined')
     expect(builds()).toBe(1)
     await r.dispose()
-    await r.prewarm()
+    await r.warm()
     expect(builds()).toBe(1)
   })
 

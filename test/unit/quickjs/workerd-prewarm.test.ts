@@ -3,7 +3,7 @@ import { startBuiltWorker, type BuiltWorker } from '../../support/built-worker.j
 
 /**
  * The next run's sandbox built across requests in workerd (Miniflare, built bundle, real
- * rules): under `ctx.waitUntil(runtime.prewarm())` after one response, the next request's
+ * rules): under `ctx.waitUntil(runtime.warm())` after one response, the next request's
  * run takes it; nothing of the previous program survives in it. The fixture is
  * test/unit/quickjs/fixtures/prewarm-worker.ts.
  */
