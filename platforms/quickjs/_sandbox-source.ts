@@ -1115,6 +1115,12 @@ var __toolyardSandbox = (() => {
     let nextTimer = 1;
     const endpoint = {
       postMessage(message) {
+        const m = message;
+        if (m.type === "call") {
+          const args = m.args === void 0 ? "" : \`,"args":\${stringify(m.args, strictJson)}\`;
+          post(\`{"type":"call","id":\${m.id},"global":\${stringify(m.global)},"name":\${stringify(m.name)}\${args}}\`);
+          return;
+        }
         post(stringify(message, strictJson));
       },
       addEventListener(_type, listener) {
