@@ -87,6 +87,7 @@ function readString(value: object, key: string): string | undefined {
     const v = (value as Record<string, unknown>)[key]
     return typeof v === 'string' ? v : undefined
   } catch {
+    // A throwing getter or proxy trap: the property reads as absent.
     return undefined
   }
 }
@@ -165,6 +166,7 @@ function errorData(error: unknown): WireErrorData {
     }
     return plainError(`Uncaught ${renderValue(error, { maxLength: 2_000, rawTopLevelString: false })}`)
   } catch {
+    // Whatever the thrown value does when read, the run still reports an exception.
     return plainError('Uncaught exception (the thrown value could not be read)')
   }
 }

@@ -256,6 +256,7 @@ export class CodeRunSession {
     try {
       reading = this.#platform.meter()
     } catch {
+      // A meter that cannot be read this time (its thread just ended) skips one poll; the wall ceiling still holds.
       return
     }
     this.#busyMs = Math.max(this.#busyMs, reading - this.#meterBase)

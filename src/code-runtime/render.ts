@@ -72,6 +72,7 @@ function describeOwn(value: object, key: string): PropertyDescriptor | undefined
   try {
     return Object.getOwnPropertyDescriptor(value, key)
   } catch {
+    // A throwing getter or proxy trap: rendered as absent, never run again.
     return undefined
   }
 }
@@ -86,6 +87,7 @@ function className(value: object): string | undefined {
     const name = describeOwn(ctor, 'name')?.value as unknown
     return typeof name === 'string' && name !== '' ? name : undefined
   } catch {
+    // A throwing getter or proxy trap: rendered as absent, never run again.
     return undefined
   }
 }
@@ -106,6 +108,7 @@ function primitive(value: unknown, quote: boolean): string | undefined {
       try {
         return (value as symbol).toString()
       } catch {
+        // A symbol whose description cannot be read still renders.
         return 'Symbol()'
       }
     case 'function': {
@@ -182,6 +185,7 @@ export function renderValue(value: unknown, options: RenderValueOptions = {}): s
     try {
       out += renderObject(obj, frame.depth, maxDepth, maxItems, stack, seen)
     } catch {
+      // The mark is the report: the reader sees where a value could not be rendered.
       out += '[Unrenderable]'
     }
   }
@@ -342,6 +346,7 @@ export function measureValueBytes(value: unknown, limit: number): number {
         }
       }
     } catch {
+      // An unmeasurable entry counts as a small one; the cap still bounds the total.
       total += 16
     }
   }
