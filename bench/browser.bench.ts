@@ -1,5 +1,8 @@
 /**
- * Browser runtime figures, in real Chromium driven by Playwright:
+ * Browser code runtime figures, in real Chromium driven by Playwright, for the sandbox
+ * (`createSandboxRuntime`: QuickJS in pooled Web Workers; the page is served
+ * cross-origin isolated, as `npm start` serves the playground) and the trusted-code
+ * Web Worker runtime:
  * - cold `return 1`: one full `run()` on a pre-spawned fresh worker, TypeScript
  *   stripping included (p50 / p95 over many runs; the spare is warmed untimed between);
  * - sub-call round trip: µs per `await tools.noop()` over 1,000 sequential calls.
@@ -12,6 +15,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { loadavg, tmpdir } from 'node:os'
+import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { chromium } from 'playwright'
@@ -41,7 +45,32 @@ function summary(samples: readonly number[]): { p50: number; p95: number; min: n
 
 // The page-side bench: the same loop the Node side runs, against the browser runtime.
 const PAGE_ENTRY = `
-import { createBrowserWorkerRuntime } from './platforms/browser/index.ts'
+import { createBrowserWorkerRuntime, createSandboxRuntime } from './platforms/browser/index.ts'
+globalThis.runSandboxBench = async (coldRuns, calls) => {
+  const runtime = createSandboxRuntime({ workerUrl: '/sandbox-worker-entry.js' })
+  await runtime.warm()
+  const cold = []
+  for (let i = 0; i < coldRuns; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 3))
+    const t0 = performance.now()
+    const result = await runtime.run({ program: 'const one: number = 1\\nreturn one', bindings: [] })
+    cold.push(performance.now() - t0)
+    if (result.value !== 1) throw new Error('unexpected result ' + JSON.stringify(result))
+  }
+  const perCallUs = []
+  for (let i = 0; i < 6; i++) {
+    const t0 = performance.now()
+    const result = await runtime.run({
+      program: 'for (let i = 0; i < ${CALLS}; i++) await tools.noop(i)\\nreturn 1',
+      bindings: [{ global: 'tools', functions: { noop: async (n) => n } }],
+    })
+    if (result.value !== 1) throw new Error('unexpected result ' + JSON.stringify(result))
+    // The first run warms the JIT of the threads' glue; net of a cold run.
+    if (i > 0) perCallUs.push(((performance.now() - t0 - cold[Math.floor(cold.length / 2)]) * 1000) / ${CALLS})
+  }
+  await runtime.dispose()
+  return { cold, perCallUs, isolated: globalThis.crossOriginIsolated }
+}
 globalThis.runBench = async (coldRuns, calls) => {
   const runtime = createBrowserWorkerRuntime({ prespawn: 1 })
   const cold = []
@@ -80,7 +109,7 @@ globalThis.runBench = async (coldRuns, calls) => {
 }
 `
 
-async function browserFigures(): Promise<Figures> {
+async function browserFigures(): Promise<{ worker: Figures; sandbox: Figures & { isolated: boolean } }> {
   const out = mkdtempSync(join(tmpdir(), 'toolyard-bench-'))
   try {
     await Promise.all([
@@ -104,19 +133,35 @@ async function browserFigures(): Promise<Figures> {
         outfile: join(out, 'worker-entry.js'),
         logLevel: 'warning',
       }),
+      build({
+        entryPoints: [join(root, 'platforms/browser/sandbox-worker-entry.ts')],
+        bundle: true,
+        format: 'esm',
+        platform: 'browser',
+        target: 'es2022',
+        minify: true,
+        outfile: join(out, 'sandbox-worker-entry.js'),
+        logLevel: 'warning',
+      }),
     ])
-    const files: Record<string, string> = {
+    const wasm = readFileSync(createRequire(import.meta.url).resolve('@jitl/quickjs-wasmfile-release-sync/wasm'))
+    const files: Record<string, string | Buffer> = {
       '/': '<!doctype html><meta charset="utf-8"><script type="module" src="/bench.js"></script>',
       '/bench.js': readFileSync(join(out, 'bench.js'), 'utf8'),
       '/worker-entry.js': readFileSync(join(out, 'worker-entry.js'), 'utf8'),
+      '/sandbox-worker-entry.js': readFileSync(join(out, 'sandbox-worker-entry.js'), 'utf8'),
+      '/emscripten-module.wasm': wasm,
     }
     const server = createServer((req, res) => {
-      const body = files[req.url ?? '/']
+      const url = req.url ?? '/'
+      const body = files[url]
       if (body === undefined) {
         res.writeHead(404).end()
         return
       }
-      res.writeHead(200, { 'Content-Type': req.url === '/' ? 'text/html' : 'text/javascript' }).end(body)
+      const type = url === '/' ? 'text/html' : url.endsWith('.wasm') ? 'application/wasm' : 'text/javascript'
+      // Cross-origin isolated, as npm start serves the playground: the sandbox shares memory with its workers.
+      res.writeHead(200, { 'Content-Type': type, 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp', 'Cross-Origin-Resource-Policy': 'same-origin' }).end(body)
     })
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
     const { port } = server.address() as AddressInfo
@@ -128,10 +173,15 @@ async function browserFigures(): Promise<Figures> {
       const page = await browser.newPage()
       await page.goto(`http://127.0.0.1:${port}/`)
       await page.waitForFunction(() => typeof (globalThis as { runBench?: unknown }).runBench === 'function')
-      return await page.evaluate(
+      const sandbox = await page.evaluate(
+        ([coldRuns, calls]) => (globalThis as unknown as { runSandboxBench(a: number, b: number): Promise<Figures & { isolated: boolean }> }).runSandboxBench(coldRuns, calls),
+        [COLD_RUNS, CALLS] as const,
+      )
+      const worker = await page.evaluate(
         ([coldRuns, calls]) => (globalThis as unknown as { runBench(a: number, b: number): Promise<Figures> }).runBench(coldRuns, calls),
         [COLD_RUNS, CALLS] as const,
       )
+      return { worker, sandbox }
     } finally {
       await browser.close()
       server.close()
@@ -184,7 +234,8 @@ function print(label: string, figures: Figures): void {
 }
 
 const browser = await browserFigures()
-print('Chromium web-worker', browser)
+print(`Chromium sandbox${browser.sandbox.isolated ? '' : ' (not isolated)'}`, browser.sandbox)
+print('Chromium web-worker', browser.worker)
 const node = await nodeFigures()
 print('Node worker_threads', node)
 console.log('targets: cold ≤ 10 ms p50 (pre-spawned), sub-call ≤ 50 µs')
