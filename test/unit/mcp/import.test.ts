@@ -40,7 +40,7 @@ function codeOf(result: ToolExecutionResult): string | undefined {
 //
 // REGISTRY RELAXATION NEEDED: every tool this server lists has an inputSchema carrying
 // "$schema" (and some "minimum"/"maximum"), which the registry's strict subset check on
-// `parameters` (src/registry/definition.ts, detachJsonSchema) rejects today. Raw tools
+// `parameters` (src/schema/tool-definition.ts) rejects today. Raw tools
 // (no validateArgs) are meant to present any lossless-JSON object schema as is; these
 // tests expect that relaxed behaviour and fail until the registry implements it.
 // ─────────────────────────────────────────────────────────────────────────────
