@@ -38,11 +38,10 @@ function codeOf(result: ToolExecutionResult): string | undefined {
 // ─────────────────────────────────────────────────────────────────────────────
 // Against the real @modelcontextprotocol/server-everything over stdio.
 //
-// REGISTRY RELAXATION NEEDED: every tool this server lists has an inputSchema carrying
-// "$schema" (and some "minimum"/"maximum"), which the registry's strict subset check on
-// `parameters` (src/schema/tool-definition.ts) rejects today. Raw tools
-// (no validateArgs) are meant to present any lossless-JSON object schema as is; these
-// tests expect that relaxed behaviour and fail until the registry implements it.
+// Every tool this server lists has an inputSchema carrying "$schema" (and some
+// "minimum"/"maximum"), outside the schema subset: raw tools (no validateArgs) present
+// any lossless-JSON object schema as is (src/schema/tool-definition.ts), which these
+// tests rely on.
 // ─────────────────────────────────────────────────────────────────────────────
 describe('importMcpTools against server-everything (stdio)', () => {
   let client: Client
