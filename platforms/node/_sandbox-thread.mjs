@@ -8,6 +8,7 @@ import defaultVariant from "@jitl/quickjs-wasmfile-release-sync";
 var STOP_SLOT = 0;
 var BUSY_SLOT = 1;
 var SEGMENT_SLOT = 2;
+var MAX_VM_MESSAGE_CHARS = 8 * 1024 * 1024;
 function epochNow() {
   return performance.timeOrigin + performance.now();
 }
@@ -660,6 +661,9 @@ var __toolyardSandbox = (() => {
     };
   }
 
+  // src/code-runtime/sandbox-protocol.ts
+  var MAX_VM_MESSAGE_CHARS = 8 * 1024 * 1024;
+
   // src/code-runtime/sandbox-globals.ts
   function namedError(name, message) {
     const error = new Error(message);
@@ -1111,10 +1115,10 @@ var __toolyardSandbox = (() => {
     return crypto;
   }
   function createPerformance() {
-    const performance = /* @__PURE__ */ Object.create(null);
-    Object.defineProperty(performance, "now", { enumerable: true, value: () => host("now") });
-    Object.freeze(performance);
-    return performance;
+    const performance2 = /* @__PURE__ */ Object.create(null);
+    Object.defineProperty(performance2, "now", { enumerable: true, value: () => host("now") });
+    Object.freeze(performance2);
+    return performance2;
   }
   function installSandboxGlobals(hostOp) {
     host = hostOp;
@@ -1147,6 +1151,9 @@ var __toolyardSandbox = (() => {
         const m = message;
         if (m.type === "call") {
           const args = m.args === void 0 ? "" : \`,"args":\${stringify(m.args, strictJson)}\`;
+          if (args.length > MAX_VM_MESSAGE_CHARS) {
+            throw new RangeError(\`the arguments take \${Math.ceil(args.length / 1024 / 1024)} MiB of JSON; at most \${MAX_VM_MESSAGE_CHARS / 1024 / 1024} MiB go to the host in one call\`);
+          }
           post(\`{"type":"call","id":\${m.id},"global":\${stringify(m.global)},"name":\${stringify(m.name)}\${args}}\`);
           return;
         }
@@ -1550,6 +1557,11 @@ var VmRun = class {
     this.#wake = void 0;
     wake?.();
   }
+  /** Ends the run with a failure the VM's driver found (its host's checks, not the program's outcome). First one wins. */
+  fail(kind, message) {
+    this.#fail(kind, message);
+    this.#poke();
+  }
   #fail(kind, message) {
     if (this.#stopped) return;
     this.#stopped = true;
@@ -1722,7 +1734,10 @@ function serveSandboxThread(channel, variant2) {
   const start = (command) => {
     const id = command.run;
     const vm = new VmRun(acquire, { computeMs: command.computeMs, memoryMb }, {
-      output: (json) => channel.post(json),
+      output: (json) => {
+        if (json.length > MAX_VM_MESSAGE_CHARS) vm.fail("exception", `a message from the program took ${Math.ceil(json.length / 1024 / 1024)} MiB; at most ${MAX_VM_MESSAGE_CHARS / 1024 / 1024} MiB go to the host at once`);
+        else channel.post(json);
+      },
       fail: (kind, message) => channel.post({ type: "failed", run: id, kind, message }),
       ...stop === void 0 ? {} : { stopRequested: () => Atomics.load(stop, STOP_SLOT) === id },
       ...busy === void 0 ? {} : {

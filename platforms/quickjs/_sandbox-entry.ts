@@ -12,6 +12,7 @@
  * @module
  */
 import { startBootstrap, strictJson } from '../../src/code-runtime/bootstrap.js'
+import { MAX_VM_MESSAGE_CHARS } from '../../src/code-runtime/sandbox-protocol.js'
 import { installSandboxGlobals } from '../../src/code-runtime/sandbox-globals.js'
 import type { SandboxHostOp } from '../../src/code-runtime/sandbox-globals.js'
 import type { WireEndpoint, WireListener } from '../../src/code-runtime/wire.js'
@@ -61,6 +62,9 @@ export function install(post: SandboxPost, timer: SandboxTimer, host: SandboxHos
         // The hot path (every tools.x() call): the envelope's own fields are known-safe, so
         // only the arguments pass through the strict replacer. The same JSON text results.
         const args = m.args === undefined ? '' : `,"args":${stringify(m.args, strictJson) as string}`
+        if (args.length > MAX_VM_MESSAGE_CHARS) {
+          throw new RangeError(`the arguments take ${Math.ceil(args.length / 1024 / 1024)} MiB of JSON; at most ${MAX_VM_MESSAGE_CHARS / 1024 / 1024} MiB go to the host in one call`)
+        }
         post(`{"type":"call","id":${m.id as number},"global":${stringify(m.global)},"name":${stringify(m.name)}${args}}`)
         return
       }

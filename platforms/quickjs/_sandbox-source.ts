@@ -631,6 +631,9 @@ var __toolyardSandbox = (() => {
     };
   }
 
+  // src/code-runtime/sandbox-protocol.ts
+  var MAX_VM_MESSAGE_CHARS = 8 * 1024 * 1024;
+
   // src/code-runtime/sandbox-globals.ts
   function namedError(name, message) {
     const error = new Error(message);
@@ -1082,10 +1085,10 @@ var __toolyardSandbox = (() => {
     return crypto;
   }
   function createPerformance() {
-    const performance = /* @__PURE__ */ Object.create(null);
-    Object.defineProperty(performance, "now", { enumerable: true, value: () => host("now") });
-    Object.freeze(performance);
-    return performance;
+    const performance2 = /* @__PURE__ */ Object.create(null);
+    Object.defineProperty(performance2, "now", { enumerable: true, value: () => host("now") });
+    Object.freeze(performance2);
+    return performance2;
   }
   function installSandboxGlobals(hostOp) {
     host = hostOp;
@@ -1118,6 +1121,9 @@ var __toolyardSandbox = (() => {
         const m = message;
         if (m.type === "call") {
           const args = m.args === void 0 ? "" : \`,"args":\${stringify(m.args, strictJson)}\`;
+          if (args.length > MAX_VM_MESSAGE_CHARS) {
+            throw new RangeError(\`the arguments take \${Math.ceil(args.length / 1024 / 1024)} MiB of JSON; at most \${MAX_VM_MESSAGE_CHARS / 1024 / 1024} MiB go to the host in one call\`);
+          }
           post(\`{"type":"call","id":\${m.id},"global":\${stringify(m.global)},"name":\${stringify(m.name)}\${args}}\`);
           return;
         }

@@ -113,6 +113,12 @@ export class VmRun {
     wake?.()
   }
 
+  /** Ends the run with a failure the VM's driver found (its host's checks, not the program's outcome). First one wins. */
+  fail(kind: CodeRunFailureKind, message: string): void {
+    this.#fail(kind, message)
+    this.#poke()
+  }
+
   #fail(kind: CodeRunFailureKind, message: string): void {
     if (this.#stopped) return
     this.#stopped = true

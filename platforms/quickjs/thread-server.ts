@@ -10,7 +10,7 @@
  * @module
  */
 import type { QuickJSSyncVariant } from 'quickjs-emscripten-core'
-import { BUSY_SLOT, epochNow, SEGMENT_SLOT, STOP_SLOT } from '../../src/code-runtime/sandbox-protocol.js'
+import { BUSY_SLOT, epochNow, MAX_VM_MESSAGE_CHARS, SEGMENT_SLOT, STOP_SLOT } from '../../src/code-runtime/sandbox-protocol.js'
 import type { SandboxThreadBoot, ThreadCommand, ThreadEvent } from '../../src/code-runtime/sandbox-protocol.js'
 import { toErrorData } from '../../src/errors.js'
 import { QuickJsEngine } from './_engine.js'
@@ -69,8 +69,12 @@ export function serveSandboxThread(channel: SandboxThreadChannel, variant: Quick
   const start = (command: ThreadCommand & { type: 'run' }): void => {
     const id = command.run
     // The host session enforces the wall ceiling (and may hold it while a person decides); the thread's clock runs.
-    const vm = new VmRun(acquire, { computeMs: command.computeMs, memoryMb }, {
-      output: (json) => channel.post(json),
+    const vm: VmRun = new VmRun(acquire, { computeMs: command.computeMs, memoryMb }, {
+      output: (json) => {
+        // Past the VM's own check only a program that broke its bootstrap gets here: end its run.
+        if (json.length > MAX_VM_MESSAGE_CHARS) vm.fail('exception', `a message from the program took ${Math.ceil(json.length / 1024 / 1024)} MiB; at most ${MAX_VM_MESSAGE_CHARS / 1024 / 1024} MiB go to the host at once`)
+        else channel.post(json)
+      },
       fail: (kind, message) => channel.post({ type: 'failed', run: id, kind, message }),
       ...(stop === undefined ? {} : { stopRequested: () => Atomics.load(stop!, STOP_SLOT) === id }),
       ...(busy === undefined

@@ -46,6 +46,15 @@ export const SEGMENT_SLOT = 2
 /** Byte length of {@link SandboxThreadBoot.signals}. */
 export const SIGNALS_BYTES = 24
 
+/**
+ * The longest VM message (JSON text, in UTF-16 code units) a thread passes to its host:
+ * the host parses each one on its own thread, and a program must not be able to stall
+ * it with one huge binding argument (parsing 8 MiB of JSON takes tens of ms; 60 MiB, a
+ * VM's whole memory, hundreds). The VM refuses a larger call itself, catchably; the thread
+ * ends the run on anything larger that gets past that.
+ */
+export const MAX_VM_MESSAGE_CHARS = 8 * 1024 * 1024
+
 /** Epoch milliseconds with sub-millisecond precision, comparable between a host and its threads. */
 export function epochNow(): number {
   return performance.timeOrigin + performance.now()

@@ -156,6 +156,24 @@ describe('createSandboxRuntime (Node)', () => {
     expect((await Promise.all([first, second])).map((r) => r.value ?? r.error?.kind)).toEqual([1, 2])
   })
 
+  it('refuses, catchably, a binding call whose arguments would take the host long to parse', async () => {
+    const runtime = make({ memoryMb: 64 })
+    let called = false
+    const bindings = [{ global: 'tools', functions: { write: async () => ((called = true), 'written') } }]
+    const { stall, value: result } = await maxStall(() =>
+      runtime.run({
+        program: "const big = 'x'.repeat(9 * 1024 * 1024)\ntry { await tools.write({ big }) } catch (e) { return [e.name, e.message] }",
+        bindings,
+      }),
+    )
+    expect(result.value).toEqual(['TypeError', expect.stringMatching(/the arguments cannot be sent to the host \(the arguments take 10 MiB of JSON; at most 8 MiB go to the host in one call\)/)])
+    expect(called).toBe(false)
+    expect(stall).toBeLessThan(150)
+    // Just under the limit still goes through.
+    const fits = await runtime.run({ program: "return await tools.write({ big: 'x'.repeat(7 * 1024 * 1024) })", bindings })
+    expect(fits.value).toBe('written')
+  })
+
   it('serves many concurrent runs with a bounded pool, each with its own result', async () => {
     const runtime = make({ prespawn: 1, maxConcurrentRuns: 3, maxQueuedRuns: 100 })
     const bindings = [{ global: 'tools', functions: { double: async (n: unknown) => (n as number) * 2 } }]
