@@ -546,6 +546,7 @@ describe('routing errors', () => {
       executionMode: (input) => runtime.executionMode(input),
       presentation: (scope) => runtime.presentation(scope),
       assemble: (scope) => runtime.assemble(scope),
+      catalog: (scope) => runtime.catalog(scope),
       options: runtime.options,
       dispose: () => runtime.dispose(),
     }
