@@ -130,7 +130,7 @@ export function validateRuntimeOptions(options: unknown): ToolRuntime['options']
   const maxParallelSubCalls = positiveInteger(o.maxParallelSubCalls, 'maxParallelSubCalls', DEFAULT_MAX_PARALLEL_SUB_CALLS)
   const maxOutputBytes = positiveInteger(o.maxOutputBytes, 'maxOutputBytes', DEFAULT_MAX_OUTPUT_BYTES)
   // Infinity is the explicit "no budget": the full SDK whatever its size.
-  const sdkBudgetChars = o.sdkBudgetChars ?? DEFAULT_SDK_BUDGET_CHARS
+  const sdkBudgetChars = o.sdkBudgetChars === undefined ? DEFAULT_SDK_BUDGET_CHARS : o.sdkBudgetChars
   if (sdkBudgetChars !== Number.POSITIVE_INFINITY && (typeof sdkBudgetChars !== 'number' || !Number.isSafeInteger(sdkBudgetChars) || sdkBudgetChars < 1)) {
     fail(`options.sdkBudgetChars must be a positive integer or Infinity (got ${show(sdkBudgetChars)})`)
   }
