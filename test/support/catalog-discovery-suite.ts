@@ -17,7 +17,7 @@ import { largeRegistryDefinition, registerLargeRegistry } from './large-registry
 export const DISCOVERY_PROGRAM = `
 const [hit] = await catalog.search('delete the staging bucket', { limit: 1 })
 const declaration = await catalog.describe(hit.name)
-const deleted = await tools[hit.name]({ bucket: 'staging' })
+const deleted = await tools[hit.name]({ bucket_id: 'staging' })
 let missing
 try { await catalog.describe('storage_remove_bucket') } catch (error) { missing = [error.name, error.toolName, error.message] }
 return { name: hit.name, declared: declaration === hit.declaration, head: declaration.split('\\n')[1], deleted, missing }
@@ -31,7 +31,7 @@ export function describeCatalogDiscovery(label: string, makeCodeRuntime: () => C
     const domains = LARGE_REGISTRY.filter((tool) => /^(storage|billing|crm|iam)_/.test(tool.name))
     const bucket = domains.find((tool) => tool.name === 'storage_delete_bucket')!
     registerLargeRegistry(registry, domains.filter((tool) => tool !== bucket))
-    registry.register(largeRegistryDefinition(bucket, (args: { bucket: string }) => ({ bucket: args.bucket, deleted: true })))
+    registry.register(largeRegistryDefinition(bucket, (args: { bucket_id: string }) => ({ deleted: true, bucket_id: args.bucket_id })))
 
     afterAll(async () => {
       await registry.dispose()
@@ -57,7 +57,7 @@ export function describeCatalogDiscovery(label: string, makeCodeRuntime: () => C
         name: 'storage_delete_bucket',
         declared: true,
         head: 'storage_delete_bucket(args: {',
-        deleted: { bucket: 'staging', deleted: true },
+        deleted: { deleted: true, bucket_id: 'staging' },
         missing: ['ToolCallError', 'catalog.describe', expect.stringMatching(/^no tool named "storage_remove_bucket" is available to this program; the closest: storage_delete_bucket/)],
       })
     })

@@ -33,7 +33,7 @@ function setup(options: Partial<ToolRuntimeOptions> = {}) {
   const registry = createToolRuntime({ mode: 'code', codeRuntime: sandbox, sessionLog, sdkBudgetChars: 4_000, ...options })
   registries.push(registry)
   registerLargeRegistry(registry, STORAGE.filter((tool) => tool !== BUCKET))
-  registry.register(largeRegistryDefinition(BUCKET, (args: { bucket: string }) => ({ bucket: args.bucket, deleted: true })))
+  registry.register(largeRegistryDefinition(BUCKET, (args: { bucket_id: string }) => ({ deleted: true, bucket_id: args.bucket_id })))
   const run = (code: string, agent?: string): Promise<ToolExecutionResult> =>
     registry.execute({ callId: 'run-1', name: 'run_code', arguments: { code, description: 'test' }, signal: AbortSignal.timeout(20_000), ...(agent === undefined ? {} : { agent }) })
   return { registry, sessionLog, run }
@@ -55,7 +55,7 @@ describe('catalog inside a program', () => {
         const hits = await catalog.search('remove the staging bucket', { limit: 2 })
         const fallback = await catalog.search('bucket')
         const declaration = await catalog.describe(hits[0].name)
-        const result = await tools[hits[0].name]({ bucket: 'staging' })
+        const result = await tools[hits[0].name]({ bucket_id: 'staging' })
         return { names: hits.map((h) => h.name), keys: Object.keys(hits[0]).sort(), fallback: fallback.length, same: declaration === hits[0].declaration, declaration, result }
       `),
     ) as { names: string[]; keys: string[]; fallback: number; same: boolean; declaration: string; result: unknown }
@@ -65,7 +65,7 @@ describe('catalog inside a program', () => {
     expect(value.fallback).toBe(5)
     expect(value.same).toBe(true)
     expect(value.declaration).toBe(registry.catalog().describe('storage_delete_bucket'))
-    expect(value.result).toEqual({ bucket: 'staging', deleted: true })
+    expect(value.result).toEqual({ deleted: true, bucket_id: 'staging' })
   })
 
   it('describe of a name no tool has rejects with ToolCallError naming the closest names', async () => {
@@ -190,7 +190,7 @@ describe('catalog inside a program', () => {
       await run(`
         await catalog.search('bucket')
         await catalog.describe('storage_delete_bucket')
-        await tools.storage_delete_bucket({ bucket: 'b' })
+        await tools.storage_delete_bucket({ bucket_id: 'b' })
         await catalog.search('object')
       `),
     )
