@@ -2,7 +2,7 @@
  * The Code Mode script for a registry too large for its SDK budget: the prompt carries
  * the catalog index, not the declarations, so the model first writes a short program
  * that finds the tools it needs with `catalog.search` and prints their declarations,
- * reads them, then writes the same task program as with a declared SDK.
+ * reads them, then sends the same task program as with a declared SDK ({@link taskProgramTurns}).
  *
  * The script does not assume the names it is after: it takes what the search printed,
  * checks that each need found the tool the task requires (a wrong hit would make the
@@ -12,7 +12,7 @@
  */
 import { ToolError } from '../../src/index.js'
 import type { ModelScript } from './loop.js'
-import { TASK_PROGRAM } from './task.js'
+import { taskProgramTurns } from './task.js'
 
 /** Each need in plain words, and the tool the task program calls for it. */
 export const DISCOVERY_NEEDS: readonly { readonly need: string; readonly tool: string }[] = [
@@ -39,7 +39,7 @@ export function declaredNames(output: string): string[] {
  * the search did not find the tools the task needs.
  */
 export function* discoveryScript(): ModelScript {
-  let results = yield {
+  const results = yield {
     type: 'tool-calls',
     text: 'The tools are not declared here; I will look up the ones I need.',
     calls: [{ id: 'call_1', name: 'run_code', arguments: { description: 'Find the order, customer and product tools', code: DISCOVERY_PROGRAM } }],
@@ -51,12 +51,5 @@ export function* discoveryScript(): ModelScript {
   if (names.join() !== wanted.join()) {
     throw new ToolError('TOOL_FAILED', `scripted model: the search found ${names.join(', ') || 'nothing'}, the task needs ${wanted.join(', ')}`)
   }
-  results = yield {
-    type: 'tool-calls',
-    text: 'Found them. Now the whole task in one program, printing only the answer.',
-    calls: [{ id: 'call_2', name: 'run_code', arguments: { description: 'Top 3 delivered-order spenders of the last 90 days and their most-bought products', code: TASK_PROGRAM } }],
-  }
-  const output = results[0]
-  if (output === undefined || output.isError) throw new ToolError('TOOL_FAILED', `scripted model: run_code failed: ${output?.content ?? 'no result'}`)
-  yield { type: 'answer', text: output.content.trim() }
+  yield* taskProgramTurns('Found them. Now the whole task in one program, printing only the answer.', 'call_2')
 }
