@@ -60,7 +60,7 @@ const TYPESCRIPT_CATALOG_BLOCK = `type JsonValue = string | number | boolean | n
 
 /** The error a failed tool call rejects with. */
 declare class ToolCallError extends Error {
-  /** The tool whose call failed (\`catalog.describe\` for a name no tool has). */
+  /** The tool whose call failed (\`catalog.search\` / \`catalog.describe\` when a catalog call fails). */
   readonly toolName: string;
 }
 
