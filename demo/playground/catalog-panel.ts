@@ -7,9 +7,8 @@
  *
  * @module
  */
-import { renderCatalogIndex } from '../../src/catalog/index.js'
-import { CATALOG_FORM_SHARE } from '../../src/code-mode/sdk-catalog.js'
-import type { SdkWithinBudget } from '../../src/code-mode/sdk.js'
+import { renderCatalogSdk } from '../../src/code-mode/sdk-catalog.js'
+import type { SdkToolInput, SdkWithinBudget } from '../../src/code-mode/sdk.js'
 import type { ToolCatalogHit, ToolRuntime } from '../../src/runtime-types.js'
 import { byId, h, replaceChildren } from './dom.js'
 import type { ServerInfo } from './server-backend.js'
@@ -28,13 +27,10 @@ export function renderBudget(rendered: SdkWithinBudget, budget: number): void {
   byId('sdk-budget').textContent = `${count(rendered.text.length)} of ${Number.isFinite(budget) ? count(budget) : '∞'} characters (sdkBudgetChars): ${form}.`
 }
 
-/** The index the catalog form would carry for `names`, at the size it aims for. */
-export function renderIndex(names: readonly string[], language: 'typescript' | 'python', budget: number): void {
-  const maxChars = Number.isFinite(budget) ? Math.max(1, Math.floor(budget * CATALOG_FORM_SHARE)) : 1_000_000
-  byId('catalog-index').textContent = renderCatalogIndex(
-    names.map((name) => ({ name })),
-    { maxChars, language },
-  ).text
+/** The index the catalog form carries (or would carry, past the budget) for `tools`: the form's text between the instructions and the declarations. */
+export function renderIndex(tools: readonly SdkToolInput[], language: 'typescript' | 'python', budget: number): void {
+  const { text } = renderCatalogSdk(tools, { language, maxChars: Number.isFinite(budget) ? budget : 1_000_000 })
+  byId('catalog-index').textContent = text.slice(text.indexOf('## Tool catalog'), text.lastIndexOf('\n\n```'))
 }
 
 async function searchServer(info: ServerInfo, query: string, agent: string): Promise<readonly ToolCatalogHit[]> {

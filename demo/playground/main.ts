@@ -102,7 +102,7 @@ function renderSdk(): void {
     const rendered = renderToolsSdkWithinBudget(inputs, { language: state.sdk, maxChars: budget })
     text = rendered.text
     renderBudget(rendered, budget)
-    renderIndex(inputs.map((tool) => tool.name), state.sdk, budget)
+    renderIndex(inputs, state.sdk, budget)
   } catch (error) {
     text = `(the SDK could not be rendered: ${error instanceof Error ? error.message : String(error)})`
   }
