@@ -14,13 +14,22 @@
  * - (b) tool-result tokens = every tool message counted once, as it enters the context;
  *   (b, re-read) = tool messages summed over every request that carries them.
  *
+ * Then the same task in code mode over a large registry: the demo tools plus the 1,000
+ * generated tools of test/fixtures/large-registry.ts, once with the full SDK in the
+ * prompt (`sdkBudgetChars: Infinity`) and once within the default budget (the catalog
+ * form: the scripted model finds its tools with `catalog.search`, then runs the task).
+ * Targets: that registry presents in ≤ 2,500 prompt tokens, and the task's input stays
+ * within 10 % of the demo registry's.
+ *
  * Figures are deterministic (fixed data, scripted model); nothing is timed.
  *
  * @module
  */
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base'
 import { countTokens as countCl100k } from 'gpt-tokenizer/encoding/cl100k_base'
-import { accountRun, runScriptedTask, type RunAccounting } from '../examples/agent-loop/index.js'
+import { accountRun, declaredNames, runScriptedTask, type RunAccounting, type ScriptedTaskRun } from '../examples/agent-loop/index.js'
+import { LARGE_REGISTRY } from '../test/fixtures/large-registry.js'
+import { largeRegistryDefinition } from '../test/support/large-registry-tools.js'
 import { printTable, type TableRow } from './_stats.js'
 
 const native = await runScriptedTask('native')
@@ -92,3 +101,49 @@ printTable(
 const b = ((tokens.native.toolResults - tokens.code.toolResults) / tokens.native.toolResults) * 100
 console.log(`\n(b) tool-result tokens: ${b.toFixed(1)} % fewer in code mode (target ≥ 90 %: ${b >= 90 ? 'met' : 'NOT met'})`)
 console.log(`(a) total input tokens, prefix once: ${reduction(tokens.native.inputTotal, tokens.code.inputTotal)} fewer; uncached: ${reduction(tokens.native.inputTotalUncached, tokens.code.inputTotalUncached)} fewer`)
+
+// ── A large registry: the same task over the demo tools + 1,000 generated ones ──
+
+const extraTools = LARGE_REGISTRY.map((tool) => largeRegistryDefinition(tool))
+const largeFull = await runScriptedTask('code', { extraTools, sdkBudgetChars: Number.POSITIVE_INFINITY })
+const largeBudgeted = await runScriptedTask('code', { extraTools })
+for (const run of [largeFull, largeBudgeted]) {
+  if (run.answerText !== code.answerText) {
+    console.error(`the large-registry run (${run.sdkForm} SDK) gave another answer:\n${run.answerText}`)
+    process.exit(1)
+  }
+}
+const discovery = largeBudgeted.messages.find((m) => m.role === 'tool')
+const found = discovery === undefined ? [] : declaredNames(discovery.content)
+
+const large = { full: accountRun(largeFull.requests, largeFull.messages, countTokens), budgeted: accountRun(largeBudgeted.requests, largeBudgeted.messages, countTokens) }
+const prompt = (a: RunAccounting): number => a.toolSchemas + a.system
+const versus = (a: RunAccounting): string => {
+  const delta = ((a.inputTotal - tokens.code.inputTotal) / tokens.code.inputTotal) * 100
+  return `${delta >= 0 ? '+' : ''}${delta.toFixed(1)} %`
+}
+const scenario = (label: string, run: ScriptedTaskRun, a: RunAccounting): TableRow => ({
+  registry: label,
+  tools: n(run.tools),
+  'SDK in the prompt': run.sdkForm === 'catalog' ? 'catalog form' : 'full SDK',
+  requests: n(run.requests.length),
+  'prompt tokens': n(prompt(a)),
+  '(a) input, prefix once': n(a.inputTotal),
+  'vs demo registry': versus(a),
+  '(a) input, uncached': n(a.inputTotalUncached),
+})
+printTable(
+  [
+    scenario('demo tools', code, tokens.code),
+    scenario('demo + 1,000 generated', largeFull, large.full),
+    scenario('demo + 1,000 generated', largeBudgeted, large.budgeted),
+  ],
+  'Code mode over a large registry (o200k_base; prompt = wire tool schemas + system message)',
+)
+console.log(`\nthe budgeted run found via catalog.search: ${found.join(', ')}; then ran the task program (${largeBudgeted.executedCalls} sub-calls) and gave the same answer`)
+const promptMet = prompt(large.budgeted) <= 2_500
+const inputRatio = large.budgeted.inputTotal / tokens.code.inputTotal
+console.log(`large registry, prompt tokens: ${n(prompt(large.budgeted))} (target ≤ 2,500: ${promptMet ? 'met' : 'NOT met'}); full SDK: ${n(prompt(large.full))}`)
+console.log(
+  `large registry, (a) input over the task: ${n(large.budgeted.inputTotal)} vs ${n(tokens.code.inputTotal)} for the demo tools, ${versus(large.budgeted)} (target within 10 %: ${Math.abs(inputRatio - 1) <= 0.1 ? 'met' : 'NOT met'}); full SDK: ${n(large.full.inputTotal)}`,
+)

@@ -25,7 +25,7 @@
 
 // The registry and pipeline
 export { createToolRuntime, routeBackMessage, CODE_ONLY_SECTION, SDK_SECTION } from './registry/index.js'
-export { DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_PARALLEL_SUB_CALLS } from './registry/index.js'
+export { DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_PARALLEL_SUB_CALLS, DEFAULT_SDK_BUDGET_CHARS } from './registry/index.js'
 export { runToolCalls, type RunToolCallsOptions } from './registry/index.js'
 export { createCallPool, type CallPool, type CallPoolOptions } from './scheduler.js'
 export { timeoutPolicy, type TimeoutPolicyOptions } from './timeout-policy.js'
@@ -44,10 +44,23 @@ export {
   type RunCodeOutput,
 } from './code-mode/run-code.js'
 export { prettyJson, renderRunCodeOutput, RUN_CODE_NO_OUTPUT, type PrettyJsonOptions } from './code-mode/render-output.js'
-export { hasSdkRenderer, renderToolsSdk, type RenderToolsSdkOptions, type SdkToolInput } from './code-mode/sdk.js'
+export {
+  hasSdkRenderer,
+  renderToolDeclaration,
+  renderToolsSdk,
+  renderToolsSdkWithinBudget,
+  type RenderToolsSdkOptions,
+  type SdkForm,
+  type SdkToolInput,
+  type SdkWithinBudget,
+} from './code-mode/sdk.js'
+export { CATALOG_BINDINGS_GLOBAL } from './code-mode/catalog-bindings.js'
 export { jsonSchemaToTs, type JsonSchemaToTsOptions } from './code-mode/sdk-typescript.js'
 export { jsonSchemaToPy, type JsonSchemaToPyOptions } from './code-mode/sdk-python.js'
 export { TYPESCRIPT_SDK_INSTRUCTIONS, PYTHON_SDK_INSTRUCTIONS } from './code-mode/sdk-instructions.js'
+
+// Tool discovery: the lexical catalog and the compact index
+export * from './catalog/index.js'
 
 // Errors
 export {

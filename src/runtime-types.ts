@@ -156,6 +156,48 @@ export interface ToolHookMap {
 /** A hook name. */
 export type ToolHookName = keyof ToolHookMap
 
+// ───────────────────────── catalog ─────────────────────────
+
+/** One result of a catalog search: what a program needs to call the tool. */
+export interface ToolCatalogHit {
+  readonly name: string
+  readonly description: string
+  /**
+   * The tool's declaration in the catalog's `language`: for TypeScript its JSDoc and
+   * `tools` member with the argument and output types exactly as the full SDK renders
+   * them; for Python its TypedDicts and `Tools` member.
+   */
+  readonly declaration: string
+}
+
+/** Options of {@link ToolCatalog.search}. */
+export interface ToolCatalogSearchOptions {
+  /** How many hits at most (a positive integer; default 10). */
+  readonly limit?: number
+}
+
+/**
+ * The tools a scope may call, searchable: `runtime.catalog(scope)`, and inside a Code
+ * Mode program the `catalog` global. A deterministic lexical ranking (BM25F over names,
+ * descriptions and parameters, with stemming and action synonyms; `createCatalog`),
+ * built once per change of the scope's tool set and shared by every caller until then.
+ */
+export interface ToolCatalog {
+  /** How many tools it holds. */
+  readonly size: number
+  /** The language of the declarations: the code runtime's, `typescript` without one. */
+  readonly language: string
+  /**
+   * The tools matching `query` (plain words), best first. Throws
+   * `ToolError('INVALID_OPTIONS')` for a query that is not a string or a bad `limit`.
+   */
+  search(query: string, options?: ToolCatalogSearchOptions): readonly ToolCatalogHit[]
+  /** The declaration of the tool `name`, or `undefined` when the scope has no such tool. */
+  describe(name: string): string | undefined
+  /** "Did you mean": the names closest to `name` (by spelling and shared words), best first; `[]` when none is close. */
+  closest(name: string, limit?: number): readonly string[]
+}
+
 // ───────────────────────── scopes ─────────────────────────
 
 /** Operations both layers share (the registry itself = the global layer, `agent(id)` = an agent's layer). */
@@ -188,6 +230,8 @@ export interface AgentTools extends ToolScope {
   execute(input: Omit<ToolExecutionInput, 'agent'>): Promise<ToolExecutionResult>
   /** This agent's prompt assembly. */
   assemble(): PromptAssembly
+  /** The searchable catalog of what this agent may call (its program's `catalog`). */
+  catalog(): ToolCatalog
   /** Disposes everything registered through this scope. */
   dispose(): Promise<void>
 }
@@ -208,6 +252,15 @@ export interface ToolRuntimeOptions {
   readonly maxOutputBytes?: number
   /** Wire-tool order for prompt assembly; names the mode does not contribute reject assembly. */
   readonly toolOrder?: readonly string[]
+  /**
+   * The most characters the Code Mode SDK (`tools:sdk`) may take in a prompt: a positive
+   * integer, or `Infinity` for no budget. Default 12,000 (≈ 3,000 tokens). When the full
+   * SDK for an agent's tools fits, it is used unchanged; otherwise the section becomes
+   * the catalog form — the instructions, a compact index of the tools and the `catalog`
+   * declarations a program finds them with — aiming for half the budget, namespaces
+   * only when the index does not fit (docs/code-mode.md, "Large registries").
+   */
+  readonly sdkBudgetChars?: number
 }
 
 /** The registry ("tool runtime"): the global layer plus the pipeline. */
@@ -216,7 +269,7 @@ export interface ToolRuntime extends ToolScope {
   agent(id: ScopeKey): AgentTools
   /** Resolution as `scope` sees it. */
   get(name: string, scope?: ScopeKey): AnyToolDefinition | undefined
-  /** Schemas of everything `scope` can see (the catalog; unchanged by presentation). */
+  /** Schemas of everything `scope` can see (unchanged by presentation, except that `run_code` joins unless it is `native`). */
   schemas(scope?: ScopeKey): ToolSchema[]
   /** Runs one call through the whole pipeline. Never rejects; returns one frozen result. */
   execute(input: ToolExecutionInput): Promise<ToolExecutionResult>
@@ -226,8 +279,13 @@ export interface ToolRuntime extends ToolScope {
   presentation(scope?: ScopeKey): ToolPresentationMode
   /** The prompt assembly for `scope`. Throws `ToolError('ASSEMBLY_FAILED')` on misconfiguration. */
   assemble(scope?: ScopeKey): PromptAssembly
+  /**
+   * The searchable catalog of what `scope` may call: the same tools, ranking and
+   * declarations a Code Mode program of that scope gets as `catalog`.
+   */
+  catalog(scope?: ScopeKey): ToolCatalog
   /** The options in force (validated, defaults applied). */
-  readonly options: Readonly<Required<Pick<ToolRuntimeOptions, 'mode' | 'maxParallelSubCalls' | 'maxOutputBytes'>>> &
+  readonly options: Readonly<Required<Pick<ToolRuntimeOptions, 'mode' | 'maxParallelSubCalls' | 'maxOutputBytes' | 'sdkBudgetChars'>>> &
     ToolRuntimeOptions
   /** Disposes every registration, aborts in-flight executions and awaits their settlement. */
   dispose(): Promise<void>

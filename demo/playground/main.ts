@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { renderToolsSdk } from '../../src/code-mode/sdk.js'
+import { renderToolsSdkWithinBudget } from '../../src/code-mode/sdk.js'
 import type { SdkToolInput } from '../../src/code-mode/sdk.js'
 import type { CodeLogEntry } from '../../src/code-runtime/contract.js'
 import type { JsonValue } from '../../src/json/json-value.js'
@@ -15,6 +15,7 @@ import type { ToolExecutionResult, ToolPresentationMode } from '../../src/types.
 import { failureKind } from './backend.js'
 import type { Backend, RunBudgets, RunOutcome } from './backend.js'
 import { renderCard, renderNativeCard } from './cards.js'
+import { renderBudget, renderIndex, wireCatalogSearch } from './catalog-panel.js'
 import type { SubCallRecord } from './cards.js'
 import { byId, h, replaceChildren, showJson } from './dom.js'
 import { createJsonEditor, createProgramEditor } from './editor.js'
@@ -57,8 +58,9 @@ const server = createServerBackend(info)
 
 // ───────────────────────── what the model sees ─────────────────────────
 
+/** What a program of the `code` agent may call (the transport itself is no binding). */
 function sdkInputs(): SdkToolInput[] {
-  return registry.schemas('code').map((schema) => ({
+  return registry.schemas('code').filter((schema) => schema.name !== 'run_code').map((schema) => ({
     name: schema.name,
     description: schema.description,
     parameters: schema.parameters,
@@ -94,8 +96,13 @@ function firstLine(text: string): string {
 
 function renderSdk(): void {
   let text: string
+  const budget = registry.options.sdkBudgetChars
   try {
-    text = renderToolsSdk(sdkInputs(), { language: state.sdk })
+    const inputs = sdkInputs()
+    const rendered = renderToolsSdkWithinBudget(inputs, { language: state.sdk, maxChars: budget })
+    text = rendered.text
+    renderBudget(rendered, budget)
+    renderIndex(inputs, state.sdk, budget)
   } catch (error) {
     text = `(the SDK could not be rendered: ${error instanceof Error ? error.message : String(error)})`
   }
@@ -468,6 +475,7 @@ function wire(): void {
       renderSdk()
     })
   }
+  wireCatalogSearch({ registry, server: info, where: () => state.where, agent: () => 'code' })
   const examples = byId<HTMLSelectElement>('examples')
   replaceChildren(examples, EXAMPLES.map((example, index) => h('option', { value: index, title: example.description }, example.title)))
   examples.addEventListener('change', () => {

@@ -13,16 +13,18 @@
  *
  * @module
  */
-import { ToolError, createMemorySessionLog, createToolRuntime } from '../../src/index.js'
-import type { CodeRuntime } from '../../src/index.js'
+import { SDK_SECTION, ToolError, createMemorySessionLog, createToolRuntime } from '../../src/index.js'
+import type { AnyToolDefinition, CodeRuntime, ToolRuntime } from '../../src/index.js'
 import { createSandboxRuntime } from '../../platforms/node/index.js'
 import { registerDemoTools } from '../../demo/tools/index.js'
+import { discoveryScript } from './discovery.js'
 import { runAgentLoop, scriptedModel, type ChatMessage, type ModelRequest } from './loop.js'
 import { TASK_INSTRUCTIONS, TASK_QUESTION, codeScript, nativeScript, parseAnswer, type TaskAnswer } from './task.js'
 
 export * from './loop.js'
 export * from './task.js'
 export * from './accounting.js'
+export * from './discovery.js'
 
 /** How the tools are presented to the scripted model. */
 export type ScriptedTaskMode = 'native' | 'code'
@@ -34,6 +36,13 @@ export interface ScriptedTaskOptions {
    * disposed at the end; a runtime passed in is not disposed.
    */
   readonly codeRuntime?: CodeRuntime
+  /**
+   * Tools registered beside the demo tools: a large registry (the bench's 1,000-tool
+   * scenario). The task only needs the demo tools; the others are there to be searched past.
+   */
+  readonly extraTools?: readonly AnyToolDefinition[]
+  /** The registry's `sdkBudgetChars` (default: the registry's default). */
+  readonly sdkBudgetChars?: number
 }
 
 /** The outcome of one scripted run. */
@@ -51,6 +60,16 @@ export interface ScriptedTaskRun {
   readonly toolCalls: number
   /** Tool calls that actually ran (in code mode: the program's sub-calls). */
   readonly executedCalls: number
+  /** Code mode: whether the prompt declared the tools (the full SDK) or carried the catalog form. */
+  readonly sdkForm?: 'full' | 'catalog'
+  /** How many tools the registry held (the demo tools and any extra ones). */
+  readonly tools: number
+}
+
+/** Whether the prompt's SDK section declares the tools (the full SDK) rather than the catalog form. */
+function declaresTools(runtime: ToolRuntime): boolean {
+  const sdk = runtime.assemble().sections.find((section) => section.id === SDK_SECTION.id)
+  return sdk !== undefined && sdk.text.includes('interface ToolArgsMap')
 }
 
 /**
@@ -63,12 +82,17 @@ export async function runScriptedTask(mode: ScriptedTaskMode, options: ScriptedT
   const ownsCodeRuntime = mode === 'code' && options.codeRuntime === undefined
   const codeRuntime = mode === 'code' ? (options.codeRuntime ?? createSandboxRuntime()) : undefined
   const sessionLog = createMemorySessionLog()
-  const runtime = createToolRuntime({ mode, sessionLog, ...(codeRuntime === undefined ? {} : { codeRuntime }) })
+  const budget = options.sdkBudgetChars === undefined ? {} : { sdkBudgetChars: options.sdkBudgetChars }
+  const runtime = createToolRuntime({ mode, sessionLog, ...budget, ...(codeRuntime === undefined ? {} : { codeRuntime }) })
   try {
     registerDemoTools(runtime)
+    for (const tool of options.extraTools ?? []) runtime.register(tool)
+    // The scripted model reads its prompt: with the tools declared it writes the program
+    // at once; with the catalog form it looks them up first.
+    const declared = mode === 'code' ? declaresTools(runtime) : undefined
     const run = await runAgentLoop({
       runtime,
-      model: scriptedModel(mode === 'native' ? nativeScript : codeScript),
+      model: scriptedModel(mode === 'native' ? nativeScript : declared === false ? discoveryScript : codeScript),
       instructions: TASK_INSTRUCTIONS,
       question: TASK_QUESTION,
     })
@@ -81,6 +105,8 @@ export async function runScriptedTask(mode: ScriptedTaskMode, options: ScriptedT
       answer: parseAnswer(run.answer),
       toolCalls: run.toolCalls,
       executedCalls: mode === 'code' ? subCalls : run.toolCalls,
+      ...(declared === undefined ? {} : { sdkForm: declared ? 'full' : 'catalog' }),
+      tools: runtime.schemas().filter((schema) => schema.name !== 'run_code').length,
     }
   } finally {
     await runtime.dispose()

@@ -231,14 +231,22 @@ const lines = await Promise.all(top.map(async ([id, s], i) => {
 console.log(\`Top \${top.length} customers by spend on delivered orders created \${since} to \${until} (the last 90 days of the data set):\`)
 console.log(lines.join('\\n'))`
 
-/** The Code Mode script: one `run_code` call, then the program's output as the answer. */
-export function* codeScript(): ModelScript {
+/**
+ * The end of every Code Mode script: one `run_code` call with {@link TASK_PROGRAM}
+ * (the model's `text` and call id given), then the program's output as the answer.
+ */
+export function* taskProgramTurns(text: string, callId: string): ModelScript {
   const results = yield {
     type: 'tool-calls',
-    text: 'I will compute this in one program and print only the answer.',
-    calls: [{ id: 'call_1', name: 'run_code', arguments: { description: 'Top 3 delivered-order spenders of the last 90 days and their most-bought products', code: TASK_PROGRAM } }],
+    text,
+    calls: [{ id: callId, name: 'run_code', arguments: { description: 'Top 3 delivered-order spenders of the last 90 days and their most-bought products', code: TASK_PROGRAM } }],
   }
   const output = results[0]
   if (output === undefined || output.isError) throw new ToolError('TOOL_FAILED', `scripted model: run_code failed: ${output?.content ?? 'no result'}`)
   yield { type: 'answer', text: output.content.trim() }
+}
+
+/** The Code Mode script: one `run_code` call, then the program's output as the answer. */
+export function* codeScript(): ModelScript {
+  yield* taskProgramTurns('I will compute this in one program and print only the answer.', 'call_1')
 }

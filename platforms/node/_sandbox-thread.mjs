@@ -578,8 +578,9 @@ var __toolyardSandbox = (() => {
       } catch {
       }
     };
-    const makeBinding = (global, name) => {
-      const binding = (args) => new PromiseCtor((resolve, reject) => {
+    const makeBinding = (global, name, variadic) => {
+      const binding = (...given) => new PromiseCtor((resolve, reject) => {
+        const args = variadic ? given : given[0];
         const id = nextId++;
         pendingSet(id, { resolve, reject });
         try {
@@ -597,7 +598,7 @@ var __toolyardSandbox = (() => {
       for (const ns of namespaces) {
         const target = createNull();
         for (const name of ns.names) {
-          defineProperty(target, name, { value: makeBinding(ns.global, name), enumerable: true, writable: false, configurable: false });
+          defineProperty(target, name, { value: makeBinding(ns.global, name, ns.variadic === true), enumerable: true, writable: false, configurable: false });
         }
         Object.freeze(target);
         defineProperty(globalThis, ns.global, { value: target, writable: true, configurable: true, enumerable: false });

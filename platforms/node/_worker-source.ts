@@ -524,8 +524,9 @@ export const WORKER_SOURCE: string = `"use strict";
       } catch {
       }
     };
-    const makeBinding = (global, name) => {
-      const binding = (args) => new PromiseCtor((resolve, reject) => {
+    const makeBinding = (global, name, variadic) => {
+      const binding = (...given) => new PromiseCtor((resolve, reject) => {
+        const args = variadic ? given : given[0];
         const id = nextId++;
         pendingSet(id, { resolve, reject });
         try {
@@ -543,7 +544,7 @@ export const WORKER_SOURCE: string = `"use strict";
       for (const ns of namespaces) {
         const target = createNull();
         for (const name of ns.names) {
-          defineProperty(target, name, { value: makeBinding(ns.global, name), enumerable: true, writable: false, configurable: false });
+          defineProperty(target, name, { value: makeBinding(ns.global, name, ns.variadic === true), enumerable: true, writable: false, configurable: false });
         }
         Object.freeze(target);
         defineProperty(globalThis, ns.global, { value: target, writable: true, configurable: true, enumerable: false });

@@ -1,11 +1,11 @@
 /**
  * The dispatch bridge: `run_code`'s body. It hands the program to the code runtime
- * with one `tools` binding namespace and routes every binding call back into the
- * registry's pipeline — lossless-JSON snapshot, the per-run pool (native scheduling
- * contract), the outer token as `parent`, start/settle session events, deferred
- * sub-call contexts in dispatch order — and owns the run's settlement: a run-scoped
- * abort fired when the run settles for any reason, and a drain of every started
- * sub-call before returning.
+ * with the `tools` binding namespace (and `catalog`: `catalog-bindings.ts`) and
+ * routes every `tools` call back into the registry's pipeline — lossless-JSON
+ * snapshot, the per-run pool (native scheduling contract), the outer token as
+ * `parent`, start/settle session events, deferred sub-call contexts in dispatch order
+ * — and owns the run's settlement: a run-scoped abort fired when the run settles for
+ * any reason, and a drain of every started sub-call before returning.
  *
  * @module
  */
@@ -17,6 +17,7 @@ import { snapshotLosslessJson } from '../json/lossless.js'
 import { createCallPool, type CallPool } from '../scheduler.js'
 import type { CodeDispatchEvent, CodeDispatchStartEvent } from '../runtime-types.js'
 import type { AdditionalContext, ToolExecutionMode, ToolExecutionResult, ToolRunContext } from '../types.js'
+import { catalogNamespace } from './catalog-bindings.js'
 import type { CodeModeRegistry, RunCodeArgs } from './registry-seam.js'
 import { prettyJson, utf8ByteLength } from './render-output.js'
 import type { RunCodeOutput } from './render-output.js'
@@ -229,11 +230,16 @@ export async function runCodeBridge(registry: CodeModeRegistry, args: RunCodeArg
     throw new ToolError('CODE_RUN_FAILED', 'run_code is unavailable: no code runtime is configured (ToolRuntimeOptions.codeRuntime)')
   }
   const run = new CodeRun(registry, exec)
+  // Taken with the binding names: `catalog` finds exactly what `tools` can call in this run.
+  const catalog = registry.catalog?.(exec.agent)
   let outcome: CodeRunResult
   try {
     outcome = await codeRuntime.run({
       program: args.code,
-      bindings: [{ global: CODE_BINDINGS_GLOBAL, functions: run.bindings(registry.bindingNames(exec.agent)) }],
+      bindings: [
+        { global: CODE_BINDINGS_GLOBAL, functions: run.bindings(registry.bindingNames(exec.agent)) },
+        ...(catalog === undefined ? [] : [catalogNamespace(catalog)]),
+      ],
       signal: run.signal,
       ...(registry.logOutput === undefined ? {} : { onLog: forwardLog(registry, exec.callId) }),
     })

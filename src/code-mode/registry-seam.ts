@@ -7,7 +7,7 @@
  * @module
  */
 import type { CodeRuntime } from '../code-runtime/contract.js'
-import type { CodeDispatchEvent, CodeDispatchStartEvent, CodeLogEvent } from '../runtime-types.js'
+import type { CodeDispatchEvent, CodeDispatchStartEvent, CodeLogEvent, ToolCatalog } from '../runtime-types.js'
 import type { ScopeKey, ToolExecutionInput, ToolExecutionMode, ToolExecutionResult } from '../types.js'
 
 /** The reserved name of the Code Mode transport. */
@@ -37,6 +37,13 @@ export interface CodeModeRegistry {
    * except `run_code`, sorted by code point.
    */
   bindingNames(agent: ScopeKey | undefined): readonly string[]
+  /**
+   * Optional: the catalog of what a program of `agent` may call — the same tools as
+   * {@link bindingNames} — exposed to the program as the `catalog` global. Absent → no
+   * `catalog` global. Called once per run, at its start; cheap while the tool set is
+   * unchanged.
+   */
+  catalog?(agent: ScopeKey | undefined): ToolCatalog
   /** Runs one sub-call through the whole pipeline (`ToolRuntime.execute`). Never rejects. */
   execute(input: ToolExecutionInput): Promise<ToolExecutionResult>
   /** The scheduling class of one sub-call (`ToolRuntime.executionMode`). */

@@ -349,24 +349,9 @@ export function renderPythonSdkBlock(tools: readonly SdkToolInput[]): string {
     const { args: argsRoot, output: outputRoot } = roots[index] as { args: string; output: string }
     const argsType = renderToolSchema(tool.parameters, argsRoot, namer, classes, imports)
     const outputType = renderToolSchema(tool.output, outputRoot, namer, classes, imports)
-    const optional = hasOnlyOptionalProperties(tool.parameters)
-    const doc = pyDocstring(tool.description, '        ')
-    if (isPyAttributeName(tool.name)) {
-      methods.push([
-        `    async def ${tool.name}(self, args: ${argsType}${optional ? ' = ...' : ''}) -> ${outputType}:`,
-        ...doc,
-        '        ...',
-      ])
-    } else {
-      imports.add('Literal')
-      imports.add('Callable')
-      imports.add('Awaitable')
-      exotic.push([
-        `    def __getitem__(self, name: Literal[${pyString(tool.name)}]) -> Callable[[${argsType}], Awaitable[${outputType}]]:`,
-        ...doc,
-        '        ...',
-      ])
-    }
+    const member = toolMember(tool, argsType, outputType, imports)
+    if (isPyAttributeName(tool.name)) methods.push(member)
+    else exotic.push(member)
   })
   if (exotic.length > 1) {
     imports.add('overload')
@@ -393,6 +378,19 @@ export function renderPythonSdkBlock(tools: readonly SdkToolInput[]): string {
   })
   out.push('', '', 'tools: Tools')
   return out.join('\n')
+}
+
+/** A tool's member of the `Tools` class: a method, or a `__getitem__` overload for a name that is not an identifier. */
+function toolMember(tool: SdkToolInput, argsType: string, outputType: string, imports: Set<string>): string[] {
+  const doc = pyDocstring(tool.description, '        ')
+  if (isPyAttributeName(tool.name)) {
+    const optional = hasOnlyOptionalProperties(tool.parameters)
+    return [`    async def ${tool.name}(self, args: ${argsType}${optional ? ' = ...' : ''}) -> ${outputType}:`, ...doc, '        ...']
+  }
+  imports.add('Literal')
+  imports.add('Callable')
+  imports.add('Awaitable')
+  return [`    def __getitem__(self, name: Literal[${pyString(tool.name)}]) -> Callable[[${argsType}], Awaitable[${outputType}]]:`, ...doc, '        ...']
 }
 
 function renderToolSchema(
@@ -426,4 +424,26 @@ function renderToolSchema(
 /** Renders the whole Python SDK text: usage instructions, then the fenced SDK block. */
 export function renderPythonSdk(tools: readonly SdkToolInput[]): string {
   return `${PYTHON_SDK_INSTRUCTIONS}\n\n\`\`\`python\n${renderPythonSdkBlock(tools)}\n\`\`\`\n`
+}
+
+/**
+ * The Python declaration of one tool, as `catalog.search` / `catalog.describe` hand it
+ * to a program: the TypedDicts of its arguments and output, then its member of the
+ * `Tools` class — what the full SDK renders for that tool, without the shared
+ * preamble (`typing` imports, `ToolCallError`). A nested TypedDict whose name the full
+ * SDK had to make unique across tools (`Address2`) keeps its plain name here.
+ */
+export function renderPythonToolDeclaration(tool: SdkToolInput): string {
+  const [normalized] = normalizeSdkTools([tool])
+  if (normalized === undefined) return ''
+  const namer = new PyNamer()
+  const base = pascalCase(normalized.name)
+  const argsRoot = namer.allocate(`${base}Args`)
+  const outputRoot = namer.allocate(`${base}Output`)
+  const classes: string[] = []
+  const imports = new Set<string>()
+  const argsType = renderToolSchema(normalized.parameters, argsRoot, namer, classes, imports)
+  const outputType = renderToolSchema(normalized.output, outputRoot, namer, classes, imports)
+  const member = toolMember(normalized, argsType, outputType, imports)
+  return [...classes.flatMap((declaration) => [declaration, '', '']), 'class Tools:', ...member].join('\n')
 }

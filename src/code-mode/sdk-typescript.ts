@@ -254,3 +254,24 @@ export function renderTypeScriptSdkBlock(tools: readonly SdkToolInput[]): string
 export function renderTypeScriptSdk(tools: readonly SdkToolInput[]): string {
   return `${TYPESCRIPT_SDK_INSTRUCTIONS}\n\n\`\`\`ts\n${renderTypeScriptSdkBlock(tools)}\n\`\`\`\n`
 }
+
+/**
+ * The TypeScript declaration of one tool, as `catalog.search` / `catalog.describe`
+ * hand it to a program: its JSDoc and its `tools` member with the argument and output
+ * types written out — the very types the full SDK renders in `ToolArgsMap` and
+ * `ToolOutputMap` (same renderer, same options; only the indentation of continuation
+ * lines differs, since the declaration stands alone).
+ *
+ * @example
+ * ```ts
+ * renderTypeScriptToolDeclaration({ name: 'get_user', description: 'Get a user.', parameters, output })
+ * // '/** Get a user. *\/\nget_user(args: {\n  id: string;\n}): Promise<{\n  name: string;\n}>;'
+ * ```
+ */
+export function renderTypeScriptToolDeclaration(tool: SdkToolInput): string {
+  const [normalized] = normalizeSdkTools([tool])
+  if (normalized === undefined) return ''
+  const optional = hasOnlyOptionalProperties(normalized.parameters) ? '?' : ''
+  const member = `${tsKey(normalized.name)}(args${optional}: ${jsonSchemaToTs(normalized.parameters)}): Promise<${jsonSchemaToTs(normalized.output)}>;`
+  return [...jsDoc(normalized.description, false, ''), member].join('\n')
+}

@@ -315,9 +315,12 @@ export function startBootstrap(endpoint: WireEndpoint, options: BootstrapOptions
     }
   }
 
-  const makeBinding = (global: string, name: string) => {
-    const binding = (args?: unknown): Promise<unknown> =>
+  const makeBinding = (global: string, name: string, variadic: boolean) => {
+    // A rest parameter builds its array without the iterator protocol, so a program
+    // that replaced Array.prototype[Symbol.iterator] cannot change what is sent.
+    const binding = (...given: unknown[]): Promise<unknown> =>
       new PromiseCtor<unknown>((resolve, reject) => {
+        const args = variadic ? given : given[0]
         const id = nextId++
         pendingSet(id, { resolve, reject })
         try {
@@ -336,7 +339,7 @@ export function startBootstrap(endpoint: WireEndpoint, options: BootstrapOptions
     for (const ns of namespaces) {
       const target = createNull()
       for (const name of ns.names) {
-        defineProperty(target, name, { value: makeBinding(ns.global, name), enumerable: true, writable: false, configurable: false })
+        defineProperty(target, name, { value: makeBinding(ns.global, name, ns.variadic === true), enumerable: true, writable: false, configurable: false })
       }
       Object.freeze(target)
       defineProperty(globalThis, ns.global, { value: target, writable: true, configurable: true, enumerable: false })

@@ -42,6 +42,15 @@ export interface CodeBindingNamespace {
   readonly global: string
   /** Function name → host implementation. Any string is a valid name (`__proto__` included). */
   readonly functions: Readonly<Record<string, CodeBindingFunction>>
+  /**
+   * When true, each function receives every argument the program passed, as an array
+   * (`catalog.search(query, { limit })` → `[query, { limit }]`); otherwise only the
+   * first (`tools.x(args)` → `args`), so a stray second argument (`ids.map(tools.x)`
+   * passes an index and the whole array) never crosses. Across a JSON boundary an
+   * `undefined` element arrives as `null`. A runtime that predates the flag passes the
+   * first argument alone: a variadic binding accepts that too.
+   */
+  readonly variadic?: boolean
 }
 
 /** Everything a runtime acts on for one run; defaults live in the runtime's validated options. */

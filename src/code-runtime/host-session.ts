@@ -89,7 +89,8 @@ export function prepareRun(request: unknown): { readonly ok: true; readonly run:
       if (typeof fn === 'function') table.set(name, fn as CodeBindingFunction)
     }
     functions.set(global as string, table)
-    namespaces.push({ global: global as string, names: [...table.keys()] })
+    const variadic = (ns as { variadic?: unknown }).variadic === true
+    namespaces.push({ global: global as string, names: [...table.keys()], ...(variadic ? { variadic } : {}) })
   }
   return { ok: true, run: { program: r.program, namespaces, functions, signal: r.signal, onLog: r.onLog } }
 }

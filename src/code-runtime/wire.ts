@@ -36,6 +36,8 @@ export type WireListener = (event: { readonly data: unknown }) => void
 export interface WireNamespace {
   readonly global: string
   readonly names: readonly string[]
+  /** Its functions send every argument, as an array (`CodeBindingNamespace.variadic`). */
+  readonly variadic?: true
 }
 
 /** Host → sandbox: run this program (sent once). */

@@ -203,13 +203,17 @@ function sdk(runtime: ToolRuntime): Handler {
     if (languages.length > 1) throw invalidRequest('language must be given at most once')
     const language = languages[0] ?? runtime.options.codeRuntime?.language ?? 'typescript'
     if (!hasSdkRenderer(language)) throw invalidRequest(`no SDK renderer for language ${JSON.stringify(language)} (typescript, python)`)
-    const tools: SdkToolInput[] = runtime.schemas(agent).map((schema) => ({
-      name: schema.name,
-      description: schema.description,
-      parameters: schema.parameters,
-      output: runtime.get(schema.name, agent)?.output.schema ?? {},
-    }))
-    const bytes = new TextEncoder().encode(renderToolsSdk(tools, { language }))
+    // What a program may call: the transport itself is never a binding.
+    const tools: SdkToolInput[] = runtime
+      .schemas(agent)
+      .filter((schema) => schema.name !== RUN_CODE)
+      .map((schema) => ({
+        name: schema.name,
+        description: schema.description,
+        parameters: schema.parameters,
+        output: runtime.get(schema.name, agent)?.output.schema ?? {},
+      }))
+    const bytes = new TextEncoder().encode(renderToolsSdk(tools, { language, maxChars: runtime.options.sdkBudgetChars }))
     return c.body(bytes, 200, {
       ETag: `"sha256-${base64Url(await sha256(bytes))}"`,
       'Cache-Control': 'private, no-cache',
@@ -228,6 +232,31 @@ function prompt(runtime: ToolRuntime): Handler {
     }
     const assembly = runtime.assemble(agent)
     return c.json({ ...agentField(agent), mode: assembly.mode, sections: assembly.sections, tools: assembly.tools })
+  }
+}
+
+/** The most hits one `GET /v1/catalog/search` returns: each carries a declaration. */
+const MAX_SEARCH_LIMIT = 100
+
+/** One query parameter given at most once (`required`: exactly once). */
+function singleQuery(c: Context, name: string, required: boolean): string | undefined {
+  const values = c.req.queries(name) ?? []
+  if (values.length > 1 || (required && values.length === 0)) throw invalidRequest(`${name} must be given ${required ? 'exactly' : 'at most'} once`)
+  return values[0]
+}
+
+function catalogSearch(runtime: ToolRuntime): Handler {
+  return (c) => {
+    const agent = queryAgent(c)
+    const query = singleQuery(c, 'q', true) as string
+    const limitText = singleQuery(c, 'limit', false)
+    const limit = limitText === undefined ? undefined : Number(limitText)
+    if (limit !== undefined && (!/^\d+$/.test(limitText!) || limit < 1 || limit > MAX_SEARCH_LIMIT)) {
+      throw invalidRequest(`limit must be an integer from 1 to ${MAX_SEARCH_LIMIT}`)
+    }
+    const catalog = runtime.catalog(agent)
+    const hits = catalog.search(query, limit === undefined ? {} : { limit })
+    return c.json({ ...agentField(agent), query, language: catalog.language, size: catalog.size, hits })
   }
 }
 
@@ -283,6 +312,7 @@ export function apiRoutes(runtime: ToolRuntime, config: ApiConfig): readonly Api
     { method: 'POST', path: '/v1/tools/:name/execute', handlers: [executeTool(runtime, config)] },
     { method: 'GET', path: '/v1/sdk', handlers: [sdkConditional, sdk(runtime)] },
     { method: 'GET', path: '/v1/prompt', handlers: [prompt(runtime)] },
+    { method: 'GET', path: '/v1/catalog/search', handlers: [catalogSearch(runtime)] },
     { method: 'POST', path: '/v1/run', handlers: [run(runtime, config)] },
   ]
 }

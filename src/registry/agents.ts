@@ -8,7 +8,7 @@
  */
 import { RUN_CODE_TOOL_NAME } from '../code-mode/registry-seam.js'
 import { ToolError } from '../errors.js'
-import type { AgentTools, PromptAssembly, PromptSection, ToolHookMap, ToolHookName, ToolScope } from '../runtime-types.js'
+import type { AgentTools, PromptAssembly, PromptSection, ToolCatalog, ToolHookMap, ToolHookName, ToolScope } from '../runtime-types.js'
 import { detachToolDefinition } from '../schema/tool-definition.js'
 import type {
   AnyToolDefinition,
@@ -38,6 +38,7 @@ export interface ScopeParts {
   /** The pipeline entry (`scopeDisposed`: the call came through a disposed agent). */
   execute(input: unknown, scopeDisposed: boolean): Promise<ToolExecutionResult>
   assemble(agent: ScopeKey | undefined): PromptAssembly
+  catalog(agent: ScopeKey | undefined): ToolCatalog
 }
 
 /** `definition.name`, read without letting a hostile definition throw here. */
@@ -158,6 +159,7 @@ export class AgentScopes {
           return parts.execute(scoped, scope.disposed)
         },
         assemble: () => live(() => parts.assemble(id)),
+        catalog: () => live(() => parts.catalog(id)),
         dispose: () => this.#dispose(id, agent),
       }),
     }

@@ -9,9 +9,12 @@
  * | code   | exactly `[run_code]`        | `tools:code-only` (90, the rule), `tools:sdk` (150) |
  * | both   | every visible + `run_code`  | `tools:code-only` (90, empty text), `tools:sdk` (150) |
  *
+ * `tools:sdk` is the full SDK of the scope's tools when it fits `sdkBudgetChars`, else
+ * the catalog form (an index and the `catalog` declarations: `tool-catalog.ts`).
+ *
  * @module
  */
-import { hasSdkRenderer, renderToolsSdk } from '../code-mode/sdk.js'
+import { hasSdkRenderer } from '../code-mode/sdk.js'
 import { ToolError, toErrorData } from '../errors.js'
 import type { AssembleListener, PromptAssembly, PromptSection, ToolRuntime } from '../runtime-types.js'
 import type { ScopeKey, ToolSchema } from '../types.js'
@@ -19,6 +22,7 @@ import type { RegisteredTool } from '../schema/tool-definition.js'
 import type { ToolLayers } from './layers.js'
 import { misuse } from './scope.js'
 import { ScopedList } from './scoped-list.js'
+import type { ToolCatalogs } from './tool-catalog.js'
 
 /** Id and order of the SDK section. */
 export const SDK_SECTION = Object.freeze({ id: 'tools:sdk', order: 150 })
@@ -40,6 +44,8 @@ export interface AssemblyCore {
   readonly runCode: RegisteredTool
   readonly sections: PromptSections
   readonly assembleListeners: ScopedList<AssembleListener>
+  /** The SDK text of each scope (full, or the catalog form past `sdkBudgetChars`), cached per tool set. */
+  readonly catalogs: Pick<ToolCatalogs, 'sdkText'>
 }
 
 /** A static section with its registration sequence (ties keep registration order). */
@@ -92,15 +98,7 @@ export function assemblePrompt(core: AssemblyCore, agent: ScopeKey | undefined):
     tools.push(core.layers.schemaOf(core.runCode))
     let sdk: string
     try {
-      sdk = renderToolsSdk(
-        visible.map((tool) => ({
-          name: tool.definition.name,
-          description: tool.definition.description,
-          parameters: tool.definition.parameters,
-          output: tool.definition.output.schema,
-        })),
-        { language },
-      )
+      sdk = core.catalogs.sdkText(agent, language)
     } catch (error) {
       if (error instanceof ToolError && error.code === 'ASSEMBLY_FAILED') throw error
       fail(`rendering the Code Mode SDK failed: ${toErrorData(error).message}`, error)

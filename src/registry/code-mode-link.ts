@@ -7,8 +7,8 @@
  * @module
  */
 import type { CodeModeRegistry } from '../code-mode/registry-seam.js'
-import type { CodeDispatchEvent, CodeLogEvent, SessionLogEvent, ToolRuntime } from '../runtime-types.js'
-import type { ToolExecutionInput, ToolExecutionMode, ToolExecutionResult } from '../types.js'
+import type { CodeDispatchEvent, CodeLogEvent, SessionLogEvent, ToolCatalog, ToolRuntime } from '../runtime-types.js'
+import type { ScopeKey, ToolExecutionInput, ToolExecutionMode, ToolExecutionResult } from '../types.js'
 import type { HookBus } from './hooks.js'
 import type { ToolLayers } from './layers.js'
 
@@ -20,6 +20,8 @@ export interface CodeModeLinkOptions {
   /** One sub-call through the whole pipeline. Never rejects. */
   readonly execute: (input: ToolExecutionInput) => Promise<ToolExecutionResult>
   readonly executionMode: (input: Pick<ToolExecutionInput, 'name' | 'arguments' | 'agent'>) => ToolExecutionMode
+  /** Optional: the catalog of what a program of `agent` may call (the program's `catalog` global). */
+  readonly catalog?: (agent: ScopeKey | undefined) => ToolCatalog
 }
 
 function isDispatchEvent(value: unknown): value is CodeDispatchEvent {
@@ -53,6 +55,7 @@ export function createCodeModeLink(link: CodeModeLinkOptions): CodeModeRegistry 
     bindingNames: (agent) => layers.bindingNames(agent),
     execute: link.execute,
     executionMode: link.executionMode,
+    ...(link.catalog === undefined ? {} : { catalog: link.catalog }),
     logDispatchStart: append,
     logDispatch: async (event) => {
       let current: CodeDispatchEvent = event

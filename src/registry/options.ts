@@ -12,9 +12,17 @@ import type { ToolRuntime, ToolRuntimeOptions } from '../runtime-types.js'
 export const DEFAULT_MAX_PARALLEL_SUB_CALLS = 10
 /** Default `maxOutputBytes`: 64 MiB. */
 export const DEFAULT_MAX_OUTPUT_BYTES = 64 * 1024 * 1024
+/**
+ * Default `sdkBudgetChars`: 12,000 characters (≈ 3,000 o200k tokens). The demo's 12
+ * tools render a 10,295-character SDK, so a registry of about a dozen such tools keeps
+ * the full SDK; beyond it, the catalog form takes half the budget (≈ 1,450 tokens for
+ * 1,000 tools, the whole Code Mode prompt ≈ 1,600), and a tool costs one `catalog`
+ * call instead of a share of every request.
+ */
+export const DEFAULT_SDK_BUDGET_CHARS = 12_000
 
 const MODES = new Set(['native', 'code', 'both'])
-const KNOWN = new Set(['mode', 'codeRuntime', 'approval', 'sessionLog', 'maxParallelSubCalls', 'maxOutputBytes', 'toolOrder'])
+const KNOWN = new Set(['mode', 'codeRuntime', 'approval', 'sessionLog', 'maxParallelSubCalls', 'maxOutputBytes', 'toolOrder', 'sdkBudgetChars'])
 
 function fail(message: string): never {
   throw new ToolError('INVALID_OPTIONS', message)
@@ -121,6 +129,11 @@ export function validateRuntimeOptions(options: unknown): ToolRuntime['options']
 
   const maxParallelSubCalls = positiveInteger(o.maxParallelSubCalls, 'maxParallelSubCalls', DEFAULT_MAX_PARALLEL_SUB_CALLS)
   const maxOutputBytes = positiveInteger(o.maxOutputBytes, 'maxOutputBytes', DEFAULT_MAX_OUTPUT_BYTES)
+  // Infinity is the explicit "no budget": the full SDK whatever its size.
+  const sdkBudgetChars = o.sdkBudgetChars === undefined ? DEFAULT_SDK_BUDGET_CHARS : o.sdkBudgetChars
+  if (sdkBudgetChars !== Number.POSITIVE_INFINITY && (typeof sdkBudgetChars !== 'number' || !Number.isSafeInteger(sdkBudgetChars) || sdkBudgetChars < 1)) {
+    fail(`options.sdkBudgetChars must be a positive integer or Infinity (got ${show(sdkBudgetChars)})`)
+  }
 
   let toolOrder: readonly string[] | undefined
   if (o.toolOrder !== undefined) {
@@ -138,10 +151,11 @@ export function validateRuntimeOptions(options: unknown): ToolRuntime['options']
     toolOrder = Object.freeze(names)
   }
 
-  const result: ToolRuntimeOptions & { mode: ToolRuntimeOptions['mode'] & string; maxParallelSubCalls: number; maxOutputBytes: number } = {
+  const result: ToolRuntimeOptions & { mode: ToolRuntimeOptions['mode'] & string; maxParallelSubCalls: number; maxOutputBytes: number; sdkBudgetChars: number } = {
     mode: mode as 'native' | 'code' | 'both',
     maxParallelSubCalls,
     maxOutputBytes,
+    sdkBudgetChars,
     ...(codeRuntime !== undefined ? { codeRuntime: codeRuntime as NonNullable<ToolRuntimeOptions['codeRuntime']> } : {}),
     ...(o.approval !== undefined ? { approval: o.approval as NonNullable<ToolRuntimeOptions['approval']> } : {}),
     ...(sessionLog !== undefined ? { sessionLog: sessionLog as NonNullable<ToolRuntimeOptions['sessionLog']> } : {}),

@@ -12,6 +12,7 @@
  * | pipeline | `pipeline.ts` (+ `call.ts`, `policy.ts`, `dispatch.ts`, `output.ts`) | the stage table and its loop |
  * | Code Mode link | `code-mode-link.ts` | the registry as `run_code` sees it |
  * | prompt | `assembly.ts` | sections and assembly |
+ * | catalogs | `tool-catalog.ts` | each scope's `catalog` and budgeted SDK text |
  * | batches | `batch.ts` | `runToolCalls` |
  *
  * See docs/architecture.md for the map and docs/pipeline.md for the rules.
@@ -36,6 +37,7 @@ import { executePipeline, type PipelineCore } from './pipeline.js'
 import type { PipelineSchedule } from './schedule.js'
 import { RegistrationScope } from './scope.js'
 import { ScopedList } from './scoped-list.js'
+import { ToolCatalogs } from './tool-catalog.js'
 
 /**
  * Creates a registry (a `ToolRuntime`): the global layer, agent layers (`runtime.agent(id)`),
@@ -64,13 +66,16 @@ export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
   const execute = (input: unknown, schedule?: PipelineSchedule, scopeDisposed = false): Promise<ToolExecutionResult> =>
     executePipeline(pipeline, input, schedule, scopeDisposed)
   const executionMode: ToolRuntime['executionMode'] = (input) => executionModeOf(layers, input)
+  const catalogs = new ToolCatalogs({ tools: (agent) => layers.visibleTools(agent), language: () => settings.codeRuntime?.language, sdkBudgetChars: settings.sdkBudgetChars })
+  hooks.changed.add((event) => catalogs.changed(event), undefined)
+  const catalog = (agent: ScopeKey | undefined) => catalogs.catalog(agent)
   const runCode = detachToolDefinition(
-    createRunCodeTool(createCodeModeLink({ options: settings, layers, hooks, execute: (input) => execute(input), executionMode })),
+    createRunCodeTool(createCodeModeLink({ options: settings, layers, hooks, execute: (input) => execute(input), executionMode, catalog })),
   )
-  const assembly: AssemblyCore = { options: settings, layers, runCode, sections, assembleListeners: hooks.assemble }
+  const assembly: AssemblyCore = { options: settings, layers, runCode, sections, assembleListeners: hooks.assemble, catalogs }
   const assemble = (agent: ScopeKey | undefined) => assemblePrompt(assembly, agent)
 
-  const parts: ScopeParts = { layers, hooks, guards, sections, calls, isDisposed, execute: (input, scopeDisposed) => execute(input, undefined, scopeDisposed), assemble }
+  const parts: ScopeParts = { layers, hooks, guards, sections, calls, isDisposed, execute: (input, scopeDisposed) => execute(input, undefined, scopeDisposed), assemble, catalog }
   const global = new RegistrationScope(undefined, isDisposed)
   const agents = new AgentScopes(parts)
 
@@ -89,6 +94,7 @@ export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
     executionMode,
     presentation: (scope?: ScopeKey) => layers.presentation(scope),
     assemble: (scope?: ScopeKey) => assemble(scope),
+    catalog: (scope?: ScopeKey) => catalog(scope),
     dispose: (): Promise<void> => {
       disposing ??= (async () => {
         await calls.quiesce(new ToolError('DISPOSED', 'the tool runtime was disposed'))

@@ -265,6 +265,23 @@ export function describeCodeRuntimeContract(
         expect(v).toEqual(['proto:1', 'ctor:2', 'str:3', null, 'undefined', ['__proto__', 'constructor', 'toString']])
       })
 
+      it('a variadic namespace receives every argument as an array; others only the first', async () => {
+        const received: unknown[] = []
+        const record = async (args: unknown) => {
+          received.push(args)
+          return null
+        }
+        const result = await make().run({
+          program: "await lookup.search('refund', { limit: 3 })\nawait lookup.search()\nawait tools.one({ a: 1 }, 'stray', [1, 2])\nawait [{ b: 2 }].map(tools.one)[0]",
+          bindings: [
+            { global: 'tools', functions: { one: record } },
+            { global: 'lookup', functions: { search: record }, variadic: true },
+          ],
+        })
+        expect(result.error).toBeUndefined()
+        expect(received).toEqual([['refund', { limit: 3 }], [], { a: 1 }, { b: 2 }])
+      })
+
       it('passes a signal that fires when the run settles', async () => {
         let seen: AbortSignal | undefined
         const result = await run('return await tools.probe()', {

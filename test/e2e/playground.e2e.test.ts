@@ -163,6 +163,27 @@ describe('the playground against npm start', () => {
     expect(await page.textContent('[data-testid="sdk-text"]')).toBe(typescript)
   })
 
+  it('shows the SDK budget and the catalog index, and searches it in the tab and on the server', async () => {
+    await page.click('[data-tab="sdk"]')
+    expect(await page.textContent('[data-testid="sdk-budget"]')).toMatch(/^[\d,]+ of 12,000 characters \(sdkBudgetChars\): the full SDK fits\.$/)
+    expect(await page.textContent('[data-testid="catalog-index"]')).toMatch(/^## Tool catalog\n\n12 tools:/)
+    await page.fill('[data-testid="catalog-query"]', 'orders of a customer')
+    await page.press('[data-testid="catalog-query"]', 'Enter')
+    await page.waitForSelector('[data-testid="catalog-hit"]')
+    expect(await page.locator('[data-testid="catalog-hit"] .name').first().textContent()).toBe('list_orders')
+    expect(await page.textContent('[data-testid="catalog-where"]')).toContain('in this tab')
+    const inTab = await page.locator('[data-testid="catalog-hit"] .name').allTextContents()
+    await page.click('[data-testid="catalog-hit"] summary')
+    expect(await page.locator('[data-testid="catalog-hit"] pre').first().textContent()).toContain('list_orders(args?: {')
+    await shot(page, '05b-sdk-catalog-search')
+
+    await page.click('[data-where="server"]')
+    await page.click('[data-testid="catalog-search-button"]')
+    await page.waitForFunction(() => document.querySelector('[data-testid="catalog-where"]')?.textContent?.includes('on the server') === true)
+    expect(await page.locator('[data-testid="catalog-hit"] .name').allTextContents()).toEqual(inTab)
+    await page.click('[data-where="tab"]')
+  })
+
   it('shows the assembled prompt and wire tools per presentation mode', async () => {
     await page.click('[data-tab="prompt"]')
     await page.click('[data-mode="code"]')

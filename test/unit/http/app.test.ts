@@ -77,6 +77,7 @@ describe('authentication', () => {
     for (const [path, init] of [
       ['/v1/sdk', {}],
       ['/v1/prompt', {}],
+      ['/v1/catalog/search?q=echo', {}],
       ['/v1/tools/echo', {}],
       ['/v1/tools/echo/execute', post({ arguments: { text: 'x' } }, { 'Content-Type': 'application/json' })],
       ['/v1/run', post({ code: 'return 1', description: 'x' }, { 'Content-Type': 'application/json' })],
@@ -546,6 +547,7 @@ describe('routing errors', () => {
       executionMode: (input) => runtime.executionMode(input),
       presentation: (scope) => runtime.presentation(scope),
       assemble: (scope) => runtime.assemble(scope),
+      catalog: (scope) => runtime.catalog(scope),
       options: runtime.options,
       dispose: () => runtime.dispose(),
     }

@@ -1,0 +1,227 @@
+/**
+ * The program's `catalog` (src/code-mode/catalog-bindings.ts) against the real registry
+ * and the default Node sandbox (`createSandboxRuntime`: QuickJS in pooled threads):
+ * search and describe from inside a program, their argument checks and failures, scope
+ * masking, the run's snapshot of the tool set, and what catalog calls do not do (enter
+ * the pipeline, the session log).
+ */
+import { afterAll, describe, expect, it } from 'vitest'
+import { createSandboxRuntime } from '../../../platforms/node/index.js'
+import { runCodeBridge } from '../../../src/code-mode/bridge.js'
+import { createToolRuntime } from '../../../src/registry/index.js'
+import type { ToolRuntime, ToolRuntimeOptions } from '../../../src/runtime-types.js'
+import { createMemorySessionLog } from '../../../src/session-log.js'
+import type { ToolExecutionResult, ToolRunContext } from '../../../src/types.js'
+import { LARGE_REGISTRY } from '../../fixtures/large-registry.js'
+import { largeRegistryDefinition, registerLargeRegistry } from '../../support/large-registry-tools.js'
+import { createInProcessRuntime } from './support/in-process-runtime.js'
+import { createTestHost } from './support/test-host.js'
+
+const sandbox = createSandboxRuntime({ memoryMb: 32 })
+const registries: ToolRuntime[] = []
+afterAll(async () => {
+  await Promise.all(registries.map((registry) => registry.dispose()))
+  await sandbox.dispose()
+})
+
+const STORAGE = LARGE_REGISTRY.filter((tool) => tool.name.startsWith('storage_'))
+const BUCKET = STORAGE.find((tool) => tool.name === 'storage_delete_bucket')!
+
+/** A code-mode registry over the storage tools; `storage_delete_bucket` has a real body. */
+function setup(options: Partial<ToolRuntimeOptions> = {}) {
+  const sessionLog = createMemorySessionLog()
+  const registry = createToolRuntime({ mode: 'code', codeRuntime: sandbox, sessionLog, sdkBudgetChars: 4_000, ...options })
+  registries.push(registry)
+  registerLargeRegistry(registry, STORAGE.filter((tool) => tool !== BUCKET))
+  registry.register(largeRegistryDefinition(BUCKET, (args: { bucket_id: string }) => ({ deleted: true, bucket_id: args.bucket_id })))
+  const run = (code: string, agent?: string): Promise<ToolExecutionResult> =>
+    registry.execute({ callId: 'run-1', name: 'run_code', arguments: { code, description: 'test' }, signal: AbortSignal.timeout(20_000), ...(agent === undefined ? {} : { agent }) })
+  return { registry, sessionLog, run }
+}
+
+function valueOf(result: ToolExecutionResult): unknown {
+  if (result.isError) throw new Error(`run_code failed: ${result.error.message}`)
+  return (result.value as { result?: unknown }).result
+}
+
+describe('catalog inside a program', () => {
+  it('searches with a limit (default 5), describes, and calls a tool the prompt never declared', async () => {
+    const { registry, run } = setup()
+    const sdk = registry.assemble().sections.find((section) => section.id === 'tools:sdk')!.text
+    expect(sdk).toContain('## Tool catalog')
+    expect(sdk).not.toContain('storage_delete_bucket(args')
+    const value = valueOf(
+      await run(`
+        const hits = await catalog.search('remove the staging bucket', { limit: 2 })
+        const fallback = await catalog.search('bucket')
+        const declaration = await catalog.describe(hits[0].name)
+        const result = await tools[hits[0].name]({ bucket_id: 'staging' })
+        return { names: hits.map((h) => h.name), keys: Object.keys(hits[0]).sort(), fallback: fallback.length, same: declaration === hits[0].declaration, declaration, result }
+      `),
+    ) as { names: string[]; keys: string[]; fallback: number; same: boolean; declaration: string; result: unknown }
+    expect(value.names).toHaveLength(2)
+    expect(value.names[0]).toBe('storage_delete_bucket')
+    expect(value.keys).toEqual(['declaration', 'description', 'name'])
+    expect(value.fallback).toBe(5)
+    expect(value.same).toBe(true)
+    expect(value.declaration).toBe(registry.catalog().describe('storage_delete_bucket'))
+    expect(value.result).toEqual({ deleted: true, bucket_id: 'staging' })
+  })
+
+  it('describe of a name no tool has rejects with ToolCallError naming the closest names', async () => {
+    const { run } = setup()
+    const value = valueOf(
+      await run(`
+        const out = []
+        for (const name of ['storage_remove_bucket', 'zzqx']) {
+          try { await catalog.describe(name) } catch (e) { out.push([e instanceof ToolCallError, e.toolName, e.message]) }
+        }
+        return out
+      `),
+    )
+    expect(value).toEqual([
+      [true, 'catalog.describe', expect.stringMatching(/^no tool named "storage_remove_bucket" is available to this program; the closest: storage_delete_bucket(, \w+)*$/)],
+      [true, 'catalog.describe', 'no tool named "zzqx" is available to this program; nothing is named like it: find tools by what they do with catalog.search(query)'],
+    ])
+  })
+
+  it('checks its arguments: each misuse rejects with a ToolCallError that says how to call it', async () => {
+    const { run } = setup()
+    const value = valueOf(
+      await run(`
+        const attempts = [
+          () => catalog.search(),
+          () => catalog.search(42),
+          () => catalog.search('bucket', 5),
+          () => catalog.search('bucket', { limit: 0 }),
+          () => catalog.search('bucket', { limit: 1.5 }),
+          () => catalog.describe(),
+          () => catalog.describe({ name: 'x' }),
+        ]
+        const out = []
+        for (const attempt of attempts) {
+          try { await attempt(); out.push('resolved') } catch (e) { out.push(e.toolName + ': ' + e.message) }
+        }
+        out.push((await catalog.search('bucket', { limit: null })).length, (await catalog.search('bucket', {})).length)
+        return out
+      `),
+    )
+    expect(value).toEqual([
+      'catalog.search: query must be a string of plain words: catalog.search("refund an order")',
+      'catalog.search: query must be a string of plain words: catalog.search("refund an order")',
+      'catalog.search: options must be an object: catalog.search(query, { limit })',
+      'catalog.search: limit must be a positive integer (got 0)',
+      'catalog.search: limit must be a positive integer (got 1.5)',
+      'catalog.describe: name must be a string: catalog.describe("tool_name")',
+      'catalog.describe: name must be a string: catalog.describe("tool_name")',
+      5,
+      5,
+    ])
+  })
+
+  it('binds every visible tool under `tools`, declared in the prompt or not', async () => {
+    const { run } = setup()
+    expect(valueOf(await run('return Object.keys(tools).length'))).toBe(STORAGE.length)
+  })
+
+  it('sees exactly what the calling agent may call: nothing else can be found, described or called', async () => {
+    const { registry, run } = setup()
+    registry.agent('reader').restrict({ deny: ['storage_delete_bucket'] })
+    const value = valueOf(
+      await run(
+        `
+        const found = (await catalog.search('delete a bucket', { limit: 50 })).map((h) => h.name)
+        let described
+        try { await catalog.describe('storage_delete_bucket') } catch (e) { described = e.message }
+        return { found: found.includes('storage_delete_bucket'), described, bound: 'storage_delete_bucket' in tools, total: Object.keys(tools).length }
+      `,
+        'reader',
+      ),
+    )
+    expect(value).toEqual({
+      found: false,
+      described: expect.stringMatching(/^no tool named "storage_delete_bucket" is available to this program/),
+      bound: false,
+      total: STORAGE.length - 1,
+    })
+  })
+
+  it('answers from the tool set as the run started, like `tools`', async () => {
+    const { registry, run } = setup()
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    registry.register({
+      name: 'zz_wait',
+      description: 'Wait until the test says so.',
+      parameters: { type: 'object' },
+      output: { schema: { type: 'null' }, render: () => [] },
+      execute: async () => {
+        await gate
+        return null
+      },
+    })
+    const running = run(`
+      await tools.zz_wait()
+      let late = 'found'
+      try { await catalog.describe('zz_late') } catch { late = 'not found' }
+      return [late, 'zz_late' in tools, (await catalog.search('late arrival')).some((h) => h.name === 'zz_late')]
+    `)
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    registry.register({
+      name: 'zz_late',
+      description: 'A late arrival.',
+      parameters: { type: 'object' },
+      output: { schema: { type: 'null' }, render: () => [] },
+      execute: () => null,
+    })
+    release()
+    expect(valueOf(await running)).toEqual(['not found', false, false])
+    expect(registry.catalog().describe('zz_late')).toContain('zz_late(args?: {')
+  })
+
+  it('catalog calls are not tool calls: no pipeline, no sub-call number, nothing in the session log', async () => {
+    const { registry, sessionLog, run } = setup()
+    const seen: string[] = []
+    registry.on('tools/pre-execute', (decision, execution) => {
+      seen.push(execution.name)
+      return decision
+    })
+    valueOf(
+      await run(`
+        await catalog.search('bucket')
+        await catalog.describe('storage_delete_bucket')
+        await tools.storage_delete_bucket({ bucket_id: 'b' })
+        await catalog.search('object')
+      `),
+    )
+    expect(seen).toEqual(['run_code', 'storage_delete_bucket'])
+    expect(sessionLog.events.map((event) => [event.type, event.name, event.subCallId])).toEqual([
+      ['tool/code-dispatch-start', 'storage_delete_bucket', 'run-1:code:1'],
+      ['tool/code-dispatch', 'storage_delete_bucket', 'run-1:code:1'],
+    ])
+  })
+})
+
+describe('catalog and the code runtime seam', () => {
+  const exec = (): ToolRunContext =>
+    ({ callId: 'c1', signal: new AbortController().signal, deferContext: () => {}, token: {} }) as unknown as ToolRunContext
+
+  it('a code runtime that predates variadic namespaces passes the first argument alone: search still answers', async () => {
+    const registry = createToolRuntime({ mode: 'code', codeRuntime: createInProcessRuntime() })
+    registries.push(registry)
+    registerLargeRegistry(registry, STORAGE)
+    const result = await registry.execute({
+      callId: 'c1',
+      name: 'run_code',
+      arguments: { description: 't', code: "return [(await catalog.search('bucket', { limit: 1 })).length, (await catalog.describe('storage_get_bucket')).split('\\n')[1]]" },
+      signal: AbortSignal.timeout(10_000),
+    })
+    expect(valueOf(result)).toEqual([5, 'storage_get_bucket(args: {'])
+  })
+
+  it('a registry view without `catalog` gives the program no `catalog` global', async () => {
+    const host = createTestHost({}, { runtime: createInProcessRuntime() })
+    const output = await runCodeBridge(host, { code: "return typeof catalog + ' ' + typeof tools", description: 't' }, exec())
+    expect(output.result).toBe('undefined object')
+  })
+})

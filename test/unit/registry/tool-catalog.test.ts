@@ -1,0 +1,145 @@
+/**
+ * `runtime.catalog(scope)`: the searchable view of what a scope may call — the same
+ * tools, ranking and declarations a Code Mode program of that scope gets as `catalog`.
+ * Scope masking, declarations, caching per tool set. Platform-neutral.
+ */
+import { describe, expect, it } from 'vitest'
+import { createCatalog } from '../../../src/catalog/index.js'
+import { renderToolDeclaration } from '../../../src/code-mode/sdk.js'
+import type { CodeRuntime } from '../../../src/code-runtime/contract.js'
+import { createToolRuntime } from '../../../src/registry/index.js'
+import type { ToolRuntime } from '../../../src/runtime-types.js'
+import { LARGE_REGISTRY } from '../../fixtures/large-registry.js'
+import { registerLargeRegistry } from '../../support/large-registry-tools.js'
+import { echoTool, thrownCode } from './helpers.js'
+
+const BILLING = LARGE_REGISTRY.filter((tool) => tool.name.startsWith('billing_'))
+
+function pythonRuntime(): CodeRuntime {
+  return {
+    language: 'python',
+    isolation: 'in-process-test',
+    capabilities: { streamsLogs: false, memoryLimit: false, capturesStdio: false },
+    run: async () => ({ logs: [] }),
+    dispose: async () => {},
+  }
+}
+
+function billing(runtime: ToolRuntime = createToolRuntime()): ToolRuntime {
+  registerLargeRegistry(runtime, BILLING)
+  return runtime
+}
+
+function declarationOf(runtime: ToolRuntime, name: string, language = 'typescript'): string {
+  const definition = runtime.get(name)!
+  return renderToolDeclaration({ name, description: definition.description, parameters: definition.parameters, output: definition.output.schema }, language)
+}
+
+describe('runtime.catalog', () => {
+  it('searches the scope’s tools: best first, each hit with its description and declaration', () => {
+    const runtime = billing()
+    const catalog = runtime.catalog()
+    expect(catalog.size).toBe(BILLING.length)
+    expect(catalog.language).toBe('typescript')
+    const hits = catalog.search('refund a payment', { limit: 3 })
+    expect(hits).toHaveLength(3)
+    // The ranking is createCatalog's over the registered tools' names, descriptions and parameters.
+    const reference = createCatalog(BILLING).search('refund a payment', { limit: 3 })
+    expect(hits.map((hit) => hit.name)).toEqual(reference.map((hit) => hit.name))
+    for (const hit of hits) {
+      expect(hit.description).toBe(runtime.get(hit.name)!.description)
+      expect(hit.declaration).toBe(declarationOf(runtime, hit.name))
+    }
+    expect(catalog.search('billing', {}).length).toBe(10)
+    expect(catalog.search('')).toEqual([])
+  })
+
+  it('describes a tool by name, and suggests the closest names for one it does not have', () => {
+    const runtime = billing()
+    expect(runtime.catalog().describe('billing_delete_invoice')).toBe(declarationOf(runtime, 'billing_delete_invoice'))
+    expect(runtime.catalog().describe('billing_remove_invoice')).toBeUndefined()
+    expect(runtime.catalog().closest('billing_remove_invoice')[0]).toBe('billing_delete_invoice')
+    expect(runtime.catalog().describe(42 as unknown as string)).toBeUndefined()
+    expect(runtime.catalog().closest(42 as unknown as string)).toEqual([])
+  })
+
+  it('refuses a query that is not a string and a bad limit (INVALID_OPTIONS)', () => {
+    const catalog = billing().catalog()
+    expect(thrownCode(() => catalog.search(7 as unknown as string))).toBe('INVALID_OPTIONS')
+    expect(thrownCode(() => catalog.search('invoice', { limit: 0 }))).toBe('INVALID_OPTIONS')
+    expect(thrownCode(() => catalog.search('invoice', { limit: 2.5 }))).toBe('INVALID_OPTIONS')
+  })
+
+  it('masks by scope: an agent cannot find or describe what it cannot call', () => {
+    const runtime = billing()
+    const restricted = runtime.agent('restricted')
+    restricted.restrict({ deny: ['billing_delete_invoice'] })
+    const other = runtime.agent('other')
+    other.register(echoTool('other_refund_helper'))
+
+    const mine = restricted.catalog()
+    expect(mine.size).toBe(BILLING.length - 1)
+    expect(mine.describe('billing_delete_invoice')).toBeUndefined()
+    expect(mine.search('delete an invoice', { limit: 50 }).map((hit) => hit.name)).not.toContain('billing_delete_invoice')
+    expect(mine.closest('billing_delete_invoice')).not.toContain('billing_delete_invoice')
+    // An agent's own tool is its own: neither the global scope nor another agent sees it.
+    expect(runtime.catalog().describe('other_refund_helper')).toBeUndefined()
+    expect(mine.describe('other_refund_helper')).toBeUndefined()
+    expect(other.catalog().describe('other_refund_helper')).toContain('other_refund_helper(args?: {')
+    expect(runtime.catalog('other').describe('other_refund_helper')).toBe(other.catalog().describe('other_refund_helper'))
+    // An allow mask narrows to exactly its names.
+    const narrow = runtime.agent('narrow')
+    narrow.restrict({ allow: ['billing_get_invoice'] })
+    expect(narrow.catalog().search('invoice', { limit: 50 }).map((hit) => hit.name)).toEqual(['billing_get_invoice'])
+  })
+
+  it('is built once per tool set: the same catalog until the scope’s tools change', () => {
+    const runtime = billing()
+    const agent = runtime.agent('a')
+    const global = runtime.catalog()
+    expect(runtime.catalog()).toBe(global)
+    const ofAgent = agent.catalog()
+    expect(agent.catalog()).toBe(ofAgent)
+
+    // A change in one agent's layer leaves the global catalog alone.
+    agent.register(echoTool('a_only'))
+    expect(runtime.catalog()).toBe(global)
+    const changed = agent.catalog()
+    expect(changed).not.toBe(ofAgent)
+    expect(changed.size).toBe(ofAgent.size + 1)
+
+    // A global change reaches every scope.
+    const undo = runtime.register(echoTool('zz_new'))
+    expect(runtime.catalog()).not.toBe(global)
+    expect(runtime.catalog().describe('zz_new')).toContain('zz_new(args?: {')
+    expect(agent.catalog().describe('zz_new')).toContain('zz_new(args?: {')
+    undo()
+    expect(runtime.catalog().describe('zz_new')).toBeUndefined()
+    expect(runtime.catalog().size).toBe(BILLING.length)
+  })
+
+  it('a disposed agent’s catalog goes; its id later starts from the global tools', async () => {
+    const runtime = billing()
+    const agent = runtime.agent('temp')
+    agent.restrict({ allow: ['billing_get_invoice'] })
+    expect(agent.catalog().size).toBe(1)
+    await agent.dispose()
+    expect(runtime.catalog('temp').size).toBe(BILLING.length)
+    expect(runtime.agent('temp').catalog().size).toBe(BILLING.length)
+  })
+
+  it('declares in the code runtime’s language', () => {
+    const runtime = billing(createToolRuntime({ mode: 'code', codeRuntime: pythonRuntime() }))
+    const catalog = runtime.catalog()
+    expect(catalog.language).toBe('python')
+    const [hit] = catalog.search('create an invoice', { limit: 1 })
+    expect(hit!.declaration).toBe(declarationOf(runtime, hit!.name, 'python'))
+    expect(hit!.declaration).toContain(`class Tools:\n    async def ${hit!.name}(self, args: `)
+  })
+
+  it('hits and their list are frozen', () => {
+    const hits = billing().catalog().search('invoice', { limit: 2 })
+    expect(Object.isFrozen(hits)).toBe(true)
+    expect(hits.every((hit) => Object.isFrozen(hit))).toBe(true)
+  })
+})
