@@ -242,8 +242,13 @@ export class CodeRunSession {
   }
 
   #armWallTimer(): void {
-    const remaining = Math.max(0, this.#limits.maxWallMs - this.wallElapsedMs())
-    this.#wallTimer = setTimeout(() => this.fail('timeout', `wall-clock ceiling of ${this.#limits.maxWallMs} ms reached`), remaining)
+    const remaining = this.#limits.maxWallMs - this.wallElapsedMs()
+    // Timers may fire a fraction of a millisecond early on the monotonic clock: the ceiling
+    // is reached when the clock says so, never before (re-armed for the rest).
+    this.#wallTimer = setTimeout(() => {
+      if (this.wallElapsedMs() < this.#limits.maxWallMs) this.#armWallTimer()
+      else this.fail('timeout', `wall-clock ceiling of ${this.#limits.maxWallMs} ms reached`)
+    }, Math.max(0, Math.ceil(remaining)))
   }
 
   /** Resolves once every binding call this run started has settled (their signal fired at settlement). */
