@@ -8,10 +8,9 @@
  *
  * `@ai-sdk/code-mode` is not a devDependency: its only version (1.0.42) declares Node
  * ≥ 22.13 and pins `ai@7.0.85`, so a clean `npm ci` on Node 20 cannot carry it. The
- * comparison runs when it is installed: `npm install --no-save @ai-sdk/code-mode@1.0.42`.
+ * comparison runs when it is installed: `npm install --no-save @ai-sdk/code-mode@1.0.42 ai@7.0.85`.
  */
 import { Worker } from 'node:worker_threads'
-import { jsonSchema, tool } from 'ai'
 import { createNodeWorkerRuntime } from '../platforms/node/index.js'
 
 const COLD_RUNS = Number(process.env.BENCH_COLD_RUNS ?? 40)
@@ -53,14 +52,19 @@ async function bareSpawn(count: number): Promise<Summary> {
   return summarize(samples)
 }
 
-type RunCodeMode = (options: { js: string; tools: typeof peerTools }) => Promise<unknown>
+/** The peer's tools, built with the AI SDK's own `tool` and `jsonSchema` (loaded with the peer). */
+type PeerTools = Record<'inc' | 'wait', unknown>
+type RunCodeMode = (options: { js: string; tools: PeerTools }) => Promise<unknown>
 
-/** The peer's `experimental_runCodeMode`, or `undefined` when the package is not installed. */
-async function loadPeer(): Promise<RunCodeMode | undefined> {
-  // A variable specifier: the type check must not require the optional package.
-  const specifier = '@ai-sdk/code-mode'
+interface AiSdk {
+  tool(definition: Record<string, unknown>): unknown
+  jsonSchema(schema: Record<string, unknown>): unknown
+}
+
+/** Imports an optional package by a variable specifier (the type check must not require it); `undefined` when not installed. */
+async function optional<T>(specifier: string): Promise<T | undefined> {
   try {
-    return ((await import(specifier)) as { experimental_runCodeMode: RunCodeMode }).experimental_runCodeMode
+    return (await import(specifier)) as T
   } catch (error) {
     // Not installed (the usual case on Node 20): main() says how to add it. Anything else is a real failure.
     if ((error as { code?: unknown }).code === 'ERR_MODULE_NOT_FOUND') return undefined
@@ -68,11 +72,13 @@ async function loadPeer(): Promise<RunCodeMode | undefined> {
   }
 }
 
-const runCodeMode = await loadPeer()
+const peerModule = await optional<{ experimental_runCodeMode: RunCodeMode }>('@ai-sdk/code-mode')
+const aiSdk = peerModule === undefined ? undefined : await optional<AiSdk>('ai')
+const runCodeMode = aiSdk === undefined ? undefined : peerModule?.experimental_runCodeMode
 
-const peerTools = {
-  inc: tool({ description: 'inc', inputSchema: jsonSchema<{ i: number }>({ type: 'object', properties: { i: { type: 'number' } } }), execute: async ({ i }) => i + 1 }),
-  wait: tool({ description: 'wait', inputSchema: jsonSchema<Record<string, never>>({ type: 'object' }), execute: async () => (await sleep(100), 1) }),
+const peerTools: PeerTools = {
+  inc: aiSdk?.tool({ description: 'inc', inputSchema: aiSdk.jsonSchema({ type: 'object', properties: { i: { type: 'number' } } }), execute: async ({ i }: { i: number }) => i + 1 }),
+  wait: aiSdk?.tool({ description: 'wait', inputSchema: aiSdk.jsonSchema({ type: 'object' }), execute: async () => (await sleep(100), 1) }),
 }
 
 async function peerCold(run: RunCodeMode, count: number): Promise<Summary> {
@@ -121,7 +127,7 @@ async function main(): Promise<void> {
     line('@ai-sdk/code-mode runCodeMode', peer)
     ratio('toolyard vs @ai-sdk/code-mode (p50)', oursCold.p50, peer.p50)
   } else {
-    console.log('  @ai-sdk/code-mode: not installed, skipped (Node ≥ 22.13: npm install --no-save @ai-sdk/code-mode@1.0.42)')
+    console.log('  @ai-sdk/code-mode: not installed, skipped (Node ≥ 22.13: npm install --no-save @ai-sdk/code-mode@1.0.42 ai@7.0.85)')
   }
 
   console.log('\nsequential binding calls in one program')

@@ -1,12 +1,11 @@
 /**
  * The provider converters type-check against the official SDKs' own types (dev
  * dependencies only: src/providers imports none of them). Also pins that the MCP SDK's
- * Client satisfies McpClientLike.
+ * Client satisfies McpClientLike. The Vercel AI SDK's checks live in test/vercel-sdk/
+ * (its own small package: see the README there).
  */
 import type Anthropic from '@anthropic-ai/sdk'
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
-import type { ModelMessage, ToolCallPart, ToolModelMessage, ToolResultPart, ToolSet, TypedToolCall } from 'ai'
-import { jsonSchema } from 'ai'
 import type {
   ChatCompletionMessageParam,
   ChatCompletionMessageToolCall,
@@ -20,7 +19,6 @@ import {
   parseAnthropicToolUses,
   parseOpenAIChatToolCalls,
   parseOpenAIResponsesToolCalls,
-  parseVercelToolCalls,
   toAnthropicToolResultMessage,
   toAnthropicToolResults,
   toAnthropicTools,
@@ -28,9 +26,6 @@ import {
   toOpenAIChatTools,
   toOpenAIResponsesToolOutputs,
   toOpenAIResponsesTools,
-  toVercelToolMessage,
-  toVercelToolResultParts,
-  toVercelTools,
 } from '../../src/providers/index.js'
 import type { ProviderToolCall } from '../../src/providers/index.js'
 import type { PromptAssembly } from '../../src/runtime-types.js'
@@ -73,22 +68,6 @@ describe('Anthropic', () => {
     const reply: Anthropic.MessageParam = toAnthropicToolResultMessage(calls, results)
     expectTypeOf(blocks).toExtend<Anthropic.ToolResultBlockParam[]>()
     expectTypeOf(reply).toExtend<Anthropic.MessageParam>()
-  })
-})
-
-describe('Vercel AI SDK', () => {
-  it('tools are a ToolSet; toolCalls in; tool messages out', () => {
-    const tools: ToolSet = toVercelTools(assembly.tools, { jsonSchema })
-    expectTypeOf(tools).toExtend<ToolSet>()
-    const toolCalls = [] as TypedToolCall<ToolSet>[]
-    const parts = [] as ToolCallPart[]
-    const calls = parseVercelToolCalls(toolCalls, options)
-    parseVercelToolCalls(parts, options)
-    const resultParts: ToolResultPart[] = toVercelToolResultParts(calls, results)
-    const message: ToolModelMessage = toVercelToolMessage(calls, results)
-    const history: ModelMessage[] = [message]
-    expectTypeOf(resultParts).toExtend<ToolResultPart[]>()
-    expectTypeOf(history).toExtend<ModelMessage[]>()
   })
 })
 

@@ -2,9 +2,9 @@ import { generateText, jsonSchema } from 'ai'
 import type { ModelMessage } from 'ai'
 import { MockLanguageModelV4 } from 'ai/test'
 import { afterAll, describe, expect, it } from 'vitest'
-import { runToolCalls } from '../../../src/index.js'
-import { InvalidJsonArguments, parseVercelToolCalls, toVercelToolMessage, toVercelTools } from '../../../src/providers/index.js'
-import { createProviderRuntime, PNG, signal } from './fixtures.js'
+import { runToolCalls } from '../../src/index.js'
+import { InvalidJsonArguments, parseVercelToolCalls, toVercelToolMessage, toVercelTools } from '../../src/providers/index.js'
+import { createProviderRuntime, PNG, signal } from '../unit/providers/fixtures.js'
 
 const runtime = createProviderRuntime()
 afterAll(() => runtime.dispose())
