@@ -78,7 +78,7 @@ export function createLocalBackend(initial: RunBudgets): LocalBackend {
         const run = active
         if (run === undefined || event.parentCallId !== run.callId) return
         if (event.type === 'tool/code-dispatch-start') run.listener.dispatchStart(event)
-        else run.listener.dispatch(event)
+        else if (event.type === 'tool/code-dispatch') run.listener.dispatch(event)
       },
     },
   })

@@ -6,6 +6,7 @@
  * @module
  */
 import type { Context, Handler, MiddlewareHandler } from 'hono'
+import type { ApprovalBroker } from '../approvals/types.js'
 import { RETAINED_304_HEADERS, etag } from 'hono/etag'
 import { hasSdkRenderer, renderToolsSdk } from '../code-mode/sdk.js'
 import type { SdkToolInput } from '../code-mode/sdk.js'
@@ -15,6 +16,7 @@ import { sha256 } from './auth.js'
 import { HttpError, OVERLOADED_RETRY_AFTER_SECONDS } from './http-errors.js'
 import type { InternalErrorReporter } from './http-errors.js'
 import { readJsonBody } from './request-body.js'
+import { decideApproval, listApprovals } from './_approvals.js'
 import { streamRun } from './_run-stream.js'
 import type { SessionLogHub } from './session-log-hub.js'
 
@@ -23,6 +25,8 @@ export interface ApiConfig {
   readonly maxBodyBytes: number
   readonly notConfigured: string | undefined
   readonly hub: SessionLogHub | undefined
+  /** The approval broker behind `/v1/approvals` and the run stream's approval events; absent → no such routes. */
+  readonly approvals: ApprovalBroker | undefined
   readonly shutdown: AbortSignal | undefined
   readonly heartbeatMs: number
   readonly report: InternalErrorReporter
@@ -271,6 +275,13 @@ function run(runtime: ToolRuntime, config: ApiConfig): Handler {
   }
 }
 
+function approvalRoutes(broker: ApprovalBroker, config: ApiConfig): ApiRoute[] {
+  return [
+    { method: 'GET', path: '/v1/approvals', handlers: [listApprovals(broker)] },
+    { method: 'POST', path: '/v1/approvals/:id', handlers: [decideApproval(broker, config.maxBodyBytes)] },
+  ]
+}
+
 /**
  * Every route of the API, in registration order. `GET` routes also answer `HEAD`
  * (Hono); a known path with another method answers 405 with `Allow`.
@@ -284,5 +295,6 @@ export function apiRoutes(runtime: ToolRuntime, config: ApiConfig): readonly Api
     { method: 'GET', path: '/v1/sdk', handlers: [sdkConditional, sdk(runtime)] },
     { method: 'GET', path: '/v1/prompt', handlers: [prompt(runtime)] },
     { method: 'POST', path: '/v1/run', handlers: [run(runtime, config)] },
+    ...(config.approvals === undefined ? [] : approvalRoutes(config.approvals, config)),
   ]
 }

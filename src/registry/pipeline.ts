@@ -211,7 +211,7 @@ export async function executePipeline(
   try {
     const call = new PipelineCall(core, sched, input, tracked ?? UNTRACKED, scopeDisposed)
     token = call.execution.token
-    core.calls.liveTokens.add(token)
+    core.calls.liveTokens.set(token, { callId: call.execution.callId, approval: call.approval })
     return await runStages(call)
   } catch (error) {
     // Unreachable by design (every stage contains its own failures); kept so the promise never rejects.
