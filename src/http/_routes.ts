@@ -11,6 +11,7 @@ import { RETAINED_304_HEADERS, etag } from 'hono/etag'
 import { hasSdkRenderer, renderToolsSdk } from '../code-mode/sdk.js'
 import type { SdkToolInput } from '../code-mode/sdk.js'
 import type { ToolRuntime } from '../runtime-types.js'
+import { allowsCaller } from '../schema/tool-definition.js'
 import type { ScopeKey, ToolExecutionResult } from '../types.js'
 import { sha256 } from './auth.js'
 import { HttpError, OVERLOADED_RETRY_AFTER_SECONDS } from './http-errors.js'
@@ -207,7 +208,8 @@ function sdk(runtime: ToolRuntime): Handler {
     if (languages.length > 1) throw invalidRequest('language must be given at most once')
     const language = languages[0] ?? runtime.options.codeRuntime?.language ?? 'typescript'
     if (!hasSdkRenderer(language)) throw invalidRequest(`no SDK renderer for language ${JSON.stringify(language)} (typescript, python)`)
-    const tools: SdkToolInput[] = runtime.schemas(agent).map((schema) => ({
+    // A native-only tool (`callers: ['native']`) is not in the SDK: a program cannot call it.
+    const tools: SdkToolInput[] = runtime.schemas(agent).filter((schema) => allowsCaller(schema, 'code')).map((schema) => ({
       name: schema.name,
       description: schema.description,
       parameters: schema.parameters,
