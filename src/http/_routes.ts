@@ -158,7 +158,7 @@ function base64Url(bytes: Uint8Array): string {
 }
 
 /** Whether an `Accept` header asks for server-sent events (`q=0` means "not acceptable"). */
-function wantsEventStream(accept: string | undefined): boolean {
+export function wantsEventStream(accept: string | undefined): boolean {
   if (accept === undefined) return false
   return accept.split(',').some((part) => {
     const [type, ...params] = part.split(';')
