@@ -1,7 +1,7 @@
 /**
  * Approval inside Code Mode on the REAL default code runtime (`createSandboxRuntime`
  * from platforms/node: QuickJS in worker threads), through a real registry and a real
- * broker. What the in-process suite (code-mode.test.ts) cannot show: the run's wall
+ * broker. What the in-process suite (test/unit/approvals/code-mode.test.ts) cannot show: the run's wall
  * clock held while a person decides, sub-call deadlines, and the session log's approval
  * records, all with a sandbox that enforces its budgets for real.
  */
@@ -13,7 +13,7 @@ import type { ApprovalDecisionEvent, ApprovalRequestEvent } from '../../../src/r
 import { defineTool } from '../../../src/schema/define-tool.js'
 import { createMemorySessionLog } from '../../../src/session-log.js'
 import type { ToolExecutionResult } from '../../../src/types.js'
-import { codeOf, messageOf, nextRequest, setup, tick, until } from './helpers.js'
+import { codeOf, messageOf, nextRequest, setup, tick, until } from '../approvals/helpers.js'
 
 const sandboxes: ReturnType<typeof createSandboxRuntime>[] = []
 afterAll(async () => {
