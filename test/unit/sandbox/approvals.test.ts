@@ -12,15 +12,12 @@ import type { ToolRuntime } from '../../../src/runtime-types.js'
 import type { ApprovalDecisionEvent, ApprovalRequestEvent } from '../../../src/runtime-types.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
 import { createMemorySessionLog } from '../../../src/session-log.js'
-import type { ToolExecutionResult } from '../../../src/types.js'
-import { codeOf, messageOf, nextRequest, setup, tick, until } from '../approvals/helpers.js'
+import { codeOf, messageOf, nextRequest, programResult, runCode as startRun, setup, tick, until } from '../approvals/helpers.js'
 
 const sandboxes: ReturnType<typeof createSandboxRuntime>[] = []
 afterAll(async () => {
   await Promise.all(sandboxes.map((sandbox) => sandbox.dispose()))
 })
-
-let seq = 0
 
 /** A registry on a fresh sandbox (its own budgets), a broker, a memory session log, and a slow safe read. */
 function sandboxSetup(options: { maxWallMs?: number; timeoutMs?: number } = {}) {
@@ -52,16 +49,7 @@ function sandboxSetup(options: { maxWallMs?: number; timeoutMs?: number } = {}) 
   return { ...fixture, sessionLog, published, slowDone, codeRuntime }
 }
 
-function runCode(runtime: ToolRuntime, code: string, controller = new AbortController()) {
-  const callId = `sandbox-run-${++seq}`
-  const result = runtime.execute({ callId, name: 'run_code', arguments: { code, description: 'approval on the sandbox' }, signal: controller.signal })
-  return { callId, result }
-}
-
-function programResult(result: ToolExecutionResult): unknown {
-  expect(result.isError, messageOf(result)).toBe(false)
-  return (result as { value: { result?: unknown } }).value.result
-}
+const runCode = (runtime: ToolRuntime, code: string, controller = new AbortController()) => startRun(runtime, code, controller, 'sandbox-run')
 
 function decide(broker: ApprovalBroker, id: string, decision: 'allow' | 'deny', reason?: string): void {
   expect(broker.decide(id, reason === undefined ? { decision } : { decision, reason })).toMatchObject({ ok: true })
