@@ -24,7 +24,7 @@ import type { JsonValue } from '../json/json-value.js'
 import type { ApprovalHandler, ApprovalRequest } from '../types.js'
 
 /** The prefix of the session ids issued to clients that declared form elicitation. */
-export const ELICITING_SESSION_PREFIX = 'toolyard-elicit-'
+const ELICITING_SESSION_PREFIX = 'toolyard-elicit-'
 
 const SESSION_PATTERN = /^toolyard-elicit-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
@@ -104,11 +104,6 @@ export class ElicitationChannel {
 
   constructor(timeoutMs: number) {
     this.#timeoutMs = timeoutMs
-  }
-
-  /** How many questions wait for an answer (a leak check for tests). */
-  get size(): number {
-    return this.#pending.size
   }
 
   /**
