@@ -1,8 +1,9 @@
 /**
  * `npm start`: the local toolyard server. The HTTP API over the demo tools (mode
  * `both`, Code Mode in the sandbox: QuickJS in pooled worker threads, compute 5 s and
- * wall clock 60 s a run), the playground's static files when `demo/dist/` exists, on
- * 127.0.0.1 with a bearer token generated at start-up.
+ * wall clock 60 s a run; `write_file` and `edit_file` ask a person through an approval
+ * broker), the playground's static files when `demo/dist/` exists, on 127.0.0.1 with a
+ * bearer token generated at start-up.
  *
  * The page receives the token same-origin, injected into a `<meta name="toolyard-token">`
  * tag of `GET /`: another origin cannot read that response (no CORS), cannot frame it
@@ -17,9 +18,12 @@ import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { serveStatic } from '@hono/node-server/serve-static'
 import type { Hono } from 'hono'
+import { askBeforeWriting } from '../demo/tools/approval-gate.js'
 import { registerDemoTools } from '../demo/tools/index.js'
 import { createSandboxRuntime, serve } from '../platforms/node/index.js'
 import type { SandboxRuntime, ServedApp } from '../platforms/node/index.js'
+import { createApprovalBroker } from '../src/approvals/index.js'
+import type { ApprovalBroker } from '../src/approvals/index.js'
 import { createSessionLogHub, createToolsApp } from '../src/http/index.js'
 import { createMcpApp } from '../src/mcp/index.js'
 import { createToolRuntime } from '../src/registry/index.js'
@@ -34,6 +38,8 @@ export interface StartServerOptions {
   readonly token?: string
   /** The playground's built files; default the first `demo/dist/` found above this file. */
   readonly staticDir?: string | null
+  /** How long a pending approval (`write_file`, `edit_file`) waits for Allow / Deny, in ms. Default 5 minutes. */
+  readonly approvalTimeoutMs?: number
 }
 
 /** A running `npm start` server. */
@@ -45,6 +51,8 @@ export interface StartedServer {
   readonly runtime: ToolRuntime
   /** The Code Mode sandbox behind `run_code` (its budgets, its load). */
   readonly codeRuntime: SandboxRuntime
+  /** The approval broker behind `/v1/approvals` (the writing tools ask it). */
+  readonly approvals: ApprovalBroker
   /** Where the playground is served from, or `undefined` when it was not built. */
   readonly staticDir: string | undefined
   /** Aborts in-flight runs, drains them, disposes the runtime and the code runtime, closes the server. Idempotent. */
@@ -59,6 +67,8 @@ const API_ROUTES: readonly (readonly [string, string])[] = [
   ['GET /v1/prompt?agent=', 'the assembled prompt: sections and wire tools'],
   ['POST /v1/tools/:name/execute', 'body { arguments, callId?, agent? } → the tool result'],
   ['POST /v1/run', 'body { code, description, agent? } → run_code (JSON, or SSE with Accept: text/event-stream)'],
+  ['GET /v1/approvals', 'the calls waiting for a person (write_file and edit_file ask)'],
+  ['POST /v1/approvals/:id', 'body { decision: "allow" | "deny", reason? } → answers one'],
   ['POST /mcp?agent=', 'the registry as an MCP server (Streamable HTTP, JSON-RPC; same token)'],
 ]
 
@@ -163,13 +173,16 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
   // of wall clock), and at most a machine-sized number of programs run at once; beyond
   // that, runs queue, then are refused with 503 OVERLOADED.
   const codeRuntime = createSandboxRuntime()
-  const runtime = createToolRuntime({ mode: 'both', codeRuntime, sessionLog: hub })
+  // The writing tools ask a person: the playground shows Allow / Deny, API clients use /v1/approvals.
+  const approvals = createApprovalBroker(options.approvalTimeoutMs === undefined ? undefined : { timeoutMs: options.approvalTimeoutMs })
+  const runtime = createToolRuntime({ mode: 'both', codeRuntime, sessionLog: hub, approval: approvals.handler })
   registerDemoTools(runtime)
+  askBeforeWriting(runtime)
   // One agent per presentation mode, so the playground can preview each mode's prompt.
   for (const mode of ['native', 'code', 'both'] as const) runtime.agent(mode).presentAs(mode)
 
   const stopping = new AbortController()
-  const app = createToolsApp(runtime, { token, sessionLog: hub, signal: stopping.signal })
+  const app = createToolsApp(runtime, { token, sessionLog: hub, approvals, signal: stopping.signal })
   // MCP clients (Streamable HTTP) use the same registry and token; `?agent=` picks a layer.
   app.route(
     '/mcp',
@@ -186,6 +199,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
   } catch (error) {
     await runtime.dispose()
     await codeRuntime.dispose()
+    approvals.dispose()
     throw error
   }
   const server = served
@@ -198,6 +212,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
       // dispose() aborts what is still running and resolves once every execution has settled.
       await runtime.dispose()
       await codeRuntime.dispose()
+      approvals.dispose()
       let timer: ReturnType<typeof setTimeout> | undefined
       // A client holding a connection open must not keep the process alive forever.
       await Promise.race([closed, new Promise<void>((resolve) => (timer = setTimeout(resolve, 3000)))])
@@ -206,7 +221,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
     return finished
   }
 
-  return { url: server.url, port: server.port, token, runtime, codeRuntime, staticDir, shutdown }
+  return { url: server.url, port: server.port, token, runtime, codeRuntime, approvals, staticDir, shutdown }
 }
 
 async function main(): Promise<void> {
@@ -218,6 +233,7 @@ async function main(): Promise<void> {
     started.staticDir === undefined
       ? '  (playground not built: GET / lists the API routes)'
       : `  playground: ${started.url}/ (serving ${started.staticDir})`,
+    `  approvals: write_file and edit_file wait for Allow / Deny (the playground, or GET/POST /v1/approvals; ${started.approvals.timeoutMs / 1000} s to decide)`,
     `  Code Mode: QuickJS sandbox, compute ${started.codeRuntime.limits.computeMs / 1000} s and wall clock ${started.codeRuntime.limits.maxWallMs / 1000} s a run, ` +
       `${started.codeRuntime.load().maxConcurrentRuns} runs at once (+${started.codeRuntime.load().maxQueuedRuns} queued)`,
     '',

@@ -31,6 +31,10 @@ export { createCallPool, type CallPool, type CallPoolOptions } from './scheduler
 export { timeoutPolicy, type TimeoutPolicyOptions } from './timeout-policy.js'
 export { createMemorySessionLog, type MemorySessionLog } from './session-log.js'
 
+// Human approval of `ask` decisions
+export { createApprovalBroker, DEFAULT_APPROVAL_TIMEOUT_MS, MAX_APPROVAL_REASON_LENGTH } from './approvals/index.js'
+export type * from './approvals/types.js'
+
 // Schemas, validation and lossless JSON
 export * from './schema/index.js'
 

@@ -95,8 +95,53 @@ export interface CodeDispatchEvent {
   readonly durationMs: number
 }
 
+/**
+ * A Code Mode sub-call's `ask` was put to its approval handler (a person, through a
+ * broker). One per asked sub-call, followed by exactly one {@link ApprovalDecisionEvent}.
+ */
+export interface ApprovalRequestEvent {
+  readonly type: 'tool/approval-request'
+  /** The outer `run_code` call id. */
+  readonly parentCallId: string
+  /** The asking sub-call: `<parentCallId>:code:<n>`. */
+  readonly subCallId: string
+  readonly name: string
+  /** The sub-call's lossless-JSON arguments. */
+  readonly arguments: JsonValue
+  readonly agent?: ScopeKey
+  /** The gate's reason for asking, when it gave one. */
+  readonly reason?: string
+  /** `Date.now()` when the handler was called. */
+  readonly requestedAt: number
+}
+
+/** How an approval request ended. */
+export type ApprovalOutcome = 'allow' | 'deny' | 'withdrawn'
+
+/** The answer to an {@link ApprovalRequestEvent}, with its time. */
+export interface ApprovalDecisionEvent {
+  readonly type: 'tool/approval-decision'
+  readonly parentCallId: string
+  readonly subCallId: string
+  readonly name: string
+  readonly agent?: ScopeKey
+  /**
+   * `allow`: the sub-call goes on; `deny`: it ends with `DENIED_BY_APPROVAL` (refused,
+   * expired, the handler failed); `withdrawn`: it was cancelled while it waited
+   * (`ABORTED_BEFORE_DISPATCH`: the run ended or was aborted).
+   */
+  readonly decision: ApprovalOutcome
+  /** For `deny`: the result's error message (the person's reason, or why it expired). */
+  readonly message?: string
+  readonly requestedAt: number
+  /** `Date.now()` when the handler settled (or the sub-call was cancelled). */
+  readonly decidedAt: number
+  /** How long the sub-call waited for a person: `decidedAt − requestedAt` (not charged to the run's wall clock). */
+  readonly waitedMs: number
+}
+
 /** Everything the session log sink receives. */
-export type SessionLogEvent = CodeDispatchStartEvent | CodeDispatchEvent
+export type SessionLogEvent = CodeDispatchStartEvent | CodeDispatchEvent | ApprovalRequestEvent | ApprovalDecisionEvent
 
 /**
  * A console line of a running program, attributed to its `run_code` call, delivered as
@@ -242,9 +287,16 @@ export interface ToolRuntimeOptions {
   readonly mode?: ToolPresentationMode
   /** The code runtime that runs Code Mode programs (required by `code` / `both` at assembly time). */
   readonly codeRuntime?: CodeRuntime
-  /** Handles `ask` decisions; absent → ask degrades to deny. */
+  /**
+   * Handles `ask` decisions; absent → ask degrades to deny. `createApprovalBroker().handler`
+   * is one that holds each request for a person. A call's own `approval` overrides it.
+   */
   readonly approval?: ApprovalHandler
-  /** Receives `tool/code-dispatch-start` / `tool/code-dispatch` events. */
+  /**
+   * Receives the Code Mode sub-calls' events: `tool/code-dispatch-start` /
+   * `tool/code-dispatch`, and `tool/approval-request` / `tool/approval-decision` for a
+   * sub-call put to the approval handler.
+   */
   readonly sessionLog?: SessionLogSink
   /** Code Mode binding concurrency. Default 10; 1 restores serial dispatch. */
   readonly maxParallelSubCalls?: number

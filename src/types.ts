@@ -16,6 +16,13 @@ export type ScopeKey = string
 /** How tools are presented to a model. */
 export type ToolPresentationMode = 'native' | 'code' | 'both'
 
+/**
+ * Who may call a tool: `native` — the model, directly (a wire tool, a native function
+ * call); `code` — a Code Mode program (`tools.x()`). A definition's `callers` lists one
+ * or both (the default: both).
+ */
+export type ToolCaller = 'native' | 'code'
+
 /** Undoes a registration (tool, guard, listener, mask, presentation). Idempotent. */
 export type Disposer = () => void
 
@@ -58,6 +65,11 @@ export interface ToolSchema {
   readonly description: string
   /** A JSON Schema object for the arguments. */
   readonly parameters: ObjectJsonSchema
+  /**
+   * Who may call the tool, present only when the definition restricts it (one caller):
+   * `['native']` never reaches a program's SDK, `['code']` is never a wire tool.
+   */
+  readonly callers?: readonly ToolCaller[]
 }
 
 /** The mandatory canonical output declaration of a tool. */
@@ -106,6 +118,13 @@ export interface ToolDefinition<Args = JsonObject, Value extends JsonValue = Jso
   readonly timeoutMs?: number
   /** Exact `true` lets this call overlap other safe calls; anything else is exclusive. */
   isConcurrencySafe?(args: Args): boolean
+  /**
+   * Who may call this tool (default both): `['native']` — only the model directly (absent
+   * from the Code Mode SDK; a program's call fails with `UNKNOWN_TOOL`); `['code']` —
+   * only Code Mode programs (absent from the wire tools; a direct call fails with
+   * `UNKNOWN_TOOL` and a hint to call it from `run_code`). Validated at registration.
+   */
+  readonly callers?: readonly ToolCaller[]
 }
 
 /** A definition with its argument and value types erased, as the registry stores it. */
@@ -143,6 +162,25 @@ export interface ToolExecutionInput {
   readonly agent?: ScopeKey
   /** The enclosing execution's token, for nested calls. */
   readonly parent?: ToolExecutionToken
+  /**
+   * When the time this call may take ends (epoch ms), shown to the body as
+   * `exec.deadline`. The Code Mode bridge sets it for each sub-call from its run's
+   * wall-clock budget; outside Code Mode nobody sets it. A finite number.
+   */
+  readonly deadline?: number
+  /**
+   * Holds the clock `deadline` counts on while a person decides this call's approval
+   * (the bridge passes the binding call's `holdWallClock`, so the wait is not charged to
+   * the run's wall-clock budget). The pipeline calls it only while the approval handler
+   * is pending and releases it when the handler settles.
+   */
+  readonly holdWallClock?: () => () => void
+  /**
+   * Who decides this call's `ask` (and the `ask`s of the calls nested in it, such as a
+   * `run_code` program's sub-calls) instead of `ToolRuntimeOptions.approval`. The MCP
+   * export passes one that asks the connected client (`elicitation/create`).
+   */
+  readonly approval?: ApprovalHandler
 }
 
 /** The immutable pipeline view of one execution. */
@@ -155,6 +193,13 @@ export interface ToolExecution {
   readonly signal: AbortSignal
   readonly agent?: ScopeKey
   readonly parent?: ToolExecutionToken
+  /**
+   * When this call's time ends (epoch ms), so a tool can pass the remaining time on to a
+   * remote API. Set for Code Mode sub-calls (the run's wall-clock budget, moved later by
+   * the time the call waited for a person); absent outside Code Mode. The call's
+   * `signal` aborts when the run ends, at the latest at this deadline.
+   */
+  readonly deadline?: number
 }
 
 /** The `tools/execute` view: only `signal` is mutable (replace and restore, never delete). */
@@ -235,6 +280,8 @@ export type ToolGuard = (execution: ToolExecution) => string | undefined
 export interface ApprovalRequest {
   readonly execution: ToolExecution
   readonly reason?: string
+  /** The enclosing call's id for a nested call (a Code Mode sub-call's `run_code` call id). */
+  readonly parentCallId?: string
 }
 
 /** Decides an `ask`: `true` approves; anything else (or a throw) denies. */

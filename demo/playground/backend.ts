@@ -4,7 +4,9 @@
  *
  * @module
  */
+import type { PendingApproval } from '../../src/approvals/types.js'
 import type { CodeLogEntry } from '../../src/code-runtime/contract.js'
+import type { ApprovalSettledData } from '../../src/http/_approvals.js'
 import type { JsonValue } from '../../src/json/json-value.js'
 import type { CodeDispatchEvent, CodeDispatchStartEvent } from '../../src/runtime-types.js'
 import type { ToolExecutionResult, ToolPresentationMode } from '../../src/types.js'
@@ -15,8 +17,16 @@ export interface RunBudgets {
   readonly maxWallMs: number
 }
 
+/** A call waits for a person (the demo's writing tools ask), and how that ended. */
+export interface ApprovalListener {
+  /** A call of this run (or this native call) waits for Allow / Deny. */
+  approval(request: PendingApproval): void
+  /** It was decided, expired or withdrawn. */
+  approvalSettled(settled: ApprovalSettledData): void
+}
+
 /** Live events of one run. */
-export interface RunListener {
+export interface RunListener extends ApprovalListener {
   log(entry: CodeLogEntry): void
   dispatchStart(event: CodeDispatchStartEvent): void
   dispatch(event: CodeDispatchEvent): void
@@ -36,8 +46,10 @@ export interface Backend {
   readonly where: 'tab' | 'server'
   /** Runs `code` through `run_code` with the agent of `mode`. Never rejects for program failures. */
   run(code: string, mode: ToolPresentationMode, budgets: RunBudgets, listener: RunListener, signal: AbortSignal): Promise<RunOutcome>
-  /** Calls one tool directly (native presentation). */
-  execute(name: string, args: JsonValue, mode: ToolPresentationMode, signal: AbortSignal): Promise<ToolExecutionResult>
+  /** Calls one tool directly (native presentation); `approvals` hears about it waiting for a person. */
+  execute(name: string, args: JsonValue, mode: ToolPresentationMode, signal: AbortSignal, approvals?: ApprovalListener): Promise<ToolExecutionResult>
+  /** Answers a pending approval (Allow / Deny). Rejects with a message when it was refused (expired, already decided…). */
+  decide(id: string, decision: 'allow' | 'deny'): Promise<void>
 }
 
 /** The failure kind of a `run_code` result (`exception | timeout | abort | worker-exit`), if it is one. */

@@ -8,6 +8,7 @@
 import type { JsonValue } from '../../src/json/json-value.js'
 import type { ToolCallView, ToolResultView } from '../../src/presentation.js'
 import type { AnyToolDefinition, ContentBlock, ToolResultRecord } from '../../src/types.js'
+import type { ApprovalState } from './approval-card.js'
 import { h, showJson } from './dom.js'
 
 /** One sub-call as the page tracks it (from the session-log events). */
@@ -24,6 +25,8 @@ export interface SubCallRecord {
   error?: { readonly message: string; readonly code?: string }
   /** How the registry scheduled it. */
   readonly mode: 'parallel' | 'exclusive'
+  /** Its approval, when it asked a person. */
+  approval?: ApprovalState
 }
 
 function callView(definition: AnyToolDefinition | undefined, args: JsonValue): ToolCallView | undefined {
@@ -140,7 +143,8 @@ export function renderCard(record: SubCallRecord, definition: AnyToolDefinition 
   const call = callView(definition, record.arguments)
   const result = resultView(definition, record)
   const title = call?.title ?? record.name
-  const state = record.end === undefined ? 'running…' : record.isError === true ? 'failed' : `${(record.end - record.start).toFixed(0)} ms`
+  const waiting = record.end === undefined && record.approval?.state === 'pending'
+  const state = waiting ? 'awaiting approval' : record.end === undefined ? 'running…' : record.isError === true ? 'failed' : `${(record.end - record.start).toFixed(0)} ms`
   const body =
     record.end === undefined
       ? renderCallBody(call, record.arguments)

@@ -4,6 +4,9 @@
  * prompt and visibility can be shown side by side. A program run here reaches nothing
  * of the page: not its origin (`fetch`), not its storage, not the token the page holds.
  *
+ * The writing tools ask for approval here too: an approval broker in the page holds each
+ * request, and the page's Allow / Deny buttons answer it (`decide`).
+ *
  * A thin `CodeRuntime` wrapper sits between the registry and the sandbox: it
  * streams the run's console lines to the page (the `run_code` bridge does not forward
  * `onLog`), keeps the runtime's stats for the status line, and swaps in a runtime with
@@ -15,11 +18,14 @@ import { createSandboxRuntime } from '../../platforms/browser/index.js'
 import type { SandboxRuntime } from '../../platforms/browser/index.js'
 import type { CodeRunRequest, CodeRunResult, CodeRuntime } from '../../src/code-runtime/contract.js'
 import type { JsonValue } from '../../src/json/json-value.js'
+import { createApprovalBroker } from '../../src/approvals/index.js'
+import type { ApprovalEvent } from '../../src/approvals/index.js'
 import { createToolRuntime } from '../../src/registry/index.js'
 import type { SessionLogEvent, ToolRuntime } from '../../src/runtime-types.js'
 import type { ToolExecutionResult, ToolPresentationMode } from '../../src/types.js'
+import { askBeforeWriting } from '../tools/approval-gate.js'
 import { registerDemoTools } from '../tools/index.js'
-import type { Backend, RunBudgets, RunListener, RunOutcome } from './backend.js'
+import type { ApprovalListener, Backend, RunBudgets, RunListener, RunOutcome } from './backend.js'
 
 /** The in-tab backend plus the registry itself (the page reads schemas, SDK and prompts from it). */
 export interface LocalBackend extends Backend {
@@ -34,6 +40,23 @@ interface ActiveRun {
   readonly callId: string
   readonly listener: RunListener
   stats?: CodeRunResult['stats']
+}
+
+/** Hands a broker event to whoever waits on that call: the run (its sub-calls) or a native call. */
+function forward(event: ApprovalEvent, listeners: ReadonlyMap<string, ApprovalListener>): void {
+  const { approval } = event
+  const listener = listeners.get(approval.parentCallId ?? approval.callId)
+  if (listener === undefined) return
+  if (event.type === 'requested') {
+    listener.approval(approval)
+    return
+  }
+  const base = { id: approval.id, callId: approval.callId, at: event.at }
+  listener.approvalSettled(
+    event.type === 'decided'
+      ? { ...base, outcome: event.decision, ...(event.reason === undefined ? {} : { reason: event.reason }) }
+      : { ...base, outcome: event.type },
+  )
 }
 
 /** Creates the registry + demo tools + sandbox of this tab. */
@@ -70,19 +93,26 @@ export function createLocalBackend(initial: RunBudgets): LocalBackend {
     dispose: () => worker.dispose(),
   }
 
+  // The runs and native calls waiting to hear about their approvals, by call id.
+  const waiting = new Map<string, ApprovalListener>()
+  const broker = createApprovalBroker()
+  broker.subscribe((event) => forward(event, waiting))
+
   const runtime = createToolRuntime({
     mode: 'both',
     codeRuntime: tap,
+    approval: broker.handler,
     sessionLog: {
       append(event: SessionLogEvent) {
         const run = active
         if (run === undefined || event.parentCallId !== run.callId) return
         if (event.type === 'tool/code-dispatch-start') run.listener.dispatchStart(event)
-        else run.listener.dispatch(event)
+        else if (event.type === 'tool/code-dispatch') run.listener.dispatch(event)
       },
     },
   })
   registerDemoTools(runtime)
+  askBeforeWriting(runtime)
   for (const mode of ['native', 'code', 'both'] as const) runtime.agent(mode).presentAs(mode)
 
   // The demo tools answer from memory in microseconds; a little simulated latency makes
@@ -120,6 +150,7 @@ export function createLocalBackend(initial: RunBudgets): LocalBackend {
       useBudgets(next)
       const run: ActiveRun = { callId: `tab-run-${++counter}`, listener }
       active = run
+      waiting.set(run.callId, listener)
       try {
         const result = await runtime.execute({
           callId: run.callId,
@@ -131,10 +162,21 @@ export function createLocalBackend(initial: RunBudgets): LocalBackend {
         return { result, ...(run.stats === undefined ? {} : { stats: run.stats }), streamedLogs: true }
       } finally {
         if (active === run) active = undefined
+        waiting.delete(run.callId)
       }
     },
-    execute(name: string, args: JsonValue, mode: ToolPresentationMode, signal: AbortSignal): Promise<ToolExecutionResult> {
-      return runtime.execute({ callId: `tab-call-${++counter}`, name, arguments: args, signal, agent: mode })
+    async execute(name: string, args: JsonValue, mode: ToolPresentationMode, signal: AbortSignal, approvals?: ApprovalListener): Promise<ToolExecutionResult> {
+      const callId = `tab-call-${++counter}`
+      if (approvals !== undefined) waiting.set(callId, approvals)
+      try {
+        return await runtime.execute({ callId, name, arguments: args, signal, agent: mode })
+      } finally {
+        waiting.delete(callId)
+      }
+    },
+    decide(id: string, decision: 'allow' | 'deny'): Promise<void> {
+      const answer = broker.decide(id, { decision })
+      return answer.ok ? Promise.resolve() : Promise.reject(new Error(`${answer.code}: ${answer.message}`))
     },
   }
 }

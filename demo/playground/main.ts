@@ -2,18 +2,22 @@
  * The toolyard playground: the demo tools' catalog, the SDK and the assembled prompt a
  * model would see, a program editor that runs Code Mode programs in this tab (a Web
  * Worker) or on the server (the HTTP API), a live dispatch timeline with presenter
- * cards, and native calls of a single tool.
+ * cards, and native calls of a single tool. The writing tools ask for approval: a call
+ * that waits shows Allow / Deny on its card.
  *
  * @module
  */
+import type { PendingApproval } from '../../src/approvals/types.js'
 import { renderToolsSdkWithinBudget } from '../../src/code-mode/sdk.js'
+import { allowsCaller } from '../../src/schema/tool-definition.js'
 import type { SdkToolInput } from '../../src/code-mode/sdk.js'
 import type { CodeLogEntry } from '../../src/code-runtime/contract.js'
 import type { JsonValue } from '../../src/json/json-value.js'
 import type { CodeDispatchEvent, CodeDispatchStartEvent } from '../../src/runtime-types.js'
 import type { ToolExecutionResult, ToolPresentationMode } from '../../src/types.js'
 import { failureKind } from './backend.js'
-import type { Backend, RunBudgets, RunOutcome } from './backend.js'
+import type { ApprovalListener, Backend, RunBudgets, RunOutcome } from './backend.js'
+import { renderApprovalPanel } from './approval-card.js'
 import { renderCard, renderNativeCard } from './cards.js'
 import { renderBudget, renderIndex, wireCatalogSearch } from './catalog-panel.js'
 import type { SubCallRecord } from './cards.js'
@@ -60,7 +64,8 @@ const server = createServerBackend(info)
 
 /** What a program of the `code` agent may call (the transport itself is no binding). */
 function sdkInputs(): SdkToolInput[] {
-  return registry.schemas('code').filter((schema) => schema.name !== 'run_code').map((schema) => ({
+  // What a program may call: not the transport, not a native-only tool (`callers: ['native']`).
+  return registry.schemas('code').filter((schema) => schema.name !== 'run_code' && allowsCaller(schema, 'code')).map((schema) => ({
     name: schema.name,
     description: schema.description,
     parameters: schema.parameters,
@@ -278,6 +283,30 @@ function showResult(result: ToolExecutionResult, outcome: RunOutcome | undefined
   )
 }
 
+// ───────────────────────── approvals ─────────────────────────
+
+/** A sub-call's card, with its approval panel (Allow / Deny while it waits) on top. */
+function cardWithApproval(record: SubCallRecord, open: boolean, decide: Backend['decide']): HTMLDetailsElement {
+  const approval = record.approval
+  const waiting = approval?.state === 'pending' && record.end === undefined
+  const card = renderCard(record, registry.get(record.name, state.mode), open || waiting)
+  if (approval !== undefined) {
+    if (waiting) card.classList.add('waiting')
+    card.querySelector('.body')?.prepend(renderApprovalPanel(approval, (decision) => decide(approval.id, decision)))
+  }
+  return card
+}
+
+/** What redraws a card: it is rebuilt only when this changes (so a button is never replaced under a click). */
+function cardKey(record: SubCallRecord): string {
+  return `${record.end ?? ''}|${record.isError ?? ''}|${record.approval?.state ?? ''}`
+}
+
+/** The page's record of a request: waiting. */
+function pendingState(request: PendingApproval): NonNullable<SubCallRecord['approval']> {
+  return { id: request.id, ...(request.reason === undefined ? {} : { reason: request.reason }), expiresAt: request.expiresAt, state: 'pending' }
+}
+
 // ───────────────────────── running programs ─────────────────────────
 
 const initialExample = EXAMPLES[0]!
@@ -306,24 +335,30 @@ async function run(): Promise<void> {
   const clock = performance.now()
   const records = new Map<string, SubCallRecord>()
   const userOpened = new Set<string>()
+  const runner = backend()
+  const built = new Map<string, { readonly key: string; readonly card: HTMLDetailsElement }>()
   let frame = 0
   const draw = (): void => {
     frame = 0
     const list = [...records.values()]
     renderTimeline(byId('timeline'), list, where === 'tab' ? performance.now() - clock : Math.max(0, ...list.map((r) => r.end ?? r.start)))
     // Cards the user opened stay open across redraws; a run of up to three calls opens them all.
-    replaceChildren(
-      byId('cards'),
-      list.map((record) => {
-        const card = renderCard(record, registry.get(record.name, state.mode), list.length <= 3 || userOpened.has(record.subCallId))
-        // A click on the summary is the user's toggle (a toggle event also fires for the initial state).
-        card.querySelector('summary')?.addEventListener('click', () => {
-          if (card.open) userOpened.delete(record.subCallId)
-          else userOpened.add(record.subCallId)
-        })
-        return card
-      }),
-    )
+    const cards = list.map((record) => {
+      const key = cardKey(record)
+      const cached = built.get(record.subCallId)
+      if (cached?.key === key) return cached.card
+      const card = cardWithApproval(record, list.length <= 3 || userOpened.has(record.subCallId), runner.decide)
+      // A click on the summary is the user's toggle (a toggle event also fires for the initial state).
+      card.querySelector('summary')?.addEventListener('click', () => {
+        if (card.open) userOpened.delete(record.subCallId)
+        else userOpened.add(record.subCallId)
+      })
+      built.set(record.subCallId, { key, card })
+      return card
+    })
+    const box = byId('cards')
+    // Untouched when nothing changed: a redraw must not pull a button away from a pointer.
+    if (cards.length !== box.children.length || cards.some((card, i) => box.children[i] !== card)) replaceChildren(box, cards)
   }
   const schedule = (): void => {
     if (frame === 0) frame = requestAnimationFrame(draw)
@@ -334,12 +369,24 @@ async function run(): Promise<void> {
   }, 50)
   let outcome: RunOutcome | undefined
   try {
-    outcome = await backend().run(
+    outcome = await runner.run(
       editor.text(),
       state.mode,
       budgets(),
       {
         log: appendConsole,
+        approval(request: PendingApproval) {
+          const record = records.get(request.callId)
+          if (record === undefined) return
+          record.approval = pendingState(request)
+          schedule()
+        },
+        approvalSettled(settled) {
+          const record = records.get(settled.callId)
+          if (record?.approval?.id !== settled.id) return
+          record.approval.state = settled.outcome
+          schedule()
+        },
         dispatchStart(event: CodeDispatchStartEvent) {
           let mode: 'parallel' | 'exclusive' = 'exclusive'
           try {
@@ -409,8 +456,28 @@ async function callTool(): Promise<void> {
   const where = state.where
   setStatus('running', `Calling ${name} ${where === 'server' ? 'on the server' : 'in this tab'}…`)
   const clock = performance.now()
+  const runner = backend()
+  const mode = (): 'parallel' | 'exclusive' => {
+    try {
+      return registry.executionMode({ name, arguments: args, agent: state.mode })
+    } catch {
+      // Not resolvable for this agent: the fail-closed class.
+      return 'exclusive'
+    }
+  }
+  // A call that waits for a person shows its card with Allow / Deny until it returns.
+  const approvals: ApprovalListener = {
+    approval(request) {
+      const record: SubCallRecord = { subCallId: request.callId, name, arguments: args, start: 0, mode: mode(), approval: pendingState(request) }
+      replaceChildren(byId('cards'), cardWithApproval(record, true, runner.decide))
+      setStatus('running', `${name} waits for your approval ${where === 'server' ? 'on the server' : 'in this tab'}…`)
+    },
+    approvalSettled() {
+      // The call's result follows and replaces the card.
+    },
+  }
   try {
-    const result = await backend().execute(name, args, state.mode, AbortSignal.timeout(120_000))
+    const result = await runner.execute(name, args, state.mode, AbortSignal.timeout(600_000), approvals)
     const elapsed = performance.now() - clock
     const box = byId('result')
     box.textContent = showJson(result)
@@ -421,13 +488,7 @@ async function callTool(): Promise<void> {
       setStatus('ok', `✓ ${name} returned ${where === 'server' ? 'on the server' : 'in this tab'}`, h('span', { class: 'stats' }, `${elapsed.toFixed(0)} ms`))
     }
     replaceChildren(byId('timeline'), h('p', { class: 'hint small' }, 'A native call has no sub-calls; its card is below.'))
-    let mode: 'parallel' | 'exclusive' = 'exclusive'
-    try {
-      mode = registry.executionMode({ name, arguments: args, agent: state.mode })
-    } catch {
-      // Not resolvable for this agent: the fail-closed class.
-    }
-    replaceChildren(byId('cards'), renderNativeCard(name, args, result, registry.get(name), elapsed, mode))
+    replaceChildren(byId('cards'), renderNativeCard(name, args, result, registry.get(name), elapsed, mode()))
   } catch (error) {
     setStatus('failed', h('span', { class: 'kind', 'data-testid': 'failure-kind' }, 'unreachable'), 'the server could not be reached')
     byId('result').textContent = error instanceof Error ? error.message : String(error)

@@ -2,15 +2,20 @@
  * "On the server": the HTTP API of `npm start` (docs/http-api.md). The page finds the
  * bearer token in the `<meta name="toolyard-token">` the server injects into the page it
  * serves (same origin); opened any other way, the server is simply unreachable and the
- * page says so. Runs stream over server-sent events (`POST /v1/run`).
+ * page says so. Runs stream over server-sent events (`POST /v1/run`), their sub-calls'
+ * approvals included (`approval`, `approval-settled`); Allow / Deny answer with
+ * `POST /v1/approvals/:id`. A native call that waits for a person is found by polling
+ * `GET /v1/approvals` for its call id (a JSON call has no event stream).
  *
  * @module
  */
+import type { PendingApproval } from '../../src/approvals/types.js'
 import type { CodeLogEntry } from '../../src/code-runtime/contract.js'
+import type { ApprovalSettledData } from '../../src/http/_approvals.js'
 import type { JsonValue } from '../../src/json/json-value.js'
 import type { CodeDispatchEvent, CodeDispatchStartEvent } from '../../src/runtime-types.js'
 import type { ToolExecutionResult, ToolPresentationMode } from '../../src/types.js'
-import type { Backend, RunBudgets, RunListener, RunOutcome } from './backend.js'
+import type { ApprovalListener, Backend, RunBudgets, RunListener, RunOutcome } from './backend.js'
 
 /** Where the server is and how to talk to it. */
 export interface ServerInfo {
@@ -93,6 +98,39 @@ function abortedResult(): ToolExecutionResult {
   }
 }
 
+/** How often a native call that may be waiting for a person looks for its approval request. */
+const APPROVAL_POLL_MS = 250
+
+/**
+ * Reports the approval request of the native call `callId` (once) while `until` is
+ * pending: a JSON call has no event stream, so the page asks `GET /v1/approvals`.
+ */
+async function watchApprovals(info: ServerInfo, callId: string, listener: ApprovalListener, until: Promise<unknown>): Promise<void> {
+  let done = false
+  const stop = (): void => {
+    done = true
+  }
+  // The call's own rejection is the caller's to handle; here it only stops the polling.
+  until.then(stop, stop)
+  let reported: PendingApproval | undefined
+  while (!done) {
+    await new Promise((resolve) => setTimeout(resolve, APPROVAL_POLL_MS))
+    if (done) return
+    try {
+      const response = await fetch(`${info.api}/approvals`, { headers: info.token === undefined ? {} : { Authorization: `Bearer ${info.token}` } })
+      if (!response.ok) return
+      const { approvals } = (await response.json()) as { approvals: PendingApproval[] }
+      const mine = approvals.find((approval) => approval.callId === callId)
+      if (mine !== undefined && reported?.id !== mine.id) {
+        reported = mine
+        if (!done) listener.approval(mine)
+      }
+    } catch {
+      // The call's own answer will say what happened.
+    }
+  }
+}
+
 /** Creates the server backend for `info`. */
 export function createServerBackend(info: ServerInfo): Backend {
   const headers = (): Record<string, string> => ({
@@ -127,6 +165,12 @@ export function createServerBackend(info: ServerInfo): Backend {
             case 'dispatch':
               listener.dispatch(data as CodeDispatchEvent)
               break
+            case 'approval':
+              listener.approval(data as PendingApproval)
+              break
+            case 'approval-settled':
+              listener.approvalSettled(data as ApprovalSettledData)
+              break
             case 'log':
               streamedLogs = true
               listener.log((data as { entry: CodeLogEntry }).entry)
@@ -148,15 +192,24 @@ export function createServerBackend(info: ServerInfo): Backend {
       }
       return { result, streamedLogs }
     },
-    async execute(name: string, args: JsonValue, mode: ToolPresentationMode, signal: AbortSignal): Promise<ToolExecutionResult> {
-      const response = await fetch(`${info.api}/tools/${encodeURIComponent(name)}/execute`, {
+    async execute(name: string, args: JsonValue, mode: ToolPresentationMode, signal: AbortSignal, approvals?: ApprovalListener): Promise<ToolExecutionResult> {
+      // Our own call id, so the page can find this call's approval request.
+      const callId = `page-call-${crypto.randomUUID()}`
+      const call = fetch(`${info.api}/tools/${encodeURIComponent(name)}/execute`, {
         method: 'POST',
         headers: headers(),
-        body: JSON.stringify({ arguments: args, agent: mode }),
+        body: JSON.stringify({ arguments: args, agent: mode, callId }),
         signal,
       })
+      if (approvals !== undefined) void watchApprovals(info, callId, approvals, call)
+      const response = await call
       if (!response.ok) throw await errorOf(response)
       return (await response.json()) as ToolExecutionResult
+    },
+    async decide(id: string, decision: 'allow' | 'deny'): Promise<void> {
+      const response = await fetch(`${info.api}/approvals/${encodeURIComponent(id)}`, { method: 'POST', headers: headers(), body: JSON.stringify({ decision }) })
+      if (!response.ok) throw await errorOf(response)
+      await response.body?.cancel()
     },
   }
 }

@@ -2,7 +2,8 @@
  * The dispatch timeline: each sub-call of a run drawn as a bar over time, one row per
  * sub-call in submission order, coloured by how the registry scheduled it. Parallel
  * calls overlap; an exclusive call stands alone with nothing beside it — the barrier
- * is visible as the gap in everyone else's bars.
+ * is visible as the gap in everyone else's bars. A call waiting for a person's approval
+ * is drawn striped in amber until it is decided.
  *
  * @module
  */
@@ -32,8 +33,9 @@ export function renderTimeline(target: HTMLElement, records: readonly SubCallRec
     const end = record.end ?? now
     const left = (record.start / span) * 100
     const width = Math.max(0.3, ((end - record.start) / span) * 100)
-    const state = record.end === undefined ? 'running' : record.isError === true ? 'failed' : 'done'
-    const label = `${record.name} · ${(end - record.start).toFixed(0)} ms`
+    const waiting = record.end === undefined && record.approval?.state === 'pending'
+    const state = waiting ? 'waiting' : record.end === undefined ? 'running' : record.isError === true ? 'failed' : 'done'
+    const label = waiting ? `${record.name} · awaiting approval` : `${record.name} · ${(end - record.start).toFixed(0)} ms`
     return h(
       'div',
       { class: 'row' },
@@ -44,7 +46,7 @@ export function renderTimeline(target: HTMLElement, records: readonly SubCallRec
         h(
           'div',
           {
-            class: `bar ${record.mode}${state === 'failed' ? ' failed' : ''}${state === 'running' ? ' running' : ''}`,
+            class: `bar ${record.mode}${state === 'failed' ? ' failed' : ''}${state === 'running' ? ' running' : ''}${state === 'waiting' ? ' waiting' : ''}`,
             style: `left:${left}%;width:${width}%`,
             title: `${record.subCallId} (${record.mode}) ${record.start.toFixed(1)}–${end.toFixed(1)} ms${state === 'failed' ? ' failed' : ''}`,
             'data-testid': 'timeline-bar',

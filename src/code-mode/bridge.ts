@@ -11,7 +11,7 @@
  */
 import { CodeRunFailedError, ToolCallError, ToolError } from '../errors.js'
 import type { CodeRunFailureKind } from '../errors.js'
-import type { CodeBindingFunction, CodeLogEntry, CodeRunResult } from '../code-runtime/contract.js'
+import type { CodeBindingCallOptions, CodeBindingFunction, CodeLogEntry, CodeRunResult } from '../code-runtime/contract.js'
 import type { JsonValue } from '../json/json-value.js'
 import { snapshotLosslessJson } from '../json/lossless.js'
 import { createCallPool, type CallPool } from '../scheduler.js'
@@ -50,6 +50,16 @@ function dispatchOutcome(result: ToolExecutionResult | undefined, thrown: unknow
   if (!result.isError) return { isError: false, content: result.content }
   const code = result.error.info === undefined ? {} : { code: String(result.error.info.code) }
   return { isError: true, content: result.content, error: { message: result.error.message, ...code } }
+}
+
+/** The binding call's deadline and wall-clock hold, as a sub-call's input carries them (read defensively: a runtime supplies them). */
+function subCallClock(options: CodeBindingCallOptions | undefined): { deadline?: number; holdWallClock?: () => () => void } {
+  if (typeof options !== 'object' || options === null) return {}
+  const { deadline, holdWallClock } = options
+  return {
+    ...(typeof deadline === 'number' && Number.isFinite(deadline) ? { deadline } : {}),
+    ...(typeof holdWallClock === 'function' ? { holdWallClock } : {}),
+  }
 }
 
 /**
@@ -135,7 +145,7 @@ class CodeRun {
   }
 
   #binding(name: string): CodeBindingFunction {
-    return (args: unknown) => {
+    return (args: unknown, options?: CodeBindingCallOptions) => {
       if (this.#closed) return Promise.reject(new ToolCallError(name, 'the run has settled or was aborted; the call was not dispatched'))
       let snapshot: JsonValue
       try {
@@ -154,7 +164,7 @@ class CodeRun {
         // An unclassifiable call fails closed: it runs alone.
         mode = 'exclusive'
       }
-      return this.#pool.submit(mode, () => this.#dispatch(name, subCallId, snapshot, slot)).catch((error: unknown) => {
+      return this.#pool.submit(mode, () => this.#dispatch(name, subCallId, snapshot, slot, options)).catch((error: unknown) => {
         if (!slot.settled) {
           // Abandoned before it started (or refused at start): nothing was logged or dispatched.
           slot.settled = true
@@ -166,7 +176,7 @@ class CodeRun {
     }
   }
 
-  async #dispatch(name: string, subCallId: string, args: JsonValue, slot: SubCallSlot): Promise<JsonValue> {
+  async #dispatch(name: string, subCallId: string, args: JsonValue, slot: SubCallSlot, clock: CodeBindingCallOptions | undefined): Promise<JsonValue> {
     // Abandoned between dequeue and start: a call that never started logs nothing.
     if (this.#closed) throw settlementReason()
     const registry = this.#registry
@@ -189,6 +199,8 @@ class CodeRun {
         signal: this.#abort.signal,
         ...(exec.agent === undefined ? {} : { agent: exec.agent }),
         parent: exec.token,
+        // The run's wall clock: the sub-call's deadline, and the hold a person's decision takes.
+        ...subCallClock(clock),
       })
     } catch (error) {
       // `execute` never rejects by contract; a registry that does still gets a settle event.

@@ -6,15 +6,18 @@
  * @module
  */
 import type { Context, Handler, MiddlewareHandler } from 'hono'
+import type { ApprovalBroker } from '../approvals/types.js'
 import { RETAINED_304_HEADERS, etag } from 'hono/etag'
 import { hasSdkRenderer, renderToolsSdk } from '../code-mode/sdk.js'
 import type { SdkToolInput } from '../code-mode/sdk.js'
 import type { ToolRuntime } from '../runtime-types.js'
+import { allowsCaller } from '../schema/tool-definition.js'
 import type { ScopeKey, ToolExecutionResult } from '../types.js'
 import { sha256 } from './auth.js'
 import { HttpError, OVERLOADED_RETRY_AFTER_SECONDS } from './http-errors.js'
 import type { InternalErrorReporter } from './http-errors.js'
 import { readJsonBody } from './request-body.js'
+import { decideApproval, listApprovals } from './_approvals.js'
 import { streamRun } from './_run-stream.js'
 import type { SessionLogHub } from './session-log-hub.js'
 
@@ -23,6 +26,8 @@ export interface ApiConfig {
   readonly maxBodyBytes: number
   readonly notConfigured: string | undefined
   readonly hub: SessionLogHub | undefined
+  /** The approval broker behind `/v1/approvals` and the run stream's approval events; absent → no such routes. */
+  readonly approvals: ApprovalBroker | undefined
   readonly shutdown: AbortSignal | undefined
   readonly heartbeatMs: number
   readonly report: InternalErrorReporter
@@ -153,7 +158,7 @@ function base64Url(bytes: Uint8Array): string {
 }
 
 /** Whether an `Accept` header asks for server-sent events (`q=0` means "not acceptable"). */
-function wantsEventStream(accept: string | undefined): boolean {
+export function wantsEventStream(accept: string | undefined): boolean {
   if (accept === undefined) return false
   return accept.split(',').some((part) => {
     const [type, ...params] = part.split(';')
@@ -203,10 +208,11 @@ function sdk(runtime: ToolRuntime): Handler {
     if (languages.length > 1) throw invalidRequest('language must be given at most once')
     const language = languages[0] ?? runtime.options.codeRuntime?.language ?? 'typescript'
     if (!hasSdkRenderer(language)) throw invalidRequest(`no SDK renderer for language ${JSON.stringify(language)} (typescript, python)`)
-    // What a program may call: the transport itself is never a binding.
+    // What a program may call: the transport itself is never a binding, and a native-only
+    // tool (`callers: ['native']`) is not in the SDK.
     const tools: SdkToolInput[] = runtime
       .schemas(agent)
-      .filter((schema) => schema.name !== RUN_CODE)
+      .filter((schema) => schema.name !== RUN_CODE && allowsCaller(schema, 'code'))
       .map((schema) => ({
         name: schema.name,
         description: schema.description,
@@ -300,6 +306,13 @@ function run(runtime: ToolRuntime, config: ApiConfig): Handler {
   }
 }
 
+function approvalRoutes(broker: ApprovalBroker, config: ApiConfig): ApiRoute[] {
+  return [
+    { method: 'GET', path: '/v1/approvals', handlers: [listApprovals(broker)] },
+    { method: 'POST', path: '/v1/approvals/:id', handlers: [decideApproval(broker, config.maxBodyBytes)] },
+  ]
+}
+
 /**
  * Every route of the API, in registration order. `GET` routes also answer `HEAD`
  * (Hono); a known path with another method answers 405 with `Allow`.
@@ -314,5 +327,6 @@ export function apiRoutes(runtime: ToolRuntime, config: ApiConfig): readonly Api
     { method: 'GET', path: '/v1/prompt', handlers: [prompt(runtime)] },
     { method: 'GET', path: '/v1/catalog/search', handlers: [catalogSearch(runtime)] },
     { method: 'POST', path: '/v1/run', handlers: [run(runtime, config)] },
+    ...(config.approvals === undefined ? [] : approvalRoutes(config.approvals, config)),
   ]
 }

@@ -1,14 +1,17 @@
 /**
  * `POST /v1/run` as server-sent events: `start`, each Code Mode sub-call's
- * `dispatch-start` / `dispatch` and console `log` as they happen, then `result` (or
- * `error` on an internal failure). The stream plumbing is Hono's `streamSSE`; its
+ * `dispatch-start` / `dispatch`, its `approval` / `approval-settled` (when it waits for a
+ * person) and console `log` as they happen, then `result` (or `error` on an internal
+ * failure). The stream plumbing is Hono's `streamSSE`; its
  * `onAbort` (the client cancelled the body) and the request's signal both abort the run.
  *
  * @module
  */
 import type { Context } from 'hono'
 import { streamSSE } from 'hono/streaming'
+import type { ApprovalBroker } from '../approvals/types.js'
 import type { ToolExecutionResult } from '../types.js'
+import { forwardApprovals } from './_approvals.js'
 import type { InternalErrorReporter } from './http-errors.js'
 import type { SessionLogHub, SessionLogHubEvent } from './session-log-hub.js'
 
@@ -24,11 +27,14 @@ export interface StreamedRun {
 /** The configuration a stream reads. */
 export interface StreamConfig {
   readonly hub: SessionLogHub | undefined
+  /** The broker whose requests for this run's sub-calls the stream forwards (`approval`, `approval-settled`). */
+  readonly approvals: ApprovalBroker | undefined
   readonly heartbeatMs: number
   readonly report: InternalErrorReporter
 }
 
-const EVENT_OF: Readonly<Record<SessionLogHubEvent['type'], string>> = {
+// The session log's approval records are not streamed: the broker's events carry the id a decision needs.
+const EVENT_OF: Readonly<Partial<Record<SessionLogHubEvent['type'], string>>> = {
   'tool/code-dispatch-start': 'dispatch-start',
   'tool/code-dispatch': 'dispatch',
   'tool/code-log': 'log',
@@ -49,7 +55,14 @@ export function streamRun(c: Context, run: StreamedRun, config: StreamConfig): R
       void stream.write(`event: ${event}\nid: ${++sequence}\ndata: ${JSON.stringify(data)}\n\n`)
     }
     send('start', run.start)
-    const unsubscribe = config.hub?.subscribe((event) => send(EVENT_OF[event.type], event), { parentCallId: run.callId })
+    const unsubscribe = config.hub?.subscribe(
+      (event) => {
+        const name = EVENT_OF[event.type]
+        if (name !== undefined) send(name, event)
+      },
+      { parentCallId: run.callId },
+    )
+    const stopApprovals = forwardApprovals(config.approvals, run.callId, send)
     const heartbeat = config.heartbeatMs > 0 ? setInterval(() => void stream.write(': keep-alive\n\n'), config.heartbeatMs) : undefined
     try {
       send('result', await run.execute(cancelled.signal))
@@ -60,6 +73,7 @@ export function streamRun(c: Context, run: StreamedRun, config: StreamConfig): R
     } finally {
       if (heartbeat !== undefined) clearInterval(heartbeat)
       unsubscribe?.()
+      stopApprovals()
     }
   })
   // streamSSE's defaults are `text/event-stream` and `no-cache`; the documented ones follow.

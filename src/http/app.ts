@@ -12,6 +12,7 @@
 import { Hono } from 'hono'
 import { methodNotAllowed } from 'hono/method-not-allowed'
 import { ToolError } from '../errors.js'
+import type { ApprovalBroker } from '../approvals/types.js'
 import type { ToolRuntime } from '../runtime-types.js'
 import type { ScopeKey } from '../types.js'
 import { resolveAuthOptions } from './auth.js'
@@ -19,6 +20,7 @@ import { HttpError, httpErrorHandler, httpNotFound, reportToConsole } from './ht
 import type { InternalErrorReporter } from './http-errors.js'
 import { gate } from './_middleware.js'
 import { resolveMaxBodyBytes } from './request-body.js'
+import { isApprovalBroker } from './_approvals.js'
 import { CALL_ID_HEADER, SDK_LANGUAGE_HEADER, apiRoutes } from './_routes.js'
 import type { ApiConfig } from './_routes.js'
 import type { SessionLogHub } from './session-log-hub.js'
@@ -55,6 +57,13 @@ export interface ToolsAppOptions {
    * Absent → streamed runs carry only `start` and `result`.
    */
   readonly sessionLog?: SessionLogHub
+  /**
+   * The approval broker whose `handler` the runtime was created with
+   * (`createToolRuntime({ approval: broker.handler })`): serves `GET /v1/approvals` and
+   * `POST /v1/approvals/:id`, and streamed runs carry their sub-calls' `approval` and
+   * `approval-settled` events. Absent → those routes answer 404.
+   */
+  readonly approvals?: ApprovalBroker
   /** Shutdown: aborting it aborts every in-flight call; later calls answer 503 `SHUTTING_DOWN`. */
   readonly signal?: AbortSignal
   /** Interval of SSE keep-alive comments, in ms. Default 15,000; 0 disables. */
@@ -115,6 +124,7 @@ function validateOptions(runtime: ToolRuntime, options: ToolsAppOptions): Valida
     invalidOptions('sessionLog must be a hub from createSessionLogHub()')
   }
   if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) invalidOptions('signal must be an AbortSignal')
+  if (options.approvals !== undefined && !isApprovalBroker(options.approvals)) invalidOptions('approvals must be a broker from createApprovalBroker()')
   const heartbeatMs = options.heartbeatMs ?? 15_000
   if (typeof heartbeatMs !== 'number' || !Number.isFinite(heartbeatMs) || heartbeatMs < 0) invalidOptions('heartbeatMs must be a non-negative number')
   if (options.onError !== undefined && typeof options.onError !== 'function') invalidOptions('onError must be a function')
@@ -125,6 +135,7 @@ function validateOptions(runtime: ToolRuntime, options: ToolsAppOptions): Valida
     maxBodyBytes: resolveMaxBodyBytes(options.maxBodyBytes, invalidOptions),
     notConfigured,
     hub,
+    approvals: options.approvals,
     shutdown: options.signal,
     heartbeatMs,
     report: (options.onError as InternalErrorReporter | undefined) ?? reportToConsole,
@@ -137,7 +148,8 @@ function validateOptions(runtime: ToolRuntime, options: ToolsAppOptions): Valida
  *
  * Routes (all under `/v1`): `GET /health`, `GET /tools`, `GET /tools/:name`,
  * `POST /tools/:name/execute`, `GET /sdk`, `GET /prompt`, `POST /run` (JSON, or SSE with
- * `Accept: text/event-stream`). `agent` selects the agent layer everywhere it applies.
+ * `Accept: text/event-stream`), and with `approvals`, `GET /approvals` and
+ * `POST /approvals/:id`. `agent` selects the agent layer everywhere it applies.
  *
  * @example
  * ```ts

@@ -49,6 +49,18 @@ export type HttpErrorCode =
   | 'REQUEST_TIMEOUT'
   /** An unexpected failure; the message never carries a stack. 500. */
   | 'INTERNAL'
+  /** `POST /v1/approvals/:id`: the body is not exactly `{ decision: 'allow' | 'deny', reason?: string }`. 400. */
+  | 'INVALID_DECISION'
+  /** `POST /v1/approvals/:id`: no such approval request (never existed, or settled long ago). 404. */
+  | 'APPROVAL_NOT_FOUND'
+  /** `POST /v1/approvals/:id`: the request expired (and its call was denied) before this decision. 404. */
+  | 'APPROVAL_EXPIRED'
+  /** `POST /v1/approvals/:id`: the call was cancelled while it waited; there is nothing to decide. 404. */
+  | 'APPROVAL_WITHDRAWN'
+  /** `POST /v1/approvals/:id`: someone decided it first; the first decision stands. 409. */
+  | 'APPROVAL_ALREADY_DECIDED'
+  /** `/v1/approvals`: the approval broker was disposed (everything it held was denied). 503. */
+  | 'BROKER_DISPOSED'
 
 /** The JSON body of every HTTP error. */
 export interface HttpErrorBody {
@@ -77,6 +89,12 @@ export const httpErrorStatus: Readonly<Record<HttpErrorCode, number>> = Object.f
   REQUEST_HEADERS_TOO_LARGE: 431,
   REQUEST_TIMEOUT: 408,
   INTERNAL: 500,
+  INVALID_DECISION: 400,
+  APPROVAL_NOT_FOUND: 404,
+  APPROVAL_EXPIRED: 404,
+  APPROVAL_WITHDRAWN: 404,
+  APPROVAL_ALREADY_DECIDED: 409,
+  BROKER_DISPOSED: 503,
 })
 
 /**

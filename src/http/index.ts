@@ -15,6 +15,7 @@ export type {
   SessionLogHubOptions,
   SessionLogSubscribeOptions,
 } from './session-log-hub.js'
+export type { ApprovalSettledData } from './_approvals.js'
 export { HttpError, httpErrorHandler, httpErrorResponse, httpErrorStatus } from './http-errors.js'
 export type { HttpErrorBody, HttpErrorCode, InternalErrorReporter } from './http-errors.js'
 export { bearerToken, digestsEqual, sha256, timingSafeEqualText } from './auth.js'

@@ -2,8 +2,10 @@
  * MCP export: the registry served as a stateless MCP server over Streamable HTTP, as a
  * Hono sub-app of web-standard Request/Response only (Node, browsers' service workers,
  * workerd). It speaks the JSON-RPC subset a tool server needs — `initialize`, `ping`,
- * `tools/list`, `tools/call` — and answers every request with `application/json` (no
- * SSE stream, no session), which the Streamable HTTP transport allows.
+ * `tools/list`, `tools/call` — and answers with `application/json`, except a `tools/call`
+ * from a client that declared `elicitation`: that is answered with an event stream, so a
+ * call that needs approval can ask the client (`elicitation/create`, `_elicitation.ts`)
+ * before its result follows.
  *
  * `tools/list` follows the presentation mode of the agent; `tools/call` goes through
  * `runtime.execute` (the whole pipeline). docs/mcp.md documents the mapping.
@@ -13,16 +15,20 @@
 import { Hono } from 'hono'
 import type { Context } from 'hono'
 import { methodNotAllowed } from 'hono/method-not-allowed'
+import { streamSSE } from 'hono/streaming'
+import { DEFAULT_APPROVAL_TIMEOUT_MS } from '../approvals/broker.js'
 import { SDK_SECTION, CODE_ONLY_SECTION } from '../registry/assembly.js'
 import { ToolError, toErrorData } from '../errors.js'
 import type { ToolRuntime } from '../runtime-types.js'
-import type { ScopeKey, ToolSchema } from '../types.js'
+import type { ApprovalHandler, ScopeKey, ToolSchema } from '../types.js'
 import type { ObjectJsonSchema } from '../schema/json-schema-node.js'
 import { resolveAuthOptions } from '../http/auth.js'
 import { HttpError, httpErrorHandler, httpNotFound, reportToConsole } from '../http/http-errors.js'
 import type { InternalErrorReporter } from '../http/http-errors.js'
 import { readJsonBody, resolveMaxBodyBytes } from '../http/request-body.js'
 import { gate } from '../http/_middleware.js'
+import { wantsEventStream } from '../http/_routes.js'
+import { ElicitationChannel, cannotAsk, elicitingSession, elicitingSessionOf, type SendToClient } from './_elicitation.js'
 import { blocksToMcpContent, isJsonObject } from './content.js'
 import type { McpCallToolResultOut, McpToolDescriptor } from './mcp-types.js'
 
@@ -55,6 +61,11 @@ export interface McpAppOptions {
   readonly serverInfo?: { readonly name: string; readonly version: string }
   /** Optional `instructions` returned by `initialize`. */
   readonly instructions?: string
+  /**
+   * How long an `ask` put to the client (`elicitation/create`) waits for its answer before
+   * the call is denied as expired, in ms. Default 300 000 (5 minutes, as the approval broker).
+   */
+  readonly elicitationTimeoutMs?: number
   /**
    * Receives every unexpected exception: those answered as HTTP 500 `INTERNAL`, and those
    * inside a JSON-RPC call answered as `-32603 internal error (<name>)`. The client never
@@ -125,12 +136,15 @@ export function listMcpTools(runtime: ToolRuntime, agent?: ScopeKey): McpToolDes
  * (text / image), `structuredContent` = the canonical value when it is an object, and
  * `isError` for every failure. A name no visible tool answers to is a JSON-RPC
  * `-32602` error (the MCP spec's "unknown tool"), carrying the pipeline's message.
+ * `approval`, when given, decides the call's `ask`s (and those of a `run_code` program's
+ * sub-calls) instead of the registry's handler.
  */
 export async function callMcpTool(
   runtime: ToolRuntime,
   params: unknown,
   signal: AbortSignal,
   agent?: ScopeKey,
+  approval?: ApprovalHandler,
 ): Promise<McpCallToolResultOut> {
   if (!isRecord(params) || typeof params.name !== 'string') throw new RpcError(JSON_RPC_ERRORS.INVALID_PARAMS, 'tools/call needs params.name (a string)')
   const args = params.arguments === undefined ? {} : params.arguments
@@ -140,6 +154,7 @@ export async function callMcpTool(
     arguments: args,
     signal,
     ...(agent === undefined ? {} : { agent }),
+    ...(approval === undefined ? {} : { approval }),
   })
   if (result.isError) {
     if (result.error.info?.code === 'UNKNOWN_TOOL') throw new RpcError(JSON_RPC_ERRORS.INVALID_PARAMS, result.error.message)
@@ -158,6 +173,31 @@ interface McpConfig {
   readonly shutdown: AbortSignal | undefined
   readonly serverInfo: { readonly name: string; readonly version: string }
   readonly instructions: string | undefined
+  /** The questions put to clients (`elicitation/create`) that wait for an answer. */
+  readonly elicitation: ElicitationChannel
+}
+
+/** What one POST knows about its client, for the messages it carries. */
+interface Exchange {
+  /** The session of a client that declared elicitation (from `Mcp-Session-Id`). */
+  readonly session: string | undefined
+  /** Sends to the client on this POST's event stream; absent when the answer is plain JSON. */
+  readonly send: SendToClient | undefined
+  /** Cancels this POST's calls when its event stream is cancelled. */
+  readonly cancelled: AbortSignal | undefined
+  /** Set by `initialize` for a client that declared elicitation: the session id to answer with. */
+  issued: string | undefined
+}
+
+/** Who decides a `tools/call`'s `ask`: the client through `elicitation/create`, or nobody (denied, saying why). */
+function approvalFor(config: McpConfig, exchange: Exchange): ApprovalHandler {
+  if (exchange.session === undefined) {
+    return cannotAsk('this MCP client cannot be asked: it did not declare the elicitation capability')
+  }
+  if (exchange.send === undefined) {
+    return cannotAsk('this MCP client could not be asked: the request does not accept text/event-stream')
+  }
+  return config.elicitation.asker(exchange.session, exchange.send)
 }
 
 /** The agent served for `request`: the fixed id, or the resolver's answer (checked). */
@@ -169,12 +209,13 @@ function resolveAgent(config: McpConfig, request: Request): ScopeKey | undefined
   return agent
 }
 
-async function dispatch(config: McpConfig, message: Record<string, unknown>, request: Request): Promise<unknown> {
+async function dispatch(config: McpConfig, message: Record<string, unknown>, request: Request, exchange: Exchange): Promise<unknown> {
   const { method, params } = message
   switch (method) {
     case 'initialize': {
       const requested = isRecord(params) ? params.protocolVersion : undefined
-      const protocolVersion = typeof requested === 'string' && MCP_PROTOCOL_VERSIONS.includes(requested) ? requested : MCP_PROTOCOL_VERSIONS[0]
+      const protocolVersion = typeof requested === 'string' && MCP_PROTOCOL_VERSIONS.includes(requested) ? requested : MCP_PROTOCOL_VERSIONS[0]!
+      exchange.issued = elicitingSession(params, protocolVersion) ?? exchange.issued
       return {
         protocolVersion,
         capabilities: { tools: { listChanged: false } },
@@ -187,26 +228,40 @@ async function dispatch(config: McpConfig, message: Record<string, unknown>, req
     case 'tools/list':
       return { tools: listMcpTools(config.runtime, resolveAgent(config, request)) }
     case 'tools/call': {
-      const signal = config.shutdown === undefined ? request.signal : AbortSignal.any([request.signal, config.shutdown])
-      return callMcpTool(config.runtime, params, signal, resolveAgent(config, request))
+      const tracked = exchange.session === undefined ? undefined : config.elicitation.track(exchange.session, message.id as string | number)
+      const signals = [request.signal, config.shutdown, exchange.cancelled, tracked?.signal].filter((s): s is AbortSignal => s !== undefined)
+      const signal = signals.length === 1 ? request.signal : AbortSignal.any(signals)
+      try {
+        return await callMcpTool(config.runtime, params, signal, resolveAgent(config, request), approvalFor(config, exchange))
+      } finally {
+        tracked?.done()
+      }
     }
     default:
       throw new RpcError(JSON_RPC_ERRORS.METHOD_NOT_FOUND, `method not found: ${typeof method === 'string' ? method : '?'}`)
   }
 }
 
-/** The JSON-RPC answer to one message; `undefined` for notifications and the client's responses. */
-async function answer(config: McpConfig, message: unknown, request: Request): Promise<JsonRpcResponse | undefined> {
+/**
+ * The JSON-RPC answer to one message; `undefined` for notifications and the client's
+ * responses (an answer to one of our `elicitation/create` questions settles it).
+ */
+async function answer(config: McpConfig, message: unknown, request: Request, exchange: Exchange): Promise<JsonRpcResponse | undefined> {
   if (!isRecord(message) || message.jsonrpc !== '2.0') {
     return { jsonrpc: '2.0', id: null, error: { code: JSON_RPC_ERRORS.INVALID_REQUEST, message: 'not a JSON-RPC 2.0 message' } }
   }
+  if (!Object.hasOwn(message, 'method')) {
+    config.elicitation.receive(message, exchange.session)
+    return undefined
+  }
+  if (message.method === 'notifications/cancelled') config.elicitation.cancel(exchange.session, message.params)
   if (!Object.hasOwn(message, 'id') || typeof message.method !== 'string') return undefined
   const id = message.id
   if (typeof id !== 'string' && (typeof id !== 'number' || !Number.isFinite(id))) {
     return { jsonrpc: '2.0', id: null, error: { code: JSON_RPC_ERRORS.INVALID_REQUEST, message: 'the id must be a string or a number' } }
   }
   try {
-    return { jsonrpc: '2.0', id, result: await dispatch(config, message, request) }
+    return { jsonrpc: '2.0', id, result: await dispatch(config, message, request, exchange) }
   } catch (error) {
     // A failure of one call is that call's JSON-RPC error; the other messages of a batch go on.
     if (error instanceof RpcError) return { jsonrpc: '2.0', id, error: { code: error.rpcCode, message: error.message } }
@@ -248,6 +303,10 @@ function validateOptions(runtime: ToolRuntime, options: McpAppOptions): McpAppCo
   }
   if (options.instructions !== undefined && typeof options.instructions !== 'string') invalidOptions('instructions must be a string')
   if (options.onError !== undefined && typeof options.onError !== 'function') invalidOptions('onError must be a function')
+  const elicitationTimeoutMs = options.elicitationTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS
+  if (typeof elicitationTimeoutMs !== 'number' || !Number.isFinite(elicitationTimeoutMs) || elicitationTimeoutMs <= 0 || elicitationTimeoutMs > 2_147_483_647) {
+    invalidOptions('elicitationTimeoutMs must be a positive number of milliseconds, at most 2147483647')
+  }
   return {
     runtime,
     agent,
@@ -259,7 +318,35 @@ function validateOptions(runtime: ToolRuntime, options: McpAppOptions): McpAppCo
     origins,
     maxBodyBytes: resolveMaxBodyBytes(options.maxBodyBytes, invalidOptions),
     report: options.onError ?? reportToConsole,
+    elicitation: new ElicitationChannel(elicitationTimeoutMs),
   }
+}
+
+function isToolsCall(message: unknown): boolean {
+  return isRecord(message) && message.method === 'tools/call' && Object.hasOwn(message, 'id')
+}
+
+/**
+ * Answers a POST that carries a `tools/call` from an eliciting client as an event stream:
+ * the questions a call puts to the client (`elicitation/create`) go out on it while the
+ * call waits, then each JSON-RPC response. A cancelled stream cancels the calls.
+ */
+function streamAnswers(c: Context, config: McpConfig, messages: readonly unknown[], session: string): Response {
+  const response = streamSSE(c, async (stream) => {
+    const cancelled = new AbortController()
+    stream.onAbort(() => cancelled.abort(new DOMException('the MCP client went away', 'AbortError')))
+    // One synchronous write per message: they leave in the order they were produced.
+    const send: SendToClient = (message) => void stream.write(`event: message\ndata: ${JSON.stringify(message)}\n\n`)
+    const exchange: Exchange = { session, send, cancelled: cancelled.signal, issued: undefined }
+    for (const message of messages) {
+      const answered = await answer(config, message, c.req.raw, exchange)
+      if (answered !== undefined) send(answered as unknown as Record<string, unknown>)
+    }
+  })
+  response.headers.set('Content-Type', 'text/event-stream; charset=utf-8')
+  response.headers.set('Cache-Control', 'no-store')
+  response.headers.set('X-Accel-Buffering', 'no')
+  return response
 }
 
 /**
@@ -268,7 +355,9 @@ function validateOptions(runtime: ToolRuntime, options: McpAppOptions): McpAppCo
  * API's own middleware (origin, availability, bearer token, response headers; the API's
  * covers `/v1/*` only) and renders errors in the API's shape.
  *
- * - `POST /` — JSON-RPC request(s) → `application/json` response(s); notifications only → 202.
+ * - `POST /` — JSON-RPC request(s) → `application/json` response(s); notifications and the
+ *   client's responses only → 202. A `tools/call` of a client that declared `elicitation`
+ *   is answered as an event stream (the `ask`s it puts to the client, then the response).
  * - any other method → 405 `Allow: POST` (no server-initiated stream, no session to end).
  *
  * @example
@@ -306,11 +395,17 @@ export function createMcpApp(runtime: ToolRuntime, options: McpAppOptions): Hono
     const batch = Array.isArray(body)
     const messages: unknown[] = batch ? (body as unknown[]) : [body]
     if (messages.length === 0) throw new HttpError('INVALID_REQUEST', 'an empty JSON-RPC batch')
+    const session = elicitingSessionOf(c.req.raw)
+    if (session !== undefined && wantsEventStream(c.req.header('Accept')) && messages.some(isToolsCall)) {
+      return streamAnswers(c, config, messages, session)
+    }
+    const exchange: Exchange = { session, send: undefined, cancelled: undefined, issued: undefined }
     const responses: JsonRpcResponse[] = []
     for (const message of messages) {
-      const response = await answer(config, message, c.req.raw)
+      const response = await answer(config, message, c.req.raw, exchange)
       if (response !== undefined) responses.push(response)
     }
+    if (exchange.issued !== undefined) c.header('Mcp-Session-Id', exchange.issued)
     if (responses.length === 0) return c.body(null, 202)
     return c.json(batch ? responses : responses[0])
   })

@@ -5,7 +5,8 @@
  * @module
  */
 import { ToolError } from '../errors.js'
-import type { ContentBlock, ScopeKey, ToolExecutionInput, ToolExecutionResult } from '../types.js'
+import { allowsCaller } from '../schema/tool-definition.js'
+import type { ContentBlock, ScopeKey, ToolExecutionInput, ToolExecutionResult, ToolSchema } from '../types.js'
 
 /** What the parsers cannot know from a provider's message: the caller's signal and scope. */
 export interface ProviderCallOptions {
@@ -102,4 +103,12 @@ export function resultText(result: ToolExecutionResult): string {
 /** A non-array object. */
 export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+/**
+ * The tools a model may call directly: a schema whose `callers` exclude `native` (a
+ * code-only tool, from `runtime.schemas()` or a definition) is never offered on the wire.
+ */
+export function nativeTools(tools: readonly ToolSchema[]): readonly ToolSchema[] {
+  return tools.filter((tool) => allowsCaller(tool, 'native'))
 }

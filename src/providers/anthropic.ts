@@ -7,7 +7,7 @@
  */
 import type { ToolExecutionInput, ToolExecutionResult, ToolSchema } from '../types.js'
 import type { ProviderCallOptions, ProviderToolCall } from './_shared.js'
-import { checkCallOptions, imagePlaceholder, isRecord, makeCall, malformedCall, pair } from './_shared.js'
+import { checkCallOptions, imagePlaceholder, isRecord, makeCall, malformedCall, pair, nativeTools } from './_shared.js'
 
 /** An Anthropic custom tool definition (`Tool`). */
 export interface AnthropicTool {
@@ -41,7 +41,8 @@ export interface AnthropicToolResultMessage {
 const IMAGE_TYPES: ReadonlySet<string> = new Set(['image/jpeg', 'image/png', 'image/gif', 'image/webp'])
 
 /**
- * An assembly's wire tools as Anthropic `tools`.
+ * An assembly's wire tools as Anthropic `tools` (a code-only tool, `callers: ['code']`, is
+ * left out).
  *
  * @example
  * ```ts
@@ -49,7 +50,7 @@ const IMAGE_TYPES: ReadonlySet<string> = new Set(['image/jpeg', 'image/png', 'im
  * ```
  */
 export function toAnthropicTools(tools: readonly ToolSchema[]): AnthropicTool[] {
-  return tools.map((tool) => ({
+  return nativeTools(tools).map((tool) => ({
     name: tool.name,
     description: tool.description,
     input_schema: tool.parameters as unknown as AnthropicTool['input_schema'],

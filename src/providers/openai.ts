@@ -7,7 +7,7 @@
  */
 import type { ToolExecutionInput, ToolExecutionResult, ToolSchema } from '../types.js'
 import type { ProviderCallOptions, ProviderToolCall } from './_shared.js'
-import { checkCallOptions, isRecord, makeCall, malformedCall, pair, parseJsonArguments, resultText } from './_shared.js'
+import { checkCallOptions, isRecord, makeCall, malformedCall, pair, parseJsonArguments, resultText, nativeTools } from './_shared.js'
 
 /** A Chat Completions function tool (`ChatCompletionFunctionTool`). */
 export interface OpenAIChatTool {
@@ -50,7 +50,8 @@ export interface OpenAIResponsesToolOutput {
 }
 
 /**
- * An assembly's wire tools as Chat Completions `tools`. `strict` is off: toolyard schemas
+ * An assembly's wire tools as Chat Completions `tools` (a code-only tool, `callers:
+ * ['code']`, is left out). `strict` is off: toolyard schemas
  * are not written for OpenAI's strict-mode subset (all properties required, no open objects).
  *
  * @example
@@ -60,7 +61,7 @@ export interface OpenAIResponsesToolOutput {
  * ```
  */
 export function toOpenAIChatTools(tools: readonly ToolSchema[]): OpenAIChatTool[] {
-  return tools.map((tool) => ({
+  return nativeTools(tools).map((tool) => ({
     type: 'function',
     function: { name: tool.name, description: tool.description, parameters: tool.parameters as unknown as Record<string, unknown> },
   }))
@@ -108,7 +109,8 @@ export function toOpenAIChatToolMessages(calls: readonly ToolExecutionInput[], r
 }
 
 /**
- * An assembly's wire tools as Responses `tools` (`strict: false`, see {@link toOpenAIChatTools}).
+ * An assembly's wire tools as Responses `tools` (`strict: false`; code-only tools left out, see
+ * {@link toOpenAIChatTools}).
  *
  * @example
  * ```ts
@@ -116,7 +118,7 @@ export function toOpenAIChatToolMessages(calls: readonly ToolExecutionInput[], r
  * ```
  */
 export function toOpenAIResponsesTools(tools: readonly ToolSchema[]): OpenAIResponsesTool[] {
-  return tools.map((tool) => ({
+  return nativeTools(tools).map((tool) => ({
     type: 'function',
     name: tool.name,
     description: tool.description,

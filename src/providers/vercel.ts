@@ -10,7 +10,7 @@ import { ToolError } from '../errors.js'
 import type { JsonValue } from '../json/json-value.js'
 import type { ToolExecutionInput, ToolExecutionResult, ToolSchema } from '../types.js'
 import type { ProviderCallOptions, ProviderToolCall } from './_shared.js'
-import { checkCallOptions, InvalidJsonArguments, isRecord, makeCall, malformedCall, pair, resultText } from './_shared.js'
+import { checkCallOptions, InvalidJsonArguments, isRecord, makeCall, malformedCall, pair, resultText, nativeTools } from './_shared.js'
 
 /** Options of {@link toVercelTools}. */
 export interface VercelToolsOptions<S> {
@@ -51,7 +51,7 @@ export interface VercelToolMessage {
 
 /**
  * An assembly's wire tools as an AI SDK `ToolSet` without `execute`, so the SDK returns the
- * calls and toolyard's pipeline runs them.
+ * calls and toolyard's pipeline runs them (a code-only tool, `callers: ['code']`, is left out).
  *
  * @example
  * ```ts
@@ -65,7 +65,7 @@ export function toVercelTools<S>(tools: readonly ToolSchema[], options: VercelTo
     throw new ToolError('INVALID_OPTIONS', "toVercelTools: options.jsonSchema must be the AI SDK's jsonSchema function")
   }
   const set: Record<string, VercelToolDefinition<S>> = Object.create(null) as Record<string, VercelToolDefinition<S>>
-  for (const tool of tools) {
+  for (const tool of nativeTools(tools)) {
     set[tool.name] = { description: tool.description, inputSchema: options.jsonSchema(tool.parameters as never) }
   }
   return set

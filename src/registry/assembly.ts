@@ -3,6 +3,9 @@
  * contribution for the scope's presentation mode, ordered by `toolOrder`, then handed
  * through the `system-prompt/assemble` waterfall, whose result is authoritative.
  *
+ * A tool whose `callers` exclude `native` is never a wire tool; one whose `callers`
+ * exclude `code` is never in the SDK.
+ *
  * | mode   | wire tools                  | sections                                        |
  * | ------ | --------------------------- | ----------------------------------------------- |
  * | native | every visible schema        | —                                               |
@@ -18,7 +21,7 @@ import { hasSdkRenderer } from '../code-mode/sdk.js'
 import { ToolError, toErrorData } from '../errors.js'
 import type { AssembleListener, PromptAssembly, PromptSection, ToolRuntime } from '../runtime-types.js'
 import type { ScopeKey, ToolSchema } from '../types.js'
-import type { RegisteredTool } from '../schema/tool-definition.js'
+import { allowsCaller, type RegisteredTool } from '../schema/tool-definition.js'
 import type { ToolLayers } from './layers.js'
 import { misuse } from './scope.js'
 import { ScopedList } from './scoped-list.js'
@@ -89,7 +92,8 @@ export function assemblePrompt(core: AssemblyCore, agent: ScopeKey | undefined):
   const stored: StoredSection[] = [...core.sections.list(agent)]
   let seq = Number.MAX_SAFE_INTEGER - 2
 
-  let tools: ToolSchema[] = mode === 'code' ? [] : visible.map((tool) => core.layers.schemaOf(tool))
+  // A tool's `callers` decide where it appears: the wire tools (native) and the SDK (code).
+  let tools: ToolSchema[] = mode === 'code' ? [] : visible.filter((tool) => allowsCaller(tool.definition, 'native')).map((tool) => core.layers.schemaOf(tool))
   if (mode !== 'native') {
     const codeRuntime = core.options.codeRuntime
     if (codeRuntime === undefined) fail(`presentation '${mode}' needs options.codeRuntime, and none is configured`)

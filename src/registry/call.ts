@@ -14,6 +14,7 @@ import type { ToolRuntime } from '../runtime-types.js'
 import type { RegisteredTool } from '../schema/tool-definition.js'
 import type {
   AdditionalContext,
+  ApprovalHandler,
   PreToolDecision,
   ScopeKey,
   ToolExecution,
@@ -59,6 +60,9 @@ interface ParsedInput {
   readonly signal: AbortSignal | undefined
   readonly agent: ScopeKey | undefined
   readonly parent: symbol | undefined
+  readonly deadline: number | undefined
+  readonly holdWallClock: (() => () => void) | undefined
+  readonly approval: ApprovalHandler | undefined
 }
 
 /** A thrown value as one line of text (its message, else its name). */
@@ -77,6 +81,9 @@ function malformedInput(message: string, callId: unknown = '', name: unknown = '
     signal: undefined,
     agent: undefined,
     parent: undefined,
+    deadline: undefined,
+    holdWallClock: undefined,
+    approval: undefined,
   }
 }
 
@@ -91,6 +98,7 @@ export function parseInput(raw: unknown): ParsedInput {
     const agent = r.agent
     const parent = r.parent
     const args = r.arguments
+    const { deadline, holdWallClock, approval } = r
     if (typeof callId !== 'string') return malformedInput('the execution input needs a string callId', callId, name)
     if (typeof name !== 'string') return malformedInput('the execution input needs a string name', callId, name)
     if (!(signal instanceof AbortSignal)) return malformedInput('the execution input needs an AbortSignal as signal', callId, name)
@@ -98,7 +106,24 @@ export function parseInput(raw: unknown): ParsedInput {
     if (parent !== undefined && typeof parent !== 'symbol') {
       return malformedInput('the execution input parent must be an execution token', callId, name)
     }
-    return { ok: true, message: '', callId, name, args, signal, agent, parent }
+    if (deadline !== undefined && (typeof deadline !== 'number' || !Number.isFinite(deadline))) {
+      return malformedInput('the execution input deadline must be a finite number (epoch ms)', callId, name)
+    }
+    if (holdWallClock !== undefined && typeof holdWallClock !== 'function') return malformedInput('the execution input holdWallClock must be a function', callId, name)
+    if (approval !== undefined && typeof approval !== 'function') return malformedInput('the execution input approval must be a function', callId, name)
+    return {
+      ok: true,
+      message: '',
+      callId,
+      name,
+      args,
+      signal,
+      agent,
+      parent,
+      deadline,
+      holdWallClock: holdWallClock as (() => () => void) | undefined,
+      approval: approval as ApprovalHandler | undefined,
+    }
   } catch (error) {
     return malformedInput(`the execution input could not be read: ${messageOf(error)}`)
   }
@@ -118,6 +143,12 @@ export class PipelineCall {
   readonly topLevel: boolean
   /** Set when the call was made through a disposed agent scope. */
   readonly scopeDisposed: boolean
+  /** The enclosing call's id, for a nested call (the approval request's `parentCallId`). */
+  readonly parentCallId: string | undefined
+  /** Who decides this call's `ask`: its own handler, else the one its parent inherited, else none (the registry's). */
+  readonly approval: ApprovalHandler | undefined
+  /** Milliseconds this call held its clock while a person decided; `deadline` moves later by as much. */
+  heldMs = 0
   /** Why the arguments are not lossless JSON, when they are not. */
   readonly argsError: { readonly error: unknown } | undefined
   /** The resolved tool (set by the `resolve` stage). */
@@ -151,8 +182,11 @@ export class PipelineCall {
     }
     this.argsError = argsError
     this.typedArgs = args
-    const parent = input.parent !== undefined && core.calls.liveTokens.has(input.parent) ? (input.parent as ToolExecutionToken) : undefined
+    const live = input.parent === undefined ? undefined : core.calls.liveTokens.get(input.parent)
+    const parent = live === undefined ? undefined : (input.parent as ToolExecutionToken)
     this.topLevel = parent === undefined
+    this.parentCallId = live?.callId
+    this.approval = input.approval ?? live?.approval
     const execution = {
       token: Symbol('toolyard.execution') as ToolExecutionToken,
       callId: input.callId,
@@ -164,6 +198,11 @@ export class PipelineCall {
     } as { -readonly [K in keyof ToolExecution]: ToolExecution[K] }
     if (input.agent !== undefined) execution.agent = input.agent
     if (parent !== undefined) execution.parent = parent
+    const deadline = input.deadline
+    if (deadline !== undefined) {
+      // A getter: the time the call waited for a person was not charged, so its deadline moved.
+      Object.defineProperty(execution, 'deadline', { enumerable: true, get: () => deadline + this.heldMs })
+    }
     this.execution = Object.freeze(execution)
   }
 }

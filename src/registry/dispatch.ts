@@ -35,6 +35,7 @@ class DispatchView {
   declare readonly arguments: JsonValue
   declare readonly agent?: ScopeKey
   declare readonly parent?: ToolExecutionToken
+  declare readonly deadline?: number
   #signal: AbortSignal | undefined
   readonly #life: InFlight
   readonly #definition: AnyToolDefinition
@@ -49,6 +50,8 @@ class DispatchView {
     self.arguments = execution.arguments
     if (execution.agent !== undefined) self.agent = execution.agent
     if (execution.parent !== undefined) self.parent = execution.parent
+    // Read once, after approval: a call's deadline moves only while it waits for a person.
+    if (execution.deadline !== undefined) self.deadline = execution.deadline
     Object.freeze(this)
   }
 
@@ -187,6 +190,7 @@ class Dispatch {
     } as { -readonly [K in keyof ToolRunContext]: ToolRunContext[K] }
     if (execution.agent !== undefined) context.agent = execution.agent
     if (execution.parent !== undefined) context.parent = execution.parent
+    if (execution.deadline !== undefined) context.deadline = execution.deadline
     return Object.freeze(context)
   }
 

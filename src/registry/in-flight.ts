@@ -6,7 +6,15 @@
  * @module
  */
 import type { ToolError } from '../errors.js'
-import type { ScopeKey } from '../types.js'
+import type { ApprovalHandler, ScopeKey } from '../types.js'
+
+/** What a live token stands for: the nested calls of this execution read it. */
+export interface LiveCall {
+  /** The execution's call id (a nested call's `parentCallId`). */
+  readonly callId: string
+  /** Who decides the `ask`s of this execution and of the calls nested in it, when not the registry's handler. */
+  readonly approval: ApprovalHandler | undefined
+}
 
 /**
  * One tracked execution. Its signal is the caller's, also aborted when its scope is
@@ -105,8 +113,8 @@ class InFlightRecord implements InFlight {
 
 /** Every execution of one registry that has not settled yet. */
 export class InFlightCalls {
-  /** Tokens of executions currently in flight (a `parent` must be one of them). */
-  readonly liveTokens = new Set<symbol>()
+  /** Tokens of executions currently in flight (a `parent` must be one of them), with what nested calls inherit. */
+  readonly liveTokens = new Map<symbol, LiveCall>()
   readonly #records = new Set<InFlightRecord>()
   readonly #forget = (record: InFlightRecord): void => {
     this.#records.delete(record)

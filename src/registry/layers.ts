@@ -103,8 +103,9 @@ export class ToolLayers {
   schemaOf(tool: RegisteredTool): ToolSchema {
     let schema = this.#schemas.get(tool)
     if (schema === undefined) {
-      const { name, description, parameters } = tool.definition
-      schema = Object.freeze({ name, description, parameters })
+      const { name, description, parameters, callers } = tool.definition
+      // `callers` only when restricted: the wire schema of an unrestricted tool keeps its three fields.
+      schema = Object.freeze({ name, description, parameters, ...(callers === undefined || callers.length === 2 ? {} : { callers }) })
       this.#schemas.set(tool, schema)
     }
     return schema

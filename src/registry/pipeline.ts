@@ -5,7 +5,7 @@
  * stages then run exactly once: `finalizeContent`, then `tools/result`.
  *
  * ```
- * policy-turn → input → live → code-only → resolve → arguments → not-aborted
+ * policy-turn → input → live → code-only → resolve → callers → arguments → not-aborted
  *   → pre-execute → not-aborted → guards → approval → not-aborted
  *   → dispatch (tools/execute wrappers → body) → output → post-execute
  *   ⇒ tail: tail-turn → finalize-content → publish
@@ -22,12 +22,23 @@ import type { ToolExecutionResult } from '../types.js'
 import { ABORTED_BEFORE_MESSAGE, PipelineCall, messageOf, parseInput, type PipelineCore } from './call.js'
 import { dispatch } from './dispatch.js'
 import { UNTRACKED } from './in-flight.js'
+import { allowsCaller } from '../schema/tool-definition.js'
 import { outputStage, postExecuteStage } from './output.js'
 import { approvalStage, guardsStage, preExecuteStage } from './policy.js'
 import { failure, failureFromError, snapshotContent, withContent } from './results.js'
 import { Schedule, UNSCHEDULED, type PipelineSchedule } from './schedule.js'
 
 export type { PipelineCore } from './call.js'
+
+/** The message of a direct call of a tool whose `callers` are `['code']`. */
+export function codeOnlyToolMessage(name: string): string {
+  return `\`${name}\` is callable only from inside a \`run_code\` program (its callers are ['code'])`
+}
+
+/** The message of a program's call of a tool whose `callers` are `['native']`. */
+export function nativeOnlyToolMessage(name: string): string {
+  return `\`${name}\` cannot be called from a program: it is offered to the model as a native tool only (its callers are ['native'])`
+}
 
 /** The message of a model-direct call the `code` presentation routes back to `run_code`. */
 export function routeBackMessage(name: string): string {
@@ -83,6 +94,15 @@ const STAGES: readonly Stage[] = [
     run: (call) => {
       call.registered = call.core.layers.resolve(call.execution.name, call.agent)
       return call.registered === undefined ? failure('UNKNOWN_TOOL', `unknown tool ${JSON.stringify(call.execution.name)}`) : undefined
+    },
+  },
+  {
+    // A direct call counts as the model's (`native`); a nested one (a live parent) as a program's (`code`).
+    name: 'callers',
+    run: (call) => {
+      const { definition } = call.registered!
+      if (call.topLevel) return allowsCaller(definition, 'native') ? undefined : failure('UNKNOWN_TOOL', codeOnlyToolMessage(definition.name))
+      return allowsCaller(definition, 'code') ? undefined : failure('UNKNOWN_TOOL', nativeOnlyToolMessage(definition.name))
     },
   },
   {
@@ -211,7 +231,7 @@ export async function executePipeline(
   try {
     const call = new PipelineCall(core, sched, input, tracked ?? UNTRACKED, scopeDisposed)
     token = call.execution.token
-    core.calls.liveTokens.add(token)
+    core.calls.liveTokens.set(token, { callId: call.execution.callId, approval: call.approval })
     return await runStages(call)
   } catch (error) {
     // Unreachable by design (every stage contains its own failures); kept so the promise never rejects.

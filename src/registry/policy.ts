@@ -8,7 +8,8 @@
  */
 import type { PreExecuteListener } from '../runtime-types.js'
 import type { PreToolDecision, ToolExecutionResult } from '../types.js'
-import { ABORTED_BEFORE_MESSAGE, messageOf, type PipelineCall } from './call.js'
+import { approve } from './approval.js'
+import { messageOf, type PipelineCall } from './call.js'
 import { failure } from './results.js'
 
 type PreRank = 0 | 1 | 2
@@ -68,43 +69,7 @@ export function guardsStage(call: PipelineCall): ToolExecutionResult | undefined
   return undefined
 }
 
-type Approval = { readonly kind: 'value'; readonly value: unknown } | { readonly kind: 'error'; readonly error: unknown } | { readonly kind: 'aborted' }
-
-/** Awaits the approval handler, but gives up as soon as the call is cancelled (a human may never answer). */
-function awaitApproval(run: () => unknown, signal: AbortSignal): Promise<Approval> {
-  if (signal.aborted) return Promise.resolve({ kind: 'aborted' })
-  return new Promise<Approval>((resolve) => {
-    const onAbort = (): void => resolve({ kind: 'aborted' })
-    signal.addEventListener('abort', onAbort, { once: true })
-    const done = (outcome: Approval): void => {
-      signal.removeEventListener('abort', onAbort)
-      resolve(outcome)
-    }
-    let pending: Promise<unknown>
-    try {
-      pending = Promise.resolve(run())
-    } catch (error) {
-      pending = Promise.reject(error)
-    }
-    pending.then(
-      (value) => done({ kind: 'value', value }),
-      (error: unknown) => done({ kind: 'error', error }),
-    )
-  })
-}
-
-/** Approval for an `ask`: absent handler, refusal or failure deny; cancellation while waiting aborts. */
+/** Approval for an `ask` (`approval.ts`): absent handler, refusal or failure deny; cancellation while waiting aborts. */
 export function approvalStage(call: PipelineCall): ToolExecutionResult | undefined | Promise<ToolExecutionResult | undefined> {
   return call.decision.kind === 'ask' ? approve(call, call.decision.reason) : undefined
-}
-
-async function approve(call: PipelineCall, reason: string | undefined): Promise<ToolExecutionResult | undefined> {
-  const approval = call.core.options.approval
-  const why = reason === undefined || reason === '' ? '' : ` (${reason})`
-  if (approval === undefined) return failure('DENIED_BY_APPROVAL', `approval required${why} but no approval handler is configured`)
-  const request = Object.freeze({ execution: call.execution, ...(reason !== undefined ? { reason } : {}) })
-  const verdict = await awaitApproval(() => approval(request), call.life.signal())
-  if (verdict.kind === 'aborted') return failure('ABORTED_BEFORE_DISPATCH', ABORTED_BEFORE_MESSAGE)
-  if (verdict.kind === 'error') return failure('DENIED_BY_APPROVAL', `the approval handler failed (denied): ${messageOf(verdict.error)}`)
-  return verdict.value === true ? undefined : failure('DENIED_BY_APPROVAL', `approval denied${why}`)
 }

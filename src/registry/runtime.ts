@@ -38,6 +38,7 @@ import type { PipelineSchedule } from './schedule.js'
 import { RegistrationScope } from './scope.js'
 import { ScopedList } from './scoped-list.js'
 import { ToolCatalogs } from './tool-catalog.js'
+import { allowsCaller } from '../schema/tool-definition.js'
 
 /**
  * Creates a registry (a `ToolRuntime`): the global layer, agent layers (`runtime.agent(id)`),
@@ -66,7 +67,12 @@ export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
   const execute = (input: unknown, schedule?: PipelineSchedule, scopeDisposed = false): Promise<ToolExecutionResult> =>
     executePipeline(pipeline, input, schedule, scopeDisposed)
   const executionMode: ToolRuntime['executionMode'] = (input) => executionModeOf(layers, input)
-  const catalogs = new ToolCatalogs({ tools: (agent) => layers.visibleTools(agent), language: () => settings.codeRuntime?.language, sdkBudgetChars: settings.sdkBudgetChars })
+  // What a program may call: a native-only tool (`callers: ['native']`) is neither declared nor found.
+  const catalogs = new ToolCatalogs({
+    tools: (agent) => layers.visibleTools(agent).filter((tool) => allowsCaller(tool.definition, 'code')),
+    language: () => settings.codeRuntime?.language,
+    sdkBudgetChars: settings.sdkBudgetChars,
+  })
   hooks.changed.add((event) => catalogs.changed(event), undefined)
   const catalog = (agent: ScopeKey | undefined) => catalogs.catalog(agent)
   const runCode = detachToolDefinition(

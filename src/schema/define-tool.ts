@@ -13,6 +13,7 @@ import { snapshotLosslessJson } from '../json/lossless.js'
 import type { ToolCallView, ToolResultView } from '../presentation.js'
 import type {
   ContentBlock,
+  ToolCaller,
   ToolDefinition,
   ToolExecution,
   ToolExecutionResult,
@@ -56,6 +57,11 @@ export interface ToolSpec<P extends ParameterSchemaSpec, O extends ValueSchemaSp
   readonly timeoutMs?: number
   /** Exactly `true` lets this call overlap other safe calls; receives softly validated arguments. */
   isConcurrencySafe?(args: InferArgs<P>): boolean
+  /**
+   * Who may call the tool: `['native']` (the model directly, never a program), `['code']`
+   * (only Code Mode programs, never a wire tool) or both (the default).
+   */
+  readonly callers?: readonly ToolCaller[]
 }
 
 /** The definition `defineTool()` returns. `Value` is the inferred output type, as JSON. */
@@ -145,7 +151,7 @@ type LooseToolSpec = ToolSpec<ParameterSchemaSpec, ValueSchemaSpec> & {
 
 function buildDefinition(spec: LooseToolSpec): ToolDefinition<LooseArgs, JsonValue> {
   const members = readToolDefinition(spec)
-  const { name, description, timeoutMs } = members
+  const { name, description, timeoutMs, callers } = members
   const output = members.output as LooseToolSpec['output']
   const render = members.render as LooseToolSpec['output']['render']
   const presentationMeta = members.presentationMeta as LooseToolSpec['output']['presentationMeta']
@@ -221,6 +227,7 @@ function buildDefinition(spec: LooseToolSpec): ToolDefinition<LooseArgs, JsonVal
           },
         }),
     ...(timeoutMs === undefined ? {} : { timeoutMs }),
+    ...(callers === undefined ? {} : { callers }),
     ...(isConcurrencySafe === undefined
       ? {}
       : {

@@ -33,5 +33,6 @@ export {
   type ValueSchemaSpec,
 } from './dsl.js'
 export type { InferArgs, InferDepth, InferValue } from './infer.js'
+export { allowsCaller } from './tool-definition.js'
 export { defineTool, validateArgs, type DefinedTool, type ToolOutputSpec, type ToolSpec } from './define-tool.js'
 export { isJsonSnapshot, snapshotLosslessJson, toJsonPointer } from '../json/lossless.js'

@@ -12,7 +12,7 @@
 import { LosslessJsonError, SchemaError, ToolError, type SchemaViolation } from '../errors.js'
 import type { JsonValue } from '../json/json-value.js'
 import { snapshotLosslessJson } from '../json/lossless.js'
-import type { AnyToolDefinition } from '../types.js'
+import type { AnyToolDefinition, ToolCaller } from '../types.js'
 import type { JsonSchemaNode } from './json-schema-node.js'
 import { compileJsonSchema, detachJsonSchema } from './json-schema.js'
 
@@ -43,6 +43,8 @@ export interface DefinitionMembers {
   readonly presentationMeta: AnyFunction | undefined
   readonly execute: AnyFunction
   readonly timeoutMs: number | undefined
+  /** Who may call the tool, as declared (checked, frozen); `undefined` = both. */
+  readonly callers: readonly ToolCaller[] | undefined
   /** The optional function members that are present. */
   readonly functions: Readonly<Partial<Record<OptionalFunctionName, AnyFunction>>>
 }
@@ -86,11 +88,44 @@ function isFunction(value: unknown): value is AnyFunction {
   return typeof value === 'function'
 }
 
+const CALLERS: ReadonlySet<string> = new Set<ToolCaller>(['native', 'code'])
+
+/** `callers` as declared: absent, or a non-empty array of distinct `'native'` / `'code'` (a frozen copy). */
+function readCallers(value: unknown, where: string): readonly ToolCaller[] | undefined {
+  if (value === undefined) return undefined
+  const expected = `${where}callers must be a non-empty array of distinct 'native' / 'code'`
+  if (!Array.isArray(value) || value.length === 0 || value.length > CALLERS.size) invalid(`${expected} (got ${JSON.stringify(value) ?? String(value)})`)
+  const out: ToolCaller[] = []
+  for (let i = 0; i < value.length; i++) {
+    // Read as data: an accessor or a hole is refused like a bad entry.
+    const descriptor = Object.getOwnPropertyDescriptor(value, i)
+    const entry: unknown = descriptor !== undefined && 'value' in descriptor ? descriptor.value : undefined
+    if (typeof entry !== 'string' || !CALLERS.has(entry) || out.includes(entry as ToolCaller)) invalid(`${expected} (entry ${i} is ${JSON.stringify(entry) ?? 'not a string'})`)
+    out.push(entry as ToolCaller)
+  }
+  return Object.freeze(out)
+}
+
+/**
+ * Whether `tool` may be called by `caller`: `native` (the model, directly) or `code` (a
+ * Code Mode program). A tool without `callers` allows both.
+ *
+ * @example
+ * ```ts
+ * allowsCaller({ callers: ['code'] }, 'native') // false
+ * allowsCaller({}, 'code') // true
+ * ```
+ */
+export function allowsCaller(tool: { readonly callers?: readonly ToolCaller[] }, caller: ToolCaller): boolean {
+  return tool.callers === undefined || tool.callers.includes(caller)
+}
+
 /**
  * Reads and checks every member of a definition. Throws `ToolError('INVALID_DEFINITION')`
  * naming the first bad member: not an object, no name, a non-string description, a
  * missing output declaration, `render` or `output.schema`, a non-function `execute` or
- * optional callback, a `timeoutMs` that is not a positive finite number, an accessor.
+ * optional callback, a `timeoutMs` that is not a positive finite number, `callers` that
+ * is not a non-empty array of distinct `'native'` / `'code'`, an accessor.
  */
 export function readToolDefinition(input: unknown): DefinitionMembers {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) invalid('a tool definition must be an object')
@@ -115,6 +150,7 @@ export function readToolDefinition(input: unknown): DefinitionMembers {
   if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs <= 0)) {
     invalid(`${where}timeoutMs must be a positive finite number (got ${String(timeoutMs)})`)
   }
+  const callers = readCallers(read('callers'), where)
   const functions: Partial<Record<OptionalFunctionName, AnyFunction>> = {}
   for (const key of OPTIONAL_FUNCTIONS) {
     const value = read(key)
@@ -132,6 +168,7 @@ export function readToolDefinition(input: unknown): DefinitionMembers {
     presentationMeta: presentationMeta as AnyFunction | undefined,
     execute,
     timeoutMs: timeoutMs as number | undefined,
+    callers,
     functions,
   }
 }
@@ -216,6 +253,7 @@ export function detachToolDefinition(input: unknown): RegisteredTool {
     ...members.functions,
   }
   if (members.timeoutMs !== undefined) definition.timeoutMs = members.timeoutMs
+  if (members.callers !== undefined) definition.callers = members.callers
   const frozen = Object.freeze(definition) as unknown as AnyToolDefinition
   return Object.freeze({ definition: frozen, validateOutput: (value: unknown) => validator.validate(value) })
 }

@@ -13,7 +13,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
  * The playground end to end, in real Chromium: built with scripts/build-demo.mjs, served
  * by the same server `npm start` runs (examples/start.ts, started in-process on a free
  * port), then once more from a plain static server with no API behind it. Screenshots go
- * to test-results/screenshots/.
+ * to test-results/screenshots/. The demo's writing tools ask for approval, so runs that
+ * write are answered with the page's Allow / Deny buttons (and one is left to expire).
  */
 const root = fileURLToPath(new URL('../..', import.meta.url))
 const shots = join(root, 'test-results/screenshots')
@@ -29,11 +30,15 @@ const CHROMIUM_ARGS = [
 
 interface StartedServer {
   readonly url: string
+  readonly approvals: { pending(): readonly unknown[] }
   shutdown(): Promise<void>
 }
 
+type StartServer = (options: { port: number; staticDir: string; token: string; approvalTimeoutMs?: number }) => Promise<StartedServer>
+
 let browser: Browser
 let server: StartedServer
+let startServer: StartServer
 let page: Page
 const problems: string[] = []
 
@@ -54,8 +59,7 @@ async function pickExample(target: Page, title: string): Promise<void> {
   await target.selectOption('[data-testid="examples"]', value!)
 }
 
-async function runAndSettle(target: Page): Promise<string> {
-  await target.click('[data-testid="run"]')
+async function settled(target: Page): Promise<string> {
   await target.waitForFunction(() => {
     const state = document.querySelector<HTMLElement>('[data-testid="status"]')?.dataset.state
     return state === 'ok' || state === 'failed'
@@ -63,13 +67,41 @@ async function runAndSettle(target: Page): Promise<string> {
   return (await target.getAttribute('[data-testid="status"]', 'data-state')) ?? ''
 }
 
+async function runAndSettle(target: Page): Promise<string> {
+  await target.click('[data-testid="run"]')
+  return settled(target)
+}
+
+const PENDING = '[data-testid="approval"][data-state="pending"]'
+
+/** Waits for a call to ask (its card shows Allow / Deny) and answers it. */
+async function answerApproval(target: Page, decision: 'approve' | 'deny'): Promise<void> {
+  await target.waitForSelector(PENDING, { timeout: 30_000 })
+  await target.click(`${PENDING} [data-testid="${decision}"]`)
+}
+
+async function typeProgram(target: Page, code: string): Promise<void> {
+  await target.click('.cm-content')
+  await target.keyboard.press('Control+A')
+  await target.keyboard.insertText(code)
+}
+
+/** A program that writes, catches a refusal, and reports it. */
+const WRITE_PROGRAM = [
+  "const before = await tools.list_files({})",
+  'try {',
+  "  await tools.write_file({ path: 'notes/approved.md', content: '# approved\\n' })",
+  "  return 'written'",
+  '} catch (e) {',
+  '  return e.name + ": " + e.message',
+  '}',
+].join('\n')
+
 beforeAll(async () => {
   mkdirSync(shots, { recursive: true })
   execFileSync(process.execPath, ['scripts/build-demo.mjs'], { cwd: root, stdio: 'inherit' })
-  const start = (await import('../../examples/start.js')) as {
-    startServer(options: { port: number; staticDir: string; token: string }): Promise<StartedServer>
-  }
-  server = await start.startServer({ port: 0, staticDir: join(root, 'demo/dist/'), token: 'e2e-token-0123456789abcdef' })
+  startServer = ((await import('../../examples/start.js')) as { startServer: StartServer }).startServer
+  server = await startServer({ port: 0, staticDir: join(root, 'demo/dist/'), token: 'e2e-token-0123456789abcdef' })
   browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: CHROMIUM_ARGS })
   page = await browser.newPage({ viewport: { width: 1440, height: 1000 } })
   watch(page, problems)
@@ -91,9 +123,21 @@ describe('the playground against npm start', () => {
     expect(problems).toEqual([])
   })
 
-  it('runs an example in the tab: output, result, timeline and cards', async () => {
+  it('runs an example in the tab: its write waits for approval (Allow); output, result, timeline and cards', async () => {
     await pickExample(page, 'Parallel reads')
-    expect(await runAndSettle(page)).toBe('ok')
+    await page.click('[data-testid="run"]')
+    // The exclusive write asks: its bar waits (striped amber) and its card shows Allow / Deny.
+    await page.waitForSelector(PENDING, { timeout: 30_000 })
+    await page.waitForSelector('[data-testid="timeline-bar"][data-state="waiting"]')
+    expect(await page.textContent(PENDING)).toContain('changes the workspace')
+    expect(await page.textContent(PENDING)).toMatch(/expires in \d+ s/)
+    const waitingCard = page.locator('[data-testid="card"]', { has: page.locator(PENDING) })
+    expect(await waitingCard.getAttribute('open')).not.toBeNull()
+    expect(await waitingCard.textContent()).toContain('notes/summary.md')
+    await shot(page, '02a-approval-pending-tab')
+    await page.click(`${PENDING} [data-testid="approve"]`)
+    expect(await settled(page)).toBe('ok')
+    expect(await page.getAttribute('[data-testid="approval"]', 'data-state')).toBe('allow')
     expect(await page.textContent('[data-testid="status"]')).toContain('in this tab')
     expect((await page.textContent('[data-testid="console"]'))?.length).toBeGreaterThan(0)
     expect((await page.textContent('[data-testid="result"]'))?.length).toBeGreaterThan(0)
@@ -104,6 +148,17 @@ describe('the playground against npm start', () => {
     expect(await page.locator('[data-testid="card"]').count()).toBe(await bars.count())
     await shot(page, '02-run-in-tab')
     expect(problems).toEqual([])
+  })
+
+  it('Deny in the tab: the write is refused and the program catches the ToolCallError', async () => {
+    await typeProgram(page, WRITE_PROGRAM)
+    await page.click('[data-testid="run"]')
+    await answerApproval(page, 'deny')
+    expect(await settled(page)).toBe('ok')
+    expect(await page.textContent('[data-testid="result"]')).toContain('ToolCallError: write_file was denied approval')
+    expect(await page.getAttribute('[data-testid="approval"]', 'data-state')).toBe('deny')
+    expect(await page.getAttribute('[data-testid="timeline-bar"][data-state="failed"]', 'data-mode')).toBe('exclusive')
+    await shot(page, '02b-approval-denied-tab')
   })
 
   it('a program in the tab cannot reach the page origin: fetching the page, reading its token and driving the server fails', async () => {
@@ -199,15 +254,32 @@ describe('the playground against npm start', () => {
     await shot(page, '06-prompt-both')
   })
 
-  it('runs on the server with the same registry', async () => {
+  it('runs on the server with the same registry; the write\'s approval arrives over SSE and Allow answers it', async () => {
     await page.click('[data-tab="catalog"]')
     await page.click('[data-work="code"]')
     await page.click('[data-where="server"]')
     await pickExample(page, 'Parallel reads')
-    expect(await runAndSettle(page)).toBe('ok')
+    await page.click('[data-testid="run"]')
+    await page.waitForSelector(PENDING, { timeout: 30_000 })
+    expect(server.approvals.pending()).toHaveLength(1)
+    await shot(page, '07a-approval-pending-server')
+    await page.click(`${PENDING} [data-testid="approve"]`)
+    expect(await settled(page)).toBe('ok')
+    expect(server.approvals.pending()).toHaveLength(0)
     expect(await page.textContent('[data-testid="status"]')).toContain('on the server')
     expect(await page.locator('[data-testid="timeline-bar"]').count()).toBeGreaterThanOrEqual(4)
     await shot(page, '07-run-on-server')
+  })
+
+  it('Deny on the server: a native write_file call waits, is denied, and says so', async () => {
+    await page.click('[data-work="native"]')
+    await page.selectOption('[data-testid="native-tool"]', 'write_file')
+    await page.click('[data-testid="call"]')
+    await answerApproval(page, 'deny')
+    await page.waitForSelector('[data-testid="status"][data-state="failed"]', { timeout: 30_000 })
+    expect(await page.textContent('[data-testid="failure-kind"]')).toBe('DENIED_BY_APPROVAL')
+    expect(await page.textContent('[data-testid="result"]')).toContain('write_file was denied approval')
+    await page.click('[data-work="code"]')
     await page.click('[data-where="tab"]')
   })
 
@@ -222,6 +294,39 @@ describe('the playground against npm start', () => {
     await shot(page, '08-native-call')
     await page.click('[data-mode="both"]')
     expect(problems).toEqual([])
+  })
+})
+
+describe('an approval nobody answers', () => {
+  let short: StartedServer
+
+  beforeAll(async () => {
+    short = await startServer({ port: 0, staticDir: join(root, 'demo/dist/'), token: 'e2e-short-0123456789abcdef', approvalTimeoutMs: 1_500 })
+  })
+
+  afterAll(async () => {
+    await short?.shutdown()
+  })
+
+  it('expires on the server: the card says so and the program catches the denial', async () => {
+    const other = await browser.newPage({ viewport: { width: 1440, height: 1000 } })
+    const otherProblems: string[] = []
+    watch(other, otherProblems)
+    await other.goto(short.url)
+    await other.waitForSelector('html[data-ready="true"]')
+    await other.waitForSelector('[data-testid="server-status"][data-state="up"]', { timeout: 15_000 })
+    await other.click('[data-where="server"]')
+    await typeProgram(other, WRITE_PROGRAM)
+    await other.click('[data-testid="run"]')
+    await other.waitForSelector(PENDING, { timeout: 30_000 })
+    expect(await settled(other)).toBe('ok')
+    expect(await other.textContent('[data-testid="result"]')).toContain('the approval request for write_file expired: nobody decided within 1500 ms')
+    expect(await other.getAttribute('[data-testid="approval"]', 'data-state')).toBe('expired')
+    expect(await other.textContent('[data-testid="approval"]')).toContain('expired')
+    await shot(other, '10-approval-expired-server')
+    expect(short.approvals.pending()).toHaveLength(0)
+    expect(otherProblems).toEqual([])
+    await other.close()
   })
 })
 

@@ -2,7 +2,7 @@ import { describe, expectTypeOf, it } from 'vitest'
 import type { JsonValue } from '../../src/json/json-value.js'
 import { defineTool, validateArgs } from '../../src/schema/define-tool.js'
 import type { InferArgs, InferValue } from '../../src/schema/infer.js'
-import type { ToolDefinition } from '../../src/types.js'
+import type { ToolCaller, ToolDefinition } from '../../src/types.js'
 
 describe('InferArgs / InferValue', () => {
   it('infers the seed read_file example', () => {
@@ -106,5 +106,13 @@ describe('InferArgs / InferValue', () => {
       // @ts-expect-error a number is not the declared string output
       execute: () => 1,
     })
+  })
+
+  it('types callers: native, code or both; nothing else', () => {
+    const spec = { name: 'c', description: 'x', parameters: {}, output: { schema: { type: 'string' }, render: () => [] }, execute: () => 'x' } as const
+    expectTypeOf(defineTool({ ...spec, callers: ['code'] }).callers).toEqualTypeOf<readonly ToolCaller[] | undefined>()
+    defineTool({ ...spec, callers: ['native', 'code'] })
+    // @ts-expect-error 'model' is not a caller
+    defineTool({ ...spec, callers: ['model'] })
   })
 })

@@ -5,12 +5,8 @@
  */
 import { describe, expect, it } from 'vitest'
 import type { ApprovalBroker } from '../../../src/approvals/index.js'
-import type { ToolRuntime } from '../../../src/runtime-types.js'
-import type { ToolExecutionResult } from '../../../src/types.js'
 import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
-import { codeOf, messageOf, nextRequest, setup, tick, until } from './helpers.js'
-
-let seq = 0
+import { codeOf, nextRequest, programResult, runCode, setup, tick, until } from './helpers.js'
 
 function codeModeSetup(timeoutMs?: number) {
   const fixture = setup(timeoutMs === undefined ? undefined : { timeoutMs }, { mode: 'code', codeRuntime: createInProcessRuntime() })
@@ -20,17 +16,6 @@ function codeModeSetup(timeoutMs?: number) {
     if (execution.name !== 'run_code') published.push(execution.name)
   })
   return { ...fixture, published }
-}
-
-function runCode(runtime: ToolRuntime, code: string, controller = new AbortController()) {
-  const callId = `run-${++seq}`
-  const result = runtime.execute({ callId, name: 'run_code', arguments: { code, description: 'approval test' }, signal: controller.signal })
-  return { callId, result }
-}
-
-function programResult(result: ToolExecutionResult): unknown {
-  expect(result.isError, messageOf(result)).toBe(false)
-  return (result as { value: { result?: unknown } }).value.result
 }
 
 async function decideNext(broker: ApprovalBroker, asked: ReturnType<typeof nextRequest>, decision: 'allow' | 'deny', reason?: string) {

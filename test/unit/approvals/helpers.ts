@@ -3,6 +3,7 @@
  * asks for `pay` and `write_file`, with the broker as its approval handler. Web
  * standards only, so the suites also run in workerd and Chromium.
  */
+import { expect } from 'vitest'
 import { createApprovalBroker } from '../../../src/approvals/index.js'
 import type { ApprovalBroker, ApprovalBrokerOptions, ApprovalEvent, PendingApproval } from '../../../src/approvals/index.js'
 import { createToolRuntime } from '../../../src/registry/index.js'
@@ -91,3 +92,17 @@ export function messageOf(result: ToolExecutionResult): string {
 
 /** Lets queued microtasks and one macrotask run. */
 export const tick = (ms = 0): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
+
+let runSeq = 0
+/** Starts a `run_code` call of `code` with a fresh call id (`<prefix>-<n>`); returns the id and the pending result. */
+export function runCode(runtime: ToolRuntime, code: string, controller = new AbortController(), prefix = 'run') {
+  const callId = `${prefix}-${++runSeq}`
+  const result = runtime.execute({ callId, name: 'run_code', arguments: { code, description: 'approval test' }, signal: controller.signal })
+  return { callId, result }
+}
+
+/** The program's return value of a successful run (fails the test, with the message, otherwise). */
+export function programResult(result: ToolExecutionResult): unknown {
+  expect(result.isError, messageOf(result)).toBe(false)
+  return (result as { value: { result?: unknown } }).value.result
+}

@@ -122,4 +122,37 @@ describe('npm start (startServer)', () => {
       await server.shutdown()
     }
   })
+
+  it('asks before writing: a write waits in GET /v1/approvals until POST decides it; reads never ask; shutdown denies what waits', async () => {
+    const server = await startServer({ port: 0, token: TOKEN, staticDir: null, approvalTimeoutMs: 60_000 })
+    const auth = { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' }
+    const execute = (name: string, args: unknown) =>
+      fetch(`${server.url}/v1/tools/${name}/execute`, { method: 'POST', headers: auth, body: JSON.stringify({ arguments: args }) })
+    const pending = async () => ((await (await fetch(`${server.url}/v1/approvals`, { headers: auth })).json()) as { approvals: { id: string; name: string; reason?: string }[] }).approvals
+    try {
+      expect(server.approvals.timeoutMs).toBe(60_000)
+      expect(((await (await execute('read_file', { path: 'README.md' })).json()) as ToolExecutionResult).isError).toBe(false)
+      expect(await pending()).toEqual([])
+      for (const [name, args] of [
+        ['write_file', { path: 'notes/a.md', content: 'a' }],
+        ['edit_file', { path: 'README.md', oldText: 'TODO: document the tag API.', newText: 'done' }],
+      ] as const) {
+        const call = execute(name, args)
+        let waiting: { id: string; name: string; reason?: string }[] = []
+        while (waiting.length === 0) waiting = await pending()
+        expect(waiting.map((w) => [w.name, w.reason])).toEqual([[name, 'changes the workspace']])
+        const decided = await fetch(`${server.url}/v1/approvals/${waiting[0]!.id}`, { method: 'POST', headers: auth, body: JSON.stringify({ decision: 'allow' }) })
+        expect(decided.status).toBe(200)
+        expect(((await (await call).json()) as ToolExecutionResult).isError).toBe(false)
+      }
+      const stranded = execute('write_file', { path: 'notes/b.md', content: 'b' })
+      while ((await pending()).length === 0) await new Promise((resolve) => setTimeout(resolve, 5))
+      await server.shutdown()
+      const result = (await (await stranded).json()) as ToolExecutionResult
+      expect(result.isError && result.error.info?.code).toMatch(/^(ABORTED_BEFORE_DISPATCH|DENIED_BY_APPROVAL)$/)
+      expect(server.approvals.pending()).toEqual([])
+    } finally {
+      await server.shutdown()
+    }
+  })
 })

@@ -1,0 +1,73 @@
+/**
+ * A pending approval as the page shows it: the reason the tool asks, a countdown to its
+ * expiry, and Allow / Deny buttons that answer it (in the tab's broker, or with
+ * `POST /v1/approvals/:id` on the server). Once answered it says how it ended.
+ *
+ * @module
+ */
+import { h } from './dom.js'
+
+/** One call's approval as the page tracks it. */
+export interface ApprovalState {
+  readonly id: string
+  readonly reason?: string
+  readonly expiresAt: number
+  state: 'pending' | 'allow' | 'deny' | 'expired' | 'withdrawn'
+  /** Why a decision could not be applied (e.g. it expired meanwhile). */
+  problem?: string
+}
+
+const ENDED: Readonly<Record<Exclude<ApprovalState['state'], 'pending'>, string>> = {
+  allow: 'allowed',
+  deny: 'denied',
+  expired: 'expired: nobody decided in time (denied)',
+  withdrawn: 'withdrawn: the call was cancelled',
+}
+
+function secondsLeft(expiresAt: number): string {
+  return `expires in ${Math.max(0, Math.ceil((expiresAt - Date.now()) / 1000))} s`
+}
+
+/**
+ * The approval panel of one call. `decide` answers it; while it runs the buttons are
+ * disabled, and a refusal (expired, already decided) is shown in the panel.
+ */
+export function renderApprovalPanel(approval: ApprovalState, decide: (decision: 'allow' | 'deny') => Promise<void>): HTMLElement {
+  if (approval.state !== 'pending') {
+    return h(
+      'div',
+      { class: `approval ${approval.state}`, 'data-testid': 'approval', 'data-state': approval.state },
+      h('strong', {}, 'Approval '),
+      ENDED[approval.state],
+    )
+  }
+  const countdown = h('span', { class: 'countdown' }, secondsLeft(approval.expiresAt))
+  // Updates itself in place (the card is not redrawn while nothing changes); stops once
+  // detached after having been shown, or once the request expired.
+  let shown = false
+  const timer = setInterval(() => {
+    shown ||= countdown.isConnected
+    if ((shown && !countdown.isConnected) || Date.now() > approval.expiresAt + 1_000) clearInterval(timer)
+    else countdown.textContent = secondsLeft(approval.expiresAt)
+  }, 500)
+  const problem = h('div', { class: 'err' }, approval.problem ?? '')
+  const allow = h('button', { type: 'button', class: 'primary', 'data-testid': 'approve' }, 'Allow')
+  const deny = h('button', { type: 'button', class: 'danger', 'data-testid': 'deny' }, 'Deny')
+  const answer = (decision: 'allow' | 'deny'): void => {
+    allow.disabled = true
+    deny.disabled = true
+    decide(decision).catch((error: unknown) => {
+      approval.problem = error instanceof Error ? error.message : String(error)
+      problem.textContent = approval.problem
+    })
+  }
+  allow.addEventListener('click', () => answer('allow'))
+  deny.addEventListener('click', () => answer('deny'))
+  return h(
+    'div',
+    { class: 'approval pending', 'data-testid': 'approval', 'data-state': 'pending', 'data-approval-id': approval.id },
+    h('div', {}, h('strong', {}, 'Needs your approval'), approval.reason === undefined ? null : ` — ${approval.reason}`, ' ', countdown),
+    h('div', { class: 'actions' }, allow, deny),
+    problem,
+  )
+}

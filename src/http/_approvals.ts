@@ -1,0 +1,79 @@
+/**
+ * Approvals over HTTP: the two routes a person's client uses to see and answer pending
+ * `ask`s (`GET /v1/approvals`, `POST /v1/approvals/:id`), and the forwarding of a run's
+ * own approval events into its `/v1/run` event stream (`approval`, `approval-settled`).
+ * The broker (`createApprovalBroker`) owns every request; this file only maps its answers
+ * onto statuses, the `decide()` refusal codes one to one.
+ *
+ * @module
+ */
+import type { Handler } from 'hono'
+import type { ApprovalBroker, ApprovalDecideErrorCode, ApprovalEvent, ApprovalVerdict } from '../approvals/types.js'
+import { HttpError, type HttpErrorCode } from './http-errors.js'
+import { readJsonBody } from './request-body.js'
+
+/** The `decide()` refusal codes are HTTP error codes of the same name (400, 404, 409, 503). */
+const REFUSAL: Readonly<Record<ApprovalDecideErrorCode, HttpErrorCode>> = {
+  INVALID_DECISION: 'INVALID_DECISION',
+  APPROVAL_NOT_FOUND: 'APPROVAL_NOT_FOUND',
+  APPROVAL_EXPIRED: 'APPROVAL_EXPIRED',
+  APPROVAL_WITHDRAWN: 'APPROVAL_WITHDRAWN',
+  APPROVAL_ALREADY_DECIDED: 'APPROVAL_ALREADY_DECIDED',
+  BROKER_DISPOSED: 'BROKER_DISPOSED',
+}
+
+/** Checks the `approvals` option of `createToolsApp`: a broker from `createApprovalBroker()`. */
+export function isApprovalBroker(value: unknown): value is ApprovalBroker {
+  if (typeof value !== 'object' || value === null) return false
+  const broker = value as Partial<Record<keyof ApprovalBroker, unknown>>
+  return typeof broker.pending === 'function' && typeof broker.decide === 'function' && typeof broker.subscribe === 'function'
+}
+
+/** `GET /v1/approvals`: the open requests, oldest first. */
+export function listApprovals(broker: ApprovalBroker): Handler {
+  return (c) => c.json({ approvals: broker.pending() })
+}
+
+/** `POST /v1/approvals/:id`: one decision; the broker reads the body strictly, so any JSON is passed on as is. */
+export function decideApproval(broker: ApprovalBroker, maxBodyBytes: number): Handler {
+  return async (c) => {
+    const body = await readJsonBody(c.req.raw, maxBodyBytes)
+    const answer = broker.decide(c.req.param('id') as string, body as never)
+    if (!answer.ok) throw new HttpError(REFUSAL[answer.code], answer.message)
+    return c.json(answer)
+  }
+}
+
+/** The data of an `approval-settled` stream event. */
+export interface ApprovalSettledData {
+  /** The request's id (as in the `approval` event). */
+  readonly id: string
+  /** The asking sub-call. */
+  readonly callId: string
+  readonly outcome: ApprovalVerdict | 'expired' | 'withdrawn'
+  /** The person's reason, for a decision that gave one. */
+  readonly reason?: string
+  /** Epoch ms. */
+  readonly at: number
+}
+
+function settled(event: Exclude<ApprovalEvent, { type: 'requested' }>): ApprovalSettledData {
+  const base = { id: event.approval.id, callId: event.approval.callId, at: event.at }
+  if (event.type !== 'decided') return { ...base, outcome: event.type }
+  return { ...base, outcome: event.decision, ...(event.reason === undefined ? {} : { reason: event.reason }) }
+}
+
+/**
+ * Forwards the broker's events about `runCallId`'s own sub-calls (matched by
+ * `parentCallId`) to `send`: `approval` with the pending request (its `id` is what
+ * `POST /v1/approvals/:id` takes), `approval-settled` when it is decided, expires or is
+ * withdrawn. Returns the unsubscribe (the stream calls it when the run settles).
+ */
+export function forwardApprovals(broker: ApprovalBroker | undefined, runCallId: string, send: (event: string, data: unknown) => void): () => void {
+  if (broker === undefined) return () => {}
+  return broker.subscribe((event) => {
+    if (event.approval.parentCallId !== runCallId) return
+    if (event.type === 'requested') send('approval', event.approval)
+    else send('approval-settled', settled(event))
+  })
+}

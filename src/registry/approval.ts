@@ -1,0 +1,133 @@
+/**
+ * The `approval` stage: an `ask` put to whoever decides it — the call's own handler
+ * (inherited by nested calls, e.g. the MCP export's elicitation), else the registry's
+ * `options.approval`. While the handler is pending the call holds its clock (a Code Mode
+ * sub-call holds its run's wall clock: a person reading is not the program's time), and
+ * the session log records a sub-call's request and decision with their times.
+ *
+ * @module
+ */
+import { ToolError } from '../errors.js'
+import type { ApprovalDecisionEvent, ApprovalOutcome, ApprovalRequestEvent, SessionLogEvent } from '../runtime-types.js'
+import type { ApprovalHandler, ApprovalRequest, ToolExecutionResult } from '../types.js'
+import { ABORTED_BEFORE_MESSAGE, messageOf, type PipelineCall } from './call.js'
+import { failure } from './results.js'
+
+type Verdict = { readonly kind: 'value'; readonly value: unknown } | { readonly kind: 'error'; readonly error: unknown } | { readonly kind: 'aborted' }
+
+/** Awaits the approval handler, but gives up as soon as the call is cancelled (a human may never answer). */
+function awaitApproval(run: () => unknown, signal: AbortSignal): Promise<Verdict> {
+  if (signal.aborted) return Promise.resolve({ kind: 'aborted' })
+  return new Promise<Verdict>((resolve) => {
+    const onAbort = (): void => resolve({ kind: 'aborted' })
+    signal.addEventListener('abort', onAbort, { once: true })
+    const done = (outcome: Verdict): void => {
+      signal.removeEventListener('abort', onAbort)
+      resolve(outcome)
+    }
+    let pending: Promise<unknown>
+    try {
+      pending = Promise.resolve(run())
+    } catch (error) {
+      pending = Promise.reject(error)
+    }
+    pending.then(
+      (value) => done({ kind: 'value', value }),
+      (error: unknown) => done({ kind: 'error', error }),
+    )
+  })
+}
+
+/** The session log is a sink: its failure never reaches the call. */
+function log(call: PipelineCall, event: SessionLogEvent): void {
+  try {
+    call.core.options.sessionLog?.append(event)
+  } catch {
+    // Ignored: see above.
+  }
+}
+
+/** Holds the call's clock (when it has one to hold); the returned function releases it and counts the held time. */
+function holdClock(call: PipelineCall): () => void {
+  const hold = call.input.holdWallClock
+  if (hold === undefined) return () => {}
+  let release: unknown
+  try {
+    release = hold()
+  } catch {
+    // A clock that cannot be held is charged as usual; the approval still goes on.
+    return () => {}
+  }
+  const heldFrom = Date.now()
+  return () => {
+    call.heldMs += Date.now() - heldFrom
+    try {
+      if (typeof release === 'function') release()
+    } catch {
+      // Releasing is the clock owner's business; the call's outcome is already decided.
+    }
+  }
+}
+
+/** What the verdict means for the call: its result (or `undefined` to go on) and the logged outcome. */
+function judge(verdict: Verdict, why: string): { readonly result: ToolExecutionResult | undefined; readonly outcome: ApprovalOutcome } {
+  if (verdict.kind === 'aborted') return { result: failure('ABORTED_BEFORE_DISPATCH', ABORTED_BEFORE_MESSAGE), outcome: 'withdrawn' }
+  if (verdict.kind === 'error') {
+    const error = verdict.error
+    // A deliberate denial (the broker's: denied with a reason, expired, withdrawn) speaks for itself.
+    const message =
+      error instanceof ToolError && error.code === 'DENIED_BY_APPROVAL' ? error.message : `the approval handler failed (denied): ${messageOf(error)}`
+    return { result: failure('DENIED_BY_APPROVAL', message), outcome: 'deny' }
+  }
+  return verdict.value === true ? { result: undefined, outcome: 'allow' } : { result: failure('DENIED_BY_APPROVAL', `approval denied${why}`), outcome: 'deny' }
+}
+
+/** Approval for an `ask`: absent handler, refusal or failure deny; cancellation while waiting aborts. */
+export async function approve(call: PipelineCall, reason: string | undefined): Promise<ToolExecutionResult | undefined> {
+  const handler: ApprovalHandler | undefined = call.approval ?? call.core.options.approval
+  const why = reason === undefined || reason === '' ? '' : ` (${reason})`
+  if (handler === undefined) return failure('DENIED_BY_APPROVAL', `approval required${why} but no approval handler is configured`)
+  const { execution, parentCallId } = call
+  const request: ApprovalRequest = Object.freeze({
+    execution,
+    ...(reason === undefined ? {} : { reason }),
+    ...(parentCallId === undefined ? {} : { parentCallId }),
+  })
+  const requestedAt = Date.now()
+  // The session log is the record of Code Mode runs: it hears about a run's sub-calls.
+  const about =
+    parentCallId === undefined
+      ? undefined
+      : { parentCallId, subCallId: execution.callId, name: execution.name, ...(execution.agent === undefined ? {} : { agent: execution.agent }) }
+  if (about !== undefined) {
+    const asked: ApprovalRequestEvent = {
+      type: 'tool/approval-request',
+      ...about,
+      arguments: execution.arguments,
+      ...(reason === undefined ? {} : { reason }),
+      requestedAt,
+    }
+    log(call, asked)
+  }
+  const release = holdClock(call)
+  let verdict: Verdict
+  try {
+    verdict = await awaitApproval(() => handler(request), call.life.signal())
+  } finally {
+    release()
+  }
+  const { result, outcome } = judge(verdict, why)
+  if (about === undefined) return result
+  const decidedAt = Date.now()
+  const decided: ApprovalDecisionEvent = {
+    type: 'tool/approval-decision',
+    ...about,
+    decision: outcome,
+    ...(outcome === 'deny' && result?.isError === true ? { message: result.error.message } : {}),
+    requestedAt,
+    decidedAt,
+    waitedMs: decidedAt - requestedAt,
+  }
+  log(call, decided)
+  return result
+}
