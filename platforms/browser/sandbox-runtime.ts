@@ -10,6 +10,7 @@
  * @module
  */
 import { createSandboxRuntimeOn } from '../../src/code-runtime/sandbox-runtime.js'
+import { SANDBOX_SOURCE } from '../quickjs/_sandbox-source.js'
 import type { SandboxPlatform, SandboxRuntime, SandboxRuntimeOptions, SandboxThread } from '../../src/code-runtime/sandbox-runtime.js'
 import { ToolError } from '../../src/errors.js'
 
@@ -86,6 +87,7 @@ export function createSandboxRuntime(options?: BrowserSandboxRuntimeOptions): Sa
   const hints = (globalThis as { navigator?: NavigatorHints }).navigator ?? {}
   const platform: SandboxPlatform = {
     factory: FACTORY,
+    sandboxSource: SANDBOX_SOURCE,
     spawn: () => spawnWorker(workerUrl),
     sharedMemory: typeof SharedArrayBuffer === 'function' && (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated === true,
     machine: {

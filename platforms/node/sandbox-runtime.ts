@@ -10,6 +10,7 @@ import { createRequire } from 'node:module'
 import { availableParallelism, totalmem } from 'node:os'
 import { Worker } from 'node:worker_threads'
 import { createSandboxRuntimeOn } from '../../src/code-runtime/sandbox-runtime.js'
+import { SANDBOX_SOURCE } from '../quickjs/_sandbox-source.js'
 import type { SandboxPlatform, SandboxRuntime, SandboxRuntimeOptions, SandboxThread } from '../../src/code-runtime/sandbox-runtime.js'
 
 export type { SandboxRuntime, SandboxRuntimeLoad, SandboxRuntimeOptions } from '../../src/code-runtime/sandbox-runtime.js'
@@ -70,6 +71,7 @@ async function loadWasm(): Promise<WebAssembly.Module> {
 
 const platform: SandboxPlatform = {
   factory: 'createSandboxRuntime',
+  sandboxSource: SANDBOX_SOURCE,
   spawn: spawnThread,
   loadWasm,
   sharedMemory: true,

@@ -16,7 +16,6 @@
 import { QuickJSWASMModule } from 'quickjs-emscripten-core'
 import type { EmscriptenModuleLoader, EmscriptenModuleLoaderOptions, QuickJSContext, QuickJSEmscriptenModule, QuickJSFFI, QuickJSHandle, QuickJSRuntime, QuickJSSyncVariant } from 'quickjs-emscripten-core'
 import { ToolError } from '../../src/errors.js'
-import { SANDBOX_SOURCE } from './_sandbox-source.js'
 
 /** A precompiled QuickJS wasm module, or a function that loads one (called once, memoized on success). */
 export type QuickJsWasmModuleSource = WebAssembly.Module | (() => Promise<WebAssembly.Module>)
@@ -244,6 +243,12 @@ function hostOp(sandbox: QuickJsSandbox, op: string, a: unknown, b: unknown, c: 
 
 /** Options of a {@link QuickJsEngine}. */
 export interface QuickJsEngineOptions {
+  /**
+   * The script installed in every sandbox (`SANDBOX_SOURCE` of `_sandbox-source.ts`).
+   * Passed in rather than imported here so a sandbox thread's bundle does not carry a
+   * second copy: its host sends it once, in the boot message.
+   */
+  readonly sandboxSource: string
   /** The variant (a quickjs-emscripten SYNC variant). */
   readonly variant: QuickJSSyncVariant
   /** The precompiled wasm (or its loader); absent: the variant loads its own on each instantiation. */
@@ -344,12 +349,12 @@ export class QuickJsEngine {
     const emscripten = await parts.loader(moduleOptions)
     ;(emscripten as { type?: string }).type = 'sync'
     const quickjs = new QuickJSWASMModule(emscripten, new parts.Ffi(emscripten))
-    return installSandbox(quickjs.newRuntime(), memoryMb)
+    return installSandbox(quickjs.newRuntime(), memoryMb, this.#options.sandboxSource)
   }
 }
 
 /** Sets a fresh QuickJS runtime's limits, creates its context and installs the in-VM script. */
-function installSandbox(runtime: QuickJSRuntime, memoryMb: number): QuickJsSandbox {
+function installSandbox(runtime: QuickJSRuntime, memoryMb: number, source: string): QuickJsSandbox {
   let sandbox: QuickJsSandbox | undefined
   try {
     runtime.setMaxStackSize(MAX_STACK_BYTES)
@@ -382,7 +387,7 @@ function installSandbox(runtime: QuickJSRuntime, memoryMb: number): QuickJsSandb
     )
     // The script, then its `install(post, timer, host)`: the in-VM set-up, before any
     // program exists. The program arrives later, in the run's `start` message.
-    const exports = ctx.evalCode(SANDBOX_SOURCE, 'toolyard-sandbox.js')
+    const exports = ctx.evalCode(source, 'toolyard-sandbox.js')
     if (exports.error !== undefined) throw sandboxError(ctx, exports.error, 'the sandbox script failed')
     const install = box.own(ctx.getProp(exports.value, 'install'))
     exports.value.dispose()

@@ -37,6 +37,7 @@ import type { CodeRunLimits } from '../../src/code-runtime/limits.js'
 import { stripTypeScript } from '../../src/code-runtime/strip.js'
 import { checkWasmModuleSource, isSyncVariant, MAX_MEMORY_MB, MIN_MEMORY_MB, QuickJsEngine } from './_engine.js'
 import type { QuickJsSandbox, QuickJsWasmModuleSource } from './_engine.js'
+import { SANDBOX_SOURCE } from './_sandbox-source.js'
 import { VmRun } from './_vm-run.js'
 
 export type { QuickJsWasmModuleSource } from './_engine.js'
@@ -179,7 +180,7 @@ class InlineRun {
  */
 export function createQuickJsRuntime(options: QuickJsRuntimeOptions = {}): QuickJsCodeRuntime {
   const resolved = readOptions(options)
-  const engine = new QuickJsEngine({ variant: resolved.variant, ...(resolved.wasmModule === undefined ? {} : { wasmModule: resolved.wasmModule }) })
+  const engine = new QuickJsEngine({ sandboxSource: SANDBOX_SOURCE, variant: resolved.variant, ...(resolved.wasmModule === undefined ? {} : { wasmModule: resolved.wasmModule }) })
   const runs = new Set<InlineRun>()
   let disposed = false
   const build = (): Promise<QuickJsSandbox> => engine.build(resolved.memoryMb)

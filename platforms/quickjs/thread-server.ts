@@ -118,7 +118,7 @@ export function serveSandboxThread(channel: SandboxThreadChannel, variant: Quick
       stop = new Int32Array(data.signals)
       busy = new Float64Array(data.signals)
     }
-    engine = new QuickJsEngine({ variant, ...(data.wasmModule === undefined ? {} : { wasmModule: data.wasmModule }) })
+    engine = new QuickJsEngine({ sandboxSource: data.sandboxSource, variant, ...(data.wasmModule === undefined ? {} : { wasmModule: data.wasmModule }) })
     void prebuild().then(() => channel.post({ type: 'ready' }))
   }
 

@@ -24,6 +24,8 @@ export interface SandboxThreadBoot {
   readonly wasmModule?: WebAssembly.Module
   /** The fixed memory of each sandbox, in MiB. */
   readonly memoryMb: number
+  /** The script installed in every sandbox before its program (the platform's `SANDBOX_SOURCE`): sent once, not bundled twice. */
+  readonly sandboxSource: string
   /**
    * {@link STOP_SLOT}: the id of a run the host wants stopped now, read by the VM's
    * interrupt handler; {@link BUSY_SLOT} and {@link SEGMENT_SLOT}: the current run's busy

@@ -112,6 +112,8 @@ export interface SandboxPlatform {
   spawn(): SandboxThread
   /** Loads the QuickJS wasm once for all threads; absent: each thread loads its own. */
   loadWasm?(): Promise<WebAssembly.Module>
+  /** The script installed in every sandbox (`platforms/quickjs/_sandbox-source.ts`), handed to each thread at boot. */
+  readonly sandboxSource: string
   /** Whether `SharedArrayBuffer` can be shared with threads here (false in pages that are not cross-origin isolated). */
   readonly sharedMemory: boolean
   /** Logical cores and total memory in MiB (`undefined` when the platform cannot tell). */
@@ -211,6 +213,7 @@ class PooledThread {
       const boot: SandboxThreadBoot = {
         type: 'boot',
         memoryMb: pool.options.memoryMb,
+        sandboxSource: pool.platform.sandboxSource,
         ...(wasmModule === undefined ? {} : { wasmModule }),
         ...(shared === undefined ? {} : { signals: shared }),
       }

@@ -15,6 +15,7 @@ import { createSandboxRuntimeOn } from '../../../src/code-runtime/sandbox-runtim
 import type { SandboxRuntime, SandboxRuntimeOptions, SandboxThread } from '../../../src/code-runtime/sandbox-runtime.js'
 import { ToolError } from '../../../src/errors.js'
 import { createSandboxRuntime } from '../../../platforms/node/index.js'
+import { SANDBOX_SOURCE } from '../../../platforms/quickjs/_sandbox-source.js'
 
 const root = fileURLToPath(new URL('../../..', import.meta.url))
 const created: SandboxRuntime[] = []
@@ -226,6 +227,7 @@ describe('the shared sandbox core, on threads a test can kill', () => {
     const url = new URL('../../../platforms/node/_sandbox-thread.mjs', import.meta.url)
     return {
       factory: 'test',
+      sandboxSource: SANDBOX_SOURCE,
       sharedMemory,
       machine: { cores: 2, memoryMb: undefined },
       spawn(): SandboxThread {
