@@ -178,13 +178,21 @@ async function main(): Promise<void> {
   await sandbox.warm()
   const contenders = [fromRuntime('toolyard sandbox (QuickJS in threads)', sandbox), bareWorker(), fromRuntime('QuickJS on the host thread', createQuickJsRuntime({ wasmModule }))]
   const figures = new Map(contenders.map((c) => [c.name, { cold: [] as number[], backToBack: [] as number[], call: [] as number[], parallel: [] as number[] }]))
-  for (const contender of contenders) await cold(contender) // warm-up: JIT, pools, prebuilt sandboxes
+  // Warm-up, untimed: the JIT of every thread's glue, the pools, the prebuilt sandboxes
+  // (a pooled runtime spreads sequential runs over its spare threads, so a few rounds).
+  for (const contender of contenders) {
+    await cold(contender)
+    for (let i = 0; i < 24; i++) await perCall(contender, 0)
+  }
   for (let round = 0; round < ROUNDS; round++) {
     for (const contender of contenders) {
       const f = figures.get(contender.name)!
       const c = await cold(contender)
       f.cold.push(c)
       f.backToBack.push(await cold(contender, 0))
+      // Let the sandboxes the cold runs left to rebuild (in threads, or on the host) finish first:
+      // a sub-call's figure should not pay for another run's start.
+      await sleep(100)
       f.call.push(await perCall(contender, c))
       f.parallel.push(await parallel(contender))
     }
