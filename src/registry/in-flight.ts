@@ -52,6 +52,8 @@ class InFlightRecord implements InFlight {
   readonly agent: ScopeKey | undefined
   readonly #onRelease: (record: InFlightRecord) => void
   #controller: AbortController | undefined
+  /** The caller's signal or our own, whichever fires first: the one thing that listens to the caller. */
+  #combined: AbortSignal | undefined
   #onAbort: (() => void) | undefined
   #disposed = false
   #disposeReason: unknown
@@ -80,9 +82,12 @@ class InFlightRecord implements InFlight {
       if (this.#caller.aborted) controller.abort(this.#caller.reason)
       else if (this.#disposed) controller.abort(this.#disposeReason)
       else if (!this.#released) {
-        const caller = this.#caller
-        this.#onAbort = () => controller.abort(caller.reason)
-        caller.addEventListener('abort', this.#onAbort, { once: true })
+        // AbortSignal.any follows the caller without adding a listener to it: a Code Mode
+        // run's signal is the caller of every sub-call, and one listener each would pile up
+        // (Node warns past ten). A released call stops following (see release()).
+        this.#combined = AbortSignal.any([this.#caller, controller.signal])
+        this.#onAbort = () => controller.abort(this.#caller.reason)
+        this.#combined.addEventListener('abort', this.#onAbort, { once: true })
       }
     }
     return this.#controller.signal
@@ -103,7 +108,8 @@ class InFlightRecord implements InFlight {
   release(): void {
     if (this.#released) return
     this.#released = true
-    if (this.#onAbort !== undefined) this.#caller.removeEventListener('abort', this.#onAbort)
+    if (this.#onAbort !== undefined) this.#combined?.removeEventListener('abort', this.#onAbort)
+    this.#combined = undefined
     this.#onRelease(this)
     const waiters = this.#waiters
     this.#waiters = undefined
