@@ -1,0 +1,67 @@
+import { relative } from 'node:path'
+import { BaseSequencer } from 'vitest/node'
+import type { TestSpecification } from 'vitest/node'
+import { defineConfig } from 'vitest/config'
+
+/**
+ * The test set StrykerJS runs for each mutant (stryker.config.mjs; docs/testing.md): the
+ * `node` project's suites, minus the ones below, without type tests (a `.test-d.ts` verdict
+ * is tsc's on the unmutated types) and without the other projects (browser, workerd, edge,
+ * e2e, dist: they test built artefacts or other runtimes).
+ *
+ * Left out, measured on the initial run's per-test coverage of the mutated folders:
+ * - node-runtime/worker.test.ts and platform-neutral.test.ts: they read the source files
+ *   (the generated-bundle drift check; the import scan), which Stryker has instrumented, so
+ *   they fail on every run. What they check is checked by `npm test`.
+ * - contract/quickjs.contract.test.ts (7 s): the same contract cases run here on the Node
+ *   worker and the Node sandbox; no mutant is covered by it alone.
+ * - quickjs/quickjs-runtime.test.ts (9 s): one mutant covered by it alone (a reserved word
+ *   in wire.ts), which code-runtime/wire.mutation.test.ts covers in milliseconds.
+ * - mcp/import.test.ts (5 s, spawns MCP servers) and quickjs/workerd-bundle.test.ts (2 s,
+ *   bundles the Worker): no mutant covered by them alone.
+ */
+const LEFT_OUT = [
+  'test/unit/node-runtime/worker.test.ts',
+  'test/unit/platform-neutral.test.ts',
+  'test/contract/quickjs.contract.test.ts',
+  'test/unit/quickjs/quickjs-runtime.test.ts',
+  'test/unit/mcp/import.test.ts',
+  'test/unit/quickjs/workerd-bundle.test.ts',
+]
+
+/**
+ * More files to leave out for one run, comma-separated globs: to measure what a suite
+ * contributes (`TOOLYARD_MUTATION_EXCLUDE='test/unit/http/overload.test.ts' npm run
+ * test:mutation -- --mutate …`), or to score the suite as it was before some tests.
+ */
+const EXTRA_LEFT_OUT = (process.env.TOOLYARD_MUTATION_EXCLUDE ?? '').split(',').map((glob) => glob.trim()).filter((glob) => glob !== '')
+
+/**
+ * Runs files that failed last time first, then the fastest: Stryker stops a mutant's run at
+ * its first failing test, so a mutant a quick suite kills never waits for a slow one.
+ */
+class FastFirstSequencer extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const cache = this.ctx.cache
+    const stats = (spec: TestSpecification) => cache.getFileTestResults(`${spec.project.name}:${relative(this.ctx.config.root, spec.moduleId)}`)
+    return [...files].sort((a, b) => {
+      const sa = stats(a)
+      const sb = stats(b)
+      if (Boolean(sa?.failed) !== Boolean(sb?.failed)) return sa?.failed ? -1 : 1
+      return (sa?.duration ?? 0) - (sb?.duration ?? 0)
+    })
+  }
+}
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts', 'src/**/*.test.ts', 'platforms/**/*.test.ts'],
+    exclude: ['test/dist/**', 'test/browser/**', 'test/edge/**', 'test/e2e/**', 'test/workerd/**', ...LEFT_OUT, ...EXTRA_LEFT_OUT],
+    environment: 'node',
+    // One module graph for all files of a run: a mutant's run then imports src/ once, not once per file.
+    isolate: false,
+    sequence: { sequencer: FastFirstSequencer },
+    testTimeout: 30_000,
+    hookTimeout: 30_000,
+  },
+})
