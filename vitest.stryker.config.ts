@@ -19,6 +19,13 @@ import { defineConfig } from 'vitest/config'
  *   in wire.ts), which code-runtime/wire.mutation.test.ts covers in milliseconds.
  * - mcp/import.test.ts (5 s, spawns MCP servers) and quickjs/workerd-bundle.test.ts (2 s,
  *   bundles the Worker): no mutant covered by them alone.
+ * - http/overload.test.ts (6 s: 400 concurrent 20 MB runs), hostile/hostile-programs.test.ts
+ *   (4 s) and code-mode/integration.test.ts (2 s, real workers): they reach most of the core,
+ *   so they were 2–3 s, 1–1.5 s and 0.5–0.7 s of the average mutant's covering tests in every
+ *   folder (the flood test alone 40–80 %). Covered by them alone: 13 mutants (the overload
+ *   refusal in http/_routes.ts), 3 (the in-flight call cap of host-session.ts) and none;
+ *   the first two are covered in milliseconds by http/routes.mutation.test.ts and
+ *   code-runtime/host-session.mutation.test.ts.
  */
 const LEFT_OUT = [
   'test/unit/node-runtime/worker.test.ts',
@@ -27,6 +34,9 @@ const LEFT_OUT = [
   'test/unit/quickjs/quickjs-runtime.test.ts',
   'test/unit/mcp/import.test.ts',
   'test/unit/quickjs/workerd-bundle.test.ts',
+  'test/unit/http/overload.test.ts',
+  'test/unit/hostile/hostile-programs.test.ts',
+  'test/unit/code-mode/integration.test.ts',
 ]
 
 /**

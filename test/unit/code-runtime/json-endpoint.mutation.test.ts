@@ -1,0 +1,122 @@
+/**
+ * The JSON-text endpoint of QuickJS sandboxes and the sandbox-thread protocol parser as
+ * units: what reaches the host session, adjusted or dropped, and why.
+ */
+import { describe, expect, it } from 'vitest'
+import type { CodeRunFailureKind } from '../../../src/code-runtime/contract.js'
+import { JsonWireEndpoint, isOutOfMemory, outOfMemoryMessage } from '../../../src/code-runtime/json-endpoint.js'
+import { BUSY_SLOT, SEGMENT_SLOT, SIGNALS_BYTES, STOP_SLOT, epochNow, parseThreadEvent } from '../../../src/code-runtime/sandbox-protocol.js'
+
+function endpoint(memoryMb = 64) {
+  const sent: string[] = []
+  const failures: Array<[CodeRunFailureKind, string]> = []
+  const received: unknown[] = []
+  const ep = new JsonWireEndpoint((json) => sent.push(json), (kind, message) => failures.push([kind, message]), memoryMb)
+  const listener = (event: { readonly data: unknown }) => received.push(event.data)
+  ep.addEventListener('message', listener)
+  return { ep, sent, failures, received, listener }
+}
+
+describe('JsonWireEndpoint', () => {
+  it('sends host messages as JSON text, and throws where JSON cannot carry a value', () => {
+    const { ep, sent } = endpoint()
+    ep.postMessage({ type: 'reply', id: 1, ok: true, value: [1, 'a'] })
+    expect(sent).toEqual(['{"type":"reply","id":1,"ok":true,"value":[1,"a"]}'])
+    expect(() => ep.postMessage({ type: 'reply', id: 2, ok: true, value: 1n })).toThrow(TypeError)
+  })
+
+  it('hands parsed messages to every listener, until removed; drops text that is not JSON', () => {
+    const { ep, received, listener } = endpoint()
+    const second: unknown[] = []
+    const other = (event: { readonly data: unknown }) => second.push(event.data)
+    ep.addEventListener('message', other)
+    ep.receive('{"type":"ready"}')
+    ep.receive('not json')
+    ep.receive('[1,2]')
+    ep.receive('7')
+    expect(received).toEqual([{ type: 'ready' }, [1, 2], 7])
+    expect(second).toEqual(received)
+    ep.removeEventListener('message', listener)
+    ep.removeEventListener('message', listener)
+    ep.receive('"after"')
+    expect(received).toHaveLength(3)
+    expect(second).toEqual([{ type: 'ready' }, [1, 2], 7, 'after'])
+  })
+
+  it('a listener removing itself does not skip the next one', () => {
+    const { ep } = endpoint()
+    const order: string[] = []
+    const first = () => {
+      order.push('first')
+      ep.removeEventListener('message', first)
+    }
+    ep.addEventListener('message', first)
+    ep.addEventListener('message', () => order.push('second'))
+    ep.receive('1')
+    expect(order).toEqual(['first', 'second'])
+  })
+
+  it('gives a call without arguments an own, enumerable args of undefined', () => {
+    const { ep, received } = endpoint()
+    ep.receive('{"type":"call","id":1,"global":"tools","name":"a"}')
+    const data = received[0] as Record<string, unknown>
+    expect(Object.getOwnPropertyDescriptor(data, 'args')).toEqual({ value: undefined, enumerable: true, writable: true, configurable: true })
+    ep.receive('{"type":"call","id":2,"global":"tools","name":"a","args":{"x":1}}')
+    expect((received[1] as Record<string, unknown>).args).toEqual({ x: 1 })
+    ep.receive('{"type":"log","id":3}')
+    expect(Object.hasOwn(received[2] as object, 'args')).toBe(false)
+  })
+
+  it('remaps the program frames of a done error, with or without a column', () => {
+    const { ep, received } = endpoint()
+    ep.receive(JSON.stringify({ type: 'done', error: { name: 'E', message: 'm', stack: 'at f (<input>:5:7)\nat g (<input>:3)\nat h (<input>:1:2)\nat native' } }))
+    expect((received[0] as { error: { stack: string } }).error.stack).toBe('at f (program.ts:3:7)\nat g (program.ts:1)\nat h (program.ts:1:2)\nat native')
+    ep.receive(JSON.stringify({ type: 'done', error: { name: 'E', message: 'm' } }))
+    expect((received[1] as { error: object }).error).toEqual({ name: 'E', message: 'm' })
+    ep.receive(JSON.stringify({ type: 'log', error: { stack: '<input>:5:7' } }))
+    expect((received[2] as { error: { stack: string } }).error.stack).toBe('<input>:5:7')
+  })
+
+  it('turns QuickJS’s out-of-memory error into a worker-exit failure naming the memory', () => {
+    const { ep, received, failures } = endpoint(32)
+    ep.receive(JSON.stringify({ type: 'done', error: { name: 'InternalError', message: 'out of memory' } }))
+    expect(failures).toEqual([['worker-exit', 'out of memory: the program exceeded the 32 MB memory of its QuickJS sandbox']])
+    expect(received).toEqual([])
+    ep.receive(JSON.stringify({ type: 'done', error: { name: 'InternalError', message: 'stack overflow' } }))
+    expect(received).toHaveLength(1)
+    expect(isOutOfMemory('InternalError', 'out of memory')).toBe(true)
+    expect(isOutOfMemory('Error', 'out of memory')).toBe(false)
+    expect(isOutOfMemory('InternalError', 'out of memory!')).toBe(false)
+    expect(outOfMemoryMessage(8)).toBe('out of memory: the program exceeded the 8 MB memory of its QuickJS sandbox')
+  })
+
+  it('reads only own fields: an inherited type or error changes nothing', () => {
+    const { ep, received } = endpoint()
+    ep.receive('{"__proto__":{"type":"call"},"id":1}')
+    expect(Object.hasOwn(received[0] as object, 'args')).toBe(false)
+  })
+})
+
+describe('the sandbox-thread protocol', () => {
+  it('parses the three thread events and nothing else', () => {
+    expect(parseThreadEvent({ type: 'ready', extra: 1 })).toEqual({ type: 'ready' })
+    expect(parseThreadEvent({ type: 'ended', run: 3 })).toEqual({ type: 'ended', run: 3 })
+    expect(parseThreadEvent({ type: 'ended', run: '3' })).toBeUndefined()
+    for (const kind of ['exception', 'timeout', 'abort', 'worker-exit'] as const) {
+      expect(parseThreadEvent({ type: 'failed', run: 1, kind, message: 'm' })).toEqual({ type: 'failed', run: 1, kind, message: 'm' })
+    }
+    expect(parseThreadEvent({ type: 'failed', run: 1, kind: 'overloaded', message: 'm' })).toBeUndefined()
+    expect(parseThreadEvent({ type: 'failed', run: 1, kind: 'timeout', message: 2 })).toBeUndefined()
+    expect(parseThreadEvent({ type: 'failed', run: 'x', kind: 'timeout', message: 'm' })).toBeUndefined()
+    expect(parseThreadEvent({ type: 'failed', run: 1, kind: 5, message: 'm' })).toBeUndefined()
+    for (const data of [null, undefined, 'ready', 1, {}, { type: 'boot' }]) expect(parseThreadEvent(data)).toBeUndefined()
+  })
+
+  it('lays the shared signals out as three 8-byte slots, and reads the epoch clock', () => {
+    expect([STOP_SLOT, BUSY_SLOT, SEGMENT_SLOT, SIGNALS_BYTES]).toEqual([0, 1, 2, 24])
+    const before = Date.now()
+    const now = epochNow()
+    expect(now).toBeGreaterThanOrEqual(before - 5)
+    expect(now).toBeLessThanOrEqual(Date.now() + 5)
+  })
+})
