@@ -15,7 +15,7 @@ export const SDK_TOOLS: SdkToolInput[] = [
         filters: { type: 'array', items: { oneOf: [{ type: 'string' }, { type: 'null' }] } },
         exact: { const: 3 },
         raw: {},
-        anything: { $ref: '#/x' },
+        anything: { $ref: '#/x' } as never,
       },
       required: ['query', 'dash-key'],
       additionalProperties: false,
