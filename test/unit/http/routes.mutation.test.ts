@@ -103,6 +103,15 @@ describe('describing tools, the SDK and the prompt', () => {
     expect((await app.request('/v1/sdk?language=python', { headers: AUTH })).headers.get('X-Toolyard-Sdk-Language')).toBe('python')
   })
 
+  it('every SDK variant’s ETag is the base64url SHA-256 of its bytes', async () => {
+    for (const query of ['', '?language=python', '?agent=alice', '?agent=alice&language=python']) {
+      const response = await app.request(`/v1/sdk${query}`, { headers: AUTH })
+      const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new Uint8Array(await response.arrayBuffer())))
+      const b64url = btoa(String.fromCharCode(...digest)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')
+      expect([query, response.headers.get('ETag')]).toEqual([query, `"sha256-${b64url}"`])
+    }
+  })
+
   it('the SDK renders each tool with its output schema', async () => {
     const text = await (await app.request('/v1/sdk', { headers: AUTH })).text()
     // echo's output schema is { text: string }: the SDK's return type names it.
