@@ -99,6 +99,7 @@ function platform(script: Script = {}, extra: Partial<SandboxPlatform> = {}) {
   const unrefs: unknown[] = []
   const p: SandboxPlatform = {
     factory: 'createSandboxRuntime',
+    sandboxSource: '/* the sandbox script */',
     sharedMemory: false,
     machine: { cores: 2, memoryMb: undefined },
     spawn: () => {
@@ -187,7 +188,7 @@ describe('threads and runs', () => {
     const runtime = createSandboxRuntimeOn(p, { prespawn: 3, maxConcurrentRuns: 2, memoryMb: 32 })
     expect(threads).toHaveLength(2)
     await runtime.warm()
-    expect(threads[0]!.posted[0]).toEqual({ type: 'boot', memoryMb: 32 })
+    expect(threads[0]!.posted[0]).toEqual({ type: 'boot', memoryMb: 32, sandboxSource: '/* the sandbox script */' })
     expect(runtime.load()).toEqual({ running: 0, queued: 0, threads: 2, maxConcurrentRuns: 2, maxQueuedRuns: 16 })
     await runtime.dispose()
     expect(threads.map((t) => t.terminated)).toEqual([1, 1])
@@ -463,7 +464,7 @@ describe('idle threads, wasm and disposal', () => {
       },
     })
     await retrying.warm()
-    expect(flaky.threads[0]!.posted[0]).toEqual({ type: 'boot', memoryMb: 64 })
+    expect(flaky.threads[0]!.posted[0]).toEqual({ type: 'boot', memoryMb: 64, sandboxSource: '/* the sandbox script */' })
     flaky.threads[0]!.exit('gone')
     await tick()
     await retrying.warm()
