@@ -11,7 +11,7 @@ import type { CodeRunResult } from '../../../src/code-runtime/contract.js'
 import { SANDBOX_DEFAULT_LIMITS, STOP_GRACE_MS, createSandboxRuntimeOn } from '../../../src/code-runtime/sandbox-runtime.js'
 import type { SandboxPlatform, SandboxRuntimeOptions, SandboxThread } from '../../../src/code-runtime/sandbox-runtime.js'
 import { BUSY_SLOT, STOP_SLOT } from '../../../src/code-runtime/sandbox-protocol.js'
-import { ToolError } from '../../../src/errors.js'
+import { refusalMessage } from '../../support/refusal.js'
 
 afterEach(() => {
   vi.useRealTimers()
@@ -126,14 +126,7 @@ const tick = async (n = 3) => {
 }
 
 function refusal(options: unknown, p = platform().platform): string | undefined {
-  try {
-    createSandboxRuntimeOn(p, options as SandboxRuntimeOptions)
-  } catch (error) {
-    expect(error).toBeInstanceOf(ToolError)
-    expect((error as ToolError).code).toBe('INVALID_OPTIONS')
-    return (error as Error).message
-  }
-  return undefined
+  return refusalMessage('INVALID_OPTIONS', () => createSandboxRuntimeOn(p, options as SandboxRuntimeOptions))
 }
 
 describe('options', () => {

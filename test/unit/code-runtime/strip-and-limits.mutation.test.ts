@@ -3,9 +3,9 @@
  * the model's line and column, and every bound of every option.
  */
 import { describe, expect, it } from 'vitest'
-import { ToolError } from '../../../src/errors.js'
 import { CODE_RUN_LIMIT_KEYS, DEFAULT_CODE_RUN_LIMITS, MAX_TIMER_MS, checkOptionsObject, integerOption, readCodeRunLimits } from '../../../src/code-runtime/limits.js'
 import { stripTypeScript } from '../../../src/code-runtime/strip.js'
+import { refusalMessage } from '../../support/refusal.js'
 
 const message = (program: string) => {
   const out = stripTypeScript(program)
@@ -61,16 +61,7 @@ describe('stripTypeScript', () => {
 })
 
 describe('code-run limits', () => {
-  const invalid = (fn: () => unknown): string | undefined => {
-    try {
-      fn()
-    } catch (error) {
-      expect(error).toBeInstanceOf(ToolError)
-      expect((error as ToolError).code).toBe('INVALID_OPTIONS')
-      return (error as Error).message
-    }
-    return undefined
-  }
+  const invalid = (fn: () => unknown): string | undefined => refusalMessage('INVALID_OPTIONS', fn)
 
   it('the defaults and the timer ceiling', () => {
     expect(DEFAULT_CODE_RUN_LIMITS).toEqual({ computeMs: 60_000, maxWallMs: 600_000, maxLogBytes: 65_536, maxValueBytes: 32_768 })

@@ -6,21 +6,14 @@ import { describe, expect, it } from 'vitest'
 import { createToolsApp } from '../../../src/http/index.js'
 import { bearerToken, digestsEqual, resolveAuthOptions, timingSafeEqualText } from '../../../src/http/auth.js'
 import { createToolRuntime } from '../../../src/registry/index.js'
-import { ToolError } from '../../../src/errors.js'
 import { TOKEN } from './fixtures.js'
+import { refusalMessage } from '../../support/refusal.js'
 
 const runtime = createToolRuntime()
 
 /** The message of the INVALID_OPTIONS error `fn` throws. */
 function refusal(fn: () => unknown): string | undefined {
-  try {
-    fn()
-  } catch (error) {
-    expect(error).toBeInstanceOf(ToolError)
-    expect((error as ToolError).code).toBe('INVALID_OPTIONS')
-    return (error as Error).message
-  }
-  return undefined
+  return refusalMessage('INVALID_OPTIONS', () => fn())
 }
 
 const app = (options: unknown, r: unknown = runtime) => refusal(() => createToolsApp(r as never, options as never))

@@ -3,19 +3,12 @@
  * refusal with the message an integrator reads.
  */
 import { describe, expect, it } from 'vitest'
-import { ToolError } from '../../../src/errors.js'
 import { DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_PARALLEL_SUB_CALLS, validateRuntimeOptions } from '../../../src/registry/options.js'
 import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
+import { refusalMessage } from '../../support/refusal.js'
 
 function refusal(options: unknown): string | undefined {
-  try {
-    validateRuntimeOptions(options)
-  } catch (error) {
-    expect(error).toBeInstanceOf(ToolError)
-    expect((error as ToolError).code).toBe('INVALID_OPTIONS')
-    return (error as Error).message
-  }
-  return undefined
+  return refusalMessage('INVALID_OPTIONS', () => validateRuntimeOptions(options))
 }
 
 describe('validateRuntimeOptions: the options in force', () => {

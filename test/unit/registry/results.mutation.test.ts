@@ -15,16 +15,10 @@ import {
   withContent,
   withContexts,
 } from '../../../src/registry/results.js'
+import { refusalMessage } from '../../support/refusal.js'
 
 function refusal(fn: () => unknown): string | undefined {
-  try {
-    fn()
-  } catch (error) {
-    expect(error).toBeInstanceOf(ToolError)
-    expect((error as ToolError).code).toBe('INVALID_JSON')
-    return (error as Error).message
-  }
-  return undefined
+  return refusalMessage('INVALID_JSON', () => fn())
 }
 
 describe('snapshotContent', () => {

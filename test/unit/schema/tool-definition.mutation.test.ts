@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest'
 import { SchemaError, ToolError } from '../../../src/errors.js'
 import { detachToolDefinition, readToolDefinition } from '../../../src/schema/tool-definition.js'
+import { refusalMessage } from '../../support/refusal.js'
 
 const render = () => [{ type: 'text' as const, text: '' }]
 const execute = () => null
@@ -17,14 +18,7 @@ const base = () => ({
 })
 
 function refusal(input: unknown, read = readToolDefinition): string | undefined {
-  try {
-    read(input)
-  } catch (error) {
-    expect(error).toBeInstanceOf(ToolError)
-    expect((error as ToolError).code).toBe('INVALID_DEFINITION')
-    return (error as Error).message
-  }
-  return undefined
+  return refusalMessage('INVALID_DEFINITION', () => read(input))
 }
 
 describe('readToolDefinition: refusals', () => {
