@@ -10,19 +10,12 @@ import { createToolRuntime } from '../../../src/registry/index.js'
 import type { PromptAssembly, ToolRuntimeOptions } from '../../../src/runtime-types.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
 import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
+import { thrownToolError } from '../../support/refusal.js'
 
 const tool = (name: string) =>
   defineTool({ name, description: `${name} tool`, parameters: {}, output: { schema: { type: 'null' }, render: () => [] }, execute: () => null })
 
-function failure(fn: () => unknown): { code: string; message: string } | undefined {
-  try {
-    fn()
-  } catch (error) {
-    expect(error).toBeInstanceOf(ToolError)
-    return { code: (error as ToolError).code, message: (error as Error).message }
-  }
-  return undefined
-}
+const failure = thrownToolError
 
 const make = (options: ToolRuntimeOptions = {}) => {
   const runtime = createToolRuntime(options)

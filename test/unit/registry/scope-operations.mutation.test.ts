@@ -8,19 +8,12 @@ import { ToolError } from '../../../src/errors.js'
 import { createToolRuntime } from '../../../src/registry/index.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
 import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
+import { thrownToolError } from '../../support/refusal.js'
 
 const tool = (name: string, description = `${name} tool`) =>
   defineTool({ name, description, parameters: {}, output: { schema: { type: 'null' }, render: () => [] }, execute: () => null })
 
-function failure(fn: () => unknown): { code: string; message: string } | undefined {
-  try {
-    fn()
-  } catch (error) {
-    expect(error).toBeInstanceOf(ToolError)
-    return { code: (error as ToolError).code, message: (error as Error).message }
-  }
-  return undefined
-}
+const failure = thrownToolError
 
 describe('registration', () => {
   it('refuses run_code, duplicates per layer, and a guard that is not a function', () => {
