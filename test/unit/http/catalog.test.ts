@@ -28,10 +28,6 @@ function large() {
   return fixture
 }
 
-async function errorCode(response: Response): Promise<unknown> {
-  return ((await response.json()) as { error: { code: string } }).error.code
-}
-
 describe('the budgeted SDK over HTTP', () => {
   it('GET /v1/sdk and GET /v1/prompt carry the same catalog form', async () => {
     const { app, runtime } = large()
@@ -79,12 +75,27 @@ describe('GET /v1/catalog/search', () => {
 
   it('checks q and limit (400 INVALID_REQUEST) and needs the token (401)', async () => {
     const { app } = large()
-    for (const path of ['/v1/catalog/search', '/v1/catalog/search?q=a&q=b', '/v1/catalog/search?q=a&limit=0', '/v1/catalog/search?q=a&limit=101', '/v1/catalog/search?q=a&limit=2.5', '/v1/catalog/search?q=a&limit=1&limit=2']) {
-      const response = await app.request(path, { headers: AUTH })
+    const limitMessage = 'limit must be an integer from 1 to 100'
+    for (const [path, message] of [
+      ['/v1/catalog/search', 'q must be given exactly once'],
+      ['/v1/catalog/search?q=a&q=b', 'q must be given exactly once'],
+      ['/v1/catalog/search?q=a&limit=0', limitMessage],
+      ['/v1/catalog/search?q=a&limit=101', limitMessage],
+      ['/v1/catalog/search?q=a&limit=2.5', limitMessage],
+      ['/v1/catalog/search?q=a&limit=-1', limitMessage],
+      ['/v1/catalog/search?q=a&limit=1&limit=2', 'limit must be given at most once'],
+    ]) {
+      const response = await app.request(path!, { headers: AUTH })
       expect(response.status, path).toBe(400)
-      expect(await errorCode(response), path).toBe('INVALID_REQUEST')
+      expect(await response.json(), path).toEqual({ error: { code: 'INVALID_REQUEST', message } })
     }
-    expect((await app.request('/v1/catalog/search?q=a&limit=100', { headers: AUTH })).status).toBe(200)
+    // Both ends of the range are accepted, and the limit is the number of hits.
+    for (const limit of [1, 100]) {
+      const response = await app.request(`/v1/catalog/search?q=invoice&limit=${limit}`, { headers: AUTH })
+      expect(response.status).toBe(200)
+      const hits = ((await response.json()) as { hits: unknown[] }).hits
+      expect(hits.length).toBe(Math.min(limit, BILLING.length))
+    }
     expect((await app.request('/v1/catalog/search?q=a')).status).toBe(401)
     expect((await app.request('/v1/catalog/search?q=a', { method: 'POST', headers: AUTH })).status).toBe(405)
   })

@@ -66,6 +66,14 @@ describe('createToolsApp: what it refuses, and why', () => {
     expect(app({ token: TOKEN, onError: {} })).toBe('createToolsApp: onError must be a function')
   })
 
+  it('approvals that are not a broker', () => {
+    const fn = () => undefined
+    for (const approvals of [null, 'broker', fn, {}, { pending: fn, decide: fn }, { pending: fn, subscribe: fn }, { decide: fn, subscribe: fn }, { pending: fn, decide: fn, subscribe: true }]) {
+      expect(app({ token: TOKEN, approvals })).toBe('createToolsApp: approvals must be a broker from createApprovalBroker()')
+    }
+    expect(app({ token: TOKEN, approvals: { pending: () => [], decide: fn, subscribe: () => fn } })).toBeUndefined()
+  })
+
   it('a body cap that is not a positive integer', () => {
     for (const maxBodyBytes of [0, -5, 2.5, '1024', Number.MAX_SAFE_INTEGER + 1]) expect(app({ token: TOKEN, maxBodyBytes })).toBe('createToolsApp: maxBodyBytes must be a positive integer')
     expect(app({ token: TOKEN, maxBodyBytes: 1 })).toBeUndefined()
