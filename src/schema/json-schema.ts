@@ -77,7 +77,9 @@ function kindName(kind: number): string {
       return 'array'
     case K_OBJECT:
       return 'object'
+    // Stryker disable next-line ConditionalExpression: unreachable, as the return below
     default:
+      // Stryker disable next-line StringLiteral: unreachable; a value that is not JSON (kind 0) never passes a node's mask, so it is reported as 'is not a JSON value' before any kind is named
       return 'a non-JSON value'
   }
 }
@@ -568,6 +570,7 @@ interface Task {
 }
 
 function describeType(node: CNode): string {
+  // Stryker disable next-line StringLiteral: unreachable; a node without a type accepts every JSON kind, so no type mismatch is ever described for it
   return node.typeName ?? 'JSON'
 }
 
@@ -725,6 +728,7 @@ function collect(root: CNode, value: unknown, maxViolations: number): SchemaViol
  */
 function collectOrGeneric(root: CNode, value: unknown, maxViolations: number): SchemaViolation[] {
   const violations = collect(root, value, maxViolations)
+  // Stryker disable next-line all: the defensive fallback for the fast and collecting passes disagreeing, which the ajv differential test (10,500 pairs a run) has never seen
   return violations.length > 0 ? violations : [{ path: '', message: 'does not match the schema' }]
 }
 

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { SchemaError } from '../../../src/errors.js'
-import { assertSupportedJsonSchema, compileJsonSchema } from '../../../src/schema/json-schema.js'
+import { assertObjectJsonSchema, assertSupportedJsonSchema, compileJsonSchema } from '../../../src/schema/json-schema.js'
 
 const CASES: ReadonlyArray<[unknown, unknown, { maxViolations: number } | undefined, ReadonlyArray<{ path: string; message: string }>]> = [
     [{ type: 'string' }, 1, undefined, [{"path":"","message":"expected string, got integer"}]],
@@ -32,6 +32,13 @@ const CASES: ReadonlyArray<[unknown, unknown, { maxViolations: number } | undefi
     [{ type: 'array', items: { type: 'string' } }, [1, 2, 3, 4], { maxViolations: 2 }, [{"path":"/0","message":"expected string, got integer"},{"path":"/1","message":"expected string, got integer"}]],
     [{ type: 'array', items: { type: 'string' } }, [1, 2], { maxViolations: 0 }, [{"path":"/0","message":"expected string, got integer"}]],
     [{ type: 'object', properties: { 'a/b~c': { type: 'string' } } }, { 'a/b~c': 1 }, undefined, [{"path":"/a~1b~0c","message":"expected string, got integer"}]],
+    // 40 characters of JSON are shown whole; 41 are cut to 37 and an ellipsis.
+    [{ enum: ['a'] }, 'x'.repeat(38), undefined, [{"path":"","message":"must be one of \"a\", got \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\""}]],
+    [{ enum: ['a'] }, 'x'.repeat(39), undefined, [{"path":"","message":"must be one of \"a\", got \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx…"}]],
+    // A node with both properties and oneOf: the oneOf verdict first, then every property's own violations, the first one included.
+    [{ type: 'object', properties: { a: { type: 'string' }, b: { type: 'array', items: { type: 'integer' } } }, oneOf: [{ type: 'object', required: ['x'] }, { type: 'object', required: ['y'] }] }, { a: 1, b: [1, 'two', 3.5] }, undefined, [{"path":"","message":"matches no oneOf branch (branch 0: /x: missing required property \"x\"; branch 1: /y: missing required property \"y\")"},{"path":"/a","message":"expected string, got integer"},{"path":"/b/1","message":"expected integer, got string"},{"path":"/b/2","message":"expected integer, got number"}]],
+    // A oneOf that matched exactly one branch is no violation, even while a sibling is reported.
+    [{ type: 'object', properties: { a: { oneOf: [{ type: 'string' }, { type: 'null' }] }, b: { type: 'integer' } } }, { a: 'x', b: 'no' }, undefined, [{"path":"/b","message":"expected integer, got string"}]],
 ]
 
 describe('compileJsonSchema: violations', () => {
@@ -64,6 +71,17 @@ describe('compileJsonSchema: violations', () => {
     const compiled = compileJsonSchema({ type: 'string' })
     expect(compileJsonSchema(compiled.schema)).toBe(compiled)
     expect(Object.isFrozen(compiled)).toBe(true)
+  })
+
+  it('assertObjectJsonSchema names /type when the root is not an object schema', () => {
+    expect(() => assertObjectJsonSchema({ type: 'object' })).not.toThrow()
+    try {
+      assertObjectJsonSchema({ type: 'string' })
+      expect.unreachable()
+    } catch (error) {
+      expect(error).toBeInstanceOf(SchemaError)
+      expect([(error as SchemaError).path, (error as Error).message]).toEqual(['/type', 'expected an object schema (type: "object") at /type'])
+    }
   })
 
   it('refuses a schema that is not lossless JSON, naming where', () => {
