@@ -172,14 +172,18 @@ function buildDefinition(spec: LooseToolSpec): ToolDefinition<LooseArgs, JsonVal
   const validated = new WeakSet<object>()
 
   const strict = (args: unknown): Args => {
-    if (typeof args === 'object' && args !== null && validated.has(args)) return args as Args
+    // WeakSet#has is false for a primitive: no type guard needed.
+    // Stryker disable next-line ConditionalExpression: a cache; forced false it re-validates with the same verdict
+    if (validated.has(args as object)) return args as Args
     const checked = checkArgs(compiled, args)
+    // Stryker disable next-line ConditionalExpression,LogicalOperator,EqualityOperator,StringLiteral: an object schema's arguments always snapshot to an object; the guard only keeps WeakSet#add from throwing
     if (typeof checked === 'object' && checked !== null) validated.add(checked)
     return checked as Args
   }
   const soft = (args: unknown): Args | undefined => {
     try {
-      if (typeof args === 'object' && args !== null && validated.has(args)) return args as Args
+      // Stryker disable next-line ConditionalExpression: a cache; forced false it re-validates with the same verdict
+      if (validated.has(args as object)) return args as Args
       return compiled.isValid(args) ? strict(args) : undefined
     } catch {
       // Soft validation never throws: presenters and classifiers get undefined for anything invalid.
