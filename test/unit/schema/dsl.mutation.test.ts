@@ -96,7 +96,9 @@ describe('refusals, with where', () => {
     expectRefusal(value({ type: 'array', items: null }), '/items', 'a schema spec must be an object')
     expectRefusal(params({ a: 'string' }), '/a', 'a schema spec must be an object')
     expectRefusal(params(['x']), '', 'properties must be a record of property specs')
-    expectRefusal(value({ type: 'object', additionalProperties: true, properties: [] }), '/properties', 'properties must be a record of property specs')
+    for (const properties of [[], 'ab', null, 3]) {
+      expectRefusal(value({ type: 'object', additionalProperties: true, properties }), '/properties', 'properties must be a record of property specs')
+    }
   })
 
   it('missing or unknown types, naming the raw keywords found', () => {
