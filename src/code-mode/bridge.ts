@@ -19,7 +19,7 @@ import type { CodeDispatchEvent, CodeDispatchStartEvent } from '../runtime-types
 import type { AdditionalContext, ToolExecutionMode, ToolExecutionResult, ToolRunContext } from '../types.js'
 import { catalogNamespace } from './catalog-bindings.js'
 import type { CodeModeRegistry, RunCodeArgs } from './registry-seam.js'
-import { prettyJson, utf8ByteLength } from './render-output.js'
+import { prettyJson, truncateToBytes, utf8ByteLength } from './render-output.js'
 import type { RunCodeOutput } from './render-output.js'
 
 /** The global name the binding namespace is exposed as inside a program. */
@@ -327,22 +327,6 @@ function overLimit(total: number, max: number): CodeRunFailedError {
     'exception',
     `the run's output (${total} bytes of logs and return value) exceeds maxOutputBytes (${max}); print or return less`,
   )
-}
-
-/** The longest prefix of `text` whose UTF-8 encoding fits in `maxBytes` (never splits a pair). */
-function truncateToBytes(text: string, maxBytes: number): string {
-  if (utf8ByteLength(text) <= maxBytes) return text
-  let bytes = 0
-  let i = 0
-  while (i < text.length) {
-    const c = text.charCodeAt(i)
-    const pair = c >= 0xd800 && c <= 0xdbff && i + 1 < text.length && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00
-    const size = c < 0x80 ? 1 : c < 0x800 ? 2 : pair ? 4 : 3
-    if (bytes + size > maxBytes) break
-    bytes += size
-    i += pair ? 2 : 1
-  }
-  return `${text.slice(0, i)}…`
 }
 
 /** Streams console lines to the registry while the run is live; a throwing sink is contained. */

@@ -9,6 +9,7 @@
  * @module
  */
 import type { JsonValue } from '../json/json-value.js'
+import { utf8Length } from '../code-runtime/render.js'
 
 /** The text the model sees when a run printed nothing and returned `undefined`. */
 export const RUN_CODE_NO_OUTPUT = '(run_code completed with no output)'
@@ -155,3 +156,23 @@ export function renderRunCodeOutput(value: RunCodeOutput): string {
 
 /** The UTF-8 byte length of `text` without encoding it (one implementation, shared with the code runtimes' caps). */
 export { utf8Length as utf8ByteLength } from '../code-runtime/render.js'
+
+/**
+ * The longest prefix of `text` whose UTF-8 encoding fits in `maxBytes` (never splits a
+ * surrogate pair; a lone surrogate counts as the 3 bytes of U+FFFD), with `…` appended
+ * when anything was cut; `text` itself when it fits.
+ */
+export function truncateToBytes(text: string, maxBytes: number): string {
+  if (utf8Length(text) <= maxBytes) return text
+  let bytes = 0
+  let i = 0
+  while (i < text.length) {
+    const c = text.charCodeAt(i)
+    const pair = c >= 0xd800 && c <= 0xdbff && i + 1 < text.length && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00
+    const size = c < 0x80 ? 1 : c < 0x800 ? 2 : pair ? 4 : 3
+    if (bytes + size > maxBytes) break
+    bytes += size
+    i += pair ? 2 : 1
+  }
+  return `${text.slice(0, i)}…`
+}
