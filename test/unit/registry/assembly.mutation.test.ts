@@ -11,6 +11,7 @@ import type { PromptAssembly, ToolRuntimeOptions } from '../../../src/runtime-ty
 import { defineTool } from '../../../src/schema/define-tool.js'
 import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
 import { thrownToolError } from '../../support/refusal.js'
+import { routeBackMessage } from '../../../src/registry/pipeline.js'
 
 const tool = (name: string) =>
   defineTool({ name, description: `${name} tool`, parameters: {}, output: { schema: { type: 'null' }, render: () => [] }, execute: () => null })
@@ -90,6 +91,16 @@ describe('the tool contribution of each mode', () => {
     const assembly = make({ mode: 'both', codeRuntime: createInProcessRuntime() }).assemble()
     expect(assembly.tools.map((t) => t.name)).toEqual(['b', 'a', 'run_code'])
     expect(assembly.sections.find((s) => s.id === 'tools:code-only')!.text).toBe('')
+  })
+
+  it('under code presentation a direct call is routed back to run_code, and an unknown name says so', async () => {
+    const runtime = make({ mode: 'code', codeRuntime: createInProcessRuntime() })
+    const call = (name: string) => runtime.execute({ callId: name, name, arguments: {}, signal: new AbortController().signal })
+    const routed = await call('a')
+    expect(routed.isError && routed.error).toEqual({ message: routeBackMessage('a'), info: { name: 'ToolError', code: 'UNKNOWN_TOOL' } })
+    expect(routeBackMessage('a')).toBe('only `run_code` is callable directly — call `a` from inside a `run_code` program instead')
+    const unknown = await call('nope')
+    expect(unknown.isError && unknown.error).toEqual({ message: 'unknown tool "nope"', info: { name: 'ToolError', code: 'UNKNOWN_TOOL' } })
   })
 
   it('registry sections come after a user section of the same order', () => {

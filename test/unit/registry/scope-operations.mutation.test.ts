@@ -196,7 +196,7 @@ describe('disposal', () => {
     expect(reasons[0]).toBeInstanceOf(ToolError)
     expect([(reasons[0] as ToolError).code, (reasons[0] as Error).message]).toEqual(['DISPOSED', 'agent scope "bob" was disposed'])
     const after = await agent.execute({ callId: 'd', name: 'wait', arguments: {}, signal: new AbortController().signal })
-    expect(after.isError && after.error.info?.code).toBe('DISPOSED')
+    expect(after.isError && after.error).toEqual({ message: 'agent scope "bob" is disposed', info: { name: 'ToolError', code: 'DISPOSED' } })
 
     const global = createToolRuntime()
     let go!: () => void
@@ -207,5 +207,7 @@ describe('disposal', () => {
     await global.dispose()
     expect((await call).isError).toBe(true)
     expect([(reasons[1] as ToolError).code, (reasons[1] as Error).message]).toEqual(['DISPOSED', 'the tool runtime was disposed'])
+    const later = await global.execute({ callId: 'h', name: 'wait', arguments: {}, signal: new AbortController().signal })
+    expect(later.isError && later.error).toEqual({ message: 'the tool runtime is disposed', info: { name: 'ToolError', code: 'DISPOSED' } })
   }, 5_000)
 })
