@@ -9,7 +9,7 @@
  * @module
  */
 import type { JsonValue } from '../json/json-value.js'
-import { utf8Length } from '../code-runtime/render.js'
+import { utf8Length, utf8Prefix } from '../code-runtime/render.js'
 
 /** The text the model sees when a run printed nothing and returned `undefined`. */
 export const RUN_CODE_NO_OUTPUT = '(run_code completed with no output)'
@@ -163,16 +163,5 @@ export { utf8Length as utf8ByteLength } from '../code-runtime/render.js'
  * when anything was cut; `text` itself when it fits.
  */
 export function truncateToBytes(text: string, maxBytes: number): string {
-  if (utf8Length(text) <= maxBytes) return text
-  let bytes = 0
-  let i = 0
-  while (i < text.length) {
-    const c = text.charCodeAt(i)
-    const pair = c >= 0xd800 && c <= 0xdbff && i + 1 < text.length && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00
-    const size = c < 0x80 ? 1 : c < 0x800 ? 2 : pair ? 4 : 3
-    if (bytes + size > maxBytes) break
-    bytes += size
-    i += pair ? 2 : 1
-  }
-  return `${text.slice(0, i)}…`
+  return utf8Length(text) <= maxBytes ? text : `${utf8Prefix(text, maxBytes)}…`
 }
