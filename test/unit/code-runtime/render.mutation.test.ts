@@ -34,6 +34,17 @@ describe('utf8Length and utf8Prefix', () => {
     expect(utf8Prefix('x\u07ff', 3)).toBe('x\u07ff')
     expect(utf8Prefix('x\u0800', 3)).toBe('x')
     expect(utf8Prefix('x\u007f', 2)).toBe('x\u007f')
+    expect(utf8Prefix('a\u0080z', 2)).toBe('a')
+    expect(utf8Prefix('a\u0080z', 3)).toBe('a\u0080')
+    // A pair is 4 bytes at both ends of the high-surrogate range; a high surrogate before
+    // anything but a low one, and a lone low surrogate, are 3 (U+FFFD).
+    for (const astral of ['\ud800\udc00', '\udbff\udfff']) {
+      expect(utf8Prefix(`a${astral}z`, 4)).toBe('a')
+      expect(utf8Prefix(`a${astral}z`, 5)).toBe(`a${astral}`)
+    }
+    expect(utf8Prefix('a\ud83dxy', 4)).toBe('a\ud83d')
+    expect(utf8Prefix('a\ud83dxy', 3)).toBe('a')
+    expect(utf8Prefix('a\ude00z', 4)).toBe('a\ude00')
     fc.assert(
       fc.property(fc.string({ unit: 'binary', maxLength: 10 }), fc.integer({ min: 0, max: 40 }), (text, budget) => {
         const prefix = utf8Prefix(text, budget)
