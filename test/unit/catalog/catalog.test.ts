@@ -128,7 +128,7 @@ describe('createCatalog: empty and odd queries', () => {
     expect(query.length).toBe(10_240)
     const start = performance.now()
     expect(names(query, 1)).toEqual(['storage_delete_bucket'])
-    expect(performance.now() - start).toBeLessThan(250)
+    expect(performance.now() - start).toBeLessThan(1_000) // a bound, not a speed target: the margin absorbs machine load (bench:catalog prints the figure)
     const letters = (n: number): string => (n < 26 ? '' : letters(Math.floor(n / 26) - 1)) + String.fromCharCode(97 + (n % 26))
     const noise = Array.from({ length: 2_000 }, (_, i) => `zq${letters(i)}`).join(' ')
     expect(catalog.search(noise)).toEqual([])
@@ -198,6 +198,6 @@ describe('closest: did you mean', () => {
   it('stays bounded for a very long name', () => {
     const start = performance.now()
     expect(catalog.closest('x'.repeat(100_000))).toEqual([])
-    expect(performance.now() - start).toBeLessThan(250)
+    expect(performance.now() - start).toBeLessThan(1_000) // a bound, not a speed target: the margin absorbs machine load (bench:catalog prints the figure)
   })
 })

