@@ -45,10 +45,14 @@ export interface PipelineCore {
   readonly calls: InFlightCalls
 }
 
-/** What a dispatch (wrappers + body) produced. */
+/**
+ * What a dispatch (wrappers + body) produced. A value says whether the body ran, because a
+ * cancellation that arrives later turns it into ABORTED or ABORTED_BEFORE_DISPATCH; a
+ * failure already names which of the two it is.
+ */
 export type DispatchOutcome =
   | { readonly kind: 'value'; readonly value: unknown; readonly bodyInvoked: boolean }
-  | { readonly kind: 'failure'; readonly result: ToolFailure; readonly bodyInvoked: boolean }
+  | { readonly kind: 'failure'; readonly result: ToolFailure }
 
 /** The execution input as read once: either usable, or why not. */
 interface ParsedInput {

@@ -196,22 +196,21 @@ class Dispatch {
 
   /** Classifies what the wrapper chain rejected with. */
   #failed(error: unknown): DispatchOutcome {
-    const bodyInvoked = this.#bodyInvoked
     const contexts = [...this.#contexts]
     if (this.#abortSentinel !== undefined && error === this.#abortSentinel) {
-      const result = bodyInvoked ? failure('ABORTED', ABORTED_MESSAGE, contexts) : failure('ABORTED_BEFORE_DISPATCH', ABORTED_BEFORE_MESSAGE, contexts)
-      return { kind: 'failure', result, bodyInvoked }
+      const result = this.#bodyInvoked ? failure('ABORTED', ABORTED_MESSAGE, contexts) : failure('ABORTED_BEFORE_DISPATCH', ABORTED_BEFORE_MESSAGE, contexts)
+      return { kind: 'failure', result }
     }
     if (this.#bodyErrors.includes(error)) {
       // A body that rejects with the caller's own abort reason acknowledged the cancellation.
-      if (this.#life.aborted && error === this.#life.reason) return { kind: 'failure', result: failure('ABORTED', ABORTED_MESSAGE, contexts), bodyInvoked }
-      return { kind: 'failure', result: failureFromError(error, 'TOOL_FAILED', contexts), bodyInvoked }
+      if (this.#life.aborted && error === this.#life.reason) return { kind: 'failure', result: failure('ABORTED', ABORTED_MESSAGE, contexts) }
+      return { kind: 'failure', result: failureFromError(error, 'TOOL_FAILED', contexts) }
     }
     if (error instanceof ToolError && error.code === 'TOOL_TIMEOUT') {
-      return { kind: 'failure', result: failure('TOOL_TIMEOUT', messageOf(error), contexts, error.name), bodyInvoked }
+      return { kind: 'failure', result: failure('TOOL_TIMEOUT', messageOf(error), contexts, error.name) }
     }
     const result = failure('WRAPPER_FAILED', `a tools/execute wrapper failed: ${messageOf(error)}`, contexts, toErrorData(error).name)
-    return { kind: 'failure', result, bodyInvoked }
+    return { kind: 'failure', result }
   }
 }
 

@@ -54,7 +54,8 @@ function materialize(registered: RegisteredTool, args: unknown, raw: unknown, to
 function cancelSuccess(call: PipelineCall, result: ToolExecutionResult): ToolExecutionResult {
   if (result.isError || !call.life.aborted) return result
   const contexts = result.additionalContexts ?? []
-  return call.outcome?.bodyInvoked === true
+  const outcome = call.outcome
+  return outcome?.kind === 'value' && outcome.bodyInvoked
     ? failure('ABORTED', ABORTED_MESSAGE, contexts)
     : failure('ABORTED_BEFORE_DISPATCH', ABORTED_BEFORE_MESSAGE, contexts)
 }

@@ -158,9 +158,10 @@ async function dispatchStage(call: PipelineCall): Promise<StageAnswer> {
     })
   } catch (error) {
     // Only a scheduler that abandoned the call (or broke after starting it) gets here.
-    call.outcome = started
-      ? { kind: 'failure', result: failureFromError(error, 'TOOL_FAILED', call.toolContexts), bodyInvoked: true }
-      : { kind: 'failure', result: failure('ABORTED_BEFORE_DISPATCH', ABORTED_BEFORE_MESSAGE), bodyInvoked: false }
+    call.outcome = {
+      kind: 'failure',
+      result: started ? failureFromError(error, 'TOOL_FAILED', call.toolContexts) : failure('ABORTED_BEFORE_DISPATCH', ABORTED_BEFORE_MESSAGE),
+    }
   }
   const pending = sched.beforeTail()
   if (pending !== undefined) await pending

@@ -67,3 +67,61 @@ describe('the pipeline on its own (no createToolRuntime)', () => {
     expect(turns).toEqual(['beforePolicy', 'afterPolicy', 'dispatch', 'beforeTail', 'afterTail'])
   })
 })
+
+describe('the pipeline when its collaborators break (never rejects, says what happened)', () => {
+  const turns = (dispatch: <T>(task: () => Promise<T>) => Promise<T>) => ({
+    beforePolicy: async () => {},
+    afterPolicy: () => {},
+    dispatch,
+    beforeTail: async () => {},
+    afterTail: () => {},
+  })
+
+  it('a scheduler that abandons a call before starting it: ABORTED_BEFORE_DISPATCH, the body never ran', async () => {
+    const c = core()
+    let ran = false
+    c.layers.add(undefined, detachToolDefinition(echoTool('echo', () => ((ran = true), 'ran'))))
+    const result = await executePipeline(c, call('echo'), turns(() => Promise.reject(new Error('batch cancelled'))))
+    expect(result).toMatchObject({ isError: true, error: { info: { code: 'ABORTED_BEFORE_DISPATCH' } } })
+    expect(ran).toBe(false)
+  })
+
+  it('a scheduler that breaks after starting the body: TOOL_FAILED with its message and the body\'s deferred contexts', async () => {
+    const c = core()
+    c.layers.add(undefined, detachToolDefinition(echoTool('echo', (_args, run) => (run.deferContext({ source: 'echo', content: 'kept' }), 'ran'))))
+    const result = await executePipeline(
+      c,
+      call('echo'),
+      turns(async (task) => {
+        await task()
+        throw new Error('scheduler lost its place')
+      }),
+    )
+    expect(result).toMatchObject({ isError: true, error: { message: 'scheduler lost its place', info: { code: 'TOOL_FAILED' } } })
+    expect(result.additionalContexts).toEqual([{ source: 'echo', content: 'kept' }])
+  })
+
+  it('a hook bus that throws where nothing should: TOOL_FAILED "internal pipeline error", nothing left in flight', async () => {
+    const c = core()
+    c.layers.add(undefined, detachToolDefinition(echoTool('echo')))
+    const hooks = c.hooks
+    const broken = { ...hooks, preExecute: hooks.preExecute, execute: hooks.execute, postExecute: hooks.postExecute, result: { list: () => { throw new Error('bus is gone') } } }
+    const result = await executePipeline({ ...c, hooks: broken as unknown as HookBus }, call('echo', { text: 'hi' }))
+    expect(result).toMatchObject({ isError: true, error: { message: 'internal pipeline error: bus is gone', info: { code: 'TOOL_FAILED' } } })
+    expect(c.calls.liveTokens.size).toBe(0)
+  })
+
+  it('the execution a listener sees has own keys only for what the call has (a spread or JSON copy keeps deadline)', async () => {
+    const c = core()
+    c.layers.add(undefined, detachToolDefinition(echoTool('echo')))
+    const keys: string[][] = []
+    c.hooks.preExecute.add((d, execution) => (keys.push(Object.keys(execution).sort()), d), undefined)
+    await executePipeline(c, call('echo'))
+    const deadline = Date.now() + 60_000
+    await executePipeline(c, call('echo', {}, { deadline }))
+    await executePipeline(c, call('echo', {}, { agent: 'a1' }))
+    expect(keys[0]).toEqual(['arguments', 'callId', 'name', 'signal', 'token'])
+    expect(keys[1]).toEqual(['arguments', 'callId', 'deadline', 'name', 'signal', 'token'])
+    expect(keys[2]).toEqual(['agent', 'arguments', 'callId', 'name', 'signal', 'token'])
+  })
+})
