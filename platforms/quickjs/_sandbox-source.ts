@@ -69,6 +69,26 @@ var __toolyardSandbox = (() => {
     }
     return bytes;
   }
+  function utf8Prefix(text, maxBytes) {
+    let bytes = 0;
+    let i = 0;
+    while (i < text.length) {
+      const c = text.charCodeAt(i);
+      let size = c < 128 ? 1 : c < 2048 ? 2 : 3;
+      let units = 1;
+      if (c >= 55296 && c <= 56319 && i + 1 < text.length) {
+        const next = text.charCodeAt(i + 1);
+        if (next >= 56320 && next <= 57343) {
+          size = 4;
+          units = 2;
+        }
+      }
+      if (bytes + size > maxBytes) break;
+      bytes += size;
+      i += units;
+    }
+    return text.slice(0, i);
+  }
   function describeOwn(value, key) {
     try {
       return Object.getOwnPropertyDescriptor(value, key);
@@ -319,6 +339,53 @@ var __toolyardSandbox = (() => {
     }
     return total > limit ? limit + 1 : total;
   }
+  var MAX_VALUE_DEPTH = 100;
+  function deepValueText(value, maxBytes) {
+    const mark = \`… [value rendered as text: nested deeper than \${MAX_VALUE_DEPTH} levels]\`;
+    const room = Math.max(0, maxBytes - utf8Length(mark));
+    return utf8Prefix(renderValue(value, { maxLength: Math.min(room, 1e6) + 1, maxDepth: 32 }), room) + mark;
+  }
+  function nestsDeeperThan(value, limit) {
+    const isContainer = (v) => typeof v === "object" && v !== null;
+    if (!isContainer(value)) return false;
+    const deepest = /* @__PURE__ */ new Map();
+    const onPath = /* @__PURE__ */ new Set();
+    const stack = [{ value, depth: 0 }];
+    while (stack.length > 0) {
+      const entry = stack.pop();
+      if ("leave" in entry) {
+        onPath.delete(entry.leave);
+        continue;
+      }
+      const { value: v, depth } = entry;
+      if (onPath.has(v)) continue;
+      if (ArrayBuffer.isView(v) || v instanceof ArrayBuffer || v instanceof Date || v instanceof RegExp) continue;
+      if (depth >= limit) return true;
+      const before = deepest.get(v);
+      if (before !== void 0 && before >= depth) continue;
+      deepest.set(v, depth);
+      onPath.add(v);
+      stack.push({ leave: v });
+      const below = depth + 1;
+      try {
+        if (v instanceof Map) {
+          for (const [k, item] of Map.prototype.entries.call(v)) {
+            if (isContainer(k)) stack.push({ value: k, depth: below });
+            if (isContainer(item)) stack.push({ value: item, depth: below });
+          }
+        } else if (v instanceof Set) {
+          for (const item of Set.prototype.values.call(v)) if (isContainer(item)) stack.push({ value: item, depth: below });
+        } else {
+          for (const key of Object.keys(v)) {
+            const desc = describeOwn(v, key);
+            if (desc !== void 0 && isContainer(desc.value)) stack.push({ value: desc.value, depth: below });
+          }
+        }
+      } catch {
+      }
+    }
+    return false;
+  }
 
   // src/code-runtime/wire.ts
   var PROGRAM_SOURCE_URL = "program.ts";
@@ -504,6 +571,10 @@ var __toolyardSandbox = (() => {
           post(envelope({ type: "done", value: renderValue(value, { maxLength: valueLimit + 1, maxDepth: 32 }), rendered: true, oversized: true }));
           return;
         }
+        if (nestsDeeperThan(value, MAX_VALUE_DEPTH)) {
+          post(envelope({ type: "done", value: deepValueText(value, valueLimit) }));
+          return;
+        }
         let json;
         try {
           json = jsonStringify(value, strictJson);
@@ -551,6 +622,10 @@ var __toolyardSandbox = (() => {
     const makeBinding = (global, name, variadic) => {
       const binding = (...given) => new PromiseCtor((resolve, reject) => {
         const args = variadic ? given : given[0];
+        if (nestsDeeperThan(args, MAX_VALUE_DEPTH)) {
+          reject(new TypeError(\`\${global}.\${name}: the arguments cannot be sent to the host (they nest deeper than \${MAX_VALUE_DEPTH} levels; flatten them)\`));
+          return;
+        }
         const id = nextId++;
         pendingSet(id, { resolve, reject });
         try {

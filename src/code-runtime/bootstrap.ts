@@ -15,7 +15,7 @@
  */
 import type { CodeLogLevel } from './contract.js'
 import { ToolCallError } from '../errors.js'
-import { measureValueBytes, renderValue, utf8Length } from './render.js'
+import { deepValueText, MAX_VALUE_DEPTH, measureValueBytes, nestsDeeperThan, renderValue, utf8Length } from './render.js'
 import { MAX_ERROR_TEXT, PROGRAM_SOURCE_URL } from './wire.js'
 import type { WireEndpoint, WireErrorData, WireNamespace } from './wire.js'
 
@@ -264,6 +264,11 @@ export function startBootstrap(endpoint: WireEndpoint, options: BootstrapOptions
         post(envelope({ type: 'done', value: renderValue(value, { maxLength: valueLimit + 1, maxDepth: 32 }), rendered: true, oversized: true }))
         return
       }
+      // Deep nesting would overflow the host's recursion (its message deserializer first).
+      if (nestsDeeperThan(value, MAX_VALUE_DEPTH)) {
+        post(envelope({ type: 'done', value: deepValueText(value, valueLimit) }))
+        return
+      }
       // The result goes back to a model as JSON on every runtime: a value JSON cannot
       // carry fails the run, naming why, instead of arriving as something else.
       let json: string | undefined
@@ -321,6 +326,10 @@ export function startBootstrap(endpoint: WireEndpoint, options: BootstrapOptions
     const binding = (...given: unknown[]): Promise<unknown> =>
       new PromiseCtor<unknown>((resolve, reject) => {
         const args = variadic ? given : given[0]
+        if (nestsDeeperThan(args, MAX_VALUE_DEPTH)) {
+          reject(new TypeError(`${global}.${name}: the arguments cannot be sent to the host (they nest deeper than ${MAX_VALUE_DEPTH} levels; flatten them)`))
+          return
+        }
         const id = nextId++
         pendingSet(id, { resolve, reject })
         try {

@@ -18,7 +18,7 @@ import type {
 } from './contract.js'
 import { ToolCallError, toErrorData } from '../errors.js'
 import type { CodeRunLimits } from './limits.js'
-import { measureValueBytes, renderValue, utf8Length, utf8Prefix } from './render.js'
+import { deepValueText, MAX_VALUE_DEPTH, measureValueBytes, nestsDeeperThan, renderValue, utf8Length, utf8Prefix } from './render.js'
 import { invalidGlobalName, parseWorkerMessage, PROGRAM_SOURCE_URL } from './wire.js'
 import type { HostMessage, WireEndpoint, WireErrorData, WireListener, WireNamespace } from './wire.js'
 
@@ -32,6 +32,7 @@ export const METER_POLL_MS = 10
  * grows the HOST's heap until it dies. Ten thousand concurrent calls stay well inside it.
  */
 export const MAX_INFLIGHT_CALLS = 50_000
+
 
 /** A request checked and snapshotted at `run()` time (host mutations later change nothing). */
 export interface PreparedRun {
@@ -329,6 +330,11 @@ export class CodeRunSession {
       this.#reply({ type: 'reply', id, ok: false, message: `unknown binding ${global}[${JSON.stringify(name)}]` })
       return
     }
+    // The bootstrap refuses these inside the program; a worker that sends them anyway is refused here.
+    if (nestsDeeperThan(args, MAX_VALUE_DEPTH)) {
+      this.#reply({ type: 'reply', id, ok: false, message: `the arguments nest deeper than ${MAX_VALUE_DEPTH} levels; flatten them` })
+      return
+    }
     const options: CodeBindingCallOptions = {
       signal: this.signal,
       deadline: Date.now() + Math.max(0, this.#limits.maxWallMs - this.wallElapsedMs()),
@@ -376,7 +382,8 @@ export class CodeRunSession {
 
   #cappedValue(value: unknown, oversized: boolean): unknown {
     const max = this.#limits.maxValueBytes
-    if (!oversized && measureValueBytes(value, max) <= max) return value
+    const fits = !oversized && measureValueBytes(value, max) <= max
+    if (fits) return nestsDeeperThan(value, MAX_VALUE_DEPTH) ? deepValueText(value, max) : value
     if (oversized && typeof value === 'string') return `${utf8Prefix(value, max)}… [value truncated: larger than maxValueBytes of ${max} bytes]`
     const text = renderValue(value, { maxLength: max + 1, maxDepth: 32 })
     return `${utf8Prefix(text, max)}… [value truncated: larger than maxValueBytes of ${max} bytes]`

@@ -352,3 +352,77 @@ export function measureValueBytes(value: unknown, limit: number): number {
   }
   return total > limit ? limit + 1 : total
 }
+
+/**
+ * The deepest nesting a program's value may have when it enters the host (a binding
+ * call's arguments, the run's value). Real data rarely nests 20 levels; the host's own
+ * recursion (`JSON.stringify` in an HTTP response, `structuredClone` and its
+ * deserializer, validators, a tool's body) overflows a few thousand levels down, and a
+ * program builds such a value in one line. The bootstrap refuses deeper arguments inside
+ * the program and sends a deeper value as {@link deepValueText}; the host checks both again.
+ */
+export const MAX_VALUE_DEPTH = 100
+
+/**
+ * What a value nested deeper than {@link MAX_VALUE_DEPTH} becomes: its text rendering,
+ * cut so that it and its mark fit in `maxBytes` UTF-8 bytes.
+ */
+export function deepValueText(value: unknown, maxBytes: number): string {
+  const mark = `… [value rendered as text: nested deeper than ${MAX_VALUE_DEPTH} levels]`
+  const room = Math.max(0, maxBytes - utf8Length(mark))
+  return utf8Prefix(renderValue(value, { maxLength: Math.min(room, 1_000_000) + 1, maxDepth: 32 }), room) + mark
+}
+
+/**
+ * True when `value` nests containers (objects, arrays, maps, sets) more than `limit`
+ * levels deep: `1` is 0 levels, `[1]` one, `[[1]]` two. A cycle adds no depth (JSON
+ * refuses cycles elsewhere, naming them). Iterative and bounded: a container is walked
+ * again only when reached deeper than before, and never past `limit`; reads only own
+ * data properties, so it never runs code a value owns.
+ *
+ * Why it exists: see {@link MAX_VALUE_DEPTH}.
+ */
+export function nestsDeeperThan(value: unknown, limit: number): boolean {
+  const isContainer = (v: unknown): v is object => typeof v === 'object' && v !== null
+  if (!isContainer(value)) return false
+  const deepest = new Map<object, number>()
+  const onPath = new Set<object>()
+  // A `leave` entry is popped after the container's children: the container is then off the path.
+  const stack: Array<{ readonly value: object; readonly depth: number } | { readonly leave: object }> = [{ value, depth: 0 }]
+  while (stack.length > 0) {
+    const entry = stack.pop()!
+    if ('leave' in entry) {
+      onPath.delete(entry.leave)
+      continue
+    }
+    const { value: v, depth } = entry
+    if (onPath.has(v)) continue
+    if (ArrayBuffer.isView(v) || v instanceof ArrayBuffer || v instanceof Date || v instanceof RegExp) continue
+    // `v` is a container at `depth`, so the value nests at least depth + 1 levels.
+    if (depth >= limit) return true
+    const before = deepest.get(v)
+    if (before !== undefined && before >= depth) continue
+    deepest.set(v, depth)
+    onPath.add(v)
+    stack.push({ leave: v })
+    const below = depth + 1
+    try {
+      if (v instanceof Map) {
+        for (const [k, item] of Map.prototype.entries.call(v) as Iterable<[unknown, unknown]>) {
+          if (isContainer(k)) stack.push({ value: k, depth: below })
+          if (isContainer(item)) stack.push({ value: item, depth: below })
+        }
+      } else if (v instanceof Set) {
+        for (const item of Set.prototype.values.call(v) as Iterable<unknown>) if (isContainer(item)) stack.push({ value: item, depth: below })
+      } else {
+        for (const key of Object.keys(v)) {
+          const desc = describeOwn(v, key)
+          if (desc !== undefined && isContainer(desc.value)) stack.push({ value: desc.value, depth: below })
+        }
+      }
+    } catch {
+      // An unreadable container adds no depth; the values it did yield are still walked.
+    }
+  }
+  return false
+}

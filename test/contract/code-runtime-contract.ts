@@ -142,6 +142,18 @@ export function describeCodeRuntimeContract(
         }
       })
 
+      it('a value nested deeper than 100 levels comes back as marked text (the host recurses over values); 100 levels come back as they are', async () => {
+        const nest = (levels: number) => `let v: unknown = 1\nfor (let i = 0; i < ${levels}; i++) v = i % 2 ? [v] : { v }\nreturn v`
+        const deep = await run(nest(1_000))
+        expect(deep.error).toBeUndefined()
+        expect(deep.value).toMatch(/^\[?\{ v: .*… \[value rendered as text: nested deeper than 100 levels\]$/)
+        const limit = (await value(nest(100))) as unknown
+        let levels = 0
+        for (let v = limit; typeof v === 'object' && v !== null; v = Array.isArray(v) ? v[0] : (v as { v: unknown }).v) levels++
+        expect(levels).toBe(100)
+        expect(await run(nest(101))).toMatchObject({ value: expect.stringMatching(/nested deeper than 100 levels\]$/) })
+      })
+
       it('values cross with JSON semantics everywhere (toJSON applies)', async () => {
         expect(await value('return { d: new Date(0), z: -0, nested: { u: undefined, k: 1 } }')).toEqual({ d: '1970-01-01T00:00:00.000Z', z: 0, nested: { k: 1 } })
       })
@@ -229,6 +241,19 @@ export function describeCodeRuntimeContract(
         })
         expect(received).toEqual([{ n: 1, list: [1, 'two'], deep: { x: null } }, 7])
         expect(result.value).toEqual({ r: { got: { n: 1, list: [1, 'two'], deep: { x: null } } }, again: { got: 7 } })
+      })
+
+      it('arguments nested deeper than 100 levels are refused, catchably, and the binding never runs', async () => {
+        const received: unknown[] = []
+        const echo = async (args: unknown) => (received.push(args), 'ok')
+        const v = await value(
+          'const nest = (n: number) => { let v: unknown = 1; for (let i = 0; i < n; i++) v = [v]; return v }\n' +
+            'const fits = await tools.echo(nest(100))\n' +
+            'try { await tools.echo(nest(101)) } catch (e) { return [fits, e instanceof TypeError, e.message] }',
+          { echo },
+        )
+        expect(v).toEqual(['ok', true, 'tools.echo: the arguments cannot be sent to the host (they nest deeper than 100 levels; flatten them)'])
+        expect(received).toHaveLength(1)
       })
 
       it('a host rejection is catchable as an Error with its message', async () => {

@@ -253,6 +253,16 @@ describe('CodeRunSession: outcomes', () => {
     expect((await exact.session.result).value).toBe('abcdefgh')
   })
 
+  it('a value the sandbox sent nested deeper than 100 levels anyway is rendered as text, within the cap', async () => {
+    let deep: unknown = 1
+    for (let i = 0; i < 150; i++) deep = [deep]
+    const s = scripted({ limits: { maxValueBytes: 1_000 } })
+    s.session.start()
+    s.send({ type: 'done', value: deep })
+    expect((await s.session.result).value).toBe(`${'['.repeat(32)}[Array]${']'.repeat(32)}… [value rendered as text: nested deeper than 100 levels]`)
+
+  })
+
   it('the first outcome wins; later messages and failures change nothing', async () => {
     const s = scripted()
     s.session.start()
@@ -334,6 +344,26 @@ describe('CodeRunSession: logs', () => {
 })
 
 describe('CodeRunSession: binding calls', () => {
+  it('refuses arguments a sandbox sent nested deeper than 100 levels anyway; the binding never runs', async () => {
+    const received: unknown[] = []
+    const s = scripted({ functions: { echo: async (args) => (received.push(args), 'ok') } })
+    s.session.start()
+    const nest = (levels: number) => {
+      let v: unknown = 1
+      for (let i = 0; i < levels; i++) v = { v }
+      return v
+    }
+    s.send(call(1, 'echo', nest(101)))
+    s.send(call(2, 'echo', nest(100)))
+    await s.session.bindingsSettled()
+    await turn()
+    expect(s.posted.slice(1)).toEqual([
+      { type: 'reply', id: 1, ok: false, message: 'the arguments nest deeper than 100 levels; flatten them' },
+      { type: 'reply', id: 2, ok: true, value: 'ok' },
+    ])
+    expect(received).toHaveLength(1)
+  })
+
   it('replies with the value, or the error with its tool name', async () => {
     const seen: CodeBindingCallOptions[] = []
     const s = scripted({

@@ -42,6 +42,16 @@ describe('POST /v1/run (JSON)', () => {
     expect(result.isError && result.error.info?.code).toBe('CODE_RUN_FAILED')
   })
 
+  it('answers a program whose value nests thousands of levels (the response is built by recursive JSON.stringify)', async () => {
+    const { app } = createFixture({ mode: 'both', codeRuntime })
+    const code = 'let v: unknown = 1\nfor (let i = 0; i < 5_000; i++) v = [v]\nreturn v'
+    const response = await app.request('/v1/run', runInit({ code, description: 'deep' }))
+    expect(response.status).toBe(200)
+    const result = (await response.json()) as ToolExecutionResult
+    expect(result.isError).toBe(false)
+    if (!result.isError) expect((result.value as { result: string }).result).toMatch(/\[value rendered as text: nested deeper than 100 levels\]$/)
+  })
+
   it('leaves argument checking to the pipeline (INVALID_ARGS) and refuses a client callId', async () => {
     const { app } = createFixture({ mode: 'both', codeRuntime })
     const noCode = (await (await app.request('/v1/run', runInit({ description: 'x' }))).json()) as ToolExecutionResult
