@@ -321,6 +321,15 @@ export const WORKER_SOURCE: string = `"use strict";
     const room = Math.max(0, maxBytes - utf8Length(mark));
     return utf8Prefix(renderValue(value, { maxLength: Math.min(room, 1e6) + 1, maxDepth: 32 }), room) + mark;
   }
+
+  // src/json/nesting.ts
+  function ownDescriptor(value, key) {
+    try {
+      return Object.getOwnPropertyDescriptor(value, key);
+    } catch {
+      return void 0;
+    }
+  }
   function nestsDeeperThan(value, limit) {
     const isContainer = (v) => typeof v === "object" && v !== null;
     if (!isContainer(value)) return false;
@@ -353,7 +362,7 @@ export const WORKER_SOURCE: string = `"use strict";
           for (const item of Set.prototype.values.call(v)) if (isContainer(item)) stack.push({ value: item, depth: below });
         } else {
           for (const key of Object.keys(v)) {
-            const desc = describeOwn(v, key);
+            const desc = ownDescriptor(v, key);
             if (desc !== void 0 && isContainer(desc.value)) stack.push({ value: desc.value, depth: below });
           }
         }

@@ -15,7 +15,8 @@
  */
 import type { CodeLogLevel } from './contract.js'
 import { ToolCallError } from '../errors.js'
-import { deepValueText, MAX_VALUE_DEPTH, measureValueBytes, nestsDeeperThan, renderValue, utf8Length } from './render.js'
+import { deepValueText, MAX_VALUE_DEPTH, measureValueBytes, renderValue, utf8Length } from './render.js'
+import { nestsDeeperThan } from '../json/nesting.js'
 import { MAX_ERROR_TEXT, PROGRAM_SOURCE_URL } from './wire.js'
 import type { WireEndpoint, WireErrorData, WireNamespace } from './wire.js'
 

@@ -18,7 +18,8 @@ import type {
 } from './contract.js'
 import { ToolCallError, toErrorData } from '../errors.js'
 import type { CodeRunLimits } from './limits.js'
-import { deepValueText, MAX_VALUE_DEPTH, measureValueBytes, nestsDeeperThan, renderValue, utf8Length, utf8Prefix } from './render.js'
+import { deepValueText, MAX_VALUE_DEPTH, measureValueBytes, renderValue, utf8Length, utf8Prefix } from './render.js'
+import { nestsDeeperThan } from '../json/nesting.js'
 import { invalidGlobalName, parseWorkerMessage, PROGRAM_SOURCE_URL } from './wire.js'
 import type { HostMessage, WireEndpoint, WireErrorData, WireListener, WireNamespace } from './wire.js'
 

@@ -11,9 +11,18 @@
  * @module
  */
 import { HttpError } from './http-errors.js'
+import { nestsDeeperThan } from '../json/nesting.js'
 
 /** The default body cap of the API and the MCP endpoint: 1 MiB. */
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+
+/**
+ * The deepest a JSON request body may nest (tool arguments sit two or three levels
+ * down). A 1 MiB body can nest 500,000 levels; the answer to it is built by recursive
+ * code (`JSON.stringify`, validators, a tool's body) that overflows a few thousand
+ * levels down, so such a body is refused here with a 400 instead of failing later as a 500.
+ */
+export const MAX_BODY_DEPTH = 128
 
 /** Validates a `maxBodyBytes` option (a positive safe integer; absent → {@link DEFAULT_MAX_BODY_BYTES}). */
 export function resolveMaxBodyBytes(value: unknown, fail: (message: string) => never): number {
@@ -82,7 +91,8 @@ function tooLarge(maxBytes: number): HttpError {
  * Reads and parses `request`'s body as JSON. Throws {@link HttpError}: 415
  * `UNSUPPORTED_MEDIA_TYPE` for another media type, 413 `PAYLOAD_TOO_LARGE` once more than
  * `maxBytes` arrive (or a `Content-Length` says they will), 400 `INVALID_JSON_BODY` for
- * bytes that are not UTF-8 JSON (an empty body included). Exactly `maxBytes` is accepted.
+ * bytes that are not UTF-8 JSON (an empty body included) or JSON nesting deeper than
+ * {@link MAX_BODY_DEPTH} levels. Exactly `maxBytes` is accepted.
  *
  * @example
  * ```ts
@@ -109,11 +119,16 @@ export async function readJsonBody(request: Request, maxBytes: number): Promise<
     // The decoder's own message says nothing more than this one.
     throw new HttpError('INVALID_JSON_BODY', 'the request body is not valid UTF-8')
   }
+  let value: unknown
   try {
-    return JSON.parse(text) as unknown
+    value = JSON.parse(text) as unknown
   } catch (error) {
     // Stryker disable next-line StringLiteral: JSON.parse of a string throws only SyntaxError; the other branch guards an engine-specific error
     const detail = error instanceof SyntaxError ? `: ${error.message}` : ''
     throw new HttpError('INVALID_JSON_BODY', `the request body is not valid JSON${detail}`)
   }
+  if (nestsDeeperThan(value, MAX_BODY_DEPTH)) {
+    throw new HttpError('INVALID_JSON_BODY', `the request body nests deeper than ${MAX_BODY_DEPTH} levels`)
+  }
+  return value
 }

@@ -68,6 +68,13 @@ describe('readJsonBody', () => {
     expect(await answer(post(new Uint8Array([0xef, 0xbb, 0xbf, ...new TextEncoder().encode('{"b":2}')])))).toEqual({ value: { b: 2 } })
   })
 
+  it('refuses a body nesting deeper than 128 levels with 400 (its answer would overflow recursive code); 128 is accepted', async () => {
+    const nest = (levels: number) => '['.repeat(levels) + ']'.repeat(levels)
+    expect(await answer(post(nest(128)), 1_000)).toMatchObject({ value: expect.any(Array) })
+    expect(await answer(post(nest(129)), 1_000)).toEqual({ code: 'INVALID_JSON_BODY', status: 400, message: 'the request body nests deeper than 128 levels' })
+    expect(await answer(post(`{"arguments":${nest(500_000)}}`), 2 * 1024 * 1024)).toEqual({ code: 'INVALID_JSON_BODY', status: 400, message: 'the request body nests deeper than 128 levels' })
+  })
+
   it('refuses another media type with 415', async () => {
     expect(await answer(post('{}', { 'Content-Type': 'text/plain' }))).toEqual({ code: 'UNSUPPORTED_MEDIA_TYPE', status: 415, message: 'the request body must be application/json' })
   })
