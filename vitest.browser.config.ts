@@ -19,6 +19,7 @@ const CORE_UNIT_SUITES = [
   'test/unit/mcp/import-portable.test.ts',
   'test/unit/approvals/**/*.test.ts',
   'test/unit/catalog/**/*.test.ts',
+  'test/unit/json/**/*.test.ts',
 ]
 
 /**

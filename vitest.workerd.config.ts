@@ -32,6 +32,7 @@ const CORE_UNIT_SUITES = [
   'test/unit/mcp/import-portable.test.ts',
   'test/unit/approvals/broker.test.ts',
   'test/unit/catalog/**/*.test.ts',
+  'test/unit/json/**/*.test.ts',
 ]
 
 export default defineConfig({
