@@ -34,7 +34,6 @@ export const METER_POLL_MS = 10
  */
 export const MAX_INFLIGHT_CALLS = 50_000
 
-
 /** A request checked and snapshotted at `run()` time (host mutations later change nothing). */
 export interface PreparedRun {
   readonly program: string
