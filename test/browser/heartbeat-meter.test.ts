@@ -37,7 +37,8 @@ describe('HeartbeatMeter', () => {
     const { meter } = await setup()
     await sleep(300)
     expect(meter.answered).toBeGreaterThan(10)
-    expect(meter.computeMs()).toBeLessThan(60)
+    // A meter that charged idle time would show ~300 ms; the margin absorbs late pings on a loaded machine.
+    expect(meter.computeMs()).toBeLessThan(150)
   })
 
   it('charges a busy stretch of the worker loop', async () => {
