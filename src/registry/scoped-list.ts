@@ -44,6 +44,7 @@ export class ScopedList<T> {
         return
       }
       const current = this.#scoped.get(agent)
+      // Stryker disable next-line ConditionalExpression: unreachable while `removed` guards the remover (the slot keeps its agent's list non-empty until now); kept for safety
       if (current === undefined) return
       const next = current.filter((s) => s !== slot)
       if (next.length === 0) this.#scoped.delete(agent)
@@ -61,12 +62,14 @@ export class ScopedList<T> {
     if (cached !== undefined) return cached
     const out: T[] = []
     for (const slot of this.#global) out.push(slot.value)
+    // Stryker disable next-line ConditionalExpression: #scoped never holds an undefined key, so the lookup would find nothing anyway
     if (agent !== undefined) {
       const scoped = this.#scoped.get(agent)
       if (scoped !== undefined) for (const slot of scoped) out.push(slot.value)
     }
     const frozen = Object.freeze(out)
     // Bound the cache: agent ids are caller-chosen, so never let it grow without limit.
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: the bound limits memory only; every answer is the same with or without it
     if (this.#cache.size > 256) this.#cache.clear()
     this.#cache.set(agent, frozen)
     return frozen
