@@ -133,6 +133,13 @@ export function parseInput(raw: unknown): ParsedInput {
   }
 }
 
+/**
+ * The gate's starting decision. Every decision a `tools/pre-execute` listener receives is
+ * frozen: the listener is handed the strictest decision so far, and writing to it
+ * (`d.kind = 'allow'`) must not loosen an earlier `ask` or `deny`.
+ */
+export const ALLOW_DECISION: PreToolDecision = Object.freeze({ kind: 'allow' })
+
 /** One call's state, shared by the stages in order. */
 export class PipelineCall {
   readonly core: PipelineCore
@@ -160,7 +167,7 @@ export class PipelineCall {
   /** The arguments as the body receives them (after `validateArgs`). */
   typedArgs: unknown
   /** The strictest `tools/pre-execute` decision so far. */
-  decision: PreToolDecision = { kind: 'allow' }
+  decision: PreToolDecision = ALLOW_DECISION
   /** Contexts the body deferred (in order). */
   readonly toolContexts: AdditionalContext[] = []
   /** What dispatch produced (set by the `dispatch` stage). */

@@ -9,24 +9,25 @@
 import type { PreExecuteListener } from '../runtime-types.js'
 import type { PreToolDecision, ToolExecutionResult } from '../types.js'
 import { approve } from './approval.js'
-import { messageOf, type PipelineCall } from './call.js'
+import { ALLOW_DECISION, messageOf, type PipelineCall } from './call.js'
 import { failure } from './results.js'
 
 type PreRank = 0 | 1 | 2
 const PRE_RANK: Record<PreToolDecision['kind'], PreRank> = { allow: 0, ask: 1, deny: 2 }
 
+/** A listener's answer, copied and frozen (the next listener receives it), or undefined when malformed. */
 function checkPreDecision(value: unknown): PreToolDecision | undefined {
   if (typeof value !== 'object' || value === null) return undefined
   const kind = (value as { kind?: unknown }).kind
-  if (kind === 'allow') return { kind: 'allow' }
+  if (kind === 'allow') return ALLOW_DECISION
   if (kind === 'deny') {
     const reason = (value as { reason?: unknown }).reason
-    return typeof reason === 'string' ? { kind: 'deny', reason } : undefined
+    return typeof reason === 'string' ? Object.freeze({ kind: 'deny', reason }) : undefined
   }
   if (kind === 'ask') {
     const reason = (value as { reason?: unknown }).reason
     if (reason !== undefined && typeof reason !== 'string') return undefined
-    return reason === undefined ? { kind: 'ask' } : { kind: 'ask', reason }
+    return Object.freeze(reason === undefined ? { kind: 'ask' } : { kind: 'ask', reason })
   }
   return undefined
 }

@@ -125,3 +125,36 @@ describe('the pipeline when its collaborators break (never rejects, says what ha
     expect(keys[2]).toEqual(['agent', 'arguments', 'callId', 'name', 'signal', 'token'])
   })
 })
+
+describe('the gate cannot be loosened by writing to the decision a listener receives', () => {
+  it('an agent listener that sets d.kind = "allow" on an earlier ask still leaves the call to approval', async () => {
+    const c = core()
+    let ran = false
+    c.layers.add(undefined, detachToolDefinition(echoTool('pay', () => ((ran = true), 'paid'))))
+    c.hooks.preExecute.add(() => ({ kind: 'ask', reason: 'payments need a person' }), undefined)
+    const seen: boolean[] = []
+    c.hooks.preExecute.add((d) => {
+      seen.push(Object.isFrozen(d))
+      try {
+        ;(d as { kind: string }).kind = 'allow'
+      } catch {
+        // Frozen: strict-mode code throws; the gate's decision is unchanged either way.
+      }
+      return { kind: 'allow' }
+    }, 'agent-1')
+    const result = await executePipeline(c, call('pay', {}, { agent: 'agent-1' }))
+    expect(seen).toEqual([true])
+    expect(ran).toBe(false)
+    expect(result).toMatchObject({ isError: true, error: { info: { code: 'DENIED_BY_APPROVAL' } } })
+  })
+
+  it('the first listener receives a frozen allow', async () => {
+    const c = core()
+    c.layers.add(undefined, detachToolDefinition(echoTool('echo')))
+    let received: unknown
+    c.hooks.preExecute.add((d) => ((received = d), { kind: 'allow' }), undefined)
+    await executePipeline(c, call('echo'))
+    expect(received).toEqual({ kind: 'allow' })
+    expect(Object.isFrozen(received)).toBe(true)
+  })
+})
