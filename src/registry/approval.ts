@@ -32,6 +32,7 @@ function awaitApproval(run: () => unknown, signal: AbortSignal): Promise<Verdict
       pending = Promise.reject(error)
     }
     pending.then(
+      // Stryker disable next-line StringLiteral: judge() tests only for 'aborted' and 'error'; any other kind is read as the handler's value
       (value) => done({ kind: 'value', value }),
       (error: unknown) => done({ kind: 'error', error }),
     )
@@ -41,6 +42,7 @@ function awaitApproval(run: () => unknown, signal: AbortSignal): Promise<Verdict
 /** The session log is a sink: its failure never reaches the call. */
 function log(call: PipelineCall, event: SessionLogEvent): void {
   try {
+    // Stryker disable next-line OptionalChaining: without a session log the call throws a TypeError that the catch below swallows, which is the same as not calling
     call.core.options.sessionLog?.append(event)
   } catch {
     // Ignored: see above.
@@ -50,6 +52,7 @@ function log(call: PipelineCall, event: SessionLogEvent): void {
 /** Holds the call's clock (when it has one to hold); the returned function releases it and counts the held time. */
 function holdClock(call: PipelineCall): () => void {
   const hold = call.input.holdWallClock
+  // Stryker disable next-line ConditionalExpression: calling an undefined hold throws a TypeError, caught below into the same no-op release
   if (hold === undefined) return () => {}
   let release: unknown
   try {
@@ -62,6 +65,7 @@ function holdClock(call: PipelineCall): () => void {
   return () => {
     call.heldMs += Date.now() - heldFrom
     try {
+      // Stryker disable next-line ConditionalExpression: calling a non-function release throws a TypeError that the catch below swallows
       if (typeof release === 'function') release()
     } catch {
       // Releasing is the clock owner's business; the call's outcome is already decided.
@@ -123,6 +127,7 @@ export async function approve(call: PipelineCall, reason: string | undefined): P
     type: 'tool/approval-decision',
     ...about,
     decision: outcome,
+    // Stryker disable next-line OptionalChaining: reached only for a 'deny' outcome, whose result is always a failure (never undefined)
     ...(outcome === 'deny' && result?.isError === true ? { message: result.error.message } : {}),
     requestedAt,
     decidedAt,

@@ -87,6 +87,7 @@ class InFlightRecord implements InFlight {
         // (Node warns past ten). A released call stops following (see release()).
         this.#combined = AbortSignal.any([this.#caller, controller.signal])
         this.#onAbort = () => controller.abort(this.#caller.reason)
+        // Stryker disable next-line ObjectLiteral,BooleanLiteral: #combined is private and fires 'abort' at most once; release() removes the listener either way
         this.#combined.addEventListener('abort', this.#onAbort, { once: true })
       }
     }
@@ -106,8 +107,10 @@ class InFlightRecord implements InFlight {
   }
 
   release(): void {
+    // Stryker disable next-line ConditionalExpression: a second release repeats only no-ops (the listener is gone, #combined and #waiters are cleared, the record already forgotten)
     if (this.#released) return
     this.#released = true
+    // Stryker disable next-line OptionalChaining: signal() sets #onAbort and #combined together, and only this first release clears #combined
     if (this.#onAbort !== undefined) this.#combined?.removeEventListener('abort', this.#onAbort)
     this.#combined = undefined
     this.#onRelease(this)
@@ -138,6 +141,7 @@ export class InFlightCalls {
    * disposal) with `reason`, and resolves once they all settled.
    */
   async quiesce(reason: ToolError, agent?: ScopeKey): Promise<void> {
+    // Stryker disable next-line ArrayDeclaration: Promise.all resolves a non-promise member at once, and quiesce discards the array
     const waits: Promise<void>[] = []
     for (const record of [...this.#records]) {
       if (agent !== undefined && record.agent !== agent) continue
