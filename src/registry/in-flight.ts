@@ -70,17 +70,19 @@ class InFlightRecord implements InFlight {
     return this.#disposed || this.#caller.aborted
   }
 
+  /** Why the call was aborted: whichever came first, disposal or the caller (dispose() is a no-op after a caller abort). */
   get reason(): unknown {
     if (this.#controller !== undefined) return this.#controller.signal.reason
-    return this.#caller.aborted ? this.#caller.reason : this.#disposeReason
+    return this.#disposed ? this.#disposeReason : this.#caller.reason
   }
 
   signal(): AbortSignal {
     if (this.#controller === undefined) {
       const controller = new AbortController()
       this.#controller = controller
-      if (this.#caller.aborted) controller.abort(this.#caller.reason)
-      else if (this.#disposed) controller.abort(this.#disposeReason)
+      // Disposal, when there was one, came first (dispose() ignores an aborted call).
+      if (this.#disposed) controller.abort(this.#disposeReason)
+      else if (this.#caller.aborted) controller.abort(this.#caller.reason)
       else if (!this.#released) {
         // AbortSignal.any follows the caller without adding a listener to it: a Code Mode
         // run's signal is the caller of every sub-call, and one listener each would pile up

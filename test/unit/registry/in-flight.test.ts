@@ -56,6 +56,21 @@ describe('InFlightCalls (on its own, no runtime)', () => {
     call.release()
   })
 
+  it('disposal first, then the caller: the reason is the disposal\'s whether or not the signal was read in between', () => {
+    for (const readBefore of [true, false]) {
+      const calls = new InFlightCalls()
+      const caller = new AbortController()
+      const record = calls.track(caller.signal, 'a')
+      if (readBefore) record.signal()
+      const disposal = new ToolError('DISPOSED', 'scope disposed')
+      void calls.quiesce(disposal, 'a')
+      caller.abort(new Error('client went away'))
+      expect(record.reason, `read before: ${readBefore}`).toBe(disposal)
+      expect(record.signal().reason, `read before: ${readBefore}`).toBe(disposal)
+      record.release()
+    }
+  })
+
   it('an untracked call is never aborted and makes a fresh signal on demand', () => {
     expect(UNTRACKED.aborted).toBe(false)
     expect(UNTRACKED.signal().aborted).toBe(false)
