@@ -43,6 +43,7 @@ export function createCodeModeLink(link: CodeModeLinkOptions): CodeModeRegistry 
   const sessionLog = options.sessionLog
   const append = (event: SessionLogEvent): void => {
     try {
+      // Stryker disable next-line OptionalChaining: without a session log the TypeError lands in the catch below, which drops it as the no-op does
       sessionLog?.append(event)
     } catch {
       // The session log is a sink; its failure never reaches a program or the pipeline.
@@ -74,6 +75,7 @@ export function createCodeModeLink(link: CodeModeLinkOptions): CodeModeRegistry 
       : {
           logOutput: (event: CodeLogEvent) => {
             try {
+              // Stryker disable next-line OptionalChaining: logOutput exists only when appendLog did; a sink that dropped it since throws into the catch below, a no-op either way
               sessionLog.appendLog?.(event)
             } catch {
               // Live streaming is best-effort; the run's result carries every line.
