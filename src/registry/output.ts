@@ -55,6 +55,7 @@ function cancelSuccess(call: PipelineCall, result: ToolExecutionResult): ToolExe
   if (result.isError || !call.life.aborted) return result
   const contexts = result.additionalContexts ?? []
   const outcome = call.outcome
+  // Stryker disable next-line OptionalChaining: cancelSuccess runs only in the output and post-execute stages, after the dispatch stage set call.outcome
   return outcome?.kind === 'value' && outcome.bodyInvoked
     ? failure('ABORTED', ABORTED_MESSAGE, contexts)
     : failure('ABORTED_BEFORE_DISPATCH', ABORTED_BEFORE_MESSAGE, contexts)
@@ -90,6 +91,7 @@ const ACCEPT: PostToolDecision = Object.freeze({ kind: 'accept' as const })
  */
 export function postExecuteStage(call: PipelineCall): undefined | Promise<undefined> {
   const result = call.result!
+  // Stryker disable next-line OptionalChaining: every failure the pipeline holds was built by failure(), which always sets info
   if (result.isError && result.error.info?.code === 'ABORTED_BEFORE_DISPATCH') return undefined
   const listeners = call.core.hooks.postExecute.list(call.agent)
   if (listeners.length === 0) {

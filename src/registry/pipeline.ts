@@ -175,6 +175,7 @@ function finalizeContent(call: PipelineCall): undefined {
   if (finalize === undefined) return undefined
   try {
     const replaced: unknown = finalize.call(definition, call.execution, call.result!)
+    // Stryker disable next-line StringLiteral: the label only names the culprit in snapshotContent's error, which the catch below swallows
     if (replaced !== undefined) call.result = withContent(call.result!, snapshotContent(replaced, 'finalizeContent()'))
   } catch {
     // finalizeContent must be total; a throw (or malformed content) keeps the previous content.
@@ -227,6 +228,7 @@ export async function executePipeline(
 ): Promise<ToolExecutionResult> {
   const sched = schedule === undefined ? UNSCHEDULED : new Schedule(schedule)
   const input = parseInput(raw)
+  // Stryker disable next-line LogicalOperator: parseInput answers ok only with an AbortSignal and never has a signal otherwise, so `||` selects the same inputs
   const tracked = input.ok && input.signal !== undefined ? core.calls.track(input.signal, input.agent) : undefined
   let token: symbol | undefined
   try {
