@@ -50,11 +50,13 @@ function findNonErasable(tokens: readonly SucraseToken[], text: string): string 
       token.type === tt.name &&
       token.isType &&
       (token.contextualKeyword === ck._namespace || token.contextualKeyword === ck._module) &&
+      // Stryker disable next-line OptionalChaining: tokens[0] is the wrapper's `async`, never a construct found here, so tokens[i - 1] always exists; the `?.` only satisfies noUncheckedIndexedAccess
       tokens[i - 1]?.type !== tt._declare
     ) {
       return `namespace declarations are not supported: only erasable TypeScript is accepted ${at()}; use a plain object instead`
     }
     if (token.type === tt._import && !token.isType) {
+      // Stryker disable next-line OptionalChaining: the token stream of a parsed program ends with the wrapper's `}` and eof, so an `import` is never last; the `?.` only satisfies noUncheckedIndexedAccess
       const next = tokens[i + 1]?.type
       if (next !== tt.parenL && next !== tt.dot) {
         return `import declarations are not supported in a program ${at()}; the program is the body of an async function: use \`await import(…)\` or the provided globals`
@@ -63,6 +65,7 @@ function findNonErasable(tokens: readonly SucraseToken[], text: string): string 
     if (token.type === tt._export && !token.isType) {
       return `export declarations are not supported in a program ${at()}; return the value instead`
     }
+    // Stryker disable next-line OptionalChaining: the token stream of a parsed program ends with the wrapper's `}` and eof (neither a `constructor`), so tokens[i + 1] always exists; the `?.` only satisfies noUncheckedIndexedAccess
     if (token.contextualKeyword === ck._constructor && tokens[i + 1]?.type === tt.parenL) {
       let depth = 0
       for (let j = i + 1; j < tokens.length; j++) {
