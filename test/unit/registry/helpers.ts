@@ -1,3 +1,4 @@
+import type { CodeRuntime } from '../../../src/code-runtime/contract.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
 import type { AnyToolDefinition, JsonValue, ToolExecutionInput, ToolRunContext } from './types.js'
 
@@ -72,3 +73,14 @@ export function deepFrozen(value: unknown): boolean {
 }
 
 export type { JsonValue }
+
+/** A code runtime that runs nothing (every run returns no value and no logs): for SDK and catalog tests that only need its `language`. */
+export function idleCodeRuntime(language = 'typescript'): CodeRuntime {
+  return {
+    language,
+    isolation: 'in-process-test',
+    capabilities: { streamsLogs: false, memoryLimit: false, capturesStdio: false },
+    run: async () => ({ logs: [] }),
+    dispose: async () => {},
+  }
+}

@@ -11,7 +11,6 @@
  */
 import { describe, expect, it } from 'vitest'
 import { renderToolDeclaration } from '../../../src/code-mode/sdk.js'
-import type { CodeRuntime } from '../../../src/code-runtime/contract.js'
 import { createCodeModeLink } from '../../../src/registry/code-mode-link.js'
 import { HookBus } from '../../../src/registry/hooks.js'
 import { createToolRuntime, runToolCalls } from '../../../src/registry/index.js'
@@ -19,7 +18,7 @@ import { validateRuntimeOptions } from '../../../src/registry/options.js'
 import { Schedule, UNSCHEDULED, type PipelineSchedule } from '../../../src/registry/schedule.js'
 import type { CodeDispatchEvent, SessionLogEvent, ToolCatalog, ToolRuntime, ToolsChangedEvent } from '../../../src/runtime-types.js'
 import { thrownToolError } from '../../support/refusal.js'
-import { call, deferred, echoTool, tick, type Deferred } from './helpers.js'
+import { call, type Deferred, deferred, echoTool, idleCodeRuntime, tick } from './helpers.js'
 import type { AnyToolDefinition, ToolExecutionResult } from './types.js'
 
 const failureOf = (r: ToolExecutionResult) => (r.isError ? { code: r.error.info?.code, message: r.error.message } : { value: r.value })
@@ -189,15 +188,6 @@ describe('executionMode', () => {
 
 // ───────────────────────── catalogs ─────────────────────────
 
-function codeRuntimeIn(language: string): CodeRuntime {
-  return {
-    language,
-    isolation: 'in-process-test',
-    capabilities: { streamsLogs: false, memoryLimit: false, capturesStdio: false },
-    run: async () => ({ logs: [] }),
-    dispose: async () => {},
-  }
-}
 
 describe('runtime.catalog: one catalog per tool set', () => {
   it('a global change heard on tools/changed drops every scope’s catalog, even when undone before the next read', () => {
@@ -265,7 +255,7 @@ describe('runtime.catalog: one catalog per tool set', () => {
 
 describe('runtime.catalog: language and refusals', () => {
   it('declares in TypeScript when the code runtime’s language has no renderer (and without a code runtime)', () => {
-    const cobol = createToolRuntime({ codeRuntime: codeRuntimeIn('cobol') })
+    const cobol = createToolRuntime({ codeRuntime: idleCodeRuntime('cobol') })
     cobol.register(echoTool('echo'))
     const catalog = cobol.catalog()
     expect(catalog.language).toBe('typescript')
@@ -277,7 +267,7 @@ describe('runtime.catalog: language and refusals', () => {
     expect(catalog.describe('echo')).toBe(declaration)
     expect(catalog.search('echo')[0]!.declaration).toBe(declaration)
     expect(createToolRuntime().catalog().language).toBe('typescript')
-    expect(createToolRuntime({ codeRuntime: codeRuntimeIn('python') }).catalog().language).toBe('python')
+    expect(createToolRuntime({ codeRuntime: idleCodeRuntime('python') }).catalog().language).toBe('python')
   })
 
   it('refuses a query that is not a string with INVALID_OPTIONS naming its type', () => {

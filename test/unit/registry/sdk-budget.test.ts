@@ -7,26 +7,16 @@
 import { describe, expect, it } from 'vitest'
 import { CATALOG_FORM_SHARE } from '../../../src/code-mode/sdk-catalog.js'
 import { renderToolsSdk } from '../../../src/code-mode/sdk.js'
-import type { CodeRuntime } from '../../../src/code-runtime/contract.js'
 import { createToolRuntime, DEFAULT_SDK_BUDGET_CHARS } from '../../../src/registry/index.js'
 import type { ToolRuntime, ToolRuntimeOptions } from '../../../src/runtime-types.js'
 import { LARGE_REGISTRY } from '../../fixtures/large-registry.js'
 import { registerLargeRegistry } from '../../support/large-registry-tools.js'
 import { shuffled } from '../catalog/shuffle.js'
-import { echoTool, thrownCode } from './helpers.js'
+import { echoTool, idleCodeRuntime, thrownCode } from './helpers.js'
 
-function idleRuntime(language = 'typescript'): CodeRuntime {
-  return {
-    language,
-    isolation: 'in-process-test',
-    capabilities: { streamsLogs: false, memoryLimit: false, capturesStdio: false },
-    run: async () => ({ logs: [] }),
-    dispose: async () => {},
-  }
-}
 
 function registry(options: Partial<ToolRuntimeOptions> = {}, language = 'typescript'): ToolRuntime {
-  return createToolRuntime({ mode: 'code', codeRuntime: idleRuntime(language), ...options })
+  return createToolRuntime({ mode: 'code', codeRuntime: idleCodeRuntime(language), ...options })
 }
 
 function sdkOf(runtime: ToolRuntime, agent?: string): string {
