@@ -126,6 +126,12 @@ class WorkerSlot {
       }
     }
     port1.on('message', onReady)
+    // A message the host cannot deserialize (e.g. nesting that overflows the deserializer's
+    // stack) is lost: it might have been the run's `done` or a call the program awaits, so
+    // the run ends now instead of at the wall-clock ceiling.
+    port1.on('messageerror', (error) => {
+      this.session?.fail('exception', `a message from the worker could not be read (${toErrorData(error).message})`)
+    })
     this.worker.stdout.setEncoding('utf8')
     this.worker.stderr.setEncoding('utf8')
     this.worker.on('error', (error) => {

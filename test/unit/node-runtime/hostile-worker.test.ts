@@ -107,4 +107,22 @@ describe('hostile programs vs the port protocol', () => {
     })
     expect(result.value).toEqual(['TypeError', true, 2])
   })
+
+  // This runtime is not a boundary: Node's own handle list hands a program the private
+  // port. What the host promises is that nothing it cannot read leaves a run hanging.
+  it('a message the host cannot deserialize ends the run at once, not at the wall-clock ceiling', async () => {
+    const started = Date.now()
+    const result = await make({ maxWallMs: 30_000 }).run({
+      program: [
+        "const ports = process._getActiveHandles().filter((h) => h instanceof require('worker_threads').MessagePort)",
+        'let deep = 1',
+        'for (let i = 0; i < 9_000; i++) deep = [deep]',
+        'for (const port of ports) port.postMessage(deep)',
+        'await new Promise(() => {})',
+      ].join('\n'),
+      bindings: [],
+    })
+    expect(result.error).toEqual({ kind: 'exception', message: expect.stringMatching(/^a message from the worker could not be read \(.+\)$/) })
+    expect(Date.now() - started).toBeLessThan(15_000)
+  })
 })
