@@ -3,20 +3,7 @@ import { createCodeModeLink } from '../../../src/registry/code-mode-link.js'
 import { HookBus } from '../../../src/registry/hooks.js'
 import { validateRuntimeOptions } from '../../../src/registry/options.js'
 import type { CodeDispatchEvent, SessionLogEvent, SessionLogSink } from '../../../src/runtime-types.js'
-
-const settled = (content: string): CodeDispatchEvent => ({
-  type: 'tool/code-dispatch',
-  parentCallId: 'p',
-  subCallId: 'p:code:1',
-  name: 'echo',
-  arguments: {},
-  agent: 'a',
-  isError: false,
-  content: [{ type: 'text', text: content }],
-  startedAt: 1,
-  settledAt: 2,
-  durationMs: 1,
-})
+import { codeDispatchEvent } from './helpers.js'
 
 function link(sessionLog?: SessionLogSink) {
   const hooks = new HookBus()
@@ -49,7 +36,7 @@ describe('the Code Mode link (the registry as run_code sees it)', () => {
     }, undefined)
     hooks.add('tools/code-dispatch-log', () => ({ type: 'nonsense' }) as never, 'a')
     hooks.add('tools/code-dispatch-log', (e) => ({ ...e, content: [{ type: 'text', text: 'other agent' }] }), 'b')
-    await registry.logDispatch(settled('big'))
+    await registry.logDispatch(codeDispatchEvent('big'))
     expect(events).toHaveLength(1)
     expect((events[0] as CodeDispatchEvent).content).toEqual([{ type: 'text', text: 'spilled' }])
   })
@@ -64,7 +51,7 @@ describe('the Code Mode link (the registry as run_code sees it)', () => {
     expect(() =>
       registry.logDispatchStart({ type: 'tool/code-dispatch-start', parentCallId: 'p', subCallId: 'p:code:1', name: 'x', arguments: {}, startedAt: 0 }),
     ).not.toThrow()
-    await expect(registry.logDispatch(settled('x'))).resolves.toBeUndefined()
+    await expect(registry.logDispatch(codeDispatchEvent('x'))).resolves.toBeUndefined()
     expect(registry.logOutput).toBeUndefined()
 
     const lines: unknown[] = []

@@ -1,4 +1,5 @@
 import type { CodeRuntime } from '../../../src/code-runtime/contract.js'
+import type { CodeDispatchEvent } from '../../../src/runtime-types.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
 import type { AnyToolDefinition, JsonValue, ToolExecutionInput, ToolRunContext } from './types.js'
 
@@ -83,4 +84,21 @@ export function idleCodeRuntime(language = 'typescript'): CodeRuntime {
     run: async () => ({ logs: [] }),
     dispose: async () => {},
   }
+}
+
+/** A settled, successful `tool/code-dispatch` event of sub-call `p:code:1` (tool `echo`, agent `a`) whose content is one text part. */
+export function codeDispatchEvent(text: string): CodeDispatchEvent {
+  return Object.freeze<CodeDispatchEvent>({
+    type: 'tool/code-dispatch',
+    parentCallId: 'p',
+    subCallId: 'p:code:1',
+    name: 'echo',
+    arguments: {},
+    agent: 'a',
+    isError: false,
+    content: [{ type: 'text', text }],
+    startedAt: 1,
+    settledAt: 2,
+    durationMs: 1,
+  })
 }

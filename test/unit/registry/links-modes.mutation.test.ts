@@ -18,26 +18,14 @@ import { validateRuntimeOptions } from '../../../src/registry/options.js'
 import { Schedule, UNSCHEDULED, type PipelineSchedule } from '../../../src/registry/schedule.js'
 import type { CodeDispatchEvent, SessionLogEvent, ToolCatalog, ToolRuntime, ToolsChangedEvent } from '../../../src/runtime-types.js'
 import { thrownToolError } from '../../support/refusal.js'
-import { call, type Deferred, deferred, echoTool, idleCodeRuntime, tick } from './helpers.js'
+import { call, codeDispatchEvent, type Deferred, deferred, echoTool, idleCodeRuntime, tick } from './helpers.js'
 import type { AnyToolDefinition, ToolExecutionResult } from './types.js'
 
 const failureOf = (r: ToolExecutionResult) => (r.isError ? { code: r.error.info?.code, message: r.error.message } : { value: r.value })
 
 // ───────────────────────── the Code Mode link ─────────────────────────
 
-const original: CodeDispatchEvent = Object.freeze<CodeDispatchEvent>({
-  type: 'tool/code-dispatch',
-  parentCallId: 'p',
-  subCallId: 'p:code:1',
-  name: 'echo',
-  arguments: {},
-  agent: 'a',
-  isError: false,
-  content: [{ type: 'text', text: 'big' }],
-  startedAt: 1,
-  settledAt: 2,
-  durationMs: 1,
-})
+const original = codeDispatchEvent('big')
 const spilled: CodeDispatchEvent = Object.freeze<CodeDispatchEvent>({ ...original, content: [{ type: 'text', text: 'spilled' }] })
 
 /** Runs the waterfall with one listener answering `answer`; what the next listener and the session log receive. */
