@@ -342,8 +342,10 @@ var __toolyardSandbox = (() => {
   var MAX_VALUE_DEPTH = 100;
   function deepValueText(value, maxBytes) {
     const mark = \`… [value rendered as text: nested deeper than \${MAX_VALUE_DEPTH} levels]\`;
-    const room = Math.max(0, maxBytes - utf8Length(mark));
-    return utf8Prefix(renderValue(value, { maxLength: Math.min(room, 1e6) + 1, maxDepth: 32 }), room) + mark;
+    return renderedWithin(value, Math.max(0, maxBytes - utf8Length(mark))) + mark;
+  }
+  function renderedWithin(value, maxBytes) {
+    return utf8Prefix(renderValue(value, { maxLength: maxBytes + 1, maxDepth: 32 }), maxBytes);
   }
 
   // src/json/nesting.ts
@@ -577,7 +579,7 @@ var __toolyardSandbox = (() => {
           return;
         }
         if (measureValueBytes(value, valueLimit) > valueLimit) {
-          post(envelope({ type: "done", value: renderValue(value, { maxLength: valueLimit + 1, maxDepth: 32 }), rendered: true, oversized: true }));
+          post(envelope({ type: "done", value: renderedWithin(value, valueLimit), rendered: true, oversized: true }));
           return;
         }
         if (nestsDeeperThan(value, MAX_VALUE_DEPTH)) {

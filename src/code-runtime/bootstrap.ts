@@ -15,7 +15,7 @@
  */
 import type { CodeLogLevel } from './contract.js'
 import { ToolCallError } from '../errors.js'
-import { deepValueText, MAX_VALUE_DEPTH, measureValueBytes, renderValue, utf8Length } from './render.js'
+import { deepValueText, MAX_VALUE_DEPTH, measureValueBytes, renderedWithin, renderValue, utf8Length } from './render.js'
 import { nestsDeeperThan } from '../json/nesting.js'
 import { MAX_ERROR_TEXT, PROGRAM_SOURCE_URL } from './wire.js'
 import type { WireEndpoint, WireErrorData, WireNamespace } from './wire.js'
@@ -262,7 +262,7 @@ export function startBootstrap(endpoint: WireEndpoint, options: BootstrapOptions
       // An oversized value is rendered here, within the cap, instead of being copied
       // whole to the host (500 MB of typed array, ten million elements) only to be cut there.
       if (measureValueBytes(value, valueLimit) > valueLimit) {
-        post(envelope({ type: 'done', value: renderValue(value, { maxLength: valueLimit + 1, maxDepth: 32 }), rendered: true, oversized: true }))
+        post(envelope({ type: 'done', value: renderedWithin(value, valueLimit), rendered: true, oversized: true }))
         return
       }
       // Deep nesting would overflow the host's recursion (its message deserializer first).

@@ -18,7 +18,7 @@ import type {
 } from './contract.js'
 import { ToolCallError, toErrorData } from '../errors.js'
 import type { CodeRunLimits } from './limits.js'
-import { deepValueText, MAX_VALUE_DEPTH, measureValueBytes, renderValue, utf8Length, utf8Prefix } from './render.js'
+import { deepValueText, MAX_VALUE_DEPTH, measureValueBytes, renderedWithin, utf8Length, utf8Prefix } from './render.js'
 import { nestsDeeperThan } from '../json/nesting.js'
 import { invalidGlobalName, parseWorkerMessage, PROGRAM_SOURCE_URL } from './wire.js'
 import type { HostMessage, WireEndpoint, WireErrorData, WireListener, WireNamespace } from './wire.js'
@@ -385,8 +385,7 @@ export class CodeRunSession {
     const fits = !oversized && measureValueBytes(value, max) <= max
     if (fits) return nestsDeeperThan(value, MAX_VALUE_DEPTH) ? deepValueText(value, max) : value
     if (oversized && typeof value === 'string') return `${utf8Prefix(value, max)}… [value truncated: larger than maxValueBytes of ${max} bytes]`
-    const text = renderValue(value, { maxLength: max + 1, maxDepth: 32 })
-    return `${utf8Prefix(text, max)}… [value truncated: larger than maxValueBytes of ${max} bytes]`
+    return `${renderedWithin(value, max)}… [value truncated: larger than maxValueBytes of ${max} bytes]`
   }
 
   #settle(outcome: { readonly value: unknown } | undefined, error: CodeRunFailure | undefined, oversized = false): void {

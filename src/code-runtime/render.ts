@@ -369,6 +369,14 @@ export const MAX_VALUE_DEPTH = 100
  */
 export function deepValueText(value: unknown, maxBytes: number): string {
   const mark = `… [value rendered as text: nested deeper than ${MAX_VALUE_DEPTH} levels]`
-  const room = Math.max(0, maxBytes - utf8Length(mark))
-  return utf8Prefix(renderValue(value, { maxLength: Math.min(room, 1_000_000) + 1, maxDepth: 32 }), room) + mark
+  return renderedWithin(value, Math.max(0, maxBytes - utf8Length(mark))) + mark
+}
+
+/**
+ * A value's text rendering (32 levels deep at most) cut to `maxBytes` UTF-8 bytes: what
+ * a completion value becomes when it cannot cross as itself (too large, too deep). The
+ * work is bounded by `maxBytes`, not by the value's size.
+ */
+export function renderedWithin(value: unknown, maxBytes: number): string {
+  return utf8Prefix(renderValue(value, { maxLength: maxBytes + 1, maxDepth: 32 }), maxBytes)
 }

@@ -57,12 +57,12 @@ describe('bootstrap: the outcome it posts', () => {
     const { done } = await boot("return { text: 'x'.repeat(500), deep: [[[[[[[[1]]]]]]]] }", { maxValueBytes: 100 })
     expect(done.rendered).toBe(true)
     expect(done.oversized).toBe(true)
-    // The rendering is cut at maxValueBytes + 1 characters.
-    expect(done.value).toBe(`{ text: "${'x'.repeat(101 - 9)}…`)
+    // The rendering is cut at maxValueBytes UTF-8 bytes (the host adds the mark).
+    expect(done.value).toBe(`{ text: "${'x'.repeat(100 - 9)}`)
     const deep = await boot("return { pad: 'y'.repeat(200), deep: [[[[[[[[[[1]]]]]]]]]] }", { maxValueBytes: 150 })
-    expect(deep.done.value).toBe(`{ pad: "${'y'.repeat(151 - 8)}…`)
+    expect(deep.done.value).toBe(`{ pad: "${'y'.repeat(150 - 8)}`)
     const nested = await boot('return [[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]', { maxValueBytes: 10 })
-    expect(nested.done.value).toBe('[[[[[[[[[[[…')
+    expect(nested.done.value).toBe('[[[[[[[[[[')
   })
 
   it('sends a value exactly at maxValueBytes whole', async () => {
@@ -75,7 +75,7 @@ describe('bootstrap: the outcome it posts', () => {
     const program = "let v = 1; for (let i = 0; i < 40; i++) v = [v]; return { v, pad: 'z'.repeat(300) }"
     const { done } = await boot(program, { maxValueBytes: 200 })
     const head = `{ v: ${'['.repeat(31)}[Array]${']'.repeat(31)}, pad: "`
-    expect(done.value).toBe(`${head}${'z'.repeat(201 - head.length)}…`)
+    expect(done.value).toBe(`${head}${'z'.repeat(200 - head.length)}`)
   })
 })
 

@@ -4,7 +4,7 @@
  */
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { deepValueText, measureValueBytes, renderValue, utf8Length, utf8Prefix } from '../../../src/code-runtime/render.js'
+import { deepValueText, measureValueBytes, renderedWithin, renderValue, utf8Length, utf8Prefix } from '../../../src/code-runtime/render.js'
 
 describe('utf8Length and utf8Prefix', () => {
   it('count like TextEncoder, lone surrogates as three bytes', () => {
@@ -270,5 +270,21 @@ describe('deepValueText', () => {
     const cut = deepValueText(deep, utf8Length(mark) + 5)
     expect(cut).toBe(`[[[[[${mark}`)
     expect(deepValueText(deep, 3)).toBe(mark)
+  })
+})
+
+describe('renderedWithin', () => {
+  it('renders 32 levels deep and cuts at the byte cap, never inside a character', () => {
+    let deep: unknown = 1
+    for (let i = 0; i < 40; i++) deep = [deep]
+    expect(renderedWithin(deep, 1_000)).toBe(`${'['.repeat(32)}[Array]${']'.repeat(32)}`)
+    expect(renderedWithin({ a: 'é'.repeat(10) }, 9)).toBe('{ a: "é')
+    expect(utf8Length(renderedWithin({ a: 'é'.repeat(10) }, 10))).toBe(10)
+    expect(renderedWithin('x'.repeat(50), 0)).toBe('')
+  })
+
+  it('cuts a wide value at the cap', () => {
+    const wide = Array.from({ length: 1_000_000 }, (_, i) => i)
+    expect(renderedWithin(wide, 20)).toBe('[0, 1, 2, 3, 4, 5, 6')
   })
 })
