@@ -112,11 +112,13 @@ describe('hostile programs vs the port protocol', () => {
   // port. What the host promises is that nothing it cannot read leaves a run hanging.
   it('a message the host cannot deserialize ends the run at once, not at the wall-clock ceiling', async () => {
     const started = Date.now()
-    const result = await make({ maxWallMs: 30_000 }).run({
+    // The worker's stack is large enough to serialize 100,000 levels; no host thread's
+    // (1 MB on a main thread, 4 MB on a worker) deserializes them.
+    const result = await make({ maxWallMs: 30_000, stackSizeMb: 64 }).run({
       program: [
         "const ports = process._getActiveHandles().filter((h) => h instanceof require('worker_threads').MessagePort)",
         'let deep = 1',
-        'for (let i = 0; i < 9_000; i++) deep = [deep]',
+        'for (let i = 0; i < 100_000; i++) deep = [deep]',
         'for (const port of ports) port.postMessage(deep)',
         'await new Promise(() => {})',
       ].join('\n'),
