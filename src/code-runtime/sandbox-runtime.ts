@@ -601,6 +601,7 @@ class SandboxPool {
     const attempt = (async () => {
       if (source instanceof WebAssembly.Module) return source
       if (typeof source === 'function') return source()
+      // Stryker disable next-line OptionalChaining: without `?.` a platform lacking loadWasm throws here, which the catch below turns into the same undefined
       return this.platform.loadWasm?.()
     })().catch(() => {
       this.#wasm = undefined

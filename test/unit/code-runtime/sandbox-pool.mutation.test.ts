@@ -439,6 +439,11 @@ describe('idle threads, wasm and disposal', () => {
     await vi.advanceTimersByTimeAsync(1)
     expect(runtime.load().threads).toBe(1)
     expect(threads.filter((t) => t.terminated > 0)).toHaveLength(2)
+    // Their exits, reported afterwards, are not deaths: nothing is terminated again or replaced.
+    for (const t of threads) if (t.terminated > 0) t.exit('ended as idle')
+    await vi.advanceTimersByTimeAsync(0)
+    expect(threads.map((t) => t.terminated).sort()).toEqual([0, 1, 1])
+    expect(threads).toHaveLength(3)
     await runtime.dispose()
   })
 
