@@ -12,6 +12,7 @@ import { SANDBOX_DEFAULT_LIMITS, STOP_GRACE_MS, createSandboxRuntimeOn } from '.
 import type { SandboxPlatform, SandboxRuntimeOptions, SandboxThread } from '../../../src/code-runtime/sandbox-runtime.js'
 import { BUSY_SLOT, STOP_SLOT } from '../../../src/code-runtime/sandbox-protocol.js'
 import { refusalMessage } from '../../support/refusal.js'
+import { deferred } from '../registry/helpers.js'
 
 afterEach(() => {
   vi.useRealTimers()
@@ -511,17 +512,6 @@ describe('idle threads, wasm and disposal', () => {
     expect(runtime.load()).toMatchObject({ running: 0, queued: 0, threads: 0 })
   })
 })
-
-/** A promise with its resolver and rejecter. */
-function deferred<T>() {
-  let resolve!: (value: T) => void
-  let reject!: (error: unknown) => void
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res
-    reject = rej
-  })
-  return { promise, resolve, reject }
-}
 
 /** The `abort` listeners currently attached to `signal` (wraps its add/remove). */
 function liveAbortListeners(signal: AbortSignal): Set<unknown> {
