@@ -156,9 +156,32 @@ describe('createSandboxRuntime (Node)', () => {
   })
 
   it('does not charge a queued run its wait: the wall ceiling starts when the run does', async () => {
-    const runtime = make({ prespawn: 0, maxConcurrentRuns: 1, maxWallMs: 400 })
-    const first = runtime.run({ program: 'await new Promise((resolve) => setTimeout(resolve, 300))\nreturn 1', bindings: [] })
-    const second = runtime.run({ program: 'await new Promise((resolve) => setTimeout(resolve, 300))\nreturn 2', bindings: [] })
+    // The first run holds the only place until the second has waited longer than the whole
+    // wall ceiling; its own wall clock is held meanwhile (a wait that is not the program's),
+    // so neither run depends on how fast this machine is. The second then has the full
+    // ceiling for an instant program: a ceiling counted from admission would have ended it
+    // while it was still queued.
+    const maxWallMs = 2_000
+    const runtime = make({ prespawn: 0, maxConcurrentRuns: 1, maxWallMs })
+    let release!: () => void
+    const released = new Promise<void>((resolve) => (release = resolve))
+    let entered!: () => void
+    const holding = new Promise<void>((resolve) => (entered = resolve))
+    const gate = async (_args: unknown, options: CodeBindingCallOptions) => {
+      const resume = options.holdWallClock?.()
+      entered()
+      await released
+      resume?.()
+      return 'open'
+    }
+    const first = runtime.run({ program: 'await tools.gate()\nreturn 1', bindings: [{ global: 'tools', functions: { gate } }] })
+    await holding
+    const queuedAt = performance.now()
+    const second = runtime.run({ program: 'return 2', bindings: [] })
+    expect(runtime.load()).toMatchObject({ running: 1, queued: 1 })
+    await new Promise((resolve) => setTimeout(resolve, maxWallMs + 200))
+    expect(performance.now() - queuedAt).toBeGreaterThan(maxWallMs)
+    release()
     expect((await Promise.all([first, second])).map((r) => r.value ?? r.error?.kind)).toEqual([1, 2])
   })
 
