@@ -28,7 +28,6 @@ import { createSessionLogHub, createToolsApp } from '../src/http/index.js'
 import { createMcpApp } from '../src/mcp/index.js'
 import { createToolRuntime } from '../src/registry/index.js'
 import type { ToolRuntime } from '../src/runtime-types.js'
-import { createMemorySessionLog } from '../src/session-log.js'
 
 /** Options of {@link startServer}. */
 export interface StartServerOptions {
@@ -168,7 +167,10 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
   const token = options.token ?? (process.env.TOOLYARD_TOKEN || randomBytes(32).toString('hex'))
   const staticDir = options.staticDir === null ? undefined : (options.staticDir ?? findStaticDir())
 
-  const hub = createSessionLogHub({ forward: createMemorySessionLog() })
+  // No durable sink: nothing here reads past events, and a server that kept every
+  // sub-call's arguments and content would grow with every run. The hub only fans live
+  // events out to the streams that asked for them.
+  const hub = createSessionLogHub()
   // The sandbox with its defaults: a runaway program answers within 5 s of compute (60 s
   // of wall clock), and at most a machine-sized number of programs run at once; beyond
   // that, runs queue, then are refused with 503 OVERLOADED.

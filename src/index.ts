@@ -29,7 +29,7 @@ export { DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_PARALLEL_SUB_CALLS, DEFAULT_SDK_B
 export { runToolCalls, type RunToolCallsOptions } from './registry/index.js'
 export { createCallPool, type CallPool, type CallPoolOptions } from './scheduler.js'
 export { timeoutPolicy, type TimeoutPolicyOptions } from './timeout-policy.js'
-export { createMemorySessionLog, type MemorySessionLog } from './session-log.js'
+export { createMemorySessionLog, type MemorySessionLog, type MemorySessionLogOptions } from './session-log.js'
 
 // Human approval of `ask` decisions
 export { createApprovalBroker, DEFAULT_APPROVAL_TIMEOUT_MS, MAX_APPROVAL_REASON_LENGTH } from './approvals/index.js'
