@@ -67,6 +67,30 @@ function responseHeaders(): MiddlewareHandler[] {
   return [secure, noStoreByDefault]
 }
 
+/** A `Host` value: a DNS name or IPv4 address, or a bracketed IPv6 address, with an optional port. */
+const HOST_VALUE = /^(?:[a-z0-9.-]+|\[[0-9a-f:.]+\])(?::\d{1,5})?$/i
+
+/**
+ * The app's own origin for this request: the request's scheme with the `Host` header the
+ * server validated (Node's `serve()` refuses any other name; workerd sets it), not the
+ * request target. An absolute-form request (`GET http://evil.example/v1/tools`) carries a
+ * target of the client's choosing, so the target's origin says nothing about who we are.
+ * Without a `Host` header (an in-process `app.request()`), the URL is all there is.
+ * `undefined` when the `Host` is not a host name at all: no origin matches it.
+ */
+function ownOrigin(request: Request): string | undefined {
+  const url = new URL(request.url)
+  const host = request.headers.get('Host')
+  if (host === null) return url.origin
+  if (!HOST_VALUE.test(host)) return undefined
+  try {
+    return new URL(`${url.protocol}//${host}`).origin
+  } catch {
+    // A port out of range or a malformed IPv6 literal: not a host any origin can name.
+    return undefined
+  }
+}
+
 /**
  * Refuses a browser `Origin` that is neither the app's own nor allowlisted (403
  * `FORBIDDEN_ORIGIN`, before anything runs: a foreign page cannot even trigger a call
@@ -89,7 +113,7 @@ function originCheck(allowed: ReadonlySet<string>, corsOptions: GateCorsOptions 
     const origin = c.req.header('Origin')
     if (origin === undefined) return next()
     if (allowed.has(origin)) return corsHandler === undefined ? next() : corsHandler(c, next)
-    if (origin === new URL(c.req.url).origin) return next()
+    if (origin === ownOrigin(c.req.raw)) return next()
     throw new HttpError('FORBIDDEN_ORIGIN', 'cross-origin requests from this origin are not allowed')
   }
 }
