@@ -150,12 +150,15 @@ describe('catalog inside a program', () => {
     const { registry, run } = setup()
     let release!: () => void
     const gate = new Promise<void>((resolve) => (release = resolve))
+    let entered!: () => void
+    const waiting = new Promise<void>((resolve) => (entered = resolve))
     registry.register({
       name: 'zz_wait',
       description: 'Wait until the test says so.',
       parameters: { type: 'object' },
       output: { schema: { type: 'null' }, render: () => [] },
       execute: async () => {
+        entered()
         await gate
         return null
       },
@@ -166,7 +169,8 @@ describe('catalog inside a program', () => {
       try { await catalog.describe('zz_late') } catch { late = 'not found' }
       return [late, 'zz_late' in tools, (await catalog.search('late arrival')).some((h) => h.name === 'zz_late')]
     `)
-    await new Promise((resolve) => setTimeout(resolve, 200))
+    // The run is inside its program (not merely started some time ago) before the tool set changes.
+    await waiting
     registry.register({
       name: 'zz_late',
       description: 'A late arrival.',

@@ -357,7 +357,7 @@ describe('run_code on real workers through the real registry', () => {
 
   it('a wall-budget expiry aborts the in-flight sub-call and drains it before returning', async () => {
     // A pre-spawned, booted worker: the wall ceiling counts from run(), boot included.
-    const codeRuntime = workerRuntime({ maxWallMs: 1000, prespawn: 1 })
+    const codeRuntime = workerRuntime({ maxWallMs: 2_000, prespawn: 1 })
     await codeRuntime.warm()
     const { tools, run, settles, starts } = setup({ codeRuntime })
     let stoppedAt = 0

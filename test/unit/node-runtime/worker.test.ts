@@ -78,14 +78,16 @@ describe('node worker runtime', () => {
   })
 
   it('a program idling on a slow binding outlives computeMs and dies only at maxWallMs', async () => {
-    const result = await make({ computeMs: 200, maxWallMs: 2_000 }).run({
+    // The idle wait (1.5 s) outlasts the compute budget (1 s) with room to spare, and the
+    // worker's own start-up stays far below it on a loaded machine.
+    const result = await make({ computeMs: 1_000, maxWallMs: 3_000 }).run({
       program: "const first = await tools.slow()\nconsole.log('slow call returned', first)\nawait tools.never()",
       bindings: [
         {
           global: 'tools',
           functions: {
             slow: async () => {
-              await sleep(700)
+              await sleep(1_500)
               return 'ok'
             },
             never,
@@ -94,9 +96,9 @@ describe('node worker runtime', () => {
       ],
     })
     expect(result.logs.map((l) => l.text)).toContain('slow call returned ok')
-    expect(result.error).toEqual({ kind: 'timeout', message: 'wall-clock ceiling of 2000 ms reached' })
-    expect(result.stats?.computeMs).toBeLessThan(200)
-    expect(result.stats?.wallMs).toBeGreaterThanOrEqual(2_000)
+    expect(result.error).toEqual({ kind: 'timeout', message: 'wall-clock ceiling of 3000 ms reached' })
+    expect(result.stats?.computeMs).toBeLessThan(1_000)
+    expect(result.stats?.wallMs).toBeGreaterThanOrEqual(3_000)
   })
 
   it('the pre-spawned worker is fresh: run 1 state is invisible to run 2', async () => {

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it, vi } from 'vitest'
 import defaultVariant from '@jitl/quickjs-wasmfile-release-sync'
 import type { EmscriptenModuleLoader, QuickJSEmscriptenModule, QuickJSSyncVariant } from 'quickjs-emscripten-core'
 import { createQuickJsRuntime } from '../../../platforms/quickjs/index.js'
@@ -20,6 +20,8 @@ const sleep = (ms: number, signal?: AbortSignal) =>
     }, { once: true })
   })
 
+/** Waits for a background step to have happened (polling, 10 s at most): no timing margin a loaded machine can break. */
+const eventually = (check: () => void) => vi.waitFor(check, { timeout: 10_000, interval: 5 })
 const ns = (functions: Record<string, CodeBindingFunction>, global = 'tools'): CodeBindingNamespace => ({ global, functions })
 
 const runtimes: CodeRuntime[] = []
@@ -206,16 +208,19 @@ describe('createQuickJsRuntime: failures', () => {
   })
 
   it('awaiting a slow binding consumes no compute', async () => {
-    const r = make({ computeMs: 300, maxWallMs: 30_000 })
+    // The wait (1.2 s) is longer than the budget (1 s): charged, it would end the run; the
+    // program's own work is far below the budget, on a loaded machine too.
+    const r = make({ computeMs: 1_000, maxWallMs: 30_000 })
     const result = await r.run({ program: 'await tools.slow(); return "done"', bindings: [ns({ slow: () => sleep(1_200) })] })
     expect(result.error).toBeUndefined()
     expect(result.value).toBe('done')
-    expect(result.stats!.computeMs).toBeLessThan(300)
+    expect(result.stats!.computeMs).toBeLessThan(1_000)
     expect(result.stats!.wallMs).toBeGreaterThanOrEqual(1_200)
   })
 
   it('a program awaiting forever dies at the wall ceiling, and the binding is told', async () => {
-    const r = make({ computeMs: 300, maxWallMs: 1_000 })
+    // A compute budget above the ceiling: start-up cost on a loaded machine cannot make it fire first.
+    const r = make({ computeMs: 5_000, maxWallMs: 1_000 })
     let aborted = false
     const result = await r.run({
       program: 'await tools.forever()',
@@ -432,9 +437,11 @@ describe('createQuickJsRuntime: dispose', () => {
   it('aborts in-flight runs and resolves once their bindings settled; later runs are refused', async () => {
     const r = createQuickJsRuntime({ wasmModule })
     let bindingDone = false
+    let bindingStarted = false
     const pending = r.run({
       program: 'await tools.wait()',
       bindings: [ns({ wait: async (_a, { signal }) => {
+        bindingStarted = true
         try {
           await sleep(60_000, signal)
         } finally {
@@ -443,7 +450,7 @@ describe('createQuickJsRuntime: dispose', () => {
         }
       } })],
     })
-    await sleep(200)
+    await eventually(() => expect(bindingStarted).toBe(true))
     await r.dispose()
     expect(bindingDone).toBe(true)
     const result = await pending
@@ -488,19 +495,17 @@ describe('createQuickJsRuntime: prewarm (the next run\'s sandbox built in the ba
     const first = await r.run({ program: 'globalThis.leak = 1; Object.prototype.polluted = 2; Array.prototype.evil = 3; console.log = () => {}; return 1', bindings: [] })
     expect(first.value).toBe(1)
     expect(builds()).toBe(1)
-    await sleep(200)
-    expect(builds()).toBe(2)
+    await eventually(() => expect(builds()).toBe(2))
     const second = await r.run({ program: 'console.log("ok"); return [typeof leak, typeof ({}).polluted, typeof [].evil, typeof setTimeout, typeof tools.echo]', bindings: [ns({ echo: async (a) => a })] })
     // The prebuilt sandbox served this run: no build on its path.
     expect(builds()).toBe(2)
     expect(second.value).toEqual(['undefined', 'undefined', 'undefined', 'function', 'function'])
     expect(second.logs.map((l) => l.text)).toEqual(['ok'])
-    await sleep(200)
-    expect(builds()).toBe(3)
+    await eventually(() => expect(builds()).toBe(3))
   })
 
   it('a prebuilt sandbox has its own budgets: a hot loop still dies at the compute budget, the next run is fine', async () => {
-    const r = make({ computeMs: 150 })
+    const r = make({ computeMs: 1_000 })
     await r.run({ program: 'return 0', bindings: [] })
     await sleep(200)
     const spin = await r.run({ program: 'while (true) {}', bindings: [] })
@@ -547,8 +552,7 @@ describe('createQuickJsRuntime: prewarm (the next run\'s sandbox built in the ba
     const built = countingVariant()
     const b = createQuickJsRuntime({ wasmModule, variant: built.variant })
     await b.run({ program: 'return 1', bindings: [] })
-    await sleep(200)
-    expect(built.builds()).toBe(2)
+    await eventually(() => expect(built.builds()).toBe(2))
     await b.dispose()
     expect((await b.run({ program: 'return 1', bindings: [] })).error).toEqual({ kind: 'abort', message: 'the runtime was disposed' })
     await sleep(100)
@@ -588,9 +592,8 @@ describe('createQuickJsRuntime: prewarm (the next run\'s sandbox built in the ba
     hold(new Promise<void>((resolve) => {
       release = resolve
     }))
-    await sleep(100)
-    // The background build started and waits on the gate.
-    expect(builds()).toBe(2)
+    // The background build starts and waits on the gate.
+    await eventually(() => expect(builds()).toBe(2))
     const pending = r.run({ program: 'return typeof leak', bindings: [] })
     await sleep(50)
     expect(builds()).toBe(2)
@@ -604,7 +607,7 @@ describe('createQuickJsRuntime: prewarm (the next run\'s sandbox built in the ba
     const { variant, builds } = countingVariant()
     const r = make({ variant })
     await r.run({ program: 'return 0', bindings: [] })
-    await sleep(200)
+    await eventually(() => expect(builds()).toBe(2))
     let open: () => void = () => undefined
     const gate = new Promise<void>((resolve) => {
       open = resolve
