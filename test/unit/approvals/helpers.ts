@@ -72,7 +72,7 @@ export function nextRequest(broker: ApprovalBroker): Promise<PendingApproval> {
 }
 
 /** Polls `check` on macrotasks until it holds (or fails after `ms`). */
-export async function until(check: () => boolean, ms = 5000): Promise<void> {
+export async function until(check: () => boolean, ms = 20_000): Promise<void> {
   const deadline = Date.now() + ms
   while (!check()) {
     if (Date.now() > deadline) throw new Error('condition not reached in time')
