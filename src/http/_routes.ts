@@ -16,7 +16,7 @@ import type { ScopeKey, ToolExecutionResult } from '../types.js'
 import { sha256 } from './auth.js'
 import { HttpError, OVERLOADED_RETRY_AFTER_SECONDS } from './http-errors.js'
 import type { InternalErrorReporter } from './http-errors.js'
-import { readJsonBody } from './request-body.js'
+import { readJsonBody, unknownFieldMessage } from './request-body.js'
 import { decideApproval, listApprovals } from './_approvals.js'
 import { streamRun } from './_run-stream.js'
 import type { SessionLogHub } from './session-log-hub.js'
@@ -110,10 +110,26 @@ function agentField(agent: ScopeKey | undefined): { agent?: ScopeKey } {
   return agent === undefined ? {} : { agent }
 }
 
-async function objectBody(c: Context, config: ApiConfig): Promise<Record<string, unknown>> {
+/** The fields each JSON route reads; any other top-level field is refused, naming it. */
+const EXECUTE_FIELDS: readonly string[] = ['arguments', 'callId', 'agent']
+const RUN_FIELDS: readonly string[] = ['code', 'description', 'agent']
+
+async function objectBody(c: Context, config: ApiConfig, fields: readonly string[]): Promise<Record<string, unknown>> {
   const value = await readJsonBody(c.req.raw, config.maxBodyBytes)
-  if (!isPlainObject(value)) throw invalidRequest('the request body must be a JSON object')
+  if (!isPlainObject(value)) throw invalidRequest(`the request body must be a JSON object (expected fields: ${fields.join(', ')})`)
   return value
+}
+
+function refuseUnknownFields(body: Record<string, unknown>, fields: readonly string[]): void {
+  const unknown = unknownFieldMessage(body, fields, 'the request body')
+  if (unknown !== undefined) throw invalidRequest(unknown)
+}
+
+const RUN_CALL_ID_REFUSED = 'callId is assigned by the server for runs (see the X-Toolyard-Call-Id header)'
+
+/** A run's id: the server's alone, so no client can name (and so join) another client's run. */
+function newRunCallId(): string {
+  return `http-run-${crypto.randomUUID()}`
 }
 
 /** The execution's signal: the client's request (disconnect aborts), the app's shutdown, and `extra`. */
@@ -269,14 +285,18 @@ function catalogSearch(runtime: ToolRuntime): Handler {
 
 function executeTool(runtime: ToolRuntime, config: ApiConfig): Handler {
   return async (c) => {
-    const body = await objectBody(c, config)
+    const body = await objectBody(c, config, EXECUTE_FIELDS)
+    refuseUnknownFields(body, EXECUTE_FIELDS)
     const agent = bodyAgent(c, body)
-    const callId = body.callId === undefined ? `http-${crypto.randomUUID()}` : body.callId
+    const name = c.req.param('name') as string
+    // A run's sub-calls, approvals and event stream are keyed by its call id: a client that
+    // could choose it could reuse a live run's id (GET /v1/approvals shows it) and join that run.
+    if (name === RUN_CODE && body.callId !== undefined) throw invalidRequest(RUN_CALL_ID_REFUSED)
+    const callId = name === RUN_CODE ? newRunCallId() : body.callId === undefined ? `http-${crypto.randomUUID()}` : body.callId
     if (!validCallId(callId)) {
       throw invalidRequest(`callId must be 1–${MAX_ID_LENGTH} printable ASCII characters, without leading or trailing spaces`)
     }
     const args = Object.hasOwn(body, 'arguments') ? body.arguments : {}
-    const name = c.req.param('name') as string
     const result = await runtime.execute({ callId, name, arguments: args, signal: signalFor(c, config), ...agentField(agent) })
     return resultResponse(c, callId, result)
   }
@@ -284,15 +304,16 @@ function executeTool(runtime: ToolRuntime, config: ApiConfig): Handler {
 
 function run(runtime: ToolRuntime, config: ApiConfig): Handler {
   return async (c) => {
-    const body = await objectBody(c, config)
+    const body = await objectBody(c, config, RUN_FIELDS)
+    if (Object.hasOwn(body, 'callId')) throw invalidRequest(RUN_CALL_ID_REFUSED)
+    refuseUnknownFields(body, RUN_FIELDS)
     const agent = bodyAgent(c, body)
-    if (Object.hasOwn(body, 'callId')) throw invalidRequest('callId is assigned by the server for runs (see the X-Toolyard-Call-Id header)')
     // Decided before anything runs or streams, so JSON and SSE answer alike: a stream's
     // status line is sent at once and could no longer say 404.
     if (runtime.get(RUN_CODE, agent) === undefined) throw new HttpError('UNKNOWN_TOOL', unknownToolMessage(RUN_CODE))
     refuseWhenFull(runtime)
     // The id is ours alone, so the stream's filter can never pick up another request's sub-calls.
-    const callId = `http-run-${crypto.randomUUID()}`
+    const callId = newRunCallId()
     // Only the fields the client sent: an absent `code` is then reported by the schema as
     // missing, not as an `undefined` that is "not lossless JSON".
     const args: Record<string, unknown> = {}

@@ -170,3 +170,53 @@ export function pingOfBytes(bytes: number): string {
 export function echoOfBytes(bytes: number): string {
   return jsonOfBytes(bytes, (pad) => ({ arguments: { text: pad } }))
 }
+
+/** One parsed server-sent event. */
+export interface SseFrame {
+  readonly event: string
+  readonly id?: string
+  readonly data: unknown
+}
+
+/** Reads an event stream frame by frame, so a test can act while the run still goes on. */
+export function sseFrames(response: Response) {
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader()
+  let buffer = ''
+  const seen: SseFrame[] = []
+  const next = async (): Promise<SseFrame | undefined> => {
+    for (;;) {
+      const end = buffer.indexOf('\n\n')
+      if (end !== -1) {
+        const block = buffer.slice(0, end + 2)
+        buffer = buffer.slice(end + 2)
+        const [frame] = parseSse(block)
+        if (frame === undefined) continue
+        seen.push(frame)
+        return frame
+      }
+      const { value, done } = await reader.read()
+      if (done) return undefined
+      buffer += value
+    }
+  }
+  return {
+    seen,
+    next,
+    /** Reads until an event named `name` (returns it); throws if the stream ends first. */
+    async until(name: string): Promise<SseFrame> {
+      for (;;) {
+        const frame = await next()
+        if (frame === undefined) throw new Error(`the stream ended before "${name}" (saw ${seen.map((e) => e.event).join(', ')})`)
+        if (frame.event === name) return frame
+      }
+    },
+    /** Reads to the end and returns every frame. */
+    async rest(): Promise<SseFrame[]> {
+      while ((await next()) !== undefined) {
+        // Collected in `seen`.
+      }
+      return seen
+    },
+    cancel: () => reader.cancel(),
+  }
+}

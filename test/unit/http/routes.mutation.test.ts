@@ -46,7 +46,7 @@ describe('agent and call-id rules', () => {
 
   it('a body that is not a JSON object', async () => {
     for (const body of [[1], 'text', null, 3]) {
-      expect(await errorOf(await app.request('/v1/tools/echo/execute', post(body)))).toEqual({ code: 'INVALID_REQUEST', message: 'the request body must be a JSON object' })
+      expect(await errorOf(await app.request('/v1/tools/echo/execute', post(body)))).toEqual({ code: 'INVALID_REQUEST', message: 'the request body must be a JSON object (expected fields: arguments, callId, agent)' })
     }
   })
 
