@@ -30,13 +30,12 @@ describe('catalog hit rate over the 1,000-tool registry', () => {
 
   it('finds the intended tool in the top 3 for ≥ 80 % of the tuning queries', () => {
     const rates = measureHitRates(TUNING_QUERIES, search)
-    console.log(formatHitRates('tuning split', rates))
-    expect(rates.top3).toBeGreaterThanOrEqual(0.8)
+    // The figures show on failure; `npm run bench:catalog` prints them.
+    expect(rates.top3, formatHitRates('tuning split', rates)).toBeGreaterThanOrEqual(0.8)
   })
 
   it('finds the intended tool in the top 3 for ≥ 80 % of the held-out queries', () => {
     const rates = measureHitRates(HELD_OUT_QUERIES, search)
-    console.log(formatHitRates('held-out split', rates))
-    expect(rates.top3).toBeGreaterThanOrEqual(0.8)
+    expect(rates.top3, formatHitRates('held-out split', rates)).toBeGreaterThanOrEqual(0.8)
   })
 })
