@@ -11,6 +11,9 @@
 import type { QuickJSContext, QuickJSHandle } from 'quickjs-emscripten-core'
 import type { CodeRunFailureKind } from '../../src/code-runtime/contract.js'
 import { isOutOfMemory, outOfMemoryMessage } from '../../src/code-runtime/json-endpoint.js'
+import { MAX_CALL_ARG_NODES } from '../../src/code-runtime/limits.js'
+import { MAX_VALUE_DEPTH } from '../../src/code-runtime/render.js'
+import { scanJsonText } from '../../src/json/scan.js'
 import { toErrorData } from '../../src/errors.js'
 import type { QuickJsSandbox } from './_engine.js'
 
@@ -52,6 +55,42 @@ export interface VmRunHooks {
    * built-in (which runs no interrupt checks) while it is stuck.
    */
   segment?(running: boolean, busyMs: number): void
+}
+
+/** Where the arguments of a call message (as the in-VM script writes it, `_sandbox-entry.ts`) begin, or -1. */
+function callArgsStart(json: string): number {
+  const head = '{"type":"call","id":'
+  if (!json.startsWith(head)) return -1
+  let i = head.length
+  while (i < json.length && json.charCodeAt(i) >= 0x30 && json.charCodeAt(i) <= 0x39) i++
+  for (const key of [',"global":"', ',"name":"']) {
+    if (!json.startsWith(key, i)) return -1
+    i += key.length
+    // The string's body; an escape takes the next character with it.
+    while (i < json.length && json.charCodeAt(i) !== 0x22) i += json.charCodeAt(i) === 0x5c ? 2 : 1
+    i++
+  }
+  const args = ',"args":'
+  return json.startsWith(args, i) ? i + args.length : -1
+}
+
+/**
+ * Refuses a binding call whose arguments hold more than {@link MAX_CALL_ARG_NODES} JSON
+ * values or nest deeper than `MAX_VALUE_DEPTH`, by throwing from the VM's `post`: the
+ * in-VM script turns that into the call's rejected promise, and the run continues. One
+ * linear pass over text the VM already built, charged to the run's compute (it runs
+ * inside the VM's call), so the host's thread only ever parses bounded text.
+ */
+export function checkCallArgs(json: string): void {
+  const start = callArgsStart(json)
+  if (start < 0) return
+  const scan = scanJsonText(json, start, json.length - 1, MAX_CALL_ARG_NODES, MAX_VALUE_DEPTH)
+  if (scan.nodes > MAX_CALL_ARG_NODES) {
+    throw new RangeError(
+      `they hold more than ${MAX_CALL_ARG_NODES} JSON values (object keys count); send fewer values per call, or data as one string`,
+    )
+  }
+  if (scan.depth > MAX_VALUE_DEPTH) throw new RangeError(`they nest deeper than ${MAX_VALUE_DEPTH} levels; flatten them`)
 }
 
 type InboxItem = { readonly kind: 'message'; readonly json: string } | { readonly kind: 'timer'; readonly id: number }
@@ -224,7 +263,9 @@ export class VmRun {
       if (this.#stopped) return
       const attached = sandbox.attach({
         post: (json) => {
-          if (!this.#stopped) this.#hooks.output(json)
+          if (this.#stopped) return
+          checkCallArgs(json)
+          this.#hooks.output(json)
         },
         timer: (id, delay) => this.#setTimer(id, delay),
         interrupt: () => this.#interrupt(),

@@ -17,11 +17,12 @@ import type {
   CodeRunResult,
 } from './contract.js'
 import { ToolCallError, toErrorData } from '../errors.js'
+import { DEFAULT_MAX_PENDING_ARG_BYTES } from './limits.js'
 import type { CodeRunLimits } from './limits.js'
 import { deepValueText, MAX_VALUE_DEPTH, measureValueBytes, renderedWithin, utf8Length, utf8Prefix } from './render.js'
 import { nestsDeeperThan } from '../json/nesting.js'
 import { invalidGlobalName, parseWorkerMessage, PROGRAM_SOURCE_URL } from './wire.js'
-import type { HostMessage, WireEndpoint, WireErrorData, WireListener, WireNamespace } from './wire.js'
+import type { HostMessage, WireEndpoint, WireErrorData, WireListener, WireMessageEvent, WireNamespace } from './wire.js'
 
 /** How often the busy-time meter is read. Internal on purpose: nothing a deployment could mis-tune into a bypass. */
 export const METER_POLL_MS = 10
@@ -135,6 +136,8 @@ export class CodeRunSession {
   readonly #controller = new AbortController()
   readonly #logs: CodeLogEntry[] = []
   readonly #inflight = new Set<Promise<void>>()
+  /** Argument bytes the calls in {@link CodeRunSession.#inflight} hold (`maxPendingArgBytes`). */
+  #pendingArgBytes = 0
   #resolve!: (result: CodeRunResult) => void
   #settled = false
   #started = false
@@ -162,7 +165,7 @@ export class CodeRunSession {
     this.result = new Promise((resolve) => {
       this.#resolve = resolve
     })
-    this.#onMessage = (event) => this.#receive(event.data)
+    this.#onMessage = (event) => this.#receive(event)
     this.#onAbort = () => this.fail('abort', abortMessage(run.signal!))
   }
 
@@ -270,9 +273,14 @@ export class CodeRunSession {
     if (this.#busyMs >= this.#limits.computeMs) this.fail('timeout', `compute budget of ${this.#limits.computeMs} ms exhausted`)
   }
 
-  #receive(data: unknown): void {
+  /** Calls started and not yet settled, and the argument bytes they hold: for tests and load figures. */
+  pendingCalls(): { readonly calls: number; readonly argBytes: number } {
+    return { calls: this.#inflight.size, argBytes: this.#pendingArgBytes }
+  }
+
+  #receive(event: WireMessageEvent): void {
     if (this.#settled) return
-    const parsed = parseWorkerMessage(data)
+    const parsed = parseWorkerMessage(event.data)
     if (!parsed.ok) return
     const message = parsed.message
     switch (message.type) {
@@ -282,7 +290,7 @@ export class CodeRunSession {
         this.#addLog({ source: 'console', level: message.level, text: message.text })
         return
       case 'call':
-        this.#call(message.id, message.global, message.name, message.args)
+        this.#call(message.id, message.global, message.name, message.args, event.checkedArgBytes)
         return
       case 'done':
         if ('error' in message) this.#settle(undefined, { kind: 'exception', message: formatProgramError(message.error) })
@@ -314,7 +322,23 @@ export class CodeRunSession {
     }
   }
 
-  #call(id: number, global: string, name: string, args: unknown): void {
+  /**
+   * What a call's arguments weigh against `maxPendingArgBytes`, or a refusal. A JSON
+   * endpoint has measured and checked them off this thread (`checked`); a structured-clone
+   * endpoint (the trusted worker runtimes) is measured here, the walk bounded by the budget.
+   */
+  #argWeight(args: unknown, checked: number | undefined): number | string {
+    if (checked !== undefined) return checked
+    // The bootstrap refuses these inside the program; a worker that sends them anyway is refused here.
+    if (nestsDeeperThan(args, MAX_VALUE_DEPTH)) return `the arguments nest deeper than ${MAX_VALUE_DEPTH} levels; flatten them`
+    return args === undefined ? 0 : measureValueBytes(args, this.#argBudget() - this.#pendingArgBytes)
+  }
+
+  #argBudget(): number {
+    return this.#limits.maxPendingArgBytes ?? DEFAULT_MAX_PENDING_ARG_BYTES
+  }
+
+  #call(id: number, global: string, name: string, args: unknown, checkedArgBytes: number | undefined): void {
     // Ids increase strictly: a replayed or duplicate id is dropped, never dispatched twice.
     if (id <= this.#lastCallId) return
     this.#lastCallId = id
@@ -330,11 +354,25 @@ export class CodeRunSession {
       this.#reply({ type: 'reply', id, ok: false, message: `unknown binding ${global}[${JSON.stringify(name)}]` })
       return
     }
-    // The bootstrap refuses these inside the program; a worker that sends them anyway is refused here.
-    if (nestsDeeperThan(args, MAX_VALUE_DEPTH)) {
-      this.#reply({ type: 'reply', id, ok: false, message: `the arguments nest deeper than ${MAX_VALUE_DEPTH} levels; flatten them` })
+    const weight = this.#argWeight(args, checkedArgBytes)
+    if (typeof weight === 'string') {
+      this.#reply({ type: 'reply', id, ok: false, message: weight })
       return
     }
+    const budget = this.#argBudget()
+    if (this.#pendingArgBytes + weight > budget) {
+      // Refused, not queued: the program sees a rejected call and may await earlier ones and retry.
+      this.#reply({
+        type: 'reply',
+        id,
+        ok: false,
+        message:
+          `${global}.${name}: refused: the run's unsettled binding calls would hold more than maxPendingArgBytes ` +
+          `(${budget} bytes) of arguments (earlier calls hold ${this.#pendingArgBytes}; this one at least ${weight}); await earlier calls before starting more`,
+      })
+      return
+    }
+    this.#pendingArgBytes += weight
     const options: CodeBindingCallOptions = {
       signal: this.signal,
       deadline: Date.now() + Math.max(0, this.#limits.maxWallMs - this.wallElapsedMs()),
@@ -351,7 +389,10 @@ export class CodeRunSession {
       }
     })()
     this.#inflight.add(task)
-    void task.finally(() => this.#inflight.delete(task))
+    void task.finally(() => {
+      this.#inflight.delete(task)
+      this.#pendingArgBytes -= weight
+    })
   }
 
   #addLog(entry: CodeLogEntry): void {

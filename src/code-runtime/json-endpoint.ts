@@ -7,8 +7,11 @@
  * @module
  */
 import type { CodeRunFailureKind } from './contract.js'
+import { adoptParsedJson } from '../json/lossless.js'
+import { ARG_BYTES_PER_NODE } from './limits.js'
+import { MAX_VALUE_DEPTH } from './render.js'
 import { PROGRAM_SOURCE_URL } from './wire.js'
-import type { WireEndpoint, WireListener } from './wire.js'
+import type { WireEndpoint, WireListener, WireMessageEvent } from './wire.js'
 
 /** The error QuickJS reports when a run's memory is exhausted. */
 export function isOutOfMemory(name: unknown, message: unknown): boolean {
@@ -26,6 +29,18 @@ function remapQuickJsStack(stack: string): string {
     const mapped = `${PROGRAM_SOURCE_URL}:${Math.max(1, Number(line) - 2)}`
     return column === undefined ? mapped : `${mapped}:${column}`
   })
+}
+
+/**
+ * Adopts a call's freshly parsed arguments as a snapshot and weighs them; `undefined`
+ * (the session then checks them itself) when they hold a number JSON snapshots refuse
+ * or nest deeper than the host recurses.
+ */
+function weighArgs(args: unknown, textLength: number): number | undefined {
+  if (args === undefined) return 0
+  const adopted = adoptParsedJson(args)
+  if (adopted === undefined || adopted.depth > MAX_VALUE_DEPTH) return undefined
+  return textLength + ARG_BYTES_PER_NODE * adopted.nodes
 }
 
 function own(data: object, key: string): unknown {
@@ -75,6 +90,12 @@ export class JsonWireEndpoint implements WireEndpoint {
    * cannot express (a call without arguments; program frames; memory exhaustion reported
    * as the program's own error), then handed to the listeners, which validate it.
    * Unparseable text is dropped.
+   *
+   * A call's parsed arguments are adopted as a snapshot in place (frozen, not copied)
+   * and weighed: their text plus {@link ARG_BYTES_PER_NODE} per value, handed on as
+   * `checkedArgBytes`, so neither the session nor the registry walks them again. Their
+   * count of values was bounded before the text left the sandbox's thread (`VmRun`), so
+   * this thread only parses and freezes bounded text.
    */
   receive(json: string): void {
     let data: unknown
@@ -84,12 +105,14 @@ export class JsonWireEndpoint implements WireEndpoint {
       // Not JSON: not a message the protocol knows; the session would drop it too.
       return
     }
+    let checkedArgBytes: number | undefined
     if (typeof data === 'object' && data !== null && !Array.isArray(data)) {
       const type = own(data, 'type')
       // JSON cannot carry `undefined`: a call without arguments arrives without the key.
       if (type === 'call' && !Object.prototype.hasOwnProperty.call(data, 'args')) {
         Object.defineProperty(data, 'args', { value: undefined, enumerable: true, writable: true, configurable: true })
       }
+      if (type === 'call') checkedArgBytes = weighArgs(own(data, 'args'), json.length)
       const error = type === 'done' ? own(data, 'error') : undefined
       if (typeof error === 'object' && error !== null) {
         if (isOutOfMemory(own(error, 'name'), own(error, 'message'))) {
@@ -100,6 +123,7 @@ export class JsonWireEndpoint implements WireEndpoint {
         if (typeof stack === 'string') (error as Record<string, unknown>).stack = remapQuickJsStack(stack)
       }
     }
-    for (const listener of this.#listeners.slice()) listener({ data })
+    const event: WireMessageEvent = checkedArgBytes === undefined ? { data } : { data, checkedArgBytes }
+    for (const listener of this.#listeners.slice()) listener(event)
   }
 }

@@ -16,6 +16,50 @@ export interface CodeRunLimits {
   readonly maxLogBytes: number
   /** Serialized bytes of the returned value kept per run. */
   readonly maxValueBytes: number
+  /**
+   * Bytes of binding-call arguments a run may hold on the host at once (calls queued or
+   * running, released as each settles); a call past it is refused inside the program.
+   * Absent: {@link DEFAULT_MAX_PENDING_ARG_BYTES}.
+   */
+  readonly maxPendingArgBytes?: number
+}
+
+/**
+ * The default of {@link CodeRunLimits.maxPendingArgBytes}: 32 MiB. Every call the host
+ * accepts holds its parsed arguments until it settles, and a program can start calls
+ * far faster than tools finish them (a queue behind one call waiting for a person):
+ * this keeps one run's share of the host's heap to tens of MiB, not the whole heap.
+ */
+export const DEFAULT_MAX_PENDING_ARG_BYTES = 32 * 1024 * 1024
+
+/**
+ * What one JSON value of a checked call's arguments weighs against
+ * {@link CodeRunLimits.maxPendingArgBytes} beyond its text: roughly what a parsed
+ * object, array or number costs the host's heap, so that 3 characters of `{},` are not
+ * charged 3 bytes.
+ */
+export const ARG_BYTES_PER_NODE = 64
+
+/**
+ * The most JSON values (objects, arrays, strings, numbers, literals; object keys count
+ * one each) one binding call's arguments may hold. Counted in the sandbox's thread on
+ * the JSON text before it reaches the host, and refused there, inside the program.
+ *
+ * Why 100 000: the host parses, freezes and validates a call's arguments on its own
+ * thread at roughly 0.1 to 1 microsecond per value, so this keeps one call's work on
+ * the host in the ~10 ms range (measured: `npm run bench:binding-args`), while the 8 MiB
+ * text cap alone admits `[{},{},…]` with 2.7 million values (seconds of host work).
+ * Tool arguments that are data, not structure (a file's content), travel as strings
+ * and are bounded by the text cap instead.
+ */
+export const MAX_CALL_ARG_NODES = 100_000
+
+/**
+ * Reads and validates `maxPendingArgBytes` (1 KiB to 1 GiB; default
+ * {@link DEFAULT_MAX_PENDING_ARG_BYTES}) from an already-checked options record.
+ */
+export function readMaxPendingArgBytes(options: Readonly<Record<string, unknown>>, factory: string): number {
+  return integerOption(options, 'maxPendingArgBytes', DEFAULT_MAX_PENDING_ARG_BYTES, 1024, 1 << 30, factory)
 }
 
 /** The RFC's defaults. */
@@ -66,14 +110,15 @@ export function checkOptionsObject(options: unknown, known: readonly string[], f
 }
 
 /** The limit option names {@link readCodeRunLimits} reads. */
-export const CODE_RUN_LIMIT_KEYS: readonly string[] = ['computeMs', 'maxWallMs', 'maxLogBytes', 'maxValueBytes']
+export const CODE_RUN_LIMIT_KEYS: readonly string[] = ['computeMs', 'maxWallMs', 'maxLogBytes', 'maxValueBytes', 'maxPendingArgBytes']
 
-/** Reads and validates the four limits from an already-checked options record. */
+/** Reads and validates the limits from an already-checked options record. */
 export function readCodeRunLimits(options: Readonly<Record<string, unknown>>, factory: string): CodeRunLimits {
   return Object.freeze({
     computeMs: integerOption(options, 'computeMs', DEFAULT_CODE_RUN_LIMITS.computeMs, 1, MAX_TIMER_MS, factory),
     maxWallMs: integerOption(options, 'maxWallMs', DEFAULT_CODE_RUN_LIMITS.maxWallMs, 1, MAX_TIMER_MS, factory),
     maxLogBytes: integerOption(options, 'maxLogBytes', DEFAULT_CODE_RUN_LIMITS.maxLogBytes, 1, 1 << 30, factory),
     maxValueBytes: integerOption(options, 'maxValueBytes', DEFAULT_CODE_RUN_LIMITS.maxValueBytes, 1, 1 << 30, factory),
+    maxPendingArgBytes: readMaxPendingArgBytes(options, factory),
   })
 }

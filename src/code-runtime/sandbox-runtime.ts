@@ -20,7 +20,7 @@ import { ToolError } from '../errors.js'
 import { CodeRunSession, failedResult, prepareRun } from './host-session.js'
 import type { PreparedRun } from './host-session.js'
 import { JsonWireEndpoint } from './json-endpoint.js'
-import { checkOptionsObject, CODE_RUN_LIMIT_KEYS, integerOption, MAX_TIMER_MS } from './limits.js'
+import { checkOptionsObject, CODE_RUN_LIMIT_KEYS, DEFAULT_MAX_PENDING_ARG_BYTES, integerOption, MAX_TIMER_MS, readMaxPendingArgBytes } from './limits.js'
 import type { CodeRunLimits } from './limits.js'
 import { BUSY_SLOT, epochNow, parseThreadEvent, SEGMENT_SLOT, SIGNALS_BYTES, STOP_SLOT } from './sandbox-protocol.js'
 import type { SandboxThreadBoot, ThreadCommand } from './sandbox-protocol.js'
@@ -41,6 +41,7 @@ export const SANDBOX_DEFAULT_LIMITS: CodeRunLimits = Object.freeze({
   maxWallMs: 60_000,
   maxLogBytes: 65_536,
   maxValueBytes: 32_768,
+  maxPendingArgBytes: DEFAULT_MAX_PENDING_ARG_BYTES,
 })
 
 /** The options `createSandboxRuntime` takes on every platform. */
@@ -55,6 +56,13 @@ export interface SandboxRuntimeOptions {
   readonly maxLogBytes?: number
   /** Serialized bytes of the returned value kept; a larger value becomes a truncated text rendering. Default 32 768. */
   readonly maxValueBytes?: number
+  /**
+   * Bytes of binding-call arguments a run may hold on the host at once (calls queued or
+   * running; each weighs its JSON text plus 64 bytes per JSON value), released as calls
+   * settle; a call past it is refused inside the program (its promise rejects, naming
+   * `maxPendingArgBytes`). 1 024 to 2^30. Default 33 554 432 (32 MiB).
+   */
+  readonly maxPendingArgBytes?: number
   /**
    * Idle threads kept booted, each with its next sandbox built, ahead of the next runs
    * (started at creation, and topped up as runs take them, within `maxConcurrentRuns`).
@@ -151,6 +159,7 @@ function resolveOptions(options: unknown, platform: SandboxPlatform): ResolvedOp
     maxWallMs: integerOption(record, 'maxWallMs', d.maxWallMs, 1, MAX_TIMER_MS, factory),
     maxLogBytes: integerOption(record, 'maxLogBytes', d.maxLogBytes, 1, 1 << 30, factory),
     maxValueBytes: integerOption(record, 'maxValueBytes', d.maxValueBytes, 1, 1 << 30, factory),
+    maxPendingArgBytes: readMaxPendingArgBytes(record, factory),
   })
   const memoryMb = integerOption(record, 'memoryMb', 64, 16, 2048, factory)
   const maxConcurrentRuns = integerOption(record, 'maxConcurrentRuns', defaultConcurrency(platform.machine, memoryMb), 1, 4096, factory)

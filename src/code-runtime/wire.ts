@@ -29,8 +29,22 @@ export interface WireEndpoint {
   start?(): void
 }
 
+/** One inbound message as a listener receives it. */
+export interface WireMessageEvent {
+  /** The message. */
+  readonly data: unknown
+  /**
+   * Set by an endpoint that has already measured and checked a `call` message's
+   * arguments (a JSON endpoint, whose sandbox counted their values off the host's
+   * thread): what they weigh against the run's argument budget, in bytes. Its presence
+   * also says they nest no deeper than `MAX_VALUE_DEPTH` and are a deep-frozen
+   * snapshot, so the host session does not walk them again.
+   */
+  readonly checkedArgBytes?: number
+}
+
 /** A message listener: receives the event whose `data` is the message. */
-export type WireListener = (event: { readonly data: unknown }) => void
+export type WireListener = (event: WireMessageEvent) => void
 
 /** One binding namespace as the sandbox learns it: the global's name and its function names. */
 export interface WireNamespace {
