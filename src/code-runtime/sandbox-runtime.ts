@@ -5,7 +5,8 @@
  * only how to start a thread and its message channel ({@link SandboxPlatform});
  * `platforms/node` and `platforms/browser` export it as `createSandboxRuntime`.
  *
- * One run, host side: admitted (or queued, or refused as `overloaded`), bound to an
+ * One run, host side: admitted (or queued, or refused as `overloaded`; only the
+ * program's length is checked first: the thread strips its TypeScript), bound to an
  * idle thread, driven by the shared {@link CodeRunSession} (every account: caps, the
  * wall ceiling, binding dispatch, one settlement) over a JSON endpoint whose far side
  * is the VM in the thread. When the session settles the host asks the thread to stop
@@ -22,9 +23,8 @@ import type { PreparedRun } from './host-session.js'
 import { JsonWireEndpoint } from './json-endpoint.js'
 import { checkOptionsObject, CODE_RUN_LIMIT_KEYS, DEFAULT_MAX_PENDING_ARG_BYTES, integerOption, MAX_TIMER_MS, readMaxPendingArgBytes } from './limits.js'
 import type { CodeRunLimits } from './limits.js'
-import { BUSY_SLOT, epochNow, parseThreadEvent, SEGMENT_SLOT, SIGNALS_BYTES, STOP_SLOT } from './sandbox-protocol.js'
+import { BUSY_SLOT, epochNow, parseThreadEvent, programTooLong, SEGMENT_SLOT, SIGNALS_BYTES, STOP_SLOT } from './sandbox-protocol.js'
 import type { SandboxThreadBoot, ThreadCommand } from './sandbox-protocol.js'
-import { stripTypeScript } from './strip.js'
 
 /** How long a thread may take to release a stopped VM before it is terminated and replaced. */
 export const STOP_GRACE_MS = 100
@@ -175,6 +175,7 @@ function resolveOptions(options: unknown, platform: SandboxPlatform): ResolvedOp
 /** A run admitted but not yet bound to a thread. */
 interface PendingRun {
   readonly prepared: PreparedRun
+  /** The model's TypeScript as written: its thread strips it. */
   readonly program: string
   readonly resolve: (result: CodeRunResult) => void
 }
@@ -632,7 +633,9 @@ function abortMessage(signal: AbortSignal): string {
  * code `INVALID_OPTIONS`). Used by `createSandboxRuntime` in `toolyard/node` and
  * `toolyard/browser`; call that, not this.
  *
- * Failure kinds: `exception` (the program threw or could not be parsed), `timeout`
+ * Failure kinds: `exception` (the program threw or could not be parsed: stripping runs in
+ * the run's thread, under its compute budget, and its syntax errors name line and
+ * column), `timeout`
  * (names `computeMs` or `maxWallMs`), `abort` (the request's signal, or `dispose()`),
  * `worker-exit` (the VM's memory was exhausted, or its thread died), `overloaded`
  * (`maxConcurrentRuns` running and `maxQueuedRuns` waiting: refused at once).
@@ -659,10 +662,12 @@ export function createSandboxRuntimeOn(platform: SandboxPlatform, options?: Sand
       // An aborted signal wins over everything else, a syntax error included: the same outcome on every runtime.
       const signal = prepared.run.signal
       if (signal?.aborted === true) return Promise.resolve(failedResult('abort', abortMessage(signal)))
-      const stripped = stripTypeScript(prepared.run.program)
-      if (!stripped.ok) return Promise.resolve(failedResult('exception', stripped.message))
+      // Only the length is checked here (free); the thread strips the TypeScript, under the
+      // run's compute budget, so no program text is ever parsed on the host's thread.
+      const tooLong = programTooLong(prepared.run.program)
+      if (tooLong !== undefined) return Promise.resolve(failedResult('exception', tooLong))
       return new Promise<CodeRunResult>((resolve) => {
-        const admitted = pool.admit({ prepared: prepared.run, program: stripped.code, resolve })
+        const admitted = pool.admit({ prepared: prepared.run, program: prepared.run.program, resolve })
         if (!admitted) {
           const { running, queued } = pool.load()
           resolve(failedResult('overloaded', `the sandbox is at capacity (${running} runs running, ${queued} waiting); retry later`))

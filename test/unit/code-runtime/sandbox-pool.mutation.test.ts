@@ -154,7 +154,7 @@ describe('options', () => {
   })
 
   it('defaults: the sandbox budgets, four runs a core within a quarter of memory, eight queued a run', async () => {
-    expect(SANDBOX_DEFAULT_LIMITS).toEqual({ computeMs: 5_000, maxWallMs: 60_000, maxLogBytes: 65_536, maxValueBytes: 32_768 })
+    expect(SANDBOX_DEFAULT_LIMITS).toEqual({ computeMs: 5_000, maxWallMs: 60_000, maxLogBytes: 65_536, maxValueBytes: 32_768, maxPendingArgBytes: 33_554_432 })
     const make = (machine: SandboxPlatform['machine'], options: SandboxRuntimeOptions = {}) => {
       const runtime = createSandboxRuntimeOn(platform({}, { machine }).platform, { prespawn: 0, ...options })
       const load = runtime.load()

@@ -67,7 +67,7 @@ describe('code-run limits', () => {
     expect(DEFAULT_CODE_RUN_LIMITS).toEqual({ computeMs: 60_000, maxWallMs: 600_000, maxLogBytes: 65_536, maxValueBytes: 32_768 })
     expect(Object.isFrozen(DEFAULT_CODE_RUN_LIMITS)).toBe(true)
     expect(MAX_TIMER_MS).toBe(2 ** 31 - 1)
-    expect(CODE_RUN_LIMIT_KEYS).toEqual(['computeMs', 'maxWallMs', 'maxLogBytes', 'maxValueBytes'])
+    expect(CODE_RUN_LIMIT_KEYS).toEqual(['computeMs', 'maxWallMs', 'maxLogBytes', 'maxValueBytes', 'maxPendingArgBytes'])
   })
 
   it('integerOption: absent → fallback; an integer within [min, max] kept; anything else refused with what it was', () => {
@@ -96,11 +96,13 @@ describe('code-run limits', () => {
   })
 
   it('readCodeRunLimits: each limit with its own bounds', () => {
-    expect(readCodeRunLimits({}, 'f')).toEqual(DEFAULT_CODE_RUN_LIMITS)
+    expect(readCodeRunLimits({}, 'f')).toEqual({ ...DEFAULT_CODE_RUN_LIMITS, maxPendingArgBytes: 32 * 1024 * 1024 })
     expect(Object.isFrozen(readCodeRunLimits({}, 'f'))).toBe(true)
-    const max = readCodeRunLimits({ computeMs: MAX_TIMER_MS, maxWallMs: MAX_TIMER_MS, maxLogBytes: 2 ** 30, maxValueBytes: 2 ** 30 }, 'f')
-    expect(max).toEqual({ computeMs: MAX_TIMER_MS, maxWallMs: MAX_TIMER_MS, maxLogBytes: 2 ** 30, maxValueBytes: 2 ** 30 })
-    expect(readCodeRunLimits({ computeMs: 1, maxWallMs: 1, maxLogBytes: 1, maxValueBytes: 1 }, 'f')).toEqual({ computeMs: 1, maxWallMs: 1, maxLogBytes: 1, maxValueBytes: 1 })
+    const max = readCodeRunLimits({ computeMs: MAX_TIMER_MS, maxWallMs: MAX_TIMER_MS, maxLogBytes: 2 ** 30, maxValueBytes: 2 ** 30, maxPendingArgBytes: 2 ** 30 }, 'f')
+    expect(max).toEqual({ computeMs: MAX_TIMER_MS, maxWallMs: MAX_TIMER_MS, maxLogBytes: 2 ** 30, maxValueBytes: 2 ** 30, maxPendingArgBytes: 2 ** 30 })
+    const min = { computeMs: 1, maxWallMs: 1, maxLogBytes: 1, maxValueBytes: 1, maxPendingArgBytes: 1024 }
+    expect(readCodeRunLimits(min, 'f')).toEqual(min)
+    expect(invalid(() => readCodeRunLimits({ maxPendingArgBytes: 1023 }, 'f'))).toBe(`f: options.maxPendingArgBytes must be an integer from 1024 to ${2 ** 30} (got 1023)`)
     expect(invalid(() => readCodeRunLimits({ computeMs: MAX_TIMER_MS + 1 }, 'f'))).toBe(`f: options.computeMs must be an integer from 1 to ${MAX_TIMER_MS} (got ${MAX_TIMER_MS + 1})`)
     expect(invalid(() => readCodeRunLimits({ maxWallMs: 0 }, 'f'))).toBe(`f: options.maxWallMs must be an integer from 1 to ${MAX_TIMER_MS} (got 0)`)
     expect(invalid(() => readCodeRunLimits({ maxLogBytes: 2 ** 30 + 1 }, 'f'))).toBe(`f: options.maxLogBytes must be an integer from 1 to ${2 ** 30} (got ${2 ** 30 + 1})`)

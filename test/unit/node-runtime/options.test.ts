@@ -22,7 +22,7 @@ describe('createNodeWorkerRuntime options', () => {
   it('has the RFC defaults and descriptors', () => {
     const runtime = createNodeWorkerRuntime()
     created.push(runtime)
-    expect(runtime.limits).toEqual({ computeMs: 60_000, maxWallMs: 600_000, maxLogBytes: 65_536, maxValueBytes: 32_768 })
+    expect(runtime.limits).toEqual({ computeMs: 60_000, maxWallMs: 600_000, maxLogBytes: 65_536, maxValueBytes: 32_768, maxPendingArgBytes: 33_554_432 })
     expect(runtime.language).toBe('typescript')
     expect(runtime.isolation).toBe('worker-thread')
     expect(runtime.capabilities).toEqual({ streamsLogs: true, memoryLimit: true, capturesStdio: true })
@@ -40,7 +40,7 @@ describe('createNodeWorkerRuntime options', () => {
       prespawn: 0,
     })
     created.push(runtime)
-    expect(runtime.limits).toEqual({ computeMs: 1_000, maxWallMs: 2_000, maxLogBytes: 10, maxValueBytes: 20 })
+    expect(runtime.limits).toEqual({ computeMs: 1_000, maxWallMs: 2_000, maxLogBytes: 10, maxValueBytes: 20, maxPendingArgBytes: 33_554_432 })
   })
 
   it.each([

@@ -71,7 +71,7 @@ describe('createSandboxRuntime (Node)', () => {
 
   it('defaults to budgets a person waits for and a concurrency derived from the machine', async () => {
     const runtime = make({ prespawn: 0 })
-    expect(runtime.limits).toEqual({ computeMs: 5_000, maxWallMs: 60_000, maxLogBytes: 65_536, maxValueBytes: 32_768 })
+    expect(runtime.limits).toEqual({ computeMs: 5_000, maxWallMs: 60_000, maxLogBytes: 65_536, maxValueBytes: 32_768, maxPendingArgBytes: 33_554_432 })
     expect(runtime.isolation).toBe('quickjs-sandbox')
     expect(runtime.capabilities.confinesAuthority).toBe(true)
     const load = runtime.load()
