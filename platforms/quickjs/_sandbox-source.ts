@@ -720,6 +720,7 @@ var __toolyardSandbox = (() => {
 
   // src/code-runtime/sandbox-protocol.ts
   var MAX_VM_MESSAGE_CHARS = 8 * 1024 * 1024;
+  var MAX_PROGRAM_CHARS = 256 * 1024;
 
   // src/code-runtime/sandbox-globals.ts
   function namedError(name, message) {

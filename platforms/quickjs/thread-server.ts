@@ -12,6 +12,7 @@
 import type { QuickJSSyncVariant } from 'quickjs-emscripten-core'
 import { BUSY_SLOT, epochNow, MAX_VM_MESSAGE_CHARS, SEGMENT_SLOT, STOP_SLOT } from '../../src/code-runtime/sandbox-protocol.js'
 import type { SandboxThreadBoot, ThreadCommand, ThreadEvent } from '../../src/code-runtime/sandbox-protocol.js'
+import { stripTypeScript } from '../../src/code-runtime/strip.js'
 import { toErrorData } from '../../src/errors.js'
 import { QuickJsEngine } from './_engine.js'
 import type { QuickJsSandbox } from './_engine.js'
@@ -23,6 +24,20 @@ export interface SandboxThreadChannel {
   post(message: ThreadEvent | string): void
   /** Receives the boot message, commands and VM deliveries. */
   onMessage(listener: (data: unknown) => void): void
+}
+
+/**
+ * Strips the TypeScript of a run's `start` message (JSON text from the host) here, in
+ * the thread: sucrase's work is bounded (`stripTypeScript`), and whatever it costs
+ * happens where the host's meter sees it and a stuck thread can be terminated, never on
+ * the host's own event loop. A start without a string `program` passes unchanged.
+ */
+function stripStart(start: string): { readonly ok: true; readonly start: string } | { readonly ok: false; readonly message: string } {
+  const message = JSON.parse(start) as { program?: unknown }
+  if (typeof message.program !== 'string') return { ok: true, start }
+  const stripped = stripTypeScript(message.program)
+  if (!stripped.ok) return stripped
+  return { ok: true, start: JSON.stringify({ ...message, program: stripped.code }) }
 }
 
 interface Current {
@@ -68,7 +83,30 @@ export function serveSandboxThread(channel: SandboxThreadChannel, variant: Quick
 
   const start = (command: ThreadCommand & { type: 'run' }): void => {
     const id = command.run
+    // Stripping is the run's first compute: published live, so the host's meter charges it (and can stop a thread stuck in it).
+    const stripStartedAt = performance.now()
+    if (busy !== undefined) {
+      busy[BUSY_SLOT] = 0
+      busy[SEGMENT_SLOT] = epochNow()
+    }
+    const stripped = stripStart(command.start)
+    const stripMs = performance.now() - stripStartedAt
+    if (busy !== undefined) {
+      busy[BUSY_SLOT] = stripMs
+      busy[SEGMENT_SLOT] = 0
+    }
+    if (!stripped.ok) {
+      // No VM was taken: the host ends the run, and `end` finds nothing current.
+      channel.post({ type: 'failed', run: id, kind: 'exception', message: stripped.message })
+      return
+    }
+    if (stripMs >= command.computeMs) {
+      channel.post({ type: 'failed', run: id, kind: 'timeout', message: `compute budget of ${command.computeMs} ms exhausted` })
+      return
+    }
     // The host session enforces the wall ceiling (and may hold it while a person decides); the thread's clock runs.
+    // The VM checks its own compute against the whole budget; the strip time it does not
+    // see is in the busy figure the host meters (where memory is shared), which ends the run first.
     const vm: VmRun = new VmRun(acquire, { computeMs: command.computeMs, memoryMb }, {
       output: (json) => {
         // Past the VM's own check only a program that broke its bootstrap gets here: end its run.
@@ -81,23 +119,21 @@ export function serveSandboxThread(channel: SandboxThreadChannel, variant: Quick
         ? {}
         : {
             segment: (running: boolean, busyMs: number) => {
-              busy![BUSY_SLOT] = busyMs
+              busy![BUSY_SLOT] = stripMs + busyMs
               busy![SEGMENT_SLOT] = running ? epochNow() : 0
             },
           }),
     })
-    if (busy !== undefined) {
-      busy[BUSY_SLOT] = 0
-      busy[SEGMENT_SLOT] = 0
-    }
     current = { id, vm }
-    vm.input(command.start)
+    vm.input(stripped.start)
   }
 
   const end = (id: number): void => {
     const run = current
     if (run === undefined || run.id !== id) {
       channel.post({ type: 'ended', run: id })
+      // A run refused before it took a VM (a syntax error) leaves the built one for the next.
+      if (run === undefined && ready !== undefined) channel.post({ type: 'ready' })
       return
     }
     run.vm.stop()
@@ -119,6 +155,8 @@ export function serveSandboxThread(channel: SandboxThreadChannel, variant: Quick
       busy = new Float64Array(data.signals)
     }
     engine = new QuickJsEngine({ sandboxSource: data.sandboxSource, variant, ...(data.wasmModule === undefined ? {} : { wasmModule: data.wasmModule }) })
+    // Warm the stripper while nothing waits: a thread's first strip otherwise pays ~20 ms of JIT warm-up inside a run.
+    stripTypeScript('const warm: number = 1\nreturn <number>warm')
     void prebuild().then(() => channel.post({ type: 'ready' }))
   }
 

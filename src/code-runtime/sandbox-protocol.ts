@@ -57,12 +57,31 @@ export const SIGNALS_BYTES = 24
  */
 export const MAX_VM_MESSAGE_CHARS = 8 * 1024 * 1024
 
+/**
+ * The longest program (TypeScript source, in UTF-16 code units) any runtime accepts:
+ * 256 KiB. A program is code, not data (data travels through tool calls); the bound
+ * keeps stripping a program at this size to a fraction of a second, and it is checked
+ * before any parse, so a larger one costs the host nothing but reading its length.
+ */
+export const MAX_PROGRAM_CHARS = 256 * 1024
+
+/** The model-facing refusal of a program longer than {@link MAX_PROGRAM_CHARS}; `undefined` when it is not. */
+export function programTooLong(program: string): string | undefined {
+  if (program.length <= MAX_PROGRAM_CHARS) return undefined
+  return `SyntaxError: the program is ${program.length} characters long; at most ${MAX_PROGRAM_CHARS} are accepted: pass data through tool calls instead of embedding it, or split the work into several runs`
+}
+
 /** Epoch milliseconds with sub-millisecond precision, comparable between a host and its threads. */
 export function epochNow(): number {
   return performance.timeOrigin + performance.now()
 }
 
-/** Host → thread: start run `run` in a fresh sandbox, then deliver `start` (the session's first message, JSON text). */
+/**
+ * Host → thread: start run `run` in a fresh sandbox, then deliver `start` (the session's
+ * first message, JSON text). Its `program` is the model's TypeScript as written: the
+ * thread strips it (under the run's compute budget, off the host's thread) and reports a
+ * syntax error as the run's `exception`.
+ */
 export interface ThreadRunCommand {
   readonly type: 'run'
   readonly run: number

@@ -1,5 +1,5 @@
 /**
- * Typings for the three sucrase 3.35 internals `strip.ts` reads (its parser and token
+ * Typings for the sucrase 3.35 internals `strip.ts` reads (its parser and token
  * tables). sucrase publishes them as files but not as typed entry points; the package
  * is pinned exactly, and `strip.test` pins the behaviour relied on.
  */
@@ -22,4 +22,16 @@ declare module 'sucrase/dist/parser/tokenizer/types.js' {
 declare module 'sucrase/dist/parser/tokenizer/keywords.js' {
   /** Contextual keyword name → numeric id (`_namespace`, `_constructor`, …). */
   export const ContextualKeyword: Readonly<Record<string, number>>
+}
+declare module 'sucrase/dist/index.js' {
+  /** sucrase's `transform`, imported by its CommonJS path so that every bundle holds one copy of the parser (the one whose state the work meter wraps). */
+  export function transform(
+    code: string,
+    options: { readonly transforms: readonly string[]; readonly disableESTransforms?: boolean; readonly keepUnusedImports?: boolean },
+  ): { readonly code: string }
+}
+declare module 'sucrase/dist/parser/tokenizer/state.js' {
+  /** The parser's `State` class (the default export; loaders differ in how they wrap it). */
+  const State: unknown
+  export default State
 }

@@ -55,7 +55,8 @@ describe('stripTypeScript', () => {
   it('reports syntax errors at the model’s line and column, or at the end of the program', () => {
     expect(message('let x = )')).toMatch(/^SyntaxError: .* \(line 1, column 9\)$/)
     expect(message('let a = 1\nlet x = )')).toMatch(/^SyntaxError: .* \(line 2, column 9\)$/)
-    expect(message('return (')).toMatch(/^SyntaxError: .* \(at the end of the program\)$/)
+    expect(message('return (')).toMatch(/^SyntaxError: .* \(line 1, column 9: at the end of the program\)$/)
+    expect(message('let a = 1\nreturn (\n  ')).toMatch(/^SyntaxError: .* \(line 3, column 3: at the end of the program\)$/)
     expect(message(')')).toMatch(/\(line 1, column 1\)$/)
   })
 })

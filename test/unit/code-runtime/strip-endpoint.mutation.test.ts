@@ -57,7 +57,7 @@ describe('stripTypeScript: syntax error positions on multi-digit lines', () => {
   })
 
   it('reports an error past the last of ten or more lines at the end of the program', () => {
-    expect(stripTypeScript(`${'\n'.repeat(10)}return (`)).toEqual({ ok: false, message: 'SyntaxError: Unexpected token (at the end of the program)' })
+    expect(stripTypeScript(`${'\n'.repeat(10)}return (`)).toEqual({ ok: false, message: 'SyntaxError: Unexpected token (line 11, column 9: at the end of the program)' })
   })
 })
 
