@@ -1,4 +1,5 @@
 import { cloudflareTest } from '@cloudflare/vitest-pool-workers'
+import type { Plugin } from 'vite'
 import { defineConfig } from 'vitest/config'
 
 /**
@@ -35,8 +36,30 @@ const CORE_UNIT_SUITES = [
   'test/unit/json/**/*.test.ts',
 ]
 
+/**
+ * Drops one known, harmless warning from vite's logger: the pool transforms the MCP SDK
+ * from node_modules, whose published sourcemaps name `src/` files the package does not
+ * ship (12 "Sourcemap for … points to missing source files" lines a run). Only that
+ * message, and only for files under node_modules, is dropped; every other warning still
+ * prints. A plugin, because vitest replaces a config's `customLogger` with its own.
+ */
+function quietDependencySourcemaps(): Plugin {
+  const missingSources = /^Sourcemap for "[^"]*\/node_modules\/[^"]*" points to missing source files$/
+  return {
+    name: 'toolyard:quiet-dependency-sourcemaps',
+    configResolved(config) {
+      const logger = config.logger
+      const warnOnce = logger.warnOnce
+      logger.warnOnce = (message, options) => {
+        if (!missingSources.test(message)) warnOnce.call(logger, message, options)
+      }
+    },
+  }
+}
+
 export default defineConfig({
   plugins: [
+    quietDependencySourcemaps(),
     cloudflareTest({
       miniflare: {
         compatibilityDate: '2026-04-20',

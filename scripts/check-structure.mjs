@@ -22,14 +22,20 @@ const SHOW_LONGEST = 10
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 const posix = (path) => path.split(sep).join('/')
 
+// --quiet (npm test): the report prints only when the check fails.
+const quiet = process.argv.includes('--quiet')
+const held = []
+const report = (line) => (quiet ? held.push(line) : console.log(line))
+
 function parseArgs(argv) {
   const only = []
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]
+    if (arg === '--quiet') continue
     if (arg === '--only' && argv[i + 1] !== undefined) only.push(...argv[++i].split(','))
     else if (arg.startsWith('--only=')) only.push(...arg.slice('--only='.length).split(','))
     else {
-      console.error(`check-structure: unknown argument ${JSON.stringify(arg)} (usage: [--only folder,folder])`)
+      console.error(`check-structure: unknown argument ${JSON.stringify(arg)} (usage: [--only folder,folder] [--quiet])`)
       process.exit(2)
     }
   }
@@ -232,18 +238,18 @@ const longFunctions = functions.filter((f) => f.lines > MAX_LINES)
 const cycles = findCycles(graph).map((component) => ({ component, path: cyclePath(graph, component) }))
 const show = (f) => `${String(f.lines).padStart(4)} lines  ${f.file}:${f.line}  ${f.name}`
 
-console.log(`check-structure: ${files.length} files, ${functions.length} top-level functions, limit ${MAX_LINES} lines`)
-console.log(`\nlongest functions:`)
-for (const f of [...functions].sort((a, b) => b.lines - a.lines).slice(0, SHOW_LONGEST)) console.log(`  ${show(f)}`)
+report(`check-structure: ${files.length} files, ${functions.length} top-level functions, limit ${MAX_LINES} lines`)
+report(`\nlongest functions:`)
+for (const f of [...functions].sort((a, b) => b.lines - a.lines).slice(0, SHOW_LONGEST)) report(`  ${show(f)}`)
 if (longFunctions.length > 0) {
-  console.log(`\nfunctions over ${MAX_LINES} lines:`)
-  for (const f of longFunctions.sort((a, b) => b.lines - a.lines)) console.log(`  ${show(f)}`)
+  report(`\nfunctions over ${MAX_LINES} lines:`)
+  for (const f of longFunctions.sort((a, b) => b.lines - a.lines)) report(`  ${show(f)}`)
 }
 if (cycles.length > 0) {
-  console.log('\nimport cycles (type imports included):')
+  report('\nimport cycles (type imports included):')
   for (const { component, path } of cycles) {
     const rest = component.filter((file) => !path.includes(file))
-    console.log(`  ${path.join(' → ')}${rest.length > 0 ? `  (the same knot also holds ${rest.join(', ')})` : ''}`)
+    report(`  ${path.join(' → ')}${rest.length > 0 ? `  (the same knot also holds ${rest.join(', ')})` : ''}`)
   }
 }
 
@@ -258,7 +264,7 @@ for (const f of longFunctions) entry(folderOf(f.file)).long++
 for (const { component } of cycles) for (const folder of new Set(component.map(folderOf))) entry(folder).cycles++
 
 const judged = (folder) => only.length === 0 || only.some((o) => covers(o, folder))
-console.log('\nper folder:')
+report('\nper folder:')
 let failed = false
 for (const folder of [...folders.keys()].sort()) {
   const { long, cycles: inCycles } = folders.get(folder)
@@ -266,10 +272,11 @@ for (const folder of [...folders.keys()].sort()) {
   const counted = judged(folder)
   if (!ok && counted) failed = true
   const problems = ok ? 'ok' : [long > 0 ? `${long} function(s) over ${MAX_LINES} lines` : '', inCycles > 0 ? `in ${inCycles} import cycle(s)` : ''].filter(Boolean).join(', ')
-  console.log(`  ${ok ? 'pass' : counted ? 'FAIL' : 'fail (not judged)'}  ${folder.padEnd(22)} ${problems}`)
+  report(`  ${ok ? 'pass' : counted ? 'FAIL' : 'fail (not judged)'}  ${folder.padEnd(22)} ${problems}`)
 }
 if (failed) {
+  for (const line of held) console.log(line)
   console.error(`\ncheck-structure failed: split the long functions (a table of steps and one loop reads better than one long body) and break the cycles (move the shared piece into its own file).`)
   process.exit(1)
 }
-console.log('\ncheck-structure: ok')
+console.log(quiet ? `check-structure: ok (${files.length} files, no function over ${MAX_LINES} lines, no import cycle)` : '\ncheck-structure: ok')
