@@ -14,6 +14,13 @@
  * records what tools did. What a program learned from them reaches the model only as
  * what it prints or returns, like anything else it computes.
  *
+ * They run on the host's thread, so each is bounded: a query is at most
+ * {@link MAX_CATALOG_QUERY_CHARS} characters, a run makes at most
+ * {@link MAX_CATALOG_CALLS_PER_RUN} catalog calls, and a run's calls are answered one
+ * at a time, each in its own turn of the host's event loop: a program that fires
+ * thousands without awaiting them costs the host a millisecond at a time, never seconds
+ * at once.
+ *
  * @module
  */
 import type { CodeBindingFunction, CodeBindingNamespace } from '../code-runtime/contract.js'
@@ -28,6 +35,48 @@ export const CATALOG_BINDINGS_GLOBAL = 'catalog'
 const SUGGESTIONS = 3
 /** A name longer than this is shortened when a message quotes it back. */
 const MAX_QUOTED_NAME = 120
+
+/**
+ * The longest `catalog.search` query accepted, in UTF-16 code units. A query is a few
+ * words ("refund an order"); one of 2,000 characters of mixed scripts costs the catalog
+ * 2 to 4 ms of analysis over 1,000 tools, one of 500 under 1 ms. A longer query is
+ * refused inside the program, not cut silently.
+ */
+export const MAX_CATALOG_QUERY_CHARS = 500
+
+/**
+ * The most catalog calls (`search` and `describe`) one run may make. Finding tools takes
+ * a handful; this bounds a run's total catalog work on the host (about a second at
+ * the worst query) while leaving loops over many names room.
+ */
+export const MAX_CATALOG_CALLS_PER_RUN = 2_000
+
+/**
+ * Answers a run's catalog calls one at a time, each after a turn of the host's event
+ * loop (a macrotask), and counts them against {@link MAX_CATALOG_CALLS_PER_RUN}.
+ */
+class CatalogTurns {
+  #calls = 0
+  #tail: Promise<unknown> = Promise.resolve()
+
+  /** Runs `work` in its turn; refuses at once past the run's allowance. */
+  take<T>(fn: string, work: () => T): Promise<T> {
+    if (++this.#calls > MAX_CATALOG_CALLS_PER_RUN) {
+      return Promise.reject(
+        new ToolCallError(fn, `refused: this run has made ${MAX_CATALOG_CALLS_PER_RUN} catalog calls, the most one run may make; use what earlier searches returned`),
+      )
+    }
+    const turn = this.#tail.then(yieldTurn).then(work)
+    // The chain goes on whether this call succeeded or not.
+    this.#tail = turn.catch(() => undefined)
+    return turn
+  }
+}
+
+/** Resolves in a later macrotask: timers, I/O and other runs' messages go first. */
+function yieldTurn(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 0))
+}
 
 /** The arguments as the program passed them: a variadic namespace sends the list; a runtime without the flag, the first. */
 function argumentList(args: unknown): readonly unknown[] {
@@ -52,38 +101,49 @@ function readLimit(options: unknown): number {
   return limit
 }
 
-function search(catalog: ToolCatalog): CodeBindingFunction {
+function search(catalog: ToolCatalog, turns: CatalogTurns): CodeBindingFunction {
   return async (args) => {
     const [query, options] = argumentList(args)
     if (typeof query !== 'string') throw new ToolCallError('catalog.search', 'query must be a string of plain words: catalog.search("refund an order")')
+    if (query.length > MAX_CATALOG_QUERY_CHARS) {
+      throw new ToolCallError('catalog.search', `the query is ${query.length} characters long; at most ${MAX_CATALOG_QUERY_CHARS} are accepted: search with a few words`)
+    }
     const limit = readLimit(options)
     // Plain copies: the answer crosses into the sandbox and owes nothing to the catalog's objects.
-    return catalog.search(query, { limit }).map(({ name, description, declaration }) => ({ name, description, declaration }))
+    return turns.take('catalog.search', () =>
+      catalog.search(query, { limit }).map(({ name, description, declaration }) => ({ name, description, declaration })),
+    )
   }
 }
 
-function describe(catalog: ToolCatalog): CodeBindingFunction {
+function describe(catalog: ToolCatalog, turns: CatalogTurns): CodeBindingFunction {
   return async (args) => {
     const [name] = argumentList(args)
     if (typeof name !== 'string') throw new ToolCallError('catalog.describe', 'name must be a string: catalog.describe("tool_name")')
-    const declaration = catalog.describe(name)
-    if (declaration !== undefined) return declaration
-    const closest = catalog.closest(name, SUGGESTIONS)
-    const hint =
-      closest.length > 0
-        ? `; the closest: ${closest.join(', ')}`
-        : '; nothing is named like it: find tools by what they do with catalog.search(query)'
-    throw new ToolCallError('catalog.describe', `no tool named ${quoted(name)} is available to this program${hint}`)
+    return turns.take('catalog.describe', () => describeNow(catalog, name))
   }
+}
+
+function describeNow(catalog: ToolCatalog, name: string): unknown {
+  const declaration = catalog.describe(name)
+  if (declaration !== undefined) return declaration
+  const closest = catalog.closest(name, SUGGESTIONS)
+  const hint =
+    closest.length > 0
+      ? `; the closest: ${closest.join(', ')}`
+      : '; nothing is named like it: find tools by what they do with catalog.search(query)'
+  throw new ToolCallError('catalog.describe', `no tool named ${quoted(name)} is available to this program${hint}`)
 }
 
 /**
  * The `catalog` namespace over `catalog` (the calling agent's, taken at the run's
- * start). Variadic, so `search(query, options)` receives both arguments.
+ * start), for one run: its calls share the run's allowance and turns. Variadic, so
+ * `search(query, options)` receives both arguments.
  */
 export function catalogNamespace(catalog: ToolCatalog): CodeBindingNamespace {
   const functions = Object.create(null) as Record<string, CodeBindingFunction>
-  functions.search = search(catalog)
-  functions.describe = describe(catalog)
+  const turns = new CatalogTurns()
+  functions.search = search(catalog, turns)
+  functions.describe = describe(catalog, turns)
   return { global: CATALOG_BINDINGS_GLOBAL, functions: Object.freeze(functions), variadic: true }
 }
