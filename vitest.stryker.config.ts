@@ -1,7 +1,7 @@
 import { relative } from 'node:path'
 import { BaseSequencer } from 'vitest/node'
 import type { TestSpecification } from 'vitest/node'
-import { defineConfig } from 'vitest/config'
+import { configDefaults, defineConfig } from 'vitest/config'
 
 /**
  * The test set StrykerJS runs for each mutant (stryker.config.mjs; docs/testing.md): the
@@ -19,6 +19,9 @@ import { defineConfig } from 'vitest/config'
  *   in wire.ts), which code-runtime/wire.mutation.test.ts covers in milliseconds.
  * - mcp/import.test.ts (5 s, spawns MCP servers) and quickjs/workerd-bundle.test.ts (2 s,
  *   bundles the Worker): no mutant covered by them alone.
+ * - test/vercel-sdk/ (the provider adapter's check against the Vercel AI SDK): it needs the
+ *   package `npm test` installs there, so it fails on a fresh clone, and src/providers is
+ *   not a mutated folder.
  * - http/overload.test.ts (6 s: 400 concurrent 20 MB runs), hostile/hostile-programs.test.ts
  *   (4 s) and code-mode/integration.test.ts (2 s, real workers): they reach most of the core,
  *   so they were 2–3 s, 1–1.5 s and 0.5–0.7 s of the average mutant's covering tests in every
@@ -66,7 +69,10 @@ class FastFirstSequencer extends BaseSequencer {
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts', 'src/**/*.test.ts', 'platforms/**/*.test.ts'],
-    exclude: ['test/dist/**', 'test/browser/**', 'test/edge/**', 'test/e2e/**', 'test/workerd/**', ...LEFT_OUT, ...EXTRA_LEFT_OUT],
+    // Listing `exclude` replaces vitest's defaults, so they are spread back in: without
+    // `**/node_modules/**`, the tests shipped inside test/vercel-sdk/node_modules (installed
+    // by `npm test`) joined Stryker's dry run and failed it.
+    exclude: [...configDefaults.exclude, 'test/dist/**', 'test/browser/**', 'test/edge/**', 'test/e2e/**', 'test/workerd/**', 'test/vercel-sdk/**', ...LEFT_OUT, ...EXTRA_LEFT_OUT],
     environment: 'node',
     // One module graph for all files of a run: a mutant's run then imports src/ once, not once per file.
     isolate: false,
