@@ -25,6 +25,9 @@ import type { RunCodeOutput } from './render-output.js'
 /** The global name the binding namespace is exposed as inside a program. */
 export const CODE_BINDINGS_GLOBAL = 'tools'
 
+/** Flushed slots dropped at once, at the least (see `CodeRun.#flushContexts`). */
+const SLOT_COMPACTION = 256
+
 /** Per-sub-call bookkeeping for context ordering. */
 interface SubCallSlot {
   settled: boolean
@@ -126,7 +129,7 @@ class CodeRun {
   #flushContexts(): void {
     for (;;) {
       const slot = this.#slots[this.#flushed]
-      if (slot === undefined || !slot.settled) return
+      if (slot === undefined || !slot.settled) break
       for (const context of slot.contexts) {
         try {
           this.#exec.deferContext(context)
@@ -136,6 +139,12 @@ class CodeRun {
       }
       slot.contexts = []
       this.#flushed++
+    }
+    // Flushed slots are dropped (in bulk, so dropping stays linear): a run of a million
+    // sequential calls keeps the slots of its unsettled calls, not one per call it made.
+    if (this.#flushed >= SLOT_COMPACTION && this.#flushed * 2 >= this.#slots.length) {
+      this.#slots.splice(0, this.#flushed)
+      this.#flushed = 0
     }
   }
 
