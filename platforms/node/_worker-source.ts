@@ -25,6 +25,47 @@ export const WORKER_SOURCE: string = `"use strict";
     }
   };
 
+  // src/code-runtime/closest-names.ts
+  var MAX_COMPARED_CHARS = 64;
+  var MAX_SUGGESTIONS = 3;
+  function normalized(name) {
+    return name.slice(0, MAX_COMPARED_CHARS).toLowerCase().replace(/[^a-z0-9]/g, "");
+  }
+  function boundedDistance(a, b, limit) {
+    if (Math.abs(a.length - b.length) > limit) return limit + 1;
+    let before = new Array(b.length + 1);
+    let previous = new Array(b.length + 1);
+    let current = new Array(b.length + 1);
+    for (let j = 0; j <= b.length; j++) previous[j] = j;
+    for (let i = 1; i <= a.length; i++) {
+      current[0] = i;
+      let rowMin = i;
+      for (let j = 1; j <= b.length; j++) {
+        const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+        let d = Math.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost);
+        if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, before[j - 2] + 1);
+        current[j] = d;
+        if (d < rowMin) rowMin = d;
+      }
+      if (rowMin > limit) return limit + 1;
+      [before, previous, current] = [previous, current, before];
+    }
+    return previous[b.length];
+  }
+  function closestNames(wanted, names) {
+    const key = normalized(wanted);
+    if (key === "") return [];
+    const limit = Math.max(1, Math.min(4, Math.floor(key.length / 3)));
+    const scored = [];
+    for (let order = 0; order < names.length; order++) {
+      const name = names[order];
+      const distance = boundedDistance(key, normalized(name), limit);
+      if (distance <= limit) scored.push({ name, distance, order });
+    }
+    scored.sort((x, y) => x.distance - y.distance || x.order - y.order);
+    return scored.slice(0, MAX_SUGGESTIONS).map((s) => s.name);
+  }
+
   // src/code-runtime/render.ts
   var mapSize = Object.getOwnPropertyDescriptor(Map.prototype, "size").get;
   var setSize = Object.getOwnPropertyDescriptor(Set.prototype, "size").get;
@@ -445,6 +486,48 @@ export const WORKER_SOURCE: string = `"use strict";
   var SetCtor = Set;
   var RegExpCtor = RegExp;
   var ArrayBufferCtor = ArrayBuffer;
+  var ProxyCtor = Proxy;
+  var hasOwn = Object.prototype.hasOwnProperty.call.bind(Object.prototype.hasOwnProperty);
+  var PROBED_NAMES = /* @__PURE__ */ new Set([
+    ...Object.getOwnPropertyNames(Object.prototype),
+    "then",
+    "catch",
+    "finally",
+    "toJSON",
+    "prototype",
+    "length",
+    "name",
+    "arguments",
+    "caller",
+    "call",
+    "apply",
+    "bind"
+  ]);
+  var IDENTIFIER = /^[A-Za-z_$][\\w$]*$/;
+  function memberText(global, name) {
+    const shown = name.length > 80 ? \`\${name.slice(0, 80)}…\` : name;
+    return IDENTIFIER.test(shown) ? \`\${global}.\${shown}\` : \`\${global}[\${jsonStringify(shown)}]\`;
+  }
+  function unknownBindingMessage(global, name, names) {
+    const missing = memberText(global, name);
+    const shownName = name.length > 80 ? \`\${name.slice(0, 80)}…\` : name;
+    const head = \`\${missing} is not a function (\${global} has no \${jsonStringify(shownName)})\`;
+    const close = closestNames(name, names).map((candidate) => memberText(global, candidate));
+    if (close.length === 0) return names.length === 0 ? \`\${head}; \${global} is empty\` : head;
+    const listed = close.length === 1 ? close[0] : \`\${close.slice(0, -1).join(", ")} or \${close[close.length - 1]}\`;
+    return \`\${head}; did you mean \${listed}?\`;
+  }
+  function namespaceView(global, target, names) {
+    return new ProxyCtor(target, {
+      get(object, key) {
+        if (typeof key !== "string" || hasOwn(object, key) || PROBED_NAMES.has(key)) return object[key];
+        const unknown = () => {
+          throw new TypeError(unknownBindingMessage(global, key, names));
+        };
+        return unknown;
+      }
+    });
+  }
   function strictJson(_key, value) {
     const type = typeof value;
     if (type === "function" || type === "symbol") throw new TypeError(\`a \${type} is not JSON\`);
@@ -633,7 +716,7 @@ export const WORKER_SOURCE: string = `"use strict";
           defineProperty(target, name, { value: makeBinding(ns.global, name, ns.variadic === true), enumerable: true, writable: false, configurable: false });
         }
         Object.freeze(target);
-        defineProperty(globalThis, ns.global, { value: target, writable: true, configurable: true, enumerable: false });
+        defineProperty(globalThis, ns.global, { value: namespaceView(ns.global, target, ns.names), writable: true, configurable: true, enumerable: false });
       }
       defineProperty(globalThis, "console", { value: createConsole(log), writable: true, configurable: true, enumerable: false });
       defineProperty(globalThis, "ToolCallError", { value: ToolCallError, writable: true, configurable: true, enumerable: false });

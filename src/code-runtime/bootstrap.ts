@@ -15,6 +15,7 @@
  */
 import type { CodeLogLevel } from './contract.js'
 import { ToolCallError } from '../errors.js'
+import { closestNames } from './closest-names.js'
 import { deepValueText, MAX_VALUE_DEPTH, measureValueBytes, renderedWithin, renderValue, utf8Length } from './render.js'
 import { nestsDeeperThan } from '../json/nesting.js'
 import { MAX_ERROR_TEXT, PROGRAM_SOURCE_URL } from './wire.js'
@@ -113,6 +114,62 @@ const MapCtor = Map
 const SetCtor = Set
 const RegExpCtor = RegExp
 const ArrayBufferCtor = ArrayBuffer
+const ProxyCtor = Proxy
+const hasOwn = Object.prototype.hasOwnProperty.call.bind(Object.prototype.hasOwnProperty) as (target: object, key: PropertyKey) => boolean
+
+/**
+ * Names an unknown member of a binding namespace still reads as `undefined`: what the
+ * engine and common code probe on any object (a thenable's `then`, so `await tools`
+ * works; `toJSON`; `Object.prototype`'s names, which a null-prototype namespace never
+ * had; a function's own names), so only a name a program means to call becomes the
+ * explaining function below.
+ */
+const PROBED_NAMES: ReadonlySet<string> = new Set([
+  ...Object.getOwnPropertyNames(Object.prototype),
+  'then', 'catch', 'finally', 'toJSON', 'prototype', 'length', 'name', 'arguments', 'caller', 'call', 'apply', 'bind',
+])
+
+const IDENTIFIER = /^[A-Za-z_$][\w$]*$/
+
+/** `tools.name`, or `tools["my name"]` when the name is not an identifier; cut to a readable length. */
+function memberText(global: string, name: string): string {
+  const shown = name.length > 80 ? `${name.slice(0, 80)}…` : name
+  return IDENTIFIER.test(shown) ? `${global}.${shown}` : `${global}[${jsonStringify(shown)}]`
+}
+
+/**
+ * The error for calling a name a namespace does not have, naming the closest names it
+ * does have: `tools.list_file is not a function (tools has no "list_file"); did you mean
+ * tools.list_files?`. Every runtime builds it here, so the text is the same everywhere.
+ */
+export function unknownBindingMessage(global: string, name: string, names: readonly string[]): string {
+  const missing = memberText(global, name)
+  const shownName = name.length > 80 ? `${name.slice(0, 80)}…` : name
+  const head = `${missing} is not a function (${global} has no ${jsonStringify(shownName)})`
+  const close = closestNames(name, names).map((candidate) => memberText(global, candidate))
+  if (close.length === 0) return names.length === 0 ? `${head}; ${global} is empty` : head
+  const listed = close.length === 1 ? close[0] : `${close.slice(0, -1).join(', ')} or ${close[close.length - 1]}`
+  return `${head}; did you mean ${listed}?`
+}
+
+/**
+ * A namespace as the program sees it: the frozen null-prototype object of bindings, behind
+ * a proxy that answers only reads of names it lacks. Such a name reads as a function that
+ * throws a TypeError naming the closest names, instead of `undefined` (whose call fails
+ * as a bare "not a function"). Everything else (keys, `in`, descriptors, prototype,
+ * frozenness, symbols, the names in {@link PROBED_NAMES}) is the object's own.
+ */
+function namespaceView(global: string, target: Record<string, unknown>, names: readonly string[]): object {
+  return new ProxyCtor(target, {
+    get(object, key) {
+      if (typeof key !== 'string' || hasOwn(object, key) || PROBED_NAMES.has(key)) return (object as Record<PropertyKey, unknown>)[key]
+      const unknown = (): never => {
+        throw new TypeError(unknownBindingMessage(global, key, names))
+      }
+      return unknown
+    },
+  })
+}
 
 /**
  * A `JSON.stringify` replacer that refuses what JSON would silently change or drop
@@ -352,7 +409,7 @@ export function startBootstrap(endpoint: WireEndpoint, options: BootstrapOptions
         defineProperty(target, name, { value: makeBinding(ns.global, name, ns.variadic === true), enumerable: true, writable: false, configurable: false })
       }
       Object.freeze(target)
-      defineProperty(globalThis, ns.global, { value: target, writable: true, configurable: true, enumerable: false })
+      defineProperty(globalThis, ns.global, { value: namespaceView(ns.global, target, ns.names), writable: true, configurable: true, enumerable: false })
     }
     defineProperty(globalThis, 'console', { value: createConsole(log), writable: true, configurable: true, enumerable: false })
     defineProperty(globalThis, 'ToolCallError', { value: ToolCallError, writable: true, configurable: true, enumerable: false })

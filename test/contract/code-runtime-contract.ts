@@ -690,5 +690,44 @@ export function describeCodeRuntimeContract(
         expect(afterwards.error?.kind).toBe('abort')
       })
     })
+
+    describe('an unknown binding name (the error names the fix)', () => {
+      const functions = { list_files: async () => ['a'], read_file: async () => 'text', write_file: async () => null }
+
+      it('calling it fails with a TypeError naming it and the closest names, the same on every runtime', async () => {
+        const result = await run('const files = await tools.list_file({ path: "." })\nreturn files', functions)
+        expect(result.error?.kind).toBe('exception')
+        expect(result.error?.message).toMatch(/^TypeError: tools\.list_file is not a function \(tools has no "list_file"\); did you mean tools\.list_files\?/)
+        expect(result.error?.message).toContain('program.ts:1:')
+      })
+
+      it('a program can catch it, and read the same message', async () => {
+        const v = await value(
+          "try { tools.readFile() } catch (e) { return [e instanceof TypeError, e.message] }",
+          functions,
+        )
+        expect(v).toEqual([true, 'tools.readFile is not a function (tools has no "readFile"); did you mean tools.read_file?'])
+      })
+
+      it('known names, keys, `in`, `await tools`, JSON and probes of a plain object are unchanged', async () => {
+        const v = await value(
+          [
+            'const awaited = await tools',
+            'return [awaited === tools, typeof tools.read_file, typeof tools.then, typeof tools.toJSON, typeof tools.hasOwnProperty,',
+            "  typeof tools[Symbol.iterator], 'nope' in tools, Object.keys(tools), JSON.stringify(tools), Object.isFrozen(tools),",
+            '  Object.getPrototypeOf(tools) === null, typeof tools.nope, await tools.read_file()]',
+          ].join('\n'),
+          functions,
+        )
+        expect(v).toEqual([true, 'function', 'undefined', 'undefined', 'undefined', 'undefined', false, ['list_files', 'read_file', 'write_file'], '{}', true, true, 'function', 'text'])
+      })
+
+      it('nothing close: the message says so without a guess; an empty namespace says it is empty', async () => {
+        const far = await value("try { await tools.zzzzzzzz() } catch (e) { return e.message }", functions)
+        expect(far).toBe('tools.zzzzzzzz is not a function (tools has no "zzzzzzzz")')
+        const empty = await value("try { await tools.anything() } catch (e) { return e.message }")
+        expect(empty).toBe('tools.anything is not a function (tools has no "anything"); tools is empty')
+      })
+    })
   })
 }

@@ -1,0 +1,82 @@
+/**
+ * The "did you mean" part of the sandbox's error for an unknown binding
+ * (src/code-runtime/closest-names.ts, used by the bootstrap every runtime runs): which
+ * names are suggested, and that the work stays bounded whatever the program asks for.
+ */
+import { describe, expect, it } from 'vitest'
+import { boundedDistance, closestNames, MAX_SUGGESTIONS } from '../../../src/code-runtime/closest-names.js'
+import { unknownBindingMessage } from '../../../src/code-runtime/bootstrap.js'
+
+const TOOLS = ['list_files', 'read_file', 'write_file', 'edit_file', 'search_code', 'run_tests']
+
+describe('boundedDistance', () => {
+  it.each([
+    ['kitten', 'sitting', 3],
+    ['', 'abc', 3],
+    ['abc', 'abc', 0],
+    ['listfile', 'listfiles', 1],
+    ['raedfile', 'readfile', 1],
+    ['ab', 'ba', 1],
+  ])('%s → %s is %i', (a, b, d) => {
+    expect(boundedDistance(a, b, 10)).toBe(d)
+    expect(boundedDistance(b, a, 10)).toBe(d)
+  })
+
+  it('stops at the limit: anything beyond it reads limit + 1', () => {
+    expect(boundedDistance('kitten', 'sitting', 2)).toBe(3)
+    expect(boundedDistance('a', 'abcdefgh', 2)).toBe(3)
+    expect(boundedDistance('abcdefgh', 'hgfedcba', 1)).toBe(2)
+  })
+})
+
+describe('closestNames', () => {
+  it('suggests the near misses models make: a letter off, swapped, another spelling of the same name', () => {
+    expect(closestNames('list_file', TOOLS)).toEqual(['list_files'])
+    expect(closestNames('raed_file', TOOLS)).toEqual(['read_file'])
+    expect(closestNames('readFile', TOOLS)).toEqual(['read_file'])
+    expect(closestNames('READ-FILE', TOOLS)).toEqual(['read_file'])
+    expect(closestNames('runTest', TOOLS)).toEqual(['run_tests'])
+  })
+
+  it('best first, ties in the namespace order, at most three', () => {
+    expect(closestNames('rite_file', TOOLS)).toEqual(['write_file'])
+    expect(closestNames('get_usr', ['set_user', 'get_users', 'get_user', 'delete_user'])).toEqual(['get_user', 'set_user', 'get_users'])
+    const many = Array.from({ length: 10 }, (_, i) => `tool${i}`)
+    expect(closestNames('tool', many)).toHaveLength(MAX_SUGGESTIONS)
+    expect(closestNames('tool3', many)[0]).toBe('tool3')
+  })
+
+  it('nothing when nothing is close, or the name has no letters or digits', () => {
+    expect(closestNames('zzzzzzzz', TOOLS)).toEqual([])
+    expect(closestNames('x', TOOLS)).toEqual([])
+    expect(closestNames('__', TOOLS)).toEqual([])
+    expect(closestNames('list_file', [])).toEqual([])
+  })
+
+  it('stays bounded: a megabyte-long name against 5,000 names answers at once', () => {
+    const names = Array.from({ length: 5_000 }, (_, i) => `${'domain'.repeat(8)}_tool_${i}`)
+    const started = performance.now()
+    expect(closestNames('y'.repeat(1_000_000), names)).toEqual([])
+    expect(closestNames(`${'domain'.repeat(8)}_tool_42`, names)[0]).toBe(`${'domain'.repeat(8)}_tool_42`)
+    // A bound, not a speed target: unbounded, the first call would compare 10^6 × 56 cells per name.
+    expect(performance.now() - started).toBeLessThan(10_000)
+  })
+})
+
+describe('unknownBindingMessage', () => {
+  it('names the member, the namespace and the closest names', () => {
+    expect(unknownBindingMessage('tools', 'list_file', TOOLS)).toBe('tools.list_file is not a function (tools has no "list_file"); did you mean tools.list_files?')
+    expect(unknownBindingMessage('tools', 'get_usr', ['set_user', 'get_users', 'get_user'])).toBe(
+      'tools.get_usr is not a function (tools has no "get_usr"); did you mean tools.get_user, tools.set_user or tools.get_users?',
+    )
+    expect(unknownBindingMessage('catalog', 'serch', ['search', 'describe'])).toBe('catalog.serch is not a function (catalog has no "serch"); did you mean catalog.search?')
+  })
+
+  it('quotes names that are not identifiers, cuts long ones, and says when the namespace is empty', () => {
+    expect(unknownBindingMessage('tools', 'my tool', ['my tool-1'])).toBe('tools["my tool"] is not a function (tools has no "my tool"); did you mean tools["my tool-1"]?')
+    const long = unknownBindingMessage('tools', 'x'.repeat(10_000), TOOLS)
+    expect(long.length).toBeLessThan(300)
+    expect(long).toContain('…')
+    expect(unknownBindingMessage('tools', 'anything', [])).toBe('tools.anything is not a function (tools has no "anything"); tools is empty')
+  })
+})
