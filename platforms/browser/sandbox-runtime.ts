@@ -10,6 +10,7 @@
  * @module
  */
 import { createSandboxRuntimeOn } from '../../src/code-runtime/sandbox-runtime.js'
+import { slicedDelivery } from '../../src/code-runtime/sliced-delivery.js'
 import { SANDBOX_SOURCE } from '../quickjs/_sandbox-source.js'
 import type { SandboxPlatform, SandboxRuntime, SandboxRuntimeOptions, SandboxThread } from '../../src/code-runtime/sandbox-runtime.js'
 import { ToolError } from '../../src/errors.js'
@@ -45,7 +46,11 @@ function spawnWorker(url: string | URL): SandboxThread {
   worker.addEventListener('messageerror', () => die('a message from it could not be read'))
   return {
     postMessage: (message) => worker.postMessage(message),
-    onMessage: (listener) => worker.addEventListener('message', (event: MessageEvent) => listener(event.data)),
+    onMessage: (listener) => {
+      // A flood of calls reaches the page in slices, between which it renders and handles input.
+      const deliver = slicedDelivery(listener)
+      worker.addEventListener('message', (event: MessageEvent) => deliver(event.data))
+    },
     onExit: (listener) => {
       if (dead) listener('exited')
       else exitListeners.push(listener)

@@ -10,6 +10,7 @@ import { createRequire } from 'node:module'
 import { availableParallelism, totalmem } from 'node:os'
 import { Worker } from 'node:worker_threads'
 import { createSandboxRuntimeOn } from '../../src/code-runtime/sandbox-runtime.js'
+import { slicedDelivery } from '../../src/code-runtime/sliced-delivery.js'
 import { SANDBOX_SOURCE } from '../quickjs/_sandbox-source.js'
 import type { SandboxPlatform, SandboxRuntime, SandboxRuntimeOptions, SandboxThread } from '../../src/code-runtime/sandbox-runtime.js'
 
@@ -49,7 +50,8 @@ function spawnThread(): SandboxThread {
   })
   return {
     postMessage: (message) => worker.postMessage(message),
-    onMessage: (listener) => worker.on('message', listener),
+    // A flood of calls reaches the host in slices, between which its event loop runs.
+    onMessage: (listener) => worker.on('message', slicedDelivery(listener)),
     onExit: (listener) => {
       if (exited) listener('exited')
       else exitListeners.push(listener)

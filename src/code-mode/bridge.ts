@@ -14,6 +14,7 @@ import type { CodeRunFailureKind } from '../errors.js'
 import type { CodeBindingCallOptions, CodeBindingFunction, CodeLogEntry, CodeRunResult } from '../code-runtime/contract.js'
 import type { JsonValue } from '../json/json-value.js'
 import { snapshotLosslessJson } from '../json/lossless.js'
+import { hostTurn } from '../code-runtime/sliced-delivery.js'
 import { createCallPool, type CallPool } from '../scheduler.js'
 import type { CodeDispatchEvent, CodeDispatchStartEvent } from '../runtime-types.js'
 import type { AdditionalContext, ToolExecutionMode, ToolExecutionResult, ToolRunContext } from '../types.js'
@@ -186,6 +187,10 @@ class CodeRun {
   }
 
   async #dispatch(name: string, subCallId: string, args: JsonValue, slot: SubCallSlot, clock: CodeBindingCallOptions | undefined): Promise<JsonValue> {
+    // A queue of calls started one after another through promises never yields the host's
+    // event loop on its own: past a few ms of this turn, the next call waits for the next one.
+    const turn = hostTurn()
+    if (turn !== undefined) await turn
     // Abandoned between dequeue and start: a call that never started logs nothing.
     if (this.#closed) throw settlementReason()
     const registry = this.#registry

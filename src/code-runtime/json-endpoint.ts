@@ -98,6 +98,8 @@ export class JsonWireEndpoint implements WireEndpoint {
    * this thread only parses and freezes bounded text.
    */
   receive(json: string): void {
+    // Nobody listens once the session has settled: late messages are not even parsed.
+    if (this.#listeners.length === 0) return
     let data: unknown
     try {
       data = JSON.parse(json)

@@ -1,0 +1,94 @@
+/**
+ * Delivers a thread's messages to the host in time slices: a program that fires ten
+ * thousand binding calls without awaiting them sends ten thousand messages at once, and
+ * the host's event loop (a page's main thread, a server's) must not spend a third of a
+ * second handling them back to back. Web standards only (`setTimeout`,
+ * `performance.now`); used by the sandbox runtime's platform adapters.
+ *
+ * @module
+ */
+
+/** How long one slice may handle messages before the rest wait for the next turn of the event loop. */
+export const DELIVERY_SLICE_MS = 4
+
+/** Messages one slice handles at most: their handlers' promise work runs after the slice, unmeasured by its clock. */
+export const DELIVERY_SLICE_MESSAGES = 64
+
+/**
+ * Wraps `listener` so that messages reach it in order, in slices of at most
+ * {@link DELIVERY_SLICE_MS} ms and {@link DELIVERY_SLICE_MESSAGES} messages: a message
+ * that arrives while the current slice has room is handled at once (no added latency for
+ * a lone call); past that it is queued and handled after a macrotask, so timers, input
+ * and rendering run in between. A throwing listener is the caller's concern, as it would
+ * be without the wrapper: the queue goes on either way.
+ */
+export function slicedDelivery(listener: (data: unknown) => void): (data: unknown) => void {
+  let queue: unknown[] = []
+  let head = 0
+  /** When the open slice began, or -1 when none is open (the next message opens one). */
+  let sliceStart = -1
+  let handled = 0
+
+  const room = (): boolean => handled < DELIVERY_SLICE_MESSAGES && performance.now() - sliceStart < DELIVERY_SLICE_MS
+  const open = (): void => {
+    sliceStart = performance.now()
+    handled = 0
+    // The slice ends with the current burst of events: the next macrotask closes it.
+    setTimeout(close, 0)
+  }
+  const deliver = (data: unknown): void => {
+    handled++
+    listener(data)
+  }
+  function close(): void {
+    sliceStart = -1
+    if (head === queue.length) return
+    open()
+    try {
+      while (head < queue.length && room()) {
+        const data = queue[head]
+        queue[head++] = undefined
+        deliver(data)
+      }
+    } finally {
+      if (head === queue.length) {
+        queue = []
+        head = 0
+      }
+    }
+  }
+
+  return (data) => {
+    // Behind queued messages, a message waits its turn: order is kept.
+    if (head < queue.length) {
+      queue.push(data)
+      return
+    }
+    if (sliceStart < 0) open()
+    if (room()) deliver(data)
+    else queue.push(data)
+  }
+}
+
+/** When the current turn of the event loop began host work that yields cooperatively, or -1. */
+let turnStart = -1
+
+/**
+ * Resolves at once while the current turn of the host's event loop has spent less than
+ * {@link DELIVERY_SLICE_MS} ms on cooperative work, else after a macrotask. Host work
+ * chained through promises (a queue of sub-calls, each started as the previous settles)
+ * never reaches a macrotask boundary on its own: awaiting this between steps gives
+ * timers, I/O and rendering their turn.
+ */
+export function hostTurn(): Promise<void> | undefined {
+  const now = performance.now()
+  if (turnStart < 0) {
+    turnStart = now
+    setTimeout(() => {
+      turnStart = -1
+    }, 0)
+    return undefined
+  }
+  if (now - turnStart < DELIVERY_SLICE_MS) return undefined
+  return new Promise((resolve) => setTimeout(resolve, 0))
+}
