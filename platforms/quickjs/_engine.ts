@@ -7,7 +7,7 @@
  * A {@link QuickJsEngine} resolves the variant (emscripten factory, FFI, compiled wasm)
  * once; each {@link QuickJsSandbox} it builds is a fresh wasm instance over its own
  * fixed `WebAssembly.Memory` (QuickJS's own memory limit does not cap strings or typed
- * arrays; a memory that cannot grow does), with a 256 KiB stack limit, an interrupt
+ * arrays; a memory that cannot grow does), with a 96 KiB stack limit, an interrupt
  * handler, the in-VM script of `_sandbox-source.ts` installed, and nothing of the
  * program yet. A sandbox serves exactly one run and is then dropped whole.
  *
@@ -26,8 +26,16 @@ export const MAX_MEMORY_MB = 2048
 export const MIN_MEMORY_MB = 16
 const INITIAL_PAGES = 256
 const PAGES_PER_MB = 16
-/** Larger stack limits can crash the wasm on clean-up (NOTES-env). */
-const MAX_STACK_BYTES = 256 * 1024
+/**
+ * QuickJS's own stack limit, which turns deep recursion into a catchable `InternalError:
+ * stack overflow`. It counts only QuickJS's shadow stack in wasm memory; each of those
+ * frames also takes a wasm frame on the thread's real stack, which is the smaller bound
+ * in a browser's Web Worker: in Chromium 128 KiB still fit and 160 KiB crashed the thread
+ * (`Maximum call stack size exceeded` from the engine itself, kind `worker-exit`) on the
+ * contract suite's recursion shapes. 96 KiB keeps a third in reserve; a plain function
+ * still recurses about 500 levels. (Larger limits can also crash the wasm on clean-up: NOTES-env.)
+ */
+const MAX_STACK_BYTES = 96 * 1024
 /** Headroom left between QuickJS's allocator limit and the wasm memory maximum, for the runtime's own reporting. */
 const MEMORY_HEADROOM_BYTES = 4 * 1024 * 1024
 /** The most random bytes one `crypto.getRandomValues` call may ask for (the Web Crypto limit). */

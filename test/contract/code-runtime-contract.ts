@@ -418,6 +418,42 @@ export function describeCodeRuntimeContract(
         expect(result.error?.kind).toBe('exception')
         expect(result.error?.message).toMatch(/SyntaxError/)
       })
+
+      // V8 names it `RangeError: Maximum call stack size exceeded`, QuickJS `InternalError: stack
+      // overflow`: what every runtime owes the program is an error it can catch, never a crash.
+      it('deep recursion is a catchable stack-overflow error, and the run goes on (the VM never outgrows its thread)', async () => {
+        const result = await run(`
+          const depth = { reached: 0 }
+          function down(n: number): number {
+            depth.reached = n
+            return down(n + 1) + 1
+          }
+          const out: unknown[] = []
+          const viaGetter: Record<string, number> = {}
+          Object.defineProperty(viaGetter, 'x', { get: () => viaGetter.x + 1 })
+          const viaProxy: Record<string, number> = new Proxy({}, { get: (_t, _k, receiver) => receiver.x + 1 })
+          const viaToJson = { toJSON: (): string => JSON.stringify(viaToJson) }
+          const viaString = { toString: (): string => \`\${viaString}!\` }
+          const shapes = [
+            () => down(0),
+            () => [1].map(function again(): unknown { return [1].map(again) }),
+            () => viaGetter.x,
+            () => viaProxy.x,
+            () => JSON.stringify(viaToJson),
+            () => String(viaString),
+            () => [2, 1].sort(function cmp(): number { return [2, 1].sort(cmp).length }),
+            () => Reflect.apply(function again(): unknown { return Reflect.apply(again, null, []) }, null, []),
+            () => new (class Deep { constructor() { new Deep() } })(),
+          ]
+          for (const body of shapes) {
+            try { body() } catch (e) { out.push(\`\${(e as Error).name}: \${(e as Error).message}\`) }
+          }
+          out.push(depth.reached > 300)
+          return out`)
+        expect(result.error).toBeUndefined()
+        const overflow = /^(RangeError: Maximum call stack size exceeded|InternalError: stack overflow)$/
+        expect(result.value).toEqual([...Array.from({ length: 9 }, () => expect.stringMatching(overflow)), true])
+      })
     })
 
     describe('TypeScript', () => {
