@@ -7,7 +7,15 @@
  */
 export { importMcpTools, MCP_CONTENT_OUTPUT_SCHEMA } from './import.js'
 export type { McpImport, McpImportOptions, McpImportSkip } from './import.js'
-export { createMcpApp, listMcpTools, callMcpTool, MCP_PROTOCOL_VERSIONS, JSON_RPC_ERRORS } from './server.js'
+export {
+  createMcpApp,
+  listMcpTools,
+  callMcpTool,
+  MCP_PROTOCOL_VERSIONS,
+  JSON_RPC_ERRORS,
+  DEFAULT_MCP_MAX_BATCH_LENGTH,
+  DEFAULT_MCP_MAX_BATCH_RESPONSE_BYTES,
+} from './server.js'
 export type { McpAppOptions } from './server.js'
 export { mcpContentToBlocks, blocksToMcpContent, mcpContentText } from './content.js'
 export type {

@@ -25,7 +25,7 @@ import type { ObjectJsonSchema } from '../schema/json-schema-node.js'
 import { resolveAuthOptions } from '../http/auth.js'
 import { HttpError, httpErrorHandler, httpNotFound, reportToConsole } from '../http/http-errors.js'
 import type { InternalErrorReporter } from '../http/http-errors.js'
-import { readJsonBody, resolveMaxBodyBytes } from '../http/request-body.js'
+import { readJsonBody, resolveMaxBodyBytes, unknownFieldMessage } from '../http/request-body.js'
 import { gate } from '../http/_middleware.js'
 import { wantsEventStream } from '../http/_routes.js'
 import { ElicitationChannel, cannotAsk, elicitingSession, elicitingSessionOf, type SendToClient } from './_elicitation.js'
@@ -55,6 +55,18 @@ export interface McpAppOptions {
   readonly allowedOrigins?: readonly string[]
   /** Cap on a request body. Default 1 MiB. */
   readonly maxBodyBytes?: number
+  /**
+   * The most messages one JSON-RPC batch may carry. A longer batch is answered with one
+   * `-32600` error and nothing in it runs. Default 32.
+   */
+  readonly maxBatchLength?: number
+  /**
+   * The most bytes the responses to one batch may total. A response that would pass it is
+   * replaced by a `-32000` error, and the batch's later requests are not run (each gets that
+   * error). A single (non-batch) message is bounded by the runtime's `maxOutputBytes`
+   * instead. Default 4 MiB.
+   */
+  readonly maxBatchResponseBytes?: number
   /** Shutdown: aborting it aborts in-flight calls; later requests answer 503 `SHUTTING_DOWN`. */
   readonly signal?: AbortSignal
   /** What `initialize` reports as `serverInfo`. Default `{ name: 'toolyard', version: '0.1.0' }`. */
@@ -80,7 +92,19 @@ export const JSON_RPC_ERRORS = Object.freeze({
   METHOD_NOT_FOUND: -32601,
   INVALID_PARAMS: -32602,
   INTERNAL_ERROR: -32603,
+  /** (server-defined) A batch's responses reached `maxBatchResponseBytes`. */
+  RESPONSE_TOO_LARGE: -32000,
 })
+
+/** Default {@link McpAppOptions.maxBatchLength}. */
+export const DEFAULT_MCP_MAX_BATCH_LENGTH = 32
+/** Default {@link McpAppOptions.maxBatchResponseBytes}: 4 MiB. */
+export const DEFAULT_MCP_MAX_BATCH_RESPONSE_BYTES = 4 * 1024 * 1024
+
+/** The members of a JSON-RPC 2.0 request or notification (anything else is refused, named). */
+const REQUEST_MEMBERS: readonly string[] = ['jsonrpc', 'id', 'method', 'params']
+/** The members of `tools/call` params (MCP's `CallToolRequestParams`). */
+const CALL_PARAMS: readonly string[] = ['name', 'arguments', '_meta']
 
 type JsonRpcId = string | number
 
@@ -147,6 +171,9 @@ export async function callMcpTool(
   approval?: ApprovalHandler,
 ): Promise<McpCallToolResultOut> {
   if (!isRecord(params) || typeof params.name !== 'string') throw new RpcError(JSON_RPC_ERRORS.INVALID_PARAMS, 'tools/call needs params.name (a string)')
+  // A misspelt `arguments` would otherwise run the tool with none.
+  const unknown = unknownFieldMessage(params, CALL_PARAMS, 'tools/call params')
+  if (unknown !== undefined) throw new RpcError(JSON_RPC_ERRORS.INVALID_PARAMS, unknown)
   const args = params.arguments === undefined ? {} : params.arguments
   const result = await runtime.execute({
     callId: `mcp-${crypto.randomUUID()}`,
@@ -187,6 +214,8 @@ interface Exchange {
   readonly cancelled: AbortSignal | undefined
   /** Set by `initialize` for a client that declared elicitation: the session id to answer with. */
   issued: string | undefined
+  /** `tools/list` answered once per POST: a batch repeating it costs one assembly. */
+  listed?: { readonly agent: ScopeKey | undefined; readonly tools: McpToolDescriptor[] }
 }
 
 /** Who decides a `tools/call`'s `ask`: the client through `elicitation/create`, or nobody (denied, saying why). */
@@ -225,8 +254,11 @@ async function dispatch(config: McpConfig, message: Record<string, unknown>, req
     }
     case 'ping':
       return {}
-    case 'tools/list':
-      return { tools: listMcpTools(config.runtime, resolveAgent(config, request)) }
+    case 'tools/list': {
+      const agent = resolveAgent(config, request)
+      if (exchange.listed === undefined || exchange.listed.agent !== agent) exchange.listed = { agent, tools: listMcpTools(config.runtime, agent) }
+      return { tools: exchange.listed.tools }
+    }
     case 'tools/call': {
       const tracked = exchange.session === undefined ? undefined : config.elicitation.track(exchange.session, message.id as string | number)
       const signals = [request.signal, config.shutdown, exchange.cancelled, tracked?.signal].filter((s): s is AbortSignal => s !== undefined)
@@ -260,6 +292,8 @@ async function answer(config: McpConfig, message: unknown, request: Request, exc
   if (typeof id !== 'string' && (typeof id !== 'number' || !Number.isFinite(id))) {
     return { jsonrpc: '2.0', id: null, error: { code: JSON_RPC_ERRORS.INVALID_REQUEST, message: 'the id must be a string or a number' } }
   }
+  const unknown = unknownFieldMessage(message, REQUEST_MEMBERS, 'the JSON-RPC request')
+  if (unknown !== undefined) return { jsonrpc: '2.0', id, error: { code: JSON_RPC_ERRORS.INVALID_REQUEST, message: unknown } }
   try {
     return { jsonrpc: '2.0', id, result: await dispatch(config, message, request, exchange) }
   } catch (error) {
@@ -279,6 +313,14 @@ interface McpAppConfig extends McpConfig {
   readonly notConfigured: string | undefined
   readonly origins: ReadonlySet<string>
   readonly maxBodyBytes: number
+  readonly maxBatchLength: number
+  readonly maxBatchResponseBytes: number
+}
+
+function positiveIntegerOption(name: string, value: unknown, fallback: number): number {
+  const resolved = value ?? fallback
+  if (!Number.isSafeInteger(resolved) || (resolved as number) <= 0) invalidOptions(`${name} must be a positive integer`)
+  return resolved as number
 }
 
 function validateOptions(runtime: ToolRuntime, options: McpAppOptions): McpAppConfig {
@@ -317,8 +359,96 @@ function validateOptions(runtime: ToolRuntime, options: McpAppOptions): McpAppCo
     notConfigured,
     origins,
     maxBodyBytes: resolveMaxBodyBytes(options.maxBodyBytes, invalidOptions),
+    maxBatchLength: positiveIntegerOption('maxBatchLength', options.maxBatchLength, DEFAULT_MCP_MAX_BATCH_LENGTH),
+    maxBatchResponseBytes: positiveIntegerOption('maxBatchResponseBytes', options.maxBatchResponseBytes, DEFAULT_MCP_MAX_BATCH_RESPONSE_BYTES),
     report: options.onError ?? reportToConsole,
     elicitation: new ElicitationChannel(elicitationTimeoutMs),
+  }
+}
+
+/** Lets the host's other requests in between a batch's messages (`/v1/health` must not wait for a whole batch). */
+function yieldToHost(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 0))
+}
+
+/** UTF-8 bytes of `text`, or any number above `limit` once it is certainly above (a string is never shorter in UTF-8). */
+function utf8BytesUpTo(text: string, limit: number): number {
+  return text.length > limit ? text.length : new TextEncoder().encode(text).byteLength
+}
+
+/**
+ * The byte budget of one batch's responses (issue: a batch of 12,000 `tools/list` once
+ * answered 212 MiB). Each response is serialized once, here; past the budget a response
+ * becomes a short `-32000` error, and the batch's later requests are not run at all.
+ */
+class BatchResponses {
+  readonly #cap: number | undefined
+  #bytes = 0
+  /** Set once a response did not fit: the later requests of the batch are answered unrun. */
+  spent = false
+  /** The serialized responses, kept for a JSON answer (a stream sends each at once and keeps none). */
+  readonly texts: string[] = []
+  readonly #keep: boolean
+
+  constructor(cap: number | undefined, keep: boolean) {
+    this.#cap = cap
+    this.#keep = keep
+  }
+
+  #tooLarge(id: JsonRpcId | null): JsonRpcResponse {
+    const message = `not answered: the responses to this batch reached maxBatchResponseBytes (${this.#cap} bytes); send fewer or smaller requests per batch`
+    return { jsonrpc: '2.0', id, error: { code: JSON_RPC_ERRORS.RESPONSE_TOO_LARGE, message } }
+  }
+
+  /** The error answering a request that is not run because the budget is spent (`undefined`: not a request). */
+  unrun(message: unknown): JsonRpcResponse | undefined {
+    if (!isRecord(message) || typeof message.method !== 'string' || !Object.hasOwn(message, 'id')) return undefined
+    const id = message.id
+    return this.#tooLarge(typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : null)
+  }
+
+  /** Serializes `response` into the batch, or its replacement error when it does not fit; returns the text. */
+  add(response: JsonRpcResponse): string {
+    let text = JSON.stringify(response)
+    if (this.#cap !== undefined) {
+      const size = utf8BytesUpTo(text, this.#cap - this.#bytes)
+      if (this.#bytes + size > this.#cap) {
+        this.spent = true
+        text = JSON.stringify(this.#tooLarge(response.id))
+      }
+      this.#bytes += text.length
+    }
+    if (this.#keep) this.texts.push(text)
+    return text
+  }
+}
+
+/** The one error answering a batch longer than `maxBatchLength` (nothing in it runs). */
+function batchTooLong(length: number, max: number): JsonRpcResponse {
+  return {
+    jsonrpc: '2.0',
+    id: null,
+    error: { code: JSON_RPC_ERRORS.INVALID_REQUEST, message: `a JSON-RPC batch of ${length} messages exceeds maxBatchLength (${max}); nothing in it was run: send at most ${max} messages per request` },
+  }
+}
+
+/** Answers `messages` in order into `responses`, yielding to the host between them; `emit` sees each response's text. */
+async function answerAll(
+  config: McpConfig,
+  messages: readonly unknown[],
+  request: Request,
+  exchange: Exchange,
+  responses: BatchResponses,
+  emit?: (text: string) => void,
+): Promise<void> {
+  for (let i = 0; i < messages.length; i++) {
+    if (i > 0) await yieldToHost()
+    const message = messages[i]
+    const answered = responses.spent ? responses.unrun(message) : await answer(config, message, request, exchange)
+    if (answered === undefined) continue
+    // Not `emit?.(responses.add(…))`: an optional call skips evaluating its argument.
+    const text = responses.add(answered)
+    if (emit !== undefined) emit(text)
   }
 }
 
@@ -331,17 +461,15 @@ function isToolsCall(message: unknown): boolean {
  * the questions a call puts to the client (`elicitation/create`) go out on it while the
  * call waits, then each JSON-RPC response. A cancelled stream cancels the calls.
  */
-function streamAnswers(c: Context, config: McpConfig, messages: readonly unknown[], session: string): Response {
+function streamAnswers(c: Context, config: McpAppConfig, messages: readonly unknown[], session: string, batch: boolean): Response {
   const response = streamSSE(c, async (stream) => {
     const cancelled = new AbortController()
     stream.onAbort(() => cancelled.abort(new DOMException('the MCP client went away', 'AbortError')))
     // One synchronous write per message: they leave in the order they were produced.
-    const send: SendToClient = (message) => void stream.write(`event: message\ndata: ${JSON.stringify(message)}\n\n`)
+    const write = (json: string): void => void stream.write(`event: message\ndata: ${json}\n\n`)
+    const send: SendToClient = (message) => write(JSON.stringify(message))
     const exchange: Exchange = { session, send, cancelled: cancelled.signal, issued: undefined }
-    for (const message of messages) {
-      const answered = await answer(config, message, c.req.raw, exchange)
-      if (answered !== undefined) send(answered as unknown as Record<string, unknown>)
-    }
+    await answerAll(config, messages, c.req.raw, exchange, new BatchResponses(batch ? config.maxBatchResponseBytes : undefined, false), write)
   })
   response.headers.set('Content-Type', 'text/event-stream; charset=utf-8')
   response.headers.set('Cache-Control', 'no-store')
@@ -395,19 +523,18 @@ export function createMcpApp(runtime: ToolRuntime, options: McpAppOptions): Hono
     const batch = Array.isArray(body)
     const messages: unknown[] = batch ? (body as unknown[]) : [body]
     if (messages.length === 0) throw new HttpError('INVALID_REQUEST', 'an empty JSON-RPC batch')
+    if (messages.length > config.maxBatchLength) return c.json(batchTooLong(messages.length, config.maxBatchLength))
     const session = elicitingSessionOf(c.req.raw)
     if (session !== undefined && wantsEventStream(c.req.header('Accept')) && messages.some(isToolsCall)) {
-      return streamAnswers(c, config, messages, session)
+      return streamAnswers(c, config, messages, session, batch)
     }
     const exchange: Exchange = { session, send: undefined, cancelled: undefined, issued: undefined }
-    const responses: JsonRpcResponse[] = []
-    for (const message of messages) {
-      const response = await answer(config, message, c.req.raw, exchange)
-      if (response !== undefined) responses.push(response)
-    }
+    const responses = new BatchResponses(batch ? config.maxBatchResponseBytes : undefined, true)
+    await answerAll(config, messages, c.req.raw, exchange, responses)
     if (exchange.issued !== undefined) c.header('Mcp-Session-Id', exchange.issued)
-    if (responses.length === 0) return c.body(null, 202)
-    return c.json(batch ? responses : responses[0])
+    if (responses.texts.length === 0) return c.body(null, 202)
+    // Serialized once, by the budget that counted them.
+    return c.body(batch ? `[${responses.texts.join(',')}]` : responses.texts[0]!, 200, { 'Content-Type': 'application/json' })
   })
   return app
 }
