@@ -279,6 +279,11 @@ export type ToolGuard = (execution: ToolExecution) => string | undefined
 /** What the approval handler is asked. */
 export interface ApprovalRequest {
   readonly execution: ToolExecution
+  /**
+   * The asking tool's declared parameters (its `parameters` schema), so a prompt can show
+   * the arguments in the tool's order (`renderApprovalArguments`). Set by the registry.
+   */
+  readonly parameters?: ObjectJsonSchema
   readonly reason?: string
   /** The enclosing call's id for a nested call (a Code Mode sub-call's `run_code` call id). */
   readonly parentCallId?: string

@@ -1,16 +1,24 @@
 /**
- * A pending approval as the page shows it: the reason the tool asks, a countdown to its
- * expiry, and Allow / Deny buttons that answer it (in the tab's broker, or with
- * `POST /v1/approvals/:id` on the server). Once answered it says how it ended.
+ * A pending approval as the page shows it: the reason the tool asks, what exactly it
+ * would do (the broker's `summary`, the same rendering `GET /v1/approvals` and the MCP
+ * elicitation show), a countdown to its expiry, and Allow / Deny buttons that answer it
+ * (in the tab's broker, or with `POST /v1/approvals/:id` on the server). Once answered
+ * it says how it ended.
  *
  * @module
  */
+import type { PendingApproval } from '../../src/approvals/types.js'
 import { h } from './dom.js'
 
 /** One call's approval as the page tracks it. */
 export interface ApprovalState {
   readonly id: string
   readonly reason?: string
+  /**
+   * The arguments as the person must read them (`PendingApproval.summary`: declared
+   * parameters in order, long values as length + head + tail, undeclared keys flagged).
+   */
+  readonly summary?: string
   readonly expiresAt: number
   state: 'pending' | 'allow' | 'deny' | 'expired' | 'withdrawn'
   /** Why a decision could not be applied (e.g. it expired meanwhile). */
@@ -22,6 +30,17 @@ const ENDED: Readonly<Record<Exclude<ApprovalState['state'], 'pending'>, string>
   deny: 'denied',
   expired: 'expired: nobody decided in time (denied)',
   withdrawn: 'withdrawn: the call was cancelled',
+}
+
+/** The page's record of a request that waits for a decision. */
+export function approvalStateOf(request: PendingApproval): ApprovalState {
+  return {
+    id: request.id,
+    ...(request.reason === undefined ? {} : { reason: request.reason }),
+    ...(typeof request.summary === 'string' ? { summary: request.summary } : {}),
+    expiresAt: request.expiresAt,
+    state: 'pending',
+  }
 }
 
 function secondsLeft(expiresAt: number): string {
@@ -67,6 +86,8 @@ export function renderApprovalPanel(approval: ApprovalState, decide: (decision: 
     'div',
     { class: 'approval pending', 'data-testid': 'approval', 'data-state': 'pending', 'data-approval-id': approval.id },
     h('div', {}, h('strong', {}, 'Needs your approval'), approval.reason === undefined ? null : ` — ${approval.reason}`, ' ', countdown),
+    // Text, never markup; the renderer already escaped anything that could fake a line.
+    approval.summary === undefined ? null : h('pre', { class: 'approval-args', 'data-testid': 'approval-args' }, approval.summary),
     h('div', { class: 'actions' }, allow, deny),
     problem,
   )

@@ -135,6 +135,14 @@ function renderResultBody(view: ToolResultView | undefined, record: SubCallRecor
   }
 }
 
+/** A failure that is a denial (a person, a policy or a timeout said no), not a tool that failed. */
+function isDenial(record: SubCallRecord): boolean {
+  const code = record.error?.code
+  if (code === 'DENIED_BY_APPROVAL' || code === 'DENIED_BY_GATE' || code === 'DENIED_BY_GUARD') return true
+  const state = record.approval?.state
+  return state === 'deny' || state === 'expired'
+}
+
 /**
  * Renders one sub-call's card: a one-line header (always visible) and, when opened, the
  * call's arguments and the result view. Running calls show the call view instead.
@@ -144,7 +152,16 @@ export function renderCard(record: SubCallRecord, definition: AnyToolDefinition 
   const result = resultView(definition, record)
   const title = call?.title ?? record.name
   const waiting = record.end === undefined && record.approval?.state === 'pending'
-  const state = waiting ? 'awaiting approval' : record.end === undefined ? 'running…' : record.isError === true ? 'failed' : `${(record.end - record.start).toFixed(0)} ms`
+  const denied = record.isError === true && isDenial(record)
+  const state = waiting
+    ? 'awaiting approval'
+    : record.end === undefined
+      ? 'running…'
+      : record.isError === true
+        ? denied
+          ? 'denied'
+          : 'failed'
+        : `${(record.end - record.start).toFixed(0)} ms`
   const body =
     record.end === undefined
       ? renderCallBody(call, record.arguments)
@@ -157,7 +174,7 @@ export function renderCard(record: SubCallRecord, definition: AnyToolDefinition 
         )
   return h(
     'details',
-    { class: `card${record.isError === true ? ' failed' : ''}`, 'data-testid': 'card', 'data-card': result?.card ?? call?.card ?? 'generic', open },
+    { class: `card${record.isError === true ? ' failed' : ''}${denied ? ' denied' : ''}`, 'data-testid': 'card', 'data-state': state, 'data-card': result?.card ?? call?.card ?? 'generic', open },
     h(
       'summary',
       {},

@@ -17,7 +17,7 @@ import type { CodeDispatchEvent, CodeDispatchStartEvent } from '../../src/runtim
 import type { ToolExecutionResult, ToolPresentationMode } from '../../src/types.js'
 import { failureKind } from './backend.js'
 import type { ApprovalListener, Backend, RunBudgets, RunOutcome } from './backend.js'
-import { renderApprovalPanel } from './approval-card.js'
+import { approvalStateOf, renderApprovalPanel } from './approval-card.js'
 import { renderCard, renderNativeCard } from './cards.js'
 import { renderBudget, renderIndex, wireCatalogSearch } from './catalog-panel.js'
 import type { SubCallRecord } from './cards.js'
@@ -304,7 +304,7 @@ function cardKey(record: SubCallRecord): string {
 
 /** The page's record of a request: waiting. */
 function pendingState(request: PendingApproval): NonNullable<SubCallRecord['approval']> {
-  return { id: request.id, ...(request.reason === undefined ? {} : { reason: request.reason }), expiresAt: request.expiresAt, state: 'pending' }
+  return approvalStateOf(request)
 }
 
 // ───────────────────────── running programs ─────────────────────────

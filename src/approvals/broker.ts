@@ -13,6 +13,7 @@ import { snapshotLosslessJson } from '../json/lossless.js'
 import type { ApprovalHandler } from '../types.js'
 import { createEventFanOut } from './_events.js'
 import { parseDecision } from './decision.js'
+import { renderApprovalArguments } from './render.js'
 import type {
   ApprovalBroker,
   ApprovalBrokerOptions,
@@ -39,7 +40,7 @@ const MAX_TIMER_MS = 2_147_483_647
 const REMEMBERED_SETTLEMENTS = 1000
 
 type Settlement =
-  | { readonly kind: 'decided'; readonly decision: ApprovalVerdict; readonly reason?: string }
+  | { readonly kind: 'decided'; readonly decision: ApprovalVerdict; readonly reason?: string; readonly byDisposal?: true }
   | { readonly kind: 'expired' }
   | { readonly kind: 'withdrawn' }
 
@@ -53,6 +54,15 @@ interface OpenRequest {
 }
 
 type RequestFields = Omit<PendingApproval, 'id' | 'requestedAt' | 'expiresAt'>
+
+/** What the call that was denied hears: who (or what) denied it, and why. */
+function denialMessage(name: string, settlement: Settlement, timeoutMs: number): string {
+  if (settlement.kind === 'expired') return `${name} was denied by timeout: nobody decided within ${timeoutMs} ms`
+  if (settlement.kind === 'withdrawn') return `the approval request for ${name} was withdrawn: the call was cancelled`
+  if (settlement.byDisposal === true) return `${name} was denied by the server: ${settlement.reason ?? 'the approval broker was disposed'}`
+  const { reason } = settlement
+  return `${name} was denied by a person${reason === undefined || reason === '' ? ' (no reason given)' : `: ${reason}`}`
+}
 
 const OPTION_KEYS = new Set(['timeoutMs'])
 
@@ -109,13 +119,19 @@ function readRequest(request: unknown): { readonly fields: RequestFields; readon
   const parentCallId = optionalString(parent, 'parentCallId')
   const agent = optionalString(scope, 'agent')
   const reason = optionalString(why, 'reason')
+  // Read as a data property only; the renderer reads the schema defensively too.
+  const descriptor = Object.getOwnPropertyDescriptor(request, 'parameters')
+  const parameters: unknown = descriptor !== undefined && 'value' in descriptor ? descriptor.value : undefined
+  const args = snapshotLosslessJson((execution as { arguments?: unknown }).arguments)
   const fields: RequestFields = {
     callId,
     ...(parentCallId === undefined ? {} : { parentCallId }),
     ...(agent === undefined ? {} : { agent }),
     name,
     // Already a frozen snapshot when the registry asks (then reused as is); copied otherwise.
-    arguments: snapshotLosslessJson((execution as { arguments?: unknown }).arguments),
+    arguments: args,
+    // The one rendering every surface shows (docs/approvals.md "What a person sees").
+    summary: renderApprovalArguments({ name, parameters }, args).text,
     ...(reason === undefined ? {} : { reason }),
   }
   return { fields, signal }
@@ -182,19 +198,15 @@ export function createApprovalBroker(options?: ApprovalBrokerOptions): ApprovalB
     entry.signal.removeEventListener('abort', entry.onAbort)
     remember(approval.id, settlement)
     const at = Date.now()
-    const { name } = approval
     if (settlement.kind === 'decided') {
       const { decision, reason } = settlement
       events.emit(Object.freeze({ type: 'decided', approval, decision, ...(reason === undefined ? {} : { reason }), at }))
-      if (decision === 'allow') entry.allow()
-      else entry.deny(`${name} was denied approval${reason === undefined || reason === '' ? '' : `: ${reason}`}`)
-    } else if (settlement.kind === 'expired') {
-      events.emit(Object.freeze({ type: 'expired', approval, at }))
-      entry.deny(`the approval request for ${name} expired: nobody decided within ${timeoutMs} ms`)
-    } else {
-      events.emit(Object.freeze({ type: 'withdrawn', approval, at }))
-      entry.deny(`the approval request for ${name} was withdrawn: the call was cancelled`)
-    }
+      if (decision === 'allow') {
+        entry.allow()
+        return at
+      }
+    } else events.emit(Object.freeze({ type: settlement.kind, approval, at }))
+    entry.deny(denialMessage(approval.name, settlement, timeoutMs))
     return at
   }
 
@@ -265,7 +277,7 @@ export function createApprovalBroker(options?: ApprovalBrokerOptions): ApprovalB
       if (disposed) return
       disposed = true
       const reason = 'the approval broker was disposed before anyone decided'
-      for (const entry of [...open.values()]) settle(entry, { kind: 'decided', decision: 'deny', reason })
+      for (const entry of [...open.values()]) settle(entry, { kind: 'decided', decision: 'deny', reason, byDisposal: true })
       remembered.clear()
       events.close()
     },

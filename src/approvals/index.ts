@@ -6,4 +6,12 @@
  */
 export { createApprovalBroker, DEFAULT_APPROVAL_TIMEOUT_MS } from './broker.js'
 export { MAX_APPROVAL_REASON_LENGTH } from './decision.js'
+export {
+  DEFAULT_APPROVAL_RENDER_BYTES,
+  renderApprovalArguments,
+  undeclaredArgumentPaths,
+  type ApprovalRenderOptions,
+  type ApprovalRenderTool,
+  type RenderedApprovalArguments,
+} from './render.js'
 export type * from './types.js'

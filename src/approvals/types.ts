@@ -41,6 +41,12 @@ export interface PendingApproval {
   readonly name: string
   /** The call's arguments (lossless JSON, deep-frozen). */
   readonly arguments: JsonValue
+  /**
+   * The arguments as a person should read them (`renderApprovalArguments`): the tool's
+   * declared parameters in schema order, long values as length + head + tail, undeclared
+   * keys flagged and listed last; at most 4,096 UTF-8 bytes. Show this, not `arguments`.
+   */
+  readonly summary: string
   /** Why the gate asked (the `ask` decision's reason), when it gave one. */
   readonly reason?: string
   /** When the request was opened (epoch ms). */

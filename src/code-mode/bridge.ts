@@ -308,7 +308,9 @@ function completeRun(outcome: CodeRunResult, maxOutputBytes: number, language: s
     // A program that throws may simply be in the wrong language (Python sent to a
     // TypeScript runtime fails as `print is not defined`): say which language runs here.
     // The note is part of the envelope, outside maxOutputBytes, like the kind.
-    const note = kind === 'exception' ? ` ${languageNote(language)}` : ''
+    // A tool call's own failure left uncaught (a denial, say) is no sign of a wrong
+    // language: it is reported as the tool said it, without the note.
+    const note = kind === 'exception' && !message.startsWith('ToolCallError: ') ? ` ${languageNote(language)}` : ''
     const total = logBytes + utf8ByteLength(message)
     if (total <= maxOutputBytes) throw new CodeRunFailedError(kind, `${message}${note}`, logs)
     throw new CodeRunFailedError(

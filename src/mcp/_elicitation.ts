@@ -19,8 +19,8 @@
  *
  * @module
  */
+import { renderApprovalArguments } from '../approvals/render.js'
 import { ToolError } from '../errors.js'
-import type { JsonValue } from '../json/json-value.js'
 import type { ApprovalHandler, ApprovalRequest } from '../types.js'
 
 /** The prefix of the session ids issued to clients that declared form elicitation. */
@@ -30,9 +30,6 @@ const SESSION_PATTERN = /^toolyard-elicit-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0
 
 /** The protocol revisions that know `elicitation/create` (it arrived in 2025-06-18). */
 const ELICITING_PROTOCOLS: ReadonlySet<string> = new Set(['2025-06-18', '2025-11-25'])
-
-/** The longest argument text an elicitation message quotes. */
-const MAX_QUOTED_ARGUMENTS = 2_000
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
@@ -65,13 +62,17 @@ interface Pending {
   readonly settle: (answer: { readonly result?: unknown; readonly error?: unknown }) => void
 }
 
-/** A question, as the elicitation's message shows it to a person. */
-function questionText(request: ApprovalRequest): string {
+/**
+ * A question, as the elicitation's message shows it to a person: the arguments as the
+ * shared approval renderer shows them on every surface (declared parameters in schema
+ * order, long values as length + head + tail, undeclared keys flagged), never a prefix
+ * of the caller's JSON.
+ */
+export function questionText(request: ApprovalRequest): string {
   const { name, arguments: args } = request.execution
-  let quoted = JSON.stringify(args as JsonValue)
-  if (quoted.length > MAX_QUOTED_ARGUMENTS) quoted = `${quoted.slice(0, MAX_QUOTED_ARGUMENTS)}…`
   const why = request.reason === undefined || request.reason === '' ? '' : ` (${request.reason})`
-  return `Allow the tool call ${name}${why}?\nArguments: ${quoted}`
+  const rendered = renderApprovalArguments({ name, parameters: request.parameters }, args)
+  return `Allow the tool call ${name}${why}?\nArguments:\n${rendered.text}`
 }
 
 function denied(message: string): ToolError {
@@ -82,13 +83,13 @@ function denied(message: string): ToolError {
 function verdict(name: string, answer: { readonly result?: unknown; readonly error?: unknown }): true {
   if (answer.error !== undefined) {
     const message = isRecord(answer.error) && typeof answer.error.message === 'string' ? answer.error.message : 'an error'
-    throw denied(`${name} needed approval and the MCP client could not ask (it answered ${message})`)
+    throw denied(`${name} was denied: it needed approval and the MCP client could not ask (it answered ${message})`)
   }
   const action = isRecord(answer.result) ? answer.result.action : undefined
   if (action === 'accept') return true
-  if (action === 'decline') throw denied(`${name} was denied approval: the MCP client's user declined`)
-  if (action === 'cancel') throw denied(`${name} was denied approval: the MCP client's user dismissed the request`)
-  throw denied(`${name} needed approval and the MCP client answered with no valid action`)
+  if (action === 'decline') throw denied(`${name} was denied by the MCP client's user (declined)`)
+  if (action === 'cancel') throw denied(`${name} was denied by the MCP client's user (dismissed the request)`)
+  throw denied(`${name} was denied: it needed approval and the MCP client answered with no valid action`)
 }
 
 /**
@@ -163,7 +164,7 @@ export class ElicitationChannel {
         }
         const timer = setTimeout(() => {
           finish()
-          reject(denied(`the approval request for ${name} expired: the MCP client did not answer within ${this.#timeoutMs} ms`))
+          reject(denied(`${name} was denied by timeout: the MCP client did not answer within ${this.#timeoutMs} ms`))
         }, this.#timeoutMs)
         this.#pending.set(id, {
           session,

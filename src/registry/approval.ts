@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { undeclaredArgumentPaths } from '../approvals/render.js'
 import { ToolError } from '../errors.js'
 import type { ApprovalDecisionEvent, ApprovalOutcome, ApprovalRequestEvent, SessionLogEvent } from '../runtime-types.js'
 import type { ApprovalHandler, ApprovalRequest, ToolExecutionResult } from '../types.js'
@@ -73,27 +74,53 @@ function holdClock(call: PipelineCall): () => void {
   }
 }
 
-/** What the verdict means for the call: its result (or `undefined` to go on) and the logged outcome. */
-function judge(verdict: Verdict, why: string): { readonly result: ToolExecutionResult | undefined; readonly outcome: ApprovalOutcome } {
+/**
+ * What the verdict means for the call: its result (or `undefined` to go on) and the
+ * logged outcome. Every denial says who or what denied it ("`<tool>` was denied by …").
+ */
+function judge(verdict: Verdict, name: string, reason: string | undefined): { readonly result: ToolExecutionResult | undefined; readonly outcome: ApprovalOutcome } {
   if (verdict.kind === 'aborted') return { result: failure('ABORTED_BEFORE_DISPATCH', ABORTED_BEFORE_MESSAGE), outcome: 'withdrawn' }
   if (verdict.kind === 'error') {
     const error = verdict.error
-    // A deliberate denial (the broker's: denied with a reason, expired, withdrawn) speaks for itself.
+    // A deliberate denial (the broker's: denied by a person, by timeout, withdrawn) speaks for itself.
     const message =
-      error instanceof ToolError && error.code === 'DENIED_BY_APPROVAL' ? error.message : `the approval handler failed (denied): ${messageOf(error)}`
+      error instanceof ToolError && error.code === 'DENIED_BY_APPROVAL' ? error.message : `${name} was denied: the approval handler failed: ${messageOf(error)}`
     return { result: failure('DENIED_BY_APPROVAL', message), outcome: 'deny' }
   }
-  return verdict.value === true ? { result: undefined, outcome: 'allow' } : { result: failure('DENIED_BY_APPROVAL', `approval denied${why}`), outcome: 'deny' }
+  if (verdict.value === true) return { result: undefined, outcome: 'allow' }
+  const asked = reason === undefined || reason === '' ? '' : ` (the gate asked because: ${reason})`
+  return { result: failure('DENIED_BY_APPROVAL', `${name} was denied by the approval handler${asked}`), outcome: 'deny' }
+}
+
+/**
+ * A call that asks may carry only the parameters its tool declares: a person approves
+ * what the prompt shows, and a key the tool does not declare has no meaning a prompt
+ * could state (yet the body receives it). Refused before anyone is asked.
+ */
+function undeclaredRefusal(call: PipelineCall): ToolExecutionResult | undefined {
+  const parameters = call.registered?.definition.parameters
+  const paths = undeclaredArgumentPaths(parameters, call.execution.arguments, 5)
+  if (paths.length === 0) return undefined
+  const declared = [...Object.keys((parameters as { properties?: object } | undefined)?.properties ?? {})]
+  const message =
+    `${call.execution.name} asks for approval, so its arguments may carry only its declared parameters: ` +
+    `${paths.map((p) => JSON.stringify(p)).join(', ')} ${paths.length === 1 ? 'is' : 'are'} not declared` +
+    ` (declared: ${declared.length === 0 ? 'none' : declared.join(', ')})`
+  return failure('INVALID_ARGS', message, [], 'ToolArgsError')
 }
 
 /** Approval for an `ask`: absent handler, refusal or failure deny; cancellation while waiting aborts. */
 export async function approve(call: PipelineCall, reason: string | undefined): Promise<ToolExecutionResult | undefined> {
+  const refused = undeclaredRefusal(call)
+  if (refused !== undefined) return refused
   const handler: ApprovalHandler | undefined = call.approval ?? call.core.options.approval
   const why = reason === undefined || reason === '' ? '' : ` (${reason})`
-  if (handler === undefined) return failure('DENIED_BY_APPROVAL', `approval required${why} but no approval handler is configured`)
   const { execution, parentCallId } = call
+  if (handler === undefined) return failure('DENIED_BY_APPROVAL', `${execution.name} was denied by policy: it needs approval${why} and no approval handler is configured`)
+  const parameters = call.registered?.definition.parameters
   const request: ApprovalRequest = Object.freeze({
     execution,
+    ...(parameters === undefined ? {} : { parameters }),
     ...(reason === undefined ? {} : { reason }),
     ...(parentCallId === undefined ? {} : { parentCallId }),
   })
@@ -120,7 +147,7 @@ export async function approve(call: PipelineCall, reason: string | undefined): P
   } finally {
     release()
   }
-  const { result, outcome } = judge(verdict, why)
+  const { result, outcome } = judge(verdict, execution.name, reason)
   if (about === undefined) return result
   const decidedAt = Date.now()
   const decided: ApprovalDecisionEvent = {

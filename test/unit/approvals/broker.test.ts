@@ -42,7 +42,7 @@ describe('createApprovalBroker: the approval flow through a real registry', () =
     })
     const settled = await result
     expect(codeOf(settled)).toBe('DENIED_BY_APPROVAL')
-    expect(messageOf(settled)).toContain('pay was denied approval: too much money')
+    expect(messageOf(settled)).toContain('pay was denied by a person: too much money')
     expect(ran).toEqual([])
   })
 
@@ -51,7 +51,7 @@ describe('createApprovalBroker: the approval flow through a real registry', () =
     const asked = nextRequest(broker)
     const result = runtime.execute(call('write_file'))
     broker.decide((await asked).id, { decision: 'deny' })
-    expect(messageOf(await result)).toMatch(/write_file was denied approval$/)
+    expect(messageOf(await result)).toMatch(/write_file was denied by a person \(no reason given\)$/)
   })
 
   it('records the agent scope and the gate\'s reason; calls the gate allows never reach the broker', async () => {
@@ -76,7 +76,7 @@ describe('createApprovalBroker: the approval flow through a real registry', () =
     const settled = await result
     expect(Date.now() - started).toBeGreaterThanOrEqual(35)
     expect(codeOf(settled)).toBe('DENIED_BY_APPROVAL')
-    expect(messageOf(settled)).toContain('the approval request for pay expired: nobody decided within 40 ms')
+    expect(messageOf(settled)).toContain('pay was denied by timeout: nobody decided within 40 ms')
     expect(ran).toEqual([])
     expect(broker.pending()).toEqual([])
     expect(events.map((e) => e.type)).toEqual(['requested', 'expired'])
@@ -151,7 +151,7 @@ describe('createApprovalBroker: the approval flow through a real registry', () =
     const settled = await Promise.all(results)
     settled.forEach((result, n) => {
       if (n % 2 === 0) expect(codeOf(result)).toBe('OK')
-      else expect(messageOf(result)).toContain(`denied approval: no ${n}`)
+      else expect(messageOf(result)).toContain(`denied by a person: no ${n}`)
     })
     expect(ran.sort()).toEqual(Array.from({ length: count / 2 }, (_, i) => `pay:{"n":${i * 2}}`).sort())
     expect(broker.pending()).toEqual([])
@@ -203,7 +203,7 @@ describe('decide(): stable refusal codes for the HTTP layer', () => {
     const again = broker.decide(request.id, { decision: 'allow' })
     expect(again).toEqual({ ok: false, code: 'APPROVAL_ALREADY_DECIDED', message: expect.stringContaining('already decided (deny)') })
     expect(Object.isFrozen(again)).toBe(true)
-    expect(messageOf(await result)).toContain('denied approval: first')
+    expect(messageOf(await result)).toContain('denied by a person: first')
   })
 
   const garbage: Array<[string, unknown, RegExp]> = [

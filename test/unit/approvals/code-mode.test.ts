@@ -58,7 +58,7 @@ describe('approval inside Code Mode (real registry, in-process CodeRuntime)', ()
     await decideNext(broker, asked, 'deny', 'over budget')
     const value = programResult(await result) as { read: string; name: string; tool: string; message: string }
     expect(value).toMatchObject({ read: 'read done', name: 'ToolCallError', tool: 'pay' })
-    expect(value.message).toContain('pay was denied approval: over budget')
+    expect(value.message).toContain('pay was denied by a person: over budget')
     expect(ran).toEqual(['read:{"n":1}'])
   })
 
@@ -66,7 +66,7 @@ describe('approval inside Code Mode (real registry, in-process CodeRuntime)', ()
     const { broker, runtime, events } = codeModeSetup(40)
     const { result } = runCode(runtime, `try { await tools.pay({}) } catch (e) { return e.message }`)
     const message = programResult(await result) as string
-    expect(message).toContain('the approval request for pay expired: nobody decided within 40 ms')
+    expect(message).toContain('pay was denied by timeout: nobody decided within 40 ms')
     expect(events.map((e) => e.type)).toEqual(['requested', 'expired'])
     expect(broker.pending()).toEqual([])
   })

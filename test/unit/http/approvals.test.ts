@@ -160,7 +160,7 @@ describe('GET /v1/approvals and POST /v1/approvals/:id', () => {
     const { request, response } = await pendingPay(fixture)
     expect((await decide(fixture, request.id, { decision: 'deny', reason: 'not this month' })).status).toBe(200)
     const result = (await (await response).json()) as ToolExecutionResult
-    expect(result.isError && [result.error.info?.code, result.error.message]).toEqual(['DENIED_BY_APPROVAL', 'pay was denied approval: not this month'])
+    expect(result.isError && [result.error.info?.code, result.error.message]).toEqual(['DENIED_BY_APPROVAL', 'pay was denied by a person: not this month'])
     const again = await decide(fixture, request.id, { decision: 'allow' })
     expect(again.status).toBe(409)
     expect((await errorOf(again)).code).toBe('APPROVAL_ALREADY_DECIDED')
@@ -175,7 +175,7 @@ describe('GET /v1/approvals and POST /v1/approvals/:id', () => {
 
     const expiring = await pendingPay(fixture)
     const expired = (await (await expiring.response).json()) as ToolExecutionResult
-    expect(expired.isError && expired.error.message).toBe('the approval request for pay expired: nobody decided within 60 ms')
+    expect(expired.isError && expired.error.message).toBe('pay was denied by timeout: nobody decided within 60 ms')
     const late = await decide(fixture, expiring.request.id, { decision: 'allow' })
     expect(late.status).toBe(404)
     expect((await errorOf(late)).code).toBe('APPROVAL_EXPIRED')
@@ -275,7 +275,7 @@ describe('/v1/run streams its own sub-calls\' approvals', () => {
     expect((await decide(fixture, approval.id, { decision: 'deny', reason: 'too much' })).status).toBe(200)
     const events = await stream.rest()
     expect(events.find((e) => e.event === 'approval-settled')!.data).toMatchObject({ id: approval.id, outcome: 'deny', reason: 'too much' })
-    expect(events.at(-1)!.data).toMatchObject({ isError: false, value: { result: ['ToolCallError', 'pay was denied approval: too much'] } })
+    expect(events.at(-1)!.data).toMatchObject({ isError: false, value: { result: ['ToolCallError', 'pay was denied by a person: too much'] } })
     expect(fixture.paid).toEqual([])
   })
 

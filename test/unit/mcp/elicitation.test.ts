@@ -106,15 +106,15 @@ describe('MCP export: an ask is put to an eliciting client (real SDK Client)', (
     expect(textOf(result)).toBe('paid 42')
     expect(paid.slice(before)).toEqual([42])
     expect(asked).toHaveLength(1)
-    expect(asked[0]!.params).toEqual({ message: 'Allow the tool call pay (money moves)?\nArguments: {"cents":42}', requestedSchema: { type: 'object', properties: {} } })
+    expect(asked[0]!.params).toEqual({ message: 'Allow the tool call pay (money moves)?\nArguments:\ncents: 42', requestedSchema: { type: 'object', properties: {} } })
     // A call that does not ask is not put to the client.
     expect(textOf((await client.callTool({ name: 'look', arguments: {} })) as CallResult)).toBe('looked')
     expect(asked).toHaveLength(1)
   })
 
   it.each([
-    ['decline', "pay was denied approval: the MCP client's user declined"],
-    ['cancel', "pay was denied approval: the MCP client's user dismissed the request"],
+    ['decline', "pay was denied by the MCP client's user (declined)"],
+    ['cancel', "pay was denied by the MCP client's user (dismissed the request)"],
   ] as const)('%s → the call is denied (isError) with a message saying so', async (action, message) => {
     const { client } = await connect(() => ({ action }))
     const before = paid.length
@@ -138,10 +138,10 @@ describe('MCP export: an ask is put to an eliciting client (real SDK Client)', (
       },
     })) as CallResult
     expect(result.isError).toBeFalsy()
-    expect(JSON.parse(textOf(result))).toEqual({ looked: 'looked', first: 'paid 7', second: "ToolCallError: pay was denied approval: the MCP client's user declined" })
+    expect(JSON.parse(textOf(result))).toEqual({ looked: 'looked', first: 'paid 7', second: "ToolCallError: pay was denied by the MCP client's user (declined)" })
     expect(asked.map((r) => r.params.message)).toEqual([
-      'Allow the tool call pay (money moves)?\nArguments: {"cents":7}',
-      'Allow the tool call pay (money moves)?\nArguments: {"cents":8}',
+      'Allow the tool call pay (money moves)?\nArguments:\ncents: 7',
+      'Allow the tool call pay (money moves)?\nArguments:\ncents: 8',
     ])
   })
 
@@ -149,7 +149,7 @@ describe('MCP export: an ask is put to an eliciting client (real SDK Client)', (
     const { client } = await connect(() => new Promise<ElicitResult>(() => {}), { elicitation: {} }, '/mcp-short')
     const result = (await client.callTool({ name: 'pay', arguments: { cents: 3 } })) as CallResult
     expect(result.isError).toBe(true)
-    expect(textOf(result)).toBe('Error: the approval request for pay expired: the MCP client did not answer within 300 ms')
+    expect(textOf(result)).toBe('Error: pay was denied by timeout: the MCP client did not answer within 300 ms')
   })
 
   it('a client that aborts its call withdraws the question (notifications/cancelled)', async () => {
@@ -246,7 +246,7 @@ describe('MCP export: the wire (raw requests)', () => {
     const declined = await post({ jsonrpc: '2.0', id: question.id, result: { action: 'decline' } }, { 'Mcp-Session-Id': mine })
     expect(declined.status).toBe(202)
     const answer = (await next())!
-    expect(answer).toMatchObject({ jsonrpc: '2.0', id: 'call-1', result: { isError: true, content: [{ type: 'text', text: "Error: pay was denied approval: the MCP client's user declined" }] } })
+    expect(answer).toMatchObject({ jsonrpc: '2.0', id: 'call-1', result: { isError: true, content: [{ type: 'text', text: "Error: pay was denied by the MCP client's user (declined)" }] } })
     expect(await next()).toBeUndefined()
   })
 
@@ -256,7 +256,7 @@ describe('MCP export: the wire (raw requests)', () => {
     const next = messages(response)
     const question = (await next())!
     await post({ jsonrpc: '2.0', id: question.id, error: { code: -32601, message: 'no UI here' } }, { 'Mcp-Session-Id': mine })
-    expect(((await next())!.result as CallResult).content[0]!.text).toBe('Error: pay needed approval and the MCP client could not ask (it answered no UI here)')
+    expect(((await next())!.result as CallResult).content[0]!.text).toBe('Error: pay was denied: it needed approval and the MCP client could not ask (it answered no UI here)')
 
     const json = await post({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'pay', arguments: { cents: 1 } } }, { 'Mcp-Session-Id': mine, Accept: 'application/json' })
     expect(json.headers.get('Content-Type')).toBe('application/json')

@@ -86,14 +86,14 @@ describe('the approval stage', () => {
     expect([codeOf(denied), messageOf(denied)]).toEqual(['DENIED_BY_APPROVAL', 'guarded was denied approval: not today'])
     const crash: ApprovalHandler = () => Promise.reject(new TypeError('db down'))
     const crashed = await registry({ approval: crash }).runtime.execute({ callId: 'd2', name: 'guarded', arguments: {}, signal: signal() })
-    expect([codeOf(crashed), messageOf(crashed)]).toEqual(['DENIED_BY_APPROVAL', 'the approval handler failed (denied): db down'])
+    expect([codeOf(crashed), messageOf(crashed)]).toEqual(['DENIED_BY_APPROVAL', 'guarded was denied: the approval handler failed: db down'])
     const otherCode: ApprovalHandler = () => {
       throw new ToolError('TOOL_FAILED', 'not a denial')
     }
     const other = await registry({ approval: otherCode }).runtime.execute({ callId: 'd3', name: 'guarded', arguments: {}, signal: signal() })
-    expect(messageOf(other)).toBe('the approval handler failed (denied): not a denial')
+    expect(messageOf(other)).toBe('guarded was denied: the approval handler failed: not a denial')
     const refused = await registry({ approval: () => false }).runtime.execute({ callId: 'd4', name: 'guarded', arguments: {}, signal: signal() })
-    expect(messageOf(refused)).toBe('approval denied (a person decides)')
+    expect(messageOf(refused)).toBe('guarded was denied by the approval handler (the gate asked because: a person decides)')
   })
 
   it('a call\'s own approval handler decides instead of the registry\'s, and the calls nested in it inherit it', async () => {

@@ -115,7 +115,7 @@ describe('the gate waterfall: what the next listener and the approval handler se
     const c = core({ approval: (request) => (requests.push(request), false) })
     asks(c, 'first reason')
     asks(c, 'second reason')
-    expect(outcome(await run(c))).toEqual(['DENIED_BY_APPROVAL', 'approval denied (second reason)'])
+    expect(outcome(await run(c))).toEqual(['DENIED_BY_APPROVAL', 't was denied by the approval handler (the gate asked because: second reason)'])
     expect(requests.map((r) => r.reason)).toEqual(['second reason'])
   })
 
@@ -183,20 +183,20 @@ describe('the wording of an ask that is not approved', () => {
     ['no reason', undefined, ''],
     ['an empty reason', '', ''],
     ['a reason', 'touches prod', ' (touches prod)'],
-  ])('with %s and no handler: "approval required… but no approval handler is configured"', async (_what, reason, why) => {
+  ])('with %s and no handler: "… was denied by policy: it needs approval… and no approval handler is configured"', async (_what, reason, why) => {
     const c = core()
     asks(c, reason)
-    expect(outcome(await run(c))).toEqual(['DENIED_BY_APPROVAL', `approval required${why} but no approval handler is configured`])
+    expect(outcome(await run(c))).toEqual(['DENIED_BY_APPROVAL', `t was denied by policy: it needs approval${why} and no approval handler is configured`])
   })
 
   it.each([
     ['no reason', undefined, ''],
     ['an empty reason', '', ''],
-    ['a reason', 'touches prod', ' (touches prod)'],
-  ])('with %s, refused by the handler: "approval denied…"', async (_what, reason, why) => {
+    ['a reason', 'touches prod', ' (the gate asked because: touches prod)'],
+  ])('with %s, refused by the handler: "… was denied by the approval handler…"', async (_what, reason, why) => {
     const c = core({ approval: () => false })
     asks(c, reason)
-    expect(outcome(await run(c))).toEqual(['DENIED_BY_APPROVAL', `approval denied${why}`])
+    expect(outcome(await run(c))).toEqual(['DENIED_BY_APPROVAL', `t was denied by the approval handler${why}`])
   })
 
   it('the request carries exactly the keys it has: no reason key for an ask without one', async () => {
@@ -207,7 +207,7 @@ describe('the wording of an ask that is not approved', () => {
     const withReason = core({ approval: (request) => (requests.push(request), true) })
     asks(withReason, '')
     await run(withReason)
-    expect(requests.map((r) => Object.keys(r).sort())).toEqual([['execution'], ['execution', 'reason']])
+    expect(requests.map((r) => Object.keys(r).sort())).toEqual([['execution', 'parameters'], ['execution', 'parameters', 'reason']])
     expect(requests[1]!.reason).toBe('')
   })
 })
@@ -235,7 +235,7 @@ describe('the session log records a nested call\'s approval exactly', () => {
   it("a refused sub-call of an agent: decision deny with the denial's wording, agent and reason recorded", async () => {
     const { c, sessionLog, go } = nested({ approval: () => false }, { agent: 'a1' })
     asks(c, 'sends mail')
-    expect(outcome(await go())).toEqual(['DENIED_BY_APPROVAL', 'approval denied (sends mail)'])
+    expect(outcome(await go())).toEqual(['DENIED_BY_APPROVAL', 't was denied by the approval handler (the gate asked because: sends mail)'])
     expect(sessionLog.events).toStrictEqual([
       { type: 'tool/approval-request', parentCallId: 'run-1', subCallId: 'run-1:t', name: 't', agent: 'a1', arguments: { n: 1 }, reason: 'sends mail', requestedAt: at },
       {
@@ -245,7 +245,7 @@ describe('the session log records a nested call\'s approval exactly', () => {
         name: 't',
         agent: 'a1',
         decision: 'deny',
-        message: 'approval denied (sends mail)',
+        message: 't was denied by the approval handler (the gate asked because: sends mail)',
         requestedAt: at,
         decidedAt: at,
         waitedMs: at,

@@ -106,14 +106,14 @@ describe('approval inside Code Mode on the sandbox runtime (QuickJS in worker th
     )
     decide(broker, (await asked).id, 'deny', 'over budget')
     const value = programResult(await result) as Record<string, unknown>
-    expect(value).toEqual({ read: 'read done', isToolCallError: true, name: 'ToolCallError', tool: 'pay', message: 'pay was denied approval: over budget' })
+    expect(value).toEqual({ read: 'read done', isToolCallError: true, name: 'ToolCallError', tool: 'pay', message: 'pay was denied by a person: over budget' })
     expect(ran).toEqual(['read:{"n":1}'])
   })
 
   it('an expired request rejects the sub-call with a ToolCallError saying it expired', async () => {
     const { broker, runtime, events } = sandboxSetup({ timeoutMs: 150 })
     const { result } = runCode(runtime, `try { await tools.pay({}) } catch (e) { return [e.name, e.message] }`)
-    expect(programResult(await result)).toEqual(['ToolCallError', 'the approval request for pay expired: nobody decided within 150 ms'])
+    expect(programResult(await result)).toEqual(['ToolCallError', 'pay was denied by timeout: nobody decided within 150 ms'])
     expect(events.map((e) => e.type)).toEqual(['requested', 'expired'])
     expect(broker.pending()).toEqual([])
   })
