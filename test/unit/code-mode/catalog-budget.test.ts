@@ -37,7 +37,8 @@ async function maxStall<T>(during: () => Promise<T>): Promise<{ stall: number; v
     last = now
   }, 2)
   try {
-    return { stall, value: await during() }
+    const value = await during()
+    return { stall, value }
   } finally {
     clearInterval(timer)
   }
@@ -74,6 +75,6 @@ describe('catalog calls are bounded on the host', () => {
     expect(refused[0]).toMatch(/^refused: this run has made 2000 catalog calls, the most one run may make/)
     // Loose on purpose (a loaded 2-core machine): each search is its own event-loop turn of
     // about a millisecond; before, thousands ran back to back (seconds).
-    expect(stall).toBeLessThan(150)
+    expect(stall).toBeLessThan(300)
   })
 })

@@ -1,0 +1,81 @@
+/**
+ * The page pays nothing for a program's call flood (issue 19, finding 10): a program in
+ * the browser sandbox that fires 10,000 binding calls without awaiting them used to
+ * stall the page's main thread 300 to 520 ms (every call handled back to back on it);
+ * the calls now reach the page in slices, between which it renders and handles input.
+ */
+import { afterAll, describe, expect, it } from 'vitest'
+import { createSandboxRuntime } from '../../platforms/browser/index.js'
+import { defineTool } from '../../src/index.js'
+import { createToolRuntime } from '../../src/registry/index.js'
+
+const sandbox = createSandboxRuntime({ memoryMb: 64, computeMs: 60_000 })
+afterAll(async () => {
+  await sandbox.dispose()
+})
+
+/** The longest gap between ticks of a 2 ms page interval while `during` runs. */
+async function maxStall<T>(during: () => Promise<T>): Promise<{ stall: number; value: T }> {
+  let last = performance.now()
+  let stall = 0
+  const timer = setInterval(() => {
+    const now = performance.now()
+    stall = Math.max(stall, now - last)
+    last = now
+  }, 2)
+  try {
+    const value = await during()
+    return { stall, value }
+  } finally {
+    clearInterval(timer)
+  }
+}
+
+/** A binding's own work: a tenth of a millisecond on the page's thread per call. */
+function work(i: number): number {
+  const end = performance.now() + 0.1
+  while (performance.now() < end);
+  return i
+}
+
+const FLOOD = 'const ps = []; for (let i = 0; i < 10000; i++) ps.push(tools.echo({ i })); return (await Promise.all(ps)).length'
+
+describe('a flood of un-awaited calls in Chromium', () => {
+  it('10,000 calls to a plain binding keep the page responsive', { timeout: 120_000 }, async () => {
+    await sandbox.warm()
+    // The first run on a cold page compiles the host's code paths: not what is measured here.
+    await sandbox.run({ program: 'return await tools.echo({ i: 1 })', bindings: [{ global: 'tools', functions: { echo: () => 1 } }] })
+    const { stall, value } = await maxStall(() =>
+      sandbox.run({ program: FLOOD, bindings: [{ global: 'tools', functions: { echo: (args: unknown) => work((args as { i: number }).i) } }] }),
+    )
+    expect(value.error).toBeUndefined()
+    expect(value.value).toBe(10_000)
+    // Handled as they came, the calls stalled the page 0.6 to 1.9 s at a time here (1 s of
+    // binding work in all); in 4 ms slices the longest gap measured 16 to 135 ms on a loaded
+    // machine (garbage collection included). Loose on purpose.
+    expect(stall).toBeLessThan(300)
+  })
+
+  it('10,000 calls through the registry keep the page responsive', { timeout: 120_000 }, async () => {
+    const registry = createToolRuntime({ mode: 'code', codeRuntime: sandbox })
+    registry.register(
+      defineTool({
+        name: 'echo',
+        description: 'Returns its number.',
+        parameters: { i: { type: 'number' } },
+        output: { schema: { type: 'number' }, render: (_a, v) => [{ type: 'text', text: String(v) }] },
+        execute: (args) => work(args.i ?? 0),
+      }),
+    )
+    try {
+      const { stall, value } = await maxStall(() =>
+        registry.execute({ callId: 'flood', name: 'run_code', arguments: { code: FLOOD, description: 'flood' }, signal: AbortSignal.timeout(100_000) }),
+      )
+      expect(value.isError).toBe(false)
+      expect((value.value as { result?: unknown }).result).toBe(10_000)
+      expect(stall).toBeLessThan(300)
+    } finally {
+      await registry.dispose()
+    }
+  })
+})
