@@ -9,7 +9,8 @@ import type { AnyToolDefinition, Disposer } from '../../src/types.js'
 import { createShopData, createShopTools, type ShopData, type ShopDataOptions } from './shop.js'
 import { SEED_FILES, createWorkspace, createWorkspaceTools, type Workspace } from './workspace.js'
 
-export { SEED_FILES, createWorkspace, createWorkspaceTools, globToRegExp, normalizePath, type Workspace } from './workspace.js'
+export { GLOB_WORK_BUDGET, GREP_WORK_BUDGET, SEED_FILES, createWorkspace, createWorkspaceTools, normalizePath, type Workspace } from './workspace.js'
+export { MAX_PATTERN_LENGTH, MAX_STATES, compileGlob, compileRegex, workBudget, type Matcher, type WorkBudget } from './matcher.js'
 export {
   createShopData,
   createShopTools,

@@ -12,6 +12,7 @@ import { ToolArgsError, ToolError } from '../../src/errors.js'
 import type { DiffCallView, ReadLine, ToolCallView } from '../../src/presentation.js'
 import { defineTool } from '../../src/schema/define-tool.js'
 import type { AnyToolDefinition, ToolResultRecord } from '../../src/types.js'
+import { compileGlob, compileRegex, workBudget } from './matcher.js'
 
 /** A mutable in-memory file tree: normalized path → text. */
 export interface Workspace {
@@ -235,31 +236,14 @@ function textOf(result: ToolResultRecord): string {
   return result.content.map((block) => (block.type === 'text' ? block.text : '')).join('\n')
 }
 
-/** `*` (within a segment), `**` (any depth), `?` and `{a,b}` → an anchored RegExp. */
-export function globToRegExp(pattern: string): RegExp {
-  let source = ''
-  let braces = 0
-  for (let i = 0; i < pattern.length; i++) {
-    const ch = pattern[i] as string
-    if (ch === '*') {
-      if (pattern[i + 1] === '*') {
-        const slash = pattern[i + 2] === '/'
-        source += slash ? '(?:.*/)?' : '.*'
-        i += slash ? 2 : 1
-      } else source += '[^/]*'
-    } else if (ch === '?') source += '[^/]'
-    else if (ch === '{') {
-      braces++
-      source += '(?:'
-    } else if (ch === '}' && braces > 0) {
-      braces--
-      source += ')'
-    } else if (ch === ',' && braces > 0) source += '|'
-    else source += ch.replace(/[.+^$()|[\]\\]/g, '\\$&')
-  }
-  source += ')'.repeat(braces)
-  return new RegExp(`^${source}$`)
-}
+/**
+ * How many matcher steps (NFA state visits) one `grep` call may spend, over every file:
+ * about a quarter of a second of the host's thread. A search over more text than that
+ * fails with a message that says to narrow it; it never stalls the server.
+ */
+export const GREP_WORK_BUDGET = 5_000_000
+/** How many matcher steps one `glob` call (or grep's `glob` option) may spend over every path. */
+export const GLOB_WORK_BUDGET = 1_000_000
 
 const MAX_LINE = 200
 const DEFAULT_READ_LIMIT = 200
@@ -484,7 +468,7 @@ export function createWorkspaceTools(workspace: Workspace): AnyToolDefinition[] 
   const grep = defineTool({
     name: 'grep',
     description:
-      'Search file contents for a substring (default) or a JavaScript regular expression. Returns matching lines grouped by file.',
+      'Search file contents for a substring (default) or a regular expression (JavaScript syntax without backreferences or lookaround: it runs in linear time). Returns matching lines grouped by file.',
     parameters: {
       pattern: { type: 'string', required: true, description: 'The text (or regex source when regex is true) to find.' },
       regex: { type: 'boolean', description: 'Treat pattern as a regular expression (default false).' },
@@ -534,12 +518,9 @@ export function createWorkspaceTools(workspace: Workspace): AnyToolDefinition[] 
       if (max < 1) throw new ToolArgsError([{ path: '/maxMatches', message: 'must be at least 1' }])
       let test: (line: string) => boolean
       if (args.regex === true) {
-        let re: RegExp
-        try {
-          re = new RegExp(args.pattern, args.ignoreCase === true ? 'i' : '')
-        } catch (error) {
-          throw new ToolArgsError([{ path: '/pattern', message: `invalid regular expression: ${(error as Error).message}` }])
-        }
+        // Linear time whatever the pattern (demo/tools/matcher.ts): a model-written
+        // `(a+)+$` must not hold the server's thread for seconds.
+        const re = compileRegex(args.pattern, { ignoreCase: args.ignoreCase === true }, workBudget(GREP_WORK_BUDGET, 'grep'))
         test = (line) => re.test(line)
       } else if (args.ignoreCase === true) {
         const needle = args.pattern.toLowerCase()
@@ -547,7 +528,7 @@ export function createWorkspaceTools(workspace: Workspace): AnyToolDefinition[] 
       } else {
         test = (line) => line.includes(args.pattern)
       }
-      const only = args.glob === undefined ? undefined : globToRegExp(args.glob)
+      const only = args.glob === undefined ? undefined : compileGlob(args.glob, workBudget(GLOB_WORK_BUDGET, 'grep'), '/glob')
       const files: { path: string; matches: { line: number; text: string }[] }[] = []
       let total = 0
       let kept = 0
@@ -623,7 +604,7 @@ export function createWorkspaceTools(workspace: Workspace): AnyToolDefinition[] 
     execute(args) {
       const limit = args.limit ?? 200
       if (limit < 1) throw new ToolArgsError([{ path: '/limit', message: 'must be at least 1' }])
-      const re = globToRegExp(normalizePath(args.pattern, 'pattern'))
+      const re = compileGlob(normalizePath(args.pattern, 'pattern'), workBudget(GLOB_WORK_BUDGET, 'glob'))
       const all = workspace.paths().filter((path) => re.test(path))
       return { paths: all.slice(0, limit), total: all.length, truncated: all.length > limit }
     },
