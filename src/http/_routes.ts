@@ -30,6 +30,8 @@ export interface ApiConfig {
   readonly approvals: ApprovalBroker | undefined
   readonly shutdown: AbortSignal | undefined
   readonly heartbeatMs: number
+  readonly maxStreamBacklogBytes: number
+  readonly streamWriteTimeoutMs: number
   readonly report: InternalErrorReporter
 }
 
@@ -319,10 +321,14 @@ function run(runtime: ToolRuntime, config: ApiConfig): Handler {
     const args: Record<string, unknown> = {}
     if (Object.hasOwn(body, 'code')) args.code = body.code
     if (Object.hasOwn(body, 'description')) args.description = body.description
-    const execute = (extra?: AbortSignal): Promise<ToolExecutionResult> =>
-      runtime.execute({ callId, name: RUN_CODE, arguments: args, signal: signalFor(c, config, extra), ...agentField(agent) })
-    if (!wantsEventStream(c.req.header('Accept'))) return resultResponse(c, callId, await execute())
-    const stream = streamRun(c, { callId, start: { callId, ...agentField(agent) }, execute }, config)
+    const execute = (signal: AbortSignal): Promise<ToolExecutionResult> =>
+      runtime.execute({ callId, name: RUN_CODE, arguments: args, signal, ...agentField(agent) })
+    if (!wantsEventStream(c.req.header('Accept'))) return resultResponse(c, callId, await execute(signalFor(c, config)))
+    // A stream decides itself when its client is gone (the request's signal included): one
+    // it closed for falling behind must not take the run down with it.
+    const streamed = (cancelled: AbortSignal): Promise<ToolExecutionResult> =>
+      execute(config.shutdown === undefined ? cancelled : AbortSignal.any([cancelled, config.shutdown]))
+    const stream = streamRun(c, { callId, start: { callId, ...agentField(agent) }, execute: streamed }, config)
     stream.headers.set(CALL_ID_HEADER, callId)
     return stream
   }

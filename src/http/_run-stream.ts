@@ -4,6 +4,10 @@
  * person) and console `log` as they happen, then `result` (or `error` on an internal
  * failure). The stream plumbing is Hono's `streamSSE`; its
  * `onAbort` (the client cancelled the body) and the request's signal both abort the run.
+ * Frames go through `_sse-sender.ts`: a client that falls behind by more than
+ * `maxStreamBacklogBytes` gets a final `error` event (`STREAM_BACKLOG`) and its stream
+ * closes, while the run goes on unaffected (it is not aborted; its approvals stay in
+ * `GET /v1/approvals`).
  *
  * @module
  */
@@ -12,6 +16,7 @@ import { streamSSE } from 'hono/streaming'
 import type { ApprovalBroker } from '../approvals/types.js'
 import type { ToolExecutionResult } from '../types.js'
 import { forwardApprovals } from './_approvals.js'
+import { createSseSender } from './_sse-sender.js'
 import type { InternalErrorReporter } from './http-errors.js'
 import type { SessionLogHub, SessionLogHubEvent } from './session-log-hub.js'
 
@@ -30,6 +35,10 @@ export interface StreamConfig {
   /** The broker whose requests for this run's sub-calls the stream forwards (`approval`, `approval-settled`). */
   readonly approvals: ApprovalBroker | undefined
   readonly heartbeatMs: number
+  /** The most bytes of unwritten frames a stream may hold before it is closed with `STREAM_BACKLOG`. */
+  readonly maxStreamBacklogBytes: number
+  /** How long one frame may wait for the client to take it before the stream is aborted. */
+  readonly streamWriteTimeoutMs: number
   readonly report: InternalErrorReporter
 }
 
@@ -41,29 +50,54 @@ const EVENT_OF: Readonly<Partial<Record<SessionLogHubEvent['type'], string>>> = 
 }
 
 /**
- * Answers with the event stream of one run. Frames are written with one synchronous
- * `write` each, `event:`, `id:` (1, 2, 3 … per stream) and one `data:` line of JSON
- * (which escapes every line break): frames leave in the order they were produced, which
- * `writeSSE` would not promise (it awaits before writing).
+ * Answers with the event stream of one run. Each frame is `event:`, `id:` (1, 2, 3 … per
+ * stream) and one `data:` line of JSON (which escapes every line break), queued in the
+ * order it was produced and written one at a time (`_sse-sender.ts`).
  */
 export function streamRun(c: Context, run: StreamedRun, config: StreamConfig): Response {
   const response = streamSSE(c, async (stream) => {
     const cancelled = new AbortController()
-    stream.onAbort(() => cancelled.abort(new DOMException('the client went away', 'AbortError')))
     let sequence = 0
-    const send = (event: string, data: unknown): void => {
-      void stream.write(`event: ${event}\nid: ${++sequence}\ndata: ${JSON.stringify(data)}\n\n`)
+    const frame = (event: string, data: unknown): string => `event: ${event}\nid: ${++sequence}\ndata: ${JSON.stringify(data)}\n\n`
+    let heartbeat: ReturnType<typeof setInterval> | undefined
+    let unsubscribe: (() => void) | undefined
+    let stopApprovals: (() => void) | undefined
+    const stopProducing = (): void => {
+      if (heartbeat !== undefined) clearInterval(heartbeat)
+      unsubscribe?.()
+      stopApprovals?.()
     }
+    const sender = createSseSender(stream, {
+      maxBacklogBytes: config.maxStreamBacklogBytes,
+      writeTimeoutMs: config.streamWriteTimeoutMs,
+      finalFrame: (dropped) =>
+        frame('error', {
+          callId: run.callId,
+          error: {
+            code: 'STREAM_BACKLOG',
+            message: `this stream fell behind: ${dropped} bytes of events were not read in time (maxStreamBacklogBytes ${config.maxStreamBacklogBytes}) and were dropped; the run goes on without this stream`,
+          },
+        }),
+      onFallBehind: stopProducing,
+    })
+    // A client that went away cancels its run; a stream we gave up on does not.
+    const clientGone = (): void => {
+      if (sender.fallen === undefined) cancelled.abort(new DOMException('the client went away', 'AbortError'))
+    }
+    stream.onAbort(clientGone)
+    if (c.req.raw.signal.aborted) clientGone()
+    else c.req.raw.signal.addEventListener('abort', clientGone, { once: true })
+    const send = (event: string, data: unknown): void => sender.send(frame(event, data))
     send('start', run.start)
-    const unsubscribe = config.hub?.subscribe(
+    unsubscribe = config.hub?.subscribe(
       (event) => {
         const name = EVENT_OF[event.type]
         if (name !== undefined) send(name, event)
       },
       { parentCallId: run.callId },
     )
-    const stopApprovals = forwardApprovals(config.approvals, run.callId, send)
-    const heartbeat = config.heartbeatMs > 0 ? setInterval(() => void stream.write(': keep-alive\n\n'), config.heartbeatMs) : undefined
+    stopApprovals = forwardApprovals(config.approvals, run.callId, send)
+    heartbeat = config.heartbeatMs > 0 ? setInterval(() => sender.send(': keep-alive\n\n'), config.heartbeatMs) : undefined
     try {
       send('result', await run.execute(cancelled.signal))
     } catch (error) {
@@ -71,9 +105,10 @@ export function streamRun(c: Context, run: StreamedRun, config: StreamConfig): R
       config.report(error, c.req.raw)
       send('error', { error: { code: 'INTERNAL', message: 'internal error' } })
     } finally {
-      if (heartbeat !== undefined) clearInterval(heartbeat)
-      unsubscribe?.()
-      stopApprovals()
+      stopProducing()
+      c.req.raw.signal.removeEventListener('abort', clientGone)
+      // Hono closes the stream when this returns: every queued frame must be out first (or given up).
+      await sender.drained()
     }
   })
   // streamSSE's defaults are `text/event-stream` and `no-cache`; the documented ones follow.

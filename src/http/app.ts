@@ -21,6 +21,7 @@ import type { InternalErrorReporter } from './http-errors.js'
 import { gate } from './_middleware.js'
 import { resolveMaxBodyBytes } from './request-body.js'
 import { isApprovalBroker } from './_approvals.js'
+import { DEFAULT_MAX_STREAM_BACKLOG_BYTES, DEFAULT_STREAM_WRITE_TIMEOUT_MS } from './_sse-sender.js'
 import { CALL_ID_HEADER, SDK_LANGUAGE_HEADER, apiRoutes } from './_routes.js'
 import type { ApiConfig } from './_routes.js'
 import type { SessionLogHub } from './session-log-hub.js'
@@ -68,6 +69,17 @@ export interface ToolsAppOptions {
   readonly signal?: AbortSignal
   /** Interval of SSE keep-alive comments, in ms. Default 15,000; 0 disables. */
   readonly heartbeatMs?: number
+  /**
+   * The most bytes of events a `/v1/run` stream may hold unread. A client that falls
+   * further behind gets a final `error` event (`STREAM_BACKLOG`) and its stream closes; the
+   * run goes on. Default 4 MiB.
+   */
+  readonly maxStreamBacklogBytes?: number
+  /**
+   * How long one event may wait for the client to take it before the stream is aborted
+   * (a client that reads nothing), in ms. Default 30,000.
+   */
+  readonly streamWriteTimeoutMs?: number
   /**
    * Receives every exception answered as 500 `INTERNAL` (the client only sees
    * `internal error`). Default: `console.error`.
@@ -128,6 +140,12 @@ function validateOptions(runtime: ToolRuntime, options: ToolsAppOptions): Valida
   const heartbeatMs = options.heartbeatMs ?? 15_000
   if (typeof heartbeatMs !== 'number' || !Number.isFinite(heartbeatMs) || heartbeatMs < 0) invalidOptions('heartbeatMs must be a non-negative number')
   if (options.onError !== undefined && typeof options.onError !== 'function') invalidOptions('onError must be a function')
+  const maxStreamBacklogBytes = options.maxStreamBacklogBytes ?? DEFAULT_MAX_STREAM_BACKLOG_BYTES
+  if (!Number.isSafeInteger(maxStreamBacklogBytes) || maxStreamBacklogBytes <= 0) invalidOptions('maxStreamBacklogBytes must be a positive integer')
+  const streamWriteTimeoutMs = options.streamWriteTimeoutMs ?? DEFAULT_STREAM_WRITE_TIMEOUT_MS
+  if (typeof streamWriteTimeoutMs !== 'number' || !Number.isFinite(streamWriteTimeoutMs) || streamWriteTimeoutMs <= 0 || streamWriteTimeoutMs > 2_147_483_647) {
+    invalidOptions('streamWriteTimeoutMs must be a positive number of milliseconds, at most 2147483647')
+  }
   return {
     token: options.token,
     corsOrigins,
@@ -138,6 +156,8 @@ function validateOptions(runtime: ToolRuntime, options: ToolsAppOptions): Valida
     approvals: options.approvals,
     shutdown: options.signal,
     heartbeatMs,
+    maxStreamBacklogBytes,
+    streamWriteTimeoutMs,
     report: (options.onError as InternalErrorReporter | undefined) ?? reportToConsole,
   }
 }

@@ -4,7 +4,9 @@
  */
 import { describe, expect, it } from 'vitest'
 import { DEFAULT_SESSION_LOG_MAX_BYTES, DEFAULT_SESSION_LOG_MAX_ENTRIES, createMemorySessionLog, estimateRetainedBytes } from '../../../src/session-log.js'
-import type { SessionLogEvent } from '../../../src/runtime-types.js'
+import type { CodeDispatchStartEvent, SessionLogEvent } from '../../../src/runtime-types.js'
+
+const startedAt = (event: SessionLogEvent): number => (event as CodeDispatchStartEvent).startedAt
 
 function start(n: number, argument: unknown = {}): SessionLogEvent {
   return { type: 'tool/code-dispatch-start', parentCallId: 'p', subCallId: `p:code:${n}`, name: 'x', arguments: argument as never, startedAt: n }
@@ -14,7 +16,7 @@ describe('createMemorySessionLog is a bounded ring', () => {
   it('keeps at most maxEntries events, forgetting the oldest first', () => {
     const log = createMemorySessionLog({ maxEntries: 3 })
     for (let i = 1; i <= 10; i++) log.append(start(i))
-    expect(log.events.map((e) => e.startedAt)).toEqual([8, 9, 10])
+    expect(log.events.map(startedAt)).toEqual([8, 9, 10])
     expect(log.dropped).toBe(7)
   })
 
@@ -22,10 +24,10 @@ describe('createMemorySessionLog is a bounded ring', () => {
     const log = createMemorySessionLog({ maxBytes: 10_000 })
     for (let i = 1; i <= 10; i++) log.append(start(i, 'x'.repeat(3_000)))
     expect(log.events.length).toBe(3)
-    expect(log.events.map((e) => e.startedAt)).toEqual([8, 9, 10])
+    expect(log.events.map(startedAt)).toEqual([8, 9, 10])
     expect(log.bytes).toBeLessThanOrEqual(10_000)
     log.append(start(11, 'y'.repeat(20_000)))
-    expect(log.events.map((e) => e.startedAt)).toEqual([8, 9, 10])
+    expect(log.events.map(startedAt)).toEqual([8, 9, 10])
     expect(log.dropped).toBe(8)
   })
 

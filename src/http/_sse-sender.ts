@@ -1,0 +1,151 @@
+/**
+ * Writing server-sent events with back-pressure, a backlog cap and a write timeout: the
+ * one writer of the `/v1/run` event stream and of the MCP endpoint's streamed answers.
+ *
+ * Why: a client that stops reading must not pin the host's memory. Frames carry
+ * arguments and content (megabytes each); written with `void stream.write()` they pile up
+ * in the response stream's queue for as long as the client keeps its connection open
+ * (40 MB of arguments once pinned 320 MB). Here frames wait in our own queue, one at a
+ * time goes to the response stream (so its queue never holds more than one), and:
+ * - a stream whose unwritten frames would pass `maxBacklogBytes` has fallen behind: its
+ *   queued frames are dropped at once, one final frame says why, and the stream closes
+ *   after it (the producer is told, so it stops producing for this stream);
+ * - a frame that is not taken within `writeTimeoutMs` (a client that reads nothing at all)
+ *   aborts the stream, which drops everything it held.
+ * The first frame of an empty backlog is always accepted, whatever its size: a frame is
+ * bounded by its producer (binding arguments, the runtime's `maxOutputBytes`).
+ *
+ * @module
+ */
+import type { SSEStreamingApi } from 'hono/streaming'
+
+/** Default `maxStreamBacklogBytes`: 4 MiB. */
+export const DEFAULT_MAX_STREAM_BACKLOG_BYTES = 4 * 1024 * 1024
+/** Default `streamWriteTimeoutMs`: 30 s. */
+export const DEFAULT_STREAM_WRITE_TIMEOUT_MS = 30_000
+
+/** Why a stream was given up: its backlog passed the cap, or a write was not taken in time. */
+export type FallBehindReason = 'backlog' | 'write-timeout'
+
+/** Options of {@link createSseSender}. */
+export interface SseSenderOptions {
+  readonly maxBacklogBytes: number
+  readonly writeTimeoutMs: number
+  /** The last frame of a stream that fell behind (its backlog was dropped). */
+  readonly finalFrame: (droppedBytes: number) => string
+  /** Called once when the stream is given up, before it closes: stop producing for it. */
+  readonly onFallBehind: (reason: FallBehindReason) => void
+}
+
+/** A stream's writer. */
+export interface SseSender {
+  /** Queues one frame (`event: …\n…\n\n`); ignored once the stream fell behind. */
+  send(frame: string): void
+  /** Resolves once every queued frame was taken by the client, or the stream was given up. */
+  drained(): Promise<void>
+  /** Why the stream was given up, or `undefined` while it keeps up. */
+  readonly fallen: FallBehindReason | undefined
+  /** Bytes queued or being written (a test's and a bench's gauge). */
+  readonly backlogBytes: number
+}
+
+/**
+ * Creates the writer of one event stream. `stream` is Hono's `streamSSE` handle; nothing
+ * else writes to it.
+ *
+ * @example
+ * ```ts
+ * const sender = createSseSender(stream, { maxBacklogBytes, writeTimeoutMs, finalFrame, onFallBehind: stop })
+ * sender.send(`event: start\ndata: {}\n\n`)
+ * await sender.drained()
+ * ```
+ */
+export function createSseSender(stream: SSEStreamingApi, options: SseSenderOptions): SseSender {
+  const encoder = new TextEncoder()
+  const queue: Uint8Array[] = []
+  let queued = 0
+  let writing = 0
+  let pumping = false
+  let fallen: FallBehindReason | undefined
+  let waiters: (() => void)[] = []
+
+  const wake = (): void => {
+    const ready = waiters
+    waiters = []
+    for (const resolve of ready) resolve()
+  }
+
+  const giveUp = (reason: FallBehindReason): void => {
+    fallen = reason
+    queue.length = 0
+    queued = 0
+    try {
+      options.onFallBehind(reason)
+    } catch {
+      // The producer's cleanup failing changes nothing here: the stream is given up either way.
+    }
+  }
+
+  /** Writes one chunk; `false` when the client did not take it within the write timeout. */
+  const writeInTime = async (chunk: Uint8Array): Promise<boolean> => {
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const expired = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), options.writeTimeoutMs)))
+    try {
+      return await Promise.race([stream.write(chunk).then(() => true), expired])
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+
+  const pump = async (): Promise<void> => {
+    pumping = true
+    while (queue.length > 0) {
+      const chunk = queue.shift()!
+      queued -= chunk.byteLength
+      writing = chunk.byteLength
+      const taken = await writeInTime(chunk)
+      writing = 0
+      if (!taken) {
+        if (fallen === undefined) giveUp('write-timeout')
+        queue.length = 0
+        queued = 0
+        // Cancels the response body: every byte it held is released; the client's connection ends.
+        stream.abort()
+        break
+      }
+    }
+    pumping = false
+    // The final frame of a stream that fell behind is out: nothing more will be written.
+    if (fallen !== undefined && !stream.aborted) void stream.close()
+    wake()
+  }
+
+  return {
+    send(frame) {
+      if (fallen !== undefined) return
+      const chunk = encoder.encode(frame)
+      const backlog = queued + writing
+      if (backlog > 0 && backlog + chunk.byteLength > options.maxBacklogBytes) {
+        const dropped = queued + chunk.byteLength
+        giveUp('backlog')
+        const final = encoder.encode(options.finalFrame(dropped))
+        queue.push(final)
+        queued += final.byteLength
+      } else {
+        queue.push(chunk)
+        queued += chunk.byteLength
+      }
+      if (!pumping) void pump()
+    },
+    drained() {
+      if (!pumping && queue.length === 0) return Promise.resolve()
+      return new Promise((resolve) => waiters.push(resolve))
+    },
+    get fallen() {
+      return fallen
+    },
+    get backlogBytes() {
+      return queued + writing
+    },
+  }
+}

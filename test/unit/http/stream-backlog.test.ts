@@ -1,0 +1,132 @@
+/**
+ * Event streams have back-pressure, a backlog cap and a write timeout (issue 19, finding 7:
+ * a client that never read pinned 320 MB of frames after its run ended). A stream that
+ * falls behind is closed with a final `error` event (`STREAM_BACKLOG`); the run goes on.
+ */
+import { connect } from 'node:net'
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
+import { serve } from '../../../platforms/node/index.js'
+import type { ServedApp } from '../../../platforms/node/index.js'
+import { createToolsApp } from '../../../src/http/index.js'
+import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
+import { JSON_AUTH, TOKEN, createFixture, parseSse } from './fixtures.js'
+
+setFlagsFromString('--expose-gc')
+const gc = runInNewContext('gc') as () => void
+
+/** 200 sub-calls of 100 KB each: about 40 MB of frames (arguments in both events, content in one). */
+const FLOOD = `for (let i = 0; i < 200; i++) await tools.echo({ text: String(i).padEnd(100000, 'x') }); return 'done'`
+
+const heapAfterGc = (): number => {
+  gc()
+  gc()
+  return process.memoryUsage().heapUsed
+}
+
+async function until(check: () => boolean, what: string, ms = 30_000): Promise<void> {
+  const deadline = Date.now() + ms
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+}
+
+describe('a client that stops reading', () => {
+  const fixture = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime({ wallMs: 60_000 }) }, { maxStreamBacklogBytes: 1024 * 1024, streamWriteTimeoutMs: 120_000 })
+  let server: ServedApp
+  beforeAll(async () => {
+    server = await serve(fixture.app, { port: 0 })
+  })
+  afterAll(async () => {
+    await server.close()
+    await fixture.runtime.dispose()
+  })
+
+  it('is cut off at the backlog cap: the run finishes unaffected, nothing of its 40 MB stays pinned, the client finally reads STREAM_BACKLOG', async () => {
+    const before = heapAfterGc()
+    const body = JSON.stringify({ code: FLOOD, description: 'flood' })
+    const socket = connect(server.port, '127.0.0.1')
+    await new Promise<void>((resolve) => socket.once('connect', resolve))
+    // Not a byte read until the run is over.
+    socket.pause()
+    socket.write(
+      `POST /v1/run HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nAuthorization: ${JSON_AUTH.Authorization}\r\nContent-Type: application/json\r\n` +
+        `Accept: text/event-stream\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    )
+    onTestFinished(() => void socket.destroy())
+    await until(() => fixture.results.some((r) => r.name === 'run_code'), 'the run to end')
+    const run = fixture.results.find((r) => r.name === 'run_code')!.result
+    // The run was not aborted by its stream being cut: every sub-call ran, the program returned.
+    expect(run.isError).toBe(false)
+    expect(run.value).toMatchObject({ result: 'done' })
+    expect(fixture.results.filter((r) => r.name === 'echo')).toHaveLength(200)
+    // The stream stopped listening long before: no subscription is left.
+    expect(fixture.hub.subscriberCount).toBe(0)
+    // About 40 MB was produced for this client; what the host still holds is the cap, a frame
+    // and socket buffers (the fixture's own record of the 200 results is let go first).
+    fixture.results.length = 0
+    const retained = heapAfterGc() - before
+    expect(retained).toBeLessThan(10 * 1024 * 1024)
+
+    // The client reads at last: what it got, then the final event, then the end of the stream.
+    let text = ''
+    socket.setEncoding('utf8')
+    socket.on('data', (chunk: string) => (text += chunk))
+    socket.resume()
+    await new Promise<void>((resolve) => socket.once('end', resolve))
+    socket.destroy()
+    const payload = text.slice(text.indexOf('\r\n\r\n') + 4)
+    // Chunked transfer encoding: keep only the SSE frames.
+    const frames = parseSse(payload.split(/\r\n[0-9a-f]+\r\n|^[0-9a-f]+\r\n/).join('').replace(/\r\n0\r\n\r\n$/, ''))
+    expect(frames[0]!.event).toBe('start')
+    const last = frames.at(-1)!
+    expect(last.event).toBe('error')
+    expect(last.data).toMatchObject({ error: { code: 'STREAM_BACKLOG', message: expect.stringMatching(/^this stream fell behind: \d+ bytes of events were not read in time \(maxStreamBacklogBytes 1048576\)/) } })
+    expect(frames.some((f) => f.event === 'result')).toBe(false)
+    // Ids are consecutive up to the drop; the final event's id is past the dropped ones'.
+    const ids = frames.map((f) => Number(f.id))
+    expect(ids.slice(0, -1)).toEqual(ids.slice(0, -1).map((_, i) => i + 1))
+    expect(ids.at(-1)!).toBeGreaterThan(ids.length)
+  }, 60_000)
+})
+
+describe('a client that reads nothing at all', () => {
+  it('is aborted at the write timeout; the run goes on and nothing of the stream remains', async () => {
+    const fixture = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime({ wallMs: 60_000 }) }, { maxStreamBacklogBytes: 1024 * 1024, streamWriteTimeoutMs: 300 })
+    const response = await fixture.app.request('/v1/run', {
+      method: 'POST',
+      headers: { ...JSON_AUTH, Accept: 'text/event-stream' },
+      body: JSON.stringify({ code: FLOOD, description: 'flood' }),
+    })
+    expect(response.status).toBe(200)
+    await until(() => fixture.results.some((r) => r.name === 'run_code'), 'the run to end')
+    expect(fixture.results.find((r) => r.name === 'run_code')!.result.isError).toBe(false)
+    expect(fixture.hub.subscriberCount).toBe(0)
+    // The body was cancelled: a late reader finds at most what was already handed over, then the end.
+    const text = await response.text().catch(() => '')
+    expect(text.length).toBeLessThan(1024 * 1024)
+    await fixture.runtime.dispose()
+  }, 60_000)
+
+  it('a client that keeps up gets every event, whatever the total', async () => {
+    const fixture = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime({ wallMs: 60_000 }) }, { maxStreamBacklogBytes: 1024 * 1024 })
+    const response = await fixture.app.request('/v1/run', {
+      method: 'POST',
+      headers: { ...JSON_AUTH, Accept: 'text/event-stream' },
+      body: JSON.stringify({ code: FLOOD, description: 'flood' }),
+    })
+    const frames = parseSse(await response.text())
+    expect(frames.filter((f) => f.event === 'dispatch')).toHaveLength(200)
+    expect(frames.at(-1)!.event).toBe('result')
+    await fixture.runtime.dispose()
+  }, 60_000)
+
+  it('refuses invalid options', () => {
+    const { runtime } = createFixture()
+    for (const bad of [{ maxStreamBacklogBytes: 0 }, { maxStreamBacklogBytes: 1.5 }, { streamWriteTimeoutMs: 0 }, { streamWriteTimeoutMs: Number.NaN }]) {
+      expect(() => createToolsApp(runtime, { token: TOKEN, ...(bad as object) })).toThrow(/maxStreamBacklogBytes must be a positive integer|streamWriteTimeoutMs must be a positive number/)
+    }
+  })
+})
