@@ -42,6 +42,8 @@ export type ToolErrorCode =
   | 'CODE_RUN_FAILED'
   /** The code runtime refused a program at once: its runs and its queue are full. Retry later (HTTP 503). */
   | 'OVERLOADED'
+  /** `preflight: 'block'`: the type-check found allowlisted mistakes (unknown tool, wrong argument…); nothing ran. */
+  | 'PREFLIGHT_FAILED'
   // ── programming and configuration errors (thrown synchronously to the integrator) ──
   /** A value is not lossless JSON (undefined, BigInt, cycle, sparse array, -0, non-plain object…). */
   | 'INVALID_JSON'

@@ -66,6 +66,9 @@ export { TYPESCRIPT_SDK_INSTRUCTIONS, PYTHON_SDK_INSTRUCTIONS } from './code-mod
 // Tool discovery: the lexical catalog and the compact index
 export * from './catalog/index.js'
 
+// Preflight: a program's type errors and call plan before it runs
+export * from './preflight/index.js'
+
 // Errors
 export {
   CodeRunFailedError,

@@ -7,6 +7,7 @@
  */
 import type { JsonValue } from './json/json-value.js'
 import type { CodeLogEntry, CodeRuntime } from './code-runtime/contract.js'
+import type { PreflightEngine, PreflightMode, PreflightReport, PreflightRequest } from './preflight/types.js'
 import type {
   AnyToolDefinition,
   ApprovalHandler,
@@ -313,6 +314,20 @@ export interface ToolRuntimeOptions {
    * only when the index does not fit (docs/code-mode.md, "Large registries").
    */
   readonly sdkBudgetChars?: number
+  /**
+   * What `run_code` does with a program's preflight (a type-check against the SDK of
+   * every tool the agent may call, plus its call plan; docs/code-mode.md, "Preflight"):
+   * `'warn'` (default) runs the program and appends the mistakes that matter to what the
+   * model reads when the check has finished by then (or when the run failed); `'block'`
+   * answers those mistakes as `PREFLIGHT_FAILED` without running anything; `'off'` skips it.
+   */
+  readonly preflight?: PreflightMode
+  /**
+   * Where preflight checks run. Default: the TypeScript compiler loaded lazily in this
+   * thread (`createInlinePreflightEngine()`); on Node, `createPreflightWorker()` from
+   * `toolyard/node` runs it in a thread. Owned by the caller: `dispose()` leaves it alone.
+   */
+  readonly preflightEngine?: PreflightEngine
 }
 
 /** The registry ("tool runtime"): the global layer plus the pipeline. */
@@ -336,8 +351,14 @@ export interface ToolRuntime extends ToolScope {
    * declarations a Code Mode program of that scope gets as `catalog`.
    */
   catalog(scope?: ScopeKey): ToolCatalog
+  /**
+   * Checks a program without running it: its diagnostics against the SDK of every tool
+   * `agent` may call from code and the sandbox's globals, and its call plan. Never runs a
+   * tool. Throws `ToolError('INVALID_EXECUTION')` when `code` is not a string.
+   */
+  preflight(request: PreflightRequest): Promise<PreflightReport>
   /** The options in force (validated, defaults applied). */
-  readonly options: Readonly<Required<Pick<ToolRuntimeOptions, 'mode' | 'maxParallelSubCalls' | 'maxOutputBytes' | 'sdkBudgetChars'>>> &
+  readonly options: Readonly<Required<Pick<ToolRuntimeOptions, 'mode' | 'maxParallelSubCalls' | 'maxOutputBytes' | 'sdkBudgetChars' | 'preflight'>>> &
     ToolRuntimeOptions
   /** Disposes every registration, aborts in-flight executions and awaits their settlement. */
   dispose(): Promise<void>

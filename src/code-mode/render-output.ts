@@ -20,6 +20,8 @@ export interface RunCodeOutput {
   readonly logs: readonly string[]
   /** The completion value; absent when the program returned `undefined`. */
   readonly result?: JsonValue
+  /** `preflight: 'warn'`: the type-check's mistakes that matter, as the model reads them (absent when none, or when the check had not finished). */
+  readonly preflight?: string
 }
 
 /** Options for {@link prettyJson}. */
@@ -148,10 +150,8 @@ export function renderRunCodeOutput(value: RunCodeOutput): string {
       : typeof value.result === 'string'
         ? value.result
         : prettyJson(value.result, { maxIndent: 10 })
-  if (logs === '' && result === '') return RUN_CODE_NO_OUTPUT
-  if (logs === '') return result
-  if (result === '') return logs
-  return `${logs}\n${result}`
+  const body = logs === '' && result === '' ? RUN_CODE_NO_OUTPUT : logs === '' ? result : result === '' ? logs : `${logs}\n${result}`
+  return typeof value.preflight === 'string' ? `${body}\n\n${value.preflight}` : body
 }
 
 /** The UTF-8 byte length of `text` without encoding it (one implementation, shared with the code runtimes' caps). */

@@ -6,15 +6,17 @@
  *
  * @module
  */
-import { ToolArgsError } from '../errors.js'
+import { CodeRunFailedError, ToolArgsError, ToolError } from '../errors.js'
 import type { SchemaViolation } from '../errors.js'
 import type { JsonObject, JsonValue } from '../json/json-value.js'
-import type { AnyToolDefinition, ContentBlock, ToolDefinition } from '../types.js'
+import type { AnyToolDefinition, ContentBlock, ScopeKey, ToolDefinition, ToolRunContext } from '../types.js'
 import type { JsonSchemaNode, ObjectJsonSchema } from '../schema/json-schema-node.js'
 import { runCodeBridge } from './bridge.js'
 import { RUN_CODE_TOOL_NAME, type CodeModeRegistry, type RunCodeArgs } from './registry-seam.js'
 import { renderRunCodeOutput } from './render-output.js'
 import type { RunCodeOutput } from './render-output.js'
+import { renderDiagnostics } from '../preflight/preflight.js'
+import type { PreflightMode, PreflightReport } from '../preflight/types.js'
 
 export type { RunCodeOutput } from './render-output.js'
 export { RUN_CODE_TOOL_NAME, type CodeModeRegistry, type RunCodeArgs } from './registry-seam.js'
@@ -50,6 +52,7 @@ const outputSchema: JsonSchemaNode = {
   properties: {
     logs: { type: 'array', items: { type: 'string' } },
     result: {},
+    preflight: { type: 'string' },
   },
   required: ['logs'],
   additionalProperties: false,
@@ -84,10 +87,68 @@ function contentText(content: readonly ContentBlock[]): string {
     .join('\n')
 }
 
+/** What `run_code` needs for preflight: the mode in force and a check that never rejects. */
+export interface RunCodePreflight {
+  mode(): PreflightMode
+  check(code: string, agent: ScopeKey | undefined, language: string, signal: AbortSignal): Promise<PreflightReport>
+}
+
+/**
+ * How long a failed run waits for a check still in progress under `'warn'`: a failure is
+ * when the diagnostics help most (the run-time error of `tools.count_itmes(…)` is the
+ * symptom; the diagnostic names the line). A successful run never waits.
+ */
+export const WARN_WAIT_ON_FAILURE_MS = 2_000
+
+const WARN_HEADING = 'Preflight (type-check against the tools SDK, before the run) found'
+const BLOCK_HEADING = "preflight: 'block' refused the program; nothing ran. The type-check against the tools SDK found"
+
+/** A failed run's error with the preflight text added after its message (before the captured output). */
+function withNotes(error: CodeRunFailedError, notes: string): CodeRunFailedError {
+  const prefix = `code run failed (${error.kind}): `
+  const captured = error.logs.length > 0 ? `\nCaptured output:\n${error.logs.join('\n')}` : ''
+  if (!error.message.startsWith(prefix) || !error.message.endsWith(captured)) return error
+  const inner = error.message.slice(prefix.length, error.message.length - captured.length)
+  return new CodeRunFailedError(error.kind, `${inner}\n\n${notes}`, error.logs, { cause: error })
+}
+
+/** Runs the program under the preflight mode in force (see {@link RunCodePreflight}). */
+async function runWithPreflight(registry: CodeModeRegistry, preflight: RunCodePreflight | undefined, args: RunCodeArgs, exec: ToolRunContext): Promise<RunCodeOutput> {
+  const mode = preflight?.mode() ?? 'off'
+  const language = registry.codeRuntime()?.language
+  // Python gets a plan only: nothing a model would read changes, so the run goes as is.
+  if (preflight === undefined || mode === 'off' || language === undefined || language === 'python') return runCodeBridge(registry, args, exec)
+  if (mode === 'block') {
+    const report = await preflight.check(args.code, exec.agent, language, exec.signal)
+    const text = renderDiagnostics(report.diagnostics, BLOCK_HEADING)
+    if (text !== undefined) throw new ToolError('PREFLIGHT_FAILED', text)
+    return runCodeBridge(registry, args, exec)
+  }
+  // 'warn': the check runs alongside the program and never delays a successful run.
+  let report: PreflightReport | undefined
+  const checked = preflight.check(args.code, exec.agent, language, exec.signal).then((r) => (report = r))
+  try {
+    const output = await runCodeBridge(registry, args, exec)
+    const text = report === undefined ? undefined : renderDiagnostics(report.diagnostics, WARN_HEADING)
+    return text === undefined ? output : { ...output, preflight: text }
+  } catch (error) {
+    if (!(error instanceof CodeRunFailedError) || error.kind !== 'exception') throw error
+    let timer: ReturnType<typeof setTimeout> | undefined
+    await Promise.race([checked, new Promise((resolve) => (timer = setTimeout(resolve, WARN_WAIT_ON_FAILURE_MS)))])
+    clearTimeout(timer)
+    const text = report === undefined ? undefined : renderDiagnostics(report.diagnostics, WARN_HEADING)
+    throw text === undefined ? error : withNotes(error, text)
+  }
+}
+
 /**
  * Creates the `run_code` definition bound to `registry`. Raw (not `defineTool`): it owns
  * its argument validation (`INVALID_ARGS` through `ToolArgsError`) and declares the
  * canonical output `{ logs: string[], result?: JsonValue }`.
+ *
+ * With `preflight`, the program is checked first (`'block'`: allowlisted mistakes are
+ * answered as `PREFLIGHT_FAILED` and nothing runs) or alongside the run (`'warn'`: the
+ * mistakes are appended to what the model reads; see docs/code-mode.md, "Preflight").
  *
  * The body never returns while a sub-call it started is still running; a failed run
  * throws `CodeRunFailedError` (code `CODE_RUN_FAILED`), which the pipeline renders as
@@ -98,7 +159,7 @@ function contentText(content: readonly ContentBlock[]): string {
  * const tool = createRunCodeTool(registry) // the registry creates it for non-native modes
  * ```
  */
-export function createRunCodeTool(registry: CodeModeRegistry): AnyToolDefinition {
+export function createRunCodeTool(registry: CodeModeRegistry, preflight?: RunCodePreflight): AnyToolDefinition {
   const definition: ToolDefinition<RunCodeArgs, JsonObject> = {
     name: RUN_CODE_TOOL_NAME,
     description:
@@ -126,7 +187,7 @@ export function createRunCodeTool(registry: CodeModeRegistry): AnyToolDefinition
       }
     },
     async execute(args, exec) {
-      return (await runCodeBridge(registry, args, exec)) as unknown as JsonObject
+      return (await runWithPreflight(registry, preflight, args, exec)) as unknown as JsonObject
     },
     presentCall: (args, rawArgs) => ({
       card: 'generic',

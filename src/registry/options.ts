@@ -6,6 +6,7 @@
  * @module
  */
 import { ToolError } from '../errors.js'
+import type { PreflightEngine, PreflightMode } from '../preflight/types.js'
 import type { ToolRuntime, ToolRuntimeOptions } from '../runtime-types.js'
 
 /** Default `maxParallelSubCalls` (the seed's Code Mode default). */
@@ -22,7 +23,8 @@ export const DEFAULT_MAX_OUTPUT_BYTES = 64 * 1024 * 1024
 export const DEFAULT_SDK_BUDGET_CHARS = 12_000
 
 const MODES = new Set(['native', 'code', 'both'])
-const KNOWN = new Set(['mode', 'codeRuntime', 'approval', 'sessionLog', 'maxParallelSubCalls', 'maxOutputBytes', 'toolOrder', 'sdkBudgetChars'])
+const KNOWN = new Set(['mode', 'codeRuntime', 'approval', 'sessionLog', 'maxParallelSubCalls', 'maxOutputBytes', 'toolOrder', 'sdkBudgetChars', 'preflight', 'preflightEngine'])
+const PREFLIGHT_MODES = new Set(['off', 'warn', 'block'])
 
 function fail(message: string): never {
   throw new ToolError('INVALID_OPTIONS', message)
@@ -135,6 +137,18 @@ export function validateRuntimeOptions(options: unknown): ToolRuntime['options']
     fail(`options.sdkBudgetChars must be a positive integer or Infinity (got ${show(sdkBudgetChars)})`)
   }
 
+  const preflight = o.preflight ?? 'warn'
+  if (typeof preflight !== 'string' || !PREFLIGHT_MODES.has(preflight)) fail(`options.preflight must be 'off', 'warn' or 'block' (got ${show(preflight)})`)
+  const preflightEngine = o.preflightEngine
+  if (preflightEngine !== undefined) {
+    guardRead('options.preflightEngine', () => {
+      const given = preflightEngine as Record<string, unknown> | null
+      if (typeof given !== 'object' || given === null || typeof given.analyze !== 'function' || typeof given.dispose !== 'function') {
+        fail('options.preflightEngine must be a PreflightEngine (an object with analyze() and dispose())')
+      }
+    })
+  }
+
   let toolOrder: readonly string[] | undefined
   if (o.toolOrder !== undefined) {
     if (!Array.isArray(o.toolOrder)) fail(`options.toolOrder must be an array of tool names (got ${show(o.toolOrder)})`)
@@ -151,8 +165,10 @@ export function validateRuntimeOptions(options: unknown): ToolRuntime['options']
     toolOrder = Object.freeze(names)
   }
 
-  const result: ToolRuntimeOptions & { mode: ToolRuntimeOptions['mode'] & string; maxParallelSubCalls: number; maxOutputBytes: number; sdkBudgetChars: number } = {
+  const result: ToolRuntimeOptions & { mode: ToolRuntimeOptions['mode'] & string; maxParallelSubCalls: number; maxOutputBytes: number; sdkBudgetChars: number; preflight: PreflightMode } = {
     mode: mode as 'native' | 'code' | 'both',
+    preflight: preflight as PreflightMode,
+    ...(preflightEngine !== undefined ? { preflightEngine: preflightEngine as PreflightEngine } : {}),
     maxParallelSubCalls,
     maxOutputBytes,
     sdkBudgetChars,

@@ -14,6 +14,7 @@
  * | prompt | `assembly.ts` | sections and assembly |
  * | catalogs | `tool-catalog.ts` | each scope's `catalog` and budgeted SDK text |
  * | batches | `batch.ts` | `runToolCalls` |
+ * | preflight | `../preflight/` | `runtime.preflight()` and `run_code`'s check |
  *
  * See docs/architecture.md for the map and docs/pipeline.md for the rules.
  *
@@ -39,6 +40,9 @@ import { RegistrationScope } from './scope.js'
 import { ScopedList } from './scoped-list.js'
 import { ToolCatalogs } from './tool-catalog.js'
 import { allowsCaller } from '../schema/tool-definition.js'
+import { createInlinePreflightEngine } from '../preflight/inline-engine.js'
+import { Preflight } from '../preflight/preflight.js'
+import type { PreflightReport, PreflightRequest } from '../preflight/types.js'
 
 /**
  * Creates a registry (a `ToolRuntime`): the global layer, agent layers (`runtime.agent(id)`),
@@ -68,16 +72,32 @@ export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
     executePipeline(pipeline, input, schedule, scopeDisposed)
   const executionMode: ToolRuntime['executionMode'] = (input) => executionModeOf(layers, input)
   // What a program may call: a native-only tool (`callers: ['native']`) is neither declared nor found.
+  const codeTools = (agent: ScopeKey | undefined) => layers.visibleTools(agent).filter((tool) => allowsCaller(tool.definition, 'code'))
   const catalogs = new ToolCatalogs({
-    tools: (agent) => layers.visibleTools(agent).filter((tool) => allowsCaller(tool.definition, 'code')),
+    tools: (agent) => codeTools(agent),
     language: () => settings.codeRuntime?.language,
     sdkBudgetChars: settings.sdkBudgetChars,
   })
   hooks.changed.add((event) => catalogs.changed(event), undefined)
   const catalog = (agent: ScopeKey | undefined) => catalogs.catalog(agent)
+  // Checked against every tool the agent may call from code, whatever form the prompt's SDK took.
+  const preflight = new Preflight({
+    engine: settings.preflightEngine ?? createInlinePreflightEngine(),
+    tools: (agent) =>
+      codeTools(agent).map(({ definition }) => ({ name: definition.name, description: definition.description, parameters: definition.parameters, output: definition.output.schema })),
+  })
   const runCode = detachToolDefinition(
-    createRunCodeTool(createCodeModeLink({ options: settings, layers, hooks, execute: (input) => execute(input), executionMode, catalog })),
+    createRunCodeTool(createCodeModeLink({ options: settings, layers, hooks, execute: (input) => execute(input), executionMode, catalog }), {
+      mode: () => settings.preflight,
+      check: (code, agent, language, signal) => preflight.check(code, agent, language, signal),
+    }),
   )
+  const runPreflight = async (request: PreflightRequest): Promise<PreflightReport> => {
+    if (typeof request !== 'object' || request === null || typeof request.code !== 'string') throw new ToolError('INVALID_EXECUTION', 'preflight({ code, agent? }): code must be a string')
+    if (request.agent !== undefined && typeof request.agent !== 'string') throw new ToolError('INVALID_EXECUTION', 'preflight({ code, agent? }): agent must be a string')
+    global.assertLive()
+    return preflight.check(request.code, request.agent, settings.codeRuntime?.language ?? 'typescript')
+  }
   const assembly: AssemblyCore = { options: settings, layers, runCode, sections, assembleListeners: hooks.assemble, catalogs }
   const assemble = (agent: ScopeKey | undefined) => assemblePrompt(assembly, agent)
 
@@ -101,6 +121,7 @@ export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
     presentation: (scope?: ScopeKey) => layers.presentation(scope),
     assemble: (scope?: ScopeKey) => assemble(scope),
     catalog: (scope?: ScopeKey) => catalog(scope),
+    preflight: runPreflight,
     dispose: (): Promise<void> => {
       disposing ??= (async () => {
         await calls.quiesce(new ToolError('DISPOSED', 'the tool runtime was disposed'))

@@ -1,0 +1,41 @@
+/**
+ * One engine-side analysis: the plan (bounded: `plan.ts`), then — for a TypeScript or
+ * JavaScript program the bounds accepted, when a checker is at hand — the compiler's
+ * diagnostics. Shared by the inline engine and the Node thread, so both answer the same.
+ *
+ * @module
+ */
+import { extractPlan, extractPythonPlan } from './plan.js'
+import type { TypeScriptChecker } from './typescript-checker.js'
+import type { PreflightDiagnostic, PreflightEngineRequest, PreflightEngineResult } from './types.js'
+
+/** An `info` note about the check itself (positioned at the program's start). */
+export function checkNote(code: string, message: string): PreflightDiagnostic {
+  return Object.freeze({ line: 1, column: 1, code, message, severity: 'info' as const })
+}
+
+/** The note of a runtime where the compiler cannot be loaded (the edge: it does not fit a Worker's size limit). */
+export function unavailableNote(reason: string): PreflightDiagnostic {
+  return checkNote('CHECK_UNAVAILABLE', `type-checking is unavailable in this runtime (${reason}); the plan was still extracted`)
+}
+
+/**
+ * Analyzes one program. `checker` is the warm compiler, or the note explaining why there
+ * is none. Never throws for anything the program contains: a compiler crash becomes a note.
+ */
+export function analyzeProgram(request: PreflightEngineRequest, checker: TypeScriptChecker | PreflightDiagnostic): PreflightEngineResult {
+  if (request.language === 'python') {
+    const { plan, spans, refusal } = extractPythonPlan(request.program)
+    const notes = refusal === undefined ? [checkNote('CHECK_SKIPPED', 'Python programs get a plan only: no type-check runs')] : [refusal]
+    return { plan, spans, diagnostics: undefined, notes }
+  }
+  const { plan, spans, refusal } = extractPlan(request.program)
+  if (refusal !== undefined) return { plan, spans, diagnostics: undefined, notes: [refusal] }
+  if (request.declarations === undefined) return { plan, spans, diagnostics: undefined, notes: [] }
+  if (!('check' in checker)) return { plan, spans, diagnostics: undefined, notes: [checker] }
+  try {
+    return { plan, spans, diagnostics: checker.check(request.program, request.declarations), notes: [] }
+  } catch (error) {
+    return { plan, spans, diagnostics: undefined, notes: [checkNote('CHECK_FAILED', `the type-check failed: ${error instanceof Error ? error.message : String(error)}`)] }
+  }
+}

@@ -1,0 +1,31 @@
+/**
+ * Preflight: a Code Mode program's type errors and call plan before anything runs.
+ * `runtime.preflight({ code, agent? })` answers a {@link PreflightReport};
+ * `createToolRuntime({ preflight })` decides what `run_code` does with it. The engine is
+ * the seam a platform fills (inline here; a thread in `toolyard/node`).
+ *
+ * @module
+ */
+export { analyzeProgram } from './analyze.js'
+export { createInlinePreflightEngine, loadTypeScript } from './inline-engine.js'
+export type { InlinePreflightEngineOptions, TypeScriptLoad } from './inline-engine.js'
+export { extractPlan, extractPythonPlan } from './plan.js'
+export type { PlanResult } from './plan.js'
+export { MAX_SHOWN_DIAGNOSTICS, DEFAULT_CHECK_TIMEOUT_MS } from './preflight.js'
+export { createTypeScriptChecker } from './typescript-checker.js'
+export type { LibReader, TypeScriptChecker, TypeScriptModule } from './typescript-checker.js'
+export { MAX_DIAGNOSTIC_MESSAGE_CHARS } from './types.js'
+export type {
+  PlannedCall,
+  PreflightDiagnostic,
+  PreflightEngine,
+  PreflightEngineRequest,
+  PreflightEngineResult,
+  PreflightMode,
+  PreflightPlan,
+  PreflightReport,
+  PreflightRequest,
+  PreflightSeverity,
+  RawDiagnostic,
+  ToolSpan,
+} from './types.js'

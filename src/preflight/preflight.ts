@@ -1,0 +1,144 @@
+/**
+ * The host side of preflight: asks an engine for a program's plan and diagnostics,
+ * classifies the diagnostics against the allowlist, and renders what a model reads.
+ *
+ * The allowlist is the mistakes a program makes against its tools and its environment —
+ * the ones a run would hit as a failure, possibly after earlier calls had side effects:
+ * - anywhere: an unknown name (TS2304, TS2552);
+ * - inside a tool reference (a call from its callee to its closing parenthesis, or a
+ *   destructured tool name): an unknown tool or property (TS2339, TS2551, TS2353, TS2561),
+ *   a wrong argument type (TS2345, TS2322), a missing required argument or property
+ *   (TS2741, TS2739, TS2740), a wrong argument count (TS2554, TS2555).
+ * Everything else the compiler says (implicit any, null checks, a type quibble in the
+ * program's own code) is a `warning`: reported by `runtime.preflight()`, never shown to
+ * the model by `run_code`, never blocking.
+ *
+ * @module
+ */
+import { renderTypeScriptSdkBlock } from '../code-mode/sdk-typescript.js'
+import type { SdkToolInput } from '../code-mode/sdk-common.js'
+import { LineIndex } from './line-index.js'
+import { checkNote } from './analyze.js'
+import type { PreflightDiagnostic, PreflightEngine, PreflightEngineResult, PreflightReport, RawDiagnostic, ToolSpan } from './types.js'
+
+/** Diagnostics that matter wherever they are. */
+const ANYWHERE = new Set([2304, 2552])
+/** Diagnostics that matter inside a tool reference. */
+const IN_TOOL_SPAN = new Set([2339, 2551, 2353, 2561, 2345, 2322, 2741, 2739, 2740, 2554, 2555])
+
+/** The most diagnostics `run_code` shows a model; the rest are counted. */
+export const MAX_SHOWN_DIAGNOSTICS = 5
+
+/** How long, at most, a check may take before it is reported as timed out (and never blocks). */
+export const DEFAULT_CHECK_TIMEOUT_MS = 10_000
+
+function inSpan(spans: readonly ToolSpan[], offset: number): boolean {
+  // Spans are few per program and each is checked once per diagnostic; programs are bounded.
+  for (const span of spans) if (offset >= span.start && offset < span.end) return true
+  return false
+}
+
+/** Whether a compiler diagnostic at `start` is one the allowlist keeps. */
+export function isAllowlisted(diagnostic: RawDiagnostic, spans: readonly ToolSpan[]): boolean {
+  return ANYWHERE.has(diagnostic.code) || (IN_TOOL_SPAN.has(diagnostic.code) && inSpan(spans, diagnostic.start))
+}
+
+/** Turns an engine's answer into the report's diagnostics: positioned, classified, source order, notes last. */
+export function classify(program: string, result: PreflightEngineResult): PreflightDiagnostic[] {
+  const lines = new LineIndex(program)
+  const found = (result.diagnostics ?? []).map((d) =>
+    Object.freeze({
+      ...lines.position(d.start),
+      code: `TS${d.code}`,
+      message: d.message,
+      severity: isAllowlisted(d, result.spans) ? ('error' as const) : ('warning' as const),
+    }),
+  )
+  found.sort((a, b) => a.line - b.line || a.column - b.column)
+  return [...found, ...result.notes]
+}
+
+/**
+ * The diagnostics a model reads, as text: at most {@link MAX_SHOWN_DIAGNOSTICS}, each
+ * with its line, the rest counted. `undefined` when none is an `error`.
+ */
+export function renderDiagnostics(diagnostics: readonly PreflightDiagnostic[], heading: string): string | undefined {
+  const errors = diagnostics.filter((d) => d.severity === 'error')
+  if (errors.length === 0) return undefined
+  const shown = errors.slice(0, MAX_SHOWN_DIAGNOSTICS).map((d) => `  line ${d.line}, column ${d.column}: ${d.code} ${d.message.replaceAll('\n', '\n    ')}`)
+  const more = errors.length > MAX_SHOWN_DIAGNOSTICS ? [`  (and ${errors.length - MAX_SHOWN_DIAGNOSTICS} more)`] : []
+  return [`${heading} (${errors.length} problem${errors.length === 1 ? '' : 's'}):`, ...shown, ...more].join('\n')
+}
+
+/** What a {@link Preflight} needs from the registry. */
+export interface PreflightOptions {
+  readonly engine: PreflightEngine
+  /** The tools a program of `agent` may call: their SDK block is what the program is checked against. */
+  readonly tools: (agent: string | undefined) => readonly SdkToolInput[]
+  /** How long a check may take before it answers a `CHECK_TIMEOUT` note (default {@link DEFAULT_CHECK_TIMEOUT_MS}). */
+  readonly timeoutMs?: number
+}
+
+interface DeclarationsEntry {
+  readonly tools: readonly SdkToolInput[]
+  readonly text: string
+}
+
+function sameInputs(a: readonly SdkToolInput[], b: readonly SdkToolInput[]): boolean {
+  if (a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]!
+    const y = b[i]!
+    if (x.name !== y.name || x.parameters !== y.parameters || x.output !== y.output || x.description !== y.description) return false
+  }
+  return true
+}
+
+/** A registry's preflight: `check(code, agent, language)` → the report. */
+export class Preflight {
+  readonly #options: PreflightOptions
+  readonly #declarations = new Map<string | undefined, DeclarationsEntry>()
+
+  constructor(options: PreflightOptions) {
+    this.#options = options
+  }
+
+  /** The SDK declarations of what `agent` may call, rendered once per change of its tool set. */
+  declarations(agent: string | undefined): string {
+    const tools = this.#options.tools(agent)
+    const cached = this.#declarations.get(agent)
+    if (cached !== undefined && sameInputs(cached.tools, tools)) return cached.text
+    const text = renderTypeScriptSdkBlock(tools)
+    this.#declarations.set(agent, { tools, text })
+    return text
+  }
+
+  /** Checks `program` (never rejects: a failed or slow engine answers an `info` note). */
+  async check(program: string, agent: string | undefined, language: string, signal?: AbortSignal): Promise<PreflightReport> {
+    const started = performance.now()
+    const declarations = language === 'python' ? undefined : this.declarations(agent)
+    const timeoutMs = this.#options.timeoutMs ?? DEFAULT_CHECK_TIMEOUT_MS
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const timedOut = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), timeoutMs)
+    })
+    let result: PreflightEngineResult | undefined
+    let failure: string | undefined
+    try {
+      result = await Promise.race([this.#options.engine.analyze({ program, language, declarations }, signal), timedOut])
+    } catch (error) {
+      failure = error instanceof Error ? error.message : String(error)
+    } finally {
+      clearTimeout(timer)
+    }
+    const ms = Math.round((performance.now() - started) * 10) / 10
+    if (result === undefined) {
+      const note =
+        failure === undefined
+          ? checkNote('CHECK_TIMEOUT', `the preflight did not finish within ${timeoutMs} ms; the program was not checked`)
+          : checkNote('CHECK_FAILED', `the preflight failed: ${failure}`)
+      return Object.freeze({ diagnostics: Object.freeze([note]), plan: Object.freeze({ calls: Object.freeze([]), dynamic: true }), ms })
+    }
+    return Object.freeze({ diagnostics: Object.freeze(classify(program, result)), plan: result.plan, ms })
+  }
+}
