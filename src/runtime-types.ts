@@ -317,8 +317,9 @@ export interface ToolRuntimeOptions {
   /**
    * What `run_code` does with a program's preflight (a type-check against the SDK of
    * every tool the agent may call, plus its call plan; docs/code-mode.md, "Preflight"):
-   * `'warn'` (default) runs the program and appends the mistakes that matter to what the
-   * model reads when the check has finished by then (or when the run failed); `'block'`
+   * `'warn'` (default) runs the program and, when a `preflightEngine` is configured,
+   * appends the mistakes that matter to what the model reads if the check has finished
+   * by then (a failed run waits up to 2 s for it); `'block'`
    * answers those mistakes as `PREFLIGHT_FAILED` without running anything; `'off'` skips it.
    */
   readonly preflight?: PreflightMode

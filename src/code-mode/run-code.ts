@@ -90,6 +90,13 @@ function contentText(content: readonly ContentBlock[]): string {
 /** What `run_code` needs for preflight: the mode in force and a check that never rejects. */
 export interface RunCodePreflight {
   mode(): PreflightMode
+  /**
+   * Whether `'warn'` checks at all: only with an engine the integrator chose
+   * (`preflightEngine`). The default engine compiles in the calling thread (seconds for
+   * the first check, tens of ms warm), which a run must not pay for a hint; `'block'`
+   * always checks, since it was asked for.
+   */
+  warnChecks(): boolean
   check(code: string, agent: ScopeKey | undefined, language: string, signal: AbortSignal): Promise<PreflightReport>
 }
 
@@ -118,6 +125,7 @@ async function runWithPreflight(registry: CodeModeRegistry, preflight: RunCodePr
   const language = registry.codeRuntime()?.language
   // Python gets a plan only: nothing a model would read changes, so the run goes as is.
   if (preflight === undefined || mode === 'off' || language === undefined || language === 'python') return runCodeBridge(registry, args, exec)
+  if (mode === 'warn' && !preflight.warnChecks()) return runCodeBridge(registry, args, exec)
   if (mode === 'block') {
     const report = await preflight.check(args.code, exec.agent, language, exec.signal)
     const text = renderDiagnostics(report.diagnostics, BLOCK_HEADING)

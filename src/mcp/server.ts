@@ -28,6 +28,7 @@ import type { InternalErrorReporter } from '../http/http-errors.js'
 import { readJsonBody, resolveMaxBodyBytes, unknownFieldMessage } from '../http/request-body.js'
 import { gate } from '../http/_middleware.js'
 import { wantsEventStream } from '../http/_routes.js'
+import { DEFAULT_MAX_STREAM_BACKLOG_BYTES, DEFAULT_STREAM_WRITE_TIMEOUT_MS, createSseSender } from '../http/_sse-sender.js'
 import { ElicitationChannel, cannotAsk, elicitingSession, elicitingSessionOf, type SendToClient } from './_elicitation.js'
 import { blocksToMcpContent, isJsonObject } from './content.js'
 import type { McpCallToolResultOut, McpToolDescriptor } from './mcp-types.js'
@@ -67,6 +68,14 @@ export interface McpAppOptions {
    * instead. Default 4 MiB.
    */
   readonly maxBatchResponseBytes?: number
+  /**
+   * The most bytes a streamed answer (a `tools/call` of an eliciting client) may hold
+   * unread. A client that falls further behind gets a final `error` event
+   * (`STREAM_BACKLOG`), its stream closes and its calls are cancelled. Default 4 MiB.
+   */
+  readonly maxStreamBacklogBytes?: number
+  /** How long one streamed message may wait for the client to take it before the stream is aborted, in ms. Default 30,000. */
+  readonly streamWriteTimeoutMs?: number
   /** Shutdown: aborting it aborts in-flight calls; later requests answer 503 `SHUTTING_DOWN`. */
   readonly signal?: AbortSignal
   /** What `initialize` reports as `serverInfo`. Default `{ name: 'toolyard', version: '0.1.0' }`. */
@@ -315,6 +324,8 @@ interface McpAppConfig extends McpConfig {
   readonly maxBodyBytes: number
   readonly maxBatchLength: number
   readonly maxBatchResponseBytes: number
+  readonly maxStreamBacklogBytes: number
+  readonly streamWriteTimeoutMs: number
 }
 
 function positiveIntegerOption(name: string, value: unknown, fallback: number): number {
@@ -361,6 +372,8 @@ function validateOptions(runtime: ToolRuntime, options: McpAppOptions): McpAppCo
     maxBodyBytes: resolveMaxBodyBytes(options.maxBodyBytes, invalidOptions),
     maxBatchLength: positiveIntegerOption('maxBatchLength', options.maxBatchLength, DEFAULT_MCP_MAX_BATCH_LENGTH),
     maxBatchResponseBytes: positiveIntegerOption('maxBatchResponseBytes', options.maxBatchResponseBytes, DEFAULT_MCP_MAX_BATCH_RESPONSE_BYTES),
+    maxStreamBacklogBytes: positiveIntegerOption('maxStreamBacklogBytes', options.maxStreamBacklogBytes, DEFAULT_MAX_STREAM_BACKLOG_BYTES),
+    streamWriteTimeoutMs: positiveIntegerOption('streamWriteTimeoutMs', options.streamWriteTimeoutMs, DEFAULT_STREAM_WRITE_TIMEOUT_MS),
     report: options.onError ?? reportToConsole,
     elicitation: new ElicitationChannel(elicitationTimeoutMs),
   }
@@ -465,11 +478,24 @@ function streamAnswers(c: Context, config: McpAppConfig, messages: readonly unkn
   const response = streamSSE(c, async (stream) => {
     const cancelled = new AbortController()
     stream.onAbort(() => cancelled.abort(new DOMException('the MCP client went away', 'AbortError')))
-    // One synchronous write per message: they leave in the order they were produced.
-    const write = (json: string): void => void stream.write(`event: message\ndata: ${json}\n\n`)
+    // Queued in the order produced, written one at a time with a backlog cap (`_sse-sender.ts`).
+    const sender = createSseSender(stream, {
+      maxBacklogBytes: config.maxStreamBacklogBytes,
+      writeTimeoutMs: config.streamWriteTimeoutMs,
+      finalFrame: (dropped) =>
+        `event: error\ndata: ${JSON.stringify({ error: { code: 'STREAM_BACKLOG', message: `this stream fell behind: ${dropped} bytes of messages were not read in time (maxStreamBacklogBytes ${config.maxStreamBacklogBytes}) and were dropped; its calls were cancelled` } })}\n\n`,
+      // Nobody can answer its questions or read its results any more: as if the client went away.
+      onFallBehind: () => cancelled.abort(new DOMException('the MCP client fell behind', 'AbortError')),
+    })
+    const write = (json: string): void => sender.send(`event: message\ndata: ${json}\n\n`)
     const send: SendToClient = (message) => write(JSON.stringify(message))
     const exchange: Exchange = { session, send, cancelled: cancelled.signal, issued: undefined }
-    await answerAll(config, messages, c.req.raw, exchange, new BatchResponses(batch ? config.maxBatchResponseBytes : undefined, false), write)
+    try {
+      await answerAll(config, messages, c.req.raw, exchange, new BatchResponses(batch ? config.maxBatchResponseBytes : undefined, false), write)
+    } finally {
+      // Hono closes the stream when this returns: every queued message must be out first (or given up).
+      await sender.drained()
+    }
   })
   response.headers.set('Content-Type', 'text/event-stream; charset=utf-8')
   response.headers.set('Cache-Control', 'no-store')

@@ -10,7 +10,7 @@
  * | ------ | --------------------------- | ----------------------------------------------- |
  * | native | every visible schema        | —                                               |
  * | code   | exactly `[run_code]`        | `tools:code-only` (90, the rule), `tools:sdk` (150) |
- * | both   | every visible + `run_code`  | `tools:code-only` (90, empty text), `tools:sdk` (150) |
+ * | both   | every visible + `run_code`  | `tools:sdk` (150)                               |
  *
  * `tools:sdk` is the full SDK of the scope's tools when it fits `sdkBudgetChars`, else
  * the catalog form (an index and the `catalog` declarations: `tool-catalog.ts`).
@@ -108,7 +108,9 @@ export function assemblePrompt(core: AssemblyCore, agent: ScopeKey | undefined):
       fail(`rendering the Code Mode SDK failed: ${toErrorData(error).message}`, error)
     }
     stored.push({ section: Object.freeze({ ...SDK_SECTION, text: sdk }), seq: seq++ })
-    stored.push({ section: Object.freeze({ ...CODE_ONLY_SECTION, text: mode === 'code' ? CODE_ONLY_TEXT : '' }), seq: seq++ })
+    // The rule exists only where it holds: under `both` every tool is also direct, and an
+    // empty section would still be listed to every listener and prompt consumer.
+    if (mode === 'code') stored.push({ section: Object.freeze({ ...CODE_ONLY_SECTION, text: CODE_ONLY_TEXT }), seq: seq++ })
   }
 
   const order = core.options.toolOrder

@@ -89,6 +89,7 @@ export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
   const runCode = detachToolDefinition(
     createRunCodeTool(createCodeModeLink({ options: settings, layers, hooks, execute: (input) => execute(input), executionMode, catalog }), {
       mode: () => settings.preflight,
+      warnChecks: () => settings.preflightEngine !== undefined,
       check: (code, agent, language, signal) => preflight.check(code, agent, language, signal),
     }),
   )

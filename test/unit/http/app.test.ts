@@ -548,6 +548,7 @@ describe('routing errors', () => {
       presentation: (scope) => runtime.presentation(scope),
       assemble: (scope) => runtime.assemble(scope),
       catalog: (scope) => runtime.catalog(scope),
+      preflight: (request) => runtime.preflight(request),
       options: runtime.options,
       dispose: () => runtime.dispose(),
     }
