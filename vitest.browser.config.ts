@@ -37,6 +37,7 @@ export default defineConfig({
     include: [
       'comlink',
       'sucrase',
+      'sucrase/dist/index.js',
       'sucrase/dist/parser/index.js',
       'sucrase/dist/parser/tokenizer/keywords.js',
       'sucrase/dist/parser/tokenizer/types.js',

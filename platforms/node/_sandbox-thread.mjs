@@ -22,7 +22,6 @@ function epochNow() {
 import { transform } from "sucrase/dist/index.js";
 import { parse } from "sucrase/dist/parser/index.js";
 import { ContextualKeyword } from "sucrase/dist/parser/tokenizer/keywords.js";
-import * as stateModule from "sucrase/dist/parser/tokenizer/state.js";
 import { TokenType } from "sucrase/dist/parser/tokenizer/types.js";
 var MAX_NESTING_DEPTH = 256;
 var STRIP_WORK_PER_CHAR = 4;
@@ -77,18 +76,26 @@ function findNonErasable(tokens, text) {
 var StripWorkExceeded = class extends Error {
 };
 var METER_SLOT = /* @__PURE__ */ Symbol.for("toolyard.strip.work-meter");
-function meterSlot() {
-  let candidate = stateModule;
-  for (let i = 0; i < 3 && typeof candidate !== "function" && typeof candidate === "object" && candidate !== null; i++) {
-    candidate = candidate.default;
+var STATE_FIELD = "inDisallowConditionalTypesContext";
+function parserStatePrototypes(calls) {
+  const found = /* @__PURE__ */ new Set();
+  Object.defineProperty(Object.prototype, STATE_FIELD, {
+    configurable: true,
+    set(value) {
+      const proto = Object.getPrototypeOf(this);
+      if (proto !== null && typeof proto.restoreFromSnapshot === "function") found.add(proto);
+      Object.defineProperty(this, STATE_FIELD, { value, writable: true, enumerable: true, configurable: true });
+    }
+  });
+  try {
+    for (const call of calls) call();
+  } finally {
+    delete Object.prototype[STATE_FIELD];
   }
-  if (typeof candidate !== "function") return void 0;
-  const proto = candidate.prototype;
-  const existing = proto[METER_SLOT];
-  if (existing !== void 0) return existing;
+  return found;
+}
+function wrapRestore(proto, slot) {
   const original = proto.restoreFromSnapshot;
-  if (typeof original !== "function") return void 0;
-  const slot = { current: void 0 };
   const restore = function(snapshot) {
     const meter = slot.current;
     if (meter !== void 0) {
@@ -100,11 +107,39 @@ function meterSlot() {
         throw new StripWorkExceeded("strip work budget exceeded");
       }
     }
-    ;
     original.call(this, snapshot);
   };
   proto.restoreFromSnapshot = restore;
   Object.defineProperty(proto, METER_SLOT, { value: slot });
+}
+var parseWrapped = (wrapped) => parse(wrapped, false, true, false).tokens;
+var transformWrapped = (wrapped) => transform(wrapped, { transforms: ["typescript"], disableESTransforms: true, keepUnusedImports: true }).code;
+var installed;
+function meterSlot() {
+  if (installed !== void 0) return installed ?? void 0;
+  installed = null;
+  const probe = `${WRAP_OPEN}y = <T>(x)${WRAP_CLOSE}`;
+  let protos;
+  try {
+    protos = parserStatePrototypes([() => parseWrapped(probe), () => transformWrapped(probe)]);
+  } catch {
+    return void 0;
+  }
+  let slot;
+  for (const proto of protos) slot ??= proto[METER_SLOT];
+  slot ??= { current: void 0 };
+  for (const proto of protos) if (proto[METER_SLOT] === void 0) wrapRestore(proto, slot);
+  for (const call of [parseWrapped, transformWrapped]) {
+    const meter = { remaining: Number.MAX_SAFE_INTEGER, exceededAt: void 0 };
+    slot.current = meter;
+    try {
+      call(probe);
+    } finally {
+      slot.current = void 0;
+    }
+    if (meter.remaining === Number.MAX_SAFE_INTEGER) return void 0;
+  }
+  installed = slot;
   return slot;
 }
 function metered(slot, budget, call) {
@@ -224,12 +259,12 @@ function stripTypeScript(program) {
   const budget = STRIP_WORK_PER_CHAR * program.length + STRIP_WORK_BASE;
   try {
     if (suspicious.test(program)) {
-      const parsed = metered(slot, budget, () => parse(wrapped, false, true, false).tokens);
+      const parsed = metered(slot, budget, () => parseWrapped(wrapped));
       if (!("value" in parsed)) return { ok: false, message: tooAmbiguous(wrapped, parsed.exceededAt) };
       const problem = findNonErasable(parsed.value, wrapped);
       if (problem !== void 0) return { ok: false, message: `SyntaxError: ${problem}` };
     }
-    const stripped = metered(slot, budget, () => transform(wrapped, { transforms: ["typescript"], disableESTransforms: true, keepUnusedImports: true }).code);
+    const stripped = metered(slot, budget, () => transformWrapped(wrapped));
     if (!("value" in stripped)) return { ok: false, message: tooAmbiguous(wrapped, stripped.exceededAt) };
     const out = stripped.value;
     if (!out.startsWith(WRAP_OPEN) || !out.endsWith(WRAP_CLOSE)) {
@@ -260,7 +295,7 @@ function toErrorData(error) {
 import { QuickJSWASMModule } from "quickjs-emscripten-core";
 var INITIAL_PAGES = 256;
 var PAGES_PER_MB = 16;
-var MAX_STACK_BYTES = 256 * 1024;
+var MAX_STACK_BYTES = 96 * 1024;
 var MEMORY_HEADROOM_BYTES = 4 * 1024 * 1024;
 var MAX_RANDOM_BYTES = 65536;
 var URL_SETTERS = /* @__PURE__ */ new Set(["href", "protocol", "username", "password", "host", "hostname", "port", "pathname", "search", "hash"]);
@@ -519,11 +554,11 @@ function installSandbox(runtime, memoryMb, source) {
     if (exports.error !== void 0) throw sandboxError(ctx, exports.error, "the sandbox script failed");
     const install = box.own(ctx.getProp(exports.value, "install"));
     exports.value.dispose();
-    const installed = ctx.callFunction(install, ctx.undefined, post, timer, host);
-    if (installed.error !== void 0) throw sandboxError(ctx, installed.error, "the sandbox bootstrap failed");
-    box.deliver = box.own(ctx.getProp(installed.value, "deliver"));
-    box.fire = box.own(ctx.getProp(installed.value, "fire"));
-    installed.value.dispose();
+    const installed2 = ctx.callFunction(install, ctx.undefined, post, timer, host);
+    if (installed2.error !== void 0) throw sandboxError(ctx, installed2.error, "the sandbox bootstrap failed");
+    box.deliver = box.own(ctx.getProp(installed2.value, "deliver"));
+    box.fire = box.own(ctx.getProp(installed2.value, "fire"));
+    installed2.value.dispose();
     return box;
   } catch (error) {
     if (sandbox !== void 0) sandbox.dispose();

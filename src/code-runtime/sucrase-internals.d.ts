@@ -24,14 +24,9 @@ declare module 'sucrase/dist/parser/tokenizer/keywords.js' {
   export const ContextualKeyword: Readonly<Record<string, number>>
 }
 declare module 'sucrase/dist/index.js' {
-  /** sucrase's `transform`, imported by its CommonJS path so that every bundle holds one copy of the parser (the one whose state the work meter wraps). */
+  /** sucrase's `transform`, imported by its CommonJS path like the parser beside it, so a bundle holds one copy of sucrase. */
   export function transform(
     code: string,
     options: { readonly transforms: readonly string[]; readonly disableESTransforms?: boolean; readonly keepUnusedImports?: boolean },
   ): { readonly code: string }
-}
-declare module 'sucrase/dist/parser/tokenizer/state.js' {
-  /** The parser's `State` class (the default export; loaders differ in how they wrap it). */
-  const State: unknown
-  export default State
 }

@@ -1,5 +1,10 @@
-import { describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it } from 'vitest'
+import { createSandboxRuntime } from '../../platforms/browser/index.js'
+import type { SandboxRuntime } from '../../platforms/browser/index.js'
 import { stripTypeScript } from '../../src/code-runtime/strip.js'
+
+const castChain = (levels: number) => '<T>('.repeat(levels) + 'x' + ')'.repeat(levels)
+const AMBIGUOUS = /^SyntaxError: the program's syntax is too ambiguous to strip within the work budget \(line 1\): /
 
 /** The shared stripper loads and works in Chromium (sucrase's internals are CommonJS). */
 describe('stripTypeScript in the browser', () => {
@@ -17,4 +22,27 @@ describe('stripTypeScript in the browser', () => {
     expect(out.ok).toBe(false)
     if (!out.ok) expect(out.message).toMatch(/line 2/)
   })
+
+  it('holds its work bound here too: 30 nested `<T>(` are refused, not backtracked for hours', () => {
+    expect(stripTypeScript(`return ${castChain(30)}`)).toEqual({ ok: false, message: expect.stringMatching(AMBIGUOUS) })
+  })
+})
+
+/** The page's sandbox strips in its Web Worker: the same answers, and the page's thread never parses the program. */
+describe('createSandboxRuntime in the browser: stripping in the worker', () => {
+  const created: SandboxRuntime[] = []
+  afterEach(async () => {
+    await Promise.all(created.splice(0).map((runtime) => runtime.dispose()))
+  })
+
+  it('answers a pathological program and a syntax error at the end with the same messages as Node', async () => {
+    const runtime = createSandboxRuntime({ memoryMb: 32 })
+    created.push(runtime)
+    const ambiguous = await runtime.run({ program: `return ${castChain(30)}`, bindings: [] })
+    expect(ambiguous.error).toEqual({ kind: 'exception', message: expect.stringMatching(AMBIGUOUS) })
+    const atEnd = await runtime.run({ program: 'const a: number = 1\nreturn (a +', bindings: [] })
+    expect(atEnd.error).toEqual({ kind: 'exception', message: 'SyntaxError: Unexpected token (line 2, column 12: at the end of the program)' })
+    const ok = await runtime.run({ program: 'const a: number = 41\nreturn a + 1', bindings: [] })
+    expect(ok.value).toBe(42)
+  }, 60_000)
 })

@@ -57,10 +57,10 @@ describe('createSandboxRuntime: stripping runs in the sandbox thread', () => {
   it('answers the 158-byte program that froze the server with a clear exception', async () => {
     const runtime = keep(createSandboxRuntime({ memoryMb: 32 }))
     await runtime.warm()
-    const result = await runtime.run({ program: `return ${castChain(30)}` })
+    const result = await runtime.run({ program: `return ${castChain(30)}`, bindings: [] })
     expect(result.error).toEqual({ kind: 'exception', message: expect.stringMatching(AMBIGUOUS) })
     // The thread is still good for the next run.
-    const next = await runtime.run({ program: 'const a: number = 41\nreturn a + 1' })
+    const next = await runtime.run({ program: 'const a: number = 41\nreturn a + 1', bindings: [] })
     expect(next.value).toBe(42)
   }, 60_000)
 
@@ -76,7 +76,7 @@ describe('createSandboxRuntime: stripping runs in the sandbox thread', () => {
     const { stall, blocked, value } = await hostDelay(async () => {
       const results: CodeRunResult[] = []
       // Three in a row on one thread: stripping them on the host would hold it up three times over.
-      for (let i = 0; i < 3; i++) results.push(await runtime.run({ program }))
+      for (let i = 0; i < 3; i++) results.push(await runtime.run({ program, bindings: [] }))
       return results
     })
     for (const result of value) expect(result.error).toEqual({ kind: 'exception', message: expect.stringMatching(AMBIGUOUS) })
@@ -89,14 +89,14 @@ describe('createSandboxRuntime: stripping runs in the sandbox thread', () => {
   it('charges the strip to the run: a budget smaller than the strip ends the run as timeout', async () => {
     const runtime = keep(createSandboxRuntime({ memoryMb: 32, computeMs: 1 }))
     await runtime.warm()
-    const result = await runtime.run({ program: worstProgram() })
+    const result = await runtime.run({ program: worstProgram(), bindings: [] })
     expect(result.error?.kind).toBe('timeout')
   }, 60_000)
 
   it('refuses a program over the size cap on the host, from its length alone', async () => {
     const runtime = keep(createSandboxRuntime({ memoryMb: 32 }))
     const program = `//${'x'.repeat(MAX_PROGRAM_CHARS)}`
-    const result = await runtime.run({ program })
+    const result = await runtime.run({ program, bindings: [] })
     expect(result.error).toEqual({
       kind: 'exception',
       message: `SyntaxError: the program is ${program.length} characters long; at most ${MAX_PROGRAM_CHARS} are accepted: pass data through tool calls instead of embedding it, or split the work into several runs`,
@@ -112,11 +112,11 @@ describe('syntax errors name line and column in every runtime', () => {
   ]
   it.each(factories)('%s: an error at the end of the program gives its last line and column', async (_name, factory) => {
     const runtime = keep(factory())
-    const atEnd = await runtime.run({ program: 'const a: number = 1\nreturn (a +' })
+    const atEnd = await runtime.run({ program: 'const a: number = 1\nreturn (a +', bindings: [] })
     expect(atEnd.error).toEqual({ kind: 'exception', message: 'SyntaxError: Unexpected token (line 2, column 12: at the end of the program)' })
-    const inside = await runtime.run({ program: 'const a = 1\nlet x = )' })
+    const inside = await runtime.run({ program: 'const a = 1\nlet x = )', bindings: [] })
     expect(inside.error).toEqual({ kind: 'exception', message: expect.stringMatching(/^SyntaxError: .* \(line 2, column 9\)$/) })
-    const ambiguous = await runtime.run({ program: `return ${castChain(30)}` })
+    const ambiguous = await runtime.run({ program: `return ${castChain(30)}`, bindings: [] })
     expect(ambiguous.error).toEqual({ kind: 'exception', message: expect.stringMatching(AMBIGUOUS) })
   }, 60_000)
 })
