@@ -198,9 +198,16 @@ interface Walk {
 }
 
 function renderValue(walk: Walk, out: Lines, indent: string, label: string, schema: Schema | undefined, value: unknown, depth: number): void {
+  // Once this parameter's share is full, deeper values are counted, not walked: the work
+  // stays bounded by what can still be shown.
+  if (depth > 0 && out.dropped > 0) {
+    out.dropped++
+    return
+  }
   walk.nodes++
   const prefix = `${indent}${label}: `
-  if (walk.nodes > MAX_NODES) {
+  // Top-level parameters are always shown (their number is bounded by the schema and MAX_ENTRIES).
+  if (depth > 0 && walk.nodes > MAX_NODES) {
     walk.complete = false
     out.push(`${prefix}(${sizeOf(value)}; not shown: the prompt's work bound of ${MAX_NODES} values)`)
     return
@@ -260,7 +267,7 @@ function renderObject(
 
 function finish(out: Lines): string[] {
   if (out.dropped === 0) return out.lines
-  return [...out.lines, `  … ${out.dropped} more lines of this value not shown (the prompt's budget)`]
+  return [...out.lines, `  … ${out.dropped} more entries of this value not shown (the prompt's budget)`]
 }
 
 function readMaxBytes(options: ApprovalRenderOptions | undefined): number {
