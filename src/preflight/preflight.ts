@@ -4,7 +4,8 @@
  *
  * The allowlist is the mistakes a program makes against its tools and its environment —
  * the ones a run would hit as a failure, possibly after earlier calls had side effects:
- * - anywhere: an unknown name (TS2304, TS2552);
+ * - anywhere: an unknown name (TS2304, TS2552, and TS2580–2593, its variants that
+ *   suggest a missing lib: `require`, `process`, `document`);
  * - inside a tool reference (a call from its callee to its closing parenthesis, or a
  *   destructured tool name): an unknown tool or property (TS2339, TS2551, TS2353, TS2561),
  *   a wrong argument type (TS2345, TS2322), a missing required argument or property
@@ -21,8 +22,8 @@ import { LineIndex } from './line-index.js'
 import { checkNote } from './analyze.js'
 import type { PreflightDiagnostic, PreflightEngine, PreflightEngineResult, PreflightReport, RawDiagnostic, ToolSpan } from './types.js'
 
-/** Diagnostics that matter wherever they are. */
-const ANYWHERE = new Set([2304, 2552])
+/** Diagnostics that matter wherever they are: an unknown name, and its variants that name a missing lib (`document`, `require`, `process`, `Buffer`). */
+const ANYWHERE = new Set([2304, 2552, 2580, 2581, 2582, 2583, 2584, 2591, 2592, 2593])
 /** Diagnostics that matter inside a tool reference. */
 const IN_TOOL_SPAN = new Set([2339, 2551, 2353, 2561, 2345, 2322, 2741, 2739, 2740, 2554, 2555])
 
