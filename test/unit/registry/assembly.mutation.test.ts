@@ -87,10 +87,10 @@ describe('the tool contribution of each mode', () => {
     expect(CODE_ONLY_SECTION).toEqual({ id: 'tools:code-only', order: 90 })
   })
 
-  it('both: every visible schema then run_code, and an empty rule', () => {
+  it('both: every visible schema then run_code, and no code-only rule', () => {
     const assembly = make({ mode: 'both', codeRuntime: createInProcessRuntime() }).assemble()
     expect(assembly.tools.map((t) => t.name)).toEqual(['b', 'a', 'run_code'])
-    expect(assembly.sections.find((s) => s.id === 'tools:code-only')!.text).toBe('')
+    expect(assembly.sections.map((s) => s.id)).toEqual(['tools:sdk'])
   })
 
   it('under code presentation a direct call is routed back to run_code, and an unknown name says so', async () => {

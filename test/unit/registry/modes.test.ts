@@ -72,10 +72,11 @@ describe('presentation modes: wire tools and sections', () => {
     expect(Object.isFrozen(assembly)).toBe(true)
   })
 
-  it('both: all tools plus run_code; the code-only section is present but empty', () => {
+  it('both: all tools plus run_code; no code-only section (the rule does not hold, and no section is empty)', () => {
     const assembly = build('both').assemble()
     expect(assembly.tools.map((t) => t.name)).toEqual(['zeta', 'alpha', 'run_code'])
-    expect(assembly.sections.find((s) => s.id === 'tools:code-only')!.text).toBe('')
+    expect(assembly.sections.map((s) => s.id)).not.toContain('tools:code-only')
+    expect(assembly.sections.filter((s) => s.text === '')).toEqual([])
     expect(assembly.sections.some((s) => s.id === 'tools:sdk')).toBe(true)
   })
 
