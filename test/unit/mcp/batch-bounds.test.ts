@@ -141,3 +141,39 @@ describe('the JSON-RPC envelope and tools/call params name unknown members (issu
     expect(ok.result).toBeDefined()
   })
 })
+
+describe('a streamed MCP answer whose client stops reading', () => {
+  it('is closed with a final STREAM_BACKLOG event once its unread messages pass maxStreamBacklogBytes', async () => {
+    const runtime = createToolRuntime()
+    let bigCalls = 0
+    runtime.register(
+      defineTool({
+        name: 'big',
+        description: 'Returns 100 KB.',
+        parameters: {},
+        output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] },
+        execute: () => `${++bigCalls}`.padEnd(100_000, 'b'),
+      }),
+    )
+    const app = createMcpApp(runtime, { token: TOKEN, maxStreamBacklogBytes: 150_000 })
+    const post = (body: unknown, headers: Record<string, string> = {}) =>
+      app.request('/', { method: 'POST', headers: { ...AUTH, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', ...headers }, body: JSON.stringify(body) })
+    const init = await post({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: { elicitation: {} }, clientInfo: { name: 'raw', version: '1' } } })
+    const session = init.headers.get('Mcp-Session-Id')!
+    const call = (id: number) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'big', arguments: {} } })
+    const streamed = await post([call(1), call(2), call(3), call(4), call(5), call(6)], { 'Mcp-Session-Id': session })
+    expect(streamed.headers.get('Content-Type')).toMatch(/^text\/event-stream/)
+    // Nothing is read until every call has been answered (or cancelled).
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    const text = await streamed.text()
+    const frames = text.split('\n\n').filter((f) => f.trim() !== '')
+    const last = frames.at(-1)!
+    expect(last).toMatch(/^event: error\ndata: /)
+    expect(JSON.parse(last.slice(last.indexOf('data: ') + 6))).toEqual({
+      error: { code: 'STREAM_BACKLOG', message: expect.stringMatching(/^this stream fell behind: \d+ bytes of messages were not read in time \(maxStreamBacklogBytes 150000\) and were dropped; its calls were cancelled$/) },
+    })
+    // The client got fewer answers than it asked for: the rest were dropped, not kept for it.
+    expect(frames.filter((f) => f.startsWith('event: message')).length).toBeLessThan(6)
+    expect(text.length).toBeLessThan(500_000)
+  })
+})
