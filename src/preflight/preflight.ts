@@ -68,7 +68,7 @@ export function renderDiagnostics(diagnostics: readonly PreflightDiagnostic[], h
   if (errors.length === 0) return undefined
   const shown = errors.slice(0, MAX_SHOWN_DIAGNOSTICS).map((d) => `  line ${d.line}, column ${d.column}: ${d.code} ${d.message.replaceAll('\n', '\n    ')}`)
   const more = errors.length > MAX_SHOWN_DIAGNOSTICS ? [`  (and ${errors.length - MAX_SHOWN_DIAGNOSTICS} more)`] : []
-  return [`${heading} (${errors.length} problem${errors.length === 1 ? '' : 's'}):`, ...shown, ...more].join('\n')
+  return [`${heading} ${errors.length} problem${errors.length === 1 ? '' : 's'}:`, ...shown, ...more].join('\n')
 }
 
 /** What a {@link Preflight} needs from the registry. */
