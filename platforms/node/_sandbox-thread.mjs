@@ -79,6 +79,7 @@ var METER_SLOT = /* @__PURE__ */ Symbol.for("toolyard.strip.work-meter");
 var STATE_FIELD = "inDisallowConditionalTypesContext";
 function parserStatePrototypes(calls) {
   const found = /* @__PURE__ */ new Set();
+  const previous = Object.getOwnPropertyDescriptor(Object.prototype, STATE_FIELD);
   Object.defineProperty(Object.prototype, STATE_FIELD, {
     configurable: true,
     set(value) {
@@ -90,7 +91,8 @@ function parserStatePrototypes(calls) {
   try {
     for (const call of calls) call();
   } finally {
-    delete Object.prototype[STATE_FIELD];
+    if (previous === void 0) delete Object.prototype[STATE_FIELD];
+    else Object.defineProperty(Object.prototype, STATE_FIELD, previous);
   }
   return found;
 }

@@ -167,6 +167,7 @@ const STATE_FIELD = 'inDisallowConditionalTypesContext'
  */
 function parserStatePrototypes(calls: ReadonlyArray<() => unknown>): Set<Record<PropertyKey, unknown>> {
   const found = new Set<Record<PropertyKey, unknown>>()
+  const previous = Object.getOwnPropertyDescriptor(Object.prototype, STATE_FIELD)
   Object.defineProperty(Object.prototype, STATE_FIELD, {
     configurable: true,
     set(this: object, value: unknown) {
@@ -178,7 +179,8 @@ function parserStatePrototypes(calls: ReadonlyArray<() => unknown>): Set<Record<
   try {
     for (const call of calls) call()
   } finally {
-    delete (Object.prototype as Record<string, unknown>)[STATE_FIELD]
+    if (previous === undefined) delete (Object.prototype as Record<string, unknown>)[STATE_FIELD]
+    else Object.defineProperty(Object.prototype, STATE_FIELD, previous)
   }
   return found
 }

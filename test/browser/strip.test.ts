@@ -35,9 +35,29 @@ describe('createSandboxRuntime in the browser: stripping in the worker', () => {
     await Promise.all(created.splice(0).map((runtime) => runtime.dispose()))
   })
 
-  it('answers a pathological program and a syntax error at the end with the same messages as Node', async () => {
+  it('answers a pathological program and a syntax error at the end with the same messages as Node, parsing nothing on the page', async () => {
     const runtime = createSandboxRuntime({ memoryMb: 32 })
     created.push(runtime)
+    stripTypeScript('return 1') // installs the stripper's work meter, which looks for sucrase's states the same way
+    // Every sucrase parse starts with a fresh parser state whose constructor assigns this field: count them on the page.
+    let parses = 0
+    const field = 'inDisallowConditionalTypesContext'
+    Object.defineProperty(Object.prototype, field, {
+      configurable: true,
+      set(this: object, value: unknown) {
+        parses++
+        Object.defineProperty(this, field, { value, writable: true, enumerable: true, configurable: true })
+      },
+    })
+    try {
+      stripTypeScript('const seen: number = 1')
+      expect(parses).toBeGreaterThan(0)
+      parses = 0
+      await runtime.run({ program: 'const a: number = 1\nreturn a', bindings: [] })
+      expect(parses).toBe(0)
+    } finally {
+      delete (Object.prototype as Record<string, unknown>)[field]
+    }
     const ambiguous = await runtime.run({ program: `return ${castChain(30)}`, bindings: [] })
     expect(ambiguous.error).toEqual({ kind: 'exception', message: expect.stringMatching(AMBIGUOUS) })
     const atEnd = await runtime.run({ program: 'const a: number = 1\nreturn (a +', bindings: [] })

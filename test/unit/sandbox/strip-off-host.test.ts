@@ -45,6 +45,28 @@ async function hostDelay<T>(during: () => Promise<T>): Promise<{ stall: number; 
   }
 }
 
+/**
+ * Counts sucrase parser states created on this thread while `during` runs: every parse
+ * sucrase does starts with a fresh state, whose constructor assigns this field first.
+ */
+async function parsesOnThisThread<T>(during: () => Promise<T>): Promise<{ parses: number; value: T }> {
+  let parses = 0
+  const field = 'inDisallowConditionalTypesContext'
+  Object.defineProperty(Object.prototype, field, {
+    configurable: true,
+    set(this: object, value: unknown) {
+      parses++
+      Object.defineProperty(this, field, { value, writable: true, enumerable: true, configurable: true })
+    },
+  })
+  try {
+    const value = await during()
+    return { parses, value }
+  } finally {
+    delete (Object.prototype as Record<string, unknown>)[field]
+  }
+}
+
 const castChain = (levels: number) => '<T>('.repeat(levels) + 'x' + ')'.repeat(levels)
 /** A program at the size cap that makes sucrase backtrack on every line: the costliest strip that is still bounded. */
 const worstProgram = (): string => {
@@ -62,6 +84,23 @@ describe('createSandboxRuntime: stripping runs in the sandbox thread', () => {
     // The thread is still good for the next run.
     const next = await runtime.run({ program: 'const a: number = 41\nreturn a + 1', bindings: [] })
     expect(next.value).toBe(42)
+  }, 60_000)
+
+  it('never parses the program on the host thread: the trap that sees every sucrase parse here sees none', async () => {
+    const runtime = keep(createSandboxRuntime({ memoryMb: 32 }))
+    await runtime.warm()
+    stripTypeScript('return 1') // installs the stripper's work meter, which looks for sucrase's states the same way
+    // The trap works: a strip on this thread is seen.
+    const local = await parsesOnThisThread(async () => stripTypeScript('const a: number = 1\nreturn a'))
+    expect(local.value.ok).toBe(true)
+    expect(local.parses).toBeGreaterThan(0)
+    const { parses, value } = await parsesOnThisThread(async () => [
+      await runtime.run({ program: 'const a: number = 41\nreturn a + 1', bindings: [] }),
+      await runtime.run({ program: 'return (', bindings: [] }),
+    ])
+    expect(value[0]!.value).toBe(42)
+    expect(value[1]!.error?.message).toMatch(/^SyntaxError: Unexpected token \(line 1, column 9: at the end of the program\)$/)
+    expect(parses).toBe(0)
   }, 60_000)
 
   it('keeps the host event loop turning while the worst accepted programs are stripped', async () => {
