@@ -10,8 +10,10 @@
  * session (src/code-runtime/host-session.ts), which treats the worker as a hostile peer.
  * A third, private port carries the heartbeat that meters compute (heartbeat-meter.ts).
  *
- * TypeScript is stripped host-side with the shared stripper before any worker is
- * touched. The next worker is spawned and attached ahead of time (never reused), so a
+ * TypeScript is stripped on the page's thread with the shared stripper before any worker
+ * is touched: this runtime is for trusted code, and the stripper's work bound keeps that
+ * to milliseconds for ordinary programs and about a second at the 256 KiB cap (the
+ * sandbox runtime strips in its worker instead). The next worker is spawned and attached ahead of time (never reused), so a
  * run only posts its program.
  *
  * @module

@@ -233,6 +233,8 @@ class NodeWorkerCodeRuntime implements NodeWorkerRuntime {
       session.start()
       return session.result
     }
+    // Host-side, for trusted code: the stripper's work bound keeps it linear (milliseconds for
+    // ordinary programs, about a second at the 256 KiB cap); the sandbox strips in its thread.
     const stripped = stripTypeScript(prepared.run.program)
     if (!stripped.ok) return failedResult('exception', stripped.message)
 

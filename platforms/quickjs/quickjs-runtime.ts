@@ -261,6 +261,7 @@ export function createQuickJsRuntime(options: QuickJsRuntimeOptions = {}): Quick
       // An already-aborted signal wins over a syntax error: the session settles it at start.
       let program = prepared.run.program
       if (prepared.run.signal?.aborted !== true) {
+        // Inline like the VM (workerd has no threads): bounded by the stripper's work bound, linear in the program's length.
         const stripped = stripTypeScript(program)
         if (!stripped.ok) return failedResult('exception', stripped.message)
         program = stripped.code
