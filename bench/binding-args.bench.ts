@@ -38,7 +38,7 @@ async function hostStall(build: string, repeats: number): Promise<{ maxDelayMs: 
   const sandbox = createSandboxRuntime({ memoryMb: 256, computeMs: 600_000, maxWallMs: 600_000 })
   await sandbox.warm()
   let accepted = 0
-  const take = (args: unknown) => {
+  const take = async (args: unknown) => {
     // What the Code Mode bridge does first with every call's arguments.
     snapshotLosslessJson(args)
     accepted++

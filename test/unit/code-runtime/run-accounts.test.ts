@@ -73,7 +73,7 @@ describe('the sandbox pool releases every run', () => {
           Array.from({ length: 10 }, () =>
             sandbox.run({
               program: 'void tools.hang(); setTimeout(() => {}, 60_000); return await tools.echo(1)',
-              bindings: [{ global: 'tools', functions: { hang, echo: (x: unknown) => x } }],
+              bindings: [{ global: 'tools', functions: { hang, echo: async (x: unknown) => x } }],
             }),
           ),
         )),

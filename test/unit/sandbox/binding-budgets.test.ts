@@ -51,7 +51,7 @@ describe('binding arguments are bounded by work before they reach the host', () 
         }
         out.push(await tools.take([1, 2]))
         return out`,
-      bindings: [{ global: 'tools', functions: { take: (args: unknown) => (seen.push(args), (args as unknown[]).length) } }],
+      bindings: [{ global: 'tools', functions: { take: async (args: unknown) => (seen.push(args), (args as unknown[]).length) } }],
     })
     expect(result.error).toBeUndefined()
     const [ok, refused, after] = result.value as [unknown, string, unknown]
@@ -84,7 +84,7 @@ describe('binding arguments are bounded by work before they reach the host', () 
             await tools.take(heavy)
           }
           return refused`,
-        bindings: [{ global: 'tools', functions: { take: () => void reached++ } }],
+        bindings: [{ global: 'tools', functions: { take: async () => void reached++ } }],
       }),
     )
     expect(value.error).toBeUndefined()
@@ -122,7 +122,7 @@ describe('maxPendingArgBytes: the bytes of a run’s unsettled calls', () => {
           functions: {
             hold,
             // Releases the held calls once the program has started all of them.
-            tick: () => {
+            tick: async () => {
               for (const open of gates.splice(0)) open()
               setTimeout(() => {
                 for (const open of gates.splice(0)) open()
@@ -140,13 +140,14 @@ describe('maxPendingArgBytes: the bytes of a run’s unsettled calls', () => {
     expect(again).toBe('done')
   })
 
-  it('bounds the bytes a queue of calls behind one that waits can pin (default 32 MiB)', async () => {
+  it('bounds the bytes a queue of calls behind one that waits can pin (default 32 MiB)', { timeout: 120_000 }, async () => {
     let held = 0
     const wait = (_args: unknown, { signal }: CodeBindingCallOptions) => {
       held++
       return new Promise<unknown>((_resolve, reject) => signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }))
     }
-    const runtime = make()
+    // Serializing 7 MiB twelve times is seconds of the VM's own compute on a loaded machine.
+    const runtime = make({ computeMs: 60_000 })
     expect(runtime.limits.maxPendingArgBytes).toBe(32 * 1024 * 1024)
     const result = await runtime.run({
       program: `
