@@ -37,6 +37,8 @@ export interface SessionLogHub extends SessionLogSink {
   subscribe(listener: SessionLogHubListener, options?: SessionLogSubscribeOptions): Disposer
   /** How many subscriptions are live (a leak check for servers and tests). */
   readonly subscriberCount: number
+  /** How many runs have live subscriptions (each run's entry is released with its last subscription). */
+  readonly runCount: number
 }
 
 /**
@@ -104,6 +106,9 @@ export function createSessionLogHub(options: SessionLogHubOptions = {}): Session
     },
     get subscriberCount() {
       return count
+    },
+    get runCount() {
+      return byParent.size
     },
   }
 }

@@ -107,6 +107,11 @@ export class ElicitationChannel {
     this.#timeoutMs = timeoutMs
   }
 
+  /** Open questions and tracked calls: both must fall back to 0 when their calls end (a leak check). */
+  get size(): { readonly questions: number; readonly calls: number } {
+    return { questions: this.#pending.size, calls: this.#calls.size }
+  }
+
   /**
    * Tracks one `tools/call` of an eliciting session, so the client's
    * `notifications/cancelled` for it (the SDK sends one when a call is aborted or times

@@ -503,6 +503,17 @@ function streamAnswers(c: Context, config: McpAppConfig, messages: readonly unkn
   return response
 }
 
+const channels = new WeakMap<Hono, ElicitationChannel>()
+
+/**
+ * What an MCP app holds per call and per question right now (`undefined` for another
+ * app): both fall back to 0 once their calls end. For leak checks in tests and health
+ * probes; nothing else about the app is reachable through it.
+ */
+export function mcpAppHeld(app: Hono): { readonly questions: number; readonly calls: number } | undefined {
+  return channels.get(app)?.size
+}
+
 /**
  * Creates the MCP endpoint as a Hono app whose route is `/`, so it can be served alone
  * or mounted: `app.route('/mcp', createMcpApp(runtime, { token }))`. It runs the HTTP
@@ -526,6 +537,7 @@ function streamAnswers(c: Context, config: McpAppConfig, messages: readonly unkn
 export function createMcpApp(runtime: ToolRuntime, options: McpAppOptions): Hono {
   const config = validateOptions(runtime, options)
   const app = new Hono()
+  channels.set(app, config.elicitation)
   app.onError(httpErrorHandler(config.report))
   // Served alone; mounted with app.route(), the parent's notFound answers instead.
   app.notFound(httpNotFound)
