@@ -107,12 +107,16 @@ function pageHeaders(): Record<string, string> {
   }
 }
 
-function tokenMeta(token: string): string {
-  return `<meta name="toolyard-token" content="${escapeHtml(token)}" />\n    <meta name="toolyard-api" content="/v1" />`
+/** The budgets the page shows for runs on this server (the playground's Compute and Wall fields). */
+type PageLimits = { readonly computeMs: number; readonly maxWallMs: number }
+
+function tokenMeta(token: string, limits?: PageLimits): string {
+  const shown = limits === undefined ? '' : `\n    <meta name="toolyard-limits" content="${escapeHtml(JSON.stringify({ computeMs: limits.computeMs, maxWallMs: limits.maxWallMs }))}" />`
+  return `<meta name="toolyard-token" content="${escapeHtml(token)}" />\n    <meta name="toolyard-api" content="/v1" />${shown}`
 }
 
-function injectToken(html: string, token: string): string {
-  const meta = tokenMeta(token)
+function injectToken(html: string, token: string, limits: PageLimits): string {
+  const meta = tokenMeta(token, limits)
   return /<\/head>/i.test(html) ? html.replace(/<\/head>/i, `    ${meta}\n  </head>`) : `${meta}\n${html}`
 }
 
@@ -139,9 +143,9 @@ function infoPage(url: string, token: string): string {
 `
 }
 
-function addPages(app: Hono, staticDir: string | undefined, token: string, url: () => string): void {
+function addPages(app: Hono, staticDir: string | undefined, token: string, url: () => string, limits: PageLimits): void {
   const index = (): Response => {
-    const html = staticDir === undefined ? infoPage(url(), token) : injectToken(readFileSync(join(staticDir, 'index.html'), 'utf8'), token)
+    const html = staticDir === undefined ? infoPage(url(), token) : injectToken(readFileSync(join(staticDir, 'index.html'), 'utf8'), token, limits)
     return new Response(html, { status: 200, headers: pageHeaders() })
   }
   app.get('/', index)
@@ -195,7 +199,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
     }),
   )
   let served: ServedApp | undefined
-  addPages(app, staticDir, token, () => served?.url ?? '')
+  addPages(app, staticDir, token, () => served?.url ?? '', codeRuntime.limits)
   try {
     served = await serve(app, { port, hostname: '127.0.0.1' })
   } catch (error) {

@@ -12,6 +12,7 @@ import { renderToolsSdkWithinBudget } from '../../src/code-mode/sdk.js'
 import { allowsCaller } from '../../src/schema/tool-definition.js'
 import type { SdkToolInput } from '../../src/code-mode/sdk.js'
 import type { CodeLogEntry } from '../../src/code-runtime/contract.js'
+import { SANDBOX_DEFAULT_LIMITS } from '../../src/code-runtime/sandbox-runtime.js'
 import type { JsonValue } from '../../src/json/json-value.js'
 import type { CodeDispatchEvent, CodeDispatchStartEvent } from '../../src/runtime-types.js'
 import type { ToolExecutionResult, ToolPresentationMode } from '../../src/types.js'
@@ -45,15 +46,44 @@ const state = {
   running: undefined as AbortController | undefined,
 }
 
+/** The sandbox's own defaults (5 s compute, 60 s wall): what `npm start` uses, and the tab's starting values. */
+const DEFAULT_BUDGETS: RunBudgets = { computeMs: SANDBOX_DEFAULT_LIMITS.computeMs, maxWallMs: SANDBOX_DEFAULT_LIMITS.maxWallMs }
+
 const budgets = (): RunBudgets => ({
-  computeMs: clampInt(byId<HTMLInputElement>('budget-compute').value, 10, 600_000, 2_000),
-  maxWallMs: clampInt(byId<HTMLInputElement>('budget-wall').value, 50, 600_000, 10_000),
+  computeMs: clampInt(byId<HTMLInputElement>('budget-compute').value, 10, 600_000, DEFAULT_BUDGETS.computeMs),
+  maxWallMs: clampInt(byId<HTMLInputElement>('budget-wall').value, 50, 600_000, DEFAULT_BUDGETS.maxWallMs),
 })
 
 function clampInt(text: string, min: number, max: number, fallback: number): number {
   const n = Math.round(Number(text))
   return Number.isFinite(n) ? Math.min(max, Math.max(min, n)) : fallback
 }
+
+/**
+ * The budgets the server runs programs with, from the `<meta name="toolyard-limits">` it
+ * injects (`{"computeMs":…,"maxWallMs":…}`); the sandbox defaults when it injects none.
+ */
+function serverBudgets(): RunBudgets {
+  const content = document.querySelector<HTMLMetaElement>('meta[name="toolyard-limits"]')?.content
+  try {
+    const parsed = JSON.parse(content ?? 'null') as Partial<Record<keyof RunBudgets, unknown>> | null
+    const pick = (key: keyof RunBudgets) => (typeof parsed?.[key] === 'number' && Number.isInteger(parsed[key]) && parsed[key] > 0 ? parsed[key] : DEFAULT_BUDGETS[key])
+    return { computeMs: pick('computeMs'), maxWallMs: pick('maxWallMs') }
+  } catch {
+    return DEFAULT_BUDGETS
+  }
+}
+
+byId<HTMLInputElement>('budget-compute').value = String(DEFAULT_BUDGETS.computeMs)
+byId<HTMLInputElement>('budget-wall').value = String(DEFAULT_BUDGETS.maxWallMs)
+/** The tab's own budgets while the fields show the server's. */
+let tabBudgets: RunBudgets | undefined
+
+/** Apple systems write the run shortcut ⌘↵; every other system Ctrl+↵ (both keys work everywhere). */
+const platformName = (navigator as Navigator & { userAgentData?: { platform?: string } }).userAgentData?.platform || navigator.platform || navigator.userAgent
+const RUN_KEY = /mac|iphone|ipad|ipod/i.test(platformName) ? { short: '⌘↵', long: '⌘+Enter' } : { short: 'Ctrl+↵', long: 'Ctrl+Enter' }
+byId('run').title = `Run (${RUN_KEY.long})`
+byId('run').querySelector('kbd')!.textContent = RUN_KEY.short
 
 const local = createLocalBackend(budgets())
 const registry = local.runtime
@@ -170,7 +200,7 @@ function applyMode(): void {
   codeTab.title = codeOk ? '' : 'run_code is not offered under native presentation'
   nativeTab.title = nativeOk ? '' : 'under code presentation the tools are callable only from a program'
   byId('code-mode-hint').textContent = codeOk
-    ? `Programs call tools.<name>(args) with the agent "${state.mode}". Ctrl/Cmd+Enter runs.`
+    ? `Programs call tools.<name>(args) with the agent "${state.mode}". ${RUN_KEY.long} runs.`
     : 'Under native presentation the model has no run_code tool: switch to code or both to run programs.'
   byId('native-mode-hint').textContent = nativeOk
     ? `Calls go through the full pipeline with the agent "${state.mode}".`
@@ -184,6 +214,17 @@ function applyWhere(): void {
   const computeInput = byId<HTMLInputElement>('budget-compute')
   const wallInput = byId<HTMLInputElement>('budget-wall')
   const onServer = state.where === 'server'
+  // On the server the fields show the server's budgets (read-only); back in the tab, the tab's own.
+  if (onServer && !computeInput.disabled) {
+    tabBudgets = budgets()
+    const shown = serverBudgets()
+    computeInput.value = String(shown.computeMs)
+    wallInput.value = String(shown.maxWallMs)
+  } else if (!onServer && tabBudgets !== undefined) {
+    computeInput.value = String(tabBudgets.computeMs)
+    wallInput.value = String(tabBudgets.maxWallMs)
+    tabBudgets = undefined
+  }
   computeInput.disabled = onServer
   wallInput.disabled = onServer
   byId<HTMLSelectElement>('latency').disabled = onServer
@@ -543,7 +584,8 @@ function wire(): void {
     const example = EXAMPLES[Number(examples.value)]
     if (example === undefined) return
     editor.setText(example.code)
-    if (example.budgets !== undefined) {
+    if (example.budgets !== undefined && state.where === 'server') tabBudgets = example.budgets
+    else if (example.budgets !== undefined) {
       byId<HTMLInputElement>('budget-compute').value = String(example.budgets.computeMs)
       byId<HTMLInputElement>('budget-wall').value = String(example.budgets.maxWallMs)
     }

@@ -10,6 +10,20 @@
 import type { SubCallRecord } from './cards.js'
 import { h, replaceChildren } from './dom.js'
 
+/** Bars at least this share of the track carry their label inside; shorter ones beside them. */
+const LABEL_INSIDE_PERCENT = 40
+
+/**
+ * Where a bar's label goes: inside a long bar; beside a short one, after it, or before it
+ * when the bar ends in the right part of the track. A label is never cut to fit its bar
+ * ("read_file · 8…").
+ */
+export function labelPlacement(left: number, width: number): { readonly where: 'inside' } | { readonly where: 'after' | 'before'; readonly style: string } {
+  if (width >= LABEL_INSIDE_PERCENT) return { where: 'inside' }
+  if (left + width <= 100 - LABEL_INSIDE_PERCENT) return { where: 'after', style: `left:calc(${left + width}% + 4px)` }
+  return { where: 'before', style: `right:calc(${100 - left}% + 4px)` }
+}
+
 function niceStep(span: number): number {
   const raw = span / 6
   const power = 10 ** Math.floor(Math.log10(Math.max(raw, 1e-3)))
@@ -36,6 +50,7 @@ export function renderTimeline(target: HTMLElement, records: readonly SubCallRec
     const waiting = record.end === undefined && record.approval?.state === 'pending'
     const state = waiting ? 'waiting' : record.end === undefined ? 'running' : record.isError === true ? 'failed' : 'done'
     const label = waiting ? `${record.name} · awaiting approval` : `${record.name} · ${(end - record.start).toFixed(0)} ms`
+    const placement = labelPlacement(left, width)
     return h(
       'div',
       { class: 'row' },
@@ -53,8 +68,9 @@ export function renderTimeline(target: HTMLElement, records: readonly SubCallRec
             'data-mode': record.mode,
             'data-state': state,
           },
-          label,
+          placement.where === 'inside' ? label : '',
         ),
+        placement.where === 'inside' ? [] : h('span', { class: `bar-label ${placement.where}`, style: placement.style, 'data-testid': 'timeline-label' }, label),
       ),
     )
   })
