@@ -39,7 +39,7 @@ describe('run_code: declaration', () => {
     })
     expect(tool.output.schema).toEqual({
       type: 'object',
-      properties: { logs: { type: 'array', items: { type: 'string' } }, result: {} },
+      properties: { logs: { type: 'array', items: { type: 'string' } }, result: {}, preflight: { type: 'string' } },
       required: ['logs'],
       additionalProperties: false,
     })

@@ -21,7 +21,7 @@ describe('run_code definition', () => {
     expect(typeof (tool.parameters.properties?.description as { description?: unknown }).description).toBe('string')
     expect(tool.output.schema).toEqual({
       type: 'object',
-      properties: { logs: { type: 'array', items: { type: 'string' } }, result: {} },
+      properties: { logs: { type: 'array', items: { type: 'string' } }, result: {}, preflight: { type: 'string' } },
       required: ['logs'],
       additionalProperties: false,
     })

@@ -12,13 +12,13 @@ function refusal(options: unknown): string | undefined {
 }
 
 describe('validateRuntimeOptions: the options in force', () => {
-  it('defaults: native, 10 parallel sub-calls, 64 MiB of output, a 12,000-character SDK budget, nothing else', () => {
+  it('defaults: native, 10 parallel sub-calls, 64 MiB of output, a 12,000-character SDK budget, preflight warn, nothing else', () => {
     expect(DEFAULT_MAX_PARALLEL_SUB_CALLS).toBe(10)
     expect(DEFAULT_MAX_OUTPUT_BYTES).toBe(67_108_864)
     for (const options of [undefined, {}, { mode: undefined }]) {
       const resolved = validateRuntimeOptions(options)
-      expect(resolved).toEqual({ mode: 'native', maxParallelSubCalls: 10, maxOutputBytes: 67_108_864, sdkBudgetChars: 12_000 })
-      expect(Object.keys(resolved).sort()).toEqual(['maxOutputBytes', 'maxParallelSubCalls', 'mode', 'sdkBudgetChars'])
+      expect(resolved).toEqual({ mode: 'native', maxParallelSubCalls: 10, maxOutputBytes: 67_108_864, sdkBudgetChars: 12_000, preflight: 'warn' })
+      expect(Object.keys(resolved).sort()).toEqual(['maxOutputBytes', 'maxParallelSubCalls', 'mode', 'preflight', 'sdkBudgetChars'])
       expect(Object.isFrozen(resolved)).toBe(true)
     }
   })
@@ -29,7 +29,7 @@ describe('validateRuntimeOptions: the options in force', () => {
     const sessionLog = { append: () => {} }
     const order = ['b', 'a']
     const resolved = validateRuntimeOptions({ mode: 'both', codeRuntime, approval, sessionLog, maxParallelSubCalls: 1, maxOutputBytes: 5, toolOrder: order })
-    expect(resolved).toEqual({ mode: 'both', codeRuntime, approval, sessionLog, maxParallelSubCalls: 1, maxOutputBytes: 5, toolOrder: ['b', 'a'], sdkBudgetChars: 12_000 })
+    expect(resolved).toEqual({ mode: 'both', codeRuntime, approval, sessionLog, maxParallelSubCalls: 1, maxOutputBytes: 5, toolOrder: ['b', 'a'], sdkBudgetChars: 12_000, preflight: 'warn' })
     expect(resolved.codeRuntime).toBe(codeRuntime)
     expect(resolved.approval).toBe(approval)
     expect(resolved.sessionLog).toBe(sessionLog)
@@ -87,7 +87,7 @@ describe('validateRuntimeOptions: refusals', () => {
   })
 
   it('unknown options, listing the known ones', () => {
-    expect(refusal({ modes: 'both' })).toBe('unknown option "modes" (known: mode, codeRuntime, approval, sessionLog, maxParallelSubCalls, maxOutputBytes, toolOrder, sdkBudgetChars)')
+    expect(refusal({ modes: 'both' })).toBe('unknown option "modes" (known: mode, codeRuntime, approval, sessionLog, maxParallelSubCalls, maxOutputBytes, toolOrder, sdkBudgetChars, preflight, preflightEngine)')
   })
 
   it('accessors, and options that throw when read', () => {
