@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { CodeRunResult } from '../../../src/code-runtime/contract.js'
 import { SANDBOX_DEFAULT_LIMITS, STOP_GRACE_MS, createSandboxRuntimeOn } from '../../../src/code-runtime/sandbox-runtime.js'
 import type { SandboxPlatform, SandboxRuntimeOptions, SandboxThread } from '../../../src/code-runtime/sandbox-runtime.js'
-import { BUSY_SLOT, STOP_SLOT } from '../../../src/code-runtime/sandbox-protocol.js'
+import { BUSY_SLOT, MAX_PROGRAM_CHARS, programTooLong, STOP_SLOT } from '../../../src/code-runtime/sandbox-protocol.js'
 import { refusalMessage } from '../../support/refusal.js'
 import { deferred } from '../registry/helpers.js'
 
@@ -197,7 +197,7 @@ describe('threads and runs', () => {
     await lazy.dispose()
   })
 
-  it('runs a program: the run command carries the run id, computeMs and the start message with the stripped program', async () => {
+  it('runs a program: the run command carries the run id, computeMs and the start message with the program as written (its thread strips it)', async () => {
     const { platform: p, threads } = platform(answering)
     const runtime = createSandboxRuntimeOn(p, { prespawn: 1, computeMs: 123, maxLogBytes: 7, maxValueBytes: 9 })
     const result = await runtime.run({ bindings: [], program: 'return 5' })
@@ -209,20 +209,22 @@ describe('threads and runs', () => {
     expect(second.value).toBe(6)
     const runs = threads.flatMap((t) => t.runs).sort((x, y) => x.run - y.run)
     expect(runs[0]).toMatchObject({ run: 1, computeMs: 123, start: { program: 'return 5', maxLogBytes: 7, maxValueBytes: 9 } })
-    expect(runs[1]).toMatchObject({ run: 2, start: { program: 'const x = 1\nreturn 6' } })
+    expect(runs[1]).toMatchObject({ run: 2, start: { program: 'const x: number = 1\nreturn 6' } })
     expect(threads[0]!.posted).toContainEqual({ type: 'end', run: 1 })
     expect(threads[0]!.active.slice(0, 2)).toEqual([true, false])
     await runtime.dispose()
   })
 
-  it('refuses malformed requests, aborted signals and syntax errors without using a thread', async () => {
+  it('refuses malformed requests, aborted signals and over-long programs without using a thread (syntax errors come from the thread)', async () => {
     const { platform: p, threads } = platform(answering)
     const runtime = createSandboxRuntimeOn(p, { prespawn: 0 })
     expect(await runtime.run({ program: 1 } as never)).toMatchObject({ error: { kind: 'exception', message: 'TypeError: request.program must be a string' } })
     const controller = new AbortController()
     controller.abort('stop')
     expect(await runtime.run({ bindings: [], program: 'return )', signal: controller.signal })).toMatchObject({ error: { kind: 'abort', message: 'the run was aborted (stop)' } })
-    expect((await runtime.run({ bindings: [], program: 'return )' })).error?.message).toMatch(/^SyntaxError: /)
+    const long = `return 1${' '.repeat(MAX_PROGRAM_CHARS)}`
+    expect((await runtime.run({ bindings: [], program: long })).error).toEqual({ kind: 'exception', message: programTooLong(long) })
+    expect(programTooLong(long)).toMatch(/^SyntaxError: the program is 262152 characters long; at most 262144 are accepted/)
     expect(threads).toHaveLength(0)
     await runtime.dispose()
   })
