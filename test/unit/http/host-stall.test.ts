@@ -1,0 +1,78 @@
+/**
+ * The host stays responsive while a client sends the heaviest MCP batches it accepts, and
+ * while the finding's batch is sent (issue 19, finding 6: 487 KiB of `tools/list` requests
+ * once stalled `/v1/health` for 2.2 s). A second client's `GET /v1/health` must answer
+ * within 250 ms throughout: a generous bound on a loaded 2-core machine, an order of
+ * magnitude under the old stall. (The measured figures are printed by
+ * `npm run bench -- http`, not here.)
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { serve } from '../../../platforms/node/index.js'
+import type { ServedApp } from '../../../platforms/node/index.js'
+import { createMcpApp } from '../../../src/mcp/index.js'
+import { defineTool } from '../../../src/schema/define-tool.js'
+import { AUTH, TOKEN, createFixture } from './fixtures.js'
+
+const HEALTH_BOUND_MS = 250
+
+/** Polls `/v1/health` until `work` settles; resolves with the slowest answer in ms. */
+async function slowestHealthDuring(url: string, work: Promise<unknown>): Promise<number> {
+  let done = false
+  void work.finally(() => (done = true))
+  let slowest = 0
+  let answered = 0
+  while (!done || answered < 5) {
+    const start = performance.now()
+    const response = await fetch(`${url}/v1/health`)
+    await response.arrayBuffer()
+    slowest = Math.max(slowest, performance.now() - start)
+    answered++
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+  await work
+  return slowest
+}
+
+describe('GET /v1/health while MCP batches are answered', () => {
+  const fixture = createFixture()
+  for (let i = 0; i < 300; i++) {
+    fixture.runtime.register(
+      defineTool({
+        name: `wide_${i}`,
+        description: `A tool with a long description. ${'lorem ipsum '.repeat(40)}`,
+        parameters: { path: { type: 'string', required: true, description: 'p'.repeat(200) } },
+        output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] },
+        execute: () => 'ok',
+      }),
+    )
+  }
+  fixture.app.route('/mcp', createMcpApp(fixture.runtime, { token: TOKEN }))
+  let server: ServedApp
+  beforeAll(async () => {
+    server = await serve(fixture.app, { port: 0 })
+  })
+  afterAll(async () => {
+    await server.close()
+    await fixture.runtime.dispose()
+  })
+
+  const post = async (body: string): Promise<number> => {
+    const response = await fetch(`${server.url}/mcp`, { method: 'POST', headers: { ...AUTH, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' }, body })
+    return (await response.arrayBuffer()).byteLength
+  }
+
+  it('the finding\'s 487 KiB batch of tools/list', async () => {
+    const each = JSON.stringify({ jsonrpc: '2.0', id: 100_000, method: 'tools/list' }).length + 1
+    const batch = JSON.stringify(Array.from({ length: Math.ceil((487 * 1024) / each) }, (_, id) => ({ jsonrpc: '2.0', id, method: 'tools/list' })))
+    const work = Promise.all([post(batch), post(batch)])
+    expect(await slowestHealthDuring(server.url, work)).toBeLessThan(HEALTH_BOUND_MS)
+    for (const bytes of await work) expect(bytes).toBeLessThan(1000)
+  }, 60_000)
+
+  it('two clients sending batches at the caps (32 tools/list of 300 tools, 4 MiB of answers each)', async () => {
+    const batch = JSON.stringify(Array.from({ length: 32 }, (_, id) => ({ jsonrpc: '2.0', id, method: 'tools/list' })))
+    const work = Promise.all(Array.from({ length: 2 }, async () => [await post(batch), await post(batch)]))
+    expect(await slowestHealthDuring(server.url, work)).toBeLessThan(HEALTH_BOUND_MS)
+    for (const bytes of (await work).flat()) expect(bytes).toBeLessThanOrEqual(4 * 1024 * 1024 + 32 * 300)
+  }, 60_000)
+})
