@@ -99,7 +99,8 @@ const WRITE_PROGRAM = [
 
 beforeAll(async () => {
   mkdirSync(shots, { recursive: true })
-  execFileSync(process.execPath, ['scripts/build-demo.mjs'], { cwd: root, stdio: 'inherit' })
+  // Piped: a passing run prints nothing; a failing build throws with its output.
+  execFileSync(process.execPath, ['scripts/build-demo.mjs'], { cwd: root, stdio: 'pipe' })
   startServer = ((await import('../../examples/start.js')) as { startServer: StartServer }).startServer
   server = await startServer({ port: 0, staticDir: join(root, 'demo/dist/'), token: 'e2e-token-0123456789abcdef' })
   browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: CHROMIUM_ARGS })
