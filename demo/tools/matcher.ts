@@ -181,6 +181,8 @@ class Simulation implements Matcher {
   readonly #stack: Int32Array
   #generation = 0
   readonly #initial: number
+  /** What the start state can consume first, when it can only consume (no anchor, no empty match): lets a search skip ahead. */
+  readonly #first: CharTest | undefined
 
   constructor(
     nfa: Nfa,
@@ -198,6 +200,7 @@ class Simulation implements Matcher {
     this.#next = new Int32Array(n)
     this.#stack = new Int32Array(2 * n + 2)
     this.#initial = budget.remaining
+    this.#first = firstChars(nfa)
   }
 
   /** Adds `state`'s epsilon closure at position `at` to `list` (of `size`); returns the new size, or -1 on a match. */
@@ -246,10 +249,21 @@ class Simulation implements Matcher {
         nextSize = this.#add(next, nextSize, this.#out1[s] as number, text, at + 1)
         if (nextSize < 0) return true
       }
-      // An unanchored search may also start at the next position.
+      // An unanchored search may also start at the next position; with no thread alive it
+      // skips to the next character the pattern can start with.
       if (!this.whole) {
-        nextSize = this.#add(next, nextSize, this.#start, text, at + 1)
+        let from = at + 1
+        if (nextSize === 0 && this.#first !== undefined) {
+          while (from < text.length && !this.#first(text.charCodeAt(from))) from++
+          // Each skipped character is a step too: the budget bounds the whole scan.
+          this.budget.remaining -= from - at - 1
+          if (this.budget.remaining < 0) throw overBudget(this.budget, this.#initial)
+          if (from >= text.length) return false
+          if (from > at + 1) this.#generation++
+        }
+        nextSize = this.#add(next, nextSize, this.#start, text, from)
         if (nextSize < 0) return true
+        at = from - 1
       }
       this.#current = next
       this.#next = current
@@ -258,6 +272,23 @@ class Simulation implements Matcher {
     }
     return false
   }
+}
+
+/** The tests of the states the start reaches through splits alone, or `undefined` if it reaches an anchor or the match. */
+function firstChars(nfa: Nfa): CharTest | undefined {
+  const tests: CharTest[] = []
+  const seen = new Set<number>()
+  const stack = [nfa.start]
+  while (stack.length > 0) {
+    const s = stack.pop() as number
+    if (s < 0 || seen.has(s)) continue
+    seen.add(s)
+    const kind = nfa.kind[s]
+    if (kind === SPLIT) stack.push(nfa.out1[s] as number, nfa.out2[s] as number)
+    else if (kind === CHAR) tests.push(nfa.test[s] as CharTest)
+    else return undefined
+  }
+  return (c) => tests.some((test) => test(c))
 }
 
 function matcher(nfa: Nfa, whole: boolean, budget: WorkBudget): Matcher {

@@ -238,10 +238,11 @@ function textOf(result: ToolResultRecord): string {
 
 /**
  * How many matcher steps (NFA state visits) one `grep` call may spend, over every file:
- * about a quarter of a second of the host's thread. A search over more text than that
- * fails with a message that says to narrow it; it never stalls the server.
+ * 0.1–0.3 s of the host's thread on a loaded 2-core machine (`npm run bench -- demo-tools`).
+ * A search that needs more fails with a
+ * message that says to narrow it; it never stalls the server.
  */
-export const GREP_WORK_BUDGET = 5_000_000
+export const GREP_WORK_BUDGET = 2_000_000
 /** How many matcher steps one `glob` call (or grep's `glob` option) may spend over every path. */
 export const GLOB_WORK_BUDGET = 1_000_000
 

@@ -173,9 +173,11 @@ describe('the grep and glob tools on a large workspace file', () => {
     else expect(outcome).toMatchObject({ total: expect.any(Number) })
   })
 
-  it('grep regex over the seed-sized files and a glob finds the same lines as before', async () => {
-    const { tools } = fresh()
-    const found = (await call(tools, 'grep', { pattern: 'line 1999\\d$', regex: true, glob: 'big.*' })).value as { total: number }
+  it('grep regex over a 200 KB file finds the same lines as RegExp', async () => {
+    const text = Array.from({ length: 2_000 }, (_, i) => `${'a'.repeat(90)} line ${i}`).join('\n')
+    const { tools } = createDemoTools({ include: ['workspace'], files: { 'mid.txt': text, 'other.md': 'line 1990' } })
+    const found = (await call(tools, 'grep', { pattern: 'line 19\\d0$', regex: true, glob: '*.txt' })).value as { total: number }
+    expect(found.total).toBe(text.split('\n').filter((l) => /line 19\d0$/.test(l)).length)
     expect(found.total).toBe(10)
   })
 
