@@ -33,6 +33,13 @@ export { createMemorySessionLog, type MemorySessionLog, type MemorySessionLogOpt
 
 // Human approval of `ask` decisions
 export { createApprovalBroker, DEFAULT_APPROVAL_TIMEOUT_MS, MAX_APPROVAL_REASON_LENGTH } from './approvals/index.js'
+export {
+  DEFAULT_APPROVAL_RENDER_BYTES,
+  renderApprovalArguments,
+  type ApprovalRenderOptions,
+  type ApprovalRenderTool,
+  type RenderedApprovalArguments,
+} from './approvals/index.js'
 export type * from './approvals/types.js'
 
 // Schemas, validation and lossless JSON
