@@ -41,7 +41,17 @@ export async function loadTypeScript(): Promise<TypeScriptLoad> {
   if (sys === undefined || typeof ts.createLanguageService !== 'function') throw new Error('the compiler has no file system to read its lib files from')
   const libPath = ts.getDefaultLibFilePath({}).replaceAll('\\', '/')
   const dir = libPath.slice(0, libPath.lastIndexOf('/'))
-  return { ts, readLib: (name) => (/^lib\.[a-z0-9.]+\.d\.ts$/.test(name) ? sys.readFile(`${dir}/${name}`) : undefined) }
+  const readLib: LibReader = (name) => {
+    if (!/^lib\.[a-z0-9.]+\.d\.ts$/.test(name)) return undefined
+    try {
+      return sys.readFile(`${dir}/${name}`)
+    } catch {
+      return undefined
+    }
+  }
+  // Without its lib the compiler would report every built-in as unknown: that is "unavailable", not a check.
+  if (readLib('lib.es2022.d.ts') === undefined) throw new Error("the compiler's lib files cannot be read")
+  return { ts, readLib }
 }
 
 /** Resolves to the warm checker or to the note explaining why there is none; starts loading on first use. */
