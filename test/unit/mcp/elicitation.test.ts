@@ -125,7 +125,7 @@ describe('MCP export: an ask is put to an eliciting client (real SDK Client)', (
   })
 
   it('a run_code program\'s sub-call asks the same client (inherited); siblings are not asked', async () => {
-    const { client, asked } = await connect((request) => ({ action: request.params.message.includes('"cents":7') ? 'accept' : 'decline' }))
+    const { client, asked } = await connect((request) => ({ action: request.params.message.includes('cents: 7') ? 'accept' : 'decline' }))
     const result = (await client.callTool({
       name: 'run_code',
       arguments: {
