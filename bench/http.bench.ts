@@ -1,10 +1,15 @@
 /**
  * HTTP figures: one direct execution over loopback HTTP against the same call made
- * in-process with `execute()`, and the local server's throughput under a bounded
- * concurrent load. Run: `npx tsx bench/http.bench.ts`.
+ * in-process with `execute()`, the local server's throughput under a bounded concurrent
+ * load, and the host's stall (max event-loop delay) while it answers an MCP batch at the
+ * caps and while a stream client stops reading a run that floods it (issue 19; target
+ * ≤ 20 ms each). Run: `npm run bench -- http`.
  */
-import { serve } from '../platforms/node/index.js'
-import { createToolsApp } from '../src/http/index.js'
+import { connect } from 'node:net'
+import { monitorEventLoopDelay } from 'node:perf_hooks'
+import { createSandboxRuntime, serve } from '../platforms/node/index.js'
+import { createSessionLogHub, createToolsApp } from '../src/http/index.js'
+import { createMcpApp } from '../src/mcp/index.js'
 import { createToolRuntime } from '../src/registry/index.js'
 import { defineTool } from '../src/schema/define-tool.js'
 
@@ -87,3 +92,101 @@ await load(4000, 200)
 
 await server.close()
 await runtime.dispose()
+
+/** Runs `work` while sampling the event loop every millisecond; the longest delay in ms, and how long `work` took. */
+async function stallDuring(work: () => Promise<unknown>): Promise<{ maxMs: number; p99Ms: number; tookMs: number }> {
+  const histogram = monitorEventLoopDelay({ resolution: 1 })
+  histogram.enable()
+  const start = performance.now()
+  await work()
+  const tookMs = performance.now() - start
+  histogram.disable()
+  return { maxMs: histogram.max / 1e6, p99Ms: histogram.percentile(99) / 1e6, tookMs }
+}
+
+function printStall(label: string, figure: { maxMs: number; p99Ms: number; tookMs: number }): void {
+  console.log(`${label.padEnd(62)} max ${figure.maxMs.toFixed(1).padStart(6)} ms   p99 ${figure.p99Ms.toFixed(1).padStart(5)} ms   (${figure.tookMs.toFixed(0)} ms)`)
+}
+
+console.log('\nhost stall (max event-loop delay of the server process; target ≤ 20 ms)')
+console.log('(the clients run in the same process, so each figure also counts their reading; the idle line is the machine\'s own noise floor)')
+printStall('idle: nothing but the sampler', await stallDuring(() => new Promise((resolve) => setTimeout(resolve, 500))))
+
+// An MCP batch at the caps: 32 tools/list over 300 wide tools (4 MiB of answers, the rest -32000).
+{
+  const wide = createToolRuntime()
+  for (let i = 0; i < 300; i++) {
+    wide.register(
+      defineTool({
+        name: `wide_${i}`,
+        description: `A tool with a long description. ${'lorem ipsum '.repeat(40)}`,
+        parameters: { path: { type: 'string', required: true, description: 'p'.repeat(200) } },
+        output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] },
+        execute: () => 'ok',
+      }),
+    )
+  }
+  const mcpServer = await serve(createMcpApp(wide, { token: TOKEN }), { port: 0 })
+  const post = async (text: string): Promise<number> => {
+    const response = await fetch(mcpServer.url, { method: 'POST', headers: { ...headers, Accept: 'application/json, text/event-stream' }, body: text })
+    return (await response.arrayBuffer()).byteLength
+  }
+  const atCap = JSON.stringify(Array.from({ length: 32 }, (_, id) => ({ jsonrpc: '2.0', id, method: 'tools/list' })))
+  const each = JSON.stringify({ jsonrpc: '2.0', id: 100_000, method: 'tools/list' }).length + 1
+  const finding = JSON.stringify(Array.from({ length: Math.ceil((487 * 1024) / each) }, (_, id) => ({ jsonrpc: '2.0', id, method: 'tools/list' })))
+  await post(atCap) // warm-up
+  let bytes = 0
+  printStall('MCP batch at the caps (32 × tools/list of 300 tools)', await stallDuring(async () => (bytes = await post(atCap))))
+  console.log(`  answered ${(bytes / 1024 / 1024).toFixed(2)} MiB`)
+  printStall('MCP batch at the caps, 4 clients at once', await stallDuring(() => Promise.all(Array.from({ length: 4 }, () => post(atCap)))))
+  printStall("the finding's 487 KiB tools/list batch (refused whole)", await stallDuring(() => post(finding)))
+  await mcpServer.close()
+  await wide.dispose()
+}
+
+// A stream client that stops reading while its run floods it: 200 sub-calls of 100 KB (~40 MB of events).
+{
+  const hub = createSessionLogHub()
+  const codeRuntime = createSandboxRuntime()
+  const flooded = createToolRuntime({ mode: 'both', codeRuntime, sessionLog: hub })
+  flooded.register(
+    defineTool({
+      name: 'echo',
+      description: 'Echo the text back.',
+      parameters: { text: { type: 'string', required: true } },
+      output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] },
+      execute: (args) => args.text,
+    }),
+  )
+  let settled: () => void = () => {}
+  flooded.on('tools/result', (execution) => {
+    if (execution.name === 'run_code') settled()
+  })
+  const streamServer = await serve(createToolsApp(flooded, { token: TOKEN, sessionLog: hub }), { port: 0 })
+  const code = `const text = 'x'.repeat(100000); for (let i = 0; i < 200; i++) await tools.echo({ text }); return 'done'`
+  const body = JSON.stringify({ code, description: 'flood' })
+  const floodOnce = async (read: boolean): Promise<number> => {
+    const done = new Promise<void>((resolve) => (settled = resolve))
+    const before = process.memoryUsage().heapUsed
+    const socket = connect(streamServer.port, '127.0.0.1')
+    await new Promise<void>((resolve) => socket.once('connect', resolve))
+    if (!read) socket.pause()
+    else socket.on('data', () => {})
+    socket.write(
+      `POST /v1/run HTTP/1.1\r\nHost: 127.0.0.1:${streamServer.port}\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\n` +
+        `Accept: text/event-stream\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    )
+    await done
+    const grown = process.memoryUsage().heapUsed - before
+    socket.destroy()
+    return grown
+  }
+  await floodOnce(true) // warm-up
+  let grown = 0
+  printStall('a run streaming ~40 MB of events to a client that reads', await stallDuring(async () => (grown = await floodOnce(true))))
+  printStall('the same run, its client reading nothing (backlog cap 4 MiB)', await stallDuring(async () => (grown = await floodOnce(false))))
+  console.log(`  heap held when the run ended (no GC forced): ${(grown / 1024 / 1024).toFixed(1)} MiB; live stream subscriptions: ${hub.subscriberCount}`)
+  await streamServer.close()
+  await flooded.dispose()
+  await codeRuntime.dispose()
+}

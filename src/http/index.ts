@@ -20,3 +20,4 @@ export { HttpError, httpErrorHandler, httpErrorResponse, httpErrorStatus } from 
 export type { HttpErrorBody, HttpErrorCode, InternalErrorReporter } from './http-errors.js'
 export { bearerToken, digestsEqual, sha256, timingSafeEqualText } from './auth.js'
 export { DEFAULT_MAX_BODY_BYTES, isJsonContentType, readJsonBody } from './request-body.js'
+export { DEFAULT_MAX_STREAM_BACKLOG_BYTES, DEFAULT_STREAM_WRITE_TIMEOUT_MS } from './_sse-sender.js'
