@@ -18,6 +18,7 @@
  */
 import { renderTypeScriptSdkBlock } from '../code-mode/sdk-typescript.js'
 import type { SdkToolInput } from '../code-mode/sdk-common.js'
+import { closestNames } from '../code-runtime/closest-names.js'
 import { LineIndex } from './line-index.js'
 import { checkNote } from './analyze.js'
 import type { PreflightDiagnostic, PreflightEngine, PreflightEngineResult, PreflightReport, RawDiagnostic, ToolSpan } from './types.js'
@@ -82,7 +83,24 @@ export interface PreflightOptions {
 
 interface DeclarationsEntry {
   readonly tools: readonly SdkToolInput[]
+  readonly names: readonly string[]
   readonly text: string
+}
+
+const UNKNOWN_MEMBER = /^Property '([^']*)' does not exist on type '\{/
+
+/**
+ * The compiler names an unknown tool by printing the whole `tools` type (cut at 160
+ * characters: `…; 997 more …`); say it the way the sandbox does instead: the name and
+ * the closest tool names.
+ */
+function unknownToolMessage(diagnostic: PreflightDiagnostic, planned: ReadonlySet<string>, names: readonly string[]): PreflightDiagnostic {
+  if (diagnostic.code !== 'TS2339' && diagnostic.code !== 'TS2551') return diagnostic
+  const wanted = UNKNOWN_MEMBER.exec(diagnostic.message)?.[1]
+  if (wanted === undefined || !planned.has(wanted) || names.includes(wanted)) return diagnostic
+  const closest = closestNames(wanted, names)
+  const hint = closest.length > 0 ? `; did you mean ${closest.map((n) => `tools.${n}`).join(', ')}?` : '; find tools with catalog.search(…)'
+  return Object.freeze({ ...diagnostic, message: `tools.${wanted} is not a tool this program can call${hint}` })
 }
 
 function sameInputs(a: readonly SdkToolInput[], b: readonly SdkToolInput[]): boolean {
@@ -104,20 +122,21 @@ export class Preflight {
     this.#options = options
   }
 
-  /** The SDK declarations of what `agent` may call, rendered once per change of its tool set. */
-  declarations(agent: string | undefined): string {
+  /** The SDK declarations of what `agent` may call (and their names), rendered once per change of its tool set. */
+  declarations(agent: string | undefined): DeclarationsEntry {
     const tools = this.#options.tools(agent)
     const cached = this.#declarations.get(agent)
-    if (cached !== undefined && sameInputs(cached.tools, tools)) return cached.text
-    const text = renderTypeScriptSdkBlock(tools)
-    this.#declarations.set(agent, { tools, text })
-    return text
+    if (cached !== undefined && sameInputs(cached.tools, tools)) return cached
+    const entry = { tools, names: tools.map((t) => t.name), text: renderTypeScriptSdkBlock(tools) }
+    this.#declarations.set(agent, entry)
+    return entry
   }
 
   /** Checks `program` (never rejects: a failed or slow engine answers an `info` note). */
   async check(program: string, agent: string | undefined, language: string, signal?: AbortSignal): Promise<PreflightReport> {
     const started = performance.now()
-    const declarations = language === 'python' ? undefined : this.declarations(agent)
+    const entry = language === 'python' ? undefined : this.declarations(agent)
+    const declarations = entry?.text
     const timeoutMs = this.#options.timeoutMs ?? DEFAULT_CHECK_TIMEOUT_MS
     let timer: ReturnType<typeof setTimeout> | undefined
     const timedOut = new Promise<undefined>((resolve) => {
@@ -140,6 +159,8 @@ export class Preflight {
           : checkNote('CHECK_FAILED', `the preflight failed: ${failure}`)
       return Object.freeze({ diagnostics: Object.freeze([note]), plan: Object.freeze({ calls: Object.freeze([]), dynamic: true }), ms })
     }
-    return Object.freeze({ diagnostics: Object.freeze(classify(program, result)), plan: result.plan, ms })
+    const planned = new Set(result.plan.calls.map((c) => c.name))
+    const diagnostics = classify(program, result).map((d) => (entry === undefined ? d : unknownToolMessage(d, planned, entry.names)))
+    return Object.freeze({ diagnostics: Object.freeze(diagnostics), plan: result.plan, ms })
   }
 }

@@ -59,7 +59,7 @@ describe("run_code with preflight: 'block'", () => {
     if (!result.isError) return
     expect(result.error.info).toMatchObject({ code: 'PREFLIGHT_FAILED' })
     expect(text(result)).toMatch(/nothing ran/)
-    expect(text(result)).toMatch(/line 2, column 13: TS2551 Property 'write_notes' does not exist.*Did you mean 'write_note'\?/)
+    expect(text(result)).toMatch(/line 2, column 13: TS2551 tools\.write_notes is not a tool this program can call; did you mean tools\.write_note\?/)
     expect(text(result)).toMatch(/line 3, column 26: TS2322 Type 'number' is not assignable to type 'string'/)
     expect(effects.writes).toBe(0)
   })
