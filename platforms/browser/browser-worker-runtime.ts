@@ -12,7 +12,7 @@
  *
  * TypeScript is stripped on the page's thread with the shared stripper before any worker
  * is touched: this runtime is for trusted code, and the stripper's work bound keeps that
- * to milliseconds for ordinary programs and about a second at the 256 KiB cap (the
+ * to milliseconds for programs of a few KiB and 1 to 2 s at worst at the 256 KiB cap (the
  * sandbox runtime strips in its worker instead). The next worker is spawned and attached ahead of time (never reused), so a
  * run only posts its program.
  *

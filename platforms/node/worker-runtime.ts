@@ -234,7 +234,7 @@ class NodeWorkerCodeRuntime implements NodeWorkerRuntime {
       return session.result
     }
     // Host-side, for trusted code: the stripper's work bound keeps it linear (milliseconds for
-    // ordinary programs, about a second at the 256 KiB cap); the sandbox strips in its thread.
+    // programs of a few KiB, 1 to 2 s at worst at the 256 KiB cap); the sandbox strips in its thread.
     const stripped = stripTypeScript(prepared.run.program)
     if (!stripped.ok) return failedResult('exception', stripped.message)
 

@@ -45,13 +45,17 @@ export const MAX_NESTING_DEPTH = 256
  * Work units (discarded tokens + discarded characters + 1 per backtrack) allowed per
  * program character. Real code wastes at most 0.21 a character (measured over this
  * repository's 320 TypeScript files), a file of nothing but `(a = 1, b = (c = 2) => c) => a`
- * 2.1; a unit costs sucrase about 0.6 µs at worst, so a program at the size cap is
- * refused within about 1 s of work whatever it holds.
+ * 2.1; a unit costs sucrase about 0.6 to 1.5 µs, so a program at the size cap is
+ * refused within 1 to 2 s of work (a loaded 2-core machine) whatever it holds.
  */
 export const STRIP_WORK_PER_CHAR = 4
 
-/** Work units every program may waste on top of {@link STRIP_WORK_PER_CHAR}: short programs with some ambiguity pass (about 60 ms of work at worst). */
-export const STRIP_WORK_BASE = 100_000
+/**
+ * Work units every program may waste on top of {@link STRIP_WORK_PER_CHAR}: room for
+ * short programs with real ambiguity (eight nested `<T>(` waste ~6 000), and about 10 to
+ * 100 ms of work (warm to cold JIT) for the 158-byte program that once froze a server.
+ */
+export const STRIP_WORK_BASE = 20_000
 
 /**
  * The program is parsed as the body of this function so `return` and `await` are legal
