@@ -29,8 +29,6 @@ export interface TypeScriptChecker {
 
 const ROOT = '/toolyard/'
 const GLOBALS_FILE = `${ROOT}sandbox-globals.d.ts`
-const SDK_FILE = `${ROOT}tools-sdk.d.ts`
-const PROGRAM_FILE = `${ROOT}program.ts`
 const LIB_DIR = '/lib/'
 const DEFAULT_LIB = 'lib.es2022.d.ts'
 
@@ -43,6 +41,57 @@ const IGNORED = new Set([
 interface FileState {
   version: number
   text: string
+}
+
+/**
+ * SDKs kept warm at once (one `LanguageService` each, sharing the lib parse): agents with
+ * different tool sets alternate without re-parsing each other's SDK (539 KB at 1,000 tools,
+ * about a second to parse).
+ */
+const MAX_WARM_SDKS = 4
+
+interface WarmService {
+  readonly service: TypeScript.LanguageService
+  readonly program: FileState
+  /** The program's file name in this service. */
+  readonly file: string
+}
+
+let serviceCount = 0
+
+/** A service over the globals, one SDK text (fixed) and the program file (edited per check). */
+function createWarmService(
+  ts: TypeScriptModule,
+  options: TypeScript.CompilerOptions,
+  registry: TypeScript.DocumentRegistry,
+  lib: (path: string) => string | undefined,
+  declarations: string,
+): WarmService {
+  // Names unique to this service: the shared registry keys documents by name and version.
+  const id = ++serviceCount
+  const SDK_FILE = `${ROOT}tools-sdk-${id}.d.ts`
+  const PROGRAM_FILE = `${ROOT}program-${id}.ts`
+  const program: FileState = { version: 1, text: '' }
+  const files = new Map<string, FileState>([
+    [GLOBALS_FILE, { version: 1, text: SANDBOX_GLOBALS_DECLARATIONS }],
+    [SDK_FILE, { version: 1, text: declarations }],
+    [PROGRAM_FILE, program],
+  ])
+  const text = (path: string): string | undefined => files.get(path)?.text ?? lib(path)
+  const host: TypeScript.LanguageServiceHost = {
+    getCompilationSettings: () => options,
+    getScriptFileNames: () => [GLOBALS_FILE, SDK_FILE, PROGRAM_FILE],
+    getScriptVersion: (path) => String(files.get(path)?.version ?? 0),
+    getScriptSnapshot: (path) => {
+      const content = text(path)
+      return content === undefined ? undefined : ts.ScriptSnapshot.fromString(content)
+    },
+    getCurrentDirectory: () => ROOT,
+    getDefaultLibFileName: () => `${LIB_DIR}${DEFAULT_LIB}`,
+    fileExists: (path) => text(path) !== undefined,
+    readFile: (path) => text(path),
+  }
+  return { service: ts.createLanguageService(host, registry), program, file: PROGRAM_FILE }
 }
 
 /**
@@ -64,11 +113,6 @@ export function createTypeScriptChecker(ts: TypeScriptModule, readLib: LibReader
     skipDefaultLibCheck: true,
     allowJs: false,
   }
-  const files = new Map<string, FileState>([
-    [GLOBALS_FILE, { version: 1, text: SANDBOX_GLOBALS_DECLARATIONS }],
-    [SDK_FILE, { version: 1, text: '' }],
-    [PROGRAM_FILE, { version: 1, text: '' }],
-  ])
   const libs = new Map<string, string | undefined>()
   const lib = (path: string): string | undefined => {
     if (!path.startsWith(LIB_DIR)) return undefined
@@ -76,32 +120,34 @@ export function createTypeScriptChecker(ts: TypeScriptModule, readLib: LibReader
     if (!libs.has(name)) libs.set(name, readLib(name))
     return libs.get(name)
   }
-  const text = (path: string): string | undefined => files.get(path)?.text ?? lib(path)
-  const host: TypeScript.LanguageServiceHost = {
-    getCompilationSettings: () => options,
-    getScriptFileNames: () => [GLOBALS_FILE, SDK_FILE, PROGRAM_FILE],
-    getScriptVersion: (path) => String(files.get(path)?.version ?? 0),
-    getScriptSnapshot: (path) => {
-      const content = text(path)
-      return content === undefined ? undefined : ts.ScriptSnapshot.fromString(content)
-    },
-    getCurrentDirectory: () => ROOT,
-    getDefaultLibFileName: () => `${LIB_DIR}${DEFAULT_LIB}`,
-    fileExists: (path) => text(path) !== undefined,
-    readFile: (path) => text(path),
-  }
-  const service = ts.createLanguageService(host, ts.createDocumentRegistry())
-  const update = (path: string, next: string): void => {
-    const state = files.get(path)!
-    if (state.text === next) return
-    state.text = next
-    state.version++
+  // One registry for every warm service: lib and globals are parsed once, whatever the SDK.
+  const registry = ts.createDocumentRegistry()
+  const services = new Map<string, WarmService>()
+  const serviceFor = (declarations: string): WarmService => {
+    let warm = services.get(declarations)
+    if (warm !== undefined) {
+      // Most recently used last: the first entry is the one to evict.
+      services.delete(declarations)
+    } else {
+      warm = createWarmService(ts, options, registry, lib, declarations)
+      if (services.size >= MAX_WARM_SDKS) {
+        const [oldest, evicted] = services.entries().next().value as [string, WarmService]
+        services.delete(oldest)
+        evicted.service.dispose()
+      }
+    }
+    services.set(declarations, warm)
+    return warm
   }
   return {
     check(program, declarations) {
-      update(SDK_FILE, declarations)
-      update(PROGRAM_FILE, CHECK_WRAP_OPEN + program + CHECK_WRAP_CLOSE)
-      const found = [...service.getSyntacticDiagnostics(PROGRAM_FILE), ...service.getSemanticDiagnostics(PROGRAM_FILE)]
+      const warm = serviceFor(declarations)
+      const wrapped = CHECK_WRAP_OPEN + program + CHECK_WRAP_CLOSE
+      if (warm.program.text !== wrapped) {
+        warm.program.text = wrapped
+        warm.program.version++
+      }
+      const found = [...warm.service.getSyntacticDiagnostics(warm.file), ...warm.service.getSemanticDiagnostics(warm.file)]
       const out: RawDiagnostic[] = []
       for (const d of found) {
         if (IGNORED.has(d.code) || d.category === ts.DiagnosticCategory.Suggestion || d.category === ts.DiagnosticCategory.Message) continue

@@ -141,3 +141,18 @@ describe('runtime.preflight where the compiler cannot be loaded (the edge)', () 
     ])
   })
 })
+
+describe('runtime.preflight across agents with different tool sets', () => {
+  it('checks each program against its own agent, alternating (one warm SDK each)', async () => {
+    const runtime = createToolRuntime({ mode: 'code' })
+    registries.push(runtime)
+    runtime.agent('notes').register(noteTool)
+    runtime.agent('counts').register(countTool)
+    for (let round = 0; round < 3; round++) {
+      expect(errors((await runtime.preflight({ code: 'await tools.write_note({ title: "t", body: "b" })', agent: 'notes' })).diagnostics)).toEqual([])
+      expect(errors((await runtime.preflight({ code: 'await tools.write_note({ title: "t", body: "b" })', agent: 'counts' })).diagnostics)).toEqual(['1:TS2339'])
+      expect(errors((await runtime.preflight({ code: 'await tools.count_items({ list: "x" })', agent: 'counts' })).diagnostics)).toEqual([])
+      expect(errors((await runtime.preflight({ code: 'await tools.count_items({ list: "x" })', agent: 'notes' })).diagnostics)).toEqual(['1:TS2339'])
+    }
+  })
+})
