@@ -7,6 +7,7 @@
  * @module
  */
 import { setMaxListeners } from 'node:events'
+import { Script } from 'node:vm'
 import { MessageChannel, Worker } from 'node:worker_threads'
 import type { MessagePort } from 'node:worker_threads'
 import type { CodeLogSource, CodeRunRequest, CodeRunResult, CodeRuntime, CodeRuntimeCapabilities } from '../../src/code-runtime/contract.js'
@@ -237,6 +238,8 @@ class NodeWorkerCodeRuntime implements NodeWorkerRuntime {
     // programs of a few KiB, 1 to 2 s at worst at the 256 KiB cap); the sandbox strips in its thread.
     const stripped = stripTypeScript(prepared.run.program)
     if (!stripped.ok) return failedResult('exception', stripped.message)
+    const syntax = v8SyntaxError(stripped.code)
+    if (syntax !== undefined) return failedResult('exception', syntax)
 
     let slot: WorkerSlot
     try {
@@ -314,6 +317,33 @@ class NodeWorkerCodeRuntime implements NodeWorkerRuntime {
         // A failed pre-spawn is retried on demand by the next run.
       }
     })
+  }
+}
+
+/**
+ * A syntax error V8 finds in a program the stripper accepted (`const a` declared twice,
+ * `await` in a plain function), with the model's line and column; `undefined` when it
+ * parses. V8 reports an AsyncFunction body's syntax error without any position, so the
+ * same body is compiled as a script (never run) inside a wrapper on a line of its own,
+ * and Node's decorated stack (`program.ts:L`, the source line, a caret) gives the
+ * position. A stack of another shape leaves the error to the worker, as before.
+ */
+function v8SyntaxError(program: string): string | undefined {
+  try {
+    new Script(`(async function () {\n${program}\n})`, { filename: 'program.ts', lineOffset: -1 })
+    return undefined
+  } catch (error) {
+    if (!(error instanceof SyntaxError) || typeof error.stack !== 'string') return undefined
+    const [where, , caret] = error.stack.split('\n')
+    const line = /^program\.ts:(\d+)$/.exec(where ?? '')?.[1]
+    const column = caret?.indexOf('^') ?? -1
+    if (line === undefined || column < 0) return undefined
+    const lastLine = program.split('\n').length
+    const position =
+      Number(line) > lastLine
+        ? `line ${lastLine}, column ${program.length - program.lastIndexOf('\n')}: at the end of the program`
+        : `line ${line}, column ${column + 1}`
+    return `SyntaxError: ${error.message} (${position})`
   }
 }
 

@@ -157,5 +157,21 @@ describe('syntax errors name line and column in every runtime', () => {
     expect(inside.error).toEqual({ kind: 'exception', message: expect.stringMatching(/^SyntaxError: .* \(line 2, column 9\)$/) })
     const ambiguous = await runtime.run({ program: `return ${castChain(30)}`, bindings: [] })
     expect(ambiguous.error).toEqual({ kind: 'exception', message: expect.stringMatching(AMBIGUOUS) })
+    // Errors only the engine finds (the stripper accepts both): QuickJS names a program frame, V8's position is recovered.
+    for (const program of ['const a = 1\nconst a = 2\nreturn a', 'let x = 1\nfunction f() { await 1 }\nreturn 1']) {
+      const engine = await runtime.run({ program, bindings: [] })
+      expect(engine.error?.kind).toBe('exception')
+      expect(engine.error?.message).toMatch(/^SyntaxError: [^\n]+(\(line 2, column \d+\)$|\n {4}at program\.ts:2:\d+)/)
+    }
+  }, 60_000)
+
+  it('createNodeWorkerRuntime: a syntax error only V8 finds names its line and column', async () => {
+    const runtime = keep(createNodeWorkerRuntime())
+    const twice = await runtime.run({ program: 'const a = 1\nconst a = 2\nreturn a', bindings: [] })
+    expect(twice.error).toEqual({ kind: 'exception', message: "SyntaxError: Identifier 'a' has already been declared (line 2, column 7)" })
+    const awaitInPlain = await runtime.run({ program: 'let x = 1\nfunction f() { await 1 }\nreturn 1', bindings: [] })
+    expect(awaitInPlain.error?.message).toMatch(/^SyntaxError: .* \(line 2, column 16\)$/)
+    // A valid program still runs (the check compiles, never runs, the program).
+    expect((await runtime.run({ program: 'const a: number = 1\nreturn await Promise.resolve(a + 1)', bindings: [] })).value).toBe(2)
   }, 60_000)
 })
