@@ -68,7 +68,7 @@ interface Pending {
  * order, long values as length + head + tail, undeclared keys flagged), never a prefix
  * of the caller's JSON.
  */
-export function questionText(request: ApprovalRequest): string {
+function questionText(request: ApprovalRequest): string {
   const { name, arguments: args } = request.execution
   const why = request.reason === undefined || request.reason === '' ? '' : ` (${request.reason})`
   const rendered = renderApprovalArguments({ name, parameters: request.parameters }, args)
