@@ -62,6 +62,18 @@ describe('approval inside Code Mode (real registry, in-process CodeRuntime)', ()
     expect(ran).toEqual(['read:{"n":1}'])
   })
 
+  it('a denial the program leaves uncaught fails the run with who denied it, and no language note', async () => {
+    const { broker, runtime } = codeModeSetup()
+    const asked = nextRequest(broker)
+    const { result } = runCode(runtime, `await tools.pay({ n: 1 })\nreturn 'paid'`)
+    await decideNext(broker, asked, 'deny', 'over budget')
+    const settled = await result
+    expect(codeOf(settled)).toBe('CODE_RUN_FAILED')
+    const message = settled.isError ? settled.error.message : ''
+    expect(message).toContain('ToolCallError: pay was denied by a person: over budget')
+    expect(message).not.toContain('run_code runs')
+  })
+
   it('an expired request rejects the sub-call with a message that says it expired', async () => {
     const { broker, runtime, events } = codeModeSetup(40)
     const { result } = runCode(runtime, `try { await tools.pay({}) } catch (e) { return e.message }`)
