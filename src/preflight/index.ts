@@ -6,7 +6,7 @@
  *
  * @module
  */
-export { analyzeProgram } from './analyze.js'
+export { analyzeProgram, MAX_CHECKED_CHARS, MAX_CHECKED_DEPTH } from './analyze.js'
 export { createInlinePreflightEngine, loadTypeScript } from './inline-engine.js'
 export type { InlinePreflightEngineOptions, TypeScriptLoad } from './inline-engine.js'
 export { extractPlan, extractPythonPlan } from './plan.js'

@@ -39,6 +39,8 @@ export interface PlanResult {
   readonly spans: readonly ToolSpan[]
   /** Set when the program was refused (too long, too deep, too ambiguous, a syntax error): the plan is then empty and `dynamic`. */
   readonly refusal?: PreflightDiagnostic
+  /** The deepest bracket nesting of the program's tokens (0 when it was not parsed). */
+  readonly depth?: number
 }
 
 const UNKNOWN_PLAN: PreflightPlan = Object.freeze({ calls: Object.freeze([]), dynamic: true })
@@ -79,12 +81,16 @@ function literalAt(tokens: readonly SucraseToken[], i: number, text: string): { 
 const isOpener = (type: number | undefined): boolean => type === tt.parenL || type === tt.bracketL || type === tt.braceL || type === tt.dollarBraceL
 
 /** For each bracket token, the index of its partner (opener → closer and closer → opener), in one stack pass; `-1` elsewhere. */
-function matchBrackets(tokens: readonly SucraseToken[]): Int32Array {
+function matchBrackets(tokens: readonly SucraseToken[]): { readonly match: Int32Array; readonly depth: number } {
   const match = new Int32Array(tokens.length).fill(-1)
   const open: number[] = []
+  let depth = 0
   for (let i = 0; i < tokens.length; i++) {
     const type = tokens[i]!.type
-    if (isOpener(type)) open.push(i)
+    if (isOpener(type)) {
+      open.push(i)
+      depth = Math.max(depth, open.length)
+    }
     else if (type === tt.parenR || type === tt.bracketR || type === tt.braceR) {
       const at = open.pop()
       if (at !== undefined) {
@@ -93,7 +99,7 @@ function matchBrackets(tokens: readonly SucraseToken[]): Int32Array {
       }
     }
   }
-  return match
+  return { match, depth }
 }
 
 /** One pass's mutable state. */
@@ -275,7 +281,8 @@ export function extractPlan(program: string): PlanResult {
     return { plan: UNKNOWN_PLAN, spans: [], refusal: refusal(`SyntaxError: ${error instanceof Error ? error.message : String(error)}`) }
   }
   const text = WRAP_OPEN + program + WRAP_CLOSE
-  const walk = new PlanWalk(tokens, text, matchBrackets(tokens))
+  const brackets = matchBrackets(tokens)
+  const walk = new PlanWalk(tokens, text, brackets.match)
   walkTokens(walk)
   for (const d of walk.destructured) {
     walk.spans.push({ start: d.offset, end: d.end })
@@ -285,7 +292,8 @@ export function extractPlan(program: string): PlanResult {
   const lines = new LineIndex(program)
   const calls: PlannedCall[] = walk.calls.map((c) => Object.freeze({ name: c.name, ...lines.position(c.offset - WRAP_OPEN.length) }))
   const spans = walk.spans.map((s) => ({ start: s.start - WRAP_OPEN.length, end: s.end - WRAP_OPEN.length }))
-  return { plan: Object.freeze({ calls: Object.freeze(calls), dynamic: walk.dynamic }), spans }
+  // The wrapper's own braces count one level.
+  return { plan: Object.freeze({ calls: Object.freeze(calls), dynamic: walk.dynamic }), spans, depth: brackets.depth - 1 }
 }
 
 /** A `tools.name(` call in Python source (a line scan: strings and comments are not excluded, so the list can be wider than the program). */

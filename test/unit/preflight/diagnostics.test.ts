@@ -7,6 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { createToolRuntime } from '../../../src/registry/index.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
 import { createInlinePreflightEngine } from '../../../src/preflight/inline-engine.js'
+import { MAX_CHECKED_CHARS, MAX_CHECKED_DEPTH } from '../../../src/preflight/analyze.js'
 import type { PreflightDiagnostic } from '../../../src/preflight/types.js'
 import type { ToolRuntime } from '../../../src/runtime-types.js'
 
@@ -154,5 +155,19 @@ describe('runtime.preflight across agents with different tool sets', () => {
       expect(errors((await runtime.preflight({ code: 'await tools.count_items({ list: "x" })', agent: 'counts' })).diagnostics)).toEqual([])
       expect(errors((await runtime.preflight({ code: 'await tools.count_items({ list: "x" })', agent: 'notes' })).diagnostics)).toEqual(['1:TS2339'])
     }
+  })
+})
+
+describe('runtime.preflight: what reaches the compiler is bounded', () => {
+  it('gives a program over the check bounds its plan and a CHECK_SKIPPED note, without type-checking it', async () => {
+    const runtime = registry()
+    const long = `${'await tools.count_items({ list: "x" })\n'.repeat(Math.ceil(MAX_CHECKED_CHARS / 39))}await tools.nope()`
+    const report = await runtime.preflight({ code: long })
+    expect(report.plan.calls.at(-1)).toMatchObject({ name: 'nope' })
+    expect(report.diagnostics).toEqual([expect.objectContaining({ code: 'CHECK_SKIPPED', severity: 'info', message: expect.stringMatching(/characters long \(at most 16384 are type-checked\)/) })])
+    const deep = await runtime.preflight({ code: `await tools.nope()\nconst a = ${'['.repeat(MAX_CHECKED_DEPTH + 1)}${']'.repeat(MAX_CHECKED_DEPTH + 1)}` })
+    expect(deep.diagnostics).toEqual([expect.objectContaining({ code: 'CHECK_SKIPPED', message: expect.stringMatching(/nested 65 levels deep/) })])
+    const atBound = await runtime.preflight({ code: `await tools.nope()\nconst a = ${'['.repeat(MAX_CHECKED_DEPTH)}${']'.repeat(MAX_CHECKED_DEPTH)}` })
+    expect(errors(atBound.diagnostics)).toEqual(['1:TS2339'])
   })
 })
