@@ -14,9 +14,13 @@
  *   `"startedAt":…`, `"content":[…]`);
  * - a UUID (`b3defd48-4785-41a3-b6e3-da9213663495`), which stands for any UUID: the same
  *   UUID written twice in a block must be the same UUID in the output, two different
- *   ones different UUIDs.
- * Everything else, numbers included, must match exactly; a producer whose output carries
- * timestamps pins the clock (or the sample elides them).
+ *   ones different UUIDs; an abbreviated one (`http-run-4a23…`, `4ca5be31-…`: hex digits
+ *   right before a `…`) stands for as many hex digits;
+ * - a JSON value that is a timestamp (13 digits, epoch ms) or a measurement (a number
+ *   with a fraction, like `"durationMs":3045.51`), which stands for any such number; but
+ *   two timestamps on one line that differ by whole seconds (`requestedAt` and
+ *   `expiresAt`: a configured timeout) must differ by exactly as much in the output.
+ * Everything else, other numbers included, must match exactly.
  *
  * @module
  */
@@ -82,27 +86,82 @@ export function unmarkedRealOutput(file: string, markdown: string): number[] {
 
 const escape = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 
-/** The regular expression a sample stands for (see the module comment). */
-export function samplePattern(sample: string): RegExp {
+/** What the sample's special tokens are, in the order they are tried. */
+const TOKENS = new RegExp(
+  [
+    '(?<uuid>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})',
+    '(?<short>(?<![0-9A-Za-z])[0-9a-f][0-9a-f-]{3,35}…)',
+    '(?<=:)(?<time>\\d{13})(?![\\d.])',
+    '(?<=:)(?<measure>-?\\d+\\.\\d+)',
+    '(?<any>…)',
+  ].join('|'),
+  'g',
+)
+
+/** The regular expression a sample stands for, and the whole-second gaps between timestamps it must keep. */
+interface SamplePattern {
+  readonly regex: RegExp
+  /** Pairs of timestamp group names whose difference (in ms) the output must keep. */
+  readonly gaps: ReadonlyArray<readonly [string, string, number]>
+}
+
+function buildPattern(sample: string): SamplePattern {
   const uuids = new Map<string, number>()
+  const gaps: Array<[string, string, number]> = []
+  let times = 0
+  let lineTimes: Array<[string, number]> = []
   let source = ''
   let last = 0
-  const literal = (text: string) => text.split('…').map(escape).join('[^\\n]*?')
-  for (const match of sample.matchAll(UUID)) {
+  const literal = (text: string) => {
+    // A new line: timestamps of the previous one no longer pair up.
+    if (text.includes('\n')) lineTimes = []
+    return escape(text)
+  }
+  for (const match of sample.matchAll(TOKENS)) {
     source += literal(sample.slice(last, match.index))
-    const seen = uuids.get(match[0])
-    if (seen !== undefined) source += `\\k<u${seen}>`
-    else {
-      const n = uuids.size
-      uuids.set(match[0], n)
-      // A new UUID in the sample: any UUID not already bound to another one.
-      const others = [...Array(n).keys()].map((k) => `(?!\\k<u${k}>)`).join('')
-      source += `${others}(?<u${n}>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})`
+    const g = match.groups!
+    if (g.uuid !== undefined) {
+      const seen = uuids.get(g.uuid)
+      if (seen !== undefined) source += `\\k<u${seen}>`
+      else {
+        const n = uuids.size
+        uuids.set(g.uuid, n)
+        // A new UUID in the sample: any UUID not already bound to another one.
+        const others = [...Array(n).keys()].map((k) => `(?!\\k<u${k}>)`).join('')
+        source += `${others}(?<u${n}>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})`
+      }
+    } else if (g.short !== undefined) {
+      source += [...g.short.slice(0, -1)].map((ch) => (ch === '-' ? '-' : '[0-9a-f]')).join('') + '[^\\n]*?'
+    } else if (g.time !== undefined) {
+      const name = `t${times++}`
+      for (const [other, value] of lineTimes) {
+        const gap = Number(g.time) - value
+        if (gap !== 0 && gap % 1_000 === 0) gaps.push([other, name, gap])
+      }
+      lineTimes.push([name, Number(g.time)])
+      source += `(?<${name}>\\d{13})`
+    } else if (g.measure !== undefined) {
+      source += '-?\\d+(?:\\.\\d+)?'
+    } else {
+      source += '[^\\n]*?'
     }
     last = match.index + match[0].length
   }
   source += literal(sample.slice(last))
-  return new RegExp(`^${source}$`)
+  return { regex: new RegExp(`^${source}$`), gaps }
+}
+
+/** The regular expression a sample stands for (see the module comment). */
+export function samplePattern(sample: string): RegExp {
+  return buildPattern(sample).regex
+}
+
+/** Whether `actual` matches `sample` as a whole, whole-second gaps between timestamps included. */
+function matches(sample: string, actual: string): boolean {
+  const { regex, gaps } = buildPattern(sample)
+  const found = regex.exec(actual)
+  if (found === null) return false
+  return gaps.every(([a, b, gap]) => Number(found.groups![b]) - Number(found.groups![a]) === gap)
 }
 
 /** Trailing blanks of lines and of the whole text do not count. */
@@ -121,15 +180,15 @@ export function normalizeOutput(text: string): string {
 export function compareSample(sample: string, actual: string): { readonly ok: true } | { readonly ok: false; readonly why: string } {
   const want = normalizeOutput(sample)
   const got = normalizeOutput(actual)
-  if (samplePattern(want).test(got)) return { ok: true }
+  if (matches(want, got)) return { ok: true }
   const wantLines = want.split('\n')
   const gotLines = got.split('\n')
   for (let i = 0; i < Math.max(wantLines.length, gotLines.length); i++) {
     const w = wantLines[i]
     const g = gotLines[i]
-    if (w === undefined || g === undefined || !samplePattern(w).test(g)) {
+    if (w === undefined || g === undefined || !matches(w, g)) {
       return { ok: false, why: `line ${i + 1} of the sample differs from the real output:\n  sample: ${w ?? '(nothing)'}\n  real:   ${g ?? '(nothing)'}` }
     }
   }
-  return { ok: false, why: 'the same UUID in the sample stands for different UUIDs in the real output (or two UUIDs for one)' }
+  return { ok: false, why: 'every line matches on its own, but not together: one UUID of the sample stands for different UUIDs in the real output (or two for one)' }
 }
