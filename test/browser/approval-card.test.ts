@@ -52,6 +52,31 @@ describe('the playground approval card', () => {
     await runtime.dispose()
   })
 
+  it('a long undeclared key first: refused for write_file; shown last and flagged for a tool that opens its parameters', async () => {
+    const { broker, runtime, requested } = setup()
+    const refused = await runtime.execute({ callId: 'card-2', name: 'write_file', arguments: { note: 'harmless '.repeat(300), ...ATTACK }, signal: new AbortController().signal })
+    expect(refused.isError && refused.error.info?.code).toBe('INVALID_ARGS')
+    expect(broker.pending()).toEqual([])
+    runtime.register({
+      name: 'deploy',
+      description: 'Deploys.',
+      parameters: { type: 'object', properties: { target: { type: 'string' } }, additionalProperties: true },
+      output: { schema: { type: 'string' }, render: (_a: unknown, v: string) => [{ type: 'text', text: v }] },
+      execute: () => 'deployed',
+    })
+    runtime.on('tools/pre-execute', (decision, execution) => (execution.name === 'deploy' ? { kind: 'ask', reason: 'ships code' } : decision))
+    const call = runtime.execute({ callId: 'card-3', name: 'deploy', arguments: { note: 'harmless '.repeat(300), target: 'prod', script: PAYLOAD }, signal: new AbortController().signal })
+    const panel = renderApprovalPanel(approvalStateOf(await requested), async () => {})
+    const lines = (panel.querySelector('[data-testid="approval-args"]')?.textContent ?? '').split('\n')
+    expect(lines[0]).toBe('⚠ 2 undeclared keys (not parameters of deploy), listed last')
+    expect(lines[1]).toBe('target: "prod"')
+    expect(lines[2]).toMatch(/^⚠ undeclared note: string of 2700 characters: "harmless /)
+    expect(lines[3]).toBe(`⚠ undeclared script: "${PAYLOAD}"`)
+    broker.decide(broker.pending()[0]!.id, { decision: 'deny' })
+    expect((await call).isError).toBe(true)
+    await runtime.dispose()
+  })
+
   it('a denied call\'s collapsed card says "denied"; a tool that failed still says "failed"', () => {
     const { demo } = setup()
     const definition = demo.tools.find((tool) => tool.name === 'write_file')

@@ -157,6 +157,21 @@ describe('MCP elicitation: the question a person reads', () => {
     expectTruth(message)
     expect(result.isError).toBe(true)
     expect(result.content[0]!.text).toBe("Error: write_file was denied by the MCP client's user (declined)")
+
+    // The original finding: a long undeclared key first. Refused for write_file; shown last, flagged, for a tool that opens its parameters.
+    const refused = (await client.callTool({ name: 'write_file', arguments: { note: 'harmless '.repeat(300), ...ATTACK } })) as { isError?: boolean; content: { text?: string }[] }
+    expect(refused.content[0]!.text).toMatch(/^Error: write_file asks for approval, so its arguments may carry only its declared parameters: "\/note"/)
+    expect(asked).toHaveLength(1)
+    await client.callTool({ name: 'deploy', arguments: { note: 'harmless '.repeat(300), script: `${'echo ok\n'.repeat(400)}rm -rf /`, target: 'prod' } })
+    expect(asked).toHaveLength(2)
+    expect(asked[1]!.params.message.split('\n').slice(0, 5)).toEqual([
+      'Allow the tool call deploy (ships code)?',
+      'Arguments:',
+      '⚠ 1 undeclared key (not a parameter of deploy), listed last',
+      'target: "prod"',
+      expect.stringMatching(/^script: string of 3208 characters: "echo ok\\n.*rm -rf \/"$/),
+    ])
+    expect(asked[1]!.params.message.split('\n')[5]).toMatch(/^⚠ undeclared note: string of 2700 characters: "harmless /)
   })
 })
 
