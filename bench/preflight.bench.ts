@@ -17,6 +17,11 @@ import type { SdkToolInput } from '../src/code-mode/sdk-common.js'
 import { createInlinePreflightEngine } from '../src/preflight/inline-engine.js'
 import type { PreflightEngine } from '../src/preflight/types.js'
 import { LARGE_REGISTRY } from '../test/fixtures/large-registry.js'
+import { readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { createQuickJsRuntime } from '../platforms/quickjs/index.js'
+import { createToolRuntime } from '../src/registry/index.js'
+import type { ToolRuntimeOptions } from '../src/runtime-types.js'
 import { printTable, summarize, type TableRow } from './_stats.js'
 
 const WARM_SAMPLES = 40
@@ -107,3 +112,42 @@ printTable(
   ],
   'memory the inline checker holds (this process)',
 )
+
+/**
+ * What `'warn'` costs a run: run_code latency of a short program on the inline QuickJS
+ * runtime with preflight off, with `'warn'` and the Node thread engine (checking
+ * alongside the run), and with `'block'` (checking first).
+ */
+async function runCost(): Promise<TableRow[]> {
+  const require = createRequire(import.meta.url)
+  const wasmModule = new WebAssembly.Module(readFileSync(require.resolve('@jitl/quickjs-wasmfile-release-sync/wasm')))
+  const codeRuntime = createQuickJsRuntime({ wasmModule })
+  const engine = createPreflightWorker()
+  const code = "const files = await tools.list_files({})\nconsole.log(JSON.stringify(files).length)\nreturn 1"
+  const rows: TableRow[] = []
+  for (const [label, options] of [
+    ['off', { preflight: 'off' }],
+    ["'warn', thread engine", { preflight: 'warn', preflightEngine: engine }],
+    ["'block', thread engine", { preflight: 'block', preflightEngine: engine }],
+  ] as const satisfies readonly (readonly [string, Pick<ToolRuntimeOptions, 'preflight' | 'preflightEngine'>])[]) {
+    const runtime = createToolRuntime({ mode: 'code', codeRuntime, ...options })
+    for (const tool of createDemoTools().tools) runtime.register(tool)
+    // Warm: the compiler is loaded and the SDK parsed before timing.
+    await runtime.preflight({ code })
+    const samples: number[] = []
+    for (let i = 0; i < WARM_SAMPLES; i++) {
+      const started = performance.now()
+      const result = await runtime.execute({ callId: `b${i}`, name: 'run_code', arguments: { code: `${code}\n// ${i}`, description: 'bench' }, signal: new AbortController().signal })
+      if (result.isError) throw new Error(result.error.message)
+      samples.push(performance.now() - started)
+    }
+    const summary = withMin(samples)
+    rows.push({ preflight: label, 'run_code p50 ms': summary.median, 'p95 ms': summary.p95, 'min ms': summary.min })
+    await runtime.dispose()
+  }
+  await engine.dispose()
+  await codeRuntime.dispose()
+  return rows
+}
+
+printTable(await runCost(), "what preflight costs a run_code call (3-line program, inline QuickJS, demo tools)")
