@@ -37,7 +37,21 @@ function harness(functions: Record<string, CodeBindingFunction>, limits: Partial
   })
   session.start()
   const send = (m: unknown) => channel.port2.postMessage(m)
-  const tick = () => new Promise((resolve) => setTimeout(resolve, 30))
+  // A pause, then message hops: on a loaded machine a timer can fire before messages that
+  // were already posted are delivered (timers run before message delivery in a loop turn);
+  // each hop through a fresh channel lets one more turn deliver what is pending.
+  const hop = () => new Promise<void>((resolve) => {
+    const c = new MessageChannel()
+    c.port1.onmessage = () => {
+      c.port1.close()
+      resolve()
+    }
+    c.port2.postMessage(0)
+  })
+  const tick = async () => {
+    await new Promise((resolve) => setTimeout(resolve, 30))
+    for (let i = 0; i < 5; i++) await hop()
+  }
   const close = () => {
     channel.port1.close()
     channel.port2.close()
