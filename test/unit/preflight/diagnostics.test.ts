@@ -171,3 +171,16 @@ describe('runtime.preflight: what reaches the compiler is bounded', () => {
     expect(errors(atBound.diagnostics)).toEqual(['1:TS2339'])
   })
 })
+
+describe('runtime.preflight of a Python code runtime', () => {
+  it('gives the plan only, with a note that no type-check runs', async () => {
+    // A code runtime is only read for its language here: preflight never runs the program.
+    const python = { language: 'python', isolation: 'none', capabilities: {}, run: () => Promise.reject(new Error('not run')), dispose: async () => {} }
+    const runtime = createToolRuntime({ mode: 'code', codeRuntime: python as never })
+    registries.push(runtime)
+    runtime.register(countTool)
+    const report = await runtime.preflight({ code: 'n = await tools.count_itmes(list="x")\nf = getattr(tools, name)' })
+    expect(report.plan).toEqual({ calls: [{ name: 'count_itmes', line: 1, column: 17 }], dynamic: true })
+    expect(report.diagnostics).toEqual([expect.objectContaining({ code: 'CHECK_SKIPPED', severity: 'info' })])
+  })
+})
