@@ -3,7 +3,7 @@
  * format directives, its binding calls and replies, and its limits. Every runtime runs a
  * bundled copy of this module, so these tests are what fails when the source is wrong.
  */
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { strictJson } from '../../../src/code-runtime/bootstrap.js'
 import type { WireEndpoint } from '../../../src/code-runtime/wire.js'
 import { ToolCallError } from '../../../src/errors.js'
@@ -337,6 +337,8 @@ describe('bootstrap: the start message and the handle', () => {
     port2.postMessage(null)
     port2.postMessage('start')
     port2.postMessage({ type: 'reply', id: 1, ok: true })
+    // `ready` arrives (awaited, not assumed within a fixed time), then a turn for anything else.
+    await vi.waitFor(() => expect(posted.length).toBeGreaterThan(0), { timeout: 10_000, interval: 5 })
     await new Promise((resolve) => setTimeout(resolve, 20))
     port1.close()
     port2.close()
@@ -361,6 +363,7 @@ describe('bootstrap: the start message and the handle', () => {
     port2.start()
     const { startBootstrap } = await import('../../../src/code-runtime/bootstrap.js')
     startBootstrap(port1 as unknown as WireEndpoint).reportUncaught(new Error('too early'))
+    await vi.waitFor(() => expect(posted.length).toBeGreaterThan(0), { timeout: 10_000, interval: 5 })
     await new Promise((resolve) => setTimeout(resolve, 20))
     port1.close()
     port2.close()
