@@ -204,6 +204,6 @@ export class ElicitationChannel {
 export function cannotAsk(why: string): ApprovalHandler {
   return (request) => {
     const reason = request.reason === undefined || request.reason === '' ? '' : ` (${request.reason})`
-    throw denied(`${request.execution.name} needs approval${reason}, and ${why}`)
+    throw denied(`${request.execution.name} was denied: it needs approval${reason}, and ${why}`)
   }
 }

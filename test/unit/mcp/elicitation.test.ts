@@ -178,7 +178,7 @@ describe('MCP export: a client that cannot be asked', () => {
     expect(transport.sessionId).toBeUndefined()
     const result = (await client.callTool({ name: 'pay', arguments: { cents: 5 } })) as CallResult
     expect(result.isError).toBe(true)
-    expect(textOf(result)).toBe('Error: pay needs approval (money moves), and this MCP client cannot be asked: it did not declare the elicitation capability')
+    expect(textOf(result)).toBe('Error: pay was denied: it needs approval (money moves), and this MCP client cannot be asked: it did not declare the elicitation capability')
   })
 
   it('a client that declares URL-mode elicitation only cannot confirm a call: no session, denied', async () => {
@@ -261,7 +261,7 @@ describe('MCP export: the wire (raw requests)', () => {
     const json = await post({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'pay', arguments: { cents: 1 } } }, { 'Mcp-Session-Id': mine, Accept: 'application/json' })
     expect(json.headers.get('Content-Type')).toBe('application/json')
     const body = (await json.json()) as { result: CallResult }
-    expect(body.result.content[0]!.text).toBe('Error: pay needs approval (money moves), and this MCP client could not be asked: the request does not accept text/event-stream')
+    expect(body.result.content[0]!.text).toBe('Error: pay was denied: it needs approval (money moves), and this MCP client could not be asked: the request does not accept text/event-stream')
   })
 
   it('a session id that is not ours is ignored (no stream, no question); GET and DELETE stay 405', async () => {
