@@ -167,7 +167,7 @@ function refusalFor(id: string, settlement: Settlement | undefined): ApprovalDec
  * const runtime = createToolRuntime({ approval: broker.handler })
  * runtime.on('tools/pre-execute', (d, exec) => (exec.name === 'pay' ? { kind: 'ask', reason: 'moves money' } : d))
  * broker.subscribe((event) => {
- *   if (event.type === 'requested') console.log('approve?', event.approval.name, event.approval.arguments)
+ *   if (event.type === 'requested') console.log(`approve ${event.approval.name}?\n${event.approval.summary}`)
  * })
  * const [request] = broker.pending()
  * broker.decide(request.id, { decision: 'deny', reason: 'not today' })
