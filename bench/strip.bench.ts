@@ -78,13 +78,13 @@ async function hostDelay(during: () => Promise<unknown>): Promise<{ readonly his
     clearInterval(timer)
     histogram.disable()
   }
-  // The host thread's own busy time (event-loop utilization), which other processes' load on the machine does not inflate the way it delays timers.
+  // The host thread's time inside callbacks (event-loop utilization); a CPU profile separates its own work from waiting for a core.
   const activeMs = nodePerformance.eventLoopUtilization(utilization).active
   return { histogramMax: histogram.max / 1e6, probeMax, activeMs }
 }
 
 async function hostStall(): Promise<void> {
-  console.log("\nhost event-loop delay while the largest accepted programs are stripped (3 runs each; target ≤ 20 ms); 'host busy' is the host thread's own work (event-loop utilization), which the machine's other load does not inflate")
+  console.log("\nhost event-loop delay while the largest accepted programs are stripped (3 runs each; target ≤ 20 ms); 'host busy' is the host thread's event-loop utilization (time inside callbacks: on a saturated machine it includes waiting for a core, so read it beside the floor row)")
   // One thread, booted before measuring: the figures are the run's, not the pool spawning threads.
   const runtime = createSandboxRuntime({ memoryMb: 32, computeMs: 60_000, prespawn: 1, maxConcurrentRuns: 1 })
   await runtime.warm()
