@@ -47,8 +47,9 @@ export const ARG_BYTES_PER_NODE = 64
  *
  * Why 100 000: the host parses, freezes and validates a call's arguments on its own
  * thread at roughly 0.1 to 1 microsecond per value, so this keeps one call's work on
- * the host near 15 ms at worst (100 000 empty objects) (measured: `npm run bench -- binding-args`), while the 8 MiB
- * text cap alone admits `[{},{},…]` with 2.7 million values (seconds of host work).
+ * the host near 15 ms at worst (100 000 empty objects; `npm run bench -- binding-args`),
+ * while the 8 MiB text cap alone admits `[{},{},…]` with 2.7 million values (seconds
+ * of host work).
  * Tool arguments that are data, not structure (a file's content), travel as strings
  * and are bounded by the text cap instead.
  */
