@@ -11,7 +11,7 @@
  * @module
  */
 import { createDemoTools } from '../demo/tools/index.js'
-import { createPreflightWorker } from '../platforms/node/index.js'
+import { createPreflightWorker, loadTypeScript } from '../platforms/node/index.js'
 import { renderTypeScriptSdkBlock } from '../src/code-mode/sdk-typescript.js'
 import type { SdkToolInput } from '../src/code-mode/sdk-common.js'
 import { createInlinePreflightEngine } from '../src/preflight/inline-engine.js'
@@ -97,7 +97,7 @@ async function measure(label: string, engine: PreflightEngine): Promise<TableRow
 }
 
 const before = process.memoryUsage()
-const inlineRows = await measure('inline', createInlinePreflightEngine())
+const inlineRows = await measure('inline', createInlinePreflightEngine({ load: loadTypeScript }))
 globalThis.gc?.()
 const after = process.memoryUsage()
 const worker = createPreflightWorker()

@@ -10,7 +10,8 @@
  */
 import { parentPort } from 'node:worker_threads'
 import { analyzeProgram, unavailableNote } from '../../src/preflight/analyze.js'
-import { lazyChecker, loadTypeScript } from '../../src/preflight/inline-engine.js'
+import { lazyChecker } from '../../src/preflight/inline-engine.js'
+import { loadTypeScript } from './preflight-typescript.js'
 
 const port = parentPort
 const checker = lazyChecker(loadTypeScript)

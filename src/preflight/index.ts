@@ -7,7 +7,7 @@
  * @module
  */
 export { analyzeProgram, MAX_CHECKED_CHARS, MAX_CHECKED_DEPTH } from './analyze.js'
-export { createInlinePreflightEngine, loadTypeScript } from './inline-engine.js'
+export { createInlinePreflightEngine } from './inline-engine.js'
 export type { InlinePreflightEngineOptions, TypeScriptLoad } from './inline-engine.js'
 export { extractPlan, extractPythonPlan } from './plan.js'
 export type { PlanResult } from './plan.js'

@@ -1,9 +1,10 @@
 /**
- * The core's preflight engine: the TypeScript compiler loaded lazily (`import()` on the
- * first check, once per process) and run in the calling thread. Where the compiler
- * cannot be loaded (the edge: it does not fit a Worker's size limit; a browser page
- * without its lib files) every check answers the plan and one `info` note saying that
- * type-checking is unavailable — never an error.
+ * The core's preflight engine: the TypeScript compiler a platform's loader supplies,
+ * loaded lazily (on the first check, once per loader) and run in the calling thread.
+ * Without a loader, or where it fails (the edge: the compiler does not fit a Worker's
+ * size limit; a browser page without its lib files), every check answers the plan and
+ * one `info` note saying that type-checking is unavailable — never an error. The core
+ * holds no reference to the `typescript` package, so no bundle of it carries one.
  *
  * In the calling thread a check holds that thread for its duration (see docs/code-mode.md,
  * "Preflight", for the figures); on Node, `createPreflightWorker()` from `toolyard/node`
@@ -23,36 +24,16 @@ export interface TypeScriptLoad {
 
 /** Options of {@link createInlinePreflightEngine}. */
 export interface InlinePreflightEngineOptions {
-  /** Loads the compiler; default: `import('typescript')` and its lib files through `ts.sys`. */
+  /**
+   * Loads the compiler (called once, on the first check). Absent → no compiler: every
+   * check answers the plan and a `CHECK_UNAVAILABLE` note. On Node, `loadTypeScript`
+   * from `toolyard/node` (`import('typescript')`, an optional peer dependency).
+   */
   readonly load?: () => Promise<TypeScriptLoad>
 }
 
-/** The package name, held in a variable so bundlers leave the import to run time (the compiler is optional). */
-const TYPESCRIPT_PACKAGE = 'typescript'
-
-/**
- * Loads `typescript` and reads lib files next to `getDefaultLibFilePath` through the
- * compiler's own `ts.sys` (present where the compiler has a file system: Node).
- */
-export async function loadTypeScript(): Promise<TypeScriptLoad> {
-  const loaded = (await import(/* @vite-ignore */ TYPESCRIPT_PACKAGE)) as TypeScriptModule & { default?: TypeScriptModule }
-  const ts: TypeScriptModule = typeof loaded.createLanguageService === 'function' ? loaded : (loaded.default as TypeScriptModule)
-  const sys = ts.sys as TypeScriptModule['sys'] | undefined
-  if (sys === undefined || typeof ts.createLanguageService !== 'function') throw new Error('the compiler has no file system to read its lib files from')
-  const libPath = ts.getDefaultLibFilePath({}).replaceAll('\\', '/')
-  const dir = libPath.slice(0, libPath.lastIndexOf('/'))
-  const readLib: LibReader = (name) => {
-    if (!/^lib\.[a-z0-9.]+\.d\.ts$/.test(name)) return undefined
-    try {
-      return sys.readFile(`${dir}/${name}`)
-    } catch {
-      return undefined
-    }
-  }
-  // Without its lib the compiler would report every built-in as unknown: that is "unavailable", not a check.
-  if (readLib('lib.es2022.d.ts') === undefined) throw new Error("the compiler's lib files cannot be read")
-  return { ts, readLib }
-}
+/** The loader of a runtime that was given no compiler. */
+const noCompiler = (): Promise<TypeScriptLoad> => Promise.reject(new Error('no TypeScript compiler was given to this runtime'))
 
 /** Resolves to the warm checker or to the note explaining why there is none; starts loading on first use. */
 export function lazyChecker(load: () => Promise<TypeScriptLoad>): () => Promise<TypeScriptChecker | PreflightDiagnostic> {
@@ -64,25 +45,31 @@ export function lazyChecker(load: () => Promise<TypeScriptLoad>): () => Promise<
     ))
 }
 
-let shared: PreflightEngine | undefined
+/** One engine per loader: the compiler and its lib parse are loaded once and kept warm. */
+const engines = new WeakMap<() => Promise<TypeScriptLoad>, PreflightEngine>()
 
 /**
- * Creates an engine that checks in the calling thread. Without options it is one
- * engine per process (the compiler and its lib parse are loaded once and kept warm).
+ * Creates an engine that checks in the calling thread, with the compiler `load` supplies
+ * (one engine per loader, shared). Without a loader — the registry's default, and the
+ * only choice at the edge, whose Worker bundle cannot hold the compiler — every check
+ * answers the plan and one `CHECK_UNAVAILABLE` note saying type-checking is unavailable.
  *
  * @example
  * ```ts
- * const runtime = createToolRuntime({ mode: 'code', codeRuntime, preflightEngine: createInlinePreflightEngine() })
+ * import { loadTypeScript } from 'toolyard/node'
+ * const runtime = createToolRuntime({ mode: 'code', codeRuntime, preflightEngine: createInlinePreflightEngine({ load: loadTypeScript }) })
  * ```
  */
 export function createInlinePreflightEngine(options?: InlinePreflightEngineOptions): PreflightEngine {
-  if (options?.load === undefined && shared !== undefined) return shared
-  const checker = lazyChecker(options?.load ?? loadTypeScript)
+  const load = options?.load ?? noCompiler
+  const existing = engines.get(load)
+  if (existing !== undefined) return existing
+  const checker = lazyChecker(load)
   const engine: PreflightEngine = {
     where: 'inline',
     analyze: async (request) => analyzeProgram(request, request.language === 'python' || request.declarations === undefined ? unavailableNote('not needed') : await checker()),
     dispose: async () => {},
   }
-  if (options?.load === undefined) shared = engine
+  engines.set(load, engine)
   return engine
 }

@@ -7,6 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { createToolRuntime } from '../../../src/registry/index.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
 import { createInlinePreflightEngine } from '../../../src/preflight/inline-engine.js'
+import { loadTypeScript } from '../../../platforms/node/index.js'
 import { MAX_CHECKED_CHARS, MAX_CHECKED_DEPTH } from '../../../src/preflight/analyze.js'
 import type { PreflightDiagnostic } from '../../../src/preflight/types.js'
 import type { ToolRuntime } from '../../../src/runtime-types.js'
@@ -26,13 +27,15 @@ const countTool = defineTool({
   execute: () => 3,
 })
 
+/** The compiler in this thread (Node's loader): the registry's default engine has none. */
+const preflightEngine = createInlinePreflightEngine({ load: loadTypeScript })
 const registries: ToolRuntime[] = []
 afterAll(async () => {
   for (const r of registries) await r.dispose()
 })
 
 function registry(): ToolRuntime {
-  const runtime = createToolRuntime({ mode: 'code' })
+  const runtime = createToolRuntime({ mode: 'code', preflightEngine })
   runtime.register(noteTool)
   runtime.register(countTool)
   registries.push(runtime)
@@ -108,7 +111,7 @@ describe('runtime.preflight: the allowlist', () => {
   })
 
   it('checks against every tool of the agent, whatever form its prompt SDK took', async () => {
-    const small = createToolRuntime({ mode: 'code', sdkBudgetChars: 200 })
+    const small = createToolRuntime({ mode: 'code', sdkBudgetChars: 200, preflightEngine })
     registries.push(small)
     small.register(noteTool)
     small.agent('a1').register(countTool)
@@ -130,6 +133,15 @@ describe('runtime.preflight: the allowlist', () => {
 })
 
 describe('runtime.preflight where the compiler cannot be loaded (the edge)', () => {
+  it('without an engine (the default: the core holds no compiler), answers the plan and the unavailable note', async () => {
+    const runtime = createToolRuntime({ mode: 'code' })
+    registries.push(runtime)
+    runtime.register(countTool)
+    const report = await runtime.preflight({ code: 'await tools.count_itmes({})' })
+    expect(report.plan.calls.map((c) => c.name)).toEqual(['count_itmes'])
+    expect(report.diagnostics).toEqual([expect.objectContaining({ code: 'CHECK_UNAVAILABLE', severity: 'info', message: expect.stringMatching(/no TypeScript compiler was given/) })])
+  })
+
   it('returns the plan and one info note saying type-checking is unavailable', async () => {
     const engine = createInlinePreflightEngine({ load: () => Promise.reject(new Error('no module named typescript')) })
     const runtime = createToolRuntime({ mode: 'code', preflightEngine: engine })
@@ -145,7 +157,7 @@ describe('runtime.preflight where the compiler cannot be loaded (the edge)', () 
 
 describe('runtime.preflight across agents with different tool sets', () => {
   it('checks each program against its own agent, alternating (one warm SDK each)', async () => {
-    const runtime = createToolRuntime({ mode: 'code' })
+    const runtime = createToolRuntime({ mode: 'code', preflightEngine })
     registries.push(runtime)
     runtime.agent('notes').register(noteTool)
     runtime.agent('counts').register(countTool)
@@ -176,7 +188,7 @@ describe('runtime.preflight of a Python code runtime', () => {
   it('gives the plan only, with a note that no type-check runs', async () => {
     // A code runtime is only read for its language here: preflight never runs the program.
     const python = { language: 'python', isolation: 'none', capabilities: {}, run: () => Promise.reject(new Error('not run')), dispose: async () => {} }
-    const runtime = createToolRuntime({ mode: 'code', codeRuntime: python as never })
+    const runtime = createToolRuntime({ mode: 'code', codeRuntime: python as never, preflightEngine })
     registries.push(runtime)
     runtime.register(countTool)
     const report = await runtime.preflight({ code: 'n = await tools.count_itmes(list="x")\nf = getattr(tools, name)' })

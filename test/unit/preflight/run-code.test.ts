@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { afterAll, describe, expect, it } from 'vitest'
 import { createQuickJsRuntime } from '../../../platforms/quickjs/index.js'
+import { loadTypeScript } from '../../../platforms/node/index.js'
 import { createInlinePreflightEngine } from '../../../src/preflight/inline-engine.js'
 import type { PreflightEngine } from '../../../src/preflight/types.js'
 import { createToolRuntime } from '../../../src/registry/index.js'
@@ -46,14 +47,14 @@ function setup(options: Pick<ToolRuntimeOptions, 'preflight' | 'preflightEngine'
 }
 
 const text = (result: ToolExecutionResult): string => result.content.map((b) => (b.type === 'text' ? b.text : '')).join('\n')
-const engine = createInlinePreflightEngine()
+const engine = createInlinePreflightEngine({ load: loadTypeScript })
 
 /** Line 1 writes (a side effect), line 2 misspells the tool: the run fails after the write. */
 const HALF_DONE = 'await tools.write_note({ title: "a", body: "b" })\nawait tools.write_notes({ title: "a", body: "b" })\nawait tools.write_note({ title: 5, body: "b" })'
 
 describe("run_code with preflight: 'block'", () => {
   it('answers the mistakes with their lines and runs nothing', async () => {
-    const { run, effects } = setup({ preflight: 'block' })
+    const { run, effects } = setup({ preflight: 'block', preflightEngine: engine })
     const result = await run(HALF_DONE)
     expect(result.isError).toBe(true)
     if (!result.isError) return
@@ -65,7 +66,7 @@ describe("run_code with preflight: 'block'", () => {
   })
 
   it('shows at most 5 mistakes and counts the rest', async () => {
-    const { run, effects } = setup({ preflight: 'block' })
+    const { run, effects } = setup({ preflight: 'block', preflightEngine: engine })
     const code = Array.from({ length: 8 }, (_, i) => `await tools.nope${i}()`).join('\n')
     const result = await run(`await tools.write_note({ title: "a", body: "b" })\n${code}`)
     expect(text(result)).toMatch(/found 8 problems:/)
@@ -75,7 +76,7 @@ describe("run_code with preflight: 'block'", () => {
   })
 
   it('never blocks on type quibbles, and runs a correct program', async () => {
-    const { run, effects } = setup({ preflight: 'block' })
+    const { run, effects } = setup({ preflight: 'block', preflightEngine: engine })
     const result = await run('const s: string = 5 as unknown as string\nconst o = {}\no.n = 1\nfunction f(x) { return x }\nreturn await tools.write_note({ title: f("t"), body: `b${s}` })')
     expect(result.isError, text(result)).toBe(false)
     expect(text(result)).toBe('1')
@@ -91,7 +92,7 @@ describe("run_code with preflight: 'block'", () => {
   })
 
   it('blocks a syntax error before the code runtime sees it', async () => {
-    const { run } = setup({ preflight: 'block' })
+    const { run } = setup({ preflight: 'block', preflightEngine: engine })
     const result = await run('await tools.write_note({ title: "t", body: "b" }')
     expect(result.isError && result.error.info).toMatchObject({ code: 'PREFLIGHT_FAILED' })
     expect(text(result)).toMatch(/SYNTAX/)

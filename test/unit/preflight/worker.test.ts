@@ -5,7 +5,7 @@
  * registry using it appends the mistakes under `'warn'`.
  */
 import { afterAll, describe, expect, it } from 'vitest'
-import { createPreflightWorker } from '../../../platforms/node/index.js'
+import { createPreflightWorker, loadTypeScript } from '../../../platforms/node/index.js'
 import { createInlinePreflightEngine } from '../../../src/preflight/inline-engine.js'
 import { createToolRuntime } from '../../../src/registry/index.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
@@ -28,7 +28,7 @@ describe('createPreflightWorker', () => {
     const threaded = await worker.analyze({ program: PROGRAM, language: 'typescript', declarations: DECLARATIONS })
     const took = performance.now() - started
     clearInterval(ticker)
-    const inline = await createInlinePreflightEngine().analyze({ program: PROGRAM, language: 'typescript', declarations: DECLARATIONS })
+    const inline = await createInlinePreflightEngine({ load: loadTypeScript }).analyze({ program: PROGRAM, language: 'typescript', declarations: DECLARATIONS })
     expect(threaded).toEqual(inline)
     expect(threaded.diagnostics?.map((d) => d.code)).toEqual([2551, 2322])
     expect(worker.where).toBe('thread')
