@@ -324,9 +324,11 @@ export interface ToolRuntimeOptions {
    */
   readonly preflight?: PreflightMode
   /**
-   * Where preflight checks run. Default: the TypeScript compiler loaded lazily in this
-   * thread (`createInlinePreflightEngine()`); on Node, `createPreflightWorker()` from
-   * `toolyard/node` runs it in a thread. Owned by the caller: `dispose()` leaves it alone.
+   * Where preflight checks run, and with which compiler. Default: no compiler
+   * (`createInlinePreflightEngine()`): the plan and a `CHECK_UNAVAILABLE` note, as at the
+   * edge. On Node, `createPreflightWorker()` from `toolyard/node` type-checks in a thread
+   * (or `createInlinePreflightEngine({ load: loadTypeScript })` in this one). Owned by the
+   * caller: `dispose()` leaves it alone.
    */
   readonly preflightEngine?: PreflightEngine
 }

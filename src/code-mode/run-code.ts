@@ -92,9 +92,8 @@ export interface RunCodePreflight {
   mode(): PreflightMode
   /**
    * Whether `'warn'` checks at all: only with an engine the integrator chose
-   * (`preflightEngine`). The default engine compiles in the calling thread (seconds for
-   * the first check, tens of ms warm), which a run must not pay for a hint; `'block'`
-   * always checks, since it was asked for.
+   * (`preflightEngine`); the default one has no compiler, and a plan alone tells the
+   * model nothing. `'block'` always asks the engine (an unavailable check never blocks).
    */
   warnChecks(): boolean
   check(code: string, agent: ScopeKey | undefined, language: string, signal: AbortSignal): Promise<PreflightReport>
