@@ -126,14 +126,18 @@ async function runWithPreflight(registry: CodeModeRegistry, preflight: RunCodePr
   if (preflight === undefined || mode === 'off' || language === undefined || language === 'python') return runCodeBridge(registry, args, exec)
   if (mode === 'warn' && !preflight.warnChecks()) return runCodeBridge(registry, args, exec)
   if (mode === 'block') {
-    const report = await preflight.check(args.code, exec.agent, language, exec.signal)
-    const text = renderDiagnostics(report.diagnostics, BLOCK_HEADING)
+    const report = await preflight.check(args.code, exec.agent, language, exec.signal).catch(() => undefined)
+    const text = report === undefined ? undefined : renderDiagnostics(report.diagnostics, BLOCK_HEADING)
     if (text !== undefined) throw new ToolError('PREFLIGHT_FAILED', text)
     return runCodeBridge(registry, args, exec)
   }
   // 'warn': the check runs alongside the program and never delays a successful run.
   let report: PreflightReport | undefined
-  const checked = preflight.check(args.code, exec.agent, language, exec.signal).then((r) => (report = r))
+  const checked = preflight.check(args.code, exec.agent, language, exec.signal).then(
+    (r) => (report = r),
+    // A check never rejects by contract; one that does is a hint lost, not a run failed.
+    () => undefined,
+  )
   try {
     const output = await runCodeBridge(registry, args, exec)
     const text = report === undefined ? undefined : renderDiagnostics(report.diagnostics, WARN_HEADING)

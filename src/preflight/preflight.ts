@@ -135,7 +135,14 @@ export class Preflight {
   /** Checks `program` (never rejects: a failed or slow engine answers an `info` note). */
   async check(program: string, agent: string | undefined, language: string, signal?: AbortSignal): Promise<PreflightReport> {
     const started = performance.now()
-    const entry = language === 'python' ? undefined : this.declarations(agent)
+    let entry: DeclarationsEntry | undefined
+    try {
+      entry = language === 'python' ? undefined : this.declarations(agent)
+    } catch (error) {
+      // A tool list that cannot be read or rendered leaves the program unchecked, never failed.
+      const note = checkNote('CHECK_FAILED', `the SDK could not be rendered: ${error instanceof Error ? error.message : String(error)}`)
+      return Object.freeze({ diagnostics: Object.freeze([note]), plan: Object.freeze({ calls: Object.freeze([]), dynamic: true }), ms: 0 })
+    }
     const declarations = entry?.text
     const timeoutMs = this.#options.timeoutMs ?? DEFAULT_CHECK_TIMEOUT_MS
     let timer: ReturnType<typeof setTimeout> | undefined
