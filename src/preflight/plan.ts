@@ -33,6 +33,9 @@ const WRAP_CLOSE = '\n}'
 
 const tt = TokenType
 
+/** Names through which a program reaches globals by a computed spelling. */
+const GLOBAL_REACH = new Set(['globalThis', 'eval', 'Function'])
+
 /** The plan, the spans that reference tools, or the reason the text was refused. */
 export interface PlanResult {
   readonly plan: PreflightPlan
@@ -245,11 +248,19 @@ function indexedUse(walk: PlanWalk, i: number, bracket: number): void {
 function walkTokens(walk: PlanWalk): void {
   const { tokens } = walk
   for (let i = 0; i < tokens.length; i++) {
+    // `this[…]`: at a sloppy function's top level `this` is the global object.
+    if (tokens[i]!.type === tt._this && walk.typeAt(i + 1) === tt.bracketL) walk.dynamic = true
     const name = walk.nameAt(i)
     if (name === undefined) continue
     const prev = walk.typeAt(i - 1)
-    // A member name (`x.tools`) or an object key (`{ tools: 1 }`) is not the binding.
-    if (prev === tt.dot || prev === tt.questionDot) continue
+    if (prev === tt.dot || prev === tt.questionDot) {
+      // `globalThis.tools`, `this.tools`: the namespace read off the global object.
+      if (name === TOOLS) walk.dynamic = true
+      // Any other member name (`x.read_file`) is not a binding.
+      continue
+    }
+    // The global object and code from strings can reach `tools` by any spelling.
+    if (GLOBAL_REACH.has(name) && walk.typeAt(i + 1) !== tt.colon) walk.dynamic = true
     if (walk.typeAt(i + 1) === tt.colon && (prev === tt.braceL || prev === tt.comma)) continue
     if (walk.namespaces.has(name)) {
       const declared = prev === tt._const || prev === tt._let || prev === tt._var || prev === tt._function

@@ -41,8 +41,8 @@ describe('preflight plan: static references', () => {
     expect(plan).toEqual({ calls: [{ name: 'list_files', line: 2, column: 7 }, { name: 'read_file', line: 3, column: 7 }], dynamic: false })
   })
 
-  it('ignores type annotations, `typeof tools`, member names and object keys called tools', () => {
-    expect(extractPlan('const r: Array<{ tools: string }> = []\nif (typeof tools === "object") await tools.z()\nconst o = { tools: 1 }\no.tools').plan).toEqual({
+  it('ignores type annotations, `typeof tools` and object keys called tools', () => {
+    expect(extractPlan('const r: Array<{ tools: string }> = []\nif (typeof tools === "object") await tools.z()\nconst o = { tools: 1 }\nconsole.log(o.count)').plan).toEqual({
       calls: [{ name: 'z', line: 2, column: 38 }],
       dynamic: false,
     })
@@ -60,6 +60,13 @@ describe('preflight plan: dynamic', () => {
     ['an escaped string name', "await tools['re\\u0061d']({})"],
     ['Object.keys(tools)', 'for (const k of Object.keys(tools)) console.log(k)'],
     ['a spread of tools', 'const all = { ...tools }'],
+    ['tools read off the global object', 'await globalThis.tools.read_file({})'],
+    ['tools read off this', 'await this.tools.read_file({})'],
+    ['any member named tools (read conservatively)', 'const o = { tools: 1 }\nconsole.log(o.tools)'],
+    ['a computed global', 'await globalThis["to" + "ols"].read_file({})'],
+    ['this indexed', 'await this["tools"].read_file({})'],
+    ['code from a string', 'await eval("tools.read_file({})")'],
+    ['the Function constructor', 'await new Function("return tools")().x()'],
   ])('%s', (_label, code) => {
     expect(extractPlan(code).plan.dynamic).toBe(true)
   })
