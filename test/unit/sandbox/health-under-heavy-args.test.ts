@@ -46,11 +46,11 @@ describe('the HTTP app while a program sends heavy arguments', () => {
         await tools.take({ items: heavy })
       }
       return refused`
-    const running = app.request('/v1/tools/run_code/execute', {
+    const running = Promise.resolve(app.request('/v1/tools/run_code/execute', {
       method: 'POST',
       headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
       body: JSON.stringify({ arguments: { code, description: 'heavy arguments' } }),
-    })
+    }))
     let done = false
     void running.finally(() => {
       done = true
