@@ -1,0 +1,130 @@
+/**
+ * A preflight engine whose analysis runs in a thread a platform spawns (a Node
+ * `worker_threads` Worker, a browser Web Worker): the accounting is written once here —
+ * a time budget per check that terminates the thread (a fresh one starts on the next
+ * check), a bounded queue, the SDK text sent only when it changed, every pending check
+ * answered when the thread dies — and each platform supplies only {@link PreflightThread}.
+ *
+ * The wire: `{ id, program, language, declarations }` in (`declarations: null` = the
+ * same as last time), `{ id, result }` out. The thread runs our analysis on hostile text,
+ * so its answers are checked for shape before use.
+ *
+ * @module
+ */
+import { checkNote } from './analyze.js'
+import type { PreflightEngine, PreflightEngineRequest, PreflightEngineResult } from './types.js'
+
+/** What a platform's thread offers the engine. */
+export interface PreflightThread {
+  postMessage(message: unknown): void
+  /** Registers the one message listener. */
+  onMessage(listener: (message: unknown) => void): void
+  /** Registers the one listener for the thread's death (an error or an exit). */
+  onExit(listener: (reason: string) => void): void
+  terminate(): void
+}
+
+/** Options of {@link createThreadedPreflightEngine}. */
+export interface ThreadedPreflightEngineOptions {
+  /** Starts a thread running the preflight thread entry. */
+  readonly spawn: () => PreflightThread
+  /** A check's longest time before the thread is terminated. Default 10,000 ms. */
+  readonly timeoutMs?: number
+  /** Checks waiting beyond which a check answers `CHECK_BUSY` at once. Default 32. */
+  readonly maxQueued?: number
+}
+
+interface Pending {
+  readonly resolve: (result: PreflightEngineResult) => void
+  readonly timer: ReturnType<typeof setTimeout>
+}
+
+const EMPTY_PLAN = Object.freeze({ calls: Object.freeze([]), dynamic: true })
+
+/** An engine answer that is only a note (the check did not happen). */
+export function noteResult(code: string, message: string): PreflightEngineResult {
+  return { plan: EMPTY_PLAN, spans: [], diagnostics: undefined, notes: [checkNote(code, message)] }
+}
+
+function isResult(value: unknown): value is { id: number; result: PreflightEngineResult } {
+  if (typeof value !== 'object' || value === null) return false
+  const { id, result } = value as { id?: unknown; result?: { plan?: unknown; notes?: unknown; spans?: unknown } }
+  return typeof id === 'number' && typeof result === 'object' && result !== null && typeof result.plan === 'object' && Array.isArray(result.notes) && Array.isArray(result.spans)
+}
+
+/** Creates an engine over threads that `spawn` starts (one at a time, on the first check). */
+export function createThreadedPreflightEngine(options: ThreadedPreflightEngineOptions): PreflightEngine {
+  const timeoutMs = options.timeoutMs ?? 10_000
+  const maxQueued = options.maxQueued ?? 32
+  let thread: PreflightThread | undefined
+  let sentDeclarations: string | undefined
+  let nextId = 0
+  let disposed = false
+  const pending = new Map<number, Pending>()
+
+  const stop = (code: string, message: string): void => {
+    const current = thread
+    thread = undefined
+    sentDeclarations = undefined
+    for (const [id, entry] of pending) {
+      clearTimeout(entry.timer)
+      pending.delete(id)
+      entry.resolve(noteResult(code, message))
+    }
+    current?.terminate()
+  }
+
+  const start = (): PreflightThread => {
+    const created = options.spawn()
+    created.onMessage((message) => {
+      if (created !== thread || !isResult(message)) return
+      const entry = pending.get(message.id)
+      if (entry === undefined) return
+      pending.delete(message.id)
+      clearTimeout(entry.timer)
+      entry.resolve(message.result)
+    })
+    created.onExit((reason) => {
+      if (created === thread) stop('CHECK_FAILED', `the preflight thread ended: ${reason}`)
+    })
+    return created
+  }
+
+  return {
+    where: 'thread',
+    analyze(request: PreflightEngineRequest): Promise<PreflightEngineResult> {
+      if (disposed) return Promise.resolve(noteResult('CHECK_UNAVAILABLE', 'the preflight engine was disposed'))
+      if (pending.size >= maxQueued) return Promise.resolve(noteResult('CHECK_BUSY', `${maxQueued} checks are already waiting; the program was not checked`))
+      const current = (thread ??= start())
+      const id = ++nextId
+      // The SDK text crosses only when it changed since the last check this thread saw.
+      const declarations = request.declarations === sentDeclarations && request.declarations !== undefined ? null : request.declarations
+      sentDeclarations = request.declarations
+      return new Promise((resolve) => {
+        const timer = setTimeout(() => stop('CHECK_TIMEOUT', `the preflight did not finish within ${timeoutMs} ms; the thread was stopped and the program was not checked`), timeoutMs)
+        pending.set(id, { resolve, timer })
+        current.postMessage({ id, program: request.program, language: request.language, declarations })
+      })
+    },
+    async dispose() {
+      disposed = true
+      stop('CHECK_UNAVAILABLE', 'the preflight engine was disposed')
+    },
+  }
+}
+
+/**
+ * The thread side: answers each request with the analysis `analyze` gives (the caller
+ * supplies the compiler). Keeps the last SDK text (`declarations: null` reuses it).
+ */
+export function servePreflightThread(post: (message: unknown) => void, analyze: (request: PreflightEngineRequest) => Promise<PreflightEngineResult>): (message: unknown) => void {
+  let declarations: string | undefined
+  return (message) => {
+    if (typeof message !== 'object' || message === null) return
+    const { id, program, language, declarations: sent } = message as Record<string, unknown>
+    if (typeof id !== 'number' || typeof program !== 'string' || typeof language !== 'string') return
+    if (typeof sent === 'string') declarations = sent
+    else if (sent === undefined) declarations = undefined
+    void analyze({ program, language, declarations }).then((result) => post({ id, result }))
+  }
+}
