@@ -5,7 +5,7 @@
  * caps and while a stream client stops reading a run that floods it (issue 19; target
  * ≤ 20 ms each). Run: `npm run bench -- http`.
  */
-import { connect } from 'node:net'
+import { spawn } from 'node:child_process'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { createSandboxRuntime, serve } from '../platforms/node/index.js'
 import { createSessionLogHub, createToolsApp } from '../src/http/index.js'
@@ -109,7 +109,41 @@ function printStall(label: string, figure: { maxMs: number; p99Ms: number; tookM
 }
 
 console.log('\nhost stall (max event-loop delay of the server process; target ≤ 20 ms)')
-console.log('(the clients run in the same process, so each figure also counts their reading; the idle line is the machine\'s own noise floor)')
+console.log('(the clients run in a child process, so only the server\'s own work counts; the idle line is the machine\'s noise floor)')
+
+/** Runs `source` (an ES module) in a child Node process with `input` as JSON on its stdin; resolves with its stdout. */
+function inChild(source: string, input: unknown): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--input-type=module', '-e', `const input = JSON.parse(await new Response(process.stdin).text())\n${source}`], { stdio: ['pipe', 'pipe', 'inherit'] })
+    child.stdin.end(JSON.stringify(input))
+    let out = ''
+    child.stdout.setEncoding('utf8')
+    child.stdout.on('data', (chunk: string) => (out += chunk))
+    child.on('error', reject)
+    child.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`client process exited with ${code}`))))
+  })
+}
+
+/** Child: `clients` concurrent POSTs of `body` to `url`; prints the bytes answered. */
+const POSTER = `
+const { url, headers, body, clients } = input
+const sizes = await Promise.all(Array.from({ length: clients }, async () => (await (await fetch(url, { method: 'POST', headers, body })).arrayBuffer()).byteLength))
+console.log(sizes.reduce((a, b) => a + b, 0))`
+
+/** Child: an SSE request read to its end with fetch, or a raw one that reads nothing for `holdMs`. */
+const STREAMER = `
+import { connect } from 'node:net'
+const { port, request, read, holdMs, url, headers, body } = input
+if (read) {
+  await (await fetch(url, { method: 'POST', headers, body })).arrayBuffer()
+} else {
+  const socket = connect(port, '127.0.0.1')
+  await new Promise((resolve) => socket.once('connect', resolve))
+  socket.pause()
+  socket.write(request)
+  await new Promise((resolve) => setTimeout(resolve, holdMs))
+  socket.destroy()
+}`
 printStall('idle: nothing but the sampler', await stallDuring(() => new Promise((resolve) => setTimeout(resolve, 500))))
 
 // An MCP batch at the caps: 32 tools/list over 300 wide tools (4 MiB of answers, the rest -32000).
@@ -127,10 +161,8 @@ printStall('idle: nothing but the sampler', await stallDuring(() => new Promise(
     )
   }
   const mcpServer = await serve(createMcpApp(wide, { token: TOKEN }), { port: 0 })
-  const post = async (text: string): Promise<number> => {
-    const response = await fetch(mcpServer.url, { method: 'POST', headers: { ...headers, Accept: 'application/json, text/event-stream' }, body: text })
-    return (await response.arrayBuffer()).byteLength
-  }
+  const post = async (text: string, clients = 1): Promise<number> =>
+    Number(await inChild(POSTER, { url: mcpServer.url, headers: { ...headers, Accept: 'application/json, text/event-stream' }, body: text, clients }))
   const atCap = JSON.stringify(Array.from({ length: 32 }, (_, id) => ({ jsonrpc: '2.0', id, method: 'tools/list' })))
   const each = JSON.stringify({ jsonrpc: '2.0', id: 100_000, method: 'tools/list' }).length + 1
   const finding = JSON.stringify(Array.from({ length: Math.ceil((487 * 1024) / each) }, (_, id) => ({ jsonrpc: '2.0', id, method: 'tools/list' })))
@@ -138,7 +170,7 @@ printStall('idle: nothing but the sampler', await stallDuring(() => new Promise(
   let bytes = 0
   printStall('MCP batch at the caps (32 × tools/list of 300 tools)', await stallDuring(async () => (bytes = await post(atCap))))
   console.log(`  answered ${(bytes / 1024 / 1024).toFixed(2)} MiB`)
-  printStall('MCP batch at the caps, 4 clients at once', await stallDuring(() => Promise.all(Array.from({ length: 4 }, () => post(atCap)))))
+  printStall('MCP batch at the caps, 4 clients at once', await stallDuring(() => post(atCap, 4)))
   printStall("the finding's 487 KiB tools/list batch (refused whole)", await stallDuring(() => post(finding)))
   await mcpServer.close()
   await wide.dispose()
@@ -165,20 +197,25 @@ printStall('idle: nothing but the sampler', await stallDuring(() => new Promise(
   const streamServer = await serve(createToolsApp(flooded, { token: TOKEN, sessionLog: hub }), { port: 0 })
   const code = `const text = 'x'.repeat(100000); for (let i = 0; i < 200; i++) await tools.echo({ text }); return 'done'`
   const body = JSON.stringify({ code, description: 'flood' })
+  const request =
+    `POST /v1/run HTTP/1.1\r\nHost: 127.0.0.1:${streamServer.port}\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\n` +
+    `Accept: text/event-stream\r\nConnection: close\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
   const floodOnce = async (read: boolean): Promise<number> => {
     const done = new Promise<void>((resolve) => (settled = resolve))
     const before = process.memoryUsage().heapUsed
-    const socket = connect(streamServer.port, '127.0.0.1')
-    await new Promise<void>((resolve) => socket.once('connect', resolve))
-    if (!read) socket.pause()
-    else socket.on('data', () => {})
-    socket.write(
-      `POST /v1/run HTTP/1.1\r\nHost: 127.0.0.1:${streamServer.port}\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\n` +
-        `Accept: text/event-stream\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-    )
+    // The client holds its connection for a while after the run, unread, when it does not read.
+    const client = inChild(STREAMER, {
+      port: streamServer.port,
+      request,
+      read,
+      holdMs: 1_000,
+      url: `${streamServer.url}/v1/run`,
+      headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json', Accept: 'text/event-stream' },
+      body,
+    })
     await done
     const grown = process.memoryUsage().heapUsed - before
-    socket.destroy()
+    await client
     return grown
   }
   await floodOnce(true) // warm-up

@@ -224,7 +224,7 @@ interface Exchange {
   /** Set by `initialize` for a client that declared elicitation: the session id to answer with. */
   issued: string | undefined
   /** `tools/list` answered once per POST: a batch repeating it costs one assembly. */
-  listed?: { readonly agent: ScopeKey | undefined; readonly tools: McpToolDescriptor[] }
+  listed?: { readonly agent: ScopeKey | undefined; readonly result: { readonly tools: McpToolDescriptor[] } }
 }
 
 /** Who decides a `tools/call`'s `ask`: the client through `elicitation/create`, or nobody (denied, saying why). */
@@ -265,8 +265,9 @@ async function dispatch(config: McpConfig, message: Record<string, unknown>, req
       return {}
     case 'tools/list': {
       const agent = resolveAgent(config, request)
-      if (exchange.listed === undefined || exchange.listed.agent !== agent) exchange.listed = { agent, tools: listMcpTools(config.runtime, agent) }
-      return { tools: exchange.listed.tools }
+      if (exchange.listed === undefined || exchange.listed.agent !== agent) exchange.listed = { agent, result: { tools: listMcpTools(config.runtime, agent) } }
+      // The same object each time: the batch serializes it once (BatchResponses).
+      return exchange.listed.result
     }
     case 'tools/call': {
       const tracked = exchange.session === undefined ? undefined : config.elicitation.track(exchange.session, message.id as string | number)
@@ -421,8 +422,22 @@ class BatchResponses {
   }
 
   /** Serializes `response` into the batch, or its replacement error when it does not fit; returns the text. */
+  /** Results already serialized in this batch (a repeated `tools/list` answers the same object). */
+  readonly #results = new Map<unknown, string>()
+
+  #serialize(response: JsonRpcResponse): string {
+    if (response.error !== undefined || typeof response.result !== 'object' || response.result === null) return JSON.stringify(response)
+    let result = this.#results.get(response.result)
+    if (result === undefined) {
+      result = JSON.stringify(response.result)
+      this.#results.set(response.result, result)
+    }
+    // The key order of JSON.stringify(response): jsonrpc, id, result.
+    return `{"jsonrpc":"2.0","id":${JSON.stringify(response.id)},"result":${result}}`
+  }
+
   add(response: JsonRpcResponse): string {
-    let text = JSON.stringify(response)
+    let text = this.#serialize(response)
     if (this.#cap !== undefined) {
       const size = utf8BytesUpTo(text, this.#cap - this.#bytes)
       if (this.#bytes + size > this.#cap) {
