@@ -12,6 +12,8 @@ export type { InlinePreflightEngineOptions, TypeScriptLoad } from './inline-engi
 export { extractPlan, extractPythonPlan } from './plan.js'
 export type { PlanResult } from './plan.js'
 export { MAX_SHOWN_DIAGNOSTICS, DEFAULT_CHECK_TIMEOUT_MS } from './preflight.js'
+export { createThreadedPreflightEngine, servePreflightThread } from './threaded-engine.js'
+export type { PreflightThread, ThreadedPreflightEngineOptions } from './threaded-engine.js'
 export { createTypeScriptChecker } from './typescript-checker.js'
 export type { LibReader, TypeScriptChecker, TypeScriptModule } from './typescript-checker.js'
 export { MAX_DIAGNOSTIC_MESSAGE_CHARS } from './types.js'
