@@ -10,7 +10,8 @@
  * @module
  */
 import { createSandboxRuntimeOn } from '../../src/code-runtime/sandbox-runtime.js'
-import { slicedDelivery } from '../../src/code-runtime/sliced-delivery.js'
+import { slicedDelivery, whenAllDrained } from '../../src/code-runtime/sliced-delivery.js'
+import type { SlicedListener } from '../../src/code-runtime/sliced-delivery.js'
 import { SANDBOX_SOURCE } from '../quickjs/_sandbox-source.js'
 import type { SandboxPlatform, SandboxRuntime, SandboxRuntimeOptions, SandboxThread } from '../../src/code-runtime/sandbox-runtime.js'
 import { ToolError } from '../../src/errors.js'
@@ -34,10 +35,15 @@ function spawnWorker(url: string | URL): SandboxThread {
   const worker = new Worker(url, { type: 'module', name: 'toolyard-sandbox' })
   let dead = false
   const exitListeners: Array<(reason: string) => void> = []
+  // A flood of calls reaches the page in slices, between which it renders and handles
+  // input; the worker's death is told after the messages it sent before it.
+  const deliveries: SlicedListener[] = []
   const die = (reason: string) => {
     if (dead) return
     dead = true
-    for (const listener of exitListeners.splice(0)) listener(reason)
+    whenAllDrained(deliveries, () => {
+      for (const listener of exitListeners.splice(0)) listener(reason)
+    })
   }
   worker.addEventListener('error', (event: ErrorEvent) => {
     event.preventDefault()
@@ -47,8 +53,8 @@ function spawnWorker(url: string | URL): SandboxThread {
   return {
     postMessage: (message) => worker.postMessage(message),
     onMessage: (listener) => {
-      // A flood of calls reaches the page in slices, between which it renders and handles input.
       const deliver = slicedDelivery(listener)
+      deliveries.push(deliver)
       worker.addEventListener('message', (event: MessageEvent) => deliver(event.data))
     },
     onExit: (listener) => {

@@ -10,7 +10,8 @@ import { createRequire } from 'node:module'
 import { availableParallelism, totalmem } from 'node:os'
 import { Worker } from 'node:worker_threads'
 import { createSandboxRuntimeOn } from '../../src/code-runtime/sandbox-runtime.js'
-import { slicedDelivery } from '../../src/code-runtime/sliced-delivery.js'
+import { slicedDelivery, whenAllDrained } from '../../src/code-runtime/sliced-delivery.js'
+import type { SlicedListener } from '../../src/code-runtime/sliced-delivery.js'
 import { SANDBOX_SOURCE } from '../quickjs/_sandbox-source.js'
 import type { SandboxPlatform, SandboxRuntime, SandboxRuntimeOptions, SandboxThread } from '../../src/code-runtime/sandbox-runtime.js'
 
@@ -43,15 +44,23 @@ function spawnThread(): SandboxThread {
   worker.on('error', (error) => {
     lastError = error instanceof Error ? error.message : String(error)
   })
+  // A flood of calls reaches the host in slices, between which its event loop runs; the
+  // thread's exit is told after the messages it sent before it.
+  const deliveries: SlicedListener[] = []
   worker.once('exit', (code) => {
     exited = true
     const reason = `exit code ${code}${lastError === '' ? '' : ` (${lastError})`}`
-    for (const listener of exitListeners.splice(0)) listener(reason)
+    whenAllDrained(deliveries, () => {
+      for (const listener of exitListeners.splice(0)) listener(reason)
+    })
   })
   return {
     postMessage: (message) => worker.postMessage(message),
-    // A flood of calls reaches the host in slices, between which its event loop runs.
-    onMessage: (listener) => worker.on('message', slicedDelivery(listener)),
+    onMessage: (listener) => {
+      const deliver = slicedDelivery(listener)
+      deliveries.push(deliver)
+      worker.on('message', deliver)
+    },
     onExit: (listener) => {
       if (exited) listener('exited')
       else exitListeners.push(listener)

@@ -14,6 +14,17 @@ export const DELIVERY_SLICE_MS = 4
 /** Messages one slice handles at most: their handlers' promise work runs after the slice, unmeasured by its clock. */
 export const DELIVERY_SLICE_MESSAGES = 64
 
+/** A listener wrapped by {@link slicedDelivery}. */
+export interface SlicedListener {
+  /** Takes one message: handled now while the slice has room, else queued in order. */
+  (data: unknown): void
+  /**
+   * Runs `then` once every message taken so far has been handled (at once when none
+   * waits): a thread's exit is told after the messages it sent before it, as without slices.
+   */
+  whenDrained(then: () => void): void
+}
+
 /**
  * Wraps `listener` so that messages reach it in order, in slices of at most
  * {@link DELIVERY_SLICE_MS} ms and {@link DELIVERY_SLICE_MESSAGES} messages: a message
@@ -22,8 +33,9 @@ export const DELIVERY_SLICE_MESSAGES = 64
  * and rendering run in between. A throwing listener is the caller's concern, as it would
  * be without the wrapper: the queue goes on either way.
  */
-export function slicedDelivery(listener: (data: unknown) => void): (data: unknown) => void {
+export function slicedDelivery(listener: (data: unknown) => void): SlicedListener {
   let queue: unknown[] = []
+  let drained: Array<() => void> = []
   let head = 0
   /** When the open slice began, or -1 when none is open (the next message opens one). */
   let sliceStart = -1
@@ -54,11 +66,14 @@ export function slicedDelivery(listener: (data: unknown) => void): (data: unknow
       if (head === queue.length) {
         queue = []
         head = 0
+        const waiting = drained
+        drained = []
+        for (const then of waiting) then()
       }
     }
   }
 
-  return (data) => {
+  const take = (data: unknown): void => {
     // Behind queued messages, a message waits its turn: order is kept.
     if (head < queue.length) {
       queue.push(data)
@@ -68,6 +83,12 @@ export function slicedDelivery(listener: (data: unknown) => void): (data: unknow
     if (room()) deliver(data)
     else queue.push(data)
   }
+  return Object.assign(take, {
+    whenDrained(then: () => void): void {
+      if (head === queue.length) then()
+      else drained.push(then)
+    },
+  })
 }
 
 /** When the current turn of the event loop began host work that yields cooperatively, or -1. */
@@ -91,4 +112,14 @@ export function hostTurn(): Promise<void> | undefined {
   }
   if (now - turnStart < DELIVERY_SLICE_MS) return undefined
   return new Promise((resolve) => setTimeout(resolve, 0))
+}
+
+/** Runs `then` once every one of `listeners` has handled what it has taken so far. */
+export function whenAllDrained(listeners: readonly SlicedListener[], then: () => void): void {
+  let waiting = listeners.length + 1
+  const one = (): void => {
+    if (--waiting === 0) then()
+  }
+  for (const listener of listeners) listener.whenDrained(one)
+  one()
 }

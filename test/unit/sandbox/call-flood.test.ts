@@ -6,7 +6,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest'
 import { createSandboxRuntime } from '../../../platforms/node/index.js'
-import { DELIVERY_SLICE_MESSAGES, slicedDelivery } from '../../../src/code-runtime/sliced-delivery.js'
+import { DELIVERY_SLICE_MESSAGES, slicedDelivery, whenAllDrained } from '../../../src/code-runtime/sliced-delivery.js'
 import { defineTool } from '../../../src/index.js'
 import { createToolRuntime } from '../../../src/registry/index.js'
 
@@ -91,7 +91,20 @@ describe('a flood of un-awaited calls', () => {
     for (let i = 1; i <= 3 * DELIVERY_SLICE_MESSAGES; i++) deliver(i)
     // One slice's worth is handled now, the rest after the event loop has turned.
     expect(seen.length).toBeLessThanOrEqual(DELIVERY_SLICE_MESSAGES)
+    // A thread's exit, told now, waits for the messages it sent before it.
+    let exitedAfter = -1
+    whenAllDrained([deliver], () => {
+      exitedAfter = seen.length
+    })
+    expect(exitedAfter).toBe(-1)
     await new Promise((resolve) => setTimeout(resolve, 50))
     expect(seen).toEqual(Array.from({ length: 3 * DELIVERY_SLICE_MESSAGES + 1 }, (_, i) => i))
+    expect(exitedAfter).toBe(3 * DELIVERY_SLICE_MESSAGES + 1)
+    // Nothing waiting: told at once.
+    let told = false
+    whenAllDrained([deliver], () => {
+      told = true
+    })
+    expect(told).toBe(true)
   })
 })
