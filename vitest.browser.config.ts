@@ -42,6 +42,8 @@ export default defineConfig({
       'sucrase/dist/parser/tokenizer/keywords.js',
       'sucrase/dist/parser/tokenizer/types.js',
       'fast-check',
+      // test/browser/preflight.test.ts: the compiler, imported by the preflight Web Worker.
+      'typescript',
       // test/unit/mcp/import-portable.test.ts: a real SDK Server + Client over the in-memory transport.
       '@modelcontextprotocol/sdk/client/index.js',
       '@modelcontextprotocol/sdk/server/index.js',
