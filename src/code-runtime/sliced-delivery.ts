@@ -95,23 +95,46 @@ export function slicedDelivery(listener: (data: unknown) => void): SlicedListene
 let turnStart = -1
 
 /**
- * Resolves at once while the current turn of the host's event loop has spent less than
- * {@link DELIVERY_SLICE_MS} ms on cooperative work, else after a macrotask. Host work
- * chained through promises (a queue of sub-calls, each started as the previous settles)
- * never reaches a macrotask boundary on its own: awaiting this between steps gives
- * timers, I/O and rendering their turn.
+ * A turn start older than this is stale: the timer that ends a turn did not fire (an edge
+ * runtime drops a finished request's timers, so a module-level mark outlives its turn).
+ * Without this, every later call would wait a macrotask and a `Promise.all` of fast
+ * tools would run one at a time.
+ */
+const STALE_TURN_MS = 250
+
+/** Steps that never yield in one turn, however slow: a small `Promise.all` of tools stays concurrent. */
+const STEPS_BEFORE_YIELD = 16
+
+/** Cooperative steps taken in the current turn. */
+let turnSteps = 0
+
+const endTurn = (): void => {
+  turnStart = -1
+  turnSteps = 0
+}
+
+/**
+ * Resolves at once while the current turn of the host's event loop has taken fewer than
+ * {@link STEPS_BEFORE_YIELD} steps or spent less than {@link DELIVERY_SLICE_MS} ms on
+ * cooperative work, else after a macrotask. Host work chained through promises (a queue
+ * of sub-calls, each started as the previous settles) never reaches a macrotask boundary
+ * on its own: awaiting this between steps gives timers, I/O and rendering their turn.
  */
 export function hostTurn(): Promise<void> | undefined {
   const now = performance.now()
-  if (turnStart < 0) {
+  if (turnStart < 0 || now - turnStart > STALE_TURN_MS) {
     turnStart = now
-    setTimeout(() => {
-      turnStart = -1
-    }, 0)
+    turnSteps = 1
+    setTimeout(endTurn, 0)
     return undefined
   }
-  if (now - turnStart < DELIVERY_SLICE_MS) return undefined
-  return new Promise((resolve) => setTimeout(resolve, 0))
+  if (++turnSteps <= STEPS_BEFORE_YIELD || now - turnStart < DELIVERY_SLICE_MS) return undefined
+  return new Promise((resolve) =>
+    setTimeout(() => {
+      endTurn()
+      resolve()
+    }, 0),
+  )
 }
 
 /** Runs `then` once every one of `listeners` has handled what it has taken so far. */
