@@ -38,7 +38,8 @@ const post = (body: unknown) => ({ method: 'POST', headers: JSON_AUTH, body: JSO
 
 describe('a client cannot take over another client\'s run', () => {
   it('refuses a client-chosen id for run_code on every route; the victim\'s stream carries only its own sub-calls', async () => {
-    const { app, broker } = identityFixture()
+    const fixture = identityFixture()
+    const { app, broker } = fixture
     const victim = await app.request('/v1/run', {
       method: 'POST',
       headers: { ...JSON_AUTH, Accept: 'text/event-stream' },
@@ -80,8 +81,10 @@ describe('a client cannot take over another client\'s run', () => {
       headers: { ...JSON_AUTH, Accept: 'application/json, text/event-stream' },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'run_code', arguments: { code: 'return await tools.pay({ cents: 7 })', description: 'mcp' } } }),
     })
-    await mcp
+    expect((await mcp).status).toBe(200)
     // (An MCP client without elicitation cannot be asked: its pay is denied, not put to the broker.)
+    const mcpRun = fixture.results.filter((r) => r.name === 'run_code').at(-1)!
+    expect(mcpRun.callId).toMatch(/^mcp-[0-9a-f-]{36}$/)
 
     expect(broker.decide(request!.id, { decision: 'allow' }).ok).toBe(true)
     const all = await frames.rest()
