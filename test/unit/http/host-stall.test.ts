@@ -1,16 +1,18 @@
 /**
- * The host stays responsive while a client sends the heaviest MCP batches it accepts, and
- * while the finding's batch is sent (issue 19, finding 6: 487 KiB of `tools/list` requests
+ * The host stays responsive while a client sends the heaviest MCP batches it accepts,
+ * while a run floods a stream client that reads nothing, and while the finding's batch is sent (issue 19, finding 6: 487 KiB of `tools/list` requests
  * once stalled `/v1/health` for 2.2 s). A second client's `GET /v1/health` must answer
  * within 250 ms throughout: a generous bound on a loaded 2-core machine, an order of
  * magnitude under the old stall. (The measured figures are printed by
  * `npm run bench -- http`, not here.)
  */
+import { connect } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { serve } from '../../../platforms/node/index.js'
 import type { ServedApp } from '../../../platforms/node/index.js'
 import { createMcpApp } from '../../../src/mcp/index.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
+import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
 import { AUTH, TOKEN, createFixture } from './fixtures.js'
 
 const HEALTH_BOUND_MS = 250
@@ -74,5 +76,31 @@ describe('GET /v1/health while MCP batches are answered', () => {
     const work = Promise.all(Array.from({ length: 2 }, async () => [await post(batch), await post(batch)]))
     expect(await slowestHealthDuring(server.url, work)).toBeLessThan(HEALTH_BOUND_MS)
     for (const bytes of (await work).flat()) expect(bytes).toBeLessThanOrEqual(4 * 1024 * 1024 + 32 * 300)
+  }, 60_000)
+})
+
+describe('GET /v1/health while a run floods a stream client that reads nothing', () => {
+  it('stays within the bound; the run finishes', async () => {
+    const fixture = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime({ wallMs: 60_000 }) })
+    const server = await serve(fixture.app, { port: 0 })
+    try {
+      const body = JSON.stringify({ code: `for (let i = 0; i < 200; i++) await tools.echo({ text: String(i).padEnd(100000, 'x') }); return 'done'`, description: 'flood' })
+      const socket = connect(server.port, '127.0.0.1')
+      await new Promise<void>((resolve) => socket.once('connect', resolve))
+      socket.pause()
+      socket.write(
+        `POST /v1/run HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\n${Object.entries(AUTH).map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\nContent-Type: application/json\r\n` +
+          `Accept: text/event-stream\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      )
+      const ended = (async () => {
+        while (!fixture.results.some((r) => r.name === 'run_code')) await new Promise((resolve) => setTimeout(resolve, 10))
+      })()
+      expect(await slowestHealthDuring(server.url, ended)).toBeLessThan(HEALTH_BOUND_MS)
+      expect(fixture.results.find((r) => r.name === 'run_code')!.result.isError).toBe(false)
+      socket.destroy()
+    } finally {
+      await server.close()
+      await fixture.runtime.dispose()
+    }
   }, 60_000)
 })
