@@ -73,6 +73,15 @@ export type ToolErrorCode =
   | 'MCP_PROTOCOL_ERROR'
   /** An MCP tool the import cannot offer (task-based execution required); reported in the import's `skipped()` records. */
   | 'UNSUPPORTED_TOOL'
+  // ── the durable store (src/durable/store.ts): thrown by every DurableStore driver ──
+  /** A store key (or list prefix/cursor) is malformed: empty, too long, a character outside the key set, a `.`/`..` or empty segment. */
+  | 'INVALID_STORE_KEY'
+  /** A store value is not a string, or not well-formed text (a lone surrogate). */
+  | 'INVALID_STORE_VALUE'
+  /** A store value is larger than the driver's `maxValueBytes` (UTF-8 bytes). */
+  | 'STORE_VALUE_TOO_LARGE'
+  /** The store's backend failed (an I/O error, a corrupt record, a Durable Object storage error). */
+  | 'STORE_FAILED'
 
 /** Options accepted by every toolyard error constructor. */
 export interface ToolErrorOptions {

@@ -76,6 +76,9 @@ export * from './catalog/index.js'
 // Preflight: a program's type errors and call plan before it runs
 export * from './preflight/index.js'
 
+// The durable store seam and its in-memory driver (docs/durability.md)
+export * from './durable/index.js'
+
 // Errors
 export {
   CodeRunFailedError,

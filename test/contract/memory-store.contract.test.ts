@@ -1,0 +1,4 @@
+import { createMemoryStore } from '../../src/index.js'
+import { describeDurableStoreContract } from './durable-store-contract.js'
+
+describeDurableStoreContract('memory (node)', (options) => createMemoryStore(options))
