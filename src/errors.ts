@@ -82,6 +82,8 @@ export type ToolErrorCode =
   | 'STORE_VALUE_TOO_LARGE'
   /** The store's backend failed (an I/O error, a corrupt record, a Durable Object storage error). */
   | 'STORE_FAILED'
+  /** A file store could not take a key's lock within `lockTimeoutMs` (another process holds it): retry later. */
+  | 'STORE_BUSY'
 
 /** Options accepted by every toolyard error constructor. */
 export interface ToolErrorOptions {

@@ -105,7 +105,7 @@ export const MAX_STORE_LIST_LIMIT = 1000
 /** The codes a store throws with (programming errors and backend failures; conflicts are answers). */
 export type StoreErrorCode = Extract<
   ToolErrorCode,
-  'INVALID_STORE_KEY' | 'INVALID_STORE_VALUE' | 'STORE_VALUE_TOO_LARGE' | 'STORE_FAILED' | 'INVALID_OPTIONS'
+  'INVALID_STORE_KEY' | 'INVALID_STORE_VALUE' | 'STORE_VALUE_TOO_LARGE' | 'STORE_FAILED' | 'STORE_BUSY' | 'INVALID_OPTIONS'
 >
 
 /** The one factory of store errors: a `ToolError` with a stable code. */
