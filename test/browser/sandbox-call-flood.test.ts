@@ -1,7 +1,7 @@
 /**
  * The page pays nothing for a program's call flood (issue 19, finding 10): a program in
  * the browser sandbox that fires 10,000 binding calls without awaiting them used to
- * stall the page's main thread 300 to 520 ms (every call handled back to back on it);
+ * stall the page's main thread 0.3 to 2.6 s (every call handled back to back on it);
  * the calls now reach the page in slices, between which it renders and handles input.
  */
 import { afterAll, describe, expect, it } from 'vitest'
@@ -14,18 +14,29 @@ afterAll(async () => {
   await sandbox.dispose()
 })
 
-/** The longest gap between ticks of a 2 ms page interval while `during` runs. */
-async function maxStall<T>(during: () => Promise<T>): Promise<{ stall: number; value: T }> {
+/** Binding calls handled since the probe's last tick (see {@link maxStall}). */
+let sinceTick = 0
+
+/**
+ * While `during` runs, a 2 ms page interval measures the longest gap between its ticks
+ * (`stall`, in ms) and counts the most binding calls handled between two ticks (`burst`):
+ * a count does not grow with the machine's load as a time does.
+ */
+async function maxStall<T>(during: () => Promise<T>): Promise<{ stall: number; burst: number; value: T }> {
   let last = performance.now()
   let stall = 0
+  let burst = 0
+  sinceTick = 0
   const timer = setInterval(() => {
     const now = performance.now()
     stall = Math.max(stall, now - last)
     last = now
+    burst = Math.max(burst, sinceTick)
+    sinceTick = 0
   }, 2)
   try {
     const value = await during()
-    return { stall, value }
+    return { stall, burst: Math.max(burst, sinceTick), value }
   } finally {
     clearInterval(timer)
   }
@@ -33,6 +44,7 @@ async function maxStall<T>(during: () => Promise<T>): Promise<{ stall: number; v
 
 /** A binding's own work: a tenth of a millisecond on the page's thread per call. */
 function work(i: number): number {
+  sinceTick++
   const end = performance.now() + 0.1
   while (performance.now() < end);
   return i
@@ -45,15 +57,18 @@ describe('a flood of un-awaited calls in Chromium', () => {
     await sandbox.warm()
     // The first run on a cold page compiles the host's code paths: not what is measured here.
     await sandbox.run({ program: 'return await tools.echo({ i: 1 })', bindings: [{ global: 'tools', functions: { echo: async () => 1 } }] })
-    const { stall, value } = await maxStall(() =>
+    const { stall, burst, value } = await maxStall(() =>
       sandbox.run({ program: FLOOD, bindings: [{ global: 'tools', functions: { echo: async (args: unknown) => work((args as { i: number }).i) } }] }),
     )
     expect(value.error).toBeUndefined()
     expect(value.value).toBe(10_000)
-    // Handled as they came, the calls stalled the page 0.6 to 1.9 s at a time here (1 s of
-    // binding work in all); in 4 ms slices the longest gap measured 16 to 135 ms on a loaded
-    // machine (garbage collection included). Loose on purpose.
-    expect(stall).toBeLessThan(300)
+    // Handled as they came, the calls stalled the page 0.6 to 2.6 s at a time here (1 s of
+    // binding work in all), 6,900 to 8,200 of them between two ticks; in 4 ms slices the
+    // longest gap measured 16 to 135 ms on a loaded machine (garbage collection included),
+    // 34 to 64 calls between two ticks. The count tells the two apart whatever the load;
+    // the time bound only says "under a second".
+    expect(burst).toBeLessThan(1_000)
+    expect(stall).toBeLessThan(1_000)
   })
 
   it('10,000 calls through the registry keep the page responsive', { timeout: 120_000 }, async () => {
@@ -68,12 +83,13 @@ describe('a flood of un-awaited calls in Chromium', () => {
       }),
     )
     try {
-      const { stall, value } = await maxStall(() =>
+      const { stall, burst, value } = await maxStall(() =>
         registry.execute({ callId: 'flood', name: 'run_code', arguments: { code: FLOOD, description: 'flood' }, signal: AbortSignal.timeout(100_000) }),
       )
       if (value.isError) throw new Error(value.error.message)
       expect((value.value as { result?: unknown }).result).toBe(10_000)
-      expect(stall).toBeLessThan(300)
+        expect(burst).toBeLessThan(1_000)
+      expect(stall).toBeLessThan(1_000)
     } finally {
       await registry.dispose()
     }

@@ -74,7 +74,8 @@ describe('catalog calls are bounded on the host', () => {
     expect(refused).toHaveLength(5)
     expect(refused[0]).toMatch(/^refused: this run has made 2000 catalog calls, the most one run may make/)
     // Loose on purpose (a loaded 2-core machine): each search is its own event-loop turn of
-    // about a millisecond; before, thousands ran back to back (seconds).
-    expect(stall).toBeLessThan(300)
+    // about a millisecond; before, thousands ran back to back (a 7 s stall, and the counts
+    // above fail without the allowance).
+    expect(stall).toBeLessThan(1_000)
   })
 })

@@ -2,8 +2,9 @@
  * The host stays responsive while a client sends the heaviest MCP batches it accepts,
  * while a run floods a stream client that reads nothing, and while the finding's batch is sent (issue 19, finding 6: 487 KiB of `tools/list` requests
  * once stalled `/v1/health` for 2.2 s). A second client's `GET /v1/health` must answer
- * within 250 ms throughout: a generous bound on a loaded 2-core machine, an order of
- * magnitude under the old stall. (The measured figures are printed by
+ * within 1 s throughout: answers here take milliseconds to tens of ms, and a loaded 2-core
+ * machine (a full test run beside this one) adds hundreds; the old stall was over twice
+ * the bound, and the byte counts below fail on the code without the batch caps. (The measured figures are printed by
  * `npm run bench -- http`, not here.)
  */
 import { connect } from 'node:net'
@@ -15,7 +16,7 @@ import { defineTool } from '../../../src/schema/define-tool.js'
 import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
 import { AUTH, TOKEN, createFixture } from './fixtures.js'
 
-const HEALTH_BOUND_MS = 250
+const HEALTH_BOUND_MS = 1_000
 
 /** Polls `/v1/health` until `work` settles; resolves with the slowest answer in ms. */
 async function slowestHealthDuring(url: string, work: Promise<unknown>): Promise<number> {

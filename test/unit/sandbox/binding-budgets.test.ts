@@ -90,9 +90,10 @@ describe('binding arguments are bounded by work before they reach the host', () 
     expect(value.error).toBeUndefined()
     expect(value.value).toBe(3)
     expect(reached).toBe(3)
-    // Loose on purpose (a loaded 2-core machine): a call at the bound costs the host ~15 ms
-    // (npm run bench -- binding-args); one of 200 000 objects cost it ~0.5 s before.
-    expect(stall).toBeLessThan(300)
+    // The counts above fail without the bound (every call reached the host). The time bound
+    // is loose on purpose (a loaded 2-core machine): a call at the bound costs the host
+    // ~15 ms (npm run bench -- binding-args); one of 200 000 objects cost it ~0.5 s before.
+    expect(stall).toBeLessThan(1_000)
   })
 })
 

@@ -71,8 +71,9 @@ describe('the HTTP app while a program sends heavy arguments', () => {
     expect(body.value?.result).toBe(3)
     expect(reached).toBe(3)
     expect(probes).toBeGreaterThan(10)
-    // Loose on purpose (a loaded 2-core machine): each heavy call costs the host ~15 ms;
+    // The counts above fail without the bound (every call reached the host). The time bound
+    // is loose on purpose (a loaded 2-core machine): each heavy call costs the host ~15 ms;
     // a call of 200,000 objects cost it ~0.5 s before the bound (and 2.7 million, 4.5 s).
-    expect(slowest).toBeLessThan(300)
+    expect(slowest).toBeLessThan(1_000)
   })
 })
