@@ -1,0 +1,149 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { existsSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { afterAll, describe, expect, it } from 'vitest'
+import { createFileStore } from '../../../platforms/node/index.js'
+
+/**
+ * What only the file store promises, across real processes (the contract suite covers the
+ * rest): compare-and-set between two processes, a writer killed with SIGKILL mid-write and
+ * inside its lock, stale locks, and a re-opened directory. Children run
+ * test/fixtures/durable/file-store-child.ts through tsx.
+ */
+const root = fileURLToPath(new URL('../../..', import.meta.url))
+const base = mkdtempSync(join(tmpdir(), 'toolyard-file-store-unit-'))
+afterAll(() => rmSync(base, { recursive: true, force: true }))
+let n = 0
+const freshDir = () => join(base, `dir-${n++}`)
+const hex = (key: string) => Buffer.from(key, 'latin1').toString('hex')
+
+function child(args: string[]): { process: ChildProcess; output: () => string; exited: Promise<number | null> } {
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/durable/file-store-child.ts', ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] })
+  let out = ''
+  proc.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()))
+  proc.stderr!.on('data', (chunk: Buffer) => (out += chunk.toString()))
+  const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)))
+  return { process: proc, output: () => out, exited }
+}
+
+async function until(condition: () => boolean, what: string, ms = 60_000): Promise<void> {
+  const deadline = Date.now() + ms
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 1))
+  }
+}
+
+/** A value the hammer child writes is `i|<digit × size>|i`: whole only if both ends and every digit agree. */
+function expectWhole(value: string, size: number): void {
+  const [head, body, tail] = value.split('|')
+  expect(head).toBe(tail)
+  expect(body!.length).toBe(size)
+  expect(body).toBe(String(Number(head) % 10).repeat(size))
+}
+
+describe('createFileStore across processes', () => {
+  it('two child processes racing compare-and-set increments on one key lose no update', async () => {
+    const dir = freshDir()
+    await createFileStore(dir).put('counter', '0')
+    const children = [child(['increment', dir, '150']), child(['increment', dir, '150'])]
+    const codes = await Promise.all(children.map((c) => c.exited))
+    expect(codes, children.map((c) => c.output()).join('\n')).toEqual([0, 0])
+    expect((await createFileStore(dir).get('counter'))?.value).toBe('300')
+    for (const c of children) expect(c.output()).toMatch(/^done \d+\n$/)
+  })
+
+  it('a writer killed with SIGKILL inside its lock, mid-write: the old value stays whole and the next writer breaks the lock at once', async () => {
+    const dir = freshDir()
+    const size = 16 * 1024 * 1024
+    const writer = child(['hammer', dir, String(size)])
+    await until(() => writer.output().includes('ready'), 'the first write')
+    const lock = join(dir, `${hex('big')}.lock`)
+    await until(() => existsSync(lock), 'the writer inside its lock')
+    writer.process.kill('SIGKILL')
+    await writer.exited
+    expect(existsSync(lock)).toBe(true)
+
+    // The dead writer's lock would hold for staleLockMs (30 s); its pid is gone, so it is broken now.
+    const store = createFileStore(dir, { maxValueBytes: 64 * 1024 * 1024, lockTimeoutMs: 5_000 })
+    const before = (await store.get('big'))!
+    expectWhole(before.value, size)
+    expect(await store.put('big', 'after', { ifVersion: before.version })).toMatchObject({ ok: true })
+    expect((await store.get('big'))?.value).toBe('after')
+    expect((await store.list('')).entries.map((entry) => entry.key)).toEqual(['big'])
+    expect(existsSync(lock)).toBe(false)
+  })
+
+  it('writers killed at random moments always leave a whole value', async () => {
+    const dir = freshDir()
+    const size = 256 * 1024
+    const store = createFileStore(dir, { maxValueBytes: 1024 * 1024, lockTimeoutMs: 5_000 })
+    for (let round = 0; round < 4; round++) {
+      const writer = child(['hammer', dir, String(size)])
+      await until(() => writer.output().includes('ready'), 'the first write')
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 100))
+      writer.process.kill('SIGKILL')
+      await writer.exited
+      expectWhole((await store.get('big'))!.value, size)
+      expect((await store.list('')).entries.map((entry) => entry.key)).toEqual(['big'])
+    }
+    expect(await store.put('big', 'still writable')).toMatchObject({ ok: true })
+  })
+})
+
+describe('createFileStore in one process', () => {
+  it('a new store on the same directory sees every key, value and version', async () => {
+    const dir = freshDir()
+    const first = createFileStore(dir)
+    const a = await first.put('run/a/journal', '[1,2]')
+    await first.put('approval/x', '{"tool":"write_file"}')
+    await first.put('gone', 'x')
+    await first.delete('gone')
+    const second = createFileStore(dir)
+    expect(await second.get('run/a/journal')).toEqual({ value: '[1,2]', version: a.version })
+    expect((await second.list('')).entries.map((entry) => entry.key)).toEqual(['approval/x', 'run/a/journal'])
+    expect(await second.put('run/a/journal', '[1,2,3]', { ifVersion: a.version })).toMatchObject({ ok: true })
+    expect(await first.put('run/a/journal', 'stale', { ifVersion: a.version })).toMatchObject({ ok: false })
+  })
+
+  it('names files by the hex of the key, inside the directory only', async () => {
+    const dir = freshDir()
+    const store = createFileStore(dir)
+    await store.put('run/A/..x', 'v')
+    await store.put('run/a/..x', 'w')
+    expect(readdirSync(dir).sort()).toEqual([`${hex('run/A/..x')}.v`, `${hex('run/a/..x')}.v`].sort())
+    expect((await store.get('run/A/..x'))?.value).toBe('v')
+  })
+
+  it('breaks a lock older than staleLockMs, and waits at most lockTimeoutMs behind a live one', async () => {
+    const dir = freshDir()
+    const store = createFileStore(dir, { staleLockMs: 60_000, lockTimeoutMs: 300 })
+    await store.put('k', 'v1')
+    // Another host's lock: its pid cannot be checked from here, only its age.
+    const lock = join(dir, `${hex('k')}.lock`)
+    writeFileSync(lock, JSON.stringify({ pid: 1, host: 'elsewhere', time: Date.now(), nonce: 'x' }))
+    await expect(store.put('k', 'v2')).rejects.toMatchObject({ code: 'STORE_BUSY' })
+    expect((await store.get('k'))?.value).toBe('v1')
+    const old = (Date.now() - 120_000) / 1000
+    utimesSync(lock, old, old)
+    expect(await store.put('k', 'v2')).toMatchObject({ ok: true })
+    expect(existsSync(lock)).toBe(false)
+  })
+
+  it('refuses a corrupt record with STORE_FAILED instead of reading it as a value', async () => {
+    const dir = freshDir()
+    const store = createFileStore(dir)
+    await store.put('k', 'v')
+    writeFileSync(join(dir, `${hex('k')}.v`), 'not a record')
+    await expect(store.get('k')).rejects.toMatchObject({ code: 'STORE_FAILED' })
+    await expect(store.put('k', 'x')).rejects.toMatchObject({ code: 'STORE_FAILED' })
+  })
+
+  it('validates its options', () => {
+    expect(() => createFileStore('')).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS' }))
+    expect(() => createFileStore(freshDir(), { staleLockMs: 0 })).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS' }))
+    expect(() => createFileStore(freshDir(), { maxValueBytes: -1 })).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS' }))
+  })
+})
