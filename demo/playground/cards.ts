@@ -135,10 +135,14 @@ function renderResultBody(view: ToolResultView | undefined, record: SubCallRecor
   }
 }
 
-/** A failure that is a denial (a person, a policy or a timeout said no), not a tool that failed. */
-function isDenial(record: SubCallRecord): boolean {
-  const code = record.error?.code
-  if (code === 'DENIED_BY_APPROVAL' || code === 'DENIED_BY_GATE' || code === 'DENIED_BY_GUARD') return true
+/** Whether an error code says no was said (by a person, a policy or a timeout), not that a tool failed. */
+export function isDenialCode(code: string | undefined): boolean {
+  return code === 'DENIED_BY_APPROVAL' || code === 'DENIED_BY_GATE' || code === 'DENIED_BY_GUARD'
+}
+
+/** A failed sub-call that is a denial (a person, a policy or a timeout said no), not a tool that failed. */
+export function isDenial(record: SubCallRecord): boolean {
+  if (isDenialCode(record.error?.code)) return true
   const state = record.approval?.state
   return state === 'deny' || state === 'expired'
 }

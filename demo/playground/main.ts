@@ -19,7 +19,7 @@ import type { ToolExecutionResult, ToolPresentationMode } from '../../src/types.
 import { failureKind } from './backend.js'
 import type { ApprovalListener, Backend, RunBudgets, RunOutcome } from './backend.js'
 import { approvalStateOf, renderApprovalPanel } from './approval-card.js'
-import { renderCard, renderNativeCard } from './cards.js'
+import { isDenialCode, renderCard, renderNativeCard } from './cards.js'
 import { renderBudget, renderIndex, wireCatalogSearch } from './catalog-panel.js'
 import type { SubCallRecord } from './cards.js'
 import { byId, h, replaceChildren, showJson } from './dom.js'
@@ -273,7 +273,7 @@ function backend(): Backend {
 
 // ───────────────────────── output ─────────────────────────
 
-function setStatus(kind: 'idle' | 'running' | 'ok' | 'failed', ...children: (Node | string)[]): void {
+function setStatus(kind: 'idle' | 'running' | 'ok' | 'failed' | 'denied', ...children: (Node | string)[]): void {
   const status = byId('status')
   status.dataset.state = kind
   replaceChildren(status, children)
@@ -314,11 +314,13 @@ function showResult(result: ToolExecutionResult, outcome: RunOutcome | undefined
   box.className = 'result error'
   const kind = failureKind(result)
   const code = result.error.info?.code ?? 'ERROR'
+  // run_code itself refused by a gate or a person did not fail: say what happened.
+  const denied = kind === undefined && isDenialCode(code)
   box.textContent = result.error.message
   setStatus(
-    'failed',
+    denied ? 'denied' : 'failed',
     h('span', { class: 'kind', 'data-testid': 'failure-kind' }, kind ?? code),
-    kind === undefined ? 'the call failed ' : 'the run failed ',
+    denied ? 'the call was denied ' : kind === undefined ? 'the call failed ' : 'the run failed ',
     whereText,
     h('span', { class: 'stats' }, statsText(outcome, elapsed)),
   )
@@ -524,7 +526,15 @@ async function callTool(): Promise<void> {
     box.textContent = showJson(result)
     if (result.isError) {
       box.className = 'result error'
-      setStatus('failed', h('span', { class: 'kind', 'data-testid': 'failure-kind' }, result.error.info?.code ?? 'ERROR'), `${name} failed ${where === 'server' ? 'on the server' : 'in this tab'}`, h('span', { class: 'stats' }, `${elapsed.toFixed(0)} ms`))
+      const code = result.error.info?.code ?? 'ERROR'
+      // A call a person, a policy or a timeout said no to did not fail: its card says "denied" too.
+      const denied = isDenialCode(code)
+      setStatus(
+        denied ? 'denied' : 'failed',
+        h('span', { class: 'kind', 'data-testid': 'failure-kind' }, code),
+        `${name} ${denied ? 'was denied' : 'failed'} ${where === 'server' ? 'on the server' : 'in this tab'}`,
+        h('span', { class: 'stats' }, `${elapsed.toFixed(0)} ms`),
+      )
     } else {
       setStatus('ok', `✓ ${name} returned ${where === 'server' ? 'on the server' : 'in this tab'}`, h('span', { class: 'stats' }, `${elapsed.toFixed(0)} ms`))
     }

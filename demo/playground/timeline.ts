@@ -3,11 +3,12 @@
  * sub-call in submission order, coloured by how the registry scheduled it. Parallel
  * calls overlap; an exclusive call stands alone with nothing beside it — the barrier
  * is visible as the gap in everyone else's bars. A call waiting for a person's approval
- * is drawn striped in amber until it is decided.
+ * is drawn striped in amber until it is decided; a denied call is drawn apart from one
+ * that failed.
  *
  * @module
  */
-import type { SubCallRecord } from './cards.js'
+import { isDenial, type SubCallRecord } from './cards.js'
 import { h, replaceChildren } from './dom.js'
 
 /** Bars at least this share of the track carry their label inside; shorter ones beside them. */
@@ -48,7 +49,8 @@ export function renderTimeline(target: HTMLElement, records: readonly SubCallRec
     const left = (record.start / span) * 100
     const width = Math.max(0.3, ((end - record.start) / span) * 100)
     const waiting = record.end === undefined && record.approval?.state === 'pending'
-    const state = waiting ? 'waiting' : record.end === undefined ? 'running' : record.isError === true ? 'failed' : 'done'
+    // A denied call did not fail: a person, a policy or a timeout said no (drawn apart, as its card is).
+    const state = waiting ? 'waiting' : record.end === undefined ? 'running' : record.isError === true ? (isDenial(record) ? 'denied' : 'failed') : 'done'
     const label = waiting ? `${record.name} · awaiting approval` : `${record.name} · ${(end - record.start).toFixed(0)} ms`
     const placement = labelPlacement(left, width)
     return h(
@@ -61,9 +63,9 @@ export function renderTimeline(target: HTMLElement, records: readonly SubCallRec
         h(
           'div',
           {
-            class: `bar ${record.mode}${state === 'failed' ? ' failed' : ''}${state === 'running' ? ' running' : ''}${state === 'waiting' ? ' waiting' : ''}`,
+            class: `bar ${record.mode}${state === 'done' ? '' : ` ${state}`}`,
             style: `left:${left}%;width:${width}%`,
-            title: `${record.subCallId} (${record.mode}) ${record.start.toFixed(1)}–${end.toFixed(1)} ms${state === 'failed' ? ' failed' : ''}`,
+            title: `${record.subCallId} (${record.mode}) ${record.start.toFixed(1)}–${end.toFixed(1)} ms${state === 'failed' || state === 'denied' ? ` ${state}` : ''}`,
             'data-testid': 'timeline-bar',
             'data-mode': record.mode,
             'data-state': state,

@@ -62,7 +62,7 @@ async function pickExample(target: Page, title: string): Promise<void> {
 async function settled(target: Page): Promise<string> {
   await target.waitForFunction(() => {
     const state = document.querySelector<HTMLElement>('[data-testid="status"]')?.dataset.state
-    return state === 'ok' || state === 'failed'
+    return state === 'ok' || state === 'failed' || state === 'denied'
   }, undefined, { timeout: 60_000 })
   return (await target.getAttribute('[data-testid="status"]', 'data-state')) ?? ''
 }
@@ -158,7 +158,11 @@ describe('the playground against npm start', () => {
     expect(await settled(page)).toBe('ok')
     expect(await page.textContent('[data-testid="result"]')).toContain('ToolCallError: write_file was denied by a person')
     expect(await page.getAttribute('[data-testid="approval"]', 'data-state')).toBe('deny')
-    expect(await page.getAttribute('[data-testid="timeline-bar"][data-state="failed"]', 'data-mode')).toBe('exclusive')
+    // Denied, not failed: the bar and the card say what happened.
+    expect(await page.getAttribute('[data-testid="timeline-bar"][data-state="denied"]', 'data-mode')).toBe('exclusive')
+    expect(await page.getAttribute('[data-testid="timeline-bar"][data-state="denied"]', 'class')).toContain('denied')
+    expect(await page.locator('[data-testid="timeline-bar"][data-state="failed"]').count()).toBe(0)
+    expect(await page.locator('[data-testid="card"][data-state="denied"]').count()).toBe(1)
     await shot(page, '02b-approval-denied-tab')
   })
 
@@ -277,8 +281,10 @@ describe('the playground against npm start', () => {
     await page.selectOption('[data-testid="native-tool"]', 'write_file')
     await page.click('[data-testid="call"]')
     await answerApproval(page, 'deny')
-    await page.waitForSelector('[data-testid="status"][data-state="failed"]', { timeout: 30_000 })
+    await page.waitForSelector('[data-testid="status"][data-state="denied"]', { timeout: 30_000 })
     expect(await page.textContent('[data-testid="failure-kind"]')).toBe('DENIED_BY_APPROVAL')
+    expect(await page.textContent('[data-testid="status"]')).toContain('write_file was denied on the server')
+    expect(await page.textContent('[data-testid="status"]')).not.toContain('failed')
     expect(await page.textContent('[data-testid="result"]')).toContain('write_file was denied by a person')
     await page.click('[data-work="code"]')
     await page.click('[data-where="tab"]')
@@ -324,6 +330,8 @@ describe('an approval nobody answers', () => {
     expect(await other.textContent('[data-testid="result"]')).toContain('write_file was denied by timeout: nobody decided within 1500 ms')
     expect(await other.getAttribute('[data-testid="approval"]', 'data-state')).toBe('expired')
     expect(await other.textContent('[data-testid="approval"]')).toContain('expired')
+    expect(await other.locator('[data-testid="timeline-bar"][data-state="denied"]').count()).toBe(1)
+    expect(await other.locator('[data-testid="timeline-bar"][data-state="failed"]').count()).toBe(0)
     await shot(other, '10-approval-expired-server')
     expect(short.approvals.pending()).toHaveLength(0)
     expect(otherProblems).toEqual([])
