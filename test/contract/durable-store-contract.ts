@@ -12,8 +12,15 @@ import { MAX_STORE_KEY_LENGTH } from '../../src/durable/store.js'
 /** Builds a fresh, empty store honouring the given value cap. */
 export type StoreFactory = (options: { readonly maxValueBytes?: number }) => DurableStore | Promise<DurableStore>
 
+/** What a driver's harness changes in the suite, each with its reason (never silently). */
+export interface StoreContractOptions {
+  /** How many concurrent increments the concurrency case runs (default 100), and why fewer. */
+  readonly concurrentIncrements?: { readonly count: number; readonly why: string }
+}
+
 /** Registers the contract suite for one driver. */
-export function describeDurableStoreContract(label: string, makeStore: StoreFactory): void {
+export function describeDurableStoreContract(label: string, makeStore: StoreFactory, contractOptions: StoreContractOptions = {}): void {
+  const concurrent = contractOptions.concurrentIncrements?.count ?? 100
   describe(`DurableStore contract: ${label}`, () => {
     const fresh = () => Promise.resolve(makeStore({}))
 
@@ -141,7 +148,7 @@ export function describeDurableStoreContract(label: string, makeStore: StoreFact
       expect((await store.get('k'))?.value).toBe('x'.repeat(16))
     })
 
-    it('100 concurrent compare-and-set increments of one key: exactly 100 land', async () => {
+    it(`${concurrent} concurrent compare-and-set increments of one key: exactly ${concurrent} land`, async () => {
       const store = await fresh()
       await store.put('counter', '0')
       let conflicts = 0
@@ -153,8 +160,8 @@ export function describeDurableStoreContract(label: string, makeStore: StoreFact
           conflicts++
         }
       }
-      await Promise.all(Array.from({ length: 100 }, increment))
-      expect((await store.get('counter'))?.value).toBe('100')
+      await Promise.all(Array.from({ length: concurrent }, increment))
+      expect((await store.get('counter'))?.value).toBe(String(concurrent))
       expect(conflicts).toBeGreaterThanOrEqual(0)
     })
   })
