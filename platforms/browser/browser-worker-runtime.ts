@@ -41,6 +41,13 @@ export interface BrowserWorkerRuntimeOptions {
   /** Serialized bytes of the returned value; a larger value becomes its text rendering, cut, with a mark. Default 32,768. */
   readonly maxValueBytes?: number
   /**
+   * Bytes of binding-call arguments a run may hold on the host at once (calls queued or
+   * running; each weighs its JSON text plus 64 bytes per JSON value), released as calls
+   * settle; a call past it is refused inside the program (its promise rejects, naming
+   * `maxPendingArgBytes`), and the run goes on. 1 024 to 2^30. Default 33 554 432 (32 MiB).
+   */
+  readonly maxPendingArgBytes?: number
+  /**
    * The worker script: `platforms/browser/worker-entry.ts`, bundled on its own. Default
    * `new URL('./worker-entry.js', import.meta.url)` — right under Vite (which maps it to the
    * `.ts` source), for the compiled package, and for a bundle that writes the worker

@@ -31,6 +31,13 @@ export interface NodeWorkerRuntimeOptions {
   readonly maxLogBytes?: number
   /** Serialized bytes of the returned value; a larger value becomes its truncated text rendering, marked. Default 32 768. */
   readonly maxValueBytes?: number
+  /**
+   * Bytes of binding-call arguments a run may hold on the host at once (calls queued or
+   * running; each weighs its JSON text plus 64 bytes per JSON value), released as calls
+   * settle; a call past it is refused inside the program (its promise rejects, naming
+   * `maxPendingArgBytes`), and the run goes on. 1 024 to 2^30. Default 33 554 432 (32 MiB).
+   */
+  readonly maxPendingArgBytes?: number
   /** The worker's old-generation heap cap (`resourceLimits`), in MB. ArrayBuffers are not counted. Default 512. */
   readonly maxOldGenerationSizeMb?: number
   /** The worker's young-generation heap cap, in MB. Default: Node's. */
@@ -357,7 +364,7 @@ const nullEndpoint: WireEndpoint = {
  * Creates the Node `worker_threads` code runtime. Options are validated
  * (`ToolError('INVALID_OPTIONS')`); defaults are the RFC's: `computeMs` 60 000,
  * `maxWallMs` 600 000, `maxLogBytes` 65 536, `maxValueBytes` 32 768,
- * `maxOldGenerationSizeMb` 512. The worker thread is containment, not a security
+ * `maxPendingArgBytes` 32 MiB, `maxOldGenerationSizeMb` 512. The worker thread is containment, not a security
  * boundary: see docs/runtimes.md.
  *
  * @example

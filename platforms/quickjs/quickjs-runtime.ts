@@ -53,6 +53,13 @@ export interface QuickJsRuntimeOptions {
   /** Serialized bytes of the returned value kept; a larger value becomes a truncated text rendering. Default 32 768. */
   readonly maxValueBytes?: number
   /**
+   * Bytes of binding-call arguments a run may hold on the host at once (calls queued or
+   * running; each weighs its JSON text plus 64 bytes per JSON value), released as calls
+   * settle; a call past it is refused inside the program (its promise rejects, naming
+   * `maxPendingArgBytes`), and the run goes on. 1 024 to 2^30. Default 33 554 432 (32 MiB).
+   */
+  readonly maxPendingArgBytes?: number
+  /**
    * The fixed size, in MiB, of each run's wasm memory (16 to 2048; QuickJS needs 16 to
    * start). Everything the program allocates, strings and typed arrays included, lives
    * in it; exhausting it ends the run with `worker-exit`. Default 64.
