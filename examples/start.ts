@@ -2,8 +2,9 @@
  * `npm start`: the local toolyard server. The HTTP API over the demo tools (mode
  * `both`, Code Mode in the sandbox: QuickJS in pooled worker threads, compute 5 s and
  * wall clock 60 s a run; `write_file` and `edit_file` ask a person through an approval
- * broker), the playground's static files when `demo/dist/` exists, on 127.0.0.1 with a
- * bearer token generated at start-up.
+ * broker; each program is type-checked against the tools' SDK in a thread beside its run,
+ * preflight `'warn'`), the playground's static files when `demo/dist/` exists, on
+ * 127.0.0.1 with a bearer token generated at start-up.
  *
  * The page receives the token same-origin, injected into a `<meta name="toolyard-token">`
  * tag of `GET /`: another origin cannot read that response (no CORS), cannot frame it
@@ -20,7 +21,7 @@ import { serveStatic } from '@hono/node-server/serve-static'
 import type { Hono } from 'hono'
 import { askBeforeWriting } from '../demo/tools/approval-gate.js'
 import { registerDemoTools } from '../demo/tools/index.js'
-import { createSandboxRuntime, serve } from '../platforms/node/index.js'
+import { createPreflightWorker, createSandboxRuntime, serve } from '../platforms/node/index.js'
 import type { SandboxRuntime, ServedApp } from '../platforms/node/index.js'
 import { createApprovalBroker } from '../src/approvals/index.js'
 import type { ApprovalBroker } from '../src/approvals/index.js'
@@ -54,7 +55,7 @@ export interface StartedServer {
   readonly approvals: ApprovalBroker
   /** Where the playground is served from, or `undefined` when it was not built. */
   readonly staticDir: string | undefined
-  /** Aborts in-flight runs, drains them, disposes the runtime and the code runtime, closes the server. Idempotent. */
+  /** Aborts in-flight runs, drains them, disposes the runtime, the code runtime and the preflight thread, closes the server. Idempotent. */
   shutdown(): Promise<void>
 }
 
@@ -181,9 +182,16 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
   const codeRuntime = createSandboxRuntime()
   // The writing tools ask a person: the playground shows Allow / Deny, API clients use /v1/approvals.
   const approvals = createApprovalBroker(options.approvalTimeoutMs === undefined ? undefined : { timeoutMs: options.approvalTimeoutMs })
-  const runtime = createToolRuntime({ mode: 'both', codeRuntime, sessionLog: hub, approval: approvals.handler })
+  // Preflight 'warn': each program is type-checked against the tools' SDK in a thread beside
+  // its run; a misspelled tool or argument is appended to what the caller reads after the
+  // run (a run never waits for the check, except a failed one, up to 2 s).
+  const preflightEngine = createPreflightWorker()
+  const runtime = createToolRuntime({ mode: 'both', codeRuntime, sessionLog: hub, approval: approvals.handler, preflight: 'warn', preflightEngine })
   registerDemoTools(runtime)
   askBeforeWriting(runtime)
+  // The thread loads the compiler on its first check (seconds): start it now, so the first
+  // programs are checked before their runs settle. A check never rejects.
+  void runtime.preflight({ code: 'return 1' }).catch(() => undefined)
   // One agent per presentation mode, so the playground can preview each mode's prompt.
   for (const mode of ['native', 'code', 'both'] as const) runtime.agent(mode).presentAs(mode)
 
@@ -205,6 +213,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
   } catch (error) {
     await runtime.dispose()
     await codeRuntime.dispose()
+    await preflightEngine.dispose()
     approvals.dispose()
     throw error
   }
@@ -218,6 +227,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
       // dispose() aborts what is still running and resolves once every execution has settled.
       await runtime.dispose()
       await codeRuntime.dispose()
+      await preflightEngine.dispose()
       approvals.dispose()
       let timer: ReturnType<typeof setTimeout> | undefined
       // A client holding a connection open must not keep the process alive forever.
@@ -242,6 +252,7 @@ async function main(): Promise<void> {
     `  approvals: write_file and edit_file wait for Allow / Deny (the playground, or GET/POST /v1/approvals; ${started.approvals.timeoutMs / 1000} s to decide)`,
     `  Code Mode: QuickJS sandbox, compute ${started.codeRuntime.limits.computeMs / 1000} s and wall clock ${started.codeRuntime.limits.maxWallMs / 1000} s a run, ` +
       `${started.codeRuntime.load().maxConcurrentRuns} runs at once (+${started.codeRuntime.load().maxQueuedRuns} queued)`,
+    "  preflight: 'warn' (programs are type-checked against the tools' SDK in a thread; mistakes are appended after the run)",
     '',
     `  curl -H "Authorization: Bearer ${started.token}" ${started.url}/v1/tools`,
     '',

@@ -304,6 +304,29 @@ describe('the playground against npm start', () => {
   })
 })
 
+describe('npm start type-checks programs (preflight warn)', () => {
+  it('a misspelled tool argument is listed after the run', async () => {
+    const code = "const files = await tools.list_files({})\ntry { await tools.read_file({ pth: 'README.md' }) } catch (e) { console.log(e.message) }\nreturn 1"
+    // The checker thread loads the compiler once (seconds on a loaded machine): a run that
+    // settles first gets no warning, so ask again until one does.
+    const until = Date.now() + 60_000
+    let body: { isError?: boolean; value?: { preflight?: string } } = {}
+    while (Date.now() < until) {
+      const response = await fetch(`${server.url}/v1/run`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer e2e-token-0123456789abcdef', 'content-type': 'application/json' },
+        body: JSON.stringify({ code, description: 'misspelled argument' }),
+      })
+      expect(response.status).toBe(200)
+      body = (await response.json()) as typeof body
+      expect(body.isError).toBe(false)
+      if (body.value?.preflight !== undefined) break
+      await new Promise((resolve) => setTimeout(resolve, 500))
+    }
+    expect(body.value?.preflight).toMatch(/^Preflight \(type-check against the tools SDK, before the run\) found 1 problem:\n {2}line 2, column \d+: TS2345 .*Property 'path' is missing/s)
+  })
+})
+
 describe('an approval nobody answers', () => {
   let short: StartedServer
 
