@@ -13,7 +13,7 @@
  * @module
  */
 import { randomBytes } from 'node:crypto'
-import { mkdir, open, readdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises'
+import { link, mkdir, open, readdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises'
 import { hostname } from 'node:os'
 import { join } from 'node:path'
 import { ToolError } from '../../src/errors.js'
@@ -132,6 +132,34 @@ function processExists(pid: number): boolean {
   }
 }
 
+/**
+ * Creates `path` holding `body` only if it does not exist, in one step: the body is written
+ * to a temp file first, then hard-linked to `path` (`link` fails if `path` exists). A lock
+ * created by `open(O_EXCL)` then written would exist empty for a moment, and a process
+ * killed in that moment would leave a lock naming no holder: only its age could break it.
+ * Where hard links are refused, falls back to `O_EXCL` (that window reopens).
+ */
+async function createExclusive(dir: string, path: string, body: string): Promise<boolean> {
+  const temp = join(dir, `.${nonce()}.tmp`)
+  await writeFile(temp, body)
+  try {
+    await link(temp, path)
+    return true
+  } catch (error) {
+    if (errorCode(error) === 'EEXIST') return false
+    if (!['EPERM', 'ENOTSUP', 'ENOSYS', 'EOPNOTSUPP'].includes(errorCode(error) as string)) throw error
+    try {
+      await writeFile(path, body, { flag: 'wx' })
+      return true
+    } catch (fallback) {
+      if (errorCode(fallback) === 'EEXIST') return false
+      throw fallback
+    }
+  } finally {
+    await unlink(temp).catch(() => {})
+  }
+}
+
 interface LockFile {
   readonly body: string
   readonly mtimeMs: number
@@ -147,7 +175,7 @@ async function readLock(path: string): Promise<LockFile | undefined> {
   }
 }
 
-/** Stale: older than the bound, or held by a process of this host that is gone. A lock still being written (empty) ages out. */
+/** Stale: older than the bound, or held by a process of this host that is gone. An unreadable lock only ages out. */
 function isStale(lock: LockFile, staleLockMs: number): boolean {
   if (Date.now() - lock.mtimeMs > staleLockMs) return true
   try {
@@ -159,8 +187,8 @@ function isStale(lock: LockFile, staleLockMs: number): boolean {
 }
 
 /**
- * Per-key exclusion across processes: `<hex>.lock` created with O_EXCL holding pid, host,
- * time and a nonce. Breaking a stale lock is itself guarded by `<hex>.break` (O_EXCL), and
+ * Per-key exclusion across processes: `<hex>.lock` created exclusively, already holding
+ * pid, host, time and a nonce (see {@link createExclusive}). Breaking a stale lock is itself guarded by `<hex>.break` (O_EXCL), and
  * the breaker re-reads the lock under that guard: it removes the lock only if it is still
  * the very stale one it judged, never one a live process took meanwhile.
  */
@@ -176,12 +204,7 @@ class KeyLocks {
     const mine = JSON.stringify({ pid: process.pid, host, time: Date.now(), nonce: nonce() })
     const deadline = Date.now() + this.lockTimeoutMs
     for (let attempt = 0; ; attempt++) {
-      try {
-        await writeFile(path, mine, { flag: 'wx' })
-        break
-      } catch (error) {
-        if (errorCode(error) !== 'EEXIST') throw error
-      }
+      if (await createExclusive(this.dir, path, mine)) break
       await this.breakIfStale(hex, path)
       if (Date.now() > deadline) throw storeError('STORE_BUSY', `the store key's lock is held by another process (waited ${this.lockTimeoutMs} ms)`)
       await sleep(Math.random() * Math.min(2 ** attempt, 50))
@@ -198,10 +221,7 @@ class KeyLocks {
     const judged = await readLock(path)
     if (judged === undefined || !isStale(judged, this.staleLockMs)) return
     const guard = join(this.dir, `${hex}.break`)
-    try {
-      await writeFile(guard, JSON.stringify({ pid: process.pid, host, time: Date.now() }), { flag: 'wx' })
-    } catch (error) {
-      if (errorCode(error) !== 'EEXIST') throw error
+    if (!(await createExclusive(this.dir, guard, JSON.stringify({ pid: process.pid, host, time: Date.now() })))) {
       // A breaker killed inside its few calls leaves its guard: remove it once stale too.
       const left = await readLock(guard)
       if (left !== undefined && isStale(left, this.staleLockMs)) await unlink(guard).catch(() => {})
@@ -236,7 +256,8 @@ async function readVersion(file: string): Promise<string | undefined> {
     const buffer = Buffer.alloc(HEADER.length + 64)
     const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0)
     const text = buffer.subarray(0, bytesRead).toString('utf8')
-    return text.includes('\n') ? parseRecord(text, file).version : undefined
+    // The header line is at most ~60 bytes: no newline within the buffer means a corrupt file.
+    return parseRecord(text, file).version
   } catch (error) {
     if (errorCode(error) === 'ENOENT') return undefined
     throw error

@@ -158,28 +158,27 @@ export function resolveMaxValueBytes(options: StoreOptions | undefined, fallback
   return max
 }
 
+// Matches only an unpaired surrogate: with the `u` flag a valid pair is one code point.
+const LONE_SURROGATE = /\p{Cs}/u
+
 /**
  * Throws unless `value` is a well-formed string of at most `maxBytes` UTF-8 bytes:
  * `INVALID_STORE_VALUE` for a non-string or a lone surrogate (UTF-8 cannot carry it, so a
  * file would hold a different text), `STORE_VALUE_TOO_LARGE` past the cap. Counts without
- * encoding, and stops at the cap: a huge value costs no copy.
+ * encoding and stops at the cap (a huge value costs no copy), and only when the cap could
+ * be reached at all (a UTF-16 unit is at most 3 UTF-8 bytes).
  */
 export function assertStoreValue(value: unknown, maxBytes: number): asserts value is string {
   if (typeof value !== 'string') throw storeError('INVALID_STORE_VALUE', `a store value must be a string (JSON text), not ${value === null ? 'null' : typeof value}`)
   const tooLarge = () => storeError('STORE_VALUE_TOO_LARGE', `the store value exceeds maxValueBytes (${maxBytes} UTF-8 bytes)`)
   if (value.length > maxBytes) throw tooLarge()
+  if (LONE_SURROGATE.test(value)) throw storeError('INVALID_STORE_VALUE', 'a store value must be well-formed text (it holds a lone surrogate)')
+  if (value.length * 3 <= maxBytes) return
   let bytes = 0
   for (let i = 0; i < value.length; i++) {
     const unit = value.charCodeAt(i)
-    if (unit < 0x80) bytes += 1
-    else if (unit < 0x800) bytes += 2
-    else if (unit >= 0xd800 && unit <= 0xdbff) {
-      const next = value.charCodeAt(i + 1)
-      if (!(next >= 0xdc00 && next <= 0xdfff)) throw storeError('INVALID_STORE_VALUE', 'a store value must be well-formed text (it holds a lone surrogate)')
-      bytes += 4
-      i++
-    } else if (unit >= 0xdc00 && unit <= 0xdfff) throw storeError('INVALID_STORE_VALUE', 'a store value must be well-formed text (it holds a lone surrogate)')
-    else bytes += 3
+    // A surrogate pair (4 bytes) counts 2 per unit.
+    bytes += unit < 0x80 ? 1 : unit < 0x800 || (unit >= 0xd800 && unit <= 0xdfff) ? 2 : 3
     if (bytes > maxBytes) throw tooLarge()
   }
 }

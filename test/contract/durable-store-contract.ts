@@ -145,6 +145,11 @@ export function describeDurableStoreContract(label: string, makeStore: StoreFact
       await expect(store.put('k', 'x'.repeat(10_000_000))).rejects.toMatchObject({ code: 'STORE_VALUE_TOO_LARGE' })
       await expect(store.put('k', { a: 1 } as unknown as string)).rejects.toMatchObject({ code: 'INVALID_STORE_VALUE' })
       await expect(store.put('k', 'a\ud800b')).rejects.toMatchObject({ code: 'INVALID_STORE_VALUE' })
+      await expect(store.put('k', 'x\udd1e')).rejects.toMatchObject({ code: 'INVALID_STORE_VALUE' })
+      // A surrogate pair is 4 UTF-8 bytes: four clefs fit 16 bytes, five do not.
+      expect(await store.put('clef', '\u{1d11e}'.repeat(4))).toMatchObject({ ok: true })
+      expect((await store.get('clef'))?.value).toBe('\u{1d11e}'.repeat(4))
+      await expect(store.put('k', '\u{1d11e}'.repeat(5))).rejects.toMatchObject({ code: 'STORE_VALUE_TOO_LARGE' })
       expect((await store.get('k'))?.value).toBe('x'.repeat(16))
     })
 
