@@ -15,7 +15,7 @@
 import { randomBytes } from 'node:crypto'
 import { link, mkdir, open, readdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises'
 import { hostname } from 'node:os'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import { ToolError } from '../../src/errors.js'
 import {
   assertStoreKey,
@@ -313,8 +313,10 @@ function readPositive(name: string, value: number | undefined, fallback: number)
  * await store.put('run/abc/journal', '[…]', { ifVersion: entry?.version ?? null })
  * ```
  */
-export function createFileStore(dir: string, options?: FileStoreOptions): DurableStore {
-  if (typeof dir !== 'string' || dir === '') throw storeError('INVALID_OPTIONS', 'createFileStore needs a directory path')
+export function createFileStore(directory: string, options?: FileStoreOptions): DurableStore {
+  if (typeof directory !== 'string' || directory === '' || directory.includes('\0')) throw storeError('INVALID_OPTIONS', 'createFileStore needs a directory path')
+  // Resolved once: a later process.chdir() must not move the store.
+  const dir = resolve(directory)
   const maxValueBytes = resolveMaxValueBytes(options)
   const staleLockMs = readPositive('staleLockMs', options?.staleLockMs, DEFAULT_STALE_LOCK_MS)
   const locks = new KeyLocks(dir, staleLockMs, readPositive('lockTimeoutMs', options?.lockTimeoutMs, DEFAULT_LOCK_TIMEOUT_MS))

@@ -13,6 +13,7 @@ import { Miniflare } from 'miniflare'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ToolError, type ToolErrorCode } from '../../src/errors.js'
 import type { DurableStore } from '../../src/durable/store.js'
+import { createDurableObjectStore } from '../../platforms/edge/durable-object-store.js'
 import { describeDurableStoreContract } from '../contract/durable-store-contract.js'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
@@ -61,6 +62,12 @@ describeDurableStoreContract('Durable Object storage (workerd, Miniflare)', (opt
 describe('createDurableObjectStore inside one object', () => {
   it('100 concurrent compare-and-set increments from one request (a Promise.all in the object) all land', async () => {
     expect(await call('increments-0', 'increments', [100])).toBe('100')
+  })
+
+  it('refuses a binding that is not a Durable Object storage', () => {
+    for (const storage of [undefined, {}, { get() {}, put() {}, delete() {} }]) {
+      expect(() => createDurableObjectStore(storage as never)).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS' }))
+    }
   })
 
   it('defaults to a 128 KiB value cap', async () => {
