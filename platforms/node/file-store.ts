@@ -321,7 +321,14 @@ export function createFileStore(directory: string, options?: FileStoreOptions): 
   const staleLockMs = readPositive('staleLockMs', options?.staleLockMs, DEFAULT_STALE_LOCK_MS)
   const locks = new KeyLocks(dir, staleLockMs, readPositive('lockTimeoutMs', options?.lockTimeoutMs, DEFAULT_LOCK_TIMEOUT_MS))
   let ready: Promise<void> | undefined
-  const ensureDir = () => (ready ??= mkdir(dir, { recursive: true }).then(() => sweepTempFiles(dir, staleLockMs)))
+  // Once per store; a failure (say, a directory not yet mounted) is retried by the next call.
+  const ensureDir = () =>
+    (ready ??= mkdir(dir, { recursive: true })
+      .then(() => sweepTempFiles(dir, staleLockMs))
+      .catch((error: unknown) => {
+        ready = undefined
+        throw error
+      }))
   const queues = new Map<string, Promise<unknown>>()
 
   /** Runs `body` after the previous operation on this key in this process, under the key's lock, unless `precheck` answers first. */

@@ -147,3 +147,16 @@ describe('createFileStore in one process', () => {
     expect(() => createFileStore(freshDir(), { maxValueBytes: -1 })).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS' }))
   })
 })
+
+describe('createFileStore when its directory cannot be made', () => {
+  it('fails with STORE_FAILED, then works once the path is usable', async () => {
+    const blocker = freshDir()
+    writeFileSync(blocker, 'a file where the directory should be')
+    const store = createFileStore(join(blocker, 'store'))
+    await expect(store.put('k', 'v')).rejects.toMatchObject({ code: 'STORE_FAILED' })
+    await expect(store.get('k')).rejects.toMatchObject({ code: 'STORE_FAILED' })
+    rmSync(blocker)
+    expect(await store.put('k', 'v')).toMatchObject({ ok: true })
+    expect((await store.get('k'))?.value).toBe('v')
+  })
+})
