@@ -126,6 +126,12 @@ describe('createFileStore in one process', () => {
     writeFileSync(lock, JSON.stringify({ pid: 1, host: 'elsewhere', time: Date.now(), nonce: 'x' }))
     await expect(store.put('k', 'v2')).rejects.toMatchObject({ code: 'STORE_BUSY' })
     expect((await store.get('k'))?.value).toBe('v1')
+    // Locks, break guards and temp files never show in list().
+    writeFileSync(join(dir, `${hex('k')}.break`), '{}')
+    writeFileSync(join(dir, '.0123456789abcdef.tmp'), 'half a value')
+    writeFileSync(join(dir, `${hex('k')}.v.tmp`), 'x')
+    expect((await store.list('')).entries.map((entry) => entry.key)).toEqual(['k'])
+    rmSync(join(dir, `${hex('k')}.break`))
     const old = (Date.now() - 120_000) / 1000
     utimesSync(lock, old, old)
     expect(await store.put('k', 'v2')).toMatchObject({ ok: true })
