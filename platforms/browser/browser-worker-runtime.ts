@@ -293,6 +293,8 @@ export function createBrowserWorkerRuntime(options?: BrowserWorkerRuntimeOptions
     if (signal.aborted) return { result: failedResult('abort', abortText(signal)) }
     const stripped = stripTypeScript(prepared.run.program)
     if (!stripped.ok) return { result: failedResult('exception', stripped.message) }
+    const syntax = v8SyntaxError(stripped.code)
+    if (syntax !== undefined) return { result: failedResult('exception', syntax) }
 
     let armed: Armed
     try {
@@ -412,4 +414,68 @@ function raceAbort(promise: Promise<Armed>, signal: AbortSignal): Promise<Armed>
       },
     )
   })
+}
+
+const AsyncFunction = Object.getPrototypeOf(async function () {}).constructor as new (body: string) => unknown
+
+/**
+ * The message of the `SyntaxError` compiling `body` as an AsyncFunction body throws;
+ * `undefined` when it compiles; `null` when it cannot be compiled here for another reason
+ * (a page whose Content-Security-Policy forbids `unsafe-eval`). Compiles, never runs: the
+ * Function constructor parses the body on its own, so a body cannot close the function
+ * early and reach code outside it.
+ */
+function compileError(body: string): string | undefined | null {
+  try {
+    new AsyncFunction(body)
+    return undefined
+  } catch (error) {
+    return error instanceof SyntaxError ? error.message : null
+  }
+}
+
+/**
+ * A syntax error V8 finds in a program the stripper accepted (`const a` declared twice,
+ * `await` in a plain function), with the model's line and column; `undefined` when it
+ * parses (or cannot be compiled on this page: the worker then reports it, as before).
+ * Chromium reports an AsyncFunction body's syntax error without any position, and a page
+ * has no compile-only script API with one (Node's worker runtime uses `node:vm`), so the
+ * position is found by bisection: the first line whose prefix of the program fails with
+ * the same message, then the first character of that line, then back to the start of the
+ * word there (or to the `await` the message names). At most ~2 log2(size) compiles, only
+ * for a program that fails to compile; a program that compiles costs one compile.
+ */
+function v8SyntaxError(program: string): string | undefined {
+  const message = compileError(program)
+  if (typeof message !== 'string') return undefined
+  const lines = program.split('\n')
+  if (message === 'Unexpected end of input') {
+    return `SyntaxError: ${message} (line ${lines.length}, column ${lines[lines.length - 1]!.length + 1}: at the end of the program)`
+  }
+  const upTo = (count: number): string => lines.slice(0, count).join('\n')
+  let low = 1
+  let high = lines.length
+  while (low < high) {
+    const middle = (low + high) >> 1
+    if (compileError(upTo(middle)) === message) high = middle
+    else low = middle + 1
+  }
+  const text = lines[low - 1]!
+  const before = low > 1 ? `${upTo(low - 1)}\n` : ''
+  let first = 1
+  let last = text.length
+  while (first < last) {
+    const middle = (first + last) >> 1
+    if (compileError(before + text.slice(0, middle)) === message) last = middle
+    else first = middle + 1
+  }
+  // The error fires once its token's last character is in: report where the token starts.
+  let start = Math.max(0, first - 1)
+  const word = /[\w$]/
+  while (start > 0 && word.test(text[start - 1]!) && word.test(text[start]!)) start--
+  if (message.startsWith('await ')) {
+    const keyword = text.lastIndexOf('await', start)
+    if (keyword >= 0) start = keyword
+  }
+  return `SyntaxError: ${message} (line ${low}, column ${start + 1})`
 }

@@ -72,6 +72,20 @@ describe('createBrowserWorkerRuntime: basics', () => {
     expect(result.error?.message).toMatch(/program\.ts:2/)
   })
 
+  it('a syntax error only V8 finds names its line and column', async () => {
+    const runtime = make({ prespawn: 0 })
+    const twice = await runtime.run({ program: 'const a = 1\nconst a = 2\nreturn a', bindings: [] })
+    expect(twice.error).toEqual({ kind: 'exception', message: "SyntaxError: Identifier 'a' has already been declared (line 2, column 7)" })
+    const longer = await runtime.run({ program: 'const total: number = 1\nlet y = 2\n  let total = 3\nreturn y', bindings: [] })
+    expect(longer.error?.message).toBe("SyntaxError: Identifier 'total' has already been declared (line 3, column 7)")
+    const awaitInPlain = await runtime.run({ program: 'let x = 1\nfunction f() { await 1 }\nreturn 1', bindings: [] })
+    expect(awaitInPlain.error?.message).toMatch(/^SyntaxError: await .* \(line 2, column 16\)$/)
+    const yieldOutside = await runtime.run({ program: 'if (x) {\n  return 1\n} else {\n  yield 4\n}', bindings: [] })
+    expect(yieldOutside.error?.message).toMatch(/^SyntaxError: .* \(line 4, column \d+\)$/)
+    // A valid program still runs (the check compiles, never runs, the program).
+    expect((await runtime.run({ program: 'const a: number = 1\nreturn await Promise.resolve(a + 1)', bindings: [] })).value).toBe(2)
+  })
+
   it('reports an uncaught error in a timer callback as an exception', async () => {
     const result = await make().run({ program: "setTimeout(() => { throw new Error('late') }, 1)\nawait new Promise(() => {})", bindings: [] })
     expect(result.error?.kind).toBe('exception')
