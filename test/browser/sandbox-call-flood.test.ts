@@ -8,43 +8,19 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { createSandboxRuntime } from '../../platforms/browser/index.js'
 import { defineTool } from '../../src/index.js'
 import { createToolRuntime } from '../../src/registry/index.js'
+import { maxStall, type TickCounter } from '../support/stall-probe.js'
 
 const sandbox = createSandboxRuntime({ memoryMb: 64, computeMs: 60_000 })
 afterAll(async () => {
   await sandbox.dispose()
 })
 
-/** Binding calls handled since the probe's last tick (see {@link maxStall}). */
-let sinceTick = 0
-
-/**
- * While `during` runs, a 2 ms page interval measures the longest gap between its ticks
- * (`stall`, in ms) and counts the most binding calls handled between two ticks (`burst`):
- * a count does not grow with the machine's load as a time does.
- */
-async function maxStall<T>(during: () => Promise<T>): Promise<{ stall: number; burst: number; value: T }> {
-  let last = performance.now()
-  let stall = 0
-  let burst = 0
-  sinceTick = 0
-  const timer = setInterval(() => {
-    const now = performance.now()
-    stall = Math.max(stall, now - last)
-    last = now
-    burst = Math.max(burst, sinceTick)
-    sinceTick = 0
-  }, 2)
-  try {
-    const value = await during()
-    return { stall, burst: Math.max(burst, sinceTick), value }
-  } finally {
-    clearInterval(timer)
-  }
-}
+/** Binding calls handled since the probe's last tick. */
+const handled: TickCounter = { count: 0 }
 
 /** A binding's own work: a tenth of a millisecond on the page's thread per call. */
 function work(i: number): number {
-  sinceTick++
+  handled.count++
   const end = performance.now() + 0.1
   while (performance.now() < end);
   return i
@@ -59,6 +35,7 @@ describe('a flood of un-awaited calls in Chromium', () => {
     await sandbox.run({ program: 'return await tools.echo({ i: 1 })', bindings: [{ global: 'tools', functions: { echo: async () => 1 } }] })
     const { stall, burst, value } = await maxStall(() =>
       sandbox.run({ program: FLOOD, bindings: [{ global: 'tools', functions: { echo: async (args: unknown) => work((args as { i: number }).i) } }] }),
+      handled,
     )
     expect(value.error).toBeUndefined()
     expect(value.value).toBe(10_000)
@@ -85,6 +62,7 @@ describe('a flood of un-awaited calls in Chromium', () => {
     try {
       const { stall, burst, value } = await maxStall(() =>
         registry.execute({ callId: 'flood', name: 'run_code', arguments: { code: FLOOD, description: 'flood' }, signal: AbortSignal.timeout(100_000) }),
+        handled,
       )
       if (value.isError) throw new Error(value.error.message)
       expect((value.value as { result?: unknown }).result).toBe(10_000)

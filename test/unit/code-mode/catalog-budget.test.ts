@@ -10,6 +10,7 @@ import { createToolRuntime } from '../../../src/registry/index.js'
 import type { ToolExecutionResult } from '../../../src/types.js'
 import { LARGE_REGISTRY } from '../../fixtures/large-registry.js'
 import { registerLargeRegistry } from '../../support/large-registry-tools.js'
+import { maxStall } from '../../support/stall-probe.js'
 
 const sandbox = createSandboxRuntime({ memoryMb: 64, computeMs: 30_000 })
 const registry = createToolRuntime({ mode: 'code', codeRuntime: sandbox })
@@ -25,23 +26,6 @@ const run = (code: string): Promise<ToolExecutionResult> =>
 function valueOf(result: ToolExecutionResult): unknown {
   if (result.isError) throw new Error(`run_code failed: ${result.error.message}`)
   return (result.value as { result?: unknown }).result
-}
-
-/** The longest gap between ticks of a 2 ms host interval while `during` runs. */
-async function maxStall<T>(during: () => Promise<T>): Promise<{ stall: number; value: T }> {
-  let last = performance.now()
-  let stall = 0
-  const timer = setInterval(() => {
-    const now = performance.now()
-    stall = Math.max(stall, now - last)
-    last = now
-  }, 2)
-  try {
-    const value = await during()
-    return { stall, value }
-  } finally {
-    clearInterval(timer)
-  }
 }
 
 describe('catalog calls are bounded on the host', () => {

@@ -10,6 +10,7 @@ import type { CodeBindingCallOptions } from '../../../src/code-runtime/contract.
 import { MAX_CALL_ARG_NODES } from '../../../src/code-runtime/limits.js'
 import type { SandboxRuntime, SandboxRuntimeOptions } from '../../../src/code-runtime/sandbox-runtime.js'
 import { createSandboxRuntime } from '../../../platforms/node/index.js'
+import { maxStall } from '../../support/stall-probe.js'
 
 const created: SandboxRuntime[] = []
 const make = (options?: SandboxRuntimeOptions) => {
@@ -20,23 +21,6 @@ const make = (options?: SandboxRuntimeOptions) => {
 afterEach(async () => {
   await Promise.all(created.splice(0).map((runtime) => runtime.dispose()))
 })
-
-/** The longest gap between ticks of a 2 ms host interval while `during` runs. */
-async function maxStall<T>(during: () => Promise<T>): Promise<{ stall: number; value: T }> {
-  let last = performance.now()
-  let stall = 0
-  const timer = setInterval(() => {
-    const now = performance.now()
-    stall = Math.max(stall, now - last)
-    last = now
-  }, 2)
-  try {
-    const value = await during()
-    return { stall, value }
-  } finally {
-    clearInterval(timer)
-  }
-}
 
 describe('binding arguments are bounded by work before they reach the host', () => {
   it(`a call whose arguments hold more than ${MAX_CALL_ARG_NODES} JSON values is refused inside the program; the run goes on`, async () => {

@@ -16,6 +16,7 @@ import type { SandboxRuntime, SandboxRuntimeOptions, SandboxThread } from '../..
 import { ToolError } from '../../../src/errors.js'
 import { createSandboxRuntime } from '../../../platforms/node/index.js'
 import { SANDBOX_SOURCE } from '../../../platforms/quickjs/_sandbox-source.js'
+import { maxStall } from '../../support/stall-probe.js'
 
 const root = fileURLToPath(new URL('../../..', import.meta.url))
 const created: SandboxRuntime[] = []
@@ -32,23 +33,6 @@ afterEach(async () => {
 const hang = (_args: unknown, { signal }: CodeBindingCallOptions) =>
   new Promise<unknown>((_resolve, reject) => signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }))
 const hanging = [{ global: 'tools', functions: { hang } }]
-
-/** The longest gap between ticks of a 2 ms host interval while `during` runs. */
-async function maxStall<T>(during: () => Promise<T>): Promise<{ stall: number; value: T }> {
-  let last = performance.now()
-  let stall = 0
-  const timer = setInterval(() => {
-    const now = performance.now()
-    stall = Math.max(stall, now - last)
-    last = now
-  }, 2)
-  try {
-    const value = await during()
-    return { stall, value }
-  } finally {
-    clearInterval(timer)
-  }
-}
 
 describe('createSandboxRuntime (Node)', () => {
   it('validates its options at once', () => {
