@@ -200,6 +200,11 @@ export interface ToolExecution {
    * `signal` aborts when the run ends, at the latest at this deadline.
    */
   readonly deadline?: number
+  /**
+   * `true` when no call runs: plan approval asks the `tools/pre-execute` gate whether this
+   * tool would ask, with empty arguments, before a program runs (docs/approvals.md).
+   */
+  readonly planProbe?: true
 }
 
 /** The `tools/execute` view: only `signal` is mutable (replace and restore, never delete). */
@@ -287,6 +292,28 @@ export interface ApprovalRequest {
   readonly reason?: string
   /** The enclosing call's id for a nested call (a Code Mode sub-call's `run_code` call id). */
   readonly parentCallId?: string
+  /**
+   * `'plan'`: one request for a whole `run_code` program before it runs (`execution` is the
+   * `run_code` call; see `plan`). Absent or `'call'`: one tool call. Only a handler marked
+   * `acceptsPlans: true` receives plan requests (docs/approvals.md, "Plan approval").
+   */
+  readonly kind?: 'call' | 'plan'
+  /** For a `'plan'` request: the program and its planned calls. */
+  readonly plan?: ApprovalPlan
+}
+
+/** What a plan request shows: the program, its static calls, and why each asking tool asks. */
+export interface ApprovalPlan {
+  /** The program's text, whole (renderers bound what they show: `renderApprovalPlan`). */
+  readonly code: string
+  /** The model's summary of the program (`run_code`'s `description`). */
+  readonly description: string
+  /** Every static tool reference of the program that the agent may call, in source order. */
+  readonly calls: readonly { readonly name: string; readonly line: number; readonly column: number }[]
+  /** The planned tools whose gate asks, with the gate's reason: Allow pre-approves exactly these. */
+  readonly asking: readonly { readonly name: string; readonly reason?: string }[]
+  /** The program may reach tools by a computed name: nothing is pre-approved, every asking call still asks. */
+  readonly dynamic: boolean
 }
 
 /** Decides an `ask`: `true` approves; anything else (or a throw) denies. */

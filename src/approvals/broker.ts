@@ -10,10 +10,11 @@
  */
 import { ToolError } from '../errors.js'
 import { snapshotLosslessJson } from '../json/lossless.js'
-import type { ApprovalHandler } from '../types.js'
+import type { ApprovalHandler, ApprovalPlan } from '../types.js'
 import { createEventFanOut } from './_events.js'
 import { parseDecision } from './decision.js'
 import { renderApprovalArguments } from './render.js'
+import { renderApprovalPlan } from './render-plan.js'
 import type {
   ApprovalBroker,
   ApprovalBrokerOptions,
@@ -24,6 +25,7 @@ import type {
   ApprovalEvent,
   ApprovalVerdict,
   PendingApproval,
+  PendingPlan,
 } from './types.js'
 
 /** The default `timeoutMs`: 5 minutes. */
@@ -64,7 +66,7 @@ function denialMessage(name: string, settlement: Settlement, timeoutMs: number):
   return `${name} was denied by a person${reason === undefined || reason === '' ? ' (no reason given)' : `: ${reason}`}`
 }
 
-const OPTION_KEYS = new Set(['timeoutMs'])
+const OPTION_KEYS = new Set(['timeoutMs', 'plans'])
 
 function readTimeoutMs(options: unknown): number {
   try {
@@ -84,6 +86,8 @@ function checkTimeoutMs(options: unknown): number {
   for (const key of Object.keys(options)) {
     if (!OPTION_KEYS.has(key)) throw new ToolError('INVALID_OPTIONS', `createApprovalBroker: unknown option ${JSON.stringify(key)}`)
   }
+  const plans = (options as ApprovalBrokerOptions).plans
+  if (plans !== undefined && typeof plans !== 'boolean') throw new ToolError('INVALID_OPTIONS', `createApprovalBroker plans must be a boolean (got ${typeof plans})`)
   const value = (options as ApprovalBrokerOptions).timeoutMs
   if (value === undefined) return DEFAULT_APPROVAL_TIMEOUT_MS
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0 || value > MAX_TIMER_MS) {
@@ -111,7 +115,7 @@ function optionalString(value: unknown, what: string): string | undefined {
  */
 function readRequest(request: unknown): { readonly fields: RequestFields; readonly signal: AbortSignal } {
   if (typeof request !== 'object' || request === null) throw new TypeError('the request is not an object')
-  const { execution, parentCallId: parent, reason: why } = request as Record<string, unknown>
+  const { execution, parentCallId: parent, reason: why, kind } = request as Record<string, unknown>
   if (typeof execution !== 'object' || execution === null) throw new TypeError('the request carries no execution')
   const { callId, name, signal, agent: scope } = execution as Record<string, unknown>
   if (typeof callId !== 'string' || typeof name !== 'string') throw new TypeError('the execution has no string callId and name')
@@ -123,18 +127,59 @@ function readRequest(request: unknown): { readonly fields: RequestFields; readon
   const descriptor = Object.getOwnPropertyDescriptor(request, 'parameters')
   const parameters: unknown = descriptor !== undefined && 'value' in descriptor ? descriptor.value : undefined
   const args = snapshotLosslessJson((execution as { arguments?: unknown }).arguments)
+  if (kind !== undefined && kind !== 'call' && kind !== 'plan') throw new TypeError('kind must be call or plan')
+  const plan = kind === 'plan' ? readPlan((request as { plan?: unknown }).plan) : undefined
   const fields: RequestFields = {
     callId,
     ...(parentCallId === undefined ? {} : { parentCallId }),
     ...(agent === undefined ? {} : { agent }),
+    kind: plan === undefined ? 'call' : 'plan',
     name,
     // Already a frozen snapshot when the registry asks (then reused as is); copied otherwise.
     arguments: args,
     // The one rendering every surface shows (docs/approvals.md "What a person sees").
-    summary: renderApprovalArguments({ name, parameters }, args).text,
+    summary: plan === undefined ? renderApprovalArguments({ name, parameters }, args).text : renderApprovalPlan(plan),
+    ...(plan === undefined ? {} : { plan: pendingPlan(plan) }),
     ...(reason === undefined ? {} : { reason }),
   }
   return { fields, signal }
+}
+
+/** Planned calls a pending plan lists (the summary shows the program itself, bounded). */
+export const MAX_PENDING_PLAN_CALLS = 100
+
+function readList<T>(value: unknown, what: string, read: (item: Record<string, unknown>) => T): T[] {
+  if (!Array.isArray(value)) throw new TypeError(`${what} must be an array`)
+  return value.map((item: unknown) => {
+    if (typeof item !== 'object' || item === null) throw new TypeError(`${what} holds a non-object`)
+    return Object.freeze(read(item as Record<string, unknown>))
+  })
+}
+
+/** Reads a plan request's `plan` (the handler is public: anything may arrive). */
+function readPlan(value: unknown): ApprovalPlan {
+  if (typeof value !== 'object' || value === null) throw new TypeError('a plan request carries no plan')
+  const { code, description, calls, asking, dynamic } = value as Record<string, unknown>
+  if (typeof code !== 'string' || typeof description !== 'string' || typeof dynamic !== 'boolean') throw new TypeError('the plan has no string code and description and boolean dynamic')
+  const call = (c: Record<string, unknown>) => {
+    if (typeof c.name !== 'string' || typeof c.line !== 'number' || typeof c.column !== 'number') throw new TypeError('a planned call has no name, line and column')
+    return { name: c.name, line: c.line, column: c.column }
+  }
+  const ask = (a: Record<string, unknown>) => {
+    if (typeof a.name !== 'string') throw new TypeError('an asking tool has no name')
+    return { name: a.name, ...(typeof a.reason === 'string' ? { reason: a.reason } : {}) }
+  }
+  return { code, description, calls: readList(calls, 'plan.calls', call), asking: readList(asking, 'plan.asking', ask), dynamic }
+}
+
+function pendingPlan(plan: ApprovalPlan): PendingPlan {
+  return Object.freeze({
+    codeLength: plan.code.length,
+    calls: Object.freeze(plan.calls.slice(0, MAX_PENDING_PLAN_CALLS).map((c) => Object.freeze({ name: c.name, line: c.line }))),
+    moreCalls: Math.max(0, plan.calls.length - MAX_PENDING_PLAN_CALLS),
+    asking: Object.freeze(plan.asking.slice(0, MAX_PENDING_PLAN_CALLS)),
+    dynamic: plan.dynamic,
+  })
 }
 
 function refused(code: ApprovalDecideErrorCode, message: string): ApprovalDecideRefused {
@@ -177,6 +222,8 @@ function refusalFor(id: string, settlement: Settlement | undefined): ApprovalDec
  */
 export function createApprovalBroker(options?: ApprovalBrokerOptions): ApprovalBroker {
   const timeoutMs = readTimeoutMs(options)
+  // Read after validation (readTimeoutMs checked the whole options object).
+  const plans = (options as ApprovalBrokerOptions | undefined)?.plans === true
   const open = new Map<string, OpenRequest>()
   const remembered = new Map<string, Settlement>()
   const events = createEventFanOut<ApprovalEvent>()
@@ -206,11 +253,11 @@ export function createApprovalBroker(options?: ApprovalBrokerOptions): ApprovalB
         return at
       }
     } else events.emit(Object.freeze({ type: settlement.kind, approval, at }))
-    entry.deny(denialMessage(approval.name, settlement, timeoutMs))
+    entry.deny(denialMessage(approval.kind === 'plan' ? 'the program' : approval.name, settlement, timeoutMs))
     return at
   }
 
-  const handler: ApprovalHandler = (request) => {
+  const handler = ((request) => {
     if (disposed) throw denial('the approval broker is disposed; nobody can approve this call')
     let read: ReturnType<typeof readRequest>
     try {
@@ -245,7 +292,10 @@ export function createApprovalBroker(options?: ApprovalBrokerOptions): ApprovalB
       read.signal.addEventListener('abort', entry.onAbort, { once: true })
       events.emit(Object.freeze({ type: 'requested', approval }))
     })
-  }
+  }) as ApprovalHandler & { acceptsPlans: boolean }
+  // The registry sends plan requests only to a handler that says it reads them.
+  handler.acceptsPlans = plans
+  Object.freeze(handler)
 
   // Both parameters are checked at run time: they come from people's clients, whatever the static type says.
   const decide = (id: string, input: ApprovalDecisionInput): ApprovalDecideResult => {

@@ -4,7 +4,8 @@
  *
  * @module
  */
-export { createApprovalBroker, DEFAULT_APPROVAL_TIMEOUT_MS } from './broker.js'
+export { createApprovalBroker, DEFAULT_APPROVAL_TIMEOUT_MS, MAX_PENDING_PLAN_CALLS } from './broker.js'
+export { renderApprovalPlan } from './render-plan.js'
 export { MAX_APPROVAL_REASON_LENGTH } from './decision.js'
 export {
   DEFAULT_APPROVAL_RENDER_BYTES,

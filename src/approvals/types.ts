@@ -22,6 +22,13 @@ export interface ApprovalBrokerOptions {
    * timer every runtime honours). Default `DEFAULT_APPROVAL_TIMEOUT_MS` (5 minutes).
    */
   readonly timeoutMs?: number
+  /**
+   * Whether the handler takes plan requests (one request per `run_code` program whose
+   * planned tools ask; docs/approvals.md, "Plan approval"). Default `false`: one request
+   * per asking call, as before, so a client that lists approvals meets no new kind unless
+   * it asks for plans.
+   */
+  readonly plans?: boolean
 }
 
 /** One open request, as `pending()` and the events show it. Deep-frozen. */
@@ -37,7 +44,14 @@ export interface PendingApproval {
   readonly parentCallId?: string
   /** The calling agent's scope; absent for the global layer. */
   readonly agent?: ScopeKey
-  /** The tool's name. */
+  /**
+   * `'call'`: one tool call. `'plan'`: a whole `run_code` program before it runs (`callId`
+   * and `name` are the `run_code` call's; `summary` shows the program and its planned
+   * calls; Allow pre-approves the asking tools of `plan` for that run). See
+   * docs/approvals.md, "Plan approval".
+   */
+  readonly kind: 'call' | 'plan'
+  /** The tool's name (`run_code` for a plan). */
   readonly name: string
   /** The call's arguments (lossless JSON, deep-frozen). */
   readonly arguments: JsonValue
@@ -47,12 +61,27 @@ export interface PendingApproval {
    * keys flagged and listed last; at most 4,096 UTF-8 bytes. Show this, not `arguments`.
    */
   readonly summary: string
+  /** For a plan: the planned calls (name, line) and each asking tool's reason. The program itself is in `summary`, bounded. */
+  readonly plan?: PendingPlan
   /** Why the gate asked (the `ask` decision's reason), when it gave one. */
   readonly reason?: string
   /** When the request was opened (epoch ms). */
   readonly requestedAt: number
   /** When it expires as a denial if nobody decides (epoch ms). */
   readonly expiresAt: number
+}
+
+/** A plan request's calls, as `pending()` lists them (the program's text is only in the bounded `summary`). */
+export interface PendingPlan {
+  /** The program's length in characters. */
+  readonly codeLength: number
+  /** Planned calls, at most `MAX_PENDING_PLAN_CALLS` (the rest are counted in `moreCalls`). */
+  readonly calls: readonly { readonly name: string; readonly line: number }[]
+  readonly moreCalls: number
+  /** The tools whose gate asks: what Allow pre-approves. */
+  readonly asking: readonly { readonly name: string; readonly reason?: string }[]
+  /** `true`: the program reaches tools by computed names; nothing is pre-approved. */
+  readonly dynamic: boolean
 }
 
 /** The body of `decide()` (and of `POST /v1/approvals/:id`), validated strictly. */
@@ -152,7 +181,7 @@ export interface ApprovalBroker {
    * whose message says why (denied with the person's reason, expired, withdrawn,
    * broker disposed).
    */
-  readonly handler: ApprovalHandler
+  readonly handler: ApprovalHandler & { readonly acceptsPlans: boolean }
   /** The effective timeout (validated, default applied). */
   readonly timeoutMs: number
   /** The open requests, oldest first. A fresh frozen array of frozen records. */

@@ -97,6 +97,12 @@ export interface RunCodePreflight {
    */
   warnChecks(): boolean
   check(code: string, agent: ScopeKey | undefined, language: string, signal: AbortSignal): Promise<PreflightReport>
+  /**
+   * Optional: plan approval (docs/approvals.md, "Plan approval"). Asks once for the
+   * program's planned tools that ask, before it runs; resolves to the release of the
+   * pre-approval (called when the run settles) or rejects with `DENIED_BY_APPROVAL`.
+   */
+  approvePlan?(input: { readonly code: string; readonly description: string; readonly language: string; readonly run: ToolRunContext }): Promise<() => void>
 }
 
 /**
@@ -118,18 +124,30 @@ function withNotes(error: CodeRunFailedError, notes: string): CodeRunFailedError
   return new CodeRunFailedError(error.kind, `${inner}\n\n${notes}`, error.logs, { cause: error })
 }
 
+/** Runs the program once its plan is approved (when plan approval applies); the pre-approval ends with the run. */
+async function runApproved(registry: CodeModeRegistry, preflight: RunCodePreflight | undefined, args: RunCodeArgs, exec: ToolRunContext): Promise<RunCodeOutput> {
+  const language = registry.codeRuntime()?.language
+  if (preflight?.approvePlan === undefined || language === undefined) return runCodeBridge(registry, args, exec)
+  const release = await preflight.approvePlan({ code: args.code, description: args.description, language, run: exec })
+  try {
+    return await runCodeBridge(registry, args, exec)
+  } finally {
+    release()
+  }
+}
+
 /** Runs the program under the preflight mode in force (see {@link RunCodePreflight}). */
 async function runWithPreflight(registry: CodeModeRegistry, preflight: RunCodePreflight | undefined, args: RunCodeArgs, exec: ToolRunContext): Promise<RunCodeOutput> {
   const mode = preflight?.mode() ?? 'off'
   const language = registry.codeRuntime()?.language
   // Python gets a plan only: nothing a model would read changes, so the run goes as is.
-  if (preflight === undefined || mode === 'off' || language === undefined || language === 'python') return runCodeBridge(registry, args, exec)
-  if (mode === 'warn' && !preflight.warnChecks()) return runCodeBridge(registry, args, exec)
+  if (preflight === undefined || mode === 'off' || language === undefined || language === 'python') return runApproved(registry, preflight, args, exec)
+  if (mode === 'warn' && !preflight.warnChecks()) return runApproved(registry, preflight, args, exec)
   if (mode === 'block') {
     const report = await preflight.check(args.code, exec.agent, language, exec.signal).catch(() => undefined)
     const text = report === undefined ? undefined : renderDiagnostics(report.diagnostics, BLOCK_HEADING)
     if (text !== undefined) throw new ToolError('PREFLIGHT_FAILED', text)
-    return runCodeBridge(registry, args, exec)
+    return runApproved(registry, preflight, args, exec)
   }
   // 'warn': the check runs alongside the program and never delays a successful run.
   let report: PreflightReport | undefined
@@ -139,7 +157,7 @@ async function runWithPreflight(registry: CodeModeRegistry, preflight: RunCodePr
     () => undefined,
   )
   try {
-    const output = await runCodeBridge(registry, args, exec)
+    const output = await runApproved(registry, preflight, args, exec)
     const text = report === undefined ? undefined : renderDiagnostics(report.diagnostics, WARN_HEADING)
     return text === undefined ? output : { ...output, preflight: text }
   } catch (error) {

@@ -66,14 +66,16 @@ function settled(event: Exclude<ApprovalEvent, { type: 'requested' }>): Approval
 
 /**
  * Forwards the broker's events about `runCallId`'s own sub-calls (matched by
- * `parentCallId`) to `send`: `approval` with the pending request (its `id` is what
+ * `parentCallId`) and its plan request (kind `plan`, matched by `callId`) to `send`: `approval` with the pending request (its `id` is what
  * `POST /v1/approvals/:id` takes), `approval-settled` when it is decided, expires or is
  * withdrawn. Returns the unsubscribe (the stream calls it when the run settles).
  */
 export function forwardApprovals(broker: ApprovalBroker | undefined, runCallId: string, send: (event: string, data: unknown) => void): () => void {
   if (broker === undefined) return () => {}
   return broker.subscribe((event) => {
-    if (event.approval.parentCallId !== runCallId) return
+    // A run's own plan request has the run's callId; its sub-calls' requests name it as parent.
+    const ours = event.approval.kind === 'plan' ? event.approval.callId === runCallId : event.approval.parentCallId === runCallId
+    if (!ours) return
     if (event.type === 'requested') send('approval', event.approval)
     else send('approval-settled', settled(event))
   })

@@ -20,6 +20,7 @@
  * @module
  */
 import { renderApprovalArguments } from '../approvals/render.js'
+import { renderApprovalPlan } from '../approvals/render-plan.js'
 import { ToolError } from '../errors.js'
 import type { ApprovalHandler, ApprovalRequest } from '../types.js'
 
@@ -68,8 +69,10 @@ interface Pending {
  * order, long values as length + head + tail, undeclared keys flagged), never a prefix
  * of the caller's JSON.
  */
-function questionText(request: ApprovalRequest): string {
+export function questionText(request: ApprovalRequest): string {
   const { name, arguments: args } = request.execution
+  // A plan request: the program and its planned calls, rendered bounded by the shared plan renderer.
+  if (request.kind === 'plan' && request.plan !== undefined) return `Allow this program to run (${request.reason ?? 'it calls tools that ask'})?\n${renderApprovalPlan(request.plan)}`
   const why = request.reason === undefined || request.reason === '' ? '' : ` (${request.reason})`
   const rendered = renderApprovalArguments({ name, parameters: request.parameters }, args)
   return `Allow the tool call ${name}${why}?\nArguments:\n${rendered.text}`
@@ -153,7 +156,8 @@ export class ElicitationChannel {
 
   /** The approval handler of one `tools/call` whose event stream is open to an eliciting client. */
   asker(session: string, send: SendToClient): ApprovalHandler {
-    return (request) =>
+    // acceptsPlans: the question renders a plan request (one elicitation per program; docs/approvals.md).
+    const handler: ApprovalHandler = (request) =>
       new Promise<boolean>((resolve, reject) => {
         const id = `toolyard-elicitation-${crypto.randomUUID()}`
         const name = request.execution.name
@@ -194,6 +198,7 @@ export class ElicitationChannel {
           params: { message: questionText(request), requestedSchema: { type: 'object', properties: {} } },
         })
       })
+    return Object.freeze(Object.assign(handler, { acceptsPlans: true }))
   }
 }
 

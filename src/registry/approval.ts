@@ -10,7 +10,7 @@
 import { undeclaredArgumentPaths } from '../approvals/render.js'
 import { ToolError } from '../errors.js'
 import type { ApprovalDecisionEvent, ApprovalOutcome, ApprovalRequestEvent, SessionLogEvent } from '../runtime-types.js'
-import type { ApprovalHandler, ApprovalRequest, ToolExecutionResult } from '../types.js'
+import type { ApprovalHandler, ApprovalRequest, ToolExecutionResult, ToolExecutionToken } from '../types.js'
 import { ABORTED_BEFORE_MESSAGE, messageOf, type PipelineCall } from './call.js'
 import { failure } from './results.js'
 
@@ -109,10 +109,27 @@ function undeclaredRefusal(call: PipelineCall): ToolExecutionResult | undefined 
   return failure('INVALID_ARGS', message, [], 'ToolArgsError')
 }
 
+/**
+ * The tools a person pre-approved through a program's plan, keyed by the token of the
+ * run's `run_code` call (unforgeable, and gone with the run: `grantPlan`'s release).
+ */
+const planGrants = new Map<ToolExecutionToken, ReadonlySet<string>>()
+
+/** Pre-approves `names` for the sub-calls of the run whose `run_code` call is `run`; returns the release (call it when the run settles). */
+export function grantPlan(run: ToolExecutionToken, names: readonly string[]): () => void {
+  const granted = new Set(names)
+  planGrants.set(run, granted)
+  return () => {
+    if (planGrants.get(run) === granted) planGrants.delete(run)
+  }
+}
+
 /** Approval for an `ask`: absent handler, refusal or failure deny; cancellation while waiting aborts. */
 export async function approve(call: PipelineCall, reason: string | undefined): Promise<ToolExecutionResult | undefined> {
   const refused = undeclaredRefusal(call)
   if (refused !== undefined) return refused
+  // A direct sub-call of a run whose plan a person allowed: the gate and the guards ran; nobody is asked again.
+  if (planGrants.get(call.execution.parent as ToolExecutionToken)?.has(call.execution.name) === true) return undefined
   const handler: ApprovalHandler | undefined = call.approval ?? call.core.options.approval
   const why = reason === undefined || reason === '' ? '' : ` (${reason})`
   const { execution, parentCallId } = call

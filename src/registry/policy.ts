@@ -16,7 +16,7 @@ type PreRank = 0 | 1 | 2
 const PRE_RANK: Record<PreToolDecision['kind'], PreRank> = { allow: 0, ask: 1, deny: 2 }
 
 /** A listener's answer, copied and frozen (the next listener receives it), or undefined when malformed. */
-function checkPreDecision(value: unknown): PreToolDecision | undefined {
+export function checkPreDecision(value: unknown): PreToolDecision | undefined {
   if (typeof value !== 'object' || value === null) return undefined
   const kind = (value as { kind?: unknown }).kind
   if (kind === 'allow') return ALLOW_DECISION

@@ -42,6 +42,7 @@ import { ToolCatalogs } from './tool-catalog.js'
 import { allowsCaller } from '../schema/tool-definition.js'
 import { createInlinePreflightEngine } from '../preflight/inline-engine.js'
 import { Preflight } from '../preflight/preflight.js'
+import { createPlanApproval } from './plan-approval.js'
 import type { PreflightReport, PreflightRequest } from '../preflight/types.js'
 
 /**
@@ -91,6 +92,7 @@ export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
       mode: () => settings.preflight,
       warnChecks: () => settings.preflightEngine !== undefined,
       check: (code, agent, language, signal) => preflight.check(code, agent, language, signal),
+      approvePlan: createPlanApproval(pipeline, (agent) => codeTools(agent).map(({ definition }) => definition.name)),
     }),
   )
   const runPreflight = async (request: PreflightRequest): Promise<PreflightReport> => {

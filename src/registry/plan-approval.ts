@@ -1,0 +1,130 @@
+/**
+ * Plan approval: before a `run_code` program runs, one request of kind `plan` asks a
+ * person about every planned tool whose gate asks. Allow pre-approves those tools for the
+ * sub-calls of that run only (each still passes the gate, the guards and the
+ * declared-parameters check; the approval stage then does not ask again); Deny ends the
+ * run before anything runs.
+ *
+ * Which tools ask is read from the `tools/pre-execute` gate itself: it is asked once per
+ * planned tool with empty arguments and `planProbe: true` (a probe that throws, denies or
+ * allows pre-approves nothing; the real call then meets the gate as usual). A gate whose
+ * answer depends on the arguments therefore still asks per call when its probe allowed.
+ *
+ * Only a handler marked `acceptsPlans: true` is asked (the broker's and the MCP
+ * elicitation's are): a handler written for single calls could read a plan request as a
+ * harmless `run_code` call and allow it, which would pre-approve what it means to refuse.
+ *
+ * @module
+ */
+import { ToolError } from '../errors.js'
+import { extractPlan, extractPythonPlan } from '../preflight/plan.js'
+import type { PreflightPlan } from '../preflight/types.js'
+import type { ApprovalHandler, ApprovalPlan, ApprovalRequest, PreToolDecision, ScopeKey, ToolExecution, ToolExecutionToken } from '../types.js'
+import { ALLOW_DECISION, messageOf, type PipelineCore } from './call.js'
+import { grantPlan } from './approval.js'
+import { checkPreDecision } from './policy.js'
+
+/** Whether `handler` takes plan requests (`handler.acceptsPlans === true`). */
+export function acceptsPlans(handler: ApprovalHandler | undefined): handler is ApprovalHandler {
+  return typeof handler === 'function' && (handler as { acceptsPlans?: unknown }).acceptsPlans === true
+}
+
+const EMPTY_ARGS = Object.freeze({})
+
+/** The gate's answer for one planned tool, asked with empty arguments; `undefined` when it does not (cleanly) ask. */
+async function probe(core: PipelineCore, run: ToolExecution, name: string, index: number): Promise<PreToolDecision | undefined> {
+  const listeners = core.hooks.preExecute.list(run.agent)
+  if (listeners.length === 0) return undefined
+  const execution: ToolExecution = Object.freeze({
+    token: Symbol('toolyard.plan-probe') as ToolExecutionToken,
+    callId: `${run.callId}:plan:${index}`,
+    name,
+    arguments: EMPTY_ARGS,
+    signal: run.signal,
+    ...(run.agent === undefined ? {} : { agent: run.agent }),
+    parent: run.token,
+    planProbe: true as const,
+  })
+  let decision: PreToolDecision = ALLOW_DECISION
+  for (const listener of listeners) {
+    let checked: PreToolDecision | undefined
+    try {
+      checked = checkPreDecision(await listener(decision, execution))
+    } catch {
+      return undefined
+    }
+    if (checked === undefined || checked.kind === 'deny') return undefined
+    if (checked.kind === 'ask') decision = checked
+  }
+  return decision.kind === 'ask' ? decision : undefined
+}
+
+/** Awaits the handler's verdict; a cancelled run stops waiting at once. */
+function verdictOf(handler: ApprovalHandler, request: ApprovalRequest, signal: AbortSignal): Promise<{ ok: true; value: unknown } | { ok: false; error: unknown }> {
+  return new Promise((resolve) => {
+    const onAbort = (): void => resolve({ ok: false, error: new ToolError('ABORTED_BEFORE_DISPATCH', 'the run was cancelled while its plan waited for approval') })
+    if (signal.aborted) return onAbort()
+    signal.addEventListener('abort', onAbort, { once: true })
+    new Promise((inner) => inner(handler(request))).then(
+      (value) => resolve({ ok: true, value }),
+      (error: unknown) => resolve({ ok: false, error }),
+    ).finally(() => signal.removeEventListener('abort', onAbort))
+  })
+}
+
+/** What `run_code` tells plan approval about the run it is about to start. */
+export interface PlanApprovalInput {
+  readonly code: string
+  readonly description: string
+  readonly language: string
+  /** The `run_code` call (its body's context). */
+  readonly run: ToolExecution
+}
+
+/** Plan approval bound to one registry: `approve` resolves to the grant's release, or throws `DENIED_BY_APPROVAL`. */
+export type PlanApproval = (input: PlanApprovalInput) => Promise<() => void>
+
+/**
+ * Creates the registry's plan approval. `toolNames(agent)` are the tools a program of that
+ * agent may call (planned names outside it are unknown tools: listed, never asked about).
+ */
+export function createPlanApproval(core: PipelineCore, toolNames: (agent: ScopeKey | undefined) => readonly string[]): PlanApproval {
+  return async ({ code, description, language, run }) => {
+    const handler = core.calls.liveTokens.get(run.token)?.approval ?? core.options.approval
+    if (!acceptsPlans(handler)) return () => {}
+    const plan: PreflightPlan = (language === 'python' ? extractPythonPlan(code) : extractPlan(code)).plan
+    const known = new Set(toolNames(run.agent))
+    const calls = plan.calls.filter((c) => known.has(c.name)).map((c) => Object.freeze({ name: c.name, line: c.line, column: c.column }))
+    const asking: { name: string; reason?: string }[] = []
+    for (const name of new Set(calls.map((c) => c.name))) {
+      const decision = await probe(core, run, name, asking.length)
+      if (decision?.kind === 'ask') asking.push(Object.freeze(decision.reason === undefined ? { name } : { name, reason: decision.reason }))
+    }
+    if (asking.length === 0) return () => {}
+    const approvalPlan: ApprovalPlan = Object.freeze({ code, description, calls: Object.freeze(calls), asking: Object.freeze(asking), dynamic: plan.dynamic })
+    const { token, callId, name, arguments: args, signal, agent, parent } = run
+    const execution: ToolExecution = Object.freeze({
+      token,
+      callId,
+      name,
+      arguments: args,
+      signal,
+      ...(agent === undefined ? {} : { agent }),
+      ...(parent === undefined ? {} : { parent }),
+    })
+    const reason = `the program calls ${asking.length === 1 ? 'a tool that asks' : `${asking.length} tools that ask`}${plan.dynamic ? ' (and reaches tools by computed names)' : ''}`
+    const request: ApprovalRequest = Object.freeze({ kind: 'plan' as const, execution, plan: approvalPlan, reason })
+    const verdict = await verdictOf(handler, request, signal)
+    if (!verdict.ok) {
+      const error = verdict.error
+      if (error instanceof ToolError && error.code === 'ABORTED_BEFORE_DISPATCH') throw error
+      const said = error instanceof ToolError && error.code === 'DENIED_BY_APPROVAL' ? error.message : `the approval handler failed: ${messageOf(error)}`
+      throw new ToolError('DENIED_BY_APPROVAL', `the program's plan was denied before anything ran (${said})`)
+    }
+    if (verdict.value !== true) throw new ToolError('DENIED_BY_APPROVAL', "the program's plan was denied by the approval handler before anything ran")
+    // A program that reaches tools by computed names gets no pre-approval: which call site a
+    // call came from cannot be told at run time.
+    if (plan.dynamic) return () => {}
+    return grantPlan(token, asking.map((a) => a.name))
+  }
+}
