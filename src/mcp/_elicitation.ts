@@ -106,8 +106,12 @@ export class ElicitationChannel {
   readonly #calls = new Map<string, AbortController>()
   readonly #timeoutMs: number
 
-  constructor(timeoutMs: number) {
+  readonly #plans: boolean
+
+  /** `plans`: whether this channel's askers take plan requests (`McpAppOptions.elicitationPlans`). */
+  constructor(timeoutMs: number, plans = false) {
     this.#timeoutMs = timeoutMs
+    this.#plans = plans
   }
 
   /** Open questions and tracked calls: both must fall back to 0 when their calls end (a leak check). */
@@ -156,7 +160,7 @@ export class ElicitationChannel {
 
   /** The approval handler of one `tools/call` whose event stream is open to an eliciting client. */
   asker(session: string, send: SendToClient): ApprovalHandler {
-    // acceptsPlans: the question renders a plan request (one elicitation per program; docs/approvals.md).
+    // acceptsPlans (opt-in): the question renders a plan request (one elicitation per program; docs/approvals.md).
     const handler: ApprovalHandler = (request) =>
       new Promise<boolean>((resolve, reject) => {
         const id = `toolyard-elicitation-${crypto.randomUUID()}`
@@ -198,7 +202,7 @@ export class ElicitationChannel {
           params: { message: questionText(request), requestedSchema: { type: 'object', properties: {} } },
         })
       })
-    return Object.freeze(Object.assign(handler, { acceptsPlans: true }))
+    return Object.freeze(Object.assign(handler, { acceptsPlans: this.#plans }))
   }
 }
 

@@ -87,6 +87,8 @@ export interface McpAppOptions {
    * the call is denied as expired, in ms. Default 300 000 (5 minutes, as the approval broker).
    */
   readonly elicitationTimeoutMs?: number
+  /** `true`: a `run_code` program whose planned tools ask is put to the client as one plan question before it runs (docs/approvals.md, "Plan approval"). Default `false`. */
+  readonly elicitationPlans?: boolean
   /**
    * Receives every unexpected exception: those answered as HTTP 500 `INTERNAL`, and those
    * inside a JSON-RPC call answered as `-32603 internal error (<name>)`. The client never
@@ -376,7 +378,7 @@ function validateOptions(runtime: ToolRuntime, options: McpAppOptions): McpAppCo
     maxStreamBacklogBytes: positiveIntegerOption('maxStreamBacklogBytes', options.maxStreamBacklogBytes, DEFAULT_MAX_STREAM_BACKLOG_BYTES),
     streamWriteTimeoutMs: positiveIntegerOption('streamWriteTimeoutMs', options.streamWriteTimeoutMs, DEFAULT_STREAM_WRITE_TIMEOUT_MS),
     report: options.onError ?? reportToConsole,
-    elicitation: new ElicitationChannel(elicitationTimeoutMs),
+    elicitation: new ElicitationChannel(elicitationTimeoutMs, options.elicitationPlans === true),
   }
 }
 
