@@ -13,6 +13,8 @@ import { h } from './dom.js'
 /** One call's approval as the page tracks it. */
 export interface ApprovalState {
   readonly id: string
+  /** `'plan'`: the whole program before it runs (its code, its planned calls); `'call'`: one tool call. */
+  readonly kind: 'call' | 'plan'
   readonly reason?: string
   /**
    * The arguments as the person must read them (`PendingApproval.summary`: declared
@@ -36,6 +38,8 @@ const ENDED: Readonly<Record<Exclude<ApprovalState['state'], 'pending'>, string>
 export function approvalStateOf(request: PendingApproval): ApprovalState {
   return {
     id: request.id,
+    // A broker older than plan approval sends no kind: a call.
+    kind: request.kind === 'plan' ? 'plan' : 'call',
     ...(request.reason === undefined ? {} : { reason: request.reason }),
     ...(typeof request.summary === 'string' ? { summary: request.summary } : {}),
     expiresAt: request.expiresAt,
@@ -84,8 +88,9 @@ export function renderApprovalPanel(approval: ApprovalState, decide: (decision: 
   deny.addEventListener('click', () => answer('deny'))
   return h(
     'div',
-    { class: 'approval pending', 'data-testid': 'approval', 'data-state': 'pending', 'data-approval-id': approval.id },
-    h('div', {}, h('strong', {}, 'Needs your approval'), approval.reason === undefined ? null : ` — ${approval.reason}`, ' ', countdown),
+    { class: `approval pending ${approval.kind}`, 'data-testid': 'approval', 'data-state': 'pending', 'data-kind': approval.kind, 'data-approval-id': approval.id },
+    // A plan card: the summary is the program with line numbers and its planned calls; Allow pre-approves them for this run.
+    h('div', {}, h('strong', {}, approval.kind === 'plan' ? 'This program needs your approval before it runs' : 'Needs your approval'), approval.reason === undefined ? null : ` — ${approval.reason}`, ' ', countdown),
     // Text, never markup; the renderer already escaped anything that could fake a line.
     approval.summary === undefined ? null : h('pre', { class: 'approval-args', 'data-testid': 'approval-args' }, approval.summary),
     h('div', { class: 'actions' }, allow, deny),
