@@ -8,6 +8,7 @@
 import type { Context, Handler, MiddlewareHandler } from 'hono'
 import type { ApprovalBroker } from '../approvals/types.js'
 import { RETAINED_304_HEADERS, etag } from 'hono/etag'
+import { RUN_CODE_TOOL_NAME } from '../code-mode/registry-seam.js'
 import { hasSdkRenderer, renderToolsSdk } from '../code-mode/sdk.js'
 import type { SdkToolInput } from '../code-mode/sdk.js'
 import type { ToolRuntime } from '../runtime-types.js'
@@ -54,7 +55,7 @@ export const CALL_ID_HEADER = 'X-Toolyard-Call-Id'
 export const SDK_LANGUAGE_HEADER = 'X-Toolyard-Sdk-Language'
 
 const MAX_ID_LENGTH = 256
-const RUN_CODE = 'run_code'
+const RUN_CODE = RUN_CODE_TOOL_NAME
 
 /**
  * The message of every `UNKNOWN_TOOL` answer the app writes itself. It is the pipeline's

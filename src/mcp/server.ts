@@ -17,6 +17,7 @@ import type { Context } from 'hono'
 import { methodNotAllowed } from 'hono/method-not-allowed'
 import { streamSSE } from 'hono/streaming'
 import { DEFAULT_APPROVAL_TIMEOUT_MS } from '../approvals/broker.js'
+import { RUN_CODE_TOOL_NAME } from '../code-mode/registry-seam.js'
 import { SDK_SECTION, CODE_ONLY_SECTION } from '../registry/assembly.js'
 import { ToolError, toErrorData } from '../errors.js'
 import type { ToolRuntime } from '../runtime-types.js'
@@ -155,7 +156,7 @@ export function listMcpTools(runtime: ToolRuntime, agent?: ScopeKey): McpToolDes
     .filter((section) => (section.id === SDK_SECTION.id || section.id === CODE_ONLY_SECTION.id) && section.text !== '')
     .map((section) => section.text)
   return assembly.tools.map((tool: ToolSchema) => {
-    const description = tool.name === 'run_code' && extra.length > 0 ? [tool.description, ...extra].join('\n\n') : tool.description
+    const description = tool.name === RUN_CODE_TOOL_NAME && extra.length > 0 ? [tool.description, ...extra].join('\n\n') : tool.description
     const output = runtime.get(tool.name, agent)?.output.schema
     return {
       name: tool.name,

@@ -21,7 +21,6 @@ import { hasSdkRenderer } from '../code-mode/sdk.js'
 import { ToolError, toErrorData } from '../errors.js'
 import type { AssembleListener, PromptAssembly, PromptSection, ToolRuntime } from '../runtime-types.js'
 import type { ScopeKey, ToolSchema } from '../types.js'
-import { allowsCaller, type RegisteredTool } from '../schema/tool-definition.js'
 import type { ToolLayers } from './layers.js'
 import { misuse } from './scope.js'
 import { ScopedList } from './scoped-list.js'
@@ -42,9 +41,7 @@ export const CODE_ONLY_TEXT =
 /** What assembly needs from the registry. */
 export interface AssemblyCore {
   readonly options: ToolRuntime['options']
-  readonly layers: Pick<ToolLayers, 'presentation' | 'visibleTools' | 'schemaOf'>
-  /** The `run_code` transport. */
-  readonly runCode: RegisteredTool
+  readonly layers: Pick<ToolLayers, 'view'>
   readonly sections: PromptSections
   readonly assembleListeners: ScopedList<AssembleListener>
   /** The SDK text of each scope (full, or the catalog form past `sdkBudgetChars`), cached per tool set. */
@@ -87,19 +84,19 @@ function fail(message: string, cause?: unknown): never {
 
 /** Assembles the prompt for `agent` (the global layer when undefined). */
 export function assemblePrompt(core: AssemblyCore, agent: ScopeKey | undefined): PromptAssembly {
-  const mode = core.layers.presentation(agent)
-  const visible = core.layers.visibleTools(agent)
+  const view = core.layers.view(agent)
+  const mode = view.mode
   const stored: StoredSection[] = [...core.sections.list(agent)]
   let seq = Number.MAX_SAFE_INTEGER - 2
 
-  // A tool's `callers` decide where it appears: the wire tools (native) and the SDK (code).
-  let tools: ToolSchema[] = mode === 'code' ? [] : visible.filter((tool) => allowsCaller(tool.definition, 'native')).map((tool) => core.layers.schemaOf(tool))
-  if (mode !== 'native') {
+  // The view decides the wire tools (what the model may call directly, then `run_code`
+  // where presented); the SDK declares what a program may call.
+  let tools: ToolSchema[] = [...view.wireTools]
+  if (view.presentsRunCode) {
     const codeRuntime = core.options.codeRuntime
     if (codeRuntime === undefined) fail(`presentation '${mode}' needs options.codeRuntime, and none is configured`)
     const language = codeRuntime.language
     if (!hasSdkRenderer(language)) fail(`presentation '${mode}': no Code Mode SDK renderer for language ${JSON.stringify(String(language))}`)
-    tools.push(core.layers.schemaOf(core.runCode))
     let sdk: string
     try {
       sdk = core.catalogs.sdkText(agent, language)

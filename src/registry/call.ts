@@ -39,7 +39,7 @@ export interface PipelineCore {
   readonly options: ToolRuntime['options']
   /** True once the registry is disposing. */
   isDisposed(): boolean
-  readonly layers: Pick<ToolLayers, 'presentation' | 'resolve'>
+  readonly layers: Pick<ToolLayers, 'view'>
   readonly hooks: Pick<HookBus, 'preExecute' | 'execute' | 'postExecute' | 'result'>
   readonly guards: ScopedList<ToolGuard>
   readonly calls: InFlightCalls

@@ -15,6 +15,7 @@ import type { ToolLayers } from './layers.js'
 /** What the link needs from the registry. */
 export interface CodeModeLinkOptions {
   readonly options: ToolRuntime['options']
+  /** The binding names come from the agent's view (`ToolLayers.bindingNames` reads it). */
   readonly layers: Pick<ToolLayers, 'bindingNames'>
   readonly hooks: Pick<HookBus, 'codeDispatchLog'>
   /** One sub-call through the whole pipeline. Never rejects. */

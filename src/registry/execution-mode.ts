@@ -12,14 +12,14 @@ import type { ToolLayers } from './layers.js'
 
 /** Classifies `input` against what it resolves to in `layers`. Never throws. */
 export function executionModeOf(
-  layers: Pick<ToolLayers, 'resolve'>,
+  layers: Pick<ToolLayers, 'view'>,
   input: Pick<ToolExecutionInput, 'name' | 'arguments' | 'agent'>,
 ): ToolExecutionMode {
   try {
     const name: unknown = input.name
     const agent: unknown = input.agent
     if (typeof name !== 'string' || (agent !== undefined && typeof agent !== 'string')) return 'exclusive'
-    const tool = layers.resolve(name, agent)
+    const tool = layers.view(agent).resolve(name)
     // Stryker disable next-line OptionalChaining: for an unknown tool the TypeError lands in the catch below, which answers 'exclusive' as the next line does
     const classify = tool?.definition.isConcurrencySafe
     if (tool === undefined || classify === undefined) return 'exclusive'

@@ -2,17 +2,18 @@
  * Tool layers: the global layer and one layer per agent (its own tools, its masks over
  * global tools, its presentation mode), and resolution across them. An agent's own
  * tool shadows a global of the same name for that agent; masks hide global tools from
- * it; `run_code` resolves wherever the presentation is not `native`.
+ * it. Every question about what an agent sees or may call is answered by its
+ * {@link ToolView} (`view(agent)`), built once per change of the layers.
  *
  * @module
  */
 import { RUN_CODE_TOOL_NAME } from '../code-mode/registry-seam.js'
-import { compareCodePoints } from '../code-mode/sdk-common.js'
 import { ToolError } from '../errors.js'
 import type { ToolsChangedEvent } from '../runtime-types.js'
 import type { RegisteredTool } from '../schema/tool-definition.js'
 import type { ScopeKey, ToolFilter, ToolPresentationMode, ToolSchema } from '../types.js'
 import { misuse } from './scope.js'
+import { ToolView } from './view.js'
 
 const MODES: ReadonlySet<string> = new Set(['native', 'code', 'both'])
 
@@ -44,6 +45,13 @@ export class ToolLayers {
   readonly #agents = new Map<ScopeKey, AgentLayer>()
   readonly #schemas = new WeakMap<RegisteredTool, ToolSchema>()
   readonly #options: ToolLayersOptions
+  /**
+   * The views built since the last change, per open agent (`undefined`: the global
+   * layer's). Any change drops them all: changes are rare, lookups are per call. An
+   * agent without a layer gets the global view and adds no entry, so made-up agent
+   * names cannot grow this map.
+   */
+  readonly #views = new Map<ScopeKey | undefined, ToolView>()
 
   constructor(options: ToolLayersOptions) {
     this.#options = options
@@ -52,6 +60,7 @@ export class ToolLayers {
   /** Opens `agent`'s (empty) layer. */
   openAgent(agent: ScopeKey): void {
     this.#agents.set(agent, { tools: new Map(), masks: [], presentation: undefined })
+    this.#views.clear()
   }
 
   /**
@@ -61,42 +70,41 @@ export class ToolLayers {
    */
   closeAgent(agent: ScopeKey): void {
     this.#agents.delete(agent)
+    this.#views.clear()
+  }
+
+  /**
+   * `agent`'s view (the global layer's when undefined or when `agent` has no open layer):
+   * cached until the next change, so asking it on every call is a map lookup.
+   */
+  view(agent: ScopeKey | undefined): ToolView {
+    const key = agent !== undefined && this.#agents.has(agent) ? agent : undefined
+    let view = this.#views.get(key)
+    if (view === undefined) {
+      view = this.#buildView(key === undefined ? undefined : this.#agents.get(key))
+      this.#views.set(key, view)
+    }
+    return view
   }
 
   /** The presentation mode in force for `agent` (the default for the global layer). */
   presentation(agent: ScopeKey | undefined): ToolPresentationMode {
-    if (agent === undefined) return this.#options.defaultMode
-    return this.#agents.get(agent)?.presentation ?? this.#options.defaultMode
+    return this.view(agent).mode
   }
 
   /** What `name` resolves to for `agent`: its own tool, else an admitted global, else nothing. */
   resolve(name: string, agent: ScopeKey | undefined): RegisteredTool | undefined {
-    if (name === RUN_CODE_TOOL_NAME) return this.presentation(agent) === 'native' ? undefined : this.#options.transport()
-    const layer = agent === undefined ? undefined : this.#agents.get(agent)
-    if (layer !== undefined) {
-      const local = layer.tools.get(name)
-      if (local !== undefined) return local
-    }
-    const global = this.#global.get(name)
-    if (global === undefined) return undefined
-    return layer === undefined || admitted(layer, name) ? global : undefined
+    return this.view(agent).resolve(name)
   }
 
-  /** Everything `agent` sees except `run_code`: admitted, unshadowed globals, then its own tools. */
+  /** Everything `agent` sees except `run_code` (a fresh array of the view's `tools`). */
   visibleTools(agent: ScopeKey | undefined): RegisteredTool[] {
-    const layer = agent === undefined ? undefined : this.#agents.get(agent)
-    const out: RegisteredTool[] = []
-    for (const [name, tool] of this.#global) {
-      if (layer !== undefined && (layer.tools.has(name) || !admitted(layer, name))) continue
-      out.push(tool)
-    }
-    if (layer !== undefined) for (const tool of layer.tools.values()) out.push(tool)
-    return out
+    return [...this.view(agent).tools]
   }
 
-  /** The binding names of a Code Mode program of `agent`: its visible tools, by code point. */
+  /** The binding names of a Code Mode program of `agent` (the view's, frozen). */
   bindingNames(agent: ScopeKey | undefined): readonly string[] {
-    return Object.freeze(this.visibleTools(agent).map((tool) => tool.definition.name).sort(compareCodePoints))
+    return this.view(agent).bindingNames
   }
 
   /** The frozen wire schema of a tool (cached per registration). */
@@ -111,11 +119,26 @@ export class ToolLayers {
     return schema
   }
 
-  /** The catalog `agent` sees: visible tools, plus `run_code` unless its presentation is `native`. */
+  /** The catalog `agent` sees (a fresh array): visible tools, plus `run_code` unless its presentation is `native`. */
   schemas(agent: ScopeKey | undefined): ToolSchema[] {
-    const out = this.visibleTools(agent).map((tool) => this.schemaOf(tool))
-    if (this.presentation(agent) !== 'native') out.push(this.schemaOf(this.#options.transport()))
-    return out
+    return [...this.view(agent).schemas]
+  }
+
+  #buildView(layer: AgentLayer | undefined): ToolView {
+    const tools: RegisteredTool[] = []
+    for (const [name, tool] of this.#global) {
+      if (layer !== undefined && (layer.tools.has(name) || !admitted(layer, name))) continue
+      tools.push(tool)
+    }
+    if (layer !== undefined) for (const tool of layer.tools.values()) tools.push(tool)
+    const mode = layer?.presentation ?? this.#options.defaultMode
+    return new ToolView({ mode, tools, transport: this.#options.transport, schemaOf: (tool) => this.schemaOf(tool) })
+  }
+
+  /** Drops every cached view, then tells the owner (the `tools/changed` hook). */
+  #changed(event: ToolsChangedEvent): void {
+    this.#views.clear()
+    this.#options.onChange(event)
   }
 
   /** Adds a detached tool to `agent`'s layer (the global layer when undefined); returns its undo. */
@@ -127,11 +150,11 @@ export class ToolLayers {
       throw new ToolError('DUPLICATE_TOOL', `a tool named ${JSON.stringify(name)} is already registered in ${where}`)
     }
     layer.set(name, tool)
-    this.#options.onChange({ kind: 'register', name, ...(agent !== undefined ? { agent } : {}) })
+    this.#changed({ kind: 'register', name, ...(agent !== undefined ? { agent } : {}) })
     return () => {
       if (layer.get(name) !== tool) return
       layer.delete(name)
-      this.#options.onChange({ kind: 'unregister', name, ...(agent !== undefined ? { agent } : {}) })
+      this.#changed({ kind: 'unregister', name, ...(agent !== undefined ? { agent } : {}) })
     }
   }
 
@@ -140,11 +163,11 @@ export class ToolLayers {
     const layer = this.#agentLayer(agent)
     const mask = this.#checkMask(agent, layer, filter)
     layer.masks.push(mask)
-    this.#options.onChange({ kind: 'restrict', agent })
+    this.#changed({ kind: 'restrict', agent })
     return () => {
       const index = layer.masks.indexOf(mask)
       if (index >= 0) layer.masks.splice(index, 1)
-      this.#options.onChange({ kind: 'unrestrict', agent })
+      this.#changed({ kind: 'unrestrict', agent })
     }
   }
 
@@ -154,10 +177,10 @@ export class ToolLayers {
     if (typeof mode !== 'string' || !MODES.has(mode)) misuse(`presentAs(mode) needs 'native', 'code' or 'both' (got ${JSON.stringify(String(mode))})`)
     if (layer.presentation !== undefined) misuse(`agent ${JSON.stringify(agent)} already declared its presentation ('${layer.presentation}')`)
     layer.presentation = mode
-    this.#options.onChange({ kind: 'present-as', agent })
+    this.#changed({ kind: 'present-as', agent })
     return () => {
       layer.presentation = undefined
-      this.#options.onChange({ kind: 'present-as', agent })
+      this.#changed({ kind: 'present-as', agent })
     }
   }
 

@@ -16,13 +16,11 @@
  *
  * @module
  */
-import { RUN_CODE_TOOL_NAME } from '../code-mode/registry-seam.js'
 import { toErrorData } from '../errors.js'
-import type { ToolExecutionResult } from '../types.js'
+import type { ToolCaller, ToolExecutionResult } from '../types.js'
 import { ABORTED_BEFORE_MESSAGE, PipelineCall, messageOf, parseInput, type PipelineCore } from './call.js'
 import { dispatch } from './dispatch.js'
 import { UNTRACKED } from './in-flight.js'
-import { allowsCaller } from '../schema/tool-definition.js'
 import { outputStage, postExecuteStage } from './output.js'
 import { approvalStage, guardsStage, preExecuteStage } from './policy.js'
 import { failure, failureFromError, snapshotContent, withContent } from './results.js'
@@ -30,20 +28,7 @@ import { Schedule, UNSCHEDULED, type PipelineSchedule } from './schedule.js'
 
 export type { PipelineCore } from './call.js'
 
-/** The message of a direct call of a tool whose `callers` are `['code']`. */
-export function codeOnlyToolMessage(name: string): string {
-  return `\`${name}\` is callable only from inside a \`run_code\` program (its callers are ['code'])`
-}
-
-/** The message of a program's call of a tool whose `callers` are `['native']`. */
-export function nativeOnlyToolMessage(name: string): string {
-  return `\`${name}\` cannot be called from a program: it is offered to the model as a native tool only (its callers are ['native'])`
-}
-
-/** The message of a model-direct call the `code` presentation routes back to `run_code`. */
-export function routeBackMessage(name: string): string {
-  return `only \`run_code\` is callable directly — call \`${name}\` from inside a \`run_code\` program instead`
-}
+export { codeOnlyToolMessage, nativeOnlyToolMessage, routeBackMessage } from './view.js'
 
 /** What a stage answers: `undefined` to go on, or the result that ends the call. */
 type StageAnswer = ToolExecutionResult | undefined
@@ -60,6 +45,11 @@ const goOn = (): undefined => undefined
 /** The last look at cancellation before the next phase (and, last of all, before dispatch). */
 function notAborted(call: PipelineCall): StageAnswer {
   return call.life.aborted ? failure('ABORTED_BEFORE_DISPATCH', ABORTED_BEFORE_MESSAGE) : undefined
+}
+
+/** A direct call counts as the model's (`native`); a nested one (a live parent) as a program's (`code`). */
+function callerOf(call: PipelineCall): ToolCaller {
+  return call.topLevel ? 'native' : 'code'
 }
 
 /** The stages up to the result, in order. */
@@ -82,27 +72,25 @@ const STAGES: readonly Stage[] = [
   },
   {
     // Before resolution and policy, so nothing observes or approves a call that can only fail.
+    // The agent's view decides this stage and the next two (one lookup, cached per change).
     name: 'code-only',
     run: (call) => {
-      const name = call.execution.name
-      if (!call.topLevel || name === RUN_CODE_TOOL_NAME || call.core.layers.presentation(call.agent) !== 'code') return undefined
-      return failure('UNKNOWN_TOOL', call.core.layers.resolve(name, call.agent) !== undefined ? routeBackMessage(name) : `unknown tool ${JSON.stringify(name)}`)
+      const refusal = call.core.layers.view(call.agent).routeBack(call.execution.name, callerOf(call))
+      return refusal === undefined ? undefined : failure('UNKNOWN_TOOL', refusal)
     },
   },
   {
     name: 'resolve',
     run: (call) => {
-      call.registered = call.core.layers.resolve(call.execution.name, call.agent)
+      call.registered = call.core.layers.view(call.agent).resolve(call.execution.name)
       return call.registered === undefined ? failure('UNKNOWN_TOOL', `unknown tool ${JSON.stringify(call.execution.name)}`) : undefined
     },
   },
   {
-    // A direct call counts as the model's (`native`); a nested one (a live parent) as a program's (`code`).
     name: 'callers',
     run: (call) => {
-      const { definition } = call.registered!
-      if (call.topLevel) return allowsCaller(definition, 'native') ? undefined : failure('UNKNOWN_TOOL', codeOnlyToolMessage(definition.name))
-      return allowsCaller(definition, 'code') ? undefined : failure('UNKNOWN_TOOL', nativeOnlyToolMessage(definition.name))
+      const refusal = call.core.layers.view(call.agent).callerRefusal(call.registered!, callerOf(call))
+      return refusal === undefined ? undefined : failure('UNKNOWN_TOOL', refusal)
     },
   },
   {

@@ -39,7 +39,6 @@ import type { PipelineSchedule } from './schedule.js'
 import { RegistrationScope } from './scope.js'
 import { ScopedList } from './scoped-list.js'
 import { ToolCatalogs } from './tool-catalog.js'
-import { allowsCaller } from '../schema/tool-definition.js'
 import { createInlinePreflightEngine } from '../preflight/inline-engine.js'
 import { Preflight } from '../preflight/preflight.js'
 import { createPlanApproval } from './plan-approval.js'
@@ -72,8 +71,8 @@ export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
   const execute = (input: unknown, schedule?: PipelineSchedule, scopeDisposed = false): Promise<ToolExecutionResult> =>
     executePipeline(pipeline, input, schedule, scopeDisposed)
   const executionMode: ToolRuntime['executionMode'] = (input) => executionModeOf(layers, input)
-  // What a program may call: a native-only tool (`callers: ['native']`) is neither declared nor found.
-  const codeTools = (agent: ScopeKey | undefined) => layers.visibleTools(agent).filter((tool) => allowsCaller(tool.definition, 'code'))
+  // What a program may call (the view's `code`): a native-only tool is neither declared nor found.
+  const codeTools = (agent: ScopeKey | undefined) => layers.view(agent).code
   const catalogs = new ToolCatalogs({
     tools: (agent) => codeTools(agent),
     language: () => settings.codeRuntime?.language,
@@ -101,7 +100,7 @@ export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
     global.assertLive()
     return preflight.check(request.code, request.agent, settings.codeRuntime?.language ?? 'typescript')
   }
-  const assembly: AssemblyCore = { options: settings, layers, runCode, sections, assembleListeners: hooks.assemble, catalogs }
+  const assembly: AssemblyCore = { options: settings, layers, sections, assembleListeners: hooks.assemble, catalogs }
   const assemble = (agent: ScopeKey | undefined) => assemblePrompt(assembly, agent)
 
   const parts: ScopeParts = { layers, hooks, guards, sections, calls, isDisposed, execute: (input, scopeDisposed) => execute(input, undefined, scopeDisposed), assemble, catalog }

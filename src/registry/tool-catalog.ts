@@ -23,7 +23,7 @@ import type { ScopeKey } from '../types.js'
 
 /** What the catalogs need from the registry. */
 export interface ToolCatalogsOptions {
-  /** The tools a program of `agent` may call (what its SDK declares and its `tools` binds). */
+  /** The tools a program of `agent` may call (its view's `code`: what its SDK declares and its `tools` binds). */
   readonly tools: (agent: ScopeKey | undefined) => readonly RegisteredTool[]
   /** The code runtime's language, read at use (`undefined` without a code runtime). */
   readonly language: () => string | undefined
