@@ -13,8 +13,8 @@ import { h } from './dom.js'
 /** One call's approval as the page tracks it. */
 export interface ApprovalState {
   readonly id: string
-  /** `'plan'`: the whole program before it runs (its code, its planned calls); `'call'`: one tool call. */
-  readonly kind: 'call' | 'plan'
+  /** `'plan'`: the whole program before it runs (its code, its planned calls); `'call'` or absent: one tool call. */
+  readonly kind?: 'call' | 'plan'
   readonly reason?: string
   /**
    * The arguments as the person must read them (`PendingApproval.summary`: declared
@@ -88,7 +88,7 @@ export function renderApprovalPanel(approval: ApprovalState, decide: (decision: 
   deny.addEventListener('click', () => answer('deny'))
   return h(
     'div',
-    { class: `approval pending ${approval.kind}`, 'data-testid': 'approval', 'data-state': 'pending', 'data-kind': approval.kind, 'data-approval-id': approval.id },
+    { class: `approval pending ${approval.kind ?? 'call'}`, 'data-testid': 'approval', 'data-state': 'pending', 'data-kind': approval.kind ?? 'call', 'data-approval-id': approval.id },
     // A plan card: the summary is the program with line numbers and its planned calls; Allow pre-approves them for this run.
     h('div', {}, h('strong', {}, approval.kind === 'plan' ? 'This program needs your approval before it runs' : 'Needs your approval'), approval.reason === undefined ? null : ` — ${approval.reason}`, ' ', countdown),
     // Text, never markup; the renderer already escaped anything that could fake a line.
