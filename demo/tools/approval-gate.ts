@@ -24,6 +24,10 @@ export interface GateScope {
  * Makes `write_file` and `edit_file` ask for approval in `scope` (the registry needs an
  * approval handler, e.g. `createApprovalBroker().handler`; without one, `ask` is denied).
  * Returns the disposer of the gate.
+ *
+ * The gate reads only the tool's name, so plan approval's probe (`planProbe: true`, empty
+ * arguments) hears `ask` for both tools: with a broker made with `{ plans: true }`, a
+ * program that writes asks once, before it runs (docs/approvals.md, "Plan approval").
  */
 export function askBeforeWriting(scope: GateScope): Disposer {
   return scope.on('tools/pre-execute', (decision, execution) =>

@@ -91,7 +91,8 @@ export type PlanApproval = (input: PlanApprovalInput) => Promise<() => void>
 export function createPlanApproval(core: PipelineCore, toolNames: (agent: ScopeKey | undefined) => readonly string[]): PlanApproval {
   return async ({ code, description, language, run }) => {
     const handler = core.calls.liveTokens.get(run.token)?.approval ?? core.options.approval
-    if (!acceptsPlans(handler)) return () => {}
+    // Without a gate nothing can ask: the program is not even read.
+    if (!acceptsPlans(handler) || core.hooks.preExecute.list(run.agent).length === 0) return () => {}
     const plan: PreflightPlan = (language === 'python' ? extractPythonPlan(code) : extractPlan(code)).plan
     const known = new Set(toolNames(run.agent))
     const calls = plan.calls.filter((c) => known.has(c.name)).map((c) => Object.freeze({ name: c.name, line: c.line, column: c.column }))
