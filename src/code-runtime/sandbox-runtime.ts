@@ -143,10 +143,15 @@ interface ResolvedOptions {
 
 const OPTION_KEYS = [...CODE_RUN_LIMIT_KEYS, 'memoryMb', 'prespawn', 'maxConcurrentRuns', 'maxQueuedRuns', 'wasmModule']
 
-/** The default concurrency: four runs a core (runs mostly await tools), within a quarter of the machine's memory. */
-function defaultConcurrency(machine: SandboxPlatform['machine'], memoryMb: number): number {
+/**
+ * The default concurrency: four runs a core (runs mostly await tools), within a quarter of
+ * the machine's memory. A run's memory is its VM's, its thread's, and what it may pin on
+ * the host's heap: its unsettled calls' arguments (`maxPendingArgBytes`), counted whole.
+ */
+function defaultConcurrency(machine: SandboxPlatform['machine'], memoryMb: number, pendingArgBytes: number): number {
   const byCores = Math.max(1, Math.floor(machine.cores)) * 4
-  const byMemory = machine.memoryMb === undefined ? byCores : Math.floor(machine.memoryMb / 4 / (memoryMb + THREAD_OVERHEAD_MB))
+  const perRunMb = memoryMb + THREAD_OVERHEAD_MB + Math.ceil(pendingArgBytes / (1024 * 1024))
+  const byMemory = machine.memoryMb === undefined ? byCores : Math.floor(machine.memoryMb / 4 / perRunMb)
   return Math.max(1, Math.min(byCores, byMemory, 256))
 }
 
@@ -162,7 +167,7 @@ function resolveOptions(options: unknown, platform: SandboxPlatform): ResolvedOp
     maxPendingArgBytes: readMaxPendingArgBytes(record, factory),
   })
   const memoryMb = integerOption(record, 'memoryMb', 64, 16, 2048, factory)
-  const maxConcurrentRuns = integerOption(record, 'maxConcurrentRuns', defaultConcurrency(platform.machine, memoryMb), 1, 4096, factory)
+  const maxConcurrentRuns = integerOption(record, 'maxConcurrentRuns', defaultConcurrency(platform.machine, memoryMb, limits.maxPendingArgBytes ?? DEFAULT_MAX_PENDING_ARG_BYTES), 1, 4096, factory)
   const maxQueuedRuns = integerOption(record, 'maxQueuedRuns', 8 * maxConcurrentRuns, 0, 1_000_000, factory)
   const prespawn = Math.min(integerOption(record, 'prespawn', 1, 0, 256, factory), maxConcurrentRuns)
   const wasmModule = record.wasmModule

@@ -153,7 +153,7 @@ describe('options', () => {
     }
   })
 
-  it('defaults: the sandbox budgets, four runs a core within a quarter of memory, eight queued a run', async () => {
+  it('defaults: the sandbox budgets, four runs a core within a quarter of memory (VM, thread and pending argument bytes), eight queued a run', async () => {
     expect(SANDBOX_DEFAULT_LIMITS).toEqual({ computeMs: 5_000, maxWallMs: 60_000, maxLogBytes: 65_536, maxValueBytes: 32_768, maxPendingArgBytes: 33_554_432 })
     const make = (machine: SandboxPlatform['machine'], options: SandboxRuntimeOptions = {}) => {
       const runtime = createSandboxRuntimeOn(platform({}, { machine }).platform, { prespawn: 0, ...options })
@@ -166,7 +166,9 @@ describe('options', () => {
     expect(make({ cores: 0, memoryMb: undefined })).toEqual([4, 32])
     expect(make({ cores: 100, memoryMb: undefined })).toEqual([256, 2048])
     expect(make({ cores: 4, memoryMb: 1_024 })).toEqual([2, 16])
-    expect(make({ cores: 4, memoryMb: 1_024 }, { memoryMb: 16 })).toEqual([6, 48])
+    // A run's share is its VM (16), its thread (24) and the host bytes its calls may pin (32 MiB by default):
+    expect(make({ cores: 4, memoryMb: 1_024 }, { memoryMb: 16 })).toEqual([3, 24])
+    expect(make({ cores: 4, memoryMb: 1_024 }, { memoryMb: 16, maxPendingArgBytes: 1_024 })).toEqual([6, 48])
     expect(make({ cores: 4, memoryMb: 10 })).toEqual([1, 8])
     expect(make({ cores: 4, memoryMb: 1_000_000 })).toEqual([16, 128])
     expect(make({ cores: 4, memoryMb: undefined }, { maxConcurrentRuns: 3 })).toEqual([3, 24])
