@@ -40,6 +40,8 @@ export interface StartServerOptions {
   readonly staticDir?: string | null
   /** How long a pending approval (`write_file`, `edit_file`) waits for Allow / Deny, in ms. Default 5 minutes. */
   readonly approvalTimeoutMs?: number
+  /** `true`: a program whose planned tools ask is put to a person once, before it runs (docs/approvals.md, "Plan approval"). Default `false`. */
+  readonly approvalPlans?: boolean
 }
 
 /** A running `npm start` server. */
@@ -181,7 +183,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
   // that, runs queue, then are refused with 503 OVERLOADED.
   const codeRuntime = createSandboxRuntime()
   // The writing tools ask a person: the playground shows Allow / Deny, API clients use /v1/approvals.
-  const approvals = createApprovalBroker(options.approvalTimeoutMs === undefined ? undefined : { timeoutMs: options.approvalTimeoutMs })
+  const approvals = createApprovalBroker({ ...(options.approvalTimeoutMs === undefined ? {} : { timeoutMs: options.approvalTimeoutMs }), plans: options.approvalPlans === true })
   // Preflight 'warn': each program is type-checked against the tools' SDK in a thread beside
   // its run; a misspelled tool or argument is appended to what the caller reads after the
   // run (a run never waits for the check, except a failed one, up to 2 s).

@@ -293,6 +293,7 @@ function clearOutput(): void {
   result.replaceChildren()
   replaceChildren(byId('timeline'), h('p', { class: 'hint small' }, 'Sub-calls appear here as bars over time.'))
   byId('cards').replaceChildren()
+  document.querySelector('[data-testid="plan"]')?.remove()
 }
 
 function statsText(outcome: RunOutcome | undefined, wallMs: number): string {
@@ -410,6 +411,13 @@ async function run(): Promise<void> {
   const ticker = setInterval(() => {
     if ([...records.values()].some((r) => r.end === undefined)) schedule()
   }, 50)
+  // A plan request (the whole program, before it runs) has no sub-call card: its own panel above the cards.
+  let plan: ReturnType<typeof pendingState> | undefined
+  const planBox = h('div', { class: 'plan', 'data-testid': 'plan' })
+  const drawPlan = (): void => {
+    const shown = plan
+    if (shown !== undefined) replaceChildren(planBox, renderApprovalPanel(shown, (decision) => runner.decide(shown.id, decision)))
+  }
   let outcome: RunOutcome | undefined
   try {
     outcome = await runner.run(
@@ -419,12 +427,24 @@ async function run(): Promise<void> {
       {
         log: appendConsole,
         approval(request: PendingApproval) {
+          if (request.kind === 'plan') {
+            plan = pendingState(request)
+            byId('cards').before(planBox)
+            drawPlan()
+            setStatus('running', `The program waits for your approval ${where === 'server' ? 'on the server' : 'in this tab'}…`)
+            return
+          }
           const record = records.get(request.callId)
           if (record === undefined) return
           record.approval = pendingState(request)
           schedule()
         },
         approvalSettled(settled) {
+          if (plan?.id === settled.id) {
+            plan.state = settled.outcome
+            drawPlan()
+            return
+          }
           const record = records.get(settled.callId)
           if (record?.approval?.id !== settled.id) return
           record.approval.state = settled.outcome

@@ -34,7 +34,7 @@ interface StartedServer {
   shutdown(): Promise<void>
 }
 
-type StartServer = (options: { port: number; staticDir: string; token: string; approvalTimeoutMs?: number }) => Promise<StartedServer>
+type StartServer = (options: { port: number; staticDir: string; token: string; approvalTimeoutMs?: number; approvalPlans?: boolean }) => Promise<StartedServer>
 
 let browser: Browser
 let server: StartedServer
@@ -359,6 +359,56 @@ describe('an approval nobody answers', () => {
     expect(short.approvals.pending()).toHaveLength(0)
     expect(otherProblems).toEqual([])
     await other.close()
+  })
+})
+
+describe('plan approval on the server', () => {
+  let planned: StartedServer
+
+  beforeAll(async () => {
+    planned = await startServer({ port: 0, staticDir: join(root, 'demo/dist/'), token: 'e2e-plans-0123456789abcdef', approvalPlans: true })
+  })
+
+  afterAll(async () => {
+    await planned?.shutdown()
+  })
+
+  it('a program that writes shows one plan card (code, calls, reason); Deny runs nothing, Allow writes without another ask', async () => {
+    const tab = await browser.newPage({ viewport: { width: 1440, height: 1000 } })
+    const tabProblems: string[] = []
+    watch(tab, tabProblems)
+    await tab.goto(planned.url)
+    await tab.waitForSelector('html[data-ready="true"]')
+    await tab.waitForSelector('[data-testid="server-status"][data-state="up"]', { timeout: 15_000 })
+    await tab.click('[data-where="server"]')
+    await typeProgram(tab, WRITE_PROGRAM)
+    const PLAN = '[data-testid="plan"] [data-testid="approval"][data-kind="plan"][data-state="pending"]'
+
+    await tab.click('[data-testid="run"]')
+    await tab.waitForSelector(PLAN, { timeout: 30_000 })
+    const card = (await tab.textContent(PLAN)) ?? ''
+    expect(card).toContain('This program needs your approval before it runs')
+    expect(card).toContain('write_file (changes the workspace)')
+    expect(card).toContain('write_file (line 3)')
+    expect(card).toContain("3 |   await tools.write_file({ path: 'notes/approved.md'")
+    expect(planned.approvals.pending().map((p) => p.kind)).toEqual(['plan'])
+    await shot(tab, '11-plan-approval-pending-server')
+    await tab.click(`${PLAN} [data-testid="deny"]`)
+    expect(await settled(tab)).toBe('denied')
+    expect(await tab.textContent('[data-testid="result"]')).toContain("plan was denied before anything ran (the program was denied by a person")
+    expect(await tab.locator('[data-testid="timeline-bar"]').count()).toBe(0)
+
+    await tab.click('[data-testid="run"]')
+    await tab.waitForSelector(PLAN, { timeout: 30_000 })
+    await tab.click(`${PLAN} [data-testid="approve"]`)
+    expect(await settled(tab)).toBe('ok')
+    expect(await tab.textContent('[data-testid="result"]')).toContain('written')
+    // The planned write ran without a card of its own asking.
+    expect(await tab.locator('[data-testid="card"] [data-testid="approval"]').count()).toBe(0)
+    expect(planned.approvals.pending()).toHaveLength(0)
+    await shot(tab, '12-plan-approved-server')
+    expect(tabProblems).toEqual([])
+    await tab.close()
   })
 })
 
