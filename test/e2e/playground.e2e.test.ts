@@ -30,7 +30,7 @@ const CHROMIUM_ARGS = [
 
 interface StartedServer {
   readonly url: string
-  readonly approvals: { pending(): readonly unknown[] }
+  readonly approvals: { pending(): readonly { readonly kind?: string }[] }
   shutdown(): Promise<void>
 }
 
