@@ -1,7 +1,10 @@
 /**
  * Small real tools and a real runtime for the HTTP tests.
  */
+import { createApprovalBroker } from '../../../src/approvals/index.js'
 import { createToolsApp, createSessionLogHub } from '../../../src/http/index.js'
+import { createMcpApp } from '../../../src/mcp/index.js'
+import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
 import type { SessionLogHub, ToolsAppOptions } from '../../../src/http/index.js'
 import { createToolRuntime } from '../../../src/registry/index.js'
 import type { ToolRuntime, ToolRuntimeOptions } from '../../../src/runtime-types.js'
@@ -219,4 +222,28 @@ export function sseFrames(response: Response) {
     },
     cancel: () => reader.cancel(),
   }
+}
+
+/**
+ * A fixture whose `pay` tool asks a person ('money moves') through an approval broker,
+ * with the MCP app mounted at `/mcp`: the run-identity and leak suites drive runs that
+ * wait for people over every route.
+ */
+export function askingPayFixture() {
+  const broker = createApprovalBroker()
+  const fixture = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime({ wallMs: 30_000 }), approval: broker.handler }, { approvals: broker })
+  fixture.runtime.register(
+    defineTool({
+      name: 'pay',
+      description: 'Pays (asks a person first).',
+      parameters: { cents: { type: 'number', required: true } },
+      isConcurrencySafe: () => true,
+      output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] },
+      execute: (args) => `paid ${args.cents}`,
+    }),
+  )
+  fixture.runtime.on('tools/pre-execute', (decision, execution) => (execution.name === 'pay' ? { kind: 'ask', reason: 'money moves' } : decision))
+  const mcp = createMcpApp(fixture.runtime, { token: TOKEN })
+  fixture.app.route('/mcp', mcp)
+  return { ...fixture, broker, mcp }
 }

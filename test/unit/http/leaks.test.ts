@@ -5,37 +5,19 @@
  * with and without an eliciting session — every such map of src/http and src/mcp is empty.
  */
 import { describe, expect, it } from 'vitest'
-import { createApprovalBroker } from '../../../src/approvals/index.js'
-import { createMcpApp } from '../../../src/mcp/index.js'
 import { mcpAppHeld } from '../../../src/mcp/server.js'
-import { defineTool } from '../../../src/schema/define-tool.js'
-import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
-import { AUTH, JSON_AUTH, TOKEN, createFixture, sseFrames } from './fixtures.js'
+import { JSON_AUTH, askingPayFixture, sseFrames } from './fixtures.js'
 
 const RUNS = 1_000
 
 describe('after 1,000 runs', () => {
   it('the hub, the broker and the MCP channel hold nothing', async () => {
-    const broker = createApprovalBroker()
-    const fixture = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime({ wallMs: 30_000 }), approval: broker.handler }, { approvals: broker })
-    fixture.runtime.register(
-      defineTool({
-        name: 'pay',
-        description: 'Pays (asks a person first).',
-        parameters: { cents: { type: 'number', required: true } },
-        isConcurrencySafe: () => true,
-        output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] },
-        execute: (args) => `paid ${args.cents}`,
-      }),
-    )
-    fixture.runtime.on('tools/pre-execute', (decision, execution) => (execution.name === 'pay' ? { kind: 'ask' } : decision))
+    const { broker, mcp, ...fixture } = askingPayFixture()
     // A person who answers every request at once (alternating allow and deny).
     let decided = 0
     const person = broker.subscribe((event) => {
       if (event.type === 'requested') queueMicrotask(() => broker.decide(event.approval.id, { decision: decided++ % 2 === 0 ? 'allow' : 'deny' }))
     })
-    const mcp = createMcpApp(fixture.runtime, { token: TOKEN })
-    fixture.app.route('/mcp', mcp)
     const mcpPost = (body: unknown, headers: Record<string, string> = {}) =>
       fixture.app.request('/mcp', { method: 'POST', headers: { ...JSON_AUTH, Accept: 'application/json, text/event-stream', ...headers }, body: JSON.stringify(body) })
     const init = await mcpPost({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: { elicitation: {} }, clientInfo: { name: 'leaks', version: '1' } } })

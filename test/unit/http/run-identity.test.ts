@@ -7,28 +7,10 @@
 import { describe, expect, it } from 'vitest'
 import { createApprovalBroker } from '../../../src/approvals/index.js'
 import type { PendingApproval } from '../../../src/approvals/index.js'
-import { createMcpApp } from '../../../src/mcp/index.js'
-import { defineTool } from '../../../src/schema/define-tool.js'
 import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
-import { AUTH, JSON_AUTH, TOKEN, createFixture, errorOf, sseFrames } from './fixtures.js'
+import { AUTH, JSON_AUTH, askingPayFixture, createFixture, errorOf, sseFrames } from './fixtures.js'
 
-function identityFixture() {
-  const broker = createApprovalBroker()
-  const fixture = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime({ wallMs: 30_000 }), approval: broker.handler }, { approvals: broker })
-  fixture.runtime.register(
-    defineTool({
-      name: 'pay',
-      description: 'Pays (asks a person first).',
-      parameters: { cents: { type: 'number', required: true } },
-      isConcurrencySafe: () => true,
-      output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] },
-      execute: (args) => `paid ${args.cents}`,
-    }),
-  )
-  fixture.runtime.on('tools/pre-execute', (decision, execution) => (execution.name === 'pay' ? { kind: 'ask', reason: 'money moves' } : decision))
-  fixture.app.route('/mcp', createMcpApp(fixture.runtime, { token: TOKEN }))
-  return { ...fixture, broker }
-}
+const identityFixture = askingPayFixture
 
 async function pending(app: ReturnType<typeof identityFixture>['app']): Promise<PendingApproval[]> {
   return ((await (await app.request('/v1/approvals', { headers: AUTH })).json()) as { approvals: PendingApproval[] }).approvals
