@@ -9,30 +9,29 @@
  * @module
  */
 import { ToolError } from '../errors.js'
-import { snapshotLosslessJson } from '../json/lossless.js'
-import type { ApprovalHandler, ApprovalPlan } from '../types.js'
+import type { ApprovalHandler } from '../types.js'
 import { createEventFanOut } from './_events.js'
+import { denial, denialMessage, readBrokerOptions, readRequest, refusalFor, refused, type ResolvedBrokerOptions, type Settlement } from './_request.js'
+import { createStoredBroker } from './_store-broker.js'
 import { parseDecision } from './decision.js'
-import { renderApprovalArguments } from './render.js'
-import { renderApprovalPlan } from './render-plan.js'
 import type {
   ApprovalBroker,
   ApprovalBrokerOptions,
-  ApprovalDecideErrorCode,
-  ApprovalDecideRefused,
   ApprovalDecideResult,
   ApprovalDecisionInput,
   ApprovalEvent,
-  ApprovalVerdict,
   PendingApproval,
-  PendingPlan,
+  StoredApprovalBroker,
+  StoredApprovalBrokerOptions,
 } from './types.js'
 
-/** The default `timeoutMs`: 5 minutes. */
-export const DEFAULT_APPROVAL_TIMEOUT_MS = 5 * 60 * 1000
-
-/** Node, browsers and workerd turn a longer delay into an (almost) immediate timer. */
-const MAX_TIMER_MS = 2_147_483_647
+export {
+  DEFAULT_APPROVAL_POLL_INTERVAL_MS,
+  DEFAULT_APPROVAL_RETAIN_SETTLED_MS,
+  DEFAULT_APPROVAL_TIMEOUT_MS,
+  MAX_PENDING_PLAN_CALLS,
+} from './_request.js'
+export { MAX_LISTED_APPROVALS } from './_store-broker.js'
 
 /**
  * How many settled ids the broker remembers, so a late `decide()` hears "expired" or
@@ -40,11 +39,6 @@ const MAX_TIMER_MS = 2_147_483_647
  * long-lived server must not grow with every request it ever saw.
  */
 const REMEMBERED_SETTLEMENTS = 1000
-
-type Settlement =
-  | { readonly kind: 'decided'; readonly decision: ApprovalVerdict; readonly reason?: string; readonly byDisposal?: true }
-  | { readonly kind: 'expired' }
-  | { readonly kind: 'withdrawn' }
 
 interface OpenRequest {
   readonly approval: PendingApproval
@@ -55,156 +49,17 @@ interface OpenRequest {
   readonly deny: (message: string) => void
 }
 
-type RequestFields = Omit<PendingApproval, 'id' | 'requestedAt' | 'expiresAt'>
-
-/** What the call that was denied hears: who (or what) denied it, and why. */
-function denialMessage(name: string, settlement: Settlement, timeoutMs: number): string {
-  if (settlement.kind === 'expired') return `${name} was denied by timeout: nobody decided within ${timeoutMs} ms`
-  if (settlement.kind === 'withdrawn') return `the approval request for ${name} was withdrawn: the call was cancelled`
-  if (settlement.byDisposal === true) return `${name} was denied by the server: ${settlement.reason ?? 'the approval broker was disposed'}`
-  const { reason } = settlement
-  return `${name} was denied by a person${reason === undefined || reason === '' ? ' (no reason given)' : `: ${reason}`}`
-}
-
-const OPTION_KEYS = new Set(['timeoutMs', 'plans'])
-
-function readTimeoutMs(options: unknown): number {
-  try {
-    return checkTimeoutMs(options)
-  } catch (error) {
-    if (error instanceof ToolError) throw error
-    // Options that throw when inspected (a Proxy, a getter) fail as options, not with their own error.
-    throw new ToolError('INVALID_OPTIONS', 'createApprovalBroker options could not be read')
-  }
-}
-
-function checkTimeoutMs(options: unknown): number {
-  if (options === undefined) return DEFAULT_APPROVAL_TIMEOUT_MS
-  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    throw new ToolError('INVALID_OPTIONS', 'createApprovalBroker options must be an object')
-  }
-  for (const key of Object.keys(options)) {
-    if (!OPTION_KEYS.has(key)) throw new ToolError('INVALID_OPTIONS', `createApprovalBroker: unknown option ${JSON.stringify(key)}`)
-  }
-  const plans = (options as ApprovalBrokerOptions).plans
-  if (plans !== undefined && typeof plans !== 'boolean') throw new ToolError('INVALID_OPTIONS', `createApprovalBroker plans must be a boolean (got ${typeof plans})`)
-  const value = (options as ApprovalBrokerOptions).timeoutMs
-  if (value === undefined) return DEFAULT_APPROVAL_TIMEOUT_MS
-  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0 || value > MAX_TIMER_MS) {
-    throw new ToolError(
-      'INVALID_OPTIONS',
-      `createApprovalBroker timeoutMs must be a positive finite number of milliseconds, at most ${MAX_TIMER_MS} (got ${String(value)})`,
-    )
-  }
-  return value
-}
-
-function denial(message: string): ToolError {
-  return new ToolError('DENIED_BY_APPROVAL', message)
-}
-
-function optionalString(value: unknown, what: string): string | undefined {
-  if (value === undefined || typeof value === 'string') return value
-  throw new TypeError(`${what} must be a string`)
-}
-
-/**
- * Reads what the registry asks (`ApprovalRequest`) into the fields of a pending request.
- * `parentCallId` is read when the registry passes it (see docs/approvals.md). Throws on
- * anything malformed: the handler is public, so it may be called with anything.
- */
-function readRequest(request: unknown): { readonly fields: RequestFields; readonly signal: AbortSignal } {
-  if (typeof request !== 'object' || request === null) throw new TypeError('the request is not an object')
-  const { execution, parentCallId: parent, reason: why, kind } = request as Record<string, unknown>
-  if (typeof execution !== 'object' || execution === null) throw new TypeError('the request carries no execution')
-  const { callId, name, signal, agent: scope } = execution as Record<string, unknown>
-  if (typeof callId !== 'string' || typeof name !== 'string') throw new TypeError('the execution has no string callId and name')
-  if (!(signal instanceof AbortSignal)) throw new TypeError('the execution has no AbortSignal')
-  const parentCallId = optionalString(parent, 'parentCallId')
-  const agent = optionalString(scope, 'agent')
-  const reason = optionalString(why, 'reason')
-  // Read as a data property only; the renderer reads the schema defensively too.
-  const descriptor = Object.getOwnPropertyDescriptor(request, 'parameters')
-  const parameters: unknown = descriptor !== undefined && 'value' in descriptor ? descriptor.value : undefined
-  const args = snapshotLosslessJson((execution as { arguments?: unknown }).arguments)
-  if (kind !== undefined && kind !== 'call' && kind !== 'plan') throw new TypeError('kind must be call or plan')
-  const plan = kind === 'plan' ? readPlan((request as { plan?: unknown }).plan) : undefined
-  const fields: RequestFields = {
-    callId,
-    ...(parentCallId === undefined ? {} : { parentCallId }),
-    ...(agent === undefined ? {} : { agent }),
-    kind: plan === undefined ? 'call' : 'plan',
-    name,
-    // Already a frozen snapshot when the registry asks (then reused as is); copied otherwise.
-    arguments: args,
-    // The one rendering every surface shows (docs/approvals.md "What a person sees").
-    summary: plan === undefined ? renderApprovalArguments({ name, parameters }, args).text : renderApprovalPlan(plan),
-    ...(plan === undefined ? {} : { plan: pendingPlan(plan) }),
-    ...(reason === undefined ? {} : { reason }),
-  }
-  return { fields, signal }
-}
-
-/** Planned calls a pending plan lists (the summary shows the program itself, bounded). */
-export const MAX_PENDING_PLAN_CALLS = 100
-
-function readList<T>(value: unknown, what: string, read: (item: Record<string, unknown>) => T): T[] {
-  if (!Array.isArray(value)) throw new TypeError(`${what} must be an array`)
-  return value.map((item: unknown) => {
-    if (typeof item !== 'object' || item === null) throw new TypeError(`${what} holds a non-object`)
-    return Object.freeze(read(item as Record<string, unknown>))
-  })
-}
-
-/** Reads a plan request's `plan` (the handler is public: anything may arrive). */
-function readPlan(value: unknown): ApprovalPlan {
-  if (typeof value !== 'object' || value === null) throw new TypeError('a plan request carries no plan')
-  const { code, description, calls, asking, dynamic } = value as Record<string, unknown>
-  if (typeof code !== 'string' || typeof description !== 'string' || typeof dynamic !== 'boolean') throw new TypeError('the plan has no string code and description and boolean dynamic')
-  const call = (c: Record<string, unknown>) => {
-    if (typeof c.name !== 'string' || typeof c.line !== 'number' || typeof c.column !== 'number') throw new TypeError('a planned call has no name, line and column')
-    return { name: c.name, line: c.line, column: c.column }
-  }
-  const ask = (a: Record<string, unknown>) => {
-    if (typeof a.name !== 'string') throw new TypeError('an asking tool has no name')
-    return { name: a.name, ...(typeof a.reason === 'string' ? { reason: a.reason } : {}) }
-  }
-  return { code, description, calls: readList(calls, 'plan.calls', call), asking: readList(asking, 'plan.asking', ask), dynamic }
-}
-
-function pendingPlan(plan: ApprovalPlan): PendingPlan {
-  return Object.freeze({
-    codeLength: plan.code.length,
-    calls: Object.freeze(plan.calls.slice(0, MAX_PENDING_PLAN_CALLS).map((c) => Object.freeze({ name: c.name, line: c.line }))),
-    moreCalls: Math.max(0, plan.calls.length - MAX_PENDING_PLAN_CALLS),
-    asking: Object.freeze(plan.asking.slice(0, MAX_PENDING_PLAN_CALLS)),
-    dynamic: plan.dynamic,
-  })
-}
-
-function refused(code: ApprovalDecideErrorCode, message: string): ApprovalDecideRefused {
-  return Object.freeze({ ok: false, code, message })
-}
-
-function refusalFor(id: string, settlement: Settlement | undefined): ApprovalDecideRefused {
-  const which = `approval ${JSON.stringify(id)}`
-  switch (settlement?.kind) {
-    case undefined:
-      return refused('APPROVAL_NOT_FOUND', `${which} is not pending (unknown id)`)
-    case 'expired':
-      return refused('APPROVAL_EXPIRED', `${which} expired before this decision; the call was denied`)
-    case 'withdrawn':
-      return refused('APPROVAL_WITHDRAWN', `${which} was withdrawn: the call was cancelled`)
-    case 'decided':
-      return refused('APPROVAL_ALREADY_DECIDED', `${which} was already decided (${settlement.decision})`)
-  }
-}
-
 /**
  * Creates an approval broker. Plug its `handler` into `createToolRuntime({ approval })`;
  * then every call a `tools/pre-execute` gate answers with `ask` waits in `pending()`
  * until `decide()` answers it, `timeoutMs` passes (denied, "expired"), or the call's
  * signal aborts (withdrawn). Throws `ToolError('INVALID_OPTIONS')` on bad options.
+ *
+ * With `store` (a `DurableStore`), the requests live in the store: every process whose
+ * broker shares it lists and decides them, and a call asked again under the same
+ * `callId` (a run resumed after a restart) re-attaches to its request. `pending()` and
+ * `decide()` then answer promises: see {@link StoredApprovalBroker} and docs/approvals.md,
+ * "Durable approvals".
  *
  * @example
  * ```ts
@@ -220,10 +75,15 @@ function refusalFor(id: string, settlement: Settlement | undefined): ApprovalDec
  * ```
  * @see docs/approvals.md
  */
-export function createApprovalBroker(options?: ApprovalBrokerOptions): ApprovalBroker {
-  const timeoutMs = readTimeoutMs(options)
-  // Read after validation (readTimeoutMs checked the whole options object).
-  const plans = (options as ApprovalBrokerOptions | undefined)?.plans === true
+export function createApprovalBroker(options: StoredApprovalBrokerOptions): StoredApprovalBroker
+export function createApprovalBroker(options?: ApprovalBrokerOptions): ApprovalBroker
+export function createApprovalBroker(options?: ApprovalBrokerOptions | StoredApprovalBrokerOptions): ApprovalBroker | StoredApprovalBroker {
+  const resolved = readBrokerOptions(options)
+  return resolved.store === undefined ? createMemoryBroker(resolved) : createStoredBroker(resolved, resolved.store)
+}
+
+/** The broker that holds its requests in this process (no `store`): unchanged since before stores. */
+function createMemoryBroker({ timeoutMs, plans }: ResolvedBrokerOptions): ApprovalBroker {
   const open = new Map<string, OpenRequest>()
   const remembered = new Map<string, Settlement>()
   const events = createEventFanOut<ApprovalEvent>()

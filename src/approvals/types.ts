@@ -8,6 +8,7 @@
  *
  * @module
  */
+import type { DurableStore } from '../durable/store.js'
 import type { JsonValue } from '../json/json-value.js'
 import type { ApprovalHandler, ScopeKey } from '../types.js'
 
@@ -29,6 +30,30 @@ export interface ApprovalBrokerOptions {
    * it asks for plans.
    */
   readonly plans?: boolean
+}
+
+/**
+ * Options of `createApprovalBroker({ store, … })`: a broker whose requests live in a
+ * `DurableStore` (docs/approvals.md, "Durable approvals"). Every process whose broker
+ * shares the store lists its requests and may decide them, and a call asked again under
+ * the same `callId` after a restart re-attaches to its request (same id, same expiry).
+ * `pending()` and `decide()` then answer promises ({@link StoredApprovalBroker}).
+ */
+export interface StoredApprovalBrokerOptions extends ApprovalBrokerOptions {
+  /** Where the requests live: `createMemoryStore()`, `createFileStore(dir)` (`toolyard/node`), … */
+  readonly store: DurableStore
+  /**
+   * How often a waiting call reads the store for a decision taken by another process, in
+   * ms (at least 10; default 250). Only while a call of this process waits; a decision
+   * taken through this very broker reaches its call at once.
+   */
+  readonly pollIntervalMs?: number
+  /**
+   * How long a settled request (decided, expired, withdrawn) stays in the store, in ms, so
+   * that a call resumed after a restart gets the decision taken while its process was
+   * down, and a late `decide()` hears how it ended (default 24 hours).
+   */
+  readonly retainSettledMs?: number
 }
 
 /** One open request, as `pending()` and the events show it. Deep-frozen. */
@@ -53,8 +78,14 @@ export interface PendingApproval {
   readonly kind: 'call' | 'plan'
   /** The tool's name (`run_code` for a plan). */
   readonly name: string
-  /** The call's arguments (lossless JSON, deep-frozen). */
+  /**
+   * The call's arguments (lossless JSON, deep-frozen). A broker over a store keeps them
+   * only up to 16 KiB of JSON (64 levels); larger ones are `null` there, with
+   * `argumentsOmitted: true` (the `summary` still shows them, bounded).
+   */
   readonly arguments: JsonValue
+  /** `true` when a broker over a store left `arguments` out (too large to keep); absent otherwise. */
+  readonly argumentsOmitted?: true
   /**
    * The arguments as a person should read them (`renderApprovalArguments`): the tool's
    * declared parameters in schema order, long values as length + head + tail, undeclared
@@ -172,6 +203,42 @@ export type ApprovalEvent = ApprovalRequestedEvent | ApprovalDecidedEvent | Appr
 
 /** A subscriber. Its throws and rejections are swallowed: it can never break the broker. */
 export type ApprovalListener = (event: ApprovalEvent) => void
+
+/** What a broker over a store measured in its last `pending()` (docs/approvals.md, "Durable approvals"). */
+export interface ApprovalListing {
+  /** Records read. */
+  readonly examined: number
+  /** Records skipped as malformed (unreadable, oversized, not an approval record): never listed, never fatal. */
+  readonly malformed: number
+  /** `true` when the listing stopped at its bounds (records read or bytes), so some requests may be missing. */
+  readonly truncated: boolean
+}
+
+/**
+ * A broker whose requests live in a `DurableStore` (`createApprovalBroker({ store })`):
+ * the same handler, events and dispose as {@link ApprovalBroker}, but listing and
+ * deciding read and write the store, so they answer promises.
+ */
+export interface StoredApprovalBroker extends Omit<ApprovalBroker, 'pending' | 'decide'> {
+  /** The store's open requests (of every process sharing it), oldest first, at most `MAX_LISTED_APPROVALS`. */
+  pending(): Promise<readonly PendingApproval[]>
+  /**
+   * Answers one request, in whichever process it waits: the first decision written to the
+   * store wins (compare-and-set), a later one is refused as `APPROVAL_ALREADY_DECIDED`.
+   * Refusals are answers, as without a store; it rejects only when the store itself fails
+   * (its `ToolError`: `STORE_FAILED`, `STORE_BUSY`), and then nothing was decided.
+   */
+  decide(id: string, input: ApprovalDecisionInput): Promise<ApprovalDecideResult>
+  /** The effective poll interval (validated, default applied). */
+  readonly pollIntervalMs: number
+  /** The effective retention of settled records. */
+  readonly retainSettledMs: number
+  /** What the last `pending()` read; before the first, all zero. */
+  readonly lastListing: ApprovalListing
+}
+
+/** Either broker: what a surface that lists and decides (the HTTP app) accepts; `await` its `pending()` and `decide()`. */
+export type AnyApprovalBroker = ApprovalBroker | StoredApprovalBroker
 
 /** Holds `ask` decisions until a person answers them, they expire, or the call is cancelled. */
 export interface ApprovalBroker {

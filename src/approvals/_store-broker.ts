@@ -1,0 +1,293 @@
+/**
+ * `createApprovalBroker({ store })`: the broker whose requests live in a `DurableStore`
+ * (docs/approvals.md, "Durable approvals"). Private to `approvals/`; `broker.ts` picks it
+ * when a store is given.
+ *
+ * A call that asks waits on a *watch*: one per open request this process waits for,
+ * holding its callers (the same call asked twice in one process shares it), its expiry
+ * timer and its abort listeners. A watch ends exactly once (`finish`), by:
+ * - a decision taken through this broker (at once) or through another one sharing the
+ *   store (seen by polling the settlement key every `pollIntervalMs`, only while some
+ *   watch is open);
+ * - its expiry (`expiresAt` from the record, so a restarted process keeps the original);
+ * - its last caller's cancellation (withdrawn in the store);
+ * - `dispose()` (the callers are denied here; the record stays open for another process).
+ *
+ * @module
+ */
+import type { DurableStore } from '../durable/store.js'
+import { ToolError } from '../errors.js'
+import type { ApprovalHandler } from '../types.js'
+import { createEventFanOut, type EventFanOut } from './_events.js'
+import { denial, denialMessage, MAX_TIMER_MS, readRequest, refusalFor, refused, type ResolvedBrokerOptions, type Settlement } from './_request.js'
+import { listOpen, sweepSettled } from './_store-list.js'
+import { hashOfId, storedFields, type DoneRecord, type StoredSettlement } from './_store-record.js'
+import { attach, claim, readDone, readOpen, type Attachment } from './_store-wait.js'
+import { parseDecision } from './decision.js'
+import type { ApprovalDecideResult, ApprovalDecisionInput, ApprovalEvent, ApprovalListing, PendingApproval, StoredApprovalBroker } from './types.js'
+
+export { MAX_LISTED_APPROVALS } from './_store-list.js'
+
+interface Caller {
+  readonly signal: AbortSignal
+  readonly onAbort: () => void
+  readonly resolve: (allowed: true) => void
+  readonly reject: (error: ToolError) => void
+}
+
+interface Watch {
+  readonly hash: string
+  readonly approval: PendingApproval
+  readonly callers: Set<Caller>
+  timer: ReturnType<typeof setTimeout> | undefined
+  finished: boolean
+}
+
+interface Context {
+  readonly store: DurableStore
+  readonly options: ResolvedBrokerOptions
+  readonly watches: Map<string, Watch>
+  readonly events: EventFanOut<ApprovalEvent>
+  disposed: boolean
+  poll: 'idle' | 'scheduled' | 'running'
+  pollTimer: ReturnType<typeof setTimeout> | undefined
+}
+
+const DISPOSED = 'the approval broker is disposed; nobody can approve this call'
+
+function subject(approval: PendingApproval): string {
+  return approval.kind === 'plan' ? 'the program' : approval.name
+}
+
+function settlementEvent(approval: PendingApproval, settled: StoredSettlement): ApprovalEvent {
+  if (settled.kind !== 'decided') return Object.freeze({ type: settled.kind, approval, at: settled.at })
+  const { decision, reason, at } = settled
+  return Object.freeze({ type: 'decided', approval, decision, ...(reason === undefined ? {} : { reason }), at })
+}
+
+/** The error a denied caller gets: the same words as the memory broker's (the timeout is the record's own). */
+function deniedBy(approval: PendingApproval, settled: Settlement): ToolError {
+  return denial(denialMessage(subject(approval), settled, approval.expiresAt - approval.requestedAt))
+}
+
+/** Ends a watch once: releases its timer and listeners, tells subscribers, settles its callers. */
+function finish(ctx: Context, watch: Watch, settled: StoredSettlement): void {
+  if (watch.finished) return
+  watch.finished = true
+  if (ctx.watches.get(watch.hash) === watch) ctx.watches.delete(watch.hash)
+  clearTimeout(watch.timer)
+  const callers = [...watch.callers]
+  watch.callers.clear()
+  for (const caller of callers) caller.signal.removeEventListener('abort', caller.onAbort)
+  ctx.events.emit(settlementEvent(watch.approval, settled))
+  const allowed = settled.kind === 'decided' && settled.decision === 'allow'
+  for (const caller of callers) {
+    if (allowed) caller.resolve(true)
+    else caller.reject(deniedBy(watch.approval, settled))
+  }
+  if (ctx.watches.size === 0) stopPolling(ctx)
+}
+
+/** Settles a watch's request in the store as `settled` (unless something else landed first) and ends the watch with what landed. */
+async function settleInStore(ctx: Context, watch: Watch, settled: StoredSettlement): Promise<void> {
+  let landed: StoredSettlement
+  try {
+    const claimed = await claim(ctx.store, watch.hash, watch.approval, settled)
+    // Not open any more and not settled by anyone: removed from the store behind our back.
+    landed = claimed?.record.settled ?? Object.freeze({ kind: 'decided', decision: 'deny', reason: 'the approval request was removed from the store', byDisposal: true, at: Date.now() })
+  } catch {
+    // The store failed: fail closed here; the record stays for another reader.
+    landed = settled.kind === 'decided' ? settled : Object.freeze({ kind: settled.kind, at: settled.at })
+  }
+  finish(ctx, watch, landed)
+}
+
+function armExpiry(ctx: Context, watch: Watch): void {
+  const delay = Math.min(Math.max(0, watch.approval.expiresAt - Date.now()), MAX_TIMER_MS)
+  watch.timer = setTimeout(() => {
+    if (watch.finished) return
+    // A clamped timer fires early for an expiry further away than the longest timer.
+    if (Date.now() < watch.approval.expiresAt) return armExpiry(ctx, watch)
+    void settleInStore(ctx, watch, Object.freeze({ kind: 'expired', at: watch.approval.expiresAt }))
+  }, delay)
+}
+
+function stopPolling(ctx: Context): void {
+  clearTimeout(ctx.pollTimer)
+  ctx.pollTimer = undefined
+  if (ctx.poll === 'scheduled') ctx.poll = 'idle'
+}
+
+function schedulePoll(ctx: Context): void {
+  if (ctx.poll !== 'idle' || ctx.watches.size === 0 || ctx.disposed) return
+  ctx.poll = 'scheduled'
+  ctx.pollTimer = setTimeout(() => void pollOnce(ctx), ctx.options.pollIntervalMs)
+}
+
+/** Reads the settlement key of every open watch; a settlement of its id ends it. */
+async function pollOnce(ctx: Context): Promise<void> {
+  ctx.poll = 'running'
+  ctx.pollTimer = undefined
+  for (const watch of [...ctx.watches.values()]) {
+    if (watch.finished) continue
+    const done = await readDone(ctx.store, watch.hash).catch(() => undefined)
+    const record = done?.record
+    // A decision from another process: clean up its open record if it died before doing so.
+    if (record !== undefined && record.approval.id === watch.approval.id) void settleInStore(ctx, watch, record.settled)
+  }
+  ctx.poll = 'idle'
+  schedulePoll(ctx)
+}
+
+/** Adds a caller to the watch of `attachment` (made and armed if this process has none yet). */
+function join(ctx: Context, attachment: Extract<Attachment, { kind: 'wait' }>, signal: AbortSignal): Promise<boolean> {
+  let watch = ctx.watches.get(attachment.hash)
+  if (watch === undefined || watch.approval.id !== attachment.approval.id) {
+    watch = { hash: attachment.hash, approval: attachment.approval, callers: new Set(), timer: undefined, finished: false }
+    ctx.watches.set(attachment.hash, watch)
+    armExpiry(ctx, watch)
+    ctx.events.emit(Object.freeze({ type: 'requested', approval: watch.approval }))
+    schedulePoll(ctx)
+  }
+  const joined = watch
+  return new Promise<boolean>((resolve, reject) => {
+    const caller: Caller = {
+      signal,
+      // Block body: an event handler that returns a value draws a warning in workerd.
+      onAbort: () => {
+        withdraw(ctx, joined, caller)
+      },
+      resolve,
+      reject,
+    }
+    joined.callers.add(caller)
+    signal.addEventListener('abort', caller.onAbort, { once: true })
+  })
+}
+
+/** A caller was cancelled: it is denied at once; the last one withdraws the request in the store. */
+function withdraw(ctx: Context, watch: Watch, caller: Caller): void {
+  if (!watch.callers.delete(caller)) return
+  caller.signal.removeEventListener('abort', caller.onAbort)
+  const settled: StoredSettlement = Object.freeze({ kind: 'withdrawn', at: Date.now() })
+  caller.reject(deniedBy(watch.approval, settled))
+  if (watch.callers.size === 0) void settleInStore(ctx, watch, settled)
+}
+
+/** Answers a call whose request was settled before it asked (a resumed run): the events a waiting call would have caused, then the outcome. */
+function answer(ctx: Context, record: DoneRecord): boolean {
+  ctx.events.emit(Object.freeze({ type: 'requested', approval: record.approval }))
+  ctx.events.emit(settlementEvent(record.approval, record.settled))
+  if (record.settled.kind === 'decided' && record.settled.decision === 'allow') return true
+  throw deniedBy(record.approval, record.settled)
+}
+
+async function ask(ctx: Context, request: ReturnType<typeof readRequest>): Promise<boolean> {
+  let attachment: Attachment
+  try {
+    attachment = await attach(ctx.store, storedFields(request.fields), ctx.options)
+  } catch (error) {
+    if (error instanceof ToolError && error.code === 'DENIED_BY_APPROVAL') throw error
+    throw denial(`the approval store failed, so nobody could be asked: ${error instanceof Error ? error.message : 'unknown error'}`)
+  }
+  if (attachment.kind === 'answer') return answer(ctx, attachment.record)
+  if (ctx.disposed) throw denial(DISPOSED)
+  if (request.signal.aborted) {
+    // Cancelled while the store was written: the request it opened is withdrawn (one it re-attached to stays for its owner).
+    const settled: StoredSettlement = Object.freeze({ kind: 'withdrawn', at: Date.now() })
+    if (attachment.created) await claim(ctx.store, attachment.hash, attachment.approval, settled).catch(() => undefined)
+    throw deniedBy(attachment.approval, settled)
+  }
+  return join(ctx, attachment, request.signal)
+}
+
+function makeHandler(ctx: Context): ApprovalHandler & { readonly acceptsPlans: boolean } {
+  const handler = ((request) => {
+    if (ctx.disposed) throw denial(DISPOSED)
+    let read: ReturnType<typeof readRequest>
+    try {
+      read = readRequest(request)
+    } catch (error) {
+      throw denial(`malformed approval request (${error instanceof Error ? error.message : 'unreadable'})`)
+    }
+    if (read.signal.aborted) throw denial('the call was cancelled before approval was requested')
+    return ask(ctx, read)
+  }) as ApprovalHandler & { acceptsPlans: boolean }
+  handler.acceptsPlans = ctx.options.plans
+  return Object.freeze(handler)
+}
+
+async function decide(ctx: Context, id: string, input: ApprovalDecisionInput): Promise<ApprovalDecideResult> {
+  if (typeof id !== 'string') return refused('INVALID_DECISION', `the approval id must be a string (got ${id === null ? 'null' : typeof id})`)
+  const parsed = parseDecision(input)
+  if (!parsed.ok) return refused('INVALID_DECISION', parsed.message)
+  if (ctx.disposed) return refused('BROKER_DISPOSED', 'the approval broker is disposed; every request it held was denied')
+  const hash = hashOfId(id)
+  if (hash === undefined) return refusalFor(id, undefined)
+  const open = await readOpen(ctx.store, hash)
+  const approval = open.record?.id === id ? open.record : undefined
+  if (approval === undefined) {
+    const done = await readDone(ctx.store, hash)
+    return refusalFor(id, done.record?.approval.id === id ? done.record.settled : undefined)
+  }
+  const now = Date.now()
+  const { decision, reason } = parsed.value
+  const wanted: StoredSettlement =
+    now >= approval.expiresAt
+      ? Object.freeze({ kind: 'expired', at: approval.expiresAt })
+      : Object.freeze({ kind: 'decided', decision, ...(reason === undefined ? {} : { reason }), at: now })
+  const claimed = await claim(ctx.store, hash, approval, wanted)
+  if (claimed === undefined) return refusalFor(id, undefined)
+  const watch = ctx.watches.get(hash)
+  if (watch !== undefined && watch.approval.id === id) finish(ctx, watch, claimed.record.settled)
+  if (!claimed.mine || wanted.kind !== 'decided') return refusalFor(id, claimed.record.settled)
+  return Object.freeze({ ok: true, approval, decision, ...(reason === undefined ? {} : { reason }), decidedAt: now })
+}
+
+/** Creates the broker over `store` (options already validated by `createApprovalBroker`). */
+export function createStoredBroker(options: ResolvedBrokerOptions, store: DurableStore): StoredApprovalBroker {
+  const ctx: Context = { store, options, watches: new Map(), events: createEventFanOut(), disposed: false, poll: 'idle', pollTimer: undefined }
+  let lastListing: ApprovalListing = Object.freeze({ examined: 0, malformed: 0, truncated: false })
+  let sweepAfter: string | undefined
+  return Object.freeze({
+    handler: makeHandler(ctx),
+    timeoutMs: options.timeoutMs,
+    pollIntervalMs: options.pollIntervalMs,
+    retainSettledMs: options.retainSettledMs,
+    get lastListing() {
+      return lastListing
+    },
+    async pending() {
+      if (ctx.disposed) return Object.freeze([])
+      const result = await listOpen(store, options.retainSettledMs)
+      lastListing = result.listing
+      // One page of settled records per listing: bounded work that keeps the store from growing.
+      sweepAfter = await sweepSettled(store, sweepAfter, options.retainSettledMs).catch(() => undefined)
+      return result.approvals
+    },
+    decide: (id: string, input: ApprovalDecisionInput) => decide(ctx, id, input),
+    subscribe(listener: (event: ApprovalEvent) => void) {
+      if (typeof listener !== 'function') throw new ToolError('INVALID_OPTIONS', 'subscribe(listener): listener must be a function')
+      return ctx.events.add(listener)
+    },
+    get subscriberCount() {
+      return ctx.events.size
+    },
+    dispose() {
+      if (ctx.disposed) return
+      ctx.disposed = true
+      stopPolling(ctx)
+      const reason = 'the approval broker was disposed; the request stays open in the store for another process'
+      for (const watch of [...ctx.watches.values()]) {
+        watch.finished = true
+        clearTimeout(watch.timer)
+        for (const caller of watch.callers) {
+          caller.signal.removeEventListener('abort', caller.onAbort)
+          caller.reject(deniedBy(watch.approval, { kind: 'decided', decision: 'deny', reason, byDisposal: true }))
+        }
+      }
+      ctx.watches.clear()
+      ctx.events.close()
+    },
+  })
+}

@@ -1,0 +1,254 @@
+/**
+ * How a broker over a store (`_store-broker.ts`) keeps a request: its keys, its ids, and
+ * the JSON records it writes and reads back. Private to `approvals/`.
+ *
+ * Every request is found by one hash of its call (`kind`, `agent`, `callId`): the open
+ * request under `approvals/open/<hash>`, its settlement under `approvals/done/<hash>`.
+ * So a call asked again after a restart finds its request without a scan, and the open
+ * requests are one prefix a listing reads without meeting settled ones. The approval id is
+ * `<hash>.<uuid>`: `decide()` finds both keys from the id alone, and the uuid keeps it
+ * unguessable.
+ *
+ * A store is shared with other processes and outlives them, so a record read back is
+ * input like any other: its size is checked before it is parsed, its JSON is counted
+ * (values and nesting) before `JSON.parse` meets it, and every field is checked before a
+ * frozen copy is made. A record that fails any check is reported as malformed, never used.
+ *
+ * @module
+ */
+import type { JsonValue } from '../json/json-value.js'
+import { adoptParsedJson } from '../json/lossless.js'
+import { nestsDeeperThan } from '../json/nesting.js'
+import { scanJsonText } from '../json/scan.js'
+import { MAX_PENDING_PLAN_CALLS, type RequestFields, type Settlement } from './_request.js'
+import { MAX_APPROVAL_REASON_LENGTH } from './decision.js'
+import type { PendingApproval, PendingPlan } from './types.js'
+
+/** Prefix of every key the broker writes. */
+export const APPROVAL_KEY_PREFIX = 'approvals/'
+/** Prefix of the open requests' keys. */
+export const OPEN_PREFIX = `${APPROVAL_KEY_PREFIX}open/`
+/** Prefix of the settled requests' keys. */
+export const DONE_PREFIX = `${APPROVAL_KEY_PREFIX}done/`
+
+/** The largest record written or read, in UTF-8 bytes: a record holds what `pending()` shows, and that is bounded. */
+export const MAX_APPROVAL_RECORD_BYTES = 64 * 1024
+/** The largest `arguments` kept in a record (JSON bytes, counted without serializing); larger ones are left out. */
+export const MAX_STORED_ARGUMENTS_BYTES = 16 * 1024
+/** The deepest `arguments` kept in a record. */
+export const MAX_STORED_ARGUMENTS_DEPTH = 64
+/** JSON values a record may hold before it is parsed (a 64 KiB record of `[]` holds 32,768). */
+const MAX_RECORD_NODES = 40_000
+/** Nesting a record may have before it is parsed: the arguments' levels plus the record's own. */
+const MAX_RECORD_DEPTH = MAX_STORED_ARGUMENTS_DEPTH + 6
+
+const FORMAT = 'toolyard-approval/1'
+const HASH = /^[0-9a-f]{32}$/
+const ID = /^([0-9a-f]{32})\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+
+/** A settlement as the store keeps it: how, and when (epoch ms). */
+export type StoredSettlement = Settlement & { readonly at: number }
+
+/** A settled request: the request as it was open, and how it ended. */
+export interface DoneRecord {
+  readonly approval: PendingApproval
+  readonly settled: StoredSettlement
+}
+
+/**
+ * The hash that names a call's keys: SHA-256 of `[kind, agent, callId]`, 32 hex digits.
+ * The same call asked again (a resumed run re-issues its calls with their ids) gets the
+ * same keys; another agent's call of the same id does not.
+ */
+export async function callHash(fields: Pick<RequestFields, 'kind' | 'agent' | 'callId'>): Promise<string> {
+  const text = JSON.stringify([fields.kind, fields.agent ?? null, fields.callId])
+  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)))
+  let hex = ''
+  for (let i = 0; i < 16; i++) hex += digest[i]!.toString(16).padStart(2, '0')
+  return hex
+}
+
+/** The key of a call's open request. */
+export const openKey = (hash: string): string => `${OPEN_PREFIX}${hash}`
+/** The key of a call's settlement. */
+export const doneKey = (hash: string): string => `${DONE_PREFIX}${hash}`
+
+/** A fresh approval id for the call of `hash`: `<hash>.<uuid>`. */
+export function newApprovalId(hash: string): string {
+  return `${hash}.${crypto.randomUUID()}`
+}
+
+/** The call hash inside an approval id, or `undefined` when `id` is not one this broker makes. */
+export function hashOfId(id: string): string | undefined {
+  return id.length <= 80 ? ID.exec(id)?.[1] : undefined
+}
+
+/** The hash a key of either prefix names, or `undefined`. */
+export function hashOfKey(key: string): string | undefined {
+  const hash = key.startsWith(OPEN_PREFIX) ? key.slice(OPEN_PREFIX.length) : key.startsWith(DONE_PREFIX) ? key.slice(DONE_PREFIX.length) : ''
+  return HASH.test(hash) ? hash : undefined
+}
+
+/** Whether `value` serializes to at most `maxBytes` of JSON, counted without serializing (strings by their length, a bound below UTF-8). */
+function jsonFits(value: unknown, maxBytes: number): boolean {
+  let bytes = 0
+  const stack: unknown[] = [value]
+  while (stack.length > 0) {
+    const item = stack.pop()
+    if (typeof item === 'string') bytes += item.length + 2
+    else if (typeof item !== 'object' || item === null) bytes += 24
+    else if (Array.isArray(item)) {
+      bytes += 2 + item.length
+      for (const child of item) stack.push(child)
+    } else {
+      for (const [key, child] of Object.entries(item)) {
+        bytes += key.length + 4
+        stack.push(child)
+      }
+      bytes += 2
+    }
+    if (bytes > maxBytes) return false
+  }
+  return true
+}
+
+/** The fields as a record keeps them: `arguments` only when small and shallow enough, else `null` with `argumentsOmitted`. */
+export function storedFields(fields: RequestFields): RequestFields {
+  const keep = !nestsDeeperThan(fields.arguments, MAX_STORED_ARGUMENTS_DEPTH) && jsonFits(fields.arguments, MAX_STORED_ARGUMENTS_BYTES)
+  if (keep) return fields
+  const { arguments: _dropped, ...rest } = fields
+  return { ...rest, arguments: null, argumentsOmitted: true }
+}
+
+/** The UTF-8 length of `text`, or `Infinity` past the record cap (never encodes a huge text). */
+function recordBytes(text: string): number {
+  if (text.length > MAX_APPROVAL_RECORD_BYTES) return Infinity
+  return new TextEncoder().encode(text).length
+}
+
+/** Serializes an open request; `undefined` when it is larger than {@link MAX_APPROVAL_RECORD_BYTES}. */
+export function encodeOpen(approval: PendingApproval): string | undefined {
+  const text = JSON.stringify({ format: FORMAT, approval })
+  return recordBytes(text) <= MAX_APPROVAL_RECORD_BYTES ? text : undefined
+}
+
+/** Serializes a settlement (the open request it settles was at most the cap; a reason adds at most 2,000 characters). */
+export function encodeDone(record: DoneRecord): string {
+  return JSON.stringify({ format: FORMAT, approval: record.approval, settled: record.settled })
+}
+
+/** Parses a record's text within the bounds, or `undefined`. */
+function parseBounded(text: string): Record<string, unknown> | undefined {
+  if (recordBytes(text) > MAX_APPROVAL_RECORD_BYTES + 8 * 1024) return undefined
+  const scan = scanJsonText(text, 0, text.length, MAX_RECORD_NODES, MAX_RECORD_DEPTH)
+  if (scan.nodes > MAX_RECORD_NODES || scan.depth > MAX_RECORD_DEPTH) return undefined
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch {
+    return undefined
+  }
+  return isPlainRecord(parsed) && parsed.format === FORMAT ? parsed : undefined
+}
+
+function isPlainRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+function hasOnly(value: Record<string, unknown>, allowed: ReadonlySet<string>): boolean {
+  return Object.keys(value).every((key) => allowed.has(key))
+}
+
+const isTime = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 0
+const isCount = isTime
+const optionalString = (value: unknown): boolean => value === undefined || typeof value === 'string'
+
+const APPROVAL_KEYS = new Set(['id', 'callId', 'parentCallId', 'agent', 'kind', 'name', 'arguments', 'argumentsOmitted', 'summary', 'plan', 'reason', 'requestedAt', 'expiresAt'])
+const PLAN_KEYS = new Set(['codeLength', 'calls', 'moreCalls', 'asking', 'dynamic'])
+
+function readPlan(value: unknown): PendingPlan | undefined {
+  if (!isPlainRecord(value) || !hasOnly(value, PLAN_KEYS)) return undefined
+  const { codeLength, calls, moreCalls, asking, dynamic } = value
+  if (!isCount(codeLength) || !isCount(moreCalls) || typeof dynamic !== 'boolean') return undefined
+  if (!Array.isArray(calls) || calls.length > MAX_PENDING_PLAN_CALLS || !Array.isArray(asking) || asking.length > MAX_PENDING_PLAN_CALLS) return undefined
+  const planned: { readonly name: string; readonly line: number }[] = []
+  for (const call of calls as unknown[]) {
+    if (!isPlainRecord(call) || typeof call.name !== 'string' || !isCount(call.line) || Object.keys(call).length !== 2) return undefined
+    planned.push(Object.freeze({ name: call.name, line: call.line }))
+  }
+  const asks: { readonly name: string; readonly reason?: string }[] = []
+  for (const ask of asking as unknown[]) {
+    if (!isPlainRecord(ask) || typeof ask.name !== 'string' || !optionalString(ask.reason) || !hasOnly(ask, new Set(['name', 'reason']))) return undefined
+    asks.push(Object.freeze({ name: ask.name, ...(ask.reason === undefined ? {} : { reason: ask.reason as string }) }))
+  }
+  return Object.freeze({ codeLength, calls: Object.freeze(planned), moreCalls, asking: Object.freeze(asks), dynamic })
+}
+
+/** Checks an approval read from the store and returns a deep-frozen copy, or `undefined`. */
+function readApproval(value: unknown, hash: string): PendingApproval | undefined {
+  if (!isPlainRecord(value) || !hasOnly(value, APPROVAL_KEYS)) return undefined
+  const { id, callId, parentCallId, agent, kind, name, argumentsOmitted, summary, reason, requestedAt, expiresAt } = value
+  if (typeof id !== 'string' || hashOfId(id) !== hash) return undefined
+  if (typeof callId !== 'string' || typeof name !== 'string' || typeof summary !== 'string') return undefined
+  if (!optionalString(parentCallId) || !optionalString(agent) || !optionalString(reason)) return undefined
+  if (kind !== 'call' && kind !== 'plan') return undefined
+  if (!isTime(requestedAt) || !isTime(expiresAt) || expiresAt < requestedAt) return undefined
+  if (argumentsOmitted !== undefined && (argumentsOmitted !== true || value.arguments !== null)) return undefined
+  const args = value.arguments
+  if (args === undefined || adoptParsedJson(args) === undefined) return undefined
+  const plan = kind === 'plan' ? readPlan(value.plan) : undefined
+  if ((kind === 'plan') !== (plan !== undefined) || (kind === 'call' && value.plan !== undefined)) return undefined
+  return Object.freeze({
+    id,
+    callId,
+    ...(parentCallId === undefined ? {} : { parentCallId: parentCallId as string }),
+    ...(agent === undefined ? {} : { agent: agent as string }),
+    kind,
+    name,
+    arguments: args as JsonValue,
+    ...(argumentsOmitted === true ? { argumentsOmitted: true as const } : {}),
+    summary,
+    ...(plan === undefined ? {} : { plan }),
+    ...(reason === undefined ? {} : { reason: reason as string }),
+    requestedAt,
+    expiresAt,
+  })
+}
+
+function readSettlement(value: unknown): StoredSettlement | undefined {
+  if (!isPlainRecord(value) || !hasOnly(value, new Set(['kind', 'decision', 'reason', 'byDisposal', 'at'])) || !isTime(value.at)) return undefined
+  const { kind, decision, reason, byDisposal, at } = value
+  if (kind === 'expired' || kind === 'withdrawn') {
+    return decision === undefined && reason === undefined && byDisposal === undefined ? Object.freeze({ kind, at }) : undefined
+  }
+  if (kind !== 'decided' || (decision !== 'allow' && decision !== 'deny') || (byDisposal !== undefined && byDisposal !== true)) return undefined
+  if (reason !== undefined && (typeof reason !== 'string' || reason.length > MAX_APPROVAL_REASON_LENGTH)) return undefined
+  return Object.freeze({
+    kind,
+    decision,
+    ...(reason === undefined ? {} : { reason }),
+    ...(byDisposal === true ? { byDisposal: true as const } : {}),
+    at,
+  })
+}
+
+/** Reads an open request stored under the key of `hash`; `undefined` when malformed. */
+export function decodeOpen(text: string, hash: string): PendingApproval | undefined {
+  const record = parseBounded(text)
+  if (record === undefined || !hasOnly(record, new Set(['format', 'approval']))) return undefined
+  return readApproval(record.approval, hash)
+}
+
+/** Reads a settlement stored under the key of `hash`; `undefined` when malformed. */
+export function decodeDone(text: string, hash: string): DoneRecord | undefined {
+  const record = parseBounded(text)
+  if (record === undefined || !hasOnly(record, new Set(['format', 'approval', 'settled']))) return undefined
+  const approval = readApproval(record.approval, hash)
+  const settled = readSettlement(record.settled)
+  return approval === undefined || settled === undefined ? undefined : Object.freeze({ approval, settled })
+}
+
+/** Whether a stored approval is the one `fields` ask for (the hash could collide; the fields cannot). */
+export function sameCall(approval: PendingApproval, fields: Pick<RequestFields, 'kind' | 'agent' | 'callId'>): boolean {
+  return approval.kind === fields.kind && approval.callId === fields.callId && approval.agent === fields.agent
+}

@@ -1,0 +1,148 @@
+/**
+ * The store side of a broker over a `DurableStore`: reading a call's two keys, settling a
+ * request with compare-and-set (the one place a decision, an expiry or a withdrawal is
+ * written), and finding or opening a call's request (re-attach). Private to `approvals/`;
+ * `_store-broker.ts` builds the broker on it.
+ *
+ * Why two keys and a claim: the settlement key `approvals/done/<hash>` is written with
+ * `ifVersion`, so of two processes deciding (or one deciding while another expires the
+ * request) exactly one write lands; the loser re-reads and answers what landed. The open
+ * key is deleted after the claim; a process that dies between the two leaves an open
+ * record whose settlement already exists, which every reader recognises (same id) and
+ * removes.
+ *
+ * @module
+ */
+import type { DurableStore } from '../durable/store.js'
+import { ToolError } from '../errors.js'
+import { denial, type RequestFields } from './_request.js'
+import {
+  callHash,
+  decodeDone,
+  decodeOpen,
+  doneKey,
+  encodeDone,
+  encodeOpen,
+  MAX_APPROVAL_RECORD_BYTES,
+  newApprovalId,
+  openKey,
+  sameCall,
+  type DoneRecord,
+  type StoredSettlement,
+} from './_store-record.js'
+import type { PendingApproval } from './types.js'
+
+/** How often a read-compare-write is retried when other writers keep winning (each loss means progress elsewhere). */
+const CLAIM_ATTEMPTS = 8
+
+/** A key as read: its version and, when it parsed, its record. */
+export interface Read<T> {
+  readonly version: string | undefined
+  readonly record: T | undefined
+}
+
+/** Reads `approvals/open/<hash>`. */
+export async function readOpen(store: DurableStore, hash: string): Promise<Read<PendingApproval>> {
+  const entry = await store.get(openKey(hash))
+  return { version: entry?.version, record: entry === undefined ? undefined : decodeOpen(entry.value, hash) }
+}
+
+/** Reads `approvals/done/<hash>`. */
+export async function readDone(store: DurableStore, hash: string): Promise<Read<DoneRecord>> {
+  const entry = await store.get(doneKey(hash))
+  return { version: entry?.version, record: entry === undefined ? undefined : decodeDone(entry.value, hash) }
+}
+
+/** Deletes a key only at the version it was read at; failures are left for the next reader. */
+export async function deleteQuietly(store: DurableStore, key: string, version: string | undefined): Promise<void> {
+  if (version === undefined) return
+  await store.delete(key, { ifVersion: version }).catch(() => undefined)
+}
+
+/** What a claim found: the settlement that landed (ours or another's), or `undefined` when the request is no longer open anywhere. */
+export type Claimed = { readonly record: DoneRecord; readonly mine: boolean } | undefined
+
+/**
+ * Settles `approval` in the store, unless it already is: writes the settlement key with
+ * compare-and-set, then removes the open key. Answers the settlement that landed. A
+ * settlement key holding another id (a withdrawn earlier request of the same call) is
+ * overwritten only while the open key still holds `approval`: a request that is no longer
+ * open can never be settled again (answer `undefined`).
+ */
+export async function claim(store: DurableStore, hash: string, approval: PendingApproval, settled: StoredSettlement): Promise<Claimed> {
+  for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
+    const done = await readDone(store, hash)
+    if (done.record?.approval.id === approval.id) {
+      await removeOpen(store, hash, approval.id)
+      return { record: done.record, mine: false }
+    }
+    const open = await readOpen(store, hash)
+    if (open.record?.id !== approval.id) return undefined
+    const record: DoneRecord = Object.freeze({ approval, settled })
+    const put = await store.put(doneKey(hash), encodeDone(record), { ifVersion: done.version ?? null })
+    if (put.ok) {
+      await deleteQuietly(store, openKey(hash), open.version)
+      return { record, mine: true }
+    }
+  }
+  throw new ToolError('STORE_BUSY', `the approval ${JSON.stringify(approval.id)} could not be settled: other writers kept changing it`)
+}
+
+/** Removes a leftover open record of an already settled request. */
+async function removeOpen(store: DurableStore, hash: string, id: string): Promise<void> {
+  const open = await readOpen(store, hash)
+  if (open.record?.id === id) await deleteQuietly(store, openKey(hash), open.version)
+}
+
+/** What asking found: a request to wait for, or a settlement to answer at once. */
+export type Attachment =
+  | { readonly kind: 'wait'; readonly hash: string; readonly approval: PendingApproval; readonly created: boolean }
+  | { readonly kind: 'answer'; readonly hash: string; readonly record: DoneRecord }
+
+/** The request's timing as the broker sets it. */
+export interface AttachOptions {
+  readonly timeoutMs: number
+  readonly retainSettledMs: number
+}
+
+/**
+ * Finds the request of the call `fields` describe, or opens one. An open request of the
+ * same call is re-attached (same id, same expiry; expired already → settled as expired);
+ * a settlement of the same call kept within `retainSettledMs` is answered at once, unless
+ * it was a withdrawal (the call was cancelled then; asked again, it asks again).
+ */
+export async function attach(store: DurableStore, fields: RequestFields, options: AttachOptions): Promise<Attachment> {
+  const hash = await callHash(fields)
+  for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
+    const [open, done] = await Promise.all([readOpen(store, hash), readDone(store, hash)])
+    const now = Date.now()
+    if (open.version !== undefined) {
+      const found = open.record
+      if (found === undefined) {
+        // Not a record this broker can read: it names our call's key, so it is garbage there.
+        await deleteQuietly(store, openKey(hash), open.version)
+        continue
+      }
+      if (!sameCall(found, fields)) throw denial('the approval request collides with another call in the store (same key hash); it was not asked')
+      if (done.record?.approval.id === found.id) {
+        await deleteQuietly(store, openKey(hash), open.version)
+        if (done.record.settled.kind !== 'withdrawn') return { kind: 'answer', hash, record: done.record }
+        continue
+      }
+      if (now < found.expiresAt) return { kind: 'wait', hash, approval: found, created: false }
+      const claimed = await claim(store, hash, found, Object.freeze({ kind: 'expired', at: found.expiresAt }))
+      if (claimed !== undefined) return { kind: 'answer', hash, record: claimed.record }
+      continue
+    }
+    const kept = done.record
+    if (kept !== undefined && sameCall(kept.approval, fields) && kept.settled.kind !== 'withdrawn' && now < kept.settled.at + options.retainSettledMs) {
+      return { kind: 'answer', hash, record: kept }
+    }
+    const approval: PendingApproval = Object.freeze({ id: newApprovalId(hash), ...fields, requestedAt: now, expiresAt: now + options.timeoutMs })
+    const text = encodeOpen(approval)
+    if (text === undefined) throw denial(`the approval request for ${fields.name} is too large to keep in the store (over ${MAX_APPROVAL_RECORD_BYTES} bytes); it was not asked`)
+    const put = await store.put(openKey(hash), text, { ifVersion: null })
+    if (put.ok) return { kind: 'wait', hash, approval, created: true }
+  }
+  throw new ToolError('STORE_BUSY', 'the approval request could not be opened: other writers kept changing its key')
+}
