@@ -8,7 +8,7 @@
  * @module
  */
 import type { Handler } from 'hono'
-import type { ApprovalBroker, ApprovalDecideErrorCode, ApprovalEvent, ApprovalVerdict } from '../approvals/types.js'
+import type { ApprovalBroker, ApprovalDecideErrorCode, ApprovalEvent, ApprovalVerdict, PendingApproval } from '../approvals/types.js'
 import { HttpError, type HttpErrorCode } from './http-errors.js'
 import { readJsonBody } from './request-body.js'
 
@@ -64,6 +64,11 @@ function settled(event: Exclude<ApprovalEvent, { type: 'requested' }>): Approval
   return { ...base, outcome: event.decision, ...(event.reason === undefined ? {} : { reason: event.reason }) }
 }
 
+/** Whether `approval` is one of run `runCallId`'s: its plan request (by `callId`), or a sub-call's (by `parentCallId`). */
+export function approvalOfRun(approval: PendingApproval, runCallId: string): boolean {
+  return approval.kind === 'plan' ? approval.callId === runCallId : approval.parentCallId === runCallId
+}
+
 /**
  * Forwards the broker's events about `runCallId`'s own sub-calls (matched by
  * `parentCallId`) and its plan request (kind `plan`, matched by `callId`) to `send`: `approval` with the pending request (its `id` is what
@@ -73,9 +78,7 @@ function settled(event: Exclude<ApprovalEvent, { type: 'requested' }>): Approval
 export function forwardApprovals(broker: ApprovalBroker | undefined, runCallId: string, send: (event: string, data: unknown) => void): () => void {
   if (broker === undefined) return () => {}
   return broker.subscribe((event) => {
-    // A run's own plan request has the run's callId; its sub-calls' requests name it as parent.
-    const ours = event.approval.kind === 'plan' ? event.approval.callId === runCallId : event.approval.parentCallId === runCallId
-    if (!ours) return
+    if (!approvalOfRun(event.approval, runCallId)) return
     if (event.type === 'requested') send('approval', event.approval)
     else send('approval-settled', settled(event))
   })

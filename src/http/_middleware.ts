@@ -102,7 +102,7 @@ function originCheck(allowed: ReadonlySet<string>, corsOptions: GateCorsOptions 
       ? undefined
       : cors({
           origin: (origin) => (allowed.has(origin) ? origin : null),
-          allowMethods: ['GET', 'HEAD', 'POST'],
+          allowMethods: ['GET', 'HEAD', 'POST', 'DELETE'],
           allowHeaders: ['Authorization', 'Content-Type', 'Accept', 'If-None-Match'],
           exposeHeaders: [...corsOptions.exposeHeaders],
           maxAge: corsOptions.maxAgeSeconds,

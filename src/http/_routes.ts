@@ -38,7 +38,7 @@ export interface ApiConfig {
 
 /** One route of the table. */
 export interface ApiRoute {
-  readonly method: 'GET' | 'POST'
+  readonly method: 'GET' | 'POST' | 'DELETE'
   readonly path: string
   /** Served without a token, while unconfigured and while shutting down. */
   readonly open?: true
@@ -305,31 +305,52 @@ function executeTool(runtime: ToolRuntime, config: ApiConfig): Handler {
   }
 }
 
+/** A `run_code` request read and admitted: what `POST /v1/run` and `POST /v1/runs` run. */
+export interface PreparedRun {
+  /** The server's id of the `run_code` call (`http-run-<uuid>`). */
+  readonly callId: string
+  readonly agent: ScopeKey | undefined
+  /** The `start` event's data: `{ callId, agent? }`. */
+  readonly start: Readonly<Record<string, unknown>>
+  /** Runs `run_code` under `signal`; never rejects (the pipeline's contract). */
+  readonly execute: (signal: AbortSignal) => Promise<ToolExecutionResult>
+}
+
+/**
+ * Reads and checks a run request (body fields, `agent`, `run_code` offered, the code
+ * runtime's admission) and assigns its call id; throws the documented `HttpError`s. Shared
+ * by `POST /v1/run` and `POST /v1/runs`, so both refuse and run alike.
+ */
+export async function prepareRun(c: Context, runtime: ToolRuntime, config: ApiConfig): Promise<PreparedRun> {
+  const body = await objectBody(c, config, RUN_FIELDS)
+  if (Object.hasOwn(body, 'callId')) throw invalidRequest(RUN_CALL_ID_REFUSED)
+  refuseUnknownFields(body, RUN_FIELDS)
+  const agent = bodyAgent(c, body)
+  // Decided before anything runs or streams, so JSON and SSE answer alike: a stream's
+  // status line is sent at once and could no longer say 404.
+  if (runtime.get(RUN_CODE, agent) === undefined) throw new HttpError('UNKNOWN_TOOL', unknownToolMessage(RUN_CODE))
+  refuseWhenFull(runtime)
+  // The id is ours alone, so the stream's filter can never pick up another request's sub-calls.
+  const callId = newRunCallId()
+  // Only the fields the client sent: an absent `code` is then reported by the schema as
+  // missing, not as an `undefined` that is "not lossless JSON".
+  const args: Record<string, unknown> = {}
+  if (Object.hasOwn(body, 'code')) args.code = body.code
+  if (Object.hasOwn(body, 'description')) args.description = body.description
+  const execute = (signal: AbortSignal): Promise<ToolExecutionResult> =>
+    runtime.execute({ callId, name: RUN_CODE, arguments: args, signal, ...agentField(agent) })
+  return { callId, agent, start: { callId, ...agentField(agent) }, execute }
+}
+
 function run(runtime: ToolRuntime, config: ApiConfig): Handler {
   return async (c) => {
-    const body = await objectBody(c, config, RUN_FIELDS)
-    if (Object.hasOwn(body, 'callId')) throw invalidRequest(RUN_CALL_ID_REFUSED)
-    refuseUnknownFields(body, RUN_FIELDS)
-    const agent = bodyAgent(c, body)
-    // Decided before anything runs or streams, so JSON and SSE answer alike: a stream's
-    // status line is sent at once and could no longer say 404.
-    if (runtime.get(RUN_CODE, agent) === undefined) throw new HttpError('UNKNOWN_TOOL', unknownToolMessage(RUN_CODE))
-    refuseWhenFull(runtime)
-    // The id is ours alone, so the stream's filter can never pick up another request's sub-calls.
-    const callId = newRunCallId()
-    // Only the fields the client sent: an absent `code` is then reported by the schema as
-    // missing, not as an `undefined` that is "not lossless JSON".
-    const args: Record<string, unknown> = {}
-    if (Object.hasOwn(body, 'code')) args.code = body.code
-    if (Object.hasOwn(body, 'description')) args.description = body.description
-    const execute = (signal: AbortSignal): Promise<ToolExecutionResult> =>
-      runtime.execute({ callId, name: RUN_CODE, arguments: args, signal, ...agentField(agent) })
+    const { callId, start, execute } = await prepareRun(c, runtime, config)
     if (!wantsEventStream(c.req.header('Accept'))) return resultResponse(c, callId, await execute(signalFor(c, config)))
     // A stream decides itself when its client is gone (the request's signal included): one
     // it closed for falling behind must not take the run down with it.
     const streamed = (cancelled: AbortSignal): Promise<ToolExecutionResult> =>
       execute(config.shutdown === undefined ? cancelled : AbortSignal.any([cancelled, config.shutdown]))
-    const stream = streamRun(c, { callId, start: { callId, ...agentField(agent) }, execute: streamed }, config)
+    const stream = streamRun(c, { callId, start, execute: streamed }, config)
     stream.headers.set(CALL_ID_HEADER, callId)
     return stream
   }

@@ -42,8 +42,12 @@ export interface StreamConfig {
   readonly report: InternalErrorReporter
 }
 
-// The session log's approval records are not streamed: the broker's events carry the id a decision needs.
-const EVENT_OF: Readonly<Partial<Record<SessionLogHubEvent['type'], string>>> = {
+/**
+ * The stream event each session-log event becomes (`/v1/run`'s stream and `/v1/runs`'
+ * buffers). The session log's approval records are not streamed: the broker's events carry
+ * the id a decision needs.
+ */
+export const EVENT_OF: Readonly<Partial<Record<SessionLogHubEvent['type'], string>>> = {
   'tool/code-dispatch-start': 'dispatch-start',
   'tool/code-dispatch': 'dispatch',
   'tool/code-log': 'log',

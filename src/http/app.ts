@@ -25,6 +25,11 @@ import { DEFAULT_MAX_STREAM_BACKLOG_BYTES, DEFAULT_STREAM_WRITE_TIMEOUT_MS } fro
 import { CALL_ID_HEADER, SDK_LANGUAGE_HEADER, apiRoutes } from './_routes.js'
 import type { ApiConfig } from './_routes.js'
 import type { SessionLogHub } from './session-log-hub.js'
+import type { DurableStore } from '../durable/store.js'
+import { holdRuns, runRoutes } from './_runs.js'
+import type { RunsConfig } from './_runs.js'
+import { resolveRunTableOptions } from './run-table.js'
+import type { RunTableOptions } from './run-table.js'
 
 /** Cross-origin access: off unless an allowlist is given. */
 export interface ToolsAppCorsOptions {
@@ -85,6 +90,10 @@ export interface ToolsAppOptions {
    * `internal error`). Default: `console.error`.
    */
   readonly onError?: (error: unknown, request: Request) => void
+  /** Bounds of the `/v1/runs` table (docs/http-api.md, "Runs as resources"). */
+  readonly runs?: RunTableOptions
+  /** A durable store that receives each `/v1/runs` run's record (`http-runs/<id>`); absent → memory only. */
+  readonly store?: DurableStore
 }
 
 /** `GET /v1/tools` and `GET /v1/tools/:name` answer with these. */
@@ -118,7 +127,7 @@ function exactOrigins(origins: unknown): Set<string> {
   return out
 }
 
-interface ValidatedOptions extends ApiConfig {
+interface ValidatedOptions extends RunsConfig {
   readonly token: string | undefined
   readonly corsOrigins: ReadonlySet<string>
   readonly corsMaxAge: number | undefined
@@ -140,6 +149,8 @@ function validateOptions(runtime: ToolRuntime, options: ToolsAppOptions): Valida
   const heartbeatMs = options.heartbeatMs ?? 15_000
   if (typeof heartbeatMs !== 'number' || !Number.isFinite(heartbeatMs) || heartbeatMs < 0) invalidOptions('heartbeatMs must be a non-negative number')
   if (options.onError !== undefined && typeof options.onError !== 'function') invalidOptions('onError must be a function')
+  const store = options.store
+  if (store !== undefined && (typeof store !== 'object' || store === null || typeof store.get !== 'function' || typeof store.put !== 'function')) invalidOptions('store must be a DurableStore')
   const maxStreamBacklogBytes = options.maxStreamBacklogBytes ?? DEFAULT_MAX_STREAM_BACKLOG_BYTES
   if (!Number.isSafeInteger(maxStreamBacklogBytes) || maxStreamBacklogBytes <= 0) invalidOptions('maxStreamBacklogBytes must be a positive integer')
   const streamWriteTimeoutMs = options.streamWriteTimeoutMs ?? DEFAULT_STREAM_WRITE_TIMEOUT_MS
@@ -159,6 +170,8 @@ function validateOptions(runtime: ToolRuntime, options: ToolsAppOptions): Valida
     maxStreamBacklogBytes,
     streamWriteTimeoutMs,
     report: (options.onError as InternalErrorReporter | undefined) ?? reportToConsole,
+    runs: resolveRunTableOptions(options.runs, invalidOptions),
+    store,
   }
 }
 
@@ -169,7 +182,8 @@ function validateOptions(runtime: ToolRuntime, options: ToolsAppOptions): Valida
  * Routes (all under `/v1`): `GET /health`, `GET /tools`, `GET /tools/:name`,
  * `POST /tools/:name/execute`, `GET /sdk`, `GET /prompt`, `POST /run` (JSON, or SSE with
  * `Accept: text/event-stream`), and with `approvals`, `GET /approvals` and
- * `POST /approvals/:id`. `agent` selects the agent layer everywhere it applies.
+ * `POST /approvals/:id`; `POST /runs`, `GET /runs/:id`, `GET /runs/:id/events`,
+ * `DELETE /runs/:id` (background runs). `agent` selects the agent layer everywhere it applies.
  *
  * @example
  * ```ts
@@ -182,7 +196,8 @@ function validateOptions(runtime: ToolRuntime, options: ToolsAppOptions): Valida
  */
 export function createToolsApp(runtime: ToolRuntime, options: ToolsAppOptions): Hono {
   const config = validateOptions(runtime, options)
-  const routes = apiRoutes(runtime, config)
+  const runs = runRoutes(runtime, config)
+  const routes = [...apiRoutes(runtime, config), ...runs.routes]
   const app = new Hono()
   app.onError(httpErrorHandler(config.report))
   app.notFound(httpNotFound)
@@ -208,5 +223,6 @@ export function createToolsApp(runtime: ToolRuntime, options: ToolsAppOptions): 
     }),
   )
   for (const route of routes) app.on(route.method, route.path, ...route.handlers)
+  holdRuns(app, runs.table)
   return app
 }

@@ -61,6 +61,8 @@ export type HttpErrorCode =
   | 'APPROVAL_ALREADY_DECIDED'
   /** `/v1/approvals`: the approval broker was disposed (everything it held was denied). 503. */
   | 'BROKER_DISPOSED'
+  /** `/v1/runs/:id`: no such run (malformed id, never existed, or evicted after its retention). 404. */
+  | 'RUN_NOT_FOUND'
 
 /** The JSON body of every HTTP error. */
 export interface HttpErrorBody {
@@ -95,6 +97,7 @@ export const httpErrorStatus: Readonly<Record<HttpErrorCode, number>> = Object.f
   APPROVAL_WITHDRAWN: 404,
   APPROVAL_ALREADY_DECIDED: 409,
   BROKER_DISPOSED: 503,
+  RUN_NOT_FOUND: 404,
 })
 
 /**

@@ -170,7 +170,7 @@ describe('answers every route shares', () => {
     })
     expect(preflight.status).toBe(204)
     expect(preflight.headers.get('Access-Control-Allow-Origin')).toBe('https://page.example')
-    expect(preflight.headers.get('Access-Control-Allow-Methods')).toBe('GET,HEAD,POST')
+    expect(preflight.headers.get('Access-Control-Allow-Methods')).toBe('GET,HEAD,POST,DELETE')
     expect(preflight.headers.get('Access-Control-Allow-Headers')).toBe('Authorization,Content-Type,Accept,If-None-Match')
     expect(preflight.headers.get('Access-Control-Max-Age')).toBe('600')
     expect(preflight.headers.get('Access-Control-Allow-Credentials')).toBeNull()

@@ -1,0 +1,356 @@
+/**
+ * Runs as HTTP resources: `POST /v1/runs` starts `run_code` in the background and answers
+ * `202 { id, status }` at once; `GET /v1/runs/:id` reports its status (`waiting` while a
+ * person is asked), pending approvals and result; `GET /v1/runs/:id/events` streams its
+ * events with `id:` lines, resumable with `Last-Event-ID`; `DELETE /v1/runs/:id` cancels it.
+ *
+ * A run is read and admitted exactly as `POST /v1/run` (`prepareRun` of `_routes.ts`) and
+ * runs through the same `runtime.execute`, under its own abort controller and the app's
+ * shutdown signal (not the request's: the request ends at once). Its events go to a
+ * bounded buffer (`run-table.ts`), whatever client listens or not; streams are written by
+ * the one SSE writer (`_sse-sender.ts`). docs/http-api.md, "Runs as resources".
+ *
+ * @module
+ */
+import type { Context, Handler, Hono } from 'hono'
+import { streamSSE } from 'hono/streaming'
+import type { PendingApproval } from '../approvals/types.js'
+import type { DurableStore } from '../durable/store.js'
+import type { ToolRuntime } from '../runtime-types.js'
+import type { ToolExecutionResult } from '../types.js'
+import { HttpError, OVERLOADED_RETRY_AFTER_SECONDS } from './http-errors.js'
+import { approvalOfRun, forwardApprovals } from './_approvals.js'
+import { EVENT_OF } from './_run-stream.js'
+import { CALL_ID_HEADER, prepareRun } from './_routes.js'
+import type { ApiConfig, ApiRoute, PreparedRun } from './_routes.js'
+import { createSseSender } from './_sse-sender.js'
+import { createRunTable, createStoreRunRecords, runRecord } from './run-table.js'
+import type { ResolvedRunTableOptions, RunEventFrame, RunRecordJson, RunRecordStore, RunStatus, RunTable, RunTableHeld, TableRun } from './run-table.js'
+
+/** What the run routes read besides the API's configuration. */
+export interface RunsConfig extends ApiConfig {
+  readonly runs: ResolvedRunTableOptions
+  /** Where run records are persisted (`createToolsApp({ store })`); absent → memory only. */
+  readonly store: DurableStore | undefined
+}
+
+/** A pending approval as `GET /v1/runs/:id` lists it: what a person needs to decide it. */
+export interface RunApproval {
+  /** What `POST /v1/approvals/:id` takes. */
+  readonly id: string
+  readonly kind: PendingApproval['kind']
+  /** The asking call (a sub-call `<run callId>:code:<n>`, or the run's own call for a plan). */
+  readonly callId: string
+  readonly name: string
+  readonly summary: string
+  readonly reason?: string
+  readonly requestedAt: number
+  readonly expiresAt: number
+}
+
+/** The body of `GET /v1/runs/:id` (and of `DELETE`). */
+export interface RunBody {
+  readonly id: string
+  readonly callId: string
+  readonly agent?: string
+  readonly status: RunStatus
+  readonly createdAt: number
+  readonly settledAt?: number
+  readonly approvals: readonly RunApproval[]
+  /** The ids the event buffer still holds (`first`..`last`) and how many it dropped. */
+  readonly events: RunRecordJson['events']
+  /** What `POST /v1/run` would have answered, once the run ended. */
+  readonly result?: ToolExecutionResult
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+const END_EVENT = 'end'
+
+const held = new WeakMap<Hono, RunTable>()
+
+/**
+ * What the run table of an app created by `createToolsApp` holds (runs, running ones,
+ * bytes, event subscriptions), or `undefined` for another app. For leak checks in tests
+ * and health probes; nothing else about the runs is reachable through it.
+ */
+export function runsHeld(app: Hono): RunTableHeld | undefined {
+  return held.get(app)?.held
+}
+
+function runNotFound(id: string): HttpError {
+  // A malformed id is not echoed: it is the client's text, of any length.
+  return new HttpError('RUN_NOT_FOUND', UUID.test(id) ? `no run ${id} (never started here, or evicted after its retention)` : 'no such run (a run id is a UUID)')
+}
+
+function invalidRequest(message: string): HttpError {
+  return new HttpError('INVALID_REQUEST', message)
+}
+
+/** The run's pending approvals. Awaited: a broker over a store lists them asynchronously. */
+async function pendingOf(config: ApiConfig, callId: string): Promise<RunApproval[]> {
+  if (config.approvals === undefined) return []
+  const pending: readonly PendingApproval[] = await config.approvals.pending()
+  return pending
+    .filter((approval) => approvalOfRun(approval, callId))
+    .map((a) => ({
+      id: a.id,
+      kind: a.kind,
+      callId: a.callId,
+      name: a.name,
+      summary: a.summary,
+      ...(a.reason === undefined ? {} : { reason: a.reason }),
+      requestedAt: a.requestedAt,
+      expiresAt: a.expiresAt,
+    }))
+}
+
+/** The answer of `GET /v1/runs/:id` for a record: `running` becomes `waiting` while approvals are pending. */
+async function runBody(record: RunRecordJson, config: ApiConfig, cancelRequested: boolean): Promise<RunBody> {
+  const approvals = record.status === 'running' ? await pendingOf(config, record.callId) : []
+  const status: RunStatus = record.status !== 'running' ? record.status : cancelRequested ? 'cancelled' : approvals.length > 0 ? 'waiting' : 'running'
+  const { result, settledAt, agent, ...rest } = record
+  return {
+    ...rest,
+    ...(agent === undefined ? {} : { agent }),
+    status,
+    ...(settledAt === undefined ? {} : { settledAt }),
+    approvals,
+    ...(result === undefined ? {} : { result }),
+  }
+}
+
+/** Writes each run's records in order (a later write never lands before an earlier one); failures go to `report`. */
+function recordWriter(records: RunRecordStore | undefined, config: ApiConfig) {
+  const chains = new Map<string, Promise<void>>()
+  const enqueue = (id: string, write: () => Promise<void>, request: Request): void => {
+    if (records === undefined) return
+    const next = (chains.get(id) ?? Promise.resolve()).then(write).catch((error: unknown) => config.report(error, request))
+    chains.set(id, next)
+    void next.then(() => {
+      if (chains.get(id) === next) chains.delete(id)
+    })
+  }
+  return {
+    put: (run: TableRun, request: Request) => enqueue(run.id, () => records!.put(runRecord(run)), request),
+    delete: (run: TableRun, request: Request) => enqueue(run.id, () => records!.delete(run.id), request),
+  }
+}
+
+/** Runs `prepared` to its end, its events into the run's buffer, then settles it in the table. */
+async function drive(run: TableRun, prepared: PreparedRun, table: RunTable, config: ApiConfig, request: Request, persist: (run: TableRun) => void): Promise<void> {
+  const append = (event: string, data: unknown): void => void run.events.append(event, data)
+  append('start', { id: run.id, ...prepared.start })
+  const unsubscribe = config.hub?.subscribe(
+    (event) => {
+      const name = EVENT_OF[event.type]
+      if (name !== undefined) append(name, event)
+    },
+    { parentCallId: run.callId },
+  )
+  const stopApprovals = forwardApprovals(config.approvals, run.callId, append)
+  persist(run)
+  const signal = config.shutdown === undefined ? run.controller.signal : AbortSignal.any([run.controller.signal, config.shutdown])
+  let result: ToolExecutionResult | undefined
+  try {
+    result = await prepared.execute(signal)
+  } catch (error) {
+    // runtime.execute never rejects; a runtime that does is a bug to report, not to show.
+    config.report(error, request)
+  } finally {
+    unsubscribe?.()
+    stopApprovals()
+  }
+  run.events.pinRest()
+  if (result === undefined) append('error', { error: { code: 'INTERNAL', message: 'internal error' } })
+  else append('result', result)
+  table.settle(run, result)
+  append(END_EVENT, { id: run.id, status: run.status })
+  run.events.close()
+  persist(run)
+}
+
+/** Keeps the background run alive where the platform would end it with the response (workerd's `waitUntil`). */
+function keepAlive(c: Context, work: Promise<void>): void {
+  let waitUntil: ((promise: Promise<unknown>) => void) | undefined
+  try {
+    const context = c.executionCtx
+    waitUntil = context.waitUntil.bind(context)
+  } catch {
+    // No execution context (Node, `app.request()`): the process outlives the response anyway.
+  }
+  waitUntil?.(work)
+}
+
+function startRun(runtime: ToolRuntime, config: ApiConfig, table: RunTable, persist: (run: TableRun, request: Request) => void): Handler {
+  return async (c) => {
+    const prepared = await prepareRun(c, runtime, config)
+    const run = table.admit({ callId: prepared.callId, agent: prepared.agent })
+    if (run === undefined) {
+      const { runs, bytes } = table.held
+      throw new HttpError('OVERLOADED', `the run table is full of running runs (${runs} runs, ${bytes} bytes); retry later`, {
+        'Retry-After': String(OVERLOADED_RETRY_AFTER_SECONDS),
+      })
+    }
+    const request = c.req.raw
+    keepAlive(
+      c,
+      drive(run, prepared, table, config, request, (r) => persist(r, request)),
+    )
+    return c.json({ id: run.id, status: 'running' satisfies RunStatus, callId: run.callId }, 202, {
+      Location: `/v1/runs/${run.id}`,
+      [CALL_ID_HEADER]: run.callId,
+    })
+  }
+}
+
+/** The run named by the path, from the table; `undefined` (when `records` may hold it) or a thrown 404 otherwise. */
+function tableRun(c: Context, table: RunTable): { id: string; run: TableRun | undefined } {
+  const id = c.req.param('id') as string
+  if (!UUID.test(id)) throw runNotFound(id)
+  return { id, run: table.get(id) }
+}
+
+async function storedRecord(id: string, records: RunRecordStore | undefined): Promise<RunRecordJson> {
+  const record = await records?.get(id)
+  if (record === undefined) throw runNotFound(id)
+  return record
+}
+
+function getRun(config: ApiConfig, table: RunTable, records: RunRecordStore | undefined): Handler {
+  return async (c) => {
+    const { id, run } = tableRun(c, table)
+    if (run !== undefined) return c.json(await runBody(runRecord(run), config, run.cancelRequested))
+    return c.json(await runBody(await storedRecord(id, records), config, false))
+  }
+}
+
+function cancelRun(config: ApiConfig, table: RunTable, records: RunRecordStore | undefined): Handler {
+  return async (c) => {
+    const { id, run } = tableRun(c, table)
+    if (run === undefined) {
+      const record = await storedRecord(id, records)
+      // Only the process running a run holds its controller.
+      if (record.status === 'running') throw new HttpError('RUN_NOT_FOUND', `run ${id} is not running in this process; it cannot be cancelled here`)
+      return c.json(await runBody(record, config, false))
+    }
+    table.cancel(run, new DOMException('the run was cancelled (DELETE /v1/runs/:id)', 'AbortError'))
+    return c.json(await runBody(runRecord(run), config, run.cancelRequested))
+  }
+}
+
+/** `Last-Event-ID`: absent or empty → 0 (from the start); else an id this run has assigned. */
+function lastEventId(c: Context, last: number): number {
+  const header = c.req.header('Last-Event-ID')?.trim()
+  if (header === undefined || header === '') return 0
+  if (!/^\d{1,15}$/.test(header)) throw invalidRequest('Last-Event-ID must be the id of an event of this run (a non-negative integer)')
+  const id = Number(header)
+  if (id > last) throw invalidRequest(`Last-Event-ID ${id} is past this run's last event id (${last})`)
+  return id
+}
+
+function events(config: ApiConfig, table: RunTable): Handler {
+  return (c) => {
+    const { id, run } = tableRun(c, table)
+    // A run's buffer lives in the process that ran it; a record in the store has none.
+    if (run === undefined) throw runNotFound(id)
+    const lastId = lastEventId(c, run.events.last)
+    // The client has the `end` frame: 204 is what tells an EventSource to stop reconnecting.
+    if (run.events.closed && lastId === run.events.last) return c.body(null, 204)
+    return streamEvents(c, run, lastId, config)
+  }
+}
+
+/** The frame telling a resuming client which ids were dropped (no `id:` line: its last id stays what it had). */
+function gapFrame(run: TableRun, gap: { first: number; last: number }): string {
+  const data = {
+    id: run.id,
+    code: 'EVENTS_DROPPED',
+    first: gap.first,
+    last: gap.last,
+    message: `events ${gap.first}–${gap.last} of this run were dropped from its buffer (maxEventBytesPerRun) and cannot be sent; GET /v1/runs/${run.id} has its status and result`,
+  }
+  return `event: gap\ndata: ${JSON.stringify(data)}\n\n`
+}
+
+/** Streams a run's frames after `lastId`, then every new one, until its `end` frame (or the client leaves). */
+function streamEvents(c: Context, run: TableRun, lastId: number, config: ApiConfig): Response {
+  const response = streamSSE(c, async (stream) => {
+    let stopped = false
+    let finish: () => void = () => {}
+    const finished = new Promise<void>((resolve) => (finish = resolve))
+    let unsubscribe: () => void = () => {}
+    let heartbeat: ReturnType<typeof setInterval> | undefined
+    // Leaving a stream never touches the run: it goes on, and its buffer waits for the next client.
+    const stop = (): void => {
+      stopped = true
+      unsubscribe()
+      if (heartbeat !== undefined) clearInterval(heartbeat)
+      finish()
+    }
+    const sender = createSseSender(stream, {
+      maxBacklogBytes: config.maxStreamBacklogBytes,
+      writeTimeoutMs: config.streamWriteTimeoutMs,
+      // No `id:` line: a client that reconnects resumes after the last frame it did read.
+      finalFrame: (dropped) =>
+        `event: error\ndata: ${JSON.stringify({
+          id: run.id,
+          error: {
+            code: 'STREAM_BACKLOG',
+            message: `this stream fell behind: ${dropped} bytes of events were not read in time (maxStreamBacklogBytes ${config.maxStreamBacklogBytes}); reconnect with Last-Event-ID to resume`,
+          },
+        })}\n\n`,
+      onFallBehind: stop,
+    })
+    stream.onAbort(stop)
+    const signal = c.req.raw.signal
+    if (signal.aborted) stop()
+    else signal.addEventListener('abort', stop, { once: true })
+    const forward = (frame: RunEventFrame): void => {
+      if (stopped) return
+      sender.send(frame.text)
+      if (frame.text.startsWith(`event: ${END_EVENT}\n`)) stop()
+    }
+    // Replay and subscription in one synchronous step: no frame can fall between them.
+    const { gap, frames } = run.events.since(lastId)
+    if (gap !== undefined && !stopped) sender.send(gapFrame(run, gap))
+    for (const frame of frames) forward(frame)
+    if (!stopped) {
+      unsubscribe = run.events.subscribe(forward)
+      if (config.heartbeatMs > 0) heartbeat = setInterval(() => sender.send(': keep-alive\n\n'), config.heartbeatMs)
+    }
+    await finished
+    signal.removeEventListener('abort', stop)
+    // Hono closes the stream when this returns: every queued frame must be out first (or given up).
+    await sender.drained()
+  })
+  response.headers.set('Content-Type', 'text/event-stream; charset=utf-8')
+  response.headers.set('Cache-Control', 'no-store')
+  response.headers.set('X-Accel-Buffering', 'no')
+  return response
+}
+
+/**
+ * The run routes and their table. `app` is registered for {@link runsHeld} by the caller
+ * once created (`holdRuns`).
+ */
+export function runRoutes(runtime: ToolRuntime, config: RunsConfig): { readonly routes: readonly ApiRoute[]; readonly table: RunTable } {
+  const records = config.store === undefined ? undefined : createStoreRunRecords(config.store)
+  const writer = recordWriter(records, config)
+  // Evictions have no request of their own: a failed delete is reported against a synthetic one.
+  const evictions = new Request('http://toolyard.invalid/v1/runs')
+  const table = createRunTable(config.runs, Date.now, (run) => writer.delete(run, evictions))
+  return {
+    table,
+    routes: [
+      { method: 'POST', path: '/v1/runs', handlers: [startRun(runtime, config, table, writer.put)] },
+      { method: 'GET', path: '/v1/runs/:id', handlers: [getRun(config, table, records)] },
+      { method: 'DELETE', path: '/v1/runs/:id', handlers: [cancelRun(config, table, records)] },
+      { method: 'GET', path: '/v1/runs/:id/events', handlers: [events(config, table)] },
+    ],
+  }
+}
+
+/** Makes `table` the one {@link runsHeld} reports for `app`. */
+export function holdRuns(app: Hono, table: RunTable): void {
+  held.set(app, table)
+}

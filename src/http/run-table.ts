@@ -1,0 +1,410 @@
+/**
+ * The table behind `/v1/runs`: the runs a client started in the background, each with its
+ * bounded buffer of event frames, kept until they are evicted. Platform-neutral (web
+ * standards only); the routes are `_runs.ts`.
+ *
+ * Bounds (the host is part of the boundary, so everything a run leaves behind is counted):
+ * - each run's event frames are held up to `maxEventBytesPerRun` UTF-8 bytes; past it the
+ *   oldest frames are dropped (a reconnecting client is told which ids it missed);
+ * - the table holds at most `maxRuns` runs and `maxBytes` bytes of frames and results;
+ *   finished runs are evicted oldest-first past either budget or `retentionMs` after they
+ *   ended; running runs are never evicted, so a table full of them refuses new runs;
+ * - nothing is created for an id that is not in the table (a lookup allocates nothing).
+ * Eviction is swept on every admission and lookup: no timer, so the table works where a
+ * timer outliving its request is not allowed (workerd).
+ *
+ * A run's record (everything but its live parts) serializes as {@link RunRecordJson}; a
+ * {@link RunRecordStore} receives it on every change, so a durable backend
+ * ({@link createStoreRunRecords} over a `DurableStore`) can keep runs past their process.
+ *
+ * @module
+ */
+import type { DurableStore } from '../durable/store.js'
+import type { ScopeKey, ToolExecutionResult } from '../types.js'
+
+/** A run's state as `GET /v1/runs/:id` reports it (`waiting` is `running` with pending approvals). */
+export type RunStatus = 'running' | 'waiting' | 'done' | 'failed' | 'cancelled'
+
+/** The state a run is stored with: `waiting` is derived from the approval broker when asked. */
+export type StoredRunStatus = Exclude<RunStatus, 'waiting'>
+
+/** Options of the run table (`createToolsApp({ runs })`); validated at creation (`INVALID_OPTIONS`). */
+export interface RunTableOptions {
+  /** The most runs kept, running and finished together. Default 256. */
+  readonly maxRuns?: number
+  /** The most bytes of event frames and results the table keeps, all runs together. Default 64 MiB. */
+  readonly maxBytes?: number
+  /** The most bytes of event frames one run keeps for reconnecting clients. Default 1 MiB. */
+  readonly maxEventBytesPerRun?: number
+  /** How long a finished run stays readable, in ms. Default 15 minutes. */
+  readonly retentionMs?: number
+}
+
+/** The validated options, defaults applied. */
+export interface ResolvedRunTableOptions {
+  readonly maxRuns: number
+  readonly maxBytes: number
+  readonly maxEventBytesPerRun: number
+  readonly retentionMs: number
+}
+
+/** Default `runs.maxRuns`. */
+export const DEFAULT_MAX_RUNS = 256
+/** Default `runs.maxBytes`: 64 MiB. */
+export const DEFAULT_MAX_RUN_TABLE_BYTES = 64 * 1024 * 1024
+/** Default `runs.maxEventBytesPerRun`: 1 MiB. */
+export const DEFAULT_MAX_EVENT_BYTES_PER_RUN = 1024 * 1024
+/** Default `runs.retentionMs`: 15 minutes. */
+export const DEFAULT_RUN_RETENTION_MS = 15 * 60 * 1000
+
+/** Validates the `runs` option of `createToolsApp`; `fail` throws the caller's `INVALID_OPTIONS`. */
+export function resolveRunTableOptions(options: RunTableOptions | undefined, fail: (message: string) => never): ResolvedRunTableOptions {
+  if (options !== undefined && (typeof options !== 'object' || options === null)) fail('runs must be an object')
+  const positive = (name: keyof RunTableOptions, fallback: number): number => {
+    const value = options?.[name] ?? fallback
+    if (!Number.isSafeInteger(value) || value < 1) fail(`runs.${name} must be a positive integer`)
+    return value
+  }
+  return {
+    maxRuns: positive('maxRuns', DEFAULT_MAX_RUNS),
+    maxBytes: positive('maxBytes', DEFAULT_MAX_RUN_TABLE_BYTES),
+    maxEventBytesPerRun: positive('maxEventBytesPerRun', DEFAULT_MAX_EVENT_BYTES_PER_RUN),
+    retentionMs: positive('retentionMs', DEFAULT_RUN_RETENTION_MS),
+  }
+}
+
+/** One event frame as kept: its id and its whole `event:`/`id:`/`data:` text. */
+export interface RunEventFrame {
+  readonly id: number
+  readonly text: string
+}
+
+/** What a client resuming after `lastId` gets: the frames it missed, and the ids dropped before it could. */
+export interface RunEventsSince {
+  /** The ids that were dropped from the buffer and can no longer be sent (inclusive range). */
+  readonly gap?: { readonly first: number; readonly last: number }
+  readonly frames: readonly RunEventFrame[]
+}
+
+/** A run's bounded, resumable event buffer. */
+export interface RunEventLog {
+  /** Appends one frame (its id is the next one of the run, from 1); returns the id. */
+  append(event: string, data: unknown): number
+  /**
+   * Keeps every frame appended from now on, whatever the bound (the run's `result` and
+   * `end`: what a late client needs most, each bounded by its producer).
+   */
+  pinRest(): void
+  /** Marks the log complete (the run's `end` frame is its last); later appends are ignored. */
+  close(): void
+  /** Whether {@link RunEventLog.close} was called. */
+  readonly closed: boolean
+  /** The frames after `lastId` (0: from the start), and the gap when some were dropped. */
+  since(lastId: number): RunEventsSince
+  /** Called with each frame appended from now on; returns the unsubscribe. */
+  subscribe(listener: (frame: RunEventFrame) => void): () => void
+  /** The oldest id still held (`last + 1` when empty). */
+  readonly first: number
+  /** The newest id assigned (0 before the first frame). */
+  readonly last: number
+  /** How many frames were dropped to keep within the bound. */
+  readonly dropped: number
+  /** Bytes of the frames held. */
+  readonly bytes: number
+  /** Live subscriptions (a leak gauge). */
+  readonly subscriberCount: number
+}
+
+/** UTF-8 length without encoding (no copy of a large frame). */
+export function utf8Length(text: string): number {
+  let bytes = 0
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i)
+    bytes += unit < 0x80 ? 1 : unit < 0x800 || (unit >= 0xd800 && unit <= 0xdfff) ? 2 : 3
+  }
+  return bytes
+}
+
+/**
+ * Creates one run's event buffer of at most `maxBytes` (the newest frame is always kept,
+ * whatever its size: a frame is bounded by its producer; so are frames after `pinRest()`). `onBytes` hears every change of
+ * the held bytes, so the table can keep its total.
+ */
+export function createRunEventLog(maxBytes: number, onBytes: (delta: number) => void = () => {}): RunEventLog {
+  const frames: (RunEventFrame & { readonly bytes: number })[] = []
+  let head = 0
+  let last = 0
+  let bytes = 0
+  let dropped = 0
+  let pinnedFrom = Number.POSITIVE_INFINITY
+  let closed = false
+  const listeners = new Set<(frame: RunEventFrame) => void>()
+  const drop = (): void => {
+    const frame = frames[head]!
+    frames[head++] = undefined as never
+    bytes -= frame.bytes
+    onBytes(-frame.bytes)
+    dropped++
+    // Compact once the dropped prefix is half the array: amortised O(1) per frame.
+    if (head > 1024 && head * 2 > frames.length) {
+      frames.splice(0, head)
+      head = 0
+    }
+  }
+  return {
+    append(event, data) {
+      if (closed) return last
+      const id = ++last
+      const text = `event: ${event}\nid: ${id}\ndata: ${JSON.stringify(data)}\n\n`
+      const size = utf8Length(text)
+      frames.push({ id, text, bytes: size })
+      bytes += size
+      onBytes(size)
+      while (bytes > maxBytes && frames.length - head > 1 && frames[head]!.id < pinnedFrom) drop()
+      for (const listener of [...listeners]) listener({ id, text })
+      return id
+    },
+    close() {
+      closed = true
+      listeners.clear()
+    },
+    get closed() {
+      return closed
+    },
+    pinRest() {
+      pinnedFrom = Math.min(pinnedFrom, last + 1)
+    },
+    since(lastId) {
+      const first = frames[head]?.id ?? last + 1
+      const from = Math.max(lastId + 1, first)
+      const out: RunEventFrame[] = []
+      for (let i = head + (from - first); i < frames.length; i++) out.push(frames[i]!)
+      return lastId + 1 < first ? { gap: { first: lastId + 1, last: first - 1 }, frames: out } : { frames: out }
+    },
+    subscribe(listener) {
+      const entry = (frame: RunEventFrame): void => listener(frame)
+      listeners.add(entry)
+      return () => void listeners.delete(entry)
+    },
+    get first() {
+      return frames[head]?.id ?? last + 1
+    },
+    get last() {
+      return last
+    },
+    get dropped() {
+      return dropped
+    },
+    get bytes() {
+      return bytes
+    },
+    get subscriberCount() {
+      return listeners.size
+    },
+  }
+}
+
+/** A run of the table: its record and its live parts (the abort controller, the event buffer). */
+export interface TableRun {
+  /** Server-assigned, unguessable (`crypto.randomUUID()`). */
+  readonly id: string
+  /** The `run_code` call's id (`http-run-<uuid>`): the `parentCallId` of its sub-calls and approvals. */
+  readonly callId: string
+  readonly agent: ScopeKey | undefined
+  /** Epoch ms. */
+  readonly createdAt: number
+  /** The run's own abort switch (`DELETE /v1/runs/:id`). */
+  readonly controller: AbortController
+  readonly events: RunEventLog
+  /** `running` until settled; `cancelled` once a cancel was asked, whatever the result. */
+  readonly status: StoredRunStatus
+  /** Epoch ms of the settlement. */
+  readonly settledAt: number | undefined
+  /** What `POST /v1/run` would have answered, once settled (absent after an internal failure). */
+  readonly result: ToolExecutionResult | undefined
+  /** Whether `DELETE` asked for the run to end. */
+  readonly cancelRequested: boolean
+}
+
+/** A run's record as JSON: what a {@link RunRecordStore} keeps. */
+export interface RunRecordJson {
+  readonly id: string
+  readonly callId: string
+  readonly agent?: ScopeKey
+  readonly status: StoredRunStatus
+  readonly createdAt: number
+  readonly settledAt?: number
+  readonly result?: ToolExecutionResult
+  /** The event buffer's summary: the ids still held, how many were dropped. */
+  readonly events: { readonly first: number; readonly last: number; readonly dropped: number }
+}
+
+/** Where run records go: a later backend keeps them past the process (one JSON value per run). */
+export interface RunRecordStore {
+  put(record: RunRecordJson): Promise<void>
+  get(id: string): Promise<RunRecordJson | undefined>
+  delete(id: string): Promise<void>
+  /** The ids of the records kept, oldest key order first, at most `limit`. */
+  list(limit: number): Promise<readonly string[]>
+}
+
+/** The record of `run` as JSON. */
+export function runRecord(run: TableRun): RunRecordJson {
+  return {
+    id: run.id,
+    callId: run.callId,
+    ...(run.agent === undefined ? {} : { agent: run.agent }),
+    status: run.status,
+    createdAt: run.createdAt,
+    ...(run.settledAt === undefined ? {} : { settledAt: run.settledAt }),
+    ...(run.result === undefined ? {} : { result: run.result }),
+    events: { first: run.events.first, last: run.events.last, dropped: run.events.dropped },
+  }
+}
+
+const RUN_KEY_PREFIX = 'http-runs/'
+
+/**
+ * A {@link RunRecordStore} over a `DurableStore` (`createMemoryStore()`, a file store, a
+ * Durable Object's storage): one key `http-runs/<id>` per run. A record too large for the
+ * store's value cap is kept without its result (`result` is then only in memory).
+ */
+export function createStoreRunRecords(store: DurableStore): RunRecordStore {
+  return {
+    async put(record) {
+      try {
+        await store.put(RUN_KEY_PREFIX + record.id, JSON.stringify(record))
+      } catch (error) {
+        if ((error as { code?: unknown }).code !== 'STORE_VALUE_TOO_LARGE' || record.result === undefined) throw error
+        const { result: _omitted, ...rest } = record
+        await store.put(RUN_KEY_PREFIX + record.id, JSON.stringify(rest))
+      }
+    },
+    async get(id) {
+      const entry = await store.get(RUN_KEY_PREFIX + id)
+      return entry === undefined ? undefined : (JSON.parse(entry.value) as RunRecordJson)
+    },
+    async delete(id) {
+      await store.delete(RUN_KEY_PREFIX + id)
+    },
+    async list(limit) {
+      const page = await store.list(RUN_KEY_PREFIX, { limit })
+      return page.entries.map((entry) => entry.key.slice(RUN_KEY_PREFIX.length))
+    },
+  }
+}
+
+/** What the table holds (a leak and bound gauge for tests and health probes). */
+export interface RunTableHeld {
+  /** Runs kept, running and finished. */
+  readonly runs: number
+  /** Runs still running. */
+  readonly live: number
+  /** Bytes of event frames and results held. */
+  readonly bytes: number
+  /** Live event subscriptions across all runs (open `/events` streams and the runs' own producers). */
+  readonly subscribers: number
+}
+
+/** The run table. */
+export interface RunTable {
+  /**
+   * Adds a running run, after evicting what the budgets require; `undefined` when the table
+   * is full of running runs (or their bytes fill it): the caller answers `OVERLOADED`.
+   */
+  admit(init: { readonly callId: string; readonly agent: ScopeKey | undefined }): TableRun | undefined
+  /** The run with this id, or `undefined` (evicted, or never existed). Sweeps first. */
+  get(id: string): TableRun | undefined
+  /** Asks the run to end: its controller aborts, and it will settle as `cancelled`. No-op once settled. */
+  cancel(run: TableRun, reason: unknown): void
+  /** Records the run's end: `cancelled` if a cancel was asked, else `done` / `failed` from the result. */
+  settle(run: TableRun, result: ToolExecutionResult | undefined): void
+  readonly held: RunTableHeld
+}
+
+type MutableRun = { -readonly [K in keyof TableRun]: TableRun[K] }
+
+/**
+ * Creates an empty run table. `now` is the clock (tests move it); `onEvict` hears each run
+ * that leaves the table (a durable backend deletes its record then).
+ */
+export function createRunTable(options: ResolvedRunTableOptions, now: () => number = Date.now, onEvict: (run: TableRun) => void = () => {}): RunTable {
+  const runs = new Map<string, MutableRun>()
+  // Finished runs in the order they ended: the eviction order.
+  const finished = new Set<MutableRun>()
+  let bytes = 0
+  let live = 0
+  const resultBytes = new WeakMap<MutableRun, number>()
+
+  const evict = (run: MutableRun): void => {
+    runs.delete(run.id)
+    finished.delete(run)
+    bytes -= run.events.bytes + (resultBytes.get(run) ?? 0)
+    resultBytes.delete(run)
+    onEvict(run)
+  }
+  /** Evicts finished runs, oldest first, while one is expired or the table is over a budget (`room` runs to spare). */
+  const sweep = (room: number): void => {
+    const expiredBefore = now() - options.retentionMs
+    for (const run of finished) {
+      if ((run.settledAt as number) >= expiredBefore && runs.size + room <= options.maxRuns && bytes <= options.maxBytes) break
+      evict(run)
+    }
+  }
+
+  return {
+    admit({ callId, agent }) {
+      sweep(1)
+      if (runs.size >= options.maxRuns || bytes >= options.maxBytes) return undefined
+      const run: MutableRun = {
+        id: crypto.randomUUID(),
+        callId,
+        agent,
+        createdAt: now(),
+        controller: new AbortController(),
+        // A run's bytes count while it is in the table; after eviction its buffer is no longer the table's.
+        events: createRunEventLog(options.maxEventBytesPerRun, (delta) => {
+          if (runs.get(run.id) !== run) return
+          bytes += delta
+          if (delta > 0 && bytes > options.maxBytes) sweep(0)
+        }),
+        status: 'running',
+        settledAt: undefined,
+        result: undefined,
+        cancelRequested: false,
+      }
+      runs.set(run.id, run)
+      live++
+      return run
+    },
+    get(id) {
+      sweep(0)
+      return runs.get(id)
+    },
+    cancel(run, reason) {
+      const entry = run as MutableRun
+      if (entry.status !== 'running' || entry.cancelRequested) return
+      entry.cancelRequested = true
+      entry.controller.abort(reason)
+    },
+    settle(run, result) {
+      const entry = run as MutableRun
+      if (entry.status !== 'running') return
+      entry.status = entry.cancelRequested ? 'cancelled' : result === undefined || result.isError ? 'failed' : 'done'
+      entry.settledAt = now()
+      entry.result = result
+      live--
+      if (runs.get(entry.id) !== entry) return
+      const size = result === undefined ? 0 : utf8Length(JSON.stringify(result))
+      resultBytes.set(entry, size)
+      bytes += size
+      finished.add(entry)
+      sweep(0)
+    },
+    get held() {
+      let subscribers = 0
+      for (const run of runs.values()) subscribers += run.events.subscriberCount
+      return { runs: runs.size, live, bytes, subscribers }
+    },
+  }
+}
