@@ -91,7 +91,7 @@ export interface RunEventLog {
   /** Appends one frame (its id is the next one of the run, from 1); returns the id. */
   append(event: string, data: unknown): number
   /**
-   * Keeps every frame appended from now on, whatever the bound (the run's `result` and
+   * Keeps every frame appended from now on, outside the bound (the run's `result` and
    * `end`: what a late client needs most, each bounded by its producer).
    */
   pinRest(): void
@@ -126,8 +126,9 @@ export function utf8Length(text: string): number {
 }
 
 /**
- * Creates one run's event buffer of at most `maxBytes` (the newest frame is always kept,
- * whatever its size: a frame is bounded by its producer; so are frames after `pinRest()`). `onBytes` hears every change of
+ * Creates one run's event buffer of at most `maxBytes` of frames (the newest frame is
+ * always kept, whatever its size: a frame is bounded by its producer), plus the frames
+ * appended after `pinRest()`. `onBytes` hears every change of
  * the held bytes, so the table can keep its total.
  */
 export function createRunEventLog(maxBytes: number, onBytes: (delta: number) => void = () => {}): RunEventLog {
@@ -137,6 +138,7 @@ export function createRunEventLog(maxBytes: number, onBytes: (delta: number) => 
   let bytes = 0
   let dropped = 0
   let pinnedFrom = Number.POSITIVE_INFINITY
+  let pinnedBytes = 0
   let closed = false
   const listeners = new Set<(frame: RunEventFrame) => void>()
   const drop = (): void => {
@@ -159,8 +161,10 @@ export function createRunEventLog(maxBytes: number, onBytes: (delta: number) => 
       const size = utf8Length(text)
       frames.push({ id, text, bytes: size })
       bytes += size
+      if (id >= pinnedFrom) pinnedBytes += size
       onBytes(size)
-      while (bytes > maxBytes && frames.length - head > 1 && frames[head]!.id < pinnedFrom) drop()
+      // Pinned frames are kept outside the bound, so a large result never pushes the run's other frames out.
+      while (bytes - pinnedBytes > maxBytes && frames.length - head > 1 && frames[head]!.id < pinnedFrom) drop()
       for (const listener of [...listeners]) listener({ id, text })
       return id
     },

@@ -1,0 +1,239 @@
+/**
+ * `/v1/runs` against hostile clients and heavy runs: the host is part of the boundary.
+ * Malformed ids and `Last-Event-ID`s are refused before anything is looked up or
+ * allocated; 10,000 lookups of unknown ids leave the table as it was; a run that logs a
+ * lot keeps at most `maxEventBytesPerRun` of frames and tells a late client what it
+ * dropped; a table full of running runs refuses new ones (503 `OVERLOADED`); the request
+ * checks are `POST /v1/run`'s; records reach a durable store and leave it on eviction.
+ */
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
+import { describe, expect, it } from 'vitest'
+import { createMemoryStore } from '../../../src/durable/index.js'
+import { createToolsApp, runsHeld } from '../../../src/http/index.js'
+import type { RunBody, RunRecordJson, ToolsAppOptions } from '../../../src/http/index.js'
+import { utf8Length } from '../../../src/http/run-table.js'
+import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
+import { until } from '../approvals/helpers.js'
+import { AUTH, JSON_AUTH, TOKEN, createFixture, errorOf, parseSse } from './fixtures.js'
+
+setFlagsFromString('--expose-gc')
+const gc = runInNewContext('gc') as () => void
+
+function setup(appOptions: Partial<ToolsAppOptions> = {}) {
+  const fixture = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime({ wallMs: 30_000 }) }, appOptions)
+  const start = async (code: string, extra: Record<string, unknown> = {}): Promise<{ id: string; callId: string }> => {
+    const response = await fixture.app.request('/v1/runs', { method: 'POST', headers: JSON_AUTH, body: JSON.stringify({ code, description: 'd', ...extra }) })
+    expect(response.status, await response.clone().text()).toBe(202)
+    return (await response.json()) as { id: string; callId: string }
+  }
+  const get = async (id: string): Promise<RunBody> => (await (await fixture.app.request(`/v1/runs/${id}`, { headers: AUTH })).json()) as RunBody
+  const ended = async (id: string): Promise<RunBody> => {
+    await until(() => runsHeld(fixture.app)!.live === 0, 20_000)
+    return get(id)
+  }
+  const events = (id: string, lastEventId?: string) =>
+    fixture.app.request(`/v1/runs/${id}/events`, { headers: lastEventId === undefined ? AUTH : { ...AUTH, 'Last-Event-ID': lastEventId } })
+  return { ...fixture, start, get, ended, events }
+}
+
+/** The raw frames of an event-stream body (keep-alive comments left out). */
+const rawFrames = (text: string): string[] => text.split('\n\n').filter((block) => block.trim() !== '' && !block.startsWith(':')).map((block) => `${block}\n\n`)
+
+describe('/v1/runs: ids and Last-Event-ID from a hostile client', () => {
+  it('a malformed or unknown id is 404 RUN_NOT_FOUND on every route, without echoing it', async () => {
+    const f = setup()
+    const huge = 'a'.repeat(10_000)
+    for (const id of [huge, crypto.randomUUID().toUpperCase(), 'not-a-uuid', `${crypto.randomUUID()}x`, '%00']) {
+      for (const [method, suffix] of [['GET', ''], ['DELETE', ''], ['GET', '/events']] as const) {
+        const response = await f.app.request(`/v1/runs/${id}${suffix}`, { method, headers: AUTH })
+        expect(response.status).toBe(404)
+        const error = await errorOf(response)
+        expect(error.code).toBe('RUN_NOT_FOUND')
+        expect(error.message).toBe('no such run (a run id is a UUID)')
+      }
+    }
+    const put = await f.app.request(`/v1/runs/${crypto.randomUUID()}`, { method: 'PUT', headers: AUTH })
+    expect(put.status).toBe(405)
+    expect(put.headers.get('Allow')).toBe('GET, HEAD, DELETE')
+    // Without the token nothing is revealed, not even whether the route exists.
+    expect((await f.app.request(`/v1/runs/${crypto.randomUUID()}`)).status).toBe(401)
+  })
+
+  it('Last-Event-ID must be an id this run assigned: huge, negative, non-numeric or future ids are 400', async () => {
+    const f = setup()
+    const { id } = await f.start('return 1')
+    await f.ended(id)
+    const frames = parseSse(await (await f.events(id)).text())
+    const last = frames.length
+    for (const bad of ['99999999999999999999', '1e3', '-1', 'abc', '0x10', '1.5', String(last + 1), '9'.repeat(5000)]) {
+      const response = await f.events(id, bad)
+      expect(response.status, bad).toBe(400)
+      expect((await errorOf(response)).code).toBe('INVALID_REQUEST')
+    }
+    // Empty (what a first EventSource connection sends, if anything) means from the start.
+    expect(parseSse(await (await f.events(id, ' ')).text())).toEqual(frames)
+    expect(parseSse(await (await f.events(id, '0')).text())).toEqual(frames)
+  })
+
+  it('10,000 lookups of unknown ids allocate nothing in the table and leave the heap as it was', async () => {
+    const f = setup()
+    const { id } = await f.start('return 1')
+    await f.ended(id)
+    const before = runsHeld(f.app)!
+    const lookup = async () => {
+      for (let i = 0; i < 10_000; i++) {
+        const path = i % 3 === 0 ? `/v1/runs/${crypto.randomUUID()}` : i % 3 === 1 ? `/v1/runs/${crypto.randomUUID()}/events` : `/v1/runs/${'z'.repeat(1 + (i % 500))}`
+        const response = await f.app.request(path, { method: i % 5 === 0 && !path.endsWith('/events') ? 'DELETE' : 'GET', headers: AUTH })
+        expect(response.status).toBe(404)
+        await response.arrayBuffer()
+      }
+    }
+    await lookup() // warm-up: code paths, caches
+    gc()
+    gc()
+    const heapBefore = process.memoryUsage().heapUsed
+    await lookup()
+    gc()
+    gc()
+    const grown = process.memoryUsage().heapUsed - heapBefore
+    expect(runsHeld(f.app)).toEqual(before)
+    // Nothing is kept per lookup: 10,000 of them keeping even 500 bytes each would be 5 MB.
+    expect(grown).toBeLessThan(2 * 1024 * 1024)
+  }, 60_000)
+})
+
+describe('/v1/runs: a run that logs a lot', () => {
+  it('keeps at most maxEventBytesPerRun of frames (plus its result and end), and a late client is told which ids were dropped', async () => {
+    const max = 8 * 1024
+    const f = setup({ runs: { maxEventBytesPerRun: max } })
+    const { id } = await f.start(`for (let i = 0; i < 300; i++) console.log(String(i).padEnd(100, '.')); return 'logged'`)
+    const body = await f.ended(id)
+    expect(body.status).toBe('done')
+    expect(body.events.dropped).toBeGreaterThan(250)
+    expect(body.events.first).toBe(body.events.dropped + 1)
+
+    const text = await (await f.events(id)).text()
+    const raw = rawFrames(text)
+    const frames = parseSse(text)
+    expect(frames[0]).toEqual({ event: 'gap', data: expect.objectContaining({ id, code: 'EVENTS_DROPPED', first: 1, last: body.events.first - 1 }) })
+    // After the gap: every id still held, in order, without a hole, ending with result and end.
+    const ids = frames.slice(1).map((frame) => Number(frame.id))
+    expect(ids).toEqual(Array.from({ length: body.events.last - body.events.first + 1 }, (_, i) => body.events.first + i))
+    expect(frames.slice(-2).map((frame) => frame.event)).toEqual(['result', 'end'])
+    // The bound: the frames kept besides the pinned result and end fit in maxEventBytesPerRun.
+    const kept = raw.slice(1, -2).reduce((sum, frame) => sum + utf8Length(frame), 0)
+    expect(kept).toBeLessThanOrEqual(max)
+    expect(kept).toBeGreaterThan(max / 2)
+    expect(frames.slice(1, -2).every((frame) => frame.event === 'log')).toBe(true)
+
+    // A client resuming inside the dropped range hears of the rest of the gap, then gets every frame held.
+    const resumed = parseSse(await (await f.events(id, '10')).text())
+    expect(resumed[0]).toMatchObject({ event: 'gap', data: { first: 11, last: body.events.first - 1 } })
+    expect(resumed.slice(1)).toEqual(frames.slice(1))
+    // One inside the held range gets no gap.
+    const inside = parseSse(await (await f.events(id, String(body.events.first))).text())
+    expect(inside).toEqual(frames.slice(2))
+  })
+})
+
+describe('/v1/runs: admission and the request checks of POST /v1/run', () => {
+  it('a table full of running runs answers 503 OVERLOADED; once one ends, a new run is admitted in its place', async () => {
+    const f = setup({ runs: { maxRuns: 2 } })
+    const first = await f.start('await tools.wait({}); return 1')
+    await f.wait.started
+    f.wait.reset()
+    const second = await f.start('await tools.wait({}); return 2')
+    await f.wait.started
+    const refused = await f.app.request('/v1/runs', { method: 'POST', headers: JSON_AUTH, body: JSON.stringify({ code: 'return 3', description: 'd' }) })
+    expect(refused.status).toBe(503)
+    expect(refused.headers.get('Retry-After')).toBe('1')
+    expect((await errorOf(refused)).code).toBe('OVERLOADED')
+    expect((await f.app.request(`/v1/runs/${first.id}`, { method: 'DELETE', headers: AUTH })).status).toBe(200)
+    await until(() => runsHeld(f.app)!.live === 1)
+    const third = await f.start('return 3')
+    // The finished run made room: the oldest finished one is evicted first, running ones never.
+    expect((await f.app.request(`/v1/runs/${first.id}`, { headers: AUTH })).status).toBe(404)
+    expect((await f.get(second.id)).status).toBe('running')
+    expect(third.id).not.toBe(first.id)
+    await f.app.request(`/v1/runs/${second.id}`, { method: 'DELETE', headers: AUTH })
+    await until(() => runsHeld(f.app)!.live === 0)
+    expect(f.inFlight).toBe(0)
+  })
+
+  it('the body, agent and tool checks are those of POST /v1/run; the agent is kept with the run', async () => {
+    const f = setup()
+    const post = (body: unknown) => f.app.request('/v1/runs', { method: 'POST', headers: JSON_AUTH, body: JSON.stringify(body) })
+    expect((await errorOf(await post({ code: 'return 1', description: 'd', callId: 'mine' }))).message).toContain('callId is assigned by the server')
+    expect((await errorOf(await post({ code: 'return 1', description: 'd', source: 'x' }))).message).toContain('unknown field "source"')
+    expect((await errorOf(await f.app.request('/v1/runs', { method: 'POST', headers: { ...AUTH, 'Content-Type': 'text/plain' }, body: '{}' }))).code).toBe('UNSUPPORTED_MEDIA_TYPE')
+    expect(runsHeld(f.app)!.runs).toBe(0)
+
+    const { id } = await f.start('return await tools.secret({})', { agent: 'alice' })
+    const body = await f.ended(id)
+    expect(body).toMatchObject({ agent: 'alice', status: 'done', result: { isError: false, value: { result: 'for alice' } } })
+    const start = parseSse(await (await f.events(id)).text())[0]
+    expect(start).toMatchObject({ event: 'start', id: '1', data: { id, callId: body.callId, agent: 'alice' } })
+
+    // A program that fails ends `failed` with the result POST /v1/run would give.
+    const failed = await f.start('throw new Error("nope")')
+    expect(await f.ended(failed.id)).toMatchObject({ status: 'failed', result: { isError: true, error: { info: { code: 'CODE_RUN_FAILED' } } } })
+
+    const native = createFixture({ mode: 'native', codeRuntime: createInProcessRuntime() })
+    const unknown = await native.app.request('/v1/runs', { method: 'POST', headers: JSON_AUTH, body: JSON.stringify({ code: 'return 1', description: 'd' }) })
+    expect(unknown.status).toBe(404)
+    expect((await errorOf(unknown)).code).toBe('UNKNOWN_TOOL')
+  })
+
+  it('the app shutting down ends a background run (failed, not cancelled: nobody asked)', async () => {
+    const shutdown = new AbortController()
+    const store = createMemoryStore()
+    const f = setup({ signal: shutdown.signal, store })
+    const { id } = await f.start('await tools.wait({}); return 1')
+    await f.wait.started
+    shutdown.abort()
+    await until(() => runsHeld(f.app)!.live === 0)
+    // Every route answers 503 now; the record says how the run ended.
+    expect((await f.app.request(`/v1/runs/${id}`, { headers: AUTH })).status).toBe(503)
+    expect(f.wait.aborted).toBe(1)
+    let stored: RunRecordJson | undefined
+    for (const deadline = Date.now() + 10_000; stored?.status !== 'failed' && Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 5))) {
+      const entry = await store.get(`http-runs/${id}`)
+      stored = entry === undefined ? undefined : (JSON.parse(entry.value) as RunRecordJson)
+    }
+    expect(stored).toMatchObject({ status: 'failed', result: { isError: true } })
+  })
+})
+
+describe('/v1/runs with a durable store', () => {
+  it('each run record reaches the store (status, result, buffer summary); another app on the store reads it; eviction deletes it', async () => {
+    const store = createMemoryStore()
+    const f = setup({ store, runs: { maxRuns: 1 } })
+    const { id, callId } = await f.start('return 40 + 2')
+    const body = await f.ended(id)
+    let stored: RunRecordJson | undefined
+    const deadline = Date.now() + 10_000
+    while (stored?.status !== 'done' && Date.now() < deadline) {
+      const entry = await store.get(`http-runs/${id}`)
+      stored = entry === undefined ? undefined : (JSON.parse(entry.value) as RunRecordJson)
+      await new Promise((resolve) => setTimeout(resolve, 5))
+    }
+    expect(stored).toEqual({ id, callId, status: 'done', createdAt: body.createdAt, settledAt: body.settledAt, result: body.result, events: body.events })
+
+    // Another process (an app sharing the store) answers GET from the record; DELETE of a finished run is idempotent there too.
+    const other = createToolsApp(f.runtime, { token: TOKEN, store })
+    const elsewhere = await other.request(`/v1/runs/${id}`, { headers: AUTH })
+    expect(elsewhere.status).toBe(200)
+    expect(await elsewhere.json()).toEqual(body)
+    expect((await other.request(`/v1/runs/${id}`, { method: 'DELETE', headers: AUTH })).status).toBe(200)
+    expect((await other.request(`/v1/runs/${id}/events`, { headers: AUTH })).status).toBe(404)
+
+    // maxRuns 1: the next run evicts this one, and its record leaves the store.
+    const next = await f.start('return 1')
+    await f.ended(next.id)
+    const deadline2 = Date.now() + 10_000
+    while ((await store.get(`http-runs/${id}`)) !== undefined && Date.now() < deadline2) await new Promise((resolve) => setTimeout(resolve, 5))
+    expect(await store.get(`http-runs/${id}`)).toBeUndefined()
+    expect((await other.request(`/v1/runs/${id}`, { headers: AUTH })).status).toBe(404)
+  })
+})

@@ -1,0 +1,145 @@
+/**
+ * The run table's budgets, on a clock the test moves: finished runs leave after
+ * `retentionMs`, oldest first past `maxRuns` or `maxBytes`; running runs never leave, so a
+ * table full of them admits nothing; a run's event buffer drops its oldest frames past
+ * `maxEventBytesPerRun` and says which ids are gone.
+ */
+import { describe, expect, it } from 'vitest'
+import { createRunEventLog, createRunTable, resolveRunTableOptions, utf8Length } from '../../../src/http/run-table.js'
+import type { ResolvedRunTableOptions, TableRun } from '../../../src/http/run-table.js'
+import type { ToolExecutionResult } from '../../../src/types.js'
+
+const ok = (value: unknown): ToolExecutionResult => ({ isError: false, value, content: [] }) as unknown as ToolExecutionResult
+const options = (overrides: Partial<ResolvedRunTableOptions> = {}): ResolvedRunTableOptions => ({ maxRuns: 3, maxBytes: 1 << 20, maxEventBytesPerRun: 1 << 16, retentionMs: 1000, ...overrides })
+
+function table(overrides: Partial<ResolvedRunTableOptions> = {}) {
+  let now = 0
+  const evicted: string[] = []
+  const runs = createRunTable(options(overrides), () => now, (run) => evicted.push(run.id))
+  const admit = (): TableRun => {
+    const run = runs.admit({ callId: `http-run-${crypto.randomUUID()}`, agent: undefined })
+    if (run === undefined) throw new Error('refused')
+    return run
+  }
+  return { runs, admit, evicted, advance: (ms: number) => (now += ms) }
+}
+
+describe('the run table', () => {
+  it('a finished run is readable for retentionMs, then evicted; a running one stays however old', () => {
+    const t = table()
+    const finished = t.admit()
+    const running = t.admit()
+    t.runs.settle(finished, ok(1))
+    expect(finished.status).toBe('done')
+    t.advance(1000)
+    expect(t.runs.get(finished.id)).toBe(finished)
+    t.advance(1)
+    expect(t.runs.get(finished.id)).toBeUndefined()
+    expect(t.evicted).toEqual([finished.id])
+    t.advance(1_000_000)
+    expect(t.runs.get(running.id)).toBe(running)
+    expect(t.runs.held).toMatchObject({ runs: 1, live: 1 })
+  })
+
+  it('past maxRuns the oldest finished run goes first; a table full of running runs admits nothing', () => {
+    const t = table()
+    const [a, b, c] = [t.admit(), t.admit(), t.admit()]
+    t.runs.settle(b, ok(1))
+    t.runs.settle(a, ok(1))
+    const d = t.admit()
+    // b ended first: it is the oldest finished, whatever its start.
+    expect(t.evicted).toEqual([b.id])
+    t.runs.settle(c, ok(1))
+    t.admit()
+    expect(t.evicted).toEqual([b.id, a.id])
+    t.admit()
+    expect(t.evicted).toEqual([b.id, a.id, c.id])
+    expect(t.runs.admit({ callId: 'x', agent: undefined })).toBeUndefined()
+    expect(t.runs.held).toMatchObject({ runs: 3, live: 3 })
+    expect(t.runs.get(d.id)).toBe(d)
+  })
+
+  it('past maxBytes finished runs are evicted oldest first; running runs over the budget refuse admission', () => {
+    const t = table({ maxRuns: 100, maxBytes: 10_000 })
+    const old = t.admit()
+    old.events.append('log', { text: 'x'.repeat(4000) })
+    t.runs.settle(old, ok(null))
+    const big = t.admit()
+    big.events.append('log', { text: 'y'.repeat(7000) })
+    // The table went over its bytes: the finished run left, the running one stays.
+    expect(t.evicted).toEqual([old.id])
+    expect(t.runs.held.bytes).toBe(big.events.bytes)
+    big.events.append('log', { text: 'z'.repeat(4000) })
+    expect(t.runs.held.bytes).toBeGreaterThan(10_000)
+    expect(t.runs.admit({ callId: 'x', agent: undefined })).toBeUndefined()
+  })
+
+  it('cancel aborts the run once and makes it end cancelled; settle is once; a settled run is not cancelled', () => {
+    const t = table()
+    const run = t.admit()
+    t.runs.cancel(run, new Error('stop'))
+    t.runs.cancel(run, new Error('again'))
+    expect(run.controller.signal.reason).toEqual(new Error('stop'))
+    t.runs.settle(run, ok(1))
+    expect(run.status).toBe('cancelled')
+    t.runs.settle(run, undefined)
+    expect(run.status).toBe('cancelled')
+    const done = t.admit()
+    t.runs.settle(done, undefined)
+    expect(done.status).toBe('failed')
+    t.runs.cancel(done, new Error('late'))
+    expect(done.controller.signal.aborted).toBe(false)
+    expect(done.status).toBe('failed')
+  })
+
+  it('options are validated', () => {
+    const fail = (message: string): never => {
+      throw new Error(message)
+    }
+    expect(resolveRunTableOptions(undefined, fail)).toEqual({ maxRuns: 256, maxBytes: 64 * 1024 * 1024, maxEventBytesPerRun: 1024 * 1024, retentionMs: 15 * 60 * 1000 })
+    for (const bad of [{ maxRuns: 0 }, { maxBytes: 1.5 }, { maxEventBytesPerRun: -1 }, { retentionMs: Number.NaN }, { maxRuns: '3' }]) {
+      expect(() => resolveRunTableOptions(bad as never, fail)).toThrow(/^runs\./)
+    }
+    expect(() => resolveRunTableOptions(null as never, fail)).toThrow('runs must be an object')
+  })
+})
+
+describe("a run's event buffer", () => {
+  it('drops its oldest frames past its bound, keeps ids monotonic, and reports the gap to a client that resumes before it', () => {
+    const log = createRunEventLog(1000)
+    for (let i = 0; i < 100; i++) log.append('log', { i, text: 'é'.repeat(20) })
+    expect(log.bytes).toBeLessThanOrEqual(1000)
+    expect(log.last).toBe(100)
+    expect(log.first).toBe(log.dropped + 1)
+    const all = log.since(0)
+    expect(all.gap).toEqual({ first: 1, last: log.first - 1 })
+    expect(all.frames.map((frame) => frame.id)).toEqual(Array.from({ length: 100 - log.dropped }, (_, i) => log.first + i))
+    expect(all.frames.reduce((sum, frame) => sum + utf8Length(frame.text), 0)).toBe(log.bytes)
+    expect(log.since(log.first - 1)).toEqual({ frames: all.frames })
+    expect(log.since(99).frames.map((frame) => frame.id)).toEqual([100])
+    expect(log.since(100)).toEqual({ frames: [] })
+  })
+
+  it('keeps a frame larger than the bound alone; frames after pinRest are kept outside the bound; close ends appends', () => {
+    const log = createRunEventLog(100)
+    log.append('a', 'x'.repeat(500))
+    expect(log.since(0).frames).toHaveLength(1)
+    log.append('b', 1)
+    expect(log.since(0).frames.map((frame) => frame.id)).toEqual([2])
+    log.pinRest()
+    log.append('result', 'y'.repeat(500))
+    log.append('end', {})
+    expect(log.since(0).frames.map((frame) => frame.id)).toEqual([2, 3, 4])
+    log.close()
+    expect(log.append('late', 1)).toBe(4)
+    expect(log.last).toBe(4)
+  })
+
+  it('compacts: 100,000 frames through a small bound hold only what fits', () => {
+    const log = createRunEventLog(4096)
+    for (let i = 0; i < 100_000; i++) log.append('log', i)
+    expect(log.bytes).toBeLessThanOrEqual(4096)
+    expect(log.since(0).frames.length).toBe(100_000 - log.dropped)
+    expect(log.since(0).frames[0]!.id).toBe(log.first)
+  })
+})
