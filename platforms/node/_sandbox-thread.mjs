@@ -4,6 +4,23 @@
 import { parentPort } from "node:worker_threads";
 import defaultVariant from "@jitl/quickjs-wasmfile-release-sync";
 
+// src/code-runtime/journal.ts
+var MAX_JOURNAL_CHARS = 4 * 1024 * 1024;
+var READ_CODES = { now: "n", date: "d", rand: "r", random: "b" };
+function newJournal() {
+  return { inputs: [], reads: [], ops: "", calls: [] };
+}
+function callKey(json) {
+  let hash = 2166136261;
+  for (let i = 0; i < json.length; i++) {
+    hash ^= json.charCodeAt(i);
+    hash = Math.imul(hash, 16777619);
+  }
+  const name = /"global":("(?:[^"\\]|\\.){0,200}"),"name":("(?:[^"\\]|\\.){0,200}")/.exec(json.slice(0, 512));
+  const label = name === null ? "call" : `${JSON.parse(name[1])}.${JSON.parse(name[2])}`;
+  return `${label}#${(hash >>> 0).toString(36)}`;
+}
+
 // src/code-runtime/sandbox-protocol.ts
 var STOP_SLOT = 0;
 var BUSY_SLOT = 1;
@@ -354,6 +371,11 @@ var QuickJsSandbox = class {
   hostTimer(id, delay) {
     return this.#listener?.timer(id, delay) ?? false;
   }
+  /** @internal A clock or randomness reading: the run's journal sees it. */
+  hostRead(op, live) {
+    const listener = this.#listener;
+    return listener?.read === void 0 ? live() : listener.read(op, live);
+  }
   /** @internal The interrupt handler. Only the in-VM script runs before a run attaches; past that, the run decides. */
   hostInterrupt() {
     return this.#listener?.interrupt() ?? false;
@@ -409,13 +431,19 @@ function parseUrl(input, base) {
 function hostOp(sandbox, op, a, b, c) {
   switch (op) {
     case "now":
-      return performance.now() - sandbox.timeOrigin;
+      return sandbox.hostRead("now", () => performance.now() - sandbox.timeOrigin);
+    case "date":
+      return sandbox.hostRead("date", () => Date.now());
+    case "rand":
+      return sandbox.hostRead("rand", () => Math.random());
     case "random": {
       const n = typeof a === "number" && Number.isInteger(a) && a >= 0 && a <= MAX_RANDOM_BYTES ? a : 0;
-      const bytes = crypto.getRandomValues(new Uint8Array(n));
-      let out = "";
-      for (let i = 0; i < n; i++) out += (bytes[i] < 16 ? "0" : "") + bytes[i].toString(16);
-      return out;
+      return sandbox.hostRead("random", () => {
+        const bytes = crypto.getRandomValues(new Uint8Array(n));
+        let out = "";
+        for (let i = 0; i < n; i++) out += (bytes[i] < 16 ? "0" : "") + bytes[i].toString(16);
+        return out;
+      });
     }
     case "url-parse":
       return typeof a === "string" ? urlComponents(parseUrl(a, typeof b === "string" ? b : void 0)) : "";
@@ -648,6 +676,9 @@ function scanJsonText(text, start, end, maxNodes, maxDepth) {
 // platforms/quickjs/_vm-run.ts
 var MIN_MS_PER_INTERRUPT = 1 / 64;
 var MAX_TIMERS = 1e4;
+function diverged(detail) {
+  return `REPLAY_DIVERGED: the resumed program did not repeat its journal: ${detail}`;
+}
 function callArgsStart(json) {
   const head = '{"type":"call","id":';
   if (!json.startsWith(head)) return -1;
@@ -687,10 +718,92 @@ var VmRun = class {
   #interrupts = 0;
   #segmentStart = 0;
   #sandbox;
-  constructor(acquire, limits, hooks) {
+  /** When each armed timer is due (`performance.now()`), for parking. */
+  #due = /* @__PURE__ */ new Map();
+  /** What entered the VM so far; `undefined` once it outgrew {@link MAX_JOURNAL_CHARS} (the run then cannot park). */
+  #journal = newJournal();
+  #journalChars = 0;
+  /** While resuming: the parked VM being replayed and how far the replay is. */
+  #replay;
+  constructor(acquire, limits, hooks, start = {}) {
     this.#limits = limits;
     this.#hooks = hooks;
+    if (start.replay !== void 0) {
+      this.#journal = start.replay.journal;
+      this.#journalChars = journalChars(start.replay.journal);
+      this.#replay = { parked: start.replay, input: 0, read: 0, call: 0, armed: /* @__PURE__ */ new Map() };
+    }
     this.finished = this.#drive(acquire);
+  }
+  /**
+   * Parks the run if nothing is due: no delivery queued, no promise job pending, no timer
+   * due within `afterMs`, the journal whole. Returns the parked VM (journal, clock,
+   * timers) and stops the run (its VM is released); `undefined` leaves it running.
+   */
+  park(afterMs) {
+    const sandbox = this.#sandbox;
+    const journal = this.#journal;
+    if (this.#stopped || this.#replay !== void 0 || sandbox === void 0 || journal === void 0) return void 0;
+    if (this.#inbox.length > 0 || sandbox.runtime.hasPendingJob()) return void 0;
+    const at = performance.now();
+    const timers = [];
+    for (const [id, due] of this.#due) {
+      if (due - at < afterMs) return void 0;
+      timers.push([id, due - at]);
+    }
+    const parked = { journal, clockMs: at - sandbox.timeOrigin, timers };
+    this.stop();
+    return parked;
+  }
+  #journalAdd(chars) {
+    this.#journalChars += chars;
+    if (this.#journalChars > MAX_JOURNAL_CHARS) this.#journal = void 0;
+    return this.#journal;
+  }
+  /** A clock or randomness reading: journaled live, answered from the journal while replaying. */
+  #read(op, live) {
+    const code = READ_CODES[op];
+    const replay = this.#replay;
+    if (replay !== void 0) {
+      const journal2 = replay.parked.journal;
+      if (replay.read < journal2.reads.length) {
+        if (journal2.ops[replay.read] !== code) {
+          this.fail("exception", diverged(`reading ${replay.read + 1} of the clock or randomness was ${op}, the journal holds another`));
+          return live();
+        }
+        return journal2.reads[replay.read++];
+      }
+      this.fail("exception", diverged(`it read the clock or randomness more often than its journal holds (${journal2.reads.length})`));
+      return live();
+    }
+    const value = live();
+    const journal = this.#journalAdd(typeof value === "string" ? value.length + 1 : 9);
+    if (journal !== void 0) {
+      journal.reads.push(value);
+      journal.ops += code;
+    }
+    return value;
+  }
+  /** A message the VM posted. Replaying: a call must be the journal's next one, and nothing leaves the VM. */
+  #posted(json) {
+    const isCall = json.startsWith('{"type":"call"');
+    const replay = this.#replay;
+    if (replay !== void 0) {
+      if (!isCall) return;
+      const key = callKey(json);
+      const expected = replay.parked.journal.calls[replay.call];
+      if (expected === key) {
+        replay.call++;
+        return;
+      }
+      this.fail("exception", diverged(expected === void 0 ? `it made a call the journal does not hold (${key.split("#")[0]})` : `call ${replay.call + 1} was ${key.split("#")[0]} where the journal holds ${expected.split("#")[0]} (or the same call with other arguments)`));
+      return;
+    }
+    if (isCall) {
+      const key = callKey(json);
+      this.#journalAdd(key.length + 1)?.calls.push(key);
+    }
+    this.#hooks.output(json);
   }
   /** Whether the run obtained a sandbox (a runtime pre-builds the next one only when building works). */
   get acquiredSandbox() {
@@ -755,22 +868,76 @@ var VmRun = class {
     return false;
   }
   #setTimer(id, delay) {
+    const replay = this.#replay;
+    if (replay !== void 0) {
+      replay.armed.delete(id);
+      if (delay < 0) return true;
+      if (replay.armed.size >= MAX_TIMERS) return false;
+      replay.armed.set(id, delay);
+      return true;
+    }
     const existing = this.#timers.get(id);
     if (existing !== void 0) {
       clearTimeout(existing);
       this.#timers.delete(id);
+      this.#due.delete(id);
     }
     if (delay < 0 || this.#stopped) return delay < 0;
     if (this.#timers.size >= MAX_TIMERS) return false;
+    this.#armTimer(id, delay);
+    return true;
+  }
+  #armTimer(id, delay) {
+    this.#due.set(id, performance.now() + delay);
     this.#timers.set(
       id,
       setTimeout(() => {
         this.#timers.delete(id);
+        this.#due.delete(id);
         this.#inbox.push({ kind: "timer", id });
         this.#poke();
       }, delay)
     );
-    return true;
+  }
+  /** The next delivery: the journal's while replaying, then the live inbox. Journals live ones. */
+  #nextInput() {
+    const replay = this.#replay;
+    if (replay !== void 0) {
+      const entry = replay.parked.journal.inputs[replay.input++];
+      if (entry === void 0) return void 0;
+      if (typeof entry === "number") replay.armed.delete(entry);
+      return typeof entry === "string" ? { kind: "message", json: entry } : { kind: "timer", id: entry };
+    }
+    const next = this.#inbox.shift();
+    if (next === void 0) return void 0;
+    const journal = this.#journalAdd(next.kind === "message" ? next.json.length + 1 : 9);
+    journal?.inputs.push(next.kind === "message" ? next.json : next.id);
+    return next;
+  }
+  /**
+   * The replay has delivered its whole journal and the VM is idle: check that the VM did
+   * all it did before (every call, every reading), then go live: the clock resumes where
+   * it stopped, the armed timers run for the time they had left.
+   */
+  #endReplay(sandbox) {
+    const replay = this.#replay;
+    const { journal, clockMs, timers } = replay.parked;
+    this.#replay = void 0;
+    if (replay.call < journal.calls.length) {
+      this.fail("exception", diverged(`it made ${replay.call} of the ${journal.calls.length} calls its journal holds; the next was ${journal.calls[replay.call].split("#")[0]}`));
+      return;
+    }
+    if (replay.read < journal.reads.length) {
+      this.fail("exception", diverged(`it read the clock or randomness ${replay.read} times, its journal ${journal.reads.length}`));
+      return;
+    }
+    sandbox.timeOrigin = performance.now() - clockMs;
+    const left = new Map(timers);
+    for (const [id, delay] of replay.armed) {
+      if (this.#timers.size >= MAX_TIMERS) break;
+      this.#armTimer(id, Math.max(0, left.get(id) ?? delay));
+    }
+    this.#hooks.replayed?.(this.#busyMs);
   }
   #endSegment() {
     this.#busyMs += performance.now() - this.#segmentStart;
@@ -823,8 +990,9 @@ var VmRun = class {
         post: (json) => {
           if (this.#stopped) return;
           checkCallArgs(json);
-          this.#hooks.output(json);
+          this.#posted(json);
         },
+        read: (op, live) => this.#read(op, live),
         timer: (id, delay) => this.#setTimer(id, delay),
         interrupt: () => this.#interrupt()
       });
@@ -834,7 +1002,14 @@ var VmRun = class {
         return;
       }
       while (!this.#stopped) {
-        const next = this.#inbox.shift();
+        if (runtime.hasPendingJob()) {
+          this.#enter(context, () => {
+            const jobs = runtime.executePendingJobs();
+            return jobs.error === void 0 ? { dispose: () => jobs.dispose() } : { error: jobs.error };
+          });
+          continue;
+        }
+        const next = this.#nextInput();
         if (next !== void 0) {
           this.#enter(context, () => {
             const arg = next.kind === "message" ? context.newString(next.json) : context.newNumber(next.id);
@@ -846,11 +1021,8 @@ var VmRun = class {
           });
           continue;
         }
-        if (runtime.hasPendingJob()) {
-          this.#enter(context, () => {
-            const jobs = runtime.executePendingJobs();
-            return jobs.error === void 0 ? { dispose: () => jobs.dispose() } : { error: jobs.error };
-          });
+        if (this.#replay !== void 0) {
+          this.#endReplay(sandbox);
           continue;
         }
         await new Promise((resolve) => {
@@ -861,11 +1033,19 @@ var VmRun = class {
       this.#stopped = true;
       for (const id of this.#timers.values()) clearTimeout(id);
       this.#timers.clear();
+      this.#due.clear();
       this.#inbox.length = 0;
       this.#sandbox?.release();
     }
   }
 };
+function journalChars(journal) {
+  let chars = 0;
+  for (const input of journal.inputs) chars += typeof input === "string" ? input.length + 1 : 9;
+  for (const read of journal.reads) chars += typeof read === "string" ? read.length + 1 : 9;
+  for (const call of journal.calls) chars += call.length + 1;
+  return chars;
+}
 
 // platforms/quickjs/thread-server.ts
 function stripStart(start) {
@@ -911,7 +1091,7 @@ function serveSandboxThread(channel, variant2) {
       busy[BUSY_SLOT] = 0;
       busy[SEGMENT_SLOT] = epochNow();
     }
-    const stripped = stripStart(command.start);
+    const stripped = command.replay === void 0 ? stripStart(command.start) : { ok: true, start: "" };
     const stripMs = performance.now() - stripStartedAt;
     if (busy !== void 0) {
       busy[BUSY_SLOT] = stripMs;
@@ -937,10 +1117,21 @@ function serveSandboxThread(channel, variant2) {
           busy[BUSY_SLOT] = stripMs + busyMs;
           busy[SEGMENT_SLOT] = running ? epochNow() : 0;
         }
-      }
-    });
+      },
+      replayed: (busyMs) => channel.post({ type: "replayed", run: id, busyMs: stripMs + busyMs })
+    }, command.replay === void 0 ? {} : { replay: command.replay });
     current = { id, vm };
-    vm.input(stripped.start);
+    if (command.replay === void 0) vm.input(stripped.start);
+  };
+  const park = (id, afterMs) => {
+    const run = current;
+    if (run === void 0 || run.id !== id) return;
+    const parked = run.vm.park(afterMs);
+    if (parked === void 0) {
+      channel.post({ type: "park-refused", run: id });
+      return;
+    }
+    channel.post({ type: "parked", run: id, parked });
   };
   const end = (id) => {
     const run = current;
@@ -979,6 +1170,7 @@ function serveSandboxThread(channel, variant2) {
       if (message.type === "boot" && engine === void 0) boot(data);
       else if (message.type === "run" && engine !== void 0 && current === void 0) start(data);
       else if (message.type === "end") end(data.run);
+      else if (message.type === "park") park(data.run, data.afterMs);
     } catch (error) {
       if (current !== void 0) channel.post({ type: "failed", run: current.id, kind: "worker-exit", message: `the sandbox thread failed: ${toErrorData(error).message}` });
     }

@@ -84,7 +84,16 @@ export interface SandboxListener {
   timer(id: number, delay: number): boolean
   /** Polled by QuickJS about every 10 000 interpreter steps: true ends the VM's current job. */
   interrupt(): boolean
+  /**
+   * Every reading of the host's clock or randomness (`op`: `now`, `date`, `rand`,
+   * `random`) goes through here: `live` computes the value; a run journals it, or answers
+   * from its journal while it replays. Absent: the live value.
+   */
+  read?(op: NondeterministicOp, live: () => string | number): string | number
 }
+
+/** The host services whose answers differ from run to run: the inputs a run's journal records besides its messages and timers. */
+export type NondeterministicOp = 'now' | 'date' | 'rand' | 'random'
 
 /**
  * One QuickJS instance for exactly one run: a fresh wasm instance over its own fixed
@@ -141,6 +150,12 @@ export class QuickJsSandbox {
   /** @internal The VM's `timer` host function. */
   hostTimer(id: number, delay: number): boolean {
     return this.#listener?.timer(id, delay) ?? false
+  }
+
+  /** @internal A clock or randomness reading: the run's journal sees it. */
+  hostRead(op: NondeterministicOp, live: () => string | number): string | number {
+    const listener = this.#listener
+    return listener?.read === undefined ? live() : listener.read(op, live)
   }
 
   /** @internal The interrupt handler. Only the in-VM script runs before a run attaches; past that, the run decides. */
@@ -216,14 +231,20 @@ function parseUrl(input: string, base: string | undefined): URL | undefined {
 function hostOp(sandbox: QuickJsSandbox, op: string, a: unknown, b: unknown, c: unknown): string | number | undefined {
   switch (op) {
     case 'now':
-      return performance.now() - sandbox.timeOrigin
+      return sandbox.hostRead('now', () => performance.now() - sandbox.timeOrigin)
+    case 'date':
+      return sandbox.hostRead('date', () => Date.now())
+    case 'rand':
+      return sandbox.hostRead('rand', () => Math.random())
     case 'random': {
       const n = typeof a === 'number' && Number.isInteger(a) && a >= 0 && a <= MAX_RANDOM_BYTES ? a : 0
-      // Hex, not one character a byte: strings enter the VM as C strings, which a zero byte would cut short.
-      const bytes = crypto.getRandomValues(new Uint8Array(n))
-      let out = ''
-      for (let i = 0; i < n; i++) out += (bytes[i]! < 16 ? '0' : '') + bytes[i]!.toString(16)
-      return out
+      return sandbox.hostRead('random', () => {
+        // Hex, not one character a byte: strings enter the VM as C strings, which a zero byte would cut short.
+        const bytes = crypto.getRandomValues(new Uint8Array(n))
+        let out = ''
+        for (let i = 0; i < n; i++) out += (bytes[i]! < 16 ? '0' : '') + bytes[i]!.toString(16)
+        return out
+      })
     }
     case 'url-parse':
       return typeof a === 'string' ? urlComponents(parseUrl(a, typeof b === 'string' ? b : undefined)) : ''

@@ -1261,8 +1261,27 @@ var __toolyardSandbox = (() => {
     Object.freeze(performance2);
     return performance2;
   }
+  function installJournaledClock() {
+    const NativeDate = Date;
+    const construct = Reflect.construct;
+    const now = () => host("date");
+    function SandboxDate(...args) {
+      if (new.target === void 0) return new NativeDate(now()).toString();
+      return construct(NativeDate, args.length === 0 ? [now()] : args, new.target);
+    }
+    Object.defineProperty(SandboxDate, "name", { value: "Date" });
+    Object.defineProperty(SandboxDate, "length", { value: 7 });
+    Object.defineProperty(SandboxDate, "prototype", { value: NativeDate.prototype, writable: false });
+    Object.defineProperty(SandboxDate, "now", { value: now, writable: true, configurable: true });
+    Object.defineProperty(SandboxDate, "parse", { value: NativeDate.parse, writable: true, configurable: true });
+    Object.defineProperty(SandboxDate, "UTC", { value: NativeDate.UTC, writable: true, configurable: true });
+    Object.defineProperty(NativeDate.prototype, "constructor", { value: SandboxDate, writable: true, configurable: true });
+    Object.defineProperty(globalThis, "Date", { value: SandboxDate, writable: true, configurable: true, enumerable: false });
+    Object.defineProperty(Math, "random", { value: () => host("rand"), writable: true, configurable: true });
+  }
   function installSandboxGlobals(hostOp) {
     host = hostOp;
+    installJournaledClock();
     const define = (name, value) => Object.defineProperty(globalThis, name, { value, writable: true, configurable: true, enumerable: false });
     define("performance", createPerformance());
     define("crypto", createCrypto());

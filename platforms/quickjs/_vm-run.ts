@@ -15,7 +15,9 @@ import { MAX_CALL_ARG_NODES } from '../../src/code-runtime/limits.js'
 import { MAX_VALUE_DEPTH } from '../../src/code-runtime/render.js'
 import { scanJsonText } from '../../src/json/scan.js'
 import { toErrorData } from '../../src/errors.js'
-import type { QuickJsSandbox } from './_engine.js'
+import type { NondeterministicOp, QuickJsSandbox } from './_engine.js'
+import { callKey, MAX_JOURNAL_CHARS, newJournal, READ_CODES } from '../../src/code-runtime/journal.js'
+import type { ParkedVm, RunJournal } from '../../src/code-runtime/journal.js'
 
 /**
  * The interrupt handler runs about every 10 000 interpreter steps. Where the clock does
@@ -55,6 +57,19 @@ export interface VmRunHooks {
    * built-in (which runs no interrupt checks) while it is stuck.
    */
   segment?(running: boolean, busyMs: number): void
+  /** A resumed run has replayed its journal (spending `busyMs` of compute on it) and goes on live. */
+  replayed?(busyMs: number): void
+}
+
+/** How a run starts: fresh, or resuming a parked VM by replaying its journal. */
+export interface VmRunStart {
+  /** The parked VM to resume: its journal is replayed (no message leaves the VM meanwhile), then the run continues live. */
+  readonly replay?: ParkedVm
+}
+
+/** The message that ends a replay which does not match its journal. The run fails with it. */
+function diverged(detail: string): string {
+  return `REPLAY_DIVERGED: the resumed program did not repeat its journal: ${detail}`
 }
 
 /** Where the arguments of a call message (as the in-VM script writes it, `_sandbox-entry.ts`) begin, or -1. */
@@ -111,11 +126,97 @@ export class VmRun {
   #interrupts = 0
   #segmentStart = 0
   #sandbox: QuickJsSandbox | undefined
+  /** When each armed timer is due (`performance.now()`), for parking. */
+  readonly #due = new Map<number, number>()
+  /** What entered the VM so far; `undefined` once it outgrew {@link MAX_JOURNAL_CHARS} (the run then cannot park). */
+  #journal: RunJournal | undefined = newJournal()
+  #journalChars = 0
+  /** While resuming: the parked VM being replayed and how far the replay is. */
+  #replay: { readonly parked: ParkedVm; input: number; read: number; call: number; readonly armed: Map<number, number> } | undefined
 
-  constructor(acquire: () => Promise<QuickJsSandbox>, limits: VmRunLimits, hooks: VmRunHooks) {
+  constructor(acquire: () => Promise<QuickJsSandbox>, limits: VmRunLimits, hooks: VmRunHooks, start: VmRunStart = {}) {
     this.#limits = limits
     this.#hooks = hooks
+    if (start.replay !== undefined) {
+      this.#journal = start.replay.journal
+      this.#journalChars = journalChars(start.replay.journal)
+      this.#replay = { parked: start.replay, input: 0, read: 0, call: 0, armed: new Map() }
+    }
     this.finished = this.#drive(acquire)
+  }
+
+  /**
+   * Parks the run if nothing is due: no delivery queued, no promise job pending, no timer
+   * due within `afterMs`, the journal whole. Returns the parked VM (journal, clock,
+   * timers) and stops the run (its VM is released); `undefined` leaves it running.
+   */
+  park(afterMs: number): ParkedVm | undefined {
+    const sandbox = this.#sandbox
+    const journal = this.#journal
+    if (this.#stopped || this.#replay !== undefined || sandbox === undefined || journal === undefined) return undefined
+    if (this.#inbox.length > 0 || sandbox.runtime.hasPendingJob()) return undefined
+    const at = performance.now()
+    const timers: (readonly [number, number])[] = []
+    for (const [id, due] of this.#due) {
+      if (due - at < afterMs) return undefined
+      timers.push([id, due - at])
+    }
+    const parked: ParkedVm = { journal, clockMs: at - sandbox.timeOrigin, timers }
+    this.stop()
+    return parked
+  }
+
+  #journalAdd(chars: number): RunJournal | undefined {
+    this.#journalChars += chars
+    if (this.#journalChars > MAX_JOURNAL_CHARS) this.#journal = undefined
+    return this.#journal
+  }
+
+  /** A clock or randomness reading: journaled live, answered from the journal while replaying. */
+  #read(op: NondeterministicOp, live: () => string | number): string | number {
+    const code = READ_CODES[op]
+    const replay = this.#replay
+    if (replay !== undefined) {
+      const journal = replay.parked.journal
+      if (replay.read < journal.reads.length) {
+        if (journal.ops[replay.read] !== code) {
+          this.fail('exception', diverged(`reading ${replay.read + 1} of the clock or randomness was ${op}, the journal holds another`))
+          return live()
+        }
+        return journal.reads[replay.read++]!
+      }
+      this.fail('exception', diverged(`it read the clock or randomness more often than its journal holds (${journal.reads.length})`))
+      return live()
+    }
+    const value = live()
+    const journal = this.#journalAdd(typeof value === 'string' ? value.length + 1 : 9)
+    if (journal !== undefined) {
+      journal.reads.push(value)
+      journal.ops += code
+    }
+    return value
+  }
+
+  /** A message the VM posted. Replaying: a call must be the journal's next one, and nothing leaves the VM. */
+  #posted(json: string): void {
+    const isCall = json.startsWith('{"type":"call"')
+    const replay = this.#replay
+    if (replay !== undefined) {
+      if (!isCall) return
+      const key = callKey(json)
+      const expected = replay.parked.journal.calls[replay.call]
+      if (expected === key) {
+        replay.call++
+        return
+      }
+      this.fail('exception', diverged(expected === undefined ? `it made a call the journal does not hold (${key.split('#')[0]})` : `call ${replay.call + 1} was ${key.split('#')[0]} where the journal holds ${expected.split('#')[0]} (or the same call with other arguments)`))
+      return
+    }
+    if (isCall) {
+      const key = callKey(json)
+      this.#journalAdd(key.length + 1)?.calls.push(key)
+    }
+    this.#hooks.output(json)
   }
 
   /** Whether the run obtained a sandbox (a runtime pre-builds the next one only when building works). */
@@ -190,22 +291,81 @@ export class VmRun {
   }
 
   #setTimer(id: number, delay: number): boolean {
+    const replay = this.#replay
+    if (replay !== undefined) {
+      // Replaying: the journal says when timers fired; remember which are armed, to arm them live after.
+      replay.armed.delete(id)
+      if (delay < 0) return true
+      // The same answer the live run had: the armed set mirrors the live timer table.
+      if (replay.armed.size >= MAX_TIMERS) return false
+      replay.armed.set(id, delay)
+      return true
+    }
     const existing = this.#timers.get(id)
     if (existing !== undefined) {
       clearTimeout(existing)
       this.#timers.delete(id)
+      this.#due.delete(id)
     }
     if (delay < 0 || this.#stopped) return delay < 0
     if (this.#timers.size >= MAX_TIMERS) return false
+    this.#armTimer(id, delay)
+    return true
+  }
+
+  #armTimer(id: number, delay: number): void {
+    this.#due.set(id, performance.now() + delay)
     this.#timers.set(
       id,
       setTimeout(() => {
         this.#timers.delete(id)
+        this.#due.delete(id)
         this.#inbox.push({ kind: 'timer', id })
         this.#poke()
       }, delay),
     )
-    return true
+  }
+
+  /** The next delivery: the journal's while replaying, then the live inbox. Journals live ones. */
+  #nextInput(): InboxItem | undefined {
+    const replay = this.#replay
+    if (replay !== undefined) {
+      const entry = replay.parked.journal.inputs[replay.input++]
+      if (entry === undefined) return undefined
+      if (typeof entry === 'number') replay.armed.delete(entry)
+      return typeof entry === 'string' ? { kind: 'message', json: entry } : { kind: 'timer', id: entry }
+    }
+    const next = this.#inbox.shift()
+    if (next === undefined) return undefined
+    const journal = this.#journalAdd(next.kind === 'message' ? next.json.length + 1 : 9)
+    journal?.inputs.push(next.kind === 'message' ? next.json : next.id)
+    return next
+  }
+
+  /**
+   * The replay has delivered its whole journal and the VM is idle: check that the VM did
+   * all it did before (every call, every reading), then go live: the clock resumes where
+   * it stopped, the armed timers run for the time they had left.
+   */
+  #endReplay(sandbox: QuickJsSandbox): void {
+    const replay = this.#replay!
+    const { journal, clockMs, timers } = replay.parked
+    this.#replay = undefined
+    if (replay.call < journal.calls.length) {
+      this.fail('exception', diverged(`it made ${replay.call} of the ${journal.calls.length} calls its journal holds; the next was ${journal.calls[replay.call]!.split('#')[0]}`))
+      return
+    }
+    if (replay.read < journal.reads.length) {
+      this.fail('exception', diverged(`it read the clock or randomness ${replay.read} times, its journal ${journal.reads.length}`))
+      return
+    }
+    sandbox.timeOrigin = performance.now() - clockMs
+    const left = new Map(timers)
+    for (const [id, delay] of replay.armed) {
+      if (this.#timers.size >= MAX_TIMERS) break
+      this.#armTimer(id, Math.max(0, left.get(id) ?? delay))
+    }
+    this.#hooks.replayed?.(this.#busyMs)
   }
 
   #endSegment(): void {
@@ -265,8 +425,9 @@ export class VmRun {
         post: (json) => {
           if (this.#stopped) return
           checkCallArgs(json)
-          this.#hooks.output(json)
+          this.#posted(json)
         },
+        read: (op, live) => this.#read(op, live),
         timer: (id, delay) => this.#setTimer(id, delay),
         interrupt: () => this.#interrupt(),
       })
@@ -277,7 +438,16 @@ export class VmRun {
         return
       }
       while (!this.#stopped) {
-        const next = this.#inbox.shift()
+        // Promise jobs run to exhaustion before each delivery (a browser's microtask
+        // checkpoint): the VM's state then depends only on the order of deliveries, which the journal keeps.
+        if (runtime.hasPendingJob()) {
+          this.#enter(context, () => {
+            const jobs = runtime.executePendingJobs()
+            return jobs.error === undefined ? { dispose: () => jobs.dispose() } : { error: jobs.error }
+          })
+          continue
+        }
+        const next = this.#nextInput()
         if (next !== undefined) {
           this.#enter(context, () => {
             const arg = next.kind === 'message' ? context.newString(next.json) : context.newNumber(next.id)
@@ -289,11 +459,8 @@ export class VmRun {
           })
           continue
         }
-        if (runtime.hasPendingJob()) {
-          this.#enter(context, () => {
-            const jobs = runtime.executePendingJobs()
-            return jobs.error === undefined ? { dispose: () => jobs.dispose() } : { error: jobs.error }
-          })
+        if (this.#replay !== undefined) {
+          this.#endReplay(sandbox)
           continue
         }
         await new Promise<void>((resolve) => {
@@ -304,8 +471,18 @@ export class VmRun {
       this.#stopped = true
       for (const id of this.#timers.values()) clearTimeout(id)
       this.#timers.clear()
+      this.#due.clear()
       this.#inbox.length = 0
       this.#sandbox?.release()
     }
   }
+}
+
+/** The UTF-16 code units a journal holds (what {@link MAX_JOURNAL_CHARS} counts). */
+function journalChars(journal: RunJournal): number {
+  let chars = 0
+  for (const input of journal.inputs) chars += typeof input === 'string' ? input.length + 1 : 9
+  for (const read of journal.reads) chars += typeof read === 'string' ? read.length + 1 : 9
+  for (const call of journal.calls) chars += call.length + 1
+  return chars
 }

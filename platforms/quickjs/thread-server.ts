@@ -89,7 +89,8 @@ export function serveSandboxThread(channel: SandboxThreadChannel, variant: Quick
       busy[BUSY_SLOT] = 0
       busy[SEGMENT_SLOT] = epochNow()
     }
-    const stripped = stripStart(command.start)
+    // A resumed run's program was stripped when it first ran: its journal holds the stripped start.
+    const stripped = command.replay === undefined ? stripStart(command.start) : ({ ok: true, start: '' } as const)
     const stripMs = performance.now() - stripStartedAt
     if (busy !== undefined) {
       busy[BUSY_SLOT] = stripMs
@@ -123,9 +124,22 @@ export function serveSandboxThread(channel: SandboxThreadChannel, variant: Quick
               busy![SEGMENT_SLOT] = running ? epochNow() : 0
             },
           }),
-    })
+      replayed: (busyMs) => channel.post({ type: 'replayed', run: id, busyMs: stripMs + busyMs }),
+    }, command.replay === undefined ? {} : { replay: command.replay })
     current = { id, vm }
-    vm.input(stripped.start)
+    if (command.replay === undefined) vm.input(stripped.start)
+  }
+
+  /** Parks the current run if it is idle enough: its journal goes to the host, its VM is released as at `end`. */
+  const park = (id: number, afterMs: number): void => {
+    const run = current
+    if (run === undefined || run.id !== id) return
+    const parked = run.vm.park(afterMs)
+    if (parked === undefined) {
+      channel.post({ type: 'park-refused', run: id })
+      return
+    }
+    channel.post({ type: 'parked', run: id, parked })
   }
 
   const end = (id: number): void => {
@@ -172,6 +186,7 @@ export function serveSandboxThread(channel: SandboxThreadChannel, variant: Quick
       if (message.type === 'boot' && engine === undefined) boot(data as SandboxThreadBoot)
       else if (message.type === 'run' && engine !== undefined && current === undefined) start(data as ThreadCommand & { type: 'run' })
       else if (message.type === 'end') end((data as { run: number }).run)
+      else if (message.type === 'park') park((data as { run: number }).run, (data as { afterMs: number }).afterMs)
     } catch (error) {
       // Our own code failed: report it as the run's failure rather than leave the host waiting.
       if (current !== undefined) channel.post({ type: 'failed', run: current.id, kind: 'worker-exit', message: `the sandbox thread failed: ${toErrorData(error).message}` })

@@ -57,7 +57,19 @@ export interface HostSessionPlatform {
   terminate(): void
   /** Called at settlement before logs freeze: push any buffered platform output (partial stdout lines). */
   collect?(): void
+  /**
+   * Asks the sandbox to park the run (docs/durability.md): called when every unsettled
+   * call has waited for a person for {@link HostSessionPlatform.parkAfterMs}. The platform
+   * answers later with {@link CodeRunSession.parked} (`true`: the VM is released) or
+   * {@link CodeRunSession.parkRefused}. Absent: runs never park.
+   */
+  park?(): void
+  /** How long the run waits only for people before it asks to park. Default 1 000 ms. */
+  readonly parkAfterMs?: number
 }
+
+/** The default of {@link HostSessionPlatform.parkAfterMs}. */
+export const DEFAULT_PARK_AFTER_MS = 1_000
 
 /** Builds a failed result without running anything. */
 export function failedResult(kind: CodeRunFailureKind, message: string, logs: readonly CodeLogEntry[] = []): CodeRunResult {
@@ -153,6 +165,10 @@ export class CodeRunSession {
   #heldSince = 0
   #heldMs = 0
   #meterTimer: ReturnType<typeof setInterval> | undefined
+  /** Parking: the timer that asks for it, whether an ask is out, whether the VM is parked now. */
+  #parkTimer: ReturnType<typeof setTimeout> | undefined
+  #parkAsked = false
+  #isParked = false
   readonly #onMessage: WireListener
   readonly #onAbort: () => void
 
@@ -174,6 +190,63 @@ export class CodeRunSession {
     return this.#settled
   }
 
+  /** True while the run's VM is parked (released; the run waits for a person at the cost of its journal). */
+  get isParked(): boolean {
+    return this.#isParked
+  }
+
+  /**
+   * The platform parked the VM (`true`: the meter stops, nothing runs until a message for
+   * the VM resumes it) or resumed it (`false`: the meter runs again).
+   */
+  parked(on: boolean): void {
+    this.#parkAsked = false
+    this.#isParked = on
+    if (this.#settled) return
+    if (on) {
+      if (this.#meterTimer !== undefined) clearInterval(this.#meterTimer)
+      this.#meterTimer = undefined
+    } else {
+      this.#startMeter()
+      this.#considerParking()
+    }
+  }
+
+  /** The platform could not park the VM now (a timer is due, work is queued): try again later. */
+  parkRefused(): void {
+    this.#parkAsked = false
+    this.#considerParking()
+  }
+
+  /** Only people are awaited: calls are unsettled and every one of them holds the wall clock for a decision. */
+  #waitsOnlyForPeople(): boolean {
+    return this.#inflight.size > 0 && this.#holds >= this.#inflight.size
+  }
+
+  /** (Re)arms or clears the park timer as the run's waits change. */
+  #considerParking(): void {
+    if (this.#platform.park === undefined) return
+    const wanted = !this.#settled && !this.#isParked && !this.#parkAsked && this.#waitsOnlyForPeople()
+    if (!wanted) {
+      if (this.#parkTimer !== undefined) clearTimeout(this.#parkTimer)
+      this.#parkTimer = undefined
+      return
+    }
+    if (this.#parkTimer !== undefined) return
+    this.#parkTimer = setTimeout(() => {
+      this.#parkTimer = undefined
+      if (this.#settled || this.#isParked || this.#parkAsked || !this.#waitsOnlyForPeople()) return
+      this.#parkAsked = true
+      this.#platform.park!()
+    }, this.#platform.parkAfterMs ?? DEFAULT_PARK_AFTER_MS)
+  }
+
+  #startMeter(): void {
+    const meter = this.#platform.meter
+    if (meter === undefined || this.#meterTimer !== undefined) return
+    this.#meterTimer = setInterval(() => this.#checkCompute(), Math.min(METER_POLL_MS, this.#limits.computeMs))
+  }
+
   /** Starts the budgets and sends the program. Settles at once when the request's signal has already fired. */
   start(): void {
     if (this.#started) return
@@ -191,7 +264,7 @@ export class CodeRunSession {
     this.#armWallTimer()
     if (meter !== undefined) {
       this.#meterBase = meter()
-      this.#meterTimer = setInterval(() => this.#checkCompute(), Math.min(METER_POLL_MS, this.#limits.computeMs))
+      this.#startMeter()
     }
     const start: HostMessage = {
       type: 'start',
@@ -235,11 +308,14 @@ export class CodeRunSession {
       if (this.#wallTimer !== undefined) clearTimeout(this.#wallTimer)
       this.#wallTimer = undefined
     }
+    this.#considerParking()
     let released = false
     return () => {
       if (released) return
       released = true
-      if (--this.#holds > 0) return
+      const last = --this.#holds === 0
+      this.#considerParking()
+      if (!last) return
       this.#heldMs += now() - this.#heldSince
       if (!this.#settled && this.#started) this.#armWallTimer()
     }
@@ -389,9 +465,11 @@ export class CodeRunSession {
       }
     })()
     this.#inflight.add(task)
+    this.#considerParking()
     void task.finally(() => {
       this.#inflight.delete(task)
       this.#pendingArgBytes -= weight
+      this.#considerParking()
     })
   }
 
@@ -440,6 +518,7 @@ export class CodeRunSession {
     this.#settled = true
     if (this.#wallTimer !== undefined) clearTimeout(this.#wallTimer)
     if (this.#meterTimer !== undefined) clearInterval(this.#meterTimer)
+    if (this.#parkTimer !== undefined) clearTimeout(this.#parkTimer)
     if (this.#started) this.#checkBusyForStats()
     this.#run.signal?.removeEventListener('abort', this.#onAbort)
     this.#platform.endpoint.removeEventListener('message', this.#onMessage)

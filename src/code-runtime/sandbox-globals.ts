@@ -7,6 +7,7 @@
  * | global | backed by |
  * | --- | --- |
  * | `performance.now()` | the host clock (ms since the run began) |
+ * | `Date.now()`, `new Date()`, `Math.random()` | the host's clock and generator (so a run's journal records them) |
  * | `crypto.getRandomValues()`, `crypto.randomUUID()` | the host's CSPRNG (bytes only) |
  * | `URL`, `URLSearchParams` | the host's WHATWG parser, through strings only |
  * | `TextEncoder`, `TextDecoder` (UTF-8) | in-VM code |
@@ -573,9 +574,37 @@ function createPerformance(): object {
   return performance
 }
 
+/**
+ * `Date` whose current time (`Date.now()`, `new Date()`, `Date()`) comes from the host's
+ * `date` service, and `Math.random` from its `rand` service. QuickJS reads both from
+ * inside the engine otherwise (the libc clock; a generator seeded when the sandbox was
+ * built), where no host sees them: routed through the host, every reading is an input
+ * the run's journal records, so a replayed run reads the same values (docs/durability.md).
+ * Every other `Date` behaviour is the engine's own.
+ */
+function installJournaledClock(): void {
+  const NativeDate = Date
+  const construct = Reflect.construct
+  const now = (): number => host('date') as number
+  function SandboxDate(this: unknown, ...args: unknown[]): unknown {
+    if (new.target === undefined) return new NativeDate(now()).toString()
+    return construct(NativeDate, args.length === 0 ? [now()] : args, new.target)
+  }
+  Object.defineProperty(SandboxDate, 'name', { value: 'Date' })
+  Object.defineProperty(SandboxDate, 'length', { value: 7 })
+  Object.defineProperty(SandboxDate, 'prototype', { value: NativeDate.prototype, writable: false })
+  Object.defineProperty(SandboxDate, 'now', { value: now, writable: true, configurable: true })
+  Object.defineProperty(SandboxDate, 'parse', { value: NativeDate.parse, writable: true, configurable: true })
+  Object.defineProperty(SandboxDate, 'UTC', { value: NativeDate.UTC, writable: true, configurable: true })
+  Object.defineProperty(NativeDate.prototype, 'constructor', { value: SandboxDate, writable: true, configurable: true })
+  Object.defineProperty(globalThis, 'Date', { value: SandboxDate, writable: true, configurable: true, enumerable: false })
+  Object.defineProperty(Math, 'random', { value: (): number => host('rand') as number, writable: true, configurable: true })
+}
+
 /** Installs the environment on `globalThis`. Called once, before any program exists. */
 export function installSandboxGlobals(hostOp: SandboxHostOp): void {
   host = hostOp
+  installJournaledClock()
   const define = (name: string, value: unknown) => Object.defineProperty(globalThis, name, { value, writable: true, configurable: true, enumerable: false })
   define('performance', createPerformance())
   define('crypto', createCrypto())

@@ -16,6 +16,8 @@
  * @module
  */
 import type { CodeRunFailureKind } from './contract.js'
+import { isParkedVm } from './journal.js'
+import type { ParkedVm } from './journal.js'
 
 /** What a thread is started with (Node `workerData`, or the first message to a browser worker). */
 export interface SandboxThreadBoot {
@@ -87,6 +89,18 @@ export interface ThreadRunCommand {
   readonly run: number
   readonly computeMs: number
   readonly start: string
+  /** Resume a parked VM: replay its journal (whose first input is the original `start`; `start` is then ignored) and go on live. */
+  readonly replay?: ParkedVm
+}
+
+/**
+ * Host → thread: park run `run` if its VM has nothing due within `afterMs` (docs/durability.md):
+ * the thread answers `parked` with the VM's journal and releases it, or `park-refused`.
+ */
+export interface ThreadParkCommand {
+  readonly type: 'park'
+  readonly run: number
+  readonly afterMs: number
 }
 
 /** Host → thread: run `run` is over for the host; release its sandbox and report `ended`. */
@@ -96,7 +110,7 @@ export interface ThreadEndCommand {
 }
 
 /** Every control message the host sends; a bare string is a VM delivery for the current run. */
-export type ThreadCommand = ThreadRunCommand | ThreadEndCommand
+export type ThreadCommand = ThreadRunCommand | ThreadEndCommand | ThreadParkCommand
 
 /** Thread → host: a sandbox is built and waiting for the next run (after boot, and after each run); sent after a failed build too (the run then retries and reports it). */
 export interface ThreadReadyEvent {
@@ -117,8 +131,28 @@ export interface ThreadEndedEvent {
   readonly run: number
 }
 
+/** Thread → host: run `run` is parked: its VM is released (an `ended` follows) and this is all it needs to resume. */
+export interface ThreadParkedEvent {
+  readonly type: 'parked'
+  readonly run: number
+  readonly parked: ParkedVm
+}
+
+/** Thread → host: run `run` could not park now (something is due); it runs on. */
+export interface ThreadParkRefusedEvent {
+  readonly type: 'park-refused'
+  readonly run: number
+}
+
+/** Thread → host: resumed run `run` has replayed its journal, spending `busyMs` of compute, and goes on live. */
+export interface ThreadReplayedEvent {
+  readonly type: 'replayed'
+  readonly run: number
+  readonly busyMs: number
+}
+
 /** Every control message a thread sends; a bare string is a VM message of the current run. */
-export type ThreadEvent = ThreadReadyEvent | ThreadFailedEvent | ThreadEndedEvent
+export type ThreadEvent = ThreadReadyEvent | ThreadFailedEvent | ThreadEndedEvent | ThreadParkedEvent | ThreadParkRefusedEvent | ThreadReplayedEvent
 
 const failureKinds: ReadonlySet<string> = new Set<CodeRunFailureKind>(['exception', 'timeout', 'abort', 'worker-exit'])
 
@@ -131,6 +165,12 @@ export function parseThreadEvent(data: unknown): ThreadEvent | undefined {
       return { type: 'ready' }
     case 'ended':
       return typeof event.run === 'number' ? { type: 'ended', run: event.run } : undefined
+    case 'park-refused':
+      return typeof event.run === 'number' ? { type: 'park-refused', run: event.run } : undefined
+    case 'replayed':
+      return typeof event.run === 'number' && typeof event.busyMs === 'number' ? { type: 'replayed', run: event.run, busyMs: event.busyMs } : undefined
+    case 'parked':
+      return typeof event.run === 'number' && isParkedVm(event.parked) ? { type: 'parked', run: event.run, parked: event.parked } : undefined
     case 'failed':
       return typeof event.run === 'number' && typeof event.kind === 'string' && failureKinds.has(event.kind) && typeof event.message === 'string'
         ? { type: 'failed', run: event.run, kind: event.kind as CodeRunFailureKind, message: event.message }

@@ -18,13 +18,14 @@
  */
 import type { CodeRunFailureKind, CodeRunRequest, CodeRunResult, CodeRuntime, CodeRuntimeCapabilities, CodeRuntimeLoad } from './contract.js'
 import { ToolError } from '../errors.js'
-import { CodeRunSession, failedResult, prepareRun } from './host-session.js'
+import { CodeRunSession, DEFAULT_PARK_AFTER_MS, failedResult, prepareRun } from './host-session.js'
 import type { PreparedRun } from './host-session.js'
 import { JsonWireEndpoint } from './json-endpoint.js'
 import { checkOptionsObject, CODE_RUN_LIMIT_KEYS, DEFAULT_MAX_PENDING_ARG_BYTES, integerOption, MAX_TIMER_MS, readMaxPendingArgBytes } from './limits.js'
 import type { CodeRunLimits } from './limits.js'
 import { BUSY_SLOT, epochNow, parseThreadEvent, programTooLong, SEGMENT_SLOT, SIGNALS_BYTES, STOP_SLOT } from './sandbox-protocol.js'
 import type { SandboxThreadBoot, ThreadCommand } from './sandbox-protocol.js'
+import type { ParkedVm } from './journal.js'
 
 /** How long a thread may take to release a stopped VM before it is terminated and replaced. */
 export const STOP_GRACE_MS = 100
@@ -78,12 +79,23 @@ export interface SandboxRuntimeOptions {
    * platform loads `@jitl/quickjs-wasmfile-release-sync`'s own wasm once.
    */
   readonly wasmModule?: WebAssembly.Module | (() => Promise<WebAssembly.Module>)
+  /**
+   * Park a run whose every unsettled call has waited this long for a person (an
+   * approval): its VM's journal is kept, its VM, thread and admission slot are released,
+   * its wall clock stays stopped; the decision resumes it on any thread by replaying the
+   * journal (docs/durability.md). 1 to 2³¹−1 ms. Default 1 000.
+   */
+  readonly parkAfterMs?: number
+  /** Whether runs park at all. Default `true`. */
+  readonly parking?: boolean
 }
 
 /** What the sandbox runtime reports about its load: the admission figures, plus its threads. */
 export interface SandboxRuntimeLoad extends CodeRuntimeLoad {
   /** Threads started (running, idle or booting). */
   readonly threads: number
+  /** Runs parked: waiting for a person, holding no thread and no admission slot. */
+  readonly parked: number
 }
 
 /** The sandbox runtime: a {@link CodeRuntime} with its pool's controls. */
@@ -139,9 +151,11 @@ interface ResolvedOptions {
   readonly maxConcurrentRuns: number
   readonly maxQueuedRuns: number
   readonly wasmModule: SandboxRuntimeOptions['wasmModule']
+  /** `undefined`: runs never park. */
+  readonly parkAfterMs: number | undefined
 }
 
-const OPTION_KEYS = [...CODE_RUN_LIMIT_KEYS, 'memoryMb', 'prespawn', 'maxConcurrentRuns', 'maxQueuedRuns', 'wasmModule']
+const OPTION_KEYS = [...CODE_RUN_LIMIT_KEYS, 'memoryMb', 'prespawn', 'maxConcurrentRuns', 'maxQueuedRuns', 'wasmModule', 'parkAfterMs', 'parking']
 
 /**
  * The default concurrency: four runs a core (runs mostly await tools), within a quarter of
@@ -174,7 +188,17 @@ function resolveOptions(options: unknown, platform: SandboxPlatform): ResolvedOp
   if (wasmModule !== undefined && typeof wasmModule !== 'function' && !(wasmModule instanceof WebAssembly.Module)) {
     throw new ToolError('INVALID_OPTIONS', `${factory}: options.wasmModule must be a WebAssembly.Module or a function returning a promise of one`)
   }
-  return { limits, memoryMb, prespawn, maxConcurrentRuns, maxQueuedRuns, wasmModule: wasmModule as ResolvedOptions['wasmModule'] }
+  const parkAfterMs = integerOption(record, 'parkAfterMs', DEFAULT_PARK_AFTER_MS, 1, MAX_TIMER_MS, factory)
+  if (record.parking !== undefined && typeof record.parking !== 'boolean') throw new ToolError('INVALID_OPTIONS', `${factory}: options.parking must be a boolean`)
+  return {
+    limits,
+    memoryMb,
+    prespawn,
+    maxConcurrentRuns,
+    maxQueuedRuns,
+    wasmModule: wasmModule as ResolvedOptions['wasmModule'],
+    parkAfterMs: record.parking === false ? undefined : parkAfterMs,
+  }
 }
 
 /** A run admitted but not yet bound to a thread. */
@@ -342,6 +366,15 @@ class PooledThread {
       case 'failed':
         if (this.current?.id === event.run) this.current.fail(event.kind, event.message)
         return
+      case 'parked':
+        if (this.state === 'running' && this.current?.id === event.run) this.current.parkedOn(this, event.parked)
+        return
+      case 'park-refused':
+        if (this.state === 'running' && this.current?.id === event.run) this.current.session?.parkRefused()
+        return
+      case 'replayed':
+        if (this.state === 'running' && this.current?.id === event.run) this.current.replayed(event.busyMs)
+        return
       case 'ended':
         // Stryker disable next-line OptionalChaining: a stopping thread always has its run
         if (this.state !== 'stopping' || this.current?.id !== event.run) return
@@ -355,7 +388,12 @@ class PooledThread {
   }
 }
 
-/** One run bound to a thread: the host session over the thread's VM. */
+/**
+ * One run: the host session over the VM of the thread it is bound to. A run that waits
+ * only for people is parked: its VM's journal is kept here, its thread goes back to the
+ * pool, and the next message for its VM (a decision's result) binds it to a thread again,
+ * where a fresh VM replays the journal before that message is delivered.
+ */
 class ActiveRun {
   session: CodeRunSession | undefined
   /** Resolves once the caller has its result and every binding call the run started has settled. */
@@ -364,11 +402,22 @@ class ActiveRun {
   #unattachedSettled = false
   #markSettled!: () => void
   readonly #onEarlyAbort: () => void
+  /** The thread the run is bound to now (none while parked or waiting to resume). */
+  #thread: PooledThread | undefined
+  /** While parked or resuming: the VM to replay, and the VM messages that wait for it. */
+  #parked: ParkedVm | undefined
+  #waiting: string[] = []
+  #resumeAsked = false
+  /** Compute spent on earlier threads; while a replay runs, the meter holds at this. */
+  #busyBefore = 0
+  #replayBusy = 0
+  #replaying = false
 
   constructor(
     readonly id: number,
     readonly pending: PendingRun,
     readonly options: ResolvedOptions,
+    readonly pool: SandboxPool,
   ) {
     this.settled = new Promise((resolve) => {
       this.#markSettled = resolve
@@ -380,14 +429,19 @@ class ActiveRun {
     signal?.addEventListener('abort', this.#onEarlyAbort, { once: true })
   }
 
-  /** Starts the session on `thread`; the result goes to the caller of `run()`. */
+  /** Starts the session on `thread` (or, for a parked run, resumes it there); the result goes to the caller of `run()`. */
   attach(thread: PooledThread): void {
+    if (this.session !== undefined) {
+      this.#resumeOn(thread)
+      return
+    }
     this.pending.prepared.signal?.removeEventListener('abort', this.#onEarlyAbort)
     if (this.#unattachedSettled) {
       thread.stop(this)
       return
     }
-    const { limits, memoryMb } = this.options
+    this.#thread = thread
+    const { limits, memoryMb, parkAfterMs } = this.options
     let first = true
     const endpoint = new JsonWireEndpoint(
       (json) => {
@@ -395,7 +449,7 @@ class ActiveRun {
         if (first) {
           first = false
           thread.post({ type: 'run', run: this.id, computeMs: limits.computeMs, start: json })
-        } else thread.post(json)
+        } else this.#toVm(json)
       },
       // Stryker disable next-line OptionalChaining: the endpoint reports failures only once the session below exists
       (kind, message) => this.session?.fail(kind, message),
@@ -404,8 +458,9 @@ class ActiveRun {
     this.#endpoint = endpoint
     const session = new CodeRunSession(this.pending.prepared, this.pending.program, limits, {
       endpoint,
-      meter: () => thread.busyMs(),
-      terminate: () => thread.stop(this),
+      meter: () => this.#meter(),
+      terminate: () => this.#terminate(),
+      ...(parkAfterMs === undefined ? {} : { park: () => this.#thread?.post({ type: 'park', run: this.id, afterMs: parkAfterMs }), parkAfterMs }),
     })
     this.session = session
     void session.result.then((result) => {
@@ -413,6 +468,71 @@ class ActiveRun {
       void session.bindingsSettled().then(this.#markSettled)
     })
     session.start()
+  }
+
+  /** Busy ms across every thread the run used; a replay is the host's cost, not the program's. */
+  #meter(): number {
+    const thread = this.#thread
+    if (thread === undefined || this.#replaying) return this.#busyBefore
+    return this.#busyBefore + Math.max(0, thread.busyMs() - this.#replayBusy)
+  }
+
+  /** A message for the VM: to its thread, or kept until a parked run is bound to one again. */
+  #toVm(json: string): void {
+    if (this.#parked === undefined) {
+      this.#thread?.post(json)
+      return
+    }
+    this.#waiting.push(json)
+    if (!this.#resumeAsked) {
+      this.#resumeAsked = true
+      this.pool.resume(this)
+    }
+  }
+
+  /** The thread parked the VM: keep its journal, let the thread go. */
+  parkedOn(thread: PooledThread, parked: ParkedVm): void {
+    const session = this.session
+    if (session === undefined || session.settled || this.#thread !== thread) return
+    this.#busyBefore = this.#meter()
+    this.#parked = parked
+    this.#thread = undefined
+    this.#replayBusy = 0
+    session.parked(true)
+    this.pool.parkedRuns.add(this)
+    thread.stop(this)
+  }
+
+  /** Binds the parked run to `thread`: the VM replays its journal, then takes the messages that waited. */
+  #resumeOn(thread: PooledThread): void {
+    const parked = this.#parked
+    const session = this.session!
+    this.#resumeAsked = false
+    this.pool.parkedRuns.delete(this)
+    if (parked === undefined || session.settled) {
+      thread.stop(this)
+      return
+    }
+    this.#parked = undefined
+    this.#thread = thread
+    this.#replaying = true
+    // The VM checks its own budget over the replay too: what the run spent before, replayed, plus its whole budget's rest.
+    const computeMs = Math.min(MAX_TIMER_MS, this.options.limits.computeMs + Math.ceil(this.#busyBefore) + 50)
+    thread.post({ type: 'run', run: this.id, computeMs, start: '', replay: parked })
+    for (const json of this.#waiting.splice(0)) thread.post(json)
+    session.parked(false)
+  }
+
+  /** The resumed VM has replayed its journal: meter it live from here. */
+  replayed(busyMs: number): void {
+    this.#replayBusy = busyMs
+    this.#replaying = false
+  }
+
+  #terminate(): void {
+    this.pool.parkedRuns.delete(this)
+    this.pool.forget(this)
+    this.#thread?.stop(this)
   }
 
   /** Ends the run with a failure, bound to its thread or not yet. First outcome wins (settling twice changes nothing). */
@@ -437,6 +557,9 @@ class SandboxPool {
   readonly threads = new Set<PooledThread>()
   readonly queue: QueuedRun[] = []
   readonly active = new Set<ActiveRun>()
+  /** Parked runs: no thread, no slot; resumed ahead of the queue when their VM is needed again. */
+  readonly parkedRuns = new Set<ActiveRun>()
+  readonly #resumeQueue: ActiveRun[] = []
   disposed = false
   #nextRun = 1
   #wasm: Promise<WebAssembly.Module | undefined> | undefined
@@ -452,7 +575,52 @@ class SandboxPool {
   load(): SandboxRuntimeLoad {
     let running = 0
     for (const thread of this.threads) if (thread.state === 'running' || thread.state === 'stopping') running++
-    return { running, queued: this.queue.length, threads: this.threads.size, maxConcurrentRuns: this.options.maxConcurrentRuns, maxQueuedRuns: this.options.maxQueuedRuns }
+    return {
+      running,
+      queued: this.queue.length + this.#resumeQueue.length,
+      threads: this.threads.size,
+      parked: this.parkedRuns.size,
+      maxConcurrentRuns: this.options.maxConcurrentRuns,
+      maxQueuedRuns: this.options.maxQueuedRuns,
+    }
+  }
+
+  /**
+   * Binds a parked run to a thread again: an idle one, a new one while the pool may grow,
+   * else the first thread released (resumed runs go before new ones: they were admitted
+   * long ago, and a person is waiting on them). Never refused.
+   */
+  resume(run: ActiveRun): void {
+    if (this.disposed) return
+    const idle = this.#idleThread()
+    if (idle !== undefined) this.#bind(idle, run)
+    else if (this.threads.size < this.options.maxConcurrentRuns) this.#bind(this.#spawn(), run)
+    else this.#resumeQueue.push(run)
+  }
+
+  /** A run settled: it no longer waits to resume. */
+  forget(run: ActiveRun): void {
+    const at = this.#resumeQueue.indexOf(run)
+    if (at >= 0) this.#resumeQueue.splice(at, 1)
+  }
+
+  #bind(thread: PooledThread, run: ActiveRun): void {
+    thread.start(run)
+    this.#topUp()
+  }
+
+  /** Serves a free thread: a run waiting to resume first, then the queue. False when nobody waits. */
+  #serve(thread: PooledThread): boolean {
+    const resumed = this.#resumeQueue.shift()
+    if (resumed !== undefined) {
+      this.#bind(thread, resumed)
+      return true
+    }
+    const next = this.queue.shift()
+    if (next === undefined) return false
+    next.leave()
+    this.#start(thread, next)
+    return true
   }
 
   /**
@@ -505,12 +673,7 @@ class SandboxPool {
       void thread.terminate()
       return
     }
-    const next = this.queue.shift()
-    if (next !== undefined) {
-      next.leave()
-      this.#start(thread, next)
-      return
-    }
+    if (this.#serve(thread)) return
     if (this.#idleCount() > this.options.prespawn) {
       thread.idleFor(IDLE_THREAD_MS, () => {
         if (thread.state !== 'idle' || this.#idleCount() <= this.options.prespawn) return
@@ -527,11 +690,7 @@ class SandboxPool {
     void thread.terminate()
     // Stryker disable next-line ConditionalExpression: unreachable after dispose, which marks every thread dead (a dead thread is not retired again); #topUp checks too
     if (this.disposed) return
-    while (this.queue.length > 0 && this.threads.size < this.options.maxConcurrentRuns) {
-      const next = this.queue.shift()!
-      next.leave()
-      this.#start(this.#spawn(), next)
-    }
+    while ((this.queue.length > 0 || this.#resumeQueue.length > 0) && this.threads.size < this.options.maxConcurrentRuns) this.#serve(this.#spawn())
     this.#topUp()
   }
 
@@ -572,7 +731,7 @@ class SandboxPool {
   }
 
   #start(thread: PooledThread, pending: PendingRun): void {
-    const run = new ActiveRun(this.#nextRun++, pending, this.options)
+    const run = new ActiveRun(this.#nextRun++, pending, this.options, this)
     this.active.add(run)
     thread.start(run)
     // Stryker disable next-line ArrowFunction: memory only: dispose finds a finished run already settled

@@ -146,7 +146,7 @@ describe('options', () => {
     expect(refusal({ computeMs: 0 })).toBe(`${f}: options.computeMs must be an integer from 1 to 2147483647 (got 0)`)
     expect(refusal({ maxLogBytes: 2 ** 30 + 1 })).toBe(`${f}: options.maxLogBytes must be an integer from 1 to 1073741824 (got 1073741825)`)
     expect(refusal({ wasmModule: 'wasm' })).toBe(`${f}: options.wasmModule must be a WebAssembly.Module or a function returning a promise of one`)
-    expect(refusal({ threads: 2 })).toBe(`${f}: unknown option "threads" (known: computeMs, maxWallMs, maxLogBytes, maxValueBytes, maxPendingArgBytes, memoryMb, prespawn, maxConcurrentRuns, maxQueuedRuns, wasmModule)`)
+    expect(refusal({ threads: 2 })).toBe(`${f}: unknown option "threads" (known: computeMs, maxWallMs, maxLogBytes, maxValueBytes, maxPendingArgBytes, memoryMb, prespawn, maxConcurrentRuns, maxQueuedRuns, wasmModule, parkAfterMs, parking)`)
     expect(refusal({ extra: 1 }, platform({}, { extraOptions: ['extra'] }).platform)).toBeUndefined()
     for (const ok of [{ memoryMb: 16, maxQueuedRuns: 0, prespawn: 0 }, { memoryMb: 2048, maxConcurrentRuns: 4096, maxQueuedRuns: 1_000_000, prespawn: 256 }, { wasmModule: async () => new WebAssembly.Module(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0])) }]) {
       expect(refusal(ok)).toBeUndefined()
@@ -189,7 +189,7 @@ describe('threads and runs', () => {
     await runtime.warm()
     // Exactly the boot message: no wasm or signals keys when there are none to send.
     expect(threads[0]!.posted).toStrictEqual([{ type: 'boot', memoryMb: 32, sandboxSource: '/* the sandbox script */' }])
-    expect(runtime.load()).toEqual({ running: 0, queued: 0, threads: 2, maxConcurrentRuns: 2, maxQueuedRuns: 16 })
+    expect(runtime.load()).toEqual({ running: 0, queued: 0, threads: 2, parked: 0, maxConcurrentRuns: 2, maxQueuedRuns: 16 })
     await runtime.dispose()
     expect(threads.map((t) => t.terminated)).toEqual([1, 1])
     const none = platform()

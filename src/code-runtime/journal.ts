@@ -1,0 +1,92 @@
+/**
+ * A run's journal: everything that entered its QuickJS VM, in order. A QuickJS run is
+ * deterministic given its inputs, and every input enters through one of three doors:
+ * a delivery (a host message, or a timer firing), a reading of the clock or of
+ * randomness, and nothing else (the VM has no other authority). A fresh VM that runs the
+ * same program against the journal reaches the same state without any tool running; it
+ * then continues live. That is how a run waiting for a person is *parked* (journal kept,
+ * VM and thread released) and resumed later, on any thread or process.
+ *
+ * Concurrency survives replay: deliveries are replayed in the order they were made, and
+ * the drive loop runs the VM's promise jobs to exhaustion before each delivery (as a
+ * browser's event loop drains microtasks after each task), so `Promise.all` over calls
+ * that settled in any order replays in exactly that order.
+ *
+ * Plain data only: it crosses threads (structured clone) and is stored as JSON.
+ *
+ * @module
+ */
+
+/** What a journal records. Arrays grow as the run goes; the whole object is the snapshot. */
+export interface RunJournal {
+  /** Every delivery to the VM in order: a host message (its JSON text) or a timer firing (the timer's id). The first is the run's `start`. */
+  readonly inputs: (string | number)[]
+  /** The answers of the clock and randomness services, in the order the VM read them. */
+  readonly reads: (string | number)[]
+  /** Which service each of {@link RunJournal.reads} answered: one character each (`n`ow, `d`ate, `r`and, random `b`ytes). */
+  ops: string
+  /** Each binding call the VM posted, as `name#hash` of its message: what a replay must post again, in order. */
+  readonly calls: string[]
+}
+
+/** A parked VM: its journal, its clock, and the timers it had armed. */
+export interface ParkedVm {
+  readonly journal: RunJournal
+  /** The VM's `performance.now()` when it parked: its clock resumes from here (a parked run's clock is stopped). */
+  readonly clockMs: number
+  /** Timers armed when it parked: `[id, ms left]`. */
+  readonly timers: readonly (readonly [number, number])[]
+}
+
+/**
+ * The most UTF-16 code units a journal keeps (messages, readings and call keys together).
+ * A run whose journal outgrows it keeps running but can no longer park: parking must cost
+ * bytes, not a copy of everything a chatty run received.
+ */
+export const MAX_JOURNAL_CHARS = 4 * 1024 * 1024
+
+/** The one-character code of each journaled service. */
+export const READ_CODES = { now: 'n', date: 'd', rand: 'r', random: 'b' } as const
+
+/** An empty journal. */
+export function newJournal(): RunJournal {
+  return { inputs: [], reads: [], ops: '', calls: [] }
+}
+
+/**
+ * The key a call is journaled under: its binding's name and a 32-bit FNV-1a hash of its
+ * whole message (id, binding and arguments). One linear pass, in the thread that owns the
+ * VM; a replay that posts anything else has diverged.
+ */
+export function callKey(json: string): string {
+  let hash = 0x811c9dc5
+  for (let i = 0; i < json.length; i++) {
+    hash ^= json.charCodeAt(i)
+    hash = Math.imul(hash, 0x01000193)
+  }
+  const name = /"global":("(?:[^"\\]|\\.){0,200}"),"name":("(?:[^"\\]|\\.){0,200}")/.exec(json.slice(0, 512))
+  const label = name === null ? 'call' : `${JSON.parse(name[1]!) as string}.${JSON.parse(name[2]!) as string}`
+  return `${label}#${(hash >>> 0).toString(36)}`
+}
+
+/** Checks a parked VM that came back from a store or a peer: the shape only (its content is the host's own record). */
+export function isParkedVm(value: unknown): value is ParkedVm {
+  if (typeof value !== 'object' || value === null) return false
+  const v = value as Partial<ParkedVm>
+  const j = v.journal as Partial<RunJournal> | undefined
+  return (
+    typeof v.clockMs === 'number' &&
+    Array.isArray(v.timers) &&
+    v.timers.every((t) => Array.isArray(t) && t.length === 2 && typeof t[0] === 'number' && typeof t[1] === 'number') &&
+    typeof j === 'object' &&
+    j !== null &&
+    Array.isArray(j.inputs) &&
+    j.inputs.every((x) => typeof x === 'string' || typeof x === 'number') &&
+    Array.isArray(j.reads) &&
+    j.reads.every((x) => typeof x === 'string' || typeof x === 'number') &&
+    typeof j.ops === 'string' &&
+    j.ops.length === j.reads.length &&
+    Array.isArray(j.calls) &&
+    j.calls.every((x) => typeof x === 'string')
+  )
+}
