@@ -24,6 +24,7 @@ import { EVENT_OF } from './_run-stream.js'
 import { CALL_ID_HEADER, prepareRun } from './_routes.js'
 import type { ApiConfig, ApiRoute, PreparedRun } from './_routes.js'
 import { createSseSender } from './_sse-sender.js'
+import type { SseSender } from './_sse-sender.js'
 import { createRunTable, createStoreRunRecords, runRecord } from './run-table.js'
 import type { ResolvedRunTableOptions, RunEventFrame, RunRecordJson, RunRecordStore, RunStatus, RunTable, RunTableHeld, TableRun } from './run-table.js'
 
@@ -272,6 +273,33 @@ function gapFrame(run: TableRun, gap: { first: number; last: number }): string {
   return `event: gap\ndata: ${JSON.stringify(data)}\n\n`
 }
 
+/**
+ * Sends the buffered frames after `lastId`, half a backlog at a time, waiting for the client
+ * to take each batch: a buffer larger than `maxStreamBacklogBytes` is replayed at the
+ * client's pace instead of overflowing its stream. Returns caught up (the caller then
+ * subscribes in the same synchronous step, so no frame falls between) or stopped. A frame
+ * dropped from the buffer while the client read is reported as a gap, like one dropped before.
+ */
+async function replay(
+  run: TableRun,
+  lastId: number,
+  sender: SseSender,
+  batchBytes: number,
+  forward: (frame: RunEventFrame) => void,
+  stopped: () => boolean,
+  finished: Promise<void>,
+): Promise<void> {
+  let cursor = lastId
+  while (!stopped()) {
+    const { gap, frames } = run.events.since(cursor, batchBytes)
+    if (gap !== undefined) sender.send(gapFrame(run, gap))
+    for (const frame of frames) forward(frame)
+    cursor = frames.at(-1)?.id ?? gap?.last ?? cursor
+    if (cursor >= run.events.last) return
+    await Promise.race([sender.drained(), finished])
+  }
+}
+
 /** Streams a run's frames after `lastId`, then every new one, until its `end` frame (or the client leaves). */
 function streamEvents(c: Context, run: TableRun, lastId: number, config: ApiConfig): Response {
   const response = streamSSE(c, async (stream) => {
@@ -310,10 +338,7 @@ function streamEvents(c: Context, run: TableRun, lastId: number, config: ApiConf
       sender.send(frame.text)
       if (frame.text.startsWith(`event: ${END_EVENT}\n`)) stop()
     }
-    // Replay and subscription in one synchronous step: no frame can fall between them.
-    const { gap, frames } = run.events.since(lastId)
-    if (gap !== undefined && !stopped) sender.send(gapFrame(run, gap))
-    for (const frame of frames) forward(frame)
+    await replay(run, lastId, sender, Math.max(1, Math.floor(config.maxStreamBacklogBytes / 2)), forward, () => stopped, finished)
     if (!stopped) {
       unsubscribe = run.events.subscribe(forward)
       if (config.heartbeatMs > 0) heartbeat = setInterval(() => sender.send(': keep-alive\n\n'), config.heartbeatMs)

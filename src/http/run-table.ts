@@ -99,8 +99,11 @@ export interface RunEventLog {
   close(): void
   /** Whether {@link RunEventLog.close} was called. */
   readonly closed: boolean
-  /** The frames after `lastId` (0: from the start), and the gap when some were dropped. */
-  since(lastId: number): RunEventsSince
+  /**
+   * The frames after `lastId` (0: from the start), and the gap when some were dropped; at
+   * most `maxBytes` of them (at least one), so a reader can pace itself.
+   */
+  since(lastId: number, maxBytes?: number): RunEventsSince
   /** Called with each frame appended from now on; returns the unsubscribe. */
   subscribe(listener: (frame: RunEventFrame) => void): () => void
   /** The oldest id still held (`last + 1` when empty). */
@@ -178,11 +181,17 @@ export function createRunEventLog(maxBytes: number, onBytes: (delta: number) => 
     pinRest() {
       pinnedFrom = Math.min(pinnedFrom, last + 1)
     },
-    since(lastId) {
+    since(lastId, limit = Number.POSITIVE_INFINITY) {
       const first = frames[head]?.id ?? last + 1
       const from = Math.max(lastId + 1, first)
       const out: RunEventFrame[] = []
-      for (let i = head + (from - first); i < frames.length; i++) out.push(frames[i]!)
+      let taken = 0
+      for (let i = head + (from - first); i < frames.length; i++) {
+        const frame = frames[i]!
+        if (out.length > 0 && taken + frame.bytes > limit) break
+        taken += frame.bytes
+        out.push({ id: frame.id, text: frame.text })
+      }
       return lastId + 1 < first ? { gap: { first: lastId + 1, last: first - 1 }, frames: out } : { frames: out }
     },
     subscribe(listener) {

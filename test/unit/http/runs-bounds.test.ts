@@ -14,6 +14,7 @@ import { createToolsApp, runsHeld } from '../../../src/http/index.js'
 import type { RunBody, RunRecordJson, ToolsAppOptions } from '../../../src/http/index.js'
 import { utf8Length } from '../../../src/http/run-table.js'
 import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
+import { defineTool } from '../../../src/schema/define-tool.js'
 import { until } from '../approvals/helpers.js'
 import { AUTH, JSON_AUTH, TOKEN, createFixture, errorOf, parseSse } from './fixtures.js'
 
@@ -134,6 +135,45 @@ describe('/v1/runs: a run that logs a lot', () => {
     // One inside the held range gets no gap.
     const inside = parseSse(await (await f.events(id, String(body.events.first))).text())
     expect(inside).toEqual(frames.slice(2))
+  })
+})
+
+describe('/v1/runs/:id/events: a client that falls behind', () => {
+  it('a buffer larger than maxStreamBacklogBytes is replayed at the reader\'s pace, whole', async () => {
+    const f = setup({ maxStreamBacklogBytes: 16 * 1024 })
+    const { id } = await f.start(`for (let i = 0; i < 40; i++) await tools.echo({ text: String(i).padEnd(2000, '.') }); return 'ok'`)
+    await f.ended(id)
+    const frames = parseSse(await (await f.events(id)).text())
+    // 40 sub-calls × (dispatch-start + dispatch) of more than 2 KB each: about 10 backlogs' worth.
+    expect(frames.map((frame) => frame.event).filter((event) => event === 'dispatch')).toHaveLength(40)
+    expect(frames.map((frame) => Number(frame.id))).toEqual(frames.map((_, i) => i + 1))
+    expect(frames.at(-1)!.event).toBe('end')
+  })
+
+  it('a live run faster than its reader: a final STREAM_BACKLOG error without an id; Last-Event-ID then resumes without losing a frame', async () => {
+    const f = setup({ maxStreamBacklogBytes: 16 * 1024 })
+    let release: () => void = () => {}
+    const held = new Promise<void>((resolve) => (release = resolve))
+    f.runtime.register(
+      defineTool({ name: 'hold', description: 'Waits for the test.', parameters: {}, output: { schema: { type: 'null' }, render: () => [] }, execute: async () => (await held, null) }),
+    )
+    const { id } = await f.start(`await tools.hold({}); for (let i = 0; i < 40; i++) await tools.echo({ text: String(i).padEnd(2000, '.') }); return 'ok'`)
+    // This client connects, then reads nothing while the run floods it.
+    const slow = await f.events(id)
+    await until(() => runsHeld(f.app)!.subscribers === 1)
+    release()
+    await f.ended(id)
+    const got = parseSse(await slow.text())
+    const final = got.at(-1)!
+    expect(final).toMatchObject({ event: 'error', data: { id, error: { code: 'STREAM_BACKLOG' } } })
+    expect(final.id).toBeUndefined()
+    const everything = parseSse(await (await f.events(id)).text())
+    const read = got.slice(0, -1)
+    expect(read.length).toBeLessThan(everything.length - 10)
+    expect(read).toEqual(everything.slice(0, read.length))
+    const resumed = parseSse(await (await f.events(id, read.at(-1)!.id!)).text())
+    expect([...read, ...resumed]).toEqual(everything)
+    expect(runsHeld(f.app)!.subscribers).toBe(0)
   })
 })
 
