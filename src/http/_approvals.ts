@@ -8,7 +8,7 @@
  * @module
  */
 import type { Handler } from 'hono'
-import type { ApprovalBroker, ApprovalDecideErrorCode, ApprovalEvent, ApprovalVerdict, PendingApproval } from '../approvals/types.js'
+import type { AnyApprovalBroker, ApprovalDecideErrorCode, ApprovalEvent, ApprovalVerdict, PendingApproval } from '../approvals/types.js'
 import { HttpError, type HttpErrorCode } from './http-errors.js'
 import { readJsonBody } from './request-body.js'
 
@@ -23,22 +23,23 @@ const REFUSAL: Readonly<Record<ApprovalDecideErrorCode, HttpErrorCode>> = {
 }
 
 /** Checks the `approvals` option of `createToolsApp`: a broker from `createApprovalBroker()`. */
-export function isApprovalBroker(value: unknown): value is ApprovalBroker {
+export function isApprovalBroker(value: unknown): value is AnyApprovalBroker {
   if (typeof value !== 'object' || value === null) return false
-  const broker = value as Partial<Record<keyof ApprovalBroker, unknown>>
+  const broker = value as Partial<Record<keyof AnyApprovalBroker, unknown>>
   return typeof broker.pending === 'function' && typeof broker.decide === 'function' && typeof broker.subscribe === 'function'
 }
 
 /** `GET /v1/approvals`: the open requests, oldest first. */
-export function listApprovals(broker: ApprovalBroker): Handler {
-  return (c) => c.json({ approvals: broker.pending() })
+export function listApprovals(broker: AnyApprovalBroker): Handler {
+  // A broker over a store lists (and decides) asynchronously; awaiting a memory broker's array costs nothing.
+  return async (c) => c.json({ approvals: await broker.pending() })
 }
 
 /** `POST /v1/approvals/:id`: one decision; the broker reads the body strictly, so any JSON is passed on as is. */
-export function decideApproval(broker: ApprovalBroker, maxBodyBytes: number): Handler {
+export function decideApproval(broker: AnyApprovalBroker, maxBodyBytes: number): Handler {
   return async (c) => {
     const body = await readJsonBody(c.req.raw, maxBodyBytes)
-    const answer = broker.decide(c.req.param('id') as string, body as never)
+    const answer = await broker.decide(c.req.param('id') as string, body as never)
     if (!answer.ok) throw new HttpError(REFUSAL[answer.code], answer.message)
     return c.json(answer)
   }
@@ -75,7 +76,7 @@ export function approvalOfRun(approval: PendingApproval, runCallId: string): boo
  * `POST /v1/approvals/:id` takes), `approval-settled` when it is decided, expires or is
  * withdrawn. Returns the unsubscribe (the stream calls it when the run settles).
  */
-export function forwardApprovals(broker: ApprovalBroker | undefined, runCallId: string, send: (event: string, data: unknown) => void): () => void {
+export function forwardApprovals(broker: AnyApprovalBroker | undefined, runCallId: string, send: (event: string, data: unknown) => void): () => void {
   if (broker === undefined) return () => {}
   return broker.subscribe((event) => {
     if (!approvalOfRun(event.approval, runCallId)) return

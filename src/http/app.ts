@@ -12,7 +12,7 @@
 import { Hono } from 'hono'
 import { methodNotAllowed } from 'hono/method-not-allowed'
 import { ToolError } from '../errors.js'
-import type { ApprovalBroker } from '../approvals/types.js'
+import type { AnyApprovalBroker } from '../approvals/types.js'
 import type { ToolRuntime } from '../runtime-types.js'
 import type { ScopeKey } from '../types.js'
 import { resolveAuthOptions } from './auth.js'
@@ -67,9 +67,11 @@ export interface ToolsAppOptions {
    * The approval broker whose `handler` the runtime was created with
    * (`createToolRuntime({ approval: broker.handler })`): serves `GET /v1/approvals` and
    * `POST /v1/approvals/:id`, and streamed runs carry their sub-calls' `approval` and
-   * `approval-settled` events. Absent → those routes answer 404.
+   * `approval-settled` events. Absent → those routes answer 404. A broker over a store
+   * (`createApprovalBroker({ store })`) lists and decides the requests of every process
+   * sharing the store.
    */
-  readonly approvals?: ApprovalBroker
+  readonly approvals?: AnyApprovalBroker
   /** Shutdown: aborting it aborts every in-flight call; later calls answer 503 `SHUTTING_DOWN`. */
   readonly signal?: AbortSignal
   /** Interval of SSE keep-alive comments, in ms. Default 15,000; 0 disables. */
