@@ -21,6 +21,7 @@ import type {
   ToolExecutionInput,
   ToolExecutionMode,
   ToolExecutionResult,
+  ToolCaller,
   ToolFilter,
   ToolGuard,
   ToolPresentationMode,
@@ -333,6 +334,38 @@ export interface ToolRuntimeOptions {
   readonly preflightEngine?: PreflightEngine
 }
 
+/**
+ * One agent's view of the registry (`runtime.view(agent)`): the single answer to which
+ * tools it sees, which it may call directly (natively) and which from a `run_code`
+ * program, and whether `run_code` is presented. `runtime.schemas`, `runtime.get`,
+ * prompt assembly, `/v1/tools`, `/v1/sdk`, MCP `tools/list` and the provider adapters
+ * all read it. Immutable: a snapshot of the tool set when it was asked; ask again after
+ * a change (it is cached per change, so asking is cheap).
+ */
+export interface AgentToolView {
+  /** The presentation mode in force for the agent. */
+  readonly mode: ToolPresentationMode
+  /** Whether `run_code` is presented (listed and callable): every mode but `native`. */
+  readonly presentsRunCode: boolean
+  /** Every tool the agent sees except `run_code`, in catalog order: admitted, unshadowed globals, then its own. */
+  readonly tools: readonly ToolSchema[]
+  /** The tools a model may call directly, `run_code` aside: none under `code`, else those whose `callers` admit `native`. */
+  readonly native: readonly ToolSchema[]
+  /** The tools a program may call (the SDK, the `catalog` global, preflight): those whose `callers` admit `code`. */
+  readonly code: readonly ToolSchema[]
+  /** The catalog (`runtime.schemas`, `GET /v1/tools`): `tools`, then `run_code` where presented. */
+  readonly schemas: readonly ToolSchema[]
+  /** What a prompt offers the model (before `toolOrder` and assemble listeners): `native`, then `run_code` where presented. */
+  readonly wireTools: readonly ToolSchema[]
+  /** The definition `name` resolves to for the agent (`runtime.get`): a visible tool, `run_code` where presented, else `undefined`. */
+  get(name: string): AnyToolDefinition | undefined
+  /**
+   * Whether `caller` may call `name`: `native`, a model's direct call (`run_code` where
+   * presented, or a tool in `native`); `code`, a program's call (a tool in `code`).
+   */
+  canCall(name: string, caller: ToolCaller): boolean
+}
+
 /** The registry ("tool runtime"): the global layer plus the pipeline. */
 export interface ToolRuntime extends ToolScope {
   /** The agent layer for `id` (created on first use, same object afterwards until disposed). */
@@ -347,6 +380,19 @@ export interface ToolRuntime extends ToolScope {
   executionMode(input: Pick<ToolExecutionInput, 'name' | 'arguments' | 'agent'>): ToolExecutionMode
   /** The presentation mode in force for `scope`. */
   presentation(scope?: ScopeKey): ToolPresentationMode
+  /**
+   * What `scope` sees and may call, natively or from code, and whether `run_code` is
+   * presented: the one answer every surface reads. An agent without a layer (or none
+   * given) gets the global layer's view.
+   *
+   * @example
+   * ```ts
+   * const view = runtime.view('assistant')
+   * view.canCall('deploy', 'native') // false when deploy's callers are ['code'] or the agent presents 'code'
+   * toOpenAIChatTools(view) // view.wireTools in OpenAI's shape
+   * ```
+   */
+  view(scope?: ScopeKey): AgentToolView
   /** The prompt assembly for `scope`. Throws `ToolError('ASSEMBLY_FAILED')` on misconfiguration. */
   assemble(scope?: ScopeKey): PromptAssembly
   /**

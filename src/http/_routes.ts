@@ -12,7 +12,6 @@ import { RUN_CODE_TOOL_NAME } from '../code-mode/registry-seam.js'
 import { hasSdkRenderer, renderToolsSdk } from '../code-mode/sdk.js'
 import type { SdkToolInput } from '../code-mode/sdk.js'
 import type { ToolRuntime } from '../runtime-types.js'
-import { allowsCaller } from '../schema/tool-definition.js'
 import type { ScopeKey, ToolExecutionResult } from '../types.js'
 import { sha256 } from './auth.js'
 import { HttpError, OVERLOADED_RETRY_AFTER_SECONDS } from './http-errors.js'
@@ -194,10 +193,13 @@ function health(config: ApiConfig): Handler {
   }
 }
 
+// `/v1/tools` and `/v1/sdk` read the agent's view (`runtime.view`), the answer the
+// pipeline, the prompt and MCP read too: this file decides nothing about visibility.
 function listTools(runtime: ToolRuntime): Handler {
   return (c) => {
     const agent = queryAgent(c)
-    return c.json({ ...agentField(agent), mode: runtime.presentation(agent), tools: runtime.schemas(agent) })
+    const view = runtime.view(agent)
+    return c.json({ ...agentField(agent), mode: view.mode, tools: view.schemas })
   }
 }
 
@@ -205,9 +207,10 @@ function describeTool(runtime: ToolRuntime): Handler {
   return (c) => {
     const agent = queryAgent(c)
     const name = c.req.param('name') as string
-    const schema = runtime.schemas(agent).find((s) => s.name === name)
+    const view = runtime.view(agent)
+    const schema = view.schemas.find((s) => s.name === name)
     if (schema === undefined) throw new HttpError('UNKNOWN_TOOL', unknownToolMessage(name))
-    return c.json({ ...agentField(agent), tool: { ...schema, output: runtime.get(name, agent)?.output.schema ?? {} } })
+    return c.json({ ...agentField(agent), tool: { ...schema, output: view.get(name)?.output.schema ?? {} } })
   }
 }
 
@@ -228,17 +231,14 @@ function sdk(runtime: ToolRuntime): Handler {
     if (languages.length > 1) throw invalidRequest('language must be given at most once')
     const language = languages[0] ?? runtime.options.codeRuntime?.language ?? 'typescript'
     if (!hasSdkRenderer(language)) throw invalidRequest(`no SDK renderer for language ${JSON.stringify(language)} (typescript, python)`)
-    // What a program may call: the transport itself is never a binding, and a native-only
-    // tool (`callers: ['native']`) is not in the SDK.
-    const tools: SdkToolInput[] = runtime
-      .schemas(agent)
-      .filter((schema) => schema.name !== RUN_CODE && allowsCaller(schema, 'code'))
-      .map((schema) => ({
-        name: schema.name,
-        description: schema.description,
-        parameters: schema.parameters,
-        output: runtime.get(schema.name, agent)?.output.schema ?? {},
-      }))
+    // What a program may call (the view's `code`: never `run_code`, never a native-only tool).
+    const view = runtime.view(agent)
+    const tools: SdkToolInput[] = view.code.map((schema) => ({
+      name: schema.name,
+      description: schema.description,
+      parameters: schema.parameters,
+      output: view.get(schema.name)?.output.schema ?? {},
+    }))
     const bytes = new TextEncoder().encode(renderToolsSdk(tools, { language, maxChars: runtime.options.sdkBudgetChars }))
     return c.body(bytes, 200, {
       ETag: `"sha256-${base64Url(await sha256(bytes))}"`,

@@ -151,13 +151,16 @@ class RpcError extends Error {
  * declared as `outputSchema` (each success then carries it as `structuredContent`).
  */
 export function listMcpTools(runtime: ToolRuntime, agent?: ScopeKey): McpToolDescriptor[] {
+  // The assembly's tools are the agent's view's wire tools (after `toolOrder` and the
+  // assemble listeners, which are authoritative); the view answers each one's output.
   const assembly = runtime.assemble(agent)
+  const view = runtime.view(agent)
   const extra = assembly.sections
     .filter((section) => (section.id === SDK_SECTION.id || section.id === CODE_ONLY_SECTION.id) && section.text !== '')
     .map((section) => section.text)
   return assembly.tools.map((tool: ToolSchema) => {
     const description = tool.name === RUN_CODE_TOOL_NAME && extra.length > 0 ? [tool.description, ...extra].join('\n\n') : tool.description
-    const output = runtime.get(tool.name, agent)?.output.schema
+    const output = view.get(tool.name)?.output.schema
     return {
       name: tool.name,
       description,
@@ -339,7 +342,7 @@ function positiveIntegerOption(name: string, value: unknown, fallback: number): 
 }
 
 function validateOptions(runtime: ToolRuntime, options: McpAppOptions): McpAppConfig {
-  if (typeof runtime !== 'object' || runtime === null || typeof runtime.execute !== 'function' || typeof runtime.assemble !== 'function') {
+  if (typeof runtime !== 'object' || runtime === null || typeof runtime.execute !== 'function' || typeof runtime.assemble !== 'function' || typeof runtime.view !== 'function') {
     invalidOptions('runtime must be a ToolRuntime')
   }
   if (typeof options !== 'object' || options === null) invalidOptions('options must be an object')

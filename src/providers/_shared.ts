@@ -5,7 +5,8 @@
  * @module
  */
 import { ToolError } from '../errors.js'
-import { allowsCaller } from '../schema/tool-definition.js'
+import { offeredNatively } from '../registry/view.js'
+import type { AgentToolView } from '../runtime-types.js'
 import type { ContentBlock, ScopeKey, ToolExecutionInput, ToolExecutionResult, ToolSchema } from '../types.js'
 
 /** What the parsers cannot know from a provider's message: the caller's signal and scope. */
@@ -106,9 +107,26 @@ export function isRecord(value: unknown): value is Record<string, unknown> {
 }
 
 /**
- * The tools a model may call directly: a schema whose `callers` exclude `native` (a
- * code-only tool, from `runtime.schemas()` or a definition) is never offered on the wire.
+ * What the `to…Tools` adapters take: an agent's view (`runtime.view(agent)`: its
+ * `wireTools` are offered), or a schema list (`runtime.assemble().tools`, a list fetched
+ * from `GET /v1/tools`…).
  */
-export function nativeTools(tools: readonly ToolSchema[]): readonly ToolSchema[] {
-  return tools.filter((tool) => allowsCaller(tool, 'native'))
+export type ProviderToolsInput = readonly ToolSchema[] | Pick<AgentToolView, 'wireTools'>
+
+/**
+ * The tools a model may call directly. A view answers itself (its `wireTools`); a plain
+ * list is held to the view's rule ({@link offeredNatively}): a schema whose `callers`
+ * exclude `native` (a code-only tool, from `runtime.schemas()` or a definition) is never
+ * offered on the wire.
+ */
+export function nativeTools(tools: ProviderToolsInput): readonly ToolSchema[] {
+  if (isToolList(tools)) return tools.filter(offeredNatively)
+  if (typeof tools !== 'object' || tools === null || !Array.isArray(tools.wireTools)) {
+    throw new ToolError('INVALID_OPTIONS', 'tools must be a schema list or an agent view (runtime.view(agent))')
+  }
+  return tools.wireTools
+}
+
+function isToolList(tools: ProviderToolsInput): tools is readonly ToolSchema[] {
+  return Array.isArray(tools)
 }

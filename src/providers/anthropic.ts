@@ -5,8 +5,8 @@
  *
  * @module
  */
-import type { ToolExecutionInput, ToolExecutionResult, ToolSchema } from '../types.js'
-import type { ProviderCallOptions, ProviderToolCall } from './_shared.js'
+import type { ToolExecutionInput, ToolExecutionResult } from '../types.js'
+import type { ProviderCallOptions, ProviderToolCall, ProviderToolsInput } from './_shared.js'
 import { checkCallOptions, imagePlaceholder, isRecord, makeCall, malformedCall, pair, nativeTools } from './_shared.js'
 
 /** An Anthropic custom tool definition (`Tool`). */
@@ -41,15 +41,15 @@ export interface AnthropicToolResultMessage {
 const IMAGE_TYPES: ReadonlySet<string> = new Set(['image/jpeg', 'image/png', 'image/gif', 'image/webp'])
 
 /**
- * An assembly's wire tools as Anthropic `tools` (a code-only tool, `callers: ['code']`, is
- * left out).
+ * An agent's wire tools as Anthropic `tools`: a view's `wireTools`, or a schema list (a
+ * code-only tool, `callers: ['code']`, is left out).
  *
  * @example
  * ```ts
  * await anthropic.messages.create({ model, max_tokens, messages, tools: toAnthropicTools(runtime.assemble().tools) })
  * ```
  */
-export function toAnthropicTools(tools: readonly ToolSchema[]): AnthropicTool[] {
+export function toAnthropicTools(tools: ProviderToolsInput): AnthropicTool[] {
   return nativeTools(tools).map((tool) => ({
     name: tool.name,
     description: tool.description,

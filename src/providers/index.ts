@@ -1,5 +1,5 @@
 /**
- * Provider formats: an assembly's wire tools as OpenAI (Chat Completions and Responses),
+ * Provider formats: an agent's wire tools (its view, or an assembly's tools) as OpenAI (Chat Completions and Responses),
  * Anthropic and Vercel AI SDK tool definitions; those providers' tool calls as
  * `ToolExecutionInput`s for `runToolCalls`; and results back as their tool-result
  * messages. Plain objects: no provider SDK is imported.
@@ -7,7 +7,7 @@
  * @module
  */
 export { InvalidJsonArguments, parseJsonArguments } from './_shared.js'
-export type { ProviderCallOptions, ProviderToolCall } from './_shared.js'
+export type { ProviderCallOptions, ProviderToolCall, ProviderToolsInput } from './_shared.js'
 export {
   parseOpenAIChatToolCalls,
   parseOpenAIResponsesToolCalls,

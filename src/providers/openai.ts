@@ -5,8 +5,8 @@
  *
  * @module
  */
-import type { ToolExecutionInput, ToolExecutionResult, ToolSchema } from '../types.js'
-import type { ProviderCallOptions, ProviderToolCall } from './_shared.js'
+import type { ToolExecutionInput, ToolExecutionResult } from '../types.js'
+import type { ProviderCallOptions, ProviderToolCall, ProviderToolsInput } from './_shared.js'
 import { checkCallOptions, isRecord, makeCall, malformedCall, pair, parseJsonArguments, resultText, nativeTools } from './_shared.js'
 
 /** A Chat Completions function tool (`ChatCompletionFunctionTool`). */
@@ -50,8 +50,9 @@ export interface OpenAIResponsesToolOutput {
 }
 
 /**
- * An assembly's wire tools as Chat Completions `tools` (a code-only tool, `callers:
- * ['code']`, is left out). `strict` is off: toolyard schemas
+ * An agent's wire tools as Chat Completions `tools`: a view's `wireTools`
+ * (`runtime.view(agent)`), or a schema list such as an assembly's tools (a code-only
+ * tool, `callers: ['code']`, is left out). `strict` is off: toolyard schemas
  * are not written for OpenAI's strict-mode subset (all properties required, no open objects).
  *
  * @example
@@ -60,7 +61,7 @@ export interface OpenAIResponsesToolOutput {
  * await openai.chat.completions.create({ model, messages, tools: toOpenAIChatTools(assembly.tools) })
  * ```
  */
-export function toOpenAIChatTools(tools: readonly ToolSchema[]): OpenAIChatTool[] {
+export function toOpenAIChatTools(tools: ProviderToolsInput): OpenAIChatTool[] {
   return nativeTools(tools).map((tool) => ({
     type: 'function',
     function: { name: tool.name, description: tool.description, parameters: tool.parameters as unknown as Record<string, unknown> },
@@ -109,7 +110,7 @@ export function toOpenAIChatToolMessages(calls: readonly ToolExecutionInput[], r
 }
 
 /**
- * An assembly's wire tools as Responses `tools` (`strict: false`; code-only tools left out, see
+ * An agent's wire tools (a view, or a schema list) as Responses `tools` (`strict: false`; code-only tools left out, see
  * {@link toOpenAIChatTools}).
  *
  * @example
@@ -117,7 +118,7 @@ export function toOpenAIChatToolMessages(calls: readonly ToolExecutionInput[], r
  * await openai.responses.create({ model, input, tools: toOpenAIResponsesTools(runtime.assemble().tools) })
  * ```
  */
-export function toOpenAIResponsesTools(tools: readonly ToolSchema[]): OpenAIResponsesTool[] {
+export function toOpenAIResponsesTools(tools: ProviderToolsInput): OpenAIResponsesTool[] {
   return nativeTools(tools).map((tool) => ({
     type: 'function',
     name: tool.name,

@@ -8,8 +8,8 @@
  */
 import { ToolError } from '../errors.js'
 import type { JsonValue } from '../json/json-value.js'
-import type { ToolExecutionInput, ToolExecutionResult, ToolSchema } from '../types.js'
-import type { ProviderCallOptions, ProviderToolCall } from './_shared.js'
+import type { ToolExecutionInput, ToolExecutionResult } from '../types.js'
+import type { ProviderCallOptions, ProviderToolCall, ProviderToolsInput } from './_shared.js'
 import { checkCallOptions, InvalidJsonArguments, isRecord, makeCall, malformedCall, pair, resultText, nativeTools } from './_shared.js'
 
 /** Options of {@link toVercelTools}. */
@@ -50,8 +50,9 @@ export interface VercelToolMessage {
 }
 
 /**
- * An assembly's wire tools as an AI SDK `ToolSet` without `execute`, so the SDK returns the
- * calls and toolyard's pipeline runs them (a code-only tool, `callers: ['code']`, is left out).
+ * An agent's wire tools (a view's `wireTools`, or a schema list) as an AI SDK `ToolSet`
+ * without `execute`, so the SDK returns the calls and toolyard's pipeline runs them (a
+ * code-only tool, `callers: ['code']`, is left out).
  *
  * @example
  * ```ts
@@ -60,7 +61,7 @@ export interface VercelToolMessage {
  * const step = await generateText({ model, messages, tools })
  * ```
  */
-export function toVercelTools<S>(tools: readonly ToolSchema[], options: VercelToolsOptions<S>): Record<string, VercelToolDefinition<S>> {
+export function toVercelTools<S>(tools: ProviderToolsInput, options: VercelToolsOptions<S>): Record<string, VercelToolDefinition<S>> {
   if (typeof options !== 'object' || options === null || typeof options.jsonSchema !== 'function') {
     throw new ToolError('INVALID_OPTIONS', "toVercelTools: options.jsonSchema must be the AI SDK's jsonSchema function")
   }

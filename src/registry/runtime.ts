@@ -6,6 +6,7 @@
  * | --- | --- | --- |
  * | options | `options.ts` | validation and defaults |
  * | tool layers | `layers.ts` | global + agent layers, masks, presentation, resolution |
+ * | views | `view.ts` | per agent: what it sees, may call natively or from code, `run_code` (`runtime.view`) |
  * | hook bus | `hooks.ts` | listeners by hook, `tools/changed` |
  * | scopes | `scope.ts`, `agents.ts` | registrations and their disposal, the agent facade |
  * | in-flight calls | `in-flight.ts` | cancellation, quiescence, live tokens |
@@ -121,6 +122,7 @@ export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
     execute: (input: ToolExecutionInput) => execute(input),
     executionMode,
     presentation: (scope?: ScopeKey) => layers.presentation(scope),
+    view: (scope?: ScopeKey) => layers.view(scope).public,
     assemble: (scope?: ScopeKey) => assemble(scope),
     catalog: (scope?: ScopeKey) => catalog(scope),
     preflight: runPreflight,

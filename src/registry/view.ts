@@ -14,12 +14,27 @@
  *   program's call of one gets the native-only hint instead of "not a function".
  * - `run_code` resolves, and is listed, wherever the presentation is not `native`.
  *
+ * `runtime.view(agent)` hands out {@link ToolView.public}, the same answers as schemas
+ * and definitions (no registry internals); the provider adapters, which may only hold a
+ * schema list, apply {@link offeredNatively}, the rule `native` is built with.
+ *
  * @module
  */
 import { RUN_CODE_TOOL_NAME } from '../code-mode/registry-seam.js'
 import { compareCodePoints } from '../code-mode/sdk-common.js'
 import { allowsCaller, type RegisteredTool } from '../schema/tool-definition.js'
+import type { AgentToolView } from '../runtime-types.js'
 import type { ToolCaller, ToolPresentationMode, ToolSchema } from '../types.js'
+
+/**
+ * Whether a tool (a definition or its wire schema, which carries `callers` when they are
+ * restricted) may be offered to a model as a direct tool: its `callers` admit `native`.
+ * The rule behind a view's `native`, and what the provider adapters apply to a plain
+ * schema list.
+ */
+export function offeredNatively(tool: { readonly callers?: readonly ToolCaller[] }): boolean {
+  return allowsCaller(tool, 'native')
+}
 
 /** The message of a direct call of a tool whose `callers` are `['code']`. */
 export function codeOnlyToolMessage(name: string): string {
@@ -67,12 +82,13 @@ export class ToolView {
   readonly #schemaOf: (tool: RegisteredTool) => ToolSchema
   #schemas: readonly ToolSchema[] | undefined
   #wire: readonly ToolSchema[] | undefined
+  #public: AgentToolView | undefined
 
   constructor(source: ToolViewSource) {
     this.mode = source.mode
     this.presentsRunCode = source.mode !== 'native'
     this.tools = Object.freeze([...source.tools])
-    this.native = Object.freeze(source.mode === 'code' ? [] : this.tools.filter((tool) => allowsCaller(tool.definition, 'native')))
+    this.native = Object.freeze(source.mode === 'code' ? [] : this.tools.filter((tool) => offeredNatively(tool.definition)))
     this.code = Object.freeze(this.tools.filter((tool) => allowsCaller(tool.definition, 'code')))
     this.bindingNames = Object.freeze(this.tools.map((tool) => tool.definition.name).sort(compareCodePoints))
     this.#byName = new Map(this.tools.map((tool) => [tool.definition.name, tool]))
@@ -112,5 +128,35 @@ export class ToolView {
   get wireTools(): readonly ToolSchema[] {
     this.#wire ??= Object.freeze([...this.native.map(this.#schemaOf), ...(this.presentsRunCode ? [this.#schemaOf(this.#transport())] : [])])
     return this.#wire
+  }
+
+  /** The public face of this view (`runtime.view(agent)`): the same answers as wire schemas and definitions, built once. */
+  get public(): AgentToolView {
+    this.#public ??= this.#buildPublic()
+    return this.#public
+  }
+
+  #buildPublic(): AgentToolView {
+    const schemaList = (tools: readonly RegisteredTool[]) => Object.freeze(tools.map(this.#schemaOf))
+    const native = new Set(this.native)
+    const code = new Set(this.code)
+    return Object.freeze({
+      mode: this.mode,
+      presentsRunCode: this.presentsRunCode,
+      tools: schemaList(this.tools),
+      native: schemaList(this.native),
+      code: schemaList(this.code),
+      schemas: this.schemas,
+      wireTools: this.wireTools,
+      get: (name: string) => (typeof name === 'string' ? this.resolve(name)?.definition : undefined),
+      canCall: (name: string, caller: ToolCaller): boolean => {
+        if (typeof name !== 'string') return false
+        if (caller === 'native' && name === RUN_CODE_TOOL_NAME) return this.presentsRunCode
+        // run_code is never in `native` or `code`: a program cannot call the transport.
+        const tool = this.#byName.get(name)
+        if (tool === undefined) return false
+        return caller === 'native' ? native.has(tool) : caller === 'code' ? code.has(tool) : false
+      },
+    })
   }
 }

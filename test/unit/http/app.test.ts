@@ -546,6 +546,10 @@ describe('routing errors', () => {
       execute: (input) => runtime.execute(input),
       executionMode: (input) => runtime.executionMode(input),
       presentation: (scope) => runtime.presentation(scope),
+      // `/v1/tools` reads the catalog from the agent's view.
+      view: () => {
+        throw new Error('db password is hunter2')
+      },
       assemble: (scope) => runtime.assemble(scope),
       catalog: (scope) => runtime.catalog(scope),
       preflight: (request) => runtime.preflight(request),
