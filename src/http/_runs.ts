@@ -109,14 +109,16 @@ async function pendingOf(config: ApiConfig, callId: string): Promise<RunApproval
 async function runBody(record: RunRecordJson, config: ApiConfig, cancelRequested: boolean): Promise<RunBody> {
   const approvals = record.status === 'running' ? await pendingOf(config, record.callId) : []
   const status: RunStatus = record.status !== 'running' ? record.status : cancelRequested ? 'cancelled' : approvals.length > 0 ? 'waiting' : 'running'
-  const { result, settledAt, agent, ...rest } = record
   return {
-    ...rest,
-    ...(agent === undefined ? {} : { agent }),
+    id: record.id,
+    callId: record.callId,
+    ...(record.agent === undefined ? {} : { agent: record.agent }),
     status,
-    ...(settledAt === undefined ? {} : { settledAt }),
+    createdAt: record.createdAt,
+    ...(record.settledAt === undefined ? {} : { settledAt: record.settledAt }),
     approvals,
-    ...(result === undefined ? {} : { result }),
+    events: record.events,
+    ...(record.result === undefined ? {} : { result: record.result }),
   }
 }
 

@@ -115,6 +115,45 @@ async function runApprovalsFlow(): Promise<readonly [string, string, string]> {
 }
 const approvalsBlock = async (index: 0 | 1 | 2): Promise<string> => (await (approvalsFlow ??= runApprovalsFlow()))[index]
 
+/**
+ * docs/http-api.md, "Runs as resources", against `npm start`: a background run whose write
+ * waits for a person, its status while it waits and once done, and a reconnect with
+ * Last-Event-ID. One run yields the block; the polls in between are not shown.
+ */
+async function runsFlow(): Promise<string> {
+  const { url } = await started('http-runs-flow')
+  const auth = { Authorization: `Bearer ${TOKEN}` }
+  const body = JSON.stringify(APPROVALS_RUN)
+  const shown: string[] = []
+  const created = await fetch(`${url}/v1/runs`, { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body })
+  const { id } = (await created.clone().json()) as { id: string }
+  shown.push(
+    `$ curl -s -X POST -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \\\n    -d '${body}' http://127.0.0.1:8787/v1/runs\n${await created.text()}`,
+  )
+  const get = async (): Promise<{ text: string; status: string }> => {
+    const text = await (await fetch(`${url}/v1/runs/${id}`, { headers: auth })).text()
+    return { text, status: (JSON.parse(text) as { status: string }).status }
+  }
+  const until = async (status: string): Promise<string> => {
+    for (;;) {
+      const answer = await get()
+      if (answer.status === status) return `$ curl -s -H "Authorization: Bearer $TOKEN" http://127.0.0.1:8787/v1/runs/${id}\n${answer.text}`
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+  }
+  const waiting = await until('waiting')
+  shown.push(waiting)
+  const approval = (JSON.parse(waiting.slice(waiting.indexOf('\n') + 1)) as { approvals: { id: string }[] }).approvals[0]!.id
+  const decided = await fetch(`${url}/v1/approvals/${approval}`, { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body: '{"decision":"allow"}' })
+  shown.push(
+    `$ curl -s -o /dev/null -w '%{http_code}\\n' -X POST -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \\\n    -d '{"decision":"allow"}' http://127.0.0.1:8787/v1/approvals/${approval}\n${decided.status}`,
+  )
+  shown.push(await until('done'))
+  const events = await fetch(`${url}/v1/runs/${id}/events`, { headers: { ...auth, 'Last-Event-ID': '5' } })
+  shown.push(`$ curl -sN -H "Authorization: Bearer $TOKEN" -H 'Last-Event-ID: 5' http://127.0.0.1:8787/v1/runs/${id}/events\n${(await events.text()).trimEnd()}`)
+  return shown.join('\n\n')
+}
+
 /** The producer of each marked sample: the real output the page shows. */
 const PRODUCERS: Readonly<Record<string, () => Promise<string>>> = {
   // docs/http-api.md, POST /v1/run as an event stream against `npm start`.
@@ -130,6 +169,8 @@ const PRODUCERS: Readonly<Record<string, () => Promise<string>>> = {
   'approvals-flow-stream': () => approvalsBlock(0),
   'approvals-flow-meanwhile': () => approvalsBlock(1),
   'approvals-flow-stream-end': () => approvalsBlock(2),
+  // docs/http-api.md, "Runs as resources": the same write as a background run.
+  'http-runs-flow': runsFlow,
 }
 
 afterAll(async () => {
