@@ -34,6 +34,12 @@ export interface CodeBindingCallOptions {
    * The run's own `signal` still aborts the wait. Absent where a runtime cannot hold it.
    */
   readonly holdWallClock?: () => () => void
+  /**
+   * The program's number for this call (1 for its first binding call, then each next
+   * one), the same when a parked run is resumed in another process (docs/durability.md):
+   * a stable key for the call. Absent where a runtime does not number calls.
+   */
+  readonly callNumber?: number
 }
 
 /** A global object of async functions the program can call (e.g. `tools`). */
@@ -67,6 +73,54 @@ export interface CodeRunRequest {
    * A throwing callback is ignored.
    */
   readonly onLog?: (entry: CodeLogEntry) => void
+  /**
+   * Durable runs (docs/durability.md), on runtimes that park (`createSandboxRuntime`):
+   * `onPark` receives the whole state of a run each time it parks (plain data, JSON-safe:
+   * store it); `resume` starts a run from such a state instead of from the start: its
+   * unsettled calls are made again (they were waiting for a person), and the VM replays
+   * its journal when it is next needed. Runtimes that cannot park ignore both.
+   */
+  readonly durable?: {
+    readonly onPark?: (state: ParkedRunState) => void
+    readonly resume?: ParkedRunState
+  }
+}
+
+/** What a journal records. Arrays grow as the run goes; the whole object is the snapshot. */
+export interface RunJournal {
+  /** Every delivery to the VM in order: a host message (its JSON text) or a timer firing (the timer's id). The first is the run's `start`. */
+  readonly inputs: (string | number)[]
+  /** The answers of the clock and randomness services, in the order the VM read them. */
+  readonly reads: (string | number)[]
+  /** Which service each of {@link RunJournal.reads} answered: one character each (`n`ow, `d`ate, `r`and, random `b`ytes). */
+  ops: string
+  /** Each binding call the VM posted, as `name#hash` of its message: what a replay must post again, in order. */
+  readonly calls: string[]
+}
+
+/** A parked VM: its journal, its clock, and the timers it had armed. */
+export interface ParkedVm {
+  readonly journal: RunJournal
+  /** The VM's `performance.now()` when it parked: its clock resumes from here (a parked run's clock is stopped). */
+  readonly clockMs: number
+  /** Timers armed when it parked: `[id, ms left]`. */
+  readonly timers: readonly (readonly [number, number])[]
+}
+
+/** Everything a parked run is: its VM's journal, what the host kept of it, and the calls it waits on. JSON-safe. */
+export interface ParkedRunState {
+  readonly version: 1
+  readonly vm: ParkedVm
+  readonly logs: readonly CodeLogEntry[]
+  readonly logBytes: number
+  readonly logTruncated: boolean
+  /** Compute and wall-clock ms charged so far. */
+  readonly busyMs: number
+  readonly wallMs: number
+  /** The highest call number the program used. */
+  readonly lastCallId: number
+  /** The calls waiting for a person when it parked: made again on resume. */
+  readonly calls: readonly { readonly id: number; readonly global: string; readonly name: string; readonly args: unknown }[]
 }
 
 /** Where a log line came from. */

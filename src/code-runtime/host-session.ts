@@ -15,7 +15,10 @@ import type {
   CodeRunFailureKind,
   CodeRunRequest,
   CodeRunResult,
+  ParkedRunState,
+  ParkedVm,
 } from './contract.js'
+import { isParkedRunState } from './journal.js'
 import { ToolCallError, toErrorData } from '../errors.js'
 import { DEFAULT_MAX_PENDING_ARG_BYTES } from './limits.js'
 import type { CodeRunLimits } from './limits.js'
@@ -42,6 +45,10 @@ export interface PreparedRun {
   readonly functions: ReadonlyMap<string, ReadonlyMap<string, CodeBindingFunction>>
   readonly signal: AbortSignal | undefined
   readonly onLog: ((entry: CodeLogEntry) => void) | undefined
+  /** `request.durable.onPark`, checked. */
+  readonly onPark: ((state: ParkedRunState) => void) | undefined
+  /** `request.durable.resume`, checked: the run starts parked, from this state. */
+  readonly resume: ParkedRunState | undefined
 }
 
 /** What a platform supplies to a session. */
@@ -86,6 +93,10 @@ export function prepareRun(request: unknown): { readonly ok: true; readonly run:
   if (typeof r.program !== 'string') return { ok: false, message: 'TypeError: request.program must be a string' }
   if (r.signal !== undefined && !(r.signal instanceof AbortSignal)) return { ok: false, message: 'TypeError: request.signal must be an AbortSignal' }
   if (r.onLog !== undefined && typeof r.onLog !== 'function') return { ok: false, message: 'TypeError: request.onLog must be a function' }
+  const durable = r.durable as { onPark?: unknown; resume?: unknown } | undefined
+  if (durable !== undefined && (typeof durable !== 'object' || durable === null)) return { ok: false, message: 'TypeError: request.durable must be an object' }
+  if (durable?.onPark !== undefined && typeof durable.onPark !== 'function') return { ok: false, message: 'TypeError: request.durable.onPark must be a function' }
+  if (durable?.resume !== undefined && !isParkedRunState(durable.resume)) return { ok: false, message: 'TypeError: request.durable.resume is not the state of a parked run' }
   const bindings: unknown = r.bindings ?? []
   if (!Array.isArray(bindings)) return { ok: false, message: 'TypeError: request.bindings must be an array' }
   const functions = new Map<string, Map<string, CodeBindingFunction>>()
@@ -106,7 +117,18 @@ export function prepareRun(request: unknown): { readonly ok: true; readonly run:
     const variadic = (ns as { variadic?: unknown }).variadic === true
     namespaces.push({ global: global as string, names: [...table.keys()], ...(variadic ? { variadic } : {}) })
   }
-  return { ok: true, run: { program: r.program, namespaces, functions, signal: r.signal, onLog: r.onLog } }
+  return {
+    ok: true,
+    run: {
+      program: r.program,
+      namespaces,
+      functions,
+      signal: r.signal,
+      onLog: r.onLog,
+      onPark: durable?.onPark as PreparedRun['onPark'],
+      resume: durable?.resume as ParkedRunState | undefined,
+    },
+  }
 }
 
 function now(): number {
@@ -148,6 +170,8 @@ export class CodeRunSession {
   readonly #controller = new AbortController()
   readonly #logs: CodeLogEntry[] = []
   readonly #inflight = new Set<Promise<void>>()
+  /** What each unsettled call is (by the program's call number): a parked run's state lists them. */
+  readonly #calls = new Map<number, { readonly global: string; readonly name: string; readonly args: unknown }>()
   /** Argument bytes the calls in {@link CodeRunSession.#inflight} hold (`maxPendingArgBytes`). */
   #pendingArgBytes = 0
   #resolve!: (result: CodeRunResult) => void
@@ -216,6 +240,48 @@ export class CodeRunSession {
   parkRefused(): void {
     this.#parkAsked = false
     this.#considerParking()
+  }
+
+  /** The run's whole state with its VM parked as `vm`: what `request.durable.onPark` receives. */
+  snapshot(vm: ParkedVm): ParkedRunState {
+    return {
+      version: 1,
+      vm,
+      logs: [...this.#logs],
+      logBytes: this.#logBytes,
+      logTruncated: this.#logTruncated,
+      busyMs: this.#busyMs,
+      wallMs: this.wallElapsedMs(),
+      lastCallId: this.#lastCallId,
+      calls: [...this.#calls].map(([id, call]) => ({ id, ...call })),
+    }
+  }
+
+  /**
+   * Starts a run from a parked state (instead of {@link CodeRunSession.start}): the logs
+   * and the compute and wall time charged so far carry over, the VM stays parked, and
+   * the calls it waited on are made again. The next message for the VM resumes it.
+   */
+  startParked(state: ParkedRunState): void {
+    if (this.#started) return
+    this.#started = true
+    this.#startedAt = now() - state.wallMs
+    this.#busyMs = state.busyMs
+    this.#lastCallId = state.lastCallId
+    this.#logs.push(...state.logs.map((entry) => Object.freeze({ ...entry })))
+    this.#logBytes = state.logBytes
+    this.#logTruncated = state.logTruncated
+    this.#isParked = true
+    const signal = this.#run.signal
+    if (signal?.aborted) {
+      this.fail('abort', abortMessage(signal))
+      return
+    }
+    signal?.addEventListener('abort', this.#onAbort, { once: true })
+    this.#platform.endpoint.addEventListener('message', this.#onMessage)
+    this.#platform.endpoint.start?.()
+    this.#armWallTimer()
+    for (const call of state.calls) this.#dispatch(call.id, call.global, call.name, call.args, undefined)
   }
 
   /** Only people are awaited: calls are unsettled and every one of them holds the wall clock for a decision. */
@@ -418,6 +484,10 @@ export class CodeRunSession {
     // Ids increase strictly: a replayed or duplicate id is dropped, never dispatched twice.
     if (id <= this.#lastCallId) return
     this.#lastCallId = id
+    this.#dispatch(id, global, name, args, checkedArgBytes)
+  }
+
+  #dispatch(id: number, global: string, name: string, args: unknown, checkedArgBytes: number | undefined): void {
     if (this.#inflight.size >= MAX_INFLIGHT_CALLS) {
       this.fail(
         'exception',
@@ -453,6 +523,7 @@ export class CodeRunSession {
       signal: this.signal,
       deadline: Date.now() + Math.max(0, this.#limits.maxWallMs - this.wallElapsedMs()),
       holdWallClock: () => this.holdWallClock(),
+      callNumber: id,
     }
     const task = (async () => {
       try {
@@ -465,9 +536,11 @@ export class CodeRunSession {
       }
     })()
     this.#inflight.add(task)
+    this.#calls.set(id, { global, name, args })
     this.#considerParking()
     void task.finally(() => {
       this.#inflight.delete(task)
+      this.#calls.delete(id)
       this.#pendingArgBytes -= weight
       this.#considerParking()
     })

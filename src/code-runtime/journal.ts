@@ -17,26 +17,9 @@
  * @module
  */
 
-/** What a journal records. Arrays grow as the run goes; the whole object is the snapshot. */
-export interface RunJournal {
-  /** Every delivery to the VM in order: a host message (its JSON text) or a timer firing (the timer's id). The first is the run's `start`. */
-  readonly inputs: (string | number)[]
-  /** The answers of the clock and randomness services, in the order the VM read them. */
-  readonly reads: (string | number)[]
-  /** Which service each of {@link RunJournal.reads} answered: one character each (`n`ow, `d`ate, `r`and, random `b`ytes). */
-  ops: string
-  /** Each binding call the VM posted, as `name#hash` of its message: what a replay must post again, in order. */
-  readonly calls: string[]
-}
+import type { ParkedRunState, ParkedVm, RunJournal } from './contract.js'
 
-/** A parked VM: its journal, its clock, and the timers it had armed. */
-export interface ParkedVm {
-  readonly journal: RunJournal
-  /** The VM's `performance.now()` when it parked: its clock resumes from here (a parked run's clock is stopped). */
-  readonly clockMs: number
-  /** Timers armed when it parked: `[id, ms left]`. */
-  readonly timers: readonly (readonly [number, number])[]
-}
+export type { ParkedRunState, ParkedVm, RunJournal } from './contract.js'
 
 /**
  * The most UTF-16 code units a journal keeps (messages, readings and call keys together).
@@ -88,5 +71,28 @@ export function isParkedVm(value: unknown): value is ParkedVm {
     j.ops.length === j.reads.length &&
     Array.isArray(j.calls) &&
     j.calls.every((x) => typeof x === 'string')
+  )
+}
+
+/** Checks a parked run's state that came back from a store: the shape only, linear in its size. */
+export function isParkedRunState(value: unknown): value is ParkedRunState {
+  if (typeof value !== 'object' || value === null) return false
+  const v = value as Record<string, unknown>
+  const num = (x: unknown): boolean => typeof x === 'number' && Number.isFinite(x) && x >= 0
+  return (
+    v.version === 1 &&
+    isParkedVm(v.vm) &&
+    Array.isArray(v.logs) &&
+    v.logs.every((l) => typeof l === 'object' && l !== null && typeof (l as { text?: unknown }).text === 'string') &&
+    num(v.logBytes) &&
+    typeof v.logTruncated === 'boolean' &&
+    num(v.busyMs) &&
+    num(v.wallMs) &&
+    num(v.lastCallId) &&
+    Array.isArray(v.calls) &&
+    v.calls.every((c) => {
+      const call = c as Record<string, unknown> | null
+      return typeof call === 'object' && call !== null && num(call.id) && typeof call.global === 'string' && typeof call.name === 'string'
+    })
   )
 }

@@ -25,7 +25,7 @@ import { checkOptionsObject, CODE_RUN_LIMIT_KEYS, DEFAULT_MAX_PENDING_ARG_BYTES,
 import type { CodeRunLimits } from './limits.js'
 import { BUSY_SLOT, epochNow, parseThreadEvent, programTooLong, SEGMENT_SLOT, SIGNALS_BYTES, STOP_SLOT } from './sandbox-protocol.js'
 import type { SandboxThreadBoot, ThreadCommand } from './sandbox-protocol.js'
-import type { ParkedVm } from './journal.js'
+import type { ParkedRunState, ParkedVm } from './contract.js'
 
 /** How long a thread may take to release a stopped VM before it is terminated and replaced. */
 export const STOP_GRACE_MS = 100
@@ -441,14 +441,31 @@ class ActiveRun {
       return
     }
     this.#thread = thread
+    this.#open((start) => thread.post({ type: 'run', run: this.id, computeMs: this.options.limits.computeMs, start })).start()
+  }
+
+  /**
+   * Starts a run from the parked state of a run that parked earlier, maybe in another
+   * process: it holds no thread until its VM is needed (the answer to a call it waits on).
+   */
+  openParked(state: ParkedRunState): void {
+    this.pending.prepared.signal?.removeEventListener('abort', this.#onEarlyAbort)
+    this.#parked = state.vm
+    this.#busyBefore = state.busyMs
+    this.pool.parkedRuns.add(this)
+    this.#open(() => undefined).startParked(state)
+  }
+
+  /** The session over a JSON endpoint whose first message (the program) goes to `sendStart`, later ones to the VM. */
+  #open(sendStart: (json: string) => void): CodeRunSession {
     const { limits, memoryMb, parkAfterMs } = this.options
-    let first = true
+    let first = this.pending.prepared.resume === undefined
     const endpoint = new JsonWireEndpoint(
       (json) => {
         // The session's first message is the program: it travels inside the run command.
         if (first) {
           first = false
-          thread.post({ type: 'run', run: this.id, computeMs: limits.computeMs, start: json })
+          sendStart(json)
         } else this.#toVm(json)
       },
       // Stryker disable next-line OptionalChaining: the endpoint reports failures only once the session below exists
@@ -467,7 +484,7 @@ class ActiveRun {
       this.pending.resolve(result)
       void session.bindingsSettled().then(this.#markSettled)
     })
-    session.start()
+    return session
   }
 
   /** Busy ms across every thread the run used; a replay is the host's cost, not the program's. */
@@ -501,6 +518,14 @@ class ActiveRun {
     session.parked(true)
     this.pool.parkedRuns.add(this)
     thread.stop(this)
+    const onPark = this.pending.prepared.onPark
+    if (onPark !== undefined) {
+      try {
+        onPark(session.snapshot(parked))
+      } catch {
+        // Keeping the state is the caller's business; the run stays parked here either way.
+      }
+    }
   }
 
   /** Binds the parked run to `thread`: the VM replays its journal, then takes the messages that waited. */
@@ -596,6 +621,15 @@ class SandboxPool {
     if (idle !== undefined) this.#bind(idle, run)
     else if (this.threads.size < this.options.maxConcurrentRuns) this.#bind(this.#spawn(), run)
     else this.#resumeQueue.push(run)
+  }
+
+  /** A run that parked before (maybe in another process) comes back parked: it takes no thread until its VM is needed. */
+  openParked(pending: PendingRun, state: ParkedRunState): void {
+    const run = new ActiveRun(this.#nextRun++, pending, this.options, this)
+    this.active.add(run)
+    // Stryker disable next-line ArrowFunction: memory only, as in #start
+    void run.settled.finally(() => this.active.delete(run))
+    run.openParked(state)
   }
 
   /** A run settled: it no longer waits to resume. */
@@ -830,6 +864,8 @@ export function createSandboxRuntimeOn(platform: SandboxPlatform, options?: Sand
       // run's compute budget, so no program text is ever parsed on the host's thread.
       const tooLong = programTooLong(prepared.run.program)
       if (tooLong !== undefined) return Promise.resolve(failedResult('exception', tooLong))
+      const resume = prepared.run.resume
+      if (resume !== undefined) return new Promise<CodeRunResult>((resolve) => pool.openParked({ prepared: prepared.run, program: prepared.run.program, resolve }, resume))
       return new Promise<CodeRunResult>((resolve) => {
         const admitted = pool.admit({ prepared: prepared.run, program: prepared.run.program, resolve })
         if (!admitted) {

@@ -8,7 +8,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest'
 import { createSandboxRuntime } from '../../../platforms/node/index.js'
-import type { CodeBindingCallOptions, CodeRunResult } from '../../../src/code-runtime/contract.js'
+import type { CodeBindingCallOptions, CodeRunRequest, CodeRunResult, ParkedRunState } from '../../../src/code-runtime/contract.js'
 
 const runtimes: ReturnType<typeof createSandboxRuntime>[] = []
 afterAll(async () => {
@@ -55,7 +55,12 @@ function bindings() {
     seen,
     decide: (value: unknown) => waiting.shift()?.(value),
     waitingCount: () => waiting.length,
-    request: (program: string, signal?: AbortSignal) => ({ program, bindings: [{ global: 'tools', functions }], ...(signal === undefined ? {} : { signal }) }),
+    request: (program: string, signal?: AbortSignal, durable?: CodeRunRequest['durable']) => ({
+      program,
+      bindings: [{ global: 'tools', functions }],
+      ...(signal === undefined ? {} : { signal }),
+      ...(durable === undefined ? {} : { durable }),
+    }),
   }
 }
 
@@ -86,7 +91,7 @@ describe('parking a run that waits for a person (sandbox runtime, Node threads)'
     )
     await until(() => runtime.load().parked === 1 && runtime.load().running === 0)
     // The one slot is free: a plain run is answered while the first waits.
-    expect(valueOf(await runtime.run({ program: 'return 1 + 1' }))).toBe(2)
+    expect(valueOf(await runtime.run({ program: 'return 1 + 1', bindings: [] }))).toBe(2)
     b.decide('yes')
     const result = await pending
     expect(valueOf(result)).toEqual({ first: { done: { n: 1 } }, answer: 'yes', second: { done: { n: 2 } } })
@@ -188,10 +193,74 @@ describe('parking a run that waits for a person (sandbox runtime, Node threads)'
     for (let i = 0; i < 200; i++) runs.push(runtime.run(b.request(`const n = ${i}; const a = await tools.ask({ n }); return n + a`)))
     await until(() => runtime.load().parked === 200, 120_000)
     expect(runtime.load()).toMatchObject({ running: 0, queued: 0, parked: 200 })
-    expect(valueOf(await runtime.run({ program: 'return 40 + 2' }))).toBe(42)
+    expect(valueOf(await runtime.run({ program: 'return 40 + 2', bindings: [] }))).toBe(42)
     for (let i = 0; i < 200; i++) b.decide(1000)
     const values = (await Promise.all(runs)).map(valueOf)
     expect(values).toEqual(Array.from({ length: 200 }, (_, i) => i + 1000))
     expect(b.ran.filter((r) => r.startsWith('ask'))).toHaveLength(200)
   }, 180_000)
+
+  it('a parked state survives its runtime: a new runtime resumes it from the stored JSON, the waiting call is made again, nothing before it runs twice', async () => {
+    const program = `
+      console.log('before', Math.random() < 2)
+      const first = await tools.effect({ n: 1 })
+      const stamp = Date.now()
+      const answer = await tools.ask({ q: 'ship?' })
+      const second = await tools.effect({ n: 2 })
+      console.log('after')
+      return { first, answer, second, stampKept: stamp <= Date.now() }
+    `
+    const first = sandbox()
+    const a = bindings()
+    let stored = ''
+    const controller = new AbortController()
+    const original = first.run(a.request(program, controller.signal, { onPark: (state) => (stored = JSON.stringify(state)) }))
+    await until(() => stored !== '')
+    // The process "dies": its run is gone (aborted here), only the stored state is left.
+    controller.abort('crash')
+    expect((await original).error?.kind).toBe('abort')
+    expect(a.ran).toEqual(['effect:{"n":1}', 'ask:{"q":"ship?"}'])
+
+    const second = sandbox()
+    const b = bindings()
+    const state = JSON.parse(stored) as ParkedRunState
+    expect(state.calls).toEqual([{ id: 2, global: 'tools', name: 'ask', args: { q: 'ship?' } }])
+    const resumed = second.run(b.request(program, undefined, { resume: state }))
+    await until(() => b.waitingCount() === 1)
+    expect(second.load()).toMatchObject({ running: 0, parked: 1 })
+    b.decide('shipped')
+    const result = await resumed
+    expect(valueOf(result)).toEqual({ first: { done: { n: 1 } }, answer: 'shipped', second: { done: { n: 2 } }, stampKept: true })
+    // Only the waiting call and what came after it ran in the new runtime.
+    expect(b.ran).toEqual(['ask:{"q":"ship?"}', 'effect:{"n":2}'])
+    expect(result.logs.map((l) => l.text)).toEqual(['before true', 'after'])
+  })
+
+  it('a resume whose program differs from its journal ends with REPLAY_DIVERGED naming the call', async () => {
+    const runtime = sandbox()
+    const a = bindings()
+    let stored: ParkedRunState | undefined
+    const controller = new AbortController()
+    const run = runtime.run(a.request(`await tools.effect({ n: 1 }); return await tools.ask({})`, controller.signal, { onPark: (state) => (stored = state) }))
+    await until(() => stored !== undefined)
+    controller.abort()
+    await run
+    // The same journal, a different call: the journal's call keys no longer match.
+    const tampered = JSON.parse(JSON.stringify(stored)) as { vm: { journal: { calls: string[] } } }
+    tampered.vm.journal.calls[0] = 'tools.other#0'
+    const b = bindings()
+    const resumed = runtime.run(b.request('ignored: the journal holds the program', undefined, { resume: tampered as unknown as ParkedRunState }))
+    await until(() => b.waitingCount() === 1)
+    b.decide('x')
+    const result = await resumed
+    expect(result.error?.kind).toBe('exception')
+    expect(result.error?.message).toMatch(/^REPLAY_DIVERGED: .*call 1 was tools\.effect where the journal holds tools\.other/)
+    expect(b.ran).toEqual(['ask:{}'])
+  })
+
+  it('refuses a resume state that is not one', async () => {
+    const runtime = sandbox()
+    const result = await runtime.run({ program: 'return 1', bindings: [], durable: { resume: { version: 1, vm: {} } as unknown as ParkedRunState } })
+    expect(result.error).toMatchObject({ kind: 'exception', message: 'TypeError: request.durable.resume is not the state of a parked run' })
+  })
 })
