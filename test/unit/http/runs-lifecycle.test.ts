@@ -7,7 +7,7 @@
  * Node-only (the sandbox runtime is Node's).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { CodeRuntime } from '../../../src/runtime-types.js'
+import type { CodeRuntime } from '../../../src/code-runtime/contract.js'
 import type { RunBody } from '../../../src/http/index.js'
 import { runsHeld } from '../../../src/http/index.js'
 import { createApprovalBroker } from '../../../src/approvals/index.js'
