@@ -163,13 +163,17 @@ async function drive(run: TableRun, prepared: PreparedRun, table: RunTable, conf
     unsubscribe?.()
     stopApprovals()
   }
-  run.events.pinRest()
-  if (result === undefined) append('error', { error: { code: 'INTERNAL', message: 'internal error' } })
-  else append('result', result)
-  table.settle(run, result)
-  append(END_EVENT, { id: run.id, status: run.status })
-  run.events.close()
-  persist(run)
+  try {
+    run.events.pinRest()
+    if (result === undefined) append('error', { error: { code: 'INTERNAL', message: 'internal error' } })
+    else append('result', result)
+  } finally {
+    // Whatever failed above, the run ends in the table and its streams get `end`.
+    table.settle(run, result)
+    append(END_EVENT, { id: run.id, status: run.status })
+    run.events.close()
+    persist(run)
+  }
 }
 
 /** Keeps the background run alive where the platform would end it with the response (workerd's `waitUntil`). */
@@ -195,10 +199,8 @@ function startRun(runtime: ToolRuntime, config: ApiConfig, table: RunTable, pers
       })
     }
     const request = c.req.raw
-    keepAlive(
-      c,
-      drive(run, prepared, table, config, request, (r) => persist(r, request)),
-    )
+    const driven = drive(run, prepared, table, config, request, (r) => persist(r, request)).catch((error: unknown) => config.report(error, request))
+    keepAlive(c, driven)
     return c.json({ id: run.id, status: 'running' satisfies RunStatus, callId: run.callId }, 202, {
       Location: `/v1/runs/${run.id}`,
       [CALL_ID_HEADER]: run.callId,

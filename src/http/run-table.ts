@@ -168,7 +168,13 @@ export function createRunEventLog(maxBytes: number, onBytes: (delta: number) => 
       onBytes(size)
       // Pinned frames are kept outside the bound, so a large result never pushes the run's other frames out.
       while (bytes - pinnedBytes > maxBytes && frames.length - head > 1 && frames[head]!.id < pinnedFrom) drop()
-      for (const listener of [...listeners]) listener({ id, text })
+      for (const listener of [...listeners]) {
+        try {
+          listener({ id, text })
+        } catch {
+          // A reader's failure is its own: the run and the other readers go on.
+        }
+      }
       return id
     },
     close() {

@@ -245,6 +245,25 @@ describe('/v1/runs: admission and the request checks of POST /v1/run', () => {
   })
 })
 
+describe('/v1/runs: a runtime that breaks its contract', () => {
+  it('an execute that rejects ends the run failed, without a result, with an INTERNAL error event and end; onError hears it', async () => {
+    const fixture = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime() })
+    const reported: unknown[] = []
+    const broken = Object.create(fixture.runtime, { execute: { value: () => Promise.reject(new Error('a bug')) } }) as typeof fixture.runtime
+    const app = createToolsApp(broken, { token: TOKEN, onError: (error) => reported.push(error) })
+    const started = await app.request('/v1/runs', { method: 'POST', headers: JSON_AUTH, body: JSON.stringify({ code: 'return 1', description: 'd' }) })
+    const { id } = (await started.json()) as { id: string }
+    await until(() => runsHeld(app)!.live === 0)
+    const body = (await (await app.request(`/v1/runs/${id}`, { headers: AUTH })).json()) as RunBody
+    expect(body.status).toBe('failed')
+    expect(body.result).toBeUndefined()
+    const frames = parseSse(await (await app.request(`/v1/runs/${id}/events`, { headers: AUTH })).text())
+    expect(frames.map((frame) => frame.event)).toEqual(['start', 'error', 'end'])
+    expect(frames[1]!.data).toEqual({ error: { code: 'INTERNAL', message: 'internal error' } })
+    expect(reported).toEqual([new Error('a bug')])
+  })
+})
+
 describe('/v1/runs with a durable store', () => {
   it('each run record reaches the store (status, result, buffer summary); another app on the store reads it; eviction deletes it', async () => {
     const store = createMemoryStore()
