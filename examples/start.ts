@@ -4,7 +4,9 @@
  * wall clock 60 s a run; `write_file` and `edit_file` ask a person through an approval
  * broker; each program is type-checked against the tools' SDK in a thread beside its run,
  * preflight `'warn'`), the playground's static files when `demo/dist/` exists, on
- * 127.0.0.1 with a bearer token generated at start-up.
+ * 127.0.0.1 with a bearer token generated at start-up. `npm start` keeps pending approvals
+ * in a file store in `TOOLYARD_DATA_DIR` (default `.toolyard/` in the working directory),
+ * so they survive a crash or a restart (docs/durability.md).
  *
  * The page receives the token same-origin, injected into a `<meta name="toolyard-token">`
  * tag of `GET /`: another origin cannot read that response (no CORS), cannot frame it
@@ -15,16 +17,17 @@
  */
 import { randomBytes } from 'node:crypto'
 import { existsSync, readFileSync, statSync } from 'node:fs'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { serveStatic } from '@hono/node-server/serve-static'
 import type { Hono } from 'hono'
 import { askBeforeWriting } from '../demo/tools/approval-gate.js'
 import { registerDemoTools } from '../demo/tools/index.js'
-import { createPreflightWorker, createSandboxRuntime, serve } from '../platforms/node/index.js'
+import { createFileStore, createPreflightWorker, createSandboxRuntime, serve } from '../platforms/node/index.js'
 import type { SandboxRuntime, ServedApp } from '../platforms/node/index.js'
 import { createApprovalBroker } from '../src/approvals/index.js'
-import type { ApprovalBroker } from '../src/approvals/index.js'
+import type { AnyApprovalBroker } from '../src/approvals/index.js'
+import type { DurableStore } from '../src/durable/index.js'
 import { createSessionLogHub, createToolsApp } from '../src/http/index.js'
 import { createMcpApp } from '../src/mcp/index.js'
 import { createToolRuntime } from '../src/registry/index.js'
@@ -42,6 +45,13 @@ export interface StartServerOptions {
   readonly approvalTimeoutMs?: number
   /** `true`: a program whose planned tools ask is put to a person once, before it runs (docs/approvals.md, "Plan approval"). Default `false`. */
   readonly approvalPlans?: boolean
+  /**
+   * A directory for durable state (a file store, `createFileStore`): pending approvals live
+   * there, so a restarted server lists them again and a decision reaches a call resumed
+   * under the same id. Default `undefined`: in memory, lost with the process. `npm start`
+   * passes `TOOLYARD_DATA_DIR`, else `.toolyard/` in the working directory.
+   */
+  readonly dataDir?: string
 }
 
 /** A running `npm start` server. */
@@ -53,8 +63,10 @@ export interface StartedServer {
   readonly runtime: ToolRuntime
   /** The Code Mode sandbox behind `run_code` (its budgets, its load). */
   readonly codeRuntime: SandboxRuntime
-  /** The approval broker behind `/v1/approvals` (the writing tools ask it). */
-  readonly approvals: ApprovalBroker
+  /** The approval broker behind `/v1/approvals` (the writing tools ask it); over the store when `dataDir` was given (its `pending()` and `decide()` then answer promises). */
+  readonly approvals: AnyApprovalBroker
+  /** The file store in `dataDir`, or `undefined` when the server keeps its state in memory. */
+  readonly store: DurableStore | undefined
   /** Where the playground is served from, or `undefined` when it was not built. */
   readonly staticDir: string | undefined
   /** Aborts in-flight runs, drains them, disposes the runtime, the code runtime and the preflight thread, closes the server. Idempotent. */
@@ -183,7 +195,10 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
   // that, runs queue, then are refused with 503 OVERLOADED.
   const codeRuntime = createSandboxRuntime()
   // The writing tools ask a person: the playground shows Allow / Deny, API clients use /v1/approvals.
-  const approvals = createApprovalBroker({ ...(options.approvalTimeoutMs === undefined ? {} : { timeoutMs: options.approvalTimeoutMs }), plans: options.approvalPlans === true })
+  // With a data directory, pending approvals live in its file store: they outlive a crash.
+  const store = options.dataDir === undefined ? undefined : createFileStore(options.dataDir)
+  const brokerOptions = { ...(options.approvalTimeoutMs === undefined ? {} : { timeoutMs: options.approvalTimeoutMs }), plans: options.approvalPlans === true }
+  const approvals: AnyApprovalBroker = store === undefined ? createApprovalBroker(brokerOptions) : createApprovalBroker({ ...brokerOptions, store })
   // Preflight 'warn': each program is type-checked against the tools' SDK in a thread beside
   // its run; a misspelled tool or argument is appended to what the caller reads after the
   // run (a run never waits for the check, except a failed one, up to 2 s).
@@ -216,7 +231,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
     await runtime.dispose()
     await codeRuntime.dispose()
     await preflightEngine.dispose()
-    approvals.dispose()
+    await approvals.dispose()
     throw error
   }
   const server = served
@@ -230,7 +245,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
       await runtime.dispose()
       await codeRuntime.dispose()
       await preflightEngine.dispose()
-      approvals.dispose()
+      await approvals.dispose()
       let timer: ReturnType<typeof setTimeout> | undefined
       // A client holding a connection open must not keep the process alive forever.
       await Promise.race([closed, new Promise<void>((resolve) => (timer = setTimeout(resolve, 3000)))])
@@ -239,11 +254,13 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
     return finished
   }
 
-  return { url: server.url, port: server.port, token, runtime, codeRuntime, approvals, staticDir, shutdown }
+  return { url: server.url, port: server.port, token, runtime, codeRuntime, approvals, store, staticDir, shutdown }
 }
 
 async function main(): Promise<void> {
-  const started = await startServer()
+  // Durable state (pending approvals) in TOOLYARD_DATA_DIR, else .toolyard/ here (git-ignored).
+  const dataDir = resolve(process.env.TOOLYARD_DATA_DIR || '.toolyard')
+  const started = await startServer({ dataDir })
   const lines = [
     '',
     `  toolyard is listening on ${started.url}`,
@@ -252,6 +269,7 @@ async function main(): Promise<void> {
       ? '  (playground not built: GET / lists the API routes)'
       : `  playground: ${started.url}/ (serving ${started.staticDir})`,
     `  approvals: write_file and edit_file wait for Allow / Deny (the playground, or GET/POST /v1/approvals; ${started.approvals.timeoutMs / 1000} s to decide)`,
+    `  data: pending approvals are kept in ${dataDir} (TOOLYARD_DATA_DIR) and survive a restart`,
     `  Code Mode: QuickJS sandbox, compute ${started.codeRuntime.limits.computeMs / 1000} s and wall clock ${started.codeRuntime.limits.maxWallMs / 1000} s a run, ` +
       `${started.codeRuntime.load().maxConcurrentRuns} runs at once (+${started.codeRuntime.load().maxQueuedRuns} queued)`,
     "  preflight: 'warn' (programs are type-checked against the tools' SDK in a thread; mistakes are appended after the run)",

@@ -49,6 +49,8 @@ interface Context {
   readonly watches: Map<string, Watch>
   readonly events: EventFanOut<ApprovalEvent>
   disposed: boolean
+  /** Store writes started for watches (expiries, withdrawals): `dispose()` waits for them. */
+  readonly writes: Set<Promise<void>>
   poll: 'idle' | 'scheduled' | 'running'
   pollTimer: ReturnType<typeof setTimeout> | undefined
 }
@@ -88,6 +90,18 @@ function finish(ctx: Context, watch: Watch, settled: StoredSettlement): void {
   if (ctx.watches.size === 0) stopPolling(ctx)
 }
 
+/** Tracks a store write nobody awaits (the call it settles has its answer), so that `dispose()` can wait for it to land. */
+function track(ctx: Context, write: Promise<void>): Promise<void> {
+  ctx.writes.add(write)
+  void write.finally(() => ctx.writes.delete(write))
+  return write
+}
+
+/** Starts {@link settleInStore}, tracked. */
+function settleLater(ctx: Context, watch: Watch, settled: StoredSettlement): void {
+  void track(ctx, settleInStore(ctx, watch, settled))
+}
+
 /** Settles a watch's request in the store as `settled` (unless something else landed first) and ends the watch with what landed. */
 async function settleInStore(ctx: Context, watch: Watch, settled: StoredSettlement): Promise<void> {
   let landed: StoredSettlement
@@ -108,7 +122,7 @@ function armExpiry(ctx: Context, watch: Watch): void {
     if (watch.finished) return
     // A clamped timer fires early for an expiry further away than the longest timer.
     if (Date.now() < watch.approval.expiresAt) return armExpiry(ctx, watch)
-    void settleInStore(ctx, watch, Object.freeze({ kind: 'expired', at: watch.approval.expiresAt }))
+    settleLater(ctx, watch, Object.freeze({ kind: 'expired', at: watch.approval.expiresAt }))
   }, delay)
 }
 
@@ -133,7 +147,7 @@ async function pollOnce(ctx: Context): Promise<void> {
     const done = await readDone(ctx.store, watch.hash).catch(() => undefined)
     const record = done?.record
     // A decision from another process: clean up its open record if it died before doing so.
-    if (record !== undefined && record.approval.id === watch.approval.id) void settleInStore(ctx, watch, record.settled)
+    if (record !== undefined && record.approval.id === watch.approval.id) settleLater(ctx, watch, record.settled)
   }
   ctx.poll = 'idle'
   schedulePoll(ctx)
@@ -171,7 +185,7 @@ function withdraw(ctx: Context, watch: Watch, caller: Caller): void {
   caller.signal.removeEventListener('abort', caller.onAbort)
   const settled: StoredSettlement = Object.freeze({ kind: 'withdrawn', at: Date.now() })
   caller.reject(deniedBy(watch.approval, settled))
-  if (watch.callers.size === 0) void settleInStore(ctx, watch, settled)
+  if (watch.callers.size === 0) settleLater(ctx, watch, settled)
 }
 
 /** Answers a call whose request was settled before it asked (a resumed run): the events a waiting call would have caused, then the outcome. */
@@ -185,7 +199,15 @@ function answer(ctx: Context, record: DoneRecord): boolean {
 async function ask(ctx: Context, request: ReturnType<typeof readRequest>): Promise<boolean> {
   let attachment: Attachment
   try {
-    attachment = await attach(ctx.store, storedFields(request.fields), ctx.options)
+    const attaching = attach(ctx.store, storedFields(request.fields), ctx.options)
+    void track(
+      ctx,
+      attaching.then(
+        () => undefined,
+        () => undefined,
+      ),
+    )
+    attachment = await attaching
   } catch (error) {
     if (error instanceof ToolError && error.code === 'DENIED_BY_APPROVAL') throw error
     throw denial(`the approval store failed, so nobody could be asked: ${error instanceof Error ? error.message : 'unknown error'}`)
@@ -195,7 +217,8 @@ async function ask(ctx: Context, request: ReturnType<typeof readRequest>): Promi
   if (request.signal.aborted) {
     // Cancelled while the store was written: the request it opened is withdrawn (one it re-attached to stays for its owner).
     const settled: StoredSettlement = Object.freeze({ kind: 'withdrawn', at: Date.now() })
-    if (attachment.created) await claim(ctx.store, attachment.hash, attachment.approval, settled).catch(() => undefined)
+    // Tracked: the pipeline stopped waiting for this handler when the call was cancelled.
+    if (attachment.created) await track(ctx, claim(ctx.store, attachment.hash, attachment.approval, settled).then(() => undefined, () => undefined))
     throw deniedBy(attachment.approval, settled)
   }
   return join(ctx, attachment, request.signal)
@@ -246,7 +269,7 @@ async function decide(ctx: Context, id: string, input: ApprovalDecisionInput): P
 
 /** Creates the broker over `store` (options already validated by `createApprovalBroker`). */
 export function createStoredBroker(options: ResolvedBrokerOptions, store: DurableStore): StoredApprovalBroker {
-  const ctx: Context = { store, options, watches: new Map(), events: createEventFanOut(), disposed: false, poll: 'idle', pollTimer: undefined }
+  const ctx: Context = { store, options, watches: new Map(), events: createEventFanOut(), disposed: false, writes: new Set(), poll: 'idle', pollTimer: undefined }
   let lastListing: ApprovalListing = Object.freeze({ examined: 0, malformed: 0, truncated: false })
   let sweepAfter: string | undefined
   return Object.freeze({
@@ -273,7 +296,7 @@ export function createStoredBroker(options: ResolvedBrokerOptions, store: Durabl
     get subscriberCount() {
       return ctx.events.size
     },
-    dispose() {
+    async dispose() {
       if (ctx.disposed) return
       ctx.disposed = true
       stopPolling(ctx)
@@ -288,6 +311,8 @@ export function createStoredBroker(options: ResolvedBrokerOptions, store: Durabl
       }
       ctx.watches.clear()
       ctx.events.close()
+      // Withdrawals and expiries already started land before the process may exit.
+      while (ctx.writes.size > 0) await Promise.allSettled([...ctx.writes])
     },
   })
 }

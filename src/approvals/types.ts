@@ -219,7 +219,7 @@ export interface ApprovalListing {
  * the same handler, events and dispose as {@link ApprovalBroker}, but listing and
  * deciding read and write the store, so they answer promises.
  */
-export interface StoredApprovalBroker extends Omit<ApprovalBroker, 'pending' | 'decide'> {
+export interface StoredApprovalBroker extends Omit<ApprovalBroker, 'pending' | 'decide' | 'dispose'> {
   /** The store's open requests (of every process sharing it), oldest first, at most `MAX_LISTED_APPROVALS`. */
   pending(): Promise<readonly PendingApproval[]>
   /**
@@ -235,6 +235,13 @@ export interface StoredApprovalBroker extends Omit<ApprovalBroker, 'pending' | '
   readonly retainSettledMs: number
   /** What the last `pending()` read; before the first, all zero. */
   readonly lastListing: ApprovalListing
+  /**
+   * Stops this process's part: its waiting calls are denied here (their requests stay open
+   * in the store, for another process or a restart), its timers and listeners are cleared.
+   * Resolves once the store writes already started (withdrawals, expiries) have landed, so
+   * a server can await it before exiting. Idempotent.
+   */
+  dispose(): Promise<void>
 }
 
 /** Either broker: what a surface that lists and decides (the HTTP app) accepts; `await` its `pending()` and `decide()`. */

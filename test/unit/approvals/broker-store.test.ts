@@ -213,6 +213,18 @@ describe('createApprovalBroker({ store }): one store, several brokers', () => {
     expect(await again.settled).toEqual({ ok: true, value: true })
   })
 
+  it('dispose() resolves only once the withdrawals it started have landed in a slow store (a server can exit after awaiting it)', async () => {
+    const inner = createMemoryStore()
+    const slow: DurableStore = { ...inner, put: async (...args) => (await new Promise((resolve) => setTimeout(resolve, 150)), inner.put(...args)) }
+    const a = broker(slow)
+    const call = ask(a, 'slow')
+    const [request] = await listed(a)
+    call.controller.abort()
+    await a.dispose()
+    expect((await inner.list('approvals/open/')).entries).toEqual([])
+    expect(await broker(inner).decide(request!.id, { decision: 'allow' })).toMatchObject({ ok: false, code: 'APPROVAL_WITHDRAWN' })
+  })
+
   it('the same call asked twice in one process shares one request, and both callers get its decision', async () => {
     const store = createMemoryStore()
     const a = broker(store)

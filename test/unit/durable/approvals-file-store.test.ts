@@ -4,9 +4,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
+import { startServer } from '../../../examples/start.js'
 import { createFileStore } from '../../../platforms/node/index.js'
 import { createApprovalBroker } from '../../../src/approvals/index.js'
 import type { PendingApproval, StoredApprovalBroker } from '../../../src/approvals/index.js'
+import type { ToolExecutionResult } from '../../../src/types.js'
 
 /**
  * Durable approvals over the file store (docs/approvals.md, "Durable approvals"): two
@@ -125,5 +127,41 @@ describe('durable approvals over createFileStore', () => {
     expect(await resumed.exited, resumed.output()).toBe(0)
     expect(resumed.lines().at(-1)).toEqual({ outcome: 'denied', message: 'write_file was denied by a person: not now' })
     parent.dispose()
+  })
+})
+
+describe('npm start with a data directory (startServer({ dataDir }))', () => {
+  it('a call waiting in one server is listed and decided over HTTP by another server on the same directory; a graceful shutdown withdraws what waited', async () => {
+    const dataDir = freshDir()
+    const token = 'durable-start-token-0123456789'
+    const auth = { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }
+    const [a, b] = await Promise.all([startServer({ port: 0, token, staticDir: null, dataDir }), startServer({ port: 0, token, staticDir: null, dataDir })])
+    try {
+      expect(a.store).toBeDefined()
+      const write = (server: typeof a, path: string) =>
+        fetch(`${server.url}/v1/tools/write_file/execute`, { method: 'POST', headers: auth, body: JSON.stringify({ arguments: { path, content: 'hi\n' } }) })
+      const listed = async (server: typeof a) => ((await (await fetch(`${server.url}/v1/approvals`, { headers: auth })).json()) as { approvals: PendingApproval[] }).approvals
+      const call = write(a, 'notes/durable.md')
+      const [request] = await until(async () => {
+        const list = await listed(b)
+        return list.length === 1 ? list : undefined
+      }, 'server B to list server A\'s request')
+      expect(request).toMatchObject({ name: 'write_file', arguments: { path: 'notes/durable.md', content: 'hi\n' } })
+      const decided = await fetch(`${b.url}/v1/approvals/${request!.id}`, { method: 'POST', headers: auth, body: JSON.stringify({ decision: 'allow' }) })
+      expect(decided.status).toBe(200)
+      const again = await fetch(`${a.url}/v1/approvals/${request!.id}`, { method: 'POST', headers: auth, body: JSON.stringify({ decision: 'deny' }) })
+      expect(again.status).toBe(409)
+      const result = (await (await call).json()) as ToolExecutionResult
+      expect(result.isError).toBe(false)
+
+      const stranded = write(a, 'notes/stranded.md')
+      await until(async () => ((await listed(b)).length === 1 ? true : undefined), 'the second request')
+      await a.shutdown()
+      const strandedResult = (await (await stranded).json()) as ToolExecutionResult
+      expect(strandedResult.isError).toBe(true)
+      expect(await listed(b)).toEqual([])
+    } finally {
+      await Promise.all([a.shutdown(), b.shutdown()])
+    }
   })
 })
