@@ -2,8 +2,9 @@ import { describe, expect, it } from 'vitest'
 import { createCodeModeLink } from '../../../src/registry/code-mode-link.js'
 import { HookBus } from '../../../src/registry/hooks.js'
 import { validateRuntimeOptions } from '../../../src/registry/options.js'
-import type { CodeDispatchEvent, SessionLogEvent, SessionLogSink } from '../../../src/runtime-types.js'
+import type { CodeDispatchEvent, SessionLogEvent, SessionLogSink, ToolCatalog } from '../../../src/runtime-types.js'
 import { codeDispatchEvent } from './helpers.js'
+import { createToolRuntime } from '../../../src/registry/index.js'
 
 function link(sessionLog?: SessionLogSink) {
   const hooks = new HookBus()
@@ -64,5 +65,103 @@ describe('the Code Mode link (the registry as run_code sees it)', () => {
     })
     expect(() => streaming.registry.logOutput?.({ type: 'tool/code-log', parentCallId: 'p', entry: { source: 'console', text: 'hi' } })).not.toThrow()
     expect(lines).toEqual(['hi'])
+  })
+})
+
+const original = codeDispatchEvent('big')
+
+const spilled: CodeDispatchEvent = Object.freeze<CodeDispatchEvent>({ ...original, content: [{ type: 'text', text: 'spilled' }] })
+
+/** Runs the waterfall with one listener answering `answer`; what the next listener and the session log receive. */
+async function waterfall(answer: unknown): Promise<{ next: unknown[]; appended: SessionLogEvent[] }> {
+  const hooks = new HookBus()
+  const appended: SessionLogEvent[] = []
+  const next: unknown[] = []
+  const registry = createCodeModeLink({
+    options: validateRuntimeOptions({ sessionLog: { append: (event: SessionLogEvent) => void appended.push(event) } }),
+    layers: { bindingNames: () => [] },
+    hooks,
+    execute: async () => ({ isError: false, value: null, content: [] }),
+    executionMode: () => 'parallel',
+  })
+  hooks.add('tools/code-dispatch-log', () => answer as CodeDispatchEvent, 'a')
+  hooks.add('tools/code-dispatch-log', (event) => {
+    next.push(event)
+    return event
+  }, 'a')
+  await registry.logDispatch(original)
+  return { next, appended }
+}
+
+describe('the Code Mode link: the code-dispatch-log waterfall', () => {
+  it('a complete tool/code-dispatch answer replaces the event for the next listener and the session log', async () => {
+    const { next, appended } = await waterfall(spilled)
+    expect(next).toEqual([spilled])
+    expect(appended).toEqual([spilled])
+  })
+
+  it('an answer that is not an object (nothing, null, text) keeps the event as it was', async () => {
+    for (const answer of [undefined, null, 'spilled', 7]) {
+      const { next, appended } = await waterfall(answer)
+      expect(next, String(answer)).toEqual([original])
+      expect(appended, String(answer)).toEqual([original])
+    }
+  })
+
+  it('a function carrying every field of the event is not an event: the event is kept', async () => {
+    // A function's own `name` is read-only: define every field instead of assigning it.
+    const impostor = () => spilled
+    for (const [key, value] of Object.entries(spilled)) Object.defineProperty(impostor, key, { value, enumerable: true })
+    expect((impostor as unknown as CodeDispatchEvent).name).toBe('echo')
+    const { next, appended } = await waterfall(impostor)
+    expect(next).toEqual([original])
+    expect(appended[0]).toBe(original)
+  })
+
+  it('an answer missing any one required field (or with it of the wrong type) keeps the event', async () => {
+    const broken: Record<string, Partial<Record<keyof CodeDispatchEvent, unknown>>> = {
+      type: { type: 'tool/code-dispatch-start' },
+      subCallId: { subCallId: 1 },
+      parentCallId: { parentCallId: undefined },
+      name: { name: null },
+      isError: { isError: 'false' },
+      content: { content: 'spilled' },
+    }
+    for (const [field, override] of Object.entries(broken)) {
+      const { next, appended } = await waterfall({ ...spilled, ...override })
+      expect(next, field).toEqual([original])
+      expect(appended, field).toEqual([original])
+      expect(appended[0], field).toBe(original)
+    }
+  })
+})
+
+describe('the Code Mode link: its members', () => {
+  const make = (catalog?: (agent: string | undefined) => ToolCatalog) =>
+    createCodeModeLink({
+      options: validateRuntimeOptions({}),
+      layers: { bindingNames: () => [] },
+      hooks: new HookBus(),
+      execute: async () => ({ isError: false, value: null, content: [] }),
+      executionMode: () => 'exclusive',
+      ...(catalog === undefined ? {} : { catalog }),
+    })
+
+  it('offers a catalog member only when the registry gives one', () => {
+    const without = make()
+    expect(Object.hasOwn(without, 'catalog')).toBe(false)
+    expect(Object.keys(without).sort()).toEqual([
+      'bindingNames',
+      'codeRuntime',
+      'execute',
+      'executionMode',
+      'logDispatch',
+      'logDispatchStart',
+      'maxOutputBytes',
+      'maxParallelSubCalls',
+    ])
+    const catalog = createToolRuntime().catalog()
+    const of = (_agent: string | undefined) => catalog
+    expect(make(of).catalog).toBe(of)
   })
 })

@@ -1,7 +1,7 @@
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, afterEach, vi } from 'vitest'
 import { ToolError } from '../../../src/errors.js'
 import { InFlightCalls, UNTRACKED } from '../../../src/registry/in-flight.js'
-import { tick } from './helpers.js'
+import { tick, call } from './helpers.js'
 
 describe('InFlightCalls (on its own, no runtime)', () => {
   it("a call's signal follows the caller, and keeps the caller's own reason", () => {
@@ -75,5 +75,69 @@ describe('InFlightCalls (on its own, no runtime)', () => {
     expect(UNTRACKED.aborted).toBe(false)
     expect(UNTRACKED.signal().aborted).toBe(false)
     expect(() => UNTRACKED.release()).not.toThrow()
+  })
+})
+
+afterEach(() => {
+  vi.useRealTimers()
+})
+
+describe('the in-flight record: reason, release, settlement', () => {
+  it('once the signal exists, reason is the signal\'s: a disposal then a caller abort keeps the disposal\'s reason', () => {
+    const calls = new InFlightCalls()
+    const caller = new AbortController()
+    const record = calls.track(caller.signal, 'a')
+    const signal = record.signal()
+    const disposed = new ToolError('DISPOSED', 'agent scope "a" was disposed')
+    void calls.quiesce(disposed, 'a')
+    caller.abort(new Error('caller gave up'))
+    expect(signal.reason).toBe(disposed)
+    expect(record.reason).toBe(disposed)
+    record.release()
+  })
+
+  it('the first disposal wins: a second one (agent, then registry) does not change the reason', () => {
+    const calls = new InFlightCalls()
+    const record = calls.track(new AbortController().signal, 'a')
+    const first = new ToolError('DISPOSED', 'agent scope "a" was disposed')
+    void calls.quiesce(first, 'a')
+    void calls.quiesce(new ToolError('DISPOSED', 'the tool runtime was disposed'))
+    expect(record.reason).toBe(first)
+    expect(record.signal().reason).toBe(first)
+    record.release()
+  })
+
+  it('a released call stops following its caller, whether its signal was read before or after', () => {
+    const calls = new InFlightCalls()
+    const caller = new AbortController()
+    const early = calls.track(caller.signal, undefined)
+    const earlySignal = early.signal()
+    early.release()
+    const late = calls.track(caller.signal, undefined)
+    late.release()
+    const lateSignal = late.signal()
+    caller.abort(new Error('too late'))
+    expect(earlySignal.aborted).toBe(false)
+    expect(lateSignal.aborted).toBe(false)
+  })
+
+  it('a call released by its own abort listener (settling as it is disposed) does not hold up quiesce', async () => {
+    const calls = new InFlightCalls()
+    const record = calls.track(new AbortController().signal, 'a')
+    record.signal().addEventListener('abort', () => record.release())
+    const quiet = calls.quiesce(new ToolError('DISPOSED', 'agent scope "a" was disposed'), 'a').then(() => 'quiet')
+    expect(await Promise.race([quiet, tick().then(() => 'still waiting')])).toBe('quiet')
+  })
+
+  it('a call released by an earlier call\'s abort listener does not hold up quiesce either', async () => {
+    const calls = new InFlightCalls()
+    const first = calls.track(new AbortController().signal, undefined)
+    const second = calls.track(new AbortController().signal, undefined)
+    first.signal().addEventListener('abort', () => {
+      first.release()
+      second.release()
+    })
+    const quiet = calls.quiesce(new ToolError('DISPOSED', 'the tool runtime was disposed')).then(() => 'quiet')
+    expect(await Promise.race([quiet, tick().then(() => 'still waiting')])).toBe('quiet')
   })
 })

@@ -3,6 +3,12 @@ import { createToolRuntime } from '../../../src/registry/index.js'
 import type { ToolsChangedEvent } from '../../../src/runtime-types.js'
 import type { CodeRuntime } from '../../../src/code-runtime/contract.js'
 import { addTool, call, deferred, echoTool, tick } from './helpers.js'
+import { thrownToolError, refusalMessage } from '../../support/refusal.js'
+import type { AnyToolDefinition, ToolExecutionResult } from './types.js'
+import { DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_PARALLEL_SUB_CALLS, validateRuntimeOptions } from '../../../src/registry/options.js'
+import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
+import { ToolError } from '../../../src/errors.js'
+import { defineTool } from '../../../src/schema/define-tool.js'
 
 const fakeCodeRuntime: CodeRuntime = {
   language: 'typescript',
@@ -334,4 +340,507 @@ describe('tools/changed and disposal', () => {
     expect(after.isError && after.error.info?.code).toBe('DISPOSED')
     await runtime.dispose()
   })
+})
+
+const failureOf = (r: ToolExecutionResult) => (r.isError ? { code: r.error.info?.code, message: r.error.message } : { value: r.value })
+
+/** A raw tool with the given extra members (validators, classifier). */
+const raw = (name: string, extra: Record<string, unknown>) => ({ ...echoTool(name), ...extra }) as unknown as AnyToolDefinition
+
+describe('executionMode', () => {
+  it('a concurrency-safe tool is parallel in the global scope and for a string agent id', () => {
+    const runtime = createToolRuntime()
+    runtime.register(raw('read', { isConcurrencySafe: () => true }))
+    expect(runtime.executionMode(call('read'))).toBe('parallel')
+    expect(runtime.executionMode(call('read', {}, { agent: 'bob' }))).toBe('parallel')
+    runtime.agent('bob')
+    expect(runtime.executionMode(call('read', {}, { agent: 'bob' }))).toBe('parallel')
+  })
+
+  it('a call with a name or an agent that is not a string is exclusive, even for a safe global tool', () => {
+    const runtime = createToolRuntime()
+    runtime.register(raw('read', { isConcurrencySafe: () => true }))
+    for (const agent of [42, null, {}, ['bob']]) {
+      expect(runtime.executionMode(call('read', {}, { agent: agent as never })), JSON.stringify(agent)).toBe('exclusive')
+    }
+    expect(runtime.executionMode(call(42 as never))).toBe('exclusive')
+    expect(runtime.executionMode({ name: undefined, arguments: {} } as never)).toBe('exclusive')
+  })
+
+  it('the classifier gets the soft validator’s arguments, else the strict validator’s, else the raw ones', () => {
+    const runtime = createToolRuntime()
+    const via = (expected: string) => (args: { via?: string }) => args.via === expected
+    runtime.register(raw('soft', { softValidateArgs: () => ({ via: 'soft' }), validateArgs: () => ({ via: 'strict' }), isConcurrencySafe: via('soft') }))
+    runtime.register(raw('strict', { validateArgs: () => ({ via: 'strict' }), isConcurrencySafe: via('strict') }))
+    runtime.register(raw('plain', { isConcurrencySafe: via('raw') }))
+    expect(runtime.executionMode(call('soft', { via: 'raw' }))).toBe('parallel')
+    expect(runtime.executionMode(call('strict', { via: 'raw' }))).toBe('parallel')
+    expect(runtime.executionMode(call('plain', { via: 'raw' }))).toBe('parallel')
+    expect(runtime.executionMode(call('plain', { via: 'soft' }))).toBe('exclusive')
+  })
+
+  it('a tool without a classifier is exclusive without validating the arguments at all', () => {
+    const runtime = createToolRuntime()
+    const validated: string[] = []
+    runtime.register(
+      raw('write', {
+        softValidateArgs: (args: unknown) => (validated.push('soft'), args),
+        validateArgs: (args: unknown) => (validated.push('strict'), args),
+      }),
+    )
+    expect(runtime.executionMode(call('write', { text: 'x' }))).toBe('exclusive')
+    expect(runtime.executionMode(call('missing'))).toBe('exclusive')
+    expect(validated).toEqual([])
+  })
+})
+
+describe('agent scopes: disposal', () => {
+  it('an agent’s listeners outlive its registrations: its tools/changed listener hears their removal and the dispose', async () => {
+    const runtime = createToolRuntime()
+    const agent = runtime.agent('bob')
+    const heard: ToolsChangedEvent[] = []
+    agent.on('tools/changed', (event) => void heard.push(event))
+    agent.register(echoTool('mine'))
+    heard.length = 0
+    await agent.dispose()
+    expect(heard).toEqual([
+      { kind: 'unregister', name: 'mine', agent: 'bob' },
+      { kind: 'dispose', agent: 'bob' },
+    ])
+  })
+
+  it('registry disposal disposes every agent: removals announced, tools gone, execute reports the agent disposed', async () => {
+    const runtime = createToolRuntime()
+    runtime.register(echoTool('g'))
+    const agent = runtime.agent('bob')
+    agent.register(echoTool('local'))
+    const heard: ToolsChangedEvent[] = []
+    runtime.on('tools/changed', (event) => void heard.push(event))
+    await runtime.dispose()
+    expect(heard).toEqual([{ kind: 'unregister', name: 'local', agent: 'bob' }, { kind: 'unregister', name: 'g' }, { kind: 'dispose' }])
+    expect(runtime.get('local', 'bob')).toBeUndefined()
+    expect(failureOf(await agent.execute(call('local')))).toEqual({ code: 'DISPOSED', message: 'agent scope "bob" is disposed' })
+    expect(failureOf(await runtime.execute(call('g')))).toEqual({ code: 'DISPOSED', message: 'the tool runtime is disposed' })
+  })
+
+  it('an agent refuses registrations as soon as its registry starts disposing, while calls are still in flight', async () => {
+    const gate = deferred<string>()
+    const runtime = createToolRuntime()
+    runtime.register(echoTool('slow', () => gate.promise))
+    const agent = runtime.agent('bob')
+    const pending = runtime.execute(call('slow'))
+    await tick()
+    const disposing = runtime.dispose()
+    expect(thrownToolError(() => agent.register(echoTool('late')))).toEqual({ code: 'DISPOSED', message: 'agent scope "bob" is disposed' })
+    expect(thrownToolError(() => agent.catalog())).toEqual({ code: 'DISPOSED', message: 'agent scope "bob" is disposed' })
+    gate.resolve('done')
+    await pending
+    await disposing
+  })
+})
+
+describe('agent scopes: execute', () => {
+  it('hands an input that is not an object to the pipeline as it is (no agent is added to it)', async () => {
+    const runtime = createToolRuntime()
+    runtime.register(echoTool('echo'))
+    const agent = runtime.agent('bob')
+    for (const input of [null, 'echo', 42]) {
+      expect(failureOf(await agent.execute(input as never)), String(input)).toEqual({
+        code: 'INVALID_EXECUTION',
+        message: 'the execution input must be an object',
+      })
+    }
+    expect(failureOf(await agent.execute(call('echo', { text: 'hi' })))).toEqual({ value: 'hi' })
+  })
+})
+
+/*
+ * `validateRuntimeOptions`: the options in force (defaults, copies, freezing) and every
+ * refusal with the message an integrator reads.
+ */
+function refusal(options: unknown): string | undefined {
+  return refusalMessage('INVALID_OPTIONS', () => validateRuntimeOptions(options))
+}
+
+describe('validateRuntimeOptions: the options in force', () => {
+  it('defaults: native, 10 parallel sub-calls, 64 MiB of output, a 12,000-character SDK budget, preflight warn, nothing else', () => {
+    expect(DEFAULT_MAX_PARALLEL_SUB_CALLS).toBe(10)
+    expect(DEFAULT_MAX_OUTPUT_BYTES).toBe(67_108_864)
+    for (const options of [undefined, {}, { mode: undefined }]) {
+      const resolved = validateRuntimeOptions(options)
+      expect(resolved).toEqual({ mode: 'native', maxParallelSubCalls: 10, maxOutputBytes: 67_108_864, sdkBudgetChars: 12_000, preflight: 'warn' })
+      expect(Object.keys(resolved).sort()).toEqual(['maxOutputBytes', 'maxParallelSubCalls', 'mode', 'preflight', 'sdkBudgetChars'])
+      expect(Object.isFrozen(resolved)).toBe(true)
+    }
+  })
+
+  it('keeps every given option, and freezes a copy of the tool order', () => {
+    const codeRuntime = createInProcessRuntime()
+    const approval = () => ({ decision: 'allow' as const })
+    const sessionLog = { append: () => {} }
+    const order = ['b', 'a']
+    const resolved = validateRuntimeOptions({ mode: 'both', codeRuntime, approval, sessionLog, maxParallelSubCalls: 1, maxOutputBytes: 5, toolOrder: order })
+    expect(resolved).toEqual({ mode: 'both', codeRuntime, approval, sessionLog, maxParallelSubCalls: 1, maxOutputBytes: 5, toolOrder: ['b', 'a'], sdkBudgetChars: 12_000, preflight: 'warn' })
+    expect(resolved.codeRuntime).toBe(codeRuntime)
+    expect(resolved.approval).toBe(approval)
+    expect(resolved.sessionLog).toBe(sessionLog)
+    expect(resolved.toolOrder).not.toBe(order)
+    expect(Object.isFrozen(resolved.toolOrder)).toBe(true)
+    order.push('c')
+    expect(resolved.toolOrder).toEqual(['b', 'a'])
+    expect(validateRuntimeOptions({ mode: 'code' }).mode).toBe('code')
+    expect(validateRuntimeOptions({ toolOrder: [] }).toolOrder).toEqual([])
+  })
+
+  it('reads the options through their descriptors, never through a getter or get trap', () => {
+    let gets = 0
+    const options = new Proxy({ mode: 'both' }, {
+      get(target, key, receiver) {
+        gets++
+        return Reflect.get(target, key, receiver) as unknown
+      },
+    })
+    expect(validateRuntimeOptions(options).mode).toBe('both')
+    expect(gets).toBe(0)
+  })
+
+  it('accepts a code runtime whose fields are getters', () => {
+    const inner = createInProcessRuntime()
+    const viaGetters = {
+      get language() {
+        return 'typescript'
+      },
+      get isolation() {
+        return 'x'
+      },
+      get run() {
+        return inner.run
+      },
+      get dispose() {
+        return inner.dispose
+      },
+      get capabilities() {
+        return inner.capabilities
+      },
+    }
+    expect(validateRuntimeOptions({ codeRuntime: viaGetters }).codeRuntime).toBe(viaGetters)
+  })
+})
+
+describe('validateRuntimeOptions: refusals', () => {
+  it('options that are not an object, with what they were', () => {
+    expect(refusal(null)).toBe('createToolRuntime options must be an object (got null)')
+    expect(refusal([])).toBe('createToolRuntime options must be an object (got an array)')
+    expect(refusal('native')).toBe('createToolRuntime options must be an object (got "native")')
+    expect(refusal(3)).toBe('createToolRuntime options must be an object (got 3)')
+    expect(refusal(true)).toBe('createToolRuntime options must be an object (got true)')
+    expect(refusal(() => {})).toBe('createToolRuntime options must be an object (got function)')
+  })
+
+  it('unknown options, listing the known ones', () => {
+    expect(refusal({ modes: 'both' })).toBe('unknown option "modes" (known: mode, codeRuntime, approval, sessionLog, maxParallelSubCalls, maxOutputBytes, toolOrder, sdkBudgetChars, preflight, preflightEngine)')
+  })
+
+  it('accessors, and options that throw when read', () => {
+    expect(refusal({ get mode() {
+      return 'both'
+    } })).toBe('options.mode must be a data property, not a getter/setter')
+    const keysThrow = new Proxy({}, {
+      ownKeys() {
+        throw new Error('no keys')
+      },
+    })
+    expect(refusal(keysThrow)).toBe('createToolRuntime options could not be read (no keys)')
+    // Object.keys reads each descriptor once; the copy reads it again, and that read throws.
+    let calls = 0
+    const descriptorThrows = new Proxy({ mode: 'both' }, {
+      getOwnPropertyDescriptor(target, key) {
+        if (++calls > 1) throw 'odd'
+        return Reflect.getOwnPropertyDescriptor(target, key)
+      },
+    })
+    expect(refusal(descriptorThrows)).toBe('options.mode could not be read (odd)')
+    const keysThrowValue = new Proxy({}, {
+      ownKeys() {
+        throw 42
+      },
+    })
+    expect(refusal(keysThrowValue)).toBe('createToolRuntime options could not be read (42)')
+  })
+
+  it('skips a key whose descriptor vanished between listing and reading', () => {
+    let calls = 0
+    const vanishing = new Proxy({ mode: 'both' }, {
+      getOwnPropertyDescriptor(target, key) {
+        return ++calls > 1 ? undefined : Reflect.getOwnPropertyDescriptor(target, key)
+      },
+    })
+    expect(validateRuntimeOptions(vanishing).mode).toBe('native')
+  })
+
+  it('a mode other than the three', () => {
+    expect(refusal({ mode: 'hybrid' })).toBe(`options.mode must be 'native', 'code' or 'both' (got "hybrid")`)
+    expect(refusal({ mode: 1 })).toBe(`options.mode must be 'native', 'code' or 'both' (got 1)`)
+    expect(refusal({ mode: ['both'] })).toBe(`options.mode must be 'native', 'code' or 'both' (got an array)`)
+  })
+
+  it('a code runtime missing a field, or throwing when read', () => {
+    const inner = createInProcessRuntime()
+    const base = { language: 'typescript', isolation: 'x', run: inner.run, dispose: inner.dispose, capabilities: inner.capabilities }
+    expect(refusal({ codeRuntime: 'worker' })).toBe('options.codeRuntime must be a CodeRuntime object (got "worker")')
+    expect(refusal({ codeRuntime: null })).toBe('options.codeRuntime must be a CodeRuntime object (got null)')
+    expect(refusal({ codeRuntime: { ...base, language: '' } })).toBe('options.codeRuntime.language must be a non-empty string')
+    expect(refusal({ codeRuntime: { ...base, language: 1 } })).toBe('options.codeRuntime.language must be a non-empty string')
+    expect(refusal({ codeRuntime: { ...base, isolation: undefined } })).toBe('options.codeRuntime.isolation must be a string')
+    expect(refusal({ codeRuntime: { ...base, run: 'run' } })).toBe('options.codeRuntime.run must be a function')
+    expect(refusal({ codeRuntime: { ...base, dispose: undefined } })).toBe('options.codeRuntime.dispose must be a function')
+    expect(refusal({ codeRuntime: { ...base, capabilities: null } })).toBe('options.codeRuntime.capabilities must be an object')
+    expect(refusal({ codeRuntime: { ...base, capabilities: 'all' } })).toBe('options.codeRuntime.capabilities must be an object')
+    expect(refusal({ codeRuntime: base })).toBeUndefined()
+    const throwing = { ...base, get language(): string {
+      throw new Error('getter broke')
+    } }
+    expect(refusal({ codeRuntime: throwing })).toBe('options.codeRuntime could not be read (getter broke)')
+    const throwingValue = { ...base, get run(): never {
+      throw 'nope'
+    } }
+    expect(refusal({ codeRuntime: throwingValue })).toBe('options.codeRuntime could not be read (nope)')
+  })
+
+  it('an approval that is not a function', () => {
+    expect(refusal({ approval: 'ask' })).toBe('options.approval must be a function (got "ask")')
+    expect(refusal({ approval: {} })).toBe('options.approval must be a function (got object)')
+  })
+
+  it('a session log without append, or throwing when read', () => {
+    for (const sessionLog of [null, 'log', {}, { append: 'x' }]) expect(refusal({ sessionLog })).toBe('options.sessionLog must be an object with an append(event) method')
+    const throwing = { get append(): never {
+      throw new Error('boom')
+    } }
+    expect(refusal({ sessionLog: throwing })).toBe('options.sessionLog could not be read (boom)')
+  })
+
+  it('limits that are not positive integers', () => {
+    for (const value of [0, -1, 1.5, '2', Number.MAX_SAFE_INTEGER + 2, null]) {
+      expect(refusal({ maxParallelSubCalls: value })).toBe(`options.maxParallelSubCalls must be a positive integer (got ${value === null ? 'null' : typeof value === 'string' ? `"${value}"` : String(value)})`)
+      expect(refusal({ maxOutputBytes: value })).toMatch(/^options\.maxOutputBytes must be a positive integer \(got /)
+    }
+    expect(validateRuntimeOptions({ maxParallelSubCalls: 1, maxOutputBytes: 1 })).toMatchObject({ maxParallelSubCalls: 1, maxOutputBytes: 1 })
+  })
+
+  it('a tool order that is not a list of distinct names', () => {
+    expect(refusal({ toolOrder: 'a,b' })).toBe('options.toolOrder must be an array of tool names (got "a,b")')
+    // eslint-disable-next-line no-sparse-arrays
+    expect(refusal({ toolOrder: ['a', , 'b'] })).toBe('options.toolOrder[1] is missing (sparse array)')
+    expect(refusal({ toolOrder: ['a', ''] })).toBe('options.toolOrder[1] must be a non-empty string (got "")')
+    expect(refusal({ toolOrder: [3] })).toBe('options.toolOrder[0] must be a non-empty string (got 3)')
+    expect(refusal({ toolOrder: ['a', 'b', 'a'] })).toBe('options.toolOrder names "a" twice')
+  })
+})
+
+/*
+ * Scope operations through the public API: registration, masks, presentation, hooks and
+ * disposal, each refusal with its code and message, and the `tools/changed` events and
+ * resolution each operation produces.
+ */
+const tool = (name: string, description = `${name} tool`) =>
+  defineTool({ name, description, parameters: {}, output: { schema: { type: 'null' }, render: () => [] }, execute: () => null })
+
+const failure = thrownToolError
+
+describe('registration', () => {
+  it('refuses run_code, duplicates per layer, and a guard that is not a function', () => {
+    const runtime = createToolRuntime()
+    runtime.register(tool('a'))
+    expect(failure(() => runtime.register({ ...tool('x'), name: 'run_code' }))).toEqual({ code: 'RESERVED_NAME', message: '`run_code` is reserved for the Code Mode transport and cannot be registered' })
+    expect(failure(() => runtime.register(tool('a')))).toEqual({ code: 'DUPLICATE_TOOL', message: 'a tool named "a" is already registered in the global layer' })
+    const agent = runtime.agent('bob')
+    agent.register(tool('a', 'shadow'))
+    expect(failure(() => agent.register(tool('a')))).toEqual({ code: 'DUPLICATE_TOOL', message: 'a tool named "a" is already registered in agent "bob"' })
+    expect(failure(() => runtime.guard('deny' as never))).toEqual({ code: 'INVALID_SCOPE_OPERATION', message: 'guard(fn) needs a function' })
+    expect(failure(() => agent.guard(null as never))).toEqual({ code: 'INVALID_SCOPE_OPERATION', message: 'guard(fn) needs a function' })
+    expect(failure(() => runtime.agent(''))).toEqual({ code: 'INVALID_SCOPE_OPERATION', message: 'runtime.agent(id) needs a non-empty string id' })
+    expect(failure(() => runtime.agent(1 as never))).toEqual({ code: 'INVALID_SCOPE_OPERATION', message: 'runtime.agent(id) needs a non-empty string id' })
+  })
+
+  it('an agent tool shadows the global one for that agent only; unregistering restores it', () => {
+    const runtime = createToolRuntime()
+    runtime.register(tool('a', 'global'))
+    const agent = runtime.agent('bob')
+    const undo = agent.register(tool('a', 'local'))
+    expect(agent.get('a')?.description).toBe('local')
+    expect(runtime.get('a', 'bob')?.description).toBe('local')
+    expect(runtime.get('a')?.description).toBe('global')
+    expect(runtime.get('a', 'alice')?.description).toBe('global')
+    undo()
+    undo()
+    expect(agent.get('a')?.description).toBe('global')
+    expect(runtime.agent('bob')).toBe(agent)
+  })
+
+  it('announces each change on tools/changed, with the agent when there is one', () => {
+    const runtime = createToolRuntime()
+    const events: unknown[] = []
+    runtime.on('tools/changed', (event) => void events.push(event))
+    const undoGlobal = runtime.register(tool('g'))
+    const agent = runtime.agent('bob')
+    const undoLocal = agent.register(tool('l'))
+    const unrestrict = agent.restrict({ deny: ['g'] })
+    const unpresent = agent.presentAs('native')
+    unpresent()
+    unrestrict()
+    undoLocal()
+    undoGlobal()
+    expect(events).toEqual([
+      { kind: 'register', name: 'g' },
+      { kind: 'register', name: 'l', agent: 'bob' },
+      { kind: 'restrict', agent: 'bob' },
+      { kind: 'present-as', agent: 'bob' },
+      { kind: 'present-as', agent: 'bob' },
+      { kind: 'unrestrict', agent: 'bob' },
+      { kind: 'unregister', name: 'l', agent: 'bob' },
+      { kind: 'unregister', name: 'g' },
+    ])
+  })
+})
+
+describe('masks', () => {
+  const setup = () => {
+    const runtime = createToolRuntime()
+    for (const name of ['a', 'b', 'c']) runtime.register(tool(name))
+    const agent = runtime.agent('bob')
+    agent.register(tool('local'))
+    return { runtime, agent }
+  }
+
+  it('allow and deny intersect, and apply to that agent only', () => {
+    const { runtime, agent } = setup()
+    agent.restrict({ allow: ['a', 'b'] })
+    expect(agent.schemas().map((s) => s.name)).toEqual(['a', 'b', 'local'])
+    const undo = agent.restrict({ deny: ['b'] })
+    expect(agent.schemas().map((s) => s.name)).toEqual(['a', 'local'])
+    expect(agent.get('b')).toBeUndefined()
+    expect(runtime.schemas().map((s) => s.name)).toEqual(['a', 'b', 'c'])
+    undo()
+    expect(agent.schemas().map((s) => s.name)).toEqual(['a', 'b', 'local'])
+  })
+
+  it('refuses malformed filters, local and unknown names, and run_code', () => {
+    const { agent } = setup()
+    const refuse = (filter: unknown) => failure(() => agent.restrict(filter as never))
+    expect(refuse(null)).toEqual({ code: 'INVALID_SCOPE_OPERATION', message: 'restrict(filter) needs { allow: [...] } or { deny: [...] }' })
+    expect(refuse('a')).toEqual({ code: 'INVALID_SCOPE_OPERATION', message: 'restrict(filter) needs { allow: [...] } or { deny: [...] }' })
+    expect(refuse({})).toEqual({ code: 'INVALID_SCOPE_OPERATION', message: 'restrict(filter) needs exactly one of allow / deny' })
+    expect(refuse({ allow: ['a'], deny: ['b'] })).toEqual({ code: 'INVALID_SCOPE_OPERATION', message: 'restrict(filter) needs exactly one of allow / deny' })
+    expect(refuse({ allow: [] })).toEqual({ code: 'INVALID_SCOPE_OPERATION', message: 'restrict({ allow }) needs a non-empty array of tool names' })
+    expect(refuse({ deny: 'a' })).toEqual({ code: 'INVALID_SCOPE_OPERATION', message: 'restrict({ deny }) needs a non-empty array of tool names' })
+    expect(refuse({ deny: [1] })).toEqual({ code: 'INVALID_SCOPE_OPERATION', message: 'restrict({ deny }) names must be strings' })
+    expect(refuse({ allow: ['run_code'] })).toEqual({ code: 'INVALID_SCOPE_OPERATION', message: '`run_code` is reserved and cannot be restricted' })
+    expect(refuse({ allow: ['local'] })).toEqual({ code: 'INVALID_SCOPE_OPERATION', message: '"local" is local to agent "bob"; masks apply to global tools only' })
+    expect(refuse({ deny: ['nope'] })).toEqual({ code: 'INVALID_SCOPE_OPERATION', message: 'restrict({ deny }) names an unknown global tool "nope"' })
+  })
+})
+
+describe('presentation', () => {
+  it('an agent declares its mode once; the runtime mode is the default; run_code joins the catalog outside native', () => {
+    const runtime = createToolRuntime({ mode: 'native', codeRuntime: createInProcessRuntime() })
+    runtime.register(tool('a'))
+    const agent = runtime.agent('bob')
+    expect(runtime.presentation('bob')).toBe('native')
+    const undo = agent.presentAs('code')
+    expect(runtime.presentation('bob')).toBe('code')
+    expect(runtime.presentation()).toBe('native')
+    expect(agent.schemas().map((s) => s.name)).toEqual(['a', 'run_code'])
+    expect(runtime.schemas().map((s) => s.name)).toEqual(['a'])
+    expect(failure(() => agent.presentAs('both'))).toEqual({ code: 'INVALID_SCOPE_OPERATION', message: `agent "bob" already declared its presentation ('code')` })
+    undo()
+    expect(runtime.presentation('bob')).toBe('native')
+    expect(failure(() => agent.presentAs('hybrid' as never))).toEqual({ code: 'INVALID_SCOPE_OPERATION', message: `presentAs(mode) needs 'native', 'code' or 'both' (got "hybrid")` })
+    expect(failure(() => agent.presentAs(3 as never))).toEqual({ code: 'INVALID_SCOPE_OPERATION', message: `presentAs(mode) needs 'native', 'code' or 'both' (got "3")` })
+    const both = createToolRuntime({ mode: 'both', codeRuntime: createInProcessRuntime() })
+    expect(both.schemas().map((s) => s.name)).toEqual(['run_code'])
+    expect(both.schemas()[0]).toBe(both.schemas()[0])
+  })
+})
+
+describe('hooks', () => {
+  it('refuses unknown hooks and listeners that are not functions', () => {
+    const runtime = createToolRuntime()
+    expect(failure(() => runtime.on('tools/nope' as never, (() => {}) as never))).toEqual({ code: 'INVALID_SCOPE_OPERATION', message: 'unknown hook "tools/nope"' })
+    expect(failure(() => runtime.on(Symbol.iterator as never, (() => {}) as never))).toEqual({ code: 'INVALID_SCOPE_OPERATION', message: 'unknown hook "Symbol(Symbol.iterator)"' })
+    expect(failure(() => runtime.on('tools/result', 'listener' as never))).toEqual({ code: 'INVALID_SCOPE_OPERATION', message: 'on("tools/result", listener) needs a function' })
+  })
+})
+
+describe('disposal', () => {
+  it('a disposed agent and a disposed runtime refuse new registrations, naming themselves', async () => {
+    const runtime = createToolRuntime()
+    const agent = runtime.agent('bob')
+    await agent.dispose()
+    expect(failure(() => agent.register(tool('a')))).toEqual({ code: 'DISPOSED', message: 'agent scope "bob" is disposed' })
+    expect(failure(() => agent.section({ id: 's', order: 1, text: '' }))).toEqual({ code: 'DISPOSED', message: 'agent scope "bob" is disposed' })
+    expect(runtime.agent('bob')).not.toBe(agent)
+    await runtime.dispose()
+    expect(failure(() => runtime.register(tool('a')))).toEqual({ code: 'DISPOSED', message: 'the tool runtime is disposed' })
+    expect(failure(() => runtime.on('tools/result', () => {}))).toEqual({ code: 'DISPOSED', message: 'the tool runtime is disposed' })
+  })
+
+  it('disposing an agent removes its tools, masks and presentation', async () => {
+    const runtime = createToolRuntime({ codeRuntime: createInProcessRuntime() })
+    runtime.register(tool('g'))
+    const agent = runtime.agent('bob')
+    agent.register(tool('l'))
+    agent.restrict({ deny: ['g'] })
+    agent.presentAs('code')
+    await agent.dispose()
+    expect(runtime.schemas('bob').map((s) => s.name)).toEqual(['g'])
+    expect(runtime.presentation('bob')).toBe('native')
+  })
+
+  it('disposal aborts the scope’s in-flight calls with a DISPOSED reason and waits for them', async () => {
+    const reasons: unknown[] = []
+    const waiting = (onStart: () => void) =>
+      defineTool({
+        name: 'wait',
+        description: '',
+        parameters: {},
+        output: { schema: { type: 'null' }, render: () => [] },
+        execute: (_args, exec) =>
+          new Promise<null>((_resolve, reject) => {
+            onStart()
+            exec.signal.addEventListener('abort', () => {
+              reasons.push(exec.signal.reason)
+              setTimeout(() => reject(exec.signal.reason), 5)
+            })
+          }),
+      })
+    const runtime = createToolRuntime()
+    const agent = runtime.agent('bob')
+    let started!: () => void
+    const running = new Promise<void>((resolve) => (started = resolve))
+    agent.register(waiting(() => started()))
+    let settled = false
+    const pending = agent.execute({ callId: 'c', name: 'wait', arguments: {}, signal: new AbortController().signal }).then((r) => ((settled = true), r))
+    await running
+    await agent.dispose()
+    expect(settled).toBe(true)
+    const result = await pending
+    expect(result.isError && result.error.info?.code).toBe('ABORTED')
+    expect(reasons[0]).toBeInstanceOf(ToolError)
+    expect([(reasons[0] as ToolError).code, (reasons[0] as Error).message]).toEqual(['DISPOSED', 'agent scope "bob" was disposed'])
+    const after = await agent.execute({ callId: 'd', name: 'wait', arguments: {}, signal: new AbortController().signal })
+    expect(after.isError && after.error).toEqual({ message: 'agent scope "bob" is disposed', info: { name: 'ToolError', code: 'DISPOSED' } })
+
+    const global = createToolRuntime()
+    let go!: () => void
+    const begun = new Promise<void>((resolve) => (go = resolve))
+    global.register(waiting(() => go()))
+    const call = global.execute({ callId: 'g', name: 'wait', arguments: {}, signal: new AbortController().signal })
+    await begun
+    await global.dispose()
+    expect((await call).isError).toBe(true)
+    expect([(reasons[1] as ToolError).code, (reasons[1] as Error).message]).toEqual(['DISPOSED', 'the tool runtime was disposed'])
+    const later = await global.execute({ callId: 'h', name: 'wait', arguments: {}, signal: new AbortController().signal })
+    expect(later.isError && later.error).toEqual({ message: 'the tool runtime is disposed', info: { name: 'ToolError', code: 'DISPOSED' } })
+  }, 5_000)
 })

@@ -3,6 +3,9 @@ import { createToolRuntime, runToolCalls } from '../../../src/registry/index.js'
 import { createCallPool } from '../../../src/scheduler.js'
 import type { ToolExecutionMode } from '../../../src/types.js'
 import { call, deferred, echoTool, tick, type Deferred } from './helpers.js'
+import { Schedule, UNSCHEDULED, type PipelineSchedule } from '../../../src/registry/schedule.js'
+import type { ToolRuntime } from '../../../src/runtime-types.js'
+import type { AnyToolDefinition, ToolExecutionResult } from './types.js'
 
 /** Tracks how many tasks run at once and in which order they started. */
 function probe() {
@@ -217,5 +220,144 @@ describe('runToolCalls', () => {
     const runtime = createToolRuntime()
     await expect(runToolCalls(runtime, 'x' as never)).rejects.toThrow(/array/)
     await expect(runToolCalls(runtime, [], { maxParallel: 0 })).rejects.toThrow(/maxParallel/)
+  })
+})
+
+/** A raw tool with the given extra members (validators, classifier). */
+const raw = (name: string, extra: Record<string, unknown>) => ({ ...echoTool(name), ...extra }) as unknown as AnyToolDefinition
+
+/** A runtime with a concurrency-safe `safe` and an exclusive `solo` tool whose bodies wait on per-text gates. */
+function gatedRuntime() {
+  const runtime = createToolRuntime()
+  const started: string[] = []
+  const gates = new Map<string, Deferred>()
+  const body = async (args: { text?: string }) => {
+    const text = args.text ?? ''
+    started.push(text)
+    const gate = deferred()
+    gates.set(text, gate)
+    await gate.promise
+    return text
+  }
+  runtime.register(raw('safe', { execute: body, isConcurrencySafe: () => true }))
+  runtime.register(raw('solo', { execute: body }))
+  return { runtime, started, release: (text: string) => gates.get(text)!.resolve() }
+}
+
+const values = (results: ToolExecutionResult[]) => results.map((r) => (r.isError ? r.error.message : r.value))
+
+describe('runToolCalls: scheduling', () => {
+  it('exclusive calls run one at a time, in model order', async () => {
+    const { runtime, started, release } = gatedRuntime()
+    const batch = runToolCalls(runtime, [call('solo', { text: 'a' }), call('solo', { text: 'b' })])
+    await tick()
+    await tick()
+    expect(started).toEqual(['a'])
+    release('a')
+    await tick()
+    await tick()
+    expect(started).toEqual(['a', 'b'])
+    release('b')
+    expect(values(await batch)).toEqual(['a', 'b'])
+  })
+
+  it('consecutive concurrency-safe calls overlap', async () => {
+    const { runtime, started, release } = gatedRuntime()
+    const batch = runToolCalls(runtime, [call('safe', { text: 'c' }), call('safe', { text: 'd' })])
+    await tick()
+    await tick()
+    expect(started).toEqual(['c', 'd'])
+    release('d')
+    release('c')
+    expect(values(await batch)).toEqual(['c', 'd'])
+  })
+
+  it('policy phases take turns: a later call’s pre-execute gate waits for the earlier call’s', async () => {
+    const { runtime, release } = gatedRuntime()
+    const gated: string[] = []
+    const first = deferred()
+    runtime.on('tools/pre-execute', async (decision, execution) => {
+      gated.push(execution.callId)
+      if (execution.callId === 'A') await first.promise
+      return decision
+    })
+    const batch = runToolCalls(runtime, [call('safe', { text: 'a' }, { callId: 'A' }), call('safe', { text: 'b' }, { callId: 'B' })])
+    await tick()
+    await tick()
+    expect(gated).toEqual(['A'])
+    first.resolve()
+    await tick()
+    await tick()
+    expect(gated).toEqual(['A', 'B'])
+    release('a')
+    release('b')
+    expect(values(await batch)).toEqual(['a', 'b'])
+  })
+})
+
+describe('runToolCalls: other runtimes and refusals', () => {
+  it('a ToolRuntime not made by createToolRuntime still gets one result per call, in model order', async () => {
+    const seen: string[] = []
+    const foreign = {
+      executionMode: (input: { callId: string }) => {
+        if (input.callId === 'thrower') throw new Error('classifier broke')
+        return 'parallel'
+      },
+      execute: async (input: { callId: string }) => {
+        seen.push(input.callId)
+        return { isError: false, value: input.callId, content: [] }
+      },
+    } as unknown as ToolRuntime
+    const results = await runToolCalls(foreign, [call('x', {}, { callId: 'one' }), call('x', {}, { callId: 'thrower' }), call('x', {}, { callId: 'three' })])
+    expect(results).toEqual([
+      { isError: false, value: 'one', content: [] },
+      { isError: false, value: 'thrower', content: [] },
+      { isError: false, value: 'three', content: [] },
+    ])
+    expect(seen).toEqual(['one', 'thrower', 'three'])
+  })
+
+  it('refuses a batch that is not an array (INVALID_OPTIONS, with its message)', async () => {
+    await expect(runToolCalls(createToolRuntime(), 'x' as never)).rejects.toMatchObject({
+      code: 'INVALID_OPTIONS',
+      message: 'runToolCalls expects an array of calls',
+    })
+  })
+})
+
+describe('Schedule', () => {
+  it('unscheduled: not scheduled, and no tail turn to wait for (not even a tick)', () => {
+    expect(UNSCHEDULED.scheduled).toBe(false)
+    expect(UNSCHEDULED.beforeTail()).toBeUndefined()
+    const own = new Schedule(undefined)
+    expect(own.scheduled).toBe(false)
+    expect(own.beforeTail()).toBeUndefined()
+    expect(() => {
+      own.afterPolicy()
+      own.afterTail()
+    }).not.toThrow()
+  })
+
+  it('scheduled: the tail turn is the inner one, asked once; each release reaches the inner schedule once', async () => {
+    const calls: string[] = []
+    const inner: PipelineSchedule = {
+      beforePolicy: async () => void calls.push('beforePolicy'),
+      afterPolicy: () => void calls.push('afterPolicy'),
+      dispatch: (task) => task(),
+      beforeTail: async () => void calls.push('beforeTail'),
+      afterTail: () => void calls.push('afterTail'),
+    }
+    const schedule = new Schedule(inner)
+    expect(schedule.scheduled).toBe(true)
+    await schedule.beforePolicy()
+    schedule.afterPolicy()
+    schedule.afterPolicy()
+    const wait = schedule.beforeTail()
+    expect(wait).toBeInstanceOf(Promise)
+    expect(schedule.beforeTail()).toBe(wait)
+    await wait
+    schedule.afterTail()
+    schedule.afterTail()
+    expect(calls).toEqual(['beforePolicy', 'afterPolicy', 'beforeTail', 'afterTail'])
   })
 })

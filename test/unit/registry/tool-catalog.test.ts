@@ -11,7 +11,8 @@ import { createToolRuntime } from '../../../src/registry/index.js'
 import type { ToolRuntime } from '../../../src/runtime-types.js'
 import { LARGE_REGISTRY } from '../../fixtures/large-registry.js'
 import { registerLargeRegistry } from '../../support/large-registry-tools.js'
-import { echoTool, thrownCode } from './helpers.js'
+import { echoTool, thrownCode, idleCodeRuntime } from './helpers.js'
+import { thrownToolError } from '../../support/refusal.js'
 
 const BILLING = LARGE_REGISTRY.filter((tool) => tool.name.startsWith('billing_'))
 
@@ -141,5 +142,101 @@ describe('runtime.catalog', () => {
     const hits = billing().catalog().search('invoice', { limit: 2 })
     expect(Object.isFrozen(hits)).toBe(true)
     expect(hits.every((hit) => Object.isFrozen(hit))).toBe(true)
+  })
+})
+
+describe('runtime.catalog: one catalog per tool set', () => {
+  it('a global change heard on tools/changed drops every scope’s catalog, even when undone before the next read', () => {
+    const runtime = createToolRuntime()
+    runtime.register(echoTool('a'))
+    const agent = runtime.agent('bob')
+    const global = runtime.catalog()
+    const ofAgent = agent.catalog()
+    runtime.register(echoTool('b'))()
+    const globalAfter = runtime.catalog()
+    const agentAfter = agent.catalog()
+    expect(globalAfter).not.toBe(global)
+    expect(agentAfter).not.toBe(ofAgent)
+    expect([globalAfter.size, agentAfter.size]).toEqual([1, 1])
+    // Until the next change, every read shares it.
+    expect(runtime.catalog()).toBe(globalAfter)
+    expect(agent.catalog()).toBe(agentAfter)
+  })
+
+  it('an agent’s change drops only that agent’s catalog', () => {
+    const runtime = createToolRuntime()
+    runtime.register(echoTool('a'))
+    const agent = runtime.agent('bob')
+    const other = runtime.agent('eve')
+    const global = runtime.catalog()
+    const ofAgent = agent.catalog()
+    const ofOther = other.catalog()
+    agent.restrict({ deny: ['a'] })()
+    expect(agent.catalog()).not.toBe(ofAgent)
+    expect(runtime.catalog()).toBe(global)
+    expect(other.catalog()).toBe(ofOther)
+  })
+
+  it('a disposing agent’s tool set changes before tools/changed says so: a longer set is not served the old catalog', async () => {
+    const runtime = createToolRuntime()
+    runtime.register(echoTool('first'))
+    runtime.register(echoTool('second'))
+    const agent = runtime.agent('narrow')
+    agent.restrict({ allow: ['first'] })
+    expect(agent.catalog().size).toBe(1)
+    // The layer closes at once; the dispose event comes after quiescence.
+    const disposed = agent.dispose()
+    const now = runtime.catalog('narrow')
+    expect(now.size).toBe(2)
+    expect(now.describe('second')).toBe(runtime.catalog().describe('second'))
+    await disposed
+  })
+
+  it('… nor is a set of the same size with other tools', async () => {
+    const runtime = createToolRuntime()
+    runtime.register(echoTool('shared'))
+    const agent = runtime.agent('own')
+    agent.register(echoTool('mine'))
+    agent.restrict({ deny: ['shared'] })
+    expect(agent.catalog().size).toBe(1)
+    expect(agent.catalog().describe('mine')).toBeDefined()
+    const disposed = agent.dispose()
+    const now = runtime.catalog('own')
+    expect(now.size).toBe(1)
+    expect(now.describe('mine')).toBeUndefined()
+    expect(now.describe('shared')).toBe(runtime.catalog().describe('shared'))
+    await disposed
+  })
+})
+
+describe('runtime.catalog: language and refusals', () => {
+  it('declares in TypeScript when the code runtime’s language has no renderer (and without a code runtime)', () => {
+    const cobol = createToolRuntime({ codeRuntime: idleCodeRuntime('cobol') })
+    cobol.register(echoTool('echo'))
+    const catalog = cobol.catalog()
+    expect(catalog.language).toBe('typescript')
+    const definition = cobol.get('echo')!
+    const declaration = renderToolDeclaration(
+      { name: 'echo', description: definition.description, parameters: definition.parameters, output: definition.output.schema },
+      'typescript',
+    )
+    expect(catalog.describe('echo')).toBe(declaration)
+    expect(catalog.search('echo')[0]!.declaration).toBe(declaration)
+    expect(createToolRuntime().catalog().language).toBe('typescript')
+    expect(createToolRuntime({ codeRuntime: idleCodeRuntime('python') }).catalog().language).toBe('python')
+  })
+
+  it('refuses a query that is not a string with INVALID_OPTIONS naming its type', () => {
+    const runtime = createToolRuntime()
+    runtime.register(echoTool('echo'))
+    const catalog = runtime.catalog()
+    expect(thrownToolError(() => catalog.search(7 as unknown as string))).toEqual({
+      code: 'INVALID_OPTIONS',
+      message: 'catalog.search: query must be a string (got number)',
+    })
+    expect(thrownToolError(() => catalog.search(null as unknown as string))).toEqual({
+      code: 'INVALID_OPTIONS',
+      message: 'catalog.search: query must be a string (got object)',
+    })
   })
 })
