@@ -120,16 +120,22 @@ export function storedFields(fields: RequestFields): RequestFields {
   return { ...rest, arguments: null, argumentsOmitted: true }
 }
 
-/** The UTF-8 length of `text`, or `Infinity` past the record cap (never encodes a huge text). */
-function recordBytes(text: string): number {
-  if (text.length > MAX_APPROVAL_RECORD_BYTES) return Infinity
-  return new TextEncoder().encode(text).length
+const encoder = new TextEncoder()
+
+/**
+ * Whether `text` is at most {@link MAX_APPROVAL_RECORD_BYTES} UTF-8 bytes. Encodes only
+ * when the answer is in doubt: a UTF-16 unit is 1 to 3 UTF-8 bytes, so a text of at most a
+ * third of the cap fits whatever it holds, and one longer than the cap never does.
+ */
+function fitsRecord(text: string): boolean {
+  if (text.length > MAX_APPROVAL_RECORD_BYTES) return false
+  return text.length * 3 <= MAX_APPROVAL_RECORD_BYTES || encoder.encode(text).length <= MAX_APPROVAL_RECORD_BYTES
 }
 
 /** Serializes an open request; `undefined` when it is larger than {@link MAX_APPROVAL_RECORD_BYTES}. */
 export function encodeOpen(approval: PendingApproval): string | undefined {
   const text = JSON.stringify({ format: FORMAT, approval })
-  return recordBytes(text) <= MAX_APPROVAL_RECORD_BYTES ? text : undefined
+  return fitsRecord(text) ? text : undefined
 }
 
 /** Serializes a settlement (the open request it settles was at most the cap; a reason adds at most 2,000 characters). */
@@ -139,7 +145,8 @@ export function encodeDone(record: DoneRecord): string {
 
 /** Parses a record's text within the bounds, or `undefined`. */
 function parseBounded(text: string): Record<string, unknown> | undefined {
-  if (recordBytes(text) > MAX_APPROVAL_RECORD_BYTES + 8 * 1024) return undefined
+  // Characters, not bytes: what bounds the parser's work is the text's length.
+  if (text.length > MAX_APPROVAL_RECORD_BYTES + 8 * 1024) return undefined
   const scan = scanJsonText(text, 0, text.length, MAX_RECORD_NODES, MAX_RECORD_DEPTH)
   if (scan.nodes > MAX_RECORD_NODES || scan.depth > MAX_RECORD_DEPTH) return undefined
   let parsed: unknown
