@@ -269,6 +269,12 @@ export interface AgentTools extends ToolScope {
   restrict(filter: ToolFilter): Disposer
   /** Selects this agent's presentation; a second declaration in this scope throws. */
   presentAs(mode: ToolPresentationMode): Disposer
+  /**
+   * This agent's preflight mode for `run_code` (`'off' | 'warn' | 'block'`), in place of
+   * the runtime's `preflight` option; a second declaration in this scope throws. The
+   * disposer (or the agent's disposal) gives the agent the runtime's mode back.
+   */
+  preflightMode(mode: PreflightMode): Disposer
   /** This agent's resolution of a name (shadowing and masks applied). */
   get(name: string): AnyToolDefinition | undefined
   /** Schemas of everything this agent can see. */

@@ -89,7 +89,8 @@ function contentText(content: readonly ContentBlock[]): string {
 
 /** What `run_code` needs for preflight: the mode in force and a check that never rejects. */
 export interface RunCodePreflight {
-  mode(): PreflightMode
+  /** The mode in force for a program of `agent` (an agent's own declaration wins over the runtime's option). */
+  mode(agent: ScopeKey | undefined): PreflightMode
   /**
    * Whether `'warn'` checks at all: only with an engine the integrator chose
    * (`preflightEngine`); the default one has no compiler, and a plan alone tells the
@@ -138,7 +139,7 @@ async function runApproved(registry: CodeModeRegistry, preflight: RunCodePreflig
 
 /** Runs the program under the preflight mode in force (see {@link RunCodePreflight}). */
 async function runWithPreflight(registry: CodeModeRegistry, preflight: RunCodePreflight | undefined, args: RunCodeArgs, exec: ToolRunContext): Promise<RunCodeOutput> {
-  const mode = preflight?.mode() ?? 'off'
+  const mode = preflight?.mode(exec.agent) ?? 'off'
   const language = registry.codeRuntime()?.language
   // Python gets a plan only: nothing a model would read changes, so the run goes as is.
   if (preflight === undefined || mode === 'off' || language === undefined || language === 'python') return runApproved(registry, preflight, args, exec)

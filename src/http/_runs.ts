@@ -66,6 +66,8 @@ export interface RunBody {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 const END_EVENT = 'end'
+/** The most bytes of buffered frames queued in one synchronous step of a replay: the host does the rest in slices. */
+const MAX_REPLAY_BATCH_BYTES = 128 * 1024
 
 const held = new WeakMap<Hono, RunTable>()
 
@@ -278,8 +280,8 @@ function gapFrame(run: TableRun, gap: { first: number; last: number }): string {
 }
 
 /**
- * Sends the buffered frames after `lastId`, half a backlog at a time, waiting for the client
- * to take each batch: a buffer larger than `maxStreamBacklogBytes` is replayed at the
+ * Sends the buffered frames after `lastId` in batches (half a backlog, at most
+ * {@link MAX_REPLAY_BATCH_BYTES}), waiting for the client to take each one: a buffer larger than `maxStreamBacklogBytes` is replayed at the
  * client's pace instead of overflowing its stream. Returns caught up (the caller then
  * subscribes in the same synchronous step, so no frame falls between) or stopped. A frame
  * dropped from the buffer while the client read is reported as a gap, like one dropped before.
@@ -301,6 +303,9 @@ async function replay(
     cursor = frames.at(-1)?.id ?? gap?.last ?? cursor
     if (cursor >= run.events.last) return
     await Promise.race([sender.drained(), finished])
+    // A client that reads in-process (or faster than we write) takes a batch within
+    // microtasks: one macrotask between batches keeps the host's loop turning.
+    await new Promise((resolve) => setTimeout(resolve, 0))
   }
 }
 
@@ -342,7 +347,7 @@ function streamEvents(c: Context, run: TableRun, lastId: number, config: ApiConf
       sender.send(frame.text)
       if (frame.text.startsWith(`event: ${END_EVENT}\n`)) stop()
     }
-    await replay(run, lastId, sender, Math.max(1, Math.floor(config.maxStreamBacklogBytes / 2)), forward, () => stopped, finished)
+    await replay(run, lastId, sender, Math.max(1, Math.min(MAX_REPLAY_BATCH_BYTES, Math.floor(config.maxStreamBacklogBytes / 2))), forward, () => stopped, finished)
     if (!stopped) {
       unsubscribe = run.events.subscribe(forward)
       if (config.heartbeatMs > 0) heartbeat = setInterval(() => sender.send(': keep-alive\n\n'), config.heartbeatMs)

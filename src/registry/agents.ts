@@ -19,10 +19,12 @@ import type {
   ToolGuard,
   ToolPresentationMode,
 } from '../types.js'
+import type { PreflightMode } from '../preflight/types.js'
 import type { PromptSections } from './assembly.js'
 import type { HookBus } from './hooks.js'
 import type { InFlightCalls } from './in-flight.js'
 import type { ToolLayers } from './layers.js'
+import { PREFLIGHT_MODES } from './options.js'
 import { RegistrationScope, misuse } from './scope.js'
 import type { ScopedList } from './scoped-list.js'
 
@@ -90,9 +92,27 @@ interface Agent {
 export class AgentScopes {
   readonly #parts: ScopeParts
   readonly #agents = new Map<ScopeKey, Agent>()
+  /** Agents that declared their own preflight mode (`preflightMode`); absent → the runtime's. */
+  readonly #preflight = new Map<ScopeKey, PreflightMode>()
 
   constructor(parts: ScopeParts) {
     this.#parts = parts
+  }
+
+  /** The preflight mode `agent` declared, or `undefined` (the runtime's option then applies). */
+  preflightMode(agent: ScopeKey | undefined): PreflightMode | undefined {
+    return agent === undefined ? undefined : this.#preflight.get(agent)
+  }
+
+  /** Declares `id`'s preflight mode (once per agent, as `presentAs`); returns its undo. */
+  #declarePreflight(id: ScopeKey, mode: PreflightMode): () => void {
+    if (typeof mode !== 'string' || !PREFLIGHT_MODES.has(mode)) misuse(`preflightMode(mode) needs 'off', 'warn' or 'block' (got ${JSON.stringify(String(mode))})`)
+    const declared = this.#preflight.get(id)
+    if (declared !== undefined) misuse(`agent ${JSON.stringify(id)} already declared its preflight mode ('${declared}')`)
+    this.#preflight.set(id, mode)
+    return () => {
+      if (this.#preflight.get(id) === mode) this.#preflight.delete(id)
+    }
   }
 
   /** The agent layer for `id`: created on first use, the same object until disposed. */
@@ -149,6 +169,7 @@ export class AgentScopes {
         ...scopeOperations(parts, scope),
         restrict: (filter: ToolFilter) => live(() => scope.own(parts.layers.restrict(id, filter))),
         presentAs: (mode: ToolPresentationMode) => live(() => scope.own(parts.layers.presentAs(id, mode))),
+        preflightMode: (mode: PreflightMode) => live(() => scope.own(this.#declarePreflight(id, mode))),
         get: (name: string) => live(() => parts.layers.resolve(name, id)?.definition),
         schemas: () => live(() => parts.layers.schemas(id)),
         execute: (input: Omit<ToolExecutionInput, 'agent'>) => {

@@ -24,7 +24,8 @@ export const DEFAULT_SDK_BUDGET_CHARS = 12_000
 
 const MODES = new Set(['native', 'code', 'both'])
 const KNOWN = new Set(['mode', 'codeRuntime', 'approval', 'sessionLog', 'maxParallelSubCalls', 'maxOutputBytes', 'toolOrder', 'sdkBudgetChars', 'preflight', 'preflightEngine'])
-const PREFLIGHT_MODES = new Set(['off', 'warn', 'block'])
+/** The values of `preflight` (the runtime's option and an agent's `preflightMode`). */
+export const PREFLIGHT_MODES: ReadonlySet<string> = new Set(['off', 'warn', 'block'])
 
 function fail(message: string): never {
   throw new ToolError('INVALID_OPTIONS', message)

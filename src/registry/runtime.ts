@@ -89,7 +89,7 @@ export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
   })
   const runCode = detachToolDefinition(
     createRunCodeTool(createCodeModeLink({ options: settings, layers, hooks, execute: (input) => execute(input), executionMode, catalog }), {
-      mode: () => settings.preflight,
+      mode: (agent) => agents.preflightMode(agent) ?? settings.preflight,
       warnChecks: () => settings.preflightEngine !== undefined,
       check: (code, agent, language, signal) => preflight.check(code, agent, language, signal),
       approvePlan: createPlanApproval(pipeline, (agent) => codeTools(agent).map(({ definition }) => definition.name)),
