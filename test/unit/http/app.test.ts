@@ -604,7 +604,7 @@ describe('CORS and origins', () => {
     expect(preflight.status).toBe(204)
     expect(preflight.headers.get('Access-Control-Allow-Origin')).toBe('https://app.example')
     // Hono's cors joins lists with a bare comma.
-    expect(preflight.headers.get('Access-Control-Allow-Methods')?.split(/,\s*/)).toEqual(['GET', 'HEAD', 'POST'])
+    expect(preflight.headers.get('Access-Control-Allow-Methods')?.split(/,\s*/)).toEqual(['GET', 'HEAD', 'POST', 'DELETE'])
     expect(preflight.headers.get('Access-Control-Allow-Headers')).toMatch(/Authorization/)
     expect(preflight.headers.get('Access-Control-Max-Age')).toBe('60')
     expect(preflight.headers.get('Access-Control-Allow-Credentials')).toBeNull()
