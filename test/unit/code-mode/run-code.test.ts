@@ -10,17 +10,22 @@ import type { ToolResultRecord } from '../../../src/types.js'
 const tool = createRunCodeTool(createTestHost({}, { runtime: createInProcessRuntime() }))
 
 describe('run_code definition', () => {
-  it('is named run_code with the { code, description } closed schema', () => {
+  it('is named run_code with the { code, description } closed schema, exactly as documented', () => {
     expect(RUN_CODE_TOOL_NAME).toBe('run_code')
     expect(tool.name).toBe('run_code')
-    expect(tool.parameters).toMatchObject({
+    expect(tool.description).toBe('Run a program that calls the available tools through the `tools` SDK. Only what the program prints or returns comes back.')
+    expect(tool.parameters).toEqual({
       type: 'object',
-      properties: { code: { type: 'string' }, description: { type: 'string' } },
+      properties: {
+        code: {
+          type: 'string',
+          description: 'The program: the body of an async function. Call tools as `await tools.name(args)`; emit results with `return` and/or `console.log(...)`.',
+        },
+        description: { type: 'string', description: 'A short summary of what the program does.' },
+      },
       required: ['code', 'description'],
       additionalProperties: false,
     })
-    expect(typeof (tool.parameters.properties?.code as { description?: unknown }).description).toBe('string')
-    expect(typeof (tool.parameters.properties?.description as { description?: unknown }).description).toBe('string')
     expect(tool.output.schema).toEqual({
       type: 'object',
       properties: { logs: { type: 'array', items: { type: 'string' } }, result: {}, preflight: { type: 'string' } },
@@ -34,6 +39,7 @@ describe('run_code definition', () => {
   it('validates arguments strictly with ToolArgsError (INVALID_ARGS)', () => {
     const args = { code: 'return 1', description: 'one' }
     expect(tool.validateArgs!(args)).toBe(args)
+    expect(tool.softValidateArgs!(args)).toBe(args)
     const cases: Array<[JsonValue, string]> = [
       [null, '(root)'],
       [[], '(root)'],
@@ -126,39 +132,7 @@ function violations(args: unknown) {
   return undefined
 }
 
-describe('run_code: declaration', () => {
-  it('is the reserved name with its documented schemas', () => {
-    expect(bareRunCode.name).toBe(RUN_CODE_TOOL_NAME)
-    expect(bareRunCode.name).toBe('run_code')
-    expect(bareRunCode.description).toBe('Run a program that calls the available tools through the `tools` SDK. Only what the program prints or returns comes back.')
-    expect(bareRunCode.parameters).toEqual({
-      type: 'object',
-      properties: {
-        code: {
-          type: 'string',
-          description: 'The program: the body of an async function. Call tools as `await tools.name(args)`; emit results with `return` and/or `console.log(...)`.',
-        },
-        description: { type: 'string', description: 'A short summary of what the program does.' },
-      },
-      required: ['code', 'description'],
-      additionalProperties: false,
-    })
-    expect(bareRunCode.output.schema).toEqual({
-      type: 'object',
-      properties: { logs: { type: 'array', items: { type: 'string' } }, result: {}, preflight: { type: 'string' } },
-      required: ['logs'],
-      additionalProperties: false,
-    })
-  })
-})
-
 describe('run_code: arguments', () => {
-  it('accepts code and description, returning them as is', () => {
-    const args = { code: 'return 1', description: 'one' }
-    expect(bareRunCode.validateArgs!(args)).toBe(args)
-    expect(bareRunCode.softValidateArgs!(args)).toBe(args)
-  })
-
   it('reports every violation, each at its pointer', () => {
     expect(violations({})).toEqual([
       { path: '/code', message: 'is required' },
