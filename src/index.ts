@@ -32,7 +32,14 @@ export { timeoutPolicy, type TimeoutPolicyOptions } from './timeout-policy.js'
 export { createMemorySessionLog, type MemorySessionLog, type MemorySessionLogOptions } from './session-log.js'
 
 // Human approval of `ask` decisions
-export { createApprovalBroker, DEFAULT_APPROVAL_TIMEOUT_MS, MAX_APPROVAL_REASON_LENGTH } from './approvals/index.js'
+export {
+  createApprovalBroker,
+  DEFAULT_APPROVAL_POLL_INTERVAL_MS,
+  DEFAULT_APPROVAL_RETAIN_SETTLED_MS,
+  DEFAULT_APPROVAL_TIMEOUT_MS,
+  MAX_APPROVAL_REASON_LENGTH,
+  MAX_LISTED_APPROVALS,
+} from './approvals/index.js'
 export {
   DEFAULT_APPROVAL_RENDER_BYTES,
   renderApprovalArguments,

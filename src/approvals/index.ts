@@ -1,10 +1,18 @@
 /**
  * Human approval for `ask` decisions: a broker that holds each asked call as a pending
- * request until a person decides it, it expires, or the call is cancelled. Platform-neutral.
+ * request until a person decides it, it expires, or the call is cancelled; in memory, or in
+ * a `DurableStore` shared by several processes. Platform-neutral.
  *
  * @module
  */
-export { createApprovalBroker, DEFAULT_APPROVAL_TIMEOUT_MS, MAX_PENDING_PLAN_CALLS } from './broker.js'
+export {
+  createApprovalBroker,
+  DEFAULT_APPROVAL_POLL_INTERVAL_MS,
+  DEFAULT_APPROVAL_RETAIN_SETTLED_MS,
+  DEFAULT_APPROVAL_TIMEOUT_MS,
+  MAX_LISTED_APPROVALS,
+  MAX_PENDING_PLAN_CALLS,
+} from './broker.js'
 export { renderApprovalPlan } from './render-plan.js'
 export { MAX_APPROVAL_REASON_LENGTH } from './decision.js'
 export {
