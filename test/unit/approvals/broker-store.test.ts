@@ -5,7 +5,7 @@
  * again under its `callId` re-attaches, expiry comes from the record, and a store full of
  * garbage lists only what it can read. Web standards only: this suite also runs in Chromium.
  */
-import { describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createApprovalBroker } from '../../../src/approvals/index.js'
 import type { ApprovalEvent, PendingApproval, StoredApprovalBroker, StoredApprovalBrokerOptions } from '../../../src/approvals/index.js'
 import { callHash, MAX_APPROVAL_RECORD_BYTES } from '../../../src/approvals/_store-record.js'
@@ -344,5 +344,45 @@ describe('createApprovalBroker({ store }): a hostile store', () => {
     expect(() => createApprovalBroker({ store: createMemoryStore(), retainSettledMs: -1 })).toThrow(/retainSettledMs must be/)
     const b = createApprovalBroker({ store: createMemoryStore() })
     expect([b.pollIntervalMs, b.retainSettledMs]).toEqual([250, 86_400_000])
+  })
+})
+
+describe('createApprovalBroker({ store }): nothing leaks', () => {
+  afterEach(() => {
+    vi.useRealTimers()
+  })
+
+  /** The next request `b` opens or re-attaches. */
+  const opened = (b: StoredApprovalBroker) =>
+    new Promise<PendingApproval>((resolve) => {
+      const stop = b.subscribe((event) => {
+        if (event.type !== 'requested') return
+        stop()
+        resolve(event.approval)
+      })
+    })
+
+  it('a waiting call holds exactly its expiry timer and the poll timer; each way out (allow, deny, expiry, withdrawal, dispose) leaves no timer', async () => {
+    vi.useFakeTimers()
+    const store = createMemoryStore()
+    const ways: Record<string, (b: StoredApprovalBroker, request: PendingApproval, call: ReturnType<typeof ask>) => Promise<unknown>> = {
+      allow: (b, request) => b.decide(request.id, { decision: 'allow' }),
+      deny: (b, request) => b.decide(request.id, { decision: 'deny' }),
+      expiry: () => vi.advanceTimersByTimeAsync(1_000),
+      withdrawal: async (_b, _request, call) => call.controller.abort(),
+      dispose: (b) => b.dispose(),
+    }
+    for (const [way, end] of Object.entries(ways)) {
+      const b = createApprovalBroker({ store, timeoutMs: 1_000 })
+      const next = opened(b)
+      const call = ask(b)
+      const request = await next
+      expect(vi.getTimerCount(), way).toBe(2)
+      await end(b, request, call)
+      await call.settled
+      // Let the store writes of an expiry or a withdrawal land.
+      await vi.advanceTimersByTimeAsync(0)
+      expect(vi.getTimerCount(), way).toBe(0)
+    }
   })
 })
