@@ -84,6 +84,9 @@ export type ToolErrorCode =
   | 'STORE_FAILED'
   /** A file store could not take a key's lock within `lockTimeoutMs` (another process holds it): retry later. */
   | 'STORE_BUSY'
+  // ── durable runs (src/durable/runs.ts, docs/durability.md) ──
+  /** A durable run's sub-call was running when its process stopped; it is not run again (its tool is not `idempotent`). */
+  | 'INTERRUPTED'
 
 /** Options accepted by every toolyard error constructor. */
 export interface ToolErrorOptions {

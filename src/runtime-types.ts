@@ -7,6 +7,8 @@
  */
 import type { JsonValue } from './json/json-value.js'
 import type { CodeLogEntry, CodeRuntime } from './code-runtime/contract.js'
+import type { DurableStore } from './durable/store.js'
+import type { ResumedRun } from './durable/runs.js'
 import type { PreflightEngine, PreflightMode, PreflightReport, PreflightRequest } from './preflight/types.js'
 import type {
   AnyToolDefinition,
@@ -142,8 +144,62 @@ export interface ApprovalDecisionEvent {
   readonly waitedMs: number
 }
 
+/**
+ * A `run_code` program's plan was put to the approval handler before it ran (plan
+ * approval, docs/approvals.md). One per asked plan, followed by exactly one
+ * {@link PlanApprovalDecisionEvent}. Bounded (`boundPlanForLog`): the program as head and
+ * tail, at most 100 planned calls and 100 asking tools, notes cut; the counts say what
+ * was left out.
+ */
+export interface PlanApprovalRequestEvent {
+  readonly type: 'tool/plan-approval-request'
+  /** The `run_code` call whose program asks. */
+  readonly parentCallId: string
+  /** `<parentCallId>:plan`: the one plan request of the run (every session log event names what it is about). */
+  readonly subCallId: string
+  /** `run_code`: the call that asks. */
+  readonly name: string
+  readonly agent?: ScopeKey
+  /** The program: whole up to 4,096 characters, else its head and tail around a marker that says how much was left out. */
+  readonly code: string
+  /** The program's whole length in characters. */
+  readonly codeChars: number
+  /** The model's summary (`run_code`'s `description`), cut at 300 characters. */
+  readonly description: string
+  /** The first planned calls, in source order. */
+  readonly calls: readonly { readonly name: string; readonly line: number; readonly column: number }[]
+  /** How many planned calls the program has (`calls` lists at most 100). */
+  readonly callCount: number
+  /** The planned tools whose gate asks, with the gate's reason (cut at 300 characters). */
+  readonly asking: readonly { readonly name: string; readonly reason?: string }[]
+  /** How many planned tools ask (`asking` lists at most 100). */
+  readonly askingCount: number
+  readonly dynamic: boolean
+  /** The request's reason, as the handler received it. */
+  readonly reason: string
+  readonly requestedAt: number
+}
+
+/** The answer to a {@link PlanApprovalRequestEvent}. */
+export interface PlanApprovalDecisionEvent {
+  readonly type: 'tool/plan-approval-decision'
+  readonly parentCallId: string
+  readonly subCallId: string
+  readonly name: string
+  readonly agent?: ScopeKey
+  /** `allow`: the program runs; `deny`: the run ended before anything ran; `withdrawn`: the run was cancelled while its plan waited. */
+  readonly decision: ApprovalOutcome
+  /** For `deny` and `withdrawn`: the error message the run ended with. */
+  readonly message?: string
+  /** The tools pre-approved for the run (empty for a dynamic plan or a refusal). */
+  readonly granted: readonly string[]
+  readonly requestedAt: number
+  readonly decidedAt: number
+  readonly waitedMs: number
+}
+
 /** Everything the session log sink receives. */
-export type SessionLogEvent = CodeDispatchStartEvent | CodeDispatchEvent | ApprovalRequestEvent | ApprovalDecisionEvent
+export type SessionLogEvent = CodeDispatchStartEvent | CodeDispatchEvent | ApprovalRequestEvent | ApprovalDecisionEvent | PlanApprovalRequestEvent | PlanApprovalDecisionEvent
 
 /**
  * A console line of a running program, attributed to its `run_code` call, delivered as
@@ -338,6 +394,16 @@ export interface ToolRuntimeOptions {
    * caller: `dispose()` leaves it alone.
    */
   readonly preflightEngine?: PreflightEngine
+  /**
+   * Where durable runs live (docs/durability.md): with a store, a `run_code` run that
+   * parks (it waits only for a person, on a code runtime that parks: `createSandboxRuntime`)
+   * writes its state here, every sub-call after its first park runs at most once (a
+   * recorded result is reused; a body cut off by a crash fails as `INTERRUPTED` unless its
+   * tool is `idempotent`), and `runtime.resumeRuns()` in any process sharing the store
+   * resumes the runs a dead process left. `createMemoryStore()`, `createFileStore(dir)`
+   * (`toolyard/node`), `createDurableObjectStore(storage)` (edge). Owned by the caller.
+   */
+  readonly store?: DurableStore
 }
 
 /**
@@ -412,6 +478,14 @@ export interface ToolRuntime extends ToolScope {
    * tool. Throws `ToolError('INVALID_EXECUTION')` when `code` is not a string.
    */
   preflight(request: PreflightRequest): Promise<PreflightReport>
+  /**
+   * Resumes the durable runs in `options.store` that no live process holds (left by a
+   * process that stopped or died: its heartbeat is older than `staleMs`, default 30 000):
+   * each is claimed with compare-and-set (of two processes, one gets it) and its
+   * `run_code` call runs again from its parked state, under its original call id, so
+   * pending approvals re-attach and nothing it completed runs twice. Without a store: `[]`.
+   */
+  resumeRuns(options?: { readonly staleMs?: number }): Promise<ResumedRun[]>
   /** The options in force (validated, defaults applied). */
   readonly options: Readonly<Required<Pick<ToolRuntimeOptions, 'mode' | 'maxParallelSubCalls' | 'maxOutputBytes' | 'sdkBudgetChars' | 'preflight'>>> &
     ToolRuntimeOptions

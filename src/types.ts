@@ -116,6 +116,12 @@ export interface ToolDefinition<Args = JsonObject, Value extends JsonValue = Jso
   presentResult?(args: Args | undefined, result: ToolResultRecord, rawArgs: JsonValue): ToolResultView | undefined
   /** Cooperative deadline, enforced only by the `timeoutPolicy()` wrapper. Positive and finite. */
   readonly timeoutMs?: number
+  /**
+   * `true`: running this tool twice with the same arguments has the effect of running it
+   * once. A durable run (docs/durability.md) then runs a call again whose body a crash cut
+   * off, instead of failing it as `INTERRUPTED`. Default `false`.
+   */
+  readonly idempotent?: boolean
   /** Exact `true` lets this call overlap other safe calls; anything else is exclusive. */
   isConcurrencySafe?(args: Args): boolean
   /**

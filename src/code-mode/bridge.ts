@@ -11,7 +11,7 @@
  */
 import { CodeRunFailedError, ToolCallError, ToolError } from '../errors.js'
 import type { CodeRunFailureKind } from '../errors.js'
-import type { CodeBindingCallOptions, CodeBindingFunction, CodeLogEntry, CodeRunResult } from '../code-runtime/contract.js'
+import type { CodeBindingCallOptions, CodeBindingFunction, CodeLogEntry, CodeRunRequest, CodeRunResult } from '../code-runtime/contract.js'
 import type { JsonValue } from '../json/json-value.js'
 import { snapshotLosslessJson } from '../json/lossless.js'
 import { hostTurn } from '../code-runtime/sliced-delivery.js'
@@ -19,7 +19,7 @@ import { createCallPool, type CallPool } from '../scheduler.js'
 import type { CodeDispatchEvent, CodeDispatchStartEvent } from '../runtime-types.js'
 import type { AdditionalContext, ToolExecutionMode, ToolExecutionResult, ToolRunContext } from '../types.js'
 import { catalogNamespace } from './catalog-bindings.js'
-import type { CodeModeRegistry, RunCodeArgs } from './registry-seam.js'
+import type { CodeModeRegistry, DurableRunNumbering, RunCodeArgs } from './registry-seam.js'
 import { prettyJson, truncateToBytes, utf8ByteLength } from './render-output.js'
 import type { RunCodeOutput } from './render-output.js'
 
@@ -81,6 +81,8 @@ class CodeRun {
   #settled = false
   #submitted = 0
   #flushed = 0
+  /** Sub-call numbers of the unsettled calls, by the program's call number: kept across a park, so a resumed call keeps its id. */
+  readonly #numbers = new Map<number, number>()
 
   constructor(registry: CodeModeRegistry, exec: ToolRunContext) {
     this.#registry = registry
@@ -93,6 +95,17 @@ class CodeRun {
     this.#followOuter = () => run.abort(exec.signal.reason)
     if (exec.signal.aborted) this.#followOuter()
     else exec.signal.addEventListener('abort', this.#followOuter, { once: true })
+  }
+
+  /** How sub-calls are numbered so far: what a parked run keeps (`DurableRunNumbering`). */
+  numbering(): DurableRunNumbering {
+    return { submitted: this.#submitted, calls: [...this.#numbers] }
+  }
+
+  /** Continues the numbering of a run that parked (its waiting calls keep their numbers). */
+  restoreNumbering(numbering: DurableRunNumbering): void {
+    this.#submitted = numbering.submitted
+    for (const [callNumber, n] of numbering.calls) this.#numbers.set(callNumber, n)
   }
 
   /** The run-scoped signal handed to the code runtime and to every sub-call. */
@@ -164,7 +177,12 @@ class CodeRun {
         return Promise.reject(new ToolCallError(name, `arguments are not lossless JSON: ${messageOf(error)}`))
       }
       const exec = this.#exec
-      const subCallId = `${exec.callId}:code:${++this.#submitted}`
+      // Numbered by submission; a call a parked run waited on keeps its number when it is made again after a resume.
+      const callNumber = options?.callNumber
+      const kept = callNumber === undefined ? undefined : this.#numbers.get(callNumber)
+      const n = kept ?? ++this.#submitted
+      if (callNumber !== undefined) this.#numbers.set(callNumber, n)
+      const subCallId = `${exec.callId}:code:${n}`
       const slot: SubCallSlot = { settled: false, contexts: [] }
       this.#slots.push(slot)
       let mode: ToolExecutionMode
@@ -174,7 +192,9 @@ class CodeRun {
         // An unclassifiable call fails closed: it runs alone.
         mode = 'exclusive'
       }
-      return this.#pool.submit(mode, () => this.#dispatch(name, subCallId, snapshot, slot, options)).catch((error: unknown) => {
+      const submitted = this.#pool.submit(mode, () => this.#dispatch(name, subCallId, snapshot, slot, options))
+      if (callNumber !== undefined) void submitted.then(() => this.#numbers.delete(callNumber), () => this.#numbers.delete(callNumber))
+      return submitted.catch((error: unknown) => {
         if (!slot.settled) {
           // Abandoned before it started (or refused at start): nothing was logged or dispatched.
           slot.settled = true
@@ -258,6 +278,7 @@ export async function runCodeBridge(registry: CodeModeRegistry, args: RunCodeArg
   const run = new CodeRun(registry, exec)
   // Taken with the binding names: `catalog` finds exactly what `tools` can call in this run.
   const catalog = registry.catalog?.(exec.agent)
+  const durable = durableRequest(registry, run, exec, args)
   let outcome: CodeRunResult
   try {
     outcome = await codeRuntime.run({
@@ -268,14 +289,27 @@ export async function runCodeBridge(registry: CodeModeRegistry, args: RunCodeArg
       ],
       signal: run.signal,
       ...(registry.logOutput === undefined ? {} : { onLog: forwardLog(registry, exec.callId) }),
+      ...(durable === undefined ? {} : { durable }),
     })
   } catch (error) {
     // `run()` never rejects by contract; a code runtime that does still ends as a failed run.
     outcome = { logs: [], error: { kind: 'exception', message: `the code runtime failed: ${messageOf(error)}` } }
   } finally {
     await run.settle()
+    registry.durable?.ended(exec.callId)
   }
   return completeRun(outcome, registry.maxOutputBytes, codeRuntime.language)
+}
+
+/** The `durable` part of a run's request (a registry with a store): parked states keep the sub-call numbering too. */
+function durableRequest(registry: CodeModeRegistry, run: CodeRun, exec: ToolRunContext, args: RunCodeArgs): CodeRunRequest['durable'] {
+  const durable = registry.durable?.forRun(exec.callId, exec.agent, { code: args.code, description: args.description })
+  if (durable === undefined) return undefined
+  if (durable.resume !== undefined) run.restoreNumbering(durable.resume.numbering)
+  return {
+    onPark: (state) => durable.onPark(state, run.numbering()),
+    ...(durable.resume === undefined ? {} : { resume: durable.resume.state }),
+  }
 }
 
 /** The languages a code runtime may report, as a model reads them. */

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { CodeRuntime } from '../code-runtime/contract.js'
+import type { CodeRuntime, ParkedRunState } from '../code-runtime/contract.js'
 import type { CodeDispatchEvent, CodeDispatchStartEvent, CodeLogEvent, ToolCatalog } from '../runtime-types.js'
 import type { ScopeKey, ToolExecutionInput, ToolExecutionMode, ToolExecutionResult } from '../types.js'
 
@@ -21,11 +21,29 @@ export interface RunCodeArgs {
   readonly description: string
 }
 
+/** How a run's sub-calls were numbered when it parked: the count so far, and the numbers of the calls it waits on (by the program's call number). */
+export interface DurableRunNumbering {
+  readonly submitted: number
+  readonly calls: readonly (readonly [number, number])[]
+}
+
 /**
  * The registry as `run_code` sees it: a narrow view the registry implements and nothing
  * else should (tests implement it with recording fakes).
  */
 export interface CodeModeRegistry {
+  /**
+   * Optional: durable runs (a runtime with a `store`): the `durable` part of each run's
+   * request, and word that a run ended. Absent: runs park in memory only.
+   */
+  readonly durable?: {
+    forRun(
+      callId: string,
+      agent: ScopeKey | undefined,
+      args: { readonly code: string; readonly description: string },
+    ): { onPark(state: ParkedRunState, numbering: DurableRunNumbering): void; readonly resume?: { readonly state: ParkedRunState; readonly numbering: DurableRunNumbering } }
+    ended(callId: string): void
+  }
   /** The configured code runtime, read at call time; `undefined` makes `run_code` fail clearly. */
   codeRuntime(): CodeRuntime | undefined
   /** Binding concurrency of one run (validated, ≥ 1): safe calls overlap up to this many. */

@@ -23,6 +23,8 @@ export interface CodeModeLinkOptions {
   readonly executionMode: (input: Pick<ToolExecutionInput, 'name' | 'arguments' | 'agent'>) => ToolExecutionMode
   /** Optional: the catalog of what a program of `agent` may call (the program's `catalog` global). */
   readonly catalog?: (agent: ScopeKey | undefined) => ToolCatalog
+  /** Optional: durable runs (a runtime with a `store`). */
+  readonly durable?: CodeModeRegistry['durable']
 }
 
 function isDispatchEvent(value: unknown): value is CodeDispatchEvent {
@@ -58,6 +60,7 @@ export function createCodeModeLink(link: CodeModeLinkOptions): CodeModeRegistry 
     execute: link.execute,
     executionMode: link.executionMode,
     ...(link.catalog === undefined ? {} : { catalog: link.catalog }),
+    ...(link.durable === undefined ? {} : { durable: link.durable }),
     logDispatchStart: append,
     logDispatch: async (event) => {
       let current: CodeDispatchEvent = event

@@ -8,6 +8,7 @@
 import { ToolError } from '../errors.js'
 import type { PreflightEngine, PreflightMode } from '../preflight/types.js'
 import type { ToolRuntime, ToolRuntimeOptions } from '../runtime-types.js'
+import type { DurableStore } from '../durable/store.js'
 
 /** Default `maxParallelSubCalls` (the seed's Code Mode default). */
 export const DEFAULT_MAX_PARALLEL_SUB_CALLS = 10
@@ -23,7 +24,7 @@ export const DEFAULT_MAX_OUTPUT_BYTES = 64 * 1024 * 1024
 export const DEFAULT_SDK_BUDGET_CHARS = 12_000
 
 const MODES = new Set(['native', 'code', 'both'])
-const KNOWN = new Set(['mode', 'codeRuntime', 'approval', 'sessionLog', 'maxParallelSubCalls', 'maxOutputBytes', 'toolOrder', 'sdkBudgetChars', 'preflight', 'preflightEngine'])
+const KNOWN = new Set(['mode', 'codeRuntime', 'approval', 'sessionLog', 'maxParallelSubCalls', 'maxOutputBytes', 'toolOrder', 'sdkBudgetChars', 'preflight', 'preflightEngine', 'store'])
 /** The values of `preflight` (the runtime's option and an agent's `preflightMode`). */
 export const PREFLIGHT_MODES: ReadonlySet<string> = new Set(['off', 'warn', 'block'])
 
@@ -150,6 +151,16 @@ export function validateRuntimeOptions(options: unknown): ToolRuntime['options']
     })
   }
 
+  const store = o.store
+  if (store !== undefined) {
+    guardRead('options.store', () => {
+      const given = store as Record<string, unknown> | null
+      if (typeof given !== 'object' || given === null || !['get', 'put', 'delete', 'list'].every((m) => typeof given[m] === 'function')) {
+        fail('options.store must be a DurableStore (an object with get, put, delete and list: createMemoryStore(), createFileStore(dir))')
+      }
+    })
+  }
+
   let toolOrder: readonly string[] | undefined
   if (o.toolOrder !== undefined) {
     if (!Array.isArray(o.toolOrder)) fail(`options.toolOrder must be an array of tool names (got ${show(o.toolOrder)})`)
@@ -170,6 +181,7 @@ export function validateRuntimeOptions(options: unknown): ToolRuntime['options']
     mode: mode as 'native' | 'code' | 'both',
     preflight: preflight as PreflightMode,
     ...(preflightEngine !== undefined ? { preflightEngine: preflightEngine as PreflightEngine } : {}),
+    ...(store !== undefined ? { store: store as DurableStore } : {}),
     maxParallelSubCalls,
     maxOutputBytes,
     sdkBudgetChars,

@@ -44,6 +44,8 @@ import { createInlinePreflightEngine } from '../preflight/inline-engine.js'
 import { Preflight } from '../preflight/preflight.js'
 import { createPlanApproval } from './plan-approval.js'
 import type { PreflightReport, PreflightRequest } from '../preflight/types.js'
+import { DurableRuns } from '../durable/runs.js'
+import { dispatchDefinition } from './dispatch.js'
 
 /**
  * Creates a registry (a `ToolRuntime`): the global layer, agent layers (`runtime.agent(id)`),
@@ -87,8 +89,13 @@ export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
     tools: (agent) =>
       codeTools(agent).map(({ definition }) => ({ name: definition.name, description: definition.description, parameters: definition.parameters, output: definition.output.schema })),
   })
+  // Durable runs: parked states go to the store, and each later sub-call runs at most once (the innermost wrapper records it).
+  const durableRuns = settings.store === undefined ? undefined : new DurableRuns(settings.store)
+  if (durableRuns !== undefined) {
+    hooks.execute.add((view, next) => durableRuns.aroundBody(view.callId, view.name, dispatchDefinition(view)?.idempotent === true, next), undefined)
+  }
   const runCode = detachToolDefinition(
-    createRunCodeTool(createCodeModeLink({ options: settings, layers, hooks, execute: (input) => execute(input), executionMode, catalog }), {
+    createRunCodeTool(createCodeModeLink({ options: settings, layers, hooks, execute: (input) => execute(input), executionMode, catalog, ...(durableRuns === undefined ? {} : { durable: durableRuns }) }), {
       mode: (agent) => agents.preflightMode(agent) ?? settings.preflight,
       warnChecks: () => settings.preflightEngine !== undefined,
       check: (code, agent, language, signal) => preflight.check(code, agent, language, signal),
@@ -126,7 +133,17 @@ export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
     assemble: (scope?: ScopeKey) => assemble(scope),
     catalog: (scope?: ScopeKey) => catalog(scope),
     preflight: runPreflight,
+    resumeRuns: async (resumeOptions?: { readonly staleMs?: number }) => {
+      global.assertLive()
+      if (durableRuns === undefined) return []
+      return durableRuns.resumeAll(
+        (callId, agent, args) =>
+          execute({ callId, name: 'run_code', arguments: { ...args }, signal: new AbortController().signal, ...(agent === undefined ? {} : { agent }) }),
+        resumeOptions,
+      )
+    },
     dispose: (): Promise<void> => {
+      durableRuns?.close()
       disposing ??= (async () => {
         await calls.quiesce(new ToolError('DISPOSED', 'the tool runtime was disposed'))
         agents.disposeAll()

@@ -55,6 +55,8 @@ export interface ToolSpec<P extends ParameterSchemaSpec, O extends ValueSchemaSp
   presentResult?(args: InferArgs<P> | undefined, result: ToolResultRecord, rawArgs: JsonValue): ToolResultView | undefined
   /** Cooperative deadline in ms (positive, finite), enforced by `timeoutPolicy()`. */
   readonly timeoutMs?: number
+  /** `true`: running it twice has the effect of running it once; a durable run re-runs a call a crash cut off (docs/durability.md). */
+  readonly idempotent?: boolean
   /** Exactly `true` lets this call overlap other safe calls; receives softly validated arguments. */
   isConcurrencySafe?(args: InferArgs<P>): boolean
   /**
@@ -151,7 +153,7 @@ type LooseToolSpec = ToolSpec<ParameterSchemaSpec, ValueSchemaSpec> & {
 
 function buildDefinition(spec: LooseToolSpec): ToolDefinition<LooseArgs, JsonValue> {
   const members = readToolDefinition(spec)
-  const { name, description, timeoutMs, callers } = members
+  const { name, description, timeoutMs, idempotent, callers } = members
   const output = members.output as LooseToolSpec['output']
   const render = members.render as LooseToolSpec['output']['render']
   const presentationMeta = members.presentationMeta as LooseToolSpec['output']['presentationMeta']
@@ -231,6 +233,7 @@ function buildDefinition(spec: LooseToolSpec): ToolDefinition<LooseArgs, JsonVal
           },
         }),
     ...(timeoutMs === undefined ? {} : { timeoutMs }),
+    ...(idempotent ? { idempotent } : {}),
     ...(callers === undefined ? {} : { callers }),
     ...(isConcurrencySafe === undefined
       ? {}

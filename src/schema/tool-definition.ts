@@ -43,6 +43,8 @@ export interface DefinitionMembers {
   readonly presentationMeta: AnyFunction | undefined
   readonly execute: AnyFunction
   readonly timeoutMs: number | undefined
+  /** `idempotent: true` as declared (anything else is `false`). */
+  readonly idempotent: boolean
   /** Who may call the tool, as declared (checked, frozen); `undefined` = both. */
   readonly callers: readonly ToolCaller[] | undefined
   /** The optional function members that are present. */
@@ -150,6 +152,8 @@ export function readToolDefinition(input: unknown): DefinitionMembers {
   if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs <= 0)) {
     invalid(`${where}timeoutMs must be a positive finite number (got ${String(timeoutMs)})`)
   }
+  const idempotent = read('idempotent')
+  if (idempotent !== undefined && typeof idempotent !== 'boolean') invalid(`${where}idempotent must be a boolean (got ${typeof idempotent})`)
   const callers = readCallers(read('callers'), where)
   const functions: Partial<Record<OptionalFunctionName, AnyFunction>> = {}
   for (const key of OPTIONAL_FUNCTIONS) {
@@ -168,6 +172,7 @@ export function readToolDefinition(input: unknown): DefinitionMembers {
     presentationMeta: presentationMeta as AnyFunction | undefined,
     execute,
     timeoutMs: timeoutMs as number | undefined,
+    idempotent: idempotent === true,
     callers,
     functions,
   }
@@ -253,6 +258,7 @@ export function detachToolDefinition(input: unknown): RegisteredTool {
     ...members.functions,
   }
   if (members.timeoutMs !== undefined) definition.timeoutMs = members.timeoutMs
+  if (members.idempotent) definition.idempotent = true
   if (members.callers !== undefined) definition.callers = members.callers
   const frozen = Object.freeze(definition) as unknown as AnyToolDefinition
   return Object.freeze({ definition: frozen, validateOutput: (value: unknown) => validator.validate(value) })

@@ -553,6 +553,7 @@ describe('routing errors', () => {
       assemble: (scope) => runtime.assemble(scope),
       catalog: (scope) => runtime.catalog(scope),
       preflight: (request) => runtime.preflight(request),
+      resumeRuns: (options) => runtime.resumeRuns(options),
       options: runtime.options,
       dispose: () => runtime.dispose(),
     }

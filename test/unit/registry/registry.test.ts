@@ -538,7 +538,7 @@ describe('validateRuntimeOptions: refusals', () => {
   })
 
   it('unknown options, listing the known ones', () => {
-    expect(refusal({ modes: 'both' })).toBe('unknown option "modes" (known: mode, codeRuntime, approval, sessionLog, maxParallelSubCalls, maxOutputBytes, toolOrder, sdkBudgetChars, preflight, preflightEngine)')
+    expect(refusal({ modes: 'both' })).toBe('unknown option "modes" (known: mode, codeRuntime, approval, sessionLog, maxParallelSubCalls, maxOutputBytes, toolOrder, sdkBudgetChars, preflight, preflightEngine, store)')
   })
 
   it('accessors, and options that throw when read', () => {

@@ -181,6 +181,7 @@ describe('readToolDefinition: what it reads', () => {
       presentationMeta,
       execute,
       timeoutMs: 5,
+      idempotent: false,
       functions: { validateArgs },
     })
     expect(readToolDefinition(base()).presentationMeta).toBeUndefined()

@@ -1,0 +1,299 @@
+/**
+ * Durable Code Mode runs over a {@link DurableStore}: what `createToolRuntime({ store })`
+ * adds to `run_code` (docs/durability.md).
+ *
+ * - **Park → store.** Each time a run parks, its whole state (journal, logs, budgets
+ *   spent, the calls waiting for a person) is written under `runs/<run>`; when it ends
+ *   the record and its call records are deleted.
+ * - **Resume anywhere.** {@link DurableRuns.resumeAll} (a process starting on the store)
+ *   claims each stored run with compare-and-set, so of two processes sharing a store
+ *   exactly one resumes it, and runs it again through `run_code` from its state.
+ * - **Exactly once.** Once a run has parked, each later sub-call is written down before
+ *   its body runs (`started`) and after (`done`, with its value): a program that, after a
+ *   crash, makes a call it had made before gets the recorded value instead of a second
+ *   run; a call whose body was running when the process died fails as `INTERRUPTED`
+ *   (a catchable `ToolCallError` in the program) unless its tool is `idempotent: true`.
+ *
+ * Platform-neutral: the store is the only thing that differs per platform.
+ *
+ * @module
+ */
+import type { ParkedRunState } from '../code-runtime/contract.js'
+import type { DurableRunNumbering } from '../code-mode/registry-seam.js'
+import { isParkedRunState } from '../code-runtime/journal.js'
+import { ToolError } from '../errors.js'
+import type { JsonValue } from '../json/json-value.js'
+import type { DurableStore } from './store.js'
+
+/** What `runs/<run>` holds: enough to run `run_code` again from where it parked. */
+export interface StoredRun {
+  readonly version: 1
+  /** The `run_code` call's id (sub-calls are `<callId>:code:<n>`). */
+  readonly callId: string
+  readonly agent?: string
+  readonly code: string
+  readonly description: string
+  readonly state: ParkedRunState
+  /** How its sub-calls were numbered (the calls it waits on keep their ids). */
+  readonly numbering: DurableRunNumbering
+  /** Who is running it now (a process's random id) and since when (epoch ms); absent while only parked. */
+  readonly owner?: string
+  readonly claimedAt?: number
+}
+
+/** One run a process resumed from the store, and the result its `run_code` call ends with. */
+export interface ResumedRun {
+  readonly callId: string
+  readonly agent?: string
+  readonly result: Promise<unknown>
+}
+
+/** What a sub-call's record says. */
+interface CallRecord {
+  readonly state: 'started' | 'done'
+  readonly name: string
+  readonly value?: JsonValue
+}
+
+/** Characters a store key segment may hold; anything else in a call id is hashed. */
+const SAFE_SEGMENT = /^[A-Za-z0-9._~:@=+-]{1,80}$/
+
+/** A store key segment for a call id: the id itself when it is safe and short, else a hash of it (the record keeps the id). */
+export function runKeySegment(callId: string): string {
+  if (SAFE_SEGMENT.test(callId) && callId !== '.' && callId !== '..') return callId
+  let a = 0x811c9dc5
+  let b = 0x01000193
+  for (let i = 0; i < callId.length; i++) {
+    const c = callId.charCodeAt(i)
+    a = Math.imul(a ^ c, 0x01000193)
+    b = Math.imul(b ^ c, 0x5bd1e995)
+  }
+  return `h-${(a >>> 0).toString(36)}-${(b >>> 0).toString(36)}-${callId.length}`
+}
+
+/** How a sub-call id splits into its run's call id and its number; `undefined` for any other id. */
+function subCallOf(callId: string): { readonly run: string; readonly n: string } | undefined {
+  const at = callId.lastIndexOf(':code:')
+  if (at <= 0) return undefined
+  const n = callId.slice(at + 6)
+  return /^[1-9][0-9]{0,15}$/.test(n) ? { run: callId.slice(0, at), n } : undefined
+}
+
+/** How often a process holding durable runs says it is alive. */
+export const HEARTBEAT_MS = 5_000
+
+/** A random id for this process, so a claim says who holds a run. */
+function processId(): string {
+  return crypto.randomUUID()
+}
+
+/** The durable-run side of a tool runtime with a store. */
+export class DurableRuns {
+  readonly #store: DurableStore
+  readonly #owner = processId()
+  /** Runs that have parked (here or before a restart): their sub-calls are recorded. */
+  readonly #durable = new Set<string>()
+  /** States waiting for the `run_code` call that resumes them. */
+  readonly #resuming = new Map<string, { readonly state: ParkedRunState; readonly numbering: DurableRunNumbering }>()
+  /** Each run's writes, in order (a park's state never lands after the delete of its end). */
+  readonly #writes = new Map<string, Promise<void>>()
+  #closing = false
+  #heartbeat: ReturnType<typeof setInterval> | undefined
+
+  constructor(store: DurableStore) {
+    this.#store = store
+  }
+
+  /**
+   * Says this process is alive (`owners/<id>`, every {@link HEARTBEAT_MS}) while it holds
+   * durable runs, so another process on the store leaves them alone; a process that died
+   * stops beating, and its runs are resumed by the next `resumeAll` after `staleMs`.
+   */
+  #beat(): void {
+    if (this.#heartbeat !== undefined || this.#closing) return
+    const write = () => this.#queue('owners', () => this.#store.put(`owners/${this.#owner}`, JSON.stringify({ at: Date.now() })))
+    write()
+    this.#heartbeat = setInterval(write, HEARTBEAT_MS)
+  }
+
+  async #alive(owner: string, staleMs: number): Promise<boolean> {
+    if (!SAFE_SEGMENT.test(owner)) return false
+    const entry = await this.#store.get(`owners/${owner}`)
+    if (entry === undefined) return false
+    try {
+      const at = (JSON.parse(entry.value) as { at?: unknown }).at
+      return typeof at === 'number' && Date.now() - at < staleMs
+    } catch {
+      return false
+    }
+  }
+
+  /** The store the runs live in. */
+  get store(): DurableStore {
+    return this.#store
+  }
+
+  /** The runtime is shutting down: runs it aborts now stay in the store, to be resumed by the next process. */
+  close(): void {
+    this.#closing = true
+    if (this.#heartbeat !== undefined) clearInterval(this.#heartbeat)
+    this.#heartbeat = undefined
+  }
+
+  #queue(run: string, write: () => Promise<unknown>): void {
+    const previous = this.#writes.get(run) ?? Promise.resolve()
+    const next = previous.then(write).then(
+      () => undefined,
+      () => undefined,
+    )
+    this.#writes.set(run, next)
+    void next.then(() => {
+      if (this.#writes.get(run) === next) this.#writes.delete(run)
+    })
+  }
+
+  /** Resolves once every write queued so far has landed (tests; a clean shutdown). */
+  async flushed(): Promise<void> {
+    while (this.#writes.size > 0) await Promise.all([...this.#writes.values()])
+  }
+
+  /**
+   * The `durable` part of a `run_code` request: where its parked states go, and the state
+   * to resume from when this call is a resumption.
+   */
+  forRun(callId: string, agent: string | undefined, args: { readonly code: string; readonly description: string }) {
+    const resume = this.#resuming.get(callId)
+    this.#resuming.delete(callId)
+    if (resume !== undefined) this.#durable.add(callId)
+    const key = `runs/${runKeySegment(callId)}`
+    const onPark = (state: ParkedRunState, numbering: DurableRunNumbering): void => {
+      this.#durable.add(callId)
+      this.#beat()
+      const record: StoredRun = {
+        version: 1,
+        callId,
+        ...(agent === undefined ? {} : { agent }),
+        code: args.code,
+        description: args.description,
+        state,
+        numbering,
+        owner: this.#owner,
+        claimedAt: Date.now(),
+      }
+      this.#queue(callId, () => this.#store.put(key, JSON.stringify(record)))
+    }
+    return { onPark, ...(resume === undefined ? {} : { resume }) }
+  }
+
+  /** A `run_code` call ended: forget its record and its calls' (unless the process is shutting down). */
+  ended(callId: string): void {
+    const parked = this.#durable.delete(callId)
+    if (!parked || this.#closing) return
+    const segment = runKeySegment(callId)
+    this.#queue(callId, async () => {
+      await this.#store.delete(`runs/${segment}`)
+      for (;;) {
+        const page = await this.#store.list(`calls/${segment}/`, { limit: 1000 })
+        for (const entry of page.entries) await this.#store.delete(entry.key)
+        if (page.cursor === undefined || page.entries.length === 0) break
+      }
+    })
+  }
+
+  /**
+   * The `tools/execute` wrapper that makes a durable run's sub-calls happen once: a call
+   * recorded `done` answers from its record; one recorded `started` (its body was running
+   * when a process died) fails as `INTERRUPTED` unless the tool is idempotent.
+   */
+  async aroundBody(callId: string, name: string, idempotent: boolean, next: () => Promise<JsonValue>): Promise<JsonValue> {
+    const sub = subCallOf(callId)
+    if (sub === undefined || !this.#durable.has(sub.run)) return next()
+    const key = `calls/${runKeySegment(sub.run)}/${sub.n}`
+    const found = await this.#store.get(key)
+    const record = found === undefined ? undefined : readCallRecord(found.value)
+    if (record !== undefined && record.name === name) {
+      if (record.state === 'done') return record.value ?? null
+      if (!idempotent) {
+        throw new ToolError('INTERRUPTED', `${name} was running when its process stopped; it may or may not have taken effect, and it is not run again (its tool is not idempotent)`)
+      }
+    }
+    await this.#store.put(key, JSON.stringify({ state: 'started', name } satisfies CallRecord))
+    const value = await next()
+    try {
+      await this.#store.put(key, JSON.stringify({ state: 'done', name, value } satisfies CallRecord))
+    } catch {
+      // A value too large for the store: the call stays `started`; after a crash it is INTERRUPTED, never run twice.
+    }
+    return value
+  }
+
+  /**
+   * Claims every run in the store that no live process holds (parked, or claimed by a
+   * process more than `staleMs` ago) and resumes each through `start(callId, agent,
+   * args)`, the runtime's `run_code` execution. Of two processes calling this on one
+   * store, each run goes to exactly one (compare-and-set on its record).
+   */
+  async resumeAll(
+    start: (callId: string, agent: string | undefined, args: { readonly code: string; readonly description: string }) => Promise<unknown>,
+    options: { readonly staleMs?: number } = {},
+  ): Promise<ResumedRun[]> {
+    const staleMs = options.staleMs ?? 30_000
+    const resumed: ResumedRun[] = []
+    let after: string | undefined
+    for (;;) {
+      const page = await this.#store.list('runs/', { limit: 100, ...(after === undefined ? {} : { after }) })
+      for (const { key } of page.entries) {
+        const entry = await this.#store.get(key)
+        if (entry === undefined) continue
+        const record = readStoredRun(entry.value)
+        if (record === undefined || key !== `runs/${runKeySegment(record.callId)}`) continue
+        // Ours already, or held by a process that is alive (its heartbeat is fresh): not ours to resume.
+        if (record.owner === this.#owner) continue
+        if (record.owner !== undefined && (await this.#alive(record.owner, staleMs))) continue
+        const claimed: StoredRun = { ...record, owner: this.#owner, claimedAt: Date.now() }
+        const put = await this.#store.put(key, JSON.stringify(claimed), { ifVersion: entry.version })
+        if (!put.ok) continue
+        this.#resuming.set(record.callId, { state: record.state, numbering: record.numbering })
+        this.#beat()
+        resumed.push({
+          callId: record.callId,
+          ...(record.agent === undefined ? {} : { agent: record.agent }),
+          result: start(record.callId, record.agent, { code: record.code, description: record.description }),
+        })
+      }
+      if (page.cursor === undefined || page.entries.length === 0) break
+      after = page.cursor
+    }
+    return resumed
+  }
+}
+
+/** A stored run's record, or `undefined` when the text is not one (a foreign or damaged record is skipped, never trusted). */
+export function readStoredRun(text: string): StoredRun | undefined {
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    return undefined
+  }
+  const v = value as Partial<StoredRun> | null
+  if (typeof v !== 'object' || v === null || v.version !== 1) return undefined
+  if (typeof v.callId !== 'string' || typeof v.code !== 'string' || typeof v.description !== 'string') return undefined
+  if (v.agent !== undefined && typeof v.agent !== 'string') return undefined
+  if (!isParkedRunState(v.state)) return undefined
+  const numbering = v.numbering as Partial<DurableRunNumbering> | undefined
+  const count = (x: unknown): boolean => typeof x === 'number' && Number.isSafeInteger(x) && x >= 0
+  if (typeof numbering !== 'object' || numbering === null || !count(numbering.submitted) || !Array.isArray(numbering.calls)) return undefined
+  if (!numbering.calls.every((pair) => Array.isArray(pair) && pair.length === 2 && count(pair[0]) && count(pair[1]))) return undefined
+  return v as StoredRun
+}
+
+function readCallRecord(text: string): CallRecord | undefined {
+  try {
+    const v = JSON.parse(text) as Partial<CallRecord> | null
+    if (typeof v !== 'object' || v === null || typeof v.name !== 'string' || (v.state !== 'started' && v.state !== 'done')) return undefined
+    return v as CallRecord
+  } catch {
+    return undefined
+  }
+}
