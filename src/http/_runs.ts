@@ -26,7 +26,7 @@ import type { ApiConfig, ApiRoute, PreparedRun } from './_routes.js'
 import { createSseSender } from './_sse-sender.js'
 import type { SseSender } from './_sse-sender.js'
 import { createRunTable, createStoreRunRecords, runRecord } from './run-table.js'
-import type { ResolvedRunTableOptions, RunEventFrame, RunRecordJson, RunRecordStore, RunStatus, RunTable, RunTableHeld, TableRun } from './run-table.js'
+import type { ResolvedRunTableOptions, RunRecordJson, RunRecordStore, RunStatus, RunTable, RunTableHeld, TableRun } from './run-table.js'
 
 /** What the run routes read besides the API's configuration. */
 export interface RunsConfig extends ApiConfig {
@@ -279,33 +279,52 @@ function gapFrame(run: TableRun, gap: { first: number; last: number }): string {
   return `event: gap\ndata: ${JSON.stringify(data)}\n\n`
 }
 
+/** How often a stream looks for new frames when no notification reached it (a run of another request, on workerd). */
+const POLL_MS = 50
+
 /**
- * Sends the buffered frames after `lastId` in batches (half a backlog, at most
- * {@link MAX_REPLAY_BATCH_BYTES}), waiting for the client to take each one: a buffer larger than `maxStreamBacklogBytes` is replayed at the
- * client's pace instead of overflowing its stream. Returns caught up (the caller then
- * subscribes in the same synchronous step, so no frame falls between) or stopped. A frame
- * dropped from the buffer while the client read is reported as a gap, like one dropped before.
+ * Resolves at the run's next frame, when `finished` settles, or after {@link POLL_MS}.
+ * The notification only wakes this reader; it never writes for it, so the run (another
+ * request's work) does no I/O on this request's stream, which workerd forbids.
  */
-async function replay(
-  run: TableRun,
-  lastId: number,
-  sender: SseSender,
-  batchBytes: number,
-  forward: (frame: RunEventFrame) => void,
-  stopped: () => boolean,
-  finished: Promise<void>,
-): Promise<void> {
+async function nextFrame(run: TableRun, finished: Promise<void>): Promise<void> {
+  let unsubscribe: () => void = () => {}
+  let timer: ReturnType<typeof setTimeout> | undefined
+  try {
+    await Promise.race([
+      new Promise<void>((resolve) => (unsubscribe = run.events.subscribe(() => resolve()))),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, POLL_MS))),
+      finished,
+    ])
+  } finally {
+    unsubscribe()
+    clearTimeout(timer)
+  }
+}
+
+/**
+ * Sends the run's frames after `lastId` until its `end` frame, pulling them from the
+ * buffer in batches (half a backlog, at most {@link MAX_REPLAY_BATCH_BYTES}) and waiting
+ * for the client to take each batch and for the host's loop to turn before the next: a
+ * long buffer reaches a slow reader whole, and the stream's writer never holds more than
+ * a batch. Frames dropped from the buffer before the reader got them (it fell further
+ * behind than `maxEventBytesPerRun`) are reported as a `gap`, then it goes on.
+ */
+async function pump(run: TableRun, lastId: number, sender: SseSender, batchBytes: number, stopped: () => boolean, finished: Promise<void>): Promise<void> {
   let cursor = lastId
   while (!stopped()) {
     const { gap, frames } = run.events.since(cursor, batchBytes)
     if (gap !== undefined) sender.send(gapFrame(run, gap))
-    for (const frame of frames) forward(frame)
+    for (const frame of frames) sender.send(frame.text)
     cursor = frames.at(-1)?.id ?? gap?.last ?? cursor
-    if (cursor >= run.events.last) return
+    if (cursor >= run.events.last && run.events.closed) return
+    // The next batch waits for this one to be taken, live frames included: a reader slower
+    // than its run falls behind in the run's buffer (bounded), never in this stream.
     await Promise.race([sender.drained(), finished])
-    // A client that reads in-process (or faster than we write) takes a batch within
-    // microtasks: one macrotask between batches keeps the host's loop turning.
-    await new Promise((resolve) => setTimeout(resolve, 0))
+    if (cursor >= run.events.last) await nextFrame(run, finished)
+    // A client that reads in-process takes a batch within microtasks: one macrotask between
+    // batches keeps the host's loop turning.
+    else await new Promise((resolve) => setTimeout(resolve, 0))
   }
 }
 
@@ -315,18 +334,16 @@ function streamEvents(c: Context, run: TableRun, lastId: number, config: ApiConf
     let stopped = false
     let finish: () => void = () => {}
     const finished = new Promise<void>((resolve) => (finish = resolve))
-    let unsubscribe: () => void = () => {}
     let heartbeat: ReturnType<typeof setInterval> | undefined
     // Leaving a stream never touches the run: it goes on, and its buffer waits for the next client.
     const stop = (): void => {
       stopped = true
-      unsubscribe()
-      if (heartbeat !== undefined) clearInterval(heartbeat)
       finish()
     }
     const sender = createSseSender(stream, {
       maxBacklogBytes: config.maxStreamBacklogBytes,
       writeTimeoutMs: config.streamWriteTimeoutMs,
+      // Only a single frame larger than the backlog cap can get here (batches are half of it).
       // No `id:` line: a client that reconnects resumes after the last frame it did read.
       finalFrame: (dropped) =>
         `event: error\ndata: ${JSON.stringify({
@@ -342,18 +359,13 @@ function streamEvents(c: Context, run: TableRun, lastId: number, config: ApiConf
     const signal = c.req.raw.signal
     if (signal.aborted) stop()
     else signal.addEventListener('abort', stop, { once: true })
-    const forward = (frame: RunEventFrame): void => {
-      if (stopped) return
-      sender.send(frame.text)
-      if (frame.text.startsWith(`event: ${END_EVENT}\n`)) stop()
+    if (config.heartbeatMs > 0) heartbeat = setInterval(() => sender.send(': keep-alive\n\n'), config.heartbeatMs)
+    try {
+      await pump(run, lastId, sender, Math.max(1, Math.min(MAX_REPLAY_BATCH_BYTES, Math.floor(config.maxStreamBacklogBytes / 2))), () => stopped, finished)
+    } finally {
+      if (heartbeat !== undefined) clearInterval(heartbeat)
+      signal.removeEventListener('abort', stop)
     }
-    await replay(run, lastId, sender, Math.max(1, Math.min(MAX_REPLAY_BATCH_BYTES, Math.floor(config.maxStreamBacklogBytes / 2))), forward, () => stopped, finished)
-    if (!stopped) {
-      unsubscribe = run.events.subscribe(forward)
-      if (config.heartbeatMs > 0) heartbeat = setInterval(() => sender.send(': keep-alive\n\n'), config.heartbeatMs)
-    }
-    await finished
-    signal.removeEventListener('abort', stop)
     // Hono closes the stream when this returns: every queued frame must be out first (or given up).
     await sender.drained()
   })

@@ -104,7 +104,7 @@ export interface RunEventLog {
    * most `maxBytes` of them (at least one), so a reader can pace itself.
    */
   since(lastId: number, maxBytes?: number): RunEventsSince
-  /** Called with each frame appended from now on; returns the unsubscribe. */
+  /** Called with each frame appended from now on, and once (with an empty text) when the log closes; returns the unsubscribe. */
   subscribe(listener: (frame: RunEventFrame) => void): () => void
   /** The oldest id still held (`last + 1` when empty). */
   readonly first: number
@@ -179,6 +179,14 @@ export function createRunEventLog(maxBytes: number, onBytes: (delta: number) => 
     },
     close() {
       closed = true
+      // Readers waiting for a next frame learn there is none.
+      for (const listener of [...listeners]) {
+        try {
+          listener({ id: last, text: '' })
+        } catch {
+          // As in append.
+        }
+      }
       listeners.clear()
     },
     get closed() {

@@ -138,7 +138,7 @@ describe('/v1/runs: a run that logs a lot', () => {
   })
 })
 
-describe('/v1/runs/:id/events: a client that falls behind', () => {
+describe('/v1/runs/:id/events: a slow reader', () => {
   it('a buffer larger than maxStreamBacklogBytes is replayed at the reader\'s pace, whole', async () => {
     const f = setup({ maxStreamBacklogBytes: 16 * 1024 })
     const { id } = await f.start(`for (let i = 0; i < 40; i++) await tools.echo({ text: String(i).padEnd(2000, '.') }); return 'ok'`)
@@ -150,30 +150,39 @@ describe('/v1/runs/:id/events: a client that falls behind', () => {
     expect(frames.at(-1)!.event).toBe('end')
   })
 
-  it('a live run faster than its reader: a final STREAM_BACKLOG error without an id; Last-Event-ID then resumes without losing a frame', async () => {
-    const f = setup({ maxStreamBacklogBytes: 16 * 1024 })
-    let release: () => void = () => {}
-    const held = new Promise<void>((resolve) => (release = resolve))
-    f.runtime.register(
-      defineTool({ name: 'hold', description: 'Waits for the test.', parameters: {}, output: { schema: { type: 'null' }, render: () => [] }, execute: async () => (await held, null) }),
-    )
-    const { id } = await f.start(`await tools.hold({}); for (let i = 0; i < 40; i++) await tools.echo({ text: String(i).padEnd(2000, '.') }); return 'ok'`)
-    // This client connects, then reads nothing while the run floods it.
-    const slow = await f.events(id)
-    await until(() => runsHeld(f.app)!.subscribers === 1)
-    release()
-    await f.ended(id)
-    const got = parseSse(await slow.text())
-    const final = got.at(-1)!
-    expect(final).toMatchObject({ event: 'error', data: { id, error: { code: 'STREAM_BACKLOG' } } })
-    expect(final.id).toBeUndefined()
-    const everything = parseSse(await (await f.events(id)).text())
-    const read = got.slice(0, -1)
-    expect(read.length).toBeLessThan(everything.length - 10)
-    expect(read).toEqual(everything.slice(0, read.length))
-    const resumed = parseSse(await (await f.events(id, read.at(-1)!.id!)).text())
-    expect([...read, ...resumed]).toEqual(everything)
-    expect(runsHeld(f.app)!.subscribers).toBe(0)
+  it('a reader slower than its live run holds at most a batch in its stream: it gets every frame, or a gap for those its run\'s buffer dropped meanwhile', async () => {
+    for (const maxEventBytesPerRun of [1024 * 1024, 16 * 1024]) {
+      const f = setup({ maxStreamBacklogBytes: 16 * 1024, runs: { maxEventBytesPerRun } })
+      let release: () => void = () => {}
+      const held = new Promise<void>((resolve) => (release = resolve))
+      f.runtime.register(
+        defineTool({ name: 'hold', description: 'Waits for the test.', parameters: {}, output: { schema: { type: 'null' }, render: () => [] }, execute: async () => (await held, null) }),
+      )
+      const { id } = await f.start(`await tools.hold({}); for (let i = 0; i < 40; i++) await tools.echo({ text: String(i).padEnd(2000, '.') }); return 'ok'`)
+      // This client connects, then reads nothing while the run floods it (about 260 KB of frames).
+      const slow = await f.events(id)
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      release()
+      const body = await f.ended(id)
+      const got = parseSse(await slow.text())
+      expect(got.at(-1)).toMatchObject({ event: 'end', data: { id, status: 'done' } })
+      expect(got.filter((frame) => frame.event === 'error')).toEqual([])
+      // Every id of the run, once: read, or named by a gap.
+      const accounted: number[] = []
+      for (const frame of got) {
+        if (frame.event === 'gap') {
+          const { first, last } = frame.data as { first: number; last: number }
+          for (let i = first; i <= last; i++) accounted.push(i)
+        } else accounted.push(Number(frame.id))
+      }
+      expect(accounted).toEqual(Array.from({ length: body.events.last }, (_, i) => i + 1))
+      const gaps = got.filter((frame) => frame.event === 'gap').length
+      if (maxEventBytesPerRun === 1024 * 1024) {
+        expect(gaps).toBe(0)
+        expect(got).toEqual(parseSse(await (await f.events(id)).text()))
+      } else expect(gaps).toBeGreaterThan(0)
+      expect(runsHeld(f.app)!.subscribers).toBe(0)
+    }
   })
 })
 
