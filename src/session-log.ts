@@ -1,9 +1,10 @@
 /**
  * An in-memory {@link SessionLogSink}: keeps the most recent `tool/code-dispatch-start`,
- * `tool/code-dispatch` and approval events in arrival order, as a ring bounded by entries
- * and by bytes (the oldest events are forgotten first). For tests, demos and
- * single-process hosts that forward events elsewhere later; a durable host supplies its
- * own sink.
+ * `tool/code-dispatch`, approval and plan-approval events in arrival order, as a ring
+ * bounded by entries and by bytes (the oldest events are forgotten first). For tests,
+ * demos and single-process hosts that forward events elsewhere later; a durable host
+ * supplies its own sink. Producers bound what they log too: {@link boundPlanForLog} is
+ * how a plan request is logged, whatever sink receives it.
  *
  * Why a ring: every event carries a sub-call's arguments (up to the binding cap, 8 MiB)
  * and content, and programs are model-written: an unbounded log kept by a long-lived
@@ -12,7 +13,8 @@
  * @module
  */
 import { ToolError } from './errors.js'
-import type { SessionLogEvent, SessionLogSink } from './runtime-types.js'
+import type { PlanApprovalRequestEvent, SessionLogEvent, SessionLogSink } from './runtime-types.js'
+import type { ApprovalPlan } from './types.js'
 
 /** Default {@link MemorySessionLogOptions.maxEntries}. */
 export const DEFAULT_SESSION_LOG_MAX_ENTRIES = 1_000
@@ -41,6 +43,44 @@ export interface MemorySessionLog extends SessionLogSink {
   readonly dropped: number
   /** Forgets every stored event. */
   clear(): void
+}
+
+/** A logged program is whole up to this many characters; a longer one keeps its head and tail. */
+export const MAX_LOGGED_CODE_CHARS = 4096
+const LOGGED_HEAD_CHARS = 3072
+const LOGGED_TAIL_CHARS = 1024
+/** Planned calls (and asking tools) a plan event lists; the counts say how many there were. */
+export const MAX_LOGGED_PLAN_ITEMS = 100
+/** Characters of a description or a gate's reason a plan event keeps. */
+const LOGGED_NOTE_CHARS = 300
+
+function cutNote(text: string): string {
+  return text.length <= LOGGED_NOTE_CHARS ? text : `${text.slice(0, LOGGED_NOTE_CHARS - 1)}…`
+}
+
+/**
+ * The part of a `tool/plan-approval-request` event that comes from the plan, bounded: a
+ * model-written program of up to 256 KiB, with thousands of planned calls, is logged in
+ * at most about 4 KiB of code plus 100 calls and 100 asking tools (every sink receives
+ * the event, not only the in-memory ring, which bounds bytes on its own).
+ */
+export function boundPlanForLog(plan: ApprovalPlan): Pick<PlanApprovalRequestEvent, 'code' | 'codeChars' | 'description' | 'calls' | 'callCount' | 'asking' | 'askingCount' | 'dynamic'> {
+  const { code } = plan
+  const kept =
+    code.length <= MAX_LOGGED_CODE_CHARS
+      ? code
+      : `${code.slice(0, LOGGED_HEAD_CHARS)}\n… (${code.length - LOGGED_HEAD_CHARS - LOGGED_TAIL_CHARS} characters not logged) …\n${code.slice(code.length - LOGGED_TAIL_CHARS)}`
+  const asking = plan.asking.slice(0, MAX_LOGGED_PLAN_ITEMS).map((a) => Object.freeze(a.reason === undefined ? { name: a.name } : { name: a.name, reason: cutNote(a.reason) }))
+  return {
+    code: kept,
+    codeChars: code.length,
+    description: cutNote(plan.description),
+    calls: Object.freeze(plan.calls.slice(0, MAX_LOGGED_PLAN_ITEMS)),
+    callCount: plan.calls.length,
+    asking: Object.freeze(asking),
+    askingCount: plan.asking.length,
+    dynamic: plan.dynamic,
+  }
 }
 
 function positiveInteger(name: string, value: unknown, fallback: number): number {

@@ -19,6 +19,8 @@
 import { ToolError } from '../errors.js'
 import { extractPlan, extractPythonPlan } from '../preflight/plan.js'
 import type { PreflightPlan } from '../preflight/types.js'
+import type { PlanApprovalDecisionEvent, PlanApprovalRequestEvent, SessionLogEvent } from '../runtime-types.js'
+import { boundPlanForLog } from '../session-log.js'
 import type { ApprovalHandler, ApprovalPlan, ApprovalRequest, PreToolDecision, ScopeKey, ToolExecution, ToolExecutionToken } from '../types.js'
 import { ALLOW_DECISION, messageOf, type PipelineCore } from './call.js'
 import { grantPlan } from './approval.js'
@@ -57,6 +59,15 @@ async function probe(core: PipelineCore, run: ToolExecution, name: string, index
     if (checked.kind === 'ask') decision = checked
   }
   return decision.kind === 'ask' ? decision : undefined
+}
+
+/** Appends to the session log; a sink that throws changes nothing (logging never decides). */
+function log(core: PipelineCore, event: SessionLogEvent): void {
+  try {
+    core.options.sessionLog?.append(event)
+  } catch {
+    // Ignored: the record is lost, the run goes on as decided.
+  }
 }
 
 /** Awaits the handler's verdict; a cancelled run stops waiting at once. */
@@ -115,17 +126,36 @@ export function createPlanApproval(core: PipelineCore, toolNames: (agent: ScopeK
     })
     const reason = `the program calls ${asking.length === 1 ? 'a tool that asks' : `${asking.length} tools that ask`}${plan.dynamic ? ' (and reaches tools by computed names)' : ''}`
     const request: ApprovalRequest = Object.freeze({ kind: 'plan' as const, execution, plan: approvalPlan, reason })
+    const about = { parentCallId: callId, subCallId: `${callId}:plan`, name, ...(agent === undefined ? {} : { agent }) }
+    const requestedAt = Date.now()
+    const asked: PlanApprovalRequestEvent = { type: 'tool/plan-approval-request', ...about, ...boundPlanForLog(approvalPlan), reason, requestedAt }
+    log(core, asked)
+    const decided = (decision: PlanApprovalDecisionEvent['decision'], granted: readonly string[], message?: string): void => {
+      const decidedAt = Date.now()
+      const event: PlanApprovalDecisionEvent = { type: 'tool/plan-approval-decision', ...about, decision, ...(message === undefined ? {} : { message }), granted: Object.freeze([...granted]), requestedAt, decidedAt, waitedMs: decidedAt - requestedAt }
+      log(core, event)
+    }
     const verdict = await verdictOf(handler, request, signal)
     if (!verdict.ok) {
       const error = verdict.error
-      if (error instanceof ToolError && error.code === 'ABORTED_BEFORE_DISPATCH') throw error
+      if (error instanceof ToolError && error.code === 'ABORTED_BEFORE_DISPATCH') {
+        decided('withdrawn', [], error.message)
+        throw error
+      }
       const said = error instanceof ToolError && error.code === 'DENIED_BY_APPROVAL' ? error.message : `the approval handler failed: ${messageOf(error)}`
-      throw new ToolError('DENIED_BY_APPROVAL', `the program's plan was denied before anything ran (${said})`)
+      const denied = new ToolError('DENIED_BY_APPROVAL', `the program's plan was denied before anything ran (${said})`)
+      decided('deny', [], denied.message)
+      throw denied
     }
-    if (verdict.value !== true) throw new ToolError('DENIED_BY_APPROVAL', "the program's plan was denied by the approval handler before anything ran")
+    if (verdict.value !== true) {
+      const denied = new ToolError('DENIED_BY_APPROVAL', "the program's plan was denied by the approval handler before anything ran")
+      decided('deny', [], denied.message)
+      throw denied
+    }
     // A program that reaches tools by computed names gets no pre-approval: which call site a
     // call came from cannot be told at run time.
-    if (plan.dynamic) return () => {}
-    return grantPlan(token, asking.map((a) => a.name))
+    const granted = plan.dynamic ? [] : asking.map((a) => a.name)
+    decided('allow', granted)
+    return granted.length === 0 ? () => {} : grantPlan(token, granted)
   }
 }
