@@ -198,62 +198,8 @@ export interface PlanApprovalDecisionEvent {
   readonly waitedMs: number
 }
 
-/**
- * A `run_code` program's plan was put to the approval handler before it ran (plan
- * approval, docs/approvals.md). One per asked plan, followed by exactly one
- * {@link PlanApprovalDecisionEvent}. Bounded (`boundPlanForLog`): the program as head and
- * tail, at most 100 planned calls and 100 asking tools, notes cut; the counts say what
- * was left out.
- */
-export interface PlanApprovalRequestEvent {
-  readonly type: 'tool/plan-approval-request'
-  /** The `run_code` call whose program asks. */
-  readonly parentCallId: string
-  /** `<parentCallId>:plan`: the one plan request of the run (every session log event names what it is about). */
-  readonly subCallId: string
-  /** `run_code`: the call that asks. */
-  readonly name: string
-  readonly agent?: ScopeKey
-  /** The program: whole up to 4,096 characters, else its head and tail around a marker that says how much was left out. */
-  readonly code: string
-  /** The program's whole length in characters. */
-  readonly codeChars: number
-  /** The model's summary (`run_code`'s `description`), cut at 300 characters. */
-  readonly description: string
-  /** The first planned calls, in source order. */
-  readonly calls: readonly { readonly name: string; readonly line: number; readonly column: number }[]
-  /** How many planned calls the program has (`calls` lists at most 100). */
-  readonly callCount: number
-  /** The planned tools whose gate asks, with the gate's reason (cut at 300 characters). */
-  readonly asking: readonly { readonly name: string; readonly reason?: string }[]
-  /** How many planned tools ask (`asking` lists at most 100). */
-  readonly askingCount: number
-  readonly dynamic: boolean
-  /** The request's reason, as the handler received it. */
-  readonly reason: string
-  readonly requestedAt: number
-}
-
-/** The answer to a {@link PlanApprovalRequestEvent}. */
-export interface PlanApprovalDecisionEvent {
-  readonly type: 'tool/plan-approval-decision'
-  readonly parentCallId: string
-  readonly subCallId: string
-  readonly name: string
-  readonly agent?: ScopeKey
-  /** `allow`: the program runs; `deny`: the run ended before anything ran; `withdrawn`: the run was cancelled while its plan waited. */
-  readonly decision: ApprovalOutcome
-  /** For `deny` and `withdrawn`: the error message the run ended with. */
-  readonly message?: string
-  /** The tools pre-approved for the run (empty for a dynamic plan or a refusal). */
-  readonly granted: readonly string[]
-  readonly requestedAt: number
-  readonly decidedAt: number
-  readonly waitedMs: number
-}
-
 /** Everything the session log sink receives. */
-export type SessionLogEvent = CodeDispatchStartEvent | CodeDispatchEvent | ApprovalRequestEvent | ApprovalDecisionEvent | PlanApprovalRequestEvent | PlanApprovalDecisionEvent | PlanApprovalRequestEvent | PlanApprovalDecisionEvent
+export type SessionLogEvent = CodeDispatchStartEvent | CodeDispatchEvent | ApprovalRequestEvent | ApprovalDecisionEvent | PlanApprovalRequestEvent | PlanApprovalDecisionEvent
 
 /**
  * A console line of a running program, attributed to its `run_code` call, delivered as
