@@ -4,7 +4,11 @@
  * - warm p50/p95 of a 40-line program against the demo tools and against the generated
  *   1,000-tool registry (test/fixtures/large-registry.ts), inline and in the thread;
  * - the longest the host's event loop was held during the first check (inline vs thread);
- * - the memory the checker holds (heap and RSS growth of this process, inline).
+ * - the memory the checker holds (heap and RSS growth of this process, inline);
+ * - the levers (same process, checks interleaved so load drifts hit each alike): the
+ *   shipped checker (one `LanguageService` per SDK) against a plain `createProgram` with
+ *   `oldProgram` and cached SourceFiles, and against `lib.es5.d.ts` only (what a minimal
+ *   lib could save at most); and a repeat of the same program (answered from the cache).
  * Figures are printed, never asserted; on a loaded machine read the `min` beside the p50. Targets (issue 22): warm ≤ 30 ms at 13 tools,
  * ≤ 100 ms at 1,000.
  *
@@ -15,6 +19,9 @@ import { createPreflightWorker, loadTypeScript } from '../platforms/node/index.j
 import { renderTypeScriptSdkBlock } from '../src/code-mode/sdk-typescript.js'
 import type { SdkToolInput } from '../src/code-mode/sdk-common.js'
 import { createInlinePreflightEngine } from '../src/preflight/inline-engine.js'
+import { createTypeScriptChecker, type LibReader, type TypeScriptModule } from '../src/preflight/typescript-checker.js'
+import { CHECK_WRAP_CLOSE, CHECK_WRAP_OPEN, SANDBOX_GLOBALS_DECLARATIONS } from '../src/preflight/environment.js'
+import type * as TypeScript from 'typescript'
 import type { PreflightEngine } from '../src/preflight/types.js'
 import { LARGE_REGISTRY } from '../test/fixtures/large-registry.js'
 import { readFileSync } from 'node:fs'
@@ -25,6 +32,10 @@ import type { ToolRuntimeOptions } from '../src/runtime-types.js'
 import { printTable, summarize, type TableRow } from './_stats.js'
 
 const WARM_SAMPLES = 40
+/** Checks per lever (interleaved). */
+const LEVER_SAMPLES = 150
+/** `npm run bench:preflight -- --levers`: only the levers table. */
+const ONLY_LEVERS = process.argv.includes('--levers')
 
 const demoInputs: SdkToolInput[] = createDemoTools().tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters, output: t.output.schema }))
 const largeInputs: SdkToolInput[] = LARGE_REGISTRY.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters, output: t.output }))
@@ -96,23 +107,6 @@ async function measure(label: string, engine: PreflightEngine): Promise<TableRow
   ]
 }
 
-const before = process.memoryUsage()
-const inlineRows = await measure('inline', createInlinePreflightEngine({ load: loadTypeScript }))
-globalThis.gc?.()
-const after = process.memoryUsage()
-const worker = createPreflightWorker()
-const threadRows = await measure('thread', worker)
-await worker.dispose()
-
-printTable([...inlineRows, ...threadRows], `preflight: a 40-line program (${demoProgram.split('\n').length} lines), ${WARM_SAMPLES} warm samples each`)
-printTable(
-  [
-    { what: 'heap growth (compiler + warm checker, both SDKs)', MB: (after.heapUsed - before.heapUsed) / 1e6 },
-    { what: 'RSS growth', MB: (after.rss - before.rss) / 1e6 },
-  ],
-  'memory the inline checker holds (this process)',
-)
-
 /**
  * What `'warn'` costs a run: run_code latency of a short program on the inline QuickJS
  * runtime with preflight off, with `'warn'` and the Node thread engine (checking
@@ -150,4 +144,93 @@ async function runCost(): Promise<TableRow[]> {
   return rows
 }
 
-printTable(await runCost(), "what preflight costs a run_code call (3-line program, inline QuickJS, demo tools)")
+if (!ONLY_LEVERS) {
+  const before = process.memoryUsage()
+  const inlineRows = await measure('inline', createInlinePreflightEngine({ load: loadTypeScript }))
+  globalThis.gc?.()
+  const after = process.memoryUsage()
+  const worker = createPreflightWorker()
+  const threadRows = await measure('thread', worker)
+  await worker.dispose()
+
+  printTable([...inlineRows, ...threadRows], `preflight: a 40-line program (${demoProgram.split('\n').length} lines), ${WARM_SAMPLES} warm samples each`)
+  printTable(
+    [
+      { what: 'heap growth (compiler + warm checker, both SDKs)', MB: (after.heapUsed - before.heapUsed) / 1e6 },
+      { what: 'RSS growth', MB: (after.rss - before.rss) / 1e6 },
+    ],
+    'memory the inline checker holds (this process)',
+  )
+  printTable(await runCost(), "what preflight costs a run_code call (3-line program, inline QuickJS, demo tools)")
+}
+printTable(await levers(), `levers: warm check of the 40-line program, ${LEVER_SAMPLES} checks each, interleaved (CPU = this process's CPU time per check)`)
+
+
+/** A checker built on a plain `ts.createProgram` that reuses `oldProgram` and caches every SourceFile but the program's: the lever against the `LanguageService`. */
+function programChecker(ts: TypeScriptModule, readLib: LibReader, lib: string): (code: string, declarations: string) => unknown {
+  const cache = new Map<string, TypeScript.SourceFile>()
+  const options: TypeScript.CompilerOptions = { target: ts.ScriptTarget.ES2022, lib: [lib], strict: false, noEmit: true, noResolve: true, types: [], skipLibCheck: true, skipDefaultLibCheck: true }
+  const sdkNames = new Map<string, string>()
+  let old: TypeScript.Program | undefined
+  return (code, declarations) => {
+    let sdk = sdkNames.get(declarations)
+    if (sdk === undefined) sdkNames.set(declarations, (sdk = `/t/sdk-${sdkNames.size}.d.ts`))
+    const texts = new Map([['/t/globals.d.ts', SANDBOX_GLOBALS_DECLARATIONS], [sdk, declarations], ['/t/program.ts', CHECK_WRAP_OPEN + code + CHECK_WRAP_CLOSE]])
+    const read = (f: string): string | undefined => texts.get(f) ?? (f.startsWith('/lib/') ? readLib(f.slice(5)) : undefined)
+    const host: TypeScript.CompilerHost = {
+      getSourceFile(fileName) {
+        if (fileName === '/t/program.ts') return ts.createSourceFile(fileName, read(fileName)!, ts.ScriptTarget.ES2022)
+        let file = cache.get(fileName)
+        const text = file === undefined ? read(fileName) : undefined
+        if (file === undefined && text !== undefined) cache.set(fileName, (file = ts.createSourceFile(fileName, text, ts.ScriptTarget.ES2022)))
+        return file
+      },
+      getDefaultLibFileName: () => `/lib/${lib}`,
+      writeFile: () => {},
+      getCurrentDirectory: () => '/t/',
+      getCanonicalFileName: (f) => f,
+      useCaseSensitiveFileNames: () => true,
+      getNewLine: () => '\n',
+      fileExists: (f) => read(f) !== undefined,
+      readFile: read,
+    }
+    const built = ts.createProgram({ rootNames: ['/t/globals.d.ts', sdk, '/t/program.ts'], options, host, ...(old === undefined ? {} : { oldProgram: old }) })
+    old = built
+    const file = built.getSourceFile('/t/program.ts')!
+    return [...built.getSyntacticDiagnostics(file), ...built.getSemanticDiagnostics(file)]
+  }
+}
+
+async function levers(): Promise<TableRow[]> {
+  const { ts, readLib } = await loadTypeScript()
+  const shipped = createTypeScriptChecker(ts, readLib)
+  const variants: [string, (code: string, declarations: string, i: number) => unknown][] = [
+    ['shipped: LanguageService per SDK', (code, d, i) => shipped.check(`${code}\n// ${i}`, d)],
+    ['createProgram + oldProgram + cached SourceFiles', ((c) => (code: string, d: string, i: number) => c(`${code}\n// ${i}`, d))(programChecker(ts, readLib, 'lib.es2022.d.ts'))],
+    ['lib.es5.d.ts only (unsafe: Map, Set, Promise… unknown)', ((c) => (code: string, d: string, i: number) => c(`${code}\n// ${i}`, d))(programChecker(ts, readLib, 'lib.es5.d.ts'))],
+    ['shipped, the same program again (cache)', (code, d) => shipped.check(code, d)],
+  ]
+  const rows: TableRow[] = []
+  for (const [label, inputs, code] of [[`${demoInputs.length} tools`, demoInputs, demoProgram], [`${largeInputs.length} tools`, largeInputs, largeProgram]] as const) {
+    const declarations = renderTypeScriptSdkBlock(inputs)
+    for (const [, run] of variants) for (let i = 0; i < 30; i++) run(code, declarations, -1 - i)
+    const wall = variants.map(() => [] as number[])
+    const cpu = variants.map(() => [] as number[])
+    for (let i = 0; i < LEVER_SAMPLES; i++) {
+      for (let k = 0; k < variants.length; k++) {
+        const j = (i + k) % variants.length
+        const cpu0 = process.cpuUsage()
+        const started = performance.now()
+        variants[j]![1](code, declarations, i)
+        wall[j]!.push(performance.now() - started)
+        const used = process.cpuUsage(cpu0)
+        cpu[j]!.push((used.user + used.system) / 1000)
+      }
+    }
+    variants.forEach(([name], j) => {
+      const w = withMin(wall[j]!)
+      rows.push({ tools: label, lever: name, 'wall p50 ms': w.median, 'min ms': w.min, 'CPU p50 ms': summarize(cpu[j]!).median })
+    })
+  }
+  return rows
+}

@@ -10,6 +10,19 @@
  * changes, the program on every check. Only the program file's diagnostics are asked
  * for, so the checker resolves no more of the SDK than the program touches.
  *
+ * What a warm check costs is the new type checker TypeScript builds for every changed
+ * program (it has no incremental checker): globals merged again, the lib and SDK types a
+ * program touches resolved again, then the program itself — about 4 ms of CPU for a
+ * 40-line program on an idle core, more with GC. The levers measured against it
+ * (`npm run bench:preflight`, "levers"): a plain `createProgram` reusing `oldProgram`
+ * and cached SourceFiles instead of the `LanguageService` (no difference); only
+ * `lib.es5.d.ts` (about 15% less, but `Map`, `Set`, `Promise`, `Symbol` and every later
+ * global would become unknown names, which block: dropped); a larger young generation
+ * for the thread (no difference). What is kept besides: the same program against the
+ * same SDK is answered from a small cache ({@link MAX_CACHED_RESULTS} per SDK), as
+ * `runtime.preflight()` followed by `run_code` of that program, or a model re-sending it,
+ * do.
+ *
  * @module
  */
 import type * as TypeScript from 'typescript'
@@ -50,11 +63,20 @@ interface FileState {
  */
 const MAX_WARM_SDKS = 4
 
+/**
+ * Checked programs whose diagnostics are kept per warm SDK (the program text is the key;
+ * programs the compiler is given are at most 16 KiB, so this holds at most 256 KiB of
+ * keys per SDK). A repeat is answered without building a checker.
+ */
+export const MAX_CACHED_RESULTS = 16
+
 interface WarmService {
   readonly service: TypeScript.LanguageService
   readonly program: FileState
   /** The program's file name in this service. */
   readonly file: string
+  /** Recent results by program text, least recently used first. */
+  readonly results: Map<string, readonly RawDiagnostic[]>
 }
 
 let serviceCount = 0
@@ -91,7 +113,7 @@ function createWarmService(
     fileExists: (path) => text(path) !== undefined,
     readFile: (path) => text(path),
   }
-  return { service: ts.createLanguageService(host, registry), program, file: PROGRAM_FILE }
+  return { service: ts.createLanguageService(host, registry), program, file: PROGRAM_FILE, results: new Map() }
 }
 
 /**
@@ -139,24 +161,35 @@ export function createTypeScriptChecker(ts: TypeScriptModule, readLib: LibReader
     services.set(declarations, warm)
     return warm
   }
+  const diagnose = (warm: WarmService, program: string): readonly RawDiagnostic[] => {
+    const wrapped = CHECK_WRAP_OPEN + program + CHECK_WRAP_CLOSE
+    if (warm.program.text !== wrapped) {
+      warm.program.text = wrapped
+      warm.program.version++
+    }
+    const found = [...warm.service.getSyntacticDiagnostics(warm.file), ...warm.service.getSemanticDiagnostics(warm.file)]
+    const out: RawDiagnostic[] = []
+    for (const d of found) {
+      if (IGNORED.has(d.code) || d.category === ts.DiagnosticCategory.Suggestion || d.category === ts.DiagnosticCategory.Message) continue
+      let message = ts.flattenDiagnosticMessageText(d.messageText, '\n')
+      if (message.length > MAX_DIAGNOSTIC_MESSAGE_CHARS) message = `${message.slice(0, MAX_DIAGNOSTIC_MESSAGE_CHARS - 1)}…`
+      const start = Math.max(0, Math.min(program.length, (d.start ?? CHECK_WRAP_OPEN.length) - CHECK_WRAP_OPEN.length))
+      out.push(Object.freeze({ start, code: d.code, message }))
+    }
+    return Object.freeze(out)
+  }
   return {
     check(program, declarations) {
       const warm = serviceFor(declarations)
-      const wrapped = CHECK_WRAP_OPEN + program + CHECK_WRAP_CLOSE
-      if (warm.program.text !== wrapped) {
-        warm.program.text = wrapped
-        warm.program.version++
+      let result = warm.results.get(program)
+      // Most recently used last, as for the services.
+      if (result !== undefined) warm.results.delete(program)
+      else {
+        result = diagnose(warm, program)
+        if (warm.results.size >= MAX_CACHED_RESULTS) warm.results.delete(warm.results.keys().next().value as string)
       }
-      const found = [...warm.service.getSyntacticDiagnostics(warm.file), ...warm.service.getSemanticDiagnostics(warm.file)]
-      const out: RawDiagnostic[] = []
-      for (const d of found) {
-        if (IGNORED.has(d.code) || d.category === ts.DiagnosticCategory.Suggestion || d.category === ts.DiagnosticCategory.Message) continue
-        let message = ts.flattenDiagnosticMessageText(d.messageText, '\n')
-        if (message.length > MAX_DIAGNOSTIC_MESSAGE_CHARS) message = `${message.slice(0, MAX_DIAGNOSTIC_MESSAGE_CHARS - 1)}…`
-        const start = Math.max(0, Math.min(program.length, (d.start ?? CHECK_WRAP_OPEN.length) - CHECK_WRAP_OPEN.length))
-        out.push({ start, code: d.code, message })
-      }
-      return out
+      warm.results.set(program, result)
+      return result
     },
   }
 }
