@@ -263,6 +263,8 @@ function events(config: ApiConfig, table: RunTable): Handler {
     const lastId = lastEventId(c, run.events.last)
     // The client has the `end` frame: 204 is what tells an EventSource to stop reconnecting.
     if (run.events.closed && lastId === run.events.last) return c.body(null, 204)
+    // A HEAD gets the stream's headers without a stream (nothing would read it).
+    if (c.req.method === 'HEAD') return c.body(null, 200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-store' })
     return streamEvents(c, run, lastId, config)
   }
 }

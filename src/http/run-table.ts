@@ -290,6 +290,7 @@ export function runRecord(run: TableRun): RunRecordJson {
 }
 
 const RUN_KEY_PREFIX = 'http-runs/'
+const STORED_STATUSES: readonly StoredRunStatus[] = ['running', 'done', 'failed', 'cancelled']
 
 /**
  * A {@link RunRecordStore} over a `DurableStore` (`createMemoryStore()`, a file store, a
@@ -309,7 +310,17 @@ export function createStoreRunRecords(store: DurableStore): RunRecordStore {
     },
     async get(id) {
       const entry = await store.get(RUN_KEY_PREFIX + id)
-      return entry === undefined ? undefined : (JSON.parse(entry.value) as RunRecordJson)
+      if (entry === undefined) return undefined
+      // Another process wrote it, or something else did: a record that is not one is absent, never a crash.
+      let record: Partial<RunRecordJson> | undefined
+      try {
+        record = JSON.parse(entry.value) as Partial<RunRecordJson>
+      } catch {
+        return undefined
+      }
+      if (typeof record !== 'object' || record === null || record.id !== id || typeof record.callId !== 'string') return undefined
+      if (!STORED_STATUSES.includes(record.status as StoredRunStatus) || typeof record.createdAt !== 'number') return undefined
+      return typeof record.events === 'object' && record.events !== null ? (record as RunRecordJson) : undefined
     },
     async delete(id) {
       await store.delete(RUN_KEY_PREFIX + id)

@@ -54,6 +54,12 @@ describe('/v1/runs: ids and Last-Event-ID from a hostile client', () => {
         expect(error.message).toBe('no such run (a run id is a UUID)')
       }
     }
+    // HEAD of a live run's events: the stream's headers.
+    const { id: live } = await f.start('await tools.wait({}); return 1')
+    const head = await f.app.request(`/v1/runs/${live}/events`, { method: 'HEAD', headers: AUTH })
+    expect(head.status).toBe(200)
+    expect(head.headers.get('Content-Type')).toBe('text/event-stream; charset=utf-8')
+    await f.app.request(`/v1/runs/${live}`, { method: 'DELETE', headers: AUTH })
     const put = await f.app.request(`/v1/runs/${crypto.randomUUID()}`, { method: 'PUT', headers: AUTH })
     expect(put.status).toBe(405)
     expect(put.headers.get('Allow')).toBe('GET, HEAD, DELETE')
@@ -295,6 +301,14 @@ describe('/v1/runs with a durable store', () => {
     expect(await elsewhere.json()).toEqual(body)
     expect((await other.request(`/v1/runs/${id}`, { method: 'DELETE', headers: AUTH })).status).toBe(200)
     expect((await other.request(`/v1/runs/${id}/events`, { headers: AUTH })).status).toBe(404)
+    // A record that is not one (unreadable, another id, a status we never write) is absent, not a 500.
+    for (const junk of ['{not json', JSON.stringify({ ...stored, id: crypto.randomUUID() }), JSON.stringify({ ...stored, status: 'waiting' }), 'null']) {
+      const forged = crypto.randomUUID()
+      await store.put(`http-runs/${forged}`, junk.replace(/"id":"[^"]+"/, (m) => (m.includes(id) ? `"id":"${forged}"` : m)))
+      const answer = await other.request(`/v1/runs/${forged}`, { headers: AUTH })
+      expect(answer.status, junk).toBe(404)
+      expect((await errorOf(answer)).code).toBe('RUN_NOT_FOUND')
+    }
 
     // maxRuns 1: the next run evicts this one, and its record leaves the store.
     const next = await f.start('return 1')
