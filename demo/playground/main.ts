@@ -9,7 +9,6 @@
  */
 import type { PendingApproval } from '../../src/approvals/types.js'
 import { renderToolsSdkWithinBudget } from '../../src/code-mode/sdk.js'
-import { allowsCaller } from '../../src/schema/tool-definition.js'
 import type { SdkToolInput } from '../../src/code-mode/sdk.js'
 import type { CodeLogEntry } from '../../src/code-runtime/contract.js'
 import { SANDBOX_DEFAULT_LIMITS } from '../../src/code-runtime/sandbox-runtime.js'
@@ -92,14 +91,14 @@ const server = createServerBackend(info)
 
 // ───────────────────────── what the model sees ─────────────────────────
 
-/** What a program of the `code` agent may call (the transport itself is no binding). */
+/** What a program of the `code` agent may call: its view's `code` (never the transport, never a native-only tool). */
 function sdkInputs(): SdkToolInput[] {
-  // What a program may call: not the transport, not a native-only tool (`callers: ['native']`).
-  return registry.schemas('code').filter((schema) => schema.name !== 'run_code' && allowsCaller(schema, 'code')).map((schema) => ({
+  const view = registry.view('code')
+  return view.code.map((schema) => ({
     name: schema.name,
     description: schema.description,
     parameters: schema.parameters,
-    output: registry.get(schema.name, 'code')?.output.schema ?? {},
+    output: view.get(schema.name)?.output.schema ?? {},
   }))
 }
 
@@ -228,6 +227,8 @@ function applyWhere(): void {
   computeInput.disabled = onServer
   wallInput.disabled = onServer
   byId<HTMLSelectElement>('latency').disabled = onServer
+  // The server's plan approval is its own setting (startServer({ approvalPlans })).
+  byId<HTMLSelectElement>('plan-approval').disabled = onServer
   computeInput.parentElement!.title = onServer ? 'The server applies its own budgets' : 'Busy milliseconds the program may spend (measured inside the sandbox)'
 }
 
@@ -627,6 +628,10 @@ function wire(): void {
   }
   latency.addEventListener('change', applyLatency)
   applyLatency()
+  const planApproval = byId<HTMLSelectElement>('plan-approval')
+  const applyPlanApproval = (): void => local.setPlanApproval(planApproval.value === 'plan')
+  planApproval.addEventListener('change', applyPlanApproval)
+  applyPlanApproval()
   byId('run').addEventListener('click', () => void run())
   byId('abort').addEventListener('click', abort)
   byId('call').addEventListener('click', () => void callTool())

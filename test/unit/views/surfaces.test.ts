@@ -110,6 +110,12 @@ describe('every surface agrees with runtime.view(agent)', () => {
     expect(runtime.view('a_both').get('t_later')).toBeUndefined()
   })
 
+  it('a provider adapter given neither a schema list nor a view refuses it (INVALID_OPTIONS)', () => {
+    for (const input of [{}, null, { wireTools: 'x' }]) {
+      expect(() => toOpenAIChatTools(input as never)).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS' }))
+    }
+  })
+
   for (const agent of AGENTS) {
     describe(`agent ${agent ?? '(global layer)'}`, () => {
       const view = (): AgentToolView => runtime.view(agent)
