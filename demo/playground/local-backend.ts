@@ -5,7 +5,10 @@
  * of the page: not its origin (`fetch`), not its storage, not the token the page holds.
  *
  * The writing tools ask for approval here too: an approval broker in the page holds each
- * request, and the page's Allow / Deny buttons answer it (`decide`).
+ * request, and the page's Allow / Deny buttons answer it (`decide`). With plan approval on
+ * (`setPlanApproval(true)`, the page's "Approve" control; off by default, as on the
+ * server), a program whose planned tools ask is put to the person once, before it runs,
+ * as a plan card (docs/approvals.md, "Plan approval").
  *
  * A thin `CodeRuntime` wrapper sits between the registry and the sandbox: it
  * streams the run's console lines to the page (the `run_code` bridge does not forward
@@ -20,6 +23,7 @@ import type { CodeRunRequest, CodeRunResult, CodeRuntime } from '../../src/code-
 import type { JsonValue } from '../../src/json/json-value.js'
 import { createApprovalBroker } from '../../src/approvals/index.js'
 import type { ApprovalEvent } from '../../src/approvals/index.js'
+import type { ApprovalHandler } from '../../src/types.js'
 import { createToolRuntime } from '../../src/registry/index.js'
 import type { SessionLogEvent, ToolRuntime } from '../../src/runtime-types.js'
 import type { ToolExecutionResult, ToolPresentationMode } from '../../src/types.js'
@@ -34,6 +38,8 @@ export interface LocalBackend extends Backend {
   warm(): Promise<void>
   /** Simulated latency added to every tool call in the tab: `[min, max]` ms, or `undefined` for none. */
   setLatency(range: readonly [number, number] | undefined): void
+  /** `true`: a program whose planned tools ask is put to the person once, before it runs (a plan card). Default `false`. */
+  setPlanApproval(on: boolean): void
 }
 
 interface ActiveRun {
@@ -95,13 +101,19 @@ export function createLocalBackend(initial: RunBudgets): LocalBackend {
 
   // The runs and native calls waiting to hear about their approvals, by call id.
   const waiting = new Map<string, ApprovalListener>()
-  const broker = createApprovalBroker()
+  // The broker takes plans; whether the registry sends it any is the handler's
+  // `acceptsPlans`, read at each run, so the page can turn plan approval on and off.
+  const broker = createApprovalBroker({ plans: true })
   broker.subscribe((event) => forward(event, waiting))
+  let plans = false
+  const handler: ApprovalHandler = Object.defineProperty((request: Parameters<ApprovalHandler>[0]) => broker.handler(request), 'acceptsPlans', {
+    get: () => plans,
+  })
 
   const runtime = createToolRuntime({
     mode: 'both',
     codeRuntime: tap,
-    approval: broker.handler,
+    approval: handler,
     sessionLog: {
       append(event: SessionLogEvent) {
         const run = active
@@ -145,6 +157,9 @@ export function createLocalBackend(initial: RunBudgets): LocalBackend {
     warm: () => worker.warm(),
     setLatency(range) {
       latency = range
+    },
+    setPlanApproval(on) {
+      plans = on
     },
     async run(code: string, mode: ToolPresentationMode, next: RunBudgets, listener: RunListener, signal: AbortSignal): Promise<RunOutcome> {
       useBudgets(next)

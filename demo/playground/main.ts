@@ -227,6 +227,8 @@ function applyWhere(): void {
   computeInput.disabled = onServer
   wallInput.disabled = onServer
   byId<HTMLSelectElement>('latency').disabled = onServer
+  // The server's plan approval is its own setting (startServer({ approvalPlans })).
+  byId<HTMLSelectElement>('plan-approval').disabled = onServer
   computeInput.parentElement!.title = onServer ? 'The server applies its own budgets' : 'Busy milliseconds the program may spend (measured inside the sandbox)'
 }
 
@@ -626,6 +628,10 @@ function wire(): void {
   }
   latency.addEventListener('change', applyLatency)
   applyLatency()
+  const planApproval = byId<HTMLSelectElement>('plan-approval')
+  const applyPlanApproval = (): void => local.setPlanApproval(planApproval.value === 'plan')
+  planApproval.addEventListener('change', applyPlanApproval)
+  applyPlanApproval()
   byId('run').addEventListener('click', () => void run())
   byId('abort').addEventListener('click', abort)
   byId('call').addEventListener('click', () => void callTool())

@@ -412,6 +412,53 @@ describe('plan approval on the server', () => {
   })
 })
 
+describe('plan approval in the tab', () => {
+  it("with Approve: whole program, a program that writes shows one plan card in the tab; Deny runs nothing, Allow writes without another ask; each call asks per call again", async () => {
+    const tab = await browser.newPage({ viewport: { width: 1440, height: 1000 } })
+    const tabProblems: string[] = []
+    watch(tab, tabProblems)
+    await tab.goto(server.url)
+    await tab.waitForSelector('html[data-ready="true"]')
+    await tab.click('[data-where="tab"]')
+    await tab.selectOption('[data-testid="plan-approval"]', 'plan')
+    await typeProgram(tab, WRITE_PROGRAM)
+    const PLAN = '[data-testid="plan"] [data-testid="approval"][data-kind="plan"][data-state="pending"]'
+
+    await tab.click('[data-testid="run"]')
+    await tab.waitForSelector(PLAN, { timeout: 30_000 })
+    const card = (await tab.textContent(PLAN)) ?? ''
+    expect(card).toContain('This program needs your approval before it runs')
+    expect(card).toContain('write_file (changes the workspace)')
+    expect(card).toContain('write_file (line 3)')
+    expect(card).toContain("3 |   await tools.write_file({ path: 'notes/approved.md'")
+    expect(await tab.textContent('[data-testid="status"]')).toContain('in this tab')
+    // The server was never asked: the plan is the tab's own.
+    expect(server.approvals.pending()).toHaveLength(0)
+    await shot(tab, '13-plan-approval-pending-tab')
+    await tab.click(`${PLAN} [data-testid="deny"]`)
+    expect(await settled(tab)).toBe('denied')
+    expect(await tab.textContent('[data-testid="result"]')).toContain("plan was denied before anything ran (the program was denied by a person")
+    expect(await tab.locator('[data-testid="timeline-bar"]').count()).toBe(0)
+
+    await tab.click('[data-testid="run"]')
+    await tab.waitForSelector(PLAN, { timeout: 30_000 })
+    await tab.click(`${PLAN} [data-testid="approve"]`)
+    expect(await settled(tab)).toBe('ok')
+    expect(await tab.textContent('[data-testid="result"]')).toContain('written')
+    expect(await tab.locator('[data-testid="card"] [data-testid="approval"]').count()).toBe(0)
+    await shot(tab, '14-plan-approved-tab')
+
+    // Back to "each call": no plan card, the write asks on its own card.
+    await tab.selectOption('[data-testid="plan-approval"]', 'calls')
+    await tab.click('[data-testid="run"]')
+    await answerApproval(tab, 'approve')
+    expect(await settled(tab)).toBe('ok')
+    expect(await tab.locator('[data-testid="plan"] [data-kind="plan"]').count()).toBe(0)
+    expect(tabProblems).toEqual([])
+    await tab.close()
+  })
+})
+
 describe('the playground without a server', () => {
   let plain: Server
   let url: string
