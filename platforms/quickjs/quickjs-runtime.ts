@@ -29,10 +29,11 @@ import type { QuickJSSyncVariant } from 'quickjs-emscripten-core'
 import defaultVariant from '@jitl/quickjs-wasmfile-release-sync'
 import type { CodeRunFailureKind, CodeRunRequest, CodeRunResult, CodeRuntime, CodeRuntimeCapabilities } from '../../src/code-runtime/contract.js'
 import { ToolError } from '../../src/errors.js'
-import { CodeRunSession, failedResult, prepareRun } from '../../src/code-runtime/host-session.js'
+import { CodeRunSession, DEFAULT_PARK_AFTER_MS, failedResult, prepareRun } from '../../src/code-runtime/host-session.js'
 import type { PreparedRun } from '../../src/code-runtime/host-session.js'
 import { JsonWireEndpoint } from '../../src/code-runtime/json-endpoint.js'
-import { checkOptionsObject, CODE_RUN_LIMIT_KEYS, integerOption, readCodeRunLimits } from '../../src/code-runtime/limits.js'
+import { checkOptionsObject, CODE_RUN_LIMIT_KEYS, integerOption, MAX_TIMER_MS, readCodeRunLimits } from '../../src/code-runtime/limits.js'
+import type { ParkedVm } from '../../src/code-runtime/contract.js'
 import type { CodeRunLimits } from '../../src/code-runtime/limits.js'
 import { stripTypeScript } from '../../src/code-runtime/strip.js'
 import { checkWasmModuleSource, isSyncVariant, MAX_MEMORY_MB, MIN_MEMORY_MB, QuickJsEngine } from './_engine.js'
@@ -95,6 +96,15 @@ export interface QuickJsRuntimeOptions {
    * sent: there, call {@link QuickJsCodeRuntime.prewarm} under `ctx.waitUntil`.
    */
   readonly prewarm?: boolean
+  /**
+   * Park a run whose every unsettled call has waited this long for a person: its VM is
+   * released (its journal kept) and replayed in a fresh VM when the decision comes; with
+   * `request.durable.onPark` the state can be stored and resumed elsewhere
+   * (docs/durability.md). 1 to 2³¹−1 ms. Default 1 000.
+   */
+  readonly parkAfterMs?: number
+  /** Whether runs park at all. Default `true`. */
+  readonly parking?: boolean
 }
 
 /** The QuickJS {@link CodeRuntime}, with a way to build the next run's sandbox on request. */
@@ -113,7 +123,7 @@ export interface QuickJsCodeRuntime extends CodeRuntime {
 }
 
 const FACTORY = 'createQuickJsRuntime'
-const OPTION_KEYS: readonly string[] = [...CODE_RUN_LIMIT_KEYS, 'memoryMb', 'wasmModule', 'variant', 'prewarm']
+const OPTION_KEYS: readonly string[] = [...CODE_RUN_LIMIT_KEYS, 'memoryMb', 'wasmModule', 'variant', 'prewarm', 'parkAfterMs', 'parking']
 
 interface ResolvedOptions {
   readonly limits: CodeRunLimits
@@ -121,6 +131,8 @@ interface ResolvedOptions {
   readonly wasmModule: QuickJsWasmModuleSource | undefined
   readonly variant: QuickJSSyncVariant
   readonly prewarm: boolean
+  /** `undefined`: runs never park. */
+  readonly parkAfterMs: number | undefined
 }
 
 function readOptions(options: unknown): ResolvedOptions {
@@ -132,38 +144,138 @@ function readOptions(options: unknown): ResolvedOptions {
   if (!isSyncVariant(variant)) throw new ToolError('INVALID_OPTIONS', `${FACTORY}: options.variant must be a quickjs-emscripten sync variant`)
   const prewarm = record.prewarm ?? true
   if (typeof prewarm !== 'boolean') throw new ToolError('INVALID_OPTIONS', `${FACTORY}: options.prewarm must be a boolean`)
-  return { limits, memoryMb, wasmModule, variant, prewarm }
+  const parkAfterMs = integerOption(record, 'parkAfterMs', DEFAULT_PARK_AFTER_MS, 1, MAX_TIMER_MS, FACTORY)
+  if (record.parking !== undefined && typeof record.parking !== 'boolean') throw new ToolError('INVALID_OPTIONS', `${FACTORY}: options.parking must be a boolean`)
+  return { limits, memoryMb, wasmModule, variant, prewarm, parkAfterMs: record.parking === false ? undefined : parkAfterMs }
 }
 
 /**
  * One inline run: the host session (every account) over a JSON endpoint, and the VM run
- * that drives the sandbox on this same thread.
+ * that drives the sandbox on this same thread. A run that waits only for people parks:
+ * its VM is released (the journal kept) and a fresh one replays it when the VM is needed.
  */
 class InlineRun {
   readonly session: CodeRunSession
-  readonly vm: VmRun
   /** Resolves once the VM is released and every binding call the run started has settled. */
   readonly quiescent: Promise<void>
+  #vm: VmRun | undefined
+  #parked: ParkedVm | undefined
+  #endpoint!: JsonWireEndpoint
+  #busyBefore = 0
+  #replayBusy = 0
+  #replaying = false
+  readonly #options: ResolvedOptions
+  readonly #acquire: () => Promise<QuickJsSandbox>
+  readonly #prepared: PreparedRun
+  #settleVm!: () => void
+  readonly #vmReleased = new Promise<void>((resolve) => {
+    this.#settleVm = resolve
+  })
 
   constructor(prepared: PreparedRun, program: string, options: ResolvedOptions, acquire: () => Promise<QuickJsSandbox>) {
-    let vm: VmRun | undefined
+    this.#options = options
+    this.#acquire = acquire
+    this.#prepared = prepared
     const fail = (kind: CodeRunFailureKind, message: string) => this.session.fail(kind, message)
-    const endpoint = new JsonWireEndpoint((json) => vm?.input(json), fail, options.memoryMb)
+    const endpoint = new JsonWireEndpoint((json) => this.#toVm(json), fail, options.memoryMb)
+    this.#endpoint = endpoint
+    const { parkAfterMs } = options
     this.session = new CodeRunSession(prepared, program, options.limits, {
       endpoint,
-      meter: () => vm?.computeMs() ?? 0,
-      terminate: () => vm?.stop(),
+      meter: () => this.#meter(),
+      terminate: () => {
+        this.#vm?.stop()
+        if (this.#vm === undefined) this.#settleVm()
+      },
+      ...(parkAfterMs === undefined ? {} : { park: () => this.#park(parkAfterMs), parkAfterMs }),
     })
-    vm = new VmRun(acquire, { computeMs: options.limits.computeMs, maxWallMs: options.limits.maxWallMs, memoryMb: options.memoryMb }, {
-      output: (json) => endpoint.receive(json),
-      fail,
-      stopRequested: () => this.session.settled,
-      wallElapsedMs: () => this.session.wallElapsedMs(),
+    const resume = prepared.resume
+    if (resume === undefined) {
+      this.#vm = this.#newVm(undefined, options.limits.computeMs)
+      this.session.start()
+      if (this.session.settled) this.#vm.stop()
+    } else {
+      this.#parked = resume.vm
+      this.#busyBefore = resume.busyMs
+      this.session.startParked(resume)
+      if (this.session.settled) this.#settleVm()
+    }
+    this.quiescent = Promise.all([this.#vmReleased, this.session.result.then(() => this.session.bindingsSettled())]).then(() => undefined)
+  }
+
+  /** Whether a VM was ever acquired for the run (a runtime pre-builds the next one only when building works). */
+  get acquiredSandbox(): boolean {
+    return this.#vm?.acquiredSandbox ?? false
+  }
+
+  /** Resolves once the run's current VM (if any) has let go of its sandbox. */
+  get vmFinished(): Promise<void> {
+    return this.#vm === undefined ? Promise.resolve() : this.#vm.finished
+  }
+
+  #newVm(replay: ParkedVm | undefined, computeMs: number): VmRun {
+    const vm: VmRun = new VmRun(
+      this.#acquire,
+      { computeMs, maxWallMs: this.#options.limits.maxWallMs, memoryMb: this.#options.memoryMb },
+      {
+        output: (json) => this.#endpoint.receive(json),
+        fail: (kind, message) => this.session.fail(kind, message),
+        stopRequested: () => this.session.settled,
+        wallElapsedMs: () => this.session.wallElapsedMs(),
+        replayed: (busyMs) => {
+          this.#replayBusy = busyMs
+          this.#replaying = false
+        },
+      },
+      replay === undefined ? {} : { replay },
+    )
+    void vm.finished.then(() => {
+      if (this.#vm === vm && this.session.settled) this.#settleVm()
     })
-    this.vm = vm
-    this.session.start()
-    if (this.session.settled) vm.stop()
-    this.quiescent = Promise.all([vm.finished, this.session.result.then(() => this.session.bindingsSettled())]).then(() => undefined)
+    return vm
+  }
+
+  #meter(): number {
+    const vm = this.#vm
+    if (vm === undefined || this.#replaying) return this.#busyBefore
+    return this.#busyBefore + Math.max(0, vm.computeMs() - this.#replayBusy)
+  }
+
+  #park(afterMs: number): void {
+    const vm = this.#vm
+    const parked = vm?.park(afterMs)
+    if (vm === undefined || parked === undefined) {
+      this.session.parkRefused()
+      return
+    }
+    this.#busyBefore = this.#meter()
+    this.#parked = parked
+    this.#vm = undefined
+    this.#replayBusy = 0
+    this.session.parked(true)
+    const onPark = this.#prepared.onPark
+    if (onPark !== undefined) {
+      try {
+        onPark(this.session.snapshot(parked))
+      } catch {
+        // Keeping the state is the caller's business; the run stays parked here either way.
+      }
+    }
+  }
+
+  /** A message for the VM: delivered, or kept while the run is parked and a fresh VM started to replay it. */
+  #toVm(json: string): void {
+    const parked = this.#parked
+    if (parked === undefined) {
+      this.#vm?.input(json)
+      return
+    }
+    this.#parked = undefined
+    this.#replaying = true
+    const computeMs = Math.min(MAX_TIMER_MS, this.#options.limits.computeMs + Math.ceil(this.#busyBefore) + 50)
+    this.#vm = this.#newVm(parked, computeMs)
+    this.#vm.input(json)
+    this.session.parked(false)
   }
 }
 
@@ -267,7 +379,8 @@ export function createQuickJsRuntime(options: QuickJsRuntimeOptions = {}): Quick
       if (!prepared.ok) return failedResult('exception', prepared.message)
       // An already-aborted signal wins over a syntax error: the session settles it at start.
       let program = prepared.run.program
-      if (prepared.run.signal?.aborted !== true) {
+      // A resumed run's program was stripped when it first ran: its journal holds it.
+      if (prepared.run.signal?.aborted !== true && prepared.run.resume === undefined) {
         // Inline like the VM (workerd has no threads): bounded by the stripper's work bound, linear in the program's length.
         const stripped = stripTypeScript(program)
         if (!stripped.ok) return failedResult('exception', stripped.message)
@@ -278,8 +391,8 @@ export function createQuickJsRuntime(options: QuickJsRuntimeOptions = {}): Quick
       runs.add(run)
       void run.quiescent.finally(() => runs.delete(run))
       const result = await run.session.result
-      await run.vm.finished
-      if (run.vm.acquiredSandbox) schedulePrewarm()
+      await run.vmFinished
+      if (run.acquiredSandbox) schedulePrewarm()
       return result
     },
     warm: prewarm,

@@ -1,0 +1,203 @@
+/**
+ * The parking and replay contract (docs/durability.md), one suite for every runtime that
+ * parks: the sandbox in Node threads and in Chromium Web Workers, and inline QuickJS in
+ * Node and in workerd. A run whose unsettled calls all wait for a person parks (its state
+ * reaches `request.durable.onPark`); the decision resumes it by replaying its journal in
+ * a fresh VM; a state stored as JSON resumes in another runtime; nothing the run
+ * completed runs again, and every nondeterministic input reads the same on replay.
+ *
+ * `ask` stands in for the approval stage: it holds the run's wall clock until the test
+ * decides, and ends with the run's signal.
+ */
+import { afterEach, describe, expect, it } from 'vitest'
+import type { CodeBindingCallOptions, CodeRunRequest, CodeRunResult, CodeRuntime, ParkedRunState } from '../../src/code-runtime/contract.js'
+
+/** What the suite asks a factory for. */
+export interface ParkingRuntimeOptions {
+  readonly parkAfterMs: number
+}
+
+async function until(check: () => boolean, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('condition not reached in time')
+    await new Promise((resolve) => setTimeout(resolve, 5))
+  }
+}
+
+/** Bindings: `ask` waits for `decide()`, holding the wall clock; `effect` and `seen` record their runs. */
+function bindings() {
+  const ran: string[] = []
+  const seen: unknown[] = []
+  const waiting: ((value: unknown) => void)[] = []
+  const functions = {
+    ask: async (args: unknown, options?: CodeBindingCallOptions) => {
+      ran.push(`ask:${JSON.stringify(args)}`)
+      const release = options?.holdWallClock?.()
+      try {
+        return await new Promise((resolve, reject) => {
+          waiting.push(resolve)
+          options?.signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true })
+        })
+      } finally {
+        release?.()
+      }
+    },
+    effect: async (args: unknown) => {
+      ran.push(`effect:${JSON.stringify(args)}`)
+      await new Promise((resolve) => setTimeout(resolve, 5))
+      return { done: args }
+    },
+    seen: async (args: unknown) => {
+      seen.push(args)
+      return null
+    },
+  }
+  const parks: ParkedRunState[] = []
+  return {
+    ran,
+    seen,
+    parks,
+    decide: (value: unknown) => waiting.shift()?.(value),
+    waitingCount: () => waiting.length,
+    request: (program: string, extra: Partial<Pick<CodeRunRequest, 'signal' | 'durable'>> = {}): CodeRunRequest => ({
+      program,
+      bindings: [{ global: 'tools', functions }],
+      ...extra,
+      durable: { onPark: (state) => parks.push(JSON.parse(JSON.stringify(state)) as ParkedRunState), ...extra.durable },
+    }),
+  }
+}
+
+function valueOf(result: CodeRunResult): unknown {
+  expect(result.error, result.error?.message).toBeUndefined()
+  return result.value
+}
+
+/** Registers the parking contract for one runtime. `makeRuntime` returns a fresh runtime (the suite disposes it). */
+export function describeParkingContract(label: string, makeRuntime: (options: ParkingRuntimeOptions) => CodeRuntime): void {
+  describe(`parking contract: ${label}`, () => {
+    const created: CodeRuntime[] = []
+    const make = (parkAfterMs = 30) => {
+      const runtime = makeRuntime({ parkAfterMs })
+      created.push(runtime)
+      return runtime
+    }
+    afterEach(async () => {
+      await Promise.all(created.splice(0).map((runtime) => runtime.dispose()))
+    })
+
+    it('parks a run that waits only for a person, resumes it by replay on the decision, and runs nothing twice', async () => {
+      const runtime = make()
+      const b = bindings()
+      const pending = runtime.run(b.request('const first = await tools.effect({ n: 1 })\nconst answer = await tools.ask({ q: 1 })\nconst second = await tools.effect({ n: 2 })\nreturn { first, answer, second }'))
+      await until(() => b.parks.length === 1)
+      expect(b.parks[0]!.calls).toEqual([{ id: 2, global: 'tools', name: 'ask', args: { q: 1 } }])
+      b.decide('yes')
+      expect(valueOf(await pending)).toEqual({ first: { done: { n: 1 } }, answer: 'yes', second: { done: { n: 2 } } })
+      expect(b.ran).toEqual(['effect:{"n":1}', 'ask:{"q":1}', 'effect:{"n":2}'])
+    })
+
+    it('replays every clock and randomness reading: what the program read before the pause is what it keeps after', async () => {
+      const runtime = make()
+      const b = bindings()
+      const pending = runtime.run(
+        b.request(`
+          const before = { now: Date.now(), date: new Date().toISOString(), text: typeof Date(), perf: performance.now(), rand: Math.random(),
+            uuid: crypto.randomUUID(), bytes: Array.from(crypto.getRandomValues(new Uint8Array(4))) }
+          await tools.seen(before)
+          await tools.ask({})
+          return { before, later: Date.now() >= before.now, perfAfter: performance.now() >= before.perf }
+        `),
+      )
+      await until(() => b.parks.length === 1)
+      b.decide('ok')
+      const value = valueOf(await pending) as { before: unknown }
+      expect(value.before).toEqual(b.seen[0])
+      expect(value).toMatchObject({ later: true, perfAfter: true })
+    })
+
+    it('Promise.all with the asking call in the middle replays its siblings in the order they settled', async () => {
+      const runtime = make()
+      const b = bindings()
+      const pending = runtime.run(
+        b.request(`
+          const order = []
+          const track = (name, p) => p.then((v) => { order.push(name); return v })
+          const all = await Promise.all([track('a', tools.effect({ n: 'a' })), track('ask', tools.ask({})), track('b', tools.effect({ n: 'b' })),
+            track('t', new Promise((r) => setTimeout(() => r('timer'), 10)))])
+          return { all, order }
+        `),
+      )
+      await until(() => b.parks.length === 1)
+      b.decide('approved')
+      const value = valueOf(await pending) as { all: unknown[]; order: string[] }
+      expect(value.all).toEqual([{ done: { n: 'a' } }, 'approved', { done: { n: 'b' } }, 'timer'])
+      expect(value.order.at(-1)).toBe('ask')
+      expect(b.ran.filter((r) => r.startsWith('effect'))).toHaveLength(2)
+    })
+
+    it('a timer that fired before the pause is not fired again; one armed across it fires after the resume', async () => {
+      const runtime = make()
+      const b = bindings()
+      const pending = runtime.run(
+        b.request(`
+          const fired = []
+          await new Promise((r) => setTimeout(() => { fired.push('early'); r() }, 5))
+          setTimeout(() => fired.push('across'), 300)
+          const answer = await tools.ask({})
+          await new Promise((r) => setTimeout(r, 400))
+          return { answer, fired }
+        `),
+      )
+      await until(() => b.parks.length === 1)
+      b.decide('go')
+      expect(valueOf(await pending)).toEqual({ answer: 'go', fired: ['early', 'across'] })
+    })
+
+    it('a stored state resumes in another runtime: only the waiting call and what follows run there', async () => {
+      const program = "console.log('start')\nconst first = await tools.effect({ n: 1 })\nconst answer = await tools.ask({ q: 'ship?' })\nconst second = await tools.effect({ n: 2 })\nreturn { first, answer, second }"
+      const a = bindings()
+      const controller = new AbortController()
+      const original = make().run(a.request(program, { signal: controller.signal }))
+      await until(() => a.parks.length === 1)
+      controller.abort('the process stops')
+      expect((await original).error?.kind).toBe('abort')
+      const b = bindings()
+      const resumed = make().run(b.request(program, { durable: { resume: a.parks[0]! } }))
+      await until(() => b.waitingCount() === 1)
+      b.decide('shipped')
+      const result = await resumed
+      expect(valueOf(result)).toEqual({ first: { done: { n: 1 } }, answer: 'shipped', second: { done: { n: 2 } } })
+      expect(b.ran).toEqual(['ask:{"q":"ship?"}', 'effect:{"n":2}'])
+      expect(result.logs.map((l) => l.text)).toEqual(['start'])
+    })
+
+    it('a journal that does not match its program ends the run with REPLAY_DIVERGED, naming the call', async () => {
+      const a = bindings()
+      const controller = new AbortController()
+      const original = make().run(a.request('await tools.effect({ n: 1 })\nreturn await tools.ask({})', { signal: controller.signal }))
+      await until(() => a.parks.length === 1)
+      controller.abort()
+      await original
+      const tampered = JSON.parse(JSON.stringify(a.parks[0])) as { vm: { journal: { calls: string[] } } }
+      tampered.vm.journal.calls[0] = 'tools.other#0'
+      const b = bindings()
+      const resumed = make().run(b.request('unused: the journal holds the program', { durable: { resume: tampered as unknown as ParkedRunState } }))
+      await until(() => b.waitingCount() === 1)
+      b.decide('x')
+      const result = await resumed
+      expect(result.error?.kind).toBe('exception')
+      expect(result.error?.message).toMatch(/^REPLAY_DIVERGED: .*call 1 was tools\.effect where the journal holds tools\.other/)
+    })
+
+    it('an abort while parked settles the run at once', async () => {
+      const b = bindings()
+      const controller = new AbortController()
+      const pending = make().run(b.request("await tools.ask({})\nreturn 'never'", { signal: controller.signal }))
+      await until(() => b.parks.length === 1)
+      controller.abort('stop')
+      expect((await pending).error?.kind).toBe('abort')
+    })
+  })
+}
