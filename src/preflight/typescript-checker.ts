@@ -1,25 +1,27 @@
 /**
- * The type-check itself: one warm `LanguageService` over three in-memory files — the
- * sandbox globals, the SDK declarations of the tools a program may call, and the program
- * wrapped as the body of an async function — plus `lib.es2022.d.ts` and what it
- * references. The compiler module and the lib text are handed in (`ts`, `readLib`), so
- * this file imports no runtime and runs wherever they can be had: inline or in a thread.
+ * The type-check itself: a `ts.createProgram` over three in-memory files — the sandbox
+ * globals, the SDK declarations of the tools a program may call, and the program wrapped
+ * as the body of an async function — plus `lib.es2022.d.ts` and what it references. The
+ * compiler module and the lib text are handed in (`ts`, `readLib`), so this file imports
+ * no runtime and runs wherever they can be had: inline or in a thread.
  *
- * Warm: lib and globals keep their versions, so their SourceFiles (and the document
- * registry's parse) are reused; the declarations are re-parsed only when their text
- * changes, the program on every check. Only the program file's diagnostics are asked
- * for, so the checker resolves no more of the SDK than the program touches.
+ * Warm: the lib files and the globals are parsed (and bound) once, whatever the SDK; an
+ * SDK's declarations once per SDK text; each check parses only the program and builds the
+ * new program from the previous one (`oldProgram`), so every other SourceFile is reused
+ * as is. Only the program file's diagnostics are asked for, so the checker resolves no
+ * more of the SDK than the program touches.
  *
  * What a warm check costs is the new type checker TypeScript builds for every changed
  * program (it has no incremental checker): globals merged again, the lib and SDK types a
  * program touches resolved again, then the program itself — about 4 ms of CPU for a
- * 40-line program on an idle core, more with GC. The levers measured against it
- * (`npm run bench:preflight`, "levers"): a plain `createProgram` reusing `oldProgram`
- * and cached SourceFiles instead of the `LanguageService` (no difference); only
- * `lib.es5.d.ts` (about 15% less, but `Map`, `Set`, `Promise`, `Symbol` and every later
- * global would become unknown names, which block: dropped); a larger young generation
- * for the thread (no difference). What is kept besides: the same program against the
- * same SDK is answered from a small cache ({@link MAX_CACHED_RESULTS} per SDK), as
+ * 40-line program on an idle core, more with GC. The levers measured
+ * (`npm run bench:preflight -- --levers`, same process, interleaved): this plain
+ * `createProgram` against a `LanguageService` per SDK (the first design): the same at 12
+ * tools, about a third less CPU per check at 1,000 tools; only `lib.es5.d.ts` (about 15%
+ * less again, but `Map`, `Set`, `Promise`, `Symbol` and every later global would become
+ * unknown names, which block: dropped); a larger young generation or heap cap for the
+ * thread (no difference beyond noise: dropped). And a repeat of the same program against
+ * the same SDK is answered from a small cache ({@link MAX_CACHED_RESULTS} per SDK), as
  * `runtime.preflight()` followed by `run_code` of that program, or a model re-sending it,
  * do.
  *
@@ -42,6 +44,8 @@ export interface TypeScriptChecker {
 
 const ROOT = '/toolyard/'
 const GLOBALS_FILE = `${ROOT}sandbox-globals.d.ts`
+const SDK_FILE = `${ROOT}tools-sdk.d.ts`
+const PROGRAM_FILE = `${ROOT}program.ts`
 const LIB_DIR = '/lib/'
 const DEFAULT_LIB = 'lib.es2022.d.ts'
 
@@ -51,15 +55,10 @@ const IGNORED = new Set([
   6133,
 ])
 
-interface FileState {
-  version: number
-  text: string
-}
-
 /**
- * SDKs kept warm at once (one `LanguageService` each, sharing the lib parse): agents with
- * different tool sets alternate without re-parsing each other's SDK (539 KB at 1,000 tools,
- * about a second to parse).
+ * SDKs kept warm at once (each its parsed declarations and its last program, sharing the
+ * lib parse): agents with different tool sets alternate without re-parsing each other's
+ * SDK (539 KB at 1,000 tools, about a second to parse on a loaded machine).
  */
 const MAX_WARM_SDKS = 4
 
@@ -70,50 +69,19 @@ const MAX_WARM_SDKS = 4
  */
 export const MAX_CACHED_RESULTS = 16
 
-interface WarmService {
-  readonly service: TypeScript.LanguageService
-  readonly program: FileState
-  /** The program's file name in this service. */
-  readonly file: string
+interface WarmSdk {
+  readonly declarations: TypeScript.SourceFile
+  /** The last program built against this SDK: the next one reuses its structure. */
+  last: TypeScript.Program | undefined
   /** Recent results by program text, least recently used first. */
   readonly results: Map<string, readonly RawDiagnostic[]>
 }
 
-let serviceCount = 0
-
-/** A service over the globals, one SDK text (fixed) and the program file (edited per check). */
-function createWarmService(
-  ts: TypeScriptModule,
-  options: TypeScript.CompilerOptions,
-  registry: TypeScript.DocumentRegistry,
-  lib: (path: string) => string | undefined,
-  declarations: string,
-): WarmService {
-  // Names unique to this service: the shared registry keys documents by name and version.
-  const id = ++serviceCount
-  const SDK_FILE = `${ROOT}tools-sdk-${id}.d.ts`
-  const PROGRAM_FILE = `${ROOT}program-${id}.ts`
-  const program: FileState = { version: 1, text: '' }
-  const files = new Map<string, FileState>([
-    [GLOBALS_FILE, { version: 1, text: SANDBOX_GLOBALS_DECLARATIONS }],
-    [SDK_FILE, { version: 1, text: declarations }],
-    [PROGRAM_FILE, program],
-  ])
-  const text = (path: string): string | undefined => files.get(path)?.text ?? lib(path)
-  const host: TypeScript.LanguageServiceHost = {
-    getCompilationSettings: () => options,
-    getScriptFileNames: () => [GLOBALS_FILE, SDK_FILE, PROGRAM_FILE],
-    getScriptVersion: (path) => String(files.get(path)?.version ?? 0),
-    getScriptSnapshot: (path) => {
-      const content = text(path)
-      return content === undefined ? undefined : ts.ScriptSnapshot.fromString(content)
-    },
-    getCurrentDirectory: () => ROOT,
-    getDefaultLibFileName: () => `${LIB_DIR}${DEFAULT_LIB}`,
-    fileExists: (path) => text(path) !== undefined,
-    readFile: (path) => text(path),
-  }
-  return { service: ts.createLanguageService(host, registry), program, file: PROGRAM_FILE, results: new Map() }
+/** Moves `key` to the most recently used end of `map` (inserting `value` when absent), evicting the oldest beyond `max`. */
+function touch<V>(map: Map<string, V>, key: string, value: V, max: number): void {
+  if (map.has(key)) map.delete(key)
+  else if (map.size >= max) map.delete(map.keys().next().value as string)
+  map.set(key, value)
 }
 
 /**
@@ -135,39 +103,39 @@ export function createTypeScriptChecker(ts: TypeScriptModule, readLib: LibReader
     skipDefaultLibCheck: true,
     allowJs: false,
   }
-  const libs = new Map<string, string | undefined>()
-  const lib = (path: string): string | undefined => {
-    if (!path.startsWith(LIB_DIR)) return undefined
-    const name = path.slice(LIB_DIR.length)
-    if (!libs.has(name)) libs.set(name, readLib(name))
-    return libs.get(name)
-  }
-  // One registry for every warm service: lib and globals are parsed once, whatever the SDK.
-  const registry = ts.createDocumentRegistry()
-  const services = new Map<string, WarmService>()
-  const serviceFor = (declarations: string): WarmService => {
-    let warm = services.get(declarations)
-    if (warm !== undefined) {
-      // Most recently used last: the first entry is the one to evict.
-      services.delete(declarations)
-    } else {
-      warm = createWarmService(ts, options, registry, lib, declarations)
-      if (services.size >= MAX_WARM_SDKS) {
-        const [oldest, evicted] = services.entries().next().value as [string, WarmService]
-        services.delete(oldest)
-        evicted.service.dispose()
-      }
+  const parse = (name: string, text: string): TypeScript.SourceFile => ts.createSourceFile(name, text, ts.ScriptTarget.ES2022, true)
+  // Lib files and the globals: parsed once, shared by every SDK's programs (a missing lib file is remembered too).
+  const shared = new Map<string, TypeScript.SourceFile | undefined>()
+  const sharedFile = (name: string): TypeScript.SourceFile | undefined => {
+    if (!shared.has(name)) {
+      const text = name === GLOBALS_FILE ? SANDBOX_GLOBALS_DECLARATIONS : name.startsWith(LIB_DIR) ? readLib(name.slice(LIB_DIR.length)) : undefined
+      shared.set(name, text === undefined ? undefined : parse(name, text))
     }
-    services.set(declarations, warm)
+    return shared.get(name)
+  }
+  const sdks = new Map<string, WarmSdk>()
+  const sdkFor = (declarations: string): WarmSdk => {
+    const warm = sdks.get(declarations) ?? { declarations: parse(SDK_FILE, declarations), last: undefined, results: new Map() }
+    touch(sdks, declarations, warm, MAX_WARM_SDKS)
     return warm
   }
-  const diagnose = (warm: WarmService, program: string): readonly RawDiagnostic[] => {
-    const wrapped = CHECK_WRAP_OPEN + program + CHECK_WRAP_CLOSE
-    if (warm.program.text !== wrapped) {
-      warm.program.text = wrapped
-      warm.program.version++
+  const diagnose = (warm: WarmSdk, program: string): readonly RawDiagnostic[] => {
+    const programFile = parse(PROGRAM_FILE, CHECK_WRAP_OPEN + program + CHECK_WRAP_CLOSE)
+    const fileOf = (name: string): TypeScript.SourceFile | undefined => (name === PROGRAM_FILE ? programFile : name === SDK_FILE ? warm.declarations : sharedFile(name))
+    const host: TypeScript.CompilerHost = {
+      getSourceFile: fileOf,
+      getDefaultLibFileName: () => `${LIB_DIR}${DEFAULT_LIB}`,
+      writeFile: () => {},
+      getCurrentDirectory: () => ROOT,
+      getCanonicalFileName: (name) => name,
+      useCaseSensitiveFileNames: () => true,
+      getNewLine: () => '\n',
+      fileExists: (name) => fileOf(name) !== undefined,
+      readFile: (name) => fileOf(name)?.text,
     }
-    const found = [...warm.service.getSyntacticDiagnostics(warm.file), ...warm.service.getSemanticDiagnostics(warm.file)]
+    const built = ts.createProgram({ rootNames: [GLOBALS_FILE, SDK_FILE, PROGRAM_FILE], options, host, ...(warm.last === undefined ? {} : { oldProgram: warm.last }) })
+    warm.last = built
+    const found = [...built.getSyntacticDiagnostics(programFile), ...built.getSemanticDiagnostics(programFile)]
     const out: RawDiagnostic[] = []
     for (const d of found) {
       if (IGNORED.has(d.code) || d.category === ts.DiagnosticCategory.Suggestion || d.category === ts.DiagnosticCategory.Message) continue
@@ -180,15 +148,9 @@ export function createTypeScriptChecker(ts: TypeScriptModule, readLib: LibReader
   }
   return {
     check(program, declarations) {
-      const warm = serviceFor(declarations)
-      let result = warm.results.get(program)
-      // Most recently used last, as for the services.
-      if (result !== undefined) warm.results.delete(program)
-      else {
-        result = diagnose(warm, program)
-        if (warm.results.size >= MAX_CACHED_RESULTS) warm.results.delete(warm.results.keys().next().value as string)
-      }
-      warm.results.set(program, result)
+      const warm = sdkFor(declarations)
+      const result = warm.results.get(program) ?? diagnose(warm, program)
+      touch(warm.results, program, result, MAX_CACHED_RESULTS)
       return result
     },
   }
