@@ -128,6 +128,37 @@ try {
     return bytes
   })()
   console.log(`\none open record (write_file, 200 characters of content): ${record} bytes`)
+  // The worst a listing accepts: records at the size cap, each one parsed and checked in full
+  // (30,000 values of arguments), 1,000 of them; the listing stops at its 8 MiB text budget.
+  const worst = createMemoryStore()
+  const template = (await (async () => {
+    const broker = createApprovalBroker({ store: worst })
+    const request = await ask(broker).opened
+    await broker.dispose()
+    return request
+  })())
+  const big = (hash: string) =>
+    JSON.stringify({ format: 'toolyard-approval/1', approval: { ...template, id: `${hash}.${crypto.randomUUID()}`, arguments: new Array(30_000).fill(0) } })
+  for (let i = 0; i < 1000; i++) {
+    const hash = i.toString(16).padStart(32, '0')
+    await worst.put(`approvals/open/${hash}`, big(hash))
+  }
+  // The host's loop while the listing runs: the longest gap between ticks of a 1 ms interval.
+  let last = performance.now()
+  let longest = 0
+  const ticker = setInterval(() => {
+    const now = performance.now()
+    longest = Math.max(longest, now - last)
+    last = now
+  }, 1)
+  const start = performance.now()
+  const listed = await createApprovalBroker({ store: worst }).pending()
+  const took = performance.now() - start
+  clearInterval(ticker)
+  console.log(
+    `pending() over 1,000 records of ${(big('0'.repeat(32)).length / 1024).toFixed(0)} KiB (memory store): ${took.toFixed(0)} ms, ${listed.length} listed (the 8 MiB budget), ` +
+      `longest event-loop stall ${longest.toFixed(1)} ms`,
+  )
 } finally {
   rmSync(dir, { recursive: true, force: true })
 }

@@ -21,6 +21,15 @@ const PAGE = 100
 const READ_AT_ONCE = 8
 /** Settled records one `pending()` looks at for removal (one page, after a cursor that moves on each call). */
 const SWEEP_PAGE = 50
+/**
+ * Record text checked between two yields to the event loop. A memory store answers in
+ * microtasks, so without a yield a listing of 8 MiB would hold the host's loop for its whole
+ * length (measured: 190 ms); 64 KiB (one record at the cap) is a few milliseconds of checking.
+ */
+const CHARS_PER_SLICE = 64 * 1024
+
+/** Lets timers and I/O run (a macrotask, not a microtask: a promise chain never yields). */
+const yieldToLoop = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 0))
 
 /** What one listing found. */
 export interface ListingResult {
@@ -32,6 +41,8 @@ interface Tally {
   examined: number
   malformed: number
   chars: number
+  /** `chars` at the last yield to the event loop. */
+  yieldedAt: number
   readonly found: PendingApproval[]
   /** Open records past their expiry and retention: removed after the listing. */
   readonly stale: { readonly key: string; readonly version: string }[]
@@ -40,22 +51,26 @@ interface Tally {
 /** Reads one page's records into `tally`; answers `false` when the text budget ran out. */
 async function readPage(store: DurableStore, entries: readonly { key: string; version: string }[], tally: Tally, now: number, retainMs: number): Promise<boolean> {
   for (let i = 0; i < entries.length; i += READ_AT_ONCE) {
-    if (tally.chars >= MAX_LISTING_CHARS) return false
     const chunk = entries.slice(i, i + READ_AT_ONCE)
     // A value the store refuses to read back (oversized, corrupt) counts as malformed, never fails the listing.
     const values = await Promise.all(chunk.map((entry) => store.get(entry.key).catch(() => null)))
-    chunk.forEach((entry, index) => {
+    for (const [index, entry] of chunk.entries()) {
+      if (tally.chars >= MAX_LISTING_CHARS) return false
+      if (tally.chars - tally.yieldedAt >= CHARS_PER_SLICE) {
+        tally.yieldedAt = tally.chars
+        await yieldToLoop()
+      }
       const value = values[index]
       tally.examined++
       // Removed since the page was listed: settled meanwhile.
-      if (value === undefined) return
+      if (value === undefined) continue
       const hash = hashOfKey(entry.key)
       if (value !== null) tally.chars += value.value.length
       const approval = value === null || hash === undefined ? undefined : decodeOpen(value.value, hash)
       if (approval === undefined) tally.malformed++
       else if (now < approval.expiresAt) tally.found.push(approval)
       else if (now >= approval.expiresAt + retainMs) tally.stale.push({ key: entry.key, version: value!.version })
-    })
+    }
   }
   return true
 }
@@ -68,7 +83,7 @@ async function readPage(store: DurableStore, entries: readonly { key: string; ve
  */
 export async function listOpen(store: DurableStore, retainMs: number): Promise<ListingResult> {
   const now = Date.now()
-  const tally: Tally = { examined: 0, malformed: 0, chars: 0, found: [], stale: [] }
+  const tally: Tally = { examined: 0, malformed: 0, chars: 0, yieldedAt: 0, found: [], stale: [] }
   let after: string | undefined
   let truncated = false
   for (;;) {
