@@ -325,6 +325,22 @@ describe('createApprovalBroker({ store }): a hostile store', () => {
     expect(a.lastListing).toEqual({ examined: 1000, malformed: 1000, truncated: true })
   })
 
+  it('a long listing yields to the event loop: a timer due meanwhile runs before pending() answers, even over a store that answers in microtasks', async () => {
+    const store = createMemoryStore()
+    const a = broker(store)
+    void ask(a, 'template')
+    const [template] = await listed(a)
+    for (let i = 0; i < 40; i++) {
+      const hash = i.toString(16).padStart(32, '0')
+      await store.put(`approvals/open/${hash}`, JSON.stringify({ format: 'toolyard-approval/1', approval: { ...template, id: `${hash}.${crypto.randomUUID()}`, arguments: 'x'.repeat(30_000) } }))
+    }
+    const order: string[] = []
+    setTimeout(() => order.push('timer'), 0)
+    await a.pending().then((list) => order.push(`listed ${list.length}`))
+    expect(order).toEqual(['timer', 'listed 41'])
+    a.dispose()
+  })
+
   it('a store that fails: the call is denied (nobody could be asked), never left waiting', async () => {
     const failing: DurableStore = {
       get: () => Promise.reject(new Error('disk gone')),
