@@ -7,6 +7,9 @@
  * @module
  */
 import type { CodeRuntime, ParkedRunState } from '../code-runtime/contract.js'
+import type { DurableRunNumbering } from '../durable/runs.js'
+
+export type { DurableRunNumbering } from '../durable/runs.js'
 import type { CodeDispatchEvent, CodeDispatchStartEvent, CodeLogEvent, ToolCatalog } from '../runtime-types.js'
 import type { ScopeKey, ToolExecutionInput, ToolExecutionMode, ToolExecutionResult } from '../types.js'
 
@@ -19,12 +22,6 @@ export interface RunCodeArgs {
   readonly code: string
   /** The model's short summary of what the program does (for UIs and approvals). */
   readonly description: string
-}
-
-/** How a run's sub-calls were numbered when it parked: the count so far, and the numbers of the calls it waits on (by the program's call number). */
-export interface DurableRunNumbering {
-  readonly submitted: number
-  readonly calls: readonly (readonly [number, number])[]
 }
 
 /**

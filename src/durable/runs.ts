@@ -19,11 +19,16 @@
  * @module
  */
 import type { ParkedRunState } from '../code-runtime/contract.js'
-import type { DurableRunNumbering } from '../code-mode/registry-seam.js'
 import { isParkedRunState } from '../code-runtime/journal.js'
 import { ToolError } from '../errors.js'
 import type { JsonValue } from '../json/json-value.js'
 import type { DurableStore } from './store.js'
+
+/** How a run's sub-calls were numbered when it parked: the count so far, and the numbers of the calls it waits on (by the program's call number). */
+export interface DurableRunNumbering {
+  readonly submitted: number
+  readonly calls: readonly (readonly [number, number])[]
+}
 
 /** What `runs/<run>` holds: enough to run `run_code` again from where it parked. */
 export interface StoredRun {
