@@ -59,6 +59,14 @@ describe('presentation modes: wire tools and sections', () => {
     expect(assembly.mode).toBe('native')
     expect(assembly.tools.map((t) => t.name)).toEqual(['zeta', 'alpha'])
     expect(assembly.sections.map((s) => s.id)).toEqual(['intro', 'guide'])
+    // The same rule on a second tool set (two tools, no sections of its own): exactly.
+    {
+      const assembly = make().assemble()
+      expect(assembly.mode).toBe('native')
+      expect(assembly.tools.map((t) => t.name)).toEqual(['b', 'a'])
+      expect(assembly.sections).toEqual([])
+      expect(Object.isFrozen(assembly) && Object.isFrozen(assembly.tools) && Object.isFrozen(assembly.sections)).toBe(true)
+    }
   })
 
   it('code: exactly [run_code]; tools:code-only before the guidance band, tools:sdk at 150', () => {
@@ -76,6 +84,22 @@ describe('presentation modes: wire tools and sections', () => {
     expect(sdk).not.toMatch(/["']?run_code["']?\s*:/)
     expect(assembly.sections.find((s) => s.id === 'tools:code-only')!.text).toMatch(/Only `run_code` may be called directly/)
     expect(Object.isFrozen(assembly)).toBe(true)
+    // The same rule on a second tool set (two tools, no sections of its own): exactly.
+    {
+      const assembly = make({ mode: 'code', codeRuntime: createInProcessRuntime() }).assemble()
+      expect(assembly.tools.map((t) => t.name)).toEqual(['run_code'])
+      expect(assembly.sections.map((s) => [s.id, s.order])).toEqual([
+        ['tools:code-only', 90],
+        ['tools:sdk', 150],
+      ])
+      expect(assembly.sections[0]!.text).toBe(CODE_ONLY_TEXT)
+      expect(CODE_ONLY_TEXT).toBe(
+        '## Calling tools\n\nOnly `run_code` may be called directly. Every other tool listed in the SDK below is callable only from inside a `run_code` program, as `await tools.name(args)`; a direct call to any of them fails.',
+      )
+      expect(assembly.sections[1]!.text).toContain('a tool')
+      expect(SDK_SECTION).toEqual({ id: 'tools:sdk', order: 150 })
+      expect(CODE_ONLY_SECTION).toEqual({ id: 'tools:code-only', order: 90 })
+    }
   })
 
   it('both: all tools plus run_code; no code-only section (the rule does not hold, and no section is empty)', () => {
@@ -84,6 +108,12 @@ describe('presentation modes: wire tools and sections', () => {
     expect(assembly.sections.map((s) => s.id)).not.toContain('tools:code-only')
     expect(assembly.sections.filter((s) => s.text === '')).toEqual([])
     expect(assembly.sections.some((s) => s.id === 'tools:sdk')).toBe(true)
+    // The same rule on a second tool set (two tools, no sections of its own): exactly.
+    {
+      const assembly = make({ mode: 'both', codeRuntime: createInProcessRuntime() }).assemble()
+      expect(assembly.tools.map((t) => t.name)).toEqual(['b', 'a', 'run_code'])
+      expect(assembly.sections.map((s) => s.id)).toEqual(['tools:sdk'])
+    }
   })
 
   it('the SDK is byte-identical for an unchanged tool set and follows the runtime language', () => {
@@ -310,36 +340,6 @@ describe('sections', () => {
 })
 
 describe('the tool contribution of each mode', () => {
-  it('native: every visible schema, no registry sections', () => {
-    const assembly = make().assemble()
-    expect(assembly.mode).toBe('native')
-    expect(assembly.tools.map((t) => t.name)).toEqual(['b', 'a'])
-    expect(assembly.sections).toEqual([])
-    expect(Object.isFrozen(assembly) && Object.isFrozen(assembly.tools) && Object.isFrozen(assembly.sections)).toBe(true)
-  })
-
-  it('code: only run_code, the SDK at 150 and the rule at 90', () => {
-    const assembly = make({ mode: 'code', codeRuntime: createInProcessRuntime() }).assemble()
-    expect(assembly.tools.map((t) => t.name)).toEqual(['run_code'])
-    expect(assembly.sections.map((s) => [s.id, s.order])).toEqual([
-      ['tools:code-only', 90],
-      ['tools:sdk', 150],
-    ])
-    expect(assembly.sections[0]!.text).toBe(CODE_ONLY_TEXT)
-    expect(CODE_ONLY_TEXT).toBe(
-      '## Calling tools\n\nOnly `run_code` may be called directly. Every other tool listed in the SDK below is callable only from inside a `run_code` program, as `await tools.name(args)`; a direct call to any of them fails.',
-    )
-    expect(assembly.sections[1]!.text).toContain('a tool')
-    expect(SDK_SECTION).toEqual({ id: 'tools:sdk', order: 150 })
-    expect(CODE_ONLY_SECTION).toEqual({ id: 'tools:code-only', order: 90 })
-  })
-
-  it('both: every visible schema then run_code, and no code-only rule', () => {
-    const assembly = make({ mode: 'both', codeRuntime: createInProcessRuntime() }).assemble()
-    expect(assembly.tools.map((t) => t.name)).toEqual(['b', 'a', 'run_code'])
-    expect(assembly.sections.map((s) => s.id)).toEqual(['tools:sdk'])
-  })
-
   it('under code presentation a direct call is routed back to run_code, and an unknown name says so', async () => {
     const runtime = make({ mode: 'code', codeRuntime: createInProcessRuntime() })
     const call = (name: string) => runtime.execute({ callId: name, name, arguments: {}, signal: new AbortController().signal })

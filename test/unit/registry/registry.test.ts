@@ -261,6 +261,51 @@ describe('executionMode', () => {
     expect(runtime.executionMode({ name: 'calc', arguments: { a: 1, b: 2n } })).toBe('exclusive')
     expect(runtime.executionMode(null as never)).toBe('exclusive')
   })
+
+  it('a concurrency-safe tool is parallel in the global scope and for a string agent id', () => {
+    const runtime = createToolRuntime()
+    runtime.register(raw('read', { isConcurrencySafe: () => true }))
+    expect(runtime.executionMode(call('read'))).toBe('parallel')
+    expect(runtime.executionMode(call('read', {}, { agent: 'bob' }))).toBe('parallel')
+    runtime.agent('bob')
+    expect(runtime.executionMode(call('read', {}, { agent: 'bob' }))).toBe('parallel')
+  })
+
+  it('a call with a name or an agent that is not a string is exclusive, even for a safe global tool', () => {
+    const runtime = createToolRuntime()
+    runtime.register(raw('read', { isConcurrencySafe: () => true }))
+    for (const agent of [42, null, {}, ['bob']]) {
+      expect(runtime.executionMode(call('read', {}, { agent: agent as never })), JSON.stringify(agent)).toBe('exclusive')
+    }
+    expect(runtime.executionMode(call(42 as never))).toBe('exclusive')
+    expect(runtime.executionMode({ name: undefined, arguments: {} } as never)).toBe('exclusive')
+  })
+
+  it('the classifier gets the soft validator’s arguments, else the strict validator’s, else the raw ones', () => {
+    const runtime = createToolRuntime()
+    const via = (expected: string) => (args: { via?: string }) => args.via === expected
+    runtime.register(raw('soft', { softValidateArgs: () => ({ via: 'soft' }), validateArgs: () => ({ via: 'strict' }), isConcurrencySafe: via('soft') }))
+    runtime.register(raw('strict', { validateArgs: () => ({ via: 'strict' }), isConcurrencySafe: via('strict') }))
+    runtime.register(raw('plain', { isConcurrencySafe: via('raw') }))
+    expect(runtime.executionMode(call('soft', { via: 'raw' }))).toBe('parallel')
+    expect(runtime.executionMode(call('strict', { via: 'raw' }))).toBe('parallel')
+    expect(runtime.executionMode(call('plain', { via: 'raw' }))).toBe('parallel')
+    expect(runtime.executionMode(call('plain', { via: 'soft' }))).toBe('exclusive')
+  })
+
+  it('a tool without a classifier is exclusive without validating the arguments at all', () => {
+    const runtime = createToolRuntime()
+    const validated: string[] = []
+    runtime.register(
+      raw('write', {
+        softValidateArgs: (args: unknown) => (validated.push('soft'), args),
+        validateArgs: (args: unknown) => (validated.push('strict'), args),
+      }),
+    )
+    expect(runtime.executionMode(call('write', { text: 'x' }))).toBe('exclusive')
+    expect(runtime.executionMode(call('missing'))).toBe('exclusive')
+    expect(validated).toEqual([])
+  })
 })
 
 describe('tools/changed and disposal', () => {
@@ -346,53 +391,6 @@ const failureOf = (r: ToolExecutionResult) => (r.isError ? { code: r.error.info?
 
 /** A raw tool with the given extra members (validators, classifier). */
 const raw = (name: string, extra: Record<string, unknown>) => ({ ...echoTool(name), ...extra }) as unknown as AnyToolDefinition
-
-describe('executionMode', () => {
-  it('a concurrency-safe tool is parallel in the global scope and for a string agent id', () => {
-    const runtime = createToolRuntime()
-    runtime.register(raw('read', { isConcurrencySafe: () => true }))
-    expect(runtime.executionMode(call('read'))).toBe('parallel')
-    expect(runtime.executionMode(call('read', {}, { agent: 'bob' }))).toBe('parallel')
-    runtime.agent('bob')
-    expect(runtime.executionMode(call('read', {}, { agent: 'bob' }))).toBe('parallel')
-  })
-
-  it('a call with a name or an agent that is not a string is exclusive, even for a safe global tool', () => {
-    const runtime = createToolRuntime()
-    runtime.register(raw('read', { isConcurrencySafe: () => true }))
-    for (const agent of [42, null, {}, ['bob']]) {
-      expect(runtime.executionMode(call('read', {}, { agent: agent as never })), JSON.stringify(agent)).toBe('exclusive')
-    }
-    expect(runtime.executionMode(call(42 as never))).toBe('exclusive')
-    expect(runtime.executionMode({ name: undefined, arguments: {} } as never)).toBe('exclusive')
-  })
-
-  it('the classifier gets the soft validator’s arguments, else the strict validator’s, else the raw ones', () => {
-    const runtime = createToolRuntime()
-    const via = (expected: string) => (args: { via?: string }) => args.via === expected
-    runtime.register(raw('soft', { softValidateArgs: () => ({ via: 'soft' }), validateArgs: () => ({ via: 'strict' }), isConcurrencySafe: via('soft') }))
-    runtime.register(raw('strict', { validateArgs: () => ({ via: 'strict' }), isConcurrencySafe: via('strict') }))
-    runtime.register(raw('plain', { isConcurrencySafe: via('raw') }))
-    expect(runtime.executionMode(call('soft', { via: 'raw' }))).toBe('parallel')
-    expect(runtime.executionMode(call('strict', { via: 'raw' }))).toBe('parallel')
-    expect(runtime.executionMode(call('plain', { via: 'raw' }))).toBe('parallel')
-    expect(runtime.executionMode(call('plain', { via: 'soft' }))).toBe('exclusive')
-  })
-
-  it('a tool without a classifier is exclusive without validating the arguments at all', () => {
-    const runtime = createToolRuntime()
-    const validated: string[] = []
-    runtime.register(
-      raw('write', {
-        softValidateArgs: (args: unknown) => (validated.push('soft'), args),
-        validateArgs: (args: unknown) => (validated.push('strict'), args),
-      }),
-    )
-    expect(runtime.executionMode(call('write', { text: 'x' }))).toBe('exclusive')
-    expect(runtime.executionMode(call('missing'))).toBe('exclusive')
-    expect(validated).toEqual([])
-  })
-})
 
 describe('agent scopes: disposal', () => {
   it('an agent’s listeners outlive its registrations: its tools/changed listener hears their removal and the dispose', async () => {
