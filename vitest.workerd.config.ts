@@ -32,6 +32,7 @@ const CORE_UNIT_SUITES = [
   'test/unit/node-runtime/strip-render.test.ts',
   'test/unit/mcp/import-portable.test.ts',
   'test/unit/approvals/broker.test.ts',
+  'test/unit/approvals/broker-store.test.ts',
   'test/unit/catalog/**/*.test.ts',
   'test/unit/json/**/*.test.ts',
 ]
