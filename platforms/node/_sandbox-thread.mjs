@@ -728,6 +728,7 @@ var VmRun = class {
   constructor(acquire, limits, hooks, start = {}) {
     this.#limits = limits;
     this.#hooks = hooks;
+    if (start.journal === false) this.#journal = void 0;
     if (start.replay !== void 0) {
       this.#journal = start.replay.journal;
       this.#journalChars = journalChars(start.replay.journal);
@@ -1119,7 +1120,7 @@ function serveSandboxThread(channel, variant2) {
         }
       },
       replayed: (busyMs) => channel.post({ type: "replayed", run: id, busyMs: stripMs + busyMs })
-    }, command.replay === void 0 ? {} : { replay: command.replay });
+    }, command.replay === void 0 ? { journal: command.journal !== false } : { replay: command.replay });
     current = { id, vm };
     if (command.replay === void 0) vm.input(stripped.start);
   };

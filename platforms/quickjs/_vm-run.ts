@@ -65,6 +65,8 @@ export interface VmRunHooks {
 export interface VmRunStart {
   /** The parked VM to resume: its journal is replayed (no message leaves the VM meanwhile), then the run continues live. */
   readonly replay?: ParkedVm
+  /** `false`: keep no journal (a runtime whose runs never park). Default `true`. */
+  readonly journal?: boolean
 }
 
 /** The message that ends a replay which does not match its journal. The run fails with it. */
@@ -137,6 +139,7 @@ export class VmRun {
   constructor(acquire: () => Promise<QuickJsSandbox>, limits: VmRunLimits, hooks: VmRunHooks, start: VmRunStart = {}) {
     this.#limits = limits
     this.#hooks = hooks
+    if (start.journal === false) this.#journal = undefined
     if (start.replay !== undefined) {
       this.#journal = start.replay.journal
       this.#journalChars = journalChars(start.replay.journal)

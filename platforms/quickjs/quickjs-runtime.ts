@@ -227,7 +227,7 @@ class InlineRun {
           this.#replaying = false
         },
       },
-      replay === undefined ? {} : { replay },
+      replay === undefined ? { journal: this.#options.parkAfterMs !== undefined } : { replay },
     )
     void vm.finished.then(() => {
       if (this.#vm === vm && this.session.settled) this.#settleVm()

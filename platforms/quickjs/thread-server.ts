@@ -125,7 +125,7 @@ export function serveSandboxThread(channel: SandboxThreadChannel, variant: Quick
             },
           }),
       replayed: (busyMs) => channel.post({ type: 'replayed', run: id, busyMs: stripMs + busyMs }),
-    }, command.replay === undefined ? {} : { replay: command.replay })
+    }, command.replay === undefined ? { journal: command.journal !== false } : { replay: command.replay })
     current = { id, vm }
     if (command.replay === undefined) vm.input(stripped.start)
   }

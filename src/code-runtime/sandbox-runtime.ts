@@ -441,7 +441,8 @@ class ActiveRun {
       return
     }
     this.#thread = thread
-    this.#open((start) => thread.post({ type: 'run', run: this.id, computeMs: this.options.limits.computeMs, start })).start()
+    const journal = this.options.parkAfterMs !== undefined
+    this.#open((start) => thread.post({ type: 'run', run: this.id, computeMs: this.options.limits.computeMs, start, ...(journal ? {} : { journal }) })).start()
   }
 
   /**
