@@ -110,8 +110,9 @@ async function settleInStore(ctx: Context, watch: Watch, settled: StoredSettleme
     // Not open any more and not settled by anyone: removed from the store behind our back.
     landed = claimed?.record.settled ?? Object.freeze({ kind: 'decided', decision: 'deny', reason: 'the approval request was removed from the store', byDisposal: true, at: Date.now() })
   } catch {
-    // The store failed: fail closed here; the record stays for another reader.
-    landed = settled.kind === 'decided' ? settled : Object.freeze({ kind: settled.kind, at: settled.at })
+    // The store failed: this process settles its callers all the same (a decision it read
+    // stands; an expiry or a withdrawal denies); the record stays for the next reader.
+    landed = settled
   }
   finish(ctx, watch, landed)
 }
