@@ -26,6 +26,8 @@ import type * as TypeScript from 'typescript'
 import type { PreflightEngine } from '../src/preflight/types.js'
 import { LARGE_REGISTRY } from '../test/fixtures/large-registry.js'
 import { readFileSync } from 'node:fs'
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
 import { createRequire } from 'node:module'
 import { createQuickJsRuntime } from '../platforms/quickjs/index.js'
 import { createToolRuntime } from '../src/registry/index.js'
@@ -35,6 +37,9 @@ import { printTable, summarize, type TableRow } from './_stats.js'
 const WARM_SAMPLES = 40
 /** Checks per lever (interleaved). */
 const LEVER_SAMPLES = 150
+// A collectable heap for the memory figures, without a node flag: `gc` exposed to a new context.
+setFlagsFromString('--expose-gc')
+const collect = runInNewContext('gc') as () => void
 /** `npm run bench:preflight -- --levers`: only the levers table. */
 const ONLY_LEVERS = process.argv.includes('--levers')
 
@@ -146,9 +151,10 @@ async function runCost(): Promise<TableRow[]> {
 }
 
 if (!ONLY_LEVERS) {
+  collect()
   const before = process.memoryUsage()
   const inlineRows = await measure('inline', createInlinePreflightEngine({ load: loadTypeScript }))
-  globalThis.gc?.()
+  collect()
   const after = process.memoryUsage()
   const worker = createPreflightWorker()
   const threadRows = await measure('thread', worker)
@@ -159,6 +165,7 @@ if (!ONLY_LEVERS) {
     [
       { what: 'heap growth (compiler + warm checker, both SDKs)', MB: (after.heapUsed - before.heapUsed) / 1e6 },
       { what: 'RSS growth', MB: (after.rss - before.rss) / 1e6 },
+      ...(await checkerHeld()),
     ],
     'memory the inline checker holds (this process)',
   )
@@ -275,4 +282,25 @@ async function levers(): Promise<TableRow[]> {
     })
   }
   return rows
+}
+
+/** The heap a warm checker keeps (the compiler module already loaded): lib parsed, then each SDK's declarations and last program. */
+async function checkerHeld(): Promise<TableRow[]> {
+  const { ts, readLib } = await loadTypeScript()
+  const heap = (): number => {
+    collect()
+    return process.memoryUsage().heapUsed
+  }
+  const start = heap()
+  const checker = createTypeScriptChecker(ts, readLib)
+  checker.check(demoProgram, renderTypeScriptSdkBlock(demoInputs))
+  const demo = heap()
+  checker.check(largeProgram, renderTypeScriptSdkBlock(largeInputs))
+  const large = heap()
+  // Kept alive until measured.
+  checker.check('return 1', renderTypeScriptSdkBlock(demoInputs))
+  return [
+    { what: `a new checker after one check, ${demoInputs.length} tools (lib + globals + SDK + last program)`, MB: (demo - start) / 1e6 },
+    { what: `then the ${largeInputs.length}-tool SDK warm too (its declarations + last program)`, MB: (large - demo) / 1e6 },
+  ]
 }
