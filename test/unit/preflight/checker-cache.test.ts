@@ -1,0 +1,35 @@
+/**
+ * The warm checker's result cache: the same program against the same SDK is answered
+ * with the very same (frozen) result without building a checker; another SDK, or a
+ * program pushed out by 16 newer ones, is checked again and answers the same diagnostics.
+ */
+import { describe, expect, it } from 'vitest'
+import { loadTypeScript } from '../../../platforms/node/index.js'
+import { createTypeScriptChecker, MAX_CACHED_RESULTS } from '../../../src/preflight/typescript-checker.js'
+
+const { ts, readLib } = await loadTypeScript()
+const SDK = 'declare const tools: { write_note(args: { title: string }): Promise<number> };'
+const OTHER_SDK = 'declare const tools: { write_notes(args: { title: string }): Promise<number> };'
+const PROGRAM = 'await tools.write_notes({ title: 5 })'
+
+describe('the checker cache', () => {
+  it('answers a repeat with the same frozen result, and only for the same SDK', () => {
+    const checker = createTypeScriptChecker(ts, readLib)
+    const first = checker.check(PROGRAM, SDK)
+    expect(first.map((d) => d.code)).toEqual([2551])
+    expect(Object.isFrozen(first) && Object.isFrozen(first[0])).toBe(true)
+    expect(checker.check(PROGRAM, SDK)).toBe(first)
+    // Another SDK: the same text checks differently (here, the tool exists and the argument is wrong).
+    expect(checker.check(PROGRAM, OTHER_SDK).map((d) => d.code)).toEqual([2322])
+    expect(checker.check(PROGRAM, SDK)).toBe(first)
+  })
+
+  it(`keeps the ${MAX_CACHED_RESULTS} most recent programs per SDK; an older one is checked again, with the same answer`, () => {
+    const checker = createTypeScriptChecker(ts, readLib)
+    const first = checker.check(PROGRAM, SDK)
+    for (let i = 0; i < MAX_CACHED_RESULTS; i++) checker.check(`${PROGRAM}\n// ${i}`, SDK)
+    const again = checker.check(PROGRAM, SDK)
+    expect(again).not.toBe(first)
+    expect(again).toEqual(first)
+  })
+})
