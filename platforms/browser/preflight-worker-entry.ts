@@ -37,7 +37,7 @@ async function load(): Promise<TypeScriptLoad> {
   if (base === null) throw new Error('no lib base URL was given to the preflight worker')
   const libs = await fetchLibs(new URL(base, self.location.href))
   const loaded = compiler as unknown as TypeScriptModule & { default?: TypeScriptModule }
-  const ts = typeof loaded.createLanguageService === 'function' ? loaded : (loaded.default as TypeScriptModule)
+  const ts = typeof loaded.createProgram === 'function' ? loaded : (loaded.default as TypeScriptModule)
   return { ts, readLib: (name) => libs.get(name) }
 }
 

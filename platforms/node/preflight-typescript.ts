@@ -22,9 +22,9 @@ import type { TypeScriptLoad } from '../../src/preflight/inline-engine.js'
  */
 export async function loadTypeScript(): Promise<TypeScriptLoad> {
   const loaded = (await import('typescript')) as TypeScriptModule & { default?: TypeScriptModule }
-  const ts: TypeScriptModule = typeof loaded.createLanguageService === 'function' ? loaded : (loaded.default as TypeScriptModule)
+  const ts: TypeScriptModule = typeof loaded.createProgram === 'function' ? loaded : (loaded.default as TypeScriptModule)
   const sys = ts.sys as TypeScriptModule['sys'] | undefined
-  if (sys === undefined || typeof ts.createLanguageService !== 'function') throw new Error('the compiler has no file system to read its lib files from')
+  if (sys === undefined || typeof ts.createProgram !== 'function') throw new Error('the compiler has no file system to read its lib files from')
   const libPath = ts.getDefaultLibFilePath({}).replaceAll('\\', '/')
   const dir = libPath.slice(0, libPath.lastIndexOf('/'))
   const readLib: LibReader = (name) => {
