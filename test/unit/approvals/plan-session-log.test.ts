@@ -3,13 +3,14 @@
  * `tool/plan-approval-request` (the program and its plan, bounded) and exactly one
  * `tool/plan-approval-decision` (allow with the tools pre-approved, deny, withdrawn), before
  * any sub-call's dispatch events. A real registry, the real broker and the in-process
- * CodeRuntime; a throwing sink changes nothing.
+ * CodeRuntime; a throwing sink changes nothing. Web standards only: runs in Node and in Chromium
+ * (the approvals suites are core unit suites there).
  */
 import { describe, expect, it } from 'vitest'
 import type { PlanApprovalDecisionEvent, PlanApprovalRequestEvent, SessionLogEvent, SessionLogSink } from '../../../src/runtime-types.js'
 import { createMemorySessionLog, MAX_LOGGED_CODE_CHARS, MAX_LOGGED_PLAN_ITEMS } from '../../../src/session-log.js'
 import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
-import { codeOf, nextRequest, programResult, runCode, setup } from '../approvals/helpers.js'
+import { codeOf, nextRequest, programResult, runCode, setup } from './helpers.js'
 
 function planSetup(sessionLog: SessionLogSink = createMemorySessionLog()) {
   const fixture = setup({ plans: true }, { mode: 'code', codeRuntime: createInProcessRuntime(), sessionLog })
