@@ -69,6 +69,13 @@ const MAX_WARM_SDKS = 4
  */
 export const MAX_CACHED_RESULTS = 16
 
+/**
+ * A result with more diagnostics than this is not kept: a hostile 16 KiB program can
+ * draw thousands (each message up to 600 characters), and the cache must not hold
+ * megabytes per entry. Real programs have a handful.
+ */
+export const MAX_CACHED_DIAGNOSTICS = 64
+
 interface WarmSdk {
   readonly declarations: TypeScript.SourceFile
   /** The last program built against this SDK: the next one reuses its structure. */
@@ -150,7 +157,7 @@ export function createTypeScriptChecker(ts: TypeScriptModule, readLib: LibReader
     check(program, declarations) {
       const warm = sdkFor(declarations)
       const result = warm.results.get(program) ?? diagnose(warm, program)
-      touch(warm.results, program, result, MAX_CACHED_RESULTS)
+      if (result.length <= MAX_CACHED_DIAGNOSTICS) touch(warm.results, program, result, MAX_CACHED_RESULTS)
       return result
     },
   }

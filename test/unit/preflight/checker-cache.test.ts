@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { loadTypeScript } from '../../../platforms/node/index.js'
-import { createTypeScriptChecker, MAX_CACHED_RESULTS } from '../../../src/preflight/typescript-checker.js'
+import { createTypeScriptChecker, MAX_CACHED_DIAGNOSTICS, MAX_CACHED_RESULTS } from '../../../src/preflight/typescript-checker.js'
 
 const { ts, readLib } = await loadTypeScript()
 const SDK = 'declare const tools: { write_note(args: { title: string }): Promise<number> };'
@@ -31,5 +31,13 @@ describe('the checker cache', () => {
     const again = checker.check(PROGRAM, SDK)
     expect(again).not.toBe(first)
     expect(again).toEqual(first)
+  })
+
+  it(`keeps no result of more than ${MAX_CACHED_DIAGNOSTICS} diagnostics (a hostile program cannot make the cache hold megabytes)`, () => {
+    const checker = createTypeScriptChecker(ts, readLib)
+    const many = Array.from({ length: MAX_CACHED_DIAGNOSTICS + 1 }, (_, i) => `nope${i}()`).join('\n')
+    const first = checker.check(many, SDK)
+    expect(first).toHaveLength(MAX_CACHED_DIAGNOSTICS + 1)
+    expect(checker.check(many, SDK)).not.toBe(first)
   })
 })
