@@ -28,7 +28,7 @@ import type { SandboxRuntime, ServedApp } from '../platforms/node/index.js'
 import { createApprovalBroker } from '../src/approvals/index.js'
 import type { AnyApprovalBroker } from '../src/approvals/index.js'
 import type { DurableStore } from '../src/durable/index.js'
-import { createSessionLogHub, createToolsApp } from '../src/http/index.js'
+import { createSessionLogHub, createToolsApp, resumeAppRuns } from '../src/http/index.js'
 import { createMcpApp } from '../src/mcp/index.js'
 import { createToolRuntime } from '../src/registry/index.js'
 import type { ToolRuntime } from '../src/runtime-types.js'
@@ -49,9 +49,18 @@ export interface StartServerOptions {
    * A directory for durable state (a file store, `createFileStore`): pending approvals live
    * there, so a restarted server lists them again and a decision reaches a call resumed
    * under the same id. Default `undefined`: in memory, lost with the process. `npm start`
-   * passes `TOOLYARD_DATA_DIR`, else `.toolyard/` in the working directory.
+   * passes `TOOLYARD_DATA_DIR`, else `.toolyard/` in the working directory. Runs that wait
+   * for a person are kept there too (parked: docs/durability.md), with `/v1/runs` records
+   * and the demo workspace's files: a restarted server resumes the runs and finishes them.
    */
   readonly dataDir?: string
+  /**
+   * With `dataDir`: how old another process's heartbeat must be before its runs count as
+   * left behind and this server resumes them (`runtime.resumeRuns({ staleMs })`), and how
+   * often it looks. Defaults 30 000 and 10 000 ms.
+   */
+  readonly resumeStaleMs?: number
+  readonly resumeEveryMs?: number
 }
 
 /** A running `npm start` server. */
@@ -203,8 +212,16 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
   // its run; a misspelled tool or argument is appended to what the caller reads after the
   // run (a run never waits for the check, except a failed one, up to 2 s).
   const preflightEngine = createPreflightWorker()
-  const runtime = createToolRuntime({ mode: 'both', codeRuntime, sessionLog: hub, approval: approvals.handler, preflight: 'warn', preflightEngine })
-  registerDemoTools(runtime)
+  const runtime = createToolRuntime({
+    mode: 'both',
+    codeRuntime,
+    sessionLog: hub,
+    approval: approvals.handler,
+    preflight: 'warn',
+    preflightEngine,
+    ...(store === undefined ? {} : { store }),
+  })
+  registerDemoTools(runtime, store === undefined ? {} : await durableWorkspace(store))
   askBeforeWriting(runtime)
   // The thread loads the compiler on its first check (seconds): start it now, so the first
   // programs are checked before their runs settle. A check never rejects.
@@ -213,7 +230,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
   for (const mode of ['native', 'code', 'both'] as const) runtime.agent(mode).presentAs(mode)
 
   const stopping = new AbortController()
-  const app = createToolsApp(runtime, { token, sessionLog: hub, approvals, signal: stopping.signal })
+  const app = createToolsApp(runtime, { token, sessionLog: hub, approvals, signal: stopping.signal, ...(store === undefined ? {} : { store }) })
   // MCP clients (Streamable HTTP) use the same registry and token; `?agent=` picks a layer.
   app.route(
     '/mcp',
@@ -235,10 +252,21 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
     throw error
   }
   const server = served
+  // Runs another process left in the store (it stopped, or died mid-wait) are resumed here, now and every little while.
+  let resumer: ReturnType<typeof setInterval> | undefined
+  if (store !== undefined) {
+    const resume = (): void => {
+      resumeAppRuns(app, runtime, { staleMs: options.resumeStaleMs ?? 30_000 }).catch((error: unknown) => console.error('resuming runs failed:', error))
+    }
+    resume()
+    resumer = setInterval(resume, options.resumeEveryMs ?? 10_000)
+    resumer.unref()
+  }
 
   let finished: Promise<void> | undefined
   const shutdown = (): Promise<void> => {
     finished ??= (async () => {
+      clearInterval(resumer)
       stopping.abort(new DOMException('the server is shutting down', 'AbortError'))
       const closed = server.close()
       // dispose() aborts what is still running and resolves once every execution has settled.
@@ -257,6 +285,34 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
   return { url: server.url, port: server.port, token, runtime, codeRuntime, approvals, store, staticDir, shutdown }
 }
 
+/**
+ * The demo workspace over `store`: its files are read back at start and written through
+ * after every change (one JSON value; the demo's files are small), so a restart, or a
+ * `kill -9`, keeps what the tools wrote.
+ */
+async function durableWorkspace(store: DurableStore): Promise<{ files?: Record<string, string>; onWorkspaceWrite: (files: ReadonlyMap<string, string>) => void }> {
+  const key = 'demo/workspace'
+  let files: Record<string, string> | undefined
+  try {
+    const entry = await store.get(key)
+    const parsed: unknown = entry === undefined ? undefined : JSON.parse(entry.value)
+    if (typeof parsed === 'object' && parsed !== null && Object.values(parsed).every((text) => typeof text === 'string')) files = parsed as Record<string, string>
+  } catch {
+    // A damaged record: start from the seed files.
+  }
+  let writes = Promise.resolve()
+  return {
+    ...(files === undefined ? {} : { files }),
+    onWorkspaceWrite: (current) => {
+      const text = JSON.stringify(Object.fromEntries(current))
+      writes = writes.then(() => store.put(key, text)).then(
+        () => undefined,
+        (error: unknown) => console.error('saving the workspace failed:', error),
+      )
+    },
+  }
+}
+
 async function main(): Promise<void> {
   // Durable state (pending approvals) in TOOLYARD_DATA_DIR, else .toolyard/ here (git-ignored).
   const dataDir = resolve(process.env.TOOLYARD_DATA_DIR || '.toolyard')
@@ -269,7 +325,7 @@ async function main(): Promise<void> {
       ? '  (playground not built: GET / lists the API routes)'
       : `  playground: ${started.url}/ (serving ${started.staticDir})`,
     `  approvals: write_file and edit_file wait for Allow / Deny (the playground, or GET/POST /v1/approvals; ${started.approvals.timeoutMs / 1000} s to decide)`,
-    `  data: pending approvals are kept in ${dataDir} (TOOLYARD_DATA_DIR) and survive a restart`,
+    `  data: runs waiting for a person, pending approvals and the workspace are kept in ${dataDir} (TOOLYARD_DATA_DIR) and survive a restart`,
     `  Code Mode: QuickJS sandbox, compute ${started.codeRuntime.limits.computeMs / 1000} s and wall clock ${started.codeRuntime.limits.maxWallMs / 1000} s a run, ` +
       `${started.codeRuntime.load().maxConcurrentRuns} runs at once (+${started.codeRuntime.load().maxQueuedRuns} queued)`,
     "  preflight: 'warn' (programs are type-checked against the tools' SDK in a thread; mistakes are appended after the run)",

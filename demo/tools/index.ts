@@ -32,6 +32,8 @@ export interface DemoToolsOptions {
   readonly shop?: ShopDataOptions
   /** Which groups to include (default both). */
   readonly include?: readonly ('workspace' | 'shop')[]
+  /** Hears every workspace write, with all the files after it (to keep them somewhere durable). */
+  readonly onWorkspaceWrite?: (files: ReadonlyMap<string, string>) => void
 }
 
 /** A fresh demo tool set and the state behind it. */
@@ -47,7 +49,7 @@ export interface DemoTools {
 /** Creates the demo tools over fresh state: two calls never share a workspace. */
 export function createDemoTools(options: DemoToolsOptions = {}): DemoTools {
   const include = new Set(options.include ?? ['workspace', 'shop'])
-  const workspace = createWorkspace(options.files ?? SEED_FILES)
+  const workspace = createWorkspace(options.files ?? SEED_FILES, options.onWorkspaceWrite)
   const shop = createShopData(options.shop)
   const tools = [
     ...(include.has('workspace') ? createWorkspaceTools(workspace) : []),

@@ -203,8 +203,11 @@ export function normalizePath(path: string, field = 'path'): string {
   return segments.join('/')
 }
 
-/** Creates a workspace seeded with `files` (default {@link SEED_FILES}). */
-export function createWorkspace(files: Readonly<Record<string, string>> = SEED_FILES): Workspace {
+/**
+ * Creates a workspace seeded with `files` (default {@link SEED_FILES}). `onWrite` hears
+ * every write, after it is made (`npm start` keeps the files in its store with it).
+ */
+export function createWorkspace(files: Readonly<Record<string, string>> = SEED_FILES, onWrite?: (files: ReadonlyMap<string, string>) => void): Workspace {
   const map = new Map<string, string>()
   for (const [path, text] of Object.entries(files)) map.set(normalizePath(path), text)
   return {
@@ -214,6 +217,7 @@ export function createWorkspace(files: Readonly<Record<string, string>> = SEED_F
       const key = normalizePath(path)
       const created = !map.has(key)
       map.set(key, text)
+      onWrite?.(map)
       return created
     },
     paths: () => [...map.keys()].sort(),

@@ -16,6 +16,7 @@
  * @module
  */
 import type { DurableStore } from '../durable/store.js'
+import { runKeySegment } from '../durable/runs.js'
 import { ToolError } from '../errors.js'
 import type { ApprovalHandler } from '../types.js'
 import { createEventFanOut, type EventFanOut } from './_events.js'
@@ -186,7 +187,30 @@ function withdraw(ctx: Context, watch: Watch, caller: Caller): void {
   caller.signal.removeEventListener('abort', caller.onAbort)
   const settled: StoredSettlement = Object.freeze({ kind: 'withdrawn', at: Date.now() })
   caller.reject(deniedBy(watch.approval, settled))
-  if (watch.callers.size === 0) settleLater(ctx, watch, settled)
+  if (watch.callers.size > 0) return
+  const parent = watch.approval.parentCallId
+  if (isShutdown(caller.signal.reason) && parent !== undefined) {
+    // The tool runtime is shutting down (dispose). A sub-call of a durable run (one parked
+    // in this store) is resumed by the next process, which asks again under the same call
+    // id and re-attaches: leave its request open. Anything else is withdrawn.
+    const forget = (): void => {
+      watch.finished = true
+      clearTimeout(watch.timer)
+      if (ctx.watches.get(watch.hash) === watch) ctx.watches.delete(watch.hash)
+    }
+    const parked = ctx.store.get(`runs/${runKeySegment(parent)}`).then(
+      (found) => (found === undefined ? settleInStore(ctx, watch, settled) : forget()),
+      () => settleInStore(ctx, watch, settled),
+    )
+    void track(ctx, parked)
+    return
+  }
+  settleLater(ctx, watch, settled)
+}
+
+/** Whether a call was cancelled because its tool runtime is being disposed (not by its caller). */
+function isShutdown(reason: unknown): boolean {
+  return reason instanceof ToolError && reason.code === 'DISPOSED'
 }
 
 /** Answers a call whose request was settled before it asked (a resumed run): the events a waiting call would have caused, then the outcome. */

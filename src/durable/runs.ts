@@ -50,7 +50,10 @@ export interface StoredRun {
 export interface ResumedRun {
   readonly callId: string
   readonly agent?: string
+  /** The `run_code` call's result (a `ToolExecutionResult`), once the resumed run ends. */
   readonly result: Promise<unknown>
+  /** Aborts the resumed run (its waiting calls and all). */
+  cancel(reason?: unknown): void
 }
 
 /** What a sub-call's record says. */
@@ -239,7 +242,7 @@ export class DurableRuns {
    * store, each run goes to exactly one (compare-and-set on its record).
    */
   async resumeAll(
-    start: (callId: string, agent: string | undefined, args: { readonly code: string; readonly description: string }) => Promise<unknown>,
+    start: (callId: string, agent: string | undefined, args: { readonly code: string; readonly description: string }, signal: AbortSignal) => Promise<unknown>,
     options: { readonly staleMs?: number } = {},
   ): Promise<ResumedRun[]> {
     const staleMs = options.staleMs ?? 30_000
@@ -260,10 +263,12 @@ export class DurableRuns {
         if (!put.ok) continue
         this.#resuming.set(record.callId, { state: record.state, numbering: record.numbering })
         this.#beat()
+        const controller = new AbortController()
         resumed.push({
           callId: record.callId,
           ...(record.agent === undefined ? {} : { agent: record.agent }),
-          result: start(record.callId, record.agent, { code: record.code, description: record.description }),
+          result: start(record.callId, record.agent, { code: record.code, description: record.description }, controller.signal),
+          cancel: (reason?: unknown) => controller.abort(reason),
         })
       }
       if (page.cursor === undefined || page.entries.length === 0) break

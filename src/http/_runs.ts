@@ -16,6 +16,7 @@ import type { Context, Handler, Hono } from 'hono'
 import { streamSSE } from 'hono/streaming'
 import type { PendingApproval } from '../approvals/types.js'
 import type { DurableStore } from '../durable/store.js'
+import type { ResumedRun } from '../durable/runs.js'
 import type { ToolRuntime } from '../runtime-types.js'
 import type { ToolExecutionResult } from '../types.js'
 import { HttpError, OVERLOADED_RETRY_AFTER_SECONDS } from './http-errors.js'
@@ -70,6 +71,7 @@ const END_EVENT = 'end'
 const MAX_REPLAY_BATCH_BYTES = 128 * 1024
 
 const held = new WeakMap<Hono, RunTable>()
+const adopters = new WeakMap<Hono, (resumed: readonly ResumedRun[]) => Promise<number>>()
 
 /**
  * What the run table of an app created by `createToolsApp` holds (runs, running ones,
@@ -378,10 +380,51 @@ function streamEvents(c: Context, run: TableRun, lastId: number, config: ApiConf
 }
 
 /**
+ * Adopts the runs a process resumed from the store (`runtime.resumeRuns()`) that were
+ * started through `POST /v1/runs`: each goes back into the table under the id its clients
+ * know, with a fresh event buffer (a `resumed` event first), and its record is updated as
+ * it ends. Returns how many were adopted; the others finish unseen (their callers were
+ * `POST /v1/run` clients, gone with the old process).
+ */
+async function adoptResumed(resumed: readonly ResumedRun[], records: RunRecordStore | undefined, table: RunTable, config: ApiConfig, persist: (run: TableRun, request: Request) => void): Promise<number> {
+  if (records === undefined || resumed.length === 0) return 0
+  const byCallId = new Map(resumed.map((run) => [run.callId, run]))
+  const request = new Request('http://toolyard.invalid/v1/runs')
+  let adopted = 0
+  for (const id of await records.list(MAX_ADOPTED_RECORDS)) {
+    const record = await records.get(id)
+    const handle = record === undefined || record.status !== 'running' ? undefined : byCallId.get(record.callId)
+    if (record === undefined || handle === undefined) continue
+    const run = table.admit({ callId: record.callId, agent: record.agent, id: record.id, createdAt: record.createdAt })
+    if (run === undefined) continue
+    adopted++
+    const prepared: PreparedRun = {
+      callId: record.callId,
+      agent: record.agent,
+      start: { callId: record.callId, ...(record.agent === undefined ? {} : { agent: record.agent }), resumed: true },
+      execute: (signal) => {
+        // The resumed execution is already under way: DELETE (or the app's shutdown) cancels it.
+        if (signal.aborted) handle.cancel(signal.reason)
+        else signal.addEventListener('abort', () => handle.cancel(signal.reason), { once: true })
+        return handle.result as Promise<ToolExecutionResult>
+      },
+    }
+    void drive(run, prepared, table, config, request, (r) => persist(r, request)).catch((error: unknown) => config.report(error, request))
+  }
+  return adopted
+}
+
+/** How many stored run records a process looks through when it adopts resumed runs. */
+const MAX_ADOPTED_RECORDS = 1000
+
+/**
  * The run routes and their table. `app` is registered for {@link runsHeld} by the caller
  * once created (`holdRuns`).
  */
-export function runRoutes(runtime: ToolRuntime, config: RunsConfig): { readonly routes: readonly ApiRoute[]; readonly table: RunTable } {
+export function runRoutes(
+  runtime: ToolRuntime,
+  config: RunsConfig,
+): { readonly routes: readonly ApiRoute[]; readonly table: RunTable; readonly adopt: (resumed: readonly ResumedRun[]) => Promise<number> } {
   const records = config.store === undefined ? undefined : createStoreRunRecords(config.store)
   const writer = recordWriter(records, config)
   // Evictions have no request of their own: a failed delete is reported against a synthetic one.
@@ -389,6 +432,7 @@ export function runRoutes(runtime: ToolRuntime, config: RunsConfig): { readonly 
   const table = createRunTable(config.runs, Date.now, (run) => writer.delete(run, evictions))
   return {
     table,
+    adopt: (resumed) => adoptResumed(resumed, records, table, config, writer.put),
     routes: [
       { method: 'POST', path: '/v1/runs', handlers: [startRun(runtime, config, table, writer.put)] },
       { method: 'GET', path: '/v1/runs/:id', handlers: [getRun(config, table, records)] },
@@ -398,7 +442,22 @@ export function runRoutes(runtime: ToolRuntime, config: RunsConfig): { readonly 
   }
 }
 
-/** Makes `table` the one {@link runsHeld} reports for `app`. */
-export function holdRuns(app: Hono, table: RunTable): void {
-  held.set(app, table)
+/** Makes `runs.table` the one {@link runsHeld} reports for `app`, and `runs.adopt` its {@link resumeAppRuns}. */
+export function holdRuns(app: Hono, runs: ReturnType<typeof runRoutes>): void {
+  held.set(app, runs.table)
+  adopters.set(app, runs.adopt)
+}
+
+/**
+ * Resumes the durable runs in the runtime's store that no live process holds
+ * (`runtime.resumeRuns()`), and puts those started through `POST /v1/runs` back in
+ * `app`'s run table under their ids: `GET /v1/runs/:id` and its events follow them to the
+ * end. Call it once a process serving the app has started (`npm start` does). Returns
+ * how many runs were resumed, and how many of them are `/v1/runs` resources.
+ */
+export async function resumeAppRuns(app: Hono, runtime: ToolRuntime, options?: { readonly staleMs?: number }): Promise<{ readonly resumed: number; readonly adopted: number }> {
+  const resumed = await runtime.resumeRuns(options)
+  const adopt = adopters.get(app)
+  const adopted = adopt === undefined ? 0 : await adopt(resumed)
+  return { resumed: resumed.length, adopted }
 }

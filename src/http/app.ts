@@ -225,6 +225,6 @@ export function createToolsApp(runtime: ToolRuntime, options: ToolsAppOptions): 
     }),
   )
   for (const route of routes) app.on(route.method, route.path, ...route.handlers)
-  holdRuns(app, runs.table)
+  holdRuns(app, runs)
   return app
 }

@@ -16,7 +16,7 @@ export type {
   SessionLogSubscribeOptions,
 } from './session-log-hub.js'
 export type { ApprovalSettledData } from './_approvals.js'
-export { runsHeld } from './_runs.js'
+export { resumeAppRuns, runsHeld } from './_runs.js'
 export type { RunApproval, RunBody } from './_runs.js'
 export { DEFAULT_MAX_EVENT_BYTES_PER_RUN, DEFAULT_MAX_RUNS, DEFAULT_MAX_RUN_TABLE_BYTES, DEFAULT_RUN_RETENTION_MS } from './run-table.js'
 export type { RunRecordJson, RunStatus, RunTableHeld, RunTableOptions, StoredRunStatus } from './run-table.js'

@@ -350,7 +350,7 @@ export interface RunTable {
    * Adds a running run, after evicting what the budgets require; `undefined` when the table
    * is full of running runs (or their bytes fill it): the caller answers `OVERLOADED`.
    */
-  admit(init: { readonly callId: string; readonly agent: ScopeKey | undefined }): TableRun | undefined
+  admit(init: { readonly callId: string; readonly agent: ScopeKey | undefined; readonly id?: string; readonly createdAt?: number }): TableRun | undefined
   /** The run with this id, or `undefined` (evicted, or never existed). Sweeps first. */
   get(id: string): TableRun | undefined
   /** Asks the run to end: its controller aborts, and it will settle as `cancelled`. No-op once settled. */
@@ -391,14 +391,16 @@ export function createRunTable(options: ResolvedRunTableOptions, now: () => numb
   }
 
   return {
-    admit({ callId, agent }) {
+    admit({ callId, agent, id, createdAt }) {
       sweep(1)
       if (runs.size >= options.maxRuns || bytes >= options.maxBytes) return undefined
+      if (id !== undefined && runs.has(id)) return undefined
       const run: MutableRun = {
-        id: crypto.randomUUID(),
+        // A run resumed after a restart keeps the id its clients know.
+        id: id ?? crypto.randomUUID(),
         callId,
         agent,
-        createdAt: now(),
+        createdAt: createdAt ?? now(),
         controller: new AbortController(),
         // A run's bytes count while it is in the table; after eviction its buffer is no longer the table's.
         events: createRunEventLog(options.maxEventBytesPerRun, (delta) => {

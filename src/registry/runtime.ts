@@ -137,8 +137,7 @@ export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
       global.assertLive()
       if (durableRuns === undefined) return []
       return durableRuns.resumeAll(
-        (callId, agent, args) =>
-          execute({ callId, name: 'run_code', arguments: { ...args }, signal: new AbortController().signal, ...(agent === undefined ? {} : { agent }) }),
+        (callId, agent, args, signal) => execute({ callId, name: 'run_code', arguments: { ...args }, signal, ...(agent === undefined ? {} : { agent }) }),
         resumeOptions,
       )
     },

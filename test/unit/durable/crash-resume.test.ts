@@ -1,0 +1,113 @@
+/**
+ * The crash test of durable runs (issue 21): the `npm start` server runs in a child
+ * process on a data directory (a file store); a run that waits for a person is killed
+ * with SIGKILL; a new process on the same directory lists the approval, takes the
+ * decision and finishes the run with the value an uninterrupted run gives, and the side
+ * effects (the workspace file each call edits) show every completed call ran once.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { afterAll, describe, expect, it } from 'vitest'
+
+const root = fileURLToPath(new URL('../../..', import.meta.url))
+const base = mkdtempSync(join(tmpdir(), 'toolyard-crash-'))
+const children: ChildProcess[] = []
+afterAll(() => {
+  for (const child of children) child.kill('SIGKILL')
+  rmSync(base, { recursive: true, force: true })
+})
+
+const TOKEN = 'crash-test-token-0123456789abcdef'
+const AUTH = { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' }
+
+/** Each call edits one file: a call that ran twice would leave its line twice. */
+const PROGRAM = `
+await tools.write_file({ path: 'crash/log.md', content: 'start\\n' })
+await tools.edit_file({ path: 'crash/log.md', oldText: 'start\\n', newText: 'start\\none\\n' })
+await tools.edit_file({ path: 'crash/log.md', oldText: 'one\\n', newText: 'one\\ntwo\\n' })
+const text = await tools.read_file({ path: 'crash/log.md' })
+return { text, stamp: typeof Date.now() }
+`
+
+async function server(dataDir: string): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/durable/server-child.ts', dataDir, TOKEN], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] })
+  children.push(child)
+  let out = ''
+  let err = ''
+  child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()))
+  child.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString()))
+  const url = await until(() => {
+    const line = out.split('\n').find((l) => l.startsWith('{"url"'))
+    return line === undefined ? undefined : (JSON.parse(line) as { url: string }).url
+  }, `the server to start (${err.slice(-400)})`)
+  return { url, child }
+}
+
+async function until<T>(probe: () => Promise<T | undefined> | T | undefined, what: string, ms = 90_000): Promise<T> {
+  const deadline = Date.now() + ms
+  for (;;) {
+    const value = await probe()
+    if (value !== undefined) return value
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+type Approval = { id: string; name: string; callId: string }
+const approvals = async (url: string): Promise<Approval[]> => ((await (await fetch(`${url}/v1/approvals`, { headers: AUTH })).json()) as { approvals: Approval[] }).approvals
+const decide = async (url: string, id: string) => {
+  const response = await fetch(`${url}/v1/approvals/${id}`, { method: 'POST', headers: AUTH, body: JSON.stringify({ decision: 'allow' }) })
+  expect(response.status).toBe(200)
+}
+/** Allows the approval of the `n`th asking call of the run (1-based) once it is listed, and returns its id. */
+async function allowCall(url: string, callSuffix: string): Promise<string> {
+  const approval = await until(async () => (await approvals(url)).find((a) => a.callId.endsWith(callSuffix)), `the approval of ${callSuffix}`)
+  await decide(url, approval.id)
+  return approval.id
+}
+const runStatus = async (url: string, id: string) => (await (await fetch(`${url}/v1/runs/${id}`, { headers: AUTH })).json()) as { status: string; result?: { isError: boolean; value?: { result?: unknown } } }
+
+describe('a durable run survives kill -9 (npm start on a file store, real processes)', () => {
+  it('a run parked while it waits is resumed by a new process on the same directory, with the value an uninterrupted run gives and each effect once', async () => {
+    // The uninterrupted run, for the value to compare with.
+    const calm = await server(join(base, 'calm'))
+    const calmStart = (await (await fetch(`${calm.url}/v1/runs`, { method: 'POST', headers: AUTH, body: JSON.stringify({ code: PROGRAM, description: 'baseline' }) })).json()) as { id: string }
+    for (const n of [':code:1', ':code:2', ':code:3']) await allowCall(calm.url, n)
+    const calmDone = await until(async () => {
+      const run = await runStatus(calm.url, calmStart.id)
+      return run.status === 'done' ? run : undefined
+    }, 'the baseline run')
+    calm.child.kill('SIGKILL')
+
+    const dataDir = join(base, 'crash')
+    const first = await server(dataDir)
+    const started = (await (await fetch(`${first.url}/v1/runs`, { method: 'POST', headers: AUTH, body: JSON.stringify({ code: PROGRAM, description: 'crash' }) })).json()) as { id: string }
+    await allowCall(first.url, ':code:1')
+    await allowCall(first.url, ':code:2')
+    // The third call waits for a person: the run parks (its state goes to the store); then the process dies.
+    const waiting = await until(async () => (await approvals(first.url)).find((a) => a.callId.endsWith(':code:3')), 'the third approval')
+    await new Promise((resolve) => setTimeout(resolve, 2_000))
+    first.child.kill('SIGKILL')
+    await new Promise((resolve) => first.child.once('exit', resolve))
+
+    const second = await server(dataDir)
+    // The new process lists the same request (re-attached by call id), takes the decision, and the run finishes.
+    const listed = await until(async () => (await approvals(second.url)).find((a) => a.callId.endsWith(':code:3')), 'the request in the new process')
+    expect(listed.id).toBe(waiting.id)
+    await decide(second.url, listed.id)
+    const done = await until(async () => {
+      const run = await runStatus(second.url, started.id)
+      return run.status === 'done' || run.status === 'failed' ? run : undefined
+    }, 'the resumed run to end')
+    expect(done.status).toBe('done')
+    expect(done.result?.value?.result).toEqual(calmDone.result?.value?.result)
+    // Each edit ran once: the file holds each line once.
+    const text = JSON.stringify(done.result?.value?.result)
+    expect(text.match(/start/g)).toHaveLength(1)
+    expect(text.match(/one/g)).toHaveLength(1)
+    expect(text.match(/two/g)).toHaveLength(1)
+  }, 240_000)
+})
