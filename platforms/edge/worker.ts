@@ -5,76 +5,57 @@
  * (`npx wrangler secret put TOOLYARD_TOKEN`); without it, or with a malformed one, every
  * `/v1` route but `/v1/health` answers 503 `NOT_CONFIGURED` rather than serving an open API.
  *
+ * With the Durable Object bindings of wrangler.toml (`RUNS`, `RUN_INDEX`), runs are
+ * durable: each `/v1/runs` run lives in its own `ToolyardRun` object (run-object.ts), which
+ * the Worker names by the run's id and forwards the run's requests to; pending approvals
+ * of every run live in the `ToolyardRunIndex` object (run-index.ts), through which this
+ * Worker lists (`GET /v1/approvals`) and decides (`POST /v1/approvals/:id`) them, then wakes
+ * the run's object. `write_file` and `edit_file` ask a person, as in `npm start`.
+ * Without the bindings, runs live in the isolate that started them and nothing asks.
+ *
  * docs/deployment.md explains deploying it, the bindings and the platform limits.
  *
  * @module
  */
 import type { ExecutionContext } from 'hono'
 import wasmModule from '@jitl/quickjs-wasmfile-release-sync/wasm'
-import { createToolRuntime } from '../../src/registry/index.js'
-import { createSessionLogHub, createToolsApp } from '../../src/http/index.js'
-import type { ToolsAppOptions } from '../../src/http/index.js'
-import { ToolError } from '../../src/errors.js'
+import { askBeforeWriting } from '../../demo/tools/approval-gate.js'
 import { registerDemoTools } from '../../demo/tools/index.js'
-import { SANDBOX_DEFAULT_LIMITS } from '../../src/code-runtime/sandbox-runtime.js'
-import { createQuickJsRuntime, type QuickJsCodeRuntime } from '../quickjs/index.js'
+import { createApprovalBroker } from '../../src/approvals/index.js'
+import { runKeySegment } from '../../src/durable/runs.js'
+import { createSessionLogHub, createToolsApp } from '../../src/http/index.js'
 import { createMcpApp } from '../../src/mcp/index.js'
+import { createToolRuntime } from '../../src/registry/index.js'
+import { createQuickJsRuntime, type QuickJsCodeRuntime } from '../quickjs/index.js'
+import { buildEdgeApp, carriesToken, configKey, EDGE_APPROVAL_POLL_MS, EDGE_CODE_LIMITS, RUN_ID, type DurableObjectNamespaceLike, type EdgeEnv } from './_edge-app.js'
+import { createIndexStore } from './run-index.js'
+import { OWNER_PREFIX, RUN_ID_HEADER, WAKE_PATH } from './run-object.js'
 
-/** The bindings this Worker reads (wrangler.toml `[vars]` and secrets). */
-export interface EdgeEnv {
-  /** The bearer token clients must send (16–4096 printable ASCII characters); set it with `wrangler secret put TOOLYARD_TOKEN`. */
-  readonly TOOLYARD_TOKEN?: string
-  /** Optional comma-separated CORS allowlist of exact origins (`https://a.example,https://b.example`). */
-  readonly TOOLYARD_CORS_ORIGINS?: string
-}
-
-/**
- * Code Mode budgets for the edge: the sandbox's own defaults everywhere (compute 5 s,
- * wall clock 60 s), so a program behaves the same on every platform. A Worker isolate
- * has 128 MB for everything, and each run gets its own fixed wasm memory, so runs stay
- * small (QuickJS needs 16 MB to start). The compute budget sits well below the paid
- * plans' default 30 s CPU limit per request, so our `timeout` result arrives before
- * Cloudflare kills the request; the Free plan's 10 ms CPU limit is far below it
- * (docs/deployment.md). Not exported: workerd treats a main module's named exports as
- * entrypoints.
- */
-const EDGE_CODE_LIMITS = { computeMs: SANDBOX_DEFAULT_LIMITS.computeMs, maxWallMs: SANDBOX_DEFAULT_LIMITS.maxWallMs, memoryMb: 32 } as const
+export type { EdgeEnv } from './_edge-app.js'
+export { ToolyardRun } from './run-object.js'
+export { ToolyardRunIndex } from './run-index.js'
 
 type App = ReturnType<typeof createToolsApp>
 
 /** One app per isolate and configuration: the registry is built once and reused across requests. */
 let cached: { readonly key: string; readonly app: App; readonly sandbox: QuickJsCodeRuntime } | undefined
 
-function build(token: string, origins: string, sandbox: QuickJsCodeRuntime): App {
+function build(env: EdgeEnv, sandbox: QuickJsCodeRuntime): App {
   const sessionLog = createSessionLogHub()
-  const runtime = createToolRuntime({ mode: 'both', codeRuntime: sandbox, sessionLog })
+  // With the index bound, approvals live there: any isolate lists and decides them.
+  const approvals = env.RUN_INDEX === undefined ? undefined : createApprovalBroker({ store: createIndexStore(env.RUN_INDEX), pollIntervalMs: EDGE_APPROVAL_POLL_MS })
+  const runtime = createToolRuntime({ mode: 'both', codeRuntime: sandbox, sessionLog, ...(approvals === undefined ? {} : { approval: approvals.handler }) })
   registerDemoTools(runtime)
-  const closed = (message: string): App =>
-    withMcp(createToolsApp(runtime, { notConfigured: message, sessionLog }), createMcpApp(runtime, { notConfigured: message }))
-  if (token === '') return closed('set the TOOLYARD_TOKEN secret to enable the API')
-  const corsOrigins = origins
-    .split(',')
-    .map((origin) => origin.trim())
-    .filter((origin) => origin !== '')
-  const options: ToolsAppOptions = { token, sessionLog, ...(corsOrigins.length > 0 ? { cors: { origins: corsOrigins } } : {}) }
-  try {
-    return withMcp(
-      createToolsApp(runtime, options),
-      createMcpApp(runtime, { token, agent: agentFromQuery, ...(corsOrigins.length > 0 ? { allowedOrigins: corsOrigins } : {}) }),
-    )
-  } catch (error) {
-    // A malformed secret or allowlist must not turn into an open API or a 500 on every
-    // request: say what is wrong (without echoing the secret) and stay closed.
-    if (!(error instanceof ToolError) || error.code !== 'INVALID_OPTIONS') throw error
-    const what = error.message.includes('cors') ? 'TOOLYARD_CORS_ORIGINS' : 'TOOLYARD_TOKEN'
-    return closed(`${what} is malformed: ${error.message.replace(/^createToolsApp: /, '')}`)
-  }
-}
-
-/** The MCP endpoint (Streamable HTTP, same token) lives beside the API at `/mcp`. */
-function withMcp(app: App, mcp: ReturnType<typeof createMcpApp>): App {
-  app.route('/mcp', mcp)
-  return app
+  if (approvals !== undefined) askBeforeWriting(runtime)
+  return buildEdgeApp(env, { sessionLog, ...(approvals === undefined ? {} : { approvals }) }, (options, closed) => {
+    const mcp = closed
+      ? createMcpApp(runtime, { notConfigured: options.notConfigured as string })
+      : createMcpApp(runtime, { token: options.token as string, agent: agentFromQuery, ...(options.cors === undefined ? {} : { allowedOrigins: options.cors.origins }) })
+    const app = createToolsApp(runtime, options)
+    // The MCP endpoint (Streamable HTTP, same token) lives beside the API at `/mcp`.
+    app.route('/mcp', mcp)
+    return app
+  })
 }
 
 /** `/mcp?agent=<id>` serves that agent's layer. */
@@ -83,23 +64,59 @@ function agentFromQuery(request: Request): string | undefined {
 }
 
 function appFor(env: EdgeEnv): NonNullable<typeof cached> {
-  const token = typeof env.TOOLYARD_TOKEN === 'string' ? env.TOOLYARD_TOKEN : ''
-  const origins = typeof env.TOOLYARD_CORS_ORIGINS === 'string' ? env.TOOLYARD_CORS_ORIGINS : ''
-  const key = `${token}\u0000${origins}`
+  const key = configKey(env)
   if (cached?.key !== key) {
     const sandbox = createQuickJsRuntime({ wasmModule, ...EDGE_CODE_LIMITS })
-    cached = { key, app: build(token, origins, sandbox), sandbox }
+    cached = { key, app: build(env, sandbox), sandbox }
   }
   return cached
 }
 
-/** The Worker's module export: every request goes to the tools app of this isolate. */
+/** The run a path names (`/v1/runs` → a new one; `/v1/runs/<uuid>[/events]` → that one), or `undefined`. */
+function runOf(request: Request): string | undefined {
+  const path = new URL(request.url).pathname
+  if (path === '/v1/runs' && request.method === 'POST') return crypto.randomUUID()
+  const match = /^\/v1\/runs\/([^/]+)(?:\/events)?$/.exec(path)
+  return match !== null && RUN_ID.test(match[1]!) ? match[1] : undefined
+}
+
+/** Forwards a run's request to its object, the public id in a header only this Worker sets. */
+function toRunObject(runs: DurableObjectNamespaceLike, id: string, request: Request): Promise<Response> {
+  const headers = new Headers(request.headers)
+  headers.set(RUN_ID_HEADER, id)
+  return runs.get(runs.idFromName(id)).fetch(new Request(request, { headers }))
+}
+
+/**
+ * After a decision answered 200, wakes the object owning the decided call's run: if it was
+ * evicted, it resumes the run, which re-attaches to its approval and reads the decision.
+ */
+async function wakeOwner(env: EdgeEnv, answer: Response): Promise<void> {
+  if (env.RUNS === undefined || env.RUN_INDEX === undefined || answer.status !== 200) return
+  const { approval } = (await answer.json()) as { approval?: { kind?: string; callId?: string; parentCallId?: string } }
+  const runCallId = approval?.kind === 'plan' ? approval.callId : approval?.parentCallId
+  if (typeof runCallId !== 'string') return
+  const owner = await createIndexStore(env.RUN_INDEX).get(OWNER_PREFIX + runKeySegment(runCallId))
+  if (owner === undefined || !RUN_ID.test(owner.value)) return
+  await env.RUNS.get(env.RUNS.idFromName(owner.value)).fetch(new Request(`https://toolyard-run.internal${WAKE_PATH}`, { method: 'POST' }))
+}
+
+/** The Worker's module export: runs go to their objects; every other request to the tools app of this isolate. */
 export default {
-  fetch(request: Request, env: EdgeEnv, executionContext: ExecutionContext): Response | Promise<Response> {
-    const { app, sandbox } = appFor(env ?? {})
+  async fetch(request: Request, env: EdgeEnv, executionContext: ExecutionContext): Promise<Response> {
+    env ??= {}
+    const runs = env.RUNS
+    // Only a request with the right token reaches an object (objects cost); the app answers every refusal.
+    const run = runs === undefined || env.RUN_INDEX === undefined ? undefined : runOf(request)
+    if (run !== undefined && (await carriesToken(request, env))) return toRunObject(runs!, run, request)
+    const { app, sandbox } = appFor(env)
     // workerd drops a request's timers once it answers, so the next run's QuickJS sandbox
     // is built here, after the response, for requests that may run code (≈1 ms cold runs).
     if (request.method === 'POST') executionContext.waitUntil(sandbox.warm())
-    return app.fetch(request, env, executionContext)
+    const response = await app.fetch(request, env, executionContext)
+    if (request.method === 'POST' && /^\/v1\/approvals\/[^/]+$/.test(new URL(request.url).pathname)) {
+      executionContext.waitUntil(wakeOwner(env, response.clone()).catch((error: unknown) => console.error('toolyard: waking a run object failed', error)))
+    }
+    return response
   },
 }

@@ -1,0 +1,85 @@
+/**
+ * `ToolyardRunIndex`: one named Durable Object (`env.RUN_INDEX`, name `index`) that holds
+ * what must be found across runs: every run's pending approvals (the approval brokers of
+ * the Worker and of each `ToolyardRun` object keep their records here, so `GET
+ * /v1/approvals` on any isolate lists them all and a decision taken anywhere is one
+ * compare-and-set here), and which run object owns a run's call id (so the Worker can
+ * wake the object after a decision). It is a `DurableStore` served over `fetch`:
+ * {@link createIndexStore} is the client. docs/deployment.md, "Durable runs".
+ *
+ * Only the Worker and the run objects reach it (a Durable Object has no public URL); no
+ * client request is ever forwarded to it.
+ *
+ * @module
+ */
+import { ToolError, type ToolErrorCode } from '../../src/errors.js'
+import type { DurableStore } from '../../src/durable/store.js'
+import { createDurableObjectStore, type DurableObjectStorageLike } from './durable-object-store.js'
+import type { DurableObjectNamespaceLike } from './_edge-app.js'
+
+/** The name of the one index object. */
+export const RUN_INDEX_NAME = 'index'
+
+const OPS = new Set(['get', 'put', 'delete', 'list'])
+const URL_OF_INDEX = 'https://toolyard-run-index.internal/store'
+
+interface StoreCall {
+  readonly op: string
+  readonly args: unknown[]
+}
+
+/**
+ * The index object: each request is one store operation (`{ op, args }` →
+ * `{ result }` | `{ error: { code, message } }`) on `createDurableObjectStore(ctx.storage)`,
+ * so compare-and-set is exact across every isolate and object that uses it.
+ */
+export class ToolyardRunIndex {
+  readonly #store: DurableStore
+
+  constructor(ctx: { readonly storage: DurableObjectStorageLike }) {
+    this.#store = createDurableObjectStore(ctx.storage)
+  }
+
+  /** Serves one store operation. */
+  async fetch(request: Request): Promise<Response> {
+    let call: StoreCall
+    try {
+      call = (await request.json()) as StoreCall
+    } catch {
+      return Response.json({ error: { code: 'INVALID_OPTIONS', message: 'the index takes { op, args }' } })
+    }
+    if (typeof call !== 'object' || call === null || !OPS.has(call.op) || !Array.isArray(call.args) || call.args.length > 3) {
+      return Response.json({ error: { code: 'INVALID_OPTIONS', message: 'the index takes { op: get | put | delete | list, args }' } })
+    }
+    try {
+      const method = this.#store[call.op as keyof DurableStore] as (...args: unknown[]) => Promise<unknown>
+      return Response.json({ result: (await method.apply(this.#store, call.args)) ?? null })
+    } catch (error) {
+      const code = error instanceof ToolError ? error.code : 'STORE_FAILED'
+      return Response.json({ error: { code, message: error instanceof Error ? error.message : String(error) } })
+    }
+  }
+}
+
+/**
+ * A `DurableStore` whose every operation is one request to the index object: the
+ * approval brokers of the Worker and of the run objects share it. A failed request is a
+ * `STORE_FAILED` error, as any backend failure.
+ */
+export function createIndexStore(namespace: DurableObjectNamespaceLike): DurableStore {
+  const call = (op: string) => async (...args: unknown[]): Promise<never> => {
+    // JSON has no undefined: trailing absent options are left out, not sent as null.
+    while (args.length > 0 && args[args.length - 1] === undefined) args.pop()
+    let body: { result?: unknown; error?: { code: ToolErrorCode; message: string } }
+    try {
+      const stub = namespace.get(namespace.idFromName(RUN_INDEX_NAME))
+      const response = await stub.fetch(new Request(URL_OF_INDEX, { method: 'POST', body: JSON.stringify({ op, args }) }))
+      body = (await response.json()) as typeof body
+    } catch (error) {
+      throw new ToolError('STORE_FAILED', `the run index could not be reached: ${error instanceof Error ? error.message : String(error)}`)
+    }
+    if (body.error !== undefined) throw new ToolError(body.error.code, body.error.message)
+    return (body.result === null ? undefined : body.result) as never
+  }
+  return { get: call('get'), put: call('put'), delete: call('delete'), list: call('list') }
+}

@@ -1,0 +1,288 @@
+/**
+ * `ToolyardRun`: the Durable Object that owns ONE `/v1/runs` run at the edge (bound as
+ * `RUNS` in wrangler.toml). The Worker names it by the run's public id (`idFromName`) and
+ * forwards the run's requests to it: `POST /v1/runs`, `GET /v1/runs/:id`,
+ * `GET /v1/runs/:id/events`, `DELETE /v1/runs/:id`. Inside, the same tools app as
+ * everywhere (`createToolsApp`) over a registry built once per object instance:
+ *
+ * - the demo tools, whose workspace is this object's (saved in its storage by the writing
+ *   tools before they return, so a restart keeps what a run wrote);
+ * - Code Mode on QuickJS inline, which parks a run whose only unsettled work is an
+ *   approval (the VM is released, its journal saved);
+ * - `createToolRuntime({ store })` over this object's storage (`createDurableObjectStore`):
+ *   the parked run's journal, its sub-calls' records and its HTTP record live here;
+ * - an approval broker over the run index (run-index.ts), so every isolate lists and
+ *   decides this run's approvals; `write_file` and `edit_file` ask, as in `npm start`.
+ *
+ * When the object was evicted or restarted, its next request, alarm or wake-up resumes the
+ * run from its storage (`runtime.resumeRuns({ staleMs: 0 })`: one object is one run, nobody
+ * else can hold it): the program is replayed from its journal (no completed call runs
+ * again), its asking call re-attaches to its approval in the index, and a decision taken
+ * meanwhile finishes it. An alarm at each approval's expiry wakes the object so an
+ * expired approval ends its run even when nobody asks.
+ *
+ * docs/deployment.md, "Durable runs".
+ *
+ * @module
+ */
+import wasmModule from '@jitl/quickjs-wasmfile-release-sync/wasm'
+import type { Hono } from 'hono'
+import { askBeforeWriting } from '../../demo/tools/approval-gate.js'
+import { SEED_FILES, createShopData, createShopTools, createWorkspace, createWorkspaceTools, type Workspace } from '../../demo/tools/index.js'
+import { createApprovalBroker } from '../../src/approvals/index.js'
+import type { StoredApprovalBroker } from '../../src/approvals/index.js'
+import { runKeySegment } from '../../src/durable/runs.js'
+import type { DurableStore } from '../../src/durable/store.js'
+import { createSessionLogHub, createToolsApp, httpErrorResponse } from '../../src/http/index.js'
+import { createStoreRunRecords } from '../../src/http/run-table.js'
+import { createToolRuntime } from '../../src/registry/index.js'
+import type { ToolRuntime } from '../../src/runtime-types.js'
+import type { AnyToolDefinition, ToolExecutionResult } from '../../src/types.js'
+import { createQuickJsRuntime } from '../quickjs/index.js'
+import { createDurableObjectStore, type DurableObjectStorageLike } from './durable-object-store.js'
+import { buildEdgeApp, EDGE_APPROVAL_POLL_MS, EDGE_CODE_LIMITS, RUN_ID, type EdgeEnv } from './_edge-app.js'
+import { createIndexStore } from './run-index.js'
+
+/** The header carrying the run's public id from the Worker to its object (the Worker drops any a client sent). */
+export const RUN_ID_HEADER = 'X-Toolyard-Edge-Run'
+/** The path the Worker calls to wake an object after a decision (never forwarded from a client). */
+export const WAKE_PATH = '/_toolyard/wake'
+/**
+ * On `GET /v1/runs/:id`: `stored` when the run's parked state is in the object's storage,
+ * so a restart of the object resumes it from there (absent before its first park and once
+ * it ended).
+ */
+export const RUN_STATE_HEADER = 'X-Toolyard-Run-State'
+/** Where the index says which object owns a run's call id: `edge-runs/<call id segment>` → the run's public id. */
+export const OWNER_PREFIX = 'edge-runs/'
+
+/** The part of a Durable Object's state this class uses (`ctx`), typed locally. */
+export interface RunObjectState {
+  readonly storage: DurableObjectStorageLike & {
+    setAlarm(at: number): Promise<void>
+    getAlarm(): Promise<number | null>
+    deleteAlarm(): Promise<void>
+  }
+  waitUntil(promise: Promise<unknown>): void
+}
+
+/** What the object keeps about its run besides the runtime's records. */
+interface RunInfo {
+  /** The public id (the object's name). */
+  readonly id: string
+  /** The id the app's run table gave it (`http-runs/<appId>` is its record). */
+  readonly appId: string
+  /** The `run_code` call's id. */
+  readonly callId: string
+}
+
+interface Built {
+  readonly app: Hono
+  readonly runtime: ToolRuntime
+  readonly broker: StoredApprovalBroker
+  readonly index: DurableStore
+  /** The runtime's store over this object's storage. */
+  readonly store: DurableStore
+  /** Settles when the runs resumed by this instance have ended. */
+  readonly resumed: Promise<unknown>
+}
+
+const INFO_KEY = 'toolyard-run:info'
+const WORKSPACE_KEY = 'toolyard-run:workspace'
+/** An alarm fires this long after an approval's expiry: the broker's own timer goes first when the object is alive. */
+const ALARM_SLACK_MS = 1_000
+
+function runNotFound(id: string): Response {
+  return httpErrorResponse('RUN_NOT_FOUND', `no run ${id} (never started here, or evicted after its retention)`)
+}
+
+/**
+ * The demo tools over this object's workspace. The writing tools save the whole workspace
+ * in the object's storage before they return, so the save is part of the call: a call
+ * recorded done has its write stored, and a restart sees it.
+ */
+function demoTools(workspace: Workspace, storage: DurableObjectStorageLike): AnyToolDefinition[] {
+  const save = () => storage.put({ [WORKSPACE_KEY]: JSON.stringify(Object.fromEntries(workspace.files)) })
+  const workspaceTools = createWorkspaceTools(workspace).map((tool) =>
+    tool.name === 'write_file' || tool.name === 'edit_file'
+      ? {
+          ...tool,
+          async execute(...args: Parameters<typeof tool.execute>) {
+            const value = await tool.execute(...args)
+            await save()
+            return value
+          },
+        }
+      : tool,
+  )
+  return [...workspaceTools, ...createShopTools(createShopData())]
+}
+
+/** Replaces every `from` (ASCII, same length as `to`) in a streamed UTF-8 body, across chunk edges. */
+function replaceInStream(body: ReadableStream<Uint8Array>, from: string, to: string): ReadableStream<Uint8Array> {
+  const decoder = new TextDecoder()
+  const encoder = new TextEncoder()
+  let carry = ''
+  return body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        const text = (carry + decoder.decode(chunk, { stream: true })).replaceAll(from, to)
+        // Keep the tail that could be the start of a `from` split across chunks.
+        const keep = Math.min(text.length, from.length - 1)
+        carry = text.slice(text.length - keep)
+        const out = text.slice(0, text.length - keep)
+        if (out !== '') controller.enqueue(encoder.encode(out))
+      },
+      flush(controller) {
+        const rest = (carry + decoder.decode()).replaceAll(from, to)
+        if (rest !== '') controller.enqueue(encoder.encode(rest))
+      },
+    }),
+  )
+}
+
+/**
+ * The app's answer with its run id shown as the public one: the table's id is the
+ * object's own business. Both are UUIDs (36 ASCII characters), so lengths do not change.
+ */
+function publicResponse(response: Response, info: RunInfo): Response {
+  const headers = new Headers(response.headers)
+  const location = headers.get('Location')
+  if (location !== null) headers.set('Location', location.replaceAll(info.appId, info.id))
+  const body = response.body === null ? null : replaceInStream(response.body, info.appId, info.id)
+  return new Response(body, { status: response.status, statusText: response.statusText, headers })
+}
+
+/** The Durable Object owning one run. */
+export class ToolyardRun {
+  readonly #ctx: RunObjectState
+  readonly #env: EdgeEnv
+  #built: Promise<Built> | undefined
+
+  constructor(ctx: RunObjectState, env: EdgeEnv) {
+    this.#ctx = ctx
+    this.#env = env
+  }
+
+  /** Serves the run's requests (forwarded by the Worker) and the Worker's wake-up. */
+  async fetch(request: Request): Promise<Response> {
+    const url = new URL(request.url)
+    const built = await this.#build()
+    if (url.pathname === WAKE_PATH) {
+      this.#ctx.waitUntil(built.resumed)
+      return new Response(null, { status: 204 })
+    }
+    const id = request.headers.get(RUN_ID_HEADER) ?? ''
+    if (!RUN_ID.test(id)) return runNotFound('(unnamed)')
+    const inner = new Headers(request.headers)
+    inner.delete(RUN_ID_HEADER)
+    const info = await this.#info()
+    if (request.method === 'POST' && url.pathname === '/v1/runs') {
+      if (info !== undefined) return httpErrorResponse('INVALID_REQUEST', `run ${id} was started already`)
+      return this.#start(built, id, new Request(request, { headers: inner }))
+    }
+    if (info === undefined || info.id !== id) return runNotFound(id)
+    url.pathname = url.pathname.replace(`/v1/runs/${id}`, `/v1/runs/${info.appId}`)
+    const response = publicResponse(await built.app.fetch(new Request(url, new Request(request, { headers: inner })), this.#env, this.#executionContext()), info)
+    if (request.method === 'GET' && response.status === 200 && url.pathname === `/v1/runs/${info.appId}` && (await built.store.get(`runs/${runKeySegment(info.callId)}`)) !== undefined) {
+      response.headers.set(RUN_STATE_HEADER, 'stored')
+    }
+    return response
+  }
+
+  /** Wakes the object at an approval's expiry: resumes the run if the object was restarted, and waits for it (bounded). */
+  async alarm(): Promise<void> {
+    const built = await this.#build()
+    let timer: ReturnType<typeof setTimeout> | undefined
+    await Promise.race([built.resumed, new Promise((resolve) => (timer = setTimeout(resolve, EDGE_CODE_LIMITS.maxWallMs)))])
+    clearTimeout(timer)
+  }
+
+  async #start(built: Built, id: string, request: Request): Promise<Response> {
+    const response = await built.app.fetch(request, this.#env, this.#executionContext())
+    if (response.status !== 202) return response
+    const body = (await response.clone().json()) as { id: string; callId: string }
+    const info: RunInfo = { id, appId: body.id, callId: body.callId }
+    await this.#ctx.storage.put({ [INFO_KEY]: JSON.stringify(info) })
+    // The Worker finds this object from a decided approval's run call id.
+    await built.index.put(OWNER_PREFIX + runKeySegment(info.callId), id)
+    return publicResponse(response, info)
+  }
+
+  async #info(): Promise<RunInfo | undefined> {
+    const found = (await this.#ctx.storage.get([INFO_KEY])).get(INFO_KEY)
+    if (typeof found !== 'string') return undefined
+    const info = JSON.parse(found) as Partial<RunInfo>
+    return typeof info.id === 'string' && typeof info.appId === 'string' && typeof info.callId === 'string' ? (info as RunInfo) : undefined
+  }
+
+  #executionContext() {
+    return { waitUntil: (promise: Promise<unknown>) => this.#ctx.waitUntil(promise), passThroughOnException: () => {}, props: {} }
+  }
+
+  #build(): Promise<Built> {
+    this.#built ??= this.#create().catch((error: unknown) => {
+      this.#built = undefined
+      throw error
+    })
+    return this.#built
+  }
+
+  async #create(): Promise<Built> {
+    const storage = this.#ctx.storage
+    if (this.#env.RUN_INDEX === undefined) throw new Error('ToolyardRun needs the RUN_INDEX binding (wrangler.toml)')
+    const store = createDurableObjectStore(storage)
+    const index = createIndexStore(this.#env.RUN_INDEX)
+    const saved = (await storage.get([WORKSPACE_KEY])).get(WORKSPACE_KEY)
+    const workspace = createWorkspace(typeof saved === 'string' ? (JSON.parse(saved) as Record<string, string>) : SEED_FILES)
+    const broker = createApprovalBroker({ store: index, pollIntervalMs: EDGE_APPROVAL_POLL_MS })
+    const sessionLog = createSessionLogHub()
+    const codeRuntime = createQuickJsRuntime({ wasmModule, ...EDGE_CODE_LIMITS })
+    const runtime = createToolRuntime({ mode: 'both', codeRuntime, sessionLog, approval: broker.handler, store })
+    for (const tool of demoTools(workspace, storage)) runtime.register(tool)
+    askBeforeWriting(runtime)
+    this.#watch(runtime, broker, index)
+    const app = buildEdgeApp(this.#env, { sessionLog, approvals: broker, store }, (options) => createToolsApp(runtime, options))
+    const resumed = await runtime.resumeRuns({ staleMs: 0 })
+    const records = createStoreRunRecords(store)
+    const settled = Promise.all(resumed.map(async (run) => this.#settleResumed(records, run.callId, (await run.result) as ToolExecutionResult)))
+    return { app, runtime, broker, index, store, resumed: settled }
+  }
+
+  /**
+   * Alarms at each of this run's approvals' expiry (the earliest one pending), and the
+   * index's owner entry removed once the run ended.
+   */
+  #watch(runtime: ToolRuntime, broker: StoredApprovalBroker, index: DurableStore): void {
+    broker.subscribe((event) => {
+      if (event.type !== 'requested') return
+      const at = event.approval.expiresAt + ALARM_SLACK_MS
+      this.#ctx.waitUntil(
+        (async () => {
+          const current = await this.#ctx.storage.getAlarm()
+          if (current === null || current > at || current < Date.now()) await this.#ctx.storage.setAlarm(at)
+        })(),
+      )
+    })
+    runtime.on('tools/result', (execution) => {
+      if (execution.name !== 'run_code' || execution.parent !== undefined) return
+      this.#ctx.waitUntil(
+        (async () => {
+          const info = await this.#info()
+          if (info?.callId !== execution.callId) return
+          await index.delete(OWNER_PREFIX + runKeySegment(info.callId))
+          await this.#ctx.storage.deleteAlarm()
+        })(),
+      )
+    })
+  }
+
+  /** A run resumed after a restart ended: its HTTP record (left `running` by the instance that died) gets its status and result. */
+  async #settleResumed(records: ReturnType<typeof createStoreRunRecords>, callId: string, result: ToolExecutionResult): Promise<void> {
+    const info = await this.#info()
+    if (info?.callId !== callId) return
+    const record = await records.get(info.appId)
+    if (record === undefined || record.status !== 'running') return
+    await records.put({ ...record, status: result.isError ? 'failed' : 'done', settledAt: Date.now(), result })
+  }
+}

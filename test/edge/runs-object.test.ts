@@ -1,0 +1,162 @@
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { Miniflare } from 'miniflare'
+import type { WorkerOptions } from 'miniflare'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+
+/**
+ * Durable runs at the edge: the BUILT Worker with its Durable Object bindings (`RUNS` →
+ * `ToolyardRun`, one object per run; `RUN_INDEX` → `ToolyardRunIndex`, the pending
+ * approvals of every run) under Miniflare's workerd, with storage persisted to a
+ * directory. A run that asks waits, its approval is listed by the Worker and decided
+ * there; a run parked across a restart of the whole Miniflare instance (a new workerd on
+ * the same directory) is resumed by its object, finishes with the value an uninterrupted
+ * run gives, and its completed call did not run again.
+ */
+const root = fileURLToPath(new URL('../..', import.meta.url))
+const TOKEN = 'edge-test-token-0123456789abcdef'
+const BASE = 'http://toolyard.test'
+const auth = { Authorization: `Bearer ${TOKEN}` }
+const jsonAuth = { ...auth, 'Content-Type': 'application/json' }
+
+interface Approval {
+  readonly id: string
+  readonly name: string
+  readonly parentCallId?: string
+}
+
+/**
+ * Two asking calls: an edit that appends to README.md (not idempotent: run twice, the file
+ * would say so), then a write; the value reads both back.
+ */
+const TWO_ASKS = `
+const text = (file) => file.lines.map((line) => line.text).join('\\n')
+const first = (await tools.read_file({ path: 'README.md' })).lines[0].text
+await tools.edit_file({ path: 'README.md', oldText: first, newText: '[edited] ' + first })
+await tools.write_file({ path: 'notes/run.txt', content: 'written once' })
+const readme = text(await tools.read_file({ path: 'README.md' }))
+return { edits: readme.split('[edited]').length - 1, notes: text(await tools.read_file({ path: 'notes/run.txt' })) }
+`
+
+describe('durable runs in Durable Objects (built Worker, Miniflare, persisted storage)', () => {
+  let dir: string
+  let persist: string
+  let mf: Miniflare | undefined
+
+  const start = async (): Promise<Miniflare> => {
+    const instance = new Miniflare({
+      modules: true,
+      compatibilityDate: '2026-04-20',
+      compatibilityFlags: ['enable_request_signal'],
+      scriptPath: join(dir, 'worker.js'),
+      modulesRoot: dir,
+      modulesRules: [{ type: 'CompiledWasm', include: ['**/*.wasm'] }],
+      bindings: { TOOLYARD_TOKEN: TOKEN },
+      // As wrangler.toml binds them (new_sqlite_classes).
+      durableObjects: { RUNS: { className: 'ToolyardRun', useSQLite: true }, RUN_INDEX: { className: 'ToolyardRunIndex', useSQLite: true } },
+      durableObjectsPersist: persist,
+    } as WorkerOptions)
+    await instance.ready
+    return instance
+  }
+  const call = (path: string, init: RequestInit = {}) => mf!.dispatchFetch(`${BASE}${path}`, init as never) as unknown as Promise<Response>
+  const startRun = async (code: string): Promise<string> => {
+    const response = await call('/v1/runs', { method: 'POST', headers: jsonAuth, body: JSON.stringify({ code, description: 'edge durable' }) })
+    expect(response.status).toBe(202)
+    const body = (await response.json()) as { id: string; status: string }
+    expect(response.headers.get('Location')).toBe(`/v1/runs/${body.id}`)
+    return body.id
+  }
+  const status = async (id: string): Promise<Record<string, unknown>> => (await (await call(`/v1/runs/${id}`, { headers: auth })).json()) as Record<string, unknown>
+  const until = async (id: string, done: (body: Record<string, unknown>) => boolean): Promise<Record<string, unknown>> => {
+    let body: Record<string, unknown> = {}
+    for (const deadline = Date.now() + 30_000; Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 50))) {
+      body = await status(id)
+      if (done(body)) return body
+    }
+    return body
+  }
+  /** The Worker's listing of pending approvals (from the index), this run's only. */
+  const approvalsOf = async (runCallId: string): Promise<Approval[]> => {
+    const response = await call('/v1/approvals', { headers: auth })
+    expect(response.status).toBe(200)
+    return ((await response.json()) as { approvals: Approval[] }).approvals.filter((a) => a.parentCallId === runCallId)
+  }
+  const decide = async (id: string, decision: 'allow' | 'deny'): Promise<Response> =>
+    call(`/v1/approvals/${id}`, { method: 'POST', headers: jsonAuth, body: JSON.stringify({ decision }) })
+  /** Waits until the run asks `name`, checks the Worker lists it, and answers it. */
+  const answer = async (id: string, name: string, decision: 'allow' | 'deny' = 'allow'): Promise<void> => {
+    const waiting = await until(id, (body) => body.status === 'waiting' && (body.approvals as Approval[]).some((a) => a.name === name))
+    expect(waiting.status).toBe('waiting')
+    const listed = await approvalsOf(waiting.callId as string)
+    expect(listed.map((a) => a.name)).toEqual([name])
+    expect((await decide(listed[0]!.id, decision)).status).toBe(200)
+  }
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'toolyard-edge-run-objects-'))
+    persist = join(dir, 'state')
+    execFileSync(process.execPath, ['scripts/build-edge.mjs', '--outdir', dir], { cwd: root, stdio: 'pipe' })
+    mf = await start()
+  }, 180_000)
+
+  afterAll(async () => {
+    await mf?.dispose()
+    if (dir !== undefined) rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('a run that asks waits (its approval listed by the Worker), and the decision finishes it with its value', async () => {
+    const id = await startRun(TWO_ASKS)
+    await answer(id, 'edit_file')
+    await answer(id, 'write_file')
+    const done = await until(id, (body) => body.status !== 'running' && body.status !== 'waiting')
+    expect(done).toMatchObject({ id, status: 'done', result: { isError: false } })
+    expect(JSON.stringify(done.result)).toContain('written once')
+    expect(JSON.stringify(done.result)).toMatch(/\\?"edits\\?":\s*1\b/)
+    expect(await approvalsOf(done.callId as string)).toEqual([])
+  })
+
+  it('a denied call fails its run, and an unknown run id is 404 RUN_NOT_FOUND (no object answers for it)', async () => {
+    const id = await startRun("await tools.write_file({ path: 'x.txt', content: 'x' }); return 1")
+    await answer(id, 'write_file', 'deny')
+    const ended = await until(id, (body) => body.status !== 'running' && body.status !== 'waiting')
+    expect(ended.status).toBe('failed')
+    const unknown = await call(`/v1/runs/${crypto.randomUUID()}`, { headers: auth })
+    expect(unknown.status).toBe(404)
+    expect(((await unknown.json()) as { error: { code: string } }).error.code).toBe('RUN_NOT_FOUND')
+  })
+
+  it('without the token a run request is refused by the Worker (401), before any object', async () => {
+    const response = await call('/v1/runs', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ code: 'return 1', description: 'x' }) })
+    expect(response.status).toBe(401)
+  })
+
+  it('a run parked across a restart of workerd (same storage directory) is resumed by its object: the decision finishes it, its completed call ran once', async () => {
+    const id = await startRun(TWO_ASKS)
+    // The edit is allowed and runs before the restart; the write asks and the run parks.
+    await answer(id, 'edit_file')
+    const waiting = await until(id, (body) => body.status === 'waiting' && (body.approvals as Approval[]).some((a) => a.name === 'write_file'))
+    expect(waiting.status).toBe('waiting')
+    const callId = waiting.callId as string
+    // The run parks once it has waited parkAfterMs (1 s): wait until its object says its state is stored.
+    const stored = async () => (await call(`/v1/runs/${id}`, { headers: auth })).headers.get('X-Toolyard-Run-State') === 'stored'
+    for (const deadline = Date.now() + 30_000; Date.now() < deadline && !(await stored()); ) await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(await stored()).toBe(true)
+    await mf!.dispose()
+    mf = await start()
+    // A new workerd: the approval is listed from the index, decided on the Worker, and the
+    // object (woken by the decision) resumes the run from its journal.
+    const listed = await approvalsOf(callId)
+    expect(listed.map((a) => a.name)).toEqual(['write_file'])
+    expect((await decide(listed[0]!.id, 'allow')).status).toBe(200)
+    const done = await until(id, (body) => body.status !== 'running' && body.status !== 'waiting')
+    expect(done).toMatchObject({ id, status: 'done', result: { isError: false } })
+    // The value an uninterrupted run gives (the first test): one edit, the note written.
+    const text = JSON.stringify(done.result)
+    expect(text).toContain('written once')
+    expect(text).toMatch(/\\?"edits\\?":\s*1\b/)
+  })
+})
