@@ -246,6 +246,7 @@ export class ToolyardRun {
     const resumed = await runtime.resumeRuns({ staleMs: 0 })
     const records = createStoreRunRecords(store)
     const settled = Promise.all(resumed.map(async (run) => this.#settleResumed(records, run.callId, (await run.result) as ToolExecutionResult)))
+    if (resumed.length === 0) await this.#settleLost(records)
     return { app, runtime, broker, index, store, resumed: settled }
   }
 
@@ -275,6 +276,20 @@ export class ToolyardRun {
         })(),
       )
     })
+  }
+
+  /**
+   * A fresh instance whose run is recorded `running` but left no parked state (the object
+   * stopped while the run computed or called a tool, before it ever parked): nothing can
+   * resume it, so its record says it failed, `INTERRUPTED`, instead of running forever.
+   */
+  async #settleLost(records: ReturnType<typeof createStoreRunRecords>): Promise<void> {
+    const info = await this.#info()
+    const record = info === undefined ? undefined : await records.get(info.appId)
+    if (record === undefined || record.status !== 'running') return
+    const message = 'the run was interrupted: its Durable Object stopped before the run parked, so there is no state to resume it from; its calls may or may not have taken effect'
+    const result: ToolExecutionResult = { isError: true, error: { message, info: { name: 'ToolError', code: 'INTERRUPTED' } }, content: [{ type: 'text', text: `Error: ${message}` }] }
+    await records.put({ ...record, status: 'failed', settledAt: Date.now(), result })
   }
 
   /** A run resumed after a restart ended: its HTTP record (left `running` by the instance that died) gets its status and result. */

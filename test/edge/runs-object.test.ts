@@ -159,4 +159,14 @@ describe('durable runs in Durable Objects (built Worker, Miniflare, persisted st
     expect(text).toContain('written once')
     expect(text).toMatch(/\\?"edits\\?":\s*1\b/)
   })
+
+  it('a run whose object stopped before it ever parked is reported failed (INTERRUPTED) by the next instance, not running forever', async () => {
+    // A timer is not an approval: this run never parks; it is mid-flight when workerd stops.
+    const id = await startRun('await new Promise((resolve) => setTimeout(resolve, 30_000)); return 1')
+    expect((await status(id)).status).toBe('running')
+    await mf!.dispose()
+    mf = await start()
+    const body = await status(id)
+    expect(body).toMatchObject({ id, status: 'failed', result: { isError: true, error: { info: { code: 'INTERRUPTED' } } } })
+  })
 })
