@@ -146,7 +146,8 @@ export function formatProgramError(error: WireErrorData): string {
   return frames.length > 0 ? `${head}\n${frames.join('\n')}` : head
 }
 
-function abortMessage(signal: AbortSignal): string {
+/** The message of a run its caller's signal aborted: the reason's text, when there is one. */
+export function abortMessage(signal: AbortSignal): string {
   const reason: unknown = signal.reason
   const detail = reason instanceof Error ? reason.message : typeof reason === 'string' ? reason : ''
   return detail === '' ? 'the run was aborted' : `the run was aborted (${detail})`
