@@ -20,6 +20,13 @@ function callKey(json) {
   const label = name === null ? "call" : `${JSON.parse(name[1])}.${JSON.parse(name[2])}`;
   return `${label}#${(hash >>> 0).toString(36)}`;
 }
+function journalChars(journal) {
+  let chars = 0;
+  for (const input of journal.inputs) chars += typeof input === "string" ? input.length + 1 : 9;
+  for (const read of journal.reads) chars += typeof read === "string" ? read.length + 1 : 9;
+  for (const call of journal.calls) chars += call.length + 1;
+  return chars;
+}
 
 // src/code-runtime/sandbox-protocol.ts
 var STOP_SLOT = 0;
@@ -738,13 +745,14 @@ var VmRun = class {
   }
   /**
    * Parks the run if nothing is due: no delivery queued, no promise job pending, no timer
-   * due within `afterMs`, the journal whole. Returns the parked VM (journal, clock,
+   * due within `afterMs`, the journal whole and within `maxChars`. Returns the parked VM (journal, clock,
    * timers) and stops the run (its VM is released); `undefined` leaves it running.
    */
-  park(afterMs) {
+  park(afterMs, maxChars = Number.POSITIVE_INFINITY) {
     const sandbox = this.#sandbox;
     const journal = this.#journal;
     if (this.#stopped || this.#replay !== void 0 || sandbox === void 0 || journal === void 0) return void 0;
+    if (this.#journalChars > maxChars) return void 0;
     if (this.#inbox.length > 0 || sandbox.runtime.hasPendingJob()) return void 0;
     const at = performance.now();
     const timers = [];
@@ -1040,13 +1048,6 @@ var VmRun = class {
     }
   }
 };
-function journalChars(journal) {
-  let chars = 0;
-  for (const input of journal.inputs) chars += typeof input === "string" ? input.length + 1 : 9;
-  for (const read of journal.reads) chars += typeof read === "string" ? read.length + 1 : 9;
-  for (const call of journal.calls) chars += call.length + 1;
-  return chars;
-}
 
 // platforms/quickjs/thread-server.ts
 function stripStart(start) {
@@ -1124,10 +1125,10 @@ function serveSandboxThread(channel, variant2) {
     current = { id, vm };
     if (command.replay === void 0) vm.input(stripped.start);
   };
-  const park = (id, afterMs) => {
+  const park = (id, afterMs, maxChars) => {
     const run = current;
     if (run === void 0 || run.id !== id) return;
-    const parked = run.vm.park(afterMs);
+    const parked = run.vm.park(afterMs, maxChars);
     if (parked === void 0) {
       channel.post({ type: "park-refused", run: id });
       return;
@@ -1171,7 +1172,10 @@ function serveSandboxThread(channel, variant2) {
       if (message.type === "boot" && engine === void 0) boot(data);
       else if (message.type === "run" && engine !== void 0 && current === void 0) start(data);
       else if (message.type === "end") end(data.run);
-      else if (message.type === "park") park(data.run, data.afterMs);
+      else if (message.type === "park") {
+        const command = data;
+        park(command.run, command.afterMs, command.maxChars);
+      }
     } catch (error) {
       if (current !== void 0) channel.post({ type: "failed", run: current.id, kind: "worker-exit", message: `the sandbox thread failed: ${toErrorData(error).message}` });
     }

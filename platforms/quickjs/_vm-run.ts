@@ -16,7 +16,7 @@ import { MAX_VALUE_DEPTH } from '../../src/code-runtime/render.js'
 import { scanJsonText } from '../../src/json/scan.js'
 import { toErrorData } from '../../src/errors.js'
 import type { NondeterministicOp, QuickJsSandbox } from './_engine.js'
-import { callKey, MAX_JOURNAL_CHARS, newJournal, READ_CODES } from '../../src/code-runtime/journal.js'
+import { callKey, journalChars, MAX_JOURNAL_CHARS, newJournal, READ_CODES } from '../../src/code-runtime/journal.js'
 import type { ParkedVm, RunJournal } from '../../src/code-runtime/journal.js'
 
 /**
@@ -150,13 +150,15 @@ export class VmRun {
 
   /**
    * Parks the run if nothing is due: no delivery queued, no promise job pending, no timer
-   * due within `afterMs`, the journal whole. Returns the parked VM (journal, clock,
+   * due within `afterMs`, the journal whole and within `maxChars`. Returns the parked VM (journal, clock,
    * timers) and stops the run (its VM is released); `undefined` leaves it running.
    */
-  park(afterMs: number): ParkedVm | undefined {
+  park(afterMs: number, maxChars = Number.POSITIVE_INFINITY): ParkedVm | undefined {
     const sandbox = this.#sandbox
     const journal = this.#journal
     if (this.#stopped || this.#replay !== undefined || sandbox === undefined || journal === undefined) return undefined
+    // The runtime's room for parked journals: a run that does not fit keeps its VM (and its slot).
+    if (this.#journalChars > maxChars) return undefined
     if (this.#inbox.length > 0 || sandbox.runtime.hasPendingJob()) return undefined
     const at = performance.now()
     const timers: (readonly [number, number])[] = []
@@ -479,13 +481,4 @@ export class VmRun {
       this.#sandbox?.release()
     }
   }
-}
-
-/** The UTF-16 code units a journal holds (what {@link MAX_JOURNAL_CHARS} counts). */
-function journalChars(journal: RunJournal): number {
-  let chars = 0
-  for (const input of journal.inputs) chars += typeof input === 'string' ? input.length + 1 : 9
-  for (const read of journal.reads) chars += typeof read === 'string' ? read.length + 1 : 9
-  for (const call of journal.calls) chars += call.length + 1
-  return chars
 }

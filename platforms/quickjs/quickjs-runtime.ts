@@ -34,6 +34,7 @@ import type { PreparedRun } from '../../src/code-runtime/host-session.js'
 import { JsonWireEndpoint } from '../../src/code-runtime/json-endpoint.js'
 import { checkOptionsObject, CODE_RUN_LIMIT_KEYS, integerOption, MAX_TIMER_MS, readCodeRunLimits } from '../../src/code-runtime/limits.js'
 import type { ParkedVm } from '../../src/code-runtime/contract.js'
+import { journalChars } from '../../src/code-runtime/journal.js'
 import type { CodeRunLimits } from '../../src/code-runtime/limits.js'
 import { stripTypeScript } from '../../src/code-runtime/strip.js'
 import { checkWasmModuleSource, isSyncVariant, MAX_MEMORY_MB, MIN_MEMORY_MB, QuickJsEngine } from './_engine.js'
@@ -105,6 +106,8 @@ export interface QuickJsRuntimeOptions {
   readonly parkAfterMs?: number
   /** Whether runs park at all. Default `true`. */
   readonly parking?: boolean
+  /** Host memory all parked runs' journals may hold together (2 bytes a UTF-16 unit); a run that does not fit keeps its VM. 1 MiB to 2³⁰. Default 128 MiB. */
+  readonly maxParkedBytes?: number
 }
 
 /** The QuickJS {@link CodeRuntime}, with a way to build the next run's sandbox on request. */
@@ -123,7 +126,7 @@ export interface QuickJsCodeRuntime extends CodeRuntime {
 }
 
 const FACTORY = 'createQuickJsRuntime'
-const OPTION_KEYS: readonly string[] = [...CODE_RUN_LIMIT_KEYS, 'memoryMb', 'wasmModule', 'variant', 'prewarm', 'parkAfterMs', 'parking']
+const OPTION_KEYS: readonly string[] = [...CODE_RUN_LIMIT_KEYS, 'memoryMb', 'wasmModule', 'variant', 'prewarm', 'parkAfterMs', 'parking', 'maxParkedBytes']
 
 interface ResolvedOptions {
   readonly limits: CodeRunLimits
@@ -133,6 +136,13 @@ interface ResolvedOptions {
   readonly prewarm: boolean
   /** `undefined`: runs never park. */
   readonly parkAfterMs: number | undefined
+  readonly maxParkedBytes: number
+}
+
+/** The journal room parked runs share in one runtime. */
+interface ParkingAccount {
+  room(): number
+  add(chars: number): void
 }
 
 function readOptions(options: unknown): ResolvedOptions {
@@ -146,7 +156,8 @@ function readOptions(options: unknown): ResolvedOptions {
   if (typeof prewarm !== 'boolean') throw new ToolError('INVALID_OPTIONS', `${FACTORY}: options.prewarm must be a boolean`)
   const parkAfterMs = integerOption(record, 'parkAfterMs', DEFAULT_PARK_AFTER_MS, 1, MAX_TIMER_MS, FACTORY)
   if (record.parking !== undefined && typeof record.parking !== 'boolean') throw new ToolError('INVALID_OPTIONS', `${FACTORY}: options.parking must be a boolean`)
-  return { limits, memoryMb, wasmModule, variant, prewarm, parkAfterMs: record.parking === false ? undefined : parkAfterMs }
+  const maxParkedBytes = integerOption(record, 'maxParkedBytes', 128 * 1024 * 1024, 1024 * 1024, 1 << 30, FACTORY)
+  return { limits, memoryMb, wasmModule, variant, prewarm, parkAfterMs: record.parking === false ? undefined : parkAfterMs, maxParkedBytes }
 }
 
 /**
@@ -167,13 +178,17 @@ class InlineRun {
   readonly #options: ResolvedOptions
   readonly #acquire: () => Promise<QuickJsSandbox>
   readonly #prepared: PreparedRun
+  readonly #account: ParkingAccount
+  /** The journal units this run holds in the account while parked. */
+  #heldChars = 0
   #settleVm!: () => void
   readonly #vmReleased = new Promise<void>((resolve) => {
     this.#settleVm = resolve
   })
 
-  constructor(prepared: PreparedRun, program: string, options: ResolvedOptions, acquire: () => Promise<QuickJsSandbox>) {
+  constructor(prepared: PreparedRun, program: string, options: ResolvedOptions, acquire: () => Promise<QuickJsSandbox>, account: ParkingAccount) {
     this.#options = options
+    this.#account = account
     this.#acquire = acquire
     this.#prepared = prepared
     const fail = (kind: CodeRunFailureKind, message: string) => this.session.fail(kind, message)
@@ -184,6 +199,7 @@ class InlineRun {
       endpoint,
       meter: () => this.#meter(),
       terminate: () => {
+        this.#release()
         this.#vm?.stop()
         if (this.#vm === undefined) this.#settleVm()
       },
@@ -196,6 +212,7 @@ class InlineRun {
       if (this.session.settled) this.#vm.stop()
     } else {
       this.#parked = resume.vm
+      this.#hold(resume.vm)
       this.#busyBefore = resume.busyMs
       this.session.startParked(resume)
       if (this.session.settled) this.#settleVm()
@@ -235,6 +252,16 @@ class InlineRun {
     return vm
   }
 
+  #hold(parked: ParkedVm): void {
+    this.#heldChars = journalChars(parked.journal)
+    this.#account.add(this.#heldChars)
+  }
+
+  #release(): void {
+    this.#account.add(-this.#heldChars)
+    this.#heldChars = 0
+  }
+
   #meter(): number {
     const vm = this.#vm
     if (vm === undefined || this.#replaying) return this.#busyBefore
@@ -243,13 +270,14 @@ class InlineRun {
 
   #park(afterMs: number): void {
     const vm = this.#vm
-    const parked = vm?.park(afterMs)
+    const parked = vm?.park(afterMs, this.#account.room())
     if (vm === undefined || parked === undefined) {
       this.session.parkRefused()
       return
     }
     this.#busyBefore = this.#meter()
     this.#parked = parked
+    this.#hold(parked)
     this.#vm = undefined
     this.#replayBusy = 0
     this.session.parked(true)
@@ -271,6 +299,7 @@ class InlineRun {
       return
     }
     this.#parked = undefined
+    this.#release()
     this.#replaying = true
     const computeMs = Math.min(MAX_TIMER_MS, this.#options.limits.computeMs + Math.ceil(this.#busyBefore) + 50)
     this.#vm = this.#newVm(parked, computeMs)
@@ -302,6 +331,13 @@ export function createQuickJsRuntime(options: QuickJsRuntimeOptions = {}): Quick
   const engine = new QuickJsEngine({ sandboxSource: SANDBOX_SOURCE, variant: resolved.variant, ...(resolved.wasmModule === undefined ? {} : { wasmModule: resolved.wasmModule }) })
   const runs = new Set<InlineRun>()
   let disposed = false
+  let parkedChars = 0
+  const parking: ParkingAccount = {
+    room: () => Math.max(0, Math.floor(resolved.maxParkedBytes / 2) - parkedChars),
+    add: (chars) => {
+      parkedChars += chars
+    },
+  }
   const build = (): Promise<QuickJsSandbox> => engine.build(resolved.memoryMb)
 
   // At most one sandbox built ahead of its run, kept as a plain value (`ready`) and taken
@@ -386,7 +422,7 @@ export function createQuickJsRuntime(options: QuickJsRuntimeOptions = {}): Quick
         if (!stripped.ok) return failedResult('exception', stripped.message)
         program = stripped.code
       }
-      const run = new InlineRun(prepared.run, program, resolved, acquire)
+      const run = new InlineRun(prepared.run, program, resolved, acquire, parking)
       // Tracked until quiescent: the VM released and every binding call it started settled.
       runs.add(run)
       void run.quiescent.finally(() => runs.delete(run))

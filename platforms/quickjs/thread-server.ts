@@ -131,10 +131,10 @@ export function serveSandboxThread(channel: SandboxThreadChannel, variant: Quick
   }
 
   /** Parks the current run if it is idle enough: its journal goes to the host, its VM is released as at `end`. */
-  const park = (id: number, afterMs: number): void => {
+  const park = (id: number, afterMs: number, maxChars: number): void => {
     const run = current
     if (run === undefined || run.id !== id) return
-    const parked = run.vm.park(afterMs)
+    const parked = run.vm.park(afterMs, maxChars)
     if (parked === undefined) {
       channel.post({ type: 'park-refused', run: id })
       return
@@ -186,7 +186,10 @@ export function serveSandboxThread(channel: SandboxThreadChannel, variant: Quick
       if (message.type === 'boot' && engine === undefined) boot(data as SandboxThreadBoot)
       else if (message.type === 'run' && engine !== undefined && current === undefined) start(data as ThreadCommand & { type: 'run' })
       else if (message.type === 'end') end((data as { run: number }).run)
-      else if (message.type === 'park') park((data as { run: number }).run, (data as { afterMs: number }).afterMs)
+      else if (message.type === 'park') {
+        const command = data as { run: number; afterMs: number; maxChars: number }
+        park(command.run, command.afterMs, command.maxChars)
+      }
     } catch (error) {
       // Our own code failed: report it as the run's failure rather than leave the host waiting.
       if (current !== undefined) channel.post({ type: 'failed', run: current.id, kind: 'worker-exit', message: `the sandbox thread failed: ${toErrorData(error).message}` })

@@ -96,3 +96,12 @@ export function isParkedRunState(value: unknown): value is ParkedRunState {
     })
   )
 }
+
+/** The UTF-16 code units a journal holds (what {@link MAX_JOURNAL_CHARS} counts). */
+export function journalChars(journal: RunJournal): number {
+  let chars = 0
+  for (const input of journal.inputs) chars += typeof input === 'string' ? input.length + 1 : 9
+  for (const read of journal.reads) chars += typeof read === 'string' ? read.length + 1 : 9
+  for (const call of journal.calls) chars += call.length + 1
+  return chars
+}

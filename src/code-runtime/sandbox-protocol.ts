@@ -103,6 +103,8 @@ export interface ThreadParkCommand {
   readonly type: 'park'
   readonly run: number
   readonly afterMs: number
+  /** The most journal (UTF-16 code units) the host has room for: a larger one does not park. */
+  readonly maxChars: number
 }
 
 /** Host → thread: run `run` is over for the host; release its sandbox and report `ended`. */

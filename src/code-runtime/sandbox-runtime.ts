@@ -18,14 +18,17 @@
  */
 import type { CodeRunFailureKind, CodeRunRequest, CodeRunResult, CodeRuntime, CodeRuntimeCapabilities, CodeRuntimeLoad } from './contract.js'
 import { ToolError } from '../errors.js'
-import { CodeRunSession, DEFAULT_PARK_AFTER_MS, failedResult, prepareRun } from './host-session.js'
+import { CodeRunSession, DEFAULT_PARK_AFTER_MS, failedResult } from './host-session.js'
 import type { PreparedRun } from './host-session.js'
 import { JsonWireEndpoint } from './json-endpoint.js'
 import { checkOptionsObject, CODE_RUN_LIMIT_KEYS, DEFAULT_MAX_PENDING_ARG_BYTES, integerOption, MAX_TIMER_MS, readMaxPendingArgBytes } from './limits.js'
 import type { CodeRunLimits } from './limits.js'
-import { BUSY_SLOT, epochNow, parseThreadEvent, programTooLong, SEGMENT_SLOT, SIGNALS_BYTES, STOP_SLOT } from './sandbox-protocol.js'
+import { BUSY_SLOT, epochNow, parseThreadEvent, SEGMENT_SLOT, SIGNALS_BYTES, STOP_SLOT } from './sandbox-protocol.js'
 import type { SandboxThreadBoot, ThreadCommand } from './sandbox-protocol.js'
 import type { ParkedRunState, ParkedVm } from './contract.js'
+import { abortMessage, RunLifecycle, threadExited } from './run-lifecycle.js'
+import type { RunHandle } from './run-lifecycle.js'
+import { journalChars } from './journal.js'
 
 /** How long a thread may take to release a stopped VM before it is terminated and replaced. */
 export const STOP_GRACE_MS = 100
@@ -88,7 +91,17 @@ export interface SandboxRuntimeOptions {
   readonly parkAfterMs?: number
   /** Whether runs park at all. Default `true`. */
   readonly parking?: boolean
+  /**
+   * Host memory all parked runs' journals may hold together, in bytes (2 a UTF-16 unit):
+   * a run whose journal does not fit is not parked (it keeps its thread and slot, as
+   * before parking existed), so parked runs cannot grow the host's heap without bound.
+   * 1 MiB to 2³⁰. Default 134 217 728 (128 MiB).
+   */
+  readonly maxParkedBytes?: number
 }
+
+/** The default of {@link SandboxRuntimeOptions.maxParkedBytes}. */
+export const DEFAULT_MAX_PARKED_BYTES = 128 * 1024 * 1024
 
 /** What the sandbox runtime reports about its load: the admission figures, plus its threads. */
 export interface SandboxRuntimeLoad extends CodeRuntimeLoad {
@@ -153,9 +166,10 @@ interface ResolvedOptions {
   readonly wasmModule: SandboxRuntimeOptions['wasmModule']
   /** `undefined`: runs never park. */
   readonly parkAfterMs: number | undefined
+  readonly maxParkedBytes: number
 }
 
-const OPTION_KEYS = [...CODE_RUN_LIMIT_KEYS, 'memoryMb', 'prespawn', 'maxConcurrentRuns', 'maxQueuedRuns', 'wasmModule', 'parkAfterMs', 'parking']
+const OPTION_KEYS = [...CODE_RUN_LIMIT_KEYS, 'memoryMb', 'prespawn', 'maxConcurrentRuns', 'maxQueuedRuns', 'wasmModule', 'parkAfterMs', 'parking', 'maxParkedBytes']
 
 /**
  * The default concurrency: four runs a core (runs mostly await tools), within a quarter of
@@ -198,6 +212,7 @@ function resolveOptions(options: unknown, platform: SandboxPlatform): ResolvedOp
     maxQueuedRuns,
     wasmModule: wasmModule as ResolvedOptions['wasmModule'],
     parkAfterMs: record.parking === false ? undefined : parkAfterMs,
+    maxParkedBytes: integerOption(record, 'maxParkedBytes', DEFAULT_MAX_PARKED_BYTES, 1024 * 1024, 1 << 30, factory),
   }
 }
 
@@ -333,7 +348,7 @@ class PooledThread {
     this.current = undefined
     for (const timer of [this.#graceTimer, this.#idleTimer, this.#bootTimer]) clearTimeout(timer)
     this.#markBooted()
-    run?.fail('worker-exit', `the sandbox thread exited: ${reason}`)
+    run?.fail('worker-exit', threadExited(reason))
     this.#pool.retire(this)
   }
 
@@ -453,7 +468,7 @@ class ActiveRun {
     this.pending.prepared.signal?.removeEventListener('abort', this.#onEarlyAbort)
     this.#parked = state.vm
     this.#busyBefore = state.busyMs
-    this.pool.parkedRuns.add(this)
+    this.pool.addParked(this, state.vm)
     this.#open(() => undefined).startParked(state)
   }
 
@@ -478,7 +493,9 @@ class ActiveRun {
       endpoint,
       meter: () => this.#meter(),
       terminate: () => this.#terminate(),
-      ...(parkAfterMs === undefined ? {} : { park: () => this.#thread?.post({ type: 'park', run: this.id, afterMs: parkAfterMs }), parkAfterMs }),
+      ...(parkAfterMs === undefined
+        ? {}
+        : { park: () => this.#thread?.post({ type: 'park', run: this.id, afterMs: parkAfterMs, maxChars: this.pool.parkingRoomChars() }), parkAfterMs }),
     })
     this.session = session
     void session.result.then((result) => {
@@ -517,7 +534,7 @@ class ActiveRun {
     this.#thread = undefined
     this.#replayBusy = 0
     session.parked(true)
-    this.pool.parkedRuns.add(this)
+    this.pool.addParked(this, parked)
     thread.stop(this)
     const onPark = this.pending.prepared.onPark
     if (onPark !== undefined) {
@@ -534,7 +551,7 @@ class ActiveRun {
     const parked = this.#parked
     const session = this.session!
     this.#resumeAsked = false
-    this.pool.parkedRuns.delete(this)
+    this.pool.removeParked(this)
     if (parked === undefined || session.settled) {
       thread.stop(this)
       return
@@ -556,7 +573,7 @@ class ActiveRun {
   }
 
   #terminate(): void {
-    this.pool.parkedRuns.delete(this)
+    this.pool.removeParked(this)
     this.pool.forget(this)
     this.#thread?.stop(this)
   }
@@ -584,7 +601,9 @@ class SandboxPool {
   readonly queue: QueuedRun[] = []
   readonly active = new Set<ActiveRun>()
   /** Parked runs: no thread, no slot; resumed ahead of the queue when their VM is needed again. */
-  readonly parkedRuns = new Set<ActiveRun>()
+  readonly parkedRuns = new Map<ActiveRun, number>()
+  /** UTF-16 units of the parked runs' journals, within `maxParkedBytes / 2`. */
+  #parkedChars = 0
   readonly #resumeQueue: ActiveRun[] = []
   disposed = false
   #nextRun = 1
@@ -631,6 +650,25 @@ class SandboxPool {
     // Stryker disable next-line ArrowFunction: memory only, as in #start
     void run.settled.finally(() => this.active.delete(run))
     run.openParked(state)
+  }
+
+  /** The journal room parked runs have left (UTF-16 units): what a park command allows. */
+  parkingRoomChars(): number {
+    return Math.max(0, Math.floor(this.options.maxParkedBytes / 2) - this.#parkedChars)
+  }
+
+  addParked(run: ActiveRun, parked: ParkedVm): void {
+    if (this.parkedRuns.has(run)) return
+    const chars = journalChars(parked.journal)
+    this.parkedRuns.set(run, chars)
+    this.#parkedChars += chars
+  }
+
+  removeParked(run: ActiveRun): void {
+    const chars = this.parkedRuns.get(run)
+    if (chars === undefined) return
+    this.parkedRuns.delete(run)
+    this.#parkedChars -= chars
   }
 
   /** A run settled: it no longer waits to resume. */
@@ -729,16 +767,29 @@ class SandboxPool {
     this.#topUp()
   }
 
-  /** Ends everything: queued runs and running ones settle as `abort`; resolves once no thread or binding call is left. */
-  async dispose(): Promise<void> {
-    this.disposed = true
-    for (const queued of this.queue.splice(0)) {
-      queued.leave()
-      queued.resolve(failedResult('abort', 'the runtime was disposed'))
+  /**
+   * Ends the run `pending` started with a failure, wherever it is: queued (it leaves the
+   * queue), waiting for its thread, running or parked. First outcome wins.
+   */
+  fail(pending: PendingRun, kind: CodeRunFailureKind, message: string): void {
+    const at = this.queue.findIndex((queued) => queued.resolve === pending.resolve)
+    if (at >= 0) {
+      const [queued] = this.queue.splice(at, 1)
+      queued!.leave()
+      queued!.resolve(failedResult(kind, message))
+      return
     }
-    const active = [...this.active]
-    for (const run of active) run.fail('abort', 'the runtime was disposed')
-    await Promise.all(active.map((run) => run.settled))
+    this.runOf(pending)?.fail(kind, message)
+  }
+
+  /** The run bound to `pending` (none while it is queued, or once it has settled and let go). */
+  runOf(pending: PendingRun): ActiveRun | undefined {
+    for (const run of this.active) if (run.pending.resolve === pending.resolve) return run
+    return undefined
+  }
+
+  /** After every run is quiescent (the lifecycle aborted them all): resolves once no thread is left. */
+  async release(): Promise<void> {
     const threads = [...this.threads]
     this.threads.clear()
     for (const thread of threads) thread.state = 'dead'
@@ -821,10 +872,27 @@ class SandboxPool {
   }
 }
 
-function abortMessage(signal: AbortSignal): string {
-  const reason: unknown = signal.reason
-  const detail = reason instanceof Error ? reason.message : typeof reason === 'string' ? reason : ''
-  return detail === '' ? 'the run was aborted' : `the run was aborted (${detail})`
+/**
+ * The sandbox pool as a driver of the one run lifecycle: the thread strips (no stripper on
+ * the host: only the length is checked there); a run is admitted (bound to a thread,
+ * queued, or refused as `overloaded`), or opened parked from a stored state.
+ */
+function startPooled(pool: SandboxPool, run: PreparedRun, program: string): RunHandle {
+  let resolve!: (result: CodeRunResult) => void
+  const result = new Promise<CodeRunResult>((settle) => {
+    resolve = settle
+  })
+  const pending: PendingRun = { prepared: run, program, resolve }
+  if (run.resume !== undefined) pool.openParked(pending, run.resume)
+  else if (!pool.admit(pending)) {
+    const { running, queued } = pool.load()
+    resolve(failedResult('overloaded', `the sandbox is at capacity (${running} runs running, ${queued} waiting); retry later`))
+  }
+  return {
+    result,
+    fail: (kind, message) => pool.fail(pending, kind, message),
+    quiescent: () => pool.runOf(pending)?.settled ?? Promise.resolve(),
+  }
 }
 
 /**
@@ -842,6 +910,13 @@ function abortMessage(signal: AbortSignal): string {
 export function createSandboxRuntimeOn(platform: SandboxPlatform, options?: SandboxRuntimeOptions): SandboxRuntime {
   const resolved = resolveOptions(options, platform)
   const pool = new SandboxPool(platform, resolved)
+  const lifecycle = new RunLifecycle({
+    start: (run, program) => startPooled(pool, run, program),
+    close: () => {
+      pool.disposed = true
+    },
+    release: () => pool.release(),
+  })
   const capabilities: CodeRuntimeCapabilities = Object.freeze({
     streamsLogs: true,
     memoryLimit: true,
@@ -854,29 +929,9 @@ export function createSandboxRuntimeOn(platform: SandboxPlatform, options?: Sand
     isolation: 'quickjs-sandbox' as const,
     capabilities,
     limits: resolved.limits,
-    run(request: CodeRunRequest): Promise<CodeRunResult> {
-      if (pool.disposed) return Promise.resolve(failedResult('abort', 'the runtime was disposed'))
-      const prepared = prepareRun(request)
-      if (!prepared.ok) return Promise.resolve(failedResult('exception', prepared.message))
-      // An aborted signal wins over everything else, a syntax error included: the same outcome on every runtime.
-      const signal = prepared.run.signal
-      if (signal?.aborted === true) return Promise.resolve(failedResult('abort', abortMessage(signal)))
-      // Only the length is checked here (free); the thread strips the TypeScript, under the
-      // run's compute budget, so no program text is ever parsed on the host's thread.
-      const tooLong = programTooLong(prepared.run.program)
-      if (tooLong !== undefined) return Promise.resolve(failedResult('exception', tooLong))
-      const resume = prepared.run.resume
-      if (resume !== undefined) return new Promise<CodeRunResult>((resolve) => pool.openParked({ prepared: prepared.run, program: prepared.run.program, resolve }, resume))
-      return new Promise<CodeRunResult>((resolve) => {
-        const admitted = pool.admit({ prepared: prepared.run, program: prepared.run.program, resolve })
-        if (!admitted) {
-          const { running, queued } = pool.load()
-          resolve(failedResult('overloaded', `the sandbox is at capacity (${running} runs running, ${queued} waiting); retry later`))
-        }
-      })
-    },
+    run: (request: CodeRunRequest) => lifecycle.run(request),
     warm: () => pool.warm(),
     load: () => pool.load(),
-    dispose: () => pool.dispose(),
+    dispose: () => lifecycle.dispose(),
   })
 }

@@ -130,4 +130,23 @@ describe('parking a run that waits for a person (sandbox runtime, Node threads)'
     const result = await runtime.run({ program: 'return 1', bindings: [], durable: { resume: { version: 1, vm: {} } as unknown as ParkedRunState } })
     expect(result.error).toMatchObject({ kind: 'exception', message: 'TypeError: request.durable.resume is not the state of a parked run' })
   })
+
+  it('parked journals share a byte budget: a run whose journal does not fit keeps its thread instead (and still finishes)', async () => {
+    const runtime = sandbox({ maxParkedBytes: 1024 * 1024 })
+    const b = bindings()
+    const big = { ...b.request('') }.bindings[0]!.functions
+    const request = (program: string) => ({ program, bindings: [{ global: 'tools', functions: { ...big, blob: async () => 'x'.repeat(600_000) } }] })
+    // 600,000 characters of result in the journal: more than the 512 Ki units 1 MiB allows.
+    const heavy = runtime.run(request(`const blob = await tools.blob(); const a = await tools.ask({}); return blob.length + a`))
+    await until(() => b.waitingCount() === 1)
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    expect(runtime.load()).toMatchObject({ parked: 0, running: 1 })
+    // A small run still parks beside it.
+    const light = runtime.run(request(`return await tools.ask({ light: true })`))
+    await until(() => runtime.load().parked === 1)
+    b.decide(1)
+    b.decide(2)
+    expect(valueOf(await heavy)).toBe(600_001)
+    expect(valueOf(await light)).toBe(2)
+  })
 })
