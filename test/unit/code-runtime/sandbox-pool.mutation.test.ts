@@ -146,7 +146,7 @@ describe('options', () => {
     expect(refusal({ computeMs: 0 })).toBe(`${f}: options.computeMs must be an integer from 1 to 2147483647 (got 0)`)
     expect(refusal({ maxLogBytes: 2 ** 30 + 1 })).toBe(`${f}: options.maxLogBytes must be an integer from 1 to 1073741824 (got 1073741825)`)
     expect(refusal({ wasmModule: 'wasm' })).toBe(`${f}: options.wasmModule must be a WebAssembly.Module or a function returning a promise of one`)
-    expect(refusal({ threads: 2 })).toBe(`${f}: unknown option "threads" (known: computeMs, maxWallMs, maxLogBytes, maxValueBytes, maxPendingArgBytes, memoryMb, prespawn, maxConcurrentRuns, maxQueuedRuns, wasmModule, parkAfterMs, parking)`)
+    expect(refusal({ threads: 2 })).toBe(`${f}: unknown option "threads" (known: computeMs, maxWallMs, maxLogBytes, maxValueBytes, maxPendingArgBytes, memoryMb, prespawn, maxConcurrentRuns, maxQueuedRuns, wasmModule, parkAfterMs, parking, maxParkedBytes)`)
     expect(refusal({ extra: 1 }, platform({}, { extraOptions: ['extra'] }).platform)).toBeUndefined()
     for (const ok of [{ memoryMb: 16, maxQueuedRuns: 0, prespawn: 0 }, { memoryMb: 2048, maxConcurrentRuns: 4096, maxQueuedRuns: 1_000_000, prespawn: 256 }, { wasmModule: async () => new WebAssembly.Module(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0])) }]) {
       expect(refusal(ok)).toBeUndefined()
@@ -314,7 +314,7 @@ describe('failures', () => {
     const pending = runtime.run({ bindings: [], program: 'hang()' })
     await tick()
     threads[0]!.exit('out of memory')
-    expect(await pending).toMatchObject({ error: { kind: 'worker-exit', message: 'the sandbox thread exited: out of memory' } })
+    expect(await pending).toMatchObject({ error: { kind: 'worker-exit', message: 'the program's thread exited: out of memory' } })
     expect(threads[0]!.terminated).toBeGreaterThanOrEqual(1)
     // The spare started with the run stays the prespawned floor: no third thread.
     expect(threads).toHaveLength(2)
@@ -326,7 +326,7 @@ describe('failures', () => {
     const { platform: p } = platform({ throwOnPost: (m) => (m as { type?: string }).type === 'run' })
     const runtime = createSandboxRuntimeOn(p, { prespawn: 1, maxConcurrentRuns: 1 })
     await runtime.warm()
-    expect(await runtime.run({ bindings: [], program: 'x()' })).toMatchObject({ error: { kind: 'worker-exit', message: 'the sandbox thread exited: it cannot be reached (port closed)' } })
+    expect(await runtime.run({ bindings: [], program: 'x()' })).toMatchObject({ error: { kind: 'worker-exit', message: 'the program's thread exited: it cannot be reached (port closed)' } })
     await runtime.dispose()
   })
 
@@ -388,7 +388,7 @@ describe('failures', () => {
     await vi.advanceTimersByTimeAsync(29_999)
     expect(threads[0]!.terminated).toBe(0)
     await vi.advanceTimersByTimeAsync(1)
-    expect(await pending).toMatchObject({ error: { kind: 'worker-exit', message: 'the sandbox thread exited: it did not boot within 30000 ms' } })
+    expect(await pending).toMatchObject({ error: { kind: 'worker-exit', message: 'the program's thread exited: it did not boot within 30000 ms' } })
     await runtime.dispose()
   })
 
@@ -655,7 +655,7 @@ describe('thread life', () => {
     await vi.advanceTimersByTimeAsync(0)
     expect(vi.getTimerCount()).toBe(1)
     threads[0]!.exit('crashed')
-    expect(await pending).toMatchObject({ error: { kind: 'worker-exit', message: 'the sandbox thread exited: crashed' } })
+    expect(await pending).toMatchObject({ error: { kind: 'worker-exit', message: 'the program's thread exited: crashed' } })
     await vi.advanceTimersByTimeAsync(0)
     expect(vi.getTimerCount()).toBe(0)
     expect(threads[0]!.runs).toEqual([])
