@@ -17,7 +17,8 @@ export interface ParkingRuntimeOptions {
   readonly parkAfterMs: number
 }
 
-async function until(check: () => boolean, ms = 20_000): Promise<void> {
+/** Polls `check` until it holds (or throws after `ms`). */
+export async function until(check: () => boolean, ms = 20_000): Promise<void> {
   const deadline = Date.now() + ms
   while (!check()) {
     if (Date.now() > deadline) throw new Error('condition not reached in time')
@@ -26,7 +27,7 @@ async function until(check: () => boolean, ms = 20_000): Promise<void> {
 }
 
 /** Bindings: `ask` waits for `decide()`, holding the wall clock; `effect` and `seen` record their runs. */
-function bindings() {
+export function parkingBindings() {
   const ran: string[] = []
   const seen: unknown[] = []
   const waiting: ((value: unknown) => void)[] = []
@@ -69,7 +70,8 @@ function bindings() {
   }
 }
 
-function valueOf(result: CodeRunResult): unknown {
+/** The run's value (fails the test, with the message, on an error). */
+export function valueOf(result: CodeRunResult): unknown {
   expect(result.error, result.error?.message).toBeUndefined()
   return result.value
 }
@@ -89,7 +91,7 @@ export function describeParkingContract(label: string, makeRuntime: (options: Pa
 
     it('parks a run that waits only for a person, resumes it by replay on the decision, and runs nothing twice', async () => {
       const runtime = make()
-      const b = bindings()
+      const b = parkingBindings()
       const pending = runtime.run(b.request('const first = await tools.effect({ n: 1 })\nconst answer = await tools.ask({ q: 1 })\nconst second = await tools.effect({ n: 2 })\nreturn { first, answer, second }'))
       await until(() => b.parks.length === 1)
       expect(b.parks[0]!.calls).toEqual([{ id: 2, global: 'tools', name: 'ask', args: { q: 1 } }])
@@ -100,7 +102,7 @@ export function describeParkingContract(label: string, makeRuntime: (options: Pa
 
     it('replays every clock and randomness reading: what the program read before the pause is what it keeps after', async () => {
       const runtime = make()
-      const b = bindings()
+      const b = parkingBindings()
       const pending = runtime.run(
         b.request(`
           const before = { now: Date.now(), date: new Date().toISOString(), text: typeof Date(), perf: performance.now(), rand: Math.random(),
@@ -119,7 +121,7 @@ export function describeParkingContract(label: string, makeRuntime: (options: Pa
 
     it('Promise.all with the asking call in the middle replays its siblings in the order they settled', async () => {
       const runtime = make()
-      const b = bindings()
+      const b = parkingBindings()
       const pending = runtime.run(
         b.request(`
           const order = []
@@ -139,7 +141,7 @@ export function describeParkingContract(label: string, makeRuntime: (options: Pa
 
     it('a timer that fired before the pause is not fired again; one armed across it fires after the resume', async () => {
       const runtime = make()
-      const b = bindings()
+      const b = parkingBindings()
       const pending = runtime.run(
         b.request(`
           const fired = []
@@ -157,13 +159,13 @@ export function describeParkingContract(label: string, makeRuntime: (options: Pa
 
     it('a stored state resumes in another runtime: only the waiting call and what follows run there', async () => {
       const program = "console.log('start')\nconst first = await tools.effect({ n: 1 })\nconst answer = await tools.ask({ q: 'ship?' })\nconst second = await tools.effect({ n: 2 })\nreturn { first, answer, second }"
-      const a = bindings()
+      const a = parkingBindings()
       const controller = new AbortController()
       const original = make().run(a.request(program, { signal: controller.signal }))
       await until(() => a.parks.length === 1)
       controller.abort('the process stops')
       expect((await original).error?.kind).toBe('abort')
-      const b = bindings()
+      const b = parkingBindings()
       const resumed = make().run(b.request(program, { durable: { resume: a.parks[0]! } }))
       await until(() => b.waitingCount() === 1)
       b.decide('shipped')
@@ -174,7 +176,7 @@ export function describeParkingContract(label: string, makeRuntime: (options: Pa
     })
 
     it('a journal that does not match its program ends the run with REPLAY_DIVERGED, naming the call', async () => {
-      const a = bindings()
+      const a = parkingBindings()
       const controller = new AbortController()
       const original = make().run(a.request('await tools.effect({ n: 1 })\nreturn await tools.ask({})', { signal: controller.signal }))
       await until(() => a.parks.length === 1)
@@ -182,7 +184,7 @@ export function describeParkingContract(label: string, makeRuntime: (options: Pa
       await original
       const tampered = JSON.parse(JSON.stringify(a.parks[0])) as { vm: { journal: { calls: string[] } } }
       tampered.vm.journal.calls[0] = 'tools.other#0'
-      const b = bindings()
+      const b = parkingBindings()
       const resumed = make().run(b.request('unused: the journal holds the program', { durable: { resume: tampered as unknown as ParkedRunState } }))
       await until(() => b.waitingCount() === 1)
       b.decide('x')
@@ -192,7 +194,7 @@ export function describeParkingContract(label: string, makeRuntime: (options: Pa
     })
 
     it('an abort while parked settles the run at once', async () => {
-      const b = bindings()
+      const b = parkingBindings()
       const controller = new AbortController()
       const pending = make().run(b.request("await tools.ask({})\nreturn 'never'", { signal: controller.signal }))
       await until(() => b.parks.length === 1)

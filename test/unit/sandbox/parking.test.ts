@@ -4,12 +4,13 @@
  * every runtime): a parked run gives its thread and admission slot back, so runs waiting
  * for people never starve the others.
  *
- * The bindings here stand in for the registry: `ask` holds the run's wall clock (as the
- * approval stage does) until the test decides; the others count how often they ran.
+ * The contract's bindings stand in for the registry: `ask` holds the run's wall clock (as
+ * the approval stage does) until the test decides; the others record their runs.
  */
 import { afterAll, describe, expect, it } from 'vitest'
 import { createSandboxRuntime } from '../../../platforms/node/index.js'
-import type { CodeBindingCallOptions, CodeRunRequest, CodeRunResult, ParkedRunState } from '../../../src/code-runtime/contract.js'
+import type { ParkedRunState } from '../../../src/code-runtime/contract.js'
+import { parkingBindings as bindings, until, valueOf } from '../../contract/parking-contract.js'
 
 const runtimes: ReturnType<typeof createSandboxRuntime>[] = []
 afterAll(async () => {
@@ -20,62 +21,6 @@ function sandbox(options: Parameters<typeof createSandboxRuntime>[0] = {}) {
   const runtime = createSandboxRuntime({ memoryMb: 32, prespawn: 0, parkAfterMs: 50, ...options })
   runtimes.push(runtime)
   return runtime
-}
-
-/** Bindings: `ask` waits for `decide()`, holding the wall clock; `effect` and `seen` count their runs. */
-function bindings() {
-  const ran: string[] = []
-  const seen: unknown[] = []
-  const waiting: ((value: unknown) => void)[] = []
-  const functions = {
-    ask: async (args: unknown, options?: CodeBindingCallOptions) => {
-      ran.push(`ask:${JSON.stringify(args)}`)
-      const release = options?.holdWallClock?.()
-      try {
-        // As the approval stage does: the run's end (an abort) ends the wait.
-        return await new Promise((resolve, reject) => {
-          waiting.push(resolve)
-          options?.signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true })
-        })
-      } finally {
-        release?.()
-      }
-    },
-    effect: async (args: unknown) => {
-      ran.push(`effect:${JSON.stringify(args)}`)
-      await new Promise((resolve) => setTimeout(resolve, 5))
-      return { done: args }
-    },
-    seen: async (args: unknown) => {
-      seen.push(args)
-      return null
-    },
-  }
-  return {
-    ran,
-    seen,
-    decide: (value: unknown) => waiting.shift()?.(value),
-    waitingCount: () => waiting.length,
-    request: (program: string, signal?: AbortSignal, durable?: CodeRunRequest['durable']) => ({
-      program,
-      bindings: [{ global: 'tools', functions }],
-      ...(signal === undefined ? {} : { signal }),
-      ...(durable === undefined ? {} : { durable }),
-    }),
-  }
-}
-
-async function until(check: () => boolean, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('condition not reached in time')
-    await new Promise((resolve) => setTimeout(resolve, 5))
-  }
-}
-
-function valueOf(result: CodeRunResult): unknown {
-  expect(result.error, result.error?.message).toBeUndefined()
-  return result.value
 }
 
 describe('parking a run that waits for a person (sandbox runtime, Node threads)', () => {
