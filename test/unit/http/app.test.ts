@@ -1,9 +1,17 @@
+/**
+ * The HTTP API's routes and middleware through `app.request()`, answer by answer: the
+ * options `createToolsApp` refuses (with the exact message an integrator reads), auth,
+ * the body limit, the response shape and the headers every route shares, the agent and
+ * call-id rules, each route, routing errors, CORS, not configured and shutting down.
+ * Runs in Node and workerd. `POST /v1/run` is run.test.ts's (it needs a code runtime).
+ */
 import { describe, expect, it } from 'vitest'
 import { createToolsApp } from '../../../src/http/index.js'
 import { createMcpApp } from '../../../src/mcp/index.js'
 import { createToolRuntime } from '../../../src/registry/index.js'
 import type { PromptAssembly, ToolRuntime } from '../../../src/runtime-types.js'
 import type { ToolExecutionResult, ToolSchema } from '../../../src/types.js'
+import { refusalMessage } from '../../support/refusal.js'
 import { AUTH, DOCUMENTED_BODY_LIMIT, JSON_AUTH, TOKEN, createFixture, echoOfBytes, echoTool, errorOf, pingOfBytes } from './fixtures.js'
 
 const post = (body: unknown, headers: Record<string, string> = JSON_AUTH): RequestInit => ({
@@ -47,6 +55,72 @@ describe('createToolsApp options', () => {
     expect(code(() => createToolsApp(runtime, { token: TOKEN, onError: 'log' as never }))).toBe('INVALID_OPTIONS')
     expect(code(() => createToolsApp({} as never, { token: TOKEN }))).toBe('INVALID_OPTIONS')
     expect(code(() => createToolsApp(runtime, { token: TOKEN, cors: { origins: ['https://a.example'] } }))).toBeUndefined()
+  })
+})
+
+describe('createToolsApp: what it refuses, and why', () => {
+  const runtime = createToolRuntime()
+  /** The message of the INVALID_OPTIONS error `createToolsApp(r, options)` throws. */
+  const app = (options: unknown, r: unknown = runtime) => refusalMessage('INVALID_OPTIONS', () => createToolsApp(r as never, options as never))
+
+  it('a runtime that is not a ToolRuntime', () => {
+    for (const r of [null, 'runtime', {}, { execute: 'no' }]) expect(app({ token: TOKEN }, r)).toBe('createToolsApp: runtime must be a ToolRuntime')
+  })
+
+  it('options that are not an object', () => {
+    expect(app(null)).toBe('createToolsApp: options must be an object')
+    expect(app('token')).toBe('createToolsApp: options must be an object')
+  })
+
+  it('CORS origins that are not exact origins', () => {
+    expect(app({ token: TOKEN, cors: {} })).toBe('createToolsApp: cors.origins must be a non-empty array')
+    expect(app({ token: TOKEN, cors: { origins: 'https://a.example' } })).toBe('createToolsApp: cors.origins must be a non-empty array')
+    expect(app({ token: TOKEN, cors: { origins: [] } })).toBe('createToolsApp: cors.origins must be a non-empty array')
+    for (const origin of ['*', 'https://a.example/', 'https://a.example/path', 'null', 'not a url', 'HTTPS://A.EXAMPLE', 42]) {
+      expect(app({ token: TOKEN, cors: { origins: ['https://ok.example', origin] } })).toBe(
+        `createToolsApp: cors.origins entry ${JSON.stringify(String(origin))} is not an exact origin (scheme://host[:port])`,
+      )
+    }
+    expect(app({ token: TOKEN, cors: { origins: ['https://a.example', 'http://localhost:8080'] } })).toBeUndefined()
+  })
+
+  it('a CORS max age that is not a non-negative integer', () => {
+    for (const maxAgeSeconds of [-1, 1.5, Number.NaN, '60']) {
+      expect(app({ token: TOKEN, cors: { origins: ['https://a.example'], maxAgeSeconds } })).toBe('createToolsApp: cors.maxAgeSeconds must be a non-negative integer')
+    }
+    expect(app({ token: TOKEN, cors: { origins: ['https://a.example'], maxAgeSeconds: 0 } })).toBeUndefined()
+  })
+
+  it('a session log that is not a hub', () => {
+    for (const sessionLog of [null, 'hub', {}, { subscribe: true }]) expect(app({ token: TOKEN, sessionLog })).toBe('createToolsApp: sessionLog must be a hub from createSessionLogHub()')
+  })
+
+  it('a signal that is not an AbortSignal', () => {
+    expect(app({ token: TOKEN, signal: { aborted: false } })).toBe('createToolsApp: signal must be an AbortSignal')
+    expect(app({ token: TOKEN, signal: new AbortController().signal })).toBeUndefined()
+  })
+
+  it('a heartbeat that is not a non-negative finite number', () => {
+    for (const heartbeatMs of [-1, Number.POSITIVE_INFINITY, Number.NaN, '100']) expect(app({ token: TOKEN, heartbeatMs })).toBe('createToolsApp: heartbeatMs must be a non-negative number')
+    expect(app({ token: TOKEN, heartbeatMs: 0 })).toBeUndefined()
+    expect(app({ token: TOKEN, heartbeatMs: 0.5 })).toBeUndefined()
+  })
+
+  it('an error reporter that is not a function', () => {
+    expect(app({ token: TOKEN, onError: {} })).toBe('createToolsApp: onError must be a function')
+  })
+
+  it('approvals that are not a broker', () => {
+    const fn = () => undefined
+    for (const approvals of [null, 'broker', fn, {}, { pending: fn, decide: fn }, { pending: fn, subscribe: fn }, { decide: fn, subscribe: fn }, { pending: fn, decide: fn, subscribe: true }]) {
+      expect(app({ token: TOKEN, approvals })).toBe('createToolsApp: approvals must be a broker from createApprovalBroker()')
+    }
+    expect(app({ token: TOKEN, approvals: { pending: () => [], decide: fn, subscribe: () => fn } })).toBeUndefined()
+  })
+
+  it('a body cap that is not a positive integer', () => {
+    for (const maxBodyBytes of [0, -5, 2.5, '1024', Number.MAX_SAFE_INTEGER + 1]) expect(app({ token: TOKEN, maxBodyBytes })).toBe('createToolsApp: maxBodyBytes must be a positive integer')
+    expect(app({ token: TOKEN, maxBodyBytes: 1 })).toBeUndefined()
   })
 })
 
@@ -241,6 +315,147 @@ describe('one response shape', () => {
   })
 })
 
+describe('answers every route shares', () => {
+  it('security headers, and no-store unless the route chose its caching', async () => {
+    const { app } = createFixture()
+    const response = await app.request('/v1/tools', { headers: AUTH })
+    expect(response.headers.get('Cache-Control')).toBe('no-store')
+    expect(response.headers.get('X-Content-Type-Options')).toBe('nosniff')
+    expect(response.headers.get('X-Frame-Options')).toBe('DENY')
+    expect(response.headers.get('Content-Security-Policy')).toBe("frame-ancestors 'none'")
+    expect(response.headers.get('Referrer-Policy')).toBe('no-referrer')
+    for (const name of ['Cross-Origin-Embedder-Policy', 'Cross-Origin-Resource-Policy', 'Cross-Origin-Opener-Policy', 'Origin-Agent-Cluster', 'Strict-Transport-Security', 'X-DNS-Prefetch-Control', 'X-Download-Options', 'X-Permitted-Cross-Domain-Policies', 'X-XSS-Protection']) {
+      expect([name, response.headers.get(name)]).toEqual([name, null])
+    }
+    const failed = await app.request('/v1/tools')
+    expect(failed.headers.get('Cache-Control')).toBe('no-store')
+    expect(failed.headers.get('X-Content-Type-Options')).toBe('nosniff')
+  })
+
+  it('the token errors name the scheme; a missing token and a wrong one say different things', async () => {
+    const { app } = createFixture()
+    const missing = await app.request('/v1/tools')
+    expect(missing.headers.get('WWW-Authenticate')).toBe('Bearer realm="toolyard"')
+    expect(await errorOf(missing)).toEqual({ code: 'UNAUTHORIZED', message: 'a bearer token is required' })
+    const wrong = await app.request('/v1/tools', { headers: { Authorization: `Bearer ${TOKEN.slice(0, -1)}` } })
+    expect(wrong.headers.get('WWW-Authenticate')).toBe('Bearer realm="toolyard", error="invalid_token"')
+    expect(await errorOf(wrong)).toEqual({ code: 'UNAUTHORIZED', message: 'the bearer token is not valid' })
+  })
+
+  it('405 lists the methods, OPTIONS too when the app serves CORS', async () => {
+    const plain = createFixture().app
+    const response = await plain.request('/v1/tools', { method: 'POST', headers: AUTH })
+    expect(response.headers.get('Allow')).toBe('GET, HEAD')
+    expect(await errorOf(response)).toEqual({ code: 'METHOD_NOT_ALLOWED', message: 'POST is not allowed here; use GET, HEAD' })
+    const withCors = createFixture({}, { cors: { origins: ['https://page.example'] } }).app
+    expect((await withCors.request('/v1/tools', { method: 'POST', headers: AUTH })).headers.get('Allow')).toBe('GET, HEAD, OPTIONS')
+  })
+
+  it('CORS: allowlisted origins get the headers and a preflight (default max age 600 s), others 403', async () => {
+    const { app } = createFixture({}, { cors: { origins: ['https://page.example'] } })
+    const preflight = await app.request('/v1/tools', {
+      method: 'OPTIONS',
+      headers: { Origin: 'https://page.example', 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'authorization, content-type, accept, if-none-match' },
+    })
+    expect(preflight.status).toBe(204)
+    expect(preflight.headers.get('Access-Control-Allow-Origin')).toBe('https://page.example')
+    expect(preflight.headers.get('Access-Control-Allow-Methods')).toBe('GET,HEAD,POST,DELETE')
+    expect(preflight.headers.get('Access-Control-Allow-Headers')).toBe('Authorization,Content-Type,Accept,If-None-Match')
+    expect(preflight.headers.get('Access-Control-Max-Age')).toBe('600')
+    expect(preflight.headers.get('Access-Control-Allow-Credentials')).toBeNull()
+    const simple = await app.request('/v1/tools', { headers: { ...AUTH, Origin: 'https://page.example' } })
+    expect(simple.headers.get('Access-Control-Allow-Origin')).toBe('https://page.example')
+    expect(simple.headers.get('Access-Control-Expose-Headers')).toBe('ETag,X-Toolyard-Call-Id,X-Toolyard-Sdk-Language')
+    const foreign = await app.request('/v1/tools', { headers: { ...AUTH, Origin: 'https://evil.example' } })
+    expect(await errorOf(foreign)).toEqual({ code: 'FORBIDDEN_ORIGIN', message: 'cross-origin requests from this origin are not allowed' })
+    const custom = createFixture({}, { cors: { origins: ['https://page.example'], maxAgeSeconds: 5 } }).app
+    const short = await custom.request('/v1/tools', { method: 'OPTIONS', headers: { Origin: 'https://page.example', 'Access-Control-Request-Method': 'GET' } })
+    expect(short.headers.get('Access-Control-Max-Age')).toBe('5')
+  })
+
+  it('an allowlisted origin without CORS configured passes through untouched', async () => {
+    const { app } = createFixture({}, {})
+    // Same-origin requests carry the app's own origin: admitted without CORS headers.
+    const same = await app.request('http://localhost/v1/tools', { headers: { ...AUTH, Origin: 'http://localhost' } })
+    expect(same.status).toBe(200)
+    expect(same.headers.get('Access-Control-Allow-Origin')).toBeNull()
+  })
+
+  it('shutting down: protected routes answer 503, health says so', async () => {
+    const shutdown = new AbortController()
+    const { app } = createFixture({}, { signal: shutdown.signal })
+    expect(await (await app.request('/v1/health')).json()).toEqual({ status: 'ok' })
+    shutdown.abort()
+    expect(await errorOf(await app.request('/v1/tools', { headers: AUTH }))).toEqual({ code: 'SHUTTING_DOWN', message: 'the server is shutting down' })
+    expect(await (await app.request('/v1/health')).json()).toEqual({ status: 'shutting-down' })
+  })
+
+  it('not configured: the default message, or the one given', async () => {
+    const runtime = createToolRuntime()
+    const plain = createToolsApp(runtime, { notConfigured: true })
+    expect(await errorOf(await plain.request('/v1/tools'))).toEqual({ code: 'NOT_CONFIGURED', message: 'this server is not configured (no API token was provided)' })
+    expect(await (await plain.request('/v1/health')).json()).toEqual({ status: 'not-configured' })
+    const custom = createToolsApp(runtime, { notConfigured: 'set TOOLYARD_TOKEN and restart' })
+    expect(await errorOf(await custom.request('/v1/tools'))).toEqual({ code: 'NOT_CONFIGURED', message: 'set TOOLYARD_TOKEN and restart' })
+  })
+})
+
+describe('agent and call-id rules', () => {
+  const { app, results } = createFixture()
+
+  it('agent in the query: absent, once, valid', async () => {
+    expect((await (await app.request('/v1/tools', { headers: AUTH })).json()) as object).not.toHaveProperty('agent')
+    expect(await (await app.request('/v1/tools?agent=alice', { headers: AUTH })).json()).toMatchObject({ agent: 'alice' })
+    expect(await errorOf(await app.request('/v1/tools?agent=a&agent=b', { headers: AUTH }))).toEqual({ code: 'INVALID_REQUEST', message: 'agent must be given at most once' })
+    const bad = { code: 'INVALID_REQUEST', message: 'agent must be a non-empty string of at most 256 characters' }
+    expect(await errorOf(await app.request('/v1/tools?agent=', { headers: AUTH }))).toEqual(bad)
+    expect(await errorOf(await app.request(`/v1/tools?agent=${'a'.repeat(257)}`, { headers: AUTH }))).toEqual(bad)
+    expect((await app.request(`/v1/tools?agent=${'a'.repeat(256)}`, { headers: AUTH })).status).toBe(200)
+  })
+
+  it('agent in the body: must agree with the query, may be absent or undefined', async () => {
+    const execute = (path: string, body: unknown) => app.request(path, post(body))
+    expect(await errorOf(await execute('/v1/tools/secret/execute?agent=alice', { agent: 'bob' }))).toEqual({ code: 'INVALID_REQUEST', message: 'agent differs between the query and the body' })
+    expect((await execute('/v1/tools/secret/execute?agent=alice', { agent: 'alice' })).status).toBe(200)
+    expect((await execute('/v1/tools/secret/execute', { agent: 'alice' })).status).toBe(200)
+    expect((await execute('/v1/tools/secret/execute?agent=alice', {})).status).toBe(200)
+    expect(await errorOf(await execute('/v1/tools/echo/execute', { agent: 7, arguments: { text: 'x' } }))).toEqual({ code: 'INVALID_REQUEST', message: 'agent must be a non-empty string of at most 256 characters' })
+    const last = results.at(-1)!
+    expect(last.name).toBe('secret')
+    expect(last.agent).toBe('alice')
+    // The global layer: no `agent` key reaches the pipeline.
+    await execute('/v1/tools/echo/execute', { arguments: { text: 'g' } })
+    expect(Object.hasOwn(results.at(-1)!, 'agent')).toBe(false)
+  })
+
+  it('a body that is not a JSON object', async () => {
+    for (const body of [[1], 'text', null, 3]) {
+      expect(await errorOf(await app.request('/v1/tools/echo/execute', post(JSON.stringify(body))))).toEqual({ code: 'INVALID_REQUEST', message: 'the request body must be a JSON object (expected fields: arguments, callId, agent)' })
+    }
+  })
+
+  it('call ids: printable ASCII without surrounding spaces, 1–256 characters; echoed in the header', async () => {
+    const bad = { code: 'INVALID_REQUEST', message: 'callId must be 1–256 printable ASCII characters, without leading or trailing spaces' }
+    for (const callId of ['', ' x', 'x ', 'a\tb', 'é', 'x'.repeat(257), 5]) {
+      expect(await errorOf(await app.request('/v1/tools/echo/execute', post({ callId, arguments: { text: 'x' } })))).toEqual(bad)
+    }
+    for (const callId of ['x', 'a b', '~!', 'x'.repeat(256)]) {
+      const response = await app.request('/v1/tools/echo/execute', post({ callId, arguments: { text: 'x' } }))
+      expect(response.status).toBe(200)
+      expect(response.headers.get('X-Toolyard-Call-Id')).toBe(callId)
+    }
+    const generated = await app.request('/v1/tools/echo/execute', post({ arguments: { text: 'x' } }))
+    expect(generated.headers.get('X-Toolyard-Call-Id')).toMatch(/^http-[0-9a-f-]{36}$/)
+  })
+
+  it('an unknown tool is 404 with the call id', async () => {
+    const response = await app.request('/v1/tools/nope/execute', post({ callId: 'c-404' }))
+    expect(response.status).toBe(404)
+    expect(response.headers.get('X-Toolyard-Call-Id')).toBe('c-404')
+    expect(await errorOf(response)).toEqual({ code: 'UNKNOWN_TOOL', message: 'unknown tool "nope"' })
+  })
+})
+
 describe('GET /v1/tools', () => {
   const { app } = createFixture()
 
@@ -279,6 +494,7 @@ describe('GET /v1/tools/:name', () => {
     const body = (await response.json()) as { tool: ToolSchema & { output: unknown } }
     expect(body.tool.name).toBe('echo')
     expect(body.tool.output).toMatchObject({ type: 'object', required: ['text'] })
+    expect(body.tool.output).toEqual(echoTool.output.schema)
   })
 
   it('answers 404 UNKNOWN_TOOL for a name the caller cannot see', async () => {
@@ -347,6 +563,34 @@ describe('GET /v1/sdk', () => {
     }
   })
 
+  it('caches privately, names its language, and refuses a second language or an unknown one with the exact message', async () => {
+    const { app } = createFixture()
+    const response = await app.request('/v1/sdk', { headers: AUTH })
+    expect(response.headers.get('ETag')).not.toMatch(/[=+/]/)
+    expect(response.headers.get('Cache-Control')).toBe('private, no-cache')
+    expect(response.headers.get('Vary')).toBe('Authorization')
+    expect(response.headers.get('X-Toolyard-Sdk-Language')).toBe('typescript')
+    expect(await errorOf(await app.request('/v1/sdk?language=typescript&language=python', { headers: AUTH }))).toEqual({ code: 'INVALID_REQUEST', message: 'language must be given at most once' })
+    expect(await errorOf(await app.request('/v1/sdk?language=cobol', { headers: AUTH }))).toEqual({ code: 'INVALID_REQUEST', message: 'no SDK renderer for language "cobol" (typescript, python)' })
+  })
+
+  it('every SDK variant’s ETag is the base64url SHA-256 of its bytes', async () => {
+    const { app } = createFixture()
+    for (const query of ['', '?language=python', '?agent=alice', '?agent=alice&language=python']) {
+      const response = await app.request(`/v1/sdk${query}`, { headers: AUTH })
+      const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new Uint8Array(await response.arrayBuffer())))
+      const b64url = btoa(String.fromCharCode(...digest)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')
+      expect([query, response.headers.get('ETag')]).toEqual([query, `"sha256-${b64url}"`])
+    }
+  })
+
+  it('renders each tool with its output schema', async () => {
+    const { app } = createFixture()
+    const text = await (await app.request('/v1/sdk', { headers: AUTH })).text()
+    // echo's output schema is { text: string }: the SDK's return type names it.
+    expect(text).toMatch(/text: string/)
+  })
+
   it('answers HEAD with the headers and no body', async () => {
     const { app } = createFixture()
     const response = await app.request('/v1/sdk', { method: 'HEAD', headers: AUTH })
@@ -390,7 +634,10 @@ describe('GET /v1/prompt', () => {
     const { app } = createFixture()
     const response = await app.request('/v1/prompt?mode=code', { headers: AUTH })
     expect(response.status).toBe(400)
-    expect((await errorOf(response)).code).toBe('INVALID_REQUEST')
+    expect(await errorOf(response)).toEqual({
+      code: 'INVALID_REQUEST',
+      message: 'mode cannot be chosen per request: the prompt uses the presentation of the agent (pick an agent that declared the mode)',
+    })
   })
 })
 
@@ -432,9 +679,10 @@ describe('POST /v1/tools/:name/execute', () => {
   })
 
   it('treats a missing arguments field as {}', async () => {
-    const { app } = createFixture()
+    const { app, results } = createFixture()
     const result = (await (await app.request('/v1/tools/echo/execute', post({}))).json()) as ToolExecutionResult
     expect(result.isError && result.error.info?.code).toBe('INVALID_ARGS')
+    expect(results.at(-1)!.result.isError).toBe(true)
   })
 
   it('answers 404 UNKNOWN_TOOL for an unknown or invisible tool', async () => {

@@ -1,9 +1,20 @@
+/**
+ * The HTTP layer's primitives as units, each answer exact: the bearer-token checks and the
+ * auth options, the error answers (`HttpError`, its handler and reporter), reading a JSON
+ * request body (media type, byte cap declared and actual, UTF-8, JSON, nesting), and the
+ * session log hub. Runs in Node and workerd.
+ */
 import { describe, expect, it } from 'vitest'
+import { ToolError } from '../../../src/errors.js'
+import { resolveAuthOptions } from '../../../src/http/auth.js'
+import { reportToConsole, toHttpError } from '../../../src/http/http-errors.js'
 import {
   bearerToken,
   createSessionLogHub,
+  DEFAULT_MAX_BODY_BYTES,
   digestsEqual,
   HttpError,
+  httpErrorHandler,
   httpErrorResponse,
   httpErrorStatus,
   isJsonContentType,
@@ -11,8 +22,11 @@ import {
   sha256,
   timingSafeEqualText,
 } from '../../../src/http/index.js'
+import type { CodeLogEvent } from '../../../src/http/index.js'
+import { resolveMaxBodyBytes } from '../../../src/http/request-body.js'
 import type { SessionLogEvent } from '../../../src/runtime-types.js'
 import { createMemorySessionLog } from '../../../src/session-log.js'
+import { TOKEN } from './fixtures.js'
 
 describe('constant-time token comparison', () => {
   it('accepts equal strings and rejects any difference (length, prefix, last byte, unicode)', async () => {
@@ -24,9 +38,12 @@ describe('constant-time token comparison', () => {
     expect(await timingSafeEqualText('', secret)).toBe(false)
     expect(await timingSafeEqualText('', '')).toBe(true)
     expect(await timingSafeEqualText('é', 'e\u0301')).toBe(false)
+    expect(await timingSafeEqualText('secret-token', 'secret-token')).toBe(true)
+    expect(await timingSafeEqualText('secret-token', 'secret-tokeN')).toBe(false)
+    expect(await timingSafeEqualText('secret', 'secret-token')).toBe(false)
   })
 
-  it('compares SHA-256 digests byte by byte', async () => {
+  it('compares SHA-256 digests byte by byte, and by length', async () => {
     const a = await sha256('token-a')
     const b = await sha256('token-b')
     expect(a).toHaveLength(32)
@@ -40,15 +57,62 @@ describe('constant-time token comparison', () => {
     // Known vector: SHA-256("abc").
     const hex = [...(await sha256('abc'))].map((x) => x.toString(16).padStart(2, '0')).join('')
     expect(hex).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad')
+    // Every byte counts, the first and the last; so does the length, either way round.
+    expect(digestsEqual(new Uint8Array([1, 2, 3]), new Uint8Array([1, 2, 3]))).toBe(true)
+    expect(digestsEqual(new Uint8Array([1, 2, 3]), new Uint8Array([1, 2, 4]))).toBe(false)
+    expect(digestsEqual(new Uint8Array([9, 2, 3]), new Uint8Array([1, 2, 3]))).toBe(false)
+    expect(digestsEqual(new Uint8Array([1, 2]), new Uint8Array([1, 2, 0]))).toBe(false)
+    expect(digestsEqual(new Uint8Array([1, 2, 0]), new Uint8Array([1, 2]))).toBe(false)
+    expect(digestsEqual(new Uint8Array(0), new Uint8Array(0))).toBe(true)
   })
 
-  it('parses bearer credentials only', () => {
+  it('parses bearer credentials only: the token of a Bearer header, any case, surrounding spaces allowed', () => {
     expect(bearerToken('Bearer abc')).toBe('abc')
     expect(bearerToken('bearer   abc  ')).toBe('abc')
-    expect(bearerToken('Basic abc')).toBeUndefined()
-    expect(bearerToken('Bearer')).toBeUndefined()
-    expect(bearerToken('Bearer a b')).toBeUndefined()
-    expect(bearerToken(null)).toBeUndefined()
+    expect(bearerToken('  bEaReR \t abc!#  ')).toBe('abc!#')
+    for (const header of [undefined, null, '', 'Bearer', 'Bearer ', 'Basic abc', 'xBearer abc', 'Bearer a b', 'Bearer abc def', 'Bearerabc', 'Token Bearer abc']) {
+      expect(bearerToken(header)).toBeUndefined()
+    }
+  })
+})
+
+describe('resolveAuthOptions', () => {
+  const fail = (message: string): never => {
+    throw new Error(message)
+  }
+  const auth = (options: object) => {
+    try {
+      return resolveAuthOptions(options, fail)
+    } catch (error) {
+      return (error as Error).message
+    }
+  }
+
+  it('needs a token, auth: false or notConfigured', () => {
+    expect(auth({})).toBe('a token is required (or pass auth: false explicitly to disable authentication)')
+    expect(auth({ notConfigured: false })).toBe('a token is required (or pass auth: false explicitly to disable authentication)')
+    expect(auth({ auth: false })).toEqual({ notConfigured: undefined })
+    expect(auth({ token: TOKEN })).toEqual({ notConfigured: undefined })
+  })
+
+  it('turns notConfigured into the 503 message', () => {
+    expect(auth({ notConfigured: true })).toEqual({ notConfigured: 'this server is not configured (no API token was provided)' })
+    expect(auth({ notConfigured: 'set TOOLYARD_TOKEN' })).toEqual({ notConfigured: 'set TOOLYARD_TOKEN' })
+    for (const notConfigured of ['', 0, 1, {}]) expect(auth({ notConfigured })).toBe('notConfigured must be a boolean or a non-empty string')
+  })
+
+  it('refuses auth values other than false, and token together with auth: false', () => {
+    for (const value of [true, 'off', 0]) expect(auth({ token: TOKEN, auth: value })).toBe('auth accepts only false')
+    expect(auth({ token: TOKEN, auth: false })).toBe('give either token or auth: false, not both')
+  })
+
+  it('takes 16 to 4096 printable ASCII characters as a token', () => {
+    const bad = 'token must be 16–4096 printable ASCII characters without spaces'
+    expect(auth({ token: 'x'.repeat(16) })).toEqual({ notConfigured: undefined })
+    expect(auth({ token: '!'.repeat(4096) })).toEqual({ notConfigured: undefined })
+    for (const token of ['x'.repeat(15), 'x'.repeat(4097), ` ${'x'.repeat(16)}`, `${'x'.repeat(16)} `, `${'x'.repeat(8)} ${'x'.repeat(8)}`, `${'x'.repeat(16)}é`, `é${'x'.repeat(16)}`, 12345678901234567890]) {
+      expect(auth({ token })).toBe(bad)
+    }
   })
 })
 
@@ -63,25 +127,162 @@ describe('error responses', () => {
     expect(httpErrorStatus.FORBIDDEN_HOST).toBe(421)
     expect(httpErrorStatus.UNKNOWN_TOOL).toBe(404)
   })
+
+  it('map the runtime’s configuration failures and hide everything else', () => {
+    const http = new HttpError('NOT_FOUND', 'x')
+    expect(toHttpError(http)).toBe(http)
+    expect(toHttpError(new ToolError('ASSEMBLY_FAILED', 'a listener threw'))).toMatchObject({ code: 'ASSEMBLY_FAILED', message: 'a listener threw', status: 409 })
+    expect(toHttpError(new ToolError('DISPOSED', 'gone'))).toMatchObject({ code: 'SHUTTING_DOWN', message: 'the tool runtime was disposed', status: 503 })
+    expect(toHttpError(new ToolError('INVALID_OPTIONS', 'x'))).toMatchObject({ code: 'INTERNAL', message: 'internal error', status: 500 })
+    expect(toHttpError(Object.assign(new Error('x'), { code: 'ASSEMBLY_FAILED' }))).toMatchObject({ code: 'INTERNAL' })
+    expect(toHttpError(Object.assign(new Error('x'), { code: 'DISPOSED' }))).toMatchObject({ code: 'INTERNAL' })
+    expect(http.name).toBe('HttpError')
+  })
+
+  it('are reported only when internal, with the request', async () => {
+    const reported: unknown[] = []
+    const handler = httpErrorHandler((error, request) => reported.push([error, request.url]))
+    const c = { req: { raw: new Request('http://x.local/v1/p') } } as never
+    const boom = new Error('boom')
+    const response = handler(boom, c) as Response
+    expect(response.status).toBe(500)
+    expect(reported).toEqual([[boom, 'http://x.local/v1/p']])
+    handler(new HttpError('NOT_FOUND', 'n'), c)
+    expect(reported).toHaveLength(1)
+  })
+
+  it('the console reporter names the method and path', () => {
+    const lines: unknown[][] = []
+    const original = console.error
+    console.error = (...args: unknown[]) => lines.push(args)
+    try {
+      const error = new Error('e')
+      reportToConsole(error, new Request('http://x.local/v1/run?q=1', { method: 'POST' }))
+      expect(lines).toEqual([['toolyard: internal error answering POST /v1/run:', error]])
+    } finally {
+      console.error = original
+    }
+  })
 })
 
 describe('reading a JSON body', () => {
   const post = (body: BodyInit | null, headers: Record<string, string> = { 'Content-Type': 'application/json' }): Request =>
     new Request('http://x/', { method: 'POST', body, headers, ...(body instanceof ReadableStream ? { duplex: 'half' } : {}) } as RequestInit)
 
-  it('recognizes application/json with a UTF-8 charset only', () => {
-    expect(isJsonContentType('application/json')).toBe(true)
-    expect(isJsonContentType('Application/JSON; charset=UTF-8')).toBe(true)
-    expect(isJsonContentType('application/json; charset="utf-8"')).toBe(true)
-    expect(isJsonContentType('application/json; charset=latin1')).toBe(false)
-    expect(isJsonContentType('text/plain')).toBe(false)
-    expect(isJsonContentType('application/jsonp')).toBe(false)
-    expect(isJsonContentType('application/x-www-form-urlencoded')).toBe(false)
-    expect(isJsonContentType(undefined)).toBe(false)
+  /** What `readJsonBody` answers for `request`: `{ value }`, or the HttpError's code, status and message. */
+  async function answer(request: Request, max = 64): Promise<unknown> {
+    try {
+      return { value: await readJsonBody(request, max) }
+    } catch (error) {
+      expect(error).toBeInstanceOf(HttpError)
+      const e = error as HttpError
+      return { code: e.code, status: e.status, message: e.message }
+    }
+  }
+
+  /** A body stream of `chunks` that records whether it was cancelled. */
+  function streamOf(chunks: Uint8Array[]) {
+    const state = { cancelled: false, pulled: 0 }
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        const next = chunks[state.pulled++]
+        if (next === undefined) controller.close()
+        else controller.enqueue(next)
+      },
+      cancel() {
+        state.cancelled = true
+      },
+    })
+    return { stream, state }
+  }
+
+  it('recognizes application/json with any case, spacing and parameters, and a UTF-8 charset only', () => {
+    for (const header of ['application/json', ' Application/JSON ', 'Application/JSON; charset=UTF-8', 'application/json; charset=utf-8', 'application/json;charset=UTF8', 'application/json; charset="utf-8"', 'application/json; charset= "UTF-8" ', 'application/json; foo=bar', 'application/json; Charset=utf-8; v=1']) {
+      expect([header, isJsonContentType(header)]).toEqual([header, true])
+    }
   })
 
-  it('parses a well-formed body', async () => {
+  it('refuses other types, other charsets, and a charset without a value', () => {
+    for (const header of [null, undefined, '', 'text/plain', 'application/jsonx', 'application/jsonp', 'application/x-www-form-urlencoded', 'application/json-patch+json', 'application/json; charset=latin1', 'application/json; charset=ut"f-8', 'application/json; charset', 'application/json; foo=bar; charset=utf-16']) {
+      expect([header, isJsonContentType(header)]).toEqual([header, false])
+    }
+  })
+
+  it('caps a body at 1 MiB by default and keeps a positive integer cap', () => {
+    const fail = (message: string): never => {
+      throw new Error(message)
+    }
+    expect(DEFAULT_MAX_BODY_BYTES).toBe(1_048_576)
+    expect(resolveMaxBodyBytes(undefined, fail)).toBe(1_048_576)
+    expect(resolveMaxBodyBytes(null, fail)).toBe(1_048_576)
+    expect(resolveMaxBodyBytes(7, fail)).toBe(7)
+    expect(() => resolveMaxBodyBytes(0, fail)).toThrow('maxBodyBytes must be a positive integer')
+  })
+
+  it('parses a well-formed body, a UTF-8 BOM dropped', async () => {
     expect(await readJsonBody(post('{"a":[1,2]}'), 100)).toEqual({ a: [1, 2] })
+    expect(await answer(post('{"a":[1,"é"]}'))).toEqual({ value: { a: [1, 'é'] } })
+    expect(await answer(post(new Uint8Array([0xef, 0xbb, 0xbf, ...new TextEncoder().encode('{"b":2}')])))).toEqual({ value: { b: 2 } })
+  })
+
+  it('refuses a body nesting deeper than 128 levels with 400 (its answer would overflow recursive code); 128 is accepted', async () => {
+    const nest = (levels: number) => '['.repeat(levels) + ']'.repeat(levels)
+    expect(await answer(post(nest(128)), 1_000)).toMatchObject({ value: expect.any(Array) })
+    expect(await answer(post(nest(129)), 1_000)).toEqual({ code: 'INVALID_JSON_BODY', status: 400, message: 'the request body nests deeper than 128 levels' })
+    expect(await answer(post(`{"arguments":${nest(500_000)}}`), 2 * 1024 * 1024)).toEqual({ code: 'INVALID_JSON_BODY', status: 400, message: 'the request body nests deeper than 128 levels' })
+  })
+
+  it('refuses another media type with 415', async () => {
+    expect(await answer(post('{}', { 'Content-Type': 'text/plain' }))).toEqual({ code: 'UNSUPPORTED_MEDIA_TYPE', status: 415, message: 'the request body must be application/json' })
+  })
+
+  it('accepts exactly the cap and refuses one byte more while reading, cancelling the stream', async () => {
+    const exact = '"' + 'x'.repeat(8) + '"'
+    expect(await answer(post(exact), 10)).toEqual({ value: 'x'.repeat(8) })
+    const unread = Array.from({ length: 8 }, () => new TextEncoder().encode('never read'))
+    const over = streamOf([new TextEncoder().encode('"xxxx'), new TextEncoder().encode('xxxxx"'), ...unread])
+    expect(await answer(post(over.stream), 10)).toEqual({ code: 'PAYLOAD_TOO_LARGE', status: 413, message: 'the request body exceeds 10 bytes' })
+    expect(over.state.cancelled).toBe(true)
+    // It stops at the chunk that crosses the cap. Node's Request hands chunks through as
+    // they are read; workerd's pulls one more chunk ahead into its own body stream.
+    expect(over.state.pulled).toBeLessThanOrEqual(3)
+  })
+
+  it('trusts a declared Content-Length only to refuse early, as digits (spaces trimmed)', async () => {
+    const declared = (length: string, body = '{"k":1}') => answer(post(body, { 'Content-Type': 'application/json', 'Content-Length': length }), 10)
+    const tooLarge = { code: 'PAYLOAD_TOO_LARGE', status: 413, message: 'the request body exceeds 10 bytes' }
+    expect(await declared('11')).toEqual(tooLarge)
+    expect(await declared(' 11 ')).toEqual(tooLarge)
+    expect(await declared('10')).toEqual({ value: { k: 1 } })
+    // Not a plain decimal: ignored, the bytes decide.
+    expect(await declared('1e3')).toEqual({ value: { k: 1 } })
+    expect(await declared('0x20')).toEqual({ value: { k: 1 } })
+    expect(await declared('-20')).toEqual({ value: { k: 1 } })
+  })
+
+  it('cancels the body it refuses on the declared length', async () => {
+    const body = streamOf([new TextEncoder().encode('{}')])
+    const request = post(body.stream, { 'Content-Type': 'application/json', 'Content-Length': '999' })
+    expect(await answer(request, 10)).toMatchObject({ code: 'PAYLOAD_TOO_LARGE' })
+    expect(body.state.cancelled).toBe(true)
+  })
+
+  it('refuses bytes that are not UTF-8, even when the replacement would be valid JSON', async () => {
+    expect(await answer(post(new Uint8Array([0x22, 0xff, 0x22])))).toEqual({ code: 'INVALID_JSON_BODY', status: 400, message: 'the request body is not valid UTF-8' })
+  })
+
+  it('refuses text that is not JSON, quoting the parser, and an empty or absent body', async () => {
+    const parserMessage = (text: string) => {
+      try {
+        JSON.parse(text)
+      } catch (error) {
+        return (error as Error).message
+      }
+      return ''
+    }
+    expect(await answer(post('{"a":'))).toEqual({ code: 'INVALID_JSON_BODY', status: 400, message: `the request body is not valid JSON: ${parserMessage('{"a":')}` })
+    expect(await answer(post(''))).toEqual({ code: 'INVALID_JSON_BODY', status: 400, message: `the request body is not valid JSON: ${parserMessage('')}` })
+    expect(await answer(post(null))).toEqual({ code: 'INVALID_JSON_BODY', status: 400, message: `the request body is not valid JSON: ${parserMessage('')}` })
   })
 
   /** The status and code `readJsonBody` throws for `request`, or `[200, '']` when it parses. */
@@ -196,17 +397,51 @@ describe('session log hub', () => {
     expect(seen).toEqual([2, 3, 3])
   })
 
-  it('still delivers when the forward sink throws, and reports the throw', () => {
+  const log = (parentCallId: string): CodeLogEvent => ({ type: 'tool/code-log', parentCallId, entry: { source: 'console', level: 'log', text: parentCallId } })
+
+  it('forwards before delivering, still delivers when forwarding throws (and reports the throw), and contains a subscriber’s throw', () => {
+    const order: string[] = []
+    const seen: string[] = []
     const hub = createSessionLogHub({
       forward: {
-        append() {
-          throw new Error('disk full')
+        append: () => {
+          order.push('forward')
+          throw new Error('sink down')
         },
       },
     })
-    const seen: string[] = []
-    hub.subscribe((e) => seen.push(e.parentCallId))
-    expect(() => hub.append(start('x', 1))).toThrow('disk full')
+    hub.subscribe(() => {
+      order.push('throwing')
+      throw new Error('listener bug')
+    })
+    hub.subscribe((e) => {
+      order.push('next')
+      seen.push(e.parentCallId)
+    })
+    expect(() => hub.append(start('x', 1))).toThrow('sink down')
+    expect(order).toEqual(['forward', 'throwing', 'next'])
     expect(seen).toEqual(['x'])
+  })
+
+  it('keeps delivering to the other subscribers of a run when one unsubscribes', () => {
+    const hub = createSessionLogHub()
+    const got: string[] = []
+    const first = hub.subscribe(() => got.push('first'), { parentCallId: 'p' })
+    hub.subscribe(() => got.push('second'), { parentCallId: 'p' })
+    first()
+    first()
+    hub.appendLog(log('p'))
+    expect(got).toEqual(['second'])
+    expect(hub.subscriberCount).toBe(1)
+  })
+
+  it('a run subscribed again after its last subscriber left still gets its events', () => {
+    const hub = createSessionLogHub()
+    const got: string[] = []
+    hub.subscribe(() => got.push('a'), { parentCallId: 'p' })()
+    hub.subscribe(() => got.push('b'), { parentCallId: 'p' })
+    hub.appendLog(log('p'))
+    hub.appendLog(log('q'))
+    expect(got).toEqual(['b'])
   })
 })

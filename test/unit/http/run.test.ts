@@ -1,8 +1,19 @@
+/**
+ * `POST /v1/run`, as JSON and as an event stream: on the Node worker runtime (sub-calls,
+ * failures, agents, cancellation), and on an in-process code runtime (no worker,
+ * milliseconds a run) for the answers at the edges: overload refusals, content
+ * negotiation, the stream's headers, frames and keep-alives, a runtime that throws.
+ */
 import { afterAll, describe, expect, it } from 'vitest'
 import { createNodeWorkerRuntime } from '../../../platforms/node/index.js'
-import type { CodeDispatchEvent, CodeDispatchStartEvent } from '../../../src/runtime-types.js'
+import type { CodeRuntime, CodeRuntimeLoad } from '../../../src/code-runtime/contract.js'
+import { createToolsApp } from '../../../src/http/index.js'
+import type { SessionLogHubEvent } from '../../../src/http/index.js'
+import { createToolRuntime } from '../../../src/registry/index.js'
+import type { CodeDispatchEvent, CodeDispatchStartEvent, ToolRuntime } from '../../../src/runtime-types.js'
 import type { ToolExecutionResult } from '../../../src/types.js'
-import { AUTH, JSON_AUTH, createFixture, errorOf, parseSse } from './fixtures.js'
+import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
+import { AUTH, JSON_AUTH, TOKEN, createFixture, errorOf, parseSse } from './fixtures.js'
 
 const codeRuntime = createNodeWorkerRuntime({ prespawn: 1 })
 afterAll(() => codeRuntime.dispose())
@@ -58,7 +69,10 @@ describe('POST /v1/run (JSON)', () => {
     expect(noCode.isError && noCode.error.info?.code).toBe('INVALID_ARGS')
     const withId = await app.request('/v1/run', runInit({ code: 'return 1', description: 'x', callId: 'mine' }))
     expect(withId.status).toBe(400)
-    expect((await errorOf(withId)).code).toBe('INVALID_REQUEST')
+    expect(await errorOf(withId)).toEqual({
+      code: 'INVALID_REQUEST',
+      message: 'callId is assigned by the server for runs (see the X-Toolyard-Call-Id header)',
+    })
   })
 
   it('answers 404 UNKNOWN_TOOL where run_code is not offered (native presentation), as JSON and for an event stream alike', async () => {
@@ -195,6 +209,131 @@ describe('POST /v1/run (server-sent events)', () => {
     })
     expect(response.status).toBe(401)
     expect(AUTH.Authorization).toMatch(/^Bearer /)
+  })
+})
+
+/** A code runtime that reports a load, for the overload checks. */
+function loadedRuntime(load: CodeRuntimeLoad): CodeRuntime {
+  const inner = createInProcessRuntime()
+  return Object.assign(Object.create(inner) as CodeRuntime, { load: () => load })
+}
+
+describe('POST /v1/run on an in-process code runtime', () => {
+  it('refuses a run with 503 OVERLOADED when runs and queue are both full, before anything runs', async () => {
+    const full = createFixture({ mode: 'both', codeRuntime: loadedRuntime({ running: 2, maxConcurrentRuns: 2, queued: 3, maxQueuedRuns: 3 }) })
+    const response = await full.app.request('/v1/run', runInit({ code: 'return 1', description: 'd' }))
+    expect(response.status).toBe(503)
+    expect(response.headers.get('Retry-After')).toBe('1')
+    expect(response.headers.get('X-Toolyard-Call-Id')).toBeNull()
+    expect(await errorOf(response)).toEqual({ code: 'OVERLOADED', message: 'the code runtime is at capacity (2 runs running, 3 waiting); retry later' })
+    expect(full.results).toEqual([])
+    const streamed = await full.app.request('/v1/run', runInit({ code: 'return 1', description: 'd' }, 'text/event-stream'))
+    expect(streamed.status).toBe(503)
+  })
+
+  it('runs while either runs or queue has room', async () => {
+    for (const load of [
+      { running: 1, maxConcurrentRuns: 2, queued: 3, maxQueuedRuns: 3 },
+      { running: 2, maxConcurrentRuns: 2, queued: 2, maxQueuedRuns: 3 },
+      { running: 3, maxConcurrentRuns: 2, queued: 0, maxQueuedRuns: 3 },
+    ]) {
+      const { app } = createFixture({ mode: 'both', codeRuntime: loadedRuntime(load) })
+      expect((await app.request('/v1/run', runInit({ code: 'return 1', description: 'd' }))).status).toBe(200)
+    }
+    const { app } = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime() })
+    expect((await app.request('/v1/run', runInit({ code: 'return 1', description: 'd' }))).status).toBe(200)
+  })
+
+  it('a run the pipeline refuses as OVERLOADED answers 503 with its call id', async () => {
+    const refusing = Object.assign(Object.create(createInProcessRuntime()) as CodeRuntime, {
+      run: async () => ({ logs: [], error: { kind: 'overloaded', message: 'no room' }, stats: { wallMs: 0, computeMs: 0 } }),
+    })
+    const { app } = createFixture({ mode: 'both', codeRuntime: refusing })
+    const response = await app.request('/v1/run', runInit({ code: 'return 1', description: 'd' }))
+    expect(response.status).toBe(503)
+    expect(response.headers.get('Retry-After')).toBe('1')
+    expect(response.headers.get('X-Toolyard-Call-Id')).toMatch(/^http-run-/)
+    expect((await errorOf(response)).code).toBe('OVERLOADED')
+  })
+
+  it('passes only the fields the client sent', async () => {
+    const { app, results } = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime() })
+    await app.request('/v1/run', runInit({ description: 'no code' }))
+    const result = results.at(-1)!.result
+    expect(result.isError).toBe(true)
+    expect(JSON.stringify(result)).toMatch(/code/)
+    expect(JSON.stringify(result)).not.toMatch(/lossless/)
+  })
+
+  it.each([
+    ['text/event-stream', true],
+    ['TEXT/EVENT-STREAM', true],
+    [' text/event-stream ; q=0.5', true],
+    ['application/json, text/event-stream', true],
+    ['text/event-stream;q=0', false],
+    ['text/event-stream; q = 0.000', false],
+    ['text/event-stream;Q=0.', false],
+    ['text/event-stream; q=0.01', true],
+    ['text/event-stream; q=00', true],
+    ['text/event-stream; level=0', true],
+    ['text/event-stream; xq=0', true],
+    ['text/event-streams', false],
+    ['application/json', false],
+  ])('Accept %j streams: %s', async (accept, streams) => {
+    const { app } = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime() })
+    const response = await app.request('/v1/run', runInit({ code: 'return 1', description: 'd' }, accept))
+    expect(response.status).toBe(200)
+    expect(response.headers.get('Content-Type')).toBe(streams ? 'text/event-stream; charset=utf-8' : 'application/json')
+    await response.text()
+  })
+
+  it('the stream: documented headers, start/result frames numbered, keep-alives at the heartbeat', async () => {
+    const { app, hub } = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime() }, { heartbeatMs: 5 })
+    const response = await app.request('/v1/run', runInit({ code: 'await new Promise((r) => setTimeout(r, 60)); return 7', description: 'd' }, 'text/event-stream'))
+    expect(response.headers.get('Cache-Control')).toBe('no-store')
+    expect(response.headers.get('X-Accel-Buffering')).toBe('no')
+    const callId = response.headers.get('X-Toolyard-Call-Id')
+    expect(callId).toMatch(/^http-run-[0-9a-f-]{36}$/)
+    const text = await response.text()
+    expect(text).toContain(': keep-alive\n\n')
+    const events = parseSse(text)
+    expect(events.map((e) => [e.event, e.id])).toEqual([
+      ['start', '1'],
+      ['result', '2'],
+    ])
+    expect(events[0]!.data).toEqual({ callId })
+    expect(hub.subscriberCount).toBe(0)
+  })
+
+  it('the stream without a heartbeat sends no keep-alive', async () => {
+    const { app } = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime() }, { heartbeatMs: 0 })
+    const response = await app.request('/v1/run', runInit({ code: 'await new Promise((r) => setTimeout(r, 30)); return 7', description: 'd' }, 'text/event-stream'))
+    expect(await response.text()).not.toContain('keep-alive')
+  })
+
+  it('the stream carries the run’s own sub-calls and console lines, named as documented', async () => {
+    const { app, hub } = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime() })
+    const others: SessionLogHubEvent[] = []
+    hub.subscribe((e) => others.push(e))
+    const response = await app.request('/v1/run', runInit({ code: "console.log('hi'); return await tools.echo({ text: 'x' })", description: 'd' }, 'text/event-stream'))
+    const names = parseSse(await response.text()).map((e) => e.event)
+    expect(names[0]).toBe('start')
+    expect(names.at(-1)).toBe('result')
+    expect(names).toContain('dispatch-start')
+    expect(names).toContain('dispatch')
+    expect(others.length).toBeGreaterThan(0)
+  })
+
+  it('a runtime whose execute rejects ends the stream with an internal error event and reports it', async () => {
+    const reported: unknown[] = []
+    const real = createToolRuntime({ mode: 'both', codeRuntime: createInProcessRuntime() })
+    const broken = Object.create(real, { execute: { value: () => Promise.reject(new Error('runtime bug')) } }) as ToolRuntime
+    const app = createToolsApp(broken, { token: TOKEN, onError: (error) => reported.push((error as Error).message) })
+    const response = await app.request('/v1/run', runInit({ code: 'return 1', description: 'd' }, 'text/event-stream'))
+    const events = parseSse(await response.text())
+    expect(events.map((e) => e.event)).toEqual(['start', 'error'])
+    expect(events[1]!.data).toEqual({ error: { code: 'INTERNAL', message: 'internal error' } })
+    expect(reported).toEqual(['runtime bug'])
   })
 })
 
