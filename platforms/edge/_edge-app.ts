@@ -46,11 +46,18 @@ export interface EdgeEnv {
 export const EDGE_CODE_LIMITS = { computeMs: SANDBOX_DEFAULT_LIMITS.computeMs, maxWallMs: SANDBOX_DEFAULT_LIMITS.maxWallMs, memoryMb: 32 } as const
 
 /**
- * How often a call waiting in a `ToolyardRun` object reads the index for a decision taken
- * elsewhere (1 s: every live waiting object is one index request a second; the Worker also
- * wakes the owning object after a decision, so a resumed run does not wait for a poll).
+ * How often a call waiting in the Worker's isolate (`POST /v1/run`) reads the index for a
+ * decision taken in another isolate: 1 s, one index request a second per isolate with a
+ * waiting call.
  */
 export const EDGE_APPROVAL_POLL_MS = 1_000
+
+/**
+ * The same for a call waiting in a `ToolyardRun` object: 30 s, a fallback only. The Worker
+ * forwards a decision on a run's approval to the run's object, whose own broker hands it
+ * to the waiting call at once (and an object that was evicted is woken by that request).
+ */
+export const RUN_OBJECT_APPROVAL_POLL_MS = 30_000
 
 function tokenOf(env: EdgeEnv): string {
   return typeof env.TOOLYARD_TOKEN === 'string' ? env.TOOLYARD_TOKEN : ''

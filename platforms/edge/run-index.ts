@@ -4,7 +4,7 @@
  * the Worker and of each `ToolyardRun` object keep their records here, so `GET
  * /v1/approvals` on any isolate lists them all and a decision taken anywhere is one
  * compare-and-set here), and which run object owns a run's call id (so the Worker can
- * wake the object after a decision). It is a `DurableStore` served over `fetch`:
+ * forward a decision to that object). It is a `DurableStore` served over `fetch`:
  * {@link createIndexStore} is the client. docs/deployment.md, "Durable runs".
  *
  * Only the Worker and the run objects reach it (a Durable Object has no public URL); no

@@ -14,7 +14,8 @@
  * - an approval broker over the run index (run-index.ts), so every isolate lists and
  *   decides this run's approvals; `write_file` and `edit_file` ask, as in `npm start`.
  *
- * When the object was evicted or restarted, its next request, alarm or wake-up resumes the
+ * When the object was evicted or restarted, its next request (a decision the Worker forwards
+ * included) or alarm resumes the
  * run from its storage (`runtime.resumeRuns({ staleMs: 0 })`: one object is one run, nobody
  * else can hold it): the program is replayed from its journal (no completed call runs
  * again), its asking call re-attaches to its approval in the index, and a decision taken
@@ -33,20 +34,18 @@ import { createApprovalBroker } from '../../src/approvals/index.js'
 import type { StoredApprovalBroker } from '../../src/approvals/index.js'
 import { runKeySegment } from '../../src/durable/runs.js'
 import type { DurableStore } from '../../src/durable/store.js'
-import { createSessionLogHub, createToolsApp, httpErrorResponse } from '../../src/http/index.js'
+import { createSessionLogHub, createToolsApp, DEFAULT_RUN_RETENTION_MS, httpErrorResponse } from '../../src/http/index.js'
 import { createStoreRunRecords } from '../../src/http/run-table.js'
 import { createToolRuntime } from '../../src/registry/index.js'
 import type { ToolRuntime } from '../../src/runtime-types.js'
 import type { AnyToolDefinition, ToolExecutionResult } from '../../src/types.js'
 import { createQuickJsRuntime } from '../quickjs/index.js'
 import { createDurableObjectStore, type DurableObjectStorageLike } from './durable-object-store.js'
-import { buildEdgeApp, EDGE_APPROVAL_POLL_MS, EDGE_CODE_LIMITS, RUN_ID, type EdgeEnv } from './_edge-app.js'
+import { buildEdgeApp, EDGE_CODE_LIMITS, RUN_ID, RUN_OBJECT_APPROVAL_POLL_MS, type EdgeEnv } from './_edge-app.js'
 import { createIndexStore } from './run-index.js'
 
 /** The header carrying the run's public id from the Worker to its object (the Worker drops any a client sent). */
 export const RUN_ID_HEADER = 'X-Toolyard-Edge-Run'
-/** The path the Worker calls to wake an object after a decision (never forwarded from a client). */
-export const WAKE_PATH = '/_toolyard/wake'
 /**
  * On `GET /v1/runs/:id`: `stored` when the run's parked state is in the object's storage,
  * so a restart of the object resumes it from there (absent before its first park and once
@@ -61,7 +60,7 @@ export interface RunObjectState {
   readonly storage: DurableObjectStorageLike & {
     setAlarm(at: number): Promise<void>
     getAlarm(): Promise<number | null>
-    deleteAlarm(): Promise<void>
+    deleteAll(): Promise<void>
   }
   waitUntil(promise: Promise<unknown>): void
 }
@@ -164,18 +163,20 @@ export class ToolyardRun {
     this.#env = env
   }
 
-  /** Serves the run's requests (forwarded by the Worker) and the Worker's wake-up. */
+  /** Serves the run's requests and the decisions on its approvals (forwarded by the Worker). */
   async fetch(request: Request): Promise<Response> {
     const url = new URL(request.url)
+    // Building resumes the run when this instance is new (the object was evicted or restarted).
     const built = await this.#build()
-    if (url.pathname === WAKE_PATH) {
-      this.#ctx.waitUntil(built.resumed)
-      return new Response(null, { status: 204 })
-    }
     const id = request.headers.get(RUN_ID_HEADER) ?? ''
     if (!RUN_ID.test(id)) return runNotFound('(unnamed)')
     const inner = new Headers(request.headers)
     inner.delete(RUN_ID_HEADER)
+    if (request.method === 'POST' && /^\/v1\/approvals\/[^/]+$/.test(url.pathname)) {
+      // Decided through this object's broker: the waiting call (resumed above if need be) hears it at once.
+      this.#ctx.waitUntil(built.resumed)
+      return built.app.fetch(new Request(request, { headers: inner }), this.#env, this.#executionContext())
+    }
     const info = await this.#info()
     if (request.method === 'POST' && url.pathname === '/v1/runs') {
       if (info !== undefined) return httpErrorResponse('INVALID_REQUEST', `run ${id} was started already`)
@@ -190,9 +191,21 @@ export class ToolyardRun {
     return response
   }
 
-  /** Wakes the object at an approval's expiry: resumes the run if the object was restarted, and waits for it (bounded). */
+  /**
+   * Wakes the object at an approval's expiry: resumes the run if the object was restarted,
+   * and waits for it (bounded). Once the run has ended and its retention has passed, the
+   * object deletes its storage: an ended run leaves nothing behind.
+   */
   async alarm(): Promise<void> {
     const built = await this.#build()
+    const info = await this.#info()
+    const record = info === undefined ? undefined : await createStoreRunRecords(built.store).get(info.appId)
+    if (info === undefined || (record !== undefined && record.status !== 'running')) {
+      const until = (record?.settledAt ?? 0) + DEFAULT_RUN_RETENTION_MS
+      if (Date.now() < until) return this.#ctx.storage.setAlarm(until)
+      if (info !== undefined) await built.index.delete(OWNER_PREFIX + runKeySegment(info.callId))
+      return this.#ctx.storage.deleteAll()
+    }
     let timer: ReturnType<typeof setTimeout> | undefined
     await Promise.race([built.resumed, new Promise((resolve) => (timer = setTimeout(resolve, EDGE_CODE_LIMITS.maxWallMs)))])
     clearTimeout(timer)
@@ -235,7 +248,7 @@ export class ToolyardRun {
     const index = createIndexStore(this.#env.RUN_INDEX)
     const saved = (await storage.get([WORKSPACE_KEY])).get(WORKSPACE_KEY)
     const workspace = createWorkspace(typeof saved === 'string' ? (JSON.parse(saved) as Record<string, string>) : SEED_FILES)
-    const broker = createApprovalBroker({ store: index, pollIntervalMs: EDGE_APPROVAL_POLL_MS })
+    const broker = createApprovalBroker({ store: index, pollIntervalMs: RUN_OBJECT_APPROVAL_POLL_MS })
     const sessionLog = createSessionLogHub()
     const codeRuntime = createQuickJsRuntime({ wasmModule, ...EDGE_CODE_LIMITS })
     const runtime = createToolRuntime({ mode: 'both', codeRuntime, sessionLog, approval: broker.handler, store })
@@ -272,7 +285,8 @@ export class ToolyardRun {
           const info = await this.#info()
           if (info?.callId !== execution.callId) return
           await index.delete(OWNER_PREFIX + runKeySegment(info.callId))
-          await this.#ctx.storage.deleteAlarm()
+          // The ended run stays readable for the app's retention, then its object forgets it.
+          await this.#ctx.storage.setAlarm(Date.now() + DEFAULT_RUN_RETENTION_MS)
         })(),
       )
     })
@@ -290,6 +304,7 @@ export class ToolyardRun {
     const message = 'the run was interrupted: its Durable Object stopped before the run parked, so there is no state to resume it from; its calls may or may not have taken effect'
     const result: ToolExecutionResult = { isError: true, error: { message, info: { name: 'ToolError', code: 'INTERRUPTED' } }, content: [{ type: 'text', text: `Error: ${message}` }] }
     await records.put({ ...record, status: 'failed', settledAt: Date.now(), result })
+    await this.#ctx.storage.setAlarm(Date.now() + DEFAULT_RUN_RETENTION_MS)
   }
 
   /** A run resumed after a restart ended: its HTTP record (left `running` by the instance that died) gets its status and result. */

@@ -9,8 +9,8 @@
  * durable: each `/v1/runs` run lives in its own `ToolyardRun` object (run-object.ts), which
  * the Worker names by the run's id and forwards the run's requests to; pending approvals
  * of every run live in the `ToolyardRunIndex` object (run-index.ts), through which this
- * Worker lists (`GET /v1/approvals`) and decides (`POST /v1/approvals/:id`) them, then wakes
- * the run's object. `write_file` and `edit_file` ask a person, as in `npm start`.
+ * Worker lists them (`GET /v1/approvals`) and finds the object a decision
+ * (`POST /v1/approvals/:id`) goes to. `write_file` and `edit_file` ask a person, as in `npm start`.
  * Without the bindings, runs live in the isolate that started them and nothing asks.
  *
  * docs/deployment.md explains deploying it, the bindings and the platform limits.
@@ -29,7 +29,7 @@ import { createToolRuntime } from '../../src/registry/index.js'
 import { createQuickJsRuntime, type QuickJsCodeRuntime } from '../quickjs/index.js'
 import { buildEdgeApp, carriesToken, configKey, EDGE_APPROVAL_POLL_MS, EDGE_CODE_LIMITS, RUN_ID, type DurableObjectNamespaceLike, type EdgeEnv } from './_edge-app.js'
 import { createIndexStore } from './run-index.js'
-import { OWNER_PREFIX, RUN_ID_HEADER, WAKE_PATH } from './run-object.js'
+import { OWNER_PREFIX, RUN_ID_HEADER } from './run-object.js'
 
 export type { EdgeEnv } from './_edge-app.js'
 export { ToolyardRun } from './run-object.js'
@@ -87,36 +87,57 @@ function toRunObject(runs: DurableObjectNamespaceLike, id: string, request: Requ
   return runs.get(runs.idFromName(id)).fetch(new Request(request, { headers }))
 }
 
+/** An approval id as the stored broker makes it: `<hash>.<uuid>`, the hash naming its record (`approvals/open/<hash>`). */
+const APPROVAL_ID = /^([0-9a-f]{32})\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+
 /**
- * After a decision answered 200, wakes the object owning the decided call's run: if it was
- * evicted, it resumes the run, which re-attaches to its approval and reads the decision.
+ * The run object owning a pending approval, from the index: its record names the run's
+ * call (docs/durability.md, "Approvals in the store"), and the run object registered
+ * itself as that call's owner. `undefined` for an approval of a run in this isolate
+ * (`POST /v1/run`), a settled one or an unknown id: the Worker's app answers those.
  */
-async function wakeOwner(env: EdgeEnv, answer: Response): Promise<void> {
-  if (env.RUNS === undefined || env.RUN_INDEX === undefined || answer.status !== 200) return
-  const { approval } = (await answer.json()) as { approval?: { kind?: string; callId?: string; parentCallId?: string } }
-  const runCallId = approval?.kind === 'plan' ? approval.callId : approval?.parentCallId
-  if (typeof runCallId !== 'string') return
-  const owner = await createIndexStore(env.RUN_INDEX).get(OWNER_PREFIX + runKeySegment(runCallId))
-  if (owner === undefined || !RUN_ID.test(owner.value)) return
-  await env.RUNS.get(env.RUNS.idFromName(owner.value)).fetch(new Request(`https://toolyard-run.internal${WAKE_PATH}`, { method: 'POST' }))
+async function ownerOfApproval(index: DurableObjectNamespaceLike, path: string): Promise<string | undefined> {
+  const hash = APPROVAL_ID.exec(path.slice('/v1/approvals/'.length))?.[1]
+  if (hash === undefined) return undefined
+  const store = createIndexStore(index)
+  const open = await store.get(`approvals/open/${hash}`)
+  if (open === undefined) return undefined
+  // The record is `{ format, approval }` (src/approvals/_store-record.ts); anything else is no owner.
+  let approval: { kind?: unknown; callId?: unknown; parentCallId?: unknown } | undefined
+  try {
+    approval = (JSON.parse(open.value) as { approval?: typeof approval }).approval
+  } catch {
+    return undefined
+  }
+  if (typeof approval !== 'object' || approval === null) return undefined
+  const runCallId = approval.kind === 'plan' ? approval.callId : approval.parentCallId
+  if (typeof runCallId !== 'string') return undefined
+  const owner = await store.get(OWNER_PREFIX + runKeySegment(runCallId))
+  return owner !== undefined && RUN_ID.test(owner.value) ? owner.value : undefined
+}
+
+/** Which run object a request goes to, or `undefined` for the Worker's own app. */
+async function objectOf(request: Request, env: EdgeEnv): Promise<string | undefined> {
+  if (env.RUNS === undefined || env.RUN_INDEX === undefined) return undefined
+  const path = new URL(request.url).pathname
+  const decision = request.method === 'POST' && path.startsWith('/v1/approvals/')
+  const run = decision ? undefined : runOf(request)
+  if (!decision && run === undefined) return undefined
+  // Only a request with the right token reaches an object (objects cost); the app answers every refusal.
+  if (!(await carriesToken(request, env))) return undefined
+  return decision ? ownerOfApproval(env.RUN_INDEX, path) : run
 }
 
 /** The Worker's module export: runs go to their objects; every other request to the tools app of this isolate. */
 export default {
   async fetch(request: Request, env: EdgeEnv, executionContext: ExecutionContext): Promise<Response> {
     env ??= {}
-    const runs = env.RUNS
-    // Only a request with the right token reaches an object (objects cost); the app answers every refusal.
-    const run = runs === undefined || env.RUN_INDEX === undefined ? undefined : runOf(request)
-    if (run !== undefined && (await carriesToken(request, env))) return toRunObject(runs!, run, request)
+    const run = await objectOf(request, env)
+    if (run !== undefined) return toRunObject(env.RUNS!, run, request)
     const { app, sandbox } = appFor(env)
     // workerd drops a request's timers once it answers, so the next run's QuickJS sandbox
     // is built here, after the response, for requests that may run code (≈1 ms cold runs).
     if (request.method === 'POST') executionContext.waitUntil(sandbox.warm())
-    const response = await app.fetch(request, env, executionContext)
-    if (request.method === 'POST' && /^\/v1\/approvals\/[^/]+$/.test(new URL(request.url).pathname)) {
-      executionContext.waitUntil(wakeOwner(env, response.clone()).catch((error: unknown) => console.error('toolyard: waking a run object failed', error)))
-    }
-    return response
+    return app.fetch(request, env, executionContext)
   },
 }

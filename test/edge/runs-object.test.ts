@@ -71,9 +71,9 @@ describe('durable runs in Durable Objects (built Worker, Miniflare, persisted st
     return body.id
   }
   const status = async (id: string): Promise<Record<string, unknown>> => (await (await call(`/v1/runs/${id}`, { headers: auth })).json()) as Record<string, unknown>
-  const until = async (id: string, done: (body: Record<string, unknown>) => boolean): Promise<Record<string, unknown>> => {
+  const until = async (id: string, done: (body: Record<string, unknown>) => boolean, withinMs = 30_000): Promise<Record<string, unknown>> => {
     let body: Record<string, unknown> = {}
-    for (const deadline = Date.now() + 30_000; Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 50))) {
+    for (const deadline = Date.now() + withinMs; Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 50))) {
       body = await status(id)
       if (done(body)) return body
     }
@@ -87,6 +87,13 @@ describe('durable runs in Durable Objects (built Worker, Miniflare, persisted st
   }
   const decide = async (id: string, decision: 'allow' | 'deny'): Promise<Response> =>
     call(`/v1/approvals/${id}`, { method: 'POST', headers: jsonAuth, body: JSON.stringify({ decision }) })
+  /**
+   * A decision reaches the run's object with the request that takes it (the Worker forwards
+   * it there); the object's broker would otherwise see it only at its next poll of the
+   * index, 30 s later. Runs that end after a decision must end well inside that.
+   */
+  const AFTER_DECISION_MS = 15_000
+  const ended = (id: string) => until(id, (body) => body.status !== 'running' && body.status !== 'waiting', AFTER_DECISION_MS)
   /** Waits until the run asks `name`, checks the Worker lists it, and answers it. */
   const answer = async (id: string, name: string, decision: 'allow' | 'deny' = 'allow'): Promise<void> => {
     const waiting = await until(id, (body) => body.status === 'waiting' && (body.approvals as Approval[]).some((a) => a.name === name))
@@ -112,7 +119,7 @@ describe('durable runs in Durable Objects (built Worker, Miniflare, persisted st
     const id = await startRun(TWO_ASKS)
     await answer(id, 'edit_file')
     await answer(id, 'write_file')
-    const done = await until(id, (body) => body.status !== 'running' && body.status !== 'waiting')
+    const done = await ended(id)
     expect(done).toMatchObject({ id, status: 'done', result: { isError: false } })
     expect(JSON.stringify(done.result)).toContain('written once')
     expect(JSON.stringify(done.result)).toMatch(/\\?"edits\\?":\s*1\b/)
@@ -122,8 +129,8 @@ describe('durable runs in Durable Objects (built Worker, Miniflare, persisted st
   it('a denied call fails its run, and an unknown run id is 404 RUN_NOT_FOUND (no object answers for it)', async () => {
     const id = await startRun("await tools.write_file({ path: 'x.txt', content: 'x' }); return 1")
     await answer(id, 'write_file', 'deny')
-    const ended = await until(id, (body) => body.status !== 'running' && body.status !== 'waiting')
-    expect(ended.status).toBe('failed')
+    const denied = await ended(id)
+    expect(denied.status).toBe('failed')
     const unknown = await call(`/v1/runs/${crypto.randomUUID()}`, { headers: auth })
     expect(unknown.status).toBe(404)
     expect(((await unknown.json()) as { error: { code: string } }).error.code).toBe('RUN_NOT_FOUND')
@@ -152,7 +159,7 @@ describe('durable runs in Durable Objects (built Worker, Miniflare, persisted st
     const listed = await approvalsOf(callId)
     expect(listed.map((a) => a.name)).toEqual(['write_file'])
     expect((await decide(listed[0]!.id, 'allow')).status).toBe(200)
-    const done = await until(id, (body) => body.status !== 'running' && body.status !== 'waiting')
+    const done = await ended(id)
     expect(done).toMatchObject({ id, status: 'done', result: { isError: false } })
     // The value an uninterrupted run gives (the first test): one edit, the note written.
     const text = JSON.stringify(done.result)
