@@ -16,7 +16,7 @@ import { configDefaults, defineConfig } from 'vitest/config'
  * - contract/quickjs.contract.test.ts (7 s): the same contract cases run here on the Node
  *   worker and the Node sandbox; no mutant is covered by it alone.
  * - quickjs/quickjs-runtime.test.ts (9 s): one mutant covered by it alone (a reserved word
- *   in wire.ts), which code-runtime/wire.mutation.test.ts covers in milliseconds.
+ *   in wire.ts), which code-runtime/wire.test.ts covers in milliseconds.
  * - mcp/import.test.ts (5 s, spawns MCP servers) and quickjs/workerd-bundle.test.ts (2 s,
  *   bundles the Worker): no mutant covered by them alone.
  * - test/vercel-sdk/ (the provider adapter's check against the Vercel AI SDK): it needs the
@@ -27,8 +27,8 @@ import { configDefaults, defineConfig } from 'vitest/config'
  *   so they were 2–3 s, 1–1.5 s and 0.5–0.7 s of the average mutant's covering tests in every
  *   folder (the flood test alone 40–80 %). Covered by them alone: 13 mutants (the overload
  *   refusal in http/_routes.ts), 3 (the in-flight call cap of host-session.ts) and none;
- *   the first two are covered in milliseconds by http/routes.mutation.test.ts and
- *   code-runtime/host-session.mutation.test.ts.
+ *   the first two are covered in milliseconds by http/run.test.ts (its cases on an
+ *   in-process code runtime) and code-runtime/host-session.test.ts.
  */
 const LEFT_OUT = [
   'test/unit/node-runtime/worker.test.ts',

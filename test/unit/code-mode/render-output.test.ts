@@ -223,7 +223,7 @@ describe('renderRunCodeOutput', () => {
 })
 
 describe('truncateToBytes', () => {
-  // The walk itself is utf8Prefix's (code-runtime/render.mutation.test.ts has its boundaries).
+  // The walk itself is utf8Prefix's (code-runtime/render.test.ts has its boundaries).
   it('returns the text itself when it fits, to the byte', () => {
     expect(truncateToBytes('abc', 3)).toBe('abc')
     expect(truncateToBytes('', 0)).toBe('')

@@ -1,65 +1,10 @@
 /**
- * TypeScript stripping and the code-run limit validators as units: exact messages with
- * the model's line and column, and every bound of every option.
+ * The code-run limit validators (src/code-runtime/limits.ts) as units: the defaults, and
+ * every bound of every option, each refusal with the exact message an integrator reads.
  */
 import { describe, expect, it } from 'vitest'
 import { CODE_RUN_LIMIT_KEYS, DEFAULT_CODE_RUN_LIMITS, MAX_TIMER_MS, checkOptionsObject, integerOption, readCodeRunLimits } from '../../../src/code-runtime/limits.js'
-import { stripTypeScript } from '../../../src/code-runtime/strip.js'
 import { refusalMessage } from '../../support/refusal.js'
-
-const message = (program: string) => {
-  const out = stripTypeScript(program)
-  return out.ok ? undefined : out.message
-}
-
-describe('stripTypeScript', () => {
-  it('returns exactly the program with its types erased', () => {
-    expect(stripTypeScript('const a: number = 1\nreturn a')).toEqual({ ok: true, code: 'const a = 1\nreturn a' })
-    expect(stripTypeScript('')).toEqual({ ok: true, code: '' })
-    expect(stripTypeScript('return (x as any) satisfies unknown')).toEqual({ ok: true, code: 'return (x ) ' })
-  })
-
-  it('names the non-erasable construct and its line', () => {
-    expect(message('const x = 1\nenum E { A }')).toBe(
-      'SyntaxError: enum declarations are not supported: only erasable TypeScript is accepted (line 2); use a union of string literals or a plain object instead',
-    )
-    expect(message('\n\nnamespace N {}')).toBe('SyntaxError: namespace declarations are not supported: only erasable TypeScript is accepted (line 3); use a plain object instead')
-    expect(message('module M {}')).toBe('SyntaxError: namespace declarations are not supported: only erasable TypeScript is accepted (line 1); use a plain object instead')
-    expect(message("\nimport x from 'y'")).toBe(
-      'SyntaxError: import declarations are not supported in a program (line 2); the program is the body of an async function: use `await import(…)` or the provided globals',
-    )
-    expect(message('export const a = 1')).toBe('SyntaxError: export declarations are not supported in a program (line 1); return the value instead')
-    expect(message('class A {\n  constructor(\n    private x: number) {}\n}')).toBe(
-      'SyntaxError: parameter properties are not supported: only erasable TypeScript is accepted (line 3); assign the field in the constructor body instead',
-    )
-  })
-
-  it('finds every parameter modifier, at any position, but not inside nested parentheses or types', () => {
-    for (const modifier of ['public', 'private', 'protected', 'readonly', 'override']) {
-      expect(message(`class A extends B { constructor(a: number, ${modifier} b: number) { super() } }`)).toMatch(/^SyntaxError: parameter properties/)
-    }
-    expect(message('class A { constructor(a = (readonly) => 1, b = [1], c = { d: 1 }, e = `${1}`) {} }\nreturn 1')).toBeUndefined()
-    expect(message('class A { constructor(x: { readonly y: number }) {} }\nreturn new A({ y: 1 })')).toBeUndefined()
-    expect(message('class A { constructor() {} method(private_: number) { return private_ } }')).toBeUndefined()
-    expect(message('const constructor = (f: (x: number) => number) => f\nreturn constructor((public_) => public_)')).toBeUndefined()
-  })
-
-  it('allows dynamic import, import.meta and declare forms; refuses a type-only import like any import', () => {
-    expect(message("const m = await import('x')\nreturn import.meta")).toBeUndefined()
-    expect(message("import type { X } from 'y'\nreturn 1")).toMatch(/^SyntaxError: import declarations are not supported in a program \(line 1\)/)
-    expect(message('declare namespace N { const a: number }\ndeclare module M {}\nreturn 1')).toBeUndefined()
-    expect(message('type enumLike = "a" | "b"\nconst module = 1, namespace = 2, exports = 3\nreturn module + namespace + exports')).toBeUndefined()
-    expect(message('const e = { enum: 1, export: 2, import: 3 }\nreturn e.enum')).toBeUndefined()
-  })
-
-  it('reports syntax errors at the model’s line and column, or at the end of the program', () => {
-    expect(message('let x = )')).toMatch(/^SyntaxError: .* \(line 1, column 9\)$/)
-    expect(message('let a = 1\nlet x = )')).toMatch(/^SyntaxError: .* \(line 2, column 9\)$/)
-    expect(message('return (')).toMatch(/^SyntaxError: .* \(line 1, column 9: at the end of the program\)$/)
-    expect(message('let a = 1\nreturn (\n  ')).toMatch(/^SyntaxError: .* \(line 3, column 3: at the end of the program\)$/)
-    expect(message(')')).toMatch(/\(line 1, column 1\)$/)
-  })
-})
 
 describe('code-run limits', () => {
   const invalid = (fn: () => unknown): string | undefined => refusalMessage('INVALID_OPTIONS', fn)

@@ -1,11 +1,11 @@
 /**
- * The JSON-text endpoint of QuickJS sandboxes and the sandbox-thread protocol parser as
- * units: what reaches the host session, adjusted or dropped, and why.
+ * The JSON-text endpoint of QuickJS sandboxes as a unit: what reaches the host session,
+ * adjusted or dropped, and why (JSON `null` where an object is expected, program frames
+ * with multi-digit lines or a colon that is not a column, QuickJS's out-of-memory error).
  */
 import { describe, expect, it } from 'vitest'
 import type { CodeRunFailureKind } from '../../../src/code-runtime/contract.js'
 import { JsonWireEndpoint, isOutOfMemory, outOfMemoryMessage } from '../../../src/code-runtime/json-endpoint.js'
-import { BUSY_SLOT, SEGMENT_SLOT, SIGNALS_BYTES, STOP_SLOT, epochNow, parseThreadEvent } from '../../../src/code-runtime/sandbox-protocol.js'
 
 function endpoint(memoryMb = 64) {
   const sent: string[] = []
@@ -67,16 +67,6 @@ describe('JsonWireEndpoint', () => {
     expect(Object.hasOwn(received[2] as object, 'args')).toBe(false)
   })
 
-  it('remaps the program frames of a done error, with or without a column', () => {
-    const { ep, received } = endpoint()
-    ep.receive(JSON.stringify({ type: 'done', error: { name: 'E', message: 'm', stack: 'at f (<input>:5:7)\nat g (<input>:3)\nat h (<input>:1:2)\nat native' } }))
-    expect((received[0] as { error: { stack: string } }).error.stack).toBe('at f (program.ts:3:7)\nat g (program.ts:1)\nat h (program.ts:1:2)\nat native')
-    ep.receive(JSON.stringify({ type: 'done', error: { name: 'E', message: 'm' } }))
-    expect((received[1] as { error: object }).error).toEqual({ name: 'E', message: 'm' })
-    ep.receive(JSON.stringify({ type: 'log', error: { stack: '<input>:5:7' } }))
-    expect((received[2] as { error: { stack: string } }).error.stack).toBe('<input>:5:7')
-  })
-
   it('turns QuickJS’s out-of-memory error into a worker-exit failure naming the memory', () => {
     const { ep, received, failures } = endpoint(32)
     ep.receive(JSON.stringify({ type: 'done', error: { name: 'InternalError', message: 'out of memory' } }))
@@ -95,28 +85,44 @@ describe('JsonWireEndpoint', () => {
     ep.receive('{"__proto__":{"type":"call"},"id":1}')
     expect(Object.hasOwn(received[0] as object, 'args')).toBe(false)
   })
-})
 
-describe('the sandbox-thread protocol', () => {
-  it('parses the three thread events and nothing else', () => {
-    expect(parseThreadEvent({ type: 'ready', extra: 1 })).toEqual({ type: 'ready' })
-    expect(parseThreadEvent({ type: 'ended', run: 3 })).toEqual({ type: 'ended', run: 3 })
-    expect(parseThreadEvent({ type: 'ended', run: '3' })).toBeUndefined()
-    for (const kind of ['exception', 'timeout', 'abort', 'worker-exit'] as const) {
-      expect(parseThreadEvent({ type: 'failed', run: 1, kind, message: 'm' })).toEqual({ type: 'failed', run: 1, kind, message: 'm' })
-    }
-    expect(parseThreadEvent({ type: 'failed', run: 1, kind: 'overloaded', message: 'm' })).toBeUndefined()
-    expect(parseThreadEvent({ type: 'failed', run: 1, kind: 'timeout', message: 2 })).toBeUndefined()
-    expect(parseThreadEvent({ type: 'failed', run: 'x', kind: 'timeout', message: 'm' })).toBeUndefined()
-    expect(parseThreadEvent({ type: 'failed', run: 1, kind: 5, message: 'm' })).toBeUndefined()
-    for (const data of [null, undefined, 'ready', 1, {}, { type: 'boot' }]) expect(parseThreadEvent(data)).toBeUndefined()
+  it('hands a null message to the listeners as is', () => {
+    const { ep, received, failures } = endpoint()
+    expect(() => ep.receive('null')).not.toThrow()
+    expect(received).toEqual([null])
+    expect(failures).toEqual([])
   })
 
-  it('lays the shared signals out as three 8-byte slots, and reads the epoch clock', () => {
-    expect([STOP_SLOT, BUSY_SLOT, SEGMENT_SLOT, SIGNALS_BYTES]).toEqual([0, 1, 2, 24])
-    const before = Date.now()
-    const now = epochNow()
-    expect(now).toBeGreaterThanOrEqual(before - 5)
-    expect(now).toBeLessThanOrEqual(Date.now() + 5)
+  it('hands a done message with a null error to the listeners unchanged', () => {
+    const { ep, received, failures } = endpoint()
+    expect(() => ep.receive('{"type":"done","error":null}')).not.toThrow()
+    expect(received).toEqual([{ type: 'done', error: null }])
+    expect(failures).toEqual([])
+  })
+})
+
+describe('JsonWireEndpoint: program frames', () => {
+  const stackOf = (stack: string): string => {
+    const { ep, received } = endpoint()
+    ep.receive(JSON.stringify({ type: 'done', error: { name: 'Error', message: 'm', stack } }))
+    return (received[0] as { error: { stack: string } }).error.stack
+  }
+
+  it('remaps the program frames of a done error, with or without a column', () => {
+    const { ep, received } = endpoint()
+    ep.receive(JSON.stringify({ type: 'done', error: { name: 'E', message: 'm', stack: 'at f (<input>:5:7)\nat g (<input>:3)\nat h (<input>:1:2)\nat native' } }))
+    expect((received[0] as { error: { stack: string } }).error.stack).toBe('at f (program.ts:3:7)\nat g (program.ts:1)\nat h (program.ts:1:2)\nat native')
+    ep.receive(JSON.stringify({ type: 'done', error: { name: 'E', message: 'm' } }))
+    expect((received[1] as { error: object }).error).toEqual({ name: 'E', message: 'm' })
+    ep.receive(JSON.stringify({ type: 'log', error: { stack: '<input>:5:7' } }))
+    expect((received[2] as { error: { stack: string } }).error.stack).toBe('<input>:5:7')
+  })
+
+  it('shifts a multi-digit line by the two wrapper lines, keeping a multi-digit column', () => {
+    expect(stackOf('at f (<input>:12:34)\nat g (<input>:102)')).toBe('at f (program.ts:10:34)\nat g (program.ts:100)')
+  })
+
+  it('remaps every frame, even after a colon that is not followed by a column', () => {
+    expect(stackOf('<input>:5: not a column\n    at f (<input>:7:1)')).toBe('program.ts:3: not a column\n    at f (program.ts:5:1)')
   })
 })

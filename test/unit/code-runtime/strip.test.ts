@@ -1,4 +1,7 @@
 /**
+ * TypeScript stripping (src/code-runtime/strip.ts) as a unit: exactly what it erases, each
+ * construct it refuses with the model's line and column, and its bounds.
+ *
  * Stripping is bounded by work (issue 19): sucrase's TypeScript parser backtracks
  * exponentially on nested type syntax, so `stripTypeScript` checks the program's length
  * and bracket nesting first, then counts the parser work every backtrack throws away and
@@ -31,6 +34,93 @@ function timed(program: string): { readonly out: ReturnType<typeof stripTypeScri
   const out = stripTypeScript(program)
   return { out, ms: performance.now() - started }
 }
+
+/** The refusal message of `program`, or undefined when it strips. */
+const message = (program: string) => {
+  const out = stripTypeScript(program)
+  return out.ok ? undefined : out.message
+}
+
+const PARAMETER_PROPERTY = (line: number) =>
+  `SyntaxError: parameter properties are not supported: only erasable TypeScript is accepted (line ${line}); assign the field in the constructor body instead`
+
+describe('stripTypeScript', () => {
+  it('returns exactly the program with its types erased', () => {
+    expect(stripTypeScript('const a: number = 1\nreturn a')).toEqual({ ok: true, code: 'const a = 1\nreturn a' })
+    expect(stripTypeScript('')).toEqual({ ok: true, code: '' })
+    expect(stripTypeScript('return (x as any) satisfies unknown')).toEqual({ ok: true, code: 'return (x ) ' })
+  })
+
+  it('names the non-erasable construct and its line', () => {
+    expect(message('const x = 1\nenum E { A }')).toBe(
+      'SyntaxError: enum declarations are not supported: only erasable TypeScript is accepted (line 2); use a union of string literals or a plain object instead',
+    )
+    expect(message('\n\nnamespace N {}')).toBe('SyntaxError: namespace declarations are not supported: only erasable TypeScript is accepted (line 3); use a plain object instead')
+    expect(message('module M {}')).toBe('SyntaxError: namespace declarations are not supported: only erasable TypeScript is accepted (line 1); use a plain object instead')
+    expect(message("\nimport x from 'y'")).toBe(
+      'SyntaxError: import declarations are not supported in a program (line 2); the program is the body of an async function: use `await import(…)` or the provided globals',
+    )
+    expect(message('export const a = 1')).toBe('SyntaxError: export declarations are not supported in a program (line 1); return the value instead')
+    expect(message('class A {\n  constructor(\n    private x: number) {}\n}')).toBe(
+      'SyntaxError: parameter properties are not supported: only erasable TypeScript is accepted (line 3); assign the field in the constructor body instead',
+    )
+  })
+
+  it('finds every parameter modifier, at any position, but not inside nested parentheses or types', () => {
+    for (const modifier of ['public', 'private', 'protected', 'readonly', 'override']) {
+      expect(message(`class A extends B { constructor(a: number, ${modifier} b: number) { super() } }`)).toMatch(/^SyntaxError: parameter properties/)
+    }
+    expect(message('class A { constructor(a = (readonly) => 1, b = [1], c = { d: 1 }, e = `${1}`) {} }\nreturn 1')).toBeUndefined()
+    expect(message('class A { constructor(x: { readonly y: number }) {} }\nreturn new A({ y: 1 })')).toBeUndefined()
+    expect(message('class A { constructor() {} method(private_: number) { return private_ } }')).toBeUndefined()
+    expect(message('const constructor = (f: (x: number) => number) => f\nreturn constructor((public_) => public_)')).toBeUndefined()
+  })
+
+  it('allows dynamic import, import.meta and declare forms; refuses a type-only import like any import', () => {
+    expect(message("const m = await import('x')\nreturn import.meta")).toBeUndefined()
+    expect(message("import type { X } from 'y'\nreturn 1")).toMatch(/^SyntaxError: import declarations are not supported in a program \(line 1\)/)
+    expect(message('declare namespace N { const a: number }\ndeclare module M {}\nreturn 1')).toBeUndefined()
+    expect(message('type enumLike = "a" | "b"\nconst module = 1, namespace = 2, exports = 3\nreturn module + namespace + exports')).toBeUndefined()
+    expect(message('const e = { enum: 1, export: 2, import: 3 }\nreturn e.enum')).toBeUndefined()
+  })
+})
+
+describe('stripTypeScript: parameter properties', () => {
+  it('are found after a default holding parentheses, brackets, braces or a template substitution', () => {
+    for (const value of ['(1)', '[1]', '{}', '`${1}`', '[(1), { a: [2] }]']) {
+      expect(stripTypeScript(`class A {\n  constructor(a = ${value},\n    private b: number) {}\n}`)).toEqual({ ok: false, message: PARAMETER_PROPERTY(3) })
+    }
+  })
+
+  it('are only the constructor’s own parameters: modifiers of a class in a default or after the constructor are erased', () => {
+    expect(stripTypeScript('class A { constructor(a = class { private x = 1 }) {} }\nreturn new A()')).toEqual({
+      ok: true,
+      code: 'class A { constructor(a = class {  x = 1 }) {} }\nreturn new A()',
+    })
+    expect(stripTypeScript('class A { constructor() {} }\nreturn (class { private x = 1 })')).toEqual({
+      ok: true,
+      code: 'class A { constructor() {} }\nreturn (class {  x = 1 })',
+    })
+  })
+
+  it('need a constructor followed by its parameter list: a value named constructor before a class body is no constructor', () => {
+    expect(stripTypeScript('const constructor = class {}\nclass B extends constructor { private x = 1 }\nreturn new B()')).toEqual({
+      ok: true,
+      code: 'const constructor = class {}\nclass B extends constructor {  x = 1 }\nreturn new B()',
+    })
+  })
+})
+
+describe('stripTypeScript: what sucrase is asked to read', () => {
+  it('reads a program naming a rejected word as TypeScript, not JSX: a type assertion is erased', () => {
+    expect(stripTypeScript('const constructor = 1\nreturn <number>constructor')).toEqual({ ok: true, code: 'const constructor = 1\nreturn constructor' })
+  })
+
+  it('refuses a program that closes the wrapper function so that its types swallow the closing brace', () => {
+    expect(stripTypeScript('}\ninterface I {')).toEqual({ ok: false, message: 'SyntaxError: the program could not be stripped of its types' })
+    expect(stripTypeScript('}\ntype T = {')).toEqual({ ok: false, message: 'SyntaxError: the program could not be stripped of its types' })
+  })
+})
 
 describe('stripTypeScript: the work bound', () => {
   it('refuses 30 nested type assertions `<T>(…)` (the 158-byte program that froze the server) with a clear message', () => {
@@ -139,6 +229,23 @@ describe('stripTypeScript: the linear pre-checks', () => {
 })
 
 describe('stripTypeScript: syntax errors carry line and column', () => {
+  it('reports syntax errors at the model’s line and column, or at the end of the program', () => {
+    expect(message('let x = )')).toMatch(/^SyntaxError: .* \(line 1, column 9\)$/)
+    expect(message('let a = 1\nlet x = )')).toMatch(/^SyntaxError: .* \(line 2, column 9\)$/)
+    expect(message('return (')).toMatch(/^SyntaxError: .* \(line 1, column 9: at the end of the program\)$/)
+    expect(message('let a = 1\nreturn (\n  ')).toMatch(/^SyntaxError: .* \(line 3, column 3: at the end of the program\)$/)
+    expect(message(')')).toMatch(/\(line 1, column 1\)$/)
+  })
+
+  it('names line 10 and beyond with its column', () => {
+    expect(stripTypeScript(`${'\n'.repeat(9)}let x = )`)).toEqual({ ok: false, message: 'SyntaxError: Unexpected token (line 10, column 9)' })
+    expect(stripTypeScript(`let a = 1${'\n'.repeat(12)}foo(\n  1 2)`)).toEqual({ ok: false, message: 'SyntaxError: Unexpected token, expected "," (line 14, column 5)' })
+  })
+
+  it('reports an error past the last of ten or more lines at the end of the program', () => {
+    expect(stripTypeScript(`${'\n'.repeat(10)}return (`)).toEqual({ ok: false, message: 'SyntaxError: Unexpected token (line 11, column 9: at the end of the program)' })
+  })
+
   it('at the end of the program: its last line and one column past its last character', () => {
     expect(stripTypeScript('const a = 1\nreturn (')).toEqual({ ok: false, message: 'SyntaxError: Unexpected token (line 2, column 9: at the end of the program)' })
     expect(stripTypeScript('return [1,')).toEqual({ ok: false, message: 'SyntaxError: Unexpected token (line 1, column 11: at the end of the program)' })

@@ -1,0 +1,30 @@
+/**
+ * The sandbox-thread protocol (src/code-runtime/sandbox-protocol.ts) as a unit: which
+ * thread events parse, and the layout of the shared signal slots.
+ */
+import { describe, expect, it } from 'vitest'
+import { BUSY_SLOT, SEGMENT_SLOT, SIGNALS_BYTES, STOP_SLOT, epochNow, parseThreadEvent } from '../../../src/code-runtime/sandbox-protocol.js'
+
+describe('the sandbox-thread protocol', () => {
+  it('parses the three thread events and nothing else', () => {
+    expect(parseThreadEvent({ type: 'ready', extra: 1 })).toEqual({ type: 'ready' })
+    expect(parseThreadEvent({ type: 'ended', run: 3 })).toEqual({ type: 'ended', run: 3 })
+    expect(parseThreadEvent({ type: 'ended', run: '3' })).toBeUndefined()
+    for (const kind of ['exception', 'timeout', 'abort', 'worker-exit'] as const) {
+      expect(parseThreadEvent({ type: 'failed', run: 1, kind, message: 'm' })).toEqual({ type: 'failed', run: 1, kind, message: 'm' })
+    }
+    expect(parseThreadEvent({ type: 'failed', run: 1, kind: 'overloaded', message: 'm' })).toBeUndefined()
+    expect(parseThreadEvent({ type: 'failed', run: 1, kind: 'timeout', message: 2 })).toBeUndefined()
+    expect(parseThreadEvent({ type: 'failed', run: 'x', kind: 'timeout', message: 'm' })).toBeUndefined()
+    expect(parseThreadEvent({ type: 'failed', run: 1, kind: 5, message: 'm' })).toBeUndefined()
+    for (const data of [null, undefined, 'ready', 1, {}, { type: 'boot' }]) expect(parseThreadEvent(data)).toBeUndefined()
+  })
+
+  it('lays the shared signals out as three 8-byte slots, and reads the epoch clock', () => {
+    expect([STOP_SLOT, BUSY_SLOT, SEGMENT_SLOT, SIGNALS_BYTES]).toEqual([0, 1, 2, 24])
+    const before = Date.now()
+    const now = epochNow()
+    expect(now).toBeGreaterThanOrEqual(before - 5)
+    expect(now).toBeLessThanOrEqual(Date.now() + 5)
+  })
+})
