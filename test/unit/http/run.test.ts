@@ -6,6 +6,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest'
 import { createNodeWorkerRuntime } from '../../../platforms/node/index.js'
+import type { NodeWorkerRuntime } from '../../../platforms/node/index.js'
 import type { CodeRuntime, CodeRuntimeLoad } from '../../../src/code-runtime/contract.js'
 import { createToolsApp } from '../../../src/http/index.js'
 import type { SessionLogHubEvent } from '../../../src/http/index.js'
@@ -15,8 +16,14 @@ import type { ToolExecutionResult } from '../../../src/types.js'
 import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
 import { AUTH, JSON_AUTH, TOKEN, createFixture, errorOf, parseSse } from './fixtures.js'
 
-const codeRuntime = createNodeWorkerRuntime({ prespawn: 1 })
-afterAll(() => codeRuntime.dispose())
+let started: NodeWorkerRuntime | undefined
+/**
+ * The Node worker runtime, started by the first test that runs a program on it: the
+ * in-process cases at the end never start a worker thread (a mutation run re-runs them
+ * alone, once per mutant they cover).
+ */
+const workers = (): NodeWorkerRuntime => (started ??= createNodeWorkerRuntime({ prespawn: 1 }))
+afterAll(() => started?.dispose())
 
 const PARALLEL = `
 const [a, b] = await Promise.all([tools.echo({ text: 'a' }), tools.echo({ text: 'b' })])
@@ -33,7 +40,7 @@ const runInit = (body: unknown, accept?: string): RequestInit => ({
 
 describe('POST /v1/run (JSON)', () => {
   it('runs a program with sub-calls and answers the run_code result', async () => {
-    const { app, results } = createFixture({ mode: 'both', codeRuntime })
+    const { app, results } = createFixture({ mode: 'both', codeRuntime: workers() })
     const response = await app.request('/v1/run', runInit({ code: PARALLEL, description: 'echo twice' }))
     expect(response.status).toBe(200)
     const callId = response.headers.get('X-Toolyard-Call-Id')!
@@ -46,7 +53,7 @@ describe('POST /v1/run (JSON)', () => {
   })
 
   it('reports a failing program as a 200 result with CODE_RUN_FAILED', async () => {
-    const { app } = createFixture({ mode: 'both', codeRuntime })
+    const { app } = createFixture({ mode: 'both', codeRuntime: workers() })
     const response = await app.request('/v1/run', runInit({ code: 'throw new Error("nope")', description: 'fail' }))
     expect(response.status).toBe(200)
     const result = (await response.json()) as ToolExecutionResult
@@ -54,7 +61,7 @@ describe('POST /v1/run (JSON)', () => {
   })
 
   it('answers a program whose value nests thousands of levels (the response is built by recursive JSON.stringify)', async () => {
-    const { app } = createFixture({ mode: 'both', codeRuntime })
+    const { app } = createFixture({ mode: 'both', codeRuntime: workers() })
     const code = 'let v: unknown = 1\nfor (let i = 0; i < 5_000; i++) v = [v]\nreturn v'
     const response = await app.request('/v1/run', runInit({ code, description: 'deep' }))
     expect(response.status).toBe(200)
@@ -64,7 +71,7 @@ describe('POST /v1/run (JSON)', () => {
   })
 
   it('leaves argument checking to the pipeline (INVALID_ARGS) and refuses a client callId', async () => {
-    const { app } = createFixture({ mode: 'both', codeRuntime })
+    const { app } = createFixture({ mode: 'both', codeRuntime: workers() })
     const noCode = (await (await app.request('/v1/run', runInit({ description: 'x' }))).json()) as ToolExecutionResult
     expect(noCode.isError && noCode.error.info?.code).toBe('INVALID_ARGS')
     const withId = await app.request('/v1/run', runInit({ code: 'return 1', description: 'x', callId: 'mine' }))
@@ -76,7 +83,7 @@ describe('POST /v1/run (JSON)', () => {
   })
 
   it('answers 404 UNKNOWN_TOOL where run_code is not offered (native presentation), as JSON and for an event stream alike', async () => {
-    const { app, runtime, results } = createFixture({ mode: 'native', codeRuntime })
+    const { app, runtime, results } = createFixture({ mode: 'native', codeRuntime: workers() })
     runtime.agent('coder').presentAs('code')
     for (const accept of [undefined, 'text/event-stream']) {
       const response = await app.request('/v1/run', runInit({ code: 'return 1', description: 'x' }, accept))
@@ -93,7 +100,7 @@ describe('POST /v1/run (JSON)', () => {
   })
 
   it("runs in the agent's layer", async () => {
-    const { app } = createFixture({ mode: 'both', codeRuntime })
+    const { app } = createFixture({ mode: 'both', codeRuntime: workers() })
     const ok = (await (await app.request('/v1/run', runInit({ code: 'return await tools.secret({})', description: 's', agent: 'alice' }))).json()) as ToolExecutionResult
     expect(ok.isError).toBe(false)
     if (!ok.isError) expect(ok.value).toMatchObject({ result: 'for alice' })
@@ -104,7 +111,7 @@ describe('POST /v1/run (JSON)', () => {
 
 describe('POST /v1/run (server-sent events)', () => {
   it('streams start, each dispatch-start / dispatch as it happens, then the result', async () => {
-    const { app, hub } = createFixture({ mode: 'both', codeRuntime })
+    const { app, hub } = createFixture({ mode: 'both', codeRuntime: workers() })
     const response = await app.request('/v1/run', runInit({ code: PARALLEL, description: 'echo twice' }, 'text/event-stream'))
     expect(response.status).toBe(200)
     expect(response.headers.get('Content-Type')).toBe('text/event-stream; charset=utf-8')
@@ -140,7 +147,7 @@ describe('POST /v1/run (server-sent events)', () => {
   })
 
   it("never mixes another run's sub-calls into a stream", async () => {
-    const { app } = createFixture({ mode: 'both', codeRuntime })
+    const { app } = createFixture({ mode: 'both', codeRuntime: workers() })
     const [one, two] = await Promise.all([
       app.request('/v1/run', runInit({ code: PARALLEL, description: 'one' }, 'text/event-stream')),
       app.request('/v1/run', runInit({ code: PARALLEL, description: 'two' }, 'text/event-stream')),
@@ -155,7 +162,7 @@ describe('POST /v1/run (server-sent events)', () => {
   })
 
   it('carries a failed run in the result event', async () => {
-    const { app } = createFixture({ mode: 'both', codeRuntime })
+    const { app } = createFixture({ mode: 'both', codeRuntime: workers() })
     const response = await app.request('/v1/run', runInit({ code: 'await tools.fail({}); return 1', description: 'x' }, 'text/event-stream'))
     const events = parseSse(await response.text())
     expect(events.map((e) => e.event)).toEqual(['start', 'dispatch-start', 'dispatch', 'result'])
@@ -165,13 +172,13 @@ describe('POST /v1/run (server-sent events)', () => {
   })
 
   it('answers JSON when text/event-stream is refused with q=0', async () => {
-    const { app } = createFixture({ mode: 'both', codeRuntime })
+    const { app } = createFixture({ mode: 'both', codeRuntime: workers() })
     const response = await app.request('/v1/run', runInit({ code: 'return 2', description: 'x' }, 'text/event-stream;q=0, application/json'))
     expect(response.headers.get('Content-Type')).toMatch(/^application\/json/)
   })
 
   it('aborts the run when the client cancels the stream, and releases its subscription', async () => {
-    const { app, hub, wait, results } = createFixture({ mode: 'both', codeRuntime })
+    const { app, hub, wait, results } = createFixture({ mode: 'both', codeRuntime: workers() })
     const response = await app.request('/v1/run', runInit({ code: 'await tools.wait({}); return 1', description: 'hang' }, 'text/event-stream'))
     const callId = response.headers.get('X-Toolyard-Call-Id')!
     const reader = response.body!.getReader()
@@ -185,7 +192,7 @@ describe('POST /v1/run (server-sent events)', () => {
   })
 
   it("aborts the run when the request's signal fires", async () => {
-    const { app, wait, results } = createFixture({ mode: 'both', codeRuntime })
+    const { app, wait, results } = createFixture({ mode: 'both', codeRuntime: workers() })
     const client = new AbortController()
     const response = await app.request(
       new Request('http://localhost/v1/run', { ...runInit({ code: 'await tools.wait({}); return 1', description: 'hang' }, 'text/event-stream'), signal: client.signal }),
@@ -201,7 +208,7 @@ describe('POST /v1/run (server-sent events)', () => {
   })
 
   it('requires the token for streams too', async () => {
-    const { app } = createFixture({ mode: 'both', codeRuntime })
+    const { app } = createFixture({ mode: 'both', codeRuntime: workers() })
     const response = await app.request('/v1/run', {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', Accept: 'text/event-stream' },
