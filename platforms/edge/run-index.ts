@@ -83,3 +83,43 @@ export function createIndexStore(namespace: DurableObjectNamespaceLike): Durable
   }
   return { get: call('get'), put: call('put'), delete: call('delete'), list: call('list') }
 }
+
+/** Where a run object notes the index keys its broker wrote (`<prefix><index key>` → the key's version). */
+const OWN_KEY_PREFIX = 'toolyard-run:index-key:'
+
+/**
+ * The index as one run object's approval broker sees it: reads and writes go to the
+ * index, but a listing under `approvals/` answers only the keys this object wrote (noted in
+ * its own storage with their versions, forgotten when it deletes them). So `GET
+ * /v1/runs/:id`, which lists the broker's pending approvals to keep the run's, costs one
+ * local list and a read per approval of this run, not a read of every approval pending
+ * account-wide. A key another process removed is still listed until read (and then skipped
+ * as settled); the object's storage is deleted with its run.
+ */
+export function createRunIndexStore(index: DurableStore, storage: DurableObjectStorageLike): DurableStore {
+  const own = (key: string) => key.startsWith('approvals/')
+  return {
+    get: (key) => index.get(key),
+    async put(key, value, options) {
+      const written = await index.put(key, value, options)
+      if (written.ok && own(key)) await storage.put({ [OWN_KEY_PREFIX + key]: written.version })
+      return written
+    },
+    async delete(key, options) {
+      const deleted = await index.delete(key, options)
+      if (deleted.ok && own(key)) await storage.delete([OWN_KEY_PREFIX + key])
+      return deleted
+    },
+    async list(prefix, options) {
+      if (!own(prefix)) return index.list(prefix, options)
+      const limit = options?.limit ?? 100
+      const found = await storage.list({
+        prefix: OWN_KEY_PREFIX + prefix,
+        ...(options?.after === undefined ? {} : { startAfter: OWN_KEY_PREFIX + options.after }),
+        limit: limit + 1,
+      })
+      const entries = [...found].slice(0, limit).map(([name, version]) => ({ key: name.slice(OWN_KEY_PREFIX.length), version: String(version) }))
+      return found.size > limit ? { entries, cursor: entries[entries.length - 1]!.key } : { entries }
+    },
+  }
+}
