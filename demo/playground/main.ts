@@ -3,7 +3,8 @@
  * model would see, a program editor that runs Code Mode programs in this tab (a Web
  * Worker) or on the server (the HTTP API), a live dispatch timeline with presenter
  * cards, and native calls of a single tool. The writing tools ask for approval: a call
- * that waits shows Allow / Deny on its card.
+ * that waits shows Allow / Deny on its card; on the server, the "Waiting for you" panel
+ * lists every request that waits (a reload or a server restart included).
  *
  * @module
  */
@@ -29,6 +30,7 @@ import { createLocalBackend } from './local-backend.js'
 import { checkServer, createServerBackend, serverInfo } from './server-backend.js'
 import type { ServerStatus } from './server-backend.js'
 import { renderTimeline } from './timeline.js'
+import { createWaitingPanel } from './waiting-panel.js'
 
 type Where = 'tab' | 'server'
 type LeftTab = 'catalog' | 'sdk' | 'prompt'
@@ -88,6 +90,26 @@ const local = createLocalBackend(budgets())
 const registry = local.runtime
 const info = serverInfo()
 const server = createServerBackend(info)
+/** Where code runs survives a reload (this tab's session), so a page reloaded mid-run comes back to the server and its waiting requests. */
+const WHERE_KEY = 'toolyard-playground-where'
+let restoreServer = readWhere() === 'server'
+const waiting = createWaitingPanel({ server, box: byId('waiting'), visible: () => state.where === 'server' && state.server.up })
+
+function readWhere(): string | null {
+  try {
+    return sessionStorage.getItem(WHERE_KEY)
+  } catch {
+    return null
+  }
+}
+
+function saveWhere(where: Where): void {
+  try {
+    sessionStorage.setItem(WHERE_KEY, where)
+  } catch {
+    // Storage disabled: a reload starts in the tab.
+  }
+}
 
 // ───────────────────────── what the model sees ─────────────────────────
 
@@ -230,6 +252,7 @@ function applyWhere(): void {
   // The server's plan approval is its own setting (startServer({ approvalPlans })).
   byId<HTMLSelectElement>('plan-approval').disabled = onServer
   computeInput.parentElement!.title = onServer ? 'The server applies its own budgets' : 'Busy milliseconds the program may spend (measured inside the sandbox)'
+  waiting.update()
 }
 
 function applyLeft(): void {
@@ -265,7 +288,12 @@ function renderServerStatus(): void {
   if (!state.server.up && state.where === 'server') {
     state.where = 'tab'
     applyWhere()
+  } else if (state.server.up && restoreServer && state.where === 'tab') {
+    state.where = 'server'
+    applyWhere()
   }
+  if (state.server.up) restoreServer = false
+  waiting.update()
 }
 
 function backend(): Backend {
@@ -435,12 +463,14 @@ async function run(): Promise<void> {
             setStatus('running', `The program waits for your approval ${where === 'server' ? 'on the server' : 'in this tab'}…`)
             return
           }
+          void waiting.refresh()
           const record = records.get(request.callId)
           if (record === undefined) return
           record.approval = pendingState(request)
           schedule()
         },
         approvalSettled(settled) {
+          void waiting.refresh()
           if (plan?.id === settled.id) {
             plan.state = settled.outcome
             drawPlan()
@@ -587,6 +617,8 @@ function wire(): void {
   for (const button of document.querySelectorAll<HTMLButtonElement>('[data-where]')) {
     button.addEventListener('click', () => {
       state.where = button.dataset.where as Where
+      restoreServer = false
+      saveWhere(state.where)
       applyWhere()
     })
   }

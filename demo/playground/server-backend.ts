@@ -2,8 +2,10 @@
  * "On the server": the HTTP API of `npm start` (docs/http-api.md). The page finds the
  * bearer token in the `<meta name="toolyard-token">` the server injects into the page it
  * serves (same origin); opened any other way, the server is simply unreachable and the
- * page says so. Runs stream over server-sent events (`POST /v1/run`), their sub-calls'
- * approvals included (`approval`, `approval-settled`); Allow / Deny answer with
+ * page says so. Runs are background runs (`POST /v1/runs`, so a reload does not end
+ * them) followed over their server-sent events (`GET /v1/runs/:id/events`), their
+ * sub-calls' approvals included (`approval`, `approval-settled`); Abort is
+ * `DELETE /v1/runs/:id`; Allow / Deny answer with
  * `POST /v1/approvals/:id`. A native call that waits for a person is found by polling
  * `GET /v1/approvals` for its call id (a JSON call has no event stream).
  *
@@ -16,6 +18,7 @@ import type { JsonValue } from '../../src/json/json-value.js'
 import type { CodeDispatchEvent, CodeDispatchStartEvent } from '../../src/runtime-types.js'
 import type { ToolExecutionResult, ToolPresentationMode } from '../../src/types.js'
 import type { ApprovalListener, Backend, RunBudgets, RunListener, RunOutcome } from './backend.js'
+import { rememberRun } from './known-runs.js'
 
 /** Where the server is and how to talk to it. */
 export interface ServerInfo {
@@ -131,66 +134,151 @@ async function watchApprovals(info: ServerInfo, callId: string, listener: Approv
   }
 }
 
+/** A run's status as `GET /v1/runs/:id` answers it (the fields the page reads). */
+export interface ServerRunView {
+  readonly id: string
+  readonly callId: string
+  readonly status: 'running' | 'waiting' | 'done' | 'failed' | 'cancelled'
+  readonly result?: ToolExecutionResult
+}
+
+/** The server backend, plus what the "Waiting for you" panel asks of the server. */
+export interface ServerBackend extends Backend {
+  /** `GET /v1/approvals`: every request waiting for a person, whoever's run made it. */
+  pendingApprovals(): Promise<PendingApproval[]>
+  /** `GET /v1/runs/:id`. */
+  runStatus(runId: string, signal?: AbortSignal): Promise<ServerRunView>
+  /** Whether `request` belongs to a run or native call this page is running now (its card shows it). */
+  owns(request: Pick<PendingApproval, 'callId' | 'parentCallId'>): boolean
+}
+
+/** How often a run whose event stream broke is looked up, and how long the server may stay unreachable meanwhile. */
+const RUN_POLL_MS = 1_000
+const RUN_UNREACHABLE_MS = 120_000
+
+const ENDED_STATUSES: ReadonlySet<ServerRunView['status']> = new Set(['done', 'failed', 'cancelled'])
+
+/** Dispatches one frame of a run's event stream to `listener`; returns the result when the frame carries it. */
+function dispatchFrame(frame: { event: string; data: string }, listener: RunListener, logs: { streamed: boolean }): ToolExecutionResult | undefined {
+  const data = JSON.parse(frame.data) as unknown
+  switch (frame.event) {
+    case 'dispatch-start':
+      listener.dispatchStart(data as CodeDispatchStartEvent)
+      break
+    case 'dispatch':
+      listener.dispatch(data as CodeDispatchEvent)
+      break
+    case 'approval':
+      listener.approval(data as PendingApproval)
+      break
+    case 'approval-settled':
+      listener.approvalSettled(data as ApprovalSettledData)
+      break
+    case 'log':
+      logs.streamed = true
+      listener.log((data as { entry: CodeLogEntry }).entry)
+      break
+    case 'result':
+      return data as ToolExecutionResult
+  }
+  return undefined
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms)
+    function done(): void {
+      clearTimeout(timer)
+      signal.removeEventListener('abort', done)
+      resolve()
+    }
+    signal.addEventListener('abort', done, { once: true })
+  })
+}
+
 /** Creates the server backend for `info`. */
-export function createServerBackend(info: ServerInfo): Backend {
+export function createServerBackend(info: ServerInfo): ServerBackend {
   const headers = (): Record<string, string> => ({
     'Content-Type': 'application/json',
     ...(info.token === undefined ? {} : { Authorization: `Bearer ${info.token}` }),
   })
-  return {
-    where: 'server',
-    async run(code: string, mode: ToolPresentationMode, _budgets: RunBudgets, listener: RunListener, signal: AbortSignal): Promise<RunOutcome> {
-      let response: Response
-      try {
-        response = await fetch(`${info.api}/run`, {
-          method: 'POST',
-          headers: { ...headers(), Accept: 'text/event-stream' },
-          body: JSON.stringify({ code, description: 'a playground run', agent: mode }),
-          signal,
-        })
-      } catch (error) {
-        if (signal.aborted) return { result: abortedResult(), streamedLogs: false }
-        throw new Error(`the server is unreachable (${error instanceof Error ? error.message : String(error)})`)
+  // The call ids of this page's runs and native calls in flight: their requests show on their own cards.
+  const active = new Set<string>()
+
+  async function runStatus(runId: string, signal?: AbortSignal): Promise<ServerRunView> {
+    const response = await fetch(`${info.api}/runs/${encodeURIComponent(runId)}`, { headers: headers(), ...(signal === undefined ? {} : { signal }) })
+    if (!response.ok) throw await errorOf(response)
+    return (await response.json()) as ServerRunView
+  }
+
+  /** Follows the run's events; `undefined` when the stream ended (or broke) without a result. */
+  async function follow(runId: string, listener: RunListener, logs: { streamed: boolean }, signal: AbortSignal): Promise<ToolExecutionResult | undefined> {
+    try {
+      const response = await fetch(`${info.api}/runs/${encodeURIComponent(runId)}/events`, { headers: { ...headers(), Accept: 'text/event-stream' }, signal })
+      if (!response.ok || response.body === null) return undefined
+      for await (const frame of sseFrames(response.body)) {
+        // `error` (a frame too large for the stream) and `end` close the stream: the run's record has the rest.
+        if (frame.event === 'error') return undefined
+        const result = dispatchFrame(frame, listener, logs)
+        if (result !== undefined) return result
       }
-      if (!response.ok || response.body === null) throw await errorOf(response)
-      let result: ToolExecutionResult | undefined
-      let streamedLogs = false
+    } catch {
+      // A broken connection (the server restarted, the network dropped): the run's record says how it goes on.
+    }
+    return undefined
+  }
+
+  /** Looks the run up until it has ended: its stream broke (the server restarted, a connection dropped). */
+  async function poll(runId: string, signal: AbortSignal): Promise<ToolExecutionResult | undefined> {
+    let reachedAt = Date.now()
+    while (!signal.aborted) {
       try {
-        for await (const frame of sseFrames(response.body)) {
-          const data = JSON.parse(frame.data) as unknown
-          switch (frame.event) {
-            case 'dispatch-start':
-              listener.dispatchStart(data as CodeDispatchStartEvent)
-              break
-            case 'dispatch':
-              listener.dispatch(data as CodeDispatchEvent)
-              break
-            case 'approval':
-              listener.approval(data as PendingApproval)
-              break
-            case 'approval-settled':
-              listener.approvalSettled(data as ApprovalSettledData)
-              break
-            case 'log':
-              streamedLogs = true
-              listener.log((data as { entry: CodeLogEntry }).entry)
-              break
-            case 'result':
-              result = data as ToolExecutionResult
-              break
-            case 'error':
-              throw new Error(`the server failed the run: ${(data as { error?: { message?: string } }).error?.message ?? 'internal error'}`)
-          }
+        const run = await runStatus(runId, signal)
+        reachedAt = Date.now()
+        if (ENDED_STATUSES.has(run.status)) {
+          if (run.result === undefined) throw new Error(`the run ended ${run.status} without a result`)
+          return run.result
         }
       } catch (error) {
-        if (signal.aborted) return { result: abortedResult(), streamedLogs }
-        throw error
+        if (signal.aborted) return undefined
+        if (error instanceof Error && /^(RUN_NOT_FOUND|the run ended)/.test(error.message)) throw error
+        if (Date.now() - reachedAt > RUN_UNREACHABLE_MS) throw new Error(`the server has been unreachable for ${RUN_UNREACHABLE_MS / 1000} s (run ${runId})`)
       }
-      if (result === undefined) {
-        if (signal.aborted) return { result: abortedResult(), streamedLogs }
-        throw new Error('the server closed the stream without a result')
+      await sleep(RUN_POLL_MS, signal)
+    }
+    return undefined
+  }
+
+  return {
+    where: 'server',
+    // A background run (POST /v1/runs), not one held by this request: a reload or a closed
+    // tab leaves it running, and its requests wait in GET /v1/approvals for the panel.
+    async run(code: string, mode: ToolPresentationMode, _budgets: RunBudgets, listener: RunListener, signal: AbortSignal): Promise<RunOutcome> {
+      let started: { id: string; callId: string }
+      try {
+        const response = await fetch(`${info.api}/runs`, { method: 'POST', headers: headers(), body: JSON.stringify({ code, description: 'a playground run', agent: mode }), signal })
+        if (!response.ok) throw await errorOf(response)
+        started = (await response.json()) as { id: string; callId: string }
+      } catch (error) {
+        if (signal.aborted) return { result: abortedResult(), streamedLogs: false }
+        throw error instanceof TypeError ? new Error(`the server is unreachable (${error.message})`) : error
       }
-      return { result, streamedLogs }
+      active.add(started.callId)
+      rememberRun({ runId: started.id, callId: started.callId })
+      // Abort cancels the run on the server (the stream closing would not).
+      const cancel = (): void => {
+        void fetch(`${info.api}/runs/${encodeURIComponent(started.id)}`, { method: 'DELETE', headers: headers(), keepalive: true }).catch(() => undefined)
+      }
+      signal.addEventListener('abort', cancel, { once: true })
+      const logs = { streamed: false }
+      try {
+        const result = (await follow(started.id, listener, logs, signal)) ?? (await poll(started.id, signal))
+        if (result === undefined || signal.aborted) return { result: abortedResult(), streamedLogs: logs.streamed }
+        return { result, streamedLogs: logs.streamed }
+      } finally {
+        signal.removeEventListener('abort', cancel)
+        active.delete(started.callId)
+      }
     },
     async execute(name: string, args: JsonValue, mode: ToolPresentationMode, signal: AbortSignal, approvals?: ApprovalListener): Promise<ToolExecutionResult> {
       // Our own call id, so the page can find this call's approval request.
@@ -201,15 +289,30 @@ export function createServerBackend(info: ServerInfo): Backend {
         body: JSON.stringify({ arguments: args, agent: mode, callId }),
         signal,
       })
-      if (approvals !== undefined) void watchApprovals(info, callId, approvals, call)
-      const response = await call
-      if (!response.ok) throw await errorOf(response)
-      return (await response.json()) as ToolExecutionResult
+      active.add(callId)
+      try {
+        if (approvals !== undefined) void watchApprovals(info, callId, approvals, call)
+        const response = await call
+        if (!response.ok) throw await errorOf(response)
+        return (await response.json()) as ToolExecutionResult
+      } finally {
+        active.delete(callId)
+      }
     },
     async decide(id: string, decision: 'allow' | 'deny'): Promise<void> {
       const response = await fetch(`${info.api}/approvals/${encodeURIComponent(id)}`, { method: 'POST', headers: headers(), body: JSON.stringify({ decision }) })
       if (!response.ok) throw await errorOf(response)
       await response.body?.cancel()
+    },
+    async pendingApprovals(): Promise<PendingApproval[]> {
+      const response = await fetch(`${info.api}/approvals`, { headers: headers() })
+      if (!response.ok) throw await errorOf(response)
+      const { approvals } = (await response.json()) as { approvals?: unknown }
+      return Array.isArray(approvals) ? (approvals as PendingApproval[]) : []
+    },
+    runStatus,
+    owns(request): boolean {
+      return active.has(request.callId) || (request.parentCallId !== undefined && active.has(request.parentCallId))
     },
   }
 }

@@ -1,0 +1,215 @@
+import { execFileSync, spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { createServer } from 'node:net'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { chromium } from 'playwright'
+import type { Browser, Page } from 'playwright'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+
+/**
+ * The playground's "Waiting for you" panel (issue 21, item 6), in real Chromium against
+ * the `npm start` server on a data directory (examples/start.ts, in-process): a run
+ * started from the page that waits for a person is still listed after a reload — and
+ * after the server process was killed (SIGKILL) and another started on the same directory
+ * and port — and Allow in the panel finishes it (the file is written, the run ends `done`
+ * with its value). Screenshots go to
+ * test-results/screenshots/ (15-…, 16-…, 17-…).
+ */
+const root = fileURLToPath(new URL('../..', import.meta.url))
+const shots = join(root, 'test-results/screenshots')
+const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
+const TOKEN = 'e2e-waiting-0123456789abcdef'
+
+interface StartedServer {
+  readonly url: string
+  readonly port: number
+  readonly approvals: { pending(): unknown }
+  shutdown(): Promise<void>
+}
+
+type StartServer = (options: { port: number; staticDir: string; token: string; dataDir: string; resumeStaleMs?: number; resumeEveryMs?: number }) => Promise<StartedServer>
+
+let browser: Browser
+let startServer: StartServer
+const base = mkdtempSync(join(tmpdir(), 'toolyard-waiting-'))
+const servers: StartedServer[] = []
+const children: ChildProcess[] = []
+
+/** A port free now, for a server that must come back on the same one. */
+async function freePort(): Promise<number> {
+  const probe = createServer()
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
+  const { port } = probe.address() as AddressInfo
+  await new Promise((resolve) => probe.close(resolve))
+  return port
+}
+
+/** The server in a child process (test/e2e/waiting-server-child.ts), so it can die with SIGKILL. */
+async function startChild(dataDir: string, port: number): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/e2e/waiting-server-child.ts', dataDir, TOKEN, String(port), join(root, 'demo/dist/')], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] })
+  children.push(child)
+  let out = ''
+  let err = ''
+  child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()))
+  child.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString()))
+  const deadline = Date.now() + 90_000
+  for (;;) {
+    const line = out.split('\n').find((l) => l.startsWith('{"url"'))
+    if (line !== undefined) return { url: (JSON.parse(line) as { url: string }).url, child }
+    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`the server child did not start: ${err.slice(-600)}`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+async function start(dataDir: string, port = 0): Promise<StartedServer> {
+  // The same port after a restart keeps the page's origin (and what it remembered in localStorage).
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const server = await startServer({ port, staticDir: join(root, 'demo/dist/'), token: TOKEN, dataDir, resumeStaleMs: 1_000, resumeEveryMs: 250 })
+      servers.push(server)
+      return server
+    } catch (error) {
+      if (attempt >= 40 || !/EADDRINUSE/.test(String(error))) throw error
+      await new Promise((resolve) => setTimeout(resolve, 250))
+    }
+  }
+}
+
+function watch(target: Page, into: string[]): void {
+  target.on('console', (message) => {
+    // A server that is down (restarting) makes the page's requests fail: that is the scenario, not a fault.
+    if (message.type() === 'error' && !/Failed to load resource|ERR_CONNECTION_REFUSED/.test(message.text())) into.push(`console error: ${message.text()}`)
+  })
+  target.on('pageerror', (error) => into.push(`page error: ${error.message}`))
+}
+
+async function shot(target: Page, name: string): Promise<void> {
+  await target.screenshot({ path: join(shots, `${name}.png`), fullPage: true })
+}
+
+async function typeProgram(target: Page, code: string): Promise<void> {
+  await target.click('.cm-content')
+  await target.keyboard.press('Control+A')
+  await target.keyboard.insertText(code)
+}
+
+const program = (path: string): string =>
+  [`await tools.write_file({ path: '${path}', content: '# waited for a person\\n' })`, `return 'written ${path}'`].join('\n')
+
+const CARD_PENDING = '[data-testid="cards"] [data-testid="approval"][data-state="pending"]'
+const ITEM = '[data-testid="waiting-panel"] [data-testid="waiting-item"]'
+
+/** Opens the page on the server, runs `code` there and waits until its write asks (on the run's own card). */
+async function runUntilItAsks(target: Page, url: string, code: string): Promise<void> {
+  await target.goto(url)
+  await target.waitForSelector('html[data-ready="true"]')
+  await target.waitForSelector('[data-testid="server-status"][data-state="up"]', { timeout: 15_000 })
+  expect(await target.isHidden('[data-testid="waiting-panel"]')).toBe(true)
+  await target.click('[data-where="server"]')
+  await target.waitForSelector('[data-testid="waiting-panel"]:not([hidden])')
+  await typeProgram(target, code)
+  await target.click('[data-testid="run"]')
+  await target.waitForSelector(CARD_PENDING, { timeout: 30_000 })
+}
+
+/** After a reload the page comes back on the server (the tab's session remembers) and lists what waits. */
+async function reloadAndFind(target: Page, path: string): Promise<string> {
+  await target.reload()
+  await target.waitForSelector('html[data-ready="true"]')
+  await target.waitForSelector('[data-where="server"][aria-checked="true"]', { timeout: 15_000 })
+  const item = `${ITEM}:has-text("${path}")`
+  await target.waitForSelector(item, { timeout: 30_000 })
+  return item
+}
+
+async function readFile(url: string, path: string): Promise<string> {
+  const response = await fetch(`${url}/v1/tools/read_file/execute`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ arguments: { path } }),
+  })
+  return JSON.stringify(await response.json())
+}
+
+beforeAll(async () => {
+  mkdirSync(shots, { recursive: true })
+  execFileSync(process.execPath, ['scripts/build-demo.mjs'], { cwd: root, stdio: 'pipe' })
+  startServer = ((await import('../../examples/start.js')) as { startServer: StartServer }).startServer
+  browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: CHROMIUM_ARGS })
+})
+
+afterAll(async () => {
+  await browser?.close()
+  for (const child of children) child.kill('SIGKILL')
+  for (const server of servers) await server.shutdown()
+  rmSync(base, { recursive: true, force: true })
+})
+
+describe('the "Waiting for you" panel', () => {
+  it('after a reload lists the run the page started; Allow writes the file, the request leaves the panel and the run ends done', async () => {
+    const server = await start(join(base, 'reload'))
+    const page = await browser.newPage({ viewport: { width: 1440, height: 1100 } })
+    const problems: string[] = []
+    watch(page, problems)
+    const path = 'notes/after-reload.md'
+    await runUntilItAsks(page, server.url, program(path))
+    // The page's own running call shows its request on its card only, not twice: let the panel refresh, then look.
+    await page.waitForTimeout(2_500)
+    expect(await page.locator(ITEM).count()).toBe(0)
+    expect(await page.getAttribute('[data-testid="waiting-panel"]', 'data-count')).toBe('0')
+
+    const item = await reloadAndFind(page, path)
+    const text = (await page.textContent(item)) ?? ''
+    expect(text).toContain('write_file')
+    expect(text).toContain('changes the workspace')
+    expect(text).toMatch(/expires in \d+ s/)
+    expect(text).toContain('started from this page')
+    // Nothing of the old page's run is on it any more: only the panel knows it.
+    expect(await page.locator('[data-testid="cards"] [data-testid="card"]').count()).toBe(0)
+    await shot(page, '15-waiting-after-reload')
+
+    await page.click(`${item} [data-testid="approve"]`)
+    await page.waitForSelector('[data-testid="waiting-run-status"][data-status="done"]', { timeout: 30_000 })
+    expect(await page.textContent('[data-testid="waiting-run-result"]')).toContain(`written ${path}`)
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid="waiting-item"]').length === 0)
+    expect(await readFile(server.url, path)).toContain('# waited for a person')
+    await shot(page, '16-waiting-decided')
+    expect(problems).toEqual([])
+    await page.close()
+  })
+
+  it('after the server was killed and another started on the same data directory, still lists the parked run; Allow finishes it on the new server', async () => {
+    // Killed, not shut down: a graceful shutdown of npm start aborts its /v1/runs runs
+    // through the app's shutdown signal, which withdraws even a parked run's request.
+    const dataDir = join(base, 'restart')
+    const port = await freePort()
+    const first = await startChild(dataDir, port)
+    const page = await browser.newPage({ viewport: { width: 1440, height: 1100 } })
+    const problems: string[] = []
+    watch(page, problems)
+    const path = 'notes/after-restart.md'
+    await runUntilItAsks(page, first.url, program(path))
+    // Past a second of waiting the run parks (its journal in the store), so the next process can resume it.
+    await page.waitForTimeout(2_000)
+    first.child.kill('SIGKILL')
+    await new Promise((resolve) => first.child.once('exit', resolve))
+
+    const second = await start(dataDir, port)
+    expect(second.url).toBe(first.url)
+    const item = await reloadAndFind(page, path)
+    expect(await page.textContent(item)).toContain('started from this page')
+    await shot(page, '17-waiting-after-restart')
+    await page.click(`${item} [data-testid="approve"]`)
+    await page.waitForSelector('[data-testid="waiting-run-status"][data-status="done"]', { timeout: 60_000 })
+    expect(await page.textContent('[data-testid="waiting-run-result"]')).toContain(`written ${path}`)
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid="waiting-item"]').length === 0)
+    expect(await readFile(second.url, path)).toContain('# waited for a person')
+    expect(await second.approvals.pending()).toHaveLength(0)
+    expect(problems).toEqual([])
+    await page.close()
+  })
+})
