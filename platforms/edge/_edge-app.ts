@@ -28,6 +28,8 @@ export interface EdgeEnv {
   readonly TOOLYARD_TOKEN?: string
   /** Optional comma-separated CORS allowlist of exact origins (`https://a.example,https://b.example`). */
   readonly TOOLYARD_CORS_ORIGINS?: string
+  /** How long a pending approval waits for a person, in ms (a positive integer up to 2147483647); default 5 minutes. */
+  readonly TOOLYARD_APPROVAL_TIMEOUT_MS?: string
   /** The `ToolyardRun` objects, one per `/v1/runs` run. Absent: runs live in the Worker's isolate (not durable). */
   readonly RUNS?: DurableObjectNamespaceLike
   /** The `ToolyardRunIndex` object: pending approvals of every run, and which object owns each run. */
@@ -59,6 +61,23 @@ export const EDGE_APPROVAL_POLL_MS = 1_000
  */
 export const RUN_OBJECT_APPROVAL_POLL_MS = 30_000
 
+/** The most a timer can wait in workerd and Node (2^31 - 1 ms), the broker's own bound. */
+const MAX_APPROVAL_TIMEOUT_MS = 2_147_483_647
+
+/** `TOOLYARD_APPROVAL_TIMEOUT_MS` read: absent → default; `'malformed'` → the app stays closed. */
+function approvalTimeout(env: EdgeEnv): number | undefined | 'malformed' {
+  const text = env.TOOLYARD_APPROVAL_TIMEOUT_MS
+  if (text === undefined || text === '') return undefined
+  const ms = typeof text === 'string' && /^[1-9][0-9]{0,9}$/.test(text.trim()) ? Number(text.trim()) : Number.NaN
+  return ms <= MAX_APPROVAL_TIMEOUT_MS ? ms : 'malformed'
+}
+
+/** The approval broker's `timeoutMs` option from the environment (`{}`: the default). */
+export function approvalTimeoutOption(env: EdgeEnv): { readonly timeoutMs?: number } {
+  const ms = approvalTimeout(env)
+  return typeof ms === 'number' ? { timeoutMs: ms } : {}
+}
+
 function tokenOf(env: EdgeEnv): string {
   return typeof env.TOOLYARD_TOKEN === 'string' ? env.TOOLYARD_TOKEN : ''
 }
@@ -69,7 +88,7 @@ function originsOf(env: EdgeEnv): string {
 
 /** A key that changes when the token or the allowlist does (an isolate rebuilds its app then). */
 export function configKey(env: EdgeEnv): string {
-  return `${tokenOf(env)}\u0000${originsOf(env)}`
+  return `${tokenOf(env)}\u0000${originsOf(env)}\u0000${String(env.TOOLYARD_APPROVAL_TIMEOUT_MS)}`
 }
 
 /**
@@ -83,6 +102,7 @@ export function buildEdgeApp<A>(env: EdgeEnv, base: Omit<ToolsAppOptions, 'token
   const token = tokenOf(env)
   const closed = (message: string): A => make({ ...base, notConfigured: message }, true)
   if (token === '') return closed('set the TOOLYARD_TOKEN secret to enable the API')
+  if (approvalTimeout(env) === 'malformed') return closed(`TOOLYARD_APPROVAL_TIMEOUT_MS is malformed: a whole number of milliseconds from 1 to ${MAX_APPROVAL_TIMEOUT_MS}`)
   const corsOrigins = originsOf(env)
     .split(',')
     .map((origin) => origin.trim())

@@ -41,7 +41,7 @@ import type { ToolRuntime } from '../../src/runtime-types.js'
 import type { AnyToolDefinition, ToolExecutionResult } from '../../src/types.js'
 import { createQuickJsRuntime } from '../quickjs/index.js'
 import { createDurableObjectStore, type DurableObjectStorageLike } from './durable-object-store.js'
-import { buildEdgeApp, EDGE_CODE_LIMITS, RUN_ID, RUN_OBJECT_APPROVAL_POLL_MS, type EdgeEnv } from './_edge-app.js'
+import { approvalTimeoutOption, buildEdgeApp, EDGE_CODE_LIMITS, RUN_ID, RUN_OBJECT_APPROVAL_POLL_MS, type EdgeEnv } from './_edge-app.js'
 import { createIndexStore, createRunIndexStore } from './run-index.js'
 
 /** The header carrying the run's public id from the Worker to its object (the Worker drops any a client sent). */
@@ -248,7 +248,7 @@ export class ToolyardRun {
     const index = createIndexStore(this.#env.RUN_INDEX)
     const saved = (await storage.get([WORKSPACE_KEY])).get(WORKSPACE_KEY)
     const workspace = createWorkspace(typeof saved === 'string' ? (JSON.parse(saved) as Record<string, string>) : SEED_FILES)
-    const broker = createApprovalBroker({ store: createRunIndexStore(index, storage), pollIntervalMs: RUN_OBJECT_APPROVAL_POLL_MS })
+    const broker = createApprovalBroker({ store: createRunIndexStore(index, storage), pollIntervalMs: RUN_OBJECT_APPROVAL_POLL_MS, ...approvalTimeoutOption(this.#env) })
     const sessionLog = createSessionLogHub()
     const codeRuntime = createQuickJsRuntime({ wasmModule, ...EDGE_CODE_LIMITS })
     const runtime = createToolRuntime({ mode: 'both', codeRuntime, sessionLog, approval: broker.handler, store })

@@ -27,7 +27,7 @@ import { createSessionLogHub, createToolsApp } from '../../src/http/index.js'
 import { createMcpApp } from '../../src/mcp/index.js'
 import { createToolRuntime } from '../../src/registry/index.js'
 import { createQuickJsRuntime, type QuickJsCodeRuntime } from '../quickjs/index.js'
-import { buildEdgeApp, carriesToken, configKey, EDGE_APPROVAL_POLL_MS, EDGE_CODE_LIMITS, RUN_ID, type DurableObjectNamespaceLike, type EdgeEnv } from './_edge-app.js'
+import { approvalTimeoutOption, buildEdgeApp, carriesToken, configKey, EDGE_APPROVAL_POLL_MS, EDGE_CODE_LIMITS, RUN_ID, type DurableObjectNamespaceLike, type EdgeEnv } from './_edge-app.js'
 import { createIndexStore } from './run-index.js'
 import { OWNER_PREFIX, RUN_ID_HEADER } from './run-object.js'
 
@@ -43,7 +43,7 @@ let cached: { readonly key: string; readonly app: App; readonly sandbox: QuickJs
 function build(env: EdgeEnv, sandbox: QuickJsCodeRuntime): App {
   const sessionLog = createSessionLogHub()
   // With the index bound, approvals live there: any isolate lists and decides them.
-  const approvals = env.RUN_INDEX === undefined ? undefined : createApprovalBroker({ store: createIndexStore(env.RUN_INDEX), pollIntervalMs: EDGE_APPROVAL_POLL_MS })
+  const approvals = env.RUN_INDEX === undefined ? undefined : createApprovalBroker({ store: createIndexStore(env.RUN_INDEX), pollIntervalMs: EDGE_APPROVAL_POLL_MS, ...approvalTimeoutOption(env) })
   const runtime = createToolRuntime({ mode: 'both', codeRuntime: sandbox, sessionLog, ...(approvals === undefined ? {} : { approval: approvals.handler }) })
   registerDemoTools(runtime)
   if (approvals !== undefined) askBeforeWriting(runtime)

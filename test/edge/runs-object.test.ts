@@ -46,7 +46,7 @@ describe('durable runs in Durable Objects (built Worker, Miniflare, persisted st
   let persist: string
   let mf: Miniflare | undefined
 
-  const start = async (): Promise<Miniflare> => {
+  const start = async (bindings: Record<string, string> = {}, state = persist): Promise<Miniflare> => {
     const instance = new Miniflare({
       modules: true,
       compatibilityDate: '2026-04-20',
@@ -54,10 +54,10 @@ describe('durable runs in Durable Objects (built Worker, Miniflare, persisted st
       scriptPath: join(dir, 'worker.js'),
       modulesRoot: dir,
       modulesRules: [{ type: 'CompiledWasm', include: ['**/*.wasm'] }],
-      bindings: { TOOLYARD_TOKEN: TOKEN },
+      bindings: { TOOLYARD_TOKEN: TOKEN, ...bindings },
       // As wrangler.toml binds them (new_sqlite_classes).
       durableObjects: { RUNS: { className: 'ToolyardRun', useSQLite: true }, RUN_INDEX: { className: 'ToolyardRunIndex', useSQLite: true } },
-      durableObjectsPersist: persist,
+      durableObjectsPersist: state,
     } as WorkerOptions)
     await instance.ready
     return instance
@@ -190,5 +190,30 @@ describe('durable runs in Durable Objects (built Worker, Miniflare, persisted st
     mf = await start()
     const body = await status(id)
     expect(body).toMatchObject({ id, status: 'failed', result: { isError: true, error: { info: { code: 'INTERRUPTED' } } } })
+  })
+
+  it("an approval that expires while its run's object is down is ended by the object's alarm after the restart, before anyone asks", async () => {
+    // Its own workerd and storage, with 4 s approvals.
+    const timeout = { TOOLYARD_APPROVAL_TIMEOUT_MS: '4000' }
+    const state = join(dir, 'state-expiry')
+    await mf!.dispose()
+    mf = await start(timeout, state)
+    const id = await startRun("await tools.write_file({ path: 'late.txt', content: 'x' }); return 1")
+    const waiting = await until(id, (body) => body.status === 'waiting')
+    const expiresAt = (waiting.approvals as { expiresAt: number }[])[0]!.expiresAt
+    for (const deadline = Date.now() + 30_000; Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 50))) {
+      if ((await call(`/v1/runs/${id}`, { headers: auth })).headers.get('X-Toolyard-Run-State') === 'stored') break
+    }
+    await mf!.dispose()
+    // Down past the expiry (and the alarm's 1 s slack after it), then up again on the same storage.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, expiresAt + 1_500 - Date.now())))
+    mf = await start(timeout, state)
+    // Nobody calls the run's object now: only its alarm can resume the run and end it.
+    await new Promise((resolve) => setTimeout(resolve, 5_000))
+    const askedAt = Date.now()
+    const body = await status(id)
+    expect(body).toMatchObject({ id, status: 'failed', result: { isError: true } })
+    expect(body.settledAt as number).toBeLessThan(askedAt)
+    expect(JSON.stringify(body.result)).toContain("write_file was denied by timeout")
   })
 })
