@@ -24,7 +24,7 @@ export const DISPOSED_MESSAGE = 'the runtime was disposed'
 
 /** The `worker-exit` message of a run whose thread died (or never started), on every threaded runtime. */
 export function threadExited(reason: string): string {
-  return `the program's thread exited: ${reason}`
+  return `the thread running the program exited: ${reason}`
 }
 
 /** What stripping answers: the JavaScript, or the `exception` message. */

@@ -314,7 +314,7 @@ describe('failures', () => {
     const pending = runtime.run({ bindings: [], program: 'hang()' })
     await tick()
     threads[0]!.exit('out of memory')
-    expect(await pending).toMatchObject({ error: { kind: 'worker-exit', message: 'the sandbox thread exited: out of memory' } })
+    expect(await pending).toMatchObject({ error: { kind: 'worker-exit', message: 'the thread running the program exited: out of memory' } })
     expect(threads[0]!.terminated).toBeGreaterThanOrEqual(1)
     // The spare started with the run stays the prespawned floor: no third thread.
     expect(threads).toHaveLength(2)
@@ -326,7 +326,7 @@ describe('failures', () => {
     const { platform: p } = platform({ throwOnPost: (m) => (m as { type?: string }).type === 'run' })
     const runtime = createSandboxRuntimeOn(p, { prespawn: 1, maxConcurrentRuns: 1 })
     await runtime.warm()
-    expect(await runtime.run({ bindings: [], program: 'x()' })).toMatchObject({ error: { kind: 'worker-exit', message: 'the sandbox thread exited: it cannot be reached (port closed)' } })
+    expect(await runtime.run({ bindings: [], program: 'x()' })).toMatchObject({ error: { kind: 'worker-exit', message: 'the thread running the program exited: it cannot be reached (port closed)' } })
     await runtime.dispose()
   })
 
@@ -388,7 +388,7 @@ describe('failures', () => {
     await vi.advanceTimersByTimeAsync(29_999)
     expect(threads[0]!.terminated).toBe(0)
     await vi.advanceTimersByTimeAsync(1)
-    expect(await pending).toMatchObject({ error: { kind: 'worker-exit', message: 'the sandbox thread exited: it did not boot within 30000 ms' } })
+    expect(await pending).toMatchObject({ error: { kind: 'worker-exit', message: 'the thread running the program exited: it did not boot within 30000 ms' } })
     await runtime.dispose()
   })
 
@@ -655,7 +655,7 @@ describe('thread life', () => {
     await vi.advanceTimersByTimeAsync(0)
     expect(vi.getTimerCount()).toBe(1)
     threads[0]!.exit('crashed')
-    expect(await pending).toMatchObject({ error: { kind: 'worker-exit', message: 'the sandbox thread exited: crashed' } })
+    expect(await pending).toMatchObject({ error: { kind: 'worker-exit', message: 'the thread running the program exited: crashed' } })
     await vi.advanceTimersByTimeAsync(0)
     expect(vi.getTimerCount()).toBe(0)
     expect(threads[0]!.runs).toEqual([])

@@ -267,7 +267,7 @@ describe('the shared sandbox core, on threads a test can kill', () => {
     await spawned[0]!.terminate()
     const result = await pending
     expect(result.error?.kind).toBe('worker-exit')
-    expect(result.error?.message).toMatch(/^the sandbox thread exited: exit code 1/)
+    expect(result.error?.message).toMatch(/^the thread running the program exited: exit code 1/)
     expect((await runtime.run({ program: 'return 5', bindings: [] })).value).toBe(5)
     expect(spawned.length).toBe(2)
   })
