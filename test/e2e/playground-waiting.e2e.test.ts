@@ -27,7 +27,7 @@ const TOKEN = 'e2e-waiting-0123456789abcdef'
 interface StartedServer {
   readonly url: string
   readonly port: number
-  readonly approvals: { pending(): unknown }
+  readonly approvals: { pending(): unknown; decide(id: string, input: { decision: 'allow' | 'deny' }): unknown }
   shutdown(): Promise<void>
 }
 
@@ -180,6 +180,49 @@ describe('the "Waiting for you" panel', () => {
     await shot(page, '16-waiting-decided')
     expect(problems).toEqual([])
     await page.close()
+  })
+
+  it('shows at most 50 requests and counts the rest; server text stays text; requests from other clients say the run continues on the server', async () => {
+    const server = await start(join(base, 'bound'))
+    // 53 writes from another client (native calls held open until decided), one of them with markup in its path.
+    const calls = Array.from({ length: 53 }, (_, i) =>
+      fetch(`${server.url}/v1/tools/write_file/execute`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ arguments: { path: i === 0 ? 'notes/<img src=x onerror="window.pwned=1">.md' : `notes/other-${i}.md`, content: `${i}\n` }, callId: `other-client-${i}` }),
+      }).catch(() => undefined),
+    )
+    const page = await browser.newPage({ viewport: { width: 1440, height: 1100 } })
+    const problems: string[] = []
+    watch(page, problems)
+    await page.goto(server.url)
+    await page.waitForSelector('html[data-ready="true"]')
+    await page.waitForSelector('[data-testid="server-status"][data-state="up"]', { timeout: 15_000 })
+    await page.click('[data-where="server"]')
+    await page.waitForFunction(() => document.querySelector<HTMLElement>('[data-testid="waiting-panel"]')?.dataset.count === '53', undefined, { timeout: 30_000 })
+    expect(await page.locator(ITEM).count()).toBe(50)
+    expect(await page.textContent('[data-testid="waiting-more"]')).toContain('and 3 more waiting')
+    expect(await page.textContent('[data-testid="waiting-count"]')).toBe('(53)')
+    // The markup arrived as text and made no element.
+    const first = page.locator(ITEM, { hasText: '<img src=x' })
+    expect(await first.textContent()).toContain('<img src=x onerror=')
+    expect(await page.locator('[data-testid="waiting-panel"] img').count()).toBe(0)
+    expect(await page.evaluate(() => (window as { pwned?: number }).pwned)).toBeUndefined()
+    expect(await first.textContent()).toContain('call other-client-0')
+    await shot(page, '18-waiting-bounded')
+    // Not a run this page started: after the decision the panel can only say it goes on.
+    await first.locator('[data-testid="deny"]').click()
+    await page.waitForSelector('[data-testid="waiting-decided-item"][data-decision="deny"]')
+    expect(await page.textContent('[data-testid="waiting-decided-item"] [data-testid="waiting-run-status"]')).toBe('decided; the run continues on the server')
+    await page.waitForFunction(() => document.querySelector<HTMLElement>('[data-testid="waiting-panel"]')?.dataset.count === '52', undefined, { timeout: 30_000 })
+    expect(await page.textContent('[data-testid="waiting-more"]')).toContain('and 2 more waiting')
+    // In the tab the panel is hidden (the tab's own broker dies with the tab).
+    await page.click('[data-where="tab"]')
+    expect(await page.isHidden('[data-testid="waiting-panel"]')).toBe(true)
+    expect(problems).toEqual([])
+    await page.close()
+    for (const approval of (await server.approvals.pending()) as { id: string }[]) await server.approvals.decide(approval.id, { decision: 'deny' })
+    await Promise.all(calls)
   })
 
   it('after the server was killed and another started on the same data directory, still lists the parked run; Allow finishes it on the new server', async () => {
