@@ -27,15 +27,16 @@
  */
 import type { QuickJSSyncVariant } from 'quickjs-emscripten-core'
 import defaultVariant from '@jitl/quickjs-wasmfile-release-sync'
-import type { CodeRunFailureKind, CodeRunRequest, CodeRunResult, CodeRuntime, CodeRuntimeCapabilities } from '../../src/code-runtime/contract.js'
+import type { CodeRunFailureKind, CodeRunRequest, CodeRuntime, CodeRuntimeCapabilities } from '../../src/code-runtime/contract.js'
 import { ToolError } from '../../src/errors.js'
-import { CodeRunSession, DEFAULT_PARK_AFTER_MS, failedResult, prepareRun } from '../../src/code-runtime/host-session.js'
+import { CodeRunSession, DEFAULT_PARK_AFTER_MS } from '../../src/code-runtime/host-session.js'
 import type { PreparedRun } from '../../src/code-runtime/host-session.js'
 import { JsonWireEndpoint } from '../../src/code-runtime/json-endpoint.js'
 import { checkOptionsObject, CODE_RUN_LIMIT_KEYS, integerOption, MAX_TIMER_MS, readCodeRunLimits } from '../../src/code-runtime/limits.js'
 import type { ParkedVm } from '../../src/code-runtime/contract.js'
 import { journalChars } from '../../src/code-runtime/journal.js'
 import type { CodeRunLimits } from '../../src/code-runtime/limits.js'
+import { RunLifecycle } from '../../src/code-runtime/run-lifecycle.js'
 import { stripTypeScript } from '../../src/code-runtime/strip.js'
 import { checkWasmModuleSource, isSyncVariant, MAX_MEMORY_MB, MIN_MEMORY_MB, QuickJsEngine } from './_engine.js'
 import type { QuickJsSandbox, QuickJsWasmModuleSource } from './_engine.js'
@@ -329,7 +330,6 @@ class InlineRun {
 export function createQuickJsRuntime(options: QuickJsRuntimeOptions = {}): QuickJsCodeRuntime {
   const resolved = readOptions(options)
   const engine = new QuickJsEngine({ sandboxSource: SANDBOX_SOURCE, variant: resolved.variant, ...(resolved.wasmModule === undefined ? {} : { wasmModule: resolved.wasmModule }) })
-  const runs = new Set<InlineRun>()
   let disposed = false
   let parkedChars = 0
   const parking: ParkingAccount = {
@@ -396,6 +396,31 @@ export function createQuickJsRuntime(options: QuickJsRuntimeOptions = {}): Quick
     prewarmTimer = setTimeout(() => void prewarm(), 0)
   }
 
+  // The one run lifecycle; inline, the host strips (workerd has no threads): bounded by the
+  // stripper's work bound, linear in the program's length.
+  const lifecycle = new RunLifecycle({
+    strip: stripTypeScript,
+    start: (prepared, program) => {
+      const run = new InlineRun(prepared, program, resolved, acquire, parking)
+      const result = run.session.result.then(async (settled) => {
+        await run.vmFinished
+        if (run.acquiredSandbox) schedulePrewarm()
+        return settled
+      })
+      return { result, fail: (kind, message) => run.session.fail(kind, message), quiescent: () => run.quiescent }
+    },
+    close: () => {
+      disposed = true
+      clearTimeout(prewarmTimer)
+      prewarmTimer = undefined
+    },
+    release: async () => {
+      await building
+      ready?.dispose()
+      ready = undefined
+    },
+  })
+
   // The VM computes on the host's thread: an abort cannot be delivered until it yields.
   const capabilities: CodeRuntimeCapabilities = Object.freeze({
     streamsLogs: true,
@@ -409,39 +434,9 @@ export function createQuickJsRuntime(options: QuickJsRuntimeOptions = {}): Quick
     language: 'typescript',
     isolation: 'quickjs-wasm',
     capabilities,
-    async run(request: CodeRunRequest): Promise<CodeRunResult> {
-      if (disposed) return failedResult('abort', 'the runtime was disposed')
-      const prepared = prepareRun(request)
-      if (!prepared.ok) return failedResult('exception', prepared.message)
-      // An already-aborted signal wins over a syntax error: the session settles it at start.
-      let program = prepared.run.program
-      // A resumed run's program was stripped when it first ran: its journal holds it.
-      if (prepared.run.signal?.aborted !== true && prepared.run.resume === undefined) {
-        // Inline like the VM (workerd has no threads): bounded by the stripper's work bound, linear in the program's length.
-        const stripped = stripTypeScript(program)
-        if (!stripped.ok) return failedResult('exception', stripped.message)
-        program = stripped.code
-      }
-      const run = new InlineRun(prepared.run, program, resolved, acquire, parking)
-      // Tracked until quiescent: the VM released and every binding call it started settled.
-      runs.add(run)
-      void run.quiescent.finally(() => runs.delete(run))
-      const result = await run.session.result
-      await run.vmFinished
-      if (run.acquiredSandbox) schedulePrewarm()
-      return result
-    },
+    run: (request: CodeRunRequest) => lifecycle.run(request),
     warm: prewarm,
     prewarm,
-    async dispose(): Promise<void> {
-      disposed = true
-      if (prewarmTimer !== undefined) clearTimeout(prewarmTimer)
-      prewarmTimer = undefined
-      const active = [...runs]
-      for (const run of active) run.session.fail('abort', 'the runtime was disposed')
-      await Promise.all([building, ...active.map((run) => run.quiescent)])
-      ready?.dispose()
-      ready = undefined
-    },
+    dispose: () => lifecycle.dispose(),
   })
 }
