@@ -225,6 +225,22 @@ describe('the "Waiting for you" panel', () => {
     await Promise.all(calls)
   })
 
+  it('Abort of a server run cancels it on the server (DELETE /v1/runs/:id): its request is withdrawn', async () => {
+    const server = await start(join(base, 'abort'))
+    const page = await browser.newPage({ viewport: { width: 1440, height: 1100 } })
+    const problems: string[] = []
+    watch(page, problems)
+    await runUntilItAsks(page, server.url, program('notes/aborted.md'))
+    expect(await server.approvals.pending()).toHaveLength(1)
+    await page.click('[data-testid="abort"]')
+    await page.waitForSelector('[data-testid="status"][data-state="failed"]', { timeout: 30_000 })
+    expect(await page.textContent('[data-testid="failure-kind"]')).toBe('abort')
+    await expect.poll(async () => ((await server.approvals.pending()) as unknown[]).length, { timeout: 15_000 }).toBe(0)
+    expect(await readFile(server.url, 'notes/aborted.md')).not.toContain('# waited for a person')
+    expect(problems).toEqual([])
+    await page.close()
+  })
+
   it('after the server was killed and another started on the same data directory, still lists the parked run; Allow finishes it on the new server', async () => {
     // Killed, not shut down: a graceful shutdown of npm start aborts its /v1/runs runs
     // through the app's shutdown signal, which withdraws even a parked run's request.
