@@ -727,6 +727,68 @@ export function describeCodeRuntimeContract(
       })
     })
 
+    // One lifecycle (src/code-runtime/run-lifecycle.ts): the same situation gives the same
+    // kind and the same text on every runtime, so these compare whole errors, not kinds.
+    describe('lifecycle', () => {
+      const hang = (started?: () => void) =>
+        tools({
+          hang: (args, options) => {
+            started?.()
+            return never(args, options)
+          },
+        })
+
+      it('a pre-aborted signal beats a syntax error, with the abort reason', async () => {
+        const controller = new AbortController()
+        controller.abort(new Error('gone'))
+        const result = await make().run({ program: 'let x = ;', bindings: [], signal: controller.signal })
+        expect(result.error).toEqual({ kind: 'abort', message: 'the run was aborted (gone)' })
+      })
+
+      it('an abort while the program awaits a binding', async () => {
+        const controller = new AbortController()
+        const result = await make().run({ program: 'await tools.hang()', bindings: hang(() => setTimeout(() => controller.abort(new Error('user cancelled')), 10)), signal: controller.signal })
+        expect(result.error).toEqual({ kind: 'abort', message: 'the run was aborted (user cancelled)' })
+      })
+
+      it('an abort before the run has its thread or VM (waiting for it, or queued)', async () => {
+        const controller = new AbortController()
+        const pending = make().run({ program: 'await tools.hang()', bindings: hang(), signal: controller.signal })
+        controller.abort('too slow')
+        expect((await pending).error).toEqual({ kind: 'abort', message: 'the run was aborted (too slow)' })
+      })
+
+      it('dispose mid-run, and a run asked for after dispose', async () => {
+        const runtime = make()
+        let startedResolve!: () => void
+        const started = new Promise<void>((resolve) => {
+          startedResolve = resolve
+        })
+        const pending = runtime.run({ program: 'await tools.hang()', bindings: hang(startedResolve) })
+        await started
+        await runtime.dispose()
+        expect((await pending).error).toEqual({ kind: 'abort', message: 'the runtime was disposed' })
+        expect((await runtime.run({ program: 'return 1', bindings: [] })).error).toEqual({ kind: 'abort', message: 'the runtime was disposed' })
+      })
+
+      it('a request whose properties throw when read is an exception result, never a rejection', async () => {
+        const request = {
+          get program(): string {
+            throw new Error('boom')
+          },
+        }
+        const result = await make().run(request as never)
+        expect(result.error).toEqual({ kind: 'exception', message: 'TypeError: the request could not be read (boom)' })
+      })
+
+      it.skipIf(gaps.confinesAuthority === undefined)('a thread that dies under the program (trusted runtimes: a program can end its own thread)', async () => {
+        const program = "if (typeof process !== 'undefined') process.exit(3)\nelse (self as any).close()\nawait tools.hang()"
+        const result = await make().run({ program, bindings: hang() })
+        expect(result.error?.kind).toBe('worker-exit')
+        expect(result.error?.message).toMatch(/^the thread running the program exited: /)
+      })
+    })
+
     describe('an unknown binding name (the error names the fix)', () => {
       const functions = { list_files: async () => ['a'], read_file: async () => 'text', write_file: async () => null }
 
