@@ -157,6 +157,8 @@ export class ToolyardRun {
   readonly #ctx: RunObjectState
   readonly #env: EdgeEnv
   #built: Promise<Built> | undefined
+  /** The `run_code` calls that ended in this instance. */
+  readonly #endedCalls = new Set<string>()
 
   constructor(ctx: RunObjectState, env: EdgeEnv) {
     this.#ctx = ctx
@@ -219,6 +221,7 @@ export class ToolyardRun {
     await this.#ctx.storage.put({ [INFO_KEY]: JSON.stringify(info) })
     // The Worker finds this object from a decided approval's run call id.
     await built.index.put(OWNER_PREFIX + runKeySegment(info.callId), id)
+    if (this.#endedCalls.has(info.callId)) await this.#ended(built.index, info)
     return publicResponse(response, info)
   }
 
@@ -280,16 +283,21 @@ export class ToolyardRun {
     })
     runtime.on('tools/result', (execution) => {
       if (execution.name !== 'run_code' || execution.parent !== undefined) return
+      // Noted at once: a quick run can end before `#start` has written who it is.
+      this.#endedCalls.add(execution.callId)
       this.#ctx.waitUntil(
         (async () => {
           const info = await this.#info()
-          if (info?.callId !== execution.callId) return
-          await index.delete(OWNER_PREFIX + runKeySegment(info.callId))
-          // The ended run stays readable for the app's retention, then its object forgets it.
-          await this.#ctx.storage.setAlarm(Date.now() + DEFAULT_RUN_RETENTION_MS)
+          if (info?.callId === execution.callId) await this.#ended(index, info)
         })(),
       )
     })
+  }
+
+  /** The run ended: its owner entry leaves the index; it stays readable for the app's retention, then its object forgets it. */
+  async #ended(index: DurableStore, info: RunInfo): Promise<void> {
+    await index.delete(OWNER_PREFIX + runKeySegment(info.callId))
+    await this.#ctx.storage.setAlarm(Date.now() + DEFAULT_RUN_RETENTION_MS)
   }
 
   /**

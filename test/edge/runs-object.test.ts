@@ -123,6 +123,11 @@ describe('durable runs in Durable Objects (built Worker, Miniflare, persisted st
     expect(done).toMatchObject({ id, status: 'done', result: { isError: false } })
     expect(done.result).toMatchObject({ value: { result: { edits: 1, notes: 'written once' } } })
     expect(await approvalsOf(done.callId as string)).toEqual([])
+    // Its events, from its object, name the run by its public id.
+    const events = await (await call(`/v1/runs/${id}/events`, { headers: auth })).text()
+    expect([...events.matchAll(/^event: (.+)$/gm)].map((match) => match[1]).slice(-2)).toEqual(['result', 'end'])
+    expect(events).toContain(`"id":"${id}"`)
+    expect(events).toContain('event: approval\n')
   })
 
   it('two runs wait at once, each in its own object: each run lists its own approval, the Worker lists both, each decision reaches its run', async () => {
