@@ -28,7 +28,8 @@
  *
  * Run: `npm run bench:durable` (or `npx tsx bench/durable-runs.bench.ts`). Figures are
  * printed, never asserted. `BENCH_ROUNDS` (default 15) sets the rounds of 1 and 2;
- * `BENCH_SECTIONS=2,3` runs only those sections (3 needs 2's states).
+ * `BENCH_SECTIONS=2,3` runs only those sections (3 needs 2's states); `BENCH_CONTROL=1`
+ * makes the baseline journal too (an A/A control: the cost columns then show the noise).
  *
  * @module
  */
@@ -47,12 +48,15 @@ import { callKey, newJournal } from '../src/code-runtime/journal.js'
 import { printTable, timePerCallInterleaved, type TableRow } from './_stats.js'
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 15)
+const CONTROL = process.env.BENCH_CONTROL === '1'
 const CALLS = 2_000
 const READS = 100_000
 const PARK_CALLS = 100
 const PARK_AFTER_MS = 10
 /** Idle time before each timed run of section 1 (a background VM build finishes in it). */
 const IDLE_MS = 30
+/** Time from the park (or the hold) to the decision in section 2: a person's delay, shortened. */
+const DECISION_AFTER_MS = Number(process.env.BENCH_DECISION_MS ?? 100)
 
 const require = createRequire(import.meta.url)
 const wasmModule = new WebAssembly.Module(readFileSync(require.resolve('@jitl/quickjs-wasmfile-release-sync/wasm')))
@@ -138,7 +142,8 @@ async function readings(runtime: CodeRuntime): Promise<{ ms: number; cpuMs: numb
 /** Runs `body(journal runtime, true)` and `body(no-journal runtime, false)` in interleaved rounds (order flipped each round), after one warm-up each. */
 async function interleaved<T>(kind: Kind, body: (runtime: CodeRuntime, journal: boolean) => Promise<T>): Promise<{ on: T[]; off: T[] }> {
   const on = kind.make(true)
-  const off = kind.make(false)
+  // BENCH_CONTROL=1: an A/A control (both contenders journal): what the "cost" columns read when there is none, the noise floor.
+  const off = kind.make(CONTROL)
   try {
     await body(on, true)
     await body(off, false)
@@ -259,8 +264,8 @@ interface ParkSample {
 
 /**
  * One run of `calls` calls then `ask`. Parking runtime: waits for onPark, then decides.
- * Baseline (and a resumed run, already parked): waits parkAfterMs + 5 ms past the hold,
- * then decides. `resume`: starts from a stored state instead.
+ * Baseline: waits parkAfterMs past the hold, then `DECISION_AFTER_MS` more, then decides;
+ * a run resumed from `resume` (already parked) waits `DECISION_AFTER_MS` after its call.
  */
 async function parkRun(runtime: CodeRuntime, parking: boolean, calls: number, resume?: ParkedRunState): Promise<ParkSample> {
   const b = parkBindings()
@@ -278,7 +283,9 @@ async function parkRun(runtime: CodeRuntime, parking: boolean, calls: number, re
   await until(() => b.waiting.length === 1)
   const { heldAt, resolve } = b.waiting[0]!
   if (parking && resume === undefined) await until(() => parkedAt !== undefined)
-  else await sleep(PARK_AFTER_MS + 5)
+  else if (resume === undefined) await sleep(PARK_AFTER_MS)
+  // A person takes seconds: by the decision, the runtime has built its next VM in the background.
+  await sleep(DECISION_AFTER_MS)
   const decided = performance.now()
   resolve('yes')
   const value = (await valueOf(pending)) as { n: number; answer: string }
@@ -317,7 +324,7 @@ async function parkAndResume(): Promise<ParkedRunState[]> {
     )
     states.push(runs.on.at(-1)!.state!)
   }
-  printTable(rows, `2. Park and resume of a ${PARK_CALLS}-call run (parkAfterMs ${PARK_AFTER_MS}), ${ROUNDS} interleaved rounds (target resume ≤ 20 ms); ${loadNote()}`)
+  printTable(rows, `2. Park and resume of a ${PARK_CALLS}-call run (parkAfterMs ${PARK_AFTER_MS}, decision ${DECISION_AFTER_MS} ms after the park), ${ROUNDS} interleaved rounds (target resume ≤ 20 ms); ${loadNote()}`)
   return states
 }
 
@@ -437,7 +444,7 @@ async function bytesPerParkedRun(statesOf100: readonly ParkedRunState[]): Promis
   printTable(await fileStoreRecord(), `3b. One parked 20-call run_code in createFileStore(dir) (${tmpdir()}); ${loadNote()}`)
 }
 
-console.log(`durable runs bench: ${loadNote()} at start, node ${process.version}`)
+console.log(`durable runs bench: ${loadNote()} at start, node ${process.version}${CONTROL ? '; A/A CONTROL: the "no journal" contender journals too' : ''}`)
 const sections = (process.env.BENCH_SECTIONS ?? '1,2,3').split(',')
 if (sections.includes('1')) await journalCost()
 if (sections.includes('2') || sections.includes('3')) {
