@@ -11,12 +11,12 @@
  *   approval (the VM is released, its journal saved);
  * - `createToolRuntime({ store })` over this object's storage (`createDurableObjectStore`):
  *   the parked run's journal, its sub-calls' records and its HTTP record live here;
- * - an approval broker over the run index (run-index.ts), so every isolate lists and
- *   decides this run's approvals; `write_file` and `edit_file` ask, as in `npm start`.
+ * - an approval broker over the run index (run-index.ts), so every isolate lists this
+ *   run's approvals; the Worker forwards a decision on one to this object, whose broker
+ *   hands it to the waiting call at once; `write_file` and `edit_file` ask, as in `npm start`.
  *
- * When the object was evicted or restarted, its next request (a decision the Worker forwards
- * included) or alarm resumes the
- * run from its storage (`runtime.resumeRuns({ staleMs: 0 })`: one object is one run, nobody
+ * When the object was evicted or restarted, its next request (a decision the Worker
+ * forwards included) or alarm resumes the run from its storage (`runtime.resumeRuns({ staleMs: 0 })`: one object is one run, nobody
  * else can hold it): the program is replayed from its journal (no completed call runs
  * again), its asking call re-attaches to its approval in the index, and a decision taken
  * meanwhile finishes it. An alarm at each approval's expiry wakes the object so an
@@ -115,6 +115,17 @@ function demoTools(workspace: Workspace, storage: DurableObjectStorageLike): Any
       : tool,
   )
   return [...workspaceTools, ...createShopTools(createShopData())]
+}
+
+/** The saved workspace (`{ path: text }`); a value that is not one starts from the seed files rather than breaking the object. */
+function readWorkspace(text: string): Readonly<Record<string, string>> {
+  try {
+    const files = JSON.parse(text) as unknown
+    if (typeof files === 'object' && files !== null && !Array.isArray(files) && Object.values(files).every((v) => typeof v === 'string')) return files as Record<string, string>
+  } catch {
+    // Not JSON: below.
+  }
+  return SEED_FILES
 }
 
 /** Replaces every `from` (ASCII, same length as `to`) in a streamed UTF-8 body, across chunk edges. */
@@ -228,7 +239,12 @@ export class ToolyardRun {
   async #info(): Promise<RunInfo | undefined> {
     const found = (await this.#ctx.storage.get([INFO_KEY])).get(INFO_KEY)
     if (typeof found !== 'string') return undefined
-    const info = JSON.parse(found) as Partial<RunInfo>
+    let info: Partial<RunInfo>
+    try {
+      info = JSON.parse(found) as Partial<RunInfo>
+    } catch {
+      return undefined
+    }
     return typeof info.id === 'string' && typeof info.appId === 'string' && typeof info.callId === 'string' ? (info as RunInfo) : undefined
   }
 
@@ -250,7 +266,7 @@ export class ToolyardRun {
     const store = createDurableObjectStore(storage)
     const index = createIndexStore(this.#env.RUN_INDEX)
     const saved = (await storage.get([WORKSPACE_KEY])).get(WORKSPACE_KEY)
-    const workspace = createWorkspace(typeof saved === 'string' ? (JSON.parse(saved) as Record<string, string>) : SEED_FILES)
+    const workspace = createWorkspace(typeof saved === 'string' ? readWorkspace(saved) : SEED_FILES)
     const broker = createApprovalBroker({ store: createRunIndexStore(index, storage), pollIntervalMs: RUN_OBJECT_APPROVAL_POLL_MS, ...approvalTimeoutOption(this.#env) })
     const sessionLog = createSessionLogHub()
     const codeRuntime = createQuickJsRuntime({ wasmModule, ...EDGE_CODE_LIMITS })
