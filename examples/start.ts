@@ -267,10 +267,12 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
   const shutdown = (): Promise<void> => {
     finished ??= (async () => {
       clearInterval(resumer)
+      // The runtime's disposal ends what still runs first (as DISPOSED): parked durable runs,
+      // their approvals and their /v1/runs records stay in the store for the next process.
+      // dispose() resolves once every execution has settled.
+      await runtime.dispose()
       stopping.abort(new DOMException('the server is shutting down', 'AbortError'))
       const closed = server.close()
-      // dispose() aborts what is still running and resolves once every execution has settled.
-      await runtime.dispose()
       await codeRuntime.dispose()
       await preflightEngine.dispose()
       await approvals.dispose()

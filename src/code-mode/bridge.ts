@@ -296,7 +296,7 @@ export async function runCodeBridge(registry: CodeModeRegistry, args: RunCodeArg
     outcome = { logs: [], error: { kind: 'exception', message: `the code runtime failed: ${messageOf(error)}` } }
   } finally {
     await run.settle()
-    registry.durable?.ended(exec.callId)
+    await registry.durable?.ended(exec.callId)
   }
   return completeRun(outcome, registry.maxOutputBytes, codeRuntime.language)
 }

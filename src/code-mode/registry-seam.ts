@@ -39,7 +39,7 @@ export interface CodeModeRegistry {
       agent: ScopeKey | undefined,
       args: { readonly code: string; readonly description: string },
     ): { onPark(state: ParkedRunState, numbering: DurableRunNumbering): void; readonly resume?: { readonly state: ParkedRunState; readonly numbering: DurableRunNumbering } }
-    ended(callId: string): void
+    ended(callId: string): Promise<void>
   }
   /** The configured code runtime, read at call time; `undefined` makes `run_code` fail clearly. */
   codeRuntime(): CodeRuntime | undefined

@@ -148,7 +148,7 @@ export class DurableRuns {
     this.#heartbeat = undefined
   }
 
-  #queue(run: string, write: () => Promise<unknown>): void {
+  #queue(run: string, write: () => Promise<unknown>): Promise<void> {
     const previous = this.#writes.get(run) ?? Promise.resolve()
     const next = previous.then(write).then(
       () => undefined,
@@ -158,6 +158,7 @@ export class DurableRuns {
     void next.then(() => {
       if (this.#writes.get(run) === next) this.#writes.delete(run)
     })
+    return next
   }
 
   /** Resolves once every write queued so far has landed (tests; a clean shutdown). */
@@ -193,12 +194,16 @@ export class DurableRuns {
     return { onPark, ...(resume === undefined ? {} : { resume }) }
   }
 
-  /** A `run_code` call ended: forget its record and its calls' (unless the process is shutting down). */
-  ended(callId: string): void {
+  /**
+   * A `run_code` call ended: forget its record and its calls' (unless the process is
+   * shutting down). Resolves once that has landed: a run's record is gone when its call
+   * returns, so a record still there after a run ended means it is left for the next process.
+   */
+  ended(callId: string): Promise<void> {
     const parked = this.#durable.delete(callId)
-    if (!parked || this.#closing) return
+    if (!parked || this.#closing) return Promise.resolve()
     const segment = runKeySegment(callId)
-    this.#queue(callId, async () => {
+    return this.#queue(callId, async () => {
       await this.#store.delete(`runs/${segment}`)
       for (;;) {
         const page = await this.#store.list(`calls/${segment}/`, { limit: 1000 })

@@ -16,6 +16,7 @@ import type { Context, Handler, Hono } from 'hono'
 import { streamSSE } from 'hono/streaming'
 import type { PendingApproval } from '../approvals/types.js'
 import type { DurableStore } from '../durable/store.js'
+import { runKeySegment } from '../durable/runs.js'
 import type { ResumedRun } from '../durable/runs.js'
 import type { ToolRuntime } from '../runtime-types.js'
 import type { ToolExecutionResult } from '../types.js'
@@ -144,7 +145,7 @@ function recordWriter(records: RunRecordStore | undefined, config: ApiConfig) {
 }
 
 /** Runs `prepared` to its end, its events into the run's buffer, then settles it in the table. */
-async function drive(run: TableRun, prepared: PreparedRun, table: RunTable, config: ApiConfig, request: Request, persist: (run: TableRun) => void): Promise<void> {
+async function drive(run: TableRun, prepared: PreparedRun, table: RunTable, config: RunsConfig, request: Request, persist: (run: TableRun) => void): Promise<void> {
   const append = (event: string, data: unknown): void => void run.events.append(event, data)
   append('start', { id: run.id, ...prepared.start })
   const unsubscribe = config.hub?.subscribe(
@@ -176,7 +177,23 @@ async function drive(run: TableRun, prepared: PreparedRun, table: RunTable, conf
     table.settle(run, result)
     append(END_EVENT, { id: run.id, status: run.status })
     run.events.close()
-    persist(run)
+    // A durable run parked in the store when the app shut down is resumed by the next
+    // process: its record stays `running` for that process to adopt, not `failed`.
+    if (!(await parkedForNextProcess(run, result, config))) persist(run)
+  }
+}
+
+/**
+ * Whether `run` ended with its durable record still in the store (`runs/<callId>`): a run
+ * that ends deletes it before its call returns, unless its runtime was shutting down, and
+ * then the next process resumes it.
+ */
+async function parkedForNextProcess(run: TableRun, result: ToolExecutionResult | undefined, config: RunsConfig): Promise<boolean> {
+  if (config.store === undefined || run.cancelRequested || result === undefined || !result.isError) return false
+  try {
+    return (await config.store.get(`runs/${runKeySegment(run.callId)}`)) !== undefined
+  } catch {
+    return false
   }
 }
 
@@ -192,7 +209,7 @@ function keepAlive(c: Context, work: Promise<void>): void {
   waitUntil?.(work)
 }
 
-function startRun(runtime: ToolRuntime, config: ApiConfig, table: RunTable, persist: (run: TableRun, request: Request) => void): Handler {
+function startRun(runtime: ToolRuntime, config: RunsConfig, table: RunTable, persist: (run: TableRun, request: Request) => void): Handler {
   return async (c) => {
     const prepared = await prepareRun(c, runtime, config)
     const run = table.admit({ callId: prepared.callId, agent: prepared.agent })
@@ -386,7 +403,7 @@ function streamEvents(c: Context, run: TableRun, lastId: number, config: ApiConf
  * it ends. Returns how many were adopted; the others finish unseen (their callers were
  * `POST /v1/run` clients, gone with the old process).
  */
-async function adoptResumed(resumed: readonly ResumedRun[], records: RunRecordStore | undefined, table: RunTable, config: ApiConfig, persist: (run: TableRun, request: Request) => void): Promise<number> {
+async function adoptResumed(resumed: readonly ResumedRun[], records: RunRecordStore | undefined, table: RunTable, config: RunsConfig, persist: (run: TableRun, request: Request) => void): Promise<number> {
   if (records === undefined || resumed.length === 0) return 0
   const byCallId = new Map(resumed.map((run) => [run.callId, run]))
   const request = new Request('http://toolyard.invalid/v1/runs')

@@ -144,6 +144,8 @@ export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
     dispose: (): Promise<void> => {
       durableRuns?.close()
       disposing ??= (async () => {
+        // Parked runs' records land before their calls are cancelled: the next process finds them (and their approvals stay open for it).
+        await durableRuns?.flushed()
         await calls.quiesce(new ToolError('DISPOSED', 'the tool runtime was disposed'))
         agents.disposeAll()
         global.disposeRegistrations()

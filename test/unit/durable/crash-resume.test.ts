@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
+import { startServer } from '../../../examples/start.js'
 
 const root = fileURLToPath(new URL('../../..', import.meta.url))
 const base = mkdtempSync(join(tmpdir(), 'toolyard-crash-'))
@@ -110,4 +111,30 @@ describe('a durable run survives kill -9 (npm start on a file store, real proces
     expect(text.match(/one/g)).toHaveLength(1)
     expect(text.match(/two/g)).toHaveLength(1)
   }, 240_000)
+
+  it('a graceful shutdown (Ctrl+C) keeps a parked run for the next process: same request, the run ends there', async () => {
+    const dataDir = join(base, 'graceful')
+    const options = { port: 0, token: TOKEN, staticDir: null, dataDir, resumeStaleMs: 0, resumeEveryMs: 200 } as const
+    const first = await startServer(options)
+    const started = (await (await fetch(`${first.url}/v1/runs`, { method: 'POST', headers: AUTH, body: JSON.stringify({ code: PROGRAM, description: 'graceful' }) })).json()) as { id: string }
+    await allowCall(first.url, ':code:1')
+    const waiting = await until(async () => (await approvals(first.url)).find((a) => a.callId.endsWith(':code:2')), 'the second approval')
+    await until(() => (first.codeRuntime.load().parked === 1 ? true : undefined), 'the run to park')
+    await first.shutdown()
+    const second = await startServer(options)
+    try {
+      const listed = await until(async () => (await approvals(second.url)).find((a) => a.callId.endsWith(':code:2')), 'the request after the restart')
+      expect(listed.id).toBe(waiting.id)
+      await decide(second.url, listed.id)
+      await allowCall(second.url, ':code:3')
+      const done = await until(async () => {
+        const run = await runStatus(second.url, started.id)
+        return run.status === 'done' || run.status === 'failed' ? run : undefined
+      }, 'the run to end in the new process')
+      expect(done.status, JSON.stringify(done)).toBe('done')
+      expect(JSON.stringify(done.result?.value?.result).match(/one/g)).toHaveLength(1)
+    } finally {
+      await second.shutdown()
+    }
+  }, 120_000)
 })
