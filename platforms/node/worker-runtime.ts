@@ -11,12 +11,10 @@ import { setMaxListeners } from 'node:events'
 import { MessageChannel, Worker } from 'node:worker_threads'
 import type { CodeLogSource } from '../../src/code-runtime/contract.js'
 import type { CodeRunSession } from '../../src/code-runtime/host-session.js'
-import { checkOptionsObject, CODE_RUN_LIMIT_KEYS, integerOption, readCodeRunLimits } from '../../src/code-runtime/limits.js'
+import { integerOption } from '../../src/code-runtime/limits.js'
 import type { RunSlot } from '../../src/code-runtime/run-lifecycle.js'
-import { createTrustedRuntime, SlotDeath } from '../../src/code-runtime/trusted-runtime.js'
-import type { TrustedRuntime, TrustedRuntimeOptions } from '../../src/code-runtime/trusted-runtime.js'
+import { createTrustedRuntime, readTrustedOptions, SlotDeath, type TrustedRuntime, type TrustedRuntimeOptions } from '../../src/code-runtime/trusted-runtime.js'
 import { parseWorkerMessage } from '../../src/code-runtime/wire.js'
-import type { WireEndpoint } from '../../src/code-runtime/wire.js'
 import { toErrorData } from '../../src/errors.js'
 import { portEndpoint } from './_port-endpoint.js'
 import { WORKER_SOURCE } from './_worker-source.js'
@@ -38,16 +36,16 @@ const FACTORY = 'createNodeWorkerRuntime'
 type ResourceLimits = { maxOldGenerationSizeMb: number; maxYoungGenerationSizeMb?: number; stackSizeMb: number }
 
 /** One worker, from spawn to exit, used for exactly one run. */
-class WorkerSlot implements RunSlot {
+class WorkerSlot extends SlotDeath implements RunSlot {
   readonly worker: Worker
-  readonly endpoint: WireEndpoint
-  readonly exited: Promise<void>
-  readonly booted: Promise<void>
-  readonly #death = new SlotDeath()
+  readonly endpoint: RunSlot['endpoint']
+  /** Resolves with the slot once its worker has booted (or died: its run then ends as a worker-exit). */
+  readonly booted: Promise<WorkerSlot>
   #session: CodeRunSession | undefined
   readonly #partial: Record<'stdout' | 'stderr', string> = { stdout: '', stderr: '' }
 
   constructor(limits: ResourceLimits, readonly maxLine: number) {
+    super()
     this.worker = new Worker(WORKER_SOURCE, { eval: true, env: {}, argv: [], execArgv: [], stdin: false, stdout: true, stderr: true, resourceLimits: limits, name: 'toolyard-code-run', trackUnmanagedFds: true })
     const { port1, port2 } = new MessageChannel()
     // The private port goes first, before any program exists; the host never listens to the parent port.
@@ -60,10 +58,10 @@ class WorkerSlot implements RunSlot {
         port1.off('message', onReady)
         // Booting keeps the process alive (someone may await `warm()`); a booted idle worker does not.
         if (this.#session === undefined) (this.worker.unref(), port1.unref())
-        booted()
+        booted(this)
       }
       port1.on('message', onReady)
-      this.onDeath(() => booted())
+      this.onDeath(() => booted(this))
     })
     // A message the host cannot deserialize might have been `done` or a call the program awaits: end the run now.
     port1.on('messageerror', (error) => this.#session?.fail('exception', `a message from the worker could not be read (${toErrorData(error).message})`))
@@ -76,21 +74,10 @@ class WorkerSlot implements RunSlot {
       if (data.code === 'ERR_WORKER_OUT_OF_MEMORY') this.#session?.fail('worker-exit', `the worker ran out of memory (maxOldGenerationSizeMb: ${limits.maxOldGenerationSizeMb})`)
       else this.#session?.fail('exception', `Uncaught ${data.name}: ${data.message}`)
     })
-    this.exited = new Promise((exited) =>
-      this.worker.once('exit', (code) => {
-        port1.close()
-        this.#death.die(`exit code ${code}${lastError === undefined ? '' : `: ${toErrorData(lastError).message}`}`)
-        exited()
-      }),
-    )
-  }
-
-  get dead(): boolean {
-    return this.#death.reason !== undefined
-  }
-
-  onDeath(listener: (reason: string) => void): void {
-    this.#death.onDeath(listener)
+    this.worker.once('exit', (code) => {
+      port1.close()
+      this.die(`exit code ${code}${lastError === undefined ? '' : `: ${toErrorData(lastError).message}`}`)
+    })
   }
 
   readonly meter = () => this.worker.performance.eventLoopUtilization().active
@@ -114,7 +101,7 @@ class WorkerSlot implements RunSlot {
   }
 
   terminate(): void {
-    if (!this.dead) this.worker.terminate().catch(() => undefined)
+    if (this.reason === undefined) this.worker.terminate().catch(() => undefined)
   }
 
   #stdio(source: Extract<CodeLogSource, 'stdout' | 'stderr'>, chunk: string): void {
@@ -143,33 +130,21 @@ class WorkerSlot implements RunSlot {
  * ```
  */
 export function createNodeWorkerRuntime(options?: NodeWorkerRuntimeOptions): NodeWorkerRuntime {
-  const record = checkOptionsObject(options, [...CODE_RUN_LIMIT_KEYS, 'maxOldGenerationSizeMb', 'maxYoungGenerationSizeMb', 'stackSizeMb', 'prespawn'], FACTORY)
-  const limits = readCodeRunLimits(record, FACTORY)
+  const { record, limits, prespawn } = readTrustedOptions(options, ['maxOldGenerationSizeMb', 'maxYoungGenerationSizeMb', 'stackSizeMb'], FACTORY)
   const young = record.maxYoungGenerationSizeMb === undefined ? undefined : integerOption(record, 'maxYoungGenerationSizeMb', 0, 1, 65_536, FACTORY)
   const resourceLimits: ResourceLimits = {
     maxOldGenerationSizeMb: integerOption(record, 'maxOldGenerationSizeMb', 512, 8, 65_536, FACTORY),
     ...(young === undefined ? {} : { maxYoungGenerationSizeMb: young }),
     stackSizeMb: integerOption(record, 'stackSizeMb', 4, 1, 1_024, FACTORY),
   }
-  const slots = new Set<WorkerSlot>()
   return createTrustedRuntime({
     isolation: 'worker-thread',
     capabilities: Object.freeze({ streamsLogs: true, memoryLimit: true, capturesStdio: true }),
     limits,
-    prespawn: integerOption(record, 'prespawn', 1, 0, 16, FACTORY),
-    spawn: async () => {
-      const slot = new WorkerSlot(resourceLimits, limits.maxLogBytes)
-      slots.add(slot)
-      void slot.exited.then(() => slots.delete(slot))
-      await slot.booted
-      return slot
-    },
-    alive: (slot) => !slot.dead,
+    prespawn,
+    // async: a Worker that cannot be created rejects the run's slot (a worker-exit), never throws out of run().
+    spawn: async () => new WorkerSlot(resourceLimits, limits.maxLogBytes).booted,
+    alive: (slot) => slot.reason === undefined,
     defer: (task) => setImmediate(task),
-    release: async () => {
-      const left = [...slots]
-      for (const slot of left) slot.terminate()
-      await Promise.all(left.map((slot) => slot.exited))
-    },
   })
 }

@@ -8,6 +8,7 @@
  * @module
  */
 import type { CodeRunRequest, CodeRuntime, CodeRuntimeCapabilities } from './contract.js'
+import { checkOptionsObject, CODE_RUN_LIMIT_KEYS, integerOption, readCodeRunLimits } from './limits.js'
 import type { CodeRunLimits } from './limits.js'
 import { RunLifecycle, startOnSlot } from './run-lifecycle.js'
 import type { RunSlot } from './run-lifecycle.js'
@@ -34,6 +35,16 @@ export interface TrustedRuntimeOptions {
   readonly prespawn?: number
 }
 
+/**
+ * Validates a trusted runtime's options (`INVALID_OPTIONS`): the shared limits and
+ * `prespawn` (0 to 16, default 1), plus the platform's `extra` keys, read by the caller
+ * from `record`.
+ */
+export function readTrustedOptions(options: unknown, extra: readonly string[], factory: string): { readonly record: Readonly<Record<string, unknown>>; readonly limits: CodeRunLimits; readonly prespawn: number } {
+  const record = checkOptionsObject(options, [...CODE_RUN_LIMIT_KEYS, 'prespawn', ...extra], factory)
+  return { record, limits: readCodeRunLimits(record, factory), prespawn: integerOption(record, 'prespawn', 1, 0, 16, factory) }
+}
+
 /** A trusted worker runtime: a {@link CodeRuntime} plus a warm-up hook. */
 export interface TrustedRuntime<I extends string> extends CodeRuntime {
   readonly language: 'typescript'
@@ -58,11 +69,9 @@ export interface TrustedDriver<I extends string, S extends RunSlot> {
   defer(task: () => void): void
   /** A host-side compile of the stripped program: a syntax error's message with line and column. Default {@link v8SyntaxError}. */
   checkSyntax?(code: string): string | undefined
-  /** After every run is quiescent and the spares are ended: end what is left. */
-  release?(): Promise<void>
 }
 
-/** How a slot reports its death: listeners called once, with the first reason (at once when already dead). */
+/** How a slot reports its death: listeners called once, with the first reason (at once when already dead). A slot class may extend it. */
 export class SlotDeath {
   #reason: string | undefined
   readonly #listeners = new Set<(reason: string) => void>()
@@ -91,6 +100,8 @@ export class SlotDeath {
 export class SparePool<S extends RunSlot> {
   readonly #spares: Promise<S>[] = []
   readonly #spawning = new Set<Promise<unknown>>()
+  /** Every slot started and not dead yet: spares and the runs' own. */
+  readonly #slots = new Set<S>()
   #closed = false
   #refillAsked = false
 
@@ -146,8 +157,17 @@ export class SparePool<S extends RunSlot> {
     await Promise.all([...spares.map((spare) => spare.then((slot) => slot.terminate(), () => undefined)), ...this.#spawning])
   }
 
+  /** Ends every slot still alive (runs have settled by now) and resolves once each has died. */
+  async release(): Promise<void> {
+    const left = [...this.#slots]
+    for (const slot of left) slot.terminate()
+    await Promise.all(left.map((slot) => new Promise<void>((dead) => slot.onDeath(() => dead()))))
+  }
+
   #spawn(): Promise<S> {
     const pending = this.driver.spawn().then((slot) => {
+      this.#slots.add(slot)
+      slot.onDeath(() => this.#slots.delete(slot))
       // Started after close(): nobody will run it.
       if (this.#closed) slot.terminate()
       return slot
@@ -180,7 +200,7 @@ export function createTrustedRuntime<I extends string, S extends RunSlot>(driver
     },
     release: async () => {
       await closing
-      await driver.release?.()
+      await spares.release()
     },
   })
   return Object.freeze({
