@@ -4,7 +4,11 @@
 //   - a function is over MAX_LINES lines, nested closures counted in their outermost
 //     function (a long function does not get shorter by hiding its body in arrows), or
 //   - files import each other in a cycle (type-only imports and re-exports included:
-//     a type cycle still ties two files' changes together).
+//     a type cycle still ties two files' changes together), or
+//   - the code runtimes' run lifecycle is written outside its one file: only
+//     LIFECYCLE_FILE imports host-session's `prepareRun` (the sequence disposed? → prepare → abort beats a
+//     syntax error → strip → start → track starts there), and each trusted worker runtime
+//     (TRUSTED_RUNTIMES) stays a driver of at most MAX_TRUSTED_LINES lines.
 // It prints the longest functions, every offender and every cycle, then a verdict per
 // folder (`src/registry`, `platforms/node`…), so one team's folder can be judged while
 // another's is being rewritten. `--only <folder>[,<folder>…]` (as printed, or a root:
@@ -18,6 +22,10 @@ import ts from 'typescript'
 const MAX_LINES = 200
 const ROOTS = ['src', 'platforms']
 const SHOW_LONGEST = 10
+const LIFECYCLE_FILE = 'src/code-runtime/run-lifecycle.ts'
+const PREPARE_DEFINED_IN = 'src/code-runtime/host-session.ts'
+const TRUSTED_RUNTIMES = ['platforms/node/worker-runtime.ts', 'platforms/browser/browser-worker-runtime.ts']
+const MAX_TRUSTED_LINES = 150
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 const posix = (path) => path.split(sep).join('/')
@@ -54,6 +62,21 @@ function listSources() {
   }
   for (const folder of ROOTS) if (existsSync(join(root, folder))) walk(join(root, folder))
   return out
+}
+
+/** Whether `source` imports (or re-exports) `name` from the file `target` (resolved like the import graph). */
+function importsNameFrom(source, file, name, target, known) {
+  for (const statement of source.statements) {
+    const isImport = ts.isImportDeclaration(statement)
+    if (!isImport && !ts.isExportDeclaration(statement)) continue
+    const specifier = statement.moduleSpecifier
+    if (specifier === undefined || !ts.isStringLiteral(specifier) || resolveSpecifier(file, specifier.text, known) !== target) continue
+    const bindings = isImport ? statement.importClause?.namedBindings : statement.exportClause
+    // `import * as x` or `export *` hands over every name.
+    if (bindings === undefined || ts.isNamespaceImport(bindings) || ts.isNamespaceExport(bindings)) return true
+    if (bindings.elements.some((element) => (element.propertyName ?? element.name).text === name)) return true
+  }
+  return false
 }
 
 /** `src/registry/x.ts` → `src/registry`; a file directly under a root → that root. */
@@ -222,10 +245,19 @@ for (const o of only) {
 }
 const functions = []
 const graph = new Map()
+// Lifecycle rules broken: { file, problem }.
+const lifecycle = []
 for (const file of files) {
   const text = readFileSync(join(root, file), 'utf8')
   const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true, file.endsWith('x') ? ts.ScriptKind.TSX : ts.ScriptKind.TS)
   functions.push(...measureFunctions(source, file))
+  if (file !== LIFECYCLE_FILE && importsNameFrom(source, file, 'prepareRun', PREPARE_DEFINED_IN, known)) {
+    lifecycle.push({ file, problem: `imports prepareRun: the run sequence lives in ${LIFECYCLE_FILE} (drive it with RunLifecycle)` })
+  }
+  const lines = text.split('\n').length - (text.endsWith('\n') ? 1 : 0)
+  if (TRUSTED_RUNTIMES.includes(file) && lines > MAX_TRUSTED_LINES) {
+    lifecycle.push({ file, problem: `${lines} lines: a trusted runtime is a driver of at most ${MAX_TRUSTED_LINES} (shared code goes to src/code-runtime/)` })
+  }
   const edges = new Set()
   for (const specifier of specifiersOf(source)) {
     const target = resolveSpecifier(file, specifier, known)
@@ -245,6 +277,11 @@ if (longFunctions.length > 0) {
   report(`\nfunctions over ${MAX_LINES} lines:`)
   for (const f of longFunctions.sort((a, b) => b.lines - a.lines)) report(`  ${show(f)}`)
 }
+report(`\nrun lifecycle: ${LIFECYCLE_FILE} alone imports prepareRun; trusted runtimes ${TRUSTED_RUNTIMES.map((file) => `${file} (${readFileSync(join(root, file), 'utf8').trimEnd().split('\n').length} lines)`).join(', ')}, at most ${MAX_TRUSTED_LINES} each`)
+if (lifecycle.length > 0) {
+  report('\nrun lifecycle rules broken:')
+  for (const { file, problem } of lifecycle) report(`  ${file}: ${problem}`)
+}
 if (cycles.length > 0) {
   report('\nimport cycles (type imports included):')
   for (const { component, path } of cycles) {
@@ -256,27 +293,28 @@ if (cycles.length > 0) {
 // One verdict per folder: a long function counts against its own folder; a cycle against every folder it passes through.
 const folders = new Map()
 const entry = (folder) => {
-  if (!folders.has(folder)) folders.set(folder, { long: 0, cycles: 0 })
+  if (!folders.has(folder)) folders.set(folder, { long: 0, cycles: 0, lifecycle: 0 })
   return folders.get(folder)
 }
 for (const file of files) entry(folderOf(file))
 for (const f of longFunctions) entry(folderOf(f.file)).long++
 for (const { component } of cycles) for (const folder of new Set(component.map(folderOf))) entry(folder).cycles++
+for (const { file } of lifecycle) entry(folderOf(file)).lifecycle++
 
 const judged = (folder) => only.length === 0 || only.some((o) => covers(o, folder))
 report('\nper folder:')
 let failed = false
 for (const folder of [...folders.keys()].sort()) {
-  const { long, cycles: inCycles } = folders.get(folder)
-  const ok = long === 0 && inCycles === 0
+  const { long, cycles: inCycles, lifecycle: broken } = folders.get(folder)
+  const ok = long === 0 && inCycles === 0 && broken === 0
   const counted = judged(folder)
   if (!ok && counted) failed = true
-  const problems = ok ? 'ok' : [long > 0 ? `${long} function(s) over ${MAX_LINES} lines` : '', inCycles > 0 ? `in ${inCycles} import cycle(s)` : ''].filter(Boolean).join(', ')
+  const problems = ok ? 'ok' : [long > 0 ? `${long} function(s) over ${MAX_LINES} lines` : '', inCycles > 0 ? `in ${inCycles} import cycle(s)` : '', broken > 0 ? `${broken} run lifecycle rule(s) broken` : ''].filter(Boolean).join(', ')
   report(`  ${ok ? 'pass' : counted ? 'FAIL' : 'fail (not judged)'}  ${folder.padEnd(22)} ${problems}`)
 }
 if (failed) {
   for (const line of held) console.log(line)
-  console.error(`\ncheck-structure failed: split the long functions (a table of steps and one loop reads better than one long body) and break the cycles (move the shared piece into its own file).`)
+  console.error(`\ncheck-structure failed: split the long functions (a table of steps and one loop reads better than one long body) and break the cycles (move the shared piece into its own file); a run lifecycle rule broken: see docs/runtimes.md (One run lifecycle).`)
   process.exit(1)
 }
 console.log(quiet ? `check-structure: ok (${files.length} files, no function over ${MAX_LINES} lines, no import cycle)` : '\ncheck-structure: ok')

@@ -15,10 +15,9 @@
  */
 import * as Comlink from 'comlink'
 import type { CodeRunSession } from '../../src/code-runtime/host-session.js'
-import { CODE_RUN_LIMIT_KEYS, checkOptionsObject, integerOption, readCodeRunLimits } from '../../src/code-runtime/limits.js'
+import { integerOption } from '../../src/code-runtime/limits.js'
 import type { RunSlot } from '../../src/code-runtime/run-lifecycle.js'
-import { createTrustedRuntime, SlotDeath } from '../../src/code-runtime/trusted-runtime.js'
-import type { TrustedRuntime, TrustedRuntimeOptions } from '../../src/code-runtime/trusted-runtime.js'
+import { createTrustedRuntime, readTrustedOptions, SlotDeath, type TrustedRuntime, type TrustedRuntimeOptions } from '../../src/code-runtime/trusted-runtime.js'
 import { ToolError } from '../../src/errors.js'
 import type { WorkerControl } from './control.js'
 import { HeartbeatMeter } from './heartbeat-meter.js'
@@ -52,9 +51,7 @@ export type BrowserWorkerRuntime = TrustedRuntime<'web-worker'>
 const BUSY_THRESHOLD_MS = 5
 
 /** A fresh worker with its private ports attached. */
-interface Armed extends RunSlot {
-  readonly death: SlotDeath
-}
+type Armed = RunSlot & { readonly death: SlotDeath }
 
 /**
  * Spawns a fresh worker and attaches its private ports. Rejects (after killing the worker)
@@ -135,11 +132,9 @@ async function arm(url: string | URL, timeoutMs: number, heartbeatMs: number): P
  * ```
  */
 export function createBrowserWorkerRuntime(options?: BrowserWorkerRuntimeOptions): BrowserWorkerRuntime {
-  const record = checkOptionsObject(options, [...CODE_RUN_LIMIT_KEYS, 'workerUrl', 'prespawn', 'heartbeatMs', 'spawnTimeoutMs'], FACTORY)
-  const limits = readCodeRunLimits(record, FACTORY)
+  const { record, limits, prespawn } = readTrustedOptions(options, ['workerUrl', 'heartbeatMs', 'spawnTimeoutMs'], FACTORY)
   const heartbeatMs = integerOption(record, 'heartbeatMs', 10, 1, 1_000, FACTORY)
   const spawnTimeoutMs = integerOption(record, 'spawnTimeoutMs', 10_000, 1, 600_000, FACTORY)
-  const prespawn = integerOption(record, 'prespawn', 1, 0, 16, FACTORY)
   const workerUrl = record.workerUrl ?? new URL('./worker-entry.js', import.meta.url)
   if (typeof workerUrl !== 'string' && !(workerUrl instanceof URL)) throw new ToolError('INVALID_OPTIONS', `${FACTORY}: options.workerUrl must be a string or a URL`)
   if (typeof Worker !== 'function' || typeof MessageChannel !== 'function') throw new ToolError('INVALID_OPTIONS', `${FACTORY}: this environment has no Web Worker support`)
