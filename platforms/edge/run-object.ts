@@ -34,7 +34,7 @@ import { createApprovalBroker } from '../../src/approvals/index.js'
 import type { StoredApprovalBroker } from '../../src/approvals/index.js'
 import { runKeySegment } from '../../src/durable/runs.js'
 import type { DurableStore } from '../../src/durable/store.js'
-import { createSessionLogHub, createToolsApp, DEFAULT_RUN_RETENTION_MS, httpErrorResponse } from '../../src/http/index.js'
+import { createSessionLogHub, createToolsApp, DEFAULT_RUN_RETENTION_MS, httpErrorResponse, resumeAppRuns } from '../../src/http/index.js'
 import { createStoreRunRecords } from '../../src/http/run-table.js'
 import { createToolRuntime } from '../../src/registry/index.js'
 import type { ToolRuntime } from '../../src/runtime-types.js'
@@ -275,9 +275,10 @@ export class ToolyardRun {
     askBeforeWriting(runtime)
     this.#watch(runtime, broker, index)
     const app = buildEdgeApp(this.#env, { sessionLog, approvals: broker, store }, (options) => createToolsApp(runtime, options))
-    const resumed = await runtime.resumeRuns({ staleMs: 0 })
+    // The run back in the app's table under its id: its status, events and DELETE work as before the restart, and its record is written as it ends.
+    const { resumed } = await resumeAppRuns(app, runtime, { staleMs: 0 })
     const records = createStoreRunRecords(store)
-    const settled = Promise.all(resumed.map(async (run) => this.#settleResumed(records, run.callId, (await run.result) as ToolExecutionResult)))
+    const settled = Promise.all(resumed.map((run) => run.result))
     if (resumed.length === 0) await this.#settleLost(records)
     return { app, runtime, broker, index, store, resumed: settled }
   }
@@ -329,14 +330,5 @@ export class ToolyardRun {
     const result: ToolExecutionResult = { isError: true, error: { message, info: { name: 'ToolError', code: 'INTERRUPTED' } }, content: [{ type: 'text', text: `Error: ${message}` }] }
     await records.put({ ...record, status: 'failed', settledAt: Date.now(), result })
     await this.#ctx.storage.setAlarm(Date.now() + DEFAULT_RUN_RETENTION_MS)
-  }
-
-  /** A run resumed after a restart ended: its HTTP record (left `running` by the instance that died) gets its status and result. */
-  async #settleResumed(records: ReturnType<typeof createStoreRunRecords>, callId: string, result: ToolExecutionResult): Promise<void> {
-    const info = await this.#info()
-    if (info?.callId !== callId) return
-    const record = await records.get(info.appId)
-    if (record === undefined || record.status !== 'running') return
-    await records.put({ ...record, status: result.isError ? 'failed' : 'done', settledAt: Date.now(), result })
   }
 }

@@ -469,12 +469,12 @@ export function holdRuns(app: Hono, runs: ReturnType<typeof runRoutes>): void {
  * Resumes the durable runs in the runtime's store that no live process holds
  * (`runtime.resumeRuns()`), and puts those started through `POST /v1/runs` back in
  * `app`'s run table under their ids: `GET /v1/runs/:id` and its events follow them to the
- * end. Call it once a process serving the app has started (`npm start` does). Returns
- * how many runs were resumed, and how many of them are `/v1/runs` resources.
+ * end (and `DELETE` cancels them). Call it once a process serving the app has started
+ * (`npm start` does). Returns the resumed runs, and how many of them are `/v1/runs` resources.
  */
-export async function resumeAppRuns(app: Hono, runtime: ToolRuntime, options?: { readonly staleMs?: number }): Promise<{ readonly resumed: number; readonly adopted: number }> {
+export async function resumeAppRuns(app: Hono, runtime: ToolRuntime, options?: { readonly staleMs?: number }): Promise<{ readonly resumed: readonly ResumedRun[]; readonly adopted: number }> {
   const resumed = await runtime.resumeRuns(options)
   const adopt = adopters.get(app)
   const adopted = adopt === undefined ? 0 : await adopt(resumed)
-  return { resumed: resumed.length, adopted }
+  return { resumed, adopted }
 }

@@ -185,6 +185,12 @@ describe('durable runs in Durable Objects (built Worker, Miniflare, persisted st
     expect(done).toMatchObject({ id, status: 'done', result: { isError: false } })
     // The value an uninterrupted run gives (the first test): one edit, the note written.
     expect(done.result).toMatchObject({ value: { result: { edits: 1, notes: 'written once' } } })
+    // The resumed run is back in its object's run table: its event stream answers, from the resumption to the end.
+    const events = await call(`/v1/runs/${id}/events`, { headers: auth })
+    expect(events.status).toBe(200)
+    const text = await events.text()
+    expect(text).toContain('"resumed":true')
+    expect(text).toContain('event: end')
   })
 
   it('a run whose object stopped before it ever parked is reported failed (INTERRUPTED) by the next instance, not running forever', async () => {
