@@ -9,7 +9,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest'
 import { createSandboxRuntime } from '../../../platforms/node/index.js'
-import type { ParkedRunState } from '../../../src/code-runtime/contract.js'
+import type { CodeRunResult, ParkedRunState } from '../../../src/code-runtime/contract.js'
 import { parkingBindings as bindings, until, valueOf } from '../../contract/parking-contract.js'
 
 const runtimes: ReturnType<typeof createSandboxRuntime>[] = []
