@@ -335,7 +335,7 @@ function sizeRow(runtime: string, calls: number, state: ParkedRunState): TableRo
   const j = state.vm.journal
   return {
     runtime,
-    calls,
+    calls: String(calls),
     'JSON chars': json.length,
     'UTF-8 KiB': Buffer.byteLength(json) / 1024,
     'journal inputs chars': JSON.stringify(j.inputs).length,
