@@ -737,7 +737,7 @@ var VmRun = class {
     this.#hooks = hooks;
     if (start.journal === false) this.#journal = void 0;
     if (start.replay !== void 0) {
-      this.#journal = start.replay.journal;
+      this.#journal = copyJournal(start.replay.journal);
       this.#journalChars = journalChars(start.replay.journal);
       this.#replay = { parked: start.replay, input: 0, read: 0, call: 0, armed: /* @__PURE__ */ new Map() };
     }
@@ -808,7 +808,7 @@ var VmRun = class {
       this.fail("exception", diverged(expected === void 0 ? `it made a call the journal does not hold (${key.split("#")[0]})` : `call ${replay.call + 1} was ${key.split("#")[0]} where the journal holds ${expected.split("#")[0]} (or the same call with other arguments)`));
       return;
     }
-    if (isCall) {
+    if (isCall && this.#journal !== void 0) {
       const key = callKey(json);
       this.#journalAdd(key.length + 1)?.calls.push(key);
     }
@@ -1048,6 +1048,9 @@ var VmRun = class {
     }
   }
 };
+function copyJournal(journal) {
+  return { inputs: [...journal.inputs], reads: [...journal.reads], ops: journal.ops, calls: [...journal.calls] };
+}
 
 // platforms/quickjs/thread-server.ts
 function stripStart(start) {

@@ -141,7 +141,8 @@ export class VmRun {
     this.#hooks = hooks
     if (start.journal === false) this.#journal = undefined
     if (start.replay !== undefined) {
-      this.#journal = start.replay.journal
+      // A copy: the parked state stays what it was when it parked (a caller may keep it, or store it later), whatever this run adds.
+      this.#journal = copyJournal(start.replay.journal)
       this.#journalChars = journalChars(start.replay.journal)
       this.#replay = { parked: start.replay, input: 0, read: 0, call: 0, armed: new Map() }
     }
@@ -217,7 +218,7 @@ export class VmRun {
       this.fail('exception', diverged(expected === undefined ? `it made a call the journal does not hold (${key.split('#')[0]})` : `call ${replay.call + 1} was ${key.split('#')[0]} where the journal holds ${expected.split('#')[0]} (or the same call with other arguments)`))
       return
     }
-    if (isCall) {
+    if (isCall && this.#journal !== undefined) {
       const key = callKey(json)
       this.#journalAdd(key.length + 1)?.calls.push(key)
     }
@@ -481,4 +482,9 @@ export class VmRun {
       this.#sandbox?.release()
     }
   }
+}
+
+/** A journal's own copy (its arrays), so that appending to it leaves the original as it was. */
+function copyJournal(journal: RunJournal): RunJournal {
+  return { inputs: [...journal.inputs], reads: [...journal.reads], ops: journal.ops, calls: [...journal.calls] }
 }

@@ -193,6 +193,17 @@ export function describeParkingContract(label: string, makeRuntime: (options: Pa
       expect(result.error?.message).toMatch(/^REPLAY_DIVERGED: .*call 1 was tools\.effect where the journal holds tools\.other/)
     })
 
+    it('the state handed to onPark stays as it was when the run parked, after the run resumes and ends', async () => {
+      const b = parkingBindings()
+      const kept: ParkedRunState[] = []
+      const pending = make().run(b.request('const a = await tools.ask({})\nawait tools.effect({ n: 1 })\nreturn a', { durable: { onPark: (state) => kept.push(state) } }))
+      await until(() => kept.length === 1)
+      const atPark = JSON.stringify(kept[0])
+      b.decide('later')
+      expect(valueOf(await pending)).toBe('later')
+      expect(JSON.stringify(kept[0])).toBe(atPark)
+    })
+
     it('an abort while parked settles the run at once', async () => {
       const b = parkingBindings()
       const controller = new AbortController()
