@@ -144,6 +144,8 @@ interface ResolvedOptions {
 interface ParkingAccount {
   room(): number
   add(chars: number): void
+  /** A run parked: build the next sandbox now, so its resume (or the next run) finds one ready. */
+  parked(): void
 }
 
 function readOptions(options: unknown): ResolvedOptions {
@@ -282,6 +284,7 @@ class InlineRun {
     this.#vm = undefined
     this.#replayBusy = 0
     this.session.parked(true)
+    this.#account.parked()
     const onPark = this.#prepared.onPark
     if (onPark !== undefined) {
       try {
@@ -337,6 +340,7 @@ export function createQuickJsRuntime(options: QuickJsRuntimeOptions = {}): Quick
     add: (chars) => {
       parkedChars += chars
     },
+    parked: () => schedulePrewarm(),
   }
   const build = (): Promise<QuickJsSandbox> => engine.build(resolved.memoryMb)
 
