@@ -18,16 +18,11 @@ import type {
   PreToolDecision,
   ScopeKey,
   ToolExecutionToken,
-  ToolGuard,
 } from '../../../src/types.js'
-import { HookBus } from '../../../src/registry/hooks.js'
 import { type InFlight, InFlightCalls } from '../../../src/registry/in-flight.js'
-import { ToolLayers } from '../../../src/registry/layers.js'
-import { validateRuntimeOptions } from '../../../src/registry/options.js'
-import { executePipeline, type PipelineCore } from '../../../src/registry/pipeline.js'
-import { ScopedList } from '../../../src/registry/scoped-list.js'
-import { detachToolDefinition } from '../../../src/schema/tool-definition.js'
-import { call, deferred, echoTool, tick } from './helpers.js'
+import { executePipeline } from '../../../src/registry/pipeline.js'
+import { call, deferred, tick } from './helpers.js'
+import { pipelineCore as core, type PipelineTestCore as Core } from './helpers.js'
 
 const signal = (): AbortSignal => new AbortController().signal
 
@@ -248,24 +243,6 @@ describe('the approval stage', () => {
   })
 })
 
-type Core = PipelineCore & { hooks: HookBus; guards: ScopedList<ToolGuard>; calls: InFlightCalls }
-
-/** A pipeline over hand-built parts with one tool, `t`, whose value is its `exec.deadline` (or -1). */
-function core(options: ToolRuntimeOptions = {}, calls: InFlightCalls = new InFlightCalls()): Core {
-  const transport = detachToolDefinition(echoTool('run_code_stand_in'))
-  const layers = new ToolLayers({ defaultMode: 'native', transport: () => transport, onChange: () => {} })
-  layers.add(
-    undefined,
-    detachToolDefinition({
-      name: 't',
-      description: 'reports its deadline (test)',
-      parameters: { type: 'object' },
-      output: { schema: { type: 'number' }, render: (_a: unknown, v: number) => [{ type: 'text', text: String(v) }] },
-      execute: (_args: unknown, exec: { deadline?: number }) => exec.deadline ?? -1,
-    }),
-  )
-  return { options: validateRuntimeOptions(options), isDisposed: () => false, layers, hooks: new HookBus(), guards: new ScopedList<ToolGuard>(), calls }
-}
 
 /** Makes every call through `c` an `ask` (with `reason` when given). */
 function asks(c: Core, reason?: string): void {

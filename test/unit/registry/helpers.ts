@@ -2,6 +2,15 @@ import type { CodeRuntime } from '../../../src/code-runtime/contract.js'
 import type { CodeDispatchEvent } from '../../../src/runtime-types.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
 import type { AnyToolDefinition, JsonValue, ToolExecutionInput, ToolRunContext } from './types.js'
+import { HookBus } from '../../../src/registry/hooks.js'
+import { InFlightCalls } from '../../../src/registry/in-flight.js'
+import { ToolLayers } from '../../../src/registry/layers.js'
+import { validateRuntimeOptions } from '../../../src/registry/options.js'
+import type { PipelineCore } from '../../../src/registry/pipeline.js'
+import { ScopedList } from '../../../src/registry/scoped-list.js'
+import type { ToolRuntimeOptions } from '../../../src/runtime-types.js'
+import { detachToolDefinition } from '../../../src/schema/tool-definition.js'
+import type { ToolGuard } from '../../../src/types.js'
 
 /** A resolvable handle: a promise plus its resolver, for stepping a test through phases. */
 export interface Deferred<T = void> {
@@ -101,4 +110,24 @@ export function codeDispatchEvent(text: string): CodeDispatchEvent {
     settledAt: 2,
     durationMs: 1,
   })
+}
+
+/** A pipeline's parts, built by hand ({@link pipelineCore}). */
+export type PipelineTestCore = PipelineCore & { hooks: HookBus; guards: ScopedList<ToolGuard>; calls: InFlightCalls }
+
+/** A pipeline over hand-built parts with one tool, `t`, whose value is its `exec.deadline` (or -1). */
+export function pipelineCore(options: ToolRuntimeOptions = {}, calls: InFlightCalls = new InFlightCalls()): PipelineTestCore {
+  const transport = detachToolDefinition(echoTool('run_code_stand_in'))
+  const layers = new ToolLayers({ defaultMode: 'native', transport: () => transport, onChange: () => {} })
+  layers.add(
+    undefined,
+    detachToolDefinition({
+      name: 't',
+      description: 'reports its deadline (test)',
+      parameters: { type: 'object' },
+      output: { schema: { type: 'number' }, render: (_a: unknown, v: number) => [{ type: 'text', text: String(v) }] },
+      execute: (_args: unknown, exec: { deadline?: number }) => exec.deadline ?? -1,
+    }),
+  )
+  return { options: validateRuntimeOptions(options), isDisposed: () => false, layers, hooks: new HookBus(), guards: new ScopedList<ToolGuard>(), calls }
 }

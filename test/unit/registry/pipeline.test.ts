@@ -3,15 +3,9 @@ import { ToolError } from '../../../src/errors.js'
 import { createToolRuntime } from '../../../src/registry/index.js'
 import type { PostToolDecision, PreToolDecision, ToolGuard, ToolDispatchExecution } from '../../../src/types.js'
 import { addTool, call, deepFrozen, echoTool, tick, deferred } from './helpers.js'
+import { pipelineCore as core, type PipelineTestCore as Core } from './helpers.js'
 import type { ToolExecutionResult, ToolExecutionInput, AnyToolDefinition, ToolRunContext } from './types.js'
-import { HookBus } from '../../../src/registry/hooks.js'
-import { InFlightCalls } from '../../../src/registry/in-flight.js'
-import { ToolLayers } from '../../../src/registry/layers.js'
-import { validateRuntimeOptions } from '../../../src/registry/options.js'
-import { executePipeline, type PipelineCore } from '../../../src/registry/pipeline.js'
-import { ScopedList } from '../../../src/registry/scoped-list.js'
-import type { ToolRuntimeOptions } from '../../../src/runtime-types.js'
-import { detachToolDefinition } from '../../../src/schema/tool-definition.js'
+import { executePipeline } from '../../../src/registry/pipeline.js'
 import { parseInput } from '../../../src/registry/call.js'
 import { dispatchDefinition } from '../../../src/registry/dispatch.js'
 
@@ -575,24 +569,6 @@ describe('finalizeContent and tools/result', () => {
   })
 })
 
-type Core = PipelineCore & { hooks: HookBus; guards: ScopedList<ToolGuard>; calls: InFlightCalls }
-
-/** A pipeline over hand-built parts with one tool, `t`, whose value is its `exec.deadline` (or -1). */
-function core(options: ToolRuntimeOptions = {}, calls: InFlightCalls = new InFlightCalls()): Core {
-  const transport = detachToolDefinition(echoTool('run_code_stand_in'))
-  const layers = new ToolLayers({ defaultMode: 'native', transport: () => transport, onChange: () => {} })
-  layers.add(
-    undefined,
-    detachToolDefinition({
-      name: 't',
-      description: 'reports its deadline (test)',
-      parameters: { type: 'object' },
-      output: { schema: { type: 'number' }, render: (_a: unknown, v: number) => [{ type: 'text', text: String(v) }] },
-      execute: (_args: unknown, exec: { deadline?: number }) => exec.deadline ?? -1,
-    }),
-  )
-  return { options: validateRuntimeOptions(options), isDisposed: () => false, layers, hooks: new HookBus(), guards: new ScopedList<ToolGuard>(), calls }
-}
 
 const run = (c: Core, extra: Partial<ToolExecutionInput> = {}): Promise<ToolExecutionResult> => executePipeline(c, call('t', {}, extra))
 
