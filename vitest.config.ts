@@ -18,7 +18,7 @@ export default defineConfig({
       {
         test: {
           name: 'node',
-          include: ['test/**/*.test.ts', 'src/**/*.test.ts', 'platforms/**/*.test.ts'],
+          include: ['test/**/*.test.ts', 'src/**/*.test.ts', 'engine/**/*.test.ts', 'platforms/**/*.test.ts'],
           // Listing exclude replaces vitest's defaults: node_modules (test/vercel-sdk has its own) must be named again.
           exclude: ['**/node_modules/**', 'test/dist/**', 'test/browser/**', 'test/edge/**', 'test/e2e/**', 'test/workerd/**'],
           environment: 'node',

@@ -68,7 +68,7 @@ class FastFirstSequencer extends BaseSequencer {
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts', 'src/**/*.test.ts', 'platforms/**/*.test.ts'],
+    include: ['test/**/*.test.ts', 'src/**/*.test.ts', 'engine/**/*.test.ts', 'platforms/**/*.test.ts'],
     // Listing `exclude` replaces vitest's defaults, so they are spread back in: without
     // `**/node_modules/**`, the tests shipped inside test/vercel-sdk/node_modules (installed
     // by `npm test`) joined Stryker's dry run and failed it.

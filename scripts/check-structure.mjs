@@ -8,7 +8,12 @@
 //   - the code runtimes' run lifecycle is written outside its one file: only
 //     LIFECYCLE_FILE imports host-session's `prepareRun` (the sequence disposed? → prepare → abort beats a
 //     syntax error → strip → start → track starts there), and each trusted worker runtime
-//     (TRUSTED_RUNTIMES) stays a driver of at most MAX_TRUSTED_LINES lines.
+//     (TRUSTED_RUNTIMES) stays a driver of at most MAX_TRUSTED_LINES lines, or
+//   - a realm boundary is crossed (REALM_RULES): code that runs inside a sandbox VM or a
+//     trusted thread (`src/code-runtime/in-sandbox/`) imports only its own folder and the
+//     modules shared by both realms, so no host code is bundled into the sandbox script;
+//     host code does not import it (only the thread entries and the generator do); the
+//     QuickJS engine (`engine/`) imports no platform.
 // It prints the longest functions, every offender and every cycle, then a verdict per
 // folder (`src/registry`, `platforms/node`…), so one team's folder can be judged while
 // another's is being rewritten. `--only <folder>[,<folder>…]` (as printed, or a root:
@@ -20,12 +25,24 @@ import { fileURLToPath } from 'node:url'
 import ts from 'typescript'
 
 const MAX_LINES = 200
-const ROOTS = ['src', 'platforms']
+const ROOTS = ['src', 'engine', 'platforms']
 const SHOW_LONGEST = 10
 const LIFECYCLE_FILE = 'src/code-runtime/run-lifecycle.ts'
 const PREPARE_DEFINED_IN = 'src/code-runtime/host-session.ts'
 const TRUSTED_RUNTIMES = ['platforms/node/worker-runtime.ts', 'platforms/browser/browser-worker-runtime.ts']
 const MAX_TRUSTED_LINES = 150
+/** The folder of code that runs inside a sandbox VM or a trusted thread (bundled by scripts/gen-bootstrap.mjs). */
+const IN_SANDBOX = 'src/code-runtime/in-sandbox/'
+/** Modules both realms import: pure functions and types, no host authority. */
+const SHARED_WITH_SANDBOX = ['src/code-runtime/wire.ts', 'src/code-runtime/render.ts', 'src/code-runtime/closest-names.ts', 'src/code-runtime/contract.ts', 'src/code-runtime/sandbox-protocol.ts', 'src/errors.ts', 'src/json/']
+/** Files outside IN_SANDBOX that may import it: the thread entries that boot the bootstrap. */
+const SANDBOX_ENTRIES = ['platforms/node/worker-entry.ts', 'platforms/browser/worker-entry.ts']
+/** Each realm rule: the importing file's prefix, and which targets it may not import (with why). */
+const REALM_RULES = [
+  { from: (file) => file.startsWith(IN_SANDBOX), refuses: (target) => !target.startsWith(IN_SANDBOX) && !SHARED_WITH_SANDBOX.some((shared) => target.startsWith(shared)), why: 'in-sandbox code imports only its folder and the modules shared by both realms' },
+  { from: (file) => !file.startsWith(IN_SANDBOX) && !SANDBOX_ENTRIES.includes(file), refuses: (target) => target.startsWith(IN_SANDBOX), why: 'host code does not import in-sandbox code (it runs inside the VM or a thread)' },
+  { from: (file) => file.startsWith('engine/'), refuses: (target) => target.startsWith('platforms/'), why: 'the engine imports no platform' },
+]
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 const posix = (path) => path.split(sep).join('/')
@@ -264,6 +281,10 @@ for (const file of files) {
     if (target !== undefined) edges.add(target)
   }
   graph.set(file, edges)
+  for (const rule of REALM_RULES) {
+    if (!rule.from(file)) continue
+    for (const target of edges) if (rule.refuses(target)) lifecycle.push({ file, problem: `imports ${target}: ${rule.why}` })
+  }
 }
 
 const longFunctions = functions.filter((f) => f.lines > MAX_LINES)
@@ -279,7 +300,7 @@ if (longFunctions.length > 0) {
 }
 report(`\nrun lifecycle: ${LIFECYCLE_FILE} alone imports prepareRun; trusted runtimes ${TRUSTED_RUNTIMES.map((file) => `${file} (${readFileSync(join(root, file), 'utf8').trimEnd().split('\n').length} lines)`).join(', ')}, at most ${MAX_TRUSTED_LINES} each`)
 if (lifecycle.length > 0) {
-  report('\nrun lifecycle rules broken:')
+  report('\nrun lifecycle and realm rules broken:')
   for (const { file, problem } of lifecycle) report(`  ${file}: ${problem}`)
 }
 if (cycles.length > 0) {
@@ -309,7 +330,7 @@ for (const folder of [...folders.keys()].sort()) {
   const ok = long === 0 && inCycles === 0 && broken === 0
   const counted = judged(folder)
   if (!ok && counted) failed = true
-  const problems = ok ? 'ok' : [long > 0 ? `${long} function(s) over ${MAX_LINES} lines` : '', inCycles > 0 ? `in ${inCycles} import cycle(s)` : '', broken > 0 ? `${broken} run lifecycle rule(s) broken` : ''].filter(Boolean).join(', ')
+  const problems = ok ? 'ok' : [long > 0 ? `${long} function(s) over ${MAX_LINES} lines` : '', inCycles > 0 ? `in ${inCycles} import cycle(s)` : '', broken > 0 ? `${broken} lifecycle or realm rule(s) broken` : ''].filter(Boolean).join(', ')
   report(`  ${ok ? 'pass' : counted ? 'FAIL' : 'fail (not judged)'}  ${folder.padEnd(22)} ${problems}`)
 }
 if (failed) {

@@ -2,9 +2,9 @@
 // Generates the scripts that run inside sandboxes and worker threads, from the TypeScript
 // sources, as committed, READABLE files (unminified, one statement a line), so that a
 // change to the bootstrap shows in review:
-//   - platforms/quickjs/_sandbox-source.ts: the script evaluated in every fresh QuickJS
-//     context (src/code-runtime/bootstrap.ts, sandbox-globals.ts and
-//     platforms/quickjs/_sandbox-entry.ts); its completion value is `{ install }`.
+//   - engine/quickjs/_sandbox-source.ts: the script evaluated in every fresh QuickJS
+//     context (src/code-runtime/in-sandbox/bootstrap.ts, sandbox-globals.ts and
+//     src/code-runtime/in-sandbox/quickjs-entry.ts); its completion value is `{ install }`.
 //   - platforms/node/_sandbox-thread.mjs: the Node sandbox thread (platforms/node/
 //     sandbox-thread-entry.ts and the QuickJS engine it drives), an ES module whose
 //     QuickJS packages stay imports resolved next to the file; `npm run build` copies it
@@ -32,8 +32,8 @@ export const ${exportName}: string = ${templateLiteral(code)}
 
 const outputs = [
   {
-    file: 'platforms/quickjs/_sandbox-source.ts',
-    entry: 'platforms/quickjs/_sandbox-entry.ts',
+    file: 'engine/quickjs/_sandbox-source.ts',
+    entry: 'src/code-runtime/in-sandbox/quickjs-entry.ts',
     options: { format: 'iife', platform: 'neutral', target: 'es2020', globalName: '__toolyardSandbox' },
     // Wrapped in a function so the iife's `var` stays local and the script's value is the exports.
     render: (code, entry) =>

@@ -12,7 +12,7 @@
 import { createSandboxRuntimeOn } from '../../src/code-runtime/sandbox-runtime.js'
 import { slicedDelivery, whenAllDrained } from '../../src/code-runtime/sliced-delivery.js'
 import type { SlicedListener } from '../../src/code-runtime/sliced-delivery.js'
-import { SANDBOX_SOURCE } from '../quickjs/_sandbox-source.js'
+import { SANDBOX_SOURCE } from '../../engine/quickjs/_sandbox-source.js'
 import type { SandboxPlatform, SandboxRuntime, SandboxRuntimeOptions, SandboxThread } from '../../src/code-runtime/sandbox-runtime.js'
 import { ToolError } from '../../src/errors.js'
 

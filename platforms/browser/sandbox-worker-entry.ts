@@ -13,7 +13,7 @@
 import { QuickJSFFI } from '@jitl/quickjs-wasmfile-release-sync/ffi'
 import moduleLoader from '@jitl/quickjs-wasmfile-release-sync/emscripten-module'
 import type { QuickJSSyncVariant } from 'quickjs-emscripten-core'
-import { serveSandboxThread } from '../quickjs/thread-server.js'
+import { serveSandboxThread } from '../../engine/quickjs/thread-server.js'
 
 /** The worker's global scope, as far as this file uses it (the project's lib is DOM, not WebWorker). */
 interface WorkerScope {

@@ -11,8 +11,8 @@
  * @module
  */
 import * as Comlink from 'comlink'
-import { startBootstrap } from '../../src/code-runtime/bootstrap.js'
-import type { BootstrapHandle } from '../../src/code-runtime/bootstrap.js'
+import { startBootstrap } from '../../src/code-runtime/in-sandbox/bootstrap.js'
+import type { BootstrapHandle } from '../../src/code-runtime/in-sandbox/bootstrap.js'
 import type { WorkerControl, WorkerPorts } from './control.js'
 import { answerHeartbeat } from './heartbeat-meter.js'
 

@@ -317,7 +317,7 @@ function toErrorData(error) {
   return { name: "Error", message: `non-error thrown (${error === null ? "null" : typeof error})` };
 }
 
-// platforms/quickjs/_engine.ts
+// engine/quickjs/engine.ts
 import { QuickJSWASMModule } from "quickjs-emscripten-core";
 var INITIAL_PAGES = 256;
 var PAGES_PER_MB = 16;
@@ -680,7 +680,7 @@ function scanJsonText(text, start, end, maxNodes, maxDepth) {
   return { nodes, depth: deepest };
 }
 
-// platforms/quickjs/_vm-run.ts
+// engine/quickjs/vm-run.ts
 var MIN_MS_PER_INTERRUPT = 1 / 64;
 var MAX_TIMERS = 1e4;
 function diverged(detail) {
@@ -1052,7 +1052,7 @@ function copyJournal(journal) {
   return { inputs: [...journal.inputs], reads: [...journal.reads], ops: journal.ops, calls: [...journal.calls] };
 }
 
-// platforms/quickjs/thread-server.ts
+// engine/quickjs/thread-server.ts
 function stripStart(start) {
   const message = JSON.parse(start);
   if (typeof message.program !== "string") return { ok: true, start };

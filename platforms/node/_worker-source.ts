@@ -422,7 +422,7 @@ export const WORKER_SOURCE: string = `"use strict";
     "break case catch class const continue debugger default delete do else enum export extends false finally for function if import in instanceof new null return super switch this throw true try typeof var void while with yield let static implements interface package private protected public await async".split(" ")
   );
 
-  // src/code-runtime/bootstrap.ts
+  // src/code-runtime/in-sandbox/bootstrap.ts
   var BODY_LINE_OFFSET = 2;
   var FLUSH_LIMIT_MS = 250;
   function formatArgs(args, maxLength) {

@@ -9,7 +9,7 @@
 import { parentPort } from 'node:worker_threads'
 import defaultVariant from '@jitl/quickjs-wasmfile-release-sync'
 import type { QuickJSSyncVariant } from 'quickjs-emscripten-core'
-import { serveSandboxThread } from '../quickjs/thread-server.js'
+import { serveSandboxThread } from '../../engine/quickjs/thread-server.js'
 
 // The package's typings describe its CommonJS shape; under ESM its default export is the variant itself.
 const variant = defaultVariant as unknown as QuickJSSyncVariant

@@ -8,7 +8,7 @@
  * @module
  */
 import { MessagePort, parentPort } from 'node:worker_threads'
-import { startBootstrap } from '../../src/code-runtime/bootstrap.js'
+import { startBootstrap } from '../../src/code-runtime/in-sandbox/bootstrap.js'
 import { portEndpoint } from './_port-endpoint.js'
 
 /** Resolves once everything already written to `stream` has been handed to the host. */

@@ -18,8 +18,8 @@
  * for its program only. A sandbox serves exactly one run and is then dropped whole.
  *
  * The VM side is the same bootstrap every message-passing runtime uses
- * (`src/code-runtime/bootstrap.ts`) with the sandbox's global environment, adapted to
- * a few host functions (`_engine.ts`); the VM is driven by `_vm-run.ts`; the host side
+ * (`src/code-runtime/in-sandbox/bootstrap.ts`) with the sandbox's global environment, adapted to
+ * a few host functions (`engine/quickjs/engine.ts`); the VM is driven by `engine/quickjs/vm-run.ts`; the host side
  * is the shared {@link CodeRunSession}, so caps, messages and failure kinds match every
  * other runtime.
  *
@@ -38,12 +38,12 @@ import { journalChars } from '../../src/code-runtime/journal.js'
 import type { CodeRunLimits } from '../../src/code-runtime/limits.js'
 import { RunLifecycle } from '../../src/code-runtime/run-lifecycle.js'
 import { stripTypeScript } from '../../src/code-runtime/strip.js'
-import { checkWasmModuleSource, isSyncVariant, MAX_MEMORY_MB, MIN_MEMORY_MB, QuickJsEngine } from './_engine.js'
-import type { QuickJsSandbox, QuickJsWasmModuleSource } from './_engine.js'
-import { SANDBOX_SOURCE } from './_sandbox-source.js'
-import { VmRun } from './_vm-run.js'
+import { checkWasmModuleSource, isSyncVariant, MAX_MEMORY_MB, MIN_MEMORY_MB, QuickJsEngine } from '../../engine/quickjs/engine.js'
+import type { QuickJsSandbox, QuickJsWasmModuleSource } from '../../engine/quickjs/engine.js'
+import { SANDBOX_SOURCE } from '../../engine/quickjs/_sandbox-source.js'
+import { VmRun } from '../../engine/quickjs/vm-run.js'
 
-export type { QuickJsWasmModuleSource } from './_engine.js'
+export type { QuickJsWasmModuleSource } from '../../engine/quickjs/engine.js'
 
 /** Options of {@link createQuickJsRuntime}. Every field is validated at construction. */
 export interface QuickJsRuntimeOptions {

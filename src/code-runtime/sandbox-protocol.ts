@@ -2,7 +2,7 @@
  * The seam between the host and a sandbox thread (a Node `worker_threads` Worker or a
  * browser Web Worker running QuickJS): what each side sends. Types and one validator
  * only; the host side lives in `sandbox-runtime.ts`, the thread side in
- * `platforms/quickjs/thread-server.ts`.
+ * `engine/quickjs/thread-server.ts`.
  *
  * The thread's JavaScript is ours: no program code runs in its realm (programs run in
  * the QuickJS VM inside it). Still, nothing here lets the thread widen a run's

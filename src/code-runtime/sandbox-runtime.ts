@@ -145,7 +145,7 @@ export interface SandboxPlatform {
   spawn(): SandboxThread
   /** Loads the QuickJS wasm once for all threads; absent: each thread loads its own. */
   loadWasm?(): Promise<WebAssembly.Module>
-  /** The script installed in every sandbox (`platforms/quickjs/_sandbox-source.ts`), handed to each thread at boot. */
+  /** The script installed in every sandbox (`engine/quickjs/_sandbox-source.ts`), handed to each thread at boot. */
   readonly sandboxSource: string
   /** Whether `SharedArrayBuffer` can be shared with threads here (false in pages that are not cross-origin isolated). */
   readonly sharedMemory: boolean

@@ -1,13 +1,13 @@
 /**
- * Runs the sandbox bootstrap (src/code-runtime/bootstrap.ts) in this thread, over a real
+ * Runs the sandbox bootstrap (src/code-runtime/in-sandbox/bootstrap.ts) in this thread, over a real
  * `MessageChannel`, and plays the host by hand: every worker and QuickJS sandbox runs a
  * bundled copy of this module, so the source itself is only exercised here.
  *
  * The bootstrap installs `console`, `ToolCallError` and the binding namespaces on this
  * realm's `globalThis`: each run saves those globals and restores them when it settles.
  */
-import { startBootstrap } from '../../../src/code-runtime/bootstrap.js'
-import type { BootstrapHandle, BootstrapOptions } from '../../../src/code-runtime/bootstrap.js'
+import { startBootstrap } from '../../../src/code-runtime/in-sandbox/bootstrap.js'
+import type { BootstrapHandle, BootstrapOptions } from '../../../src/code-runtime/in-sandbox/bootstrap.js'
 import type { WireEndpoint, WireNamespace } from '../../../src/code-runtime/wire.js'
 
 /** A message the bootstrap posted, as the host receives it. */

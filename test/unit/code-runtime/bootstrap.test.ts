@@ -4,7 +4,7 @@
  * bundled copy of this module, so these tests are what fails when the source is wrong.
  */
 import { describe, expect, it, vi } from 'vitest'
-import { strictJson } from '../../../src/code-runtime/bootstrap.js'
+import { strictJson } from '../../../src/code-runtime/in-sandbox/bootstrap.js'
 import type { WireEndpoint } from '../../../src/code-runtime/wire.js'
 import { ToolCallError } from '../../../src/errors.js'
 import { boot, texts } from './bootstrap-harness.js'
@@ -332,7 +332,7 @@ describe('bootstrap: the start message and the handle', () => {
     const posted: unknown[] = []
     port2.addEventListener('message', (e: MessageEvent) => posted.push(e.data))
     port2.start()
-    const { startBootstrap } = await import('../../../src/code-runtime/bootstrap.js')
+    const { startBootstrap } = await import('../../../src/code-runtime/in-sandbox/bootstrap.js')
     startBootstrap(port1 as unknown as WireEndpoint)
     port2.postMessage(null)
     port2.postMessage('start')
@@ -361,7 +361,7 @@ describe('bootstrap: the start message and the handle', () => {
     const posted: unknown[] = []
     port2.addEventListener('message', (e: MessageEvent) => posted.push(e.data))
     port2.start()
-    const { startBootstrap } = await import('../../../src/code-runtime/bootstrap.js')
+    const { startBootstrap } = await import('../../../src/code-runtime/in-sandbox/bootstrap.js')
     startBootstrap(port1 as unknown as WireEndpoint).reportUncaught(new Error('too early'))
     await vi.waitFor(() => expect(posted.length).toBeGreaterThan(0), { timeout: 10_000, interval: 5 })
     await new Promise((resolve) => setTimeout(resolve, 20))

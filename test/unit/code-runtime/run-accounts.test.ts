@@ -12,7 +12,7 @@ import { JsonWireEndpoint } from '../../../src/code-runtime/json-endpoint.js'
 import type { WireListener } from '../../../src/code-runtime/wire.js'
 import { adoptParsedJson, isJsonSnapshot, snapshotLosslessJson } from '../../../src/json/lossless.js'
 import { scanJsonText } from '../../../src/json/scan.js'
-import { checkCallArgs } from '../../../platforms/quickjs/_vm-run.js'
+import { checkCallArgs } from '../../../engine/quickjs/vm-run.js'
 import { createSandboxRuntime } from '../../../platforms/node/index.js'
 
 const turn = () => new Promise((resolve) => setTimeout(resolve, 0))

@@ -1,14 +1,14 @@
 /**
- * The sandbox's global environment (src/code-runtime/sandbox-globals.ts) captured in this
+ * The sandbox's global environment (src/code-runtime/in-sandbox/sandbox-globals.ts) captured in this
  * thread. QuickJS sandboxes run a bundled copy of the module, so the source itself is only
  * exercised here. `installSandboxGlobals` writes to `globalThis`: {@link sandboxGlobals}
  * installs, takes the values and puts this realm's own globals back before returning.
  *
- * The host op mirrors the QuickJS engine's (platforms/quickjs/_engine.ts): URL parsing by
+ * The host op mirrors the QuickJS engine's (engine/quickjs/engine.ts): URL parsing by
  * this realm's WHATWG parser, components and query pairs as JSON text, randomness as hex.
  */
-import { installSandboxGlobals, SANDBOX_GLOBAL_NAMES } from '../../../src/code-runtime/sandbox-globals.js'
-import type { SandboxHostOp } from '../../../src/code-runtime/sandbox-globals.js'
+import { installSandboxGlobals, SANDBOX_GLOBAL_NAMES } from '../../../src/code-runtime/in-sandbox/sandbox-globals.js'
+import type { SandboxHostOp } from '../../../src/code-runtime/in-sandbox/sandbox-globals.js'
 
 /** The installed globals, typed as their web counterparts. */
 export interface SandboxGlobals {

@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { SANDBOX_GLOBAL_NAMES } from '../../../src/code-runtime/sandbox-globals.js'
+import { SANDBOX_GLOBAL_NAMES } from '../../../src/code-runtime/in-sandbox/sandbox-globals.js'
 import { fakeHost, sandboxGlobals } from './sandbox-globals-harness.js'
 
 /** UTF-16 strings with lone surrogates, astral characters and every range in between. */

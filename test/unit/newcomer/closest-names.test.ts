@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { boundedDistance, closestNames, MAX_SUGGESTIONS } from '../../../src/code-runtime/closest-names.js'
-import { unknownBindingMessage } from '../../../src/code-runtime/bootstrap.js'
+import { unknownBindingMessage } from '../../../src/code-runtime/in-sandbox/bootstrap.js'
 
 const TOOLS = ['list_files', 'read_file', 'write_file', 'edit_file', 'search_code', 'run_tests']
 

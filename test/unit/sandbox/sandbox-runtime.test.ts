@@ -15,7 +15,7 @@ import { createSandboxRuntimeOn } from '../../../src/code-runtime/sandbox-runtim
 import type { SandboxRuntime, SandboxRuntimeOptions, SandboxThread } from '../../../src/code-runtime/sandbox-runtime.js'
 import { ToolError } from '../../../src/errors.js'
 import { createSandboxRuntime } from '../../../platforms/node/index.js'
-import { SANDBOX_SOURCE } from '../../../platforms/quickjs/_sandbox-source.js'
+import { SANDBOX_SOURCE } from '../../../engine/quickjs/_sandbox-source.js'
 import { maxStall } from '../../support/stall-probe.js'
 
 const root = fileURLToPath(new URL('../../..', import.meta.url))

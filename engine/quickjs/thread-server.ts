@@ -14,9 +14,9 @@ import { BUSY_SLOT, epochNow, MAX_VM_MESSAGE_CHARS, SEGMENT_SLOT, STOP_SLOT } fr
 import type { SandboxThreadBoot, ThreadCommand, ThreadEvent } from '../../src/code-runtime/sandbox-protocol.js'
 import { stripTypeScript } from '../../src/code-runtime/strip.js'
 import { toErrorData } from '../../src/errors.js'
-import { QuickJsEngine } from './_engine.js'
-import type { QuickJsSandbox } from './_engine.js'
-import { VmRun } from './_vm-run.js'
+import { QuickJsEngine } from './engine.js'
+import type { QuickJsSandbox } from './engine.js'
+import { VmRun } from './vm-run.js'
 
 /** The thread's channel to the host. */
 export interface SandboxThreadChannel {

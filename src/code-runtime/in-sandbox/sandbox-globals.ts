@@ -21,7 +21,7 @@
  * @module
  */
 
-/** The VM's one generic host function: `op` names a pure service (see `platforms/quickjs/_engine.ts`). */
+/** The VM's one generic host function: `op` names a pure service (see `engine/quickjs/engine.ts`). */
 export type SandboxHostOp = (op: string, a?: unknown, b?: unknown, c?: unknown) => unknown
 
 /** The globals this module installs, in the order the contract suite lists them. */

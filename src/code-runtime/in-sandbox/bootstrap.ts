@@ -13,13 +13,13 @@
  *
  * @module
  */
-import type { CodeLogLevel } from './contract.js'
-import { ToolCallError } from '../errors.js'
-import { closestNames } from './closest-names.js'
-import { deepValueText, MAX_VALUE_DEPTH, measureValueBytes, renderedWithin, renderValue, utf8Length } from './render.js'
-import { nestsDeeperThan } from '../json/nesting.js'
-import { MAX_ERROR_TEXT, PROGRAM_SOURCE_URL } from './wire.js'
-import type { WireEndpoint, WireErrorData, WireNamespace } from './wire.js'
+import type { CodeLogLevel } from '../contract.js'
+import { ToolCallError } from '../../errors.js'
+import { closestNames } from '../closest-names.js'
+import { deepValueText, MAX_VALUE_DEPTH, measureValueBytes, renderedWithin, renderValue, utf8Length } from '../render.js'
+import { nestsDeeperThan } from '../../json/nesting.js'
+import { MAX_ERROR_TEXT, PROGRAM_SOURCE_URL } from '../wire.js'
+import type { WireEndpoint, WireErrorData, WireNamespace } from '../wire.js'
 
 /** What a platform may add to the bootstrap. */
 export interface BootstrapOptions {

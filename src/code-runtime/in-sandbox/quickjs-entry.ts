@@ -1,21 +1,21 @@
 /**
  * The in-VM side of the QuickJS runtime, bundled (with the shared bootstrap of
- * `src/code-runtime/bootstrap.ts`) into one script by `scripts/gen-bootstrap.mjs` and
+ * `src/code-runtime/in-sandbox/bootstrap.ts`) into one script by `scripts/gen-bootstrap.mjs` and
  * evaluated inside each fresh QuickJS context. Never imported by host code.
  *
  * It adapts the host functions the engine passes in to the bootstrap's minimal
  * endpoint: messages leave as JSON text (so values cross as JSON copies, and the host
  * reads only strings) and arrive as JSON text through `deliver`. It also supplies the
  * timers the bootstrap and programs expect, backed by host timers, and the rest of
- * the sandbox's global environment (`src/code-runtime/sandbox-globals.ts`).
+ * the sandbox's global environment (`src/code-runtime/in-sandbox/sandbox-globals.ts`).
  *
  * @module
  */
-import { startBootstrap, strictJson } from '../../src/code-runtime/bootstrap.js'
-import { MAX_VM_MESSAGE_CHARS } from '../../src/code-runtime/sandbox-protocol.js'
-import { installSandboxGlobals } from '../../src/code-runtime/sandbox-globals.js'
-import type { SandboxHostOp } from '../../src/code-runtime/sandbox-globals.js'
-import type { WireEndpoint, WireListener } from '../../src/code-runtime/wire.js'
+import { startBootstrap, strictJson } from './bootstrap.js'
+import { MAX_VM_MESSAGE_CHARS } from '../sandbox-protocol.js'
+import { installSandboxGlobals } from './sandbox-globals.js'
+import type { SandboxHostOp } from './sandbox-globals.js'
+import type { WireEndpoint, WireListener } from '../wire.js'
 
 /** Sends one message (JSON text) to the host. */
 export type SandboxPost = (json: string) => void

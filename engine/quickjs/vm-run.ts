@@ -15,7 +15,7 @@ import { MAX_CALL_ARG_NODES } from '../../src/code-runtime/limits.js'
 import { MAX_VALUE_DEPTH } from '../../src/code-runtime/render.js'
 import { scanJsonText } from '../../src/json/scan.js'
 import { toErrorData } from '../../src/errors.js'
-import type { NondeterministicOp, QuickJsSandbox } from './_engine.js'
+import type { NondeterministicOp, QuickJsSandbox } from './engine.js'
 import { callKey, journalChars, MAX_JOURNAL_CHARS, newJournal, READ_CODES } from '../../src/code-runtime/journal.js'
 import type { ParkedVm, RunJournal } from '../../src/code-runtime/journal.js'
 
@@ -74,7 +74,7 @@ function diverged(detail: string): string {
   return `REPLAY_DIVERGED: the resumed program did not repeat its journal: ${detail}`
 }
 
-/** Where the arguments of a call message (as the in-VM script writes it, `_sandbox-entry.ts`) begin, or -1. */
+/** Where the arguments of a call message (as the in-VM script writes it, `quickjs-entry.ts`) begin, or -1. */
 function callArgsStart(json: string): number {
   const head = '{"type":"call","id":'
   if (!json.startsWith(head)) return -1
