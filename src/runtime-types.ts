@@ -335,6 +335,18 @@ export interface AgentTools extends ToolScope {
   get(name: string): AnyToolDefinition | undefined
   /** Schemas of everything this agent can see. */
   schemas(): ToolSchema[]
+  /**
+   * What this agent sees and may call, natively or from code, and whether `run_code` is
+   * presented: the same answer as `runtime.view(id)`. Throws `DISPOSED` once the agent
+   * (or the registry) is disposed, as this facade's other reads do.
+   *
+   * @example
+   * ```ts
+   * const agent = runtime.agent('assistant')
+   * if (agent.view().presentsRunCode) prompt.push(agent.assemble())
+   * ```
+   */
+  view(): AgentToolView
   /** Executes with `agent` set to this scope. */
   execute(input: Omit<ToolExecutionInput, 'agent'>): Promise<ToolExecutionResult>
   /** This agent's prompt assembly. */

@@ -327,8 +327,9 @@ export async function prepareRun(c: Context, runtime: ToolRuntime, config: ApiCo
   refuseUnknownFields(body, RUN_FIELDS)
   const agent = bodyAgent(c, body)
   // Decided before anything runs or streams, so JSON and SSE answer alike: a stream's
-  // status line is sent at once and could no longer say 404.
-  if (runtime.get(RUN_CODE, agent) === undefined) throw new HttpError('UNKNOWN_TOOL', unknownToolMessage(RUN_CODE))
+  // status line is sent at once and could no longer say 404. The agent's view is the one
+  // answer to whether its model may call `run_code` (presented, and callable natively).
+  if (!runtime.view(agent).canCall(RUN_CODE, 'native')) throw new HttpError('UNKNOWN_TOOL', unknownToolMessage(RUN_CODE))
   refuseWhenFull(runtime)
   // The id is ours alone, so the stream's filter can never pick up another request's sub-calls.
   const callId = newRunCallId()

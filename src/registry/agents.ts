@@ -8,40 +8,20 @@
  */
 import { RUN_CODE_TOOL_NAME } from '../code-mode/registry-seam.js'
 import { ToolError } from '../errors.js'
-import type { AgentTools, PromptAssembly, PromptSection, ToolCatalog, ToolHookMap, ToolHookName, ToolScope } from '../runtime-types.js'
+import type { AgentTools, PromptSection, ToolHookMap, ToolHookName, ToolScope } from '../runtime-types.js'
 import { detachToolDefinition } from '../schema/tool-definition.js'
-import type {
-  AnyToolDefinition,
-  ScopeKey,
-  ToolExecutionInput,
-  ToolExecutionResult,
-  ToolFilter,
-  ToolGuard,
-  ToolPresentationMode,
-} from '../types.js'
+import type { AnyToolDefinition, ScopeKey, ToolExecutionInput, ToolFilter, ToolGuard, ToolPresentationMode } from '../types.js'
 import type { PreflightMode } from '../preflight/types.js'
-import type { PromptSections } from './assembly.js'
-import type { HookBus } from './hooks.js'
-import type { InFlightCalls } from './in-flight.js'
-import type { ToolLayers } from './layers.js'
+import type { RegistryContext } from './context.js'
 import { PREFLIGHT_MODES } from './options.js'
 import { RegistrationScope, misuse } from './scope.js'
-import type { ScopedList } from './scoped-list.js'
 
-/** The parts of a registry its scopes operate on. */
-export interface ScopeParts {
-  readonly layers: ToolLayers
-  readonly hooks: HookBus
-  readonly guards: ScopedList<ToolGuard>
-  readonly sections: PromptSections
-  readonly calls: InFlightCalls
-  /** True once the registry is disposing. */
-  isDisposed(): boolean
-  /** The pipeline entry (`scopeDisposed`: the call came through a disposed agent). */
-  execute(input: unknown, scopeDisposed: boolean): Promise<ToolExecutionResult>
-  assemble(agent: ScopeKey | undefined): PromptAssembly
-  catalog(agent: ScopeKey | undefined): ToolCatalog
-}
+/**
+ * What scopes read of the registry's context: the layers, hooks, guards, sections and
+ * calls in flight they register into and dispose, whether the registry is disposing, and
+ * the entries an agent facade forwards to (`execute`, `assemble`, `catalog`).
+ */
+export type ScopeParts = Pick<RegistryContext, 'layers' | 'hooks' | 'guards' | 'sections' | 'calls' | 'isDisposed' | 'execute' | 'assemble' | 'catalog'>
 
 /** `definition.name`, read without letting a hostile definition throw here. */
 function peekName(definition: unknown): unknown {
@@ -172,6 +152,7 @@ export class AgentScopes {
         preflightMode: (mode: PreflightMode) => live(() => scope.own(this.#declarePreflight(id, mode))),
         get: (name: string) => live(() => parts.layers.resolve(name, id)?.definition),
         schemas: () => live(() => parts.layers.schemas(id)),
+        view: () => live(() => parts.layers.view(id).public),
         execute: (input: Omit<ToolExecutionInput, 'agent'>) => {
           let scoped: unknown = null
           try {
@@ -179,7 +160,7 @@ export class AgentScopes {
           } catch {
             // An input whose properties cannot be read is reported as INVALID_EXECUTION by the pipeline.
           }
-          return parts.execute(scoped, scope.disposed)
+          return parts.execute(scoped, { scopeDisposed: scope.disposed })
         },
         assemble: () => live(() => parts.assemble(id)),
         catalog: () => live(() => parts.catalog(id)),

@@ -19,17 +19,12 @@
  */
 import { hasSdkRenderer } from '../code-mode/sdk.js'
 import { ToolError, toErrorData } from '../errors.js'
-import type { AssembleListener, PromptAssembly, PromptSection, ToolRuntime } from '../runtime-types.js'
+import type { PromptAssembly, PromptSection } from '../runtime-types.js'
 import type { ScopeKey, ToolSchema } from '../types.js'
-import type { ToolLayers } from './layers.js'
-import { misuse } from './scope.js'
-import { ScopedList } from './scoped-list.js'
-import type { ToolCatalogs } from './tool-catalog.js'
+import type { RegistryContext } from './context.js'
+import { CODE_ONLY_SECTION, SDK_SECTION, type StoredSection } from './prompt-sections.js'
 
-/** Id and order of the SDK section. */
-export const SDK_SECTION = Object.freeze({ id: 'tools:sdk', order: 150 })
-/** Id and order of the code-only rule: before the 100–199 per-tool guidance band. */
-export const CODE_ONLY_SECTION = Object.freeze({ id: 'tools:code-only', order: 90 })
+export { CODE_ONLY_SECTION, SDK_SECTION } from './prompt-sections.js'
 
 /** The text of the `tools:code-only` rule under `code`. */
 export const CODE_ONLY_TEXT =
@@ -38,45 +33,8 @@ export const CODE_ONLY_TEXT =
   'callable only from inside a `run_code` program, as `await tools.name(args)`; a direct ' +
   'call to any of them fails.'
 
-/** What assembly needs from the registry. */
-export interface AssemblyCore {
-  readonly options: ToolRuntime['options']
-  readonly layers: Pick<ToolLayers, 'view'>
-  readonly sections: PromptSections
-  readonly assembleListeners: ScopedList<AssembleListener>
-  /** The SDK text of each scope (full, or the catalog form past `sdkBudgetChars`), cached per tool set. */
-  readonly catalogs: Pick<ToolCatalogs, 'sdkText'>
-}
-
-/** A static section with its registration sequence (ties keep registration order). */
-interface StoredSection {
-  readonly section: PromptSection
-  readonly seq: number
-}
-
-const RESERVED_SECTION_IDS: ReadonlySet<string> = new Set([SDK_SECTION.id, CODE_ONLY_SECTION.id])
-
-/** The static prompt sections of one registry: global ones, then each agent's. */
-export class PromptSections {
-  readonly #list = new ScopedList<StoredSection>()
-  #seq = 0
-
-  /** Adds a checked, frozen copy of `section` for `agent` (every assembly when undefined); returns its remover. */
-  add(section: PromptSection, agent: ScopeKey | undefined): () => void {
-    if (typeof section !== 'object' || section === null) misuse('section(section) needs { id, order, text }')
-    const { id, order, text } = section
-    if (typeof id !== 'string' || id === '') misuse('a prompt section needs a non-empty string id')
-    if (RESERVED_SECTION_IDS.has(id)) misuse(`the section id ${JSON.stringify(id)} is reserved for the registry`)
-    if (typeof order !== 'number' || !Number.isFinite(order)) misuse(`section ${JSON.stringify(id)} needs a finite order`)
-    if (typeof text !== 'string') misuse(`section ${JSON.stringify(id)} needs string text`)
-    return this.#list.add({ section: Object.freeze({ id, order, text }), seq: this.#seq++ }, agent)
-  }
-
-  /** The sections `agent` assembles with, in registration order. */
-  list(agent: ScopeKey | undefined): readonly StoredSection[] {
-    return this.#list.list(agent)
-  }
-}
+/** What assembly reads of the registry's context. */
+export type AssemblyCore = Pick<RegistryContext, 'options' | 'layers' | 'sections' | 'hooks' | 'sdkText'>
 
 function fail(message: string, cause?: unknown): never {
   throw new ToolError('ASSEMBLY_FAILED', message, cause === undefined ? undefined : { cause })
@@ -99,7 +57,7 @@ export function assemblePrompt(core: AssemblyCore, agent: ScopeKey | undefined):
     if (!hasSdkRenderer(language)) fail(`presentation '${mode}': no Code Mode SDK renderer for language ${JSON.stringify(String(language))}`)
     let sdk: string
     try {
-      sdk = core.catalogs.sdkText(agent, language)
+      sdk = core.sdkText(agent, language)
     } catch (error) {
       if (error instanceof ToolError && error.code === 'ASSEMBLY_FAILED') throw error
       fail(`rendering the Code Mode SDK failed: ${toErrorData(error).message}`, error)
@@ -131,7 +89,7 @@ export function assemblePrompt(core: AssemblyCore, agent: ScopeKey | undefined):
   })
 
   const context = Object.freeze(agent === undefined ? {} : { agent })
-  for (const listener of core.assembleListeners.list(agent)) {
+  for (const listener of core.hooks.assemble.list(agent)) {
     let next: unknown
     try {
       next = listener(assembly, context)

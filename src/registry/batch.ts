@@ -11,15 +11,13 @@ import { ToolError } from '../errors.js'
 import type { ToolRuntime } from '../runtime-types.js'
 import { createCallPool } from '../scheduler.js'
 import type { ToolExecutionInput, ToolExecutionMode, ToolExecutionResult } from '../types.js'
+import type { Execute } from './context.js'
 import type { PipelineSchedule } from './schedule.js'
 
-/** A registry's pipeline entry that takes turns from a batch scheduler. */
-export type ScheduledExecute = (input: ToolExecutionInput, schedule: PipelineSchedule) => Promise<ToolExecutionResult>
+const pipelines = new WeakMap<ToolRuntime, Execute>()
 
-const pipelines = new WeakMap<ToolRuntime, ScheduledExecute>()
-
-/** Makes `runtime`'s scheduled pipeline entry available to {@link runToolCalls} (called once, by `createToolRuntime`). */
-export function registerBatchPipeline(runtime: ToolRuntime, execute: ScheduledExecute): void {
+/** Makes `runtime`'s pipeline entry (which takes a schedule) available to {@link runToolCalls} (called once, by `createToolRuntime`). */
+export function registerBatchPipeline(runtime: ToolRuntime, execute: Execute): void {
   pipelines.set(runtime, execute)
 }
 
@@ -75,21 +73,20 @@ export async function runToolCalls(
       results.push(pool.submit(mode, () => runtime.execute(call)))
       continue
     }
-    const policyTurn = previousPolicy
-    const tailTurn = previousTail
+    const turns = { policy: previousPolicy, tail: previousTail }
     let releasePolicy!: () => void
     let releaseTail!: () => void
     previousPolicy = new Promise<void>((resolve) => (releasePolicy = resolve))
     previousTail = new Promise<void>((resolve) => (releaseTail = resolve))
-    results.push(
-      scheduled(call, {
-        beforePolicy: () => policyTurn,
-        afterPolicy: releasePolicy,
-        dispatch: (task) => pool.submit(mode, task),
-        beforeTail: () => tailTurn,
-        afterTail: releaseTail,
-      }),
-    )
+    // Policy and tail wait for the previous call's and release the next one's; only dispatch goes to the pool.
+    const schedule: PipelineSchedule = {
+      phase: (phase, run) => {
+        if (phase === 'dispatch') return pool.submit(mode, run)
+        const release = phase === 'policy' ? releasePolicy : releaseTail
+        return turns[phase].then(run).finally(release)
+      },
+    }
+    results.push(scheduled(call, { schedule }))
   }
   return Promise.all(results)
 }

@@ -10,7 +10,6 @@
 import { toErrorData } from '../errors.js'
 import type { JsonValue } from '../json/json-value.js'
 import { snapshotLosslessJson } from '../json/lossless.js'
-import type { ToolRuntime } from '../runtime-types.js'
 import type { RegisteredTool } from '../schema/tool-definition.js'
 import type {
   AdditionalContext,
@@ -21,29 +20,21 @@ import type {
   ToolExecutionResult,
   ToolExecutionToken,
   ToolFailure,
-  ToolGuard,
 } from '../types.js'
-import type { HookBus } from './hooks.js'
-import type { InFlight, InFlightCalls } from './in-flight.js'
-import type { ToolLayers } from './layers.js'
-import type { Schedule } from './schedule.js'
-import type { ScopedList } from './scoped-list.js'
+import type { RegistryContext } from './context.js'
+import type { InFlight } from './in-flight.js'
 
 /** The message of `ABORTED_BEFORE_DISPATCH`. */
 export const ABORTED_BEFORE_MESSAGE = 'the call was cancelled before the tool ran'
 /** The message of `ABORTED`. */
 export const ABORTED_MESSAGE = 'the call was cancelled while the tool ran'
 
-/** What the pipeline needs from the registry that owns it. */
-export interface PipelineCore {
-  readonly options: ToolRuntime['options']
-  /** True once the registry is disposing. */
-  isDisposed(): boolean
-  readonly layers: Pick<ToolLayers, 'view'>
-  readonly hooks: Pick<HookBus, 'preExecute' | 'execute' | 'postExecute' | 'result'>
-  readonly guards: ScopedList<ToolGuard>
-  readonly calls: InFlightCalls
-}
+/**
+ * What the pipeline reads of the registry's context: the options, whether the registry is
+ * disposing, the layers (each call asks its agent's view), the hooks, the guards and the
+ * calls in flight.
+ */
+export type PipelineCore = Pick<RegistryContext, 'options' | 'isDisposed' | 'layers' | 'hooks' | 'guards' | 'calls'>
 
 /**
  * What a dispatch (wrappers + body) produced. A value says whether the body ran, because a
@@ -143,7 +134,6 @@ export const ALLOW_DECISION: PreToolDecision = Object.freeze({ kind: 'allow' })
 /** One call's state, shared by the stages in order. */
 export class PipelineCall {
   readonly core: PipelineCore
-  readonly sched: Schedule
   readonly input: ParsedInput
   /** The lifecycle of the call (caller cancellation, scope disposal). */
   readonly life: InFlight
@@ -175,9 +165,8 @@ export class PipelineCall {
   /** The result so far; final once a stage ended the call or the stages ran out. */
   result: ToolExecutionResult | undefined
 
-  constructor(core: PipelineCore, sched: Schedule, input: ParsedInput, life: InFlight, scopeDisposed: boolean) {
+  constructor(core: PipelineCore, input: ParsedInput, life: InFlight, scopeDisposed: boolean) {
     this.core = core
-    this.sched = sched
     this.input = input
     this.life = life
     this.scopeDisposed = scopeDisposed

@@ -7,25 +7,17 @@
  * @module
  */
 import type { CodeModeRegistry } from '../code-mode/registry-seam.js'
-import type { CodeDispatchEvent, CodeLogEvent, SessionLogEvent, ToolCatalog, ToolRuntime } from '../runtime-types.js'
-import type { ScopeKey, ToolExecutionInput, ToolExecutionMode, ToolExecutionResult } from '../types.js'
-import type { HookBus } from './hooks.js'
-import type { ToolLayers } from './layers.js'
+import type { CodeDispatchEvent, CodeLogEvent, SessionLogEvent } from '../runtime-types.js'
+import type { RegistryContext } from './context.js'
 
-/** What the link needs from the registry. */
-export interface CodeModeLinkOptions {
-  readonly options: ToolRuntime['options']
-  /** The binding names come from the agent's view (`ToolLayers.bindingNames` reads it). */
-  readonly layers: Pick<ToolLayers, 'bindingNames'>
-  readonly hooks: Pick<HookBus, 'codeDispatchLog'>
-  /** One sub-call through the whole pipeline. Never rejects. */
-  readonly execute: (input: ToolExecutionInput) => Promise<ToolExecutionResult>
-  readonly executionMode: (input: Pick<ToolExecutionInput, 'name' | 'arguments' | 'agent'>) => ToolExecutionMode
-  /** Optional: the catalog of what a program of `agent` may call (the program's `catalog` global). */
-  readonly catalog?: (agent: ScopeKey | undefined) => ToolCatalog
-  /** Optional: durable runs (a runtime with a `store`). */
-  readonly durable?: CodeModeRegistry['durable']
-}
+/**
+ * What the link reads of the registry's context: the options, the layers (the binding
+ * names are the agent's view's), the `tools/code-dispatch-log` listeners, the pipeline
+ * entry and `executionMode`; the catalog (a program's `catalog` global) and durable runs
+ * when there are any.
+ */
+export type CodeModeLinkContext = Pick<RegistryContext, 'options' | 'layers' | 'hooks' | 'execute' | 'executionMode' | 'durable'> &
+  Partial<Pick<RegistryContext, 'catalog'>>
 
 function isDispatchEvent(value: unknown): value is CodeDispatchEvent {
   if (typeof value !== 'object' || value === null) return false
@@ -41,7 +33,7 @@ function isDispatchEvent(value: unknown): value is CodeDispatchEvent {
 }
 
 /** Creates the view of the registry that `run_code` runs against. */
-export function createCodeModeLink(link: CodeModeLinkOptions): CodeModeRegistry {
+export function createCodeModeLink(link: CodeModeLinkContext): CodeModeRegistry {
   const { options, layers, hooks } = link
   const sessionLog = options.sessionLog
   const append = (event: SessionLogEvent): void => {
@@ -56,8 +48,9 @@ export function createCodeModeLink(link: CodeModeLinkOptions): CodeModeRegistry 
     codeRuntime: () => options.codeRuntime,
     maxParallelSubCalls: options.maxParallelSubCalls,
     maxOutputBytes: options.maxOutputBytes,
-    bindingNames: (agent) => layers.bindingNames(agent),
-    execute: link.execute,
+    bindingNames: (agent) => layers.view(agent).bindingNames,
+    // The input only: a sub-call takes no batch turns and cannot claim a scope state.
+    execute: (input) => link.execute(input),
     executionMode: link.executionMode,
     ...(link.catalog === undefined ? {} : { catalog: link.catalog }),
     ...(link.durable === undefined ? {} : { durable: link.durable }),

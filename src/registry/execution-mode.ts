@@ -8,11 +8,11 @@
  */
 import { snapshotLosslessJson } from '../json/lossless.js'
 import type { ToolExecutionInput, ToolExecutionMode } from '../types.js'
-import type { ToolLayers } from './layers.js'
+import type { RegistryContext } from './context.js'
 
-/** Classifies `input` against what it resolves to in `layers`. Never throws. */
+/** Classifies `input` against what it resolves to in the agent's view. Never throws. */
 export function executionModeOf(
-  layers: Pick<ToolLayers, 'view'>,
+  { layers }: Pick<RegistryContext, 'layers'>,
   input: Pick<ToolExecutionInput, 'name' | 'arguments' | 'agent'>,
 ): ToolExecutionMode {
   try {

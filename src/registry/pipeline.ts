@@ -1,18 +1,21 @@
 /**
  * The execution pipeline: one call in, one deep-frozen result out, as an ordered table
- * of named stages driven by one loop (like hono's `compose`). A stage either lets the
- * call go on (returns `undefined`) or ends it with a result; whatever happens, the tail
- * stages then run exactly once: `finalizeContent`, then `tools/result`.
+ * of named stages grouped in three phases and driven by one loop (like hono's
+ * `compose`). A stage either lets the call go on (returns `undefined`) or ends it with a
+ * result; whatever happens, the tail's last stages then run exactly once:
+ * `finalizeContent`, then `tools/result`.
  *
  * ```
- * policy-turn → input → live → code-only → resolve → callers → arguments → not-aborted
- *   → pre-execute → not-aborted → guards → approval → not-aborted
- *   → dispatch (tools/execute wrappers → body) → output → post-execute
- *   ⇒ tail: tail-turn → finalize-content → publish
+ * policy:   input → live → code-only → resolve → callers → arguments → not-aborted
+ *             → pre-execute → not-aborted → guards → approval → not-aborted
+ * dispatch: dispatch (tools/execute wrappers → body)
+ * tail:     output → post-execute ⇒ always: finalize-content → publish
  * ```
  *
+ * A batch (`runToolCalls`) takes its turns at the phase boundaries: the loop hands each
+ * phase to the call's schedule once, from one place, and no stage knows about batches.
  * The pipeline never rejects and never returns while a body it started is still
- * running. docs/pipeline.md has the full rules; the table below is their order.
+ * running. docs/pipeline.md has the full rules; the tables below are their order.
  *
  * @module
  */
@@ -24,7 +27,8 @@ import { UNTRACKED } from './in-flight.js'
 import { outputStage, postExecuteStage } from './output.js'
 import { approvalStage, guardsStage, preExecuteStage } from './policy.js'
 import { failure, failureFromError, snapshotContent, withContent } from './results.js'
-import { Schedule, UNSCHEDULED, type PipelineSchedule } from './schedule.js'
+import type { ExecuteHow } from './context.js'
+import { Schedule, UNSCHEDULED, type DispatchBreak, type PipelinePhase } from './schedule.js'
 
 export type { PipelineCore } from './call.js'
 
@@ -40,7 +44,6 @@ interface Stage {
 }
 
 const noop = (): void => {}
-const goOn = (): undefined => undefined
 
 /** The last look at cancellation before the next phase (and, last of all, before dispatch). */
 function notAborted(call: PipelineCall): StageAnswer {
@@ -52,13 +55,8 @@ function callerOf(call: PipelineCall): ToolCaller {
   return call.topLevel ? 'native' : 'code'
 }
 
-/** The stages up to the result, in order. */
-const STAGES: readonly Stage[] = [
-  {
-    // A batch (runToolCalls) runs policy phases one call at a time, in model order.
-    name: 'policy-turn',
-    run: (call) => (call.sched.scheduled ? call.sched.beforePolicy().then(goOn) : undefined),
-  },
+/** The policy phase's stages, in order: everything that may refuse the call before it runs. */
+const POLICY: readonly Stage[] = [
   {
     name: 'input',
     run: (call) => (call.input.ok ? undefined : failure('INVALID_EXECUTION', call.input.message)),
@@ -115,45 +113,19 @@ const STAGES: readonly Stage[] = [
   { name: 'approval', run: approvalStage },
   // The last check before dispatch: a guard or the gate may have aborted the call's signal.
   { name: 'not-aborted', run: notAborted },
-  { name: 'dispatch', run: dispatchStage },
-  { name: 'output', run: outputStage },
-  { name: 'post-execute', run: postExecuteStage },
 ]
 
-/** The tail: runs exactly once for every call, whichever stage ended it. */
-const TAIL: readonly Stage[] = [
-  {
-    name: 'tail-turn',
-    run: (call) => {
-      call.sched.afterPolicy()
-      const pending = call.sched.beforeTail()
-      return pending === undefined ? undefined : pending.then(goOn)
-    },
-  },
-  { name: 'finalize-content', run: finalizeContent },
-  { name: 'publish', run: publish },
-]
-
-/** Wrappers + body, through the batch scheduler when there is one; then the tail's turn. */
+/** Wrappers + body (in the batch pool when there is one: the schedule's dispatch turn). */
 async function dispatchStage(call: PipelineCall): Promise<StageAnswer> {
-  const { sched, registered } = call
-  sched.afterPolicy()
-  let started = false
-  try {
-    call.outcome = await sched.dispatch(() => {
-      started = true
-      return dispatch(call.execution, call.life, registered!, call.typedArgs, call.toolContexts, call.core.hooks.execute.list(call.agent))
-    })
-  } catch (error) {
-    // Only a scheduler that abandoned the call (or broke after starting it) gets here.
-    call.outcome = {
-      kind: 'failure',
-      result: started ? failureFromError(error, 'TOOL_FAILED', call.toolContexts) : failure('ABORTED_BEFORE_DISPATCH', ABORTED_BEFORE_MESSAGE),
-    }
-  }
-  const pending = sched.beforeTail()
-  if (pending !== undefined) await pending
+  const wrappers = call.core.hooks.execute.list(call.agent)
+  call.outcome = await dispatch(call.execution, call.life, call.registered!, call.typedArgs, call.toolContexts, wrappers)
   return undefined
+}
+
+/** A dispatch turn the batch scheduler abandoned (the body never ran) or broke after starting. */
+function dispatchBroken(call: PipelineCall, broke: DispatchBreak): void {
+  const result = broke.started ? failureFromError(broke.error, 'TOOL_FAILED', call.toolContexts) : failure('ABORTED_BEFORE_DISPATCH', ABORTED_BEFORE_MESSAGE)
+  call.outcome = { kind: 'failure', result }
 }
 
 /** finalizeContent: the resolved tool's last, content-only word on every result (exactly once). */
@@ -183,23 +155,73 @@ function publish(call: PipelineCall): undefined {
       // Observers never change an outcome.
     }
   }
-  call.sched.afterTail()
   return undefined
 }
 
-/** Drives `call` through the table, then the tail. */
-async function runStages(call: PipelineCall): Promise<ToolExecutionResult> {
-  for (const stage of STAGES) {
-    const answer = stage.run(call)
-    const ended = answer instanceof Promise ? await answer : answer
-    if (ended !== undefined) {
-      call.result = ended
-      break
-    }
+/** One phase of a call: one turn of a batch schedule. */
+interface Phase {
+  readonly name: PipelinePhase
+  /** Run while the call goes on; the first stage that answers a result ends the call and skips the rest. */
+  readonly stages: readonly Stage[]
+  /** Run whichever stage ended the call (their answers are ignored). A phase without any is skipped once the call ended. */
+  readonly always: readonly Stage[]
+  /** What a dispatch turn that went wrong means for the call. */
+  readonly broken?: (call: PipelineCall, broke: DispatchBreak) => void
+}
+
+/** The phases in order; their boundaries are where a batch takes turns (only dispatch overlaps). */
+const PHASES: readonly Phase[] = [
+  { name: 'policy', stages: POLICY, always: [] },
+  { name: 'dispatch', stages: [{ name: 'dispatch', run: dispatchStage }], always: [], broken: dispatchBroken },
+  {
+    name: 'tail',
+    stages: [
+      { name: 'output', run: outputStage },
+      { name: 'post-execute', run: postExecuteStage },
+    ],
+    // Exactly once for every call, whichever stage ended it.
+    always: [
+      { name: 'finalize-content', run: finalizeContent },
+      { name: 'publish', run: publish },
+    ],
+  },
+]
+
+/** Records `answer` as the call's result when it is one; true when it ended the call. */
+function ended(call: PipelineCall, answer: StageAnswer): boolean {
+  if (answer === undefined) return false
+  call.result = answer
+  return true
+}
+
+/**
+ * Runs `stages` from `index`, synchronously until a stage answers with a promise (a call
+ * whose stages are all synchronous takes no tick). With `ending`, the first result ends
+ * the call and the rest are skipped; without, answers are ignored.
+ */
+function runStages(call: PipelineCall, stages: readonly Stage[], index: number, ending: boolean): Promise<undefined> | undefined {
+  for (let i = index; i < stages.length; i++) {
+    const answer = stages[i]!.run(call)
+    if (answer instanceof Promise) return answer.then((settled) => (ending && ended(call, settled) ? undefined : runStages(call, stages, i + 1, ending)))
+    if (ending && ended(call, answer)) return undefined
   }
-  for (const stage of TAIL) {
-    const answer = stage.run(call)
-    if (answer instanceof Promise) await answer
+  return undefined
+}
+
+/** One phase: its stages while the call goes on, then its `always` stages. */
+function runPhase(call: PipelineCall, phase: Phase, going: boolean): Promise<undefined> | undefined {
+  const steps = going ? runStages(call, phase.stages, 0, true) : undefined
+  return steps === undefined ? runStages(call, phase.always, 0, false) : steps.then(() => runStages(call, phase.always, 0, false))
+}
+
+/** Drives `call` through the phases: the one place the schedule is called, once per phase. */
+async function runPhases(call: PipelineCall, sched: Schedule): Promise<ToolExecutionResult> {
+  for (const phase of PHASES) {
+    const going = call.result === undefined
+    if (!going && phase.always.length === 0) continue
+    const turn = sched.phase(phase.name, () => runPhase(call, phase, going))
+    const broke = turn === undefined ? undefined : await turn
+    if (broke !== undefined) phase.broken?.(call, broke)
   }
   return call.result!
 }
@@ -208,29 +230,23 @@ async function runStages(call: PipelineCall): Promise<ToolExecutionResult> {
  * Runs one call through the whole pipeline. Never rejects; always publishes exactly one
  * frozen result to `tools/result` before resolving with it.
  */
-export async function executePipeline(
-  core: PipelineCore,
-  raw: unknown,
-  schedule?: PipelineSchedule,
-  scopeDisposed = false,
-): Promise<ToolExecutionResult> {
-  const sched = schedule === undefined ? UNSCHEDULED : new Schedule(schedule)
+export async function executePipeline(core: PipelineCore, raw: unknown, how: ExecuteHow = {}): Promise<ToolExecutionResult> {
+  const sched = how.schedule === undefined ? UNSCHEDULED : new Schedule(how.schedule)
   const input = parseInput(raw)
   // Stryker disable next-line LogicalOperator: parseInput answers ok only with an AbortSignal and never has a signal otherwise, so `||` selects the same inputs
   const tracked = input.ok && input.signal !== undefined ? core.calls.track(input.signal, input.agent) : undefined
   let token: symbol | undefined
   try {
-    const call = new PipelineCall(core, sched, input, tracked ?? UNTRACKED, scopeDisposed)
+    const call = new PipelineCall(core, input, tracked ?? UNTRACKED, how.scopeDisposed === true)
     token = call.execution.token
     core.calls.liveTokens.set(token, { callId: call.execution.callId, approval: call.approval })
-    return await runStages(call)
+    return await runPhases(call, sched)
   } catch (error) {
     // Unreachable by design (every stage contains its own failures); kept so the promise never rejects.
     return failureFromError(error, 'TOOL_FAILED', [], 'internal pipeline error: ')
   } finally {
     if (token !== undefined) core.calls.liveTokens.delete(token)
     tracked?.release()
-    sched.afterPolicy()
-    sched.afterTail()
+    sched.settle()
   }
 }

@@ -21,8 +21,9 @@ import { extractPlan, extractPythonPlan } from '../preflight/plan.js'
 import type { PreflightPlan } from '../preflight/types.js'
 import type { PlanApprovalDecisionEvent, PlanApprovalRequestEvent, SessionLogEvent } from '../runtime-types.js'
 import { boundPlanForLog } from '../session-log.js'
-import type { ApprovalHandler, ApprovalPlan, ApprovalRequest, PreToolDecision, ScopeKey, ToolExecution, ToolExecutionToken } from '../types.js'
-import { ALLOW_DECISION, messageOf, type PipelineCore } from './call.js'
+import type { ApprovalHandler, ApprovalPlan, ApprovalRequest, PreToolDecision, ToolExecution, ToolExecutionToken } from '../types.js'
+import { ALLOW_DECISION, messageOf } from './call.js'
+import type { RegistryContext } from './context.js'
 import { grantPlan } from './approval.js'
 import { checkPreDecision } from './policy.js'
 
@@ -34,7 +35,7 @@ export function acceptsPlans(handler: ApprovalHandler | undefined): handler is A
 const EMPTY_ARGS = Object.freeze({})
 
 /** The gate's answer for one planned tool, asked with empty arguments; `undefined` when it does not (cleanly) ask. */
-async function probe(core: PipelineCore, run: ToolExecution, name: string, index: number): Promise<PreToolDecision | undefined> {
+async function probe(core: PlanApprovalContext, run: ToolExecution, name: string, index: number): Promise<PreToolDecision | undefined> {
   const listeners = core.hooks.preExecute.list(run.agent)
   if (listeners.length === 0) return undefined
   const execution: ToolExecution = Object.freeze({
@@ -62,7 +63,7 @@ async function probe(core: PipelineCore, run: ToolExecution, name: string, index
 }
 
 /** Appends to the session log; a sink that throws changes nothing (logging never decides). */
-function log(core: PipelineCore, event: SessionLogEvent): void {
+function log(core: PlanApprovalContext, event: SessionLogEvent): void {
   try {
     core.options.sessionLog?.append(event)
   } catch {
@@ -96,16 +97,23 @@ export interface PlanApprovalInput {
 export type PlanApproval = (input: PlanApprovalInput) => Promise<() => void>
 
 /**
- * Creates the registry's plan approval. `toolNames(agent)` are the tools a program of that
- * agent may call (planned names outside it are unknown tools: listed, never asked about).
+ * What plan approval reads of the registry's context: the options (the session log, the
+ * registry's approval handler), the gate's listeners, the live calls (a run's own
+ * handler) and the layers (what a program of the agent may call: its view's `code`).
  */
-export function createPlanApproval(core: PipelineCore, toolNames: (agent: ScopeKey | undefined) => readonly string[]): PlanApproval {
+export type PlanApprovalContext = Pick<RegistryContext, 'options' | 'hooks' | 'calls' | 'layers'>
+
+/**
+ * Creates the registry's plan approval. Planned names outside what a program of the agent
+ * may call are unknown tools: listed, never asked about.
+ */
+export function createPlanApproval(core: PlanApprovalContext): PlanApproval {
   return async ({ code, description, language, run }) => {
     const handler = core.calls.liveTokens.get(run.token)?.approval ?? core.options.approval
     // Without a gate nothing can ask: the program is not even read.
     if (!acceptsPlans(handler) || core.hooks.preExecute.list(run.agent).length === 0) return () => {}
     const plan: PreflightPlan = (language === 'python' ? extractPythonPlan(code) : extractPlan(code)).plan
-    const known = new Set(toolNames(run.agent))
+    const known = new Set(core.layers.view(run.agent).code.map(({ definition }) => definition.name))
     const calls = plan.calls.filter((c) => known.has(c.name)).map((c) => Object.freeze({ name: c.name, line: c.line, column: c.column }))
     const asking: { name: string; reason?: string }[] = []
     for (const name of new Set(calls.map((c) => c.name))) {

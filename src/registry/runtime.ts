@@ -1,43 +1,47 @@
 /**
  * `createToolRuntime()`: the registry, composed from its parts. Each part lives in its
- * own file with explicit dependencies, and this file only wires them:
+ * own file, and this file only wires them: it builds the one {@link RegistryContext}
+ * (`context.ts`) and hands it to every part, which reads the `Pick<>` it names.
  *
  * | part | file | owns |
  * | --- | --- | --- |
+ * | context | `context.ts` | the parts every part shares; the one `execute(input, how?)` |
  * | options | `options.ts` | validation and defaults |
  * | tool layers | `layers.ts` | global + agent layers, masks, presentation, resolution |
  * | views | `view.ts` | per agent: what it sees, may call natively or from code, `run_code` (`runtime.view`) |
  * | hook bus | `hooks.ts` | listeners by hook, `tools/changed` |
  * | scopes | `scope.ts`, `agents.ts` | registrations and their disposal, the agent facade |
  * | in-flight calls | `in-flight.ts` | cancellation, quiescence, live tokens |
- * | pipeline | `pipeline.ts` (+ `call.ts`, `policy.ts`, `dispatch.ts`, `output.ts`) | the stage table and its loop |
+ * | pipeline | `pipeline.ts` (+ `call.ts`, `policy.ts`, `dispatch.ts`, `output.ts`) | the phase and stage tables and their loop |
  * | Code Mode link | `code-mode-link.ts` | the registry as `run_code` sees it |
- * | prompt | `assembly.ts` | sections and assembly |
+ * | prompt | `prompt-sections.ts`, `assembly.ts` | sections and assembly |
  * | catalogs | `tool-catalog.ts` | each scope's `catalog` and budgeted SDK text |
- * | batches | `batch.ts` | `runToolCalls` |
+ * | batches | `batch.ts`, `schedule.ts` | `runToolCalls`: one turn per phase of each call |
  * | preflight | `../preflight/` | `runtime.preflight()` and `run_code`'s check |
  *
  * See docs/architecture.md for the map and docs/pipeline.md for the rules.
  *
  * @module
  */
+import { RUN_CODE_TOOL_NAME } from '../code-mode/registry-seam.js'
 import { createRunCodeTool } from '../code-mode/run-code.js'
 import { ToolError } from '../errors.js'
 import type { AgentTools, ToolRuntime, ToolRuntimeOptions } from '../runtime-types.js'
 import { detachToolDefinition } from '../schema/tool-definition.js'
 import type { ScopeKey, ToolExecutionInput, ToolExecutionResult, ToolGuard } from '../types.js'
-import { AgentScopes, scopeOperations, type ScopeParts } from './agents.js'
-import { PromptSections, assemblePrompt, type AssemblyCore } from './assembly.js'
+import { AgentScopes, scopeOperations } from './agents.js'
+import { assemblePrompt } from './assembly.js'
 import { registerBatchPipeline } from './batch.js'
 import { createCodeModeLink } from './code-mode-link.js'
+import type { ExecuteHow, RegistryContext } from './context.js'
 import { executionModeOf } from './execution-mode.js'
 import { HookBus } from './hooks.js'
 import { InFlightCalls } from './in-flight.js'
 import { ToolLayers } from './layers.js'
 import { validateRuntimeOptions } from './options.js'
-import { executePipeline, type PipelineCore } from './pipeline.js'
-import type { PipelineSchedule } from './schedule.js'
+import { executePipeline } from './pipeline.js'
 import { RegistrationScope } from './scope.js'
+import { PromptSections } from './prompt-sections.js'
 import { ScopedList } from './scoped-list.js'
 import { ToolCatalogs } from './tool-catalog.js'
 import { createInlinePreflightEngine } from '../preflight/inline-engine.js'
@@ -63,43 +67,47 @@ import { dispatchDefinition } from './dispatch.js'
 export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
   const settings = validateRuntimeOptions(options)
   let disposing: Promise<void> | undefined
-  const isDisposed = (): boolean => disposing !== undefined
 
   const hooks = new HookBus()
   const layers = new ToolLayers({ defaultMode: settings.mode, transport: () => runCode, onChange: (event) => hooks.emitChanged(event) })
-  const guards = new ScopedList<ToolGuard>()
-  const sections = new PromptSections()
-  const calls = new InFlightCalls()
-  const pipeline: PipelineCore = { options: settings, isDisposed, layers, hooks, guards, calls }
-  const execute = (input: unknown, schedule?: PipelineSchedule, scopeDisposed = false): Promise<ToolExecutionResult> =>
-    executePipeline(pipeline, input, schedule, scopeDisposed)
-  const executionMode: ToolRuntime['executionMode'] = (input) => executionModeOf(layers, input)
+  // Durable runs: parked states go to the store, and each later sub-call runs at most once (the innermost wrapper records it).
+  const durableRuns = settings.store === undefined ? undefined : new DurableRuns(settings.store)
+  if (durableRuns !== undefined) {
+    hooks.execute.add((view, next) => durableRuns.aroundBody(view.callId, view.name, dispatchDefinition(view)?.idempotent === true, next), undefined)
+  }
+  // The one context every part receives (each reads the Pick<> it names). Its entries are
+  // arrows over parts made right below, which only run once the registry is in use.
+  const context: RegistryContext = Object.freeze({
+    options: settings,
+    isDisposed: () => disposing !== undefined,
+    layers,
+    hooks,
+    guards: new ScopedList<ToolGuard>(),
+    sections: new PromptSections(),
+    calls: new InFlightCalls(),
+    execute: (input: unknown, how?: ExecuteHow) => executePipeline(context, input, how),
+    executionMode: (input: Pick<ToolExecutionInput, 'name' | 'arguments' | 'agent'>) => executionModeOf(context, input),
+    catalog: (agent: ScopeKey | undefined) => catalogs.catalog(agent),
+    sdkText: (agent: ScopeKey | undefined, language: string) => catalogs.sdkText(agent, language),
+    assemble: (agent: ScopeKey | undefined) => assemblePrompt(context, agent),
+    ...(durableRuns === undefined ? {} : { durable: durableRuns }),
+  })
+  const catalogs = new ToolCatalogs(context)
+  hooks.changed.add((event) => catalogs.changed(event), undefined)
   // What a program may call (the view's `code`): a native-only tool is neither declared nor found.
   const codeTools = (agent: ScopeKey | undefined) => layers.view(agent).code
-  const catalogs = new ToolCatalogs({
-    tools: (agent) => codeTools(agent),
-    language: () => settings.codeRuntime?.language,
-    sdkBudgetChars: settings.sdkBudgetChars,
-  })
-  hooks.changed.add((event) => catalogs.changed(event), undefined)
-  const catalog = (agent: ScopeKey | undefined) => catalogs.catalog(agent)
   // Checked against every tool the agent may call from code, whatever form the prompt's SDK took.
   const preflight = new Preflight({
     engine: settings.preflightEngine ?? createInlinePreflightEngine(),
     tools: (agent) =>
       codeTools(agent).map(({ definition }) => ({ name: definition.name, description: definition.description, parameters: definition.parameters, output: definition.output.schema })),
   })
-  // Durable runs: parked states go to the store, and each later sub-call runs at most once (the innermost wrapper records it).
-  const durableRuns = settings.store === undefined ? undefined : new DurableRuns(settings.store)
-  if (durableRuns !== undefined) {
-    hooks.execute.add((view, next) => durableRuns.aroundBody(view.callId, view.name, dispatchDefinition(view)?.idempotent === true, next), undefined)
-  }
   const runCode = detachToolDefinition(
-    createRunCodeTool(createCodeModeLink({ options: settings, layers, hooks, execute: (input) => execute(input), executionMode, catalog, ...(durableRuns === undefined ? {} : { durable: durableRuns }) }), {
+    createRunCodeTool(createCodeModeLink(context), {
       mode: (agent) => agents.preflightMode(agent) ?? settings.preflight,
       warnChecks: () => settings.preflightEngine !== undefined,
       check: (code, agent, language, signal) => preflight.check(code, agent, language, signal),
-      approvePlan: createPlanApproval(pipeline, (agent) => codeTools(agent).map(({ definition }) => definition.name)),
+      approvePlan: createPlanApproval(context),
     }),
   )
   const runPreflight = async (request: PreflightRequest): Promise<PreflightReport> => {
@@ -108,36 +116,34 @@ export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
     global.assertLive()
     return preflight.check(request.code, request.agent, settings.codeRuntime?.language ?? 'typescript')
   }
-  const assembly: AssemblyCore = { options: settings, layers, sections, assembleListeners: hooks.assemble, catalogs }
-  const assemble = (agent: ScopeKey | undefined) => assemblePrompt(assembly, agent)
 
-  const parts: ScopeParts = { layers, hooks, guards, sections, calls, isDisposed, execute: (input, scopeDisposed) => execute(input, undefined, scopeDisposed), assemble, catalog }
-  const global = new RegistrationScope(undefined, isDisposed)
-  const agents = new AgentScopes(parts)
+  const global = new RegistrationScope(undefined, context.isDisposed)
+  const agents = new AgentScopes(context)
 
   const runtime: ToolRuntime = Object.freeze({
     get options() {
       return settings
     },
-    ...scopeOperations(parts, global),
+    ...scopeOperations(context, global),
     agent: (id: ScopeKey): AgentTools => {
       global.assertLive()
       return agents.get(id)
     },
     get: (name: string, scope?: ScopeKey) => (typeof name === 'string' ? layers.resolve(name, scope)?.definition : undefined),
     schemas: (scope?: ScopeKey) => layers.schemas(scope),
-    execute: (input: ToolExecutionInput) => execute(input),
-    executionMode,
+    // The input only: a caller cannot pass a schedule or a scope state.
+    execute: (input: ToolExecutionInput) => context.execute(input),
+    executionMode: context.executionMode,
     presentation: (scope?: ScopeKey) => layers.presentation(scope),
     view: (scope?: ScopeKey) => layers.view(scope).public,
-    assemble: (scope?: ScopeKey) => assemble(scope),
-    catalog: (scope?: ScopeKey) => catalog(scope),
+    assemble: (scope?: ScopeKey) => context.assemble(scope),
+    catalog: (scope?: ScopeKey) => context.catalog(scope),
     preflight: runPreflight,
     resumeRuns: async (resumeOptions?: { readonly staleMs?: number }) => {
       global.assertLive()
       if (durableRuns === undefined) return []
       return durableRuns.resumeAll(
-        (callId, agent, args, signal) => execute({ callId, name: 'run_code', arguments: { ...args }, signal, ...(agent === undefined ? {} : { agent }) }),
+        (callId, agent, args, signal) => context.execute({ callId, name: RUN_CODE_TOOL_NAME, arguments: { ...args }, signal, ...(agent === undefined ? {} : { agent }) }),
         resumeOptions,
       )
     },
@@ -146,7 +152,7 @@ export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
       disposing ??= (async () => {
         // Parked runs' records land before their calls are cancelled: the next process finds them (and their approvals stay open for it).
         await durableRuns?.flushed()
-        await calls.quiesce(new ToolError('DISPOSED', 'the tool runtime was disposed'))
+        await context.calls.quiesce(new ToolError('DISPOSED', 'the tool runtime was disposed'))
         agents.disposeAll()
         global.disposeRegistrations()
         hooks.emitChanged({ kind: 'dispose' })
@@ -155,6 +161,6 @@ export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
       return disposing
     },
   })
-  registerBatchPipeline(runtime, (input, schedule) => execute(input, schedule))
+  registerBatchPipeline(runtime, context.execute)
   return runtime
 }

@@ -2,93 +2,124 @@
  * How a batch scheduler (`runToolCalls`) takes turns inside the pipeline, so that only
  * dispatch and body overlap while policy phases and tails keep model order.
  *
+ * The pipeline hands a schedule each phase of a call once, in order, from one place in
+ * its loop (the way hono's `compose` guards its whole onion with one index): `policy`,
+ * then `dispatch`, then `tail`. {@link Schedule} stands between the two, so a broken
+ * scheduler costs ordering, never a call, and the pipeline states its rules once.
+ *
  * @module
  */
 
 /**
- * Callbacks a batch scheduler hands to one execution so that only dispatch and body
- * overlap. Each callback is invoked exactly once per execution, in this order:
- * `beforePolicy` (awaited before any policy phase), `afterPolicy` (when the call leaves
- * its policy phases, dispatching or not), `dispatch` (at most once: runs the wrappers
- * and the body), `beforeTail` (awaited before post-policy / finalization / observation),
- * `afterTail` (after `tools/result` observed the final result).
+ * The phases of one call, in order: `policy` (input checks, resolution, the
+ * `tools/pre-execute` gate, guards, approval), `dispatch` (the `tools/execute` wrappers
+ * and the body) and `tail` (output, `tools/post-execute`, `finalizeContent`,
+ * `tools/result`).
+ */
+export type PipelinePhase = 'policy' | 'dispatch' | 'tail'
+
+/**
+ * A batch scheduler's one entry into an execution. The pipeline calls {@link phase} once
+ * per phase, in order: `policy` and `tail` for every call, `dispatch` only for a call its
+ * policy let through.
  */
 export interface PipelineSchedule {
-  /** Resolves when this call may run its policy phases. */
-  beforePolicy(): Promise<void>
-  /** The call has left its policy phases. */
-  afterPolicy(): void
   /**
-   * Runs `task` (wrappers + body) when the scheduler allows. A rejection without the
-   * task having started means the call was abandoned: `ABORTED_BEFORE_DISPATCH`.
+   * Runs `run` (this call's `phase`) when the batch allows, and settles once it settled.
+   * A `dispatch` that settles without having called `run` abandoned the call
+   * (`ABORTED_BEFORE_DISPATCH`); a `policy` or `tail` turn that fails only loses ordering
+   * (the phase runs anyway).
    */
-  dispatch<T>(task: () => Promise<T>): Promise<T>
-  /** Resolves when this call may run its tail. */
-  beforeTail(): Promise<void>
-  /** The call published its result. */
-  afterTail(): void
+  phase(phase: PipelinePhase, run: () => Promise<void>): Promise<void>
 }
+
+/** A `dispatch` turn that went wrong: it never ran the body (`started: false`, the call was abandoned), or it failed after starting it. */
+export interface DispatchBreak {
+  readonly started: boolean
+  /** What the scheduler rejected with (`undefined` when it settled without running the body). */
+  readonly error: unknown
+}
+
+/** What the pipeline runs as one phase: `undefined` when it finished synchronously. */
+export type PhaseRun = () => Promise<undefined> | undefined
 
 const noop = (): void => {}
 
-/** Calls a scheduler callback; a broken scheduler must not break the call, it only loses ordering. */
-function quietly(callback: (() => void) | undefined): void {
-  try {
-    // Stryker disable next-line OptionalChaining: calling an undefined callback throws into the catch below, a no-op as skipping it is
-    callback?.()
-  } catch {
-    // Only ordering is lost; the call itself goes on.
-  }
-}
-
-/** Normalizes an optional schedule: every callback is safe to call and runs at most once. */
+/** Normalizes an optional schedule: each phase reaches it at most once, and whatever it does, the call goes on. */
 export class Schedule {
+  /** Whether a batch schedule stands behind this one. */
   readonly scheduled: boolean
-  #policyReleased = false
-  #tailReleased = false
-  #tailWait: Promise<void> | undefined
   readonly #inner: PipelineSchedule | undefined
+  /** The phases handed to the inner schedule so far. */
+  readonly #taken = new Set<PipelinePhase>()
 
   constructor(inner: PipelineSchedule | undefined) {
     this.#inner = inner
     this.scheduled = inner !== undefined
   }
 
-  async beforePolicy(): Promise<void> {
-    try {
-      // Stryker disable next-line OptionalChaining: the pipeline calls beforePolicy only when scheduled (an inner schedule exists); without one the TypeError is caught and it resolves alike
-      await this.#inner?.beforePolicy()
-    } catch {
-      // A broken scheduler must not break the call; it only loses ordering.
-    }
-  }
-
-  afterPolicy(): void {
-    if (this.#policyReleased) return
-    this.#policyReleased = true
-    quietly(this.#inner === undefined ? undefined : () => this.#inner!.afterPolicy())
-  }
-
-  dispatch<T>(task: () => Promise<T>): Promise<T> {
-    return this.#inner === undefined ? task() : this.#inner.dispatch(task)
-  }
-
-  /** The turn of the tail; undefined when unscheduled (nothing to wait for, not even a tick). */
-  beforeTail(): Promise<void> | undefined {
-    if (this.#inner === undefined) return undefined
+  /**
+   * Runs `run` as this call's `phase`. Unscheduled, it runs at once and its answer is
+   * returned as is (a synchronous phase takes no tick). Scheduled, it runs in the inner
+   * schedule's turn, and the promise settles only once `run` settled: `policy` and
+   * `tail` always run; a `dispatch` turn that went wrong resolves to its
+   * {@link DispatchBreak}. A rejection of `run` itself (a pipeline bug) propagates.
+   */
+  phase(phase: PipelinePhase, run: PhaseRun): Promise<DispatchBreak | undefined> | undefined {
     const inner = this.#inner
-    this.#tailWait ??= Promise.resolve()
-      .then(() => inner.beforeTail())
-      .then(noop, noop)
-    return this.#tailWait
+    // A phase reaches the inner schedule once: a second hand-over would take (and release) a second turn.
+    if (inner === undefined || this.#taken.has(phase)) return run()
+    this.#taken.add(phase)
+    return turn(inner, phase, run)
   }
 
-  afterTail(): void {
-    if (this.#tailReleased) return
-    this.#tailReleased = true
-    quietly(this.#inner === undefined ? undefined : () => this.#inner!.afterTail())
+  /**
+   * Hands the inner schedule, with nothing to run, the `policy` and `tail` turns this
+   * call never took (only a call the pipeline failed to drive has any), so the batch's
+   * later calls do not wait for them forever.
+   */
+  settle(): void {
+    const inner = this.#inner
+    if (inner === undefined) return
+    for (const phase of ['policy', 'tail'] as const) {
+      if (this.#taken.has(phase)) continue
+      this.#taken.add(phase)
+      turn(inner, phase, () => undefined).then(noop, noop)
+    }
   }
 }
 
-/** The schedule of a plain `execute()`: every callback a no-op (it holds no inner schedule, so sharing it is safe). */
+/** One turn of `inner`: `run` starts at most once, whoever calls it (the scheduler, or this function when the scheduler broke). */
+async function turn(inner: PipelineSchedule, phase: PipelinePhase, run: PhaseRun): Promise<DispatchBreak | undefined> {
+  let ran: Promise<undefined> | undefined
+  const once = (): Promise<undefined> => {
+    if (ran === undefined) {
+      try {
+        ran = Promise.resolve(run())
+      } catch (error) {
+        ran = Promise.reject(error)
+      }
+    }
+    return ran
+  }
+  let broke = false
+  let error: unknown
+  try {
+    await inner.phase(phase, () => once().then(noop))
+  } catch (caught) {
+    broke = true
+    error = caught
+  }
+  if (phase !== 'dispatch') {
+    // A broken scheduler must not break the call; it only loses ordering.
+    await once()
+    return undefined
+  }
+  if (ran === undefined) return { started: false, error }
+  // The body settles before the call goes on, whatever the scheduler said (quiescence).
+  await ran
+  return broke ? { started: true, error } : undefined
+}
+
+/** The schedule of a plain `execute()`: it holds no inner schedule, so it keeps no state and sharing it is safe. */
 export const UNSCHEDULED = new Schedule(undefined)

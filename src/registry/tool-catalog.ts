@@ -20,16 +20,14 @@ import { ToolError } from '../errors.js'
 import type { ToolCatalog, ToolCatalogHit, ToolCatalogSearchOptions, ToolsChangedEvent } from '../runtime-types.js'
 import type { RegisteredTool } from '../schema/tool-definition.js'
 import type { ScopeKey } from '../types.js'
+import type { RegistryContext } from './context.js'
 
-/** What the catalogs need from the registry. */
-export interface ToolCatalogsOptions {
-  /** The tools a program of `agent` may call (its view's `code`: what its SDK declares and its `tools` binds). */
-  readonly tools: (agent: ScopeKey | undefined) => readonly RegisteredTool[]
-  /** The code runtime's language, read at use (`undefined` without a code runtime). */
-  readonly language: () => string | undefined
-  /** `sdkBudgetChars` (validated). */
-  readonly sdkBudgetChars: number
-}
+/**
+ * What the catalogs read of the registry's context: the layers (a scope's tools are its
+ * view's `code`: what its SDK declares and its `tools` binds) and the options (the code
+ * runtime's language, read at use; `sdkBudgetChars`).
+ */
+export type ToolCatalogsContext = Pick<RegistryContext, 'layers' | 'options'>
 
 interface Entry {
   readonly tools: readonly RegisteredTool[]
@@ -50,13 +48,13 @@ function sameTools(a: readonly RegisteredTool[], b: readonly RegisteredTool[]): 
 
 /** The catalogs and SDK texts of one registry's scopes. */
 export class ToolCatalogs {
-  readonly #options: ToolCatalogsOptions
+  readonly #context: ToolCatalogsContext
   readonly #entries = new Map<ScopeKey | undefined, Entry>()
   /** Registration → language → declaration. Weak: a removed tool's declarations go with it. */
   readonly #declarations = new WeakMap<RegisteredTool, Map<string, string>>()
 
-  constructor(options: ToolCatalogsOptions) {
-    this.#options = options
+  constructor(context: ToolCatalogsContext) {
+    this.#context = context
   }
 
   /** Drops what a change may have made stale: the agent's entry, or every entry for a global change. */
@@ -79,14 +77,14 @@ export class ToolCatalogs {
   sdkText(agent: ScopeKey | undefined, language: string): string {
     const entry = this.#entry(agent)
     if (entry.sdk?.language !== language) {
-      const { text } = renderToolsSdkWithinBudget(entry.tools.map(sdkInput), { language, maxChars: this.#options.sdkBudgetChars })
+      const { text } = renderToolsSdkWithinBudget(entry.tools.map(sdkInput), { language, maxChars: this.#context.options.sdkBudgetChars })
       entry.sdk = { language, text }
     }
     return entry.sdk.text
   }
 
   #entry(agent: ScopeKey | undefined): Entry {
-    const tools = this.#options.tools(agent)
+    const tools = this.#context.layers.view(agent).code
     const cached = this.#entries.get(agent)
     if (cached !== undefined && sameTools(cached.tools, tools)) return cached
     const entry: Entry = { tools }
@@ -103,7 +101,7 @@ export class ToolCatalogs {
   }
 
   #createCatalog(tools: readonly RegisteredTool[]): ToolCatalog {
-    const configured = this.#options.language()
+    const configured = this.#context.options.codeRuntime?.language
     // Declarations follow the code runtime; without one (or one no renderer knows), TypeScript.
     const language = configured !== undefined && hasSdkRenderer(configured) ? configured : 'typescript'
     const byName = new Map(tools.map((tool) => [tool.definition.name, tool]))

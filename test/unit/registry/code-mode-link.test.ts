@@ -3,15 +3,27 @@ import { createCodeModeLink } from '../../../src/registry/code-mode-link.js'
 import { HookBus } from '../../../src/registry/hooks.js'
 import { validateRuntimeOptions } from '../../../src/registry/options.js'
 import type { CodeDispatchEvent, SessionLogEvent, SessionLogSink, ToolCatalog } from '../../../src/runtime-types.js'
-import { codeDispatchEvent } from './helpers.js'
+import { codeDispatchEvent, echoTool } from './helpers.js'
 import { createToolRuntime } from '../../../src/registry/index.js'
+import { ToolLayers } from '../../../src/registry/layers.js'
+import { detachToolDefinition } from '../../../src/schema/tool-definition.js'
+
+/** Real layers with no global tool; agent `a` has its own `y` and `x` (registered out of order: binding names are sorted). */
+function layers(): ToolLayers {
+  const transport = detachToolDefinition(echoTool('run_code_stand_in'))
+  const built = new ToolLayers({ defaultMode: 'native', transport: () => transport, onChange: () => {} })
+  built.openAgent('a')
+  built.add('a', detachToolDefinition(echoTool('y')))
+  built.add('a', detachToolDefinition(echoTool('x')))
+  return built
+}
 
 function link(sessionLog?: SessionLogSink) {
   const hooks = new HookBus()
   const options = validateRuntimeOptions(sessionLog === undefined ? {} : { sessionLog })
   const registry = createCodeModeLink({
     options,
-    layers: { bindingNames: (agent) => Object.freeze(agent === 'a' ? ['x', 'y'] : []) },
+    layers: layers(),
     hooks,
     execute: async () => ({ isError: false, value: 1, content: [] }),
     executionMode: () => 'parallel',
@@ -26,6 +38,23 @@ describe('the Code Mode link (the registry as run_code sees it)', () => {
     expect(registry.maxOutputBytes).toBe(64 * 1024 * 1024)
     expect(registry.codeRuntime()).toBeUndefined()
     expect(registry.bindingNames('a')).toEqual(['x', 'y'])
+    expect(registry.bindingNames(undefined)).toEqual([])
+    expect(registry.bindingNames('no-such-agent')).toEqual([])
+  })
+
+  it("hands a sub-call to the registry's execute with its input only: a program's call takes no batch turn and claims no scope state", async () => {
+    const received: unknown[][] = []
+    const registry = createCodeModeLink({
+      options: validateRuntimeOptions({}),
+      layers: layers(),
+      hooks: new HookBus(),
+      execute: async (...args: unknown[]) => (received.push(args), { isError: false, value: 1, content: [] }),
+      executionMode: () => 'exclusive',
+    })
+    const input = { callId: 's1', name: 'x', arguments: {}, signal: new AbortController().signal }
+    const forged = registry.execute as (...args: unknown[]) => Promise<unknown>
+    await forged(input, { scopeDisposed: true, schedule: { phase: () => Promise.reject(new Error('never asked')) } })
+    expect(received).toEqual([[input]])
   })
 
   it("runs the agent's code-dispatch-log waterfall, keeping the event when a listener throws or answers garbage", async () => {
@@ -79,7 +108,7 @@ async function waterfall(answer: unknown): Promise<{ next: unknown[]; appended: 
   const next: unknown[] = []
   const registry = createCodeModeLink({
     options: validateRuntimeOptions({ sessionLog: { append: (event: SessionLogEvent) => void appended.push(event) } }),
-    layers: { bindingNames: () => [] },
+    layers: layers(),
     hooks,
     execute: async () => ({ isError: false, value: null, content: [] }),
     executionMode: () => 'parallel',
@@ -140,7 +169,7 @@ describe('the Code Mode link: its members', () => {
   const make = (catalog?: (agent: string | undefined) => ToolCatalog) =>
     createCodeModeLink({
       options: validateRuntimeOptions({}),
-      layers: { bindingNames: () => [] },
+      layers: layers(),
       hooks: new HookBus(),
       execute: async () => ({ isError: false, value: null, content: [] }),
       executionMode: () => 'exclusive',

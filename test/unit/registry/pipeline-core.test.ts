@@ -7,7 +7,8 @@ import { executePipeline, type PipelineCore } from '../../../src/registry/pipeli
 import { ScopedList } from '../../../src/registry/scoped-list.js'
 import { detachToolDefinition } from '../../../src/schema/tool-definition.js'
 import type { ToolGuard } from '../../../src/types.js'
-import { call, echoTool } from './helpers.js'
+import { call, deferred, echoTool, tick } from './helpers.js'
+import type { PipelineSchedule } from '../../../src/registry/schedule.js'
 
 /** A pipeline over hand-built parts: its dependencies are exactly what PipelineCore names. */
 function core(): PipelineCore & { layers: ToolLayers; hooks: HookBus; guards: ScopedList<ToolGuard> } {
@@ -45,60 +46,110 @@ describe('the pipeline on its own (no createToolRuntime)', () => {
     c.hooks.result.add((_e, r) => void results.push(r.isError ? String(r.error.info?.code) : 'OK'), undefined)
     await executePipeline(c, null)
     await executePipeline(c, call('nope'))
-    await executePipeline(c, call('nope'), undefined, true)
+    await executePipeline(c, call('nope'), { scopeDisposed: true })
     expect(results).toEqual(['INVALID_EXECUTION', 'UNKNOWN_TOOL', 'DISPOSED'])
   })
 
-  it('a schedule gets each of its turns exactly once, in order, even for a call that never dispatches', async () => {
+  it('a schedule is handed each phase once, in order, from the loop: policy stages, then dispatch, then the tail', async () => {
     const c = core()
-    const turns: string[] = []
-    const schedule = {
-      beforePolicy: async () => void turns.push('beforePolicy'),
-      afterPolicy: () => void turns.push('afterPolicy'),
-      dispatch: <T>(task: () => Promise<T>) => (turns.push('dispatch'), task()),
-      beforeTail: async () => void turns.push('beforeTail'),
-      afterTail: () => void turns.push('afterTail'),
+    const seen: string[] = []
+    c.hooks.preExecute.add((d) => (seen.push('gate'), d), undefined)
+    c.guards.add(() => void seen.push('guard'), undefined)
+    c.hooks.execute.add((_e, next) => (seen.push('wrapper'), next()), undefined)
+    c.hooks.postExecute.add((d) => (seen.push('post'), d), undefined)
+    c.hooks.result.add(() => void seen.push('result'), undefined)
+    const schedule: PipelineSchedule = {
+      phase: async (phase, run) => {
+        seen.push(`enter:${phase}`)
+        await run()
+        seen.push(`leave:${phase}`)
+      },
     }
-    await executePipeline(c, call('nope'), schedule)
-    expect(turns).toEqual(['beforePolicy', 'afterPolicy', 'beforeTail', 'afterTail'])
+    await executePipeline(c, call('nope'), { schedule })
+    // A call that never dispatches takes no dispatch turn, but still its tail's.
+    expect(seen).toEqual(['enter:policy', 'leave:policy', 'enter:tail', 'result', 'leave:tail'])
     c.layers.add(undefined, detachToolDefinition(echoTool('echo')))
-    turns.length = 0
-    await executePipeline(c, call('echo'), schedule)
-    expect(turns).toEqual(['beforePolicy', 'afterPolicy', 'dispatch', 'beforeTail', 'afterTail'])
+    seen.length = 0
+    const result = await executePipeline(c, call('echo', { text: 'hi' }), { schedule })
+    expect(result).toMatchObject({ isError: false, value: 'hi' })
+    expect(seen).toEqual(['enter:policy', 'gate', 'guard', 'leave:policy', 'enter:dispatch', 'wrapper', 'leave:dispatch', 'enter:tail', 'post', 'result', 'leave:tail'])
+  })
+
+  it('a call made through a disposed agent scope ends DISPOSED (the `how` of the one execute signature)', async () => {
+    const c = core()
+    c.layers.add(undefined, detachToolDefinition(echoTool('echo')))
+    expect(await executePipeline(c, call('echo'), { scopeDisposed: true })).toMatchObject({ isError: true, error: { info: { code: 'DISPOSED' } } })
+    expect(await executePipeline(c, call('echo'), { scopeDisposed: false })).toMatchObject({ isError: false })
   })
 })
 
 describe('the pipeline when its collaborators break (never rejects, says what happened)', () => {
-  const turns = (dispatch: <T>(task: () => Promise<T>) => Promise<T>) => ({
-    beforePolicy: async () => {},
-    afterPolicy: () => {},
-    dispatch,
-    beforeTail: async () => {},
-    afterTail: () => {},
+  const turns = (dispatch: (run: () => Promise<void>) => Promise<void>): PipelineSchedule => ({
+    phase: (phase, run) => (phase === 'dispatch' ? dispatch(run) : run()),
   })
 
   it('a scheduler that abandons a call before starting it: ABORTED_BEFORE_DISPATCH, the body never ran', async () => {
     const c = core()
     let ran = false
     c.layers.add(undefined, detachToolDefinition(echoTool('echo', () => ((ran = true), 'ran'))))
-    const result = await executePipeline(c, call('echo'), turns(() => Promise.reject(new Error('batch cancelled'))))
+    const result = await executePipeline(c, call('echo'), { schedule: turns(() => Promise.reject(new Error('batch cancelled'))) })
     expect(result).toMatchObject({ isError: true, error: { info: { code: 'ABORTED_BEFORE_DISPATCH' } } })
     expect(ran).toBe(false)
   })
 
-  it('a scheduler that breaks after starting the body: TOOL_FAILED with its message and the body\'s deferred contexts', async () => {
+  it('a scheduler that settles a dispatch turn without running it abandoned the call too', async () => {
+    const c = core()
+    let ran = false
+    c.layers.add(undefined, detachToolDefinition(echoTool('echo', () => ((ran = true), 'ran'))))
+    const result = await executePipeline(c, call('echo'), { schedule: turns(async () => {}) })
+    expect(result).toMatchObject({ isError: true, error: { info: { code: 'ABORTED_BEFORE_DISPATCH' } } })
+    expect(ran).toBe(false)
+  })
+
+  it("a scheduler that breaks after starting the body: TOOL_FAILED with its message and the body's deferred contexts", async () => {
     const c = core()
     c.layers.add(undefined, detachToolDefinition(echoTool('echo', (_args, run) => (run.deferContext({ source: 'echo', content: 'kept' }), 'ran'))))
-    const result = await executePipeline(
-      c,
-      call('echo'),
-      turns(async (task) => {
-        await task()
-        throw new Error('scheduler lost its place')
-      }),
-    )
+    const schedule = turns(async (run) => {
+      await run()
+      throw new Error('scheduler lost its place')
+    })
+    const result = await executePipeline(c, call('echo'), { schedule })
     expect(result).toMatchObject({ isError: true, error: { message: 'scheduler lost its place', info: { code: 'TOOL_FAILED' } } })
     expect(result.additionalContexts).toEqual([{ source: 'echo', content: 'kept' }])
+  })
+
+  it('a scheduler that gives up while the body still runs: the call waits for the body before it settles', async () => {
+    const c = core()
+    const body = deferred<string>()
+    c.layers.add(undefined, detachToolDefinition(echoTool('echo', () => body.promise)))
+    let settled = false
+    const schedule = turns((run) => {
+      void run()
+      return Promise.reject(new Error('scheduler gave up'))
+    })
+    const pending = executePipeline(c, call('echo'), { schedule }).then((result) => ((settled = true), result))
+    await tick()
+    expect(settled).toBe(false)
+    body.resolve('done')
+    expect(await pending).toMatchObject({ isError: true, error: { message: 'scheduler gave up', info: { code: 'TOOL_FAILED' } } })
+  })
+
+  it('a scheduler whose policy and tail turns fail costs ordering, never the call: it runs and is published once', async () => {
+    const c = core()
+    c.layers.add(undefined, detachToolDefinition(echoTool('echo')))
+    const published: unknown[] = []
+    c.hooks.result.add((_e, r) => void published.push(r), undefined)
+    const schedule: PipelineSchedule = {
+      phase: (phase, run) => {
+        if (phase === 'dispatch') return run()
+        // Policy rejects without running; the tail throws synchronously.
+        if (phase === 'policy') return Promise.reject(new Error('turn lost'))
+        throw new Error('no tail turn')
+      },
+    }
+    const result = await executePipeline(c, call('echo', { text: 'hi' }), { schedule })
+    expect(result).toMatchObject({ isError: false, value: 'hi' })
+    expect(published).toEqual([result])
   })
 
   it('a hook bus that throws where nothing should: TOOL_FAILED "internal pipeline error", nothing left in flight', async () => {

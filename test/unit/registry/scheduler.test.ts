@@ -326,38 +326,87 @@ describe('runToolCalls: other runtimes and refusals', () => {
 })
 
 describe('Schedule', () => {
-  it('unscheduled: not scheduled, and no tail turn to wait for (not even a tick)', () => {
+  it('unscheduled: a phase runs at once and its answer is returned as is (a synchronous phase takes no tick); nothing to settle', async () => {
     expect(UNSCHEDULED.scheduled).toBe(false)
-    expect(UNSCHEDULED.beforeTail()).toBeUndefined()
-    const own = new Schedule(undefined)
-    expect(own.scheduled).toBe(false)
-    expect(own.beforeTail()).toBeUndefined()
-    expect(() => {
-      own.afterPolicy()
-      own.afterTail()
-    }).not.toThrow()
+    let ran = 0
+    expect(UNSCHEDULED.phase('policy', () => void ran++)).toBeUndefined()
+    expect(ran).toBe(1)
+    const answer = Promise.resolve(undefined)
+    expect(UNSCHEDULED.phase('tail', () => answer)).toBe(answer)
+    // Shared by every plain call: it keeps no state, so the same phase runs again.
+    expect(UNSCHEDULED.phase('policy', () => void ran++)).toBeUndefined()
+    expect(ran).toBe(2)
+    expect(() => UNSCHEDULED.settle()).not.toThrow()
   })
 
-  it('scheduled: the tail turn is the inner one, asked once; each release reaches the inner schedule once', async () => {
-    const calls: string[] = []
+  it('scheduled: each phase reaches the inner schedule once; a second hand-over runs without taking a second turn', async () => {
+    const turns: string[] = []
     const inner: PipelineSchedule = {
-      beforePolicy: async () => void calls.push('beforePolicy'),
-      afterPolicy: () => void calls.push('afterPolicy'),
-      dispatch: (task) => task(),
-      beforeTail: async () => void calls.push('beforeTail'),
-      afterTail: () => void calls.push('afterTail'),
+      phase: async (phase, run) => {
+        turns.push(phase)
+        await run()
+      },
     }
     const schedule = new Schedule(inner)
     expect(schedule.scheduled).toBe(true)
-    await schedule.beforePolicy()
-    schedule.afterPolicy()
-    schedule.afterPolicy()
-    const wait = schedule.beforeTail()
-    expect(wait).toBeInstanceOf(Promise)
-    expect(schedule.beforeTail()).toBe(wait)
-    await wait
-    schedule.afterTail()
-    schedule.afterTail()
-    expect(calls).toEqual(['beforePolicy', 'afterPolicy', 'beforeTail', 'afterTail'])
+    const ran: string[] = []
+    await schedule.phase('policy', () => void ran.push('policy'))
+    await schedule.phase('policy', () => void ran.push('policy again'))
+    await schedule.phase('dispatch', () => void ran.push('dispatch'))
+    await schedule.phase('tail', () => void ran.push('tail'))
+    schedule.settle()
+    await tick()
+    expect(turns).toEqual(['policy', 'dispatch', 'tail'])
+    expect(ran).toEqual(['policy', 'policy again', 'dispatch', 'tail'])
+  })
+
+  it("settle hands on, with nothing to run, the policy and tail turns a call never took (the batch's next call must not wait forever)", async () => {
+    const turns: string[] = []
+    const inner: PipelineSchedule = {
+      phase: async (phase, run) => {
+        turns.push(phase)
+        await run()
+      },
+    }
+    const untouched = new Schedule(inner)
+    untouched.settle()
+    untouched.settle()
+    await tick()
+    expect(turns).toEqual(['policy', 'tail'])
+    turns.length = 0
+    const halfway = new Schedule(inner)
+    await halfway.phase('policy', () => undefined)
+    halfway.settle()
+    await tick()
+    expect(turns).toEqual(['policy', 'tail'])
+  })
+
+  it('a dispatch turn that went wrong says whether the body started, and settles only after the body did', async () => {
+    const broken = (phase: (run: () => Promise<void>) => Promise<void>) => new Schedule({ phase: (_name, run) => phase(run) })
+    expect(await broken(() => Promise.reject(new Error('cancelled'))).phase('dispatch', () => undefined)).toEqual({ started: false, error: new Error('cancelled') })
+    expect(await broken(async () => {}).phase('dispatch', () => undefined)).toEqual({ started: false, error: undefined })
+    const body = deferred()
+    let settled = false
+    const gaveUp = broken((run) => {
+      void run()
+      return Promise.reject(new Error('lost'))
+    })
+    const pending = gaveUp.phase('dispatch', () => body.promise.then(() => undefined))!.then((answer) => ((settled = true), answer))
+    await tick()
+    expect(settled).toBe(false)
+    body.resolve()
+    expect(await pending).toEqual({ started: true, error: new Error('lost') })
+    expect(await broken((run) => run()).phase('dispatch', () => undefined)).toBeUndefined()
+  })
+
+  it("a failure of the phase's own run (a pipeline bug) propagates, whatever the scheduler did with it", async () => {
+    const schedule = new Schedule({ phase: (_name, run) => run() })
+    await expect(
+      schedule.phase('policy', () => {
+        throw new Error('stage bug')
+      }),
+    ).rejects.toThrow('stage bug')
+    const swallowing = new Schedule({ phase: (_name, run) => run().catch(() => {}) })
+    await expect(swallowing.phase('tail', () => Promise.reject(new Error('publish bug')))).rejects.toThrow('publish bug')
   })
 })

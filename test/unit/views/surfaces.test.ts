@@ -2,7 +2,8 @@
  * Issue 20, item 2: every surface that shows or calls tools agrees with the agent's view
  * (`runtime.view(agent)`): the catalog (`runtime.schemas`/`get`), prompt assembly, the
  * `catalog` a program searches, `GET /v1/tools` and `/v1/sdk`, MCP `tools/list`, the
- * provider adapters, and the pipeline itself (a model's direct call, a program's call).
+ * provider adapters, `POST /v1/run`, `agent.view()`, and the pipeline itself (a model's
+ * direct call, a program's call).
  * Agents cover native-only, code-only, unrestricted, hidden (masked) and own tools under
  * each presentation mode. Node only: the program calls run in the QuickJS sandbox engine
  * (inline), whose wasm workerd loads only as a compiled module.
@@ -110,6 +111,22 @@ describe('every surface agrees with runtime.view(agent)', () => {
     expect(runtime.view('a_both').get('t_later')).toBeUndefined()
   })
 
+  it("agent.view() is runtime.view(id): the same object, before and after a change; a disposed agent's view() throws DISPOSED", async () => {
+    for (const id of ['a_native', 'a_code', 'a_both', 'a_allow']) expect(runtime.agent(id).view(), id).toBe(runtime.view(id))
+    const agent = runtime.agent('a_short_lived')
+    agent.presentAs('code')
+    const before = agent.view()
+    expect(before.mode).toBe('code')
+    agent.register(tool('t_short'))
+    expect(agent.view()).not.toBe(before)
+    expect(agent.view()).toBe(runtime.view('a_short_lived'))
+    expect(agent.view().canCall('t_short', 'code')).toBe(true)
+    await agent.dispose()
+    expect(() => agent.view()).toThrow(expect.objectContaining({ code: 'DISPOSED' }))
+    // Gone with its layer: the name reads the global view again.
+    expect(runtime.view('a_short_lived')).toBe(runtime.view())
+  })
+
   it('a provider adapter given neither a schema list nor a view refuses it (INVALID_OPTIONS)', () => {
     for (const input of [{}, null, { wireTools: 'x' }]) {
       expect(() => toOpenAIChatTools(input as never)).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS' }))
@@ -146,6 +163,22 @@ describe('every surface agrees with runtime.view(agent)', () => {
         const sdk = await (await app.request(`/v1/sdk${query(agent)}`, { headers: AUTH })).text()
         // The SDK's instructions name run_code; every other name appears only as a declaration.
         for (const name of ALL_NAMES.filter((n) => n !== RUN_CODE_TOOL_NAME)) expect(sdk.includes(name), name).toBe(view().canCall(name, 'code'))
+      })
+
+      it('POST /v1/run runs exactly where the view presents run_code (404 UNKNOWN_TOOL elsewhere, before anything runs)', async () => {
+        const response = await app.request('/v1/run', {
+          method: 'POST',
+          headers: { ...AUTH, 'Content-Type': 'application/json' },
+          body: JSON.stringify({ code: 'return 1', description: 'one', ...(agent === undefined ? {} : { agent }) }),
+        })
+        const body = (await response.json()) as Record<string, unknown>
+        if (view().canCall(RUN_CODE_TOOL_NAME, 'native')) {
+          expect(response.status).toBe(200)
+          expect(body).toMatchObject({ isError: false })
+        } else {
+          expect(response.status).toBe(404)
+          expect(body).toEqual({ error: { code: 'UNKNOWN_TOOL', message: 'unknown tool "run_code"' } })
+        }
       })
 
       it('MCP tools/list', async () => {
