@@ -14,6 +14,8 @@ import { adoptParsedJson, isJsonSnapshot, snapshotLosslessJson } from '../../../
 import { scanJsonText } from '../../../src/json/scan.js'
 import { checkCallArgs } from '../../../engine/quickjs/vm-run.js'
 import { createSandboxRuntime } from '../../../platforms/node/index.js'
+import { createSandboxRuntimeOn } from '../../../src/code-runtime/sandbox-runtime.js'
+import { liveAbortListeners, scriptedPlatform, tick } from '../sandbox/scripted-platform.js'
 
 const turn = () => new Promise((resolve) => setTimeout(resolve, 0))
 
@@ -91,6 +93,47 @@ describe('the sandbox pool releases every run', () => {
     expect(load.running).toBe(0)
     expect(load.queued).toBe(0)
     expect(load.threads).toBeLessThanOrEqual(2)
+  })
+
+  it("every abort listener a run adds to the caller's signal is gone once it settles", async () => {
+    const { platform: p, threads } = scriptedPlatform({ autoReady: false })
+    const runtime = createSandboxRuntimeOn(p, { prespawn: 0, maxConcurrentRuns: 1, maxQueuedRuns: 1 })
+    // Booting, then running; queued, then running.
+    const [first, second] = [new AbortController(), new AbortController()]
+    const [live1, live2] = [liveAbortListeners(first.signal), liveAbortListeners(second.signal)]
+    const a = runtime.run({ bindings: [], program: 'a()', signal: first.signal })
+    const b = runtime.run({ bindings: [], program: 'b()', signal: second.signal })
+    expect(live1.size).toBeGreaterThan(0)
+    expect(live2.size).toBeGreaterThan(0)
+    await tick()
+    threads[0]!.send({ type: 'ready' })
+    await tick()
+    threads[0]!.done(1)
+    expect((await a).value).toBe(1)
+    await tick()
+    threads[0]!.done(2)
+    expect((await b).value).toBe(2)
+    expect([live1.size, live2.size]).toEqual([0, 0])
+    await runtime.dispose()
+    // Failed before its thread booted.
+    const booting = scriptedPlatform({ autoReady: false })
+    const other = createSandboxRuntimeOn(booting.platform, { prespawn: 0 })
+    const third = new AbortController()
+    const live3 = liveAbortListeners(third.signal)
+    const c = other.run({ bindings: [], program: 'c()', signal: third.signal })
+    await tick()
+    expect(live3.size).toBeGreaterThan(0)
+    booting.threads[0]!.exit('crashed')
+    expect((await c).error?.kind).toBe('worker-exit')
+    expect(live3.size).toBe(0)
+    // Ended by dispose while its thread boots (the thread never answers).
+    const fourth = new AbortController()
+    const live4 = liveAbortListeners(fourth.signal)
+    const d = other.run({ bindings: [], program: 'd()', signal: fourth.signal })
+    await tick()
+    await other.dispose()
+    expect((await d).error).toEqual({ kind: 'abort', message: 'the runtime was disposed' })
+    expect(live4.size).toBe(0)
   })
 })
 
