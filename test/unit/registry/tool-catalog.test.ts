@@ -8,6 +8,10 @@ import { createCatalog } from '../../../src/catalog/index.js'
 import { renderToolDeclaration } from '../../../src/code-mode/sdk.js'
 import type { CodeRuntime } from '../../../src/code-runtime/contract.js'
 import { createToolRuntime } from '../../../src/registry/index.js'
+import { ToolLayers } from '../../../src/registry/layers.js'
+import { validateRuntimeOptions } from '../../../src/registry/options.js'
+import { ToolCatalogs } from '../../../src/registry/tool-catalog.js'
+import { detachToolDefinition } from '../../../src/schema/tool-definition.js'
 import type { ToolRuntime } from '../../../src/runtime-types.js'
 import { LARGE_REGISTRY } from '../../fixtures/large-registry.js'
 import { registerLargeRegistry } from '../../support/large-registry-tools.js'
@@ -238,5 +242,30 @@ describe('runtime.catalog: language and refusals', () => {
       code: 'INVALID_OPTIONS',
       message: 'catalog.search: query must be a string (got object)',
     })
+  })
+})
+
+describe('ToolCatalogs on its own: built from the two context fields it reads (layers, options)', () => {
+  it("lists what the agent's view lets a program call, and reads the code runtime's language at use", () => {
+    const transport = detachToolDefinition(echoTool('run_code_stand_in'))
+    const layers = new ToolLayers({ defaultMode: 'native', transport: () => transport, onChange: () => {} })
+    layers.add(undefined, detachToolDefinition(echoTool('both_ways')))
+    layers.add(undefined, detachToolDefinition({ ...echoTool('native_only'), callers: ['native'] }))
+    let options = validateRuntimeOptions({})
+    const catalogs = new ToolCatalogs({ layers, get options() { return options } })
+    const catalog = catalogs.catalog(undefined)
+    expect(catalog.size).toBe(1)
+    expect(catalog.describe('both_ways')).toContain('both_ways(args?: {')
+    expect(catalog.describe('native_only')).toBeUndefined()
+    expect(catalog.language).toBe('typescript')
+    expect(catalogs.sdkText(undefined, 'typescript')).toContain('both_ways')
+    expect(catalogs.sdkText(undefined, 'typescript')).not.toContain('native_only')
+    // A new tool set (a change the layers announce) gets a new catalog in the language configured now.
+    options = validateRuntimeOptions({ codeRuntime: idleCodeRuntime('python') })
+    layers.add(undefined, detachToolDefinition(echoTool('later')))
+    const next = catalogs.catalog(undefined)
+    expect(next).not.toBe(catalog)
+    expect(next.language).toBe('python')
+    expect(next.size).toBe(2)
   })
 })
