@@ -78,12 +78,19 @@ export async function runToolCalls(
     let releaseTail!: () => void
     previousPolicy = new Promise<void>((resolve) => (releasePolicy = resolve))
     previousTail = new Promise<void>((resolve) => (releaseTail = resolve))
-    // Policy and tail wait for the previous call's and release the next one's; only dispatch goes to the pool.
+    // Policy and tail wait for the previous call's turn; only dispatch goes to the pool. The
+    // policy turn passes on once this call moved on: after its submission to the pool (so the
+    // pool receives calls in model order), or at its tail when its policy ended it.
     const schedule: PipelineSchedule = {
       phase: (phase, run) => {
-        if (phase === 'dispatch') return pool.submit(mode, run)
-        const release = phase === 'policy' ? releasePolicy : releaseTail
-        return turns[phase].then(run).finally(release)
+        if (phase === 'policy') return turns.policy.then(run)
+        if (phase === 'dispatch') {
+          const dispatched = pool.submit(mode, run)
+          releasePolicy()
+          return dispatched
+        }
+        releasePolicy()
+        return turns.tail.then(run).finally(releaseTail)
       },
     }
     results.push(scheduled(call, { schedule }))

@@ -295,6 +295,26 @@ describe('runToolCalls: scheduling', () => {
   })
 })
 
+describe('runToolCalls: the pool receives calls in model order', () => {
+  it('an exclusive call before a concurrency-safe one starts first and runs alone, whatever the policy phases cost', async () => {
+    for (const gate of ['none', 'sync', 'async'] as const) {
+      const { runtime, started, release } = gatedRuntime()
+      if (gate === 'sync') runtime.on('tools/pre-execute', (d) => d)
+      if (gate === 'async') runtime.on('tools/pre-execute', async (d) => (await tick(), d))
+      const batch = runToolCalls(runtime, [call('solo', { text: 'first' }), call('safe', { text: 'second' }), call('missing'), call('safe', { text: 'third' })])
+      for (let i = 0; i < 6; i++) await tick()
+      expect(started, gate).toEqual(['first'])
+      release('first')
+      for (let i = 0; i < 6; i++) await tick()
+      // The unknown tool between them ended in its policy phase and passed its turn on.
+      expect(started, gate).toEqual(['first', 'second', 'third'])
+      release('second')
+      release('third')
+      expect((await batch).map((r) => (r.isError ? r.error.info?.code : r.value)), gate).toEqual(['first', 'second', 'UNKNOWN_TOOL', 'third'])
+    }
+  })
+})
+
 describe('runToolCalls: other runtimes and refusals', () => {
   it('a ToolRuntime not made by createToolRuntime still gets one result per call, in model order', async () => {
     const seen: string[] = []
