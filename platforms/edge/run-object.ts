@@ -35,10 +35,10 @@ import type { StoredApprovalBroker } from '../../src/approvals/index.js'
 import { runKeySegment } from '../../src/durable/runs.js'
 import type { DurableStore } from '../../src/durable/store.js'
 import { createSessionLogHub, createToolsApp, DEFAULT_RUN_RETENTION_MS, httpErrorResponse, resumeAppRuns } from '../../src/http/index.js'
-import { createStoreRunRecords } from '../../src/http/run-table.js'
+import { createStoreRunRecords, interruptedRunResult } from '../../src/http/run-table.js'
 import { createToolRuntime } from '../../src/registry/index.js'
 import type { ToolRuntime } from '../../src/runtime-types.js'
-import type { AnyToolDefinition, ToolExecutionResult } from '../../src/types.js'
+import type { AnyToolDefinition } from '../../src/types.js'
 import { createQuickJsRuntime } from '../quickjs/index.js'
 import { createDurableObjectStore, type DurableObjectStorageLike } from './durable-object-store.js'
 import { approvalTimeoutOption, buildEdgeApp, EDGE_CODE_LIMITS, RUN_ID, RUN_OBJECT_APPROVAL_POLL_MS, type EdgeEnv } from './_edge-app.js'
@@ -326,9 +326,7 @@ export class ToolyardRun {
     const info = await this.#info()
     const record = info === undefined ? undefined : await records.get(info.appId)
     if (record === undefined || record.status !== 'running') return
-    const message = 'the run was interrupted: its Durable Object stopped before the run parked, so there is no state to resume it from; its calls may or may not have taken effect'
-    const result: ToolExecutionResult = { isError: true, error: { message, info: { name: 'ToolError', code: 'INTERRUPTED' } }, content: [{ type: 'text', text: `Error: ${message}` }] }
-    await records.put({ ...record, status: 'failed', settledAt: Date.now(), result })
+    await records.put({ ...record, status: 'failed', settledAt: Date.now(), result: interruptedRunResult('its Durable Object') })
     await this.#ctx.storage.setAlarm(Date.now() + DEFAULT_RUN_RETENTION_MS)
   }
 }

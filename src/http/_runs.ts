@@ -16,7 +16,7 @@ import type { Context, Handler, Hono } from 'hono'
 import { streamSSE } from 'hono/streaming'
 import type { PendingApproval } from '../approvals/types.js'
 import type { DurableStore } from '../durable/store.js'
-import { runKeySegment } from '../durable/runs.js'
+import { HEARTBEAT_MS, runKeySegment } from '../durable/runs.js'
 import type { ResumedRun } from '../durable/runs.js'
 import type { ToolRuntime } from '../runtime-types.js'
 import type { ToolExecutionResult } from '../types.js'
@@ -27,7 +27,7 @@ import { CALL_ID_HEADER, prepareRun } from './_routes.js'
 import type { ApiConfig, ApiRoute, PreparedRun } from './_routes.js'
 import { createSseSender } from './_sse-sender.js'
 import type { SseSender } from './_sse-sender.js'
-import { createRunTable, createStoreRunRecords, runRecord } from './run-table.js'
+import { createRunTable, createStoreRunRecords, interruptedRunResult, RUN_OWNER_PREFIX, runRecord } from './run-table.js'
 import type { ResolvedRunTableOptions, RunRecordJson, RunRecordStore, RunStatus, RunTable, RunTableHeld, TableRun } from './run-table.js'
 
 /** What the run routes read besides the API's configuration. */
@@ -72,7 +72,10 @@ const END_EVENT = 'end'
 const MAX_REPLAY_BATCH_BYTES = 128 * 1024
 
 const held = new WeakMap<Hono, RunTable>()
-const adopters = new WeakMap<Hono, (resumed: readonly ResumedRun[]) => Promise<number>>()
+/** Puts resumed runs back in an app's table and ends the records of runs lost before they parked; how many were adopted. */
+type RunAdopter = (resumed: readonly ResumedRun[], staleMs: number) => Promise<number>
+
+const adopters = new WeakMap<Hono, RunAdopter>()
 
 /**
  * What the run table of an app created by `createToolsApp` holds (runs, running ones,
@@ -127,8 +130,8 @@ async function runBody(record: RunRecordJson, config: ApiConfig, cancelRequested
   }
 }
 
-/** Writes each run's records in order (a later write never lands before an earlier one); failures go to `report`. */
-function recordWriter(records: RunRecordStore | undefined, config: ApiConfig) {
+/** Writes each run's records in order (a later write never lands before an earlier one), marked with `owner`; failures go to `report`. */
+function recordWriter(records: RunRecordStore | undefined, config: ApiConfig, owner: string) {
   const chains = new Map<string, Promise<void>>()
   const enqueue = (id: string, write: () => Promise<void>, request: Request): void => {
     if (records === undefined) return
@@ -139,7 +142,7 @@ function recordWriter(records: RunRecordStore | undefined, config: ApiConfig) {
     })
   }
   return {
-    put: (run: TableRun, request: Request) => enqueue(run.id, () => records!.put(runRecord(run)), request),
+    put: (run: TableRun, request: Request) => enqueue(run.id, () => records!.put({ ...runRecord(run), owner }), request),
     delete: (run: TableRun, request: Request) => enqueue(run.id, () => records!.delete(run.id), request),
   }
 }
@@ -209,7 +212,7 @@ function keepAlive(c: Context, work: Promise<void>): void {
   waitUntil?.(work)
 }
 
-function startRun(runtime: ToolRuntime, config: RunsConfig, table: RunTable, persist: (run: TableRun, request: Request) => void): Handler {
+function startRun(runtime: ToolRuntime, config: RunsConfig, table: RunTable, owners: RunOwners, persist: (run: TableRun, request: Request) => void): Handler {
   return async (c) => {
     const prepared = await prepareRun(c, runtime, config)
     const run = table.admit({ callId: prepared.callId, agent: prepared.agent })
@@ -219,6 +222,7 @@ function startRun(runtime: ToolRuntime, config: RunsConfig, table: RunTable, per
         'Retry-After': String(OVERLOADED_RETRY_AFTER_SECONDS),
       })
     }
+    owners.running()
     const request = c.req.raw
     const driven = drive(run, prepared, table, config, request, (r) => persist(r, request)).catch((error: unknown) => config.report(error, request))
     keepAlive(c, driven)
@@ -403,17 +407,22 @@ function streamEvents(c: Context, run: TableRun, lastId: number, config: ApiConf
  * it ends. Returns how many were adopted; the others finish unseen (their callers were
  * `POST /v1/run` clients, gone with the old process).
  */
-async function adoptResumed(resumed: readonly ResumedRun[], records: RunRecordStore | undefined, table: RunTable, config: RunsConfig, persist: (run: TableRun, request: Request) => void): Promise<number> {
-  if (records === undefined || resumed.length === 0) return 0
+async function adoptResumed(resumed: readonly ResumedRun[], records: RunRecordStore | undefined, table: RunTable, config: RunsConfig, owners: RunOwners, persist: (run: TableRun, request: Request) => void, staleMs: number): Promise<number> {
+  if (records === undefined) return 0
   const byCallId = new Map(resumed.map((run) => [run.callId, run]))
   const request = new Request('http://toolyard.invalid/v1/runs')
   let adopted = 0
   for (const id of await records.list(MAX_ADOPTED_RECORDS)) {
     const record = await records.get(id)
-    const handle = record === undefined || record.status !== 'running' ? undefined : byCallId.get(record.callId)
-    if (record === undefined || handle === undefined) continue
+    if (record === undefined || record.status !== 'running' || table.get(record.id) !== undefined) continue
+    const handle = byCallId.get(record.callId)
+    if (handle === undefined) {
+      await settleIfLost(record, records, config, owners, staleMs)
+      continue
+    }
     const run = table.admit({ callId: record.callId, agent: record.agent, id: record.id, createdAt: record.createdAt })
     if (run === undefined) continue
+    owners.running()
     adopted++
     const prepared: PreparedRun = {
       callId: record.callId,
@@ -431,6 +440,68 @@ async function adoptResumed(resumed: readonly ResumedRun[], records: RunRecordSt
   return adopted
 }
 
+/**
+ * Ends the record of a run that nothing will finish: `running` in the store, not resumed
+ * here, no parked state left (`runs/<callId>`: a parked run is resumed by whichever process
+ * claims it), and its app instance has not said it is alive for `staleMs` (it died while
+ * the run computed or called a tool). It becomes `failed` with `INTERRUPTED` — what the
+ * edge's run object says of the same situation — instead of `running` forever.
+ */
+async function settleIfLost(record: RunRecordJson, records: RunRecordStore, config: RunsConfig, owners: RunOwners, staleMs: number): Promise<void> {
+  if (config.store === undefined || record.owner === owners.id) return
+  if ((await config.store.get(`runs/${runKeySegment(record.callId)}`)) !== undefined) return
+  if (record.owner !== undefined && (await owners.alive(record.owner, staleMs))) return
+  await records.put({ ...record, status: 'failed', settledAt: Date.now(), result: interruptedRunResult('the process running it') })
+}
+
+/** An app instance's liveness in the store while it runs `/v1/runs` runs (see {@link RUN_OWNER_PREFIX}). */
+interface RunOwners {
+  /** This app instance's id, in each of its run records. */
+  readonly id: string
+  /** A run was admitted: beat (now and every {@link HEARTBEAT_MS}) until the table holds none running. */
+  running(): void
+  /** Whether `owner` said it was alive less than `staleMs` ago. */
+  alive(owner: string, staleMs: number): Promise<boolean>
+}
+
+const OWNER_ID = /^[0-9a-f-]{36}$/
+
+function runOwners(store: DurableStore | undefined, table: () => RunTable, report: (error: unknown) => void): RunOwners {
+  const id = crypto.randomUUID()
+  let timer: ReturnType<typeof setInterval> | undefined
+  const beat = (): void => {
+    if (table().held.live === 0) {
+      clearInterval(timer)
+      timer = undefined
+      return
+    }
+    store?.put(RUN_OWNER_PREFIX + id, JSON.stringify({ at: Date.now() })).catch(report)
+  }
+  return {
+    id,
+    running() {
+      if (store === undefined || timer !== undefined) return
+      timer = setInterval(beat, HEARTBEAT_MS)
+      store.put(RUN_OWNER_PREFIX + id, JSON.stringify({ at: Date.now() })).catch(report)
+    },
+    async alive(owner, staleMs) {
+      // Another process wrote the record: an owner that is not one of ours is not looked up.
+      if (store === undefined || !OWNER_ID.test(owner)) return false
+      const entry = await store.get(RUN_OWNER_PREFIX + owner)
+      if (entry === undefined) return false
+      try {
+        const at = (JSON.parse(entry.value) as { at?: unknown }).at
+        return typeof at === 'number' && Date.now() - at < staleMs
+      } catch {
+        return false
+      }
+    },
+  }
+}
+
+/** How long an app instance may stay silent before its running runs count as lost (as `runtime.resumeRuns`'s default). */
+const DEFAULT_STALE_MS = 30_000
+
 /** How many stored run records a process looks through when it adopts resumed runs. */
 const MAX_ADOPTED_RECORDS = 1000
 
@@ -441,17 +512,18 @@ const MAX_ADOPTED_RECORDS = 1000
 export function runRoutes(
   runtime: ToolRuntime,
   config: RunsConfig,
-): { readonly routes: readonly ApiRoute[]; readonly table: RunTable; readonly adopt: (resumed: readonly ResumedRun[]) => Promise<number> } {
+): { readonly routes: readonly ApiRoute[]; readonly table: RunTable; readonly adopt: RunAdopter } {
   const records = config.store === undefined ? undefined : createStoreRunRecords(config.store)
-  const writer = recordWriter(records, config)
-  // Evictions have no request of their own: a failed delete is reported against a synthetic one.
-  const evictions = new Request('http://toolyard.invalid/v1/runs')
-  const table = createRunTable(config.runs, Date.now, (run) => writer.delete(run, evictions))
+  // Evictions and heartbeats have no request of their own: a failure is reported against a synthetic one.
+  const background = new Request('http://toolyard.invalid/v1/runs')
+  const owners = runOwners(config.store, () => table, (error) => config.report(error, background))
+  const writer = recordWriter(records, config, owners.id)
+  const table = createRunTable(config.runs, Date.now, (run) => writer.delete(run, background))
   return {
     table,
-    adopt: (resumed) => adoptResumed(resumed, records, table, config, writer.put),
+    adopt: (resumed, staleMs) => adoptResumed(resumed, records, table, config, owners, writer.put, staleMs),
     routes: [
-      { method: 'POST', path: '/v1/runs', handlers: [startRun(runtime, config, table, writer.put)] },
+      { method: 'POST', path: '/v1/runs', handlers: [startRun(runtime, config, table, owners, writer.put)] },
       { method: 'GET', path: '/v1/runs/:id', handlers: [getRun(config, table, records)] },
       { method: 'DELETE', path: '/v1/runs/:id', handlers: [cancelRun(config, table, records)] },
       { method: 'GET', path: '/v1/runs/:id/events', handlers: [events(config, table)] },
@@ -469,12 +541,15 @@ export function holdRuns(app: Hono, runs: ReturnType<typeof runRoutes>): void {
  * Resumes the durable runs in the runtime's store that no live process holds
  * (`runtime.resumeRuns()`), and puts those started through `POST /v1/runs` back in
  * `app`'s run table under their ids: `GET /v1/runs/:id` and its events follow them to the
- * end (and `DELETE` cancels them). Call it once a process serving the app has started
- * (`npm start` does). Returns the resumed runs, and how many of them are `/v1/runs` resources.
+ * end (and `DELETE` cancels them). A `/v1/runs` record still `running` whose process died
+ * before the run ever parked (no state to resume; no heartbeat for `staleMs`) is ended as
+ * `failed` with `INTERRUPTED`. Call it once a process serving the app has started, and
+ * every little while (`npm start` does). Returns the resumed runs, and how many of them
+ * are `/v1/runs` resources.
  */
 export async function resumeAppRuns(app: Hono, runtime: ToolRuntime, options?: { readonly staleMs?: number }): Promise<{ readonly resumed: readonly ResumedRun[]; readonly adopted: number }> {
   const resumed = await runtime.resumeRuns(options)
   const adopt = adopters.get(app)
-  const adopted = adopt === undefined ? 0 : await adopt(resumed)
+  const adopted = adopt === undefined ? 0 : await adopt(resumed, options?.staleMs ?? DEFAULT_STALE_MS)
   return { resumed, adopted }
 }

@@ -264,6 +264,26 @@ export interface RunRecordJson {
   readonly result?: ToolExecutionResult
   /** The event buffer's summary: the ids still held, how many were dropped. */
   readonly events: { readonly first: number; readonly last: number; readonly dropped: number }
+  /**
+   * The app instance that ran it (see {@link RUN_OWNER_PREFIX}): how another process on the
+   * same store tells a run that is still computing somewhere from one whose process died.
+   */
+  readonly owner?: string
+}
+
+/**
+ * Where an app instance with a store says it is alive while it runs `/v1/runs` runs:
+ * `http-owners/<owner>` holds `{ "at": <epoch ms> }`, rewritten every few seconds.
+ */
+export const RUN_OWNER_PREFIX = 'http-owners/'
+
+/**
+ * The result of a run that nothing can finish: its process (or Durable Object) stopped
+ * while it computed or called a tool, before it ever parked, so no state is left to resume.
+ */
+export function interruptedRunResult(where: string): ToolExecutionResult {
+  const message = `the run was interrupted: ${where} stopped before the run parked, so there is no state to resume it from; its calls may or may not have taken effect`
+  return { isError: true, error: { message, info: { name: 'ToolError', code: 'INTERRUPTED' } }, content: [{ type: 'text', text: `Error: ${message}` }] }
 }
 
 /** Where run records go: a later backend keeps them past the process (one JSON value per run). */
@@ -320,6 +340,7 @@ export function createStoreRunRecords(store: DurableStore): RunRecordStore {
       }
       if (typeof record !== 'object' || record === null || record.id !== id || typeof record.callId !== 'string') return undefined
       if (!STORED_STATUSES.includes(record.status as StoredRunStatus) || typeof record.createdAt !== 'number') return undefined
+      if (record.owner !== undefined && typeof record.owner !== 'string') return undefined
       return typeof record.events === 'object' && record.events !== null ? (record as RunRecordJson) : undefined
     },
     async delete(id) {

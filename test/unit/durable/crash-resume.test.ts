@@ -12,6 +12,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
 import { startServer } from '../../../examples/start.js'
+import { createFileStore } from '../../../platforms/node/index.js'
 
 const root = fileURLToPath(new URL('../../..', import.meta.url))
 const base = mkdtempSync(join(tmpdir(), 'toolyard-crash-'))
@@ -111,6 +112,26 @@ describe('a durable run survives kill -9 (npm start on a file store, real proces
     expect(text.match(/one/g)).toHaveLength(1)
     expect(text.match(/two/g)).toHaveLength(1)
   }, 240_000)
+
+  it('a run killed before it ever parked is reported failed with INTERRUPTED by the next process, not running forever', async () => {
+    const dataDir = join(base, 'lost')
+    const first = await server(dataDir)
+    const started = (await (await fetch(`${first.url}/v1/runs`, { method: 'POST', headers: AUTH, body: JSON.stringify({ code: 'await new Promise((resolve) => setTimeout(resolve, 40_000))\nreturn 1', description: 'sleeps' }) })).json()) as { id: string }
+    expect((await runStatus(first.url, started.id)).status).toBe('running')
+    // The record is written just after the 202: killed before that, there would be nothing to report.
+    const files = createFileStore(dataDir)
+    await until(async () => ((await files.get(`http-runs/${started.id}`)) === undefined ? undefined : true), 'the run record on disk')
+    first.child.kill('SIGKILL')
+    await new Promise((resolve) => first.child.once('exit', resolve))
+    const second = await server(dataDir)
+    // Its heartbeat goes stale after resumeStaleMs (1 s here); the next sweep ends the record.
+    const ended = await until(async () => {
+      const run = await runStatus(second.url, started.id)
+      return run.status === 'running' ? undefined : run
+    }, 'the lost run to be ended')
+    expect(ended.status).toBe('failed')
+    expect((ended.result as { error?: { info?: { code?: string } } } | undefined)?.error?.info?.code).toBe('INTERRUPTED')
+  }, 120_000)
 
   it('a graceful shutdown (Ctrl+C) keeps a parked run for the next process: same request, the run ends there', async () => {
     const dataDir = join(base, 'graceful')
