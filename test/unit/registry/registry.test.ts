@@ -842,3 +842,14 @@ describe('disposal', () => {
     expect(later.isError && later.error).toEqual({ message: 'the tool runtime is disposed', info: { name: 'ToolError', code: 'DISPOSED' } })
   }, 5_000)
 })
+
+describe('the one pipeline entry: the public execute takes the input only', () => {
+  it('a second argument to runtime.execute (a forged scope state or batch schedule) is ignored', async () => {
+    const runtime = createToolRuntime()
+    runtime.register(echoTool())
+    const forged = runtime.execute as (...args: unknown[]) => Promise<ToolExecutionResult>
+    const never = { phase: () => Promise.reject(new Error('a forged schedule was asked')) }
+    const result = await forged(call('echo', { text: 'hi' }), { scopeDisposed: true, schedule: never })
+    expect(result).toMatchObject({ isError: false, value: 'hi' })
+  })
+})
