@@ -10,12 +10,23 @@
  * 100 ms calls under `Promise.all`. Each contender is measured in rounds, interleaved,
  * and the median round is printed, because this machine's figures move between runs.
  *
- * Run: `npm run bench:sandbox` (or `npx tsx bench/sandbox.bench.ts`).
+ * A last section, "cold start with the other core busy", keeps one core spinning (a
+ * separate process) while the sandbox and the bare worker take 200 back-to-back
+ * `return 1` runs each, interleaved, and prints p50/p99 of both against the targets; it
+ * also prints what making one VM costs (booting one vs restoring the booted image).
+ *
+ * Run: `npm run bench:sandbox` (or `npx tsx bench/sandbox.bench.ts`);
+ * `BENCH_ONLY=cold-under-load` runs only the last section.
  */
+import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { Worker } from 'node:worker_threads'
+import defaultVariant from '@jitl/quickjs-wasmfile-release-sync'
+import type { QuickJSSyncVariant } from 'quickjs-emscripten-core'
 import type { CodeBindingNamespace, CodeRuntime } from '../src/code-runtime/contract.js'
+import { QuickJsEngine } from '../engine/quickjs/engine.js'
+import { SANDBOX_SOURCE } from '../engine/quickjs/_sandbox-source.js'
 import { createSandboxRuntime } from '../platforms/node/index.js'
 import { createQuickJsRuntime } from '../platforms/quickjs/index.js'
 import { summarize } from './_stats.js'
@@ -174,6 +185,10 @@ async function main(): Promise<void> {
   console.log(`sandbox bench (Node ${process.version}; ${ROUNDS} interleaved rounds, median round shown; figures move with machine load)`)
   const require = createRequire(import.meta.url)
   const wasmModule = new WebAssembly.Module(readFileSync(require.resolve('@jitl/quickjs-wasmfile-release-sync/wasm')))
+  if (process.env.BENCH_ONLY === 'cold-under-load') {
+    await coldUnderLoad(wasmModule)
+    return
+  }
   const sandbox = createSandboxRuntime()
   await sandbox.warm()
   const contenders = [fromRuntime('toolyard sandbox (QuickJS in threads)', sandbox), bareWorker(), fromRuntime('QuickJS on the host thread', createQuickJsRuntime({ wasmModule }))]
@@ -218,6 +233,92 @@ async function main(): Promise<void> {
   await hotInline.dispose()
   console.log('  targets for the sandbox: host stall ≤ 20 ms, abort → result ≤ 50 ms')
   await oversizedArguments()
+  await coldUnderLoad(wasmModule)
+}
+
+const UNDER_LOAD_RUNS = Number(process.env.BENCH_UNDER_LOAD_RUNS ?? 200)
+
+/** Nearest-rank percentile `p` (0-100) of `samples`. */
+function percentile(samples: readonly number[], p: number): number {
+  const sorted = [...samples].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!
+}
+
+/** One `return 1` run, timed (ms). */
+async function timedReturn1(contender: Contender): Promise<number> {
+  const start = performance.now()
+  const value = await contender.run('return 1', [])
+  const ms = performance.now() - start
+  if (value !== 1) throw new Error(`${contender.name} returned ${JSON.stringify(value)}`)
+  return ms
+}
+
+/**
+ * Cold start with the other core busy: a separate process spins on one core for the
+ * whole section; the sandbox (a fresh runtime, default options) and a bare pre-spawned
+ * worker then take {@link UNDER_LOAD_RUNS} back-to-back `return 1` runs each, one of
+ * each in turn. Each sandbox run takes a VM no run used before; the figures say
+ * whether making it waits for idle CPU. Then the cost of making one VM, in this thread
+ * with the burner running: booting it (runtime, context, in-VM script) vs restoring
+ * the booted VM's memory image, 50 of each, interleaved.
+ */
+async function coldUnderLoad(wasmModule: WebAssembly.Module): Promise<void> {
+  const burner = spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' })
+  try {
+    const sandbox = fromRuntime('toolyard sandbox (QuickJS in threads)', createSandboxRuntime())
+    const bare = bareWorker()
+    // Untimed: the threads' JIT, the first VM (which is booted, then imaged), the burner at full spin.
+    for (let i = 0; i < 20; i++) {
+      await timedReturn1(sandbox)
+      await timedReturn1(bare)
+    }
+    const sandboxMs: number[] = []
+    const bareMs: number[] = []
+    for (let i = 0; i < UNDER_LOAD_RUNS; i++) {
+      sandboxMs.push(await timedReturn1(sandbox))
+      bareMs.push(await timedReturn1(bare))
+    }
+    await sandbox.dispose()
+    await bare.dispose()
+    const [s50, s99, b50, b99] = [percentile(sandboxMs, 50), percentile(sandboxMs, 99), percentile(bareMs, 50), percentile(bareMs, 99)]
+    const met = (ok: boolean) => (ok ? 'met' : 'NOT met')
+    console.log(`\n  cold start with the other core busy (a spinning process), ${UNDER_LOAD_RUNS} back-to-back \`return 1\` runs each, interleaved`)
+    console.log(`  ${'contender'.padEnd(40)} ${'p50'.padStart(10)} ${'p99'.padStart(10)}`)
+    console.log(`  ${sandbox.name.padEnd(40)} ${`${s50.toFixed(2)} ms`.padStart(10)} ${`${s99.toFixed(2)} ms`.padStart(10)}`)
+    console.log(`  ${bare.name.padEnd(40)} ${`${b50.toFixed(2)} ms`.padStart(10)} ${`${b99.toFixed(2)} ms`.padStart(10)}`)
+    console.log(`  sandbox / bare: p50 ${(s50 / b50).toFixed(2)}×, p99 ${(s99 / b99).toFixed(2)}×`)
+    console.log(`  targets: p50 ≤ 1.2× bare (${met(s50 <= 1.2 * b50)}), p99 ≤ 5 ms (${met(s99 <= 5)})`)
+    await vmBuildCost(wasmModule)
+  } finally {
+    burner.kill()
+  }
+}
+
+/** What making one VM costs on this thread (µs): a boot vs a restore of the booted image, interleaved. */
+async function vmBuildCost(wasmModule: WebAssembly.Module): Promise<void> {
+  const variant = defaultVariant as unknown as QuickJSSyncVariant
+  const booting = new QuickJsEngine({ sandboxSource: SANDBOX_SOURCE, variant, wasmModule, images: false })
+  const imaging = new QuickJsEngine({ sandboxSource: SANDBOX_SOURCE, variant, wasmModule })
+  const boot: number[] = []
+  const restore: number[] = []
+  const time = async (engine: QuickJsEngine, into: number[] | undefined) => {
+    const start = performance.now()
+    ;(await engine.build(64)).release()
+    into?.push((performance.now() - start) * 1000)
+  }
+  for (let i = 0; i < 5; i++) {
+    await time(booting, undefined)
+    await time(imaging, undefined)
+  }
+  for (let i = 0; i < 50; i++) {
+    await time(booting, boot)
+    await time(imaging, restore)
+  }
+  const row = (name: string, samples: number[]) =>
+    console.log(`  ${name.padEnd(40)} p50 ${`${percentile(samples, 50).toFixed(0)} µs`.padStart(9)}   p99 ${`${percentile(samples, 99).toFixed(0)} µs`.padStart(9)}`)
+  console.log('\n  making one VM (64 MiB), on this thread with the other core busy')
+  row('boot (runtime, context, in-VM script)', boot)
+  row('restore of the booted image', restore)
 }
 
 /**

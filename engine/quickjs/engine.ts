@@ -11,11 +11,30 @@
  * handler, the in-VM script of `_sandbox-source.ts` installed, and nothing of the
  * program yet. A sandbox serves exactly one run and is then dropped whole.
  *
+ * Only the first sandbox of each memory size is booted that way; the engine then takes
+ * an image of its memory (`vm-image.ts`), and every later sandbox is a fresh instance
+ * with a fresh memory into which the image is copied: the same booted VM, made without
+ * evaluating the script again (see {@link QuickJsEngine.build}).
+ *
  * @module
  */
-import { QuickJSWASMModule } from 'quickjs-emscripten-core'
-import type { EmscriptenModuleLoader, EmscriptenModuleLoaderOptions, QuickJSContext, QuickJSEmscriptenModule, QuickJSFFI, QuickJSHandle, QuickJSRuntime, QuickJSSyncVariant } from 'quickjs-emscripten-core'
+import { Lifetime, QuickJSRuntime, QuickJSWASMModule } from 'quickjs-emscripten-core'
+import type {
+  EmscriptenModuleLoader,
+  EmscriptenModuleLoaderOptions,
+  JSContextPointer,
+  JSRuntimePointer,
+  JSValuePointer,
+  QuickJSContext,
+  QuickJSEmscriptenModule,
+  QuickJSFFI,
+  QuickJSHandle,
+  QuickJSSyncVariant,
+  VmFunctionImplementation,
+} from 'quickjs-emscripten-core'
 import { ToolError } from '../../src/errors.js'
+import { nonZeroChunks, restoreMemoryImage, takeMemoryImage } from './vm-image.js'
+import type { MemoryImage } from './vm-image.js'
 
 /** A precompiled QuickJS wasm module, or a function that loads one (called once, memoized on success). */
 export type QuickJsWasmModuleSource = WebAssembly.Module | (() => Promise<WebAssembly.Module>)
@@ -117,15 +136,35 @@ export class QuickJsSandbox {
   #attached = false
   #disposed = false
 
+  /**
+   * How this VM was made: `booted` (runtime, context and in-VM script created in it) or
+   * `restored` (a fresh instance given a booted VM's memory image). Either way nothing of
+   * a program has run in it.
+   */
+  readonly made: 'booted' | 'restored'
+
+  /**
+   * @param restored Set for a VM restored from an image: what the booted VM posted before
+   *   the image was taken (its `ready`), which this VM then holds for its run.
+   */
   constructor(
     readonly runtime: QuickJSRuntime,
     readonly context: QuickJSContext,
-  ) {}
+    restored?: { readonly early: readonly string[] },
+  ) {
+    this.made = restored === undefined ? 'booted' : 'restored'
+    if (restored !== undefined) this.#early.push(...restored.early)
+  }
 
   /** Handles freed with the sandbox. */
   own<T extends QuickJSHandle>(handle: T): T {
     this.#handles.push(handle)
     return handle
+  }
+
+  /** @internal The owned handles' pointers, in the order they were owned, and what the VM posted so far: what an image keeps. */
+  bootState(): { readonly owned: readonly number[]; readonly early: readonly string[] } {
+    return { owned: this.#handles.map((handle) => handle.value as number), early: [...this.#early] }
   }
 
   /**
@@ -282,11 +321,46 @@ export interface QuickJsEngineOptions {
   readonly variant: QuickJSSyncVariant
   /** The precompiled wasm (or its loader); absent: the variant loads its own on each instantiation. */
   readonly wasmModule?: QuickJsWasmModuleSource
+  /**
+   * `false`: boot every sandbox (runtime, context, script) instead of restoring the
+   * image of the first one. For measuring the two side by side; default `true`.
+   */
+  readonly images?: boolean
 }
 
 /**
+ * What a sandbox restored from an image needs besides the memory's bytes: the booted
+ * VM's pointers (they are the same in every copy) and what it posted while booting.
+ */
+interface SandboxImage {
+  readonly memory: MemoryImage
+  readonly rt: JSRuntimePointer
+  readonly ctx: JSContextPointer
+  /** The JSValue pointers the booted sandbox owned, in the order it owned them. */
+  readonly owned: readonly JSValuePointer[]
+  readonly deliver: JSValuePointer
+  readonly fire: JSValuePointer
+  /** What the in-VM script posted while it was installed (the bootstrap's `ready`). */
+  readonly early: readonly string[]
+}
+
+/** A freshly instantiated QuickJS wasm: the emscripten module and the memory it runs on. */
+interface Instantiated {
+  readonly emscripten: QuickJSEmscriptenModule
+  readonly memory: WebAssembly.Memory
+}
+
+/**
+ * The id the library gives the first host function of a fresh runtime (its `HostRefMap`
+ * counts up from INT32_MIN); the sandbox's three host functions take the first three.
+ */
+const FIRST_HOST_REF_ID = -2147483648
+
+/**
  * Builds QuickJS sandboxes. The variant's factory, FFI and compiled wasm are resolved
- * once (and retried after a failure): they are not per-run work.
+ * once (and retried after a failure): they are not per-run work. So is the boot of the
+ * in-VM script: the first sandbox of each memory size is booted, and its memory's
+ * image then makes the others.
  */
 export class QuickJsEngine {
   readonly #options: QuickJsEngineOptions
@@ -299,6 +373,8 @@ export class QuickJsEngine {
    */
   #learned: WebAssembly.Module | undefined
   #learning = false
+  /** One image per memory size (the size is part of what the booted VM holds: its allocator limit). */
+  readonly #images = new Map<number, SandboxImage>()
 
   constructor(options: QuickJsEngineOptions) {
     this.#options = options
@@ -351,15 +427,46 @@ export class QuickJsEngine {
   }
 
   /**
-   * Builds a sandbox with a memory of `memoryMb` MiB. Goes straight to the variant's
-   * emscripten factory with the precompiled module (instantiated synchronously, with
-   * none of the per-instance dynamic `import()` and promise hops of the library's
-   * `newQuickJSWASMModuleFromVariant`), over a fresh `WebAssembly.Memory` whose maximum
-   * is the run's memory cap.
+   * Builds a sandbox with a memory of `memoryMb` MiB: a fresh wasm instance over a
+   * fresh `WebAssembly.Memory` whose maximum is the run's memory cap, holding a booted
+   * VM with nothing of a program in it. The first build of each size boots it (QuickJS
+   * runtime, context, the in-VM script evaluated and installed: 5-8 ms of CPU) and
+   * takes its image; later builds copy the image into the fresh memory and rebuild only
+   * the host's wrappers (a fraction of that: `npm run bench:sandbox` prints both). A
+   * restore that fails drops the image and boots, which takes a new one.
    */
   async build(memoryMb: number): Promise<QuickJsSandbox> {
     const parts = await this.#loadParts()
-    const memory = new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: memoryMb * PAGES_PER_MB })
+    const image = this.#images.get(memoryMb)
+    if (image !== undefined) {
+      const instance = await this.#instantiate(parts, memoryMb, image.memory.pages)
+      try {
+        return restoreSandbox(instance, new parts.Ffi(instance.emscripten), image)
+      } catch {
+        // Never seen: the image no longer fits this library. Booting is slower, still correct.
+        if (this.#images.get(memoryMb) === image) this.#images.delete(memoryMb)
+      }
+    }
+    const instance = await this.#instantiate(parts, memoryMb, INITIAL_PAGES)
+    const fresh = this.#options.images === false ? undefined : nonZeroChunks(instance.memory)
+    const quickjs = new QuickJSWASMModule(instance.emscripten, new parts.Ffi(instance.emscripten))
+    const sandbox = installSandbox(quickjs.newRuntime(), memoryMb, this.#options.sandboxSource)
+    if (fresh !== undefined && !this.#images.has(memoryMb)) {
+      const taken = imageOf(sandbox, instance.memory, fresh)
+      if (taken !== undefined) this.#images.set(memoryMb, taken)
+    }
+    return sandbox
+  }
+
+  /**
+   * A fresh instance of the QuickJS wasm over a fresh memory of `pages` pages (at most
+   * `memoryMb`), its C constructors run. Goes straight to the variant's emscripten
+   * factory with the precompiled module (instantiated synchronously, with none of the
+   * per-instance dynamic `import()` and promise hops of the library's
+   * `newQuickJSWASMModuleFromVariant`).
+   */
+  async #instantiate(parts: EngineParts, memoryMb: number, pages: number): Promise<Instantiated> {
+    const memory = new WebAssembly.Memory({ initial: pages, maximum: memoryMb * PAGES_PER_MB })
     const precompiled = parts.wasmModule ?? this.#learned
     const moduleOptions: EmscriptenModuleLoaderOptions & Record<string, unknown> = {
       wasmMemory: memory,
@@ -377,9 +484,115 @@ export class QuickJsEngine {
     }
     const emscripten = await parts.loader(moduleOptions)
     ;(emscripten as { type?: string }).type = 'sync'
-    const quickjs = new QuickJSWASMModule(emscripten, new parts.Ffi(emscripten))
-    return installSandbox(quickjs.newRuntime(), memoryMb, this.#options.sandboxSource)
+    return { emscripten, memory }
   }
+}
+
+/**
+ * The sandbox's three host functions (`post`, `timer`, `host`), in the order they are
+ * registered: a restored sandbox registers the same implementations in the same order,
+ * so that they get the ids the booted VM's function objects hold.
+ */
+function hostFunctions(box: QuickJsSandbox): readonly (readonly [string, VmFunctionImplementation<QuickJSHandle>])[] {
+  const ctx = box.context
+  const read = (h: QuickJSHandle | undefined): unknown => {
+    if (h === undefined) return undefined
+    const type = ctx.typeof(h)
+    return type === 'string' ? ctx.getString(h) : type === 'number' ? ctx.getNumber(h) : undefined
+  }
+  return [
+    [
+      'post',
+      (json) => {
+        if (ctx.typeof(json) === 'string') box.hostPost(ctx.getString(json))
+      },
+    ],
+    [
+      'timer',
+      (id, delay) => {
+        const ok = ctx.typeof(id) === 'number' && ctx.typeof(delay) === 'number' && box.hostTimer(ctx.getNumber(id), ctx.getNumber(delay))
+        return ok ? ctx.true : ctx.false
+      },
+    ],
+    [
+      'host',
+      (op, ...args) => {
+        const result = ctx.typeof(op) === 'string' ? hostOp(box, ctx.getString(op), read(args[0]), read(args[1]), read(args[2])) : undefined
+        return typeof result === 'string' ? ctx.newString(result) : typeof result === 'number' ? ctx.newNumber(result) : ctx.undefined
+      },
+    ],
+  ]
+}
+
+/** The library's pointer behind a runtime or context wrapper (a protected field: read, never changed). */
+function pointerOf<T>(wrapper: QuickJSRuntime | QuickJSContext, field: 'rt' | 'ctx'): T {
+  return (wrapper as unknown as Record<'rt' | 'ctx', { readonly value: T }>)[field].value
+}
+
+/**
+ * The image of a just-booted sandbox (its memory at rest, on the host, before any run),
+ * or `undefined` when it does not have the shape a restore rebuilds: then every build boots.
+ */
+function imageOf(sandbox: QuickJsSandbox, memory: WebAssembly.Memory, fresh: Uint8Array): SandboxImage | undefined {
+  const { deliver, fire } = sandbox
+  const { owned, early } = sandbox.bootState()
+  const refs = sandbox.runtime.hostRefs
+  const holds = (id: number): boolean => {
+    try {
+      return typeof refs.get(id as Parameters<typeof refs.get>[0]) === 'function'
+    } catch {
+      // get() throws for an id the map does not hold.
+      return false
+    }
+  }
+  // The host functions must hold the first three ids of the runtime's map, and nothing else one (see hostFunctions).
+  if (!holds(FIRST_HOST_REF_ID) || !holds(FIRST_HOST_REF_ID + 1) || !holds(FIRST_HOST_REF_ID + 2) || holds(FIRST_HOST_REF_ID + 3)) return undefined
+  if (deliver === undefined || fire === undefined) return undefined
+  return {
+    memory: takeMemoryImage(memory, fresh),
+    rt: pointerOf<JSRuntimePointer>(sandbox.runtime, 'rt'),
+    ctx: pointerOf<JSContextPointer>(sandbox.context, 'ctx'),
+    owned: owned as JSValuePointer[],
+    deliver: deliver.value as JSValuePointer,
+    fire: fire.value as JSValuePointer,
+    early,
+  }
+}
+
+type RuntimeCallbacks = ConstructorParameters<typeof QuickJSRuntime>[0]['callbacks']
+
+/**
+ * A sandbox from `image`: the image copied into the fresh instance's memory (its
+ * constructors have run, nothing else has), then the host side the booted VM had,
+ * rebuilt for the same pointers: the library's runtime and context wrappers (which
+ * route the VM's calls to the host by pointer), the interrupt handler, the three host
+ * functions under the ids the VM's function objects hold, and handles to the values
+ * the booted sandbox kept (`deliver`, `fire`, ...). Throws if anything does not line up.
+ */
+function restoreSandbox(instance: Instantiated, ffi: QuickJSFFI, image: SandboxImage): QuickJsSandbox {
+  const { emscripten, memory } = instance
+  restoreMemoryImage(memory, image.memory)
+  // Sets `emscripten.callbacks`, through which the wasm calls the host.
+  const quickjs = new QuickJSWASMModule(emscripten, ffi)
+  const callbacks = (quickjs as unknown as { readonly callbacks: RuntimeCallbacks }).callbacks
+  const rt = new Lifetime<JSRuntimePointer>(image.rt, undefined, (pointer) => {
+    ffi.QTS_FreeRuntime(pointer)
+    callbacks.deleteRuntime(pointer)
+  })
+  const runtime = new QuickJSRuntime({ module: emscripten, ffi, rt, callbacks })
+  const context = runtime.newContext({ contextPointer: image.ctx })
+  const box = new QuickJsSandbox(runtime, context, { early: image.early })
+  runtime.setInterruptHandler(() => box.hostInterrupt())
+  hostFunctions(box).forEach(([, fn], i) => {
+    if (runtime.hostRefs.put(fn) !== FIRST_HOST_REF_ID + i) throw new Error('the restored host functions did not get their ids')
+  })
+  for (const pointer of image.owned) {
+    const handle = box.own(new Lifetime(pointer, undefined, (value: JSValuePointer) => ffi.QTS_FreeValuePointer(image.ctx, value), runtime) as QuickJSHandle)
+    if (pointer === image.deliver) box.deliver = handle
+    if (pointer === image.fire) box.fire = handle
+  }
+  if (box.deliver === undefined || box.fire === undefined) throw new Error('the image has no deliver/fire handles')
+  return box
 }
 
 /** Sets a fresh QuickJS runtime's limits, creates its context and installs the in-VM script. */
@@ -392,35 +605,14 @@ function installSandbox(runtime: QuickJSRuntime, memoryMb: number, source: strin
     const ctx = runtime.newContext()
     const box = new QuickJsSandbox(runtime, ctx)
     sandbox = box
-    const post = box.own(
-      ctx.newFunction('post', (json) => {
-        if (ctx.typeof(json) === 'string') box.hostPost(ctx.getString(json))
-      }),
-    )
-    const timer = box.own(
-      ctx.newFunction('timer', (id, delay) => {
-        const ok = ctx.typeof(id) === 'number' && ctx.typeof(delay) === 'number' && box.hostTimer(ctx.getNumber(id), ctx.getNumber(delay))
-        return ok ? ctx.true : ctx.false
-      }),
-    )
-    const host = box.own(
-      ctx.newFunction('host', (op, ...args) => {
-        const read = (h: QuickJSHandle | undefined): unknown => {
-          if (h === undefined) return undefined
-          const type = ctx.typeof(h)
-          return type === 'string' ? ctx.getString(h) : type === 'number' ? ctx.getNumber(h) : undefined
-        }
-        const result = ctx.typeof(op) === 'string' ? hostOp(box, ctx.getString(op), read(args[0]), read(args[1]), read(args[2])) : undefined
-        return typeof result === 'string' ? ctx.newString(result) : typeof result === 'number' ? ctx.newNumber(result) : ctx.undefined
-      }),
-    )
+    const [post, timer, host] = hostFunctions(box).map(([name, fn]) => box.own(ctx.newFunction(name, fn)))
     // The script, then its `install(post, timer, host)`: the in-VM set-up, before any
     // program exists. The program arrives later, in the run's `start` message.
     const exports = ctx.evalCode(source, 'toolyard-sandbox.js')
     if (exports.error !== undefined) throw sandboxError(ctx, exports.error, 'the sandbox script failed')
     const install = box.own(ctx.getProp(exports.value, 'install'))
     exports.value.dispose()
-    const installed = ctx.callFunction(install, ctx.undefined, post, timer, host)
+    const installed = ctx.callFunction(install, ctx.undefined, post!, timer!, host!)
     if (installed.error !== undefined) throw sandboxError(ctx, installed.error, 'the sandbox bootstrap failed')
     box.deliver = box.own(ctx.getProp(installed.value, 'deliver'))
     box.fire = box.own(ctx.getProp(installed.value, 'fire'))

@@ -1,0 +1,204 @@
+/**
+ * Sandboxes made from a memory image (`engine/quickjs/vm-image.ts`): every build after
+ * the first copies the booted VM's memory into a fresh instance. These tests pin what
+ * must stay true of such a VM: it is a fresh realm (nothing a program did in another VM
+ * is visible), its randomness comes from the host, and its limits (memory, stack,
+ * interrupts) hold; and, through both runtimes, that runs on restored VMs keep their
+ * budgets. Each engine-level test checks `made === 'restored'` on the VM it runs in, so
+ * it cannot pass on a booted one by accident.
+ */
+import { readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { afterAll, describe, expect, it } from 'vitest'
+import defaultVariant from '@jitl/quickjs-wasmfile-release-sync'
+import type { QuickJSSyncVariant } from 'quickjs-emscripten-core'
+import { QuickJsEngine } from '../../../engine/quickjs/engine.js'
+import type { QuickJsSandbox } from '../../../engine/quickjs/engine.js'
+import { SANDBOX_SOURCE } from '../../../engine/quickjs/_sandbox-source.js'
+import { nonZeroChunks, restoreMemoryImage, takeMemoryImage } from '../../../engine/quickjs/vm-image.js'
+import { createQuickJsRuntime } from '../../../platforms/quickjs/index.js'
+import { createSandboxRuntime } from '../../../platforms/node/index.js'
+import type { CodeRuntime } from '../../../src/code-runtime/contract.js'
+
+const require = createRequire(import.meta.url)
+const wasmModule = new WebAssembly.Module(readFileSync(require.resolve('@jitl/quickjs-wasmfile-release-sync/wasm')))
+// The package's CJS typings make the default import its namespace under NodeNext.
+const variant = defaultVariant as unknown as QuickJSSyncVariant
+
+const engine = new QuickJsEngine({ sandboxSource: SANDBOX_SOURCE, variant, wasmModule })
+const built: QuickJsSandbox[] = []
+async function build(memoryMb = 32): Promise<QuickJsSandbox> {
+  const sandbox = await engine.build(memoryMb)
+  built.push(sandbox)
+  return sandbox
+}
+/** A sandbox made from the image (the engine boots the first of each size, then restores). */
+async function restored(memoryMb = 32): Promise<QuickJsSandbox> {
+  await build(memoryMb)
+  const sandbox = await build(memoryMb)
+  expect(sandbox.made).toBe('restored')
+  return sandbox
+}
+
+/** Evaluates `code` in the sandbox's context: its value (dumped), or `{ error }` with what it threw. */
+function evaluate(sandbox: QuickJsSandbox, code: string): unknown {
+  const { context } = sandbox
+  const result = context.evalCode(code, 'test.js')
+  if (result.error !== undefined) {
+    const error = context.dump(result.error) as unknown
+    result.error.dispose()
+    return { error }
+  }
+  const value = context.dump(result.value) as unknown
+  result.value.dispose()
+  return value
+}
+
+const runtimes: CodeRuntime[] = []
+afterAll(async () => {
+  for (const sandbox of built) sandbox.dispose()
+  await Promise.all(runtimes.map((runtime) => runtime.dispose()))
+})
+
+describe('memory images', () => {
+  it('restore a booted memory byte for byte, over whatever a fresh instance wrote where the booted one has zeros', () => {
+    const booted = new WebAssembly.Memory({ initial: 2 })
+    const fresh = new WebAssembly.Memory({ initial: 2 })
+    const bytes = new Uint8Array(booted.buffer)
+    bytes.set([1, 2, 3], 10)
+    bytes.set([9], 70_000)
+    // A fresh instance's constructors wrote here; the booted VM later zeroed it.
+    const freshBytes = new Uint8Array(fresh.buffer)
+    freshBytes.set([7, 7, 7], 40_000)
+    const image = takeMemoryImage(booted, nonZeroChunks(fresh))
+    restoreMemoryImage(fresh, image)
+    expect(Buffer.compare(freshBytes, bytes)).toBe(0)
+    // Only the chunks that differ from zero on one side are kept, not the whole memory.
+    expect(image.bytes.length).toBe(3 * 4096)
+  })
+
+  it('refuse a memory smaller than the image', () => {
+    const image = takeMemoryImage(new WebAssembly.Memory({ initial: 3 }), new Uint8Array(0))
+    expect(() => restoreMemoryImage(new WebAssembly.Memory({ initial: 2 }), image)).toThrow(RangeError)
+  })
+})
+
+describe('QuickJsEngine: VMs restored from the image of a booted one', () => {
+  it('boots the first VM of each memory size and restores the rest; with images off it boots every one', async () => {
+    const first = new QuickJsEngine({ sandboxSource: SANDBOX_SOURCE, variant, wasmModule })
+    const made = [] as string[]
+    for (const memoryMb of [32, 32, 32, 48, 48]) {
+      const sandbox = await first.build(memoryMb)
+      made.push(sandbox.made)
+      sandbox.dispose()
+    }
+    expect(made).toEqual(['booted', 'restored', 'restored', 'booted', 'restored'])
+    const off = new QuickJsEngine({ sandboxSource: SANDBOX_SOURCE, variant, wasmModule, images: false })
+    for (let i = 0; i < 2; i++) {
+      const sandbox = await off.build(32)
+      expect(sandbox.made).toBe('booted')
+      sandbox.dispose()
+    }
+  })
+
+  it('a restored VM has the installed environment and the bootstrap ready message, and nothing of a program', async () => {
+    const sandbox = await restored()
+    expect(evaluate(sandbox, 'typeof setTimeout + typeof URL + typeof crypto.randomUUID + typeof TextEncoder')).toBe('functionfunctionfunctionfunction')
+    const posted: string[] = []
+    expect(sandbox.attach({ post: (json) => posted.push(json), timer: () => true, interrupt: () => false })).toBe(true)
+    expect(posted).toHaveLength(1)
+    expect(JSON.parse(posted[0]!)).toMatchObject({ type: 'ready' })
+  })
+
+  it('is a fresh realm: globals and prototypes a program changed in another VM (booted or restored) are not seen', async () => {
+    const pollute = `
+      Object.prototype.polluted = 'yes'
+      Array.prototype.push = function () { return 'hijacked' }
+      JSON.parse = () => 'hijacked'
+      Math.random = () => 0.5
+      globalThis.leaked = 'yes'
+      'done'`
+    const check = `[({}).polluted, [].push(1), JSON.parse('1'), Math.random() === 0.5, typeof leaked].join()`
+    const booted = await build()
+    expect(evaluate(booted, pollute)).toBe('done')
+    const first = await restored()
+    expect(evaluate(first, check)).toBe(',1,1,false,undefined')
+    expect(evaluate(first, pollute)).toBe('done')
+    const second = await build()
+    expect(second.made).toBe('restored')
+    expect(evaluate(second, check)).toBe(',1,1,false,undefined')
+  })
+
+  it('takes Math.random and crypto from the host: two restored VMs read different values', async () => {
+    const a = await restored()
+    const b = await build()
+    expect(b.made).toBe('restored')
+    const read = '[Math.random(), crypto.randomUUID(), Array.from(crypto.getRandomValues(new Uint8Array(16))).join()]'
+    const [randomA, uuidA, bytesA] = evaluate(a, read) as [number, string, string]
+    const [randomB, uuidB, bytesB] = evaluate(b, read) as [number, string, string]
+    expect(randomA).not.toBe(randomB)
+    expect(uuidA).not.toBe(uuidB)
+    expect(bytesA).not.toBe(bytesB)
+  })
+
+  it("keeps QuickJS's stack limit: deep recursion is a catchable error, and the VM goes on", async () => {
+    const sandbox = await restored()
+    const value = evaluate(sandbox, "function f(n) { return f(n + 1) + 1 }\ntry { f(0); 'no error' } catch (e) { e.name + ': ' + e.message }")
+    expect(value).toMatch(/^(InternalError|RangeError): .*stack/)
+    expect(evaluate(sandbox, '1 + 1')).toBe(2)
+  })
+
+  it('keeps the memory cap: an allocation past memoryMb fails inside the VM, and the VM goes on', async () => {
+    const sandbox = await restored(32)
+    const value = evaluate(sandbox, "try { const big = new Uint8Array(48 * 1024 * 1024); 'allocated ' + big.length } catch (e) { 'refused' }")
+    expect(value).toBe('refused')
+    const objects = evaluate(sandbox, "const keep = []\ntry { for (;;) keep.push(new Array(1e4).fill(keep.length)) } catch (e) { keep.length = 0; 'refused' }")
+    expect(objects).toBe('refused')
+    expect(evaluate(sandbox, '1 + 1')).toBe(2)
+  })
+
+  it("routes the interrupt poll to its own run: a hot loop stops when the run's handler says so", async () => {
+    const sandbox = await restored()
+    let polls = 0
+    sandbox.attach({ post: () => undefined, timer: () => true, interrupt: () => ++polls > 5 })
+    const value = evaluate(sandbox, 'while (true) {}') as { error?: { message?: string } }
+    expect(value.error?.message).toMatch(/interrupted/)
+    expect(polls).toBe(6)
+  })
+})
+
+const RUNS_ON_RESTORED_VMS = [
+  ['a program that changed prototypes and globals leaves nothing behind', async (runtime: CodeRuntime) => {
+    const polluted = await runtime.run({ program: "Object.prototype.polluted = 'yes'; (globalThis as any).leaked = 1; return 'done'", bindings: [] })
+    expect(polluted.value).toBe('done')
+    const checked = await runtime.run({ program: "return [({} as any).polluted, typeof (globalThis as any).leaked].join()", bindings: [] })
+    expect(checked.value).toBe(',undefined')
+  }],
+  ['a hot loop still dies at the compute budget', async (runtime: CodeRuntime) => {
+    const result = await runtime.run({ program: 'while (true) {}', bindings: [] })
+    expect(result.error?.kind).toBe('timeout')
+  }],
+  ['a memory bomb still ends the run, and the next run is fine', async (runtime: CodeRuntime) => {
+    const result = await runtime.run({ program: 'const keep = []\nwhile (true) keep.push(new Array(1e5).fill({ a: 1 }))', bindings: [] })
+    expect(['worker-exit', 'exception']).toContain(result.error?.kind)
+  }],
+  ['deep recursion is still a catchable error', async (runtime: CodeRuntime) => {
+    const result = await runtime.run({ program: 'function f(n: number): number { return f(n + 1) + 1 }\ntry { f(0) } catch (e) { return (e as Error).message }', bindings: [] })
+    expect(result.value).toMatch(/stack/)
+  }],
+] as const
+
+describe.each([
+  ['createQuickJsRuntime (inline)', () => createQuickJsRuntime({ wasmModule, computeMs: 3_000, memoryMb: 32 })],
+  ['createSandboxRuntime (threads)', () => createSandboxRuntime({ computeMs: 3_000, memoryMb: 32, prespawn: 1, maxConcurrentRuns: 1 })],
+])('%s: runs on restored VMs', (_name, make) => {
+  const runtime = make()
+  runtimes.push(runtime)
+  it.each(RUNS_ON_RESTORED_VMS)('%s', async (_what, check) => {
+    // Every run after the first of each thread is on a restored VM: warm past it. (The compute
+    // budget leaves a loaded machine's memory bomb time to reach the cap: it counts descheduled time too.)
+    expect((await runtime.run({ program: 'return 1', bindings: [] })).value).toBe(1)
+    await check(runtime)
+    expect((await runtime.run({ program: 'return 2', bindings: [] })).value).toBe(2)
+  }, 30_000)
+})
