@@ -16,6 +16,7 @@ import { MAX_VALUE_DEPTH } from '../../src/code-runtime/render.js'
 import { scanJsonText } from '../../src/json/scan.js'
 import { toErrorData } from '../../src/errors.js'
 import type { NondeterministicOp, QuickJsSandbox } from './engine.js'
+import { directHostCalls } from './host-calls.js'
 import { callKey, journalChars, MAX_JOURNAL_CHARS, newJournal, READ_CODES } from '../../src/code-runtime/journal.js'
 import type { ParkedVm, RunJournal } from '../../src/code-runtime/journal.js'
 
@@ -427,6 +428,8 @@ export class VmRun {
       }
       this.#sandbox = sandbox
       if (this.#stopped) return
+      // Every binding call crosses into a host function once: take the direct path there.
+      directHostCalls(sandbox.runtime, sandbox.context)
       const attached = sandbox.attach({
         post: (json) => {
           if (this.#stopped) return

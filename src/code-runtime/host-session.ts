@@ -170,7 +170,8 @@ export class CodeRunSession {
   readonly #platform: HostSessionPlatform
   readonly #controller = new AbortController()
   readonly #logs: CodeLogEntry[] = []
-  readonly #inflight = new Set<Promise<void>>()
+  /** The unsettled calls' tasks, by call number. */
+  readonly #inflight = new Map<number, Promise<void>>()
   /** What each unsettled call is (by the program's call number): a parked run's state lists them. */
   readonly #calls = new Map<number, { readonly global: string; readonly name: string; readonly args: unknown }>()
   /** Argument bytes the calls in {@link CodeRunSession.#inflight} hold (`maxPendingArgBytes`). */
@@ -196,6 +197,8 @@ export class CodeRunSession {
   #isParked = false
   readonly #onMessage: WireListener
   readonly #onAbort: () => void
+  /** Every call's `holdWallClock` (one function for the run, not one per call). */
+  readonly #holdWallClock = (): (() => void) => this.holdWallClock()
 
   constructor(run: PreparedRun, strippedProgram: string, limits: CodeRunLimits, platform: HostSessionPlatform) {
     this.#run = run
@@ -400,7 +403,7 @@ export class CodeRunSession {
 
   /** Resolves once every binding call this run started has settled (their signal fired at settlement). */
   async bindingsSettled(): Promise<void> {
-    while (this.#inflight.size > 0) await Promise.all([...this.#inflight])
+    while (this.#inflight.size > 0) await Promise.all([...this.#inflight.values()])
   }
 
   #checkCompute(): void {
@@ -523,28 +526,32 @@ export class CodeRunSession {
     const options: CodeBindingCallOptions = {
       signal: this.signal,
       deadline: Date.now() + Math.max(0, this.#limits.maxWallMs - this.wallElapsedMs()),
-      holdWallClock: () => this.holdWallClock(),
+      holdWallClock: this.#holdWallClock,
       callNumber: id,
     }
-    const task = (async () => {
-      try {
-        const value = await fn(args, options)
-        this.#reply({ type: 'reply', id, ok: true, value })
-      } catch (error) {
-        const data = toErrorData(error)
-        const toolName = error instanceof ToolCallError ? error.toolName : undefined
-        this.#reply({ type: 'reply', id, ok: false, message: data.message, ...(toolName === undefined ? {} : { toolName }) })
-      }
-    })()
-    this.#inflight.add(task)
     this.#calls.set(id, { global, name, args })
+    // A method, not closures per call: the call releases its accounts in its own `finally`
+    // (at once when the binding threw synchronously: then it is not in flight any more).
+    const task = this.#runCall(id, fn, args, options, weight)
+    if (this.#calls.has(id)) this.#inflight.set(id, task)
     this.#considerParking()
-    void task.finally(() => {
-      this.#inflight.delete(task)
+  }
+
+  /** Runs one accepted call, replies, then releases what it held (its slot, its argument bytes). */
+  async #runCall(id: number, fn: CodeBindingFunction, args: unknown, options: CodeBindingCallOptions, weight: number): Promise<void> {
+    try {
+      const value = await fn(args, options)
+      this.#reply({ type: 'reply', id, ok: true, value })
+    } catch (error) {
+      const data = toErrorData(error)
+      const toolName = error instanceof ToolCallError ? error.toolName : undefined
+      this.#reply({ type: 'reply', id, ok: false, message: data.message, ...(toolName === undefined ? {} : { toolName }) })
+    } finally {
+      this.#inflight.delete(id)
       this.#calls.delete(id)
       this.#pendingArgBytes -= weight
       this.#considerParking()
-    })
+    }
   }
 
   #addLog(entry: CodeLogEntry): void {

@@ -28,6 +28,14 @@ export interface BootstrapOptions {
    * its own channel (Node's captured stdout/stderr) reaches the host first.
    */
   readonly flush?: () => Promise<void>
+  /**
+   * Makes the sender of one binding's calls, for an endpoint that serializes calls
+   * itself (the QuickJS sandbox's JSON text): `send(id, args)` posts the call, or throws
+   * (with the reason) when the arguments cannot cross. Called once per binding, so
+   * per-binding work (the envelope's fixed text) is done once; each call then skips the
+   * generic envelope. The bootstrap has checked the arguments' depth before.
+   */
+  readonly callSender?: (global: string, name: string) => (id: number, args: unknown) => void
 }
 
 /** Handle the platform's worker entry keeps to report failures the program's promise chain cannot see. */
@@ -251,6 +259,32 @@ function envelope(fields: Readonly<Record<string, unknown>>): Record<string, unk
   return out
 }
 
+const getOwnPropertyDescriptor = Object.getOwnPropertyDescriptor
+
+/**
+ * True when `value` is a primitive, or a container whose own data values are all
+ * primitives: it nests at most one level, so the depth walk (`nestsDeeperThan`: maps,
+ * sets, a stack of entries; tens of µs in QuickJS) is not needed for the common call
+ * `tools.x({ path, limit })`. Reads what that walk reads (own enumerable keys, data
+ * descriptors), never a getter. False for maps and sets, and when unsure (a throwing
+ * proxy trap): the walk decides those.
+ */
+function holdsNoContainer(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null) return true
+  try {
+    // The walk looks into these by their entries, not their keys.
+    if (value instanceof MapCtor || value instanceof SetCtor) return false
+    const keys = objectKeys(value)
+    for (let i = 0; i < keys.length; i++) {
+      const item: unknown = getOwnPropertyDescriptor(value, keys[i]!)?.value
+      if (typeof item === 'object' && item !== null) return false
+    }
+    return true
+  } catch {
+    return false
+  }
+}
+
 /** The console shim: every method writes through `log`; the timing and grouping methods do nothing. */
 function createConsole(log: (level: CodeLogLevel, args: readonly unknown[]) => void): Record<string, unknown> {
   const shim = objectCreate(null) as Record<string, unknown>
@@ -379,19 +413,21 @@ export function startBootstrap(endpoint: WireEndpoint, options: BootstrapOptions
   }
 
   const makeBinding = (global: string, name: string, variadic: boolean) => {
+    const send = options.callSender?.(global, name)
     // A rest parameter builds its array without the iterator protocol, so a program
     // that replaced Array.prototype[Symbol.iterator] cannot change what is sent.
     const binding = (...given: unknown[]): Promise<unknown> =>
       new PromiseCtor<unknown>((resolve, reject) => {
         const args = variadic ? given : given[0]
-        if (nestsDeeperThan(args, MAX_VALUE_DEPTH)) {
+        if (!holdsNoContainer(args) && nestsDeeperThan(args, MAX_VALUE_DEPTH)) {
           reject(new TypeError(`${global}.${name}: the arguments cannot be sent to the host (they nest deeper than ${MAX_VALUE_DEPTH} levels; flatten them)`))
           return
         }
         const id = nextId++
         pendingSet(id, { resolve, reject })
         try {
-          post(envelope({ type: 'call', id, global, name, args }))
+          if (send === undefined) post(envelope({ type: 'call', id, global, name, args }))
+          else send(id, args)
         } catch (error) {
           pendingDelete(id)
           const why = readString(error as object, 'message') ?? 'not structured-cloneable'

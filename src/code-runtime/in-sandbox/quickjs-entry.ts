@@ -57,17 +57,6 @@ export function install(post: SandboxPost, timer: SandboxTimer, host: SandboxHos
 
   const endpoint: WireEndpoint = {
     postMessage(message: unknown) {
-      const m = message as { type?: unknown; id?: unknown; global?: unknown; name?: unknown; args?: unknown }
-      if (m.type === 'call') {
-        // The hot path (every tools.x() call): the envelope's own fields are known-safe, so
-        // only the arguments pass through the strict replacer. The same JSON text results.
-        const args = m.args === undefined ? '' : `,"args":${stringify(m.args, strictJson) as string}`
-        if (args.length > MAX_VM_MESSAGE_CHARS) {
-          throw new RangeError(`the arguments take ${Math.ceil(args.length / 1024 / 1024)} MiB of JSON; at most ${MAX_VM_MESSAGE_CHARS / 1024 / 1024} MiB go to the host in one call`)
-        }
-        post(`{"type":"call","id":${m.id as number},"global":${stringify(m.global)},"name":${stringify(m.name)}${args}}`)
-        return
-      }
       post(stringify(message, strictJson))
     },
     addEventListener(_type: 'message', listener: WireListener) {
@@ -106,11 +95,30 @@ export function install(post: SandboxPost, timer: SandboxTimer, host: SandboxHos
   for (const name of Object.keys(globals)) defineProperty(globalThis, name, { value: globals[name], writable: true, configurable: true, enumerable: false })
   installSandboxGlobals(host)
 
-  const handle = startBootstrap(endpoint)
+  // The hot path (every tools.x() call): the envelope's fixed text is built once per
+  // binding, and only the arguments pass through the strict replacer. The same JSON text
+  // as the generic envelope's results.
+  const callSender = (global: string, name: string) => {
+    const head = `,"global":${stringify(global) as string},"name":${stringify(name) as string}`
+    return (id: number, args: unknown): void => {
+      const text = args === undefined ? '' : `,"args":${stringify(args, strictJson) as string}`
+      if (text.length > MAX_VM_MESSAGE_CHARS) {
+        throw new RangeError(`the arguments take ${Math.ceil(text.length / 1024 / 1024)} MiB of JSON; at most ${MAX_VM_MESSAGE_CHARS / 1024 / 1024} MiB go to the host in one call`)
+      }
+      post(`{"type":"call","id":${id}${head}${text}}`)
+    }
+  }
+  const handle = startBootstrap(endpoint, { callSender })
 
   return {
     deliver(json: string) {
       const data: unknown = parse(json)
+      // One listener (the bootstrap's) is the rule: called without copying the list.
+      if (listeners.length === 1) {
+        const only = listeners[0]!
+        only({ data })
+        return
+      }
       for (const listener of listeners.slice()) listener({ data })
     },
     fire(id: number) {
