@@ -11,10 +11,10 @@
  * handler, the in-VM script of `_sandbox-source.ts` installed, and nothing of the
  * program yet. A sandbox serves exactly one run and is then dropped whole.
  *
- * Only the first sandbox of each memory size is booted that way; the engine then takes
- * an image of its memory (`vm-image.ts`), and every later sandbox is a fresh instance
- * with a fresh memory into which the image is copied: the same booted VM, made without
- * evaluating the script again (see {@link QuickJsEngine.build}).
+ * Only the first two sandboxes of each memory size are booted that way; the engine takes
+ * an image of the second one's memory (`vm-image.ts`), and every later sandbox is a
+ * fresh instance with a fresh memory into which the image is copied: the same booted VM,
+ * made without evaluating the script again (see {@link QuickJsEngine.build}).
  *
  * @module
  */
@@ -359,8 +359,8 @@ const FIRST_HOST_REF_ID = -2147483648
 /**
  * Builds QuickJS sandboxes. The variant's factory, FFI and compiled wasm are resolved
  * once (and retried after a failure): they are not per-run work. So is the boot of the
- * in-VM script: the first sandbox of each memory size is booted, and its memory's
- * image then makes the others.
+ * in-VM script: the first two sandboxes of each memory size are booted, and the
+ * second's memory image then makes the others.
  */
 export class QuickJsEngine {
   readonly #options: QuickJsEngineOptions
@@ -375,6 +375,8 @@ export class QuickJsEngine {
   #learning = false
   /** One image per memory size (the size is part of what the booted VM holds: its allocator limit). */
   readonly #images = new Map<number, SandboxImage>()
+  /** Boots so far, per memory size: the first is never imaged (see {@link build}). */
+  readonly #boots = new Map<number, number>()
 
   constructor(options: QuickJsEngineOptions) {
     this.#options = options
@@ -429,11 +431,14 @@ export class QuickJsEngine {
   /**
    * Builds a sandbox with a memory of `memoryMb` MiB: a fresh wasm instance over a
    * fresh `WebAssembly.Memory` whose maximum is the run's memory cap, holding a booted
-   * VM with nothing of a program in it. The first build of each size boots it (QuickJS
-   * runtime, context, the in-VM script evaluated and installed: 5-8 ms of CPU) and
-   * takes its image; later builds copy the image into the fresh memory and rebuild only
-   * the host's wrappers (a fraction of that: `npm run bench:sandbox` prints both). A
-   * restore that fails drops the image and boots, which takes a new one.
+   * VM with nothing of a program in it. The first two builds of each size boot it
+   * (QuickJS runtime, context, the in-VM script evaluated and installed: 5-8 ms of CPU)
+   * and the second also takes its image; later builds copy the image into the fresh
+   * memory and rebuild only the host's wrappers (a fraction of that: `npm run
+   * bench:sandbox` prints both). Not the first: taking an image scans the memory twice
+   * (~as long as a boot), which a runtime that makes one VM (a workerd isolate serving
+   * one request, a thread's first VM at its start) should not pay. A restore that
+   * fails drops the image and boots, which takes a new one.
    */
   async build(memoryMb: number): Promise<QuickJsSandbox> {
     const parts = await this.#loadParts()
@@ -448,7 +453,9 @@ export class QuickJsEngine {
       }
     }
     const instance = await this.#instantiate(parts, memoryMb, INITIAL_PAGES)
-    const fresh = this.#options.images === false ? undefined : nonZeroChunks(instance.memory)
+    const boots = (this.#boots.get(memoryMb) ?? 0) + 1
+    this.#boots.set(memoryMb, boots)
+    const fresh = this.#options.images === false || boots < 2 ? undefined : nonZeroChunks(instance.memory)
     const quickjs = new QuickJSWASMModule(instance.emscripten, new parts.Ffi(instance.emscripten))
     const sandbox = installSandbox(quickjs.newRuntime(), memoryMb, this.#options.sandboxSource)
     if (fresh !== undefined && !this.#images.has(memoryMb)) {

@@ -32,10 +32,10 @@ async function build(memoryMb = 32): Promise<QuickJsSandbox> {
   built.push(sandbox)
   return sandbox
 }
-/** A sandbox made from the image (the engine boots the first of each size, then restores). */
+/** A sandbox made from the image (the engine boots the first two of each size, then restores). */
 async function restored(memoryMb = 32): Promise<QuickJsSandbox> {
-  await build(memoryMb)
-  const sandbox = await build(memoryMb)
+  let sandbox = await build(memoryMb)
+  for (let i = 0; i < 2 && sandbox.made === 'booted'; i++) sandbox = await build(memoryMb)
   expect(sandbox.made).toBe('restored')
   return sandbox
 }
@@ -84,15 +84,15 @@ describe('memory images', () => {
 })
 
 describe('QuickJsEngine: VMs restored from the image of a booted one', () => {
-  it('boots the first VM of each memory size and restores the rest; with images off it boots every one', async () => {
+  it('boots the first two VMs of each memory size and restores the rest; with images off it boots every one', async () => {
     const first = new QuickJsEngine({ sandboxSource: SANDBOX_SOURCE, variant, wasmModule })
     const made = [] as string[]
-    for (const memoryMb of [32, 32, 32, 48, 48]) {
+    for (const memoryMb of [32, 32, 32, 32, 48, 48, 48]) {
       const sandbox = await first.build(memoryMb)
       made.push(sandbox.made)
       sandbox.dispose()
     }
-    expect(made).toEqual(['booted', 'restored', 'restored', 'booted', 'restored'])
+    expect(made).toEqual(['booted', 'booted', 'restored', 'restored', 'booted', 'booted', 'restored'])
     const off = new QuickJsEngine({ sandboxSource: SANDBOX_SOURCE, variant, wasmModule, images: false })
     for (let i = 0; i < 2; i++) {
       const sandbox = await off.build(32)
@@ -119,12 +119,20 @@ describe('QuickJsEngine: VMs restored from the image of a booted one', () => {
       globalThis.leaked = 'yes'
       'done'`
     const check = `[({}).polluted, [].push(1), JSON.parse('1'), Math.random() === 0.5, typeof leaked].join()`
-    const booted = await build()
-    expect(evaluate(booted, pollute)).toBe('done')
-    const first = await restored()
+    // The VM the image was taken from serves a run like any other: what it does is not in the image.
+    const imaged = new QuickJsEngine({ sandboxSource: SANDBOX_SOURCE, variant, wasmModule })
+    for (const memoryMb of [32, 32]) {
+      const booted = await imaged.build(memoryMb)
+      built.push(booted)
+      expect(evaluate(booted, pollute)).toBe('done')
+    }
+    const first = await imaged.build(32)
+    built.push(first)
+    expect(first.made).toBe('restored')
     expect(evaluate(first, check)).toBe(',1,1,false,undefined')
     expect(evaluate(first, pollute)).toBe('done')
-    const second = await build()
+    const second = await imaged.build(32)
+    built.push(second)
     expect(second.made).toBe('restored')
     expect(evaluate(second, check)).toBe(',1,1,false,undefined')
   })
@@ -195,8 +203,10 @@ describe.each([
   const runtime = make()
   runtimes.push(runtime)
   it.each(RUNS_ON_RESTORED_VMS)('%s', async (_what, check) => {
-    // Every run after the first of each thread is on a restored VM: warm past it. (The compute
-    // budget leaves a loaded machine's memory bomb time to reach the cap: it counts descheduled time too.)
+    // A runtime's (a thread's) VMs after its first two are restored: the warm-up run takes one
+    // of the booted ones, so the pollution check's second run is the first restored VM, whose
+    // image was taken from the VM the polluting run used. (The compute budget leaves a loaded
+    // machine's memory bomb time to reach the cap: it counts descheduled time too.)
     expect((await runtime.run({ program: 'return 1', bindings: [] })).value).toBe(1)
     await check(runtime)
     expect((await runtime.run({ program: 'return 2', bindings: [] })).value).toBe(2)
