@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { defineTool } from '../../../src/schema/define-tool.js'
-import { detachToolDefinition, readToolDefinition } from '../../../src/schema/tool-definition.js'
+import { allowsCaller, detachToolDefinition, readToolDefinition } from '../../../src/schema/tool-definition.js'
 import { thrownCode as codeOf } from '../registry/helpers.js'
 import { SchemaError, ToolError } from '../../../src/errors.js'
 import { refusalMessage } from '../../support/refusal.js'
@@ -142,6 +142,35 @@ describe('readToolDefinition: refusals', () => {
     })
     expect(refusal(odd)).toBe('tool "t": description could not be read (odd)')
   })
+
+  it('idempotent must be a boolean; callers a non-empty array of distinct native / code entries, read as data', () => {
+    expect(refusal({ ...base(), idempotent: 'yes' })).toBe('tool "t": idempotent must be a boolean (got string)')
+    expect(readToolDefinition({ ...base(), idempotent: true }).idempotent).toBe(true)
+    expect(readToolDefinition({ ...base(), idempotent: false }).idempotent).toBe(false)
+    const expected = `tool "t": callers must be a non-empty array of distinct 'native' / 'code'`
+    expect(refusal({ ...base(), callers: [] })).toBe(`${expected} (got [])`)
+    expect(refusal({ ...base(), callers: 'code' })).toBe(`${expected} (got "code")`)
+    expect(refusal({ ...base(), callers: 5 })).toBe(`${expected} (got 5)`)
+    expect(refusal({ ...base(), callers: ['code', 'native', 'code'] })).toBe(`${expected} (got ["code","native","code"])`)
+    expect(refusal({ ...base(), callers: ['code', 'code'] })).toBe(`${expected} (entry 1 is "code")`)
+    expect(refusal({ ...base(), callers: ['model'] })).toBe(`${expected} (entry 0 is "model")`)
+    expect(refusal({ ...base(), callers: [1] })).toBe(`${expected} (entry 0 is 1)`)
+    // A hole and an accessor are refused like a bad entry; the accessor never runs.
+    // eslint-disable-next-line no-sparse-arrays
+    expect(refusal({ ...base(), callers: [, 'code'] })).toBe(`${expected} (entry 0 is not a string)`)
+    let ran = false
+    const accessor = Object.defineProperty(['native'], 0, { get: () => ((ran = true), 'code') })
+    expect(refusal({ ...base(), callers: accessor })).toBe(`${expected} (entry 0 is not a string)`)
+    expect(ran).toBe(false)
+    // Both callers (as many as there are), in the order given, as a frozen copy.
+    const both = ['code', 'native']
+    const callers = readToolDefinition({ ...base(), callers: both }).callers
+    expect(callers).toEqual(['code', 'native'])
+    expect(callers).not.toBe(both)
+    expect(Object.isFrozen(callers)).toBe(true)
+    expect(readToolDefinition({ ...base(), callers: ['native'] }).callers).toEqual(['native'])
+    expect(readToolDefinition(base()).callers).toBeUndefined()
+  })
 })
 
 describe('readToolDefinition: what it reads', () => {
@@ -185,6 +214,12 @@ describe('readToolDefinition: what it reads', () => {
       functions: { validateArgs },
     })
     expect(readToolDefinition(base()).presentationMeta).toBeUndefined()
+  })
+
+  it('allowsCaller: a tool without callers allows both; one with callers, only those it names', () => {
+    expect([allowsCaller({}, 'native'), allowsCaller({}, 'code')]).toEqual([true, true])
+    expect([allowsCaller({ callers: ['code'] }, 'native'), allowsCaller({ callers: ['code'] }, 'code')]).toEqual([false, true])
+    expect([allowsCaller({ callers: ['native'] }, 'native'), allowsCaller({ callers: ['native'] }, 'code')]).toEqual([true, false])
   })
 })
 
@@ -245,5 +280,37 @@ describe('detachToolDefinition', () => {
       expect(error).toBeInstanceOf(SchemaError)
       expect((error as Error).message).toMatch(/^tool "t" output\.schema: /)
     }
+  })
+
+  it('keeps idempotent and callers only when declared', () => {
+    const declared = detachToolDefinition({ ...base(), idempotent: true, callers: ['code'] }).definition
+    expect([declared.idempotent, declared.callers]).toEqual([true, ['code']])
+    for (const plain of [detachToolDefinition(base()).definition, detachToolDefinition({ ...base(), idempotent: false }).definition]) {
+      expect([Object.hasOwn(plain, 'idempotent'), Object.hasOwn(plain, 'callers')]).toEqual([false, false])
+    }
+  })
+
+  it('a schema failure names the tool and the role once, keeps its path, and carries the original as its cause', () => {
+    const failure = (patch: Record<string, unknown>) => {
+      try {
+        detachToolDefinition({ ...base(), ...patch })
+      } catch (error) {
+        return error as SchemaError
+      }
+      return expect.unreachable()
+    }
+    const nested = failure({ output: { schema: { type: 'object', properties: { a: { type: 'object', not: {} } } }, render } })
+    expect([nested.code, nested.path, nested.message]).toEqual(['INVALID_SCHEMA', '/properties/a', 'tool "t" output.schema: unsupported keyword "not" at /properties/a'])
+    expect(nested.cause).toBeInstanceOf(SchemaError)
+    expect((nested.cause as SchemaError).message).toBe('unsupported keyword "not" at /properties/a')
+    const root = failure({ output: { schema: { type: 'object', not: {} }, render } })
+    expect([root.path, root.message]).toEqual(['', 'tool "t" output.schema: unsupported keyword "not" at the schema root'])
+    // A raw parameter schema: the root must be an object; lossless JSON, failing at the exact path.
+    for (const parameters of [[{ not: {} }], 'x', null]) {
+      expect(failure({ parameters }).message).toBe('tool "t" parameters: a parameter schema must be an object at the schema root')
+    }
+    const lossy = failure({ parameters: { type: 'object', properties: { a: { not: {}, n: -0 } } } })
+    expect([lossy.path, lossy.message]).toEqual(['/properties/a/n', 'tool "t" parameters: a raw parameter schema must be lossless JSON at /properties/a/n'])
+    expect((lossy.cause as SchemaError).cause).toBeInstanceOf(Error)
   })
 })
