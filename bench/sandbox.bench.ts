@@ -294,18 +294,28 @@ async function coldUnderLoad(wasmModule: WebAssembly.Module): Promise<void> {
   }
 }
 
-/** What making one VM costs on this thread (µs): a boot vs a restore of the booted image, interleaved. */
+/**
+ * What making one VM costs on this thread (µs): a boot vs a restore of the booted image,
+ * interleaved. Wall time moves with the machine's load; the process's CPU time per build
+ * (this thread, plus V8's helper threads: the sandbox threads are gone by now) and the
+ * fastest build say what it costs when it gets a core.
+ */
 async function vmBuildCost(wasmModule: WebAssembly.Module): Promise<void> {
   const variant = defaultVariant as unknown as QuickJSSyncVariant
   const booting = new QuickJsEngine({ sandboxSource: SANDBOX_SOURCE, variant, wasmModule, images: false })
   const imaging = new QuickJsEngine({ sandboxSource: SANDBOX_SOURCE, variant, wasmModule })
-  const boot: number[] = []
-  const restore: number[] = []
-  const time = async (engine: QuickJsEngine, into: number[] | undefined) => {
+  const boot = { wall: [] as number[], cpu: [] as number[] }
+  const restore = { wall: [] as number[], cpu: [] as number[] }
+  const time = async (engine: QuickJsEngine, into: typeof boot | undefined) => {
+    const cpu = process.cpuUsage()
     const start = performance.now()
     ;(await engine.build(64)).release()
-    into?.push((performance.now() - start) * 1000)
+    const wall = (performance.now() - start) * 1000
+    const used = process.cpuUsage(cpu)
+    into?.wall.push(wall)
+    into?.cpu.push(used.user + used.system)
   }
+  // Untimed: the JIT, and the imaging engine's two boots (the second takes the image).
   for (let i = 0; i < 5; i++) {
     await time(booting, undefined)
     await time(imaging, undefined)
@@ -314,11 +324,14 @@ async function vmBuildCost(wasmModule: WebAssembly.Module): Promise<void> {
     await time(booting, boot)
     await time(imaging, restore)
   }
-  const row = (name: string, samples: number[]) =>
-    console.log(`  ${name.padEnd(40)} p50 ${`${percentile(samples, 50).toFixed(0)} µs`.padStart(9)}   p99 ${`${percentile(samples, 99).toFixed(0)} µs`.padStart(9)}`)
+  const us = (n: number) => `${n.toFixed(0)} µs`.padStart(9)
+  const row = (name: string, { wall, cpu }: typeof boot) =>
+    console.log(`  ${name.padEnd(40)} ${us(percentile(wall, 50))} ${us(percentile(wall, 99))} ${us(Math.min(...wall))} ${us(percentile(cpu, 50))}`)
   console.log('\n  making one VM (64 MiB), on this thread with the other core busy')
+  console.log(`  ${''.padEnd(40)} ${'wall p50'.padStart(9)} ${'wall p99'.padStart(9)} ${'wall min'.padStart(9)} ${'CPU p50'.padStart(9)}`)
   row('boot (runtime, context, in-VM script)', boot)
   row('restore of the booted image', restore)
+  console.log(`  restore / boot: wall p50 ${(percentile(restore.wall, 50) / percentile(boot.wall, 50)).toFixed(2)}×, CPU p50 ${(percentile(restore.cpu, 50) / percentile(boot.cpu, 50)).toFixed(2)}×`)
 }
 
 /**
