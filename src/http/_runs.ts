@@ -27,8 +27,8 @@ import { CALL_ID_HEADER, prepareRun } from './_routes.js'
 import type { ApiConfig, ApiRoute, PreparedRun } from './_routes.js'
 import { createSseSender } from './_sse-sender.js'
 import type { SseSender } from './_sse-sender.js'
-import { createRunTable, createStoreRunRecords, interruptedRunResult, RUN_OWNER_PREFIX, runRecord } from './run-table.js'
-import type { ResolvedRunTableOptions, RunRecordJson, RunRecordStore, RunStatus, RunTable, RunTableHeld, TableRun } from './run-table.js'
+import { createRunTable, createStoreRunEvents, createStoreRunRecords, interruptedRunResult, RUN_OWNER_PREFIX, runRecord } from './run-table.js'
+import type { ResolvedRunTableOptions, RestoredRunEvents, RunEventStore, RunRecordJson, RunRecordStore, RunStatus, RunTable, RunTableHeld, TableRun } from './run-table.js'
 
 /** What the run routes read besides the API's configuration. */
 export interface RunsConfig extends ApiConfig {
@@ -130,9 +130,17 @@ async function runBody(record: RunRecordJson, config: ApiConfig, cancelRequested
   }
 }
 
-/** Writes each run's records in order (a later write never lands before an earlier one), marked with `owner`; failures go to `report`. */
-function recordWriter(records: RunRecordStore | undefined, config: ApiConfig, owner: string) {
+/**
+ * Writes each run's record and event snapshot in order (a later write never lands before
+ * an earlier one), the record marked with `owner`; failures go to `report`. A snapshot
+ * asked for while one is already queued is that one: it reads the buffer when its turn
+ * comes, so a burst of frames costs one write (plus the one under way, if any).
+ */
+function recordWriter(records: RunRecordStore | undefined, events: RunEventStore | undefined, config: ApiConfig, owner: string) {
   const chains = new Map<string, Promise<void>>()
+  const snapshots = new Set<string>()
+  /** The last id of each run's buffer when its snapshot was last written: an unchanged buffer is not written again. */
+  const written = new Map<string, number>()
   const enqueue = (id: string, write: () => Promise<void>, request: Request): void => {
     if (records === undefined) return
     const next = (chains.get(id) ?? Promise.resolve()).then(write).catch((error: unknown) => config.report(error, request))
@@ -141,16 +149,109 @@ function recordWriter(records: RunRecordStore | undefined, config: ApiConfig, ow
       if (chains.get(id) === next) chains.delete(id)
     })
   }
+  const snapshot = (run: TableRun, request: Request): void => {
+    if (events === undefined || snapshots.has(run.id)) return
+    snapshots.add(run.id)
+    enqueue(
+      run.id,
+      async () => {
+        snapshots.delete(run.id)
+        if (written.get(run.id) === run.events.last) return
+        written.set(run.id, run.events.last)
+        await events.put(run.id, run.events)
+        // The record's `events` summary follows: a process that cannot read the frames still continues their ids.
+        // A snapshot is of a run some process will go on with: its record says `running` (a run left for the next process included).
+        const { settledAt: _settledAt, result: _result, ...record } = runRecord(run)
+        await records!.put({ ...record, status: 'running', owner })
+      },
+      request,
+    )
+  }
+  const dropEvents = async (id: string): Promise<void> => {
+    written.delete(id)
+    await events?.delete(id)
+  }
   return {
     put: (run: TableRun, request: Request) => enqueue(run.id, () => records!.put({ ...runRecord(run), owner }), request),
-    delete: (run: TableRun, request: Request) => enqueue(run.id, () => records!.delete(run.id), request),
+    /** The run's record, and its event snapshot gone: it ended here, nobody resumes it. */
+    settled: (run: TableRun, request: Request) =>
+      enqueue(
+        run.id,
+        async () => {
+          await records!.put({ ...runRecord(run), owner })
+          await dropEvents(run.id)
+        },
+        request,
+      ),
+    snapshot,
+    delete: (run: TableRun, request: Request) =>
+      enqueue(
+        run.id,
+        async () => {
+          await records!.delete(run.id)
+          await dropEvents(run.id)
+        },
+        request,
+      ),
   }
 }
 
+type RunWriter = ReturnType<typeof recordWriter>
+
+/**
+ * The frames of one run, with what a restart needs: while the run waits for a person
+ * (from its `approval` frame until that request is settled) each frame asks for a
+ * snapshot, so a process that resumes it after a restart finds what its clients saw.
+ * A waiting call that ends without its request being settled was cut off (the runtime is
+ * shutting down, or the run was cancelled): the frames from there on are held back until
+ * the run's end says which: dropped when the run is left in the store for the next
+ * process (they describe this process's shutdown, not the run, and their ids are then
+ * the next process's to give), else appended.
+ */
+function runFrames(run: TableRun, snapshot: () => void) {
+  const waiting = new Set<string>()
+  let held: [string, unknown][] | undefined
+  // Set once a waiting call was cut off: the run is ending, nothing more is held back or snapshotted.
+  let cutOff = false
+  const release = (): void => {
+    const frames = held ?? []
+    held = undefined
+    for (const [event, data] of frames) run.events.append(event, data)
+  }
+  return {
+    append(event: string, data: unknown): void {
+      if (held !== undefined) {
+        if (held.length < MAX_HELD_FRAMES) {
+          held.push([event, data])
+          return
+        }
+        // Too many for an ending run: they go out, in order.
+        release()
+      }
+      const ids = (typeof data === 'object' && data !== null ? data : {}) as { readonly subCallId?: unknown; readonly callId?: unknown }
+      if (!cutOff && event === 'dispatch' && typeof ids.subCallId === 'string' && waiting.has(ids.subCallId)) {
+        cutOff = true
+        held = [[event, data]]
+        return
+      }
+      if (event === 'approval' && typeof ids.callId === 'string') waiting.add(ids.callId)
+      if (event === 'approval-settled' && typeof ids.callId === 'string') waiting.delete(ids.callId)
+      run.events.append(event, data)
+      if (waiting.size > 0 && !cutOff) snapshot()
+    },
+    /** The run ended here: the frames held back are its own after all. */
+    release,
+  }
+}
+
+/** The most frames held back after a waiting call was cut off; past it they go out (the run is ending anyway). */
+const MAX_HELD_FRAMES = 256
+
 /** Runs `prepared` to its end, its events into the run's buffer, then settles it in the table. */
-async function drive(run: TableRun, prepared: PreparedRun, table: RunTable, config: RunsConfig, request: Request, persist: (run: TableRun) => void): Promise<void> {
-  const append = (event: string, data: unknown): void => void run.events.append(event, data)
-  append('start', { id: run.id, ...prepared.start })
+async function drive(run: TableRun, prepared: PreparedRun, table: RunTable, config: RunsConfig, request: Request, writer: RunWriter, first: 'start' | 'resumed' = 'start'): Promise<void> {
+  const frames = runFrames(run, () => writer.snapshot(run, request))
+  const append = (event: string, data: unknown): void => frames.append(event, data)
+  append(first, { id: run.id, ...prepared.start })
   const unsubscribe = config.hub?.subscribe(
     (event) => {
       const name = EVENT_OF[event.type]
@@ -159,7 +260,7 @@ async function drive(run: TableRun, prepared: PreparedRun, table: RunTable, conf
     { parentCallId: run.callId },
   )
   const stopApprovals = forwardApprovals(config.approvals, run.callId, append)
-  persist(run)
+  writer.put(run, request)
   const signal = config.shutdown === undefined ? run.controller.signal : AbortSignal.any([run.controller.signal, config.shutdown])
   let result: ToolExecutionResult | undefined
   try {
@@ -171,18 +272,24 @@ async function drive(run: TableRun, prepared: PreparedRun, table: RunTable, conf
     unsubscribe?.()
     stopApprovals()
   }
+  // A durable run parked in the store when the app shut down is resumed by the next
+  // process: its record stays `running` for that process to adopt, not `failed`, and its
+  // buffer ends without `result` and `end` (a client's stream closes; it reconnects there).
+  const parked = await parkedForNextProcess(run, result, config)
   try {
-    run.events.pinRest()
-    if (result === undefined) append('error', { error: { code: 'INTERNAL', message: 'internal error' } })
-    else append('result', result)
+    if (!parked) {
+      frames.release()
+      run.events.pinRest()
+      if (result === undefined) append('error', { error: { code: 'INTERNAL', message: 'internal error' } })
+      else append('result', result)
+    }
   } finally {
-    // Whatever failed above, the run ends in the table and its streams get `end`.
+    // Whatever failed above, the run ends in the table and its streams get `end` (or, left for the next process, close).
     table.settle(run, result)
-    append(END_EVENT, { id: run.id, status: run.status })
+    if (!parked) run.events.append(END_EVENT, { id: run.id, status: run.status })
     run.events.close()
-    // A durable run parked in the store when the app shut down is resumed by the next
-    // process: its record stays `running` for that process to adopt, not `failed`.
-    if (!(await parkedForNextProcess(run, result, config))) persist(run)
+    if (parked) writer.snapshot(run, request)
+    else writer.settled(run, request)
   }
 }
 
@@ -212,7 +319,7 @@ function keepAlive(c: Context, work: Promise<void>): void {
   waitUntil?.(work)
 }
 
-function startRun(runtime: ToolRuntime, config: RunsConfig, table: RunTable, owners: RunOwners, persist: (run: TableRun, request: Request) => void): Handler {
+function startRun(runtime: ToolRuntime, config: RunsConfig, table: RunTable, owners: RunOwners, writer: RunWriter): Handler {
   return async (c) => {
     const prepared = await prepareRun(c, runtime, config)
     const run = table.admit({ callId: prepared.callId, agent: prepared.agent })
@@ -224,7 +331,7 @@ function startRun(runtime: ToolRuntime, config: RunsConfig, table: RunTable, own
     }
     owners.running()
     const request = c.req.raw
-    const driven = drive(run, prepared, table, config, request, (r) => persist(r, request)).catch((error: unknown) => config.report(error, request))
+    const driven = drive(run, prepared, table, config, request, writer).catch((error: unknown) => config.report(error, request))
     keepAlive(c, driven)
     return c.json({ id: run.id, status: 'running' satisfies RunStatus, callId: run.callId }, 202, {
       Location: `/v1/runs/${run.id}`,
@@ -403,11 +510,14 @@ function streamEvents(c: Context, run: TableRun, lastId: number, config: ApiConf
 /**
  * Adopts the runs a process resumed from the store (`runtime.resumeRuns()`) that were
  * started through `POST /v1/runs`: each goes back into the table under the id its clients
- * know, with a fresh event buffer (a `resumed` event first), and its record is updated as
- * it ends. Returns how many were adopted; the others finish unseen (their callers were
- * `POST /v1/run` clients, gone with the old process).
+ * know, its buffer rebuilt from the frames its last process stored (same ids; none when
+ * they are missing or unreadable, and then its ids still continue after the record's
+ * last one), then a `resumed` event, and its record is updated as it ends. Returns how
+ * many were adopted; the others finish unseen (their callers were `POST /v1/run`
+ * clients, gone with the old process).
  */
-async function adoptResumed(resumed: readonly ResumedRun[], records: RunRecordStore | undefined, table: RunTable, config: RunsConfig, owners: RunOwners, persist: (run: TableRun, request: Request) => void, staleMs: number): Promise<number> {
+async function adoptResumed(resumed: readonly ResumedRun[], stores: RunStores, table: RunTable, config: RunsConfig, owners: RunOwners, writer: RunWriter, staleMs: number): Promise<number> {
+  const { records, events } = stores
   if (records === undefined) return 0
   const byCallId = new Map(resumed.map((run) => [run.callId, run]))
   const request = new Request('http://toolyard.invalid/v1/runs')
@@ -417,10 +527,11 @@ async function adoptResumed(resumed: readonly ResumedRun[], records: RunRecordSt
     if (record === undefined || record.status !== 'running' || table.get(record.id) !== undefined) continue
     const handle = byCallId.get(record.callId)
     if (handle === undefined) {
-      await settleIfLost(record, records, config, owners, staleMs)
+      await settleIfLost(record, stores, config, owners, staleMs)
       continue
     }
-    const run = table.admit({ callId: record.callId, agent: record.agent, id: record.id, createdAt: record.createdAt })
+    const restored = (await events?.load(record.id).catch((error: unknown) => void config.report(error, request))) ?? continuedIds(record)
+    const run = table.admit({ callId: record.callId, agent: record.agent, id: record.id, createdAt: record.createdAt, events: restored })
     if (run === undefined) continue
     owners.running()
     adopted++
@@ -435,9 +546,26 @@ async function adoptResumed(resumed: readonly ResumedRun[], records: RunRecordSt
         return handle.result as Promise<ToolExecutionResult>
       },
     }
-    void drive(run, prepared, table, config, request, (r) => persist(r, request)).catch((error: unknown) => config.report(error, request))
+    void drive(run, prepared, table, config, request, writer, 'resumed').catch((error: unknown) => config.report(error, request))
   }
   return adopted
+}
+
+/**
+ * An empty buffer whose ids continue after the last one the record says its run had
+ * assigned (the frames themselves are gone): a client's `Last-Event-ID` never names a
+ * different frame after the restart. A record's number that is not a plausible id counts as 0.
+ */
+function continuedIds(record: RunRecordJson): RestoredRunEvents {
+  const last = (record.events as { last?: unknown }).last
+  const id = typeof last === 'number' && Number.isSafeInteger(last) && last > 0 ? last : 0
+  return { frames: [], last: id, dropped: id }
+}
+
+/** Where a table's runs are persisted: records and event snapshots (both absent without a store). */
+interface RunStores {
+  readonly records: RunRecordStore | undefined
+  readonly events: RunEventStore | undefined
 }
 
 /**
@@ -447,11 +575,13 @@ async function adoptResumed(resumed: readonly ResumedRun[], records: RunRecordSt
  * the run computed or called a tool). It becomes `failed` with `INTERRUPTED` — what the
  * edge's run object says of the same situation — instead of `running` forever.
  */
-async function settleIfLost(record: RunRecordJson, records: RunRecordStore, config: RunsConfig, owners: RunOwners, staleMs: number): Promise<void> {
+async function settleIfLost(record: RunRecordJson, stores: RunStores, config: RunsConfig, owners: RunOwners, staleMs: number): Promise<void> {
   if (config.store === undefined || record.owner === owners.id) return
   if ((await config.store.get(`runs/${runKeySegment(record.callId)}`)) !== undefined) return
   if (record.owner !== undefined && (await owners.alive(record.owner, staleMs))) return
-  await records.put({ ...record, status: 'failed', settledAt: Date.now(), result: interruptedRunResult('the process running it') })
+  await stores.records?.put({ ...record, status: 'failed', settledAt: Date.now(), result: interruptedRunResult('the process running it') })
+  // Nobody will stream its frames again: a snapshot it left goes.
+  await stores.events?.delete(record.id)
 }
 
 /** An app instance's liveness in the store while it runs `/v1/runs` runs (see {@link RUN_OWNER_PREFIX}). */
@@ -513,17 +643,21 @@ export function runRoutes(
   runtime: ToolRuntime,
   config: RunsConfig,
 ): { readonly routes: readonly ApiRoute[]; readonly table: RunTable; readonly adopt: RunAdopter } {
-  const records = config.store === undefined ? undefined : createStoreRunRecords(config.store)
+  const stores: RunStores = {
+    records: config.store === undefined ? undefined : createStoreRunRecords(config.store),
+    events: config.store === undefined ? undefined : createStoreRunEvents(config.store, config.runs.maxEventBytesPerRun),
+  }
+  const records = stores.records
   // Evictions and heartbeats have no request of their own: a failure is reported against a synthetic one.
   const background = new Request('http://toolyard.invalid/v1/runs')
   const owners = runOwners(config.store, () => table, (error) => config.report(error, background))
-  const writer = recordWriter(records, config, owners.id)
+  const writer = recordWriter(records, stores.events, config, owners.id)
   const table = createRunTable(config.runs, Date.now, (run) => writer.delete(run, background))
   return {
     table,
-    adopt: (resumed, staleMs) => adoptResumed(resumed, records, table, config, owners, writer.put, staleMs),
+    adopt: (resumed, staleMs) => adoptResumed(resumed, stores, table, config, owners, writer, staleMs),
     routes: [
-      { method: 'POST', path: '/v1/runs', handlers: [startRun(runtime, config, table, owners, writer.put)] },
+      { method: 'POST', path: '/v1/runs', handlers: [startRun(runtime, config, table, owners, writer)] },
       { method: 'GET', path: '/v1/runs/:id', handlers: [getRun(config, table, records)] },
       { method: 'DELETE', path: '/v1/runs/:id', handlers: [cancelRun(config, table, records)] },
       { method: 'GET', path: '/v1/runs/:id/events', handlers: [events(config, table)] },

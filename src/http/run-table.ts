@@ -129,17 +129,42 @@ export function utf8Length(text: string): number {
 }
 
 /**
+ * A run's frames as a process left them in the store ({@link RunEventStore}): the newest
+ * ones, with consecutive ids ending at `last` (none: every id up to `last` is gone), and
+ * how many frames of the run were dropped before them.
+ */
+export interface RestoredRunEvents {
+  readonly frames: readonly RunEventFrame[]
+  readonly last: number
+  readonly dropped: number
+}
+
+/**
  * Creates one run's event buffer of at most `maxBytes` of frames (the newest frame is
  * always kept, whatever its size: a frame is bounded by its producer), plus the frames
  * appended after `pinRest()`. `onBytes` hears every change of
- * the held bytes, so the table can keep its total.
+ * the held bytes, so the table can keep its total. `restored` (a run resumed after a
+ * restart) starts the buffer with the frames its last process stored, under their ids:
+ * new frames continue after `restored.last`, so a client's `Last-Event-ID` means what it
+ * meant before. Restored frames are counted in `bytes` but not reported to `onBytes`.
  */
-export function createRunEventLog(maxBytes: number, onBytes: (delta: number) => void = () => {}): RunEventLog {
+export function createRunEventLog(maxBytes: number, onBytes: (delta: number) => void = () => {}, restored?: RestoredRunEvents): RunEventLog {
   const frames: (RunEventFrame & { readonly bytes: number })[] = []
   let head = 0
-  let last = 0
+  let last = restored?.last ?? 0
   let bytes = 0
-  let dropped = 0
+  let dropped = restored?.dropped ?? 0
+  for (const frame of restored?.frames ?? []) {
+    const size = utf8Length(frame.text)
+    frames.push({ id: frame.id, text: frame.text, bytes: size })
+    bytes += size
+  }
+  // A smaller bound than the process that stored them had: the oldest go, counted.
+  while (bytes > maxBytes && frames.length - head > 1) {
+    bytes -= frames[head]!.bytes
+    frames[head++] = undefined as never
+    dropped++
+  }
   let pinnedFrom = Number.POSITIVE_INFINITY
   let pinnedBytes = 0
   let closed = false
@@ -353,6 +378,177 @@ export function createStoreRunRecords(store: DurableStore): RunRecordStore {
   }
 }
 
+/**
+ * Where a `/v1/runs` run's event frames are kept for the process that resumes it after a
+ * restart: `http-run-events/<id>` (a small manifest) and `http-run-events/<id>/<gen>.<n>`
+ * (the frames' JSON, cut into pieces each within any store's value cap).
+ */
+export const RUN_EVENTS_PREFIX = 'http-run-events/'
+
+/** Where a run's frames go across a restart (one snapshot per run, replaced whole). */
+export interface RunEventStore {
+  /** Stores the newest frames of `log` that fit the bound (the rest counted as dropped), replacing the previous snapshot. */
+  put(id: string, log: RunEventLog): Promise<void>
+  /** The stored frames, or `undefined` when there are none or they are not a snapshot this code wrote whole. */
+  load(id: string): Promise<RestoredRunEvents | undefined>
+  /** Removes the snapshot and every piece of it (stray ones of an interrupted write included). */
+  delete(id: string): Promise<void>
+}
+
+/** The largest piece written: under every driver's default value cap (the edge's is 128 KiB). */
+const MAX_PIECE_BYTES = 64 * 1024
+/** A store whose cap is smaller gets smaller pieces, down to this. */
+const MIN_PIECE_BYTES = 1024
+/** A manifest is a few numbers: anything longer is not one. */
+const MAX_MANIFEST_CHARS = 512
+const GEN = /^[0-9a-z]{1,16}$/
+const FRAME = /^event: [a-z][a-z-]{0,31}\nid: (\d{1,15})\ndata: [^\n\r]*\n\n$/
+
+interface EventsManifest {
+  readonly v: 1
+  readonly gen: string
+  readonly pieces: number
+  /** UTF-8 bytes of the pieces together (the JSON array of the frames' texts). */
+  readonly bytes: number
+  readonly last: number
+  readonly dropped: number
+}
+
+/** Cuts `text` into pieces of at most `maxBytes` UTF-8 bytes, never between the halves of a surrogate pair. */
+function cutUtf8(text: string, maxBytes: number): string[] {
+  const pieces: string[] = []
+  let start = 0
+  let bytes = 0
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i)
+    const pair = unit >= 0xd800 && unit <= 0xdbff && i + 1 < text.length
+    const size = pair ? 4 : unit < 0x80 ? 1 : unit < 0x800 || (unit >= 0xdc00 && unit <= 0xdfff) ? 2 : 3
+    if (bytes + size > maxBytes && i > start) {
+      pieces.push(text.slice(start, i))
+      start = i
+      bytes = 0
+    }
+    bytes += size
+    if (pair) i++
+  }
+  if (start < text.length) pieces.push(text.slice(start))
+  return pieces
+}
+
+function readManifest(text: string, maxBytes: number): EventsManifest | undefined {
+  if (text.length > MAX_MANIFEST_CHARS) return undefined
+  let m: Partial<EventsManifest> | null
+  try {
+    m = JSON.parse(text) as Partial<EventsManifest> | null
+  } catch {
+    return undefined
+  }
+  const count = (x: unknown, max: number): boolean => typeof x === 'number' && Number.isSafeInteger(x) && x >= 0 && x <= max
+  if (typeof m !== 'object' || m === null || m.v !== 1 || typeof m.gen !== 'string' || !GEN.test(m.gen)) return undefined
+  if (!count(m.bytes, maxBytes) || !count(m.pieces, Math.ceil(maxBytes / MIN_PIECE_BYTES) + 1)) return undefined
+  return count(m.last, Number.MAX_SAFE_INTEGER) && count(m.dropped, Number.MAX_SAFE_INTEGER) ? (m as EventsManifest) : undefined
+}
+
+/** The frames of a stored body, checked: each a frame text whose `id:` is the next of the run's, ending at `last`. */
+function readFrames(body: string, last: number): RunEventFrame[] | undefined {
+  let texts: unknown
+  try {
+    texts = JSON.parse(body)
+  } catch {
+    return undefined
+  }
+  if (!Array.isArray(texts) || texts.length > last) return undefined
+  const frames: RunEventFrame[] = []
+  let id = last - texts.length
+  for (const text of texts) {
+    id++
+    if (typeof text !== 'string' || Number(FRAME.exec(text)?.[1]) !== id) return undefined
+    frames.push({ id, text })
+  }
+  return frames
+}
+
+/**
+ * A {@link RunEventStore} over a `DurableStore`, keeping at most `maxBytes` (UTF-8, the
+ * frames' JSON) per run: what is written, and all that is ever read back (pieces are
+ * read one by one and given up on past the manifest's size, which is itself within the
+ * bound), so a store another process filled with garbage costs at most that much memory
+ * and one parse of that size. A snapshot is written pieces first, then its manifest, then
+ * the previous snapshot's pieces are deleted: an interrupted write leaves the previous
+ * snapshot readable.
+ */
+export function createStoreRunEvents(store: DurableStore, maxBytes: number): RunEventStore {
+  let pieceBytes = MAX_PIECE_BYTES
+  const base = (id: string): string => `${RUN_EVENTS_PREFIX}${id}`
+  /** Deletes the pieces of `id` that are not of generation `keep`. */
+  const sweep = async (id: string, keep: string | undefined): Promise<void> => {
+    const prefix = `${base(id)}/`
+    for (let after: string | undefined; ; ) {
+      const page = await store.list(prefix, { limit: 1000, ...(after === undefined ? {} : { after }) })
+      for (const { key } of page.entries) if (keep === undefined || !key.startsWith(`${prefix}${keep}.`)) await store.delete(key)
+      if (page.cursor === undefined || page.entries.length === 0) return
+      after = page.cursor
+    }
+  }
+  const writePieces = async (id: string, gen: string, body: string): Promise<number> => {
+    for (;;) {
+      const pieces = cutUtf8(body, pieceBytes)
+      try {
+        for (let n = 0; n < pieces.length; n++) await store.put(`${base(id)}/${gen}.${n}`, pieces[n]!)
+        return pieces.length
+      } catch (error) {
+        // A store with a smaller value cap than the edge's: smaller pieces, down to a floor.
+        if ((error as { code?: unknown }).code !== 'STORE_VALUE_TOO_LARGE' || pieceBytes <= MIN_PIECE_BYTES) throw error
+        pieceBytes = Math.max(MIN_PIECE_BYTES, pieceBytes >> 1)
+      }
+    }
+  }
+  return {
+    async put(id, log) {
+      const { frames } = log.since(0)
+      // The newest frames whose JSON fits the bound; the older ones count as dropped.
+      const entries: string[] = []
+      let bytes = 2
+      for (let i = frames.length - 1; i >= 0; i--) {
+        const entry = JSON.stringify(frames[i]!.text)
+        const size = utf8Length(entry) + (entries.length > 0 ? 1 : 0)
+        if (bytes + size > maxBytes) break
+        entries.push(entry)
+        bytes += size
+      }
+      entries.reverse()
+      const body = `[${entries.join(',')}]`
+      const gen = crypto.randomUUID().replace(/-/g, '').slice(0, 12)
+      const pieces = await writePieces(id, gen, body)
+      const manifest: EventsManifest = { v: 1, gen, pieces, bytes, last: frames.at(-1)?.id ?? log.last, dropped: log.dropped + frames.length - entries.length }
+      await store.put(base(id), JSON.stringify(manifest))
+      await sweep(id, gen)
+    },
+    async load(id) {
+      const entry = await store.get(base(id))
+      const manifest = entry === undefined ? undefined : readManifest(entry.value, maxBytes)
+      if (manifest === undefined) return undefined
+      const parts: string[] = []
+      let bytes = 0
+      for (let n = 0; n < manifest.pieces; n++) {
+        const piece = await store.get(`${base(id)}/${manifest.gen}.${n}`)
+        // Checked before it is kept: a piece longer than what is left of the manifest's size is not one of it.
+        if (piece === undefined || piece.value.length > manifest.bytes - bytes) return undefined
+        bytes += utf8Length(piece.value)
+        if (bytes > manifest.bytes) return undefined
+        parts.push(piece.value)
+      }
+      if (bytes !== manifest.bytes) return undefined
+      const frames = readFrames(parts.join(''), manifest.last)
+      return frames === undefined ? undefined : { frames, last: manifest.last, dropped: manifest.dropped }
+    },
+    async delete(id) {
+      await store.delete(base(id))
+      await sweep(id, undefined)
+    },
+  }
+}
+
 /** What the table holds (a leak and bound gauge for tests and health probes). */
 export interface RunTableHeld {
   /** Runs kept, running and finished. */
@@ -371,7 +567,14 @@ export interface RunTable {
    * Adds a running run, after evicting what the budgets require; `undefined` when the table
    * is full of running runs (or their bytes fill it): the caller answers `OVERLOADED`.
    */
-  admit(init: { readonly callId: string; readonly agent: ScopeKey | undefined; readonly id?: string; readonly createdAt?: number }): TableRun | undefined
+  admit(init: {
+    readonly callId: string
+    readonly agent: ScopeKey | undefined
+    readonly id?: string
+    readonly createdAt?: number
+    /** The frames of a run resumed after a restart (its buffer continues after them). */
+    readonly events?: RestoredRunEvents
+  }): TableRun | undefined
   /** The run with this id, or `undefined` (evicted, or never existed). Sweeps first. */
   get(id: string): TableRun | undefined
   /** Asks the run to end: its controller aborts, and it will settle as `cancelled`. No-op once settled. */
@@ -412,7 +615,7 @@ export function createRunTable(options: ResolvedRunTableOptions, now: () => numb
   }
 
   return {
-    admit({ callId, agent, id, createdAt }) {
+    admit({ callId, agent, id, createdAt, events }) {
       sweep(1)
       if (runs.size >= options.maxRuns || bytes >= options.maxBytes) return undefined
       if (id !== undefined && runs.has(id)) return undefined
@@ -428,13 +631,15 @@ export function createRunTable(options: ResolvedRunTableOptions, now: () => numb
           if (runs.get(run.id) !== run) return
           bytes += delta
           if (delta > 0 && bytes > options.maxBytes) sweep(0)
-        }),
+        }, events),
         status: 'running',
         settledAt: undefined,
         result: undefined,
         cancelRequested: false,
       }
       runs.set(run.id, run)
+      // Restored frames were not reported while the run was not yet the table's.
+      bytes += run.events.bytes
       live++
       return run
     },

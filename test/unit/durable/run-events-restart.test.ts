@@ -1,0 +1,342 @@
+/**
+ * A `/v1/runs` run's events survive a restart: while it waits for a person its frames are
+ * written to the store (`http-run-events/<id>`), and the process that resumes it rebuilds
+ * its buffer from them under the same ids, then appends `resumed`, so a client's
+ * `Last-Event-ID` from before the restart resumes where it was. Two app instances on one
+ * memory store, each with its own sandbox, broker and runtime, stand for two processes;
+ * the first one stops the way `npm start` does on Ctrl+C (examples/start.ts). The SIGKILL
+ * version is in crash-resume.test.ts.
+ */
+import { afterAll, describe, expect, it } from 'vitest'
+import { createSandboxRuntime } from '../../../platforms/node/index.js'
+import { createApprovalBroker } from '../../../src/approvals/index.js'
+import { createMemoryStore } from '../../../src/durable/memory-store.js'
+import type { DurableStore } from '../../../src/durable/store.js'
+import { createSessionLogHub, createToolsApp, resumeAppRuns } from '../../../src/http/index.js'
+import type { RunBody, RunTableOptions } from '../../../src/http/index.js'
+import { createRunEventLog, createStoreRunEvents, RUN_EVENTS_PREFIX } from '../../../src/http/run-table.js'
+import { createToolRuntime } from '../../../src/registry/runtime.js'
+import { defineTool } from '../../../src/schema/define-tool.js'
+import type { AnyToolDefinition } from '../../../src/types.js'
+import { AUTH, JSON_AUTH, TOKEN, sseFrames } from '../http/fixtures.js'
+import type { SseFrame } from '../http/fixtures.js'
+
+const cleanups: (() => Promise<void>)[] = []
+afterAll(async () => {
+  for (const cleanup of cleanups) await cleanup().catch(() => undefined)
+})
+
+async function until<T>(probe: () => Promise<T | undefined> | T | undefined, what: string, ms = 30_000): Promise<T> {
+  const deadline = Date.now() + ms
+  for (;;) {
+    const value = await probe()
+    if (value !== undefined) return value
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+}
+
+/** One "process" on `store`: the npm start wiring (sandbox, broker and runtime over the store, the app with its shutdown signal). */
+function processOn(store: DurableStore, runs?: RunTableOptions, extra: readonly AnyToolDefinition[] = []) {
+  const codeRuntime = createSandboxRuntime({ memoryMb: 32, prespawn: 0, parkAfterMs: 30 })
+  const hub = createSessionLogHub()
+  const approvals = createApprovalBroker({ store })
+  const runtime = createToolRuntime({ mode: 'both', codeRuntime, sessionLog: hub, approval: approvals.handler, store })
+  const paid: number[] = []
+  runtime.register(
+    defineTool({
+      name: 'pay',
+      description: 'Pays (a person approves first).',
+      parameters: { cents: { type: 'number', required: true } },
+      output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] },
+      execute: async (args) => {
+        paid.push(args.cents)
+        return `paid ${args.cents}`
+      },
+      // So other calls may run while it waits for a person (the burst test).
+      isConcurrencySafe: () => true,
+    }),
+  )
+  runtime.register(
+    defineTool({
+      name: 'note',
+      description: 'Returns its text.',
+      parameters: { text: { type: 'string', required: true } },
+      output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] },
+      execute: (args) => args.text,
+      isConcurrencySafe: () => true,
+    }),
+  )
+  for (const tool of extra) runtime.register(tool)
+  runtime.on('tools/pre-execute', (decision, execution) => (execution.name === 'pay' ? { kind: 'ask', reason: 'money moves' } : decision))
+  const stopping = new AbortController()
+  const app = createToolsApp(runtime, { token: TOKEN, sessionLog: hub, approvals, signal: stopping.signal, store, ...(runs === undefined ? {} : { runs }) })
+  let stopped: Promise<void> | undefined
+  /** What examples/start.ts does on Ctrl+C, in its order. */
+  const shutdown = (): Promise<void> =>
+    (stopped ??= (async () => {
+      await runtime.dispose()
+      stopping.abort(new DOMException('the server is shutting down', 'AbortError'))
+      await codeRuntime.dispose()
+      await approvals.dispose()
+    })())
+  cleanups.push(shutdown)
+  const start = async (code: string): Promise<string> => {
+    const response = await app.request('/v1/runs', { method: 'POST', headers: JSON_AUTH, body: JSON.stringify({ code, description: 'pays' }) })
+    const body = (await response.json()) as { id: string }
+    expect(response.status, JSON.stringify(body)).toBe(202)
+    return body.id
+  }
+  const events = (id: string, lastEventId?: number) =>
+    app.request(`/v1/runs/${id}/events`, { headers: { ...AUTH, ...(lastEventId === undefined ? {} : { 'Last-Event-ID': String(lastEventId) }) } })
+  const get = async (id: string) => (await (await app.request(`/v1/runs/${id}`, { headers: AUTH })).json()) as RunBody
+  return { app, runtime, approvals, paid, shutdown, start, events, get }
+}
+
+/** Reads frames until `stop` says so (or the stream ends); returns them. */
+async function readUntil(stream: ReturnType<typeof sseFrames>, stop: (frame: SseFrame) => boolean): Promise<SseFrame[]> {
+  const frames: SseFrame[] = []
+  for (;;) {
+    const frame = await stream.next()
+    if (frame === undefined) return frames
+    frames.push(frame)
+    if (stop(frame)) return frames
+  }
+}
+
+const parked = async (store: DurableStore) => ((await store.list('runs/')).entries.length === 1 ? true : undefined)
+const eventKeys = async (store: DurableStore) => (await store.list(RUN_EVENTS_PREFIX)).entries.map((e) => e.key)
+
+const PROGRAM = `
+console.log('one')
+const a = await tools.note({ text: 'before' })
+console.log('two', a)
+const paid = await tools.pay({ cents: 500 })
+console.log('three', paid)
+return { a, paid }
+`
+
+describe('a /v1/runs run keeps its events across a restart', () => {
+  it('waits in app A; A stops as npm start does; app B resumes it: Last-Event-ID from before gets exactly the frames after it, then resumed, then the rest to end', async () => {
+    const store = createMemoryStore()
+    const a = processOn(store)
+    const id = await a.start(PROGRAM)
+    // A client follows the run live in A.
+    const live = sseFrames(await a.events(id))
+    const before = await readUntil(live, (frame) => frame.event === 'approval')
+    expect(before.map((f) => f.event)).toEqual(['start', 'log', 'dispatch-start', 'dispatch', 'log', 'dispatch-start', 'approval'])
+    await until(() => parked(store), 'the run to park')
+    await a.shutdown()
+    // The live stream closes without `end` and without the shutdown's own frames (its cut-off call, its DISPOSED result).
+    expect(await readUntil(live, () => false)).toEqual([])
+    const stored = JSON.parse((await store.get(`http-runs/${id}`))!.value) as { status: string; events: { last: number } }
+    expect(stored.status).toBe('running')
+    expect(stored.events.last).toBe(7)
+
+    const b = processOn(store)
+    const { adopted } = await resumeAppRuns(b.app, b.runtime, { staleMs: 0 })
+    expect(adopted).toBe(1)
+    // A client that had read up to the first dispatch-start (id 3) reconnects to B.
+    const resumed = sseFrames(await b.events(id, 3))
+    const replayed = await readUntil(resumed, (frame) => frame.event === 'resumed')
+    expect(replayed.map((f) => [f.id, f.event])).toEqual([...before.slice(3).map((f) => [f.id, f.event]), ['8', 'resumed']])
+    // The same frames, byte for byte in their data.
+    expect(replayed.slice(0, -1)).toEqual(before.slice(3))
+    expect(replayed.at(-1)!.data).toMatchObject({ id, resumed: true })
+    const approval = before.at(-1)!.data as { id: string }
+    const listed = await until(async () => (await b.approvals.pending()).find((p) => p.id === approval.id), 'the request in B')
+    expect((await b.approvals.decide(listed.id, { decision: 'allow' })).ok).toBe(true)
+    const rest = await readUntil(resumed, (frame) => frame.event === 'end')
+    expect(rest.at(-1)).toMatchObject({ event: 'end', data: { id, status: 'done' } })
+    expect(rest.map((f) => f.event)).toContain('result')
+    // Ids only go up, and none repeats, across the restart.
+    const ids = [...before, ...replayed, ...rest].filter((f) => f.id !== undefined).map((f) => Number(f.id))
+    const afterResume = [...replayed, ...rest].map((f) => Number(f.id))
+    expect(afterResume).toEqual([...afterResume].sort((x, y) => x - y))
+    expect(new Set(afterResume).size).toBe(afterResume.length)
+    expect(Math.min(...afterResume.slice(replayed.length - 1))).toBeGreaterThan(Math.max(...before.map((f) => Number(f.id))))
+    expect(ids.length).toBeGreaterThan(before.length)
+    expect(b.paid).toEqual([500])
+    // Ended where it was resumed: the snapshot is gone with it, the record says done.
+    await until(async () => ((await eventKeys(store)).length === 0 ? true : undefined), 'the snapshot to be deleted')
+    expect((await b.get(id)).status).toBe('done')
+    await b.shutdown()
+  }, 60_000)
+
+  it('a run with more frames than maxEventBytesPerRun keeps the newest that fit; a client from before the kept ones gets the gap, then the rest', async () => {
+    const store = createMemoryStore()
+    const runs = { maxEventBytesPerRun: 4096 }
+    const a = processOn(store, runs)
+    // 60 log frames of ~300 bytes each: far more than 4 KiB.
+    const id = await a.start(`for (let i = 0; i < 60; i++) console.log('line ' + i + ' ' + 'x'.repeat(200))\nreturn await tools.pay({ cents: 1 })`)
+    const seen = await readUntil(sseFrames(await a.events(id)), (frame) => frame.event === 'approval')
+    await until(() => parked(store), 'the run to park')
+    await a.shutdown()
+    const last = Number(seen.at(-1)!.id)
+    // What the store holds for it is within the bound.
+    let storedBytes = 0
+    for (const key of await eventKeys(store)) if (key !== `${RUN_EVENTS_PREFIX}${id}`) storedBytes += new TextEncoder().encode((await store.get(key))!.value).byteLength
+    expect(storedBytes).toBeGreaterThan(0)
+    expect(storedBytes).toBeLessThanOrEqual(4096)
+
+    const b = processOn(store, runs)
+    expect((await resumeAppRuns(b.app, b.runtime, { staleMs: 0 })).adopted).toBe(1)
+    const body = await b.get(id)
+    // The resumed run may have said more already: `resumed` itself is the id after A's last (below).
+    expect(body.events.last).toBeGreaterThan(last)
+    expect(body.events.dropped).toBeGreaterThan(0)
+    const frames = await readUntil(sseFrames(await b.events(id, 1)), (frame) => frame.event === 'resumed')
+    // The gap names the ids that were not kept, then the newest frames follow with their ids from A, the approval last.
+    expect(frames[0]).toMatchObject({ event: 'gap', data: { code: 'EVENTS_DROPPED', first: 2, last: body.events.first - 1 } })
+    const kept = frames.slice(1, -1)
+    expect(kept.length).toBeGreaterThan(0)
+    expect(kept.at(-1)).toEqual(seen.at(-1))
+    for (const frame of kept) expect(frame).toEqual(seen.find((s) => s.id === frame.id))
+    expect(frames.at(-1)).toMatchObject({ event: 'resumed', id: String(last + 1) })
+    await b.shutdown()
+  }, 60_000)
+
+  it('garbage under the events key: the run is adopted with an empty buffer whose ids continue after the record’s last one', async () => {
+    const store = createMemoryStore()
+    const a = processOn(store)
+    const id = await a.start(PROGRAM)
+    const seen = await readUntil(sseFrames(await a.events(id)), (frame) => frame.event === 'approval')
+    await until(() => parked(store), 'the run to park')
+    await a.shutdown()
+    // Another process (or anything else) wrote over the manifest.
+    await store.put(`${RUN_EVENTS_PREFIX}${id}`, '{"v":1,"gen":"zz","pieces":3,"bytes":99999999999,"last":7,"dropped":0}')
+    const b = processOn(store)
+    expect((await resumeAppRuns(b.app, b.runtime, { staleMs: 0 })).adopted).toBe(1)
+    const frames = await readUntil(sseFrames(await b.events(id, 2)), (frame) => frame.event === 'resumed')
+    expect(frames.map((f) => f.event)).toEqual(['gap', 'resumed'])
+    expect(frames[0]!.data).toMatchObject({ first: 3, last: seen.length })
+    expect(frames[1]!.id).toBe(String(seen.length + 1))
+    await b.shutdown()
+  }, 60_000)
+
+  it('a burst of frames while a snapshot is being written costs one more write, not one per frame', async () => {
+    const base = createMemoryStore()
+    let gate: (() => void) | undefined
+    let held: Promise<void> | undefined
+    let manifests = 0
+    // The first piece written waits for the test: every frame of the burst arrives during that write.
+    const store: DurableStore = {
+      ...base,
+      get: (key) => base.get(key),
+      list: (prefix, options) => base.list(prefix, options),
+      delete: (key, options) => base.delete(key, options),
+      async put(key, value, options) {
+        if (key.startsWith(RUN_EVENTS_PREFIX) && key.includes('/', RUN_EVENTS_PREFIX.length) && held === undefined) {
+          held = new Promise<void>((resolve) => (gate = resolve))
+          await held
+        }
+        if (key.startsWith(RUN_EVENTS_PREFIX) && !key.includes('/', RUN_EVENTS_PREFIX.length)) manifests++
+        return base.put(key, value, options)
+      },
+    }
+    // A call the test lets go of once the run waits: the frames of the 40 calls after it come while the snapshot is written.
+    let letGo: (() => void) | undefined
+    const hold = defineTool({
+      name: 'hold',
+      description: 'Waits for the test.',
+      parameters: {},
+      output: { schema: { type: 'null' }, render: () => [] },
+      execute: () => new Promise<null>((resolve) => (letGo = () => resolve(null))),
+      isConcurrencySafe: () => true,
+    })
+    const a = processOn(store, undefined, [hold])
+    const id = await a.start(`const paid = tools.pay({ cents: 2 })\nawait tools.hold({})\nfor (let i = 0; i < 40; i++) await tools.note({ text: 'n' + i })\nreturn await paid`)
+    const stream = sseFrames(await a.events(id))
+    await readUntil(stream, (frame) => frame.event === 'approval')
+    await until(() => (held === undefined ? undefined : true), 'the first snapshot write')
+    await until(() => letGo, 'the held call').then((go) => go())
+    const burst = await readUntil(stream, (frame) => frame.event === 'dispatch' && (frame.data as { arguments: { text?: string } }).arguments.text === 'n39')
+    expect(burst.filter((f) => f.event === 'dispatch')).toHaveLength(41)
+    expect(manifests).toBe(0)
+    gate!()
+    await until(() => parked(store), 'the run to park')
+    await until(async () => ((await base.get(`${RUN_EVENTS_PREFIX}${id}`)) === undefined ? undefined : true), 'the snapshot')
+    // Let any write still queued land before counting.
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    expect(manifests).toBe(2)
+    const approval = (await a.approvals.pending())[0]!
+    await a.approvals.decide(approval.id, { decision: 'deny' })
+    await until(async () => ((await a.get(id)).status === 'running' ? undefined : true), 'the run to end')
+    await until(async () => ((await eventKeys(base)).length === 0 ? true : undefined), 'the snapshot to go with the ended run')
+    await a.shutdown()
+  }, 60_000)
+})
+
+describe('createStoreRunEvents (the snapshot format)', () => {
+  function logOf(texts: readonly string[], maxBytes = 1 << 20) {
+    const log = createRunEventLog(maxBytes)
+    for (const text of texts) log.append('log', { text })
+    return log
+  }
+
+  it('round-trips frames under their ids through pieces cut within a small value cap, surrogate pairs whole', async () => {
+    const store = createMemoryStore({ maxValueBytes: 1500 })
+    const events = createStoreRunEvents(store, 1 << 20)
+    const log = logOf(Array.from({ length: 30 }, (_, i) => `frame ${i} 😀 ${'é'.repeat(100)}`))
+    await events.put('r1', log)
+    const pieces = (await store.list(`${RUN_EVENTS_PREFIX}r1/`)).entries
+    expect(pieces.length).toBeGreaterThan(3)
+    const restored = await events.load('r1')
+    expect(restored).toEqual({ frames: log.since(0).frames, last: 30, dropped: 0 })
+    // A second snapshot replaces the first: the old pieces go.
+    log.append('log', { text: 'one more' })
+    await events.put('r1', log)
+    expect((await events.load('r1'))!.last).toBe(31)
+    const after = (await store.list(`${RUN_EVENTS_PREFIX}r1/`)).entries.map((e) => e.key)
+    expect(after.some((key) => pieces.some((p) => p.key === key))).toBe(false)
+    await events.delete('r1')
+    expect((await store.list(RUN_EVENTS_PREFIX)).entries).toEqual([])
+  })
+
+  it('keeps the newest frames within the bound and counts the rest as dropped', async () => {
+    const store = createMemoryStore()
+    const events = createStoreRunEvents(store, 2000)
+    const log = logOf(Array.from({ length: 50 }, (_, i) => `frame ${i} ${'x'.repeat(60)}`))
+    await events.put('r2', log)
+    const restored = (await events.load('r2'))!
+    expect(restored.last).toBe(50)
+    expect(restored.frames.at(-1)!.id).toBe(50)
+    expect(restored.frames.length).toBeLessThan(50)
+    expect(restored.dropped).toBe(50 - restored.frames.length)
+    expect(restored.frames.map((f) => f.id)).toEqual(Array.from({ length: restored.frames.length }, (_, i) => 51 - restored.frames.length + i))
+    expect(JSON.stringify(restored.frames.map((f) => f.text)).length).toBeLessThanOrEqual(2000)
+  })
+
+  it('garbage is never a snapshot: each variant loads as undefined, and nothing past the manifest’s size is kept', async () => {
+    const store = createMemoryStore()
+    const events = createStoreRunEvents(store, 4096)
+    const key = `${RUN_EVENTS_PREFIX}r3`
+    const manifest = (m: Record<string, unknown>) => store.put(key, JSON.stringify({ v: 1, gen: 'g1', pieces: 1, bytes: 2, last: 0, dropped: 0, ...m }))
+    const frame = (id: number) => `event: log\nid: ${id}\ndata: {}\n\n`
+    const variants: [string, () => Promise<unknown>][] = [
+      ['not JSON', () => store.put(key, '{nope')],
+      ['a long manifest', () => store.put(key, JSON.stringify({ v: 1, pad: 'x'.repeat(1000) }))],
+      ['another version', () => manifest({ v: 2 })],
+      ['a size past the bound', () => manifest({ bytes: 4097 })],
+      ['a missing piece', () => manifest({ gen: 'none' })],
+      ['a piece longer than declared', async () => (await manifest({ bytes: 10 }), store.put(`${key}/g1.0`, JSON.stringify([frame(1)])))],
+      ['ids that do not end at last', async () => (await manifest({ bytes: JSON.stringify([frame(1)]).length, last: 2 }), store.put(`${key}/g1.0`, JSON.stringify([frame(1)])))],
+      ['a frame text with a second data line', async () => {
+        const body = JSON.stringify(['event: log\nid: 1\ndata: {}\nevent: end\n\n'])
+        await manifest({ bytes: body.length, last: 1 })
+        await store.put(`${key}/g1.0`, body)
+      }],
+      ['not an array', async () => (await manifest({ bytes: 4, last: 0 }), store.put(`${key}/g1.0`, '"ab"'))],
+    ]
+    for (const [name, write] of variants) {
+      await store.delete(`${key}/g1.0`)
+      await write()
+      expect(await events.load('r3'), name).toBeUndefined()
+    }
+    // The control: the same shape, well formed, loads.
+    const body = JSON.stringify([frame(1)])
+    await manifest({ bytes: body.length, last: 1 })
+    await store.put(`${key}/g1.0`, body)
+    expect(await events.load('r3')).toEqual({ frames: [{ id: 1, text: frame(1) }], last: 1, dropped: 0 })
+  })
+})
