@@ -24,11 +24,31 @@ interface HostCallFfi {
   QTS_Throw(ctx: number, error: number): number
 }
 
+/** The FFI and emscripten calls {@link directDeliver} makes. */
+interface DeliverFfi {
+  QTS_NewString(ctx: number, chars: number): number
+  QTS_Call(ctx: number, fn: number, thisValue: number, argc: number, argv: number): number
+  QTS_ResolveException(ctx: number, value: number): number
+  QTS_FreeValuePointer(ctx: number, value: number): void
+  QTS_GetUndefined(): number
+}
+interface DeliverModule {
+  readonly HEAPU8: Uint8Array
+  _malloc(bytes: number): number
+  _free(pointer: number): void
+  lengthBytesUTF8(text: string): number
+  stringToUTF8(text: string, pointer: number, bytes: number): void
+}
+
 /** The library's private parts of a context the direct path uses, as they are in 0.32. */
 interface ContextInternals {
   readonly ffi: HostCallFfi
   readonly ctx: { readonly value: number }
-  readonly memory: { readonly copyJSValue: (ptr: number) => number; readonly freeJSValue: (ptr: number) => void }
+  readonly memory: {
+    readonly copyJSValue: (ptr: number) => number
+    readonly freeJSValue: (ptr: number) => void
+    heapValueHandle(ptr: number): QuickJSHandle
+  }
   readonly cToHostCallbacks: { callFunction: (ctx: number, thisPtr: number, argc: number, argv: number, fnId: number) => number }
   errorToHandle(error: unknown): QuickJSHandle
 }
@@ -98,4 +118,55 @@ export function directHostCalls(runtime: QuickJSRuntime, context: QuickJSContext
     }
   }
   return true
+}
+
+/**
+ * `deliver(fn, text)` calls the VM function `fn` with one string argument, as
+ * `context.callFunction(fn, context.undefined, context.newString(text))` does (the
+ * message deliveries of every binding call's reply), without the library's per-call
+ * wrappers and argument array (measured 2.5-4 µs against 0.6-1.2 µs a call on this
+ * machine). Returns the thrown value's handle, if any (the caller disposes it).
+ * `undefined` when the library's internals are not the ones this was written for.
+ */
+export function directDeliver(context: QuickJSContext): ((fn: QuickJSHandle, text: string) => QuickJSHandle | undefined) | undefined {
+  const internals = internalsOf(context)
+  const c = context as unknown as { readonly ffi: Partial<DeliverFfi>; readonly module?: Partial<DeliverModule> }
+  const ffi = c.ffi
+  const module = c.module
+  if (
+    internals === undefined ||
+    typeof internals.memory.heapValueHandle !== 'function' ||
+    typeof ffi.QTS_NewString !== 'function' ||
+    typeof ffi.QTS_Call !== 'function' ||
+    typeof ffi.QTS_ResolveException !== 'function' ||
+    typeof ffi.QTS_FreeValuePointer !== 'function' ||
+    typeof ffi.QTS_GetUndefined !== 'function' ||
+    typeof module?._malloc !== 'function' ||
+    typeof module._free !== 'function' ||
+    typeof module.lengthBytesUTF8 !== 'function' ||
+    typeof module.stringToUTF8 !== 'function' ||
+    !(module.HEAPU8 instanceof Uint8Array)
+  ) {
+    return undefined
+  }
+  const f = ffi as DeliverFfi
+  const m = module as DeliverModule
+  const ctxPtr = internals.ctx.value
+  const undefinedValue = f.QTS_GetUndefined()
+  // One argument slot for the sandbox's life (it goes with the instance's memory).
+  const argv = m._malloc(4)
+  return (fn, text) => {
+    const bytes = m.lengthBytesUTF8(text) + 1
+    const chars = m._malloc(bytes)
+    m.stringToUTF8(text, chars, bytes)
+    const arg = f.QTS_NewString(ctxPtr, chars)
+    m._free(chars)
+    // A fresh view each time: the memory's buffer is replaced when it grows.
+    new Int32Array(m.HEAPU8.buffer, argv, 1)[0] = arg
+    const result = f.QTS_Call(ctxPtr, fn.value as number, undefinedValue, 1, argv)
+    f.QTS_FreeValuePointer(ctxPtr, arg)
+    const error = f.QTS_ResolveException(ctxPtr, result)
+    f.QTS_FreeValuePointer(ctxPtr, result)
+    return error === 0 ? undefined : internals.memory.heapValueHandle(error)
+  }
 }

@@ -16,7 +16,7 @@ import { MAX_VALUE_DEPTH } from '../../src/code-runtime/render.js'
 import { scanJsonText } from '../../src/json/scan.js'
 import { toErrorData } from '../../src/errors.js'
 import type { NondeterministicOp, QuickJsSandbox } from './engine.js'
-import { directHostCalls } from './host-calls.js'
+import { directDeliver, directHostCalls } from './host-calls.js'
 import { callKey, journalChars, MAX_JOURNAL_CHARS, newJournal, READ_CODES } from '../../src/code-runtime/journal.js'
 import type { ParkedVm, RunJournal } from '../../src/code-runtime/journal.js'
 
@@ -428,8 +428,10 @@ export class VmRun {
       }
       this.#sandbox = sandbox
       if (this.#stopped) return
-      // Every binding call crosses into a host function once: take the direct path there.
+      // Every binding call crosses into a host function once, and its reply comes back
+      // through `deliver`: both take the direct path.
       directHostCalls(sandbox.runtime, sandbox.context)
+      const direct = directDeliver(sandbox.context)
       const attached = sandbox.attach({
         post: (json) => {
           if (this.#stopped) return
@@ -459,6 +461,10 @@ export class VmRun {
         const next = this.#nextInput()
         if (next !== undefined) {
           this.#enter(context, () => {
+            if (direct !== undefined && next.kind === 'message') {
+              const error = direct(deliver, next.json)
+              return error === undefined ? {} : { error }
+            }
             const arg = next.kind === 'message' ? context.newString(next.json) : context.newNumber(next.id)
             try {
               return context.callFunction(next.kind === 'message' ? deliver : fire, context.undefined, arg)

@@ -1,9 +1,10 @@
 /**
  * The sub-call's fast path (issue 20 item 6): a QuickJS sandbox's binding call is
- * serialized by its own sender (no generic envelope, no in-VM depth walk: the thread's
- * scan of the text refuses deep arguments), the VM reaches its host functions directly
- * (`engine/quickjs/host-calls.ts`), and the host session releases a call's accounts in
- * the call's own task. Each refusal and account must stay what it was.
+ * serialized by its own sender (no generic envelope; the in-VM depth walk only for
+ * arguments that hold containers), the VM reaches its host functions
+ * and takes its deliveries directly (`engine/quickjs/host-calls.ts`), and the host session
+ * releases a call's accounts in the call's own task. Each refusal and account must stay
+ * what it was.
  */
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
@@ -17,7 +18,7 @@ import type { CodeBindingFunction, CodeRuntime } from '../../../src/code-runtime
 import { CodeRunSession, prepareRun } from '../../../src/code-runtime/host-session.js'
 import { DEFAULT_CODE_RUN_LIMITS } from '../../../src/code-runtime/limits.js'
 import type { WireListener } from '../../../src/code-runtime/wire.js'
-import { directHostCalls } from '../../../engine/quickjs/host-calls.js'
+import { directDeliver, directHostCalls } from '../../../engine/quickjs/host-calls.js'
 
 const require = createRequire(import.meta.url)
 const wasmModule = new WebAssembly.Module(readFileSync(require.resolve('@jitl/quickjs-wasmfile-release-sync/wasm')))
@@ -162,11 +163,33 @@ describe('directHostCalls', () => {
     const result = context.evalCode(
       "note('hello'); let caught; try { fail() } catch (e) { caught = [e.name, e.message] }\nJSON.stringify([twice(21), note('x'), caught, yes()])",
     )
-    expect(result.error).toBeUndefined()
-    expect(JSON.parse(context.getString(result.value!))).toEqual([42, null, ['RangeError', 'refused here'], true])
+    const value = context.unwrapResult(result)
+    expect(JSON.parse(context.getString(value))).toEqual([42, null, ['RangeError', 'refused here'], true])
     expect(seen).toEqual(['hello', 'x'])
-    result.value!.dispose()
+    value.dispose()
     for (const fn of [twice, note, fail, yes]) fn.dispose()
+    context.dispose()
+    runtime.dispose()
+  })
+
+  it('directDeliver calls a VM function with one string, as callFunction(fn, undefined, newString(text)) does', async () => {
+    const { runtime, context } = await vm()
+    const deliver = directDeliver(context)
+    expect(deliver).toBeDefined()
+    const fn = context.unwrapResult(
+      context.evalCode("globalThis.got = []; (text) => { if (text === 'boom') throw new TypeError('no ' + text); got.push([typeof text, text]) }"),
+    )
+    const long = 'é€😀'.repeat(50_000)
+    expect(deliver!(fn, '{"type":"reply","id":1}')).toBeUndefined()
+    expect(deliver!(fn, long)).toBeUndefined()
+    const error = deliver!(fn, 'boom')
+    expect(error).toBeDefined()
+    expect(context.dump(error!)).toMatchObject({ name: 'TypeError', message: 'no boom' })
+    error!.dispose()
+    const got = context.unwrapResult(context.evalCode('JSON.stringify(got)'))
+    expect(JSON.parse(context.getString(got))).toEqual([['string', '{"type":"reply","id":1}'], ['string', long]])
+    got.dispose()
+    fn.dispose()
     context.dispose()
     runtime.dispose()
   })
@@ -175,6 +198,7 @@ describe('directHostCalls', () => {
     const { runtime, context } = await vm()
     expect(directHostCalls(runtime, {} as QuickJSContext)).toBe(false)
     expect(directHostCalls(runtime, Object.assign(Object.create(context) as QuickJSContext, { ffi: {} }))).toBe(false)
+    expect(directDeliver({} as QuickJSContext)).toBeUndefined()
     context.dispose()
     runtime.dispose()
   })
