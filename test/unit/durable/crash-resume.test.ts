@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
 import { startServer } from '../../../examples/start.js'
 import { createFileStore } from '../../../platforms/node/index.js'
+import { sseFrames, type SseFrame } from '../http/fixtures.js'
 
 const root = fileURLToPath(new URL('../../..', import.meta.url))
 const base = mkdtempSync(join(tmpdir(), 'toolyard-crash-'))
@@ -158,4 +159,42 @@ describe('a durable run survives kill -9 (npm start on a file store, real proces
       await second.shutdown()
     }
   }, 120_000)
+
+  it("a run's events from before the kill are readable from the new process under the same ids, then resumed, then the rest to end", async () => {
+    const dataDir = join(base, 'events')
+    const first = await server(dataDir)
+    const program = "console.log('before')\nconst files = await tools.list_files({})\nawait tools.write_file({ path: 'kill/events.md', content: 'x' })\nreturn files.total"
+    const started = (await (await fetch(`${first.url}/v1/runs`, { method: 'POST', headers: AUTH, body: JSON.stringify({ code: program, description: 'events' }) })).json()) as { id: string }
+    const live = sseFrames(await fetch(`${first.url}/v1/runs/${started.id}/events`, { headers: AUTH }))
+    const approval = await live.until('approval')
+    const before = [...live.seen]
+    expect(before.map((f) => f.event)).toEqual(['start', 'log', 'dispatch-start', 'dispatch', 'dispatch-start', 'approval'])
+    // Parked, and its frames in the store: then the process dies.
+    const files = createFileStore(dataDir)
+    await until(async () => ((await files.list('runs/')).entries.length === 1 && (await files.get(`http-run-events/${started.id}`)) !== undefined ? true : undefined), 'the parked run and its events on disk')
+    await live.cancel()
+    first.child.kill('SIGKILL')
+    await new Promise((resolve) => first.child.once('exit', resolve))
+
+    const second = await server(dataDir)
+    // Once the new process has adopted the run, its buffer answers from the start: the same frames, then `resumed`.
+    const resumed = await until(async () => {
+      const response = await fetch(`${second.url}/v1/runs/${started.id}/events`, { headers: AUTH })
+      if (response.status !== 200) {
+        await response.body?.cancel()
+        return undefined
+      }
+      return sseFrames(response)
+    }, 'the run adopted by the new process')
+    const replayed: SseFrame[] = []
+    for (let frame = await resumed.next(); frame !== undefined; frame = frame.event === 'resumed' ? undefined : await resumed.next()) replayed.push(frame)
+    expect(replayed.slice(0, -1)).toEqual(before)
+    expect(replayed.at(-1)).toMatchObject({ event: 'resumed', id: String(before.length + 1) })
+    await decide(second.url, (approval.data as { id: string }).id)
+    const rest = await resumed.rest()
+    expect(rest.at(-1)).toMatchObject({ event: 'end', data: { id: started.id, status: 'done' } })
+    const ids = rest.slice(replayed.length - 1).map((f) => Number(f.id))
+    expect(ids).toEqual([...ids].sort((x, y) => x - y))
+    expect(new Set(ids).size).toBe(ids.length)
+  }, 180_000)
 })
