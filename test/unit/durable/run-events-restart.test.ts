@@ -18,7 +18,8 @@ import { createRunEventLog, createStoreRunEvents, RUN_EVENTS_PREFIX } from '../.
 import { createToolRuntime } from '../../../src/registry/runtime.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
 import type { AnyToolDefinition } from '../../../src/types.js'
-import { AUTH, JSON_AUTH, TOKEN, sseFrames } from '../http/fixtures.js'
+import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
+import { AUTH, JSON_AUTH, TOKEN, createFixture, sseFrames } from '../http/fixtures.js'
 import type { SseFrame } from '../http/fixtures.js'
 
 const cleanups: (() => Promise<void>)[] = []
@@ -338,5 +339,44 @@ describe('createStoreRunEvents (the snapshot format)', () => {
     await manifest({ bytes: body.length, last: 1 })
     await store.put(`${key}/g1.0`, body)
     expect(await events.load('r3')).toEqual({ frames: [{ id: 1, text: frame(1) }], last: 1, dropped: 0 })
+  })
+})
+
+describe('a snapshot leaves the store with its run', () => {
+  /** A snapshot of a few frames, as a process would have left it under `id`. */
+  async function leaveSnapshot(store: DurableStore, id: string): Promise<void> {
+    const log = createRunEventLog(1 << 20)
+    log.append('start', { id })
+    log.append('log', { text: 'left behind' })
+    await createStoreRunEvents(store, 1 << 20).put(id, log)
+    expect((await eventKeys(store)).length).toBe(2)
+  }
+
+  it('an evicted run takes its snapshot with it, stray pieces included', async () => {
+    const store = createMemoryStore()
+    const fixture = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime() }, { store, runs: { retentionMs: 1 } })
+    cleanups.push(() => fixture.runtime.dispose())
+    const response = await fixture.app.request('/v1/runs', { method: 'POST', headers: JSON_AUTH, body: JSON.stringify({ code: 'return 1', description: 'quick' }) })
+    const { id } = (await response.json()) as { id: string }
+    await until(async () => ((JSON.parse((await store.get(`http-runs/${id}`))?.value ?? '{}') as { status?: string }).status === 'done' ? true : undefined), 'the run to end')
+    // Left by an earlier process (or a write a crash interrupted): the eviction of the run removes it.
+    await leaveSnapshot(store, id)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    // Any lookup sweeps the table: the run is past its retention.
+    expect((await fixture.app.request(`/v1/runs/${crypto.randomUUID()}`, { headers: AUTH })).status).toBe(404)
+    await until(async () => ((await store.get(`http-runs/${id}`)) === undefined && (await eventKeys(store)).length === 0 ? true : undefined), 'the record and the snapshot to go')
+  })
+
+  it('a run ended as lost (INTERRUPTED) by another process loses its snapshot too', async () => {
+    const store = createMemoryStore()
+    const fixture = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime(), store }, { store })
+    cleanups.push(() => fixture.runtime.dispose())
+    const id = crypto.randomUUID()
+    const record = { id, callId: `http-run-${id}`, status: 'running', createdAt: Date.now(), events: { first: 1, last: 2, dropped: 0 }, owner: crypto.randomUUID() }
+    await store.put(`http-runs/${id}`, JSON.stringify(record))
+    await leaveSnapshot(store, id)
+    await resumeAppRuns(fixture.app, fixture.runtime, { staleMs: 30_000 })
+    expect((JSON.parse((await store.get(`http-runs/${id}`))!.value) as { status: string }).status).toBe('failed')
+    expect(await eventKeys(store)).toEqual([])
   })
 })
