@@ -156,9 +156,10 @@ function recordWriter(records: RunRecordStore | undefined, events: RunEventStore
       run.id,
       async () => {
         snapshots.delete(run.id)
-        if (written.get(run.id) === run.events.last) return
-        written.set(run.id, run.events.last)
+        const last = run.events.last
+        if (written.get(run.id) === last) return
         await events.put(run.id, run.events)
+        written.set(run.id, last)
         // The record's `events` summary follows: a process that cannot read the frames still continues their ids.
         // A snapshot is of a run some process will go on with: its record says `running` (a run left for the next process included).
         const { settledAt: _settledAt, result: _result, ...record } = runRecord(run)
