@@ -209,8 +209,9 @@ type RunWriter = ReturnType<typeof recordWriter>
  * process (they describe this process's shutdown, not the run, and their ids are then
  * the next process's to give), else appended.
  */
-function runFrames(run: TableRun, snapshot: () => void) {
-  const waiting = new Set<string>()
+function runFrames(run: TableRun, snapshot: () => void, waitingFor: readonly string[]) {
+  // The asking calls whose requests are open (a resumed run starts with those its last process left).
+  const waiting = new Set<string>(waitingFor)
   let held: [string, unknown][] | undefined
   // Set once a waiting call was cut off: the run is ending, nothing more is held back or snapshotted.
   let cutOff = false
@@ -249,8 +250,17 @@ function runFrames(run: TableRun, snapshot: () => void) {
 const MAX_HELD_FRAMES = 256
 
 /** Runs `prepared` to its end, its events into the run's buffer, then settles it in the table. */
-async function drive(run: TableRun, prepared: PreparedRun, table: RunTable, config: RunsConfig, request: Request, writer: RunWriter, first: 'start' | 'resumed' = 'start'): Promise<void> {
-  const frames = runFrames(run, () => writer.snapshot(run, request))
+async function drive(
+  run: TableRun,
+  prepared: PreparedRun,
+  table: RunTable,
+  config: RunsConfig,
+  request: Request,
+  writer: RunWriter,
+  resumed?: { readonly waitingFor: readonly string[] },
+): Promise<void> {
+  const frames = runFrames(run, () => writer.snapshot(run, request), resumed?.waitingFor ?? [])
+  const first = resumed === undefined ? 'start' : 'resumed'
   const append = (event: string, data: unknown): void => frames.append(event, data)
   append(first, { id: run.id, ...prepared.start })
   const unsubscribe = config.hub?.subscribe(
@@ -522,6 +532,15 @@ async function adoptResumed(resumed: readonly ResumedRun[], stores: RunStores, t
   if (records === undefined) return 0
   const byCallId = new Map(resumed.map((run) => [run.callId, run]))
   const request = new Request('http://toolyard.invalid/v1/runs')
+  // Listed once for every run adopted here (a broker over a store reads them from it).
+  const pending: readonly PendingApproval[] =
+    resumed.length === 0 || config.approvals === undefined
+      ? []
+      : await (async () => config.approvals!.pending())().catch((error: unknown) => {
+          // Then only a new request of theirs starts their snapshots again.
+          config.report(error, request)
+          return []
+        })
   let adopted = 0
   for (const id of await records.list(MAX_ADOPTED_RECORDS)) {
     const record = await records.get(id)
@@ -547,7 +566,9 @@ async function adoptResumed(resumed: readonly ResumedRun[], stores: RunStores, t
         return handle.result as Promise<ToolExecutionResult>
       },
     }
-    void drive(run, prepared, table, config, request, writer, 'resumed').catch((error: unknown) => config.report(error, request))
+    // Its open requests: it waits again at once, so its `resumed` frame is in the next snapshot.
+    const waitingFor = pending.filter((approval) => approvalOfRun(approval, record.callId)).map((approval) => approval.callId)
+    void drive(run, prepared, table, config, request, writer, { waitingFor }).catch((error: unknown) => config.report(error, request))
   }
   return adopted
 }

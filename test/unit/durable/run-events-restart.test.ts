@@ -144,6 +144,9 @@ describe('a /v1/runs run keeps its events across a restart', () => {
     // The same frames, byte for byte in their data.
     expect(replayed.slice(0, -1)).toEqual(before.slice(3))
     expect(replayed.at(-1)!.data).toMatchObject({ id, resumed: true })
+    // B's run waits again: its snapshot now holds `resumed` too (a third process would go on after it).
+    const manifestLast = async () => (JSON.parse((await store.get(`${RUN_EVENTS_PREFIX}${id}`))?.value ?? '{}') as { last?: number }).last ?? 0
+    await until(async () => ((await manifestLast()) >= 8 ? true : undefined), "B's snapshot")
     const approval = before.at(-1)!.data as { id: string }
     const listed = await until(async () => (await b.approvals.pending()).find((p) => p.id === approval.id), 'the request in B')
     expect((await b.approvals.decide(listed.id, { decision: 'allow' })).ok).toBe(true)
