@@ -377,6 +377,8 @@ export class QuickJsEngine {
   readonly #images = new Map<number, SandboxImage>()
   /** Boots so far, per memory size: the first is never imaged (see {@link build}). */
   readonly #boots = new Map<number, number>()
+  /** Sizes whose image could not be taken or restored: every build of them boots, and none scans the memory again. */
+  readonly #unimageable = new Set<number>()
 
   constructor(options: QuickJsEngineOptions) {
     this.#options = options
@@ -437,8 +439,9 @@ export class QuickJsEngine {
    * memory and rebuild only the host's wrappers (a fraction of that: `npm run
    * bench:sandbox` prints both). Not the first: taking an image scans the memory twice
    * (~as long as a boot), which a runtime that makes one VM (a workerd isolate serving
-   * one request, a thread's first VM at its start) should not pay. A restore that
-   * fails drops the image and boots, which takes a new one.
+   * one request, a thread's first VM at its start) should not pay. An image that
+   * cannot be taken or restored (the library keeps state this engine does not rebuild)
+   * is given up for that size: its builds boot, as without images.
    */
   async build(memoryMb: number): Promise<QuickJsSandbox> {
     const parts = await this.#loadParts()
@@ -448,19 +451,22 @@ export class QuickJsEngine {
       try {
         return restoreSandbox(instance, new parts.Ffi(instance.emscripten), image)
       } catch {
-        // Never seen: the image no longer fits this library. Booting is slower, still correct.
-        if (this.#images.get(memoryMb) === image) this.#images.delete(memoryMb)
+        // Never seen: the image does not fit this library. Booting is slower, still correct.
+        this.#images.delete(memoryMb)
+        this.#unimageable.add(memoryMb)
       }
     }
     const instance = await this.#instantiate(parts, memoryMb, INITIAL_PAGES)
     const boots = (this.#boots.get(memoryMb) ?? 0) + 1
     this.#boots.set(memoryMb, boots)
-    const fresh = this.#options.images === false || boots < 2 ? undefined : nonZeroChunks(instance.memory)
+    const imaging = this.#options.images !== false && boots >= 2 && !this.#images.has(memoryMb) && !this.#unimageable.has(memoryMb)
+    const fresh = imaging ? nonZeroChunks(instance.memory) : undefined
     const quickjs = new QuickJSWASMModule(instance.emscripten, new parts.Ffi(instance.emscripten))
     const sandbox = installSandbox(quickjs.newRuntime(), memoryMb, this.#options.sandboxSource)
-    if (fresh !== undefined && !this.#images.has(memoryMb)) {
-      const taken = imageOf(sandbox, instance.memory, fresh)
-      if (taken !== undefined) this.#images.set(memoryMb, taken)
+    if (fresh !== undefined) {
+      const taken = imageOf(sandbox, instance.memory, fresh, instance.emscripten)
+      if (taken === undefined) this.#unimageable.add(memoryMb)
+      else this.#images.set(memoryMb, taken)
     }
     return sandbox
   }
@@ -531,6 +537,11 @@ function hostFunctions(box: QuickJsSandbox): readonly (readonly [string, VmFunct
   ]
 }
 
+/** Whether the emscripten module's heap is `memory` (the variant honoured `wasmMemory`). */
+function runsOn(emscripten: QuickJSEmscriptenModule, memory: WebAssembly.Memory): boolean {
+  return emscripten.HEAPU8.buffer === memory.buffer
+}
+
 /** The library's pointer behind a runtime or context wrapper (a protected field: read, never changed). */
 function pointerOf<T>(wrapper: QuickJSRuntime | QuickJSContext, field: 'rt' | 'ctx'): T {
   return (wrapper as unknown as Record<'rt' | 'ctx', { readonly value: T }>)[field].value
@@ -540,7 +551,9 @@ function pointerOf<T>(wrapper: QuickJSRuntime | QuickJSContext, field: 'rt' | 'c
  * The image of a just-booted sandbox (its memory at rest, on the host, before any run),
  * or `undefined` when it does not have the shape a restore rebuilds: then every build boots.
  */
-function imageOf(sandbox: QuickJsSandbox, memory: WebAssembly.Memory, fresh: Uint8Array): SandboxImage | undefined {
+function imageOf(sandbox: QuickJsSandbox, memory: WebAssembly.Memory, fresh: Uint8Array, emscripten: QuickJSEmscriptenModule): SandboxImage | undefined {
+  // A variant that ignored `wasmMemory` runs on a memory of its own: this one holds nothing of the VM.
+  if (!runsOn(emscripten, memory)) return undefined
   const { deliver, fire } = sandbox
   const { owned, early } = sandbox.bootState()
   const refs = sandbox.runtime.hostRefs
@@ -578,6 +591,7 @@ type RuntimeCallbacks = ConstructorParameters<typeof QuickJSRuntime>[0]['callbac
  */
 function restoreSandbox(instance: Instantiated, ffi: QuickJSFFI, image: SandboxImage): QuickJsSandbox {
   const { emscripten, memory } = instance
+  if (!runsOn(emscripten, memory)) throw new Error('the instance does not run on the memory it was given')
   restoreMemoryImage(memory, image.memory)
   // Sets `emscripten.callbacks`, through which the wasm calls the host.
   const quickjs = new QuickJSWASMModule(emscripten, ffi)

@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { afterAll, describe, expect, it } from 'vitest'
 import defaultVariant from '@jitl/quickjs-wasmfile-release-sync'
-import type { QuickJSSyncVariant } from 'quickjs-emscripten-core'
+import type { EmscriptenModuleLoader, EmscriptenModuleLoaderOptions, QuickJSEmscriptenModule, QuickJSSyncVariant } from 'quickjs-emscripten-core'
 import { QuickJsEngine } from '../../../engine/quickjs/engine.js'
 import type { QuickJsSandbox } from '../../../engine/quickjs/engine.js'
 import { SANDBOX_SOURCE } from '../../../engine/quickjs/_sandbox-source.js'
@@ -98,6 +98,30 @@ describe('QuickJsEngine: VMs restored from the image of a booted one', () => {
       const sandbox = await off.build(32)
       expect(sandbox.made).toBe('booted')
       sandbox.dispose()
+    }
+  })
+
+  it('never images a VM that does not run on the memory the engine gave it: every build boots, and works', async () => {
+    // A variant whose factory ignores `wasmMemory` (its wasm makes a memory of its own): an
+    // image of the engine's memory would hold nothing of the VM.
+    const ownMemory: QuickJSSyncVariant = {
+      type: 'sync',
+      importFFI: () => variant.importFFI(),
+      importModuleLoader: async () => {
+        const imported = (await variant.importModuleLoader()) as unknown
+        const loader = (typeof imported === 'function' ? imported : (imported as { default: unknown }).default) as EmscriptenModuleLoader<QuickJSEmscriptenModule>
+        return (options) => {
+          const { wasmMemory: _ignored, ...rest } = (options ?? {}) as EmscriptenModuleLoaderOptions & { wasmMemory?: unknown }
+          return loader(rest)
+        }
+      },
+    }
+    const own = new QuickJsEngine({ sandboxSource: SANDBOX_SOURCE, variant: ownMemory, wasmModule })
+    for (let i = 0; i < 4; i++) {
+      const sandbox = await own.build(32)
+      built.push(sandbox)
+      expect(sandbox.made).toBe('booted')
+      expect(evaluate(sandbox, 'typeof setTimeout')).toBe('function')
     }
   })
 
