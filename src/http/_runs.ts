@@ -8,7 +8,9 @@
  * runs through the same `runtime.execute`, under its own abort controller and the app's
  * shutdown signal (not the request's: the request ends at once). Its events go to a
  * bounded buffer (`run-table.ts`), whatever client listens or not; streams are written by
- * the one SSE writer (`_sse-sender.ts`). docs/http-api.md, "Runs as resources".
+ * the one SSE writer (`_sse-sender.ts`). With a store, a run's buffer is snapshotted while
+ * it waits for a person, and a process that resumes it after a restart rebuilds it from
+ * there under the same ids. docs/http-api.md, "Runs as resources".
  *
  * @module
  */
@@ -27,7 +29,7 @@ import { CALL_ID_HEADER, prepareRun } from './_routes.js'
 import type { ApiConfig, ApiRoute, PreparedRun } from './_routes.js'
 import { createSseSender } from './_sse-sender.js'
 import type { SseSender } from './_sse-sender.js'
-import { createRunTable, createStoreRunEvents, createStoreRunRecords, interruptedRunResult, RUN_OWNER_PREFIX, runRecord } from './run-table.js'
+import { createRunTable, createStoreRunEvents, createStoreRunRecords, interruptedRunResult, MAX_RESTORED_EVENT_ID, RUN_OWNER_PREFIX, runRecord } from './run-table.js'
 import type { ResolvedRunTableOptions, RestoredRunEvents, RunEventStore, RunRecordJson, RunRecordStore, RunStatus, RunTable, RunTableHeld, TableRun } from './run-table.js'
 
 /** What the run routes read besides the API's configuration. */
@@ -580,7 +582,7 @@ async function adoptResumed(resumed: readonly ResumedRun[], stores: RunStores, t
  */
 function continuedIds(record: RunRecordJson): RestoredRunEvents {
   const last = (record.events as { last?: unknown }).last
-  const id = typeof last === 'number' && Number.isSafeInteger(last) && last > 0 ? last : 0
+  const id = typeof last === 'number' && Number.isSafeInteger(last) && last > 0 && last <= MAX_RESTORED_EVENT_ID ? last : 0
   return { frames: [], last: id, dropped: id }
 }
 

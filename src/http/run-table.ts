@@ -15,7 +15,9 @@
  *
  * A run's record (everything but its live parts) serializes as {@link RunRecordJson}; a
  * {@link RunRecordStore} receives it on every change, so a durable backend
- * ({@link createStoreRunRecords} over a `DurableStore`) can keep runs past their process.
+ * ({@link createStoreRunRecords} over a `DurableStore`) can keep runs past their process;
+ * a {@link RunEventStore} ({@link createStoreRunEvents}) keeps a bounded snapshot of a
+ * run's frames, from which a resumed run's buffer is rebuilt under the same ids.
  *
  * @module
  */
@@ -395,6 +397,13 @@ export interface RunEventStore {
   delete(id: string): Promise<void>
 }
 
+/**
+ * The largest event id a restored buffer may continue from: a stored number past it is not
+ * one this code wrote (a run would need years of frames), and ids stay well within what
+ * `Last-Event-ID` accepts (15 digits) and a double counts exactly.
+ */
+export const MAX_RESTORED_EVENT_ID = 1e12
+
 /** The largest piece written: under every driver's default value cap (the edge's is 128 KiB). */
 const MAX_PIECE_BYTES = 64 * 1024
 /** A store whose cap is smaller gets smaller pieces, down to this. */
@@ -446,7 +455,7 @@ function readManifest(text: string, maxBytes: number): EventsManifest | undefine
   const count = (x: unknown, max: number): boolean => typeof x === 'number' && Number.isSafeInteger(x) && x >= 0 && x <= max
   if (typeof m !== 'object' || m === null || m.v !== 1 || typeof m.gen !== 'string' || !GEN.test(m.gen)) return undefined
   if (!count(m.bytes, maxBytes) || !count(m.pieces, Math.ceil(maxBytes / MIN_PIECE_BYTES) + 1)) return undefined
-  return count(m.last, Number.MAX_SAFE_INTEGER) && count(m.dropped, Number.MAX_SAFE_INTEGER) ? (m as EventsManifest) : undefined
+  return count(m.last, MAX_RESTORED_EVENT_ID) && count(m.dropped, MAX_RESTORED_EVENT_ID) ? (m as EventsManifest) : undefined
 }
 
 /** The frames of a stored body, checked: each a frame text whose `id:` is the next of the run's, ending at `last`. */

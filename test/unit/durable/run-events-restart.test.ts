@@ -322,6 +322,7 @@ describe('createStoreRunEvents (the snapshot format)', () => {
       ['a long manifest', () => store.put(key, JSON.stringify({ v: 1, pad: 'x'.repeat(1000) }))],
       ['another version', () => manifest({ v: 2 })],
       ['a size past the bound', () => manifest({ bytes: 4097 })],
+      ['an id no run reaches', async () => (await manifest({ last: 1e13 }), store.put(`${key}/g1.0`, '[]'))],
       ['a missing piece', () => manifest({ gen: 'none' })],
       ['a piece longer than declared', async () => (await manifest({ bytes: 10 }), store.put(`${key}/g1.0`, JSON.stringify([frame(1)])))],
       ['ids that do not end at last', async () => (await manifest({ bytes: JSON.stringify([frame(1)]).length, last: 2 }), store.put(`${key}/g1.0`, JSON.stringify([frame(1)])))],
