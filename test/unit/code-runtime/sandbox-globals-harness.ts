@@ -81,6 +81,14 @@ export function fakeHost(options: { now?: number; random?: (n: number) => unknow
 /** Installs the sandbox globals with `host`, returns them, and restores this realm's globals. */
 export function sandboxGlobals(host: SandboxHostOp = fakeHost()): SandboxGlobals {
   const saved = SANDBOX_GLOBAL_NAMES.map((name) => [name, Object.getOwnPropertyDescriptor(globalThis, name)] as const)
+  // The journaled clock replaces Date (and Date.prototype.constructor) and Math.random too:
+  // left installed, every later test file of a shared module graph (Stryker's runs,
+  // isolate: false) would read this fake host's clock (Date.now() → NaN arithmetic).
+  const clock = [
+    [globalThis, 'Date', Object.getOwnPropertyDescriptor(globalThis, 'Date')],
+    [Date.prototype, 'constructor', Object.getOwnPropertyDescriptor(Date.prototype, 'constructor')],
+    [Math, 'random', Object.getOwnPropertyDescriptor(Math, 'random')],
+  ] as const
   try {
     installSandboxGlobals(host)
     const descriptors: Record<string, PropertyDescriptor> = {}
@@ -103,5 +111,6 @@ export function sandboxGlobals(host: SandboxHostOp = fakeHost()): SandboxGlobals
       if (descriptor === undefined) Reflect.deleteProperty(globalThis, name)
       else Object.defineProperty(globalThis, name, descriptor)
     }
+    for (const [target, key, descriptor] of clock) Object.defineProperty(target, key, descriptor!)
   }
 }
