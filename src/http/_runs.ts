@@ -141,8 +141,10 @@ async function runBody(record: RunRecordJson, config: ApiConfig, cancelRequested
 function recordWriter(records: RunRecordStore | undefined, events: RunEventStore | undefined, config: ApiConfig, owner: string) {
   const chains = new Map<string, Promise<void>>()
   const snapshots = new Set<string>()
-  /** The last id of each run's buffer when its snapshot was last written: an unchanged buffer is not written again. */
-  const written = new Map<string, number>()
+  /** Each run's last snapshot (its last id, and whether it reserved ids): an unchanged one is not written again. */
+  const written = new Map<string, string>()
+  /** The id up to which each run's last snapshot reserved ids: past half of the reserve, the next frame writes a snapshot. */
+  const reserved = new Map<string, number>()
   const enqueue = (id: string, write: () => Promise<void>, request: Request): void => {
     if (records === undefined) return
     const next = (chains.get(id) ?? Promise.resolve()).then(write).catch((error: unknown) => config.report(error, request))
@@ -151,7 +153,14 @@ function recordWriter(records: RunRecordStore | undefined, events: RunEventStore
       if (chains.get(id) === next) chains.delete(id)
     })
   }
-  const snapshot = (run: TableRun, request: Request): void => {
+  /**
+   * `final`: the run is left for the next process and assigns no more ids here (a graceful
+   * shutdown), so the next process continues right after its last frame. Otherwise the
+   * run goes on computing after the snapshot (a decision arrives) and may be killed before
+   * the next one: it reserves {@link EVENT_ID_RESERVE} ids, which the next process skips,
+   * so an id a client read from this process never names another frame there.
+   */
+  const snapshot = (run: TableRun, request: Request, final = false): void => {
     if (events === undefined || snapshots.has(run.id)) return
     snapshots.add(run.id)
     enqueue(
@@ -159,9 +168,11 @@ function recordWriter(records: RunRecordStore | undefined, events: RunEventStore
       async () => {
         snapshots.delete(run.id)
         const last = run.events.last
-        if (written.get(run.id) === last) return
-        await events.put(run.id, run.events)
-        written.set(run.id, last)
+        const reserve = final ? 0 : EVENT_ID_RESERVE
+        if (written.get(run.id) === `${last}:${reserve}`) return
+        await events.put(run.id, run.events, reserve)
+        written.set(run.id, `${last}:${reserve}`)
+        reserved.set(run.id, last + reserve)
         // The record's `events` summary follows: a process that cannot read the frames still continues their ids.
         // A snapshot is of a run some process will go on with: its record says `running` (a run left for the next process included).
         const { settledAt: _settledAt, result: _result, ...record } = runRecord(run)
@@ -172,6 +183,7 @@ function recordWriter(records: RunRecordStore | undefined, events: RunEventStore
   }
   const dropEvents = async (id: string): Promise<void> => {
     written.delete(id)
+    reserved.delete(id)
     await events?.delete(id)
   }
   return {
@@ -187,6 +199,11 @@ function recordWriter(records: RunRecordStore | undefined, events: RunEventStore
         request,
       ),
     snapshot,
+    /** Whether `run`'s ids are past half of what its last snapshot reserved (a run that computes long after a decision). */
+    pastReserve: (run: TableRun): boolean => {
+      const until = reserved.get(run.id)
+      return until !== undefined && run.events.last > until - EVENT_ID_RESERVE / 2
+    },
     delete: (run: TableRun, request: Request) =>
       enqueue(
         run.id,
@@ -211,7 +228,7 @@ type RunWriter = ReturnType<typeof recordWriter>
  * process (they describe this process's shutdown, not the run, and their ids are then
  * the next process's to give), else appended.
  */
-function runFrames(run: TableRun, snapshot: () => void, waitingFor: readonly string[]) {
+function runFrames(run: TableRun, snapshot: () => void, pastReserve: () => boolean, waitingFor: readonly string[]) {
   // The asking calls whose requests are open (a resumed run starts with those its last process left).
   const waiting = new Set<string>(waitingFor)
   let held: [string, unknown][] | undefined
@@ -241,12 +258,20 @@ function runFrames(run: TableRun, snapshot: () => void, waitingFor: readonly str
       if (event === 'approval' && typeof ids.callId === 'string') waiting.add(ids.callId)
       if (event === 'approval-settled' && typeof ids.callId === 'string') waiting.delete(ids.callId)
       run.events.append(event, data)
-      if (waiting.size > 0 && !cutOff) snapshot()
+      if (!cutOff && (waiting.size > 0 || pastReserve())) snapshot()
     },
     /** The run ended here: the frames held back are its own after all. */
     release,
   }
 }
+
+/**
+ * Ids a snapshot taken while a run waits reserves for the frames its process may assign
+ * before the next snapshot (see the writer's `snapshot`): a run past half of them writes
+ * another. A million: a snapshot per half a million frames at most, and ids stay far
+ * below MAX_RESTORED_EVENT_ID after any number of restarts a run could live through.
+ */
+const EVENT_ID_RESERVE = 1_000_000
 
 /** The most frames held back after a waiting call was cut off; past it they go out (the run is ending anyway). */
 const MAX_HELD_FRAMES = 256
@@ -261,7 +286,7 @@ async function drive(
   writer: RunWriter,
   resumed?: { readonly waitingFor: readonly string[] },
 ): Promise<void> {
-  const frames = runFrames(run, () => writer.snapshot(run, request), resumed?.waitingFor ?? [])
+  const frames = runFrames(run, () => writer.snapshot(run, request), () => writer.pastReserve(run), resumed?.waitingFor ?? [])
   const first = resumed === undefined ? 'start' : 'resumed'
   const append = (event: string, data: unknown): void => frames.append(event, data)
   append(first, { id: run.id, ...prepared.start })
@@ -301,7 +326,7 @@ async function drive(
     table.settle(run, result)
     if (!parked) run.events.append(END_EVENT, { id: run.id, status: run.status })
     run.events.close()
-    if (parked) writer.snapshot(run, request)
+    if (parked) writer.snapshot(run, request, true)
     else writer.settled(run, request)
   }
 }
@@ -419,7 +444,7 @@ function gapFrame(run: TableRun, gap: { first: number; last: number }): string {
     code: 'EVENTS_DROPPED',
     first: gap.first,
     last: gap.last,
-    message: `events ${gap.first}–${gap.last} of this run were dropped from its buffer (maxEventBytesPerRun) and cannot be sent; GET /v1/runs/${run.id} has its status and result`,
+    message: `events ${gap.first}–${gap.last} of this run were dropped from its buffer (maxEventBytesPerRun) or not kept across a restart, and cannot be sent; GET /v1/runs/${run.id} has its status and result`,
   }
   return `event: gap\ndata: ${JSON.stringify(data)}\n\n`
 }

@@ -132,8 +132,10 @@ export function utf8Length(text: string): number {
 
 /**
  * A run's frames as a process left them in the store ({@link RunEventStore}): the newest
- * ones, with consecutive ids ending at `last` (none: every id up to `last` is gone), and
- * how many frames of the run were dropped before them.
+ * ones, with consecutive ids (none: every id up to `last` is gone), and how many frames
+ * of the run were dropped before them. `last` is where the next frame's id continues
+ * from: the last stored frame's id, or past it when the process that stored them went on
+ * assigning ids it may not have stored (ids are never given to two frames).
  */
 export interface RestoredRunEvents {
   readonly frames: readonly RunEventFrame[]
@@ -225,15 +227,25 @@ export function createRunEventLog(maxBytes: number, onBytes: (delta: number) => 
     since(lastId, limit = Number.POSITIVE_INFINITY) {
       const first = frames[head]?.id ?? last + 1
       const from = Math.max(lastId + 1, first)
+      // Ids are ascending but may skip once, after a restart (see RestoredRunEvents.last): found by bisection.
+      let lo = head
+      let hi = frames.length
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1
+        if (frames[mid]!.id < from) lo = mid + 1
+        else hi = mid
+      }
       const out: RunEventFrame[] = []
       let taken = 0
-      for (let i = head + (from - first); i < frames.length; i++) {
+      for (let i = lo; i < frames.length; i++) {
         const frame = frames[i]!
         if (out.length > 0 && taken + frame.bytes > limit) break
         taken += frame.bytes
         out.push({ id: frame.id, text: frame.text })
       }
-      return lastId + 1 < first ? { gap: { first: lastId + 1, last: first - 1 }, frames: out } : { frames: out }
+      // Ids this buffer never held, before its first frame or in the skip, are reported as a gap.
+      const next = frames[lo]?.id ?? last + 1
+      return lastId + 1 < next ? { gap: { first: lastId + 1, last: next - 1 }, frames: out } : { frames: out }
     },
     subscribe(listener) {
       const entry = (frame: RunEventFrame): void => listener(frame)
@@ -389,8 +401,13 @@ export const RUN_EVENTS_PREFIX = 'http-run-events/'
 
 /** Where a run's frames go across a restart (one snapshot per run, replaced whole). */
 export interface RunEventStore {
-  /** Stores the newest frames of `log` that fit the bound (the rest counted as dropped), replacing the previous snapshot. */
-  put(id: string, log: RunEventLog): Promise<void>
+  /**
+   * Stores the newest frames of `log` that fit the bound (the rest counted as dropped),
+   * replacing the previous snapshot. `reserve` > 0: this process may go on assigning that
+   * many ids without storing them (a run that computes after its snapshot); the process
+   * that loads the snapshot continues after them, so no id ever names two frames.
+   */
+  put(id: string, log: RunEventLog, reserve?: number): Promise<void>
   /** The stored frames, or `undefined` when there are none or they are not a snapshot this code wrote whole. */
   load(id: string): Promise<RestoredRunEvents | undefined>
   /** Removes the snapshot and every piece of it (stray ones of an interrupted write included). */
@@ -421,6 +438,8 @@ interface EventsManifest {
   readonly bytes: number
   readonly last: number
   readonly dropped: number
+  /** Where the next process's ids continue from (≥ `last`); absent: `last`. */
+  readonly next?: number
 }
 
 /** Cuts `text` into pieces of at most `maxBytes` UTF-8 bytes, never between the halves of a surrogate pair. */
@@ -455,6 +474,7 @@ function readManifest(text: string, maxBytes: number): EventsManifest | undefine
   const count = (x: unknown, max: number): boolean => typeof x === 'number' && Number.isSafeInteger(x) && x >= 0 && x <= max
   if (typeof m !== 'object' || m === null || m.v !== 1 || typeof m.gen !== 'string' || !GEN.test(m.gen)) return undefined
   if (!count(m.bytes, maxBytes) || !count(m.pieces, Math.ceil(maxBytes / MIN_PIECE_BYTES) + 1)) return undefined
+  if (m.next !== undefined && (!count(m.next, MAX_RESTORED_EVENT_ID) || (m.next as number) < (m.last as number))) return undefined
   return count(m.last, MAX_RESTORED_EVENT_ID) && count(m.dropped, MAX_RESTORED_EVENT_ID) ? (m as EventsManifest) : undefined
 }
 
@@ -513,7 +533,7 @@ export function createStoreRunEvents(store: DurableStore, maxBytes: number): Run
     }
   }
   return {
-    async put(id, log) {
+    async put(id, log, reserve = 0) {
       const { frames } = log.since(0)
       // The newest frames whose JSON fits the bound; the older ones count as dropped.
       const entries: string[] = []
@@ -529,7 +549,9 @@ export function createStoreRunEvents(store: DurableStore, maxBytes: number): Run
       const body = `[${entries.join(',')}]`
       const gen = crypto.randomUUID().replace(/-/g, '').slice(0, 12)
       const pieces = await writePieces(id, gen, body)
-      const manifest: EventsManifest = { v: 1, gen, pieces, bytes, last: frames.at(-1)?.id ?? log.last, dropped: log.dropped + frames.length - entries.length }
+      const last = frames.at(-1)?.id ?? log.last
+      const next = Math.min(MAX_RESTORED_EVENT_ID, last + reserve)
+      const manifest: EventsManifest = { v: 1, gen, pieces, bytes, last, dropped: log.dropped + frames.length - entries.length, ...(next > last ? { next } : {}) }
       await store.put(base(id), JSON.stringify(manifest))
       await sweep(id, gen)
     },
@@ -549,7 +571,7 @@ export function createStoreRunEvents(store: DurableStore, maxBytes: number): Run
       }
       if (bytes !== manifest.bytes) return undefined
       const frames = readFrames(parts.join(''), manifest.last)
-      return frames === undefined ? undefined : { frames, last: manifest.last, dropped: manifest.dropped }
+      return frames === undefined ? undefined : { frames, last: manifest.next ?? manifest.last, dropped: manifest.dropped }
     },
     async delete(id) {
       await store.delete(base(id))

@@ -189,7 +189,14 @@ describe('a durable run survives kill -9 (npm start on a file store, real proces
     const replayed: SseFrame[] = []
     for (let frame = await resumed.next(); frame !== undefined; frame = frame.event === 'resumed' ? undefined : await resumed.next()) replayed.push(frame)
     expect(replayed.slice(0, -1)).toEqual(before)
-    expect(replayed.at(-1)).toMatchObject({ event: 'resumed', id: String(before.length + 1) })
+    // The dead process could have gone on assigning ids after its snapshot (a decision, then frames): the new one
+    // skips the ids the snapshot reserved, so no id a client read there names another frame here.
+    expect(replayed.at(-1)).toMatchObject({ event: 'resumed', id: String(before.length + 1_000_001) })
+    // A client that had read up to the snapshot's last frame learns that ids it may have missed are gone.
+    const after = sseFrames(await fetch(`${second.url}/v1/runs/${started.id}/events`, { headers: { ...AUTH, 'Last-Event-ID': String(before.length) } }))
+    expect(await after.next()).toMatchObject({ event: 'gap', data: { code: 'EVENTS_DROPPED', first: before.length + 1, last: before.length + 1_000_000 } })
+    expect(await after.next()).toMatchObject({ event: 'resumed', id: String(before.length + 1_000_001) })
+    await after.cancel()
     await decide(second.url, (approval.data as { id: string }).id)
     const rest = await resumed.rest()
     expect(rest.at(-1)).toMatchObject({ event: 'end', data: { id: started.id, status: 'done' } })

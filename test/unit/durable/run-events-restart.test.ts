@@ -297,6 +297,32 @@ describe('createStoreRunEvents (the snapshot format)', () => {
     expect((await store.list(RUN_EVENTS_PREFIX)).entries).toEqual([])
   })
 
+  it('a snapshot that reserves ids: the next process continues after them, and a reader in the skip gets a gap', async () => {
+    const store = createMemoryStore()
+    const events = createStoreRunEvents(store, 1 << 20)
+    const log = logOf(['a', 'b', 'c'])
+    await events.put('r2', log, 1000)
+    const restored = (await events.load('r2'))!
+    expect(restored.frames.map((f) => f.id)).toEqual([1, 2, 3])
+    expect(restored.last).toBe(1003)
+    const next = createRunEventLog(1 << 20, undefined, restored)
+    expect(next.append('resumed', {})).toBe(1004)
+    // From the start: every frame, in order, the skip inside the batch.
+    expect(next.since(0).frames.map((f) => f.id)).toEqual([1, 2, 3, 1004])
+    expect(next.since(0).gap).toBeUndefined()
+    // From the last stored frame: the ids the dead process may have given are a gap, then the new frame.
+    expect(next.since(3)).toMatchObject({ gap: { first: 4, last: 1003 }, frames: [{ id: 1004 }] })
+    expect(next.since(500)).toMatchObject({ gap: { first: 501, last: 1003 }, frames: [{ id: 1004 }] })
+    expect(next.since(1004)).toEqual({ frames: [] })
+    // Without a reserve (a run left by a graceful shutdown), ids continue right after the last frame.
+    await events.put('r3', log)
+    expect((await events.load('r3'))!.last).toBe(3)
+    // A manifest whose `next` is behind its `last` is not one this code wrote.
+    const manifest = JSON.parse((await store.get(`${RUN_EVENTS_PREFIX}r2`))!.value) as Record<string, unknown>
+    await store.put(`${RUN_EVENTS_PREFIX}r2`, JSON.stringify({ ...manifest, next: 2 }))
+    expect(await events.load('r2')).toBeUndefined()
+  })
+
   it('keeps the newest frames within the bound and counts the rest as dropped', async () => {
     const store = createMemoryStore()
     const events = createStoreRunEvents(store, 2000)
