@@ -606,6 +606,21 @@ var __toolyardSandbox = (() => {
     for (const key of objectKeys(fields)) out[key] = fields[key];
     return out;
   }
+  var getOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
+  function holdsNoContainer(value) {
+    if (typeof value !== "object" || value === null) return true;
+    try {
+      if (value instanceof MapCtor || value instanceof SetCtor) return false;
+      const keys = objectKeys(value);
+      for (let i = 0; i < keys.length; i++) {
+        const item = getOwnPropertyDescriptor(value, keys[i])?.value;
+        if (typeof item === "object" && item !== null) return false;
+      }
+      return true;
+    } catch {
+      return false;
+    }
+  }
   function createConsole(log) {
     const shim = objectCreate(null);
     const levels = ["log", "info", "warn", "error", "debug"];
@@ -714,16 +729,18 @@ var __toolyardSandbox = (() => {
       }
     };
     const makeBinding = (global, name, variadic) => {
+      const send = options.callSender?.(global, name);
       const binding = (...given) => new PromiseCtor((resolve, reject) => {
         const args = variadic ? given : given[0];
-        if (nestsDeeperThan(args, MAX_VALUE_DEPTH)) {
+        if (!holdsNoContainer(args) && nestsDeeperThan(args, MAX_VALUE_DEPTH)) {
           reject(new TypeError(\`\${global}.\${name}: the arguments cannot be sent to the host (they nest deeper than \${MAX_VALUE_DEPTH} levels; flatten them)\`));
           return;
         }
         const id = nextId++;
         pendingSet(id, { resolve, reject });
         try {
-          post(envelope({ type: "call", id, global, name, args }));
+          if (send === void 0) post(envelope({ type: "call", id, global, name, args }));
+          else send(id, args);
         } catch (error) {
           pendingDelete(id);
           const why = readString(error, "message") ?? "not structured-cloneable";
@@ -1308,15 +1325,6 @@ var __toolyardSandbox = (() => {
     let nextTimer = 1;
     const endpoint = {
       postMessage(message) {
-        const m = message;
-        if (m.type === "call") {
-          const args = m.args === void 0 ? "" : \`,"args":\${stringify(m.args, strictJson)}\`;
-          if (args.length > MAX_VM_MESSAGE_CHARS) {
-            throw new RangeError(\`the arguments take \${Math.ceil(args.length / 1024 / 1024)} MiB of JSON; at most \${MAX_VM_MESSAGE_CHARS / 1024 / 1024} MiB go to the host in one call\`);
-          }
-          post(\`{"type":"call","id":\${m.id},"global":\${stringify(m.global)},"name":\${stringify(m.name)}\${args}}\`);
-          return;
-        }
         post(stringify(message, strictJson));
       },
       addEventListener(_type, listener) {
@@ -1353,10 +1361,25 @@ var __toolyardSandbox = (() => {
     };
     for (const name of Object.keys(globals)) defineProperty(globalThis, name, { value: globals[name], writable: true, configurable: true, enumerable: false });
     installSandboxGlobals(host2);
-    const handle = startBootstrap(endpoint);
+    const callSender = (global, name) => {
+      const head = \`,"global":\${stringify(global)},"name":\${stringify(name)}\`;
+      return (id, args) => {
+        const text = args === void 0 ? "" : \`,"args":\${stringify(args, strictJson)}\`;
+        if (text.length > MAX_VM_MESSAGE_CHARS) {
+          throw new RangeError(\`the arguments take \${Math.ceil(text.length / 1024 / 1024)} MiB of JSON; at most \${MAX_VM_MESSAGE_CHARS / 1024 / 1024} MiB go to the host in one call\`);
+        }
+        post(\`{"type":"call","id":\${id}\${head}\${text}}\`);
+      };
+    };
+    const handle = startBootstrap(endpoint, { callSender });
     return {
       deliver(json) {
         const data = parse(json);
+        if (listeners.length === 1) {
+          const only = listeners[0];
+          only({ data });
+          return;
+        }
         for (const listener of listeners.slice()) listener({ data });
       },
       fire(id) {

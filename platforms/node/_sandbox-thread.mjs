@@ -318,7 +318,62 @@ function toErrorData(error) {
 }
 
 // engine/quickjs/engine.ts
-import { QuickJSWASMModule } from "quickjs-emscripten-core";
+import { Lifetime, QuickJSRuntime, QuickJSWASMModule } from "quickjs-emscripten-core";
+
+// engine/quickjs/vm-image.ts
+var PAGE_BYTES = 65536;
+var CHUNK_BYTES = 4096;
+var CHUNK_WORDS = CHUNK_BYTES / 4;
+function nonZeroChunks(memory) {
+  const words = new Int32Array(memory.buffer);
+  const chunks = new Uint8Array(words.length / CHUNK_WORDS);
+  for (let chunk = 0; chunk < chunks.length; chunk++) {
+    let any = 0;
+    for (let i = chunk * CHUNK_WORDS, end = i + CHUNK_WORDS; i < end; i += 8) {
+      any |= words[i] | words[i + 1] | words[i + 2] | words[i + 3] | words[i + 4] | words[i + 5] | words[i + 6] | words[i + 7];
+    }
+    chunks[chunk] = any === 0 ? 0 : 1;
+  }
+  return chunks;
+}
+function takeMemoryImage(memory, fresh) {
+  const booted = nonZeroChunks(memory);
+  const heap = new Uint8Array(memory.buffer);
+  const runs = [];
+  let total = 0;
+  for (let chunk = 0; chunk < booted.length; ) {
+    if (booted[chunk] === 0 && fresh[chunk] !== 1) {
+      chunk++;
+      continue;
+    }
+    const start = chunk;
+    while (chunk < booted.length && (booted[chunk] === 1 || fresh[chunk] === 1)) chunk++;
+    const offset = start * CHUNK_BYTES;
+    const length = Math.min(heap.length, chunk * CHUNK_BYTES) - offset;
+    runs.push(offset, length);
+    total += length;
+  }
+  const bytes = new Uint8Array(total);
+  let at = 0;
+  for (let i = 0; i < runs.length; i += 2) {
+    bytes.set(heap.subarray(runs[i], runs[i] + runs[i + 1]), at);
+    at += runs[i + 1];
+  }
+  return { pages: memory.buffer.byteLength / PAGE_BYTES, runs: Int32Array.from(runs), bytes };
+}
+function restoreMemoryImage(memory, image) {
+  if (memory.buffer.byteLength < image.pages * PAGE_BYTES) throw new RangeError("the memory is smaller than the image");
+  const heap = new Uint8Array(memory.buffer);
+  const { runs, bytes } = image;
+  let at = 0;
+  for (let i = 0; i < runs.length; i += 2) {
+    const length = runs[i + 1];
+    heap.set(bytes.subarray(at, at + length), runs[i]);
+    at += length;
+  }
+}
+
+// engine/quickjs/engine.ts
 var INITIAL_PAGES = 256;
 var PAGES_PER_MB = 16;
 var MAX_STACK_BYTES = 96 * 1024;
@@ -333,9 +388,15 @@ function unwrapLoader(imported) {
   return value;
 }
 var QuickJsSandbox = class {
-  constructor(runtime, context) {
+  /**
+   * @param restored Set for a VM restored from an image: what the booted VM posted before
+   *   the image was taken (its `ready`), which this VM then holds for its run.
+   */
+  constructor(runtime, context, restored) {
     this.runtime = runtime;
     this.context = context;
+    this.made = restored === void 0 ? "booted" : "restored";
+    if (restored !== void 0) this.#early.push(...restored.early);
   }
   runtime;
   context;
@@ -352,10 +413,20 @@ var QuickJsSandbox = class {
   #early = [];
   #attached = false;
   #disposed = false;
+  /**
+   * How this VM was made: `booted` (runtime, context and in-VM script created in it) or
+   * `restored` (a fresh instance given a booted VM's memory image). Either way nothing of
+   * a program has run in it.
+   */
+  made;
   /** Handles freed with the sandbox. */
   own(handle) {
     this.#handles.push(handle);
     return handle;
+  }
+  /** @internal The owned handles' pointers, in the order they were owned, and what the VM posted so far: what an image keeps. */
+  bootState() {
+    return { owned: this.#handles.map((handle) => handle.value), early: [...this.#early] };
   }
   /**
    * Routes the VM's messages, timers and interrupts to `listener`, then hands it what the
@@ -475,6 +546,7 @@ function hostOp(sandbox, op, a, b, c) {
       return void 0;
   }
 }
+var FIRST_HOST_REF_ID = -2147483648;
 var QuickJsEngine = class {
   #options;
   #parts;
@@ -486,6 +558,12 @@ var QuickJsEngine = class {
    */
   #learned;
   #learning = false;
+  /** One image per memory size (the size is part of what the booted VM holds: its allocator limit). */
+  #images = /* @__PURE__ */ new Map();
+  /** Boots so far, per memory size: the first is never imaged (see {@link build}). */
+  #boots = /* @__PURE__ */ new Map();
+  /** Sizes whose image could not be taken or restored: every build of them boots, and none scans the memory again. */
+  #unimageable = /* @__PURE__ */ new Set();
   constructor(options) {
     this.#options = options;
   }
@@ -528,15 +606,53 @@ var QuickJsEngine = class {
     return url;
   }
   /**
-   * Builds a sandbox with a memory of `memoryMb` MiB. Goes straight to the variant's
-   * emscripten factory with the precompiled module (instantiated synchronously, with
-   * none of the per-instance dynamic `import()` and promise hops of the library's
-   * `newQuickJSWASMModuleFromVariant`), over a fresh `WebAssembly.Memory` whose maximum
-   * is the run's memory cap.
+   * Builds a sandbox with a memory of `memoryMb` MiB: a fresh wasm instance over a
+   * fresh `WebAssembly.Memory` whose maximum is the run's memory cap, holding a booted
+   * VM with nothing of a program in it. The first two builds of each size boot it
+   * (QuickJS runtime, context, the in-VM script evaluated and installed: 5-8 ms of CPU)
+   * and the second also takes its image; later builds copy the image into the fresh
+   * memory and rebuild only the host's wrappers (a fraction of that: `npm run
+   * bench:sandbox` prints both). Not the first: taking an image scans the memory twice
+   * (~as long as a boot), which a runtime that makes one VM (a workerd isolate serving
+   * one request, a thread's first VM at its start) should not pay. An image that
+   * cannot be taken or restored (the library keeps state this engine does not rebuild)
+   * is given up for that size: its builds boot, as without images.
    */
   async build(memoryMb) {
     const parts = await this.#loadParts();
-    const memory = new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: memoryMb * PAGES_PER_MB });
+    const image = this.#images.get(memoryMb);
+    if (image !== void 0) {
+      const instance2 = await this.#instantiate(parts, memoryMb, image.memory.pages);
+      try {
+        return restoreSandbox(instance2, new parts.Ffi(instance2.emscripten), image);
+      } catch {
+        this.#images.delete(memoryMb);
+        this.#unimageable.add(memoryMb);
+      }
+    }
+    const instance = await this.#instantiate(parts, memoryMb, INITIAL_PAGES);
+    const boots = (this.#boots.get(memoryMb) ?? 0) + 1;
+    this.#boots.set(memoryMb, boots);
+    const imaging = this.#options.images !== false && boots >= 2 && !this.#images.has(memoryMb) && !this.#unimageable.has(memoryMb);
+    const fresh = imaging ? nonZeroChunks(instance.memory) : void 0;
+    const quickjs = new QuickJSWASMModule(instance.emscripten, new parts.Ffi(instance.emscripten));
+    const sandbox = installSandbox(quickjs.newRuntime(), memoryMb, this.#options.sandboxSource);
+    if (fresh !== void 0) {
+      const taken = imageOf(sandbox, instance.memory, fresh, instance.emscripten);
+      if (taken === void 0) this.#unimageable.add(memoryMb);
+      else this.#images.set(memoryMb, taken);
+    }
+    return sandbox;
+  }
+  /**
+   * A fresh instance of the QuickJS wasm over a fresh memory of `pages` pages (at most
+   * `memoryMb`), its C constructors run. Goes straight to the variant's emscripten
+   * factory with the precompiled module (instantiated synchronously, with none of the
+   * per-instance dynamic `import()` and promise hops of the library's
+   * `newQuickJSWASMModuleFromVariant`).
+   */
+  async #instantiate(parts, memoryMb, pages) {
+    const memory = new WebAssembly.Memory({ initial: pages, maximum: memoryMb * PAGES_PER_MB });
     const precompiled = parts.wasmModule ?? this.#learned;
     const moduleOptions = {
       wasmMemory: memory,
@@ -552,10 +668,94 @@ var QuickJsEngine = class {
     };
     const emscripten = await parts.loader(moduleOptions);
     emscripten.type = "sync";
-    const quickjs = new QuickJSWASMModule(emscripten, new parts.Ffi(emscripten));
-    return installSandbox(quickjs.newRuntime(), memoryMb, this.#options.sandboxSource);
+    return { emscripten, memory };
   }
 };
+function hostFunctions(box) {
+  const ctx = box.context;
+  const read = (h) => {
+    if (h === void 0) return void 0;
+    const type = ctx.typeof(h);
+    return type === "string" ? ctx.getString(h) : type === "number" ? ctx.getNumber(h) : void 0;
+  };
+  return [
+    [
+      "post",
+      (json) => {
+        if (ctx.typeof(json) === "string") box.hostPost(ctx.getString(json));
+      }
+    ],
+    [
+      "timer",
+      (id, delay) => {
+        const ok = ctx.typeof(id) === "number" && ctx.typeof(delay) === "number" && box.hostTimer(ctx.getNumber(id), ctx.getNumber(delay));
+        return ok ? ctx.true : ctx.false;
+      }
+    ],
+    [
+      "host",
+      (op, ...args) => {
+        const result = ctx.typeof(op) === "string" ? hostOp(box, ctx.getString(op), read(args[0]), read(args[1]), read(args[2])) : void 0;
+        return typeof result === "string" ? ctx.newString(result) : typeof result === "number" ? ctx.newNumber(result) : ctx.undefined;
+      }
+    ]
+  ];
+}
+function runsOn(emscripten, memory) {
+  return emscripten.HEAPU8.buffer === memory.buffer;
+}
+function pointerOf(wrapper, field) {
+  return wrapper[field].value;
+}
+function imageOf(sandbox, memory, fresh, emscripten) {
+  if (!runsOn(emscripten, memory)) return void 0;
+  const { deliver, fire } = sandbox;
+  const { owned, early } = sandbox.bootState();
+  const refs = sandbox.runtime.hostRefs;
+  const holds = (id) => {
+    try {
+      return typeof refs.get(id) === "function";
+    } catch {
+      return false;
+    }
+  };
+  if (!holds(FIRST_HOST_REF_ID) || !holds(FIRST_HOST_REF_ID + 1) || !holds(FIRST_HOST_REF_ID + 2) || holds(FIRST_HOST_REF_ID + 3)) return void 0;
+  if (deliver === void 0 || fire === void 0) return void 0;
+  return {
+    memory: takeMemoryImage(memory, fresh),
+    rt: pointerOf(sandbox.runtime, "rt"),
+    ctx: pointerOf(sandbox.context, "ctx"),
+    owned,
+    deliver: deliver.value,
+    fire: fire.value,
+    early
+  };
+}
+function restoreSandbox(instance, ffi, image) {
+  const { emscripten, memory } = instance;
+  if (!runsOn(emscripten, memory)) throw new Error("the instance does not run on the memory it was given");
+  restoreMemoryImage(memory, image.memory);
+  const quickjs = new QuickJSWASMModule(emscripten, ffi);
+  const callbacks = quickjs.callbacks;
+  const rt = new Lifetime(image.rt, void 0, (pointer) => {
+    ffi.QTS_FreeRuntime(pointer);
+    callbacks.deleteRuntime(pointer);
+  });
+  const runtime = new QuickJSRuntime({ module: emscripten, ffi, rt, callbacks });
+  const context = runtime.newContext({ contextPointer: image.ctx });
+  const box = new QuickJsSandbox(runtime, context, { early: image.early });
+  runtime.setInterruptHandler(() => box.hostInterrupt());
+  hostFunctions(box).forEach(([, fn], i) => {
+    if (runtime.hostRefs.put(fn) !== FIRST_HOST_REF_ID + i) throw new Error("the restored host functions did not get their ids");
+  });
+  for (const pointer of image.owned) {
+    const handle = box.own(new Lifetime(pointer, void 0, (value) => ffi.QTS_FreeValuePointer(image.ctx, value), runtime));
+    if (pointer === image.deliver) box.deliver = handle;
+    if (pointer === image.fire) box.fire = handle;
+  }
+  if (box.deliver === void 0 || box.fire === void 0) throw new Error("the image has no deliver/fire handles");
+  return box;
+}
 function installSandbox(runtime, memoryMb, source) {
   let sandbox;
   try {
@@ -565,28 +765,7 @@ function installSandbox(runtime, memoryMb, source) {
     const ctx = runtime.newContext();
     const box = new QuickJsSandbox(runtime, ctx);
     sandbox = box;
-    const post = box.own(
-      ctx.newFunction("post", (json) => {
-        if (ctx.typeof(json) === "string") box.hostPost(ctx.getString(json));
-      })
-    );
-    const timer = box.own(
-      ctx.newFunction("timer", (id, delay) => {
-        const ok = ctx.typeof(id) === "number" && ctx.typeof(delay) === "number" && box.hostTimer(ctx.getNumber(id), ctx.getNumber(delay));
-        return ok ? ctx.true : ctx.false;
-      })
-    );
-    const host = box.own(
-      ctx.newFunction("host", (op, ...args) => {
-        const read = (h) => {
-          if (h === void 0) return void 0;
-          const type = ctx.typeof(h);
-          return type === "string" ? ctx.getString(h) : type === "number" ? ctx.getNumber(h) : void 0;
-        };
-        const result = ctx.typeof(op) === "string" ? hostOp(box, ctx.getString(op), read(args[0]), read(args[1]), read(args[2])) : void 0;
-        return typeof result === "string" ? ctx.newString(result) : typeof result === "number" ? ctx.newNumber(result) : ctx.undefined;
-      })
-    );
+    const [post, timer, host] = hostFunctions(box).map(([name, fn]) => box.own(ctx.newFunction(name, fn)));
     const exports = ctx.evalCode(source, "toolyard-sandbox.js");
     if (exports.error !== void 0) throw sandboxError(ctx, exports.error, "the sandbox script failed");
     const install = box.own(ctx.getProp(exports.value, "install"));
@@ -678,6 +857,84 @@ function scanJsonText(text, start, end, maxNodes, maxDepth) {
     if (nodes > maxNodes || deepest > maxDepth) break;
   }
   return { nodes, depth: deepest };
+}
+
+// engine/quickjs/host-calls.ts
+import { Lifetime as Lifetime2, WeakLifetime } from "quickjs-emscripten-core";
+function internalsOf(context) {
+  const c = context;
+  const ffi = c.ffi;
+  if (typeof c.cToHostCallbacks?.callFunction !== "function" || typeof c.errorToHandle !== "function" || typeof c.ctx?.value !== "number" || typeof c.memory?.copyJSValue !== "function" || typeof c.memory.freeJSValue !== "function" || typeof ffi?.QTS_ArgvGetJSValueConstPointer !== "function" || typeof ffi.QTS_DupValuePointer !== "function" || typeof ffi.QTS_Throw !== "function") {
+    return void 0;
+  }
+  return c;
+}
+function directHostCalls(runtime, context) {
+  const internals = internalsOf(context);
+  if (internals === void 0) return false;
+  const { ffi, memory } = internals;
+  const ctxPtr = internals.ctx.value;
+  const borrow = (ptr) => new WeakLifetime(ptr, memory.copyJSValue, memory.freeJSValue, runtime);
+  internals.cToHostCallbacks.callFunction = (ctx, thisPtr, argc, argv, fnId) => {
+    if (ctx !== ctxPtr) throw new Error("QuickJSContext received a call for another context");
+    const fn = runtime.hostRefs.get(fnId);
+    if (typeof fn !== "function") throw new Error(`host reference ${fnId} is not a function`);
+    const self = borrow(thisPtr);
+    const args = [];
+    for (let i = 0; i < argc; i++) args.push(borrow(ffi.QTS_ArgvGetJSValueConstPointer(argv, i)));
+    try {
+      const result = fn.apply(self, args);
+      if (result === void 0 || result === null) return 0;
+      if (!(result instanceof Lifetime2)) {
+        if (result.error !== void 0) throw result.error;
+        if (result.value === void 0) return 0;
+      }
+      const handle = result instanceof Lifetime2 ? result : result.value;
+      try {
+        return ffi.QTS_DupValuePointer(ctxPtr, handle.value);
+      } finally {
+        if (handle.alive) handle.dispose();
+      }
+    } catch (error) {
+      const thrown = internals.errorToHandle(error);
+      try {
+        return ffi.QTS_Throw(ctxPtr, thrown.value);
+      } finally {
+        if (thrown.alive) thrown.dispose();
+      }
+    } finally {
+      for (const arg of args) arg.dispose();
+      self.dispose();
+    }
+  };
+  return true;
+}
+function directDeliver(context) {
+  const internals = internalsOf(context);
+  const c = context;
+  const ffi = c.ffi;
+  const module = c.module;
+  if (internals === void 0 || typeof internals.memory.heapValueHandle !== "function" || typeof ffi.QTS_NewString !== "function" || typeof ffi.QTS_Call !== "function" || typeof ffi.QTS_ResolveException !== "function" || typeof ffi.QTS_FreeValuePointer !== "function" || typeof ffi.QTS_GetUndefined !== "function" || typeof module?._malloc !== "function" || typeof module._free !== "function" || typeof module.lengthBytesUTF8 !== "function" || typeof module.stringToUTF8 !== "function" || !(module.HEAPU8 instanceof Uint8Array)) {
+    return void 0;
+  }
+  const f = ffi;
+  const m = module;
+  const ctxPtr = internals.ctx.value;
+  const undefinedValue = f.QTS_GetUndefined();
+  const argv = m._malloc(4);
+  return (fn, text) => {
+    const bytes = m.lengthBytesUTF8(text) + 1;
+    const chars = m._malloc(bytes);
+    m.stringToUTF8(text, chars, bytes);
+    const arg = f.QTS_NewString(ctxPtr, chars);
+    m._free(chars);
+    new Int32Array(m.HEAPU8.buffer, argv, 1)[0] = arg;
+    const result = f.QTS_Call(ctxPtr, fn.value, undefinedValue, 1, argv);
+    f.QTS_FreeValuePointer(ctxPtr, arg);
+    const error = f.QTS_ResolveException(ctxPtr, result);
+    f.QTS_FreeValuePointer(ctxPtr, result);
+    return error === 0 ? void 0 : internals.memory.heapValueHandle(error);
+  };
 }
 
 // engine/quickjs/vm-run.ts
@@ -995,6 +1252,8 @@ var VmRun = class {
       }
       this.#sandbox = sandbox;
       if (this.#stopped) return;
+      directHostCalls(sandbox.runtime, sandbox.context);
+      const direct = directDeliver(sandbox.context);
       const attached = sandbox.attach({
         post: (json) => {
           if (this.#stopped) return;
@@ -1021,6 +1280,10 @@ var VmRun = class {
         const next = this.#nextInput();
         if (next !== void 0) {
           this.#enter(context, () => {
+            if (direct !== void 0 && next.kind === "message") {
+              const error = direct(deliver, next.json);
+              return error === void 0 ? {} : { error };
+            }
             const arg = next.kind === "message" ? context.newString(next.json) : context.newNumber(next.id);
             try {
               return context.callFunction(next.kind === "message" ? deliver : fire, context.undefined, arg);

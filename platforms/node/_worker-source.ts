@@ -582,6 +582,21 @@ export const WORKER_SOURCE: string = `"use strict";
     for (const key of objectKeys(fields)) out[key] = fields[key];
     return out;
   }
+  var getOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
+  function holdsNoContainer(value) {
+    if (typeof value !== "object" || value === null) return true;
+    try {
+      if (value instanceof MapCtor || value instanceof SetCtor) return false;
+      const keys = objectKeys(value);
+      for (let i = 0; i < keys.length; i++) {
+        const item = getOwnPropertyDescriptor(value, keys[i])?.value;
+        if (typeof item === "object" && item !== null) return false;
+      }
+      return true;
+    } catch {
+      return false;
+    }
+  }
   function createConsole(log) {
     const shim = objectCreate(null);
     const levels = ["log", "info", "warn", "error", "debug"];
@@ -690,16 +705,18 @@ export const WORKER_SOURCE: string = `"use strict";
       }
     };
     const makeBinding = (global, name, variadic) => {
+      const send = options.callSender?.(global, name);
       const binding = (...given) => new PromiseCtor((resolve, reject) => {
         const args = variadic ? given : given[0];
-        if (nestsDeeperThan(args, MAX_VALUE_DEPTH)) {
+        if (!holdsNoContainer(args) && nestsDeeperThan(args, MAX_VALUE_DEPTH)) {
           reject(new TypeError(\`\${global}.\${name}: the arguments cannot be sent to the host (they nest deeper than \${MAX_VALUE_DEPTH} levels; flatten them)\`));
           return;
         }
         const id = nextId++;
         pendingSet(id, { resolve, reject });
         try {
-          post(envelope({ type: "call", id, global, name, args }));
+          if (send === void 0) post(envelope({ type: "call", id, global, name, args }));
+          else send(id, args);
         } catch (error) {
           pendingDelete(id);
           const why = readString(error, "message") ?? "not structured-cloneable";
