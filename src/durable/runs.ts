@@ -95,6 +95,22 @@ function processId(): string {
   return crypto.randomUUID()
 }
 
+/**
+ * Whether the heartbeat at `key` (`{ "at": <epoch ms> }`, rewritten every
+ * {@link HEARTBEAT_MS} by a live process) is less than `staleMs` old. Absent or
+ * unreadable (another process wrote something else there): not alive.
+ */
+export async function beatWithin(store: DurableStore, key: string, staleMs: number): Promise<boolean> {
+  const entry = await store.get(key)
+  if (entry === undefined || entry.value.length > 256) return false
+  try {
+    const at = (JSON.parse(entry.value) as { at?: unknown } | null)?.at
+    return typeof at === 'number' && Date.now() - at < staleMs
+  } catch {
+    return false
+  }
+}
+
 /** The durable-run side of a tool runtime with a store. */
 export class DurableRuns {
   readonly #store: DurableStore
@@ -125,15 +141,7 @@ export class DurableRuns {
   }
 
   async #alive(owner: string, staleMs: number): Promise<boolean> {
-    if (!SAFE_SEGMENT.test(owner)) return false
-    const entry = await this.#store.get(`owners/${owner}`)
-    if (entry === undefined) return false
-    try {
-      const at = (JSON.parse(entry.value) as { at?: unknown }).at
-      return typeof at === 'number' && Date.now() - at < staleMs
-    } catch {
-      return false
-    }
+    return SAFE_SEGMENT.test(owner) && (await beatWithin(this.#store, `owners/${owner}`, staleMs))
   }
 
   /** The store the runs live in. */

@@ -18,7 +18,7 @@ import type { Context, Handler, Hono } from 'hono'
 import { streamSSE } from 'hono/streaming'
 import type { PendingApproval } from '../approvals/types.js'
 import type { DurableStore } from '../durable/store.js'
-import { HEARTBEAT_MS, runKeySegment } from '../durable/runs.js'
+import { beatWithin, HEARTBEAT_MS, runKeySegment } from '../durable/runs.js'
 import type { ResumedRun } from '../durable/runs.js'
 import type { ToolRuntime } from '../runtime-types.js'
 import type { ToolExecutionResult } from '../types.js'
@@ -665,15 +665,7 @@ function runOwners(store: DurableStore | undefined, table: () => RunTable, repor
     },
     async alive(owner, staleMs) {
       // Another process wrote the record: an owner that is not one of ours is not looked up.
-      if (store === undefined || !OWNER_ID.test(owner)) return false
-      const entry = await store.get(RUN_OWNER_PREFIX + owner)
-      if (entry === undefined) return false
-      try {
-        const at = (JSON.parse(entry.value) as { at?: unknown }).at
-        return typeof at === 'number' && Date.now() - at < staleMs
-      } catch {
-        return false
-      }
+      return store !== undefined && OWNER_ID.test(owner) && (await beatWithin(store, RUN_OWNER_PREFIX + owner, staleMs))
     },
   }
 }
