@@ -155,9 +155,14 @@ export function directDeliver(context: QuickJSContext): ((fn: QuickJSHandle, tex
   const undefinedValue = f.QTS_GetUndefined()
   // One argument slot for the sandbox's life (it goes with the instance's memory).
   const argv = m._malloc(4)
+  // A VM whose memory is full: the library's path then reports it as QuickJS does.
+  if (argv === 0) return undefined
   return (fn, text) => {
     const bytes = m.lengthBytesUTF8(text) + 1
     const chars = m._malloc(bytes)
+    // A program that filled its memory: writing the reply at address 0 would overwrite the
+    // VM's own low memory, so the run ends as a crash of its VM instead.
+    if (chars === 0) throw new RangeError(`out of memory: no room in the VM for a ${bytes}-byte reply`)
     m.stringToUTF8(text, chars, bytes)
     const arg = f.QTS_NewString(ctxPtr, chars)
     m._free(chars)

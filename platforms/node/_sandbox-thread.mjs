@@ -922,9 +922,11 @@ function directDeliver(context) {
   const ctxPtr = internals.ctx.value;
   const undefinedValue = f.QTS_GetUndefined();
   const argv = m._malloc(4);
+  if (argv === 0) return void 0;
   return (fn, text) => {
     const bytes = m.lengthBytesUTF8(text) + 1;
     const chars = m._malloc(bytes);
+    if (chars === 0) throw new RangeError(`out of memory: no room in the VM for a ${bytes}-byte reply`);
     m.stringToUTF8(text, chars, bytes);
     const arg = f.QTS_NewString(ctxPtr, chars);
     m._free(chars);

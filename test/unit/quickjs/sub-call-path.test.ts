@@ -78,6 +78,23 @@ describe.each(kinds)('%s: what a binding call refuses', (_name, make) => {
   })
 })
 
+describe.each(kinds)('%s: a reply that does not fit in a full VM', (_name, make) => {
+  it('ends the run as a crash of its VM, naming the out-of-memory, instead of writing the reply at address 0', async () => {
+    const runtime = make === kinds[0]![1] ? createQuickJsRuntime({ wasmModule, memoryMb: 16, computeMs: 30_000 }) : createSandboxRuntime({ prespawn: 1, maxConcurrentRuns: 1, memoryMb: 16, computeMs: 30_000 })
+    runtimes.push(runtime)
+    const big = 'x'.repeat(3_500_000)
+    // The program fills its QuickJS heap (to its limit, a few MiB under the wasm memory), keeps it, then asks for a reply larger than what is left.
+    const result = await runtime.run({
+      program: 'const keep = []\ntry { for (;;) keep.push(new Array(1024).fill(1.5)) } catch {}\nconst reply = await tools.big({})\nreturn [keep.length, reply.length]',
+      bindings: [{ global: 'tools', functions: { big: async () => big } }],
+    })
+    expect(result.error?.kind).toBe('worker-exit')
+    expect(result.error?.message).toMatch(/out of memory/)
+    // The runtime goes on: the next run gets a fresh VM.
+    expect((await runtime.run({ program: 'return 1', bindings: [] })).value).toBe(1)
+  }, 120_000)
+})
+
 describe('host session: a call releases its accounts in its own task', () => {
   function scripted(functions: Record<string, CodeBindingFunction>) {
     let listener: WireListener | undefined
