@@ -169,12 +169,15 @@ describe('worker death', () => {
   it('a worker that closes itself ends the run as worker-exit and rejects the pending binding call', async () => {
     let bindingSignal: AbortSignal | undefined
     const result = await make({ computeMs: 10_000, maxWallMs: 20_000 }).run({
-      program: 'const pending = tools.slow()\nclose()\nawait pending',
+      // `ping`'s answer comes after the host took `slow`'s call (messages are handled in order), so the
+      // worker closes with `slow` under way on the host, whatever the load: not before its call arrived.
+      program: 'const pending = tools.slow()\nawait tools.ping()\nclose()\nawait pending',
       bindings: tools({
         slow: async (_args, { signal }) => {
           bindingSignal = signal
           await sleep(15_000, signal)
         },
+        ping: async () => 'pong',
       }),
     })
     expect(result.error?.kind).toBe('worker-exit')
