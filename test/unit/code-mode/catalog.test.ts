@@ -5,11 +5,13 @@
  * masking, the run's snapshot of the tool set, and what catalog calls do not do (enter
  * the pipeline, the session log).
  */
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
 import { createSandboxRuntime } from '../../../platforms/node/index.js'
 import { runCodeBridge } from '../../../src/code-mode/bridge.js'
+import { CATALOG_BINDINGS_GLOBAL, MAX_CATALOG_CALLS_PER_RUN, MAX_CATALOG_QUERY_CHARS, catalogNamespace } from '../../../src/code-mode/catalog-bindings.js'
+import { ToolCallError } from '../../../src/errors.js'
 import { createToolRuntime } from '../../../src/registry/index.js'
-import type { ToolRuntime, ToolRuntimeOptions } from '../../../src/runtime-types.js'
+import type { ToolCatalog, ToolCatalogHit, ToolRuntime, ToolRuntimeOptions } from '../../../src/runtime-types.js'
 import { createMemorySessionLog } from '../../../src/session-log.js'
 import type { ToolExecutionResult, ToolRunContext } from '../../../src/types.js'
 import { LARGE_REGISTRY } from '../../fixtures/large-registry.js'
@@ -43,6 +45,242 @@ function valueOf(result: ToolExecutionResult): unknown {
   if (result.isError) throw new Error(`run_code failed: ${result.error.message}`)
   return (result.value as { result?: unknown }).result
 }
+
+/** A catalog that records its calls: `tools` maps a name to its declaration; search answers `hits`. */
+function recordingCatalog(tools: Record<string, string> = {}, hits: readonly ToolCatalogHit[] = [], closest: readonly string[] = []) {
+  const calls: unknown[][] = []
+  const catalog: ToolCatalog = {
+    size: Object.keys(tools).length,
+    language: 'typescript',
+    search: (query, options) => {
+      calls.push(['search', query, options])
+      return hits
+    },
+    describe: (name) => {
+      calls.push(['describe', name])
+      return Object.hasOwn(tools, name) ? tools[name] : undefined
+    },
+    closest: (name, limit) => {
+      calls.push(['closest', name, limit])
+      return closest
+    },
+  }
+  return { catalog, calls }
+}
+
+/** The namespace's two functions, called as a variadic runtime calls them (the argument list). */
+function namespaceOver(catalog: ToolCatalog) {
+  const namespace = catalogNamespace(catalog)
+  return {
+    namespace,
+    search: (...args: unknown[]) => namespace.functions.search!(args as never),
+    describe: (...args: unknown[]) => namespace.functions.describe!(args as never),
+  }
+}
+
+/** `ToolCallError` as `[toolName, message]`, or `'resolved'`. */
+async function failure(call: Promise<unknown>): Promise<unknown> {
+  try {
+    await call
+    return 'resolved'
+  } catch (error) {
+    expect(error).toBeInstanceOf(ToolCallError)
+    return [(error as ToolCallError).toolName, (error as ToolCallError).message]
+  }
+}
+
+describe('the catalog namespace on the host', () => {
+  afterEach(() => {
+    vi.useRealTimers()
+  })
+
+  it('is the variadic, frozen `catalog` global with exactly search and describe', () => {
+    const { namespace } = namespaceOver(recordingCatalog().catalog)
+    expect(CATALOG_BINDINGS_GLOBAL).toBe('catalog')
+    expect(namespace.global).toBe('catalog')
+    expect(namespace.variadic).toBe(true)
+    expect(Object.isFrozen(namespace.functions)).toBe(true)
+    expect(Object.getPrototypeOf(namespace.functions)).toBe(null)
+    expect(Object.keys(namespace.functions).sort()).toEqual(['describe', 'search'])
+  })
+
+  it('search passes the query and limit (default 5) and answers plain copies of name, description and declaration', async () => {
+    const hit = { name: 'a', description: 'A tool.', declaration: 'a(): Promise<null>', score: 3 } as ToolCatalogHit
+    const { catalog, calls } = recordingCatalog({}, [hit])
+    const { search } = namespaceOver(catalog)
+    const answer = (await search('find a', { limit: 1 })) as object[]
+    expect(answer).toEqual([{ name: 'a', description: 'A tool.', declaration: 'a(): Promise<null>' }])
+    expect(Object.keys(answer[0]!)).toEqual(['name', 'description', 'declaration'])
+    expect(answer[0]).not.toBe(hit)
+    await search('x')
+    await search('x', undefined)
+    await search('x', null)
+    await search('x', {})
+    await search('x', { limit: null })
+    await search('x', { limit: 2 ** 53 - 1 })
+    expect(calls).toEqual([
+      ['search', 'find a', { limit: 1 }],
+      ['search', 'x', { limit: 5 }],
+      ['search', 'x', { limit: 5 }],
+      ['search', 'x', { limit: 5 }],
+      ['search', 'x', { limit: 5 }],
+      ['search', 'x', { limit: 5 }],
+      ['search', 'x', { limit: 2 ** 53 - 1 }],
+    ])
+  })
+
+  it('a runtime without the variadic flag passes the first argument alone: it is the query or the name', async () => {
+    const { catalog, calls } = recordingCatalog({ t: 'decl of t' })
+    const namespace = catalogNamespace(catalog)
+    await namespace.functions.search!('alone' as never)
+    expect(await namespace.functions.describe!('t' as never)).toBe('decl of t')
+    expect(calls).toEqual([
+      ['search', 'alone', { limit: 5 }],
+      ['describe', 't'],
+    ])
+  })
+
+  it('refuses a query of 501 characters with its length; 500 pass', async () => {
+    const { catalog, calls } = recordingCatalog()
+    const { search } = namespaceOver(catalog)
+    expect(MAX_CATALOG_QUERY_CHARS).toBe(500)
+    expect(await failure(search('q'.repeat(500)))).toBe('resolved')
+    expect(await failure(search('q'.repeat(501)))).toEqual([
+      'catalog.search',
+      'the query is 501 characters long; at most 500 are accepted: search with a few words',
+    ])
+    expect(calls).toHaveLength(1)
+  })
+
+  it('checks search and describe arguments with messages that say how to call them', async () => {
+    const { catalog, calls } = recordingCatalog()
+    const { search, describe: describeName } = namespaceOver(catalog)
+    const query = 'catalog.search: query must be a string of plain words: catalog.search("refund an order")'
+    const options = 'catalog.search: options must be an object: catalog.search(query, { limit })'
+    const outcomes = await Promise.all(
+      [
+        search(),
+        search(7),
+        search(null),
+        search('q', 5),
+        search('q', 'limit'),
+        search('q', [3]),
+        search('q', { limit: 0 }),
+        search('q', { limit: -1 }),
+        search('q', { limit: 1.5 }),
+        search('q', { limit: '2' }),
+        search('q', { limit: 2 ** 53 }),
+        search('q', { limit: Number.NaN }),
+        search('q', { limit: Symbol('s') }),
+        describeName(),
+        describeName(7),
+      ].map(failure),
+    )
+    expect(outcomes.map((outcome) => (outcome as string[]).join(': '))).toEqual([
+      query,
+      query,
+      query,
+      options,
+      options,
+      options,
+      'catalog.search: limit must be a positive integer (got 0)',
+      'catalog.search: limit must be a positive integer (got -1)',
+      'catalog.search: limit must be a positive integer (got 1.5)',
+      'catalog.search: limit must be a positive integer (got "2")',
+      'catalog.search: limit must be a positive integer (got 9007199254740992)',
+      'catalog.search: limit must be a positive integer (got null)',
+      'catalog.search: limit must be a positive integer (got Symbol(s))',
+      'catalog.describe: name must be a string: catalog.describe("tool_name")',
+      'catalog.describe: name must be a string: catalog.describe("tool_name")',
+    ])
+    // A refused argument never reaches the catalog.
+    expect(calls).toEqual([])
+  })
+
+  it('describe answers the declaration, or names the three closest, or says nothing is named like it', async () => {
+    const { catalog, calls } = recordingCatalog({ storage_get: 'storage_get(args: {})' }, [], ['storage_get', 'storage_put'])
+    const { describe: describeName } = namespaceOver(catalog)
+    expect(await describeName('storage_get')).toBe('storage_get(args: {})')
+    expect(await failure(describeName('storage_got'))).toEqual([
+      'catalog.describe',
+      'no tool named "storage_got" is available to this program; the closest: storage_get, storage_put',
+    ])
+    expect(calls).toEqual([
+      ['describe', 'storage_get'],
+      ['describe', 'storage_got'],
+      ['closest', 'storage_got', 3],
+    ])
+    const lonely = namespaceOver(recordingCatalog().catalog)
+    expect(await failure(lonely.describe('zz"\n'))).toEqual([
+      'catalog.describe',
+      'no tool named "zz\\"\\n" is available to this program; nothing is named like it: find tools by what they do with catalog.search(query)',
+    ])
+  })
+
+  it('quotes a name of 120 characters whole and cuts a longer one to its first 120 with an ellipsis', async () => {
+    const { describe: describeName } = namespaceOver(recordingCatalog().catalog)
+    const tail = '; nothing is named like it: find tools by what they do with catalog.search(query)'
+    expect(await failure(describeName('n'.repeat(120)))).toEqual(['catalog.describe', `no tool named "${'n'.repeat(120)}" is available to this program${tail}`])
+    expect(await failure(describeName('n'.repeat(120) + 'xyz'))).toEqual(['catalog.describe', `no tool named "${'n'.repeat(120)}…" is available to this program${tail}`])
+  })
+
+  it('answers one call per turn of the event loop, in call order; a failed call does not stop the next', async () => {
+    const order: string[] = []
+    const catalog: ToolCatalog = {
+      size: 0,
+      language: 'typescript',
+      search: (query) => {
+        order.push(`search ${query}`)
+        if (query === 'boom') throw new Error('the index broke')
+        return []
+      },
+      describe: (name) => {
+        order.push(`describe ${name}`)
+        return 'd'
+      },
+      closest: () => [],
+    }
+    const { search, describe: describeName } = namespaceOver(catalog)
+    const calls = [search('one'), search('boom'), describeName('two'), search('three')]
+    // Nothing is answered in the calling turn, nor before a timer set after the calls.
+    expect(order).toEqual([])
+    const ticks: string[] = []
+    const tick = (label: string) => new Promise<void>((resolve) => setTimeout(() => (ticks.push(`${label}: ${order.length}`), resolve()), 0))
+    await tick('first timer')
+    await tick('second timer')
+    const settled = await Promise.allSettled(calls)
+    expect(order).toEqual(['search one', 'search boom', 'describe two', 'search three'])
+    // A timer set in the calling turn fires before the first answer; one set after it, before the second.
+    expect(ticks).toEqual(['first timer: 0', 'second timer: 1'])
+    expect(settled.map((outcome) => outcome.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'fulfilled'])
+    expect((settled[1] as PromiseRejectedResult).reason).toEqual(new Error('the index broke'))
+  })
+
+  it(`answers ${MAX_CATALOG_CALLS_PER_RUN} calls of a run, search and describe together, and refuses the next ones at once`, async () => {
+    vi.useFakeTimers()
+    expect(MAX_CATALOG_CALLS_PER_RUN).toBe(2000)
+    const { catalog, calls } = recordingCatalog({ t: 'decl' })
+    const { search, describe: describeName } = namespaceOver(catalog)
+    const answered: Promise<unknown>[] = []
+    // Refused arguments are not catalog calls: they do not count.
+    for (let i = 0; i < 3; i++) await failure(search(i))
+    for (let i = 0; i < MAX_CATALOG_CALLS_PER_RUN - 1; i++) answered.push(search(`q${i}`))
+    answered.push(describeName('t'))
+    const refusal = 'refused: this run has made 2000 catalog calls, the most one run may make; use what earlier searches returned'
+    expect(await failure(describeName('t'))).toEqual(['catalog.describe', refusal])
+    expect(await failure(search('late'))).toEqual(['catalog.search', refusal])
+    await vi.runAllTimersAsync()
+    const values = await Promise.all(answered)
+    expect(values).toHaveLength(2000)
+    expect(values.at(-1)).toBe('decl')
+    expect(calls).toHaveLength(2000)
+    // Another run (a new namespace) has its own allowance.
+    const again = namespaceOver(catalog)
+    const next = again.search('fresh')
+    await vi.runAllTimersAsync()
+    expect(await next).toEqual([])
+  })
+})
 
 describe('catalog inside a program', () => {
   it('searches with a limit (default 5), describes, and calls a tool the prompt never declared', async () => {
