@@ -3,7 +3,7 @@
  * thread events parse, and the layout of the shared signal slots.
  */
 import { describe, expect, it } from 'vitest'
-import { BUSY_SLOT, SEGMENT_SLOT, SIGNALS_BYTES, STOP_SLOT, epochNow, parseThreadEvent } from '../../../src/code-runtime/sandbox-protocol.js'
+import { BUSY_SLOT, MAX_PROGRAM_CHARS, SEGMENT_SLOT, SIGNALS_BYTES, STOP_SLOT, epochNow, parseThreadEvent, programTooLong } from '../../../src/code-runtime/sandbox-protocol.js'
 
 describe('the sandbox-thread protocol', () => {
   it('parses the three thread events and nothing else', () => {
@@ -26,5 +26,19 @@ describe('the sandbox-thread protocol', () => {
     const now = epochNow()
     expect(now).toBeGreaterThanOrEqual(before - 5)
     expect(now).toBeLessThanOrEqual(Date.now() + 5)
+  })
+
+  it('accepts a program of exactly MAX_PROGRAM_CHARS code units and refuses one more, naming both lengths', () => {
+    expect(MAX_PROGRAM_CHARS).toBe(262_144)
+    expect(programTooLong('')).toBeUndefined()
+    expect(programTooLong('x'.repeat(MAX_PROGRAM_CHARS))).toBeUndefined()
+    // Code units, not characters: an astral character counts twice.
+    expect(programTooLong('😀'.repeat(MAX_PROGRAM_CHARS / 2))).toBeUndefined()
+    expect(programTooLong(`${'😀'.repeat(MAX_PROGRAM_CHARS / 2)}x`)).toBe(
+      'SyntaxError: the program is 262145 characters long; at most 262144 are accepted: pass data through tool calls instead of embedding it, or split the work into several runs',
+    )
+    expect(programTooLong('x'.repeat(MAX_PROGRAM_CHARS + 1))).toBe(
+      'SyntaxError: the program is 262145 characters long; at most 262144 are accepted: pass data through tool calls instead of embedding it, or split the work into several runs',
+    )
   })
 })

@@ -4,7 +4,7 @@
  * names are suggested, and that the work stays bounded whatever the program asks for.
  */
 import { describe, expect, it } from 'vitest'
-import { boundedDistance, closestNames, MAX_SUGGESTIONS } from '../../../src/code-runtime/closest-names.js'
+import { boundedDistance, closestNames, MAX_COMPARED_CHARS, MAX_SUGGESTIONS } from '../../../src/code-runtime/closest-names.js'
 import { unknownBindingMessage } from '../../../src/code-runtime/in-sandbox/bootstrap.js'
 
 const TOOLS = ['list_files', 'read_file', 'write_file', 'edit_file', 'search_code', 'run_tests']
@@ -51,6 +51,27 @@ describe('closestNames', () => {
     expect(closestNames('x', TOOLS)).toEqual([])
     expect(closestNames('__', TOOLS)).toEqual([])
     expect(closestNames('list_file', [])).toEqual([])
+  })
+
+  it('compares the first MAX_COMPARED_CHARS characters of each name, separators included, and nothing past them', () => {
+    expect(MAX_COMPARED_CHARS).toBe(64)
+    const head = 'a'.repeat(64)
+    // Equal in their first 64 characters: the same name, whatever follows.
+    expect(closestNames(`${head}bbbbbbbbbb`, [head, 'other'])).toEqual([head])
+    expect(closestNames(head, [`${head}bbbbbbbbbb`])).toEqual([`${head}bbbbbbbbbb`])
+    // The cut comes before separators are dropped: 64 characters of `a_` are 32 letters.
+    expect(closestNames(`${'a_'.repeat(32)}bbbbbbbbbb`, ['a'.repeat(32)])).toEqual(['a'.repeat(32)])
+    // Within the first 64, a difference counts.
+    expect(closestNames(`${'a'.repeat(54)}bbbbbbbbbb`, [head])).toEqual([])
+  })
+
+  it('allows about a third of the name in edits: at least 1, at most 4', () => {
+    expect(closestNames('abc', ['abd', 'ade'])).toEqual(['abd'])
+    expect(closestNames('ab', ['ax', 'xy'])).toEqual(['ax'])
+    expect(closestNames('abcdef', ['abcdxy', 'abcxyz'])).toEqual(['abcdxy'])
+    expect(closestNames('abcdefghi', ['abcdefxyz', 'abcdewxyz'])).toEqual(['abcdefxyz'])
+    expect(closestNames('abcdefghijklmno', ['abcdefghijkwxyz', 'abcdefghijvwxyz'])).toEqual(['abcdefghijkwxyz'])
+    expect(closestNames('abcdefghijklmnopqrstu', ['abcdefghijklmnopqwxyz', 'abcdefghijklmnopvwxyz'])).toEqual(['abcdefghijklmnopqwxyz'])
   })
 
   it('stays bounded: a megabyte-long name against 5,000 names answers at once', () => {
