@@ -8,6 +8,7 @@ import { createInProcessRuntime } from './support/in-process-runtime.js'
 import { createTestHost, deferred, runContext } from './support/test-host.js'
 import type { TestHostOptions, TestTool } from './support/test-host.js'
 import { languageNote, runCodeBridge } from '../../../src/code-mode/bridge.js'
+import type { CodeModeRegistry } from '../../../src/code-mode/registry-seam.js'
 import type { AdditionalContext, ToolRunContext } from '../../../src/types.js'
 
 const echo: TestTool = { mode: 'parallel', run: (args) => ({ value: args }) }
@@ -705,5 +706,142 @@ describe('runCodeBridge: bindings and sub-calls', () => {
     }
     await runCodeBridge(host, args, context())
     expect(lines).toEqual([{ type: 'tool/code-log', parentCallId: 'outer', entry: { source: 'console', level: 'log', text: 'again' } }])
+  })
+})
+
+describe('runCodeBridge: durable runs, the run clock and the catalog', () => {
+  type Durable = NonNullable<CodeModeRegistry['durable']>
+  type Numbering = Parameters<ReturnType<Durable['forRun']>['onPark']>[1]
+
+  /** A durable seam that records what the bridge asks of it. */
+  function recordingDurable(resume?: { state: unknown; numbering: Numbering }) {
+    const log: unknown[] = []
+    const durable: Durable = {
+      forRun: (callId, agent, runArgs) => {
+        log.push(['forRun', callId, agent, runArgs])
+        return {
+          onPark: (state, numbering) => void log.push(['onPark', state, structuredClone(numbering)]),
+          ...(resume === undefined ? {} : { resume: resume as never }),
+        }
+      },
+      ended: async (callId) => void log.push(['ended', callId]),
+    }
+    return { durable, log }
+  }
+
+  it('without a durable seam the request carries no durable part', async () => {
+    let request: CodeRunRequest | undefined
+    const host = createTestHost({}, { runtime: scriptedRuntime((_t, r) => ((request = r), {})) })
+    await runCodeBridge(host, args, context())
+    expect(Object.hasOwn(request!, 'durable')).toBe(false)
+  })
+
+  it('asks the seam for the run, hands each park the numbering of the unsettled calls, and says when the run ended', async () => {
+    const { durable, log } = recordingDurable()
+    const gate = deferred()
+    let request: CodeRunRequest | undefined
+    const host = createTestHost({ echo: echoDefault, slow: { run: async (a) => (await gate.promise, { value: a }) } }, {
+      runtime: scriptedRuntime(async (tools, r) => {
+        request = r
+        await tools.echo!({ n: 1 }, { callNumber: 1 } as never)
+        const pending = tools.slow!({ n: 2 }, { callNumber: 2 } as never)
+        await new Promise((resolve) => setTimeout(resolve, 0))
+        r.durable!.onPark!({ parked: 1 } as never)
+        gate.resolve()
+        await pending
+        r.durable!.onPark!({ parked: 2 } as never)
+        return {}
+      }),
+    })
+    ;(host as { durable?: Durable }).durable = durable
+    await runCodeBridge(host, { code: 'the code', description: 'the summary' }, context({ agent: 'ann' } as never))
+    expect(Object.hasOwn(request!.durable!, 'resume')).toBe(false)
+    expect(log).toEqual([
+      ['forRun', 'outer', 'ann', { code: 'the code', description: 'the summary' }],
+      ['onPark', { parked: 1 }, { submitted: 2, calls: [[2, 2]] }],
+      ['onPark', { parked: 2 }, { submitted: 2, calls: [] }],
+      ['ended', 'outer'],
+    ])
+  })
+
+  it('a resumed run keeps the numbers of its waiting calls and numbers new calls after the last one submitted', async () => {
+    const state = { resumed: true }
+    const { durable, log } = recordingDurable({ state, numbering: { submitted: 4, calls: [[7, 3]] } })
+    let request: CodeRunRequest | undefined
+    const host = createTestHost({ echo: echoDefault }, {
+      runtime: scriptedRuntime(async (tools, r) => {
+        request = r
+        await tools.echo!({ a: 1 }, { callNumber: 7 } as never)
+        await tools.echo!({ a: 2 }, { callNumber: 8 } as never)
+        await tools.echo!({ a: 3 }, {} as never)
+        r.durable!.onPark!({} as never)
+        return {}
+      }),
+    })
+    ;(host as { durable?: Durable }).durable = durable
+    await runCodeBridge(host, args, context())
+    expect(request!.durable!.resume).toBe(state)
+    expect(host.inputs.map((input) => input.callId)).toEqual(['outer:code:3', 'outer:code:5', 'outer:code:6'])
+    expect(log.at(-2)).toEqual(['onPark', {}, { submitted: 6, calls: [] }])
+    expect(log.at(-1)).toEqual(['ended', 'outer'])
+  })
+
+  it('a call made with the number of a call still in flight shares its sub-call number', async () => {
+    const gate = deferred()
+    const host = createTestHost({ slow: { mode: 'parallel', run: async (a) => (await gate.promise, { value: a }) } }, {
+      runtime: scriptedRuntime(async (tools) => {
+        const first = tools.slow!({ i: 1 }, { callNumber: 1 } as never)
+        const again = tools.slow!({ i: 2 }, { callNumber: 1 } as never)
+        await new Promise((resolve) => setTimeout(resolve, 0))
+        gate.resolve()
+        await Promise.all([first, again])
+        return {}
+      }),
+    })
+    await runCodeBridge(host, args, context())
+    expect(host.inputs.map((input) => input.callId)).toEqual(['outer:code:1', 'outer:code:1'])
+  })
+
+  it("passes a binding call's finite deadline and its wall-clock hold on to the sub-call, and nothing else", async () => {
+    const hold = () => () => {}
+    const host = createTestHost({ echo: echoDefault }, {
+      runtime: scriptedRuntime(async (tools) => {
+        await tools.echo!({}, { deadline: 1234, holdWallClock: hold } as never)
+        await tools.echo!({}, { deadline: Number.POSITIVE_INFINITY, holdWallClock: 'no' } as never)
+        await tools.echo!({}, { deadline: Number.NaN } as never)
+        await tools.echo!({}, { deadline: '99' } as never)
+        await tools.echo!({}, null as never)
+        await tools.echo!({}, undefined as never)
+        return {}
+      }),
+    })
+    await runCodeBridge(host, args, context())
+    expect(host.inputs.map((input) => [Object.hasOwn(input, 'deadline') ? input.deadline : 'none', Object.hasOwn(input, 'holdWallClock') ? input.holdWallClock : 'none'])).toEqual([
+      [1234, hold],
+      ['none', 'none'],
+      ['none', 'none'],
+      ['none', 'none'],
+      ['none', 'none'],
+      ['none', 'none'],
+    ])
+  })
+
+  it("binds the agent's catalog as `catalog` after `tools`, taken once at the start", async () => {
+    const agents: unknown[] = []
+    let request: CodeRunRequest | undefined
+    const host = createTestHost({ echo: echoDefault }, {
+      runtime: scriptedRuntime(async (_tools, r) => {
+        request = r
+        return { value: (await r.bindings[1]!.functions.describe!(['echo'], { signal: r.signal as AbortSignal })) as never }
+      }),
+    })
+    ;(host as { catalog?: (agent: unknown) => unknown }).catalog = (agent) => {
+      agents.push(agent)
+      return { size: 1, language: 'typescript', search: () => [], describe: (name: string) => `declaration of ${name}`, closest: () => [] }
+    }
+    const out = await runCodeBridge(host, args, context({ agent: 'ann' } as never))
+    expect(request!.bindings.map((binding) => binding.global)).toEqual(['tools', 'catalog'])
+    expect(out.result).toBe('declaration of echo')
+    expect(agents).toEqual(['ann'])
   })
 })

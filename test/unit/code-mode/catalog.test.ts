@@ -71,10 +71,11 @@ function recordingCatalog(tools: Record<string, string> = {}, hits: readonly Too
 /** The namespace's two functions, called as a variadic runtime calls them (the argument list). */
 function namespaceOver(catalog: ToolCatalog) {
   const namespace = catalogNamespace(catalog)
+  const options = { signal: new AbortController().signal }
   return {
     namespace,
-    search: (...args: unknown[]) => namespace.functions.search!(args as never),
-    describe: (...args: unknown[]) => namespace.functions.describe!(args as never),
+    search: (...args: unknown[]) => namespace.functions.search!(args, options),
+    describe: (...args: unknown[]) => namespace.functions.describe!(args, options),
   }
 }
 
@@ -132,8 +133,9 @@ describe('the catalog namespace on the host', () => {
   it('a runtime without the variadic flag passes the first argument alone: it is the query or the name', async () => {
     const { catalog, calls } = recordingCatalog({ t: 'decl of t' })
     const namespace = catalogNamespace(catalog)
-    await namespace.functions.search!('alone' as never)
-    expect(await namespace.functions.describe!('t' as never)).toBe('decl of t')
+    const options = { signal: new AbortController().signal }
+    await namespace.functions.search!('alone', options)
+    expect(await namespace.functions.describe!('t', options)).toBe('decl of t')
     expect(calls).toEqual([
       ['search', 'alone', { limit: 5 }],
       ['describe', 't'],
