@@ -4,8 +4,8 @@
  * caps and budgets every message-passing runtime inherits.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import type { CodeBindingCallOptions, CodeBindingFunction, CodeLogEntry, CodeRunRequest } from '../../../src/code-runtime/contract.js'
-import { CodeRunSession, MAX_INFLIGHT_CALLS, METER_POLL_MS, failedResult, formatProgramError, prepareRun } from '../../../src/code-runtime/host-session.js'
+import type { CodeBindingCallOptions, CodeBindingFunction, CodeLogEntry, CodeRunRequest, ParkedRunState, ParkedVm } from '../../../src/code-runtime/contract.js'
+import { CodeRunSession, DEFAULT_PARK_AFTER_MS, MAX_INFLIGHT_CALLS, METER_POLL_MS, failedResult, formatProgramError, prepareRun } from '../../../src/code-runtime/host-session.js'
 import { DEFAULT_CODE_RUN_LIMITS } from '../../../src/code-runtime/limits.js'
 import type { CodeRunLimits } from '../../../src/code-runtime/limits.js'
 import type { WireListener } from '../../../src/code-runtime/wire.js'
@@ -23,6 +23,8 @@ interface ScriptOptions {
   readonly post?: (message: unknown) => void
   readonly collect?: () => void
   readonly terminate?: () => void
+  readonly park?: () => void
+  readonly parkAfterMs?: number
 }
 
 /** A session whose sandbox is this test: `send` delivers a message synchronously, `posted` is what the host sent. */
@@ -53,6 +55,8 @@ function scripted(options: ScriptOptions = {}) {
       terminated++
       options.terminate?.()
     },
+    ...(options.park === undefined ? {} : { park: options.park }),
+    ...(options.parkAfterMs === undefined ? {} : { parkAfterMs: options.parkAfterMs }),
   })
   return {
     session,
@@ -558,5 +562,244 @@ describe('CodeRunSession: budgets', () => {
     ok.send({ type: 'done', value: 1 })
     expect((await ok.session.result).stats?.computeMs).toBe(7)
     expect(METER_POLL_MS).toBe(10)
+  })
+})
+
+describe('CodeRunSession: parking', () => {
+  const vm: ParkedVm = { clockMs: 5, timers: [[1, 20]], journal: { inputs: ['start'], reads: [], ops: '', calls: ['k'] } }
+  /** A binding that waits for a person: it holds the wall clock and never answers (or answers when told). */
+  const waiting = () => {
+    const releases: Array<() => void> = []
+    const answers: Array<(value: unknown) => void> = []
+    const ask: CodeBindingFunction = (_args, options) => {
+      releases.push(options.holdWallClock!())
+      return new Promise((resolve) => answers.push(resolve))
+    }
+    return { ask, releases, answers }
+  }
+
+  it('asks to park once every unsettled call has held the wall clock for parkAfterMs, and asks once', () => {
+    vi.useFakeTimers()
+    let asks = 0
+    const w = waiting()
+    const s = scripted({ functions: { ask: w.ask }, park: () => void asks++, parkAfterMs: 50 })
+    s.session.start()
+    s.send(call(1, 'ask'))
+    vi.advanceTimersByTime(49)
+    expect(asks).toBe(0)
+    vi.advanceTimersByTime(1)
+    expect(asks).toBe(1)
+    vi.advanceTimersByTime(500)
+    expect(asks).toBe(1)
+    expect(s.session.isParked).toBe(false)
+    s.session.fail('abort', 'end')
+  })
+
+  it(`waits ${DEFAULT_PARK_AFTER_MS} ms when the platform names no parkAfterMs`, () => {
+    vi.useFakeTimers()
+    let asks = 0
+    const w = waiting()
+    const s = scripted({ functions: { ask: w.ask }, park: () => void asks++ })
+    s.session.start()
+    s.send(call(1, 'ask'))
+    vi.advanceTimersByTime(DEFAULT_PARK_AFTER_MS - 1)
+    expect(asks).toBe(0)
+    vi.advanceTimersByTime(1)
+    expect(asks).toBe(1)
+    expect(DEFAULT_PARK_AFTER_MS).toBe(1_000)
+    s.session.fail('abort', 'end')
+  })
+
+  it('a call that holds no wall clock (a machine is working) keeps the run from parking; once it settles the wait starts again', async () => {
+    vi.useFakeTimers()
+    let asks = 0
+    const w = waiting()
+    let answer!: (value: unknown) => void
+    const s = scripted({ functions: { ask: w.ask, work: () => new Promise((resolve) => (answer = resolve)) }, park: () => void asks++, parkAfterMs: 50 })
+    s.session.start()
+    s.send(call(1, 'ask'))
+    vi.advanceTimersByTime(30)
+    s.send(call(2, 'work'))
+    vi.advanceTimersByTime(500)
+    expect(asks).toBe(0)
+    answer('done')
+    await vi.advanceTimersByTimeAsync(0)
+    vi.advanceTimersByTime(49)
+    expect(asks).toBe(0)
+    vi.advanceTimersByTime(1)
+    expect(asks).toBe(1)
+    s.session.fail('abort', 'end')
+  })
+
+  it('no call at all is not a wait for people; a released hold or a settled run cancels the ask', async () => {
+    vi.useFakeTimers()
+    let asks = 0
+    const w = waiting()
+    const s = scripted({ functions: { ask: w.ask }, park: () => void asks++, parkAfterMs: 50 })
+    s.session.start()
+    const idle = s.session.holdWallClock()
+    vi.advanceTimersByTime(100)
+    expect(asks).toBe(0)
+    idle()
+    s.send(call(1, 'ask'))
+    vi.advanceTimersByTime(40)
+    w.releases[0]!()
+    vi.advanceTimersByTime(100)
+    expect(asks).toBe(0)
+    const t = scripted({ functions: { ask: w.ask }, park: () => void asks++, parkAfterMs: 50 })
+    t.session.start()
+    t.send(call(1, 'ask'))
+    vi.advanceTimersByTime(40)
+    t.send({ type: 'done', value: 1 })
+    vi.advanceTimersByTime(100)
+    expect(asks).toBe(0)
+    expect((await t.session.result).value).toBe(1)
+  })
+
+  it('a refused park is asked again after another parkAfterMs', () => {
+    vi.useFakeTimers()
+    let asks = 0
+    const w = waiting()
+    const s = scripted({ functions: { ask: w.ask }, park: () => void asks++, parkAfterMs: 50 })
+    s.session.start()
+    s.send(call(1, 'ask'))
+    vi.advanceTimersByTime(50)
+    expect(asks).toBe(1)
+    s.session.parkRefused()
+    vi.advanceTimersByTime(49)
+    expect(asks).toBe(1)
+    vi.advanceTimersByTime(1)
+    expect(asks).toBe(2)
+    s.session.fail('abort', 'end')
+  })
+
+  it('parked: the meter stops while the VM is parked and runs again when it resumes, and a resumed run may park again', async () => {
+    vi.useFakeTimers()
+    let asks = 0
+    let busy = 0
+    const w = waiting()
+    const s = scripted({ functions: { ask: w.ask }, park: () => void asks++, parkAfterMs: 50, meter: () => busy, limits: { computeMs: 100 } })
+    s.session.start()
+    s.send(call(1, 'ask'))
+    vi.advanceTimersByTime(50)
+    s.session.parked(true)
+    expect(s.session.isParked).toBe(true)
+    // Parked: no ask, and the meter is not read (busy time past the budget goes unseen).
+    busy = 500
+    vi.advanceTimersByTime(1_000)
+    expect(asks).toBe(1)
+    expect(s.session.settled).toBe(false)
+    busy = 10
+    s.session.parked(false)
+    expect(s.session.isParked).toBe(false)
+    vi.advanceTimersByTime(50)
+    expect(asks).toBe(2)
+    busy = 100
+    vi.advanceTimersByTime(METER_POLL_MS)
+    expect((await s.session.result).error).toEqual({ kind: 'timeout', message: 'compute budget of 100 ms exhausted' })
+    // After settlement, parked() changes nothing.
+    s.session.parked(false)
+    vi.advanceTimersByTime(1_000)
+    expect(asks).toBe(2)
+  })
+
+  it('snapshot: the whole state of the run with its VM parked', () => {
+    vi.useFakeTimers()
+    const w = waiting()
+    const s = scripted({ functions: { ask: w.ask }, park: () => undefined, parkAfterMs: 50, limits: { maxLogBytes: 4 } })
+    s.session.start()
+    vi.advanceTimersByTime(7)
+    s.send(log('ab'))
+    s.send(log('cdef'))
+    s.send(call(3, 'ask', { q: 1 }))
+    vi.advanceTimersByTime(100)
+    const state = s.session.snapshot(vm)
+    expect(state).toEqual({
+      version: 1,
+      vm,
+      logs: [
+        { source: 'console', level: 'log', text: 'ab' },
+        { source: 'console', level: 'log', text: '… [log truncated: maxLogBytes of 4 bytes reached]' },
+      ],
+      logBytes: 4,
+      logTruncated: true,
+      busyMs: 0,
+      wallMs: 7,
+      lastCallId: 3,
+      calls: [{ id: 3, global: 'tools', name: 'ask', args: { q: 1 } }],
+    })
+    s.session.fail('abort', 'end')
+  })
+
+  it('startParked: logs, time and compute carry over, the calls it waited on run again, and the VM stays parked', async () => {
+    vi.useFakeTimers()
+    const seen: unknown[] = []
+    const state: ParkedRunState = {
+      version: 1,
+      vm,
+      logs: [{ source: 'console', level: 'log', text: 'before' }],
+      logBytes: 7,
+      logTruncated: false,
+      busyMs: 12,
+      wallMs: 30,
+      lastCallId: 4,
+      calls: [{ id: 4, global: 'tools', name: 'ask', args: { again: true } }],
+    }
+    const s = scripted({ functions: { ask: async (args) => (seen.push(args), 'yes') }, park: () => undefined, limits: { maxWallMs: 100 } })
+    s.session.startParked(state)
+    s.session.startParked(state)
+    s.session.start()
+    expect(s.session.isParked).toBe(true)
+    expect(s.session.wallElapsedMs()).toBe(30)
+    expect(seen).toEqual([{ again: true }])
+    expect(s.started).toBe(1)
+    await vi.advanceTimersByTimeAsync(0)
+    // No start message: the program is in the journal. The re-made call's answer goes to the VM.
+    expect(s.posted).toEqual([{ type: 'reply', id: 4, ok: true, value: 'yes' }])
+    // A replayed call number is dropped; the next one runs.
+    s.send(call(4, 'ask', 'replayed'))
+    s.send(call(5, 'ask', 'new'))
+    await vi.advanceTimersByTimeAsync(0)
+    expect(seen).toEqual([{ again: true }, 'new'])
+    s.send(log('after'))
+    // The wall clock counts from the parked run's 30 ms.
+    await vi.advanceTimersByTimeAsync(69)
+    expect(s.session.settled).toBe(false)
+    await vi.advanceTimersByTimeAsync(1)
+    const result = await s.session.result
+    expect(result.error).toEqual({ kind: 'timeout', message: 'wall-clock ceiling of 100 ms reached' })
+    expect(result.logs.map((l) => l.text)).toEqual(['before', 'after'])
+    expect(result.stats).toEqual({ wallMs: 100, computeMs: 12 })
+  })
+
+  it('startParked keeps a truncated log truncated and counts its bytes', async () => {
+    const state: ParkedRunState = { version: 1, vm, logs: [{ source: 'console', level: 'log', text: 'abc' }], logBytes: 4, logTruncated: false, busyMs: 0, wallMs: 0, lastCallId: 0, calls: [] }
+    const s = scripted({ limits: { maxLogBytes: 6 } })
+    s.session.startParked(state)
+    s.send(log('xy'))
+    s.send(log('z'))
+    s.send({ type: 'done' })
+    expect((await s.session.result).logs.map((l) => l.text)).toEqual(['abc', 'x… [log truncated: maxLogBytes of 6 bytes reached]'])
+    const truncated = scripted()
+    truncated.session.startParked({ ...state, logTruncated: true })
+    truncated.send(log('more'))
+    truncated.send({ type: 'done' })
+    expect((await truncated.session.result).logs.map((l) => l.text)).toEqual(['abc'])
+  })
+
+  it('startParked with an aborted signal settles at once; an abort later ends the parked run', async () => {
+    const state: ParkedRunState = { version: 1, vm, logs: [], logBytes: 0, logTruncated: false, busyMs: 0, wallMs: 0, lastCallId: 0, calls: [] }
+    const gone = new AbortController()
+    gone.abort('left')
+    const s = scripted({ request: { signal: gone.signal } })
+    s.session.startParked(state)
+    expect((await s.session.result).error).toEqual({ kind: 'abort', message: 'the run was aborted (left)' })
+    expect(s.listening).toBe(false)
+    const later = new AbortController()
+    const t = scripted({ request: { signal: later.signal } })
+    t.session.startParked(state)
+    expect(t.listening).toBe(true)
+    later.abort('bye')
+    expect((await t.session.result).error).toEqual({ kind: 'abort', message: 'the run was aborted (bye)' })
   })
 })
