@@ -23,7 +23,7 @@ import {
   timingSafeEqualText,
 } from '../../../src/http/index.js'
 import type { CodeLogEvent } from '../../../src/http/index.js'
-import { resolveMaxBodyBytes } from '../../../src/http/request-body.js'
+import { MAX_BODY_VALUES, resolveMaxBodyBytes } from '../../../src/http/request-body.js'
 import type { SessionLogEvent } from '../../../src/runtime-types.js'
 import { createMemorySessionLog } from '../../../src/session-log.js'
 import { TOKEN } from './fixtures.js'
@@ -230,6 +230,18 @@ describe('reading a JSON body', () => {
     expect(await answer(post(nest(128)), 1_000)).toMatchObject({ value: expect.any(Array) })
     expect(await answer(post(nest(129)), 1_000)).toEqual({ code: 'INVALID_JSON_BODY', status: 400, message: 'the request body nests deeper than 128 levels' })
     expect(await answer(post(`{"arguments":${nest(500_000)}}`), 2 * 1024 * 1024)).toEqual({ code: 'INVALID_JSON_BODY', status: 400, message: 'the request body nests deeper than 128 levels' })
+  })
+
+  it('refuses a body holding more than 100,000 JSON values with 400 before parsing it (the host parses, checks and snapshots each; 1 MiB of `{},` is 350,000); 100,000 is accepted', async () => {
+    const values = (count: number) => '[' + '0,'.repeat(count - 2) + '0]'
+    expect(MAX_BODY_VALUES).toBe(100_000)
+    expect(await answer(post(values(100_000)), 1_048_576)).toMatchObject({ value: expect.any(Array) })
+    const refused = { code: 'INVALID_JSON_BODY', status: 400, message: 'the request body holds more than 100000 JSON values (object keys count); send fewer values per request, or data as one string' }
+    expect(await answer(post(values(100_001)), 1_048_576)).toEqual(refused)
+    expect(await answer(post('{"arguments":{"x":[' + '{},'.repeat(349_000) + '{}]}}'), 1_048_576)).toEqual(refused)
+    expect(await answer(post('{' + Array.from({ length: 50_001 }, (_, i) => `"k${i}":0`).join(',') + '}'), 1_048_576)).toEqual(refused)
+    // Text that is not JSON is refused as such, within the same bound.
+    expect(await answer(post('[' + '0,'.repeat(200_000)), 1_048_576)).toEqual(refused)
   })
 
   it('refuses another media type with 415', async () => {
