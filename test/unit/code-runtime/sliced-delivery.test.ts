@@ -8,13 +8,16 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { DELIVERY_SLICE_MESSAGES, DELIVERY_SLICE_MS, hostTurn, slicedDelivery, whenAllDrained } from '../../../src/code-runtime/sliced-delivery.js'
 
-/** The clock `performance.now` reads during a test, in ms. */
-let clock = 1_000
+/**
+ * The clock `performance.now` reads during a test, in ms. It starts at 0, a time like any
+ * other: the modules mark "no slice open" and "no turn begun" with -1, not with 0.
+ */
+let clock = 0
 
 beforeEach(async () => {
   // A turn mark left by an earlier test file (one module graph) ends at its real timer.
   await new Promise((resolve) => setTimeout(resolve, 0))
-  clock = 1_000
+  clock = 0
   vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
   vi.spyOn(performance, 'now').mockImplementation(() => clock)
 })
@@ -249,6 +252,8 @@ describe('hostTurn', () => {
     clock += 5
     macrotask()
     for (let step = 1; step <= 16; step++) expect(hostTurn(), `step ${step}`).toBeUndefined()
+    // The new turn began 0 ms ago: the 17th step does not yield yet.
+    expect(hostTurn()).toBeUndefined()
   })
 
   it('treats a turn mark older than 250 ms as stale (its timer never fired) and starts a new turn', () => {
