@@ -22,6 +22,7 @@ import { maxStall } from '../../support/stall-probe.js'
 import { refusalMessage } from '../../support/refusal.js'
 import { deferred } from '../registry/helpers.js'
 import { answering, scriptedPlatform, tick } from './scripted-platform.js'
+import type { FakeThread as FakeThreadLike } from './scripted-platform.js'
 
 const root = fileURLToPath(new URL('../../..', import.meta.url))
 const created: SandboxRuntime[] = []
@@ -954,6 +955,247 @@ describe('the pool on a scripted platform', () => {
       await vi.advanceTimersByTimeAsync(5_000)
       expect(runtime.load().threads).toBe(1)
       expect(threads.map((t) => t.terminated)).toEqual([0, 1])
+      await runtime.dispose()
+    })
+  })
+  describe('parking', () => {
+    const vm = { clockMs: 0, timers: [], journal: { inputs: ['s'], reads: [], ops: '', calls: ['c'] } }
+    /** The journal's UTF-16 units (journalChars): 's' and 'c', one more each. */
+    const VM_CHARS = 4
+    const askCall = (id: number) => JSON.stringify({ type: 'call', id, global: 'tools', name: 'ask' })
+    /** A VM that calls tools.ask at once, parks when asked (or refuses while `refuse` says so), and reports its replay. */
+    const parkingScript = (refuse: () => boolean = () => false) => ({
+      onRun: (t: FakeThreadLike, run: number) => t.send(askCall(1)),
+      onPark: (t: FakeThreadLike, run: number) => t.send(refuse() ? { type: 'park-refused', run } : { type: 'parked', run, parked: vm }),
+      onResume: (t: FakeThreadLike, run: number) => t.send({ type: 'replayed', run, busyMs: 3 }),
+    })
+    /** `tools.ask` waits for a person: it holds the wall clock until the test answers. */
+    const person = () => {
+      const answers: Array<(value: unknown) => void> = []
+      const ask = (_a: unknown, o: CodeBindingCallOptions) => {
+        o.holdWallClock!()
+        return new Promise((resolve, reject) => {
+          answers.push(resolve)
+          o.signal.addEventListener('abort', () => reject(new Error('the run ended')), { once: true })
+        })
+      }
+      const bindings = [{ global: 'tools', functions: { ask } }]
+      return { answers, bindings }
+    }
+    const commands = (t: { posted: unknown[] }, type: string) => t.posted.filter((m) => typeof m === 'object' && (m as { type?: string }).type === type)
+
+    it('a run waiting only for a person parks: its thread goes back to the pool, onPark gets the state, and the answer resumes it by replay', async () => {
+      vi.useFakeTimers()
+      const { platform: p, threads } = scriptedPlatform(parkingScript())
+      const runtime = createSandboxRuntimeOn(p, { prespawn: 0, maxConcurrentRuns: 1, parkAfterMs: 50, computeMs: 1_000, maxParkedBytes: 1024 * 1024 })
+      const who = person()
+      const states: unknown[] = []
+      const result = runtime.run({ program: 'ask()', bindings: who.bindings, durable: { onPark: (state) => void states.push(state) } })
+      await vi.advanceTimersByTimeAsync(49)
+      const t = threads[0]!
+      expect(commands(t, 'park')).toEqual([])
+      await vi.advanceTimersByTimeAsync(1)
+      expect(commands(t, 'park')).toEqual([{ type: 'park', run: 1, afterMs: 50, maxChars: 512 * 1024 }])
+      await vi.advanceTimersByTimeAsync(0)
+      expect(runtime.load()).toMatchObject({ running: 0, queued: 0, threads: 1, parked: 1 })
+      expect(commands(t, 'end')).toEqual([{ type: 'end', run: 1 }])
+      expect(states).toEqual([expect.objectContaining({ version: 1, vm, lastCallId: 1, calls: [{ id: 1, global: 'tools', name: 'ask', args: undefined }] })])
+      // The person answers: the run takes the idle thread, which replays the VM, then gets the answer.
+      who.answers[0]!('yes')
+      await vi.advanceTimersByTimeAsync(0)
+      const resumed = t.posted.filter((m) => typeof m === 'object' && (m as { type?: string }).type === 'run')
+      expect(resumed.at(-1)).toEqual({ type: 'run', run: 1, computeMs: 1_050, start: '', replay: vm })
+      expect(JSON.parse(t.posted.at(-1) as string)).toEqual({ type: 'reply', id: 1, ok: true, value: 'yes' })
+      expect(runtime.load()).toMatchObject({ running: 1, parked: 0 })
+      t.done('finished')
+      expect((await result).value).toBe('finished')
+      await runtime.dispose()
+    })
+
+    it('parked journals count against maxParkedBytes: the next park is offered the room that is left', async () => {
+      vi.useFakeTimers()
+      const { platform: p, threads } = scriptedPlatform(parkingScript())
+      const runtime = createSandboxRuntimeOn(p, { prespawn: 0, maxConcurrentRuns: 2, parkAfterMs: 50, maxParkedBytes: 1024 * 1024 + 1 })
+      const who = person()
+      void runtime.run({ program: 'a()', bindings: who.bindings })
+      await vi.advanceTimersByTimeAsync(60)
+      void runtime.run({ program: 'b()', bindings: who.bindings })
+      await vi.advanceTimersByTimeAsync(60)
+      const parks = threads.flatMap((t) => commands(t, 'park'))
+      expect(parks).toEqual([
+        { type: 'park', run: 1, afterMs: 50, maxChars: 512 * 1024 },
+        { type: 'park', run: 2, afterMs: 50, maxChars: 512 * 1024 - VM_CHARS },
+      ])
+      expect(runtime.load().parked).toBe(2)
+      await runtime.dispose()
+      expect(runtime.load().parked).toBe(0)
+    })
+
+    it('a refused park is asked again after parkAfterMs; the run keeps its thread meanwhile', async () => {
+      vi.useFakeTimers()
+      let refusals = 1
+      const { platform: p, threads } = scriptedPlatform(parkingScript(() => refusals-- > 0))
+      const runtime = createSandboxRuntimeOn(p, { prespawn: 0, parkAfterMs: 50 })
+      void runtime.run({ program: 'a()', bindings: person().bindings })
+      await vi.advanceTimersByTimeAsync(50)
+      expect(commands(threads[0]!, 'park')).toHaveLength(1)
+      expect(runtime.load()).toMatchObject({ running: 1, parked: 0 })
+      await vi.advanceTimersByTimeAsync(49)
+      expect(commands(threads[0]!, 'park')).toHaveLength(1)
+      await vi.advanceTimersByTimeAsync(1)
+      expect(commands(threads[0]!, 'park')).toHaveLength(2)
+      await vi.advanceTimersByTimeAsync(0)
+      expect(runtime.load()).toMatchObject({ running: 0, parked: 1 })
+      await runtime.dispose()
+    })
+
+    it('with parking off, runs never park and the run command says the VM keeps no journal', async () => {
+      vi.useFakeTimers()
+      const { platform: p, threads } = scriptedPlatform(parkingScript())
+      const runtime = createSandboxRuntimeOn(p, { prespawn: 0, parking: false })
+      void runtime.run({ program: 'a()', bindings: person().bindings })
+      await vi.advanceTimersByTimeAsync(10_000)
+      expect(commands(threads[0]!, 'park')).toEqual([])
+      expect(commands(threads[0]!, 'run')[0]).toMatchObject({ journal: false })
+      const on = scriptedPlatform(parkingScript())
+      const parking = createSandboxRuntimeOn(on.platform, { prespawn: 0 })
+      void parking.run({ program: 'a()', bindings: person().bindings })
+      await vi.advanceTimersByTimeAsync(0)
+      expect(Object.keys(commands(on.threads[0]!, 'run')[0] as object)).toEqual(['type', 'run', 'computeMs', 'start'])
+      // The default parkAfterMs is 1 s.
+      await vi.advanceTimersByTimeAsync(999)
+      expect(commands(on.threads[0]!, 'park')).toEqual([])
+      await vi.advanceTimersByTimeAsync(1)
+      expect(commands(on.threads[0]!, 'park')).toHaveLength(1)
+      await runtime.dispose()
+      await parking.dispose()
+    })
+
+    it('a parked run resumes ahead of queued runs when a thread frees up', async () => {
+      vi.useFakeTimers()
+      const { platform: p, threads } = scriptedPlatform({
+        ...parkingScript(),
+        onRun: (t: FakeThreadLike, _run: number, start: { program: string }) => {
+          if (start.program === 'ask()') t.send(askCall(1))
+        },
+      })
+      const runtime = createSandboxRuntimeOn(p, { prespawn: 0, maxConcurrentRuns: 1, maxQueuedRuns: 4, parkAfterMs: 50 })
+      const who = person()
+      const parked = runtime.run({ program: 'ask()', bindings: who.bindings })
+      await vi.advanceTimersByTimeAsync(60)
+      expect(runtime.load().parked).toBe(1)
+      const busy = runtime.run({ program: 'busy()' })
+      await vi.advanceTimersByTimeAsync(0)
+      const queued = runtime.run({ program: 'queued()' })
+      await vi.advanceTimersByTimeAsync(0)
+      who.answers[0]!('yes')
+      await vi.advanceTimersByTimeAsync(0)
+      // Waiting to resume counts as queued, and stays parked (its journal held) until a thread takes it.
+      expect(runtime.load()).toMatchObject({ running: 1, queued: 2, parked: 1, threads: 1 })
+      const t = threads[0]!
+      t.done('busy done')
+      expect((await busy).value).toBe('busy done')
+      await vi.advanceTimersByTimeAsync(0)
+      expect(commands(t, 'run').at(-1)).toMatchObject({ run: 1, start: '', replay: vm })
+      t.done('parked done')
+      expect((await parked).value).toBe('parked done')
+      await vi.advanceTimersByTimeAsync(0)
+      expect(commands(t, 'run').at(-1)).toMatchObject({ run: 3 })
+      t.done('queued done')
+      expect((await queued).value).toBe('queued done')
+      await runtime.dispose()
+    })
+
+    it('a parked run resumes on a new thread while the pool may grow, and on an idle one before that', async () => {
+      vi.useFakeTimers()
+      const { platform: p, threads } = scriptedPlatform({
+        ...parkingScript(),
+        onRun: (t: FakeThreadLike, _run: number, start: { program: string }) => {
+          if (start.program === 'ask()') t.send(askCall(1))
+        },
+      })
+      const runtime = createSandboxRuntimeOn(p, { prespawn: 0, maxConcurrentRuns: 2, parkAfterMs: 50 })
+      const who = person()
+      const parked = runtime.run({ program: 'ask()', bindings: who.bindings })
+      await vi.advanceTimersByTimeAsync(60)
+      void runtime.run({ program: 'busy()' })
+      await vi.advanceTimersByTimeAsync(0)
+      expect(threads).toHaveLength(1)
+      who.answers[0]!('yes')
+      await vi.advanceTimersByTimeAsync(0)
+      expect(threads).toHaveLength(2)
+      expect(commands(threads[1]!, 'run')).toEqual([{ type: 'run', run: 1, computeMs: SANDBOX_DEFAULT_LIMITS.computeMs + 50, start: '', replay: vm }])
+      threads[1]!.done(1)
+      expect((await parked).value).toBe(1)
+      await runtime.dispose()
+    })
+
+    it('a run resumed from a stored state takes no thread until its VM is needed; the calls it waited on run again', async () => {
+      vi.useFakeTimers()
+      const { platform: p, threads } = scriptedPlatform(parkingScript())
+      const runtime = createSandboxRuntimeOn(p, { prespawn: 0, computeMs: 500 })
+      const seen: unknown[] = []
+      let answer!: (value: unknown) => void
+      const state = { version: 1 as const, vm, logs: [], logBytes: 0, logTruncated: false, busyMs: 20, wallMs: 0, lastCallId: 2, calls: [{ id: 2, global: 'tools', name: 'ask', args: { q: 1 } }] }
+      const result = runtime.run({
+        program: 'ignored',
+        bindings: [{ global: 'tools', functions: { ask: (args: unknown) => (seen.push(args), new Promise((resolve) => (answer = resolve))) } }],
+        durable: { resume: state },
+      })
+      await vi.advanceTimersByTimeAsync(0)
+      expect(seen).toEqual([{ q: 1 }])
+      expect(threads).toHaveLength(0)
+      expect(runtime.load()).toMatchObject({ running: 0, parked: 1 })
+      answer('ok')
+      await vi.advanceTimersByTimeAsync(0)
+      expect(threads).toHaveLength(1)
+      // Its earlier compute counts: the replay may spend it again, plus 50 ms.
+      expect(commands(threads[0]!, 'run')).toEqual([{ type: 'run', run: 1, computeMs: 570, start: '', replay: vm }])
+      expect(JSON.parse(threads[0]!.posted.at(-1) as string)).toEqual({ type: 'reply', id: 2, ok: true, value: 'ok' })
+      threads[0]!.done('resumed')
+      const out = await result
+      expect(out.value).toBe('resumed')
+      expect(out.stats?.computeMs).toBe(20)
+      await runtime.dispose()
+    })
+
+    it('aborting a parked run settles it without a thread and frees its journal room', async () => {
+      vi.useFakeTimers()
+      const { platform: p, threads } = scriptedPlatform(parkingScript())
+      const runtime = createSandboxRuntimeOn(p, { prespawn: 0, parkAfterMs: 50, maxParkedBytes: 1024 * 1024 })
+      const controller = new AbortController()
+      const result = runtime.run({ program: 'a()', bindings: person().bindings, signal: controller.signal })
+      await vi.advanceTimersByTimeAsync(60)
+      expect(runtime.load().parked).toBe(1)
+      controller.abort('gone')
+      expect((await result).error).toEqual({ kind: 'abort', message: 'the run was aborted (gone)' })
+      expect(runtime.load().parked).toBe(0)
+      // The room is whole again.
+      void runtime.run({ program: 'b()', bindings: person().bindings })
+      await vi.advanceTimersByTimeAsync(60)
+      expect(commands(threads[0]!, 'park').at(-1)).toMatchObject({ run: 2, maxChars: 512 * 1024 })
+      await runtime.dispose()
+    })
+
+    it('parking messages for another run, or from a thread that is not running it, change nothing', async () => {
+      vi.useFakeTimers()
+      const { platform: p, threads } = scriptedPlatform({ onRun: (t: FakeThreadLike) => t.send(askCall(1)) })
+      const runtime = createSandboxRuntimeOn(p, { prespawn: 0, parkAfterMs: 50 })
+      const who = person()
+      const result = runtime.run({ program: 'a()', bindings: who.bindings })
+      await vi.advanceTimersByTimeAsync(0)
+      const t = threads[0]!
+      t.send({ type: 'parked', run: 2, parked: vm })
+      t.send({ type: 'park-refused', run: 2 })
+      t.send({ type: 'replayed', run: 2, busyMs: 1 })
+      await vi.advanceTimersByTimeAsync(0)
+      expect(runtime.load()).toMatchObject({ running: 1, parked: 0 })
+      // Once the run has settled and its thread is stopping, a late `parked` is ignored.
+      t.done('over')
+      expect((await result).value).toBe('over')
+      t.send({ type: 'parked', run: 1, parked: vm })
+      await vi.advanceTimersByTimeAsync(0)
+      expect(runtime.load()).toMatchObject({ running: 0, parked: 0 })
       await runtime.dispose()
     })
   })

@@ -34,8 +34,14 @@ export class FakeThread implements SandboxThread {
       this.signals = m.signals
       if (this.script.autoReady !== false) queueMicrotask(() => this.send({ type: 'ready' }))
     } else if (m.type === 'run') {
-      const start = JSON.parse(m.start!) as StartMessage
-      queueMicrotask(() => this.script.onRun?.(this, m.run!, start))
+      // A resumed run replays its journal: its start text is empty.
+      if (m.start === '') queueMicrotask(() => this.script.onResume?.(this, m.run!))
+      else {
+        const start = JSON.parse(m.start!) as StartMessage
+        queueMicrotask(() => this.script.onRun?.(this, m.run!, start))
+      }
+    } else if (m.type === 'park') {
+      queueMicrotask(() => this.script.onPark?.(this, m.run!))
     } else if (m.type === 'end') {
       if (this.script.autoEnd !== false) queueMicrotask(() => this.send({ type: 'ended', run: m.run }))
     }
@@ -73,7 +79,7 @@ export class FakeThread implements SandboxThread {
 
   get runs(): Array<{ run: number; computeMs: number; start: StartMessage }> {
     return this.posted
-      .filter((m): m is { type: 'run'; run: number; computeMs: number; start: string } => (m as { type?: string }).type === 'run')
+      .filter((m): m is { type: 'run'; run: number; computeMs: number; start: string } => (m as { type?: string }).type === 'run' && (m as { start?: string }).start !== '')
       .map((m) => ({ run: m.run, computeMs: m.computeMs, start: JSON.parse(m.start) as StartMessage }))
   }
 }
@@ -85,6 +91,10 @@ export interface Script {
   autoReady?: boolean
   autoEnd?: boolean
   onRun?: (thread: FakeThread, run: number, start: StartMessage) => void
+  /** A parked run bound to this thread again (a run command with an empty start and the VM to replay). */
+  onResume?: (thread: FakeThread, run: number) => void
+  /** The host asks the thread to park run `run`. */
+  onPark?: (thread: FakeThread, run: number) => void
   throwOnPost?: (message: unknown) => boolean
 }
 
