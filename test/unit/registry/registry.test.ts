@@ -9,6 +9,7 @@ import { DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_PARALLEL_SUB_CALLS, validateRunti
 import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
 import { ToolError } from '../../../src/errors.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
+import { createMemoryStore } from '../../../src/durable/index.js'
 
 const fakeCodeRuntime: CodeRuntime = {
   language: 'typescript',
@@ -851,5 +852,95 @@ describe('the one pipeline entry: the public execute takes the input only', () =
     const never = { phase: () => Promise.reject(new Error('a forged schedule was asked')) }
     const result = await forged(call('echo', { text: 'hi' }), { scopeDisposed: true, schedule: never })
     expect(result).toMatchObject({ isError: false, value: 'hi' })
+  })
+})
+
+describe('runtime.preflight: what it checks a program against', () => {
+  /** An engine that records what it is asked and finds nothing. */
+  function recordingEngine() {
+    const asked: { program: string; language: string; declarations: string | undefined }[] = []
+    const engine = {
+      where: 'inline' as const,
+      analyze: async (request: { program: string; language: string; declarations: string | undefined }) => {
+        asked.push(request)
+        return { plan: { calls: [], dynamic: false }, spans: [], diagnostics: [], notes: [] }
+      },
+      dispose: async () => {},
+    }
+    return { engine, asked }
+  }
+
+  it('refuses a request without string code, or with a non-string agent, with INVALID_EXECUTION and its message', async () => {
+    const { engine, asked } = recordingEngine()
+    const runtime = createToolRuntime({ mode: 'code', preflightEngine: engine })
+    const refused = async (request: unknown) => {
+      try {
+        await runtime.preflight(request as never)
+      } catch (error) {
+        expect(error).toBeInstanceOf(ToolError)
+        return `${(error as ToolError).code}: ${(error as Error).message}`
+      }
+      return 'accepted'
+    }
+    const noCode = 'INVALID_EXECUTION: preflight({ code, agent? }): code must be a string'
+    expect(await refused(undefined)).toBe(noCode)
+    expect(await refused(null)).toBe(noCode)
+    expect(await refused('await tools.add({})')).toBe(noCode)
+    expect(await refused({ code: 7 })).toBe(noCode)
+    expect(await refused({ code: 'x', agent: 7 })).toBe('INVALID_EXECUTION: preflight({ code, agent? }): agent must be a string')
+    expect(asked).toEqual([])
+    expect(await refused({ code: 'x', agent: 'a' })).toBe('accepted')
+    expect(await refused({ code: 'x' })).toBe('accepted')
+    await runtime.dispose()
+    expect(await refused({ code: 'x' })).toBe('DISPOSED: the tool runtime is disposed')
+    expect(asked).toHaveLength(2)
+  })
+
+  it("checks against the SDK of every tool the agent may call from code (name, description, parameters, output) in the code runtime's language", async () => {
+    const { engine, asked } = recordingEngine()
+    const runtime = createToolRuntime({ mode: 'both', preflightEngine: engine })
+    runtime.register(addTool())
+    runtime.agent('a').register(echoTool('shout'))
+    const report = await runtime.preflight({ code: 'await tools.add({ a: 1, b: 2 })' })
+    expect(report).toMatchObject({ diagnostics: [], plan: { calls: [], dynamic: false } })
+    await runtime.preflight({ code: 'x', agent: 'a' })
+    expect(asked.map((r) => [r.program, r.language])).toEqual([
+      ['await tools.add({ a: 1, b: 2 })', 'typescript'],
+      ['x', 'typescript'],
+    ])
+    const [global, agent] = asked.map((r) => r.declarations ?? '')
+    expect(global).toContain('/** adds */\n  add(args: ToolArgsMap["add"]): Promise<ToolOutputMap["add"]>;')
+    expect(global).toContain('"add": {\n    a: number;\n    b: number;')
+    expect(global).toContain('interface ToolOutputMap {\n  "add": number;\n}')
+    expect(global).not.toContain('shout')
+    expect(agent).toContain('/** echo (shout) */\n  shout(args?: ToolArgsMap["shout"]): Promise<ToolOutputMap["shout"]>;')
+    expect(agent).toContain('"shout": string;')
+
+    const python = recordingEngine()
+    const pythonRuntime = createToolRuntime({ mode: 'code', codeRuntime: { ...fakeCodeRuntime, language: 'python' }, preflightEngine: python.engine })
+    await pythonRuntime.preflight({ code: 'x' })
+    expect(python.asked).toEqual([{ program: 'x', language: 'python', declarations: undefined }])
+  })
+})
+
+describe('runtime.resumeRuns', () => {
+  it('resumes nothing without a store or with an empty one, and refuses once the runtime is disposed', async () => {
+    const plain = createToolRuntime()
+    expect(await plain.resumeRuns()).toEqual([])
+    const stored = createToolRuntime({ store: createMemoryStore() })
+    expect(await stored.resumeRuns({ staleMs: 1 })).toEqual([])
+    for (const runtime of [plain, stored]) {
+      await runtime.dispose()
+      await expect(runtime.resumeRuns()).rejects.toMatchObject({ code: 'DISPOSED', message: 'the tool runtime is disposed' })
+    }
+  })
+
+  it('a registry with a store still runs a plain call once, through its durable wrapper', async () => {
+    let runs = 0
+    const runtime = createToolRuntime({ store: createMemoryStore() })
+    runtime.register(echoTool('echo', (args) => `${++runs}:${args.text}`))
+    expect(await runtime.execute(call('echo', { text: 'hi' }))).toMatchObject({ isError: false, value: '1:hi' })
+    expect(runs).toBe(1)
+    await runtime.dispose()
   })
 })
