@@ -98,6 +98,26 @@ describe('prepareRun', () => {
     expect(message({ program: 'x', bindings: [{ global: 't', functions: null }] })).toBe('TypeError: bindings "t".functions must be an object')
   })
 
+  it('checks request.durable: an object whose onPark is a function and whose resume is a parked run', () => {
+    expect(message({ program: 'x', durable: null })).toBe('TypeError: request.durable must be an object')
+    expect(message({ program: 'x', durable: 'yes' })).toBe('TypeError: request.durable must be an object')
+    expect(message({ program: 'x', durable: { onPark: 'store' } })).toBe('TypeError: request.durable.onPark must be a function')
+    expect(message({ program: 'x', durable: { resume: { version: 1 } } })).toBe('TypeError: request.durable.resume is not the state of a parked run')
+    expect(message({ program: 'x', durable: {} })).toBeUndefined()
+    const onPark = () => undefined
+    const resume = { version: 1, vm: { clockMs: 0, timers: [], journal: { inputs: [], reads: [], ops: '', calls: [] } }, logs: [], logBytes: 0, logTruncated: false, busyMs: 0, wallMs: 0, lastCallId: 0, calls: [] }
+    const out = prepareRun({ program: 'x', durable: { onPark, resume } })
+    expect(out.ok && out.run.onPark).toBe(onPark)
+    expect(out.ok && out.run.resume).toBe(resume)
+    const none = prepareRun({ program: 'x' })
+    expect(none.ok && [none.run.onPark, none.run.resume]).toEqual([undefined, undefined])
+  })
+
+  it('marks a variadic namespace, and only when variadic is true', () => {
+    const out = prepareRun({ program: 'x', bindings: [{ global: 'v', functions: {}, variadic: true }, { global: 'w', functions: {}, variadic: 'yes' }] })
+    expect(out.ok && out.run.namespaces).toStrictEqual([{ global: 'v', names: [], variadic: true }, { global: 'w', names: [] }])
+  })
+
   it('snapshots own function-valued entries only, in order', () => {
     const a = async () => 1
     const functions = Object.assign(Object.create({ inherited: a }) as Record<string, unknown>, { a, notFn: 3, b: a })
