@@ -16,6 +16,7 @@
  */
 import type { Context, Handler, Hono } from 'hono'
 import { streamSSE } from 'hono/streaming'
+import type { SSEStreamingApi } from 'hono/streaming'
 import type { PendingApproval } from '../approvals/types.js'
 import type { DurableStore } from '../durable/store.js'
 import { beatWithin, HEARTBEAT_MS, runKeySegment } from '../durable/runs.js'
@@ -423,7 +424,7 @@ function lastEventId(c: Context, last: number): number {
   return id
 }
 
-function events(config: ApiConfig, table: RunTable): Handler {
+function events(config: RunsConfig, table: RunTable): Handler {
   return (c) => {
     const { id, run } = tableRun(c, table)
     // A run's buffer lives in the process that ran it; a record in the store has none.
@@ -433,7 +434,14 @@ function events(config: ApiConfig, table: RunTable): Handler {
     if (run.events.closed && lastId === run.events.last) return c.body(null, 204)
     // A HEAD gets the stream's headers without a stream (nothing would read it).
     if (c.req.method === 'HEAD') return c.body(null, 200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-store' })
-    return streamEvents(c, run, lastId, config)
+    // Every stream replays its run's buffer on this thread: their number bounds that work.
+    const release = table.openStream()
+    if (release === undefined) {
+      throw new HttpError('OVERLOADED', `this server has ${config.runs.maxStreams} event streams open (runs.maxStreams); close one or retry later`, {
+        'Retry-After': String(OVERLOADED_RETRY_AFTER_SECONDS),
+      })
+    }
+    return streamEvents(c, run, lastId, config, release)
   }
 }
 
@@ -484,8 +492,11 @@ async function pump(run: TableRun, lastId: number, sender: SseSender, batchBytes
   let cursor = lastId
   while (!stopped()) {
     const { gap, frames } = run.events.since(cursor, batchBytes)
-    if (gap !== undefined) sender.send(gapFrame(run, gap))
-    for (const frame of frames) sender.send(frame.text)
+    // One write per batch, not per frame: a frame's write costs the host far more than
+    // its bytes (a promise, a timer, the response stream's queue), times every reader.
+    let batch = gap === undefined ? '' : gapFrame(run, gap)
+    for (const frame of frames) batch += frame.text
+    if (batch !== '') sender.send(batch)
     cursor = frames.at(-1)?.id ?? gap?.last ?? cursor
     if (cursor >= run.events.last && run.events.closed) return
     // The next batch waits for this one to be taken, live frames included: a reader slower
@@ -499,50 +510,59 @@ async function pump(run: TableRun, lastId: number, sender: SseSender, batchBytes
 }
 
 /** Streams a run's frames after `lastId`, then every new one, until its `end` frame (or the client leaves). */
-function streamEvents(c: Context, run: TableRun, lastId: number, config: ApiConfig): Response {
+function streamEvents(c: Context, run: TableRun, lastId: number, config: ApiConfig, release: () => void): Response {
   const response = streamSSE(c, async (stream) => {
-    let stopped = false
-    let finish: () => void = () => {}
-    const finished = new Promise<void>((resolve) => (finish = resolve))
-    let heartbeat: ReturnType<typeof setInterval> | undefined
-    // Leaving a stream never touches the run: it goes on, and its buffer waits for the next client.
-    const stop = (): void => {
-      stopped = true
-      finish()
-    }
-    const sender = createSseSender(stream, {
-      maxBacklogBytes: config.maxStreamBacklogBytes,
-      writeTimeoutMs: config.streamWriteTimeoutMs,
-      // Only a single frame larger than the backlog cap can get here (batches are half of it).
-      // No `id:` line: a client that reconnects resumes after the last frame it did read.
-      finalFrame: (dropped) =>
-        `event: error\ndata: ${JSON.stringify({
-          id: run.id,
-          error: {
-            code: 'STREAM_BACKLOG',
-            message: `this stream fell behind: ${dropped} bytes of events were not read in time (maxStreamBacklogBytes ${config.maxStreamBacklogBytes}); reconnect with Last-Event-ID to resume`,
-          },
-        })}\n\n`,
-      onFallBehind: stop,
-    })
-    stream.onAbort(stop)
-    const signal = c.req.raw.signal
-    if (signal.aborted) stop()
-    else signal.addEventListener('abort', stop, { once: true })
-    if (config.heartbeatMs > 0) heartbeat = setInterval(() => sender.send(': keep-alive\n\n'), config.heartbeatMs)
     try {
-      await pump(run, lastId, sender, Math.max(1, Math.min(MAX_REPLAY_BATCH_BYTES, Math.floor(config.maxStreamBacklogBytes / 2))), () => stopped, finished)
+      await writeEvents(c, stream, run, lastId, config)
     } finally {
-      if (heartbeat !== undefined) clearInterval(heartbeat)
-      signal.removeEventListener('abort', stop)
+      release()
     }
-    // Hono closes the stream when this returns: every queued frame must be out first (or given up).
-    await sender.drained()
   })
   response.headers.set('Content-Type', 'text/event-stream; charset=utf-8')
   response.headers.set('Cache-Control', 'no-store')
   response.headers.set('X-Accel-Buffering', 'no')
   return response
+}
+
+/** The body of one events stream: {@link pump} under the stream's writer, heartbeat and abort wiring. */
+async function writeEvents(c: Context, stream: SSEStreamingApi, run: TableRun, lastId: number, config: ApiConfig): Promise<void> {
+  let stopped = false
+  let finish: () => void = () => {}
+  const finished = new Promise<void>((resolve) => (finish = resolve))
+  let heartbeat: ReturnType<typeof setInterval> | undefined
+  // Leaving a stream never touches the run: it goes on, and its buffer waits for the next client.
+  const stop = (): void => {
+    stopped = true
+    finish()
+  }
+  const sender = createSseSender(stream, {
+    maxBacklogBytes: config.maxStreamBacklogBytes,
+    writeTimeoutMs: config.streamWriteTimeoutMs,
+    // Only a single frame larger than the backlog cap can get here (batches are half of it).
+    // No `id:` line: a client that reconnects resumes after the last frame it did read.
+    finalFrame: (dropped) =>
+      `event: error\ndata: ${JSON.stringify({
+        id: run.id,
+        error: {
+          code: 'STREAM_BACKLOG',
+          message: `this stream fell behind: ${dropped} bytes of events were not read in time (maxStreamBacklogBytes ${config.maxStreamBacklogBytes}); reconnect with Last-Event-ID to resume`,
+        },
+      })}\n\n`,
+    onFallBehind: stop,
+  })
+  stream.onAbort(stop)
+  const signal = c.req.raw.signal
+  if (signal.aborted) stop()
+  else signal.addEventListener('abort', stop, { once: true })
+  if (config.heartbeatMs > 0) heartbeat = setInterval(() => sender.send(': keep-alive\n\n'), config.heartbeatMs)
+  try {
+    await pump(run, lastId, sender, Math.max(1, Math.min(MAX_REPLAY_BATCH_BYTES, Math.floor(config.maxStreamBacklogBytes / 2))), () => stopped, finished)
+  } finally {
+    if (heartbeat !== undefined) clearInterval(heartbeat)
+    signal.removeEventListener('abort', stop)
+  }
+  // Hono closes the stream when this returns: every queued frame must be out first (or given up).
+  await sender.drained()
 }
 
 /**

@@ -40,6 +40,12 @@ export interface RunTableOptions {
   readonly maxEventBytesPerRun?: number
   /** How long a finished run stays readable, in ms. Default 15 minutes. */
   readonly retentionMs?: number
+  /**
+   * The most `/v1/runs/:id/events` streams open at once, every run together; one more is
+   * 503 `OVERLOADED`. Each stream replays its run's buffer (up to `maxEventBytesPerRun`)
+   * on the host's thread, so this bounds that work. Default 64.
+   */
+  readonly maxStreams?: number
 }
 
 /** The validated options, defaults applied. */
@@ -48,6 +54,7 @@ export interface ResolvedRunTableOptions {
   readonly maxBytes: number
   readonly maxEventBytesPerRun: number
   readonly retentionMs: number
+  readonly maxStreams: number
 }
 
 /** Default `runs.maxRuns`. */
@@ -58,6 +65,8 @@ export const DEFAULT_MAX_RUN_TABLE_BYTES = 64 * 1024 * 1024
 export const DEFAULT_MAX_EVENT_BYTES_PER_RUN = 1024 * 1024
 /** Default `runs.retentionMs`: 15 minutes. */
 export const DEFAULT_RUN_RETENTION_MS = 15 * 60 * 1000
+/** Default `runs.maxStreams`. */
+export const DEFAULT_MAX_RUN_STREAMS = 64
 
 /** Validates the `runs` option of `createToolsApp`; `fail` throws the caller's `INVALID_OPTIONS`. */
 export function resolveRunTableOptions(options: RunTableOptions | undefined, fail: (message: string) => never): ResolvedRunTableOptions {
@@ -72,6 +81,7 @@ export function resolveRunTableOptions(options: RunTableOptions | undefined, fai
     maxBytes: positive('maxBytes', DEFAULT_MAX_RUN_TABLE_BYTES),
     maxEventBytesPerRun: positive('maxEventBytesPerRun', DEFAULT_MAX_EVENT_BYTES_PER_RUN),
     retentionMs: positive('retentionMs', DEFAULT_RUN_RETENTION_MS),
+    maxStreams: positive('maxStreams', DEFAULT_MAX_RUN_STREAMS),
   }
 }
 
@@ -590,6 +600,8 @@ export interface RunTableHeld {
   readonly bytes: number
   /** Live event subscriptions across all runs (open `/events` streams and the runs' own producers). */
   readonly subscribers: number
+  /** `/v1/runs/:id/events` streams open (at most `maxStreams`). */
+  readonly streams: number
 }
 
 /** The run table. */
@@ -612,6 +624,11 @@ export interface RunTable {
   cancel(run: TableRun, reason: unknown): void
   /** Records the run's end: `cancelled` if a cancel was asked, else `done` / `failed` from the result. */
   settle(run: TableRun, result: ToolExecutionResult | undefined): void
+  /**
+   * Takes a place for one event stream: a function that gives it back (call it once, when
+   * the stream ends), or `undefined` when `maxStreams` are open: the caller answers `OVERLOADED`.
+   */
+  openStream(): (() => void) | undefined
   readonly held: RunTableHeld
 }
 
@@ -627,6 +644,7 @@ export function createRunTable(options: ResolvedRunTableOptions, now: () => numb
   const finished = new Set<MutableRun>()
   let bytes = 0
   let live = 0
+  let streams = 0
   const resultBytes = new WeakMap<MutableRun, number>()
 
   const evict = (run: MutableRun): void => {
@@ -698,10 +716,19 @@ export function createRunTable(options: ResolvedRunTableOptions, now: () => numb
       finished.add(entry)
       sweep(0)
     },
+    openStream() {
+      if (streams >= options.maxStreams) return undefined
+      streams++
+      let open = true
+      return () => {
+        if (open) streams--
+        open = false
+      }
+    },
     get held() {
       let subscribers = 0
       for (const run of runs.values()) subscribers += run.events.subscriberCount
-      return { runs: runs.size, live, bytes, subscribers }
+      return { runs: runs.size, live, bytes, subscribers, streams }
     },
   }
 }

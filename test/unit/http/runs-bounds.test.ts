@@ -192,6 +192,38 @@ describe('/v1/runs/:id/events: a slow reader', () => {
   })
 })
 
+describe('/v1/runs/:id/events: many readers', () => {
+  it('at most runs.maxStreams event streams at once, every run together: one more is 503 OVERLOADED with Retry-After before anything is replayed; a closed stream frees its place', async () => {
+    // Each stream replays its run's whole buffer (up to maxEventBytesPerRun) on the host's
+    // thread: 300 readers of one run with a 1 MiB buffer held GET /v1/health for 15 s.
+    const f = setup({ runs: { maxStreams: 3 } })
+    const a = await f.start('await tools.wait({}); return 1')
+    const b = await f.start('return 2')
+    await f.wait.started
+    const open = [await f.events(a.id), await f.events(a.id), await f.events(a.id)]
+    for (const response of open) expect(response.status).toBe(200)
+    expect(runsHeld(f.app)!.streams).toBe(3)
+    for (const id of [a.id, b.id]) {
+      const refused = await f.events(id)
+      expect(refused.status).toBe(503)
+      expect(refused.headers.get('Retry-After')).toBe('1')
+      expect(await errorOf(refused)).toEqual({ code: 'OVERLOADED', message: 'this server has 3 event streams open (runs.maxStreams); close one or retry later' })
+    }
+    // HEAD opens no stream.
+    expect((await f.app.request(`/v1/runs/${b.id}/events`, { method: 'HEAD', headers: AUTH })).status).toBe(200)
+    // A stream its client cancels gives its place back.
+    await open[0]!.body!.cancel()
+    await until(() => runsHeld(f.app)!.streams === 2, 5_000)
+    const again = await f.events(b.id)
+    expect(again.status).toBe(200)
+    expect(parseSse(await again.text()).at(-1)).toMatchObject({ event: 'end', data: { id: b.id, status: 'done' } })
+    // So does a stream that ends with its run.
+    await f.app.request(`/v1/runs/${a.id}`, { method: 'DELETE', headers: AUTH })
+    for (const response of open.slice(1)) expect(parseSse(await response.text()).at(-1)).toMatchObject({ event: 'end', data: { id: a.id, status: 'cancelled' } })
+    await until(() => runsHeld(f.app)!.streams === 0, 5_000)
+  })
+})
+
 describe('/v1/runs: admission and the request checks of POST /v1/run', () => {
   it('a table full of running runs answers 503 OVERLOADED; once one ends, a new run is admitted in its place', async () => {
     const f = setup({ runs: { maxRuns: 2 } })

@@ -96,8 +96,8 @@ describe('the run table', () => {
     const fail = (message: string): never => {
       throw new Error(message)
     }
-    expect(resolveRunTableOptions(undefined, fail)).toEqual({ maxRuns: 256, maxBytes: 64 * 1024 * 1024, maxEventBytesPerRun: 1024 * 1024, retentionMs: 15 * 60 * 1000 })
-    for (const bad of [{ maxRuns: 0 }, { maxBytes: 1.5 }, { maxEventBytesPerRun: -1 }, { retentionMs: Number.NaN }, { maxRuns: '3' }]) {
+    expect(resolveRunTableOptions(undefined, fail)).toEqual({ maxRuns: 256, maxBytes: 64 * 1024 * 1024, maxEventBytesPerRun: 1024 * 1024, retentionMs: 15 * 60 * 1000, maxStreams: 64 })
+    for (const bad of [{ maxRuns: 0 }, { maxBytes: 1.5 }, { maxEventBytesPerRun: -1 }, { retentionMs: Number.NaN }, { maxRuns: '3' }, { maxStreams: 0 }]) {
       expect(() => resolveRunTableOptions(bad as never, fail)).toThrow(/^runs\./)
     }
     expect(() => resolveRunTableOptions(null as never, fail)).toThrow('runs must be an object')
