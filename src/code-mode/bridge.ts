@@ -91,9 +91,11 @@ class CodeRun {
     this.#pool = pool
     const run = this.#abort
     // An outer abort abandons the queue at once, not only when the code runtime reports back.
+    // Stryker disable next-line ObjectLiteral,BooleanLiteral: an AbortSignal fires 'abort' at most once, so `once` changes nothing
     run.signal.addEventListener('abort', () => pool.abandon(run.signal.reason), { once: true })
     this.#followOuter = () => run.abort(exec.signal.reason)
     if (exec.signal.aborted) this.#followOuter()
+    // Stryker disable next-line ObjectLiteral,BooleanLiteral: an AbortSignal fires 'abort' at most once, and settle() removes the listener
     else exec.signal.addEventListener('abort', this.#followOuter, { once: true })
   }
 
@@ -122,13 +124,15 @@ class CodeRun {
     // Null prototype + defineProperty: `__proto__`, `constructor`, `toString` are plain names.
     const functions = Object.create(null) as Record<string, CodeBindingFunction>
     for (const name of names) {
-      Object.defineProperty(functions, name, { value: this.#binding(name), enumerable: true, writable: false, configurable: false })
+      // defineProperty's defaults make it read-only and non-configurable (Object.freeze below would too).
+      Object.defineProperty(functions, name, { value: this.#binding(name), enumerable: true })
     }
     return Object.freeze(functions)
   }
 
   /** Settlement: abort what still runs, abandon the queue, drain, hand on every context. */
   async settle(): Promise<void> {
+    // Stryker disable next-line BooleanLiteral: #closed also reads the run signal, aborted two lines below before anything can read #closed
     this.#settled = true
     this.#exec.signal.removeEventListener('abort', this.#followOuter)
     const reason = settlementReason()
@@ -151,11 +155,13 @@ class CodeRun {
           // A refused context must not cost the program its result; the registry owns the channel.
         }
       }
+      // Stryker disable next-line ArrayDeclaration: a flushed slot is never read again (flushing resumes at #flushed); this only frees the contexts
       slot.contexts = []
       this.#flushed++
     }
     // Flushed slots are dropped (in bulk, so dropping stays linear): a run of a million
     // sequential calls keeps the slots of its unsettled calls, not one per call it made.
+    // Stryker disable next-line ConditionalExpression,EqualityOperator,LogicalOperator,ArithmeticOperator,BlockStatement: dropping flushed slots is always safe and keeping them only costs memory; no output depends on when it happens
     if (this.#flushed >= SLOT_COMPACTION && this.#flushed * 2 >= this.#slots.length) {
       this.#slots.splice(0, this.#flushed)
       this.#flushed = 0
@@ -322,6 +328,7 @@ export function languageNote(language: string): string {
 }
 
 function jsonBytes(value: JsonValue): number {
+  // Stryker disable next-line ObjectLiteral: without maxIndent the cap is NaN, which also prints everything compact
   return utf8ByteLength(prettyJson(value, { maxIndent: 0 }))
 }
 
@@ -333,7 +340,7 @@ function jsonBytes(value: JsonValue): number {
 function completeRun(outcome: CodeRunResult, maxOutputBytes: number, language: string): RunCodeOutput {
   // Lines stay exactly as printed (no level or source prefix): the model reads what it wrote.
   // Non-lossless completions fail rather than being coerced, so the model learns to return JSON.
-  const logs = outcome.logs.map((entry) => (typeof entry.text === 'string' ? entry.text : String(entry.text)))
+  const logs = outcome.logs.map((entry) => String(entry.text))
   const logBytes = jsonBytes(logs)
 
   if (outcome.error !== undefined) {
@@ -383,6 +390,7 @@ function overLimit(total: number, max: number): CodeRunFailedError {
 function forwardLog(registry: CodeModeRegistry, parentCallId: string): (entry: CodeLogEntry) => void {
   return (entry) => {
     try {
+      // Stryker disable next-line OptionalChaining: forwardLog is installed only when logOutput is defined, and a throw is contained below
       registry.logOutput?.({ type: 'tool/code-log', parentCallId, entry })
     } catch {
       // Live streaming is best-effort; the run's result carries every line anyway.

@@ -95,10 +95,11 @@ function readLimit(options: unknown): number {
   }
   const limit = (options as { limit?: unknown }).limit
   if (limit === undefined || limit === null) return CATALOG_SEARCH_DEFAULT_LIMIT
-  if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1) {
+  // Number.isSafeInteger is false for anything that is not a number.
+  if (!Number.isSafeInteger(limit) || (limit as number) < 1) {
     throw new ToolCallError('catalog.search', `limit must be a positive integer (got ${JSON.stringify(limit) ?? String(limit)})`)
   }
-  return limit
+  return limit as number
 }
 
 function search(catalog: ToolCatalog, turns: CatalogTurns): CodeBindingFunction {

@@ -845,3 +845,160 @@ describe('runCodeBridge: durable runs, the run clock and the catalog', () => {
     expect(agents).toEqual(['ann'])
   })
 })
+
+describe('runCodeBridge: sub-call failures, signals and timing', () => {
+  const tick = () => new Promise((resolve) => setTimeout(resolve, 0))
+
+  it('a registry that rejects with a string or a non-error still settles the call with a message', async () => {
+    const caught: unknown[] = []
+    const host = createTestHost({ echo: echoDefault }, {
+      runtime: scriptedRuntime(async (tools) => {
+        for (let i = 0; i < 3; i++) await tools.echo!({}, {} as never).catch((error: unknown) => caught.push((error as Error).message))
+        return {}
+      }),
+    })
+    const reasons: unknown[] = ['boom as text', 42, Object.assign(new Error('x'), { message: 7 })]
+    host.execute = () => Promise.reject(reasons.shift())
+    await runCodeBridge(host, args, context())
+    expect(caught).toEqual(['boom as text', 'unknown error', 'Error'])
+    expect(settles(host.events).map((event) => [event.error, event.content])).toEqual([
+      [{ message: 'boom as text' }, [{ type: 'text', text: 'Error: boom as text' }]],
+      [{ message: 'unknown error' }, [{ type: 'text', text: 'Error: unknown error' }]],
+      [{ message: 'Error' }, [{ type: 'text', text: 'Error: Error' }]],
+    ])
+  })
+
+  it('a failed result without error info logs no code', async () => {
+    const host = createTestHost({ echo: echoDefault }, { runtime: scriptedRuntime(async (tools) => (await tools.echo!({}, {} as never).catch(() => null), {})) })
+    host.execute = async () => ({ isError: true, error: { message: 'plain failure' }, content: [{ type: 'text', text: 'Error: plain failure' }] }) as never
+    await runCodeBridge(host, args, context())
+    expect(settles(host.events)[0]!.error).toEqual({ message: 'plain failure' })
+  })
+
+  it('a call still running when the run settles is aborted with an AbortError that says so', async () => {
+    let signal: AbortSignal | undefined
+    const waiting: TestTool = { run: (_a, input) => ((signal = input.signal), new Promise((resolve) => input.signal!.addEventListener('abort', () => resolve({ value: null })))) }
+    const host = createTestHost({ waiting }, {
+      runtime: scriptedRuntime(async (tools) => {
+        void tools.waiting!({}, {} as never).catch(() => null)
+        await tick()
+        return {}
+      }),
+    })
+    await runCodeBridge(host, args, context())
+    expect(signal!.aborted).toBe(true)
+    expect(signal!.reason).toBeInstanceOf(DOMException)
+    expect([(signal!.reason as DOMException).name, (signal!.reason as DOMException).message]).toEqual(['AbortError', 'run_code settled; the sub-call was cancelled'])
+  })
+
+  it('an outer abort refuses queued calls at once, while the call in flight still runs, and they leave no contexts', async () => {
+    const outer = new AbortController()
+    const gate = deferred()
+    const seen: string[] = []
+    const holding: TestTool = { run: async () => (await gate.promise, { value: 'held', contexts: [{ source: 'held', content: 'h' }] }) }
+    const host = createTestHost({ holding, echo: echoDefault }, {
+      maxParallelSubCalls: 1,
+      runtime: scriptedRuntime(async (tools) => {
+        const first = tools.holding!({}, {} as never).then((value) => seen.push(`first: ${String(value)}`), (e: Error) => seen.push(`first failed: ${e.message}`))
+        const second = tools.echo!({}, {} as never).catch((e: Error) => seen.push(`queued: ${e.message}`))
+        await tick()
+        outer.abort(new Error('user stop'))
+        await tick()
+        seen.push('after the abort')
+        gate.resolve()
+        await Promise.all([first, second])
+        return {}
+      }),
+    })
+    const exec = context({ signal: outer.signal })
+    await runCodeBridge(host, args, exec)
+    expect(seen).toEqual(['queued: the run ended before the call started; it was not dispatched', 'after the abort', 'first: held'])
+    expect(exec.deferred.map((c) => c.content)).toEqual(['h'])
+  })
+
+  it('a call in flight that fails after an outer abort rejects with its own message', async () => {
+    const outer = new AbortController()
+    let message: string | undefined
+    const cancelled: TestTool = { run: (_a, input) => new Promise((resolve) => input.signal!.addEventListener('abort', () => resolve({ error: 'cancelled by the tool' }))) }
+    const host = createTestHost({ cancelled }, {
+      runtime: scriptedRuntime(async (tools) => {
+        const call = tools.cancelled!({}, {} as never).catch((e: Error) => (message = e.message))
+        await tick()
+        outer.abort()
+        await call
+        return {}
+      }),
+    })
+    await runCodeBridge(host, args, context({ signal: outer.signal }))
+    expect(message).toBe('cancelled by the tool')
+  })
+
+  it('classifies each call with the agent only when there is one; an unclassifiable call runs alone', async () => {
+    const classified: unknown[] = []
+    let running = 0
+    let most = 0
+    const counted: TestTool = { mode: 'parallel', run: async () => (running++, (most = Math.max(most, running)), await tick(), running--, { value: 1 }) }
+    const program = scriptedRuntime(async (tools) => ({ value: (await Promise.all([tools.counted!({ i: 1 }, {} as never), tools.counted!({ i: 2 }, {} as never)])) as never }))
+    const host = createTestHost({ counted }, { runtime: program })
+    host.executionMode = (input) => (classified.push(input), 'parallel')
+    await runCodeBridge(host, args, context({ agent: 'ann' } as never))
+    await runCodeBridge(host, args, context())
+    expect(classified).toEqual([
+      { name: 'counted', arguments: { i: 1 }, agent: 'ann' },
+      { name: 'counted', arguments: { i: 2 }, agent: 'ann' },
+      { name: 'counted', arguments: { i: 1 } },
+      { name: 'counted', arguments: { i: 2 } },
+    ])
+    expect(most).toBe(2)
+    most = 0
+    host.executionMode = () => {
+      throw new Error('classifier down')
+    }
+    await runCodeBridge(host, args, context())
+    expect(most).toBe(1)
+  })
+
+  it("hands on a call's contexts as soon as it and every earlier call settled, while the program runs", async () => {
+    const exec = context()
+    const during: number[] = []
+    const withContext: TestTool = { run: () => ({ value: 1, contexts: [{ source: 't', content: 'c' }] }) }
+    const host = createTestHost({ withContext }, {
+      runtime: scriptedRuntime(async (tools) => {
+        await tools.withContext!({}, {} as never)
+        during.push(exec.deferred.length)
+        await tools.withContext!({}, {} as never)
+        during.push(exec.deferred.length)
+        return {}
+      }),
+    })
+    await runCodeBridge(host, args, exec)
+    expect(during).toEqual([1, 2])
+  })
+
+  it("times each sub-call: the settle event's duration is the call's, in milliseconds", async () => {
+    const sleepy: TestTool = { run: async () => (await new Promise((resolve) => setTimeout(resolve, 30)), { value: 1 }) }
+    const host = createTestHost({ sleepy }, { runtime: scriptedRuntime(async (tools) => (await tools.sleepy!({}, {} as never), {})) })
+    await runCodeBridge(host, args, context())
+    const { durationMs, startedAt, settledAt } = settles(host.events)[0]!
+    expect(durationMs).toBeGreaterThanOrEqual(25)
+    expect(durationMs).toBeLessThan(60_000)
+    expect(settledAt - startedAt).toBeGreaterThanOrEqual(25)
+  })
+
+  it('stops following the outer signal once the run settled', async () => {
+    const outer = new AbortController()
+    // Node's getEventListeners (node:events) reads an EventTarget's listeners.
+    const { getEventListeners } = (await import('node:events')) as unknown as { getEventListeners(target: EventTarget, type: string): unknown[] }
+    const host = createTestHost({}, { runtime: scriptedRuntime(() => ({})) })
+    await runCodeBridge(host, args, context({ signal: outer.signal }))
+    expect(getEventListeners(outer.signal, 'abort')).toHaveLength(0)
+  })
+
+  it('adds the language note to any exception but a tool call failure the program left uncaught', async () => {
+    const failing = (message: string) => createTestHost({}, { runtime: scriptedRuntime(() => ({ error: { kind: 'exception', message } })) })
+    expect((await failure(runCodeBridge(failing('ToolCallError: denied by policy'), args, context()))).message).toBe('code run failed (exception): ToolCallError: denied by policy')
+    expect((await failure(runCodeBridge(failing('Error: wrapped ToolCallError: '), args, context()))).message).toBe(
+      'code run failed (exception): Error: wrapped ToolCallError:  (run_code runs TypeScript/JavaScript programs)',
+    )
+  })
+})

@@ -50,6 +50,12 @@ describe('renderRunCodeOutput', () => {
   it('keeps empty printed lines as lines', () => {
     expect(renderRunCodeOutput({ logs: ['', 'b'] })).toBe('\nb')
   })
+
+  it("appends preflight's mistakes after a blank line, also to the no-output marker", () => {
+    expect(renderRunCodeOutput({ logs: ['a'], result: 1, preflight: 'Preflight found 1 problem' })).toBe('a\n1\n\nPreflight found 1 problem')
+    expect(renderRunCodeOutput({ logs: [], preflight: 'P' })).toBe(`${RUN_CODE_NO_OUTPUT}\n\nP`)
+    expect(renderRunCodeOutput({ logs: ['a'], preflight: 5 as never })).toBe('a')
+  })
 })
 
 describe('prettyJson', () => {

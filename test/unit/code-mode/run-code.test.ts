@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it, vi } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { RUN_CODE_TOOL_NAME, WARN_WAIT_ON_FAILURE_MS, createRunCodeTool } from '../../../src/code-mode/run-code.js'
 import { ToolArgsError, ToolError } from '../../../src/errors.js'
 import type { JsonValue } from '../../../src/json/json-value.js'
@@ -7,7 +7,14 @@ import { createTestHost } from './support/test-host.js'
 import type { CodeModeRegistry } from '../../../src/code-mode/registry-seam.js'
 import type { ToolResultRecord } from '../../../src/types.js'
 
-const tool = createRunCodeTool(createTestHost({}, { runtime: createInProcessRuntime() }))
+// Made in each test, not once per file: a mutant in the definition's members then reaches the test
+// (a definition built at import time would keep the members of the unmutated module).
+let tool: ReturnType<typeof createRunCodeTool>
+let bareRunCode: ReturnType<typeof createRunCodeTool>
+beforeEach(() => {
+  tool = createRunCodeTool(createTestHost({}, { runtime: createInProcessRuntime() }))
+  bareRunCode = createRunCodeTool({} as CodeModeRegistry)
+})
 
 describe('run_code definition', () => {
   it('is named run_code with the { code, description } closed schema, exactly as documented', () => {
@@ -120,7 +127,6 @@ describe('run_code definition', () => {
  * The `run_code` definition's own members as units: its schemas, its argument checks
  * with exact violations, its presenters and its output projections.
  */
-const bareRunCode = createRunCodeTool({} as CodeModeRegistry)
 
 function violations(args: unknown) {
   try {
