@@ -43,7 +43,8 @@ describe('a client cannot take over another client\'s run', () => {
 
     // 2. A run started without an id gets a fresh one, and its sub-calls stay out of the victim's stream.
     const attackerRun = app.request('/v1/tools/run_code/execute', post({ arguments: { code: 'return await tools.pay({ cents: 999 })', description: 'attacker' } }))
-    for (;;) {
+    // Bounded: a run that never asks fails here within 5 s, with what was pending, not at the test's timeout.
+    for (const deadline = Date.now() + 5_000; ; ) {
       const open = await pending(app)
       if (open.length === 2) {
         const theirs = open.find((a) => a.parentCallId !== victimId)!
@@ -51,6 +52,7 @@ describe('a client cannot take over another client\'s run', () => {
         expect(broker.decide(theirs.id, { decision: 'deny', reason: 'no' }).ok).toBe(true)
         break
       }
+      if (Date.now() > deadline) throw new Error(`the attacker's run never asked: ${open.length} pending, not 2`)
       await new Promise((resolve) => setTimeout(resolve, 5))
     }
     const attacked = await attackerRun
