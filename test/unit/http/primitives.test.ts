@@ -447,6 +447,40 @@ describe('session log hub', () => {
     expect(hub.subscriberCount).toBe(1)
   })
 
+  it('counts runs with live subscriptions (not the every-event ones); a run’s entry goes with its last subscription', () => {
+    const hub = createSessionLogHub()
+    const offAll = hub.subscribe(() => {})
+    expect(hub.runCount).toBe(0)
+    const offP1 = hub.subscribe(() => {}, { parentCallId: 'p' })
+    const offP2 = hub.subscribe(() => {}, { parentCallId: 'p' })
+    const offQ = hub.subscribe(() => {}, { parentCallId: 'q' })
+    expect(hub.runCount).toBe(2)
+    expect(hub.subscriberCount).toBe(4)
+    offP1()
+    expect(hub.runCount).toBe(2)
+    offP2()
+    offP2()
+    expect(hub.runCount).toBe(1)
+    offQ()
+    offAll()
+    expect(hub.runCount).toBe(0)
+    expect(hub.subscriberCount).toBe(0)
+  })
+
+  it('the same listener subscribed twice is two subscriptions: it hears each event twice until both are gone', () => {
+    const hub = createSessionLogHub()
+    const got: string[] = []
+    const listener = (e: { parentCallId: string }): void => void got.push(e.parentCallId)
+    const one = hub.subscribe(listener, { parentCallId: 'p' })
+    hub.subscribe(listener, { parentCallId: 'p' })
+    hub.appendLog(log('p'))
+    expect(got).toEqual(['p', 'p'])
+    one()
+    hub.appendLog(log('p'))
+    expect(got).toEqual(['p', 'p', 'p'])
+    expect(hub.subscriberCount).toBe(1)
+  })
+
   it('a run subscribed again after its last subscriber left still gets its events', () => {
     const hub = createSessionLogHub()
     const got: string[] = []
