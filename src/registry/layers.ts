@@ -74,11 +74,20 @@ export class ToolLayers {
   }
 
   /**
+   * The layer `agent` resolves to: its own while it is open, else the global layer
+   * (`undefined`). Every id no agent was created for resolves to the global layer, so a
+   * cache keyed by it cannot be grown by made-up ids (a client sends any it likes).
+   */
+  layerOf(agent: ScopeKey | undefined): ScopeKey | undefined {
+    return agent !== undefined && this.#agents.has(agent) ? agent : undefined
+  }
+
+  /**
    * `agent`'s view (the global layer's when undefined or when `agent` has no open layer):
    * cached until the next change, so asking it on every call is a map lookup.
    */
   view(agent: ScopeKey | undefined): ToolView {
-    const key = agent !== undefined && this.#agents.has(agent) ? agent : undefined
+    const key = this.layerOf(agent)
     let view = this.#views.get(key)
     if (view === undefined) {
       view = this.#buildView(key === undefined ? undefined : this.#agents.get(key))

@@ -84,11 +84,14 @@ export class ToolCatalogs {
   }
 
   #entry(agent: ScopeKey | undefined): Entry {
-    const tools = this.#context.layers.view(agent).code
-    const cached = this.#entries.get(agent)
+    // Keyed by the layer the id resolves to, not the id: made-up ids (an HTTP client's
+    // `agent=`) share the global entry instead of each building an SDK text and an index.
+    const key = this.#context.layers.layerOf(agent)
+    const tools = this.#context.layers.view(key).code
+    const cached = this.#entries.get(key)
     if (cached !== undefined && sameTools(cached.tools, tools)) return cached
     const entry: Entry = { tools }
-    this.#entries.set(agent, entry)
+    this.#entries.set(key, entry)
     return entry
   }
 

@@ -167,6 +167,14 @@ describe('runtime.catalog: one catalog per tool set', () => {
     expect(agent.catalog()).toBe(agentAfter)
   })
 
+  it('an id no agent was created for gets the global catalog itself: made-up ids (any client may send one) create nothing', () => {
+    const runtime = createToolRuntime()
+    runtime.register(echoTool('a'))
+    const global = runtime.catalog()
+    for (let i = 0; i < 1_000; i++) expect(runtime.catalog(`made-up-${i}`)).toBe(global)
+    expect(runtime.agent('real').catalog()).not.toBe(global)
+  })
+
   it('an agent’s change drops only that agent’s catalog', () => {
     const runtime = createToolRuntime()
     runtime.register(echoTool('a'))
