@@ -113,6 +113,13 @@ function sameInputs(a: readonly SdkToolInput[], b: readonly SdkToolInput[]): boo
   return true
 }
 
+/**
+ * The most scopes whose SDK declarations a {@link Preflight} keeps (the oldest used goes
+ * first). Scope ids reach it from clients (`POST /v1/run`'s `agent`), so the cache must
+ * not grow with them; a registry maps ids without a layer to the global scope as well.
+ */
+export const MAX_DECLARATION_ENTRIES = 64
+
 /** A registry's preflight: `check(code, agent, language)` → the report. */
 export class Preflight {
   readonly #options: PreflightOptions
@@ -126,8 +133,14 @@ export class Preflight {
   declarations(agent: string | undefined): DeclarationsEntry {
     const tools = this.#options.tools(agent)
     const cached = this.#declarations.get(agent)
-    if (cached !== undefined && sameInputs(cached.tools, tools)) return cached
+    // Re-inserted on each use: the map's order is then least recently used first.
+    this.#declarations.delete(agent)
+    if (cached !== undefined && sameInputs(cached.tools, tools)) {
+      this.#declarations.set(agent, cached)
+      return cached
+    }
     const entry = { tools, names: tools.map((t) => t.name), text: renderTypeScriptSdkBlock(tools) }
+    if (this.#declarations.size >= MAX_DECLARATION_ENTRIES) this.#declarations.delete(this.#declarations.keys().next().value as string | undefined)
     this.#declarations.set(agent, entry)
     return entry
   }

@@ -106,7 +106,8 @@ export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
     createRunCodeTool(createCodeModeLink(context), {
       mode: (agent) => agents.preflightMode(agent) ?? settings.preflight,
       warnChecks: () => settings.preflightEngine !== undefined,
-      check: (code, agent, language, signal) => preflight.check(code, agent, language, signal),
+      // By the layer the id resolves to: made-up ids share the global scope's declarations.
+      check: (code, agent, language, signal) => preflight.check(code, layers.layerOf(agent), language, signal),
       approvePlan: createPlanApproval(context),
     }),
   )
@@ -114,7 +115,7 @@ export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
     if (typeof request !== 'object' || request === null || typeof request.code !== 'string') throw new ToolError('INVALID_EXECUTION', 'preflight({ code, agent? }): code must be a string')
     if (request.agent !== undefined && typeof request.agent !== 'string') throw new ToolError('INVALID_EXECUTION', 'preflight({ code, agent? }): agent must be a string')
     global.assertLive()
-    return preflight.check(request.code, request.agent, settings.codeRuntime?.language ?? 'typescript')
+    return preflight.check(request.code, layers.layerOf(request.agent), settings.codeRuntime?.language ?? 'typescript')
   }
 
   const global = new RegistrationScope(undefined, context.isDisposed)

@@ -2,9 +2,11 @@
  * The warm checker's result cache: the same program against the same SDK is answered
  * with the very same (frozen) result without building a checker; another SDK, or a
  * program pushed out by 16 newer ones, is checked again and answers the same diagnostics.
+ * A registry's SDK declarations are kept for a bounded number of scopes.
  */
 import { describe, expect, it } from 'vitest'
 import { loadTypeScript } from '../../../platforms/node/index.js'
+import { MAX_DECLARATION_ENTRIES, Preflight } from '../../../src/preflight/preflight.js'
 import { createTypeScriptChecker, MAX_CACHED_DIAGNOSTICS, MAX_CACHED_RESULTS } from '../../../src/preflight/typescript-checker.js'
 
 const { ts, readLib } = await loadTypeScript()
@@ -39,5 +41,24 @@ describe('the checker cache', () => {
     const first = checker.check(many, SDK)
     expect(first).toHaveLength(MAX_CACHED_DIAGNOSTICS + 1)
     expect(checker.check(many, SDK)).not.toBe(first)
+  })
+})
+
+describe('the SDK declarations cache of a registry preflight', () => {
+  const engine = { check: async () => ({ diagnostics: [], notes: [] }) } as unknown as ConstructorParameters<typeof Preflight>[0]['engine']
+  const parameters = { type: 'object', properties: {} }
+  const tools = (agent: string | undefined) => [{ name: `tool_of_${agent ?? 'global'}`, description: 'd', parameters, output: undefined }] as never
+
+  it(`keeps the declarations of the ${MAX_DECLARATION_ENTRIES} most recent scopes: an id a client made up cannot grow it`, () => {
+    const preflight = new Preflight({ engine, tools })
+    const first = preflight.declarations('agent-0')
+    expect(preflight.declarations('agent-0')).toBe(first)
+    for (let i = 1; i < MAX_DECLARATION_ENTRIES; i++) preflight.declarations(`agent-${i}`)
+    expect(preflight.declarations('agent-0')).toBe(first)
+    for (let i = 0; i < 10_000; i++) preflight.declarations(`made-up-${i}`)
+    const again = preflight.declarations('agent-0')
+    expect(again).not.toBe(first)
+    expect(again).toEqual(first)
+    expect(again.text).toContain('tool_of_agent-0')
   })
 })
