@@ -10,7 +10,7 @@ import type { ResolvedRunTableOptions, TableRun } from '../../../src/http/run-ta
 import type { ToolExecutionResult } from '../../../src/types.js'
 
 const ok = (value: unknown): ToolExecutionResult => ({ isError: false, value, content: [] }) as unknown as ToolExecutionResult
-const options = (overrides: Partial<ResolvedRunTableOptions> = {}): ResolvedRunTableOptions => ({ maxRuns: 3, maxBytes: 1 << 20, maxEventBytesPerRun: 1 << 16, retentionMs: 1000, ...overrides })
+const options = (overrides: Partial<ResolvedRunTableOptions> = {}): ResolvedRunTableOptions => ({ maxRuns: 3, maxBytes: 1 << 20, maxEventBytesPerRun: 1 << 16, retentionMs: 1000, maxStreams: 64, ...overrides })
 
 function table(overrides: Partial<ResolvedRunTableOptions> = {}) {
   let now = 0
