@@ -309,6 +309,34 @@ describe('createSseSender (the one writer of an event stream)', () => {
     expect(f.writes).toHaveLength(2)
   })
 
+  it('a write taken in time leaves no timer behind (30 s per frame would pin every frame of a fast stream)', async () => {
+    vi.useFakeTimers()
+    const f = fakeStream()
+    const { s } = sender(f.stream, { maxBacklogBytes: 100, writeTimeoutMs: 30_000 })
+    s.send('a')
+    expect(vi.getTimerCount()).toBe(1)
+    f.writes[0]!.take()
+    await vi.advanceTimersByTimeAsync(0)
+    expect(vi.getTimerCount()).toBe(0)
+  })
+
+  it('a stream cut off at the cap whose final frame is then not taken is aborted, still fallen for the backlog, its producer told once', async () => {
+    vi.useFakeTimers()
+    const f = fakeStream()
+    const { s, fell } = sender(f.stream, { maxBacklogBytes: 10, writeTimeoutMs: 1000 })
+    s.send('1234567890')
+    s.send('x')
+    expect(fell).toEqual(['backlog'])
+    f.writes[0]!.take()
+    await vi.advanceTimersByTimeAsync(0)
+    expect(f.writes.map((w) => w.text)).toEqual(['1234567890', 'final:1'])
+    await vi.advanceTimersByTimeAsync(1000)
+    expect(f.aborted).toBe(true)
+    expect(f.closed).toBe(0)
+    expect(s.fallen).toBe('backlog')
+    expect(fell).toEqual(['backlog'])
+  })
+
   it('a producer whose onFallBehind throws does not break the writer', async () => {
     const f = fakeStream()
     const { s } = sender(f.stream, {
