@@ -138,6 +138,7 @@ function now(): number {
 /** Formats a program error for the model: `Name: message` plus up to five program frames. */
 export function formatProgramError(error: WireErrorData): string {
   const head = error.name === '' ? error.message : error.message === '' ? error.name : `${error.name}: ${error.message}`
+  // Stryker disable next-line StringLiteral: without a stack any text without a program frame gives no frames
   const frames = (error.stack ?? '')
     .split('\n')
     .filter((line) => line.includes(`${PROGRAM_SOURCE_URL}:`))
@@ -281,6 +282,7 @@ export class CodeRunSession {
       this.fail('abort', abortMessage(signal))
       return
     }
+    // Stryker disable next-line ObjectLiteral,BooleanLiteral: a signal aborts once, and settling removes the listener
     signal?.addEventListener('abort', this.#onAbort, { once: true })
     this.#platform.endpoint.addEventListener('message', this.#onMessage)
     this.#platform.endpoint.start?.()
@@ -327,6 +329,7 @@ export class CodeRunSession {
       this.fail('abort', abortMessage(signal))
       return
     }
+    // Stryker disable next-line ObjectLiteral,BooleanLiteral: a signal aborts once, and settling removes the listener
     signal?.addEventListener('abort', this.#onAbort, { once: true })
     const { endpoint, meter } = this.#platform
     endpoint.addEventListener('message', this.#onMessage)
@@ -558,6 +561,7 @@ export class CodeRunSession {
     if (this.#settled || this.#logTruncated) return
     const max = this.#limits.maxLogBytes
     const room = max - this.#logBytes
+    // Stryker disable next-line ConditionalExpression,EqualityOperator,MethodExpression: the cut only bounds the measuring work: either branch gives a cost over room exactly when the whole text's would be
     const cost = entry.text.length + 1 > room ? utf8Length(entry.text.slice(0, room + 1)) + 1 : utf8Length(entry.text) + 1
     let accepted: CodeLogEntry
     if (cost <= room) {
@@ -571,6 +575,7 @@ export class CodeRunSession {
     }
     this.#logs.push(accepted)
     const onLog = this.#run.onLog
+    // Stryker disable next-line ConditionalExpression: calling an absent listener throws inside the try below, which ignores it
     if (onLog !== undefined) {
       try {
         onLog(accepted)
@@ -592,6 +597,7 @@ export class CodeRunSession {
     if (this.#settled) return
     // Collect platform output first, while the log is still open.
     try {
+      // Stryker disable next-line OptionalChaining: an absent collect throws inside this try, which ignores it
       this.#platform.collect?.()
     } catch {
       // Platform collection is best effort.

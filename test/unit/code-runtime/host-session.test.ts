@@ -41,11 +41,11 @@ function scripted(options: ScriptOptions = {}) {
         if (options.post !== undefined) options.post(message)
         posted.push(message as Record<string, unknown>)
       },
-      addEventListener: (_type, l) => {
-        listener = l
+      addEventListener: (type, l) => {
+        if (type === 'message') listener = l
       },
-      removeEventListener: (_type, l) => {
-        if (listener === l) listener = undefined
+      removeEventListener: (type, l) => {
+        if (type === 'message' && listener === l) listener = undefined
       },
       start: () => void started++,
     },
@@ -413,7 +413,8 @@ describe('CodeRunSession: binding calls', () => {
     s.send(call(4, 'missing'))
     await s.session.bindingsSettled()
     await turn()
-    expect(s.posted.slice(1)).toEqual([
+    // Exactly these keys: no toolName key unless the binding threw a ToolCallError.
+    expect(s.posted.slice(1)).toStrictEqual([
       { type: 'reply', id: 4, ok: false, message: 'unknown binding tools["missing"]' },
       { type: 'reply', id: 1, ok: true, value: { got: { x: 1 } } },
       { type: 'reply', id: 2, ok: false, message: 'denied', toolName: 'inner' },
@@ -821,5 +822,105 @@ describe('CodeRunSession: parking', () => {
     expect(t.listening).toBe(true)
     later.abort('bye')
     expect((await t.session.result).error).toEqual({ kind: 'abort', message: 'the run was aborted (bye)' })
+  })
+})
+
+describe('CodeRunSession: timers and accounts', () => {
+  it('holds no timer while the wall clock is held, and none after settlement', () => {
+    vi.useFakeTimers()
+    let busy = 0
+    const s = scripted({ limits: { maxWallMs: 1_000 }, meter: () => busy, park: () => undefined, parkAfterMs: 50, functions: { ask: (_a, o) => (o.holdWallClock!(), new Promise(() => {})) } })
+    const early = s.session.holdWallClock()
+    early()
+    // Released before the start: no wall timer yet.
+    expect(vi.getTimerCount()).toBe(0)
+    s.session.start()
+    // The wall timer and the meter.
+    expect(vi.getTimerCount()).toBe(2)
+    const release = s.session.holdWallClock()
+    expect(vi.getTimerCount()).toBe(1)
+    release()
+    expect(vi.getTimerCount()).toBe(2)
+    // A resumed VM restarts no second meter.
+    s.session.parked(false)
+    expect(vi.getTimerCount()).toBe(2)
+    // A call waiting for a person: the park timer too.
+    s.send(call(1, 'ask'))
+    expect(vi.getTimerCount()).toBe(2)
+    vi.advanceTimersByTime(10)
+    const held = s.session.holdWallClock()
+    s.session.fail('abort', 'end')
+    expect(vi.getTimerCount()).toBe(0)
+    held()
+    expect(vi.getTimerCount()).toBe(0)
+    busy = 1
+  })
+
+  it('settling clears a pending park timer', () => {
+    vi.useFakeTimers()
+    const s = scripted({ park: () => undefined, parkAfterMs: 50, functions: { ask: (_a, o) => (o.holdWallClock!(), new Promise(() => {})) } })
+    s.session.start()
+    s.send(call(1, 'ask'))
+    // The park timer (the wall timer is cleared while held).
+    expect(vi.getTimerCount()).toBe(1)
+    s.session.fail('abort', 'end')
+    expect(vi.getTimerCount()).toBe(0)
+  })
+
+  it('a wall timer that fires before the clock says the ceiling is reached waits for the rest', async () => {
+    vi.useFakeTimers()
+    let lag = 0
+    const clock = globalThis.performance.now.bind(globalThis.performance)
+    const spy = vi.spyOn(globalThis.performance, 'now').mockImplementation(() => clock() - lag)
+    try {
+      const s = scripted({ limits: { maxWallMs: 100 } })
+      s.session.start()
+      lag = 1
+      vi.advanceTimersByTime(100)
+      expect(s.session.settled).toBe(false)
+      vi.advanceTimersByTime(1)
+      expect((await s.session.result).error).toEqual({ kind: 'timeout', message: 'wall-clock ceiling of 100 ms reached' })
+    } finally {
+      spy.mockRestore()
+    }
+  })
+
+  it('a hold taken after settlement holds nothing: the elapsed time runs on', () => {
+    vi.useFakeTimers()
+    const s = scripted()
+    s.session.start()
+    vi.advanceTimersByTime(10)
+    s.session.fail('abort', 'end')
+    const late = s.session.holdWallClock()
+    vi.advanceTimersByTime(5)
+    expect(s.session.wallElapsedMs()).toBe(15)
+    late()
+  })
+
+  it('stats.wallMs counts from the start, not from the clock’s origin', async () => {
+    vi.useFakeTimers()
+    vi.advanceTimersByTime(500)
+    const s = scripted()
+    s.session.start()
+    vi.advanceTimersByTime(30)
+    s.send({ type: 'done', value: 1 })
+    expect((await s.session.result).stats?.wallMs).toBe(30)
+  })
+
+  it('a binding that throws at once is answered and leaves nothing in flight', async () => {
+    const s = scripted({
+      functions: {
+        sync: () => {
+          throw new Error('at once')
+        },
+      },
+    })
+    s.session.start()
+    s.send(call(1, 'sync', { a: 1 }))
+    expect(s.session.pendingCalls()).toEqual({ calls: 0, argBytes: 0 })
+    await s.session.bindingsSettled()
+    await turn()
+    expect(s.posted.slice(1)).toStrictEqual([{ type: 'reply', id: 1, ok: false, message: 'at once' }])
+    s.session.fail('abort', 'end')
   })
 })
