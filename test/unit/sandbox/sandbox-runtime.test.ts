@@ -1106,6 +1106,35 @@ describe('the pool on a scripted platform', () => {
       await runtime.dispose()
     })
 
+    it('a run aborted while it waits to resume leaves the resume queue', async () => {
+      vi.useFakeTimers()
+      const { platform: p, threads } = scriptedPlatform({
+        ...parkingScript(),
+        onRun: (t: FakeThreadLike, _run: number, start: { program: string }) => {
+          if (start.program === 'ask()') t.send(askCall(1))
+        },
+      })
+      const runtime = createSandboxRuntimeOn(p, { prespawn: 0, maxConcurrentRuns: 1, parkAfterMs: 50 })
+      const who = person()
+      const controller = new AbortController()
+      const parked = runtime.run({ program: 'ask()', bindings: who.bindings, signal: controller.signal })
+      await vi.advanceTimersByTimeAsync(60)
+      const busy = runtime.run({ program: 'busy()' })
+      await vi.advanceTimersByTimeAsync(0)
+      who.answers[0]!('yes')
+      await vi.advanceTimersByTimeAsync(0)
+      expect(runtime.load()).toMatchObject({ running: 1, queued: 1 })
+      controller.abort('gone')
+      expect((await parked).error).toEqual({ kind: 'abort', message: 'the run was aborted (gone)' })
+      expect(runtime.load()).toMatchObject({ running: 1, queued: 0, parked: 0 })
+      threads[0]!.done('busy done')
+      expect((await busy).value).toBe('busy done')
+      await vi.advanceTimersByTimeAsync(0)
+      // The freed thread starts nothing for the aborted run.
+      expect(commands(threads[0]!, 'run').filter((m) => (m as { start?: string }).start === '')).toEqual([])
+      await runtime.dispose()
+    })
+
     it('a parked run resumes on a new thread while the pool may grow, and on an idle one before that', async () => {
       vi.useFakeTimers()
       const { platform: p, threads } = scriptedPlatform({
@@ -1197,6 +1226,71 @@ describe('the pool on a scripted platform', () => {
       await vi.advanceTimersByTimeAsync(0)
       expect(runtime.load()).toMatchObject({ running: 0, parked: 0 })
       await runtime.dispose()
+    })
+  })
+  describe('runs the pool ends on its own account', () => {
+    it('takes maxWallMs and refuses a parking that is not a boolean and a maxParkedBytes under 1 MiB', () => {
+      const { platform: p } = scriptedPlatform()
+      const f = 'createSandboxRuntime'
+      expect(createSandboxRuntimeOn(p, { prespawn: 0, maxWallMs: 1_234 }).limits.maxWallMs).toBe(1_234)
+      expect(refusal({ parking: 'yes' })).toBe(`${f}: options.parking must be a boolean`)
+      expect(refusal({ maxParkedBytes: 1024 * 1024 - 1 })).toBe(`${f}: options.maxParkedBytes must be an integer from 1048576 to 1073741824 (got 1048575)`)
+      expect(refusal({ maxParkedBytes: 1024 * 1024, parking: true })).toBeUndefined()
+    })
+
+    it('a VM out of memory ends the run as a worker-exit naming the sandbox memory', async () => {
+      const { platform: p, threads } = scriptedPlatform({ onRun: (t) => t.send(JSON.stringify({ type: 'done', error: { name: 'InternalError', message: 'out of memory' } })) })
+      const runtime = createSandboxRuntimeOn(p, { prespawn: 0, memoryMb: 48 })
+      expect((await runtime.run({ program: 'grow()' })).error).toEqual({ kind: 'worker-exit', message: 'out of memory: the program exceeded the 48 MB memory of its QuickJS sandbox' })
+      expect(threads).toHaveLength(1)
+      await runtime.dispose()
+    })
+
+    it('a queued run is served by the thread that replaces one that died', async () => {
+      const { platform: p, threads } = scriptedPlatform({})
+      const runtime = createSandboxRuntimeOn(p, { prespawn: 0, maxConcurrentRuns: 1 })
+      const first = runtime.run({ program: 'a()' })
+      const second = runtime.run({ program: 'b()' })
+      await tick()
+      expect(runtime.load()).toMatchObject({ running: 1, queued: 1, threads: 1 })
+      threads[0]!.exit('crashed')
+      expect((await first).error?.kind).toBe('worker-exit')
+      await tick()
+      expect(threads).toHaveLength(2)
+      expect(threads[1]!.runs.map((r) => r.start.program)).toEqual(['b()'])
+      threads[1]!.done('b')
+      expect((await second).value).toBe('b')
+      await runtime.dispose()
+    })
+
+    it('dispose aborts each running run through its session (its logs kept) and waits for its binding calls to settle', async () => {
+      const { platform: p, threads } = scriptedPlatform({
+        onRun: (t, _run, start) => {
+          t.send(JSON.stringify({ type: 'log', source: 'console', level: 'log', text: `in ${start.program}` }))
+          t.send(JSON.stringify({ type: 'call', id: 1, global: 'tools', name: 'slow' }))
+        },
+      })
+      const runtime = createSandboxRuntimeOn(p, { prespawn: 0, maxConcurrentRuns: 2 })
+      const finish: Array<() => void> = []
+      // Settles a turn after its run's signal fires, not at once.
+      const slow = (_a: unknown, o: CodeBindingCallOptions) => new Promise((resolve) => o.signal.addEventListener('abort', () => finish.push(() => resolve('late')), { once: true }))
+      const bindings = [{ global: 'tools', functions: { slow } }]
+      const a = runtime.run({ program: 'a()', bindings })
+      const b = runtime.run({ program: 'b()', bindings })
+      await tick()
+      expect(threads).toHaveLength(2)
+      let disposed = false
+      const disposing = runtime.dispose().then(() => (disposed = true))
+      const [ra, rb] = await Promise.all([a, b])
+      expect(ra.error).toEqual({ kind: 'abort', message: 'the runtime was disposed' })
+      expect(rb.error).toEqual({ kind: 'abort', message: 'the runtime was disposed' })
+      expect(ra.logs.map((l) => l.text)).toEqual(['in a()'])
+      expect(rb.logs.map((l) => l.text)).toEqual(['in b()'])
+      await tick()
+      expect(disposed).toBe(false)
+      for (const done of finish.splice(0)) done()
+      await disposing
+      expect(disposed).toBe(true)
     })
   })
 })
