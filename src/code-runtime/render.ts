@@ -247,7 +247,10 @@ function renderObject(obj: object, depth: number, maxDepth: number, maxItems: nu
     close = isArray ? ']' : '}'
     const keys = renderKeys(obj, isArray, maxItems)
     let count = 0
-    const total = isArray ? (obj as unknown[]).length : keys.length
+    // An array cut at maxItems counts its length (its other keys are not listed); a shorter
+    // one lists every index and its other keys, so an array of exactly maxItems items and a
+    // named key says `… 1 more items`, not `… 0 more items`.
+    const total = isArray && (obj as unknown[]).length > maxItems ? (obj as unknown[]).length : keys.length
     for (const key of keys) {
       const desc = describeOwn(obj, key)
       if (desc === undefined || desc.enumerable !== true) continue

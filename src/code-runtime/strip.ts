@@ -72,6 +72,7 @@ const ck = ContextualKeyword
 
 function lineOf(text: string, offset: number): number {
   let line = 1
+  // Stryker disable next-line EqualityOperator,ConditionalExpression: every offset passed is a bracket's, a token's start or the text's length, never past the text nor a line feed, so `i <= offset` and the length check change no count
   for (let i = 0; i < offset && i < text.length; i++) if (text.charCodeAt(i) === 10) line++
   return line
 }

@@ -6,6 +6,8 @@
 import { describe, expect, it } from 'vitest'
 import type { CodeRunFailureKind } from '../../../src/code-runtime/contract.js'
 import { JsonWireEndpoint, isOutOfMemory, outOfMemoryMessage } from '../../../src/code-runtime/json-endpoint.js'
+import { ARG_BYTES_PER_NODE } from '../../../src/code-runtime/limits.js'
+import { MAX_VALUE_DEPTH } from '../../../src/code-runtime/render.js'
 
 function endpoint(memoryMb = 64) {
   const sent: string[] = []
@@ -97,6 +99,63 @@ describe('JsonWireEndpoint', () => {
     const { ep, received, failures } = endpoint()
     expect(() => ep.receive('{"type":"done","error":null}')).not.toThrow()
     expect(received).toEqual([{ type: 'done', error: null }])
+    expect(failures).toEqual([])
+  })
+})
+
+describe('JsonWireEndpoint: a call’s arguments weighed once', () => {
+  /** The events the endpoint hands on, whole. */
+  function events() {
+    const ep = new JsonWireEndpoint(() => {}, () => {}, 64)
+    const seen: Array<{ readonly data: unknown; readonly checkedArgBytes?: number }> = []
+    ep.addEventListener('message', (event) => seen.push(event))
+    return { ep, seen }
+  }
+  const nested = (levels: number) => `${'['.repeat(levels)}1${']'.repeat(levels)}`
+
+  it('weighs a call’s arguments as their message’s text plus ARG_BYTES_PER_NODE per value, and freezes them', () => {
+    expect(ARG_BYTES_PER_NODE).toBe(64)
+    const { ep, seen } = events()
+    const json = '{"type":"call","id":1,"global":"tools","name":"a","args":{"x":[1,"a"]}}'
+    ep.receive(json)
+    // The object, its key, the array and its two items: five values.
+    expect(seen[0]).toEqual({ data: JSON.parse(json), checkedArgBytes: json.length + 64 * 5 })
+    expect(Object.isFrozen((seen[0]!.data as { args: object }).args)).toBe(true)
+    const bare = '{"type":"call","id":2,"global":"tools","name":"a"}'
+    ep.receive(bare)
+    expect(seen[1]!.checkedArgBytes).toBe(0)
+  })
+
+  it('leaves the weighing to the session for arguments nested deeper than MAX_VALUE_DEPTH or holding a number JSON snapshots refuse', () => {
+    expect(MAX_VALUE_DEPTH).toBe(100)
+    const { ep, seen } = events()
+    const at = `{"type":"call","id":1,"global":"tools","name":"a","args":${nested(100)}}`
+    ep.receive(at)
+    expect(seen[0]!.checkedArgBytes).toBe(at.length + 64 * 101)
+    ep.receive(`{"type":"call","id":2,"global":"tools","name":"a","args":${nested(101)}}`)
+    ep.receive('{"type":"call","id":3,"global":"tools","name":"a","args":[1e400]}')
+    for (const event of seen.slice(1)) {
+      expect(Object.hasOwn(event, 'checkedArgBytes')).toBe(false)
+      expect((event.data as { type: string }).type).toBe('call')
+    }
+  })
+
+  it('weighs only calls: other messages, and an args field on them, carry no weight', () => {
+    const { ep, seen } = events()
+    ep.receive('{"type":"log","id":1,"args":[1,2]}')
+    ep.receive('{"type":"done","value":1}')
+    ep.receive('[1]')
+    expect(seen.map((event) => Object.hasOwn(event, 'checkedArgBytes'))).toEqual([false, false, false])
+    expect(seen[0]!.data).toEqual({ type: 'log', id: 1, args: [1, 2] })
+  })
+
+  it('parses nothing once nobody listens: a late out-of-memory report does not fail the run again', () => {
+    const failures: string[] = []
+    const ep = new JsonWireEndpoint(() => {}, (_kind, message) => failures.push(message), 64)
+    const listener = () => {}
+    ep.addEventListener('message', listener)
+    ep.removeEventListener('message', listener)
+    ep.receive(JSON.stringify({ type: 'done', error: { name: 'InternalError', message: 'out of memory' } }))
     expect(failures).toEqual([])
   })
 })

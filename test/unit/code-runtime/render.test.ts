@@ -17,6 +17,8 @@ describe('utf8Length and utf8Prefix', () => {
     )
     expect(utf8Length('\ud83d')).toBe(3)
     expect(utf8Length('\ud83d\ud83d')).toBe(6)
+    expect(utf8Length('\ud83d\udc00')).toBe(4)
+    expect(utf8Length('\udbff\udfff')).toBe(4)
   })
 
   it('cut at a byte budget without splitting a character', () => {
@@ -45,6 +47,11 @@ describe('utf8Length and utf8Prefix', () => {
     expect(utf8Prefix('a\ud83dxy', 4)).toBe('a\ud83d')
     expect(utf8Prefix('a\ud83dxy', 3)).toBe('a')
     expect(utf8Prefix('a\ude00z', 4)).toBe('a\ude00')
+    // Only a high surrogate followed by a low one is a pair.
+    expect(utf8Prefix('a\udc00', 1)).toBe('a')
+    expect(utf8Prefix('\ue000\udc00', 3)).toBe('\ue000')
+    expect(utf8Prefix('\ud800\ue000', 3)).toBe('\ud800')
+    expect(utf8Prefix('\ud7ff\udc00', 3)).toBe('\ud7ff')
     fc.assert(
       fc.property(fc.string({ unit: 'binary', maxLength: 10 }), fc.integer({ min: 0, max: 40 }), (text, budget) => {
         const prefix = utf8Prefix(text, budget)
@@ -102,6 +109,12 @@ describe('renderValue: objects', () => {
     Object.defineProperty(odd, 'name', { value: 5 })
     Object.defineProperty(odd, 'message', { value: 6 })
     expect(renderValue(odd)).toBe('Error: ')
+    const renamed = new Error('m')
+    Object.defineProperty(renamed, 'stack', { value: '' })
+    renamed.name = 'Custom'
+    expect(renderValue(renamed)).toBe('Custom: m')
+    // Neither the error nor its prototype has a name: Error.
+    expect(renderValue(Object.create(Object.create(Error.prototype) as object) as object)).toBe('Error: ')
     expect(renderValue(new ArrayBuffer(3))).toBe('ArrayBuffer { byteLength: 3 }')
     expect(renderValue(new DataView(new ArrayBuffer(4)))).toBe('DataView { byteLength: 4 }')
     expect(renderValue(new Uint8Array([1, 2]))).toBe('Uint8Array(2) [ 1, 2 ]')
@@ -128,6 +141,10 @@ describe('renderValue: objects', () => {
     expect(renderValue(Object.create(Object.create(null) as object) as object)).toBe('{}')
     const anonymous = new (class {})()
     expect(renderValue(anonymous)).toBe('{}')
+    // A constructor whose name is not a string names nothing.
+    const Numbered = function () {} as unknown as { prototype: object }
+    Object.defineProperty(Numbered, 'name', { value: 7 })
+    expect(renderValue(Object.create(Numbered.prototype) as object)).toBe('{}')
   })
 
   it('shows getters and setters without calling them, and skips non-enumerables and symbols', () => {
@@ -150,6 +167,13 @@ describe('renderValue: objects', () => {
     const a = Object.assign([1, 2, 3], { tag: 't' })
     expect(renderValue(a)).toBe('[1, 2, 3, tag: "t"]')
     expect(renderValue(a, { maxItems: 2 })).toBe('[1, 2, … 1 more items]')
+    // As long as maxItems: every index shows, and the extra key is counted, not lost.
+    expect(renderValue(Object.assign([1, 2], { tag: 't' }), { maxItems: 2 })).toBe('[1, 2, … 1 more items]')
+    expect(renderValue(Object.assign([1, 2], { tag: 't', more: 'm' }), { maxItems: 3 })).toBe('[1, 2, tag: "t", … 1 more items]')
+    // Only canonical indices are indices: other keys with digits are shown with their name.
+    expect(renderValue(Object.assign([1], { x1: 2, '1x': 3, '01': 4 }))).toBe('[1, x1: 2, "1x": 3, "01": 4]')
+    // A non-enumerable index is skipped like a hole.
+    expect(renderValue(Object.defineProperty([1, 2], '0', { value: 5, enumerable: false }))).toBe('[2]')
     // eslint-disable-next-line no-sparse-arrays
     expect(renderValue([1, , 3])).toBe('[1, 3]')
   })
@@ -170,6 +194,12 @@ describe('renderValue: objects', () => {
     expect(renderValue({ long: 'x'.repeat(50) }, { maxLength: 10 })).toBe('{ long: "x…')
     expect(renderValue([1, 2, 3], { maxLength: 4 })).toBe('[1, …')
     expect(renderValue([1, 2], { maxLength: 6 })).toBe('[1, 2]')
+    // The closing text itself crosses the bound: cut after it.
+    expect(renderValue({ a: 1 }, { maxLength: 7 })).toBe('{ a: 1 …')
+    expect(renderValue({ a: 1 }, { maxLength: 8 })).toBe('{ a: 1 }')
+    // Map keys and values and set members are one level down.
+    expect(renderValue(new Map<unknown, unknown>([[{ k: 1 }, { v: 1 }]]), { maxDepth: 1 })).toBe('Map(1) { [Object] => [Object] }')
+    expect(renderValue(new Set([{ s: 1 }]), { maxDepth: 1 })).toBe('Set(1) { [Object] }')
     expect(renderValue(Array.from({ length: 150 }, () => 0))).toBe(`[${Array.from({ length: 100 }, () => '0').join(', ')}, … 50 more items]`)
   })
 
@@ -202,6 +232,7 @@ describe('measureValueBytes', () => {
     expect(measureValueBytes('é', 100)).toBe(4)
     expect(measureValueBytes(12345, 100)).toBe(5)
     expect(measureValueBytes(10n, 100)).toBe(2)
+    expect(measureValueBytes(12345n, 100)).toBe(5)
     expect(measureValueBytes(true, 100)).toBe(4)
     expect(measureValueBytes(undefined, 100)).toBe(4)
     expect(measureValueBytes(Symbol('x'), 100)).toBe(4)
@@ -226,6 +257,10 @@ describe('measureValueBytes', () => {
     expect(measureValueBytes(/x/, 100)).toBe(26)
     const error = new Error('ab')
     expect(measureValueBytes(error, 10_000)).toBe(4 + utf8Length(error.stack!) + 2)
+    const longer = new Error('abcdef')
+    expect(measureValueBytes(longer, 10_000)).toBe(8 + utf8Length(longer.stack!) + 2)
+    // No own message or stack: two absent values.
+    expect(measureValueBytes(Object.create(Error.prototype) as object, 100)).toBe(8)
     expect(measureValueBytes(new Map([['k', 1]]), 100)).toBe(2 + 2 + 3 + 1)
     expect(measureValueBytes(new Set([1, 2]), 100)).toBe(2 + 1 + 1 + 1 + 1)
     const shared = { a: 1 }

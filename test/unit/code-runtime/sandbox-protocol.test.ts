@@ -20,6 +20,20 @@ describe('the sandbox-thread protocol', () => {
     for (const data of [null, undefined, 'ready', 1, {}, { type: 'boot' }]) expect(parseThreadEvent(data)).toBeUndefined()
   })
 
+  it('parses park-refused, replayed and parked events only with their fields of the right types', () => {
+    expect(parseThreadEvent({ type: 'park-refused', run: 4, extra: 1 })).toEqual({ type: 'park-refused', run: 4 })
+    expect(parseThreadEvent({ type: 'park-refused', run: '4' })).toBeUndefined()
+    expect(parseThreadEvent({ type: 'replayed', run: 5, busyMs: 1.5, extra: 1 })).toEqual({ type: 'replayed', run: 5, busyMs: 1.5 })
+    expect(parseThreadEvent({ type: 'replayed', run: '5', busyMs: 1.5 })).toBeUndefined()
+    expect(parseThreadEvent({ type: 'replayed', run: 5, busyMs: '1.5' })).toBeUndefined()
+    expect(parseThreadEvent({ type: 'replayed', run: 5 })).toBeUndefined()
+    const parked = { journal: { inputs: ['{"type":"run"}', 3], reads: [1.5, 'x'], ops: 'nd', calls: ['tools.a#1'] }, clockMs: 12, timers: [[1, 50]] }
+    expect(parseThreadEvent({ type: 'parked', run: 6, parked, extra: 1 })).toEqual({ type: 'parked', run: 6, parked })
+    expect(parseThreadEvent({ type: 'parked', run: '6', parked })).toBeUndefined()
+    expect(parseThreadEvent({ type: 'parked', run: 6, parked: { ...parked, clockMs: '12' } })).toBeUndefined()
+    expect(parseThreadEvent({ type: 'parked', run: 6 })).toBeUndefined()
+  })
+
   it('lays the shared signals out as three 8-byte slots, and reads the epoch clock', () => {
     expect([STOP_SLOT, BUSY_SLOT, SEGMENT_SLOT, SIGNALS_BYTES]).toEqual([0, 1, 2, 24])
     const before = Date.now()

@@ -14,7 +14,7 @@
  */
 import fc from 'fast-check'
 import { transform } from 'sucrase'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { MAX_NESTING_DEPTH, MAX_PROGRAM_CHARS, stripTypeScript } from '../../../src/code-runtime/strip.js'
 
 const AMBIGUOUS = /^SyntaxError: the program's syntax is too ambiguous to strip within the work budget \(line \d+\): /
@@ -74,6 +74,7 @@ describe('stripTypeScript', () => {
     expect(message('class A { constructor(x: { readonly y: number }) {} }\nreturn new A({ y: 1 })')).toBeUndefined()
     expect(message('class A { constructor() {} method(private_: number) { return private_ } }')).toBeUndefined()
     expect(message('const constructor = (f: (x: number) => number) => f\nreturn constructor((public_) => public_)')).toBeUndefined()
+    expect(message('const f = (x: unknown) => x\nconst readonly = 1, declare = 2\nreturn f(readonly) ?? f(declare) ?? import.meta')).toBeUndefined()
   })
 
   it('allows dynamic import, import.meta and declare forms; refuses a type-only import like any import', () => {
@@ -228,6 +229,96 @@ describe('stripTypeScript: the linear pre-checks', () => {
       ok: false,
       message: 'SyntaxError: the program nests too deeply to strip (a chain of operators or arrow functions sucrase parses recursively); split it into named intermediate values',
     })
+  })
+})
+
+/** The refusal of a program nested deeper than MAX_NESTING_DEPTH at `line`. */
+const TOO_DEEP = (line: number) =>
+  `SyntaxError: the program nests brackets deeper than ${MAX_NESTING_DEPTH} levels (line ${line}); flatten it: name intermediate values or build data in steps`
+/** Brackets nested one level deeper than allowed. */
+const OVER = `${'('.repeat(MAX_NESTING_DEPTH + 1)}1${')'.repeat(MAX_NESTING_DEPTH + 1)}`
+/** More open brackets than allowed: harmless text inside a string, comment, regex or template. */
+const NOISE = '('.repeat(MAX_NESTING_DEPTH + 44)
+
+describe('stripTypeScript: its work meter', () => {
+  it('is shared by a second copy of the module (a bundle, test isolation), engaged in both, and leaves Object.prototype as it found it', async () => {
+    const field = 'inDisallowConditionalTypesContext'
+    expect(stripTypeScript(`return ${castChain(30)}`)).toEqual({ ok: false, message: expect.stringMatching(AMBIGUOUS) })
+    vi.resetModules()
+    const fresh = (await import('../../../src/code-runtime/strip.js')) as typeof import('../../../src/code-runtime/strip.js')
+    expect(fresh.stripTypeScript).not.toBe(stripTypeScript)
+    expect(Object.getOwnPropertyDescriptor(Object.prototype, field)).toBeUndefined()
+    expect(fresh.stripTypeScript(`return ${castChain(30)}`)).toEqual({ ok: false, message: expect.stringMatching(AMBIGUOUS) })
+    expect(fresh.stripTypeScript(`return ${castChain(8)}`)).toEqual({ ok: true, code: `return ${'('.repeat(8)}x${')'.repeat(8)}` })
+    expect(Object.getOwnPropertyDescriptor(Object.prototype, field)).toBeUndefined()
+    // A property of that name already on Object.prototype (a polyfill, say) is put back as it was.
+    const own = { value: 'kept', writable: true, enumerable: false, configurable: true }
+    Object.defineProperty(Object.prototype, field, own)
+    try {
+      vi.resetModules()
+      const third = (await import('../../../src/code-runtime/strip.js')) as typeof import('../../../src/code-runtime/strip.js')
+      expect(third.stripTypeScript(`return ${castChain(30)}`)).toEqual({ ok: false, message: expect.stringMatching(AMBIGUOUS) })
+      expect(third.stripTypeScript('const a: number = 1\nreturn a')).toEqual({ ok: true, code: 'const a = 1\nreturn a' })
+      expect(Object.getOwnPropertyDescriptor(Object.prototype, field)).toEqual(own)
+    } finally {
+      delete (Object.prototype as Record<string, unknown>)[field]
+    }
+    // The first copy still meters.
+    expect(stripTypeScript(`return ${castChain(30)}`)).toEqual({ ok: false, message: expect.stringMatching(AMBIGUOUS) })
+  })
+})
+
+describe('stripTypeScript: where the nesting scan counts brackets', () => {
+  it('reads a `/` after a name, a number or a closing bracket as a division: the brackets after it count', () => {
+    for (const name of ['x0', 'x9', 'xA', 'xZ', 'xa', 'xz', 'x$', 'x_', 'xé', 'xreturn', 'returns']) {
+      expect(stripTypeScript(`let ${name} = 1\nreturn ${name} / ${OVER} / 2\nlet after = 1\n`), name).toEqual({ ok: false, message: TOO_DEEP(2) })
+    }
+    for (const operand of ['(1)', '[1]', '{ a: 1 }', '1']) {
+      expect(stripTypeScript(`let y = 0\ny = ${operand}  / ${OVER} / 2\n\n`), operand).toEqual({ ok: false, message: TOO_DEEP(2) })
+    }
+  })
+
+  it('reads a `/` at the start, after an operator or punctuation, or after a keyword as a regular expression: the brackets in it do not count', () => {
+    const regex = `/[${NOISE}]/`
+    expect(stripTypeScript(`${regex}.test('')`)).toEqual({ ok: true, code: `${regex}.test('')` })
+    expect(stripTypeScript(`  \n ${regex}.test('')`)).toEqual({ ok: true, code: `  \n ${regex}.test('')` })
+    for (const before of ['let r = ', 'let r = 1 ? 2 :', 'let r = [', 'let r = 1 %', 'let r = 1 ^', 'let r = (', 'let r = !', 'let r = 1 +', '`` ', '@', '#', '\u007f']) {
+      expect(message(`${before}${regex}`) ?? '', before).not.toMatch(/nests brackets/)
+    }
+    for (const keyword of ['return', 'typeof', 'instanceof', 'in', 'of', 'new', 'delete', 'void', 'throw', 'case', 'do', 'else', 'yield', 'await']) {
+      expect(message(`x = ${keyword} ${regex}`) ?? '', keyword).not.toMatch(/nests brackets/)
+      expect(message(`x = ${keyword}${regex}`) ?? '', keyword).not.toMatch(/nests brackets/)
+    }
+  })
+
+  it('ends a string, regex or line comment at its line end, a block comment at `*/`, and honours escapes only outside comments', () => {
+    expect(stripTypeScript(`// ${NOISE}\nreturn ${OVER}\n`)).toEqual({ ok: false, message: TOO_DEEP(2) })
+    expect(stripTypeScript(`let s = "${NOISE}\nreturn ${OVER}\n`)).toEqual({ ok: false, message: TOO_DEEP(2) })
+    expect(stripTypeScript(`let s = '${NOISE}\nreturn ${OVER}\n`)).toEqual({ ok: false, message: TOO_DEEP(2) })
+    expect(stripTypeScript(`let r = /${NOISE}\nreturn ${OVER}\n`)).toEqual({ ok: false, message: TOO_DEEP(2) })
+    expect(stripTypeScript(`/*\n${NOISE}\n*/ return ${OVER}\n`)).toEqual({ ok: false, message: TOO_DEEP(3) })
+    expect(stripTypeScript(`/* \\*/ return ${OVER}`)).toEqual({ ok: false, message: TOO_DEEP(1) })
+    expect(stripTypeScript(`/* ${NOISE} **/ return ${OVER}`)).toEqual({ ok: false, message: TOO_DEEP(1) })
+    expect(stripTypeScript(`let s = "\\"" + ${OVER}`)).toEqual({ ok: false, message: TOO_DEEP(1) })
+    expect(stripTypeScript(`let s = '\\'' + ${OVER}`)).toEqual({ ok: false, message: TOO_DEEP(1) })
+    expect(stripTypeScript(`let r = /\\//.source + ${OVER}`)).toEqual({ ok: false, message: TOO_DEEP(1) })
+    expect(stripTypeScript(`let r = /[/]/.source + ${OVER}`)).toEqual({ ok: false, message: TOO_DEEP(1) })
+    expect(stripTypeScript(`let r = /[a]/.source + ${OVER}`)).toEqual({ ok: false, message: TOO_DEEP(1) })
+    expect(stripTypeScript(`let s = "${NOISE}\\"${NOISE}"\nreturn s`).ok).toBe(true)
+    expect(stripTypeScript(`let r = /[/${NOISE}]/\nreturn r`).ok).toBe(true)
+  })
+
+  it('skips template text, resumes it after a substitution, and counts only `${` in it', () => {
+    expect(stripTypeScript(`return \`$${NOISE}\``)).toEqual({ ok: true, code: `return \`$${NOISE}\`` })
+    expect(stripTypeScript(`return \`\${1}${NOISE}\``)).toEqual({ ok: true, code: `return \`\${1}${NOISE}\`` })
+    expect(stripTypeScript(`return \`\${{ a: 1 }.a}${NOISE}\``)).toEqual({ ok: true, code: `return \`\${{ a: 1 }.a}${NOISE}\`` })
+    expect(stripTypeScript(`return \`\${1}\` + ${OVER}`)).toEqual({ ok: false, message: TOO_DEEP(1) })
+    expect(stripTypeScript(`return \`\\\`\` + ${OVER}`)).toEqual({ ok: false, message: TOO_DEEP(1) })
+    expect(stripTypeScript(`return \`\\\${${NOISE}\``).ok).toBe(true)
+    expect(stripTypeScript(`return \`${NOISE}\n${NOISE}\`\n${OVER}`)).toEqual({ ok: false, message: TOO_DEEP(3) })
+    // An unterminated template or comment runs to the end: nothing after it counts.
+    expect(message(`return \`${NOISE}`)).not.toMatch(/nests brackets/)
+    expect(message(`/* ${OVER}`)).not.toMatch(/nests brackets/)
   })
 })
 

@@ -27,6 +27,17 @@ describe('boundedDistance', () => {
     expect(boundedDistance('a', 'abcdefgh', 2)).toBe(3)
     expect(boundedDistance('abcdefgh', 'hgfedcba', 1)).toBe(2)
   })
+
+  it('counts an adjacent swap as one edit only when both letters match crosswise', () => {
+    expect(boundedDistance('abc', 'acb', 10)).toBe(1)
+    expect(boundedDistance('abcd', 'badc', 10)).toBe(2)
+    expect(boundedDistance('ab', 'bx', 10)).toBe(2)
+    expect(boundedDistance('ab', 'xa', 10)).toBe(2)
+    expect(boundedDistance('abc', 'xbc', 10)).toBe(1)
+    expect(boundedDistance('xab', 'xba', 10)).toBe(1)
+    // Optimal string alignment: a swapped pair is not edited again.
+    expect(boundedDistance('ca', 'abc', 10)).toBe(3)
+  })
 })
 
 describe('closestNames', () => {
@@ -44,12 +55,17 @@ describe('closestNames', () => {
     const many = Array.from({ length: 10 }, (_, i) => `tool${i}`)
     expect(closestNames('tool', many)).toHaveLength(MAX_SUGGESTIONS)
     expect(closestNames('tool3', many)[0]).toBe('tool3')
+    // Equally close: the namespace's order, whatever the number of ties.
+    const ties = ['ab1', 'ab2', 'ab3', 'ab4', 'ab5', 'ab6', 'ab7', 'ab8', 'ab9', 'abc', 'abd', 'abe']
+    expect(closestNames('ab0', ties)).toEqual(['ab1', 'ab2', 'ab3'])
+    expect(closestNames('ab0', [...ties].reverse())).toEqual(['abe', 'abd', 'abc'])
   })
 
   it('nothing when nothing is close, or the name has no letters or digits', () => {
     expect(closestNames('zzzzzzzz', TOOLS)).toEqual([])
     expect(closestNames('x', TOOLS)).toEqual([])
     expect(closestNames('__', TOOLS)).toEqual([])
+    expect(closestNames('__', ['a', 'b', '_'])).toEqual([])
     expect(closestNames('list_file', [])).toEqual([])
   })
 
