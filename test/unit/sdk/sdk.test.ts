@@ -435,3 +435,59 @@ describe('renderToolsSdk', () => {
     }
   })
 })
+
+describe('the renderers at their edges', () => {
+  it('compareCodePoints: a prefix sorts first, equal strings are equal, and U+FFFF is one code point', () => {
+    expect(compareCodePoints('ab', 'abc')).toBe(-1)
+    expect(compareCodePoints('abc', 'ab')).toBe(1)
+    expect(compareCodePoints('same', 'same')).toBe(0)
+    expect(compareCodePoints('\uffffa', '\uffffb')).toBe(-1)
+    expect(compareCodePoints('\uffffb', '\uffffa')).toBe(1)
+  })
+
+  it('hasSdkRenderer: only a string names a language, whatever it converts to', () => {
+    expect(hasSdkRenderer({ toString: () => 'python' } as never)).toBe(false)
+    expect(hasSdkRenderer('python')).toBe(true)
+  })
+
+  it('maxChars: 1 is a budget; 0 is refused with the exact message', async () => {
+    const { renderToolsSdkWithinBudget } = await import('../../../src/code-mode/sdk.js')
+    expect(renderToolsSdkWithinBudget([], { maxChars: 1 }).fits).toBe(false)
+    expect(() => renderToolsSdkWithinBudget([], { maxChars: 0 })).toThrow(new ToolError('INVALID_OPTIONS', 'renderToolsSdk: maxChars must be a positive integer or Infinity (got 0)'))
+  })
+
+  it('the catalog form keeps the language’s own instructions, without the lead-in to the SDK block', async () => {
+    const { renderCatalogSdk } = await import('../../../src/code-mode/sdk-catalog.js')
+    const tools = [{ name: 'a_tool', description: 'A.', parameters: { type: 'object' }, output: {} }]
+    const ts = renderCatalogSdk(tools, { language: 'typescript', maxChars: 100_000 }).text
+    const py = renderCatalogSdk(tools, { language: 'python', maxChars: 100_000 }).text
+    const lead = (instructions: string) => instructions.replace(/\n+The available tools:$/, '').slice(0, 200)
+    expect(ts.startsWith(lead(TYPESCRIPT_SDK_INSTRUCTIONS))).toBe(true)
+    expect(py.startsWith(lead(PYTHON_SDK_INSTRUCTIONS))).toBe(true)
+    for (const text of [ts, py]) {
+      expect(text).not.toContain('The available tools:')
+      expect(text).not.toContain('Stryker')
+    }
+    const head = TYPESCRIPT_SDK_INSTRUCTIONS.replace('(`ToolOutputMap` below)', '(its declaration: `await catalog.describe(name)`)').replace(/\n+The available tools:$/, '')
+    expect(ts.startsWith(`${head}\n\n`)).toBe(true)
+    expect(ts.charAt(head.length + 2)).not.toBe('\n')
+  })
+
+  it('jsonSchemaToTs: maxNodes 1 renders only the root; 0 or less falls back to the default', () => {
+    const list = { type: 'array', items: { type: 'string' } }
+    expect(jsonSchemaToTs(list, { maxNodes: 1 })).toBe('unknown[]')
+    expect(jsonSchemaToTs(list, { maxNodes: 2 })).toBe('string[]')
+    expect(jsonSchemaToTs(list, { maxNodes: 0 })).toBe('string[]')
+  })
+
+  it('jsonSchemaToPy: fractional enum members widen to float without an empty Literal', () => {
+    expect(jsonSchemaToPy({ enum: [1.5, 2.5] })).toBe('float')
+    expect(jsonSchemaToPy({ enum: [1, 1.5] })).toBe('Literal[1] | float')
+  })
+
+  it('Python class names: a digit inside a name is no leading digit', () => {
+    const block = renderPythonSdkBlock([{ name: 'get_v2', description: 'd', parameters: { type: 'object', properties: { a: { type: 'string' } }, required: ['a'], additionalProperties: false }, output: {} }])
+    expect(block).toContain('class GetV2Args(TypedDict')
+    expect(block).not.toContain('TGetV2')
+  })
+})
