@@ -28,14 +28,14 @@ export interface RunToolCallsOptions {
 }
 
 function classify(runtime: ToolRuntime, call: ToolExecutionInput): ToolExecutionMode {
+  let mode: unknown
   try {
-    return runtime.executionMode(call) === 'parallel' ? 'parallel' : 'exclusive'
-    // Stryker disable next-line BlockStatement: an emptied catch answers undefined, which the call pool runs as exclusive (any mode but 'parallel' is)
+    mode = runtime.executionMode(call)
   } catch {
     // A classifier that throws fails closed: the call runs alone.
-    // Stryker disable next-line StringLiteral: the call pool runs any mode but 'parallel' as exclusive, so '' schedules the same
-    return 'exclusive'
   }
+  // Stryker disable next-line StringLiteral: the call pool runs any mode but 'parallel' as exclusive, so '' schedules the same
+  return mode === 'parallel' ? 'parallel' : 'exclusive'
 }
 
 /**

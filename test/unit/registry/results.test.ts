@@ -101,6 +101,8 @@ describe('failure and success', () => {
     const run = failureFromError(new CodeRunFailedError('timeout', 'slow'), 'TOOL_FAILED')
     expect(run.error.info?.code).toBe('CODE_RUN_FAILED')
     expect(failureFromError(new TypeError('bad'), 'TOOL_FAILED').error).toEqual({ message: 'bad', info: { name: 'TypeError', code: 'TOOL_FAILED' } })
+    // Without contexts the failure carries none (not even an empty list).
+    expect(Object.keys(failureFromError(new TypeError('bad'), 'TOOL_FAILED'))).not.toContain('additionalContexts')
     expect(failureFromError(new RangeError(''), 'TOOL_FAILED').error.message).toBe('RangeError')
     expect(failureFromError(new Error('m'), 'WRAPPER_FAILED', [], 'listener failed: ').error.message).toBe('listener failed: m')
     expect(failureFromError(new Error('m'), 'WRAPPER_FAILED', [{ source: 's', content: 'c' }]).additionalContexts).toHaveLength(1)

@@ -347,7 +347,6 @@ describe('runToolCalls: other runtimes and refusals', () => {
 
 describe('Schedule', () => {
   it('unscheduled: a phase runs at once and its answer is returned as is (a synchronous phase takes no tick); nothing to settle', async () => {
-    expect(UNSCHEDULED.scheduled).toBe(false)
     let ran = 0
     expect(UNSCHEDULED.phase('policy', () => void ran++)).toBeUndefined()
     expect(ran).toBe(1)
@@ -368,7 +367,6 @@ describe('Schedule', () => {
       },
     }
     const schedule = new Schedule(inner)
-    expect(schedule.scheduled).toBe(true)
     const ran: string[] = []
     await schedule.phase('policy', () => void ran.push('policy'))
     await schedule.phase('policy', () => void ran.push('policy again'))
