@@ -138,8 +138,12 @@ export function createSseSender(stream: SSEStreamingApi, options: SseSenderOptio
       if (!pumping) void pump()
     },
     drained() {
-      // Stryker disable next-line ConditionalExpression: send() starts pump() whenever it queues, and pump() sets pumping before its first await, so the queue is never non-empty while pumping is false
-      if (!pumping && queue.length === 0) return Promise.resolve()
+      if (
+        !pumping &&
+        // Stryker disable next-line ConditionalExpression: send() starts pump() whenever it queues, and pump() sets pumping before its first await, so the queue is never non-empty while pumping is false
+        queue.length === 0
+      )
+        return Promise.resolve()
       return new Promise((resolve) => waiters.push(resolve))
     },
     get fallen() {

@@ -102,8 +102,14 @@ export function createSessionLogHub(options: SessionLogHubOptions = {}): Session
         live = false
         set.delete(entry)
         count--
-        // Stryker disable next-line ConditionalExpression: the every-event set is never a map value, and a run's set empties only when its last live entry leaves, while it is still the map's
-        if (parent !== undefined && set.size === 0 && byParent.get(parent) === set) byParent.delete(parent)
+        if (
+          set.size === 0 &&
+          // Stryker disable next-line ConditionalExpression: byParent never holds the every-event set, so for it the check below is false anyway
+          parent !== undefined &&
+          // Stryker disable next-line ConditionalExpression: a run's set empties only when its last live entry leaves, while it is still the map's value
+          byParent.get(parent) === set
+        )
+          byParent.delete(parent)
       }
     },
     get subscriberCount() {
