@@ -337,38 +337,84 @@ describe('createStoreRunEvents (the snapshot format)', () => {
     expect(JSON.stringify(restored.frames.map((f) => f.text)).length).toBeLessThanOrEqual(2000)
   })
 
-  it('garbage is never a snapshot: each variant loads as undefined, and nothing past the manifest’s size is kept', async () => {
+  it('garbage is never a snapshot: each variant differs from a loadable one in one thing and loads as undefined', async () => {
     const store = createMemoryStore()
     const events = createStoreRunEvents(store, 4096)
     const key = `${RUN_EVENTS_PREFIX}r3`
-    const manifest = (m: Record<string, unknown>) => store.put(key, JSON.stringify({ v: 1, gen: 'g1', pieces: 1, bytes: 2, last: 0, dropped: 0, ...m }))
     const frame = (id: number) => `event: log\nid: ${id}\ndata: {}\n\n`
+    const good = JSON.stringify([frame(1), frame(2)])
+    /** A well-formed snapshot of frames 1 and 2, with `m` over its manifest and `body` as its one piece. */
+    const write = async (m: Record<string, unknown> = {}, body: string | null = good) => {
+      await store.delete(`${key}/g1.0`)
+      await store.put(key, JSON.stringify({ v: 1, gen: 'g1', pieces: 1, bytes: good.length, last: 2, dropped: 0, ...m }))
+      if (body !== null) await store.put(`${key}/g1.0`, body)
+    }
+    const accented = JSON.stringify([frame(1), frame(2)].map((text) => text.replace('{}', '"é"')))
+    // The controls: they load.
+    await write({ bytes: Buffer.byteLength(accented) }, accented)
+    expect((await events.load('r3'))!.frames).toHaveLength(2)
+    await write()
+    expect(await events.load('r3')).toEqual({ frames: [{ id: 1, text: frame(1) }, { id: 2, text: frame(2) }], last: 2, dropped: 0 })
+    await write({ next: 2 })
+    expect((await events.load('r3'))!.last).toBe(2)
     const variants: [string, () => Promise<unknown>][] = [
       ['not JSON', () => store.put(key, '{nope')],
-      ['a long manifest', () => store.put(key, JSON.stringify({ v: 1, pad: 'x'.repeat(1000) }))],
-      ['another version', () => manifest({ v: 2 })],
-      ['a size past the bound', () => manifest({ bytes: 4097 })],
-      ['an id no run reaches', async () => (await manifest({ last: 1e13 }), store.put(`${key}/g1.0`, '[]'))],
-      ['a missing piece', () => manifest({ gen: 'none' })],
-      ['a piece longer than declared', async () => (await manifest({ bytes: 10 }), store.put(`${key}/g1.0`, JSON.stringify([frame(1)])))],
-      ['ids that do not end at last', async () => (await manifest({ bytes: JSON.stringify([frame(1)]).length, last: 2 }), store.put(`${key}/g1.0`, JSON.stringify([frame(1)])))],
-      ['a frame text with a second data line', async () => {
-        const body = JSON.stringify(['event: log\nid: 1\ndata: {}\nevent: end\n\n'])
-        await manifest({ bytes: body.length, last: 1 })
-        await store.put(`${key}/g1.0`, body)
+      ['JSON null', () => store.put(key, 'null')],
+      ['a manifest over 512 chars', () => write({ pad: 'x'.repeat(600) })],
+      ['another version', () => write({ v: 2 })],
+      ['no generation', () => write({ gen: 7 })],
+      ['a generation outside [0-9a-z]', () => write({ gen: 'G1' })],
+      ['a size past the bound', () => write({ bytes: 4097 })],
+      ['a negative size', () => write({ bytes: -1 })],
+      ['a fractional size', () => write({ bytes: 1.5 })],
+      ['a size as a string', () => write({ bytes: String(good.length) })],
+      ['more pieces than the bound needs', () => write({ pieces: 6 })],
+      ['a last past MAX_RESTORED_EVENT_ID', () => write({ last: 1e12 + 1 })],
+      ['a negative dropped', () => write({ dropped: -1 })],
+      ['a next behind last', () => write({ next: 1 })],
+      ['a next past MAX_RESTORED_EVENT_ID', () => write({ next: 1e12 + 1 })],
+      ['a missing piece', () => write({}, null)],
+      ['a piece longer than declared', () => write({ bytes: good.length - 1 })],
+      ['pieces shorter than declared', () => write({ bytes: good.length + 1 })],
+      // Its length in chars is what the manifest says, its UTF-8 bytes are 2 more (é twice): bytes, not chars, are the size.
+      ['multi-byte text over the declared bytes', () => write({ bytes: accented.length }, accented)],
+      ['not JSON in the piece', () => write({ bytes: good.length }, `${good.slice(0, -1)}}`)],
+      ['not an array', () => write({ bytes: 4 }, '"ab"')],
+      ['more frames than ids', () => write({ last: 1 }, good)],
+      ['ids that do not end at last', () => write({ last: 3 })],
+      ['a frame that is not a string', () => write({ bytes: JSON.stringify([1, frame(2)]).length }, JSON.stringify([1, frame(2)]))],
+      ['a frame text with a second data line', () => {
+        const body = JSON.stringify([frame(1), 'event: log\nid: 2\ndata: {}\nevent: end\n\n'])
+        return write({ bytes: body.length }, body)
       }],
-      ['not an array', async () => (await manifest({ bytes: 4, last: 0 }), store.put(`${key}/g1.0`, '"ab"'))],
     ]
-    for (const [name, write] of variants) {
-      await store.delete(`${key}/g1.0`)
-      await write()
+    for (const [name, corrupt] of variants) {
+      await corrupt()
       expect(await events.load('r3'), name).toBeUndefined()
     }
-    // The control: the same shape, well formed, loads.
-    const body = JSON.stringify([frame(1)])
-    await manifest({ bytes: body.length, last: 1 })
-    await store.put(`${key}/g1.0`, body)
-    expect(await events.load('r3')).toEqual({ frames: [{ id: 1, text: frame(1) }], last: 1, dropped: 0 })
+  })
+
+  it('cuts its body into pieces as large as the store takes, each within the cap, never between the halves of a surrogate pair', async () => {
+    const store = createMemoryStore({ maxValueBytes: 1500 })
+    const events = createStoreRunEvents(store, 1 << 20)
+    const log = createRunEventLog(1 << 20)
+    for (let i = 0; i < 40; i++) log.append('log', { text: `${i} ${'😀é'.repeat(40)}` })
+    await events.put('r4', log)
+    const manifest = JSON.parse((await store.get(`${RUN_EVENTS_PREFIX}r4`))!.value) as { gen: string; pieces: number; bytes: number }
+    const pieces: string[] = []
+    for (let n = 0; n < manifest.pieces; n++) pieces.push((await store.get(`${RUN_EVENTS_PREFIX}r4/${manifest.gen}.${n}`))!.value)
+    // 1500 is under 2 KiB: the pieces halve from 64 KiB down to 1 KiB.
+    for (const piece of pieces.slice(0, -1)) {
+      expect(Buffer.byteLength(piece)).toBeLessThanOrEqual(1024)
+      expect(Buffer.byteLength(piece)).toBeGreaterThan(1024 - 4)
+    }
+    for (const piece of pieces) {
+      expect(piece.charCodeAt(0) >= 0xdc00 && piece.charCodeAt(0) <= 0xdfff, 'a piece starting with a low surrogate').toBe(false)
+      const lastUnit = piece.charCodeAt(piece.length - 1)
+      expect(lastUnit >= 0xd800 && lastUnit <= 0xdbff, 'a piece ending with a high surrogate').toBe(false)
+    }
+    expect(pieces.reduce((sum, piece) => sum + Buffer.byteLength(piece), 0)).toBe(manifest.bytes)
+    expect(await events.load('r4')).toEqual({ frames: log.since(0).frames, last: 40, dropped: 0 })
   })
 })
 

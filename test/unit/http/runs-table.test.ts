@@ -104,6 +104,14 @@ describe('the run table', () => {
   })
 })
 
+describe('utf8Length', () => {
+  it('counts UTF-8 bytes exactly at every width boundary, a surrogate pair as 4', () => {
+    for (const text of ['', 'a', '\u007f', '\u0080', '\u07ff', '\u0800', '\ud7ff', '\ue000', '\uffff', '😀', 'é€😀a', 'x😀'.repeat(3)]) {
+      expect(utf8Length(text), JSON.stringify(text)).toBe(Buffer.byteLength(text, 'utf8'))
+    }
+  })
+})
+
 describe("a run's event buffer", () => {
   it('drops its oldest frames past its bound, keeps ids monotonic, and reports the gap to a client that resumes before it', () => {
     const log = createRunEventLog(1000)
