@@ -5,7 +5,9 @@
  * `maxEventBytesPerRun` and says which ids are gone.
  */
 import { describe, expect, it } from 'vitest'
-import { createRunEventLog, createRunTable, resolveRunTableOptions, utf8Length } from '../../../src/http/run-table.js'
+import { createMemoryStore } from '../../../src/durable/memory-store.js'
+import { createRunEventLog, createRunTable, createStoreRunRecords, interruptedRunResult, resolveRunTableOptions, utf8Length } from '../../../src/http/run-table.js'
+import type { RunRecordJson } from '../../../src/http/run-table.js'
 import type { ResolvedRunTableOptions, TableRun } from '../../../src/http/run-table.js'
 import type { ToolExecutionResult } from '../../../src/types.js'
 
@@ -149,5 +151,85 @@ describe("a run's event buffer", () => {
     expect(log.bytes).toBeLessThanOrEqual(4096)
     expect(log.since(0).frames.length).toBe(100_000 - log.dropped)
     expect(log.since(0).frames[0]!.id).toBe(log.first)
+  })
+})
+
+describe('run records in a store (createStoreRunRecords)', () => {
+  const record = (over: Partial<RunRecordJson> = {}): RunRecordJson => ({
+    id: 'r1',
+    callId: 'http-run-1',
+    status: 'done',
+    createdAt: 5,
+    settledAt: 6,
+    result: ok('x'),
+    events: { first: 1, last: 3, dropped: 0 },
+    owner: 'o1',
+    ...over,
+  })
+
+  it('round-trips a record under http-runs/<id>; lists ids without the prefix; delete removes it', async () => {
+    const store = createMemoryStore()
+    const records = createStoreRunRecords(store)
+    await records.put(record())
+    await records.put(record({ id: 'r2' }))
+    expect(await records.get('r1')).toEqual(record())
+    expect(JSON.parse((await store.get('http-runs/r1'))!.value)).toEqual(record())
+    expect(await records.list(10)).toEqual(['r1', 'r2'])
+    expect(await records.list(1)).toEqual(['r1'])
+    await records.delete('r1')
+    expect(await records.get('r1')).toBeUndefined()
+    expect(await records.list(10)).toEqual(['r2'])
+  })
+
+  it('a record over the store’s value cap is kept without its result; any other failure, or one without a result, is thrown', async () => {
+    const store = createMemoryStore({ maxValueBytes: 400 })
+    const records = createStoreRunRecords(store)
+    const big = record({ result: ok('y'.repeat(1000)) })
+    await records.put(big)
+    const { result: _result, ...rest } = big
+    expect(await records.get('r1')).toEqual(rest)
+    await expect(records.put(record({ id: 'r2', result: undefined, callId: 'c'.repeat(1000) }))).rejects.toMatchObject({ code: 'STORE_VALUE_TOO_LARGE' })
+    const failing = createStoreRunRecords({ ...store, put: () => Promise.reject(Object.assign(new Error('down'), { code: 'STORE_FAILED' })) })
+    await expect(failing.put(record())).rejects.toThrow('down')
+  })
+
+  it('what is not a record this code wrote reads as absent, never as a crash', async () => {
+    const store = createMemoryStore()
+    const records = createStoreRunRecords(store)
+    const good = record()
+    const variants: [string, string][] = [
+      ['not JSON', '{nope'],
+      ['null', 'null'],
+      ['a number', '7'],
+      ['another id', JSON.stringify({ ...good, id: 'r2' })],
+      ['no callId', JSON.stringify({ ...good, callId: 1 })],
+      ['an unknown status', JSON.stringify({ ...good, status: 'waiting' })],
+      ['a createdAt string', JSON.stringify({ ...good, createdAt: '5' })],
+      ['an owner number', JSON.stringify({ ...good, owner: 1 })],
+      ['no events', JSON.stringify({ ...good, events: undefined })],
+      ['events null', JSON.stringify({ ...good, events: null })],
+      ['events a string', JSON.stringify({ ...good, events: 'x' })],
+    ]
+    for (const [name, value] of variants) {
+      await store.put('http-runs/r1', value)
+      expect(await records.get('r1'), name).toBeUndefined()
+    }
+    // Controls: each status, and a record without an owner, read back.
+    for (const status of ['running', 'done', 'failed', 'cancelled'] as const) {
+      await store.put('http-runs/r1', JSON.stringify({ ...good, status }))
+      expect((await records.get('r1'))?.status).toBe(status)
+    }
+    const { owner: _owner, ...unowned } = good
+    await store.put('http-runs/r1', JSON.stringify(unowned))
+    expect(await records.get('r1')).toEqual(unowned)
+  })
+
+  it('interruptedRunResult says where the run stopped, as an INTERRUPTED tool error', () => {
+    const message = 'the run was interrupted: the process stopped before the run parked, so there is no state to resume it from; its calls may or may not have taken effect'
+    expect(interruptedRunResult('the process')).toEqual({
+      isError: true,
+      error: { message, info: { name: 'ToolError', code: 'INTERRUPTED' } },
+      content: [{ type: 'text', text: `Error: ${message}` }],
+    })
   })
 })
