@@ -30,6 +30,22 @@ export interface ServeOptions {
    * `localhost:<port>`, `[::1]:<port>` and the bound hostname with the port.
    */
   readonly allowedHosts?: readonly string[]
+  /**
+   * How long a client may take to send a whole request, headers and body, in ms; default
+   * 30,000. Past it the request is answered `408 REQUEST_TIMEOUT` and the connection
+   * closed. Node's own default (300 s) let a client that sends a body one byte every few
+   * seconds hold a socket for five minutes; a 1 MiB body (the API's cap) at 35 KB/s still
+   * arrives in time. Responses are not timed: an event stream may stay open.
+   */
+  readonly requestTimeoutMs?: number
+  /** How long a client may take to send a request's headers, in ms; default 10,000, at most `requestTimeoutMs`. */
+  readonly headersTimeoutMs?: number
+  /**
+   * The most connections open at once; default 1,024. A connection past it is closed at
+   * once, before it is read: each open socket holds a file descriptor and buffers, and
+   * idle or slow sockets cost nothing to open.
+   */
+  readonly maxConnections?: number
 }
 
 /** A running server. */
@@ -45,6 +61,15 @@ export interface ServedApp {
    */
   close(): Promise<void>
 }
+
+/** Default {@link ServeOptions.requestTimeoutMs}. */
+const DEFAULT_REQUEST_TIMEOUT_MS = 30_000
+/** Default {@link ServeOptions.headersTimeoutMs}. */
+const DEFAULT_HEADERS_TIMEOUT_MS = 10_000
+/** Default {@link ServeOptions.maxConnections}. */
+const DEFAULT_MAX_CONNECTIONS = 1_024
+/** How often the request timeouts are checked (ms). */
+const TIMEOUT_CHECK_MS = 1_000
 
 function invalid(message: string): never {
   throw new ToolError('INVALID_OPTIONS', `serve: ${message}`)
@@ -110,6 +135,15 @@ export async function serve(app: FetchApp, options: ServeOptions = {}): Promise<
     invalid('allowedHosts must be an array of host names (name or name:port)')
   }
 
+  const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS
+  const headersTimeoutMs = options.headersTimeoutMs ?? Math.min(DEFAULT_HEADERS_TIMEOUT_MS, requestTimeoutMs)
+  const maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS
+  if (!Number.isSafeInteger(requestTimeoutMs) || requestTimeoutMs < 1) invalid('requestTimeoutMs must be a positive integer (ms)')
+  if (!Number.isSafeInteger(headersTimeoutMs) || headersTimeoutMs < 1 || headersTimeoutMs > requestTimeoutMs) {
+    invalid('headersTimeoutMs must be a positive integer (ms), at most requestTimeoutMs')
+  }
+  if (!Number.isSafeInteger(maxConnections) || maxConnections < 1) invalid('maxConnections must be a positive integer')
+
   // Filled in once the port is known (port 0 binds an ephemeral one).
   const allowed = new Set<string>()
   let closing = false
@@ -138,7 +172,18 @@ export async function serve(app: FetchApp, options: ServeOptions = {}): Promise<
   const server = await new Promise<Server>((resolve, reject) => {
     // Node answers an HTTP/1.1 request without Host itself (an empty 400); let it through
     // to the Host check instead, which answers 421 FORBIDDEN_HOST with the error body.
-    const created = createServer({ requireHostHeader: false }, listener)
+    const created = createServer(
+      {
+        requireHostHeader: false,
+        requestTimeout: requestTimeoutMs,
+        headersTimeout: headersTimeoutMs,
+        // Node checks the two timeouts on this period (30 s by default, which would let a
+        // slow request live up to twice its timeout).
+        connectionsCheckingInterval: Math.min(TIMEOUT_CHECK_MS, headersTimeoutMs),
+      },
+      listener,
+    )
+    created.maxConnections = maxConnections
     created.on('clientError', clientError)
     created.once('error', reject)
     created.listen(port, hostname, () => {
@@ -154,7 +199,7 @@ export async function serve(app: FetchApp, options: ServeOptions = {}): Promise<
   // Connections that have not sent a request yet. Node's closeIdleConnections() leaves
   // them open, so close() would wait for the client to drop them: measured, undici opens
   // one right after a request it aborted and keeps it 4 s; a browser's preconnect can sit
-  // until Node's headersTimeout (60 s).
+  // until the headers timeout (`headersTimeoutMs`).
   const unused = new Set<Socket>()
   server.on('connection', (socket: Socket) => {
     unused.add(socket)

@@ -203,9 +203,14 @@ export function refused(code: ApprovalDecideErrorCode, message: string): Approva
   return Object.freeze({ ok: false, code, message })
 }
 
+/** The most characters of an id a refusal quotes: no id a broker makes is longer. */
+const MAX_QUOTED_ID = 80
+
 /** What `decide()` answers for an id that is not open: not found, or how it settled. */
 export function refusalFor(id: string, settlement: Settlement | undefined): ApprovalDecideRefused {
-  const which = `approval ${JSON.stringify(id)}`
+  // The id is the client's text (a URL segment, up to the header limit): a refusal quotes
+  // no more of it than a real id holds.
+  const which = id.length <= MAX_QUOTED_ID ? `approval ${JSON.stringify(id)}` : `approval ${JSON.stringify(id.slice(0, MAX_QUOTED_ID)).slice(0, -1)}…" (${id.length} characters)`
   switch (settlement?.kind) {
     case undefined:
       return refused('APPROVAL_NOT_FOUND', `${which} is not pending (unknown id)`)

@@ -75,7 +75,15 @@ async function readCapped(body: ReadableStream<Uint8Array> | null, maxBytes: num
   if (body !== null) {
     const reader = body.getReader()
     for (;;) {
-      const { done, value } = await reader.read()
+      let read: ReadableStreamReadResult<Uint8Array>
+      try {
+        read = await reader.read()
+      } catch {
+        // The client went away mid-body (or the server timed the request out): not our
+        // failure, so not a 500 and not a line in the server's error log per dropped client.
+        throw new HttpError('INVALID_REQUEST', 'the request body did not arrive whole: the connection failed while it was read')
+      }
+      const { done, value } = read
       if (done) break
       total += value.byteLength
       if (total > maxBytes) {

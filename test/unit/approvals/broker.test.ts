@@ -197,6 +197,17 @@ describe('decide(): stable refusal codes for the HTTP layer', () => {
     await result
   })
 
+  it('an unknown id is quoted in the refusal up to 80 characters, never whole', async () => {
+    const { broker, request, result } = await withPending()
+    const long = `${'x'.repeat(80)}${'y'.repeat(16_000)}`
+    const refusal = broker.decide(long, { decision: 'allow' })
+    expect(refusal).toEqual({ ok: false, code: 'APPROVAL_NOT_FOUND', message: `approval "${'x'.repeat(80)}…" (16080 characters) is not pending (unknown id)` })
+    // An id as long as a real one is quoted whole.
+    expect(broker.decide('z'.repeat(80), { decision: 'allow' })).toMatchObject({ message: `approval "${'z'.repeat(80)}" is not pending (unknown id)` })
+    broker.decide(request.id, { decision: 'deny' })
+    await result
+  })
+
   it('a second decision → APPROVAL_ALREADY_DECIDED (409), and the first one stands', async () => {
     const { broker, request, result } = await withPending()
     expect(broker.decide(request.id, { decision: 'deny', reason: 'first' }).ok).toBe(true)

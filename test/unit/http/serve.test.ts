@@ -1,6 +1,6 @@
 import { request as httpRequest } from 'node:http'
 import { connect } from 'node:net'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createNodeWorkerRuntime, serve } from '../../../platforms/node/index.js'
 import type { ServedApp } from '../../../platforms/node/index.js'
 import type { ToolExecutionResult } from '../../../src/types.js'
@@ -209,6 +209,99 @@ describe('serve() options', () => {
     await expect(serve(app, { port: 1.5 })).rejects.toMatchObject({ code: 'INVALID_OPTIONS' })
     await expect(serve(app, { allowedHosts: ['a b'] })).rejects.toMatchObject({ code: 'INVALID_OPTIONS' })
     await expect(serve({} as never)).rejects.toMatchObject({ code: 'INVALID_OPTIONS' })
+    await expect(serve(app, { requestTimeoutMs: 0 })).rejects.toThrow('serve: requestTimeoutMs must be a positive integer (ms)')
+    await expect(serve(app, { requestTimeoutMs: 1_000, headersTimeoutMs: 1_001 })).rejects.toThrow('serve: headersTimeoutMs must be a positive integer (ms), at most requestTimeoutMs')
+    await expect(serve(app, { headersTimeoutMs: 0.5 })).rejects.toMatchObject({ code: 'INVALID_OPTIONS' })
+    await expect(serve(app, { maxConnections: 0 })).rejects.toThrow('serve: maxConnections must be a positive integer')
+  })
+
+  it('answers a request whose body trickles in past requestTimeoutMs with 408 REQUEST_TIMEOUT and closes it', async () => {
+    const { app } = createFixture()
+    const server = await serve(app, { port: 0, requestTimeoutMs: 1_500, headersTimeoutMs: 1_000 })
+    const logged: unknown[][] = []
+    const errorLog = vi.spyOn(console, 'error').mockImplementation((...args: unknown[]) => void logged.push(args))
+    try {
+      const socket = connect(server.port, '127.0.0.1')
+      socket.on('error', () => undefined)
+      await new Promise((resolve) => socket.once('connect', resolve))
+      let answer = ''
+      socket.setEncoding('utf8')
+      socket.on('data', (chunk: string) => (answer += chunk))
+      const closed = new Promise((resolve) => socket.once('close', resolve))
+      const startedAt = performance.now()
+      socket.write(`POST /v1/tools/echo/execute HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nAuthorization: ${AUTH.Authorization}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{`)
+      // One byte a few hundred ms apart: each arrives long before any idle timeout would fire.
+      const drip = setInterval(() => socket.writable && socket.write(' '), 300)
+      await closed
+      clearInterval(drip)
+      const elapsed = performance.now() - startedAt
+      expect(answer).toMatch(/^HTTP\/1\.1 408 /)
+      expect(answer).toContain('"code":"REQUEST_TIMEOUT"')
+      // Node checks the timeout every second here, not every 30 s (its default period).
+      expect(elapsed).toBeGreaterThanOrEqual(1_400)
+      expect(elapsed).toBeLessThan(15_000)
+      // The app's body read failed when the request was cut off: a client's doing, not an internal error.
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      expect(logged.filter((args) => String(args[0]).includes('internal error'))).toEqual([])
+    } finally {
+      errorLog.mockRestore()
+      await server.close()
+    }
+  })
+
+  it('answers headers that never finish past headersTimeoutMs with 408 REQUEST_TIMEOUT', async () => {
+    const { app } = createFixture()
+    const server = await serve(app, { port: 0, requestTimeoutMs: 5_000, headersTimeoutMs: 1_000 })
+    try {
+      const socket = connect(server.port, '127.0.0.1')
+      socket.on('error', () => undefined)
+      await new Promise((resolve) => socket.once('connect', resolve))
+      let answer = ''
+      socket.setEncoding('utf8')
+      socket.on('data', (chunk: string) => (answer += chunk))
+      const closed = new Promise((resolve) => socket.once('close', resolve))
+      socket.write(`GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nX-Slow: a`)
+      const drip = setInterval(() => socket.writable && socket.write('a'), 300)
+      await closed
+      clearInterval(drip)
+      expect(answer).toMatch(/^HTTP\/1\.1 408 /)
+      expect(answer).toContain('"code":"REQUEST_TIMEOUT"')
+    } finally {
+      await server.close()
+    }
+  })
+
+  it('closes a connection past maxConnections at once, and takes new ones when others end', async () => {
+    const { app } = createFixture()
+    const server = await serve(app, { port: 0, maxConnections: 2 })
+    const open = async () => {
+      const socket = connect(server.port, '127.0.0.1')
+      socket.on('error', () => undefined)
+      await new Promise((resolve) => socket.once('connect', resolve))
+      return socket
+    }
+    try {
+      const first = await open()
+      const second = await open()
+      // Both held by the server: a third is closed without being read.
+      const third = await open()
+      let thirdAnswer = ''
+      third.on('data', (chunk: Buffer) => (thirdAnswer += chunk.toString()))
+      await new Promise((resolve) => third.once('close', resolve))
+      expect(thirdAnswer).toBe('')
+      expect(first.destroyed || second.destroyed).toBe(false)
+      first.destroy()
+      second.destroy()
+      // Once they are gone, the server answers again.
+      let status = 0
+      for (let attempt = 0; attempt < 100 && status !== 200; attempt++) {
+        status = await fetch(`${server.url}/v1/health`).then((response) => response.status, () => 0)
+        if (status !== 200) await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+      expect(status).toBe(200)
+    } finally {
+      await server.close()
+    }
   })
 
   it('close() ends a connection that never sent a request instead of waiting for the client', async () => {
@@ -219,7 +312,7 @@ describe('serve() options', () => {
     socket.on('error', () => undefined)
     await new Promise((resolve) => socket.once('connect', resolve))
     const ended = new Promise((resolve) => socket.once('close', resolve))
-    // Node keeps such a connection until its headersTimeout (60 s): far beyond this test's timeout.
+    // Node keeps such a connection until the headers timeout (10 s by default): beyond the 5 s waited here.
     const outcome = await Promise.race([server.close().then(() => 'closed'), new Promise((resolve) => setTimeout(resolve, 5_000, 'still waiting'))])
     expect(outcome).toBe('closed')
     await ended
