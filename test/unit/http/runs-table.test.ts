@@ -189,8 +189,14 @@ describe('run records in a store (createStoreRunRecords)', () => {
     const { result: _result, ...rest } = big
     expect(await records.get('r1')).toEqual(rest)
     await expect(records.put(record({ id: 'r2', result: undefined, callId: 'c'.repeat(1000) }))).rejects.toMatchObject({ code: 'STORE_VALUE_TOO_LARGE' })
-    const failing = createStoreRunRecords({ ...store, put: () => Promise.reject(Object.assign(new Error('down'), { code: 'STORE_FAILED' })) })
+    // Those are thrown after one write: only a result over the cap is worth a second one.
+    let puts = 0
+    const counting = createStoreRunRecords({ ...store, put: (key: string, value: string) => (puts++, store.put(key, value)) })
+    await expect(counting.put(record({ id: 'r3', result: undefined, callId: 'c'.repeat(1000) }))).rejects.toMatchObject({ code: 'STORE_VALUE_TOO_LARGE' })
+    expect(puts).toBe(1)
+    const failing = createStoreRunRecords({ ...store, put: () => (puts++, Promise.reject(Object.assign(new Error('down'), { code: 'STORE_FAILED' }))) })
     await expect(failing.put(record())).rejects.toThrow('down')
+    expect(puts).toBe(2)
   })
 
   it('what is not a record this code wrote reads as absent, never as a crash', async () => {
