@@ -94,9 +94,12 @@ class CodeRun {
     // Stryker disable next-line ObjectLiteral,BooleanLiteral: an AbortSignal fires 'abort' at most once, so `once` changes nothing
     run.signal.addEventListener('abort', () => pool.abandon(run.signal.reason), { once: true })
     this.#followOuter = () => run.abort(exec.signal.reason)
-    if (exec.signal.aborted) this.#followOuter()
-    // Stryker disable next-line ObjectLiteral,BooleanLiteral: an AbortSignal fires 'abort' at most once, and settle() removes the listener
-    else exec.signal.addEventListener('abort', this.#followOuter, { once: true })
+    if (exec.signal.aborted) {
+      this.#followOuter()
+    } else {
+      // Stryker disable next-line ObjectLiteral,BooleanLiteral: an AbortSignal fires 'abort' at most once, and settle() removes the listener
+      exec.signal.addEventListener('abort', this.#followOuter, { once: true })
+    }
   }
 
   /** How sub-calls are numbered so far: what a parked run keeps (`DurableRunNumbering`). */

@@ -458,7 +458,7 @@ describe('the renderers at their edges', () => {
 
   it('the catalog form keeps the language’s own instructions, without the lead-in to the SDK block', async () => {
     const { renderCatalogSdk } = await import('../../../src/code-mode/sdk-catalog.js')
-    const tools = [{ name: 'a_tool', description: 'A.', parameters: { type: 'object' }, output: {} }]
+    const tools: readonly SdkToolInput[] = [{ name: 'a_tool', description: 'A.', parameters: { type: 'object' }, output: {} }]
     const ts = renderCatalogSdk(tools, { language: 'typescript', maxChars: 100_000 }).text
     const py = renderCatalogSdk(tools, { language: 'python', maxChars: 100_000 }).text
     const lead = (instructions: string) => instructions.replace(/\n+The available tools:$/, '').slice(0, 200)
