@@ -80,9 +80,9 @@ describe('RunLifecycle.run', () => {
     const lifecycle = new RunLifecycle(r.driver)
     const controller = new AbortController()
     controller.abort('left')
-    expect((await lifecycle.run({ program: 'return )', signal: controller.signal })).error).toEqual({ kind: 'abort', message: 'the run was aborted (left)' })
+    expect((await lifecycle.run({ bindings: [], program: 'return )', signal: controller.signal })).error).toEqual({ kind: 'abort', message: 'the run was aborted (left)' })
     expect(strips).toBe(0)
-    expect((await lifecycle.run({ program: 'return )' })).error).toEqual({ kind: 'exception', message: 'SyntaxError: bad' })
+    expect((await lifecycle.run({ bindings: [], program: 'return )' })).error).toEqual({ kind: 'exception', message: 'SyntaxError: bad' })
     expect(strips).toBe(1)
     expect(r.events).toEqual([])
   })
@@ -94,13 +94,13 @@ describe('RunLifecycle.run', () => {
       checkSyntax: (code) => (checked.push(code), code.includes('bad') ? 'SyntaxError: checked' : undefined),
     })
     const lifecycle = new RunLifecycle(r.driver)
-    expect((await lifecycle.run({ program: 'bad()' })).error).toEqual({ kind: 'exception', message: 'SyntaxError: checked' })
-    void lifecycle.run({ program: 'const a: number = 1' })
+    expect((await lifecycle.run({ bindings: [], program: 'bad()' })).error).toEqual({ kind: 'exception', message: 'SyntaxError: checked' })
+    void lifecycle.run({ bindings: [], program: 'const a: number = 1' })
     expect(checked).toEqual(['bad()', 'const a = 1'])
     expect(r.events).toEqual(['start const a = 1'])
     expect(r.runs[0]!.run.program).toBe('const a: number = 1')
     const unchecked = recording({ strip: (program) => ({ ok: true, code: `${program};` }) })
-    void new RunLifecycle(unchecked.driver).run({ program: 'x' })
+    void new RunLifecycle(unchecked.driver).run({ bindings: [], program: 'x' })
     expect(unchecked.events).toEqual(['start x;'])
   })
 
@@ -108,10 +108,10 @@ describe('RunLifecycle.run', () => {
     const r = recording()
     const lifecycle = new RunLifecycle(r.driver)
     const atCap = 'x'.repeat(MAX_PROGRAM_CHARS)
-    void lifecycle.run({ program: atCap })
+    void lifecycle.run({ bindings: [], program: atCap })
     expect(r.runs[0]!.program).toBe(atCap)
     const long = `${atCap}x`
-    expect((await lifecycle.run({ program: long })).error).toEqual({ kind: 'exception', message: programTooLong(long) })
+    expect((await lifecycle.run({ bindings: [], program: long })).error).toEqual({ kind: 'exception', message: programTooLong(long) })
     expect(r.runs).toHaveLength(1)
   })
 
@@ -119,17 +119,17 @@ describe('RunLifecycle.run', () => {
     let strips = 0
     const r = recording({ strip: () => (strips++, { ok: false, message: 'SyntaxError: would fail' }) })
     const lifecycle = new RunLifecycle(r.driver)
-    void lifecycle.run({ program: 'const a: number = 1', durable: { resume: parkedState } })
+    void lifecycle.run({ bindings: [], program: 'const a: number = 1', durable: { resume: parkedState } })
     expect(strips).toBe(0)
     expect(r.events).toEqual(['start const a: number = 1'])
     const long = 'x'.repeat(MAX_PROGRAM_CHARS + 1)
-    expect((await lifecycle.run({ program: long, durable: { resume: parkedState } })).error).toEqual({ kind: 'exception', message: programTooLong(long) })
+    expect((await lifecycle.run({ bindings: [], program: long, durable: { resume: parkedState } })).error).toEqual({ kind: 'exception', message: programTooLong(long) })
   })
 
   it('answers the handle’s result', async () => {
     const r = recording()
     const lifecycle = new RunLifecycle(r.driver)
-    const pending = lifecycle.run({ program: 'p' })
+    const pending = lifecycle.run({ bindings: [], program: 'p' })
     const value = Object.freeze({ value: 1, logs: [], stats: { wallMs: 0, computeMs: 0 } })
     r.runs[0]!.settle(value)
     expect(await pending).toBe(value)
@@ -141,8 +141,8 @@ describe('RunLifecycle.dispose', () => {
     const r = recording()
     const lifecycle = new RunLifecycle(r.driver)
     expect(lifecycle.disposed).toBe(false)
-    const a = lifecycle.run({ program: 'a' })
-    const b = lifecycle.run({ program: 'b' })
+    const a = lifecycle.run({ bindings: [], program: 'a' })
+    const b = lifecycle.run({ bindings: [], program: 'b' })
     let disposed = false
     const disposing = lifecycle.dispose().then(() => (disposed = true))
     expect(lifecycle.disposed).toBe(true)
@@ -157,14 +157,14 @@ describe('RunLifecycle.dispose', () => {
     await disposing
     expect(r.events.filter((e) => !e.startsWith('quiescent'))).toEqual(['start a', 'start b', 'close', `fail abort ${DISPOSED_MESSAGE}`, `fail abort ${DISPOSED_MESSAGE}`, 'release'])
     // After dispose: refused at once, nothing started.
-    expect((await lifecycle.run({ program: 'c' })).error).toEqual({ kind: 'abort', message: DISPOSED_MESSAGE })
+    expect((await lifecycle.run({ bindings: [], program: 'c' })).error).toEqual({ kind: 'abort', message: DISPOSED_MESSAGE })
     expect(r.runs).toHaveLength(2)
   })
 
   it('a run that has settled and gone quiet is no longer live: dispose does not fail it', async () => {
     const r = recording()
     const lifecycle = new RunLifecycle(r.driver)
-    const a = lifecycle.run({ program: 'a' })
+    const a = lifecycle.run({ bindings: [], program: 'a' })
     r.runs[0]!.settle(failedResult('exception', 'done'))
     r.runs[0]!.quiet()
     await a
@@ -176,7 +176,7 @@ describe('RunLifecycle.dispose', () => {
   it('a settled run that is not quiet yet stays live until it is', async () => {
     const r = recording()
     const lifecycle = new RunLifecycle(r.driver)
-    const a = lifecycle.run({ program: 'a' })
+    const a = lifecycle.run({ bindings: [], program: 'a' })
     r.runs[0]!.settle(failedResult('exception', 'done'))
     await a
     await turn()
@@ -191,7 +191,7 @@ describe('RunLifecycle.dispose', () => {
 
   it('works with a driver that has neither close nor release', async () => {
     const lifecycle = new RunLifecycle({ start: () => ({ result: Promise.resolve(failedResult('exception', 'x')), fail: () => undefined, quiescent: () => Promise.resolve() }) })
-    await lifecycle.run({ program: 'a' })
+    await lifecycle.run({ bindings: [], program: 'a' })
     await expect(lifecycle.dispose()).resolves.toBeUndefined()
   })
 })

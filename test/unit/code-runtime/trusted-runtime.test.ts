@@ -399,7 +399,7 @@ describe('createTrustedRuntime', () => {
     const d = driver()
     const runtime = createTrustedRuntime(d.driver)
     await runtime.warm()
-    const result = await runtime.run({ program: 'const n: number = 1; return n' })
+    const result = await runtime.run({ bindings: [], program: 'const n: number = 1; return n' })
     expect(result.value).toBe('ok')
     const slot = d.spawned[0]!
     expect(slot.posted[0]).toEqual({ type: 'start', program: 'const n = 1; return n', namespaces: [], maxLogBytes: DEFAULT_CODE_RUN_LIMITS.maxLogBytes, maxValueBytes: DEFAULT_CODE_RUN_LIMITS.maxValueBytes })
@@ -412,9 +412,9 @@ describe('createTrustedRuntime', () => {
   it('a strip failure and a V8 syntax error are exceptions before any slot is taken', async () => {
     const d = driver({ prespawn: 0 })
     const runtime = createTrustedRuntime(d.driver)
-    const stripped = await runtime.run({ program: 'const a: = 1' })
+    const stripped = await runtime.run({ bindings: [], program: 'const a: = 1' })
     expect(stripped.error?.kind).toBe('exception')
-    const syntax = await runtime.run({ program: 'const a = 1\nconst a = 2' })
+    const syntax = await runtime.run({ bindings: [], program: 'const a = 1\nconst a = 2' })
     expect(syntax.error).toEqual({ kind: 'exception', message: "SyntaxError: Identifier 'a' has already been declared (line 2, column 7)" })
     expect(d.spawns).toBe(0)
     await runtime.dispose()
@@ -430,9 +430,9 @@ describe('createTrustedRuntime', () => {
       },
     })
     const runtime = createTrustedRuntime(d.driver)
-    expect((await runtime.run({ program: 'return "bad"' })).error).toEqual({ kind: 'exception', message: 'SyntaxError: driver says no' })
+    expect((await runtime.run({ bindings: [], program: 'return "bad"' })).error).toEqual({ kind: 'exception', message: 'SyntaxError: driver says no' })
     // The driver's check replaces V8's: a program V8 refuses passes.
-    expect((await runtime.run({ program: 'const a = 1; const a = 2' })).value).toBe('ok')
+    expect((await runtime.run({ bindings: [], program: 'const a = 1; const a = 2' })).value).toBe('ok')
     expect(seen).toEqual(['return "bad"', 'const a = 1; const a = 2'])
     await runtime.dispose()
   })
@@ -440,10 +440,10 @@ describe('createTrustedRuntime', () => {
   it('a slot that cannot be started ends the run as a worker-exit naming why', async () => {
     const d = driver({ prespawn: 0, spawn: () => Promise.reject(new Error('no threads left')) })
     const runtime = createTrustedRuntime(d.driver)
-    expect((await runtime.run({ program: 'return 1' })).error).toEqual({ kind: 'worker-exit', message: 'the thread running the program exited: it could not be started (no threads left)' })
+    expect((await runtime.run({ bindings: [], program: 'return 1' })).error).toEqual({ kind: 'worker-exit', message: 'the thread running the program exited: it could not be started (no threads left)' })
     const s = driver({ prespawn: 0, spawn: () => Promise.reject('plain') })
     const other = createTrustedRuntime(s.driver)
-    expect((await other.run({ program: 'return 1' })).error?.message).toBe('the thread running the program exited: it could not be started (plain)')
+    expect((await other.run({ bindings: [], program: 'return 1' })).error?.message).toBe('the thread running the program exited: it could not be started (plain)')
     await runtime.dispose()
     await other.dispose()
   })
@@ -452,7 +452,7 @@ describe('createTrustedRuntime', () => {
     const slot = new FakeSlot(() => undefined)
     const d = driver({ prespawn: 0, spawn: () => Promise.resolve(slot) })
     const runtime = createTrustedRuntime(d.driver)
-    const running = runtime.run({ program: 'return 1' })
+    const running = runtime.run({ bindings: [], program: 'return 1' })
     await turn()
     slot.die('exit code 7')
     expect((await running).error).toEqual({ kind: 'worker-exit', message: 'the thread running the program exited: exit code 7' })
@@ -464,7 +464,7 @@ describe('createTrustedRuntime', () => {
     const d = driver({ prespawn: 0, spawn: () => new Promise<FakeSlot>((resolve) => (release = resolve)) })
     const runtime = createTrustedRuntime(d.driver)
     const controller = new AbortController()
-    const running = runtime.run({ program: 'return 1', signal: controller.signal })
+    const running = runtime.run({ bindings: [], program: 'return 1', signal: controller.signal })
     controller.abort(new Error('user left'))
     expect((await running).error).toEqual({ kind: 'abort', message: 'the run was aborted (user left)' })
     const slot = new FakeSlot()
@@ -480,7 +480,7 @@ describe('createTrustedRuntime', () => {
     const d = driver({ prespawn: 0, spawn: () => Promise.resolve(slot) })
     const runtime = createTrustedRuntime(d.driver)
     const controller = new AbortController()
-    const running = runtime.run({ program: 'return 1', signal: controller.signal })
+    const running = runtime.run({ bindings: [], program: 'return 1', signal: controller.signal })
     await turn()
     expect(slot.posted).toHaveLength(1)
     controller.abort('stop')
@@ -503,9 +503,9 @@ describe('createTrustedRuntime', () => {
       },
     })
     const runtime = createTrustedRuntime(d.driver)
-    const first = runtime.run({ program: 'return 1' })
+    const first = runtime.run({ bindings: [], program: 'return 1' })
     await turn()
-    const second = runtime.run({ program: 'return 2' })
+    const second = runtime.run({ bindings: [], program: 'return 2' })
     let disposed = false
     const disposing = runtime.dispose().then(() => {
       disposed = true
@@ -520,7 +520,7 @@ describe('createTrustedRuntime', () => {
     expect(waiting.reason).toBe('terminated')
     expect(waiting.posted).toEqual([])
     expect(running.reason).toBe('terminated')
-    expect((await runtime.run({ program: 'return 3' })).error).toEqual({ kind: 'abort', message: 'the runtime was disposed' })
+    expect((await runtime.run({ bindings: [], program: 'return 3' })).error).toEqual({ kind: 'abort', message: 'the runtime was disposed' })
   })
 
   it('warm resolves once the pre-spawned slots have started', async () => {
