@@ -285,7 +285,7 @@ var __toolyardSandbox = (() => {
       close = isArray ? "]" : "}";
       const keys = renderKeys(obj, isArray, maxItems);
       let count = 0;
-      const total = isArray ? obj.length : keys.length;
+      const total = isArray && obj.length > maxItems ? obj.length : keys.length;
       for (const key of keys) {
         const desc = describeOwn(obj, key);
         if (desc === void 0 || desc.enumerable !== true) continue;

@@ -261,7 +261,7 @@ export const WORKER_SOURCE: string = `"use strict";
       close = isArray ? "]" : "}";
       const keys = renderKeys(obj, isArray, maxItems);
       let count = 0;
-      const total = isArray ? obj.length : keys.length;
+      const total = isArray && obj.length > maxItems ? obj.length : keys.length;
       for (const key of keys) {
         const desc = describeOwn(obj, key);
         if (desc === void 0 || desc.enumerable !== true) continue;
