@@ -1,5 +1,6 @@
 import { request as httpRequest } from 'node:http'
 import { connect } from 'node:net'
+import type { Socket } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createNodeWorkerRuntime, serve } from '../../../platforms/node/index.js'
 import type { ServedApp } from '../../../platforms/node/index.js'
@@ -221,20 +222,12 @@ describe('serve() options', () => {
     const logged: unknown[][] = []
     const errorLog = vi.spyOn(console, 'error').mockImplementation((...args: unknown[]) => void logged.push(args))
     try {
-      const socket = connect(server.port, '127.0.0.1')
-      socket.on('error', () => undefined)
-      await new Promise((resolve) => socket.once('connect', resolve))
-      let answer = ''
-      socket.setEncoding('utf8')
-      socket.on('data', (chunk: string) => (answer += chunk))
-      const closed = new Promise((resolve) => socket.once('close', resolve))
-      const startedAt = performance.now()
-      socket.write(`POST /v1/tools/echo/execute HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nAuthorization: ${AUTH.Authorization}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{`)
       // One byte a few hundred ms apart: each arrives long before any idle timeout would fire.
-      const drip = setInterval(() => socket.writable && socket.write(' '), 300)
-      await closed
-      clearInterval(drip)
-      const elapsed = performance.now() - startedAt
+      const { answer, elapsedMs: elapsed } = await trickle(
+        server.port,
+        `POST /v1/tools/echo/execute HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nAuthorization: ${AUTH.Authorization}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{`,
+        ' ',
+      )
       expect(answer).toMatch(/^HTTP\/1\.1 408 /)
       expect(answer).toContain('"code":"REQUEST_TIMEOUT"')
       // Node checks the timeout every second here, not every 30 s (its default period).
@@ -253,17 +246,7 @@ describe('serve() options', () => {
     const { app } = createFixture()
     const server = await serve(app, { port: 0, requestTimeoutMs: 5_000, headersTimeoutMs: 1_000 })
     try {
-      const socket = connect(server.port, '127.0.0.1')
-      socket.on('error', () => undefined)
-      await new Promise((resolve) => socket.once('connect', resolve))
-      let answer = ''
-      socket.setEncoding('utf8')
-      socket.on('data', (chunk: string) => (answer += chunk))
-      const closed = new Promise((resolve) => socket.once('close', resolve))
-      socket.write(`GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nX-Slow: a`)
-      const drip = setInterval(() => socket.writable && socket.write('a'), 300)
-      await closed
-      clearInterval(drip)
+      const { answer } = await trickle(server.port, `GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nX-Slow: a`, 'a')
       expect(answer).toMatch(/^HTTP\/1\.1 408 /)
       expect(answer).toContain('"code":"REQUEST_TIMEOUT"')
     } finally {
@@ -274,12 +257,7 @@ describe('serve() options', () => {
   it('closes a connection past maxConnections at once, and takes new ones when others end', async () => {
     const { app } = createFixture()
     const server = await serve(app, { port: 0, maxConnections: 2 })
-    const open = async () => {
-      const socket = connect(server.port, '127.0.0.1')
-      socket.on('error', () => undefined)
-      await new Promise((resolve) => socket.once('connect', resolve))
-      return socket
-    }
+    const open = () => connectRaw(server.port)
     try {
       const first = await open()
       const second = await open()
@@ -327,6 +305,32 @@ describe('serve() options', () => {
     await expect(fetch(`${first.url}/v1/health`)).rejects.toThrow()
   })
 })
+
+/** A raw connection to the server on `port`, once connected (errors ignored: the server may reset it). */
+async function connectRaw(port: number): Promise<Socket> {
+  const socket = connect(port, '127.0.0.1')
+  socket.on('error', () => undefined)
+  await new Promise((resolve) => socket.once('connect', resolve))
+  return socket
+}
+
+/**
+ * Sends `head`, then `drip` every 300 ms, until the server closes the connection; resolves
+ * with all the server answered and how long the connection lived after `head`.
+ */
+async function trickle(port: number, head: string, drip: string): Promise<{ answer: string; elapsedMs: number }> {
+  const socket = await connectRaw(port)
+  let answer = ''
+  socket.setEncoding('utf8')
+  socket.on('data', (chunk: string) => (answer += chunk))
+  const closed = new Promise((resolve) => socket.once('close', resolve))
+  const startedAt = performance.now()
+  socket.write(head)
+  const timer = setInterval(() => socket.writable && socket.write(drip), 300)
+  await closed
+  clearInterval(timer)
+  return { answer, elapsedMs: performance.now() - startedAt }
+}
 
 /** Polls on the event loop until `probe` holds (true or a value), and returns that value. */
 async function until<T>(probe: () => T | false | undefined): Promise<T> {
