@@ -110,4 +110,72 @@ describe('ToolLayers (on its own, no runtime)', () => {
     expect(Object.isFrozen(l.schemaOf(t))).toBe(true)
     expect(Object.keys(l.schemaOf(t))).toEqual(['name', 'description', 'parameters'])
   })
+
+  it('a wire schema carries `callers` only when they are restricted', () => {
+    const { layers: l } = layers()
+    const restricted = detachToolDefinition({ ...echoTool('codeOnly'), callers: ['code'] })
+    const both = detachToolDefinition({ ...echoTool('both'), callers: ['native', 'code'] })
+    l.add(undefined, restricted)
+    l.add(undefined, both)
+    expect(l.schemaOf(restricted)).toEqual({ name: 'codeOnly', description: 'echo (codeOnly)', parameters: restricted.definition.parameters, callers: ['code'] })
+    expect(Object.keys(l.schemaOf(both))).toEqual(['name', 'description', 'parameters'])
+  })
+
+  it('a second call of a mask undo removes nothing more, but announces again', () => {
+    const { layers: l, events } = layers()
+    for (const name of ['a', 'b']) l.add(undefined, tool(name))
+    l.openAgent('x')
+    const denyA = l.restrict('x', { deny: ['a'] })
+    const denyB = l.restrict('x', { deny: ['b'] })
+    denyA()
+    denyA()
+    // The mask on b is still in force.
+    expect(l.visibleTools('x').map((t) => t.definition.name)).toEqual(['a'])
+    denyB()
+    expect(l.visibleTools('x').map((t) => t.definition.name)).toEqual(['a', 'b'])
+    expect(events.slice(2)).toEqual([
+      { kind: 'restrict', agent: 'x' },
+      { kind: 'restrict', agent: 'x' },
+      { kind: 'unrestrict', agent: 'x' },
+      { kind: 'unrestrict', agent: 'x' },
+      { kind: 'unrestrict', agent: 'x' },
+    ])
+  })
+
+  it('the global layer announces without an agent; a presentation undo announces and restores the default', () => {
+    const { layers: l, events } = layers('both')
+    const undo = l.add(undefined, tool('g'))
+    undo()
+    l.openAgent('x')
+    const unpresent = l.presentAs('x', 'native')
+    expect(l.presentation('x')).toBe('native')
+    unpresent()
+    expect(l.presentation('x')).toBe('both')
+    expect(events).toEqual([
+      { kind: 'register', name: 'g' },
+      { kind: 'unregister', name: 'g' },
+      { kind: 'present-as', agent: 'x' },
+      { kind: 'present-as', agent: 'x' },
+    ])
+    expect(Object.keys(events[0]!)).toEqual(['kind', 'name'])
+  })
+
+  it('re-opening an open agent starts it over with an empty layer', () => {
+    const { layers: l } = layers()
+    l.openAgent('a')
+    l.add('a', tool('mine'))
+    l.presentAs('a', 'code')
+    expect(l.resolve('mine', 'a')).toBeDefined()
+    l.openAgent('a')
+    expect(l.resolve('mine', 'a')).toBeUndefined()
+    expect(l.presentation('a')).toBe('native')
+  })
+
+  it('an operation on an agent with no open layer is DISPOSED, naming the agent', () => {
+    const { layers: l } = layers()
+    l.add(undefined, tool('g'))
+    for (const operation of [() => l.add('ghost', tool('x')), () => l.restrict('ghost', { deny: ['g'] }), () => l.presentAs('ghost', 'code')]) {
+      expect(operation).toThrow(expect.objectContaining({ code: 'DISPOSED', message: 'agent scope "ghost" is disposed' }))
+    }
+  })
 })
