@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { RUN_CODE_TOOL_NAME } from '../../../src/code-mode/registry-seam.js'
 import { ToolLayers } from '../../../src/registry/layers.js'
-import { codeOnlyToolMessage, nativeOnlyToolMessage, routeBackMessage } from '../../../src/registry/view.js'
+import { codeOnlyToolMessage, nativeOnlyToolMessage, offeredNatively, routeBackMessage } from '../../../src/registry/view.js'
 import type { ToolsChangedEvent } from '../../../src/runtime-types.js'
 import { detachToolDefinition, type RegisteredTool } from '../../../src/schema/tool-definition.js'
 import type { ToolCaller, ToolPresentationMode } from '../../../src/types.js'
@@ -155,5 +155,61 @@ describe('ToolView: one answer to "what does this agent see, and may it call X n
     expect(layers.bindingNames('a')).toBe(view.bindingNames)
     expect(layers.presentation('a')).toBe('code')
     expect(layers.resolve(RUN_CODE_TOOL_NAME, 'a')).toBe(view.resolve(RUN_CODE_TOOL_NAME))
+  })
+
+  it('the public face: frozen schema lists, get by name, canCall per caller', () => {
+    const { layers, transport } = setup('both')
+    const view = layers.view(undefined)
+    const face = view.public
+    expect(face).toBe(view.public)
+    expect(Object.isFrozen(face)).toBe(true)
+    expect(face.mode).toBe('both')
+    expect(face.presentsRunCode).toBe(true)
+    expect(face.tools.map((s) => s.name)).toEqual(['both', 'codeOnly', 'nativeOnly'])
+    expect(face.native.map((s) => s.name)).toEqual(['both', 'nativeOnly'])
+    expect(face.code.map((s) => s.name)).toEqual(['both', 'codeOnly'])
+    expect(face.tools[1]).toBe(layers.schemaOf(view.tools[1]!))
+    for (const list of [face.tools, face.native, face.code]) expect(Object.isFrozen(list)).toBe(true)
+    expect(face.schemas).toBe(view.schemas)
+    expect(face.wireTools).toBe(view.wireTools)
+    expect(face.get('codeOnly')).toBe(view.resolve('codeOnly')!.definition)
+    expect(face.get(RUN_CODE_TOOL_NAME)).toBe(transport.definition)
+    expect(face.get('missing')).toBeUndefined()
+    expect(face.get(7 as never)).toBeUndefined()
+    const answers = (name: string) => [face.canCall(name, 'native'), face.canCall(name, 'code')]
+    expect(answers('both')).toEqual([true, true])
+    expect(answers('codeOnly')).toEqual([false, true])
+    expect(answers('nativeOnly')).toEqual([true, false])
+    // run_code is presented, but a program cannot call the transport.
+    expect(answers(RUN_CODE_TOOL_NAME)).toEqual([true, false])
+    expect(answers('missing')).toEqual([false, false])
+    expect(face.canCall(7 as never, 'native')).toBe(false)
+    expect(face.canCall('both', 'other' as never)).toBe(false)
+  })
+
+  it('the public face under native: no run_code, direct calls per callers; under code: nothing direct', () => {
+    const native = setup('native').layers.view(undefined).public
+    expect(native.presentsRunCode).toBe(false)
+    expect(native.canCall(RUN_CODE_TOOL_NAME, 'native')).toBe(false)
+    expect(native.get(RUN_CODE_TOOL_NAME)).toBeUndefined()
+    expect(native.canCall('nativeOnly', 'native')).toBe(true)
+    const code = setup('code').layers.view(undefined).public
+    expect(code.native).toEqual([])
+    expect(code.canCall('both', 'native')).toBe(false)
+    expect(code.canCall('both', 'code')).toBe(true)
+    expect(code.canCall(RUN_CODE_TOOL_NAME, 'native')).toBe(true)
+  })
+
+  it('the messages name the tool and the rule', () => {
+    expect(codeOnlyToolMessage('t')).toBe("`t` is callable only from inside a `run_code` program (its callers are ['code'])")
+    expect(nativeOnlyToolMessage('t')).toBe("`t` cannot be called from a program: it is offered to the model as a native tool only (its callers are ['native'])")
+    expect(routeBackMessage('t')).toBe('only `run_code` is callable directly — call `t` from inside a `run_code` program instead')
+  })
+
+  it('offeredNatively: unrestricted callers or ones admitting native', () => {
+    expect(offeredNatively({})).toBe(true)
+    expect(offeredNatively({ callers: ['native', 'code'] })).toBe(true)
+    expect(offeredNatively({ callers: ['native'] })).toBe(true)
+    expect(offeredNatively({ callers: ['code'] })).toBe(false)
   })
 })
