@@ -66,14 +66,18 @@ interface Agent {
   readonly scope: RegistrationScope
   readonly api: AgentTools
   disposing: Promise<void> | undefined
+  /**
+   * The preflight mode it declared (`preflightMode`); absent → the runtime's. Held by the
+   * agent, not by its id: once a disposal starts, a new agent of the same id starts
+   * without it and may declare its own while the old one's calls settle.
+   */
+  preflight: PreflightMode | undefined
 }
 
 /** The agents of one registry. */
 export class AgentScopes {
   readonly #parts: ScopeParts
   readonly #agents = new Map<ScopeKey, Agent>()
-  /** Agents that declared their own preflight mode (`preflightMode`); absent → the runtime's. */
-  readonly #preflight = new Map<ScopeKey, PreflightMode>()
 
   constructor(parts: ScopeParts) {
     this.#parts = parts
@@ -81,17 +85,16 @@ export class AgentScopes {
 
   /** The preflight mode `agent` declared, or `undefined` (the runtime's option then applies). */
   preflightMode(agent: ScopeKey | undefined): PreflightMode | undefined {
-    return agent === undefined ? undefined : this.#preflight.get(agent)
+    return agent === undefined ? undefined : this.#agents.get(agent)?.preflight
   }
 
-  /** Declares `id`'s preflight mode (once per agent, as `presentAs`); returns its undo. */
-  #declarePreflight(id: ScopeKey, mode: PreflightMode): () => void {
+  /** Declares `agent`'s preflight mode (once per agent, as `presentAs`); returns its undo. */
+  #declarePreflight(id: ScopeKey, agent: Agent, mode: PreflightMode): () => void {
     if (typeof mode !== 'string' || !PREFLIGHT_MODES.has(mode)) misuse(`preflightMode(mode) needs 'off', 'warn' or 'block' (got ${JSON.stringify(String(mode))})`)
-    const declared = this.#preflight.get(id)
-    if (declared !== undefined) misuse(`agent ${JSON.stringify(id)} already declared its preflight mode ('${declared}')`)
-    this.#preflight.set(id, mode)
+    if (agent.preflight !== undefined) misuse(`agent ${JSON.stringify(id)} already declared its preflight mode ('${agent.preflight}')`)
+    agent.preflight = mode
     return () => {
-      if (this.#preflight.get(id) === mode) this.#preflight.delete(id)
+      agent.preflight = undefined
     }
   }
 
@@ -144,12 +147,13 @@ export class AgentScopes {
     const agent: Agent = {
       scope,
       disposing: undefined,
+      preflight: undefined,
       api: Object.freeze({
         id,
         ...scopeOperations(parts, scope),
         restrict: (filter: ToolFilter) => live(() => scope.own(parts.layers.restrict(id, filter))),
         presentAs: (mode: ToolPresentationMode) => live(() => scope.own(parts.layers.presentAs(id, mode))),
-        preflightMode: (mode: PreflightMode) => live(() => scope.own(this.#declarePreflight(id, mode))),
+        preflightMode: (mode: PreflightMode) => live(() => scope.own(this.#declarePreflight(id, agent, mode))),
         get: (name: string) => live(() => parts.layers.resolve(name, id)?.definition),
         schemas: () => live(() => parts.layers.schemas(id)),
         view: () => live(() => parts.layers.view(id).public),
