@@ -1,0 +1,588 @@
+/**
+ * `/v1/runs` over a durable store, on an in-process code runtime (milliseconds, no
+ * sandbox): while a run waits for a person its frames are snapshotted with a reserve of
+ * ids, and only then; a run the app's shutdown cuts off with its durable state still in
+ * the store is left `running` for the next process, its stream closed without `end`; a
+ * process adopts the runs `runtime.resumeRuns()` hands it under their ids (buffer rebuilt,
+ * or ids continued from the record), follows them to the end and cancels them on
+ * `DELETE`; a `running` record nothing will finish is ended as `INTERRUPTED`, and only
+ * that one. The same over real sandboxes and a real restart: durable/run-events-restart.test.ts.
+ */
+import { describe, expect, it } from 'vitest'
+import { createApprovalBroker } from '../../../src/approvals/index.js'
+import type { AnyApprovalBroker, ApprovalEvent, ApprovalListener, PendingApproval } from '../../../src/approvals/index.js'
+import { runKeySegment } from '../../../src/durable/runs.js'
+import type { ResumedRun } from '../../../src/durable/runs.js'
+import { createMemoryStore } from '../../../src/durable/memory-store.js'
+import type { DurableStore } from '../../../src/durable/store.js'
+import { resumeAppRuns, runsHeld } from '../../../src/http/index.js'
+import type { RunBody, RunRecordJson, ToolsAppOptions } from '../../../src/http/index.js'
+import { createRunEventLog, createStoreRunEvents, interruptedRunResult, MAX_RESTORED_EVENT_ID, RUN_EVENTS_PREFIX, RUN_OWNER_PREFIX } from '../../../src/http/run-table.js'
+import type { ToolRuntime } from '../../../src/runtime-types.js'
+import { defineTool } from '../../../src/schema/define-tool.js'
+import type { ToolExecutionResult } from '../../../src/types.js'
+import { until } from '../approvals/helpers.js'
+import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
+import { AUTH, JSON_AUTH, createFixture, errorOf, sseFrames } from './fixtures.js'
+import type { SseFrame } from './fixtures.js'
+
+const OWNER = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+
+/** One "process" on `store`: an in-process code runtime, a broker, the app with its shutdown signal; `pay` asks a person, `hold` waits for the test. */
+function processOn(store: DurableStore, appOptions: Partial<ToolsAppOptions> = {}, broker = createApprovalBroker()) {
+  const stopping = new AbortController()
+  const reported: unknown[] = []
+  const f = createFixture(
+    { mode: 'both', codeRuntime: createInProcessRuntime({ wallMs: 30_000 }), approval: broker.handler },
+    { approvals: broker, store, signal: stopping.signal, onError: (error: unknown) => void reported.push(error), ...appOptions },
+  )
+  f.runtime.register(
+    defineTool({
+      name: 'pay',
+      description: 'Pays (asks a person first).',
+      parameters: { cents: { type: 'number', required: true } },
+      isConcurrencySafe: () => true,
+      output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] },
+      execute: (args) => `paid ${args.cents}`,
+    }),
+  )
+  let letGo: (() => void) | undefined
+  f.runtime.register(
+    defineTool({
+      name: 'hold',
+      description: 'Waits for the test.',
+      parameters: {},
+      isConcurrencySafe: () => true,
+      output: { schema: { type: 'null' }, render: () => [] },
+      execute: () => new Promise<null>((resolve) => (letGo = () => resolve(null))),
+    }),
+  )
+  f.runtime.on('tools/pre-execute', (decision, execution) => (execution.name === 'pay' ? { kind: 'ask', reason: 'money moves' } : decision))
+  const start = async (code: string): Promise<{ id: string; callId: string }> => {
+    const response = await f.app.request('/v1/runs', { method: 'POST', headers: JSON_AUTH, body: JSON.stringify({ code, description: 'd' }) })
+    expect(response.status, await response.clone().text()).toBe(202)
+    return (await response.json()) as { id: string; callId: string }
+  }
+  const get = async (id: string): Promise<RunBody> => (await (await f.app.request(`/v1/runs/${id}`, { headers: AUTH })).json()) as RunBody
+  const events = (id: string, last?: number | string) => f.app.request(`/v1/runs/${id}/events`, { headers: last === undefined ? AUTH : { ...AUTH, 'Last-Event-ID': String(last) } })
+  const release = async (): Promise<void> => {
+    await until(() => letGo !== undefined)
+    letGo!()
+  }
+  return { ...f, broker, stopping, reported, start, get, events, release }
+}
+
+type Process = ReturnType<typeof processOn>
+
+const read = async <T = Record<string, unknown>>(store: DurableStore, key: string): Promise<T | undefined> => {
+  const entry = await store.get(key)
+  return entry === undefined ? undefined : (JSON.parse(entry.value) as T)
+}
+const recordOf = (store: DurableStore, id: string) => read<RunRecordJson>(store, `http-runs/${id}`)
+const manifestOf = (store: DurableStore, id: string) => read<{ last: number; next?: number; dropped: number }>(store, `${RUN_EVENTS_PREFIX}${id}`)
+const eventKeys = async (store: DurableStore) => (await store.list(RUN_EVENTS_PREFIX)).entries.map((e) => e.key)
+
+/** Waits until `probe` resolves to something other than `undefined`. */
+async function eventually<T>(probe: () => Promise<T | undefined>, ms = 10_000): Promise<T> {
+  const deadline = Date.now() + ms
+  for (;;) {
+    const value = await probe()
+    if (value !== undefined) return value
+    if (Date.now() > deadline) throw new Error('not reached in time')
+    await new Promise((resolve) => setTimeout(resolve, 5))
+  }
+}
+
+/** A run waiting for a person in `p`: its ids, and its live stream read up to the `approval` frame. */
+async function waitingRun(p: Process, code = `console.log('one'); const paid = await tools.pay({ cents: 5 }); console.log('two'); return paid`) {
+  const run = await p.start(code)
+  const live = sseFrames(await p.events(run.id))
+  const approval = await live.until('approval')
+  return { ...run, live, approval: approval.data as PendingApproval }
+}
+
+/** Parks a waiting run as a shutting-down process would: its durable state stays in the store, the app's signal aborts it. */
+async function parkRun(p: Process, store: DurableStore, callId: string): Promise<void> {
+  await store.put(`runs/${runKeySegment(callId)}`, '{}')
+  p.stopping.abort(new DOMException('the server is shutting down', 'AbortError'))
+  await until(() => runsHeld(p.app)!.live === 0)
+}
+
+/** A resumed run as `runtime.resumeRuns()` hands it over, settled by the test. */
+function resumedHandle(callId: string) {
+  let settle: (result: ToolExecutionResult) => void = () => {}
+  const cancelled: unknown[] = []
+  const handle: ResumedRun = {
+    callId,
+    result: new Promise<ToolExecutionResult>((resolve) => (settle = resolve)),
+    cancel: (reason) => {
+      cancelled.push(reason)
+      settle({ isError: true, error: { message: 'cancelled', info: { name: 'ToolError', code: 'ABORTED' } }, content: [] })
+    },
+  }
+  return { handle, cancelled, settle: (result: ToolExecutionResult) => settle(result) }
+}
+
+/** A runtime whose `resumeRuns()` returns `handles` (what a real one does after a restart), and records the options it got. */
+function resumingRuntime(handles: readonly ResumedRun[]) {
+  const asked: unknown[] = []
+  const runtime = {
+    resumeRuns: async (options?: unknown) => {
+      asked.push(options)
+      return handles
+    },
+  } as unknown as ToolRuntime
+  return { runtime, asked }
+}
+
+const OK: ToolExecutionResult = { isError: false, content: [{ type: 'text', text: 'resumed and done' }], structuredContent: { value: 7 } } as ToolExecutionResult
+
+/** Reads `stream` until a frame named `name` (included). */
+async function readUntil(stream: ReturnType<typeof sseFrames>, name: string): Promise<SseFrame[]> {
+  const frames: SseFrame[] = []
+  for (;;) {
+    const frame = await stream.next()
+    if (frame === undefined) throw new Error(`the stream ended before ${name} (saw ${frames.map((f) => f.event).join(', ')})`)
+    frames.push(frame)
+    if (frame.event === name) return frames
+  }
+}
+
+describe('/v1/runs with a store: a waiting run is snapshotted', () => {
+  it('from its approval frame, with a reserve of a million ids, its record running with its owner; not again once decided; gone when it ends', async () => {
+    const store = createMemoryStore()
+    const a = processOn(store)
+    const { id, callId, live, approval } = await waitingRun(a, `console.log('one'); const paid = await tools.pay({ cents: 5 }); await tools.hold({}); console.log('two'); return paid`)
+    const manifest = await eventually(() => manifestOf(store, id))
+    expect(manifest).toMatchObject({ last: 4, next: 4 + 1_000_000, dropped: 0 })
+    const record = await eventually(async () => ((await recordOf(store, id))?.events.last === 4 ? recordOf(store, id) : undefined))
+    expect(Object.keys(record!).sort()).toEqual(['callId', 'createdAt', 'events', 'id', 'owner', 'status'])
+    expect(record).toMatchObject({ id, callId, status: 'running', events: { first: 1, last: 4, dropped: 0 } })
+    expect(record!.owner).toMatch(OWNER)
+    // The owner says it is alive while the run is running.
+    const beat = await read<{ at: number }>(store, `${RUN_OWNER_PREFIX}${record!.owner}`)
+    expect(Date.now() - beat!.at).toBeLessThan(5_000)
+    // GET lists the request as a person needs it, and says `waiting`.
+    const body = await a.get(id)
+    expect(body.status).toBe('waiting')
+    expect(body.approvals).toEqual([
+      {
+        id: approval.id,
+        kind: 'call',
+        callId: `${callId}:code:1`,
+        name: 'pay',
+        summary: 'cents: 5',
+        reason: 'money moves',
+        requestedAt: approval.requestedAt,
+        expiresAt: approval.expiresAt,
+      },
+    ])
+    expect((await a.broker.decide(approval.id, { decision: 'allow' })).ok).toBe(true)
+    await live.until('dispatch-start')
+    // Decided, it computes (holds) without waiting for anyone: no snapshot is written for those frames.
+    await new Promise((resolve) => setTimeout(resolve, 30))
+    expect((await manifestOf(store, id))!.last).toBe(4)
+    expect((await a.get(id)).status).toBe('running')
+    await a.release()
+    const rest = await live.rest()
+    expect(rest.at(-1)).toEqual({ event: 'end', id: String(rest.length), data: { id, status: 'done' } })
+    const done = await eventually(async () => ((await recordOf(store, id))?.status === 'done' ? recordOf(store, id) : undefined))
+    expect(done!.result).toMatchObject({ isError: false })
+    expect(typeof done!.settledAt).toBe('number')
+    await eventually(async () => ((await eventKeys(store)).length === 0 ? true : undefined))
+    expect(a.reported).toEqual([])
+  })
+
+  it('a run that never waits writes its record but no snapshot', async () => {
+    const store = createMemoryStore()
+    const a = processOn(store)
+    const { id } = await a.start(`console.log('x'); return await tools.echo({ text: 'y' })`)
+    await until(() => runsHeld(a.app)!.live === 0)
+    const record = await eventually(async () => ((await recordOf(store, id))?.status === 'done' ? recordOf(store, id) : undefined))
+    expect(record!.owner).toMatch(OWNER)
+    expect(await eventKeys(store)).toEqual([])
+  })
+})
+
+describe('/v1/runs with a store: the app shuts down while a run waits', () => {
+  it('with its durable state in the store, the run is left running for the next process: final snapshot without reserve, its stream closes without end', async () => {
+    const store = createMemoryStore()
+    const a = processOn(store)
+    const { id, callId, live } = await waitingRun(a)
+    await parkRun(a, store, callId)
+    const after = await live.rest()
+    expect(after.map((f) => f.event)).not.toContain('end')
+    expect(after.map((f) => f.event)).not.toContain('result')
+    expect(after.map((f) => f.event)).not.toContain('error')
+    const manifest = await eventually(async () => ((await manifestOf(store, id))?.next === undefined ? manifestOf(store, id) : undefined))
+    const last = Number(after.at(-1)!.id)
+    expect(manifest.last).toBe(last)
+    const record = await recordOf(store, id)
+    expect(record).toMatchObject({ status: 'running', events: { last } })
+    expect(record!.settledAt).toBeUndefined()
+    expect(record!.result).toBeUndefined()
+  })
+
+  it('without durable state (or cancelled by DELETE) the run ends here: result or error, end, the snapshot gone', async () => {
+    const store = createMemoryStore()
+    const a = processOn(store)
+    const { id, live } = await waitingRun(a)
+    a.stopping.abort(new DOMException('the server is shutting down', 'AbortError'))
+    const after = await live.rest()
+    expect(after.at(-1)).toMatchObject({ event: 'end', data: { id, status: 'failed' } })
+    expect(after.map((f) => f.event)).toContain('result')
+    await eventually(async () => ((await recordOf(store, id))?.status === 'failed' && (await eventKeys(store)).length === 0 ? true : undefined))
+
+    const b = processOn(store)
+    const waiting = await waitingRun(b)
+    await store.put(`runs/${runKeySegment(waiting.callId)}`, '{}')
+    const deleted = await b.app.request(`/v1/runs/${waiting.id}`, { method: 'DELETE', headers: AUTH })
+    expect(((await deleted.json()) as RunBody).status).toBe('cancelled')
+    expect((await waiting.live.rest()).at(-1)).toMatchObject({ event: 'end', data: { id: waiting.id, status: 'cancelled' } })
+    await eventually(async () => ((await recordOf(store, waiting.id))?.status === 'cancelled' ? true : undefined))
+  })
+
+  it('a store that fails the durable-state lookup: the run ends here', async () => {
+    const base = createMemoryStore()
+    let failRuns = false
+    const store: DurableStore = {
+      ...base,
+      get: (key) => (failRuns && key.startsWith('runs/') ? Promise.reject(new Error('store down')) : base.get(key)),
+      put: (key, value, options) => base.put(key, value, options),
+      list: (prefix, options) => base.list(prefix, options),
+      delete: (key, options) => base.delete(key, options),
+    }
+    const a = processOn(store)
+    const { id, callId, live } = await waitingRun(a)
+    await base.put(`runs/${runKeySegment(callId)}`, '{}')
+    failRuns = true
+    a.stopping.abort(new DOMException('the server is shutting down', 'AbortError'))
+    expect((await live.rest()).at(-1)).toMatchObject({ event: 'end', data: { id, status: 'failed' } })
+  })
+})
+
+describe('/v1/runs with a store: a waiting call cut off before its request is settled', () => {
+  /** The app's view of a broker: the real one's events, minus `withdrawn` (a broker over a store keeps a request across a shutdown). */
+  function keepingRequests(real: ReturnType<typeof createApprovalBroker>): AnyApprovalBroker {
+    return {
+      pending: () => real.pending(),
+      decide: (id: string, decision: never) => real.decide(id, decision),
+      subscribe: (listener: ApprovalListener) => real.subscribe((event) => (event.type === 'withdrawn' ? undefined : listener(event))),
+    } as unknown as AnyApprovalBroker
+  }
+
+  it('parked: the frames from the cut-off on (its dispatch, the failed result) are dropped, not the next process’s to see', async () => {
+    const store = createMemoryStore()
+    const real = createApprovalBroker()
+    const a = processOn(store, { approvals: keepingRequests(real) }, real)
+    const { id, callId, live } = await waitingRun(a)
+    await parkRun(a, store, callId)
+    expect(await live.rest().then((all) => all.slice(all.findIndex((f) => f.event === 'approval') + 1))).toEqual([])
+    const manifest = await eventually(async () => ((await manifestOf(store, id))?.next === undefined ? manifestOf(store, id) : undefined))
+    expect(manifest.last).toBe(4)
+  })
+
+  it('not parked: the held frames go out in order before the end; past 256 held frames they go out at once', async () => {
+    let listener: ApprovalListener | undefined
+    const stub = {
+      pending: async () => [],
+      decide: async () => ({ ok: false, code: 'APPROVAL_NOT_FOUND', message: 'no' }),
+      subscribe: (l: ApprovalListener) => {
+        listener = l
+        return () => (listener = undefined)
+      },
+    } as unknown as AnyApprovalBroker
+    const store = createMemoryStore()
+    const a = processOn(store, { approvals: stub })
+    // Call 1 holds; call 2 (echo) is said to wait for a person, but ends without its request settled: a cut-off.
+    const { id, callId } = await a.start(`await tools.hold({}); await tools.echo({ text: 'a' }); for (let i = 0; i < 255; i++) console.log('l' + i); await tools.hold({}); return 1`)
+    const live = sseFrames(await a.events(id))
+    await live.until('dispatch-start')
+    listener!({ type: 'requested', approval: { id: 'q', kind: 'call', callId: `${callId}:code:2`, parentCallId: callId, name: 'echo' }, at: 1 } as unknown as ApprovalEvent)
+    await live.until('approval')
+    await a.release()
+    // The cut-off dispatch and 255 lines are held (256); the next frame, the second hold's dispatch-start, lets them all out.
+    for (let frame = await live.next(); !(frame?.event === 'dispatch-start' && (frame.data as { subCallId: string }).subCallId === `${callId}:code:3`); frame = await live.next()) {
+      if (frame === undefined) throw new Error('the stream ended')
+    }
+    const seen = live.seen
+    const tail = seen.slice(seen.findIndex((f) => f.event === 'approval') + 1)
+    expect(tail.map((f) => f.event)).toEqual(['dispatch', 'dispatch-start', 'dispatch', ...Array.from({ length: 255 }, () => 'log'), 'dispatch-start'])
+    expect((tail.at(-2)!.data as { entry: { text: string } }).entry.text).toBe('l254')
+    expect(tail.map((f) => Number(f.id))).toEqual(tail.map((_, i) => Number(tail[0]!.id) + i))
+    await a.release()
+    const rest = await live.rest()
+    expect(rest.slice(-3).map((f) => f.event)).toEqual(['dispatch', 'result', 'end'])
+  })
+
+  it('not parked, under 256: the held frames go out when the run ends, before its result', async () => {
+    let listener: ApprovalListener | undefined
+    const stub = {
+      pending: async () => [],
+      decide: async () => ({ ok: false, code: 'APPROVAL_NOT_FOUND', message: 'no' }),
+      subscribe: (l: ApprovalListener) => {
+        listener = l
+        return () => (listener = undefined)
+      },
+    } as unknown as AnyApprovalBroker
+    const a = processOn(createMemoryStore(), { approvals: stub })
+    const { id, callId } = await a.start(`await tools.hold({}); await tools.echo({ text: 'a' }); console.log('after'); return 1`)
+    const live = sseFrames(await a.events(id))
+    await live.until('dispatch-start')
+    listener!({ type: 'requested', approval: { id: 'q', kind: 'call', callId: `${callId}:code:2`, parentCallId: callId, name: 'echo' }, at: 1 } as unknown as ApprovalEvent)
+    await live.until('approval')
+    await a.release()
+    const tail = (await live.rest()).slice(live.seen.findIndex((f) => f.event === 'approval') + 1)
+    expect(tail.map((f) => f.event)).toEqual(['dispatch', 'dispatch-start', 'dispatch', 'log', 'result', 'end'])
+  })
+})
+
+describe('resumeAppRuns: a process adopts the runs resumed from the store', () => {
+  it('under the same id: the frames of the last process, then resumed, then its end; GET follows it; the snapshot goes with it', async () => {
+    const store = createMemoryStore()
+    const a = processOn(store)
+    const { id, callId, live } = await waitingRun(a)
+    await parkRun(a, store, callId)
+    const before = await live.rest().then(() => live.seen)
+    const last = Number(before.at(-1)!.id)
+
+    const b = processOn(store)
+    const { handle, settle } = resumedHandle(callId)
+    const { runtime, asked } = resumingRuntime([handle])
+    const answer = await resumeAppRuns(b.app, runtime, { staleMs: 0 })
+    expect(answer).toEqual({ resumed: [handle], adopted: 1 })
+    expect(asked).toEqual([{ staleMs: 0 }])
+    expect(runsHeld(b.app)!.live).toBe(1)
+    const stream = sseFrames(await b.events(id))
+    const replayed = await readUntil(stream, 'resumed')
+    expect(replayed.slice(0, -1)).toEqual(before)
+    expect(replayed.at(-1)).toEqual({ event: 'resumed', id: String(last + 1), data: { id, callId, resumed: true } })
+    const body = await b.get(id)
+    expect(body).toMatchObject({ id, callId, status: 'running', approvals: [], events: { first: 1, last: last + 1, dropped: 0 } })
+    // Adopted again (the next resumeAppRuns of this process): it is in the table already.
+    expect((await resumeAppRuns(b.app, runtime, { staleMs: 0 })).adopted).toBe(0)
+    settle(OK)
+    const rest = await stream.rest()
+    expect(rest.slice(replayed.length).map((f) => [f.id, f.event])).toEqual([
+      [String(last + 2), 'result'],
+      [String(last + 3), 'end'],
+    ])
+    expect(rest.at(-2)!.data).toEqual(OK)
+    expect(rest.at(-1)!.data).toEqual({ id, status: 'done' })
+    const done = await eventually(async () => ((await recordOf(store, id))?.status === 'done' ? recordOf(store, id) : undefined))
+    expect(done.result).toEqual(OK)
+    await eventually(async () => ((await eventKeys(store)).length === 0 ? true : undefined))
+    expect((await b.get(id)).result).toEqual(OK)
+    expect(b.reported).toEqual([])
+  })
+
+  it('DELETE cancels an adopted run through its handle; the app shutting down does too, and one already shut down cancels it at once', async () => {
+    const store = createMemoryStore()
+    const a = processOn(store)
+    const first = await waitingRun(a)
+    const second = await waitingRun(a)
+    await store.put(`runs/${runKeySegment(second.callId)}`, '{}')
+    await parkRun(a, store, first.callId)
+
+    const b = processOn(store)
+    const one = resumedHandle(first.callId)
+    const two = resumedHandle(second.callId)
+    expect((await resumeAppRuns(b.app, resumingRuntime([one.handle, two.handle]).runtime, { staleMs: 0 })).adopted).toBe(2)
+    const deleted = await b.app.request(`/v1/runs/${first.id}`, { method: 'DELETE', headers: AUTH })
+    expect(((await deleted.json()) as RunBody).status).toBe('cancelled')
+    expect(one.cancelled).toHaveLength(1)
+    expect(one.cancelled[0]).toBeInstanceOf(DOMException)
+    expect((one.cancelled[0] as DOMException).message).toBe('the run was cancelled (DELETE /v1/runs/:id)')
+    expect(two.cancelled).toEqual([])
+    b.stopping.abort(new DOMException('b stops', 'AbortError'))
+    expect(two.cancelled).toHaveLength(1)
+    expect((two.cancelled[0] as DOMException).message).toBe('b stops')
+
+    // A process whose shutdown signal fired before it adopted: the resumed run is cancelled as it is adopted.
+    const c = processOn(store)
+    const again = resumedHandle(second.callId)
+    await store.put(`http-runs/${second.id}`, JSON.stringify({ ...(await recordOf(store, second.id)), status: 'running' }))
+    c.stopping.abort(new DOMException('c stopped', 'AbortError'))
+    expect((await resumeAppRuns(c.app, resumingRuntime([again.handle]).runtime, { staleMs: 0 })).adopted).toBe(1)
+    expect(again.cancelled.map((reason) => (reason as DOMException).message)).toEqual(['c stopped'])
+  })
+
+  it('a run still waiting for a person is snapshotted again at once (its resumed frame included), with a reserve', async () => {
+    const store = createMemoryStore()
+    const a = processOn(store)
+    const { id, callId } = await waitingRun(a)
+    await parkRun(a, store, callId)
+    const last = (await recordOf(store, id))!.events.last
+    // The next process's broker (over the store) lists the request: the run waits again.
+    const request = { id: 'r-1', kind: 'call', callId: `${callId}:code:1`, parentCallId: callId, name: 'pay', summary: 's', requestedAt: 1, expiresAt: 2 } as unknown as PendingApproval
+    const other = { ...request, id: 'r-2', callId: 'someone-else:code:1', parentCallId: 'someone-else' } as unknown as PendingApproval
+    const broker: AnyApprovalBroker = {
+      pending: async () => [other, request],
+      decide: async () => ({ ok: false, code: 'APPROVAL_NOT_FOUND', message: 'no' }),
+      subscribe: () => () => {},
+    } as unknown as AnyApprovalBroker
+    const b = processOn(store, { approvals: broker })
+    const { handle, settle } = resumedHandle(callId)
+    expect((await resumeAppRuns(b.app, resumingRuntime([handle]).runtime)).adopted).toBe(1)
+    const manifest = await eventually(async () => ((await manifestOf(store, id))?.next !== undefined ? manifestOf(store, id) : undefined))
+    expect(manifest).toMatchObject({ last: last + 1, next: last + 1 + 1_000_000 })
+    const body = await b.get(id)
+    expect(body.status).toBe('waiting')
+    expect(body.approvals.map((x) => x.id)).toEqual(['r-1'])
+    settle(OK)
+    await eventually(async () => ((await recordOf(store, id))?.status === 'done' ? true : undefined))
+  })
+
+  it('a broker whose listing fails, and a snapshot that cannot be read, are reported; the run is adopted anyway, its ids continued from its record', async () => {
+    const base = createMemoryStore()
+    let failEvents = false
+    const store: DurableStore = {
+      ...base,
+      get: (key) => (failEvents && key.startsWith(RUN_EVENTS_PREFIX) ? Promise.reject(new Error('events unreadable')) : base.get(key)),
+      put: (key, value, options) => base.put(key, value, options),
+      list: (prefix, options) => base.list(prefix, options),
+      delete: (key, options) => base.delete(key, options),
+    }
+    const a = processOn(store)
+    const { id, callId } = await waitingRun(a)
+    await parkRun(a, store, callId)
+    const last = (await recordOf(store, id))!.events.last
+    failEvents = true
+    const listingFailure = new Error('listing failed')
+    const broker = { pending: () => Promise.reject(listingFailure), decide: async () => ({ ok: true }), subscribe: () => () => {} } as unknown as AnyApprovalBroker
+    const b = processOn(store, { approvals: broker })
+    const { handle, settle } = resumedHandle(callId)
+    expect((await resumeAppRuns(b.app, resumingRuntime([handle]).runtime, { staleMs: 0 })).adopted).toBe(1)
+    expect(b.reported).toContain(listingFailure)
+    expect(b.reported.some((error) => (error as Error).message === 'events unreadable')).toBe(true)
+    failEvents = false
+    const frames = await readUntil(sseFrames(await b.events(id)), 'resumed')
+    expect(frames.map((f) => f.event)).toEqual(['gap', 'resumed'])
+    expect(frames[0]!.data).toMatchObject({ code: 'EVENTS_DROPPED', first: 1, last })
+    expect(frames[1]!.id).toBe(String(last + 1))
+    settle(OK)
+    await until(() => runsHeld(b.app)!.live === 0)
+  })
+
+  it('without a store nothing is adopted, and the runtime is still asked to resume', async () => {
+    const f = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime() })
+    const { handle } = resumedHandle('http-run-x')
+    const { runtime, asked } = resumingRuntime([handle])
+    expect(await resumeAppRuns(f.app, runtime)).toEqual({ resumed: [handle], adopted: 0 })
+    expect(asked).toEqual([undefined])
+  })
+
+  it('a table with no room for it: the run is not adopted', async () => {
+    const store = createMemoryStore()
+    const a = processOn(store)
+    const { id, callId } = await waitingRun(a)
+    await parkRun(a, store, callId)
+    const b = processOn(store, { runs: { maxRuns: 1 } })
+    await waitingRun(b)
+    const { handle } = resumedHandle(callId)
+    expect((await resumeAppRuns(b.app, resumingRuntime([handle]).runtime)).adopted).toBe(0)
+    expect((await recordOf(store, id))!.status).toBe('running')
+  })
+})
+
+describe('resumeAppRuns: records whose ids continue without a snapshot', () => {
+  /** A `running` record of a run `runtime.resumeRuns()` resumed, whose stored `events.last` is `last`; the id its `resumed` frame gets. */
+  async function resumedIdAfter(last: unknown): Promise<string> {
+    const store = createMemoryStore()
+    const id = crypto.randomUUID()
+    const callId = `http-run-${crypto.randomUUID()}`
+    await store.put(`http-runs/${id}`, JSON.stringify({ id, callId, status: 'running', createdAt: Date.now(), events: { first: 1, last, dropped: 0 } }))
+    const b = processOn(store)
+    const { handle, settle } = resumedHandle(callId)
+    expect((await resumeAppRuns(b.app, resumingRuntime([handle]).runtime)).adopted).toBe(1)
+    const body = await b.get(id)
+    settle(OK)
+    await until(() => runsHeld(b.app)!.live === 0)
+    return String(body.events.last)
+  }
+
+  it('continue after the record’s last id when it is a plausible id; else from 1', async () => {
+    expect(await resumedIdAfter(7)).toBe('8')
+    expect(await resumedIdAfter(1)).toBe('2')
+    expect(await resumedIdAfter(MAX_RESTORED_EVENT_ID)).toBe(String(MAX_RESTORED_EVENT_ID + 1))
+    for (const bad of [0, -3, 1.5, '7', null, MAX_RESTORED_EVENT_ID + 1, Number.MAX_SAFE_INTEGER + 2]) expect(await resumedIdAfter(bad), String(bad)).toBe('1')
+  })
+})
+
+describe('resumeAppRuns: a running record nothing will finish', () => {
+  /** A `running` record under `owner` (and the process `b` that looks at it), with a snapshot. */
+  async function orphan(store: DurableStore, owner: string | undefined, extra: Record<string, unknown> = {}) {
+    const id = crypto.randomUUID()
+    const callId = `http-run-${crypto.randomUUID()}`
+    const record = { id, callId, status: 'running', createdAt: 1, events: { first: 1, last: 2, dropped: 0 }, ...(owner === undefined ? {} : { owner }), ...extra }
+    await store.put(`http-runs/${id}`, JSON.stringify(record))
+    const log = createRunEventLog(1 << 20)
+    log.append('start', { id })
+    log.append('log', { text: 'left behind' })
+    await createStoreRunEvents(store, 1 << 20).put(id, log)
+    return { id, callId, record }
+  }
+
+  it('is ended failed INTERRUPTED, its snapshot gone, when its owner is silent, unknown or not an owner id', async () => {
+    const store = createMemoryStore()
+    const silent = crypto.randomUUID()
+    await store.put(`${RUN_OWNER_PREFIX}${silent}`, JSON.stringify({ at: Date.now() - 60_000 }))
+    const lost = [await orphan(store, silent), await orphan(store, undefined), await orphan(store, 'not-an-owner-id')]
+    // An owner key that is not one of ours is never looked up, even with a fresh beat under it.
+    await store.put(`${RUN_OWNER_PREFIX}not-an-owner-id`, JSON.stringify({ at: Date.now() }))
+    const b = processOn(store)
+    const before = Date.now()
+    expect((await resumeAppRuns(b.app, resumingRuntime([]).runtime, { staleMs: 30_000 })).adopted).toBe(0)
+    for (const { id, record } of lost) {
+      const ended = await recordOf(store, id)
+      expect(ended).toEqual({ ...record, status: 'failed', settledAt: ended!.settledAt, result: interruptedRunResult('the process running it') })
+      expect(ended!.settledAt).toBeGreaterThanOrEqual(before)
+      expect(ended!.settledAt).toBeLessThanOrEqual(Date.now())
+    }
+    expect(await eventKeys(store)).toEqual([])
+    // GET of such a record in any process: failed, with the result.
+    expect((await b.get(lost[0]!.id)).result).toEqual(interruptedRunResult('the process running it'))
+  })
+
+  it('is left alone while its owner beats, while its durable state is in the store, and when it is this process’s own; a finished record too', async () => {
+    const store = createMemoryStore()
+    const alive = crypto.randomUUID()
+    await store.put(`${RUN_OWNER_PREFIX}${alive}`, JSON.stringify({ at: Date.now() - 1_000 }))
+    const beating = await orphan(store, alive)
+    const parked = await orphan(store, crypto.randomUUID())
+    await store.put(`runs/${runKeySegment(parked.callId)}`, '{}')
+    const finished = await orphan(store, undefined, { status: 'done', settledAt: 2 })
+    const b = processOn(store)
+    // Its own owner id: from a run of its own.
+    const mine = await b.start('return 1')
+    await until(() => runsHeld(b.app)!.live === 0)
+    const own = (await eventually(async () => ((await recordOf(store, mine.id))?.status === 'done' ? recordOf(store, mine.id) : undefined))).owner!
+    const ours = await orphan(store, own)
+    expect((await resumeAppRuns(b.app, resumingRuntime([]).runtime, { staleMs: 30_000 })).adopted).toBe(0)
+    for (const { id, record } of [beating, parked, finished, ours]) expect(await recordOf(store, id)).toEqual(record)
+    expect((await eventKeys(store)).length).toBe(8)
+    // Once its beat is older than staleMs, the beating owner's run is lost; the others stay as they are.
+    expect((await resumeAppRuns(b.app, resumingRuntime([]).runtime, { staleMs: 500 })).adopted).toBe(0)
+    expect((await recordOf(store, beating.id))!.status).toBe('failed')
+    for (const { id, record } of [parked, finished, ours]) expect(await recordOf(store, id)).toEqual(record)
+  })
+
+  it('DELETE of a stored running record is refused here (only its process can cancel it); of a finished one, its body', async () => {
+    const store = createMemoryStore()
+    const running = await orphan(store, crypto.randomUUID())
+    const finished = await orphan(store, undefined, { status: 'done', settledAt: 2, agent: 'alice', result: OK })
+    const b = processOn(store)
+    const refused = await b.app.request(`/v1/runs/${running.id}`, { method: 'DELETE', headers: AUTH })
+    expect(refused.status).toBe(404)
+    expect(await errorOf(refused)).toEqual({ code: 'RUN_NOT_FOUND', message: `run ${running.id} is not running in this process; it cannot be cancelled here` })
+    const answered = await b.app.request(`/v1/runs/${finished.id}`, { method: 'DELETE', headers: AUTH })
+    expect(answered.status).toBe(200)
+    expect(await answered.json()).toEqual({ id: finished.id, callId: finished.callId, agent: 'alice', status: 'done', createdAt: 1, settledAt: 2, approvals: [], events: { first: 1, last: 2, dropped: 0 }, result: OK })
+    // Its events live in the process that ran it: here, none.
+    const events = await b.events(finished.id)
+    expect(events.status).toBe(404)
+    expect((await errorOf(events)).message).toBe(`no run ${finished.id} (never started here, or evicted after its retention)`)
+    const unknown = crypto.randomUUID()
+    expect((await errorOf(await b.app.request(`/v1/runs/${unknown}`, { headers: AUTH }))).message).toBe(`no run ${unknown} (never started here, or evicted after its retention)`)
+  })
+})
