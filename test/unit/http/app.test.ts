@@ -122,6 +122,38 @@ describe('createToolsApp: what it refuses, and why', () => {
     for (const maxBodyBytes of [0, -5, 2.5, '1024', Number.MAX_SAFE_INTEGER + 1]) expect(app({ token: TOKEN, maxBodyBytes })).toBe('createToolsApp: maxBodyBytes must be a positive integer')
     expect(app({ token: TOKEN, maxBodyBytes: 1 })).toBeUndefined()
   })
+
+  it('a store that is not a DurableStore', () => {
+    const fn = async () => undefined
+    for (const store of [null, 'store', fn, {}, { get: fn }, { put: fn }, { get: fn, put: 'no' }, { get: 'no', put: fn }]) {
+      expect(app({ token: TOKEN, store })).toBe('createToolsApp: store must be a DurableStore')
+    }
+    expect(app({ token: TOKEN, store: { get: fn, put: fn, delete: fn, list: async () => ({ entries: [] }) } })).toBeUndefined()
+  })
+
+  it('a stream backlog that is not a positive integer', () => {
+    for (const maxStreamBacklogBytes of [0, -1, 1.5, '1024', Number.NaN, Number.MAX_SAFE_INTEGER + 1]) {
+      expect(app({ token: TOKEN, maxStreamBacklogBytes })).toBe('createToolsApp: maxStreamBacklogBytes must be a positive integer')
+    }
+    expect(app({ token: TOKEN, maxStreamBacklogBytes: 1 })).toBeUndefined()
+  })
+
+  it('a stream write timeout that is not a positive number of milliseconds within a timer’s range', () => {
+    for (const streamWriteTimeoutMs of [0, -1, Number.NaN, Number.POSITIVE_INFINITY, '100', 2_147_483_648]) {
+      expect(app({ token: TOKEN, streamWriteTimeoutMs })).toBe('createToolsApp: streamWriteTimeoutMs must be a positive number of milliseconds, at most 2147483647')
+    }
+    expect(app({ token: TOKEN, streamWriteTimeoutMs: 2_147_483_647 })).toBeUndefined()
+    expect(app({ token: TOKEN, streamWriteTimeoutMs: 0.5 })).toBeUndefined()
+  })
+
+  it('run table bounds that are not positive integers', () => {
+    expect(app({ token: TOKEN, runs: 'big' })).toBe('createToolsApp: runs must be an object')
+    expect(app({ token: TOKEN, runs: null })).toBe('createToolsApp: runs must be an object')
+    for (const name of ['maxRuns', 'maxBytes', 'maxEventBytesPerRun', 'retentionMs', 'maxStreams']) {
+      for (const value of [0, -1, 1.5, '8']) expect(app({ token: TOKEN, runs: { [name]: value } })).toBe(`createToolsApp: runs.${name} must be a positive integer`)
+      expect(app({ token: TOKEN, runs: { [name]: 1 } })).toBeUndefined()
+    }
+  })
 })
 
 describe('authentication', () => {

@@ -23,7 +23,7 @@ import {
   timingSafeEqualText,
 } from '../../../src/http/index.js'
 import type { CodeLogEvent } from '../../../src/http/index.js'
-import { MAX_BODY_VALUES, resolveMaxBodyBytes } from '../../../src/http/request-body.js'
+import { MAX_BODY_VALUES, resolveMaxBodyBytes, unknownFieldMessage } from '../../../src/http/request-body.js'
 import type { SessionLogEvent } from '../../../src/runtime-types.js'
 import { createMemorySessionLog } from '../../../src/session-log.js'
 import { TOKEN } from './fixtures.js'
@@ -357,6 +357,50 @@ describe('reading a JSON body', () => {
     expect(await outcomeOf(post(body, { 'Content-Type': 'application/json', 'Content-Length': '5000' }))).toEqual([413, 'PAYLOAD_TOO_LARGE'])
     // The Request constructor may pull once to start the stream; the reader never did.
     expect(pulled).toBeLessThanOrEqual(1)
+  })
+})
+
+describe('unknown body fields: the message names the first one and the expected field it most likely meant', () => {
+  const FIELDS = ['arguments', 'callId', 'agent']
+  const message = (key: string, allowed: readonly string[] = FIELDS) => unknownFieldMessage({ [key]: 1 }, allowed, 'the body')
+  const expected = (allowed: readonly string[] = FIELDS) => `expected: ${allowed.join(', ')})`
+
+  it('nothing to say when every key is expected; else the first unknown key, in key order', () => {
+    expect(unknownFieldMessage({}, FIELDS, 'the body')).toBeUndefined()
+    expect(unknownFieldMessage({ arguments: 1, agent: 2 }, FIELDS, 'the body')).toBeUndefined()
+    expect(unknownFieldMessage({ agent: 1, zz: 2, yy: 3 }, FIELDS, 'the body')).toBe(`unknown field "zz" in the body (${expected()}`)
+  })
+
+  it('an abbreviation of an expected field (same first letter, its letters in order, at least 3 of them) suggests it', () => {
+    expect(message('args')).toBe(`unknown field "args" in the body (did you mean "arguments"? ${expected()}`)
+    expect(message('arg')).toBe(`unknown field "arg" in the body (did you mean "arguments"? ${expected()}`)
+    // Two letters are too few; another first letter, or a letter it lacks, is no abbreviation (and too far to be a typo).
+    expect(message('ar')).toBe(`unknown field "ar" in the body (${expected()}`)
+    expect(message('rgs')).toBe(`unknown field "rgs" in the body (${expected()}`)
+    expect(message('agz')).toBe(`unknown field "agz" in the body (${expected()}`)
+    expect(message('cde', ['code'])).toBe(`unknown field "cde" in the body (did you mean "code"? ${expected(['code'])}`)
+  })
+
+  it('a field at most two edits away (substituted, inserted, deleted letters; any case) is suggested, the first of the closest; three edits are not', () => {
+    expect(message('xgent')).toBe(`unknown field "xgent" in the body (did you mean "agent"? ${expected()}`)
+    expect(message('xyent')).toBe(`unknown field "xyent" in the body (did you mean "agent"? ${expected()}`)
+    expect(message('xyznt')).toBe(`unknown field "xyznt" in the body (${expected()}`)
+    expect(message('agentt')).toBe(`unknown field "agentt" in the body (did you mean "agent"? ${expected()}`)
+    expect(message('gent')).toBe(`unknown field "gent" in the body (did you mean "agent"? ${expected()}`)
+    expect(message('agnet')).toBe(`unknown field "agnet" in the body (did you mean "agent"? ${expected()}`)
+    expect(message('abcd', ['ab'])).toBe(`unknown field "abcd" in the body (did you mean "ab"? ${expected(['ab'])}`)
+    expect(message('ab', ['xy'])).toBe(`unknown field "ab" in the body (did you mean "xy"? ${expected(['xy'])}`)
+    expect(message('callid')).toBe(`unknown field "callid" in the body (did you mean "callId"? ${expected()}`)
+    expect(message('CALLID')).toBe(`unknown field "CALLID" in the body (did you mean "callId"? ${expected()}`)
+    expect(message('cone', ['code', 'mode', 'node'])).toBe(`unknown field "cone" in the body (did you mean "code"? ${expected(['code', 'mode', 'node'])}`)
+    expect(message('kode', ['mode', 'code'])).toBe(`unknown field "kode" in the body (did you mean "mode"? ${expected(['mode', 'code'])}`)
+  })
+
+  it('an empty key gets no suggestion; a key longer than 64 characters is cut in the message and gets none either', () => {
+    expect(message('', ['id', 'to'])).toBe(`unknown field "" in the body (${expected(['id', 'to'])}`)
+    const field = 'a'.repeat(64)
+    expect(message(`b${'a'.repeat(63)}`, [field])).toBe(`unknown field "b${'a'.repeat(63)}" in the body (did you mean "${field}"? ${expected([field])}`)
+    expect(message('a'.repeat(65), [field])).toBe(`unknown field "${field}"… (65 characters) in the body (${expected([field])}`)
   })
 })
 
