@@ -1,23 +1,29 @@
 /**
- * Approvals over HTTP against the real app, a real registry, a real broker and the real
- * default code runtime (`createSandboxRuntime`): `GET /v1/approvals`,
- * `POST /v1/approvals/:id` (200, 400, 404, 409, 503) and the `approval` /
- * `approval-settled` events of a `/v1/run` stream, decided while the stream is open.
+ * Approvals over HTTP against the real app, a real registry and a real broker:
+ * `GET /v1/approvals`, `POST /v1/approvals/:id` (200, 400, 404, 409, 503) and the
+ * `approval` / `approval-settled` events of a `/v1/run` stream, decided while the stream
+ * is open. The stream cases run twice: on an in-process code runtime (milliseconds; what
+ * the mutation runs use) and on the real default one (`createSandboxRuntime`).
  */
 import { afterAll, describe, expect, it } from 'vitest'
 import { createSandboxRuntime } from '../../../platforms/node/index.js'
 import { createApprovalBroker } from '../../../src/approvals/index.js'
 import type { ApprovalBroker, PendingApproval } from '../../../src/approvals/index.js'
+import type { CodeRuntime } from '../../../src/code-runtime/contract.js'
 import { createToolsApp } from '../../../src/http/index.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
 import type { ToolExecutionResult } from '../../../src/types.js'
+import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
+import { until } from '../approvals/helpers.js'
 import { AUTH, JSON_AUTH, TOKEN, createFixture, errorOf } from './fixtures.js'
 
-const codeRuntime = createSandboxRuntime({ memoryMb: 32 })
-afterAll(() => codeRuntime.dispose())
+// Created on first use: a run that only reaches the in-process cases starts no sandbox.
+let sandbox: ReturnType<typeof createSandboxRuntime> | undefined
+const sandboxRuntime = (): CodeRuntime => (sandbox ??= createSandboxRuntime({ memoryMb: 32 }))
+afterAll(() => sandbox?.dispose())
 
 /** The HTTP fixture with a broker, and a `pay` tool the gate asks about. */
-function approvalsFixture(timeoutMs?: number) {
+function approvalsFixture(timeoutMs?: number, codeRuntime: CodeRuntime = createInProcessRuntime({ wallMs: 30_000 })) {
   const broker = createApprovalBroker(timeoutMs === undefined ? undefined : { timeoutMs })
   const fixture = createFixture({ mode: 'both', codeRuntime, approval: broker.handler }, { approvals: broker })
   const paid: unknown[] = []
@@ -238,9 +244,12 @@ describe('GET /v1/approvals and POST /v1/approvals/:id', () => {
   })
 })
 
-describe('/v1/run streams its own sub-calls\' approvals', () => {
+describe.each([
+  ['in-process', () => createInProcessRuntime({ wallMs: 30_000 })],
+  ['sandbox', sandboxRuntime],
+] as const)('/v1/run streams its own sub-calls\' approvals (%s code runtime)', (_name, codeRuntime) => {
   it('approval (the pending request) → POST allow → approval-settled → dispatch → result; the stream unsubscribes', async () => {
-    const fixture = approvalsFixture()
+    const fixture = approvalsFixture(undefined, codeRuntime())
     const before = fixture.broker.subscriberCount
     const response = await streamRun(fixture, `const [paid, echoed] = await Promise.all([tools.pay({ cents: 3 }), tools.echo({ text: 'meanwhile' })])\nreturn [paid, echoed.text]`)
     const callId = response.headers.get('X-Toolyard-Call-Id')!
@@ -268,24 +277,25 @@ describe('/v1/run streams its own sub-calls\' approvals', () => {
   })
 
   it('deny: approval-settled carries the reason and the program catches the ToolCallError', async () => {
-    const fixture = approvalsFixture()
+    const fixture = approvalsFixture(undefined, codeRuntime())
     const response = await streamRun(fixture, `try { await tools.pay({ cents: 9 }) } catch (e) { return [e.name, e.message] }`)
     const stream = sseReader(response)
     const approval = (await stream.until('approval')).data as PendingApproval
     expect((await decide(fixture, approval.id, { decision: 'deny', reason: 'too much' })).status).toBe(200)
     const events = await stream.rest()
-    expect(events.find((e) => e.event === 'approval-settled')!.data).toMatchObject({ id: approval.id, outcome: 'deny', reason: 'too much' })
+    expect(events.find((e) => e.event === 'approval-settled')!.data).toEqual({ id: approval.id, callId: approval.callId, outcome: 'deny', reason: 'too much', at: expect.any(Number) })
     expect(events.at(-1)!.data).toMatchObject({ isError: false, value: { result: ['ToolCallError', 'pay was denied by a person: too much'] } })
     expect(fixture.paid).toEqual([])
   })
 
   it('expiry and withdrawal arrive as approval-settled outcomes', async () => {
-    const fixture = approvalsFixture(80)
+    const fixture = approvalsFixture(80, codeRuntime())
     const expiring = sseReader(await streamRun(fixture, `try { await tools.pay({ cents: 1 }) } catch (e) { return e.message }`))
     const events = await expiring.rest()
-    expect(events.find((e) => e.event === 'approval-settled')!.data).toMatchObject({ outcome: 'expired' })
+    const expiredRequest = events.find((e) => e.event === 'approval')!.data as PendingApproval
+    expect(events.find((e) => e.event === 'approval-settled')!.data).toEqual({ id: expiredRequest.id, callId: expiredRequest.callId, outcome: 'expired', at: expect.any(Number) })
 
-    const slow = approvalsFixture()
+    const slow = approvalsFixture(undefined, codeRuntime())
     const controller = new AbortController()
     const withdrawing = sseReader(await streamRun(slow, `return await tools.pay({ cents: 1 })`, controller.signal))
     await withdrawing.until('approval')
@@ -295,8 +305,42 @@ describe('/v1/run streams its own sub-calls\' approvals', () => {
     expect(await pendingOf(slow)).toEqual([])
   })
 
+  it('a plan request (kind plan, asked by the run itself) is the run\'s own: streamed, listed by GET /v1/runs/:id, settled', async () => {
+    const broker = createApprovalBroker({ plans: true })
+    const fixture = createFixture({ mode: 'both', codeRuntime: codeRuntime(), approval: broker.handler }, { approvals: broker })
+    fixture.runtime.register(
+      defineTool({
+        name: 'write_file',
+        description: 'Writes (asks a person first).',
+        parameters: { path: { type: 'string', required: true } },
+        output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] },
+        execute: (args) => `wrote ${args.path}`,
+      }),
+    )
+    fixture.runtime.on('tools/pre-execute', (decision, execution) => (execution.name === 'write_file' ? { kind: 'ask', reason: 'changes the workspace' } : decision))
+    const code = `await tools.write_file({ path: 'a' })\nawait tools.write_file({ path: 'b' })\nreturn 'ok'`
+    // Another run's plan request, pending meanwhile: never in this run's stream or body.
+    const other = fixture.runtime.execute({ callId: 'someone-else', name: 'run_code', arguments: { code, description: 'other' }, signal: new AbortController().signal })
+    await until(() => broker.pending().length === 1)
+    const started = await fixture.app.request('/v1/runs', { method: 'POST', headers: JSON_AUTH, body: JSON.stringify({ code, description: 'two writes' }) })
+    const { id, callId } = (await started.json()) as { id: string; callId: string }
+    const stream = sseReader(await fixture.app.request(`/v1/runs/${id}/events`, { headers: AUTH }))
+    const approval = (await stream.until('approval')).data as PendingApproval
+    expect(approval).toMatchObject({ kind: 'plan', callId, name: 'run_code' })
+    const body = (await (await fixture.app.request(`/v1/runs/${id}`, { headers: AUTH })).json()) as { status: string; approvals: { id: string; kind: string; callId: string }[] }
+    expect(body.status).toBe('waiting')
+    expect(body.approvals.map((a) => [a.id, a.kind, a.callId])).toEqual([[approval.id, 'plan', callId]])
+    expect((await decide(fixture, approval.id, { decision: 'allow' })).status).toBe(200)
+    const events = await stream.rest()
+    expect(events.filter((e) => e.event.startsWith('approval')).map((e) => e.event)).toEqual(['approval', 'approval-settled'])
+    expect(events.find((e) => e.event === 'approval-settled')!.data).toEqual({ id: approval.id, callId, outcome: 'allow', at: expect.any(Number) })
+    expect(events.at(-1)).toMatchObject({ event: 'end', data: { id, status: 'done' } })
+    broker.decide(broker.pending()[0]!.id, { decision: 'deny' })
+    await other
+  })
+
   it('a stream carries only its own run\'s approvals', async () => {
-    const fixture = approvalsFixture()
+    const fixture = approvalsFixture(undefined, codeRuntime())
     const first = await streamRun(fixture, `return await tools.pay({ cents: 1 })`)
     const second = await streamRun(fixture, `return await tools.pay({ cents: 2 })`)
     const a = sseReader(first)
