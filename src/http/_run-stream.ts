@@ -69,6 +69,7 @@ export function streamRun(c: Context, run: StreamedRun, config: StreamConfig): R
     const stopProducing = (): void => {
       if (heartbeat !== undefined) clearInterval(heartbeat)
       unsubscribe?.()
+      // Stryker disable next-line OptionalChaining: stopProducing runs only after the start frame is queued (a first frame is always taken whole), when stopApprovals is set
       stopApprovals?.()
     }
     const sender = createSseSender(stream, {
@@ -90,6 +91,7 @@ export function streamRun(c: Context, run: StreamedRun, config: StreamConfig): R
     }
     stream.onAbort(clientGone)
     if (c.req.raw.signal.aborted) clientGone()
+    // Stryker disable next-line ObjectLiteral,BooleanLiteral: a signal fires 'abort' at most once, and the finally block below removes the listener either way
     else c.req.raw.signal.addEventListener('abort', clientGone, { once: true })
     const send = (event: string, data: unknown): void => sender.send(frame(event, data))
     send('start', run.start)
@@ -110,6 +112,7 @@ export function streamRun(c: Context, run: StreamedRun, config: StreamConfig): R
       send('error', { error: { code: 'INTERNAL', message: 'internal error' } })
     } finally {
       stopProducing()
+      // Stryker disable next-line StringLiteral: a listener left on the request's signal could only call clientGone for a run that has ended, where aborting its controller does nothing
       c.req.raw.signal.removeEventListener('abort', clientGone)
       // Hono closes the stream when this returns: every queued frame must be out first (or given up).
       await sender.drained()

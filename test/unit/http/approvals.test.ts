@@ -265,6 +265,8 @@ describe.each([
     const names = events.map((e) => e.event)
     expect(names[0]).toBe('start')
     expect(names.at(-1)).toBe('result')
+    // The session log's own approval records are not frames: the broker's events carry the id a decision needs.
+    expect([...new Set(names)].sort()).toEqual(['approval', 'approval-settled', 'dispatch', 'dispatch-start', 'result', 'start'])
     const settled = events.find((e) => e.event === 'approval-settled')!.data
     expect(settled).toEqual({ id: approval.id, callId: `${callId}:code:1`, outcome: 'allow', at: expect.any(Number) })
     // The request came after its sub-call started and was settled before that sub-call's dispatch event.

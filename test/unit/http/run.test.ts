@@ -4,7 +4,7 @@
  * milliseconds a run) for the answers at the edges: overload refusals, content
  * negotiation, the stream's headers, frames and keep-alives, a runtime that throws.
  */
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it, vi } from 'vitest'
 import { createNodeWorkerRuntime } from '../../../platforms/node/index.js'
 import type { NodeWorkerRuntime } from '../../../platforms/node/index.js'
 import type { CodeRuntime, CodeRuntimeLoad } from '../../../src/code-runtime/contract.js'
@@ -329,6 +329,22 @@ describe('POST /v1/run on an in-process code runtime', () => {
     expect(names).toContain('dispatch-start')
     expect(names).toContain('dispatch')
     expect(others.length).toBeGreaterThan(0)
+  })
+
+  it('the heartbeat timer is cleared when the stream ends', async () => {
+    const { app } = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime() }, { heartbeatMs: 4321 })
+    const set = vi.spyOn(globalThis, 'setInterval')
+    const clear = vi.spyOn(globalThis, 'clearInterval')
+    try {
+      const response = await app.request('/v1/run', runInit({ code: 'return 7', description: 'd' }, 'text/event-stream'))
+      await response.text()
+      const heartbeats = set.mock.calls.flatMap((call, i) => (call[1] === 4321 ? [set.mock.results[i]!.value as unknown] : []))
+      expect(heartbeats).toHaveLength(1)
+      expect(clear.mock.calls.map((call) => call[0])).toContain(heartbeats[0])
+    } finally {
+      set.mockRestore()
+      clear.mockRestore()
+    }
   })
 
   it('a runtime whose execute rejects ends the stream with an internal error event and reports it', async () => {

@@ -153,6 +153,8 @@ describe('/v1/runs with a store: a waiting run is snapshotted', () => {
     const store = createMemoryStore()
     const a = processOn(store)
     const { id, callId, live, approval } = await waitingRun(a, `console.log('one'); const paid = await tools.pay({ cents: 5 }); await tools.hold({}); console.log('two'); return paid`)
+    // The session log's approval records are not frames (the broker's `approval` is).
+    expect(live.seen.map((f) => f.event)).toEqual(['start', 'log', 'dispatch-start', 'approval'])
     const manifest = await eventually(() => manifestOf(store, id))
     expect(manifest).toMatchObject({ last: 4, next: 4 + 1_000_000, dropped: 0 })
     const record = await eventually(async () => ((await recordOf(store, id))?.events.last === 4 ? recordOf(store, id) : undefined))
