@@ -211,6 +211,7 @@ function runStages(call: PipelineCall, stages: readonly Stage[], index: number, 
 /** One phase: its stages while the call goes on, then its `always` stages. */
 function runPhase(call: PipelineCall, phase: Phase, going: boolean): Promise<undefined> | undefined {
   const steps = going ? runStages(call, phase.stages, 0, true) : undefined
+  // Stryker disable next-line BooleanLiteral: every `always` stage (finalizeContent, publish) answers undefined, so ending or not on their answers is the same
   return steps === undefined ? runStages(call, phase.always, 0, false) : steps.then(() => runStages(call, phase.always, 0, false))
 }
 
@@ -221,6 +222,7 @@ async function runPhases(call: PipelineCall, sched: Schedule): Promise<ToolExecu
     if (!going && phase.always.length === 0) continue
     const turn = sched.phase(phase.name, () => runPhase(call, phase, going))
     const broke = turn === undefined ? undefined : await turn
+    // Stryker disable next-line OptionalChaining: only a dispatch turn answers a DispatchBreak (schedule.ts), and the dispatch phase has `broken`
     if (broke !== undefined) phase.broken?.(call, broke)
   }
   return call.result!

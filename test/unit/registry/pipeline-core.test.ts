@@ -158,7 +158,11 @@ describe('the pipeline when its collaborators break (never rejects, says what ha
     const hooks = c.hooks
     const broken = { ...hooks, preExecute: hooks.preExecute, execute: hooks.execute, postExecute: hooks.postExecute, result: { list: () => { throw new Error('bus is gone') } } }
     const result = await executePipeline({ ...c, hooks: broken as unknown as HookBus }, call('echo', { text: 'hi' }))
-    expect(result).toMatchObject({ isError: true, error: { message: 'internal pipeline error: bus is gone', info: { code: 'TOOL_FAILED' } } })
+    expect(result).toEqual({
+      isError: true,
+      error: { message: 'internal pipeline error: bus is gone', info: { name: 'Error', code: 'TOOL_FAILED' } },
+      content: [{ type: 'text', text: 'Error: internal pipeline error: bus is gone' }],
+    })
     expect(c.calls.liveTokens.size).toBe(0)
   })
 

@@ -555,6 +555,18 @@ describe('finalizeContent and tools/result', () => {
     expect(deepFrozen(result)).toBe(true)
   })
 
+  it('tools/result settles what an observer returns only when it is an object thenable (a promise), with two handlers', async () => {
+    const runtime = createToolRuntime()
+    runtime.register(echoTool())
+    const subscribed: string[] = []
+    // A function that carries a then method is not a promise an observer returned: left alone.
+    const functionWithThen = Object.assign(() => {}, { then: () => void subscribed.push('function') })
+    runtime.on('tools/result', (() => functionWithThen) as never)
+    runtime.on('tools/result', (() => ({ then: (onFulfilled: unknown, onRejected: unknown) => void subscribed.push(`${typeof onFulfilled},${typeof onRejected}`) })) as never)
+    await runtime.execute(call('echo'))
+    expect(subscribed).toEqual(['function,function'])
+  })
+
   it('agent-scoped listeners only see that agent’s executions', async () => {
     const runtime = createToolRuntime()
     runtime.register(echoTool())
@@ -1172,5 +1184,34 @@ describe('the pipeline stages around dispatch', () => {
     runtime.on('tools/result', () => void order.push('tools/result'))
     await runtime.execute(call('t', { text: 'x' }))
     expect(order).toEqual(['tools/result', 'microtask queued by render'])
+  })
+
+  it('a program\'s (nested) call of a code-only tool runs: a nested call is the `code` caller', async () => {
+    const runtime = createToolRuntime()
+    let inner: ToolExecutionResult | undefined
+    runtime.register({ ...echoTool('code_only'), callers: ['code'] } as never)
+    runtime.register(
+      echoTool('outer', async (_a, run) => {
+        inner = await runtime.execute(call('code_only', { text: 'from a program' }, { parent: run.token }))
+        return 'outer'
+      }),
+    )
+    await runtime.execute(call('outer'))
+    expect(inner).toMatchObject({ isError: false, value: 'from a program' })
+  })
+
+  it('an unknown tool (native presentation): UNKNOWN_TOOL naming it, quoted', async () => {
+    expect(await executePipeline(core(), call('no such "tool"'))).toEqual(failed('UNKNOWN_TOOL', 'unknown tool "no such \\"tool\\""'))
+  })
+
+  it('arguments that are not lossless JSON: INVALID_ARGS naming why, even for a raw tool that validates nothing; the body never runs', async () => {
+    const runtime = createToolRuntime()
+    let ran = false
+    runtime.register(echoTool('raw', () => ((ran = true), 'ran')))
+    const result = await runtime.execute(call('raw', { n: 1n }))
+    expect(codeOf(result)).toBe('INVALID_ARGS')
+    expect((result as { error: { message: string } }).error.message).toMatch(/^arguments are not lossless JSON: \S/)
+    expect(result).toEqual(failed('INVALID_ARGS', (result as { error: { message: string } }).error.message))
+    expect(ran).toBe(false)
   })
 })
