@@ -14,7 +14,7 @@ import { createMemoryStore } from '../../../src/durable/memory-store.js'
 import type { DurableStore } from '../../../src/durable/store.js'
 import { createSessionLogHub, createToolsApp, resumeAppRuns } from '../../../src/http/index.js'
 import type { RunBody, RunTableOptions } from '../../../src/http/index.js'
-import { createRunEventLog, createStoreRunEvents, RUN_EVENTS_PREFIX } from '../../../src/http/run-table.js'
+import { createRunEventLog, createStoreRunEvents, MAX_RESTORED_EVENT_ID, RUN_EVENTS_PREFIX } from '../../../src/http/run-table.js'
 import { createToolRuntime } from '../../../src/registry/runtime.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
 import type { AnyToolDefinition } from '../../../src/types.js'
@@ -415,6 +415,180 @@ describe('createStoreRunEvents (the snapshot format)', () => {
     }
     expect(pieces.reduce((sum, piece) => sum + Buffer.byteLength(piece), 0)).toBe(manifest.bytes)
     expect(await events.load('r4')).toEqual({ frames: log.since(0).frames, last: 40, dropped: 0 })
+  })
+})
+
+describe('createStoreRunEvents: the bounds a snapshot is read within', () => {
+  const frame = (id: number) => `event: log\nid: ${id}\ndata: {}\n\n`
+  const key = `${RUN_EVENTS_PREFIX}r5`
+  /** Writes a snapshot by hand: `texts` as its body cut into `pieces` pieces, the manifest `m` over the consistent one. */
+  async function writeRaw(store: DurableStore, texts: unknown[], m: Record<string, unknown> = {}, pieces = 1, gen: unknown = 'g1') {
+    const body = JSON.stringify(texts)
+    const size = Math.ceil(body.length / pieces)
+    for (let n = 0; n < pieces; n++) await store.put(`${key}/${String(gen)}.${n}`, body.slice(n * size, (n + 1) * size))
+    await store.put(key, JSON.stringify({ v: 1, gen, pieces, bytes: Buffer.byteLength(body), last: texts.length, dropped: 0, ...m }))
+  }
+
+  it('nothing stored is no snapshot', async () => {
+    expect(await createStoreRunEvents(createMemoryStore(), 4096).load('none')).toBeUndefined()
+  })
+
+  it('a manifest of 512 characters is read, 513 is not', async () => {
+    const store = createMemoryStore()
+    const events = createStoreRunEvents(store, 4096)
+    const padTo = async (chars: number) => {
+      await writeRaw(store, [frame(1)])
+      const manifest = (await store.get(key))!.value
+      const pad = chars - manifest.length - ',"pad":""'.length
+      await store.put(key, `${manifest.slice(0, -1)},"pad":"${'x'.repeat(pad)}"}`)
+      expect((await store.get(key))!.value.length).toBe(chars)
+    }
+    await padTo(512)
+    expect((await events.load('r5'))!.frames).toHaveLength(1)
+    await padTo(513)
+    expect(await events.load('r5')).toBeUndefined()
+  })
+
+  it('a snapshot written under a larger bound is not read under a smaller one', async () => {
+    const store = createMemoryStore()
+    const log = createRunEventLog(1 << 20)
+    for (let i = 0; i < 40; i++) log.append('log', { text: 'x'.repeat(100) })
+    await createStoreRunEvents(store, 8192).put('r6', log)
+    expect((await createStoreRunEvents(store, 8192).load('r6'))!.frames.length).toBeGreaterThan(0)
+    expect(await createStoreRunEvents(store, 4096).load('r6')).toBeUndefined()
+  })
+
+  it('at most as many pieces as the bound needs at the smallest piece size, plus one', async () => {
+    const store = createMemoryStore()
+    // 4096 bytes at 1 KiB a piece: 4, plus one for a body cut short of a full piece.
+    const events = createStoreRunEvents(store, 4096)
+    const texts = [frame(1), frame(2), frame(3), frame(4), frame(5), frame(6)]
+    await writeRaw(store, texts, {}, 5)
+    expect((await events.load('r5'))!.frames).toHaveLength(6)
+    await store.delete(key)
+    await writeRaw(store, texts, {}, 6)
+    expect(await events.load('r5')).toBeUndefined()
+  })
+
+  it('a generation that is not a string is not read, even with pieces under its name', async () => {
+    const store = createMemoryStore()
+    await writeRaw(store, [frame(1)], {}, 1, 7)
+    expect(await createStoreRunEvents(store, 4096).load('r5')).toBeUndefined()
+  })
+
+  it('ids past MAX_RESTORED_EVENT_ID are not read, even when the frames carry them', async () => {
+    const store = createMemoryStore()
+    const ids = [MAX_RESTORED_EVENT_ID, MAX_RESTORED_EVENT_ID + 1]
+    await writeRaw(store, ids.map(frame), { last: MAX_RESTORED_EVENT_ID + 1 })
+    expect(await createStoreRunEvents(store, 4096).load('r5')).toBeUndefined()
+    await writeRaw(store, [frame(MAX_RESTORED_EVENT_ID)], { last: MAX_RESTORED_EVENT_ID })
+    expect((await createStoreRunEvents(store, 4096).load('r5'))!.last).toBe(MAX_RESTORED_EVENT_ID)
+  })
+
+  it('a body that is a JSON object, more frames than ids (from id 0), or a frame that is an array is not read', async () => {
+    const store = createMemoryStore()
+    const events = createStoreRunEvents(store, 4096)
+    await store.put(`${key}/g1.0`, '{}')
+    await store.put(key, JSON.stringify({ v: 1, gen: 'g1', pieces: 1, bytes: 2, last: 0, dropped: 0 }))
+    expect(await events.load('r5')).toBeUndefined()
+    await writeRaw(store, [frame(0), frame(1)], { last: 1 })
+    expect(await events.load('r5')).toBeUndefined()
+    await writeRaw(store, [[frame(1)]])
+    expect(await events.load('r5')).toBeUndefined()
+  })
+
+  it('a piece with more bytes than the manifest has left is the last one read', async () => {
+    const base = createMemoryStore()
+    const read: string[] = []
+    const store: DurableStore = { ...base, get: (k) => (read.push(k), base.get(k)), put: (k, v, o) => base.put(k, v, o), list: (p, o) => base.list(p, o), delete: (k, o) => base.delete(k, o) }
+    const body = JSON.stringify([frame(1)])
+    // As many characters as the manifest's bytes, but two more bytes (é twice): then a second piece.
+    const accented = `${body.slice(0, -1).replace('{}', '"éé"').slice(0, body.length)}`
+    await base.put(`${key}/g1.0`, accented)
+    await base.put(`${key}/g1.1`, ']')
+    await base.put(key, JSON.stringify({ v: 1, gen: 'g1', pieces: 2, bytes: accented.length + 1, last: 1, dropped: 0 }))
+    expect(await createStoreRunEvents(store, 4096).load('r5')).toBeUndefined()
+    expect(read).toEqual([key, `${key}/g1.0`])
+  })
+
+  it('a body of exactly maxBytes keeps every frame; one byte less drops the oldest', async () => {
+    const store = createMemoryStore()
+    const log = createRunEventLog(1 << 20)
+    log.append('log', { text: 'a' })
+    log.append('log', { text: 'b' })
+    const exact = JSON.stringify(log.since(0).frames.map((f) => f.text)).length
+    expect(await (async () => {
+      await createStoreRunEvents(store, exact).put('r7', log)
+      return createStoreRunEvents(store, exact).load('r7')
+    })()).toMatchObject({ last: 2, dropped: 0, frames: [{ id: 1 }, { id: 2 }] })
+    await createStoreRunEvents(store, exact - 1).put('r7', log)
+    expect(await createStoreRunEvents(store, exact - 1).load('r7')).toMatchObject({ last: 2, dropped: 1, frames: [{ id: 2 }] })
+  })
+
+  it('a buffer with no frames left keeps its last id; a snapshot without a reserve writes no next', async () => {
+    const store = createMemoryStore()
+    const events = createStoreRunEvents(store, 4096)
+    const emptied = createRunEventLog(4096, undefined, { frames: [], last: 7, dropped: 7 })
+    await events.put('r8', emptied)
+    expect(await events.load('r8')).toEqual({ frames: [], last: 7, dropped: 7 })
+    expect('next' in JSON.parse((await store.get(`${RUN_EVENTS_PREFIX}r8`))!.value)).toBe(false)
+  })
+
+  it('a store that refuses large values gets pieces halved down to 1 KiB, then the refusal; any other failure at once', async () => {
+    const log = createRunEventLog(1 << 20)
+    for (let i = 0; i < 100; i++) log.append('log', { text: `${i} ${'y'.repeat(500)}` })
+    // 40,000 bytes a value: 64 KiB pieces are refused, 32 KiB ones fit.
+    const roomy = createMemoryStore({ maxValueBytes: 40_000 })
+    await createStoreRunEvents(roomy, 1 << 20).put('r9', log)
+    const sizes = await Promise.all((await roomy.list(`${RUN_EVENTS_PREFIX}r9/`)).entries.map(async (e) => Buffer.byteLength((await roomy.get(e.key))!.value)))
+    expect(Math.max(...sizes)).toBe(32 * 1024)
+    expect((await createStoreRunEvents(roomy, 1 << 20).load('r9'))!.frames).toHaveLength(100)
+    // 500 bytes a value: not even 1 KiB pieces fit.
+    const tiny = createMemoryStore({ maxValueBytes: 500 })
+    await expect(createStoreRunEvents(tiny, 1 << 20).put('r9', log)).rejects.toMatchObject({ code: 'STORE_VALUE_TOO_LARGE' })
+    // A store that is down: one attempt, its error.
+    const base = createMemoryStore()
+    let puts = 0
+    const down: DurableStore = {
+      ...base,
+      get: (k) => base.get(k),
+      list: (prefix, options) => base.list(prefix, options),
+      delete: (k, options) => base.delete(k, options),
+      put: async () => {
+        puts++
+        throw new Error('store down')
+      },
+    }
+    await expect(createStoreRunEvents(down, 1 << 20).put('r9', log)).rejects.toThrow('store down')
+    expect(puts).toBe(1)
+  })
+
+  it('more than a page of pieces (1,000): a new snapshot keeps all of its own, and delete removes them all', async () => {
+    const store = createMemoryStore({ maxValueBytes: 1500 })
+    const events = createStoreRunEvents(store, 2 << 20)
+    const log = createRunEventLog(2 << 20)
+    for (let i = 0; i < 1100; i++) log.append('log', { text: 'z'.repeat(1000) })
+    await events.put('r10', log)
+    const keys = async (): Promise<number> => {
+      let count = 0
+      for (let after: string | undefined; ; ) {
+        const page = await store.list(RUN_EVENTS_PREFIX, { limit: 1000, ...(after === undefined ? {} : { after }) })
+        count += page.entries.length
+        if (page.cursor === undefined || page.entries.length === 0) return count
+        after = page.cursor
+      }
+    }
+    // The manifest and more than a page of pieces.
+    expect(await keys()).toBeGreaterThan(1001)
+    expect((await events.load('r10'))!.frames).toHaveLength(1100)
+    // A second snapshot of the same run: its pieces replace the first one's, all of them.
+    log.append('log', { text: 'one more' })
+    await events.put('r10', log)
+    const manifest = JSON.parse((await store.get(`${RUN_EVENTS_PREFIX}r10`))!.value) as { pieces: number }
+    expect(await keys()).toBe(manifest.pieces + 1)
+    expect((await events.load('r10'))!.frames).toHaveLength(1101)
+    await events.delete('r10')
+    expect(await keys()).toBe(0)
   })
 })
 

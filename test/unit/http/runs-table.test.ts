@@ -108,7 +108,7 @@ describe('the run table', () => {
 
 describe('utf8Length', () => {
   it('counts UTF-8 bytes exactly at every width boundary, a surrogate pair as 4', () => {
-    for (const text of ['', 'a', '\u007f', '\u0080', '\u07ff', '\u0800', '\ud7ff', '\ue000', '\uffff', '😀', 'é€😀a', 'x😀'.repeat(3)]) {
+    for (const text of ['', 'a', '\u007f', '\u0080', '\u07ff', '\u0800', '\ud7ff', '\ue000', '\uffff', '😀', 'é€😀a', 'x😀'.repeat(3), '\ud800\udc00', '\udbff\udfff']) {
       expect(utf8Length(text), JSON.stringify(text)).toBe(Buffer.byteLength(text, 'utf8'))
     }
   })
