@@ -145,6 +145,84 @@ describe("a run's event buffer", () => {
     expect(log.last).toBe(4)
   })
 
+  it('a bound reached exactly keeps every frame; an oversized frame after others is kept alone; one left alone before pinRest goes with the next pinned frame', () => {
+    const sizes: number[] = []
+    const probe = createRunEventLog(1 << 20, (delta) => sizes.push(delta))
+    for (let i = 0; i < 3; i++) probe.append('log', 'x'.repeat(40))
+    const size = utf8Length(probe.since(0).frames[0]!.text)
+    expect(sizes).toEqual([size, size, size])
+    const exact = createRunEventLog(3 * size)
+    for (let i = 0; i < 3; i++) exact.append('log', 'x'.repeat(40))
+    expect([exact.dropped, exact.first, exact.bytes]).toEqual([0, 1, 3 * size])
+    const deltas: number[] = []
+    const after = createRunEventLog(2 * size, (delta) => deltas.push(delta))
+    after.append('log', 'x'.repeat(40))
+    after.append('log', 'x'.repeat(40))
+    after.append('big', 'y'.repeat(500))
+    expect(after.since(0).frames.map((frame) => frame.id)).toEqual([3])
+    expect(after.bytes).toBe(utf8Length(after.since(0).frames[0]!.text))
+    // What the table is told adds up to what the buffer holds: each drop is a negative delta.
+    expect(deltas.slice(3)).toEqual([-size, -size])
+    expect(deltas.reduce((sum, delta) => sum + delta, 0)).toBe(after.bytes)
+    // Pinned from here: the oversized unpinned frame is past the bound, and the next frame lets it go.
+    after.pinRest()
+    after.append('result', 'z'.repeat(300))
+    expect(after.since(0).frames.map((frame) => frame.id)).toEqual([4])
+    expect(after.dropped).toBe(3)
+  })
+
+  it('since(lastId, limit): at least one frame, then as many as fit the limit exactly', () => {
+    const log = createRunEventLog(1 << 20)
+    for (let i = 0; i < 4; i++) log.append('log', 'x'.repeat(40))
+    const size = utf8Length(log.since(0).frames[0]!.text)
+    expect(log.since(0, 2 * size).frames.map((frame) => frame.id)).toEqual([1, 2])
+    expect(log.since(0, 2 * size - 1).frames.map((frame) => frame.id)).toEqual([1])
+    expect(log.since(1, 1).frames.map((frame) => frame.id)).toEqual([2])
+  })
+
+  it('a buffer restored with no frames starts after its last id; restored frames past a smaller bound go oldest first, counted, and are not reported as new bytes', () => {
+    const empty = createRunEventLog(4096, undefined, { frames: [], last: 7, dropped: 7 })
+    expect(empty.first).toBe(8)
+    expect(empty.since(0)).toEqual({ gap: { first: 1, last: 7 }, frames: [] })
+    expect(empty.since(7)).toEqual({ frames: [] })
+    const source = createRunEventLog(1 << 20)
+    for (let i = 0; i < 5; i++) source.append('log', 'x'.repeat(40))
+    const frames = source.since(0).frames
+    const size = utf8Length(frames[0]!.text)
+    const deltas: number[] = []
+    const smaller = createRunEventLog(2 * size + 1, (delta) => deltas.push(delta), { frames, last: 5, dropped: 2 })
+    expect(smaller.since(0).frames.map((frame) => frame.id)).toEqual([4, 5])
+    expect([smaller.first, smaller.dropped, smaller.bytes]).toEqual([4, 5, 2 * size])
+    expect(deltas).toEqual([])
+    // A single restored frame over the bound is kept.
+    const alone = createRunEventLog(10, undefined, { frames: frames.slice(-1), last: 5, dropped: 4 })
+    expect([alone.first, alone.bytes]).toEqual([5, size])
+  })
+
+  it('subscribers hear each frame and then the close; one that throws does not stop the others; unsubscribed ones hear nothing', () => {
+    const log = createRunEventLog(1 << 20)
+    const heard: [string, number, string][] = []
+    const stop = log.subscribe((frame) => heard.push(['a', frame.id, frame.text]))
+    log.subscribe(() => {
+      throw new Error('reader bug')
+    })
+    log.subscribe((frame) => heard.push(['c', frame.id, frame.text]))
+    expect(log.subscriberCount).toBe(3)
+    log.append('log', 1)
+    stop()
+    expect(log.subscriberCount).toBe(2)
+    log.append('log', 2)
+    log.close()
+    const text = (id: number) => `event: log\nid: ${id}\ndata: ${id}\n\n`
+    expect(heard).toEqual([
+      ['a', 1, text(1)],
+      ['c', 1, text(1)],
+      ['c', 2, text(2)],
+      ['c', 2, ''],
+    ])
+    expect(log.subscriberCount).toBe(0)
+  })
+
   it('compacts: 100,000 frames through a small bound hold only what fits', () => {
     const log = createRunEventLog(4096)
     for (let i = 0; i < 100_000; i++) log.append('log', i)
