@@ -15,15 +15,16 @@ import { runKeySegment } from '../../../src/durable/runs.js'
 import type { ResumedRun } from '../../../src/durable/runs.js'
 import { createMemoryStore } from '../../../src/durable/memory-store.js'
 import type { DurableStore } from '../../../src/durable/store.js'
-import { resumeAppRuns, runsHeld } from '../../../src/http/index.js'
+import { createToolsApp, resumeAppRuns, runsHeld } from '../../../src/http/index.js'
 import type { RunBody, RunRecordJson, ToolsAppOptions } from '../../../src/http/index.js'
 import { createRunEventLog, createStoreRunEvents, interruptedRunResult, MAX_RESTORED_EVENT_ID, RUN_EVENTS_PREFIX, RUN_OWNER_PREFIX } from '../../../src/http/run-table.js'
 import type { ToolRuntime } from '../../../src/runtime-types.js'
+import { createToolRuntime } from '../../../src/registry/index.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
 import type { ToolExecutionResult } from '../../../src/types.js'
 import { until } from '../approvals/helpers.js'
 import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
-import { AUTH, JSON_AUTH, createFixture, errorOf, sseFrames } from './fixtures.js'
+import { AUTH, JSON_AUTH, TOKEN, createFixture, errorOf, parseSse, sseFrames } from './fixtures.js'
 import type { SseFrame } from './fixtures.js'
 
 const OWNER = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
@@ -586,5 +587,166 @@ describe('resumeAppRuns: a running record nothing will finish', () => {
     expect((await errorOf(events)).message).toBe(`no run ${finished.id} (never started here, or evicted after its retention)`)
     const unknown = crypto.randomUUID()
     expect((await errorOf(await b.app.request(`/v1/runs/${unknown}`, { headers: AUTH }))).message).toBe(`no run ${unknown} (never started here, or evicted after its retention)`)
+  })
+})
+
+describe('/v1/runs: the answers of its routes', () => {
+  it('POST answers 202 with the run, its Location and call id; its finished events with their last id are 204; Last-Event-ID refusals say why', async () => {
+    const a = processOn(createMemoryStore())
+    const response = await a.app.request('/v1/runs', { method: 'POST', headers: JSON_AUTH, body: JSON.stringify({ code: 'return 1', description: 'd' }) })
+    expect(response.status).toBe(202)
+    const body = (await response.json()) as { id: string; callId: string }
+    expect(body).toEqual({ id: body.id, status: 'running', callId: body.callId })
+    expect(response.headers.get('Location')).toBe(`/v1/runs/${body.id}`)
+    expect(response.headers.get('X-Toolyard-Call-Id')).toBe(body.callId)
+    await until(() => runsHeld(a.app)!.live === 0)
+    const frames = parseSse(await (await a.events(body.id)).text())
+    const last = frames.length
+    expect(frames.at(-1)).toEqual({ event: 'end', id: String(last), data: { id: body.id, status: 'done' } })
+    expect((await a.events(body.id, last)).status).toBe(204)
+    expect(parseSse(await (await a.events(body.id, last - 1)).text()).map((f) => f.event)).toEqual(['end'])
+    const malformed = await a.events(body.id, 'abc')
+    expect(malformed.status).toBe(400)
+    expect(await errorOf(malformed)).toEqual({ code: 'INVALID_REQUEST', message: 'Last-Event-ID must be the id of an event of this run (a non-negative integer)' })
+    expect(await errorOf(await a.events(body.id, last + 1))).toEqual({ code: 'INVALID_REQUEST', message: `Last-Event-ID ${last + 1} is past this run's last event id (${last})` })
+  })
+
+  it('a table full of running runs: 503 OVERLOADED saying how full, with Retry-After', async () => {
+    const a = processOn(createMemoryStore(), { runs: { maxRuns: 1 } })
+    await waitingRun(a)
+    const refused = await a.app.request('/v1/runs', { method: 'POST', headers: JSON_AUTH, body: JSON.stringify({ code: 'return 1', description: 'd' }) })
+    expect(refused.status).toBe(503)
+    expect(refused.headers.get('Retry-After')).toBe('1')
+    expect(await errorOf(refused)).toEqual({ code: 'OVERLOADED', message: `the run table is full of running runs (1 runs, ${runsHeld(a.app)!.bytes} bytes); retry later` })
+  })
+
+  it('an events stream sends keep-alives at the heartbeat, none without one', async () => {
+    const a = processOn(createMemoryStore(), { heartbeatMs: 5 })
+    const { id } = await waitingRun(a)
+    const reader = (await a.events(id)).body!.pipeThrough(new TextDecoderStream()).getReader()
+    let text = ''
+    while (!text.includes(': keep-alive\n\n')) text += (await reader.read()).value ?? ''
+    await reader.cancel()
+    const quiet = processOn(createMemoryStore(), { heartbeatMs: 0 })
+    const run = await quiet.start('await new Promise((resolve) => setTimeout(resolve, 40)); return 1')
+    expect(await (await quiet.events(run.id)).text()).not.toContain('keep-alive')
+  })
+
+  it('a gap names the ids it skips and where the run\'s status is', async () => {
+    const a = processOn(createMemoryStore(), { runs: { maxEventBytesPerRun: 400 } })
+    const { id } = await a.start(`for (let i = 0; i < 20; i++) console.log('line ' + i); return 1`)
+    await until(() => runsHeld(a.app)!.live === 0)
+    const [gap] = parseSse(await (await a.events(id)).text())
+    const { last } = gap!.data as { last: number }
+    expect(gap).toEqual({
+      event: 'gap',
+      data: {
+        id,
+        code: 'EVENTS_DROPPED',
+        first: 1,
+        last,
+        message: `events 1–${last} of this run were dropped from its buffer (maxEventBytesPerRun) or not kept across a restart, and cannot be sent; GET /v1/runs/${id} has its status and result`,
+      },
+    })
+  })
+
+  it('the run is handed to the platform\'s waitUntil (workerd), settled when the run ends', async () => {
+    const a = processOn(createMemoryStore())
+    const kept: Promise<unknown>[] = []
+    const context = { waitUntil: (promise: Promise<unknown>) => void kept.push(promise), passThroughOnException: () => {}, props: {} }
+    const response = await a.app.request('/v1/runs', { method: 'POST', headers: JSON_AUTH, body: JSON.stringify({ code: 'await tools.hold({}); return 1', description: 'd' }) }, undefined, context as never)
+    const { id } = (await response.json()) as { id: string }
+    expect(kept).toHaveLength(1)
+    let settled = false
+    void kept[0]!.then(() => (settled = true))
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    expect(settled).toBe(false)
+    await a.release()
+    await kept[0]
+    expect((await a.get(id)).status).toBe('done')
+  })
+
+  it('without a session-log hub a run still runs to its end (no sub-call frames)', async () => {
+    const runtime = createToolRuntime({ mode: 'both', codeRuntime: createInProcessRuntime() })
+    const app = createToolsApp(runtime, { token: TOKEN })
+    const response = await app.request('/v1/runs', { method: 'POST', headers: JSON_AUTH, body: JSON.stringify({ code: 'return 2', description: 'd' }) })
+    const { id } = (await response.json()) as { id: string }
+    await until(() => runsHeld(app)!.live === 0)
+    const frames = parseSse(await (await app.request(`/v1/runs/${id}/events`, { headers: AUTH })).text())
+    expect(frames.map((f) => f.event)).toEqual(['start', 'result', 'end'])
+  })
+
+  it('a run that succeeds while its durable state is in the store ends here (only a failed one is parked)', async () => {
+    const store = createMemoryStore()
+    const a = processOn(store)
+    const run = await a.start('await tools.hold({}); return 3')
+    await store.put(`runs/${runKeySegment(run.callId)}`, '{}')
+    await a.release()
+    await until(() => runsHeld(a.app)!.live === 0)
+    expect(parseSse(await (await a.events(run.id)).text()).at(-1)).toMatchObject({ event: 'end', data: { id: run.id, status: 'done' } })
+    await eventually(async () => ((await recordOf(store, run.id))?.status === 'done' ? true : undefined))
+  })
+
+  it('without a store, nothing is written and nothing is reported', async () => {
+    const reported: unknown[] = []
+    const broker = createApprovalBroker()
+    const f = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime(), approval: broker.handler }, { approvals: broker, onError: (error: unknown) => void reported.push(error) })
+    f.runtime.on('tools/pre-execute', (decision, execution) => (execution.name === 'echo' ? { kind: 'ask' } : decision))
+    const response = await f.app.request('/v1/runs', { method: 'POST', headers: JSON_AUTH, body: JSON.stringify({ code: "return await tools.echo({ text: 'x' })", description: 'd' }) })
+    const { id } = (await response.json()) as { id: string }
+    const stream = sseFrames(await f.app.request(`/v1/runs/${id}/events`, { headers: AUTH }))
+    const approval = (await stream.until('approval')).data as PendingApproval
+    // Asked without a reason: the listing has none.
+    const listed = ((await (await f.app.request(`/v1/runs/${id}`, { headers: AUTH })).json()) as RunBody).approvals
+    expect(listed).toHaveLength(1)
+    expect('reason' in listed[0]!).toBe(false)
+    broker.decide(approval.id, { decision: 'allow' })
+    await stream.until('end')
+    expect(reported).toEqual([])
+  })
+})
+
+describe('/v1/runs with a store: a burst of frames while a snapshot is written', () => {
+  it('costs one more write, not one per frame', async () => {
+    const base = createMemoryStore()
+    let gate: (() => void) | undefined
+    let held: Promise<void> | undefined
+    let manifests = 0
+    // The first piece written waits for the test: every frame of the burst arrives during that write.
+    const store: DurableStore = {
+      ...base,
+      get: (key) => base.get(key),
+      list: (prefix, options) => base.list(prefix, options),
+      delete: (key, options) => base.delete(key, options),
+      async put(key, value, options) {
+        if (key.startsWith(RUN_EVENTS_PREFIX) && key.includes('/', RUN_EVENTS_PREFIX.length) && held === undefined) {
+          held = new Promise<void>((resolve) => (gate = resolve))
+          await held
+        }
+        if (key.startsWith(RUN_EVENTS_PREFIX) && !key.includes('/', RUN_EVENTS_PREFIX.length)) manifests++
+        return base.put(key, value, options)
+      },
+    }
+    const a = processOn(store)
+    const { id } = await a.start(`const paid = tools.pay({ cents: 2 })\nawait tools.hold({})\nfor (let i = 0; i < 40; i++) await tools.echo({ text: 'n' + i })\nreturn await paid`)
+    const stream = sseFrames(await a.events(id))
+    await stream.until('approval')
+    await until(() => held !== undefined)
+    await a.release()
+    for (let frame = await stream.next(); !(frame?.event === 'dispatch' && (frame.data as { arguments: { text?: string } }).arguments.text === 'n39'); frame = await stream.next()) {
+      if (frame === undefined) throw new Error('the stream ended')
+    }
+    expect(manifests).toBe(0)
+    gate!()
+    await eventually(async () => (manifests === 2 ? true : undefined))
+    // Let any write still queued land before counting again.
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(manifests).toBe(2)
+    // The last snapshot holds every frame up to the last one of the burst.
+    expect((await manifestOf(base, id))!.last).toBe(Number(stream.seen.at(-1)!.id))
+    const approval = (await a.broker.pending())[0]!
+    a.broker.decide(approval.id, { decision: 'deny' })
+    await until(() => runsHeld(a.app)!.live === 0)
+    await eventually(async () => ((await eventKeys(base)).length === 0 ? true : undefined))
   })
 })
