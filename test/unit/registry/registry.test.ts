@@ -635,6 +635,57 @@ describe('validateRuntimeOptions: refusals', () => {
     expect(refusal({ toolOrder: [3] })).toBe('options.toolOrder[0] must be a non-empty string (got 3)')
     expect(refusal({ toolOrder: ['a', 'b', 'a'] })).toBe('options.toolOrder names "a" twice')
   })
+
+  it('a session log that is a function, even one with an append method', () => {
+    const logFunction = Object.assign(() => {}, { append: () => {} })
+    expect(refusal({ sessionLog: logFunction })).toBe('options.sessionLog must be an object with an append(event) method')
+  })
+
+  it('an SDK budget that is neither a positive integer nor Infinity', () => {
+    for (const value of [0, -1, 1.5, Number.NaN, Number.NEGATIVE_INFINITY, '12000', null]) {
+      expect(refusal({ sdkBudgetChars: value }), String(value)).toBe(`options.sdkBudgetChars must be a positive integer or Infinity (got ${value === null ? 'null' : typeof value === 'string' ? `"${value}"` : String(value)})`)
+    }
+    for (const value of [1, 2, 12_000, Number.POSITIVE_INFINITY]) expect(validateRuntimeOptions({ sdkBudgetChars: value }).sdkBudgetChars).toBe(value)
+  })
+
+  it('a preflight mode other than the three', () => {
+    expect(refusal({ preflight: 'loud' })).toBe(`options.preflight must be 'off', 'warn' or 'block' (got "loud")`)
+    expect(refusal({ preflight: 5 })).toBe(`options.preflight must be 'off', 'warn' or 'block' (got 5)`)
+    expect(refusal({ preflight: ['off'] })).toBe(`options.preflight must be 'off', 'warn' or 'block' (got an array)`)
+    for (const preflight of ['off', 'warn', 'block']) expect(validateRuntimeOptions({ preflight }).preflight).toBe(preflight)
+  })
+
+  it('a preflight engine without analyze() and dispose(), or throwing when read', () => {
+    const message = 'options.preflightEngine must be a PreflightEngine (an object with analyze() and dispose())'
+    const analyze = async () => ({ plan: { calls: [], dynamic: false }, spans: [], diagnostics: [], notes: [] })
+    const dispose = async () => {}
+    for (const preflightEngine of [null, 'engine', {}, { analyze }, { dispose }, { analyze: 'x', dispose }, { analyze, dispose: 'x' }, Object.assign(() => {}, { analyze, dispose })]) {
+      expect(refusal({ preflightEngine }), String(preflightEngine)).toBe(message)
+    }
+    const engine = { analyze, dispose }
+    expect(validateRuntimeOptions({ preflightEngine: engine }).preflightEngine).toBe(engine)
+    const throwing = { dispose, get analyze(): never {
+      throw new Error('engine broke')
+    } }
+    expect(refusal({ preflightEngine: throwing })).toBe('options.preflightEngine could not be read (engine broke)')
+  })
+
+  it('a store without get, put, delete and list, or throwing when read', () => {
+    const message = 'options.store must be a DurableStore (an object with get, put, delete and list: createMemoryStore(), createFileStore(dir))'
+    const fn = async () => undefined
+    const full = { get: fn, put: fn, delete: fn, list: fn }
+    for (const missing of ['get', 'put', 'delete', 'list']) {
+      expect(refusal({ store: { ...full, [missing]: 'x' } }), missing).toBe(message)
+    }
+    for (const store of [null, 'store', {}, Object.assign(() => {}, full)]) expect(refusal({ store }), String(store)).toBe(message)
+    expect(validateRuntimeOptions({ store: full }).store).toBe(full)
+    const memory = createMemoryStore()
+    expect(validateRuntimeOptions({ store: memory }).store).toBe(memory)
+    const throwing = { ...full, get list(): never {
+      throw new Error('store broke')
+    } }
+    expect(refusal({ store: throwing })).toBe('options.store could not be read (store broke)')
+  })
 })
 
 /*
