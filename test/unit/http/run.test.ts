@@ -331,6 +331,36 @@ describe('POST /v1/run on an in-process code runtime', () => {
     expect(others.length).toBeGreaterThan(0)
   })
 
+  it('a client that cancels its stream cancels its run and releases its subscriptions', async () => {
+    const { app, hub, wait, results } = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime() })
+    const response = await app.request('/v1/run', runInit({ code: 'await tools.wait({}); return 1', description: 'hang' }, 'text/event-stream'))
+    const callId = response.headers.get('X-Toolyard-Call-Id')!
+    const reader = response.body!.getReader()
+    await wait.started
+    expect(hub.subscriberCount).toBe(1)
+    await reader.cancel()
+    const settled = await waitFor(() => results.find((r) => r.callId === callId))
+    expect(settled.result.isError && settled.result.error.info?.code).toBe('CODE_RUN_FAILED')
+    expect(wait.aborted).toBe(1)
+    await waitFor(() => (hub.subscriberCount === 0 ? true : undefined))
+  })
+
+  it("a request whose signal fires cancels its run; the stream still ends with the result", async () => {
+    const { app, wait, results } = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime() })
+    const client = new AbortController()
+    const response = await app.request(
+      new Request('http://localhost/v1/run', { ...runInit({ code: 'await tools.wait({}); return 1', description: 'hang' }, 'text/event-stream'), signal: client.signal }),
+    )
+    const callId = response.headers.get('X-Toolyard-Call-Id')!
+    await wait.started
+    client.abort()
+    const settled = await waitFor(() => results.find((r) => r.callId === callId))
+    expect(settled.result.isError).toBe(true)
+    expect(wait.aborted).toBe(1)
+    const events = parseSse(await response.text())
+    expect(events.at(-1)?.event).toBe('result')
+  })
+
   it('the heartbeat timer is cleared when the stream ends', async () => {
     const { app } = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime() }, { heartbeatMs: 4321 })
     const set = vi.spyOn(globalThis, 'setInterval')
