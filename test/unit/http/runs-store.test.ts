@@ -8,7 +8,7 @@
  * `DELETE`; a `running` record nothing will finish is ended as `INTERRUPTED`, and only
  * that one. The same over real sandboxes and a real restart: durable/run-events-restart.test.ts.
  */
-import { describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createApprovalBroker } from '../../../src/approvals/index.js'
 import type { AnyApprovalBroker, ApprovalEvent, ApprovalListener, PendingApproval } from '../../../src/approvals/index.js'
 import { runKeySegment } from '../../../src/durable/runs.js'
@@ -748,5 +748,52 @@ describe('/v1/runs with a store: a burst of frames while a snapshot is written',
     a.broker.decide(approval.id, { decision: 'deny' })
     await until(() => runsHeld(a.app)!.live === 0)
     await eventually(async () => ((await eventKeys(base)).length === 0 ? true : undefined))
+  })
+})
+
+describe('/v1/runs with a store: the owner\'s heartbeat', () => {
+  afterEach(() => {
+    vi.useRealTimers()
+  })
+  const beatOf = async (store: DurableStore, owner: string) => (await read<{ at: number }>(store, `${RUN_OWNER_PREFIX}${owner}`))?.at
+  const tick = () => new Promise((resolve) => setTimeout(resolve, 5))
+
+  it('beats every 5 s while the app has a running run, stops once none runs, starts again with the next one', async () => {
+    // Only the intervals are the test's: the runs' own timers stay real.
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] })
+    const store = createMemoryStore()
+    const a = processOn(store)
+    const first = await a.start('await tools.hold({}); return 1')
+    const owner = (await eventually(() => recordOf(store, first.id))).owner!
+    const started = await eventually(() => beatOf(store, owner))
+    await tick()
+    vi.advanceTimersByTime(4_999)
+    await tick()
+    expect(await beatOf(store, owner)).toBe(started)
+    vi.advanceTimersByTime(1)
+    const second = await eventually(async () => ((await beatOf(store, owner))! > started ? beatOf(store, owner) : undefined))
+    await a.release()
+    await until(() => runsHeld(a.app)!.live === 0)
+    await tick()
+    // None running: the next tick stops the heartbeat without writing.
+    vi.advanceTimersByTime(5_000)
+    await tick()
+    expect(await beatOf(store, owner)).toBe(second)
+    expect(vi.getTimerCount()).toBe(0)
+    await a.start('await tools.hold({}); return 2')
+    const third = await eventually(async () => ((await beatOf(store, owner))! > second! ? beatOf(store, owner) : undefined))
+    expect(third).toBeGreaterThan(second!)
+    expect(vi.getTimerCount()).toBe(1)
+    await a.release()
+  })
+
+  it('an app without a store keeps no heartbeat', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] })
+    const f = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime() })
+    const response = await f.app.request('/v1/runs', { method: 'POST', headers: JSON_AUTH, body: JSON.stringify({ code: 'await tools.wait({}); return 1', description: 'd' }) })
+    const { id } = (await response.json()) as { id: string }
+    await f.wait.started
+    expect(vi.getTimerCount()).toBe(0)
+    await f.app.request(`/v1/runs/${id}`, { method: 'DELETE', headers: AUTH })
   })
 })
