@@ -8,6 +8,7 @@
  * `DELETE`; a `running` record nothing will finish is ended as `INTERRUPTED`, and only
  * that one. The same over real sandboxes and a real restart: durable/run-events-restart.test.ts.
  */
+import { Hono } from 'hono'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createApprovalBroker } from '../../../src/approvals/index.js'
 import type { AnyApprovalBroker, ApprovalEvent, ApprovalListener, PendingApproval } from '../../../src/approvals/index.js'
@@ -485,6 +486,56 @@ describe('resumeAppRuns: a process adopts the runs resumed from the store', () =
     const { handle } = resumedHandle(callId)
     expect((await resumeAppRuns(b.app, resumingRuntime([handle]).runtime)).adopted).toBe(0)
     expect((await recordOf(store, id))!.status).toBe('running')
+  })
+})
+
+describe('resumeAppRuns: what an adopted run keeps', () => {
+  it('its agent, its creation time and its id; the adopting app starts beating for it', async () => {
+    const store = createMemoryStore()
+    const id = crypto.randomUUID()
+    const callId = `http-run-${crypto.randomUUID()}`
+    await store.put(`http-runs/${id}`, JSON.stringify({ id, callId, agent: 'alice', status: 'running', createdAt: 1234, events: { first: 1, last: 3, dropped: 0 } }))
+    const b = processOn(store)
+    expect((await store.list(RUN_OWNER_PREFIX)).entries).toEqual([])
+    const { handle, settle } = resumedHandle(callId)
+    expect((await resumeAppRuns(b.app, resumingRuntime([handle]).runtime)).adopted).toBe(1)
+    const body = await b.get(id)
+    expect(body).toMatchObject({ id, callId, agent: 'alice', createdAt: 1234, status: 'running' })
+    const frames = await readUntil(sseFrames(await b.events(id, 3)), 'resumed')
+    expect(frames).toEqual([{ event: 'resumed', id: '4', data: { id, callId, agent: 'alice', resumed: true } }])
+    expect((await store.list(RUN_OWNER_PREFIX)).entries).toHaveLength(1)
+    settle(OK)
+    await until(() => runsHeld(b.app)!.live === 0)
+  })
+
+  it('an app not made by createToolsApp adopts nothing and holds no runs; nothing resumed lists no approvals', async () => {
+    const { handle } = resumedHandle('http-run-x')
+    const other = new Hono()
+    expect(await resumeAppRuns(other, resumingRuntime([handle]).runtime)).toEqual({ resumed: [handle], adopted: 0 })
+    expect(runsHeld(other)).toBeUndefined()
+    let listed = 0
+    const broker = { pending: async () => (listed++, []), decide: async () => ({ ok: true }), subscribe: () => () => {} } as unknown as AnyApprovalBroker
+    const b = processOn(createMemoryStore(), { approvals: broker })
+    expect((await resumeAppRuns(b.app, resumingRuntime([]).runtime)).adopted).toBe(0)
+    expect(listed).toBe(0)
+  })
+
+  it('without staleMs, an owner silent for less than 30 s is alive, for more it is not', async () => {
+    const store = createMemoryStore()
+    const recent = crypto.randomUUID()
+    const old = crypto.randomUUID()
+    await store.put(`${RUN_OWNER_PREFIX}${recent}`, JSON.stringify({ at: Date.now() - 25_000 }))
+    await store.put(`${RUN_OWNER_PREFIX}${old}`, JSON.stringify({ at: Date.now() - 35_000 }))
+    const ids = { recent: crypto.randomUUID(), old: crypto.randomUUID() }
+    for (const [name, owner] of [['recent', recent], ['old', old]] as const) {
+      await store.put(`http-runs/${ids[name]}`, JSON.stringify({ id: ids[name], callId: `http-run-${name}`, status: 'running', createdAt: 1, events: { first: 0, last: 0, dropped: 0 }, owner }))
+    }
+    const b = processOn(store)
+    const { runtime, asked } = resumingRuntime([])
+    await resumeAppRuns(b.app, runtime)
+    expect(asked).toEqual([undefined])
+    expect((await recordOf(store, ids.recent))!.status).toBe('running')
+    expect((await recordOf(store, ids.old))!.status).toBe('failed')
   })
 })
 
