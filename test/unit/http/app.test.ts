@@ -76,7 +76,7 @@ describe('createToolsApp: what it refuses, and why', () => {
     expect(app({ token: TOKEN, cors: {} })).toBe('createToolsApp: cors.origins must be a non-empty array')
     expect(app({ token: TOKEN, cors: { origins: 'https://a.example' } })).toBe('createToolsApp: cors.origins must be a non-empty array')
     expect(app({ token: TOKEN, cors: { origins: [] } })).toBe('createToolsApp: cors.origins must be a non-empty array')
-    for (const origin of ['*', 'https://a.example/', 'https://a.example/path', 'null', 'not a url', 'HTTPS://A.EXAMPLE', 42]) {
+    for (const origin of ['*', 'https://a.example/', 'https://a.example/path', 'null', 'not a url', 'HTTPS://A.EXAMPLE', 42, undefined, { toString: () => 'https://a.example' }]) {
       expect(app({ token: TOKEN, cors: { origins: ['https://ok.example', origin] } })).toBe(
         `createToolsApp: cors.origins entry ${JSON.stringify(String(origin))} is not an exact origin (scheme://host[:port])`,
       )
