@@ -115,7 +115,7 @@ function streamRun(fixture: Fixture, code: string, signal?: AbortSignal): Promis
   )
 }
 
-function decide(fixture: Fixture, id: string, body: unknown, headers: Record<string, string> = JSON_AUTH): Promise<Response> {
+function decide(fixture: Pick<Fixture, 'app'>, id: string, body: unknown, headers: Record<string, string> = JSON_AUTH): Promise<Response> {
   return Promise.resolve(fixture.app.request(`/v1/approvals/${encodeURIComponent(id)}`, { method: 'POST', headers, body: typeof body === 'string' ? body : JSON.stringify(body) }))
 }
 

@@ -137,7 +137,7 @@ function resumingRuntime(handles: readonly ResumedRun[]) {
   return { runtime, asked }
 }
 
-const OK: ToolExecutionResult = { isError: false, content: [{ type: 'text', text: 'resumed and done' }], structuredContent: { value: 7 } } as ToolExecutionResult
+const OK: ToolExecutionResult = { isError: false, value: { done: 7 }, content: [{ type: 'text', text: 'resumed and done' }] }
 
 /** Reads `stream` until a frame named `name` (included). */
 async function readUntil(stream: ReturnType<typeof sseFrames>, name: string): Promise<SseFrame[]> {
