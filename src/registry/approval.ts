@@ -98,6 +98,7 @@ function judge(verdict: Verdict, name: string, reason: string | undefined): { re
  * could state (yet the body receives it). Refused before anyone is asked.
  */
 function undeclaredRefusal(call: PipelineCall): ToolExecutionResult | undefined {
+  // Stryker disable next-line OptionalChaining: the resolve stage ends a call whose tool is unknown, so an asking call always has its registration
   const parameters = call.registered?.definition.parameters
   const paths = undeclaredArgumentPaths(parameters, call.execution.arguments, 5)
   if (paths.length === 0) return undefined
@@ -134,9 +135,11 @@ export async function approve(call: PipelineCall, reason: string | undefined): P
   const why = reason === undefined || reason === '' ? '' : ` (${reason})`
   const { execution, parentCallId } = call
   if (handler === undefined) return failure('DENIED_BY_APPROVAL', `${execution.name} was denied by policy: it needs approval${why} and no approval handler is configured`)
+  // Stryker disable next-line OptionalChaining: the resolve stage ends a call whose tool is unknown, so an asking call always has its registration
   const parameters = call.registered?.definition.parameters
   const request: ApprovalRequest = Object.freeze({
     execution,
+    // Stryker disable next-line ConditionalExpression: a registration's parameters are always a detached { type: 'object' } schema (tool-definition.ts), never undefined
     ...(parameters === undefined ? {} : { parameters }),
     ...(reason === undefined ? {} : { reason }),
     ...(parentCallId === undefined ? {} : { parentCallId }),
@@ -171,7 +174,7 @@ export async function approve(call: PipelineCall, reason: string | undefined): P
     type: 'tool/approval-decision',
     ...about,
     decision: outcome,
-    // Stryker disable next-line OptionalChaining: reached only for a 'deny' outcome, whose result is always a failure (never undefined)
+    // Stryker disable next-line OptionalChaining,ConditionalExpression: reached only for a 'deny' outcome, whose result is always a failure (never undefined, isError true)
     ...(outcome === 'deny' && result?.isError === true ? { message: result.error.message } : {}),
     requestedAt,
     decidedAt,

@@ -37,6 +37,7 @@ const EMPTY_ARGS = Object.freeze({})
 /** The gate's answer for one planned tool, asked with empty arguments; `undefined` when it does not (cleanly) ask. */
 async function probe(core: PlanApprovalContext, run: ToolExecution, name: string, index: number): Promise<PreToolDecision | undefined> {
   const listeners = core.hooks.preExecute.list(run.agent)
+  // Stryker disable next-line ConditionalExpression: without listeners the loop below never runs and the ALLOW decision comes back as undefined anyway
   if (listeners.length === 0) return undefined
   const execution: ToolExecution = Object.freeze({
     token: Symbol('toolyard.plan-probe') as ToolExecutionToken,
@@ -53,18 +54,21 @@ async function probe(core: PlanApprovalContext, run: ToolExecution, name: string
     let checked: PreToolDecision | undefined
     try {
       checked = checkPreDecision(await listener(decision, execution))
+      // Stryker disable next-line BlockStatement: an empty catch leaves checked undefined, which the next line returns as the same undefined
     } catch {
       return undefined
     }
     if (checked === undefined || checked.kind === 'deny') return undefined
     if (checked.kind === 'ask') decision = checked
   }
+  // Stryker disable next-line ConditionalExpression: the one caller keeps a decision only when its kind is 'ask'
   return decision.kind === 'ask' ? decision : undefined
 }
 
 /** Appends to the session log; a sink that throws changes nothing (logging never decides). */
 function log(core: PlanApprovalContext, event: SessionLogEvent): void {
   try {
+    // Stryker disable next-line OptionalChaining: without a session log the TypeError lands in the catch below, which drops it as the no-op does
     core.options.sessionLog?.append(event)
   } catch {
     // Ignored: the record is lost, the run goes on as decided.
@@ -76,6 +80,7 @@ function verdictOf(handler: ApprovalHandler, request: ApprovalRequest, signal: A
   return new Promise((resolve) => {
     const onAbort = (): void => resolve({ ok: false, error: new ToolError('ABORTED_BEFORE_DISPATCH', 'the run was cancelled while its plan waited for approval') })
     if (signal.aborted) return onAbort()
+    // Stryker disable next-line ObjectLiteral,BooleanLiteral: a signal fires 'abort' at most once, and the finally below removes the listener either way
     signal.addEventListener('abort', onAbort, { once: true })
     new Promise((inner) => inner(handler(request))).then(
       (value) => resolve({ ok: true, value }),
@@ -111,6 +116,7 @@ export function createPlanApproval(core: PlanApprovalContext): PlanApproval {
   return async ({ code, description, language, run }) => {
     const handler = core.calls.liveTokens.get(run.token)?.approval ?? core.options.approval
     // Without a gate nothing can ask: the program is not even read.
+    // Stryker disable next-line ConditionalExpression: read anyway, each probe of a gate without listeners answers undefined, so nothing asks and the same no-op release returns
     if (!acceptsPlans(handler) || core.hooks.preExecute.list(run.agent).length === 0) return () => {}
     const plan: PreflightPlan = (language === 'python' ? extractPythonPlan(code) : extractPlan(code)).plan
     const known = new Set(core.layers.view(run.agent).code.map(({ definition }) => definition.name))
@@ -164,6 +170,7 @@ export function createPlanApproval(core: PlanApprovalContext): PlanApproval {
     // call came from cannot be told at run time.
     const granted = plan.dynamic ? [] : asking.map((a) => a.name)
     decided('allow', granted)
+    // Stryker disable next-line ConditionalExpression: an empty grant pre-approves nothing, and a run's token is granted at most once (this call), so its release removes only itself
     return granted.length === 0 ? () => {} : grantPlan(token, granted)
   }
 }

@@ -21,6 +21,8 @@ import type {
 } from '../../../src/types.js'
 import { type InFlight, InFlightCalls } from '../../../src/registry/in-flight.js'
 import { executePipeline } from '../../../src/registry/pipeline.js'
+import { grantPlan } from '../../../src/registry/approval.js'
+import { detachToolDefinition } from '../../../src/schema/tool-definition.js'
 import { call, deferred, tick } from './helpers.js'
 import { pipelineCore as core, type PipelineTestCore as Core } from './helpers.js'
 
@@ -527,5 +529,93 @@ describe('waiting for approval leaves no abort listener on the call\'s signal', 
     calls.controllers[0]!.abort()
     expect(outcome(await pending)).toEqual(['ABORTED_BEFORE_DISPATCH', 'the call was cancelled before the tool ran'])
     expect(calls.attached[0]!.size).toBe(0)
+  })
+})
+
+describe('a call that asks may carry only its declared parameters', () => {
+  /** A core whose raw tool `u` declares `properties` (none when `properties` is `{}`), and whose gate asks about every call. */
+  function declaring(properties: Record<string, unknown>) {
+    const asked: ApprovalRequest[] = []
+    const c = core({ approval: (request) => (asked.push(request), true) })
+    c.layers.add(
+      undefined,
+      detachToolDefinition({
+        name: 'u',
+        description: 'declares its parameters (test)',
+        parameters: { type: 'object', properties },
+        output: { schema: { type: 'string' }, render: (_a: unknown, v: string) => [{ type: 'text', text: v }] },
+        execute: () => 'ran',
+      }),
+    )
+    asks(c, 'r')
+    return { c, asked, go: (args: unknown) => executePipeline(c, call('u', args)) }
+  }
+
+  it('one undeclared key: INVALID_ARGS (ToolArgsError) naming it and the declared ones, before anyone is asked', async () => {
+    const { asked, go } = declaring({ a: { type: 'number' }, b: { type: 'string' } })
+    const result = await go({ a: 1, x: true })
+    expect(outcome(result)).toEqual(['INVALID_ARGS', 'u asks for approval, so its arguments may carry only its declared parameters: "/x" is not declared (declared: a, b)'])
+    expect(result.isError && result.error.info).toStrictEqual({ name: 'ToolArgsError', code: 'INVALID_ARGS' })
+    expect('additionalContexts' in result).toBe(false)
+    expect(asked).toEqual([])
+  })
+
+  it('several undeclared keys "are" not declared, listed in order; no declared parameter says none', async () => {
+    const two = declaring({ a: { type: 'number' } })
+    expect(outcome(await two.go({ x: 1, a: 2, y: 3 }))).toEqual(['INVALID_ARGS', 'u asks for approval, so its arguments may carry only its declared parameters: "/x", "/y" are not declared (declared: a)'])
+    const none = declaring({})
+    expect(outcome(await none.go({ x: 1 }))).toEqual(['INVALID_ARGS', 'u asks for approval, so its arguments may carry only its declared parameters: "/x" is not declared (declared: none)'])
+    expect([...two.asked, ...none.asked]).toEqual([])
+  })
+
+  it('declared keys only: the handler is asked and the body runs', async () => {
+    const { asked, go } = declaring({ a: { type: 'number' } })
+    expect(outcome(await go({ a: 1 }))).toEqual(['OK', 'ran'])
+    expect(asked).toHaveLength(1)
+  })
+})
+
+describe('a plan grant pre-approves the direct sub-calls of one run until released', () => {
+  it('a granted name is not asked; another name is; after the release it is asked again', async () => {
+    const asked: string[] = []
+    const c = core({ approval: (request) => (asked.push(request.execution.name), true) })
+    asks(c, 'r')
+    const parent = liveParent(c, 'run-g')
+    const release = grantPlan(parent, ['t'])
+    expect(outcome(await run(c, { parent }))).toEqual(['OK', -1])
+    expect(asked).toEqual([])
+    release()
+    expect(outcome(await run(c, { parent }))).toEqual(['OK', -1])
+    expect(asked).toEqual(['t'])
+    const other = grantPlan(parent, ['not-t'])
+    await run(c, { parent })
+    other()
+    expect(asked).toEqual(['t', 't'])
+  })
+
+  it("a stale release (an earlier grant of the same run) leaves the later grant in place", async () => {
+    const asked: string[] = []
+    const c = core({ approval: (request) => (asked.push(request.execution.name), true) })
+    asks(c)
+    const parent = liveParent(c, 'run-h')
+    const first = grantPlan(parent, ['t'])
+    const second = grantPlan(parent, ['t'])
+    first()
+    await run(c, { parent })
+    expect(asked).toEqual([])
+    second()
+    await run(c, { parent })
+    expect(asked).toEqual(['t'])
+  })
+
+  it('a grant covers only calls whose parent is the run: a top-level call still asks', async () => {
+    const asked: string[] = []
+    const c = core({ approval: (request) => (asked.push(request.execution.name), true) })
+    asks(c)
+    const parent = liveParent(c, 'run-i')
+    const release = grantPlan(parent, ['t'])
+    await run(c)
+    release()
+    expect(asked).toEqual(['t'])
   })
 })
