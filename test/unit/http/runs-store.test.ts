@@ -651,8 +651,13 @@ describe('/v1/runs: the answers of its routes', () => {
     expect(response.headers.get('Location')).toBe(`/v1/runs/${body.id}`)
     expect(response.headers.get('X-Toolyard-Call-Id')).toBe(body.callId)
     await until(() => runsHeld(a.app)!.live === 0)
-    const frames = parseSse(await (await a.events(body.id)).text())
+    const stream = await a.events(body.id)
+    expect([stream.headers.get('Content-Type'), stream.headers.get('Cache-Control'), stream.headers.get('X-Accel-Buffering')]).toEqual(['text/event-stream; charset=utf-8', 'no-store', 'no'])
+    const frames = parseSse(await stream.text())
     const last = frames.length
+    const head = await a.app.request(`/v1/runs/${body.id}/events`, { method: 'HEAD', headers: AUTH })
+    expect([head.status, head.headers.get('Content-Type'), head.headers.get('Cache-Control')]).toEqual([200, 'text/event-stream; charset=utf-8', 'no-store'])
+    expect(runsHeld(a.app)!.streams).toBe(0)
     expect(frames.at(-1)).toEqual({ event: 'end', id: String(last), data: { id: body.id, status: 'done' } })
     expect((await a.events(body.id, last)).status).toBe(204)
     expect(parseSse(await (await a.events(body.id, last - 1)).text()).map((f) => f.event)).toEqual(['end'])
@@ -660,6 +665,21 @@ describe('/v1/runs: the answers of its routes', () => {
     expect(malformed.status).toBe(400)
     expect(await errorOf(malformed)).toEqual({ code: 'INVALID_REQUEST', message: 'Last-Event-ID must be the id of an event of this run (a non-negative integer)' })
     expect(await errorOf(await a.events(body.id, last + 1))).toEqual({ code: 'INVALID_REQUEST', message: `Last-Event-ID ${last + 1} is past this run's last event id (${last})` })
+  })
+
+  it('a client that leaves its events stream frees its place; the run goes on', async () => {
+    const a = processOn(createMemoryStore())
+    const { id } = await waitingRun(a)
+    // waitingRun's own reader is still open: one stream.
+    expect(runsHeld(a.app)!.streams).toBe(1)
+    const client = new AbortController()
+    const response = await a.app.request(new Request(`http://localhost/v1/runs/${id}/events`, { headers: AUTH, signal: client.signal }))
+    const stream = sseFrames(response)
+    await stream.until('approval')
+    expect(runsHeld(a.app)!.streams).toBe(2)
+    client.abort()
+    await until(() => runsHeld(a.app)!.streams === 1)
+    expect((await a.get(id)).status).toBe('waiting')
   })
 
   it('a table full of running runs: 503 OVERLOADED saying how full, with Retry-After', async () => {
