@@ -713,6 +713,18 @@ describe('registration', () => {
     expect(failure(() => runtime.agent(1 as never))).toEqual({ code: 'INVALID_SCOPE_OPERATION', message: 'runtime.agent(id) needs a non-empty string id' })
   })
 
+  it('a definition whose name cannot be read, or that is no object, is refused as INVALID_DEFINITION (the name check never throws first)', () => {
+    const runtime = createToolRuntime()
+    const unreadable = Object.defineProperty({ ...tool('x') }, 'name', {
+      enumerable: true,
+      get(): never {
+        throw new Error('name broke')
+      },
+    })
+    expect(failure(() => runtime.register(unreadable))).toEqual({ code: 'INVALID_DEFINITION', message: 'name must be a data property, not an accessor' })
+    expect(failure(() => runtime.register(null as never))).toEqual({ code: 'INVALID_DEFINITION', message: 'a tool definition must be an object' })
+  })
+
   it('an agent tool shadows the global one for that agent only; unregistering restores it', () => {
     const runtime = createToolRuntime()
     runtime.register(tool('a', 'global'))
