@@ -682,6 +682,20 @@ describe('/v1/runs: the answers of its routes', () => {
     expect((await a.get(id)).status).toBe('waiting')
   })
 
+  it('a client that does not read falls behind its stream\'s backlog: a last error frame without an id, its place freed, the run going on', async () => {
+    const f = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime() }, { maxStreamBacklogBytes: 64, heartbeatMs: 1 })
+    const response = await f.app.request('/v1/runs', { method: 'POST', headers: JSON_AUTH, body: JSON.stringify({ code: `console.log('x'.repeat(500)); await tools.wait({}); return 1`, description: 'd' }) })
+    const { id } = (await response.json()) as { id: string }
+    await f.wait.started
+    const stream = await f.app.request(`/v1/runs/${id}/events`, { headers: AUTH })
+    // Keep-alives pile up behind a frame the client does not take.
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    const last = parseSse(await stream.text()).at(-1)!
+    expect(last).toEqual({ event: 'error', data: { id, error: { code: 'STREAM_BACKLOG', message: expect.stringMatching(/^this stream fell behind: \d+ bytes of events were not read in time \(maxStreamBacklogBytes 64\); reconnect with Last-Event-ID to resume$/) } } })
+    expect(runsHeld(f.app)).toMatchObject({ live: 1, streams: 0 })
+    await f.app.request(`/v1/runs/${id}`, { method: 'DELETE', headers: AUTH })
+  })
+
   it('a table full of running runs: 503 OVERLOADED saying how full, with Retry-After', async () => {
     const a = processOn(createMemoryStore(), { runs: { maxRuns: 1 } })
     await waitingRun(a)
