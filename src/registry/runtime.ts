@@ -73,6 +73,7 @@ export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
   // Durable runs: parked states go to the store, and each later sub-call runs at most once (the innermost wrapper records it).
   const durableRuns = settings.store === undefined ? undefined : new DurableRuns(settings.store)
   if (durableRuns !== undefined) {
+    // Stryker disable next-line OptionalChaining: a tools/execute wrapper is always handed the dispatch's own view, whose definition is always found
     hooks.execute.add((view, next) => durableRuns.aroundBody(view.callId, view.name, dispatchDefinition(view)?.idempotent === true, next), undefined)
   }
   // The one context every part receives (each reads the Pick<> it names). Its entries are
@@ -90,6 +91,7 @@ export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
     catalog: (agent: ScopeKey | undefined) => catalogs.catalog(agent),
     sdkText: (agent: ScopeKey | undefined, language: string) => catalogs.sdkText(agent, language),
     assemble: (agent: ScopeKey | undefined) => assemblePrompt(context, agent),
+    // Stryker disable next-line ConditionalExpression: its one reader (the Code Mode link) treats a durable key holding undefined as no key
     ...(durableRuns === undefined ? {} : { durable: durableRuns }),
   })
   const catalogs = new ToolCatalogs(context)
@@ -130,6 +132,7 @@ export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
       global.assertLive()
       return agents.get(id)
     },
+    // Stryker disable next-line ConditionalExpression: a view resolves names through a Map keyed by string, which finds nothing for any other value
     get: (name: string, scope?: ScopeKey) => (typeof name === 'string' ? layers.resolve(name, scope)?.definition : undefined),
     schemas: (scope?: ScopeKey) => layers.schemas(scope),
     // The input only: a caller cannot pass a schedule or a scope state.
@@ -144,6 +147,7 @@ export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
       global.assertLive()
       if (durableRuns === undefined) return []
       return durableRuns.resumeAll(
+        // Stryker disable next-line ConditionalExpression: an execution input whose agent is undefined is read as one without an agent (call.ts)
         (callId, agent, args, signal) => context.execute({ callId, name: RUN_CODE_TOOL_NAME, arguments: { ...args }, signal, ...(agent === undefined ? {} : { agent }) }),
         resumeOptions,
       )

@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest'
+import { createMemoryStore } from '../../../src/durable/memory-store.js'
+import { DurableRuns } from '../../../src/durable/runs.js'
 import { createCodeModeLink } from '../../../src/registry/code-mode-link.js'
 import { HookBus } from '../../../src/registry/hooks.js'
 import { validateRuntimeOptions } from '../../../src/registry/options.js'
@@ -192,5 +194,19 @@ describe('the Code Mode link: its members', () => {
     const catalog = createToolRuntime().catalog()
     const of = (_agent: string | undefined) => catalog
     expect(make(of).catalog).toBe(of)
+  })
+
+  it("offers the registry's durable runs when it has them (a runtime with a store), and no durable member otherwise", () => {
+    const durable = new DurableRuns(createMemoryStore())
+    const withStore = createCodeModeLink({
+      options: validateRuntimeOptions({}),
+      layers: layers(),
+      hooks: new HookBus(),
+      execute: async () => ({ isError: false, value: null, content: [] }),
+      executionMode: () => 'exclusive',
+      durable,
+    })
+    expect(withStore.durable).toBe(durable)
+    expect(Object.hasOwn(make(), 'durable')).toBe(false)
   })
 })

@@ -225,3 +225,16 @@ describe('preflight as the runtime wires it', () => {
     expect(engine.requests[0]!.declarations).toContain('effect')
   })
 })
+
+describe("the runtime's own members", () => {
+  it("view(scope) is the scope's public view: what it sees, may call natively and from code", () => {
+    const runtime = runtimeWith({ mode: 'both', codeRuntime: scriptedRuntime(async () => ({ logs: [] })) })
+    runtime.agent('a1').register(
+      defineTool({ name: 'own', description: 'a1 only (test)', parameters: {}, output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] }, execute: () => 'a1 own' }),
+    )
+    const global = runtime.view()
+    expect([global.mode, global.presentsRunCode, global.tools.map((t) => t.name), global.code.map((t) => t.name)]).toEqual(['both', true, ['effect', 'retry_safe'], ['effect', 'retry_safe']])
+    expect(runtime.view('a1').tools.map((t) => t.name)).toEqual(['effect', 'retry_safe', 'own'])
+    expect(runtime.view('a1').canCall('own', 'code')).toBe(true)
+  })
+})

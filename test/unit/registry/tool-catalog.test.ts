@@ -277,3 +277,71 @@ describe('ToolCatalogs on its own: built from the two context fields it reads (l
     expect(next.size).toBe(2)
   })
 })
+
+describe('ToolCatalogs on its own: what it keeps between uses', () => {
+  function parts() {
+    const transport = detachToolDefinition(echoTool('run_code_stand_in'))
+    const layers = new ToolLayers({ defaultMode: 'native', transport: () => transport, onChange: () => {} })
+    let optionReads = 0
+    const options = validateRuntimeOptions({})
+    // Not told of changes (no `changed()` call): only its own check of the tool list can see one.
+    const catalogs = new ToolCatalogs({
+      layers,
+      get options() {
+        optionReads++
+        return options
+      },
+    })
+    return { layers, catalogs, optionReads: () => optionReads }
+  }
+
+  it('a tool set of the same size with another tool in it gets a new catalog, even unannounced', () => {
+    const { layers, catalogs } = parts()
+    layers.add(undefined, detachToolDefinition(echoTool('a')))
+    const removeB = layers.add(undefined, detachToolDefinition(echoTool('b')))
+    const first = catalogs.catalog(undefined)
+    expect(catalogs.catalog(undefined)).toBe(first)
+    removeB()
+    layers.add(undefined, detachToolDefinition(echoTool('c')))
+    const next = catalogs.catalog(undefined)
+    expect(next).not.toBe(first)
+    expect([next.size, next.describe('b'), typeof next.describe('c')]).toEqual([2, undefined, 'string'])
+    expect(catalogs.sdkText(undefined, 'typescript')).toContain('c(args?: ToolArgsMap["c"])')
+    expect(catalogs.sdkText(undefined, 'typescript')).not.toContain('b(args?:')
+  })
+
+  it('the SDK text is rendered once per tool set and language: asking again reads no option', () => {
+    const { layers, catalogs, optionReads } = parts()
+    layers.add(undefined, detachToolDefinition(echoTool('a')))
+    const text = catalogs.sdkText(undefined, 'typescript')
+    const reads = optionReads()
+    expect(catalogs.sdkText(undefined, 'typescript')).toBe(text)
+    expect(optionReads()).toBe(reads)
+    expect(catalogs.sdkText(undefined, 'python')).not.toBe(text)
+    expect(optionReads()).toBeGreaterThan(reads)
+  })
+
+  it('a declaration is rendered once per tool and language: describing again reads nothing of the registration', () => {
+    const { layers, catalogs } = parts()
+    const registration = detachToolDefinition(echoTool('a'))
+    let definitionReads = 0
+    const counted = new Proxy(registration, {
+      get(target, key, receiver) {
+        if (key === 'definition') definitionReads++
+        return Reflect.get(target, key, receiver) as unknown
+      },
+    })
+    layers.add(undefined, counted)
+    const catalog = catalogs.catalog(undefined)
+    const declaration = catalog.describe('a')
+    expect(declaration).toContain('a(args?: {')
+    const reads = definitionReads
+    expect(catalog.describe('a')).toBe(declaration)
+    expect(catalog.search('echo').map((hit) => hit.declaration)).toEqual([declaration])
+    // search reads the description for its hit, never the declaration's inputs again.
+    const afterSearch = definitionReads
+    expect(catalog.describe('a')).toBe(declaration)
+    expect(definitionReads).toBe(afterSearch)
+    expect(reads).toBeGreaterThan(0)
+  })
+})
