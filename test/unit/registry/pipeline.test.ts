@@ -635,6 +635,31 @@ describe('the tools/pre-execute gate fails closed with exact wording', () => {
   })
 })
 
+describe('the tools/pre-execute waterfall: the decision each listener is handed', () => {
+  it('a later ask replaces an earlier one: the approval handler is asked with the later reason', async () => {
+    const reasons: unknown[] = []
+    const c = core({ approval: (request) => (reasons.push(request.reason), true) })
+    c.hooks.preExecute.add(() => ({ kind: 'ask', reason: 'first' }), undefined)
+    c.hooks.preExecute.add(() => ({ kind: 'ask', reason: 'second' }), undefined)
+    expect(outcome(await run(c))).toEqual(['OK', -1])
+    expect(reasons).toEqual(['second'])
+  })
+
+  it('an allow after an ask hands the next listener that same ask, as a frozen copy with only the keys it has', async () => {
+    const c = core({ approval: () => true })
+    const handed: unknown[] = []
+    c.hooks.preExecute.add(() => ({ kind: 'ask', extra: 'dropped' }) as PreToolDecision, undefined)
+    c.hooks.preExecute.add((d) => (handed.push(d), { kind: 'allow' }), undefined)
+    c.hooks.preExecute.add((d) => (handed.push(d), { kind: 'ask', reason: 'why' }), undefined)
+    c.hooks.preExecute.add((d) => (handed.push(d), { kind: 'deny', reason: 'no', extra: 'dropped' }) as PreToolDecision, undefined)
+    expect(outcome(await run(c))).toEqual(['DENIED_BY_GATE', 'no'])
+    expect(handed).toStrictEqual([{ kind: 'ask' }, { kind: 'ask' }, { kind: 'ask', reason: 'why' }])
+    expect(handed.map((d) => Object.keys(d as object))).toEqual([['kind'], ['kind'], ['kind', 'reason']])
+    expect(handed.every((d) => Object.isFrozen(d))).toBe(true)
+    expect(handed[0]).toBe(handed[1])
+  })
+})
+
 describe('guards fail closed with exact wording', () => {
   it.each([
     ['a reason', 'outside business hours', 'outside business hours'],
