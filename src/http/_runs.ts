@@ -185,6 +185,7 @@ function recordWriter(records: RunRecordStore | undefined, events: RunEventStore
   const dropEvents = async (id: string): Promise<void> => {
     written.delete(id)
     reserved.delete(id)
+    // Stryker disable next-line OptionalChaining: dropEvents runs only in a write enqueue() let through, which needs a store, and a store gives events too
     await events?.delete(id)
   }
   return {
@@ -341,6 +342,7 @@ async function parkedForNextProcess(run: TableRun, result: ToolExecutionResult |
   if (config.store === undefined || run.cancelRequested || result === undefined || !result.isError) return false
   try {
     return (await config.store.get(`runs/${runKeySegment(run.callId)}`)) !== undefined
+  // Stryker disable next-line BlockStatement: an empty catch returns undefined, which the caller reads as false all the same
   } catch {
     return false
   }
@@ -407,6 +409,7 @@ function cancelRun(config: ApiConfig, table: RunTable, records: RunRecordStore |
       const record = await storedRecord(id, records)
       // Only the process running a run holds its controller.
       if (record.status === 'running') throw new HttpError('RUN_NOT_FOUND', `run ${id} is not running in this process; it cannot be cancelled here`)
+      // Stryker disable next-line BooleanLiteral: a stored record that is still running was refused above, and a finished one's status does not read cancelRequested
       return c.json(await runBody(record, config, false))
     }
     table.cancel(run, new DOMException('the run was cancelled (DELETE /v1/runs/:id)', 'AbortError'))
@@ -416,6 +419,7 @@ function cancelRun(config: ApiConfig, table: RunTable, records: RunRecordStore |
 
 /** `Last-Event-ID`: absent or empty → 0 (from the start); else an id this run has assigned. */
 function lastEventId(c: Context, last: number): number {
+  // Stryker disable next-line MethodExpression: a Request's header values never start or end with whitespace (the Headers class strips it)
   const header = c.req.header('Last-Event-ID')?.trim()
   if (header === undefined || header === '') return 0
   if (!/^\d{1,15}$/.test(header)) throw invalidRequest('Last-Event-ID must be the id of an event of this run (a non-negative integer)')
@@ -553,12 +557,14 @@ async function writeEvents(c: Context, stream: SSEStreamingApi, run: TableRun, l
   stream.onAbort(stop)
   const signal = c.req.raw.signal
   if (signal.aborted) stop()
+  // Stryker disable next-line ObjectLiteral,BooleanLiteral: a signal fires 'abort' at most once, and the finally block below removes the listener either way
   else signal.addEventListener('abort', stop, { once: true })
   if (config.heartbeatMs > 0) heartbeat = setInterval(() => sender.send(': keep-alive\n\n'), config.heartbeatMs)
   try {
     await pump(run, lastId, sender, Math.max(1, Math.min(MAX_REPLAY_BATCH_BYTES, Math.floor(config.maxStreamBacklogBytes / 2))), () => stopped, finished)
   } finally {
     if (heartbeat !== undefined) clearInterval(heartbeat)
+    // Stryker disable next-line StringLiteral: a listener left on the request's signal could only call stop() for a stream that has ended, where it does nothing
     signal.removeEventListener('abort', stop)
   }
   // Hono closes the stream when this returns: every queued frame must be out first (or given up).
@@ -582,10 +588,12 @@ async function adoptResumed(resumed: readonly ResumedRun[], stores: RunStores, t
   // Listed once for every run adopted here (a broker over a store reads them from it).
   const pending: readonly PendingApproval[] =
     resumed.length === 0 || config.approvals === undefined
+      // Stryker disable next-line ArrayDeclaration: pending only feeds waitingFor, through approvalOfRun, which no non-approval entry passes
       ? []
       : await (async () => config.approvals!.pending())().catch((error: unknown) => {
           // Then only a new request of theirs starts their snapshots again.
           config.report(error, request)
+          // Stryker disable next-line ArrayDeclaration: as above, an entry that is not an approval never passes approvalOfRun
           return []
         })
   let adopted = 0
@@ -597,6 +605,7 @@ async function adoptResumed(resumed: readonly ResumedRun[], stores: RunStores, t
       await settleIfLost(record, stores, config, owners, staleMs)
       continue
     }
+    // Stryker disable next-line OptionalChaining: adoptResumed got past `records === undefined`: there is a store, so events too
     const restored = (await events?.load(record.id).catch((error: unknown) => void config.report(error, request))) ?? continuedIds(record)
     const run = table.admit({ callId: record.callId, agent: record.agent, id: record.id, createdAt: record.createdAt, events: restored })
     if (run === undefined) continue
@@ -609,6 +618,7 @@ async function adoptResumed(resumed: readonly ResumedRun[], stores: RunStores, t
       execute: (signal) => {
         // The resumed execution is already under way: DELETE (or the app's shutdown) cancels it.
         if (signal.aborted) handle.cancel(signal.reason)
+        // Stryker disable next-line ObjectLiteral,BooleanLiteral: a signal fires 'abort' at most once
         else signal.addEventListener('abort', () => handle.cancel(signal.reason), { once: true })
         return handle.result as Promise<ToolExecutionResult>
       },
@@ -648,8 +658,10 @@ async function settleIfLost(record: RunRecordJson, stores: RunStores, config: Ru
   if (config.store === undefined || record.owner === owners.id) return
   if ((await config.store.get(`runs/${runKeySegment(record.callId)}`)) !== undefined) return
   if (record.owner !== undefined && (await owners.alive(record.owner, staleMs))) return
+  // Stryker disable next-line OptionalChaining: settleIfLost is called only by adoptResumed once it has records (a store)
   await stores.records?.put({ ...record, status: 'failed', settledAt: Date.now(), result: interruptedRunResult('the process running it') })
   // Nobody will stream its frames again: a snapshot it left goes.
+  // Stryker disable next-line OptionalChaining: settleIfLost is called only by adoptResumed once it has records, hence a store and events
   await stores.events?.delete(record.id)
 }
 
@@ -674,6 +686,7 @@ function runOwners(store: DurableStore | undefined, table: () => RunTable, repor
       timer = undefined
       return
     }
+    // Stryker disable next-line OptionalChaining: beat runs only on the timer running() sets, which it sets only with a store
     store?.put(RUN_OWNER_PREFIX + id, JSON.stringify({ at: Date.now() })).catch(report)
   }
   return {

@@ -396,6 +396,7 @@ describe('resumeAppRuns: a process adopts the runs resumed from the store', () =
     expect(((await deleted.json()) as RunBody).status).toBe('cancelled')
     expect(one.cancelled).toHaveLength(1)
     expect(one.cancelled[0]).toBeInstanceOf(DOMException)
+    expect((one.cancelled[0] as DOMException).name).toBe('AbortError')
     expect((one.cancelled[0] as DOMException).message).toBe('the run was cancelled (DELETE /v1/runs/:id)')
     expect(two.cancelled).toEqual([])
     b.stopping.abort(new DOMException('b stops', 'AbortError'))
@@ -880,5 +881,192 @@ describe('/v1/runs with a store: the owner\'s heartbeat', () => {
     await f.wait.started
     expect(vi.getTimerCount()).toBe(0)
     await f.app.request(`/v1/runs/${id}`, { method: 'DELETE', headers: AUTH })
+  })
+})
+
+describe('/v1/runs: what a run holds while it lives, and lets go of', () => {
+  it('its buffer holds only its own sub-calls; its hub and broker subscriptions and its stream subscriptions end with it', async () => {
+    const a = processOn(createMemoryStore())
+    const hubBefore = a.hub.subscriberCount
+    const brokerBefore = a.broker.subscriberCount
+    const first = await a.start(`await tools.echo({ text: 'one' }); await tools.hold({}); return 1`)
+    const second = await a.start(`await tools.echo({ text: 'two' }); return 2`)
+    const live = sseFrames(await a.events(first.id))
+    await live.until('dispatch')
+    await until(() => runsHeld(a.app)!.live === 1)
+    await a.release()
+    const frames = await live.rest()
+    const others = parseSse(await (await a.events(second.id)).text())
+    const texts = (list: SseFrame[]) => list.filter((f) => f.event === 'dispatch').map((f) => (f.data as { arguments: { text?: string } }).arguments.text ?? 'hold')
+    expect(texts(frames)).toEqual(['one', 'hold'])
+    expect(texts(others)).toEqual(['two'])
+    expect(a.hub.subscriberCount).toBe(hubBefore)
+    expect(a.broker.subscriberCount).toBe(brokerBefore)
+    expect(runsHeld(a.app)).toMatchObject({ live: 0, subscribers: 0, streams: 0 })
+  })
+
+  it('a sibling call\'s dispatch is streamed while another call of the run waits for a person', async () => {
+    const a = processOn(createMemoryStore())
+    const { id } = await a.start(`const [paid, echoed] = await Promise.all([tools.pay({ cents: 1 }), tools.echo({ text: 'meanwhile' })]); return [paid, echoed.text]`)
+    const live = sseFrames(await a.events(id))
+    const approval = (await live.until('approval')).data as PendingApproval
+    for (;;) {
+      const frame = await live.next()
+      if (frame?.event === 'dispatch' && (frame.data as { name: string }).name === 'echo') break
+      if (frame === undefined) throw new Error('the stream ended')
+    }
+    expect(a.broker.pending().map((p) => p.id)).toEqual([approval.id])
+    a.broker.decide(approval.id, { decision: 'allow' })
+    expect((await live.rest()).at(-1)).toMatchObject({ event: 'end', data: { status: 'done' } })
+  })
+
+  it('a held cut-off is not seen before the run ends (or 256 frames)', async () => {
+    let listener: ApprovalListener | undefined
+    const stub = { pending: async () => [], decide: async () => ({ ok: true }), subscribe: (l: ApprovalListener) => ((listener = l), () => (listener = undefined)) } as unknown as AnyApprovalBroker
+    const a = processOn(createMemoryStore(), { approvals: stub })
+    const { id, callId } = await a.start(`await tools.hold({}); await tools.echo({ text: 'a' }); console.log('after'); await tools.wait({}); return 1`)
+    const live = sseFrames(await a.events(id))
+    await live.until('dispatch-start')
+    listener!({ type: 'requested', approval: { id: 'q', kind: 'call', callId: `${callId}:code:2`, parentCallId: callId, name: 'echo' }, at: 1 } as unknown as ApprovalEvent)
+    const approvalId = Number((await live.until('approval')).id)
+    await a.release()
+    await a.wait.started
+    // Seen: the hold's dispatch and the echo's dispatch-start; held: the echo's dispatch, the log line, the wait's dispatch-start.
+    expect((await a.get(id)).events.last).toBe(approvalId + 2)
+    await a.app.request(`/v1/runs/${id}`, { method: 'DELETE', headers: AUTH })
+    const tail = (await live.rest()).slice(live.seen.findIndex((f) => f.event === 'approval') + 1)
+    expect(tail.map((f) => f.event)).toEqual(['dispatch', 'dispatch-start', 'dispatch', 'log', 'dispatch-start', 'dispatch', 'result', 'end'])
+  })
+
+  it('the heartbeat timer of an events stream is cleared when the stream ends', async () => {
+    const a = processOn(createMemoryStore(), { heartbeatMs: 4321 })
+    const set = vi.spyOn(globalThis, 'setInterval')
+    const clear = vi.spyOn(globalThis, 'clearInterval')
+    try {
+      const { id } = await a.start('return 1')
+      await until(() => runsHeld(a.app)!.live === 0)
+      await (await a.events(id)).text()
+      const heartbeats = set.mock.calls.flatMap((call, i) => (call[1] === 4321 ? [set.mock.results[i]!.value as unknown] : []))
+      expect(heartbeats).toHaveLength(1)
+      expect(clear.mock.calls.map((call) => call[0])).toContain(heartbeats[0])
+    } finally {
+      set.mockRestore()
+      clear.mockRestore()
+    }
+  })
+})
+
+describe('/v1/runs with a store: records read from it, and writes that fail', () => {
+  it('a malformed id never reaches the store: 404, however it is spelt', async () => {
+    const a = processOn(createMemoryStore())
+    for (const id of ['a'.repeat(300), 'no%20such', crypto.randomUUID().toUpperCase()]) {
+      for (const method of ['GET', 'DELETE']) {
+        const response = await a.app.request(`/v1/runs/${id}`, { method, headers: AUTH })
+        expect(response.status, `${method} ${id}`).toBe(404)
+        expect(await errorOf(response)).toEqual({ code: 'RUN_NOT_FOUND', message: 'no such run (a run id is a UUID)' })
+      }
+    }
+  })
+
+  it('GET of a record another process is running says running; of a finished one, never its leftover requests', async () => {
+    const store = createMemoryStore()
+    const running = { id: crypto.randomUUID(), callId: 'http-run-elsewhere', status: 'running', createdAt: 1, events: { first: 1, last: 2, dropped: 0 }, owner: crypto.randomUUID() }
+    const finished = { ...running, id: crypto.randomUUID(), callId: 'http-run-finished', status: 'done', settledAt: 2 }
+    for (const record of [running, finished]) await store.put(`http-runs/${record.id}`, JSON.stringify(record))
+    const leftover = { id: 'left', kind: 'call', callId: 'http-run-finished:code:1', parentCallId: 'http-run-finished', name: 'pay', summary: 's', requestedAt: 1, expiresAt: 2 }
+    const broker = { pending: async () => [leftover], decide: async () => ({ ok: true }), subscribe: () => () => {} } as unknown as AnyApprovalBroker
+    const b = processOn(store, { approvals: broker })
+    expect(await b.get(running.id)).toMatchObject({ status: 'running', approvals: [] })
+    expect(await b.get(finished.id)).toMatchObject({ status: 'done', approvals: [] })
+  })
+
+  it('a record write that fails is reported, and the run goes on to its end', async () => {
+    const base = createMemoryStore()
+    const failure = new Error('records down')
+    const store: DurableStore = {
+      ...base,
+      get: (key) => base.get(key),
+      list: (prefix, options) => base.list(prefix, options),
+      delete: (key, options) => base.delete(key, options),
+      put: (key, value, options) => (key.startsWith('http-runs/') ? Promise.reject(failure) : base.put(key, value, options)),
+    }
+    const a = processOn(store)
+    const { id } = await a.start('return 1')
+    await until(() => runsHeld(a.app)!.live === 0)
+    expect((await a.get(id)).status).toBe('done')
+    await until(() => a.reported.length >= 2)
+    expect(a.reported.every((error) => error === failure)).toBe(true)
+  })
+
+  it('a runtime whose execute rejects, with a store: the run ends failed with an internal error and end', async () => {
+    const store = createMemoryStore()
+    const reported: unknown[] = []
+    const real = createToolRuntime({ mode: 'both', codeRuntime: createInProcessRuntime() })
+    const broken = Object.create(real, { execute: { value: () => Promise.reject(new Error('runtime bug')) } }) as ToolRuntime
+    const app = createToolsApp(broken, { token: TOKEN, store, onError: (error) => void reported.push((error as Error).message) })
+    const response = await app.request('/v1/runs', { method: 'POST', headers: JSON_AUTH, body: JSON.stringify({ code: 'return 1', description: 'd' }) })
+    const { id, callId } = (await response.json()) as { id: string; callId: string }
+    await store.put(`runs/${runKeySegment(callId)}`, '{}')
+    await until(() => runsHeld(app)!.live === 0)
+    const frames = parseSse(await (await app.request(`/v1/runs/${id}/events`, { headers: AUTH })).text())
+    expect(frames.slice(-2)).toEqual([
+      { event: 'error', id: String(frames.length - 1), data: { error: { code: 'INTERNAL', message: 'internal error' } } },
+      { event: 'end', id: String(frames.length), data: { id, status: 'failed' } },
+    ])
+    expect(reported).toEqual(['runtime bug'])
+  })
+
+  it('resumeAppRuns: a record that cannot be read is passed over; without a broker nothing is listed, nothing reported', async () => {
+    const store = createMemoryStore()
+    const reported: unknown[] = []
+    await store.put(`http-runs/${crypto.randomUUID()}`, '{not json')
+    const id = crypto.randomUUID()
+    await store.put(`http-runs/${id}`, JSON.stringify({ id, callId: 'http-run-ok', status: 'running', createdAt: 1, events: { first: 1, last: 1, dropped: 0 } }))
+    const f = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime() }, { store, onError: (error: unknown) => void reported.push(error) })
+    const { handle, settle } = resumedHandle('http-run-ok')
+    expect((await resumeAppRuns(f.app, resumingRuntime([handle]).runtime)).adopted).toBe(1)
+    settle(OK)
+    await until(() => runsHeld(f.app)!.live === 0)
+    expect(reported).toEqual([])
+  })
+
+  it('resumeAppRuns: a run waiting only for another run\'s request, or no longer for its own, is not snapshotted again', async () => {
+    const store = createMemoryStore()
+    const a = processOn(store)
+    const { id, callId } = await waitingRun(a)
+    await parkRun(a, store, callId)
+    const parkedLast = (await manifestOf(store, id))!.last
+    let listener: ApprovalListener | undefined
+    const own = { id: 'mine', kind: 'call', callId: `${callId}:code:1`, parentCallId: callId, name: 'pay', summary: 's', requestedAt: 1, expiresAt: 2 }
+    const other = { ...own, id: 'theirs', callId: 'someone-else:code:1', parentCallId: 'someone-else' }
+    let listed: unknown[] = [other]
+    const broker = {
+      pending: async () => listed,
+      decide: async () => ({ ok: true }),
+      subscribe: (l: ApprovalListener) => ((listener = l), () => (listener = undefined)),
+    } as unknown as AnyApprovalBroker
+    const b = processOn(store, { approvals: broker })
+    const { handle, settle } = resumedHandle(callId)
+    expect((await resumeAppRuns(b.app, resumingRuntime([handle]).runtime)).adopted).toBe(1)
+    await new Promise((resolve) => setTimeout(resolve, 30))
+    expect(await manifestOf(store, id)).toMatchObject({ last: parkedLast })
+    expect((await manifestOf(store, id))!.next).toBeUndefined()
+    settle(OK)
+    await until(() => runsHeld(b.app)!.live === 0)
+
+    // Its own request pending: snapshotted at `resumed`; settled, no more.
+    const c2 = processOn(store)
+    const again = await waitingRun(c2)
+    await parkRun(c2, store, again.callId)
+    listed = [{ ...own, callId: `${again.callId}:code:1`, parentCallId: again.callId }]
+    const c = processOn(store, { approvals: broker })
+    const resumedAgain = resumedHandle(again.callId)
+    expect((await resumeAppRuns(c.app, resumingRuntime([resumedAgain.handle]).runtime)).adopted).toBe(1)
+    const atResumed = await eventually(async () => ((await manifestOf(store, again.id))?.next !== undefined ? manifestOf(store, again.id) : undefined))
+    listener!({ type: 'decided', approval: listed[0], decision: 'allow', at: 3 } as unknown as ApprovalEvent)
+    await new Promise((resolve) => setTimeout(resolve, 30))
+    expect((await manifestOf(store, again.id))!.last).toBe(atResumed.last)
+    resumedAgain.settle(OK)
+    await until(() => runsHeld(c.app)!.live === 0)
   })
 })
