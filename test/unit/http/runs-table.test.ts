@@ -94,6 +94,62 @@ describe('the run table', () => {
     expect(done.status).toBe('failed')
   })
 
+  it('counts bytes exactly: a restored buffer at admission, a result at settle, nothing twice; a run holds its id; subscribers are counted', () => {
+    const t = table({ maxRuns: 10, maxBytes: 1 << 20 })
+    const text = 'event: log\nid: 1\ndata: "restored"\n\n'
+    const restored = t.runs.admit({ callId: 'c', agent: undefined, id: 'r1', createdAt: 5, events: { frames: [{ id: 1, text }], last: 1, dropped: 0 } })!
+    expect(restored).toMatchObject({ id: 'r1', createdAt: 5 })
+    expect(t.runs.held.bytes).toBe(utf8Length(text))
+    // The same id again is refused.
+    expect(t.runs.admit({ callId: 'c', agent: undefined, id: 'r1' })).toBeUndefined()
+    const result = ok({ answer: 'é'.repeat(10) })
+    t.runs.settle(restored, result)
+    expect(t.runs.held).toMatchObject({ live: 0, bytes: utf8Length(text) + utf8Length(JSON.stringify(result)) })
+    // Settled twice: counted once.
+    t.runs.settle(restored, ok(2))
+    expect(t.runs.held).toMatchObject({ live: 0, bytes: utf8Length(text) + utf8Length(JSON.stringify(result)) })
+    expect(restored.result).toBe(result)
+    const running = t.admit()
+    const stop = running.events.subscribe(() => {})
+    expect(t.runs.held.subscribers).toBe(1)
+    stop()
+    expect(t.runs.held.subscribers).toBe(0)
+  })
+
+  it('the bytes budget is a bound reached exactly: at it a new run is refused and a finished one kept; past it the finished one goes at once', () => {
+    const text = (n: number) => `event: log\nid: 1\ndata: "${'x'.repeat(n)}"\n\n`
+    const size = utf8Length(text(100))
+    const t = table({ maxRuns: 10, maxBytes: size })
+    const full = t.runs.admit({ callId: 'c', agent: undefined, events: { frames: [{ id: 1, text: text(100) }], last: 1, dropped: 0 } })!
+    expect(t.runs.held.bytes).toBe(size)
+    expect(t.runs.admit({ callId: 'd', agent: undefined })).toBeUndefined()
+    // Finished with no result: still exactly at the budget, so it stays.
+    t.runs.settle(full, undefined)
+    expect(t.runs.get(full.id)).toBe(full)
+    expect(t.evicted).toEqual([])
+    // A running run's next frame takes the table past its budget: the finished run goes then, not at the next lookup.
+    const u = table({ maxRuns: 10, maxBytes: 2 * size })
+    const done = u.runs.admit({ callId: 'c', agent: undefined, events: { frames: [{ id: 1, text: text(100) }], last: 1, dropped: 0 } })!
+    u.runs.settle(done, undefined)
+    const live = u.admit()
+    live.events.append('log', 'y'.repeat(50))
+    expect(u.evicted).toEqual([])
+    live.events.append('log', 'y'.repeat(100))
+    expect(u.evicted).toEqual([done.id])
+  })
+
+  it('a frame within the budget evicts nothing, even with an expired finished run: that waits for the next lookup', () => {
+    const t = table({ maxRuns: 10 })
+    const done = t.admit()
+    t.runs.settle(done, ok(1))
+    const live = t.admit()
+    t.advance(5000)
+    live.events.append('log', 1)
+    expect(t.evicted).toEqual([])
+    expect(t.runs.get(done.id)).toBeUndefined()
+    expect(t.evicted).toEqual([done.id])
+  })
+
   it('options are validated', () => {
     const fail = (message: string): never => {
       throw new Error(message)
