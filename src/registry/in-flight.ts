@@ -70,9 +70,13 @@ class InFlightRecord implements InFlight {
     return this.#disposed || this.#caller.aborted
   }
 
-  /** Why the call was aborted: whichever came first, disposal or the caller (dispose() is a no-op after a caller abort). */
+  /**
+   * Why the call was aborted: whichever came first, disposal or the caller (dispose() is a
+   * no-op after a caller abort). Read from the sources, not from our signal: that one follows
+   * the caller only after the caller's own abort listeners ran, and not at all once released,
+   * while `aborted` already says true.
+   */
   get reason(): unknown {
-    if (this.#controller !== undefined) return this.#controller.signal.reason
     return this.#disposed ? this.#disposeReason : this.#caller.reason
   }
 

@@ -96,6 +96,32 @@ describe('the in-flight record: reason, release, settlement', () => {
     record.release()
   })
 
+  it("aborted and reason agree from the caller's first abort listener on, before the call's own signal follows", () => {
+    const calls = new InFlightCalls()
+    const caller = new AbortController()
+    const record = calls.track(caller.signal, undefined)
+    const signal = record.signal()
+    const seen: unknown[] = []
+    caller.signal.addEventListener('abort', () => seen.push(record.aborted, record.reason, signal.aborted))
+    const reason = new Error('caller cancelled')
+    caller.abort(reason)
+    expect(seen).toEqual([true, reason, false])
+    expect(signal.reason).toBe(reason)
+    record.release()
+  })
+
+  it('a call released before its caller aborts: aborted and reason still say what the caller did', () => {
+    const calls = new InFlightCalls()
+    const caller = new AbortController()
+    const record = calls.track(caller.signal, undefined)
+    const signal = record.signal()
+    record.release()
+    const reason = new Error('too late')
+    caller.abort(reason)
+    expect(signal.aborted).toBe(false)
+    expect([record.aborted, record.reason]).toEqual([true, reason])
+  })
+
   it('the first disposal wins: a second one (agent, then registry) does not change the reason', () => {
     const calls = new InFlightCalls()
     const record = calls.track(new AbortController().signal, 'a')
