@@ -96,16 +96,17 @@ describe('the in-flight record: reason, release, settlement', () => {
     record.release()
   })
 
-  it("aborted and reason agree from the caller's first abort listener on, before the call's own signal follows", () => {
+  it("aborted and reason agree from the caller's first abort listener on, whenever the call's own signal follows", () => {
     const calls = new InFlightCalls()
     const caller = new AbortController()
     const record = calls.track(caller.signal, undefined)
     const signal = record.signal()
     const seen: unknown[] = []
-    caller.signal.addEventListener('abort', () => seen.push(record.aborted, record.reason, signal.aborted))
+    // In Node the call's signal is not aborted yet at this point (workerd aborts it first).
+    caller.signal.addEventListener('abort', () => seen.push(record.aborted, record.reason))
     const reason = new Error('caller cancelled')
     caller.abort(reason)
-    expect(seen).toEqual([true, reason, false])
+    expect(seen).toEqual([true, reason])
     expect(signal.reason).toBe(reason)
     record.release()
   })
