@@ -118,7 +118,6 @@ function exactOrigins(origins: unknown): Set<string> {
     try {
       // Stryker disable next-line ConditionalExpression: new URL() of a non-string either throws or gives an origin that is not the entry itself, refused below either way
       parsed = typeof origin === 'string' ? new URL(origin).origin : undefined
-      // Stryker disable next-line BlockStatement: `parsed` is still undefined when new URL() threw
     } catch {
       // Not a URL at all: reported below with the other malformed entries.
       parsed = undefined

@@ -384,7 +384,6 @@ export function createStoreRunRecords(store: DurableStore): RunRecordStore {
       let record: Partial<RunRecordJson> | undefined
       try {
         record = JSON.parse(entry.value) as Partial<RunRecordJson>
-        // Stryker disable next-line BlockStatement: an empty catch leaves record undefined, which the next check refuses all the same
       } catch {
         return undefined
       }
@@ -479,7 +478,6 @@ function readManifest(text: string, maxBytes: number): EventsManifest | undefine
   let m: Partial<EventsManifest> | null
   try {
     m = JSON.parse(text) as Partial<EventsManifest> | null
-    // Stryker disable next-line BlockStatement: an empty catch leaves m unassigned (undefined), which the next check refuses all the same
   } catch {
     return undefined
   }
@@ -495,7 +493,6 @@ function readFrames(body: string, last: number): RunEventFrame[] | undefined {
   let texts: unknown
   try {
     texts = JSON.parse(body)
-    // Stryker disable next-line BlockStatement: an empty catch leaves texts undefined, which the next check refuses all the same
   } catch {
     return undefined
   }

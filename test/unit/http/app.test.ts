@@ -64,7 +64,9 @@ describe('createToolsApp: what it refuses, and why', () => {
   const app = (options: unknown, r: unknown = runtime) => refusalMessage('INVALID_OPTIONS', () => createToolsApp(r as never, options as never))
 
   it('a runtime that is not a ToolRuntime', () => {
-    for (const r of [null, 'runtime', {}, { execute: 'no' }]) expect(app({ token: TOKEN }, r)).toBe('createToolsApp: runtime must be a ToolRuntime')
+    // A function with the right members is not one either.
+    const callable = Object.assign(() => undefined, { execute: () => undefined })
+    for (const r of [null, 'runtime', {}, { execute: 'no' }, callable]) expect(app({ token: TOKEN }, r)).toBe('createToolsApp: runtime must be a ToolRuntime')
   })
 
   it('options that are not an object', () => {
@@ -74,6 +76,7 @@ describe('createToolsApp: what it refuses, and why', () => {
 
   it('CORS origins that are not exact origins', () => {
     expect(app({ token: TOKEN, cors: {} })).toBe('createToolsApp: cors.origins must be a non-empty array')
+    expect(app({ token: TOKEN, cors: null })).toBe('createToolsApp: cors.origins must be a non-empty array')
     expect(app({ token: TOKEN, cors: { origins: 'https://a.example' } })).toBe('createToolsApp: cors.origins must be a non-empty array')
     expect(app({ token: TOKEN, cors: { origins: [] } })).toBe('createToolsApp: cors.origins must be a non-empty array')
     for (const origin of ['*', 'https://a.example/', 'https://a.example/path', 'null', 'not a url', 'HTTPS://A.EXAMPLE', 42, undefined, { toString: () => 'https://a.example' }]) {
@@ -92,7 +95,7 @@ describe('createToolsApp: what it refuses, and why', () => {
   })
 
   it('a session log that is not a hub', () => {
-    for (const sessionLog of [null, 'hub', {}, { subscribe: true }]) expect(app({ token: TOKEN, sessionLog })).toBe('createToolsApp: sessionLog must be a hub from createSessionLogHub()')
+    for (const sessionLog of [null, 'hub', {}, { subscribe: true }, Object.assign(() => undefined, { subscribe: () => undefined })]) expect(app({ token: TOKEN, sessionLog })).toBe('createToolsApp: sessionLog must be a hub from createSessionLogHub()')
   })
 
   it('a signal that is not an AbortSignal', () => {
@@ -112,7 +115,7 @@ describe('createToolsApp: what it refuses, and why', () => {
 
   it('approvals that are not a broker', () => {
     const fn = () => undefined
-    for (const approvals of [null, 'broker', fn, {}, { pending: fn, decide: fn }, { pending: fn, subscribe: fn }, { decide: fn, subscribe: fn }, { pending: fn, decide: fn, subscribe: true }]) {
+    for (const approvals of [null, 'broker', fn, {}, Object.assign(() => undefined, { pending: fn, decide: fn, subscribe: fn }), { pending: fn, decide: fn }, { pending: fn, subscribe: fn }, { decide: fn, subscribe: fn }, { pending: fn, decide: fn, subscribe: true }]) {
       expect(app({ token: TOKEN, approvals })).toBe('createToolsApp: approvals must be a broker from createApprovalBroker()')
     }
     expect(app({ token: TOKEN, approvals: { pending: () => [], decide: fn, subscribe: () => fn } })).toBeUndefined()
@@ -125,7 +128,7 @@ describe('createToolsApp: what it refuses, and why', () => {
 
   it('a store that is not a DurableStore', () => {
     const fn = async () => undefined
-    for (const store of [null, 'store', fn, {}, { get: fn }, { put: fn }, { get: fn, put: 'no' }, { get: 'no', put: fn }]) {
+    for (const store of [null, 'store', fn, Object.assign(() => undefined, { get: fn, put: fn }), {}, { get: fn }, { put: fn }, { get: fn, put: 'no' }, { get: 'no', put: fn }]) {
       expect(app({ token: TOKEN, store })).toBe('createToolsApp: store must be a DurableStore')
     }
     expect(app({ token: TOKEN, store: { get: fn, put: fn, delete: fn, list: async () => ({ entries: [] }) } })).toBeUndefined()

@@ -235,11 +235,14 @@ describe('GET /v1/approvals and POST /v1/approvals/:id', () => {
     expect(result.isError && result.error.info?.code).toBe('DENIED_BY_APPROVAL')
   })
 
-  it('without a broker the routes do not exist (404 NOT_FOUND); a malformed broker option is refused at creation', async () => {
-    const { app, runtime } = createFixture()
+  it('without a broker the routes do not exist (404 NOT_FOUND) and a run streams without approval events; a malformed broker option is refused at creation', async () => {
+    const { app, runtime } = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime() })
     const response = await app.request('/v1/approvals', { headers: AUTH })
     expect(response.status).toBe(404)
     expect((await errorOf(response)).code).toBe('NOT_FOUND')
+    const streamed = await app.request('/v1/run', { method: 'POST', headers: { ...JSON_AUTH, Accept: 'text/event-stream' }, body: JSON.stringify({ code: "return await tools.echo({ text: 'x' })", description: 'd' }) })
+    const names = (await sseReader(streamed).rest()).map((e) => e.event)
+    expect(names).toEqual(['start', 'dispatch-start', 'dispatch', 'result'])
     expect(() => createToolsApp(runtime, { token: TOKEN, approvals: {} as ApprovalBroker })).toThrow(/approvals must be a broker from createApprovalBroker/)
   })
 })

@@ -180,6 +180,18 @@ describe('reading a JSON body', () => {
     }
   }
 
+  it('a body whose stream fails while it is read (the client went away) is 400 INVALID_REQUEST, not an internal error', async () => {
+    const broken = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode('{"a":'))
+      },
+      pull(controller) {
+        controller.error(new TypeError('socket closed'))
+      },
+    })
+    expect(await answer(post(broken))).toEqual({ code: 'INVALID_REQUEST', status: 400, message: 'the request body did not arrive whole: the connection failed while it was read' })
+  })
+
   /** A body stream of `chunks` that records whether it was cancelled. */
   function streamOf(chunks: Uint8Array[]) {
     const state = { cancelled: false, pulled: 0 }
