@@ -102,6 +102,7 @@ function undeclaredRefusal(call: PipelineCall): ToolExecutionResult | undefined 
   const parameters = call.registered?.definition.parameters
   const paths = undeclaredArgumentPaths(parameters, call.execution.arguments, 5)
   if (paths.length === 0) return undefined
+  // Stryker disable next-line OptionalChaining: parameters is always a registration's { type: 'object' } schema (see above)
   const declared = [...Object.keys((parameters as { properties?: object } | undefined)?.properties ?? {})]
   const message =
     `${call.execution.name} asks for approval, so its arguments may carry only its declared parameters: ` +

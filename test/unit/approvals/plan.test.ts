@@ -279,9 +279,12 @@ describe('plan approval over the registry parts it reads', () => {
   it('a top-level run of the global layer: the request has no agent and no parent key', async () => {
     const { handler, requests } = plans()
     const { hooks, approve } = parts(handler)
-    hooks.preExecute.add(gate({ pay: 'money' }), undefined)
+    const probes: ToolExecution[] = []
+    hooks.preExecute.add(gate({ pay: 'money' }, probes), undefined)
     await approve(input(`await tools.pay({})`, runOf()))
     expect(Object.keys(requests[0]!.execution).sort()).toEqual(['arguments', 'callId', 'name', 'signal', 'token'])
+    // Nor does the gate's probe of a run without an agent carry an agent key.
+    expect(Object.keys(probes[0]!).sort()).toEqual(['arguments', 'callId', 'name', 'parent', 'planProbe', 'signal', 'token'])
     expect(requests[0]!.reason).toBe('the program calls a tool that asks')
   })
 
