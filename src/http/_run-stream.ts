@@ -91,8 +91,9 @@ export function streamRun(c: Context, run: StreamedRun, config: StreamConfig): R
     }
     stream.onAbort(clientGone)
     if (c.req.raw.signal.aborted) clientGone()
-    // Stryker disable next-line ObjectLiteral,BooleanLiteral: a signal fires 'abort' at most once, and the finally block below removes the listener either way
-    else c.req.raw.signal.addEventListener('abort', clientGone, { once: true })
+    else
+      // Stryker disable next-line ObjectLiteral,BooleanLiteral: a signal fires 'abort' at most once, and the finally block below removes the listener either way
+      c.req.raw.signal.addEventListener('abort', clientGone, { once: true })
     const send = (event: string, data: unknown): void => sender.send(frame(event, data))
     send('start', run.start)
     unsubscribe = config.hub?.subscribe(

@@ -556,8 +556,9 @@ async function writeEvents(c: Context, stream: SSEStreamingApi, run: TableRun, l
   stream.onAbort(stop)
   const signal = c.req.raw.signal
   if (signal.aborted) stop()
-  // Stryker disable next-line ObjectLiteral,BooleanLiteral: a signal fires 'abort' at most once, and the finally block below removes the listener either way
-  else signal.addEventListener('abort', stop, { once: true })
+  else
+    // Stryker disable next-line ObjectLiteral,BooleanLiteral: a signal fires 'abort' at most once, and the finally block below removes the listener either way
+    signal.addEventListener('abort', stop, { once: true })
   if (config.heartbeatMs > 0) heartbeat = setInterval(() => sender.send(': keep-alive\n\n'), config.heartbeatMs)
   try {
     await pump(run, lastId, sender, Math.max(1, Math.min(MAX_REPLAY_BATCH_BYTES, Math.floor(config.maxStreamBacklogBytes / 2))), () => stopped, finished)
@@ -587,8 +588,8 @@ async function adoptResumed(resumed: readonly ResumedRun[], stores: RunStores, t
   // Listed once for every run adopted here (a broker over a store reads them from it).
   const pending: readonly PendingApproval[] =
     resumed.length === 0 || config.approvals === undefined
-      // Stryker disable next-line ArrayDeclaration: pending only feeds waitingFor, through approvalOfRun, which no non-approval entry passes
-      ? []
+      ? // Stryker disable next-line ArrayDeclaration: pending only feeds waitingFor, through approvalOfRun, which no non-approval entry passes
+        []
       : await (async () => config.approvals!.pending())().catch((error: unknown) => {
           // Then only a new request of theirs starts their snapshots again.
           config.report(error, request)
@@ -617,8 +618,9 @@ async function adoptResumed(resumed: readonly ResumedRun[], stores: RunStores, t
       execute: (signal) => {
         // The resumed execution is already under way: DELETE (or the app's shutdown) cancels it.
         if (signal.aborted) handle.cancel(signal.reason)
-        // Stryker disable next-line ObjectLiteral,BooleanLiteral: a signal fires 'abort' at most once
-        else signal.addEventListener('abort', () => handle.cancel(signal.reason), { once: true })
+        else
+          // Stryker disable next-line ObjectLiteral,BooleanLiteral: a signal fires 'abort' at most once
+          signal.addEventListener('abort', () => handle.cancel(signal.reason), { once: true })
         return handle.result as Promise<ToolExecutionResult>
       },
     }

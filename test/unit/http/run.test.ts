@@ -361,6 +361,39 @@ describe('POST /v1/run on an in-process code runtime', () => {
     expect(events.at(-1)?.event).toBe('result')
   })
 
+  it('two streamed runs at once: each stream carries only its own sub-calls', async () => {
+    const { app } = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime() })
+    const [one, two] = await Promise.all([
+      app.request('/v1/run', runInit({ code: "await tools.echo({ text: 'one' }); await new Promise((r) => setTimeout(r, 20)); return await tools.echo({ text: 'one' })", description: 'one' }, 'text/event-stream')),
+      app.request('/v1/run', runInit({ code: "await tools.echo({ text: 'two' }); await new Promise((r) => setTimeout(r, 20)); return await tools.echo({ text: 'two' })", description: 'two' }, 'text/event-stream')),
+    ])
+    const texts = async (response: Response) =>
+      parseSse(await response.text())
+        .filter((e) => e.event === 'dispatch')
+        .map((e) => (e.data as { arguments: { text: string } }).arguments.text)
+    expect(await texts(one)).toEqual(['one', 'one'])
+    expect(await texts(two)).toEqual(['two', 'two'])
+  })
+
+  it('a client that does not read falls behind the backlog: a last STREAM_BACKLOG error frame; the run goes on, not cancelled', async () => {
+    const { app, wait } = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime({ wallMs: 60_000 }) }, { maxStreamBacklogBytes: 64, heartbeatMs: 1 })
+    const response = await app.request('/v1/run', runInit({ code: "console.log('x'.repeat(500)); await tools.wait({}); return 1", description: 'd' }, 'text/event-stream'))
+    const callId = response.headers.get('X-Toolyard-Call-Id')!
+    await wait.started
+    // Keep-alives pile up behind a frame the client does not take.
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    const events = parseSse(await response.text())
+    expect(events.at(-1)).toEqual({
+      event: 'error',
+      // Numbered as the stream's other frames (the frames it dropped took their ids).
+      id: expect.stringMatching(/^\d+$/),
+      data: { callId, error: { code: 'STREAM_BACKLOG', message: expect.stringMatching(/^this stream fell behind: \d+ bytes of events were not read in time \(maxStreamBacklogBytes 64\) and were dropped; the run goes on without this stream$/) } },
+    })
+    // The stream is over; its run is not: the waiting call was never aborted.
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    expect(wait.aborted).toBe(0)
+  })
+
   it('the heartbeat timer is cleared when the stream ends', async () => {
     const { app } = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime() }, { heartbeatMs: 4321 })
     const set = vi.spyOn(globalThis, 'setInterval')

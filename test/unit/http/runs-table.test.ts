@@ -159,6 +159,7 @@ describe('the run table', () => {
       expect(() => resolveRunTableOptions(bad as never, fail)).toThrow(/^runs\./)
     }
     expect(() => resolveRunTableOptions(null as never, fail)).toThrow('runs must be an object')
+    expect(() => resolveRunTableOptions('big' as never, fail)).toThrow('runs must be an object')
   })
 })
 
@@ -253,6 +254,17 @@ describe("a run's event buffer", () => {
     // A single restored frame over the bound is kept.
     const alone = createRunEventLog(10, undefined, { frames: frames.slice(-1), last: 5, dropped: 4 })
     expect([alone.first, alone.bytes]).toEqual([5, size])
+    // Exactly at the bound: all kept.
+    const exact = createRunEventLog(2 * size, undefined, { frames: frames.slice(-2), last: 5, dropped: 3 })
+    expect([exact.first, exact.dropped, exact.bytes]).toEqual([4, 3, 2 * size])
+    // Past it with the newest frame alone over it: the older ones go, the newest stays.
+    const big = createRunEventLog(1 << 20)
+    big.append('log', 'x')
+    big.append('log', 'y'.repeat(300))
+    const [small, large] = big.since(0).frames
+    const newest = createRunEventLog(100, undefined, { frames: [small!, large!], last: 2, dropped: 0 })
+    expect(newest.since(0).frames.map((frame) => frame.id)).toEqual([2])
+    expect([newest.dropped, newest.bytes]).toEqual([1, utf8Length(large!.text)])
   })
 
   it('subscribers hear each frame and then the close; one that throws does not stop the others; unsubscribed ones hear nothing', () => {
