@@ -563,12 +563,19 @@ describe('createStoreRunEvents: the bounds a snapshot is read within', () => {
     expect(puts).toBe(1)
   })
 
-  it('more than a page of pieces (1,000): a new snapshot keeps all of its own, and delete removes them all', async () => {
-    const store = createMemoryStore({ maxValueBytes: 1500 })
-    const events = createStoreRunEvents(store, 2 << 20)
-    const log = createRunEventLog(2 << 20)
-    for (let i = 0; i < 1100; i++) log.append('log', { text: 'z'.repeat(1000) })
-    await events.put('r10', log)
+  it('more pieces than a page of the store\'s listing: a new snapshot keeps all of its own, and delete removes them all', async () => {
+    const base = createMemoryStore({ maxValueBytes: 1500 })
+    // A store may list fewer keys than asked: this one gives three a page.
+    const store: DurableStore = {
+      ...base,
+      get: (k) => base.get(k),
+      put: (k, v, o) => base.put(k, v, o),
+      delete: (k, o) => base.delete(k, o),
+      list: (prefix, options) => base.list(prefix, { ...options, limit: Math.min(3, options?.limit ?? 3) }),
+    }
+    const events = createStoreRunEvents(store, 1 << 20)
+    const log = createRunEventLog(1 << 20)
+    for (let i = 0; i < 12; i++) log.append('log', { text: 'z'.repeat(1000) })
     const keys = async (): Promise<number> => {
       let count = 0
       for (let after: string | undefined; ; ) {
@@ -578,15 +585,18 @@ describe('createStoreRunEvents: the bounds a snapshot is read within', () => {
         after = page.cursor
       }
     }
+    await events.put('r10', log)
+    const first = JSON.parse((await store.get(`${RUN_EVENTS_PREFIX}r10`))!.value) as { pieces: number }
     // The manifest and more than a page of pieces.
-    expect(await keys()).toBeGreaterThan(1001)
-    expect((await events.load('r10'))!.frames).toHaveLength(1100)
+    expect(first.pieces).toBeGreaterThan(6)
+    expect(await keys()).toBe(first.pieces + 1)
+    expect((await events.load('r10'))!.frames).toHaveLength(12)
     // A second snapshot of the same run: its pieces replace the first one's, all of them.
     log.append('log', { text: 'one more' })
     await events.put('r10', log)
-    const manifest = JSON.parse((await store.get(`${RUN_EVENTS_PREFIX}r10`))!.value) as { pieces: number }
-    expect(await keys()).toBe(manifest.pieces + 1)
-    expect((await events.load('r10'))!.frames).toHaveLength(1101)
+    const second = JSON.parse((await store.get(`${RUN_EVENTS_PREFIX}r10`))!.value) as { pieces: number }
+    expect(await keys()).toBe(second.pieces + 1)
+    expect((await events.load('r10'))!.frames).toHaveLength(13)
     await events.delete('r10')
     expect(await keys()).toBe(0)
   })
