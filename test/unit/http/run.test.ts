@@ -332,7 +332,12 @@ describe('POST /v1/run on an in-process code runtime', () => {
   })
 
   it('a client that cancels its stream cancels its run and releases its subscriptions', async () => {
-    const { app, hub, wait, results } = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime() })
+    const { app, hub, wait, results, runtime } = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime() })
+    const reasons: unknown[] = []
+    runtime.on('tools/execute', async (execution, next) => {
+      execution.signal.addEventListener('abort', () => reasons.push(execution.signal.reason), { once: true })
+      return next()
+    })
     const response = await app.request('/v1/run', runInit({ code: 'await tools.wait({}); return 1', description: 'hang' }, 'text/event-stream'))
     const callId = response.headers.get('X-Toolyard-Call-Id')!
     const reader = response.body!.getReader()
@@ -342,6 +347,9 @@ describe('POST /v1/run on an in-process code runtime', () => {
     const settled = await waitFor(() => results.find((r) => r.callId === callId))
     expect(settled.result.isError && settled.result.error.info?.code).toBe('CODE_RUN_FAILED')
     expect(wait.aborted).toBe(1)
+    // The calls see why: the client went away.
+    expect(reasons.length).toBeGreaterThan(0)
+    for (const reason of reasons) expect([(reason as DOMException).name, (reason as DOMException).message]).toEqual(['AbortError', 'the client went away'])
     await waitFor(() => (hub.subscriberCount === 0 ? true : undefined))
   })
 
