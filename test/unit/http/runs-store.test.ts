@@ -311,6 +311,9 @@ describe('/v1/runs with a store: a waiting call cut off before its request is se
     }
     const seen = live.seen
     const tail = seen.slice(seen.findIndex((f) => f.event === 'approval') + 1)
+    // From the cut-off on, the run is ending: what went out after it is not snapshotted.
+    await new Promise((resolve) => setTimeout(resolve, 30))
+    expect((await manifestOf(store, id))!.last).toBeLessThan(Number(tail[2]!.id))
     expect(tail.map((f) => f.event)).toEqual(['dispatch', 'dispatch-start', 'dispatch', ...Array.from({ length: 255 }, () => 'log'), 'dispatch-start'])
     expect((tail.at(-2)!.data as { entry: { text: string } }).entry.text).toBe('l254')
     expect(tail.map((f) => Number(f.id))).toEqual(tail.map((_, i) => Number(tail[0]!.id) + i))
@@ -620,6 +623,9 @@ describe('resumeAppRuns: a running record nothing will finish', () => {
     expect((await resumeAppRuns(b.app, resumingRuntime([]).runtime, { staleMs: 500 })).adopted).toBe(0)
     expect((await recordOf(store, beating.id))!.status).toBe('failed')
     for (const { id, record } of [parked, finished, ours]) expect(await recordOf(store, id)).toEqual(record)
+    // This process's own record is never lost to it, whatever staleMs says.
+    expect((await resumeAppRuns(b.app, resumingRuntime([]).runtime, { staleMs: 0 })).adopted).toBe(0)
+    expect(await recordOf(store, ours.id)).toEqual(ours.record)
   })
 
   it('DELETE of a stored running record is refused here (only its process can cancel it); of a finished one, its body', async () => {
@@ -680,6 +686,8 @@ describe('/v1/runs: the answers of its routes', () => {
     expect(runsHeld(a.app)!.streams).toBe(2)
     client.abort()
     await until(() => runsHeld(a.app)!.streams === 1)
+    // Its wait for the next frame let go of the run's buffer too: at most the other reader's remains.
+    expect(runsHeld(a.app)!.subscribers).toBeLessThanOrEqual(1)
     expect((await a.get(id)).status).toBe('waiting')
   })
 
@@ -870,7 +878,25 @@ describe('/v1/runs with a store: the owner\'s heartbeat', () => {
     const third = await eventually(async () => ((await beatOf(store, owner))! > second! ? beatOf(store, owner) : undefined))
     expect(third).toBeGreaterThan(second!)
     expect(vi.getTimerCount()).toBe(1)
+    // A second run while one runs: still one heartbeat.
+    await a.start('return 3')
+    expect(vi.getTimerCount()).toBe(1)
     await a.release()
+  })
+
+  it('a heartbeat write that fails is reported', async () => {
+    const base = createMemoryStore()
+    const failure = new Error('owners down')
+    const store: DurableStore = {
+      ...base,
+      get: (key) => base.get(key),
+      list: (prefix, options) => base.list(prefix, options),
+      delete: (key, options) => base.delete(key, options),
+      put: (key, value, options) => (key.startsWith(RUN_OWNER_PREFIX) ? Promise.reject(failure) : base.put(key, value, options)),
+    }
+    const a = processOn(store)
+    await a.start('return 1')
+    await until(() => a.reported.includes(failure))
   })
 
   it('an app without a store keeps no heartbeat', async () => {
