@@ -385,7 +385,10 @@ describe('POST /v1/run on an in-process code runtime', () => {
 
   it('a client that does not read falls behind the backlog: a last STREAM_BACKLOG error frame; the run goes on, not cancelled', async () => {
     const { app, wait } = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime({ wallMs: 60_000 }) }, { maxStreamBacklogBytes: 64, heartbeatMs: 1 })
-    const response = await app.request('/v1/run', runInit({ code: "console.log('x'.repeat(500)); await tools.wait({}); return 1", description: 'd' }, 'text/event-stream'))
+    const client = new AbortController()
+    const response = await app.request(
+      new Request('http://localhost/v1/run', { ...runInit({ code: "console.log('x'.repeat(500)); await tools.wait({}); return 1", description: 'd' }, 'text/event-stream'), signal: client.signal }),
+    )
     const callId = response.headers.get('X-Toolyard-Call-Id')!
     await wait.started
     // Keep-alives pile up behind a frame the client does not take.
@@ -397,7 +400,8 @@ describe('POST /v1/run on an in-process code runtime', () => {
       id: expect.stringMatching(/^\d+$/),
       data: { callId, error: { code: 'STREAM_BACKLOG', message: expect.stringMatching(/^this stream fell behind: \d+ bytes of events were not read in time \(maxStreamBacklogBytes 64\) and were dropped; the run goes on without this stream$/) } },
     })
-    // The stream is over; its run is not: the waiting call was never aborted.
+    // The stream is over; its run is not: the waiting call was never aborted, not even when its client then leaves.
+    client.abort()
     await new Promise((resolve) => setTimeout(resolve, 20))
     expect(wait.aborted).toBe(0)
   })
