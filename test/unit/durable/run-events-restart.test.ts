@@ -371,6 +371,8 @@ describe('createStoreRunEvents (the snapshot format)', () => {
       ['more pieces than the bound needs', () => write({ pieces: 6 })],
       ['a last past MAX_RESTORED_EVENT_ID', () => write({ last: 1e12 + 1 })],
       ['a negative dropped', () => write({ dropped: -1 })],
+      ['a fractional dropped', () => write({ dropped: 0.5 })],
+      ['a dropped past MAX_RESTORED_EVENT_ID', () => write({ dropped: 1e12 + 1 })],
       ['a next behind last', () => write({ next: 1 })],
       ['a next past MAX_RESTORED_EVENT_ID', () => write({ next: 1e12 + 1 })],
       ['a missing piece', () => write({}, null)],
@@ -398,7 +400,8 @@ describe('createStoreRunEvents (the snapshot format)', () => {
     const store = createMemoryStore({ maxValueBytes: 1500 })
     const events = createStoreRunEvents(store, 1 << 20)
     const log = createRunEventLog(1 << 20)
-    for (let i = 0; i < 40; i++) log.append('log', { text: `${i} ${'😀é'.repeat(40)}` })
+    // Pairs at both ends of the surrogate range (U+10000, U+10FFFF), and BMP characters above it (3 bytes each).
+    for (let i = 0; i < 40; i++) log.append('log', { text: `${i} ${'😀é'.repeat(20)}${'\ud800\udc00\udbff\udfff\ue000\uffff'.repeat(10)}` })
     await events.put('r4', log)
     const manifest = JSON.parse((await store.get(`${RUN_EVENTS_PREFIX}r4`))!.value) as { gen: string; pieces: number; bytes: number }
     const pieces: string[] = []

@@ -109,6 +109,12 @@ describe('the run table', () => {
     t.runs.settle(restored, ok(2))
     expect(t.runs.held).toMatchObject({ live: 0, bytes: utf8Length(text) + utf8Length(JSON.stringify(result)) })
     expect(restored.result).toBe(result)
+    // A stream's place is given back once, however often its release is called.
+    const release = t.runs.openStream()!
+    expect(t.runs.held.streams).toBe(1)
+    release()
+    release()
+    expect(t.runs.held.streams).toBe(0)
     const running = t.admit()
     const stop = running.events.subscribe(() => {})
     expect(t.runs.held.subscribers).toBe(1)
