@@ -116,7 +116,6 @@ function exactOrigins(origins: unknown): Set<string> {
   for (const origin of origins as unknown[]) {
     let parsed: string | undefined
     try {
-      // Stryker disable next-line ConditionalExpression: new URL() of a non-string either throws or gives an origin that is not the entry itself, refused below either way
       parsed = typeof origin === 'string' ? new URL(origin).origin : undefined
     } catch {
       // Not a URL at all: reported below with the other malformed entries.
