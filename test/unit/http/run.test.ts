@@ -177,36 +177,6 @@ describe('POST /v1/run (server-sent events)', () => {
     expect(response.headers.get('Content-Type')).toMatch(/^application\/json/)
   })
 
-  it('aborts the run when the client cancels the stream, and releases its subscription', async () => {
-    const { app, hub, wait, results } = createFixture({ mode: 'both', codeRuntime: workers() })
-    const response = await app.request('/v1/run', runInit({ code: 'await tools.wait({}); return 1', description: 'hang' }, 'text/event-stream'))
-    const callId = response.headers.get('X-Toolyard-Call-Id')!
-    const reader = response.body!.getReader()
-    await wait.started
-    expect(hub.subscriberCount).toBe(1)
-    await reader.cancel()
-    const settled = await waitFor(() => results.find((r) => r.callId === callId))
-    expect(settled.result.isError && settled.result.error.info?.code).toBe('CODE_RUN_FAILED')
-    expect(wait.aborted).toBe(1)
-    await waitFor(() => (hub.subscriberCount === 0 ? true : undefined))
-  })
-
-  it("aborts the run when the request's signal fires", async () => {
-    const { app, wait, results } = createFixture({ mode: 'both', codeRuntime: workers() })
-    const client = new AbortController()
-    const response = await app.request(
-      new Request('http://localhost/v1/run', { ...runInit({ code: 'await tools.wait({}); return 1', description: 'hang' }, 'text/event-stream'), signal: client.signal }),
-    )
-    const callId = response.headers.get('X-Toolyard-Call-Id')!
-    await wait.started
-    client.abort()
-    const settled = await waitFor(() => results.find((r) => r.callId === callId))
-    expect(settled.result.isError && settled.result.error.message).toMatch(/abort/)
-    // The stream still ends cleanly with the result for anyone reading it.
-    const events = parseSse(await response.text())
-    expect(events.at(-1)?.event).toBe('result')
-  })
-
   it('requires the token for streams too', async () => {
     const { app } = createFixture({ mode: 'both', codeRuntime: workers() })
     const response = await app.request('/v1/run', {
@@ -363,7 +333,7 @@ describe('POST /v1/run on an in-process code runtime', () => {
     await wait.started
     client.abort()
     const settled = await waitFor(() => results.find((r) => r.callId === callId))
-    expect(settled.result.isError).toBe(true)
+    expect(settled.result.isError && settled.result.error.message).toMatch(/abort/)
     expect(wait.aborted).toBe(1)
     const events = parseSse(await response.text())
     expect(events.at(-1)?.event).toBe('result')
