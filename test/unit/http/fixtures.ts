@@ -224,6 +224,18 @@ export function sseFrames(response: Response) {
   }
 }
 
+/** The `pay` tool of the asking fixtures: concurrency-safe, so a sibling may run while it waits for a person. */
+export function askingPayTool() {
+  return defineTool({
+    name: 'pay',
+    description: 'Pays (asks a person first).',
+    parameters: { cents: { type: 'number', required: true } },
+    isConcurrencySafe: () => true,
+    output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] },
+    execute: (args) => `paid ${args.cents}`,
+  })
+}
+
 /**
  * A fixture whose `pay` tool asks a person ('money moves') through an approval broker,
  * with the MCP app mounted at `/mcp`: the run-identity and leak suites drive runs that
@@ -232,16 +244,7 @@ export function sseFrames(response: Response) {
 export function askingPayFixture() {
   const broker = createApprovalBroker()
   const fixture = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime({ wallMs: 30_000 }), approval: broker.handler }, { approvals: broker })
-  fixture.runtime.register(
-    defineTool({
-      name: 'pay',
-      description: 'Pays (asks a person first).',
-      parameters: { cents: { type: 'number', required: true } },
-      isConcurrencySafe: () => true,
-      output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] },
-      execute: (args) => `paid ${args.cents}`,
-    }),
-  )
+  fixture.runtime.register(askingPayTool())
   fixture.runtime.on('tools/pre-execute', (decision, execution) => (execution.name === 'pay' ? { kind: 'ask', reason: 'money moves' } : decision))
   const mcp = createMcpApp(fixture.runtime, { token: TOKEN })
   fixture.app.route('/mcp', mcp)

@@ -25,7 +25,7 @@ import { defineTool } from '../../../src/schema/define-tool.js'
 import type { ToolExecutionResult } from '../../../src/types.js'
 import { until } from '../approvals/helpers.js'
 import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
-import { AUTH, JSON_AUTH, TOKEN, createFixture, errorOf, parseSse, sseFrames } from './fixtures.js'
+import { AUTH, JSON_AUTH, TOKEN, askingPayTool, createFixture, errorOf, parseSse, sseFrames } from './fixtures.js'
 import type { SseFrame } from './fixtures.js'
 
 const OWNER = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
@@ -38,16 +38,7 @@ function processOn(store: DurableStore, appOptions: Partial<ToolsAppOptions> = {
     { mode: 'both', codeRuntime: createInProcessRuntime({ wallMs: 30_000 }), approval: broker.handler },
     { approvals: broker, store, signal: stopping.signal, onError: (error: unknown) => void reported.push(error), ...appOptions },
   )
-  f.runtime.register(
-    defineTool({
-      name: 'pay',
-      description: 'Pays (asks a person first).',
-      parameters: { cents: { type: 'number', required: true } },
-      isConcurrencySafe: () => true,
-      output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] },
-      execute: (args) => `paid ${args.cents}`,
-    }),
-  )
+  f.runtime.register(askingPayTool())
   let letGo: (() => void) | undefined
   f.runtime.register(
     defineTool({
