@@ -40,7 +40,7 @@ const namespace = inject('globalNamespace')
 if (typeof namespace === 'string' && inject('mode') === 'dry-run') {
   // vitest reads a hook's first parameter for fixtures: it must be an object pattern, even an empty one.
   afterAll(({}, suite) => {
-    const live = (globalThis as Record<string, { mutantCoverage?: MutantCoverage } | undefined>)[namespace]?.mutantCoverage
+    const live = (globalThis as unknown as Record<string, { mutantCoverage?: MutantCoverage } | undefined>)[namespace]?.mutantCoverage
     if (live === undefined) return
     const own: MutantCoverage = { static: live.static, perTest: live.perTest }
     live.static = {}
