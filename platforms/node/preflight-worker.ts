@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { Worker } from 'node:worker_threads'
+import { spawnCappedWorker } from './_capped-worker.js'
 import { createThreadedPreflightEngine, type PreflightThread } from '../../src/preflight/threaded-engine.js'
 import type { PreflightEngine } from '../../src/preflight/types.js'
 
@@ -33,7 +33,7 @@ function threadSource(): { readonly source: string; readonly eval: true } | URL 
 function spawn(maxHeapMb: number): PreflightThread {
   const where = threadSource()
   const common = { env: {}, argv: [], execArgv: [], stdout: true, stderr: true, resourceLimits: { maxOldGenerationSizeMb: maxHeapMb }, name: 'toolyard-preflight' }
-  const worker = where instanceof URL ? new Worker(where, common) : new Worker(where.source, { ...common, eval: true })
+  const worker = where instanceof URL ? spawnCappedWorker(where, common) : spawnCappedWorker(where.source, { ...common, eval: true })
   // An idle checker never keeps the process alive.
   worker.unref()
   return {

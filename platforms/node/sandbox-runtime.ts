@@ -8,10 +8,10 @@
 import { readFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { availableParallelism, totalmem } from 'node:os'
-import { Worker } from 'node:worker_threads'
 import { createSandboxRuntimeOn } from '../../src/code-runtime/sandbox-runtime.js'
 import { slicedDelivery, whenAllDrained } from '../../src/code-runtime/sliced-delivery.js'
 import type { SlicedListener } from '../../src/code-runtime/sliced-delivery.js'
+import { spawnCappedWorker } from './_capped-worker.js'
 import { SANDBOX_SOURCE } from '../../engine/quickjs/_sandbox-source.js'
 import type { SandboxPlatform, SandboxRuntime, SandboxRuntimeOptions, SandboxThread } from '../../src/code-runtime/sandbox-runtime.js'
 
@@ -24,7 +24,7 @@ const THREAD_URL = new URL('./_sandbox-thread.mjs', import.meta.url)
 const THREAD_HEAP_MB = 64
 
 function spawnThread(): SandboxThread {
-  const worker = new Worker(THREAD_URL, {
+  const worker = spawnCappedWorker(THREAD_URL, {
     env: {},
     argv: [],
     execArgv: [],

@@ -1,14 +1,13 @@
 /**
- * The Node `worker_threads` code runtime, for trusted code: one fresh Worker per run (the
- * next one is spawned ahead of time and waits at the bootstrap with no program state; a
- * worker is never reused), `env: {}`, `resourceLimits`, captured stdout/stderr. The run
- * lifecycle, the spares and the host session are shared (src/code-runtime/run-lifecycle.ts,
- * trusted-runtime.ts); this file supplies the worker slot.
+ * The Node `worker_threads` code runtime, for trusted code: one fresh Worker per run (the next
+ * spawned ahead, waiting at the bootstrap with no program state; never reused), `env: {}`,
+ * `resourceLimits` (held under process heap flags: _capped-worker.ts), captured stdio. This
+ * file is the worker slot; lifecycle, spares and host session are src/code-runtime's.
  *
  * @module
  */
 import { setMaxListeners } from 'node:events'
-import { MessageChannel, Worker } from 'node:worker_threads'
+import { MessageChannel, type Worker } from 'node:worker_threads'
 import type { CodeLogSource } from '../../src/code-runtime/contract.js'
 import type { CodeRunSession } from '../../src/code-runtime/host-session.js'
 import { integerOption } from '../../src/code-runtime/limits.js'
@@ -16,6 +15,7 @@ import type { RunSlot } from '../../src/code-runtime/run-lifecycle.js'
 import { createTrustedRuntime, readTrustedOptions, SlotDeath, type TrustedRuntime, type TrustedRuntimeOptions } from '../../src/code-runtime/trusted-runtime.js'
 import { parseWorkerMessage } from '../../src/code-runtime/wire.js'
 import { toErrorData } from '../../src/errors.js'
+import { spawnCappedWorker } from './_capped-worker.js'
 import { portEndpoint } from './_port-endpoint.js'
 import { WORKER_SOURCE } from './_worker-source.js'
 
@@ -46,7 +46,7 @@ class WorkerSlot extends SlotDeath implements RunSlot {
 
   constructor(limits: ResourceLimits, readonly maxLine: number) {
     super()
-    this.worker = new Worker(WORKER_SOURCE, { eval: true, env: {}, argv: [], execArgv: [], stdin: false, stdout: true, stderr: true, resourceLimits: limits, name: 'toolyard-code-run', trackUnmanagedFds: true })
+    this.worker = spawnCappedWorker(WORKER_SOURCE, { eval: true, env: {}, argv: [], execArgv: [], stdin: false, stdout: true, stderr: true, resourceLimits: limits, name: 'toolyard-code-run', trackUnmanagedFds: true })
     const { port1, port2 } = new MessageChannel()
     // The private port goes first, before any program exists; the host never listens to the parent port.
     this.worker.postMessage({ port: port2 }, [port2])
