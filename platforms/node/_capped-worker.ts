@@ -16,12 +16,16 @@
  * new isolate's heap, so the host's own heap keeps its size. Spawns that overlap share one
  * window. The cost of the window: a Worker that other code starts while it is open gets
  * V8's default heap size instead of the flag's (windows last milliseconds, and only while
- * one of ours is starting).
+ * one of ours is starting). The flags are read once, at load: from `NODE_OPTIONS` and the
+ * command line (`process.execArgv`, or in a worker thread the OS's record of the process's
+ * command line, Linux `/proc/self/cmdline`); a flag set later with `v8.setFlagsFromString`,
+ * or given on another OS's command line while toolyard runs in a worker thread, is not seen.
  *
  * @module
  */
+import { readFileSync } from 'node:fs'
 import { setFlagsFromString } from 'node:v8'
-import { Worker, type WorkerOptions } from 'node:worker_threads'
+import { isMainThread, Worker, type WorkerOptions } from 'node:worker_threads'
 
 /** The V8 flags that override `resourceLimits`, in both spellings. */
 const OVERRIDING = new Set(['--max-old-space-size', '--max_old_space_size', '--max-heap-size', '--max_heap_size'])
@@ -43,10 +47,45 @@ export function overridingHeapFlags(args: readonly string[]): string[] {
   return [...found].map(([name, value]) => `${name}=${value}`)
 }
 
-/** The flags this process was started with: its `execArgv`, then `NODE_OPTIONS` (which Node reads first, so the command line wins). */
+/**
+ * Node options that take their value as the next argument: a Node command line's options
+ * end at the first argument that is neither an option nor one of these values (the script).
+ */
+const TAKES_VALUE = new Set(['-r', '--require', '--import', '--loader', '--experimental-loader', '-C', '--conditions', '--env-file', '--input-type', '--inspect-port', '--title', '--openssl-config', '--redirect-warnings', '--secure-heap', '--stack-trace-limit', '--max-old-space-size', '--max_old_space_size', '--max-heap-size', '--max_heap_size'])
+
+/**
+ * This process's Node options from its command line as the OS holds it (Linux
+ * `/proc/self/cmdline`), for a worker thread: there `process.execArgv` is the thread's own
+ * (vitest's threads, for one, pass their own list), while V8's flags are the process's.
+ * Empty where the file does not exist or cannot be read.
+ */
+function osCommandLineOptions(): string[] {
+  let args: string[]
+  try {
+    // A process's command line is bounded by the OS (ARG_MAX); read once, at load.
+    args = readFileSync('/proc/self/cmdline', 'utf8').split('\0').slice(1)
+  } catch {
+    return []
+  }
+  const options: string[] = []
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!
+    if (!arg.startsWith('-') || arg === '-' || arg === '--') break
+    options.push(arg)
+    if (TAKES_VALUE.has(arg) && i + 1 < args.length) options.push(args[++i]!)
+    // `-e`/`-p` take the program: what follows are its arguments.
+    if (arg === '-e' || arg === '--eval' || arg === '-p' || arg === '--print') break
+  }
+  return options
+}
+
+/**
+ * The flags this process was started with: `NODE_OPTIONS`, then the command line (which
+ * wins): `process.execArgv` on the main thread, the OS's record of it in a worker thread.
+ */
 function processHeapFlags(): string[] {
   const fromEnv = (process.env.NODE_OPTIONS ?? '').split(/\s+/).filter((arg) => arg !== '')
-  return overridingHeapFlags([...fromEnv, ...process.execArgv])
+  return overridingHeapFlags([...fromEnv, ...(isMainThread ? process.execArgv : osCommandLineOptions())])
 }
 
 const restore = processHeapFlags()

@@ -15,14 +15,18 @@ interface Report {
   after: unknown
 }
 
-/** Runs the fixture in a child Node whose heap flag is `flagMb`, given on the command line or in NODE_OPTIONS. */
-function runWithHeapFlag(flagMb: number, where: 'argv' | 'NODE_OPTIONS'): Report {
+/**
+ * Runs the fixture in a child Node whose heap flag is `flagMb`, given on the command line or
+ * in NODE_OPTIONS; `argv in a thread` measures from a worker thread started with its own
+ * `execArgv` (as vitest's are), which does not list the process's flags.
+ */
+function runWithHeapFlag(flagMb: number, where: 'argv' | 'NODE_OPTIONS' | 'argv in a thread'): Report {
   const flag = `--max-old-space-size=${flagMb}`
-  const child = spawnSync(process.execPath, [...(where === 'argv' ? [flag] : []), '--import', 'tsx', 'test/fixtures/node-runtime/heap-caps.ts'], {
+  const child = spawnSync(process.execPath, [...(where === 'NODE_OPTIONS' ? [] : [flag]), '--import', 'tsx', 'test/fixtures/node-runtime/heap-caps.ts'], {
     cwd: root,
     encoding: 'utf8',
     timeout: 60_000,
-    env: { ...process.env, NODE_OPTIONS: where === 'NODE_OPTIONS' ? flag : '' },
+    env: { ...process.env, NODE_OPTIONS: where === 'NODE_OPTIONS' ? flag : '', HEAP_CAPS_IN_THREAD: where === 'argv in a thread' ? '1' : '' },
   })
   expect(child.signal, child.stderr).toBeNull()
   expect(child.status, child.stderr).toBe(0)
@@ -32,11 +36,11 @@ function runWithHeapFlag(flagMb: number, where: 'argv' | 'NODE_OPTIONS'): Report
 describe('worker heap caps under a process-wide heap flag (nodejs/node#43991)', () => {
   // V8's heap limit of a worker is its old generation plus young generation and code
   // space: a 64 MB cap reads ~112 MB; the flag's 3,000 MB would read ~3,050.
-  it.each(['argv', 'NODE_OPTIONS'] as const)('hold when --max-old-space-size is given in %s, and the flag still holds for the host and other workers', (where) => {
+  it.each(['argv', 'NODE_OPTIONS', 'argv in a thread'] as const)('hold when --max-old-space-size is given in %s, and the flag still holds for the host and other workers', (where) => {
     const report = runWithHeapFlag(3000, where)
     expect(report.overlapping[0]).toBeLessThan(200)
     expect(report.overlapping[1]).toBeLessThan(250)
-    // The window closed: a Worker started afterwards, and the host itself, keep the flag.
+    // The window closed: a Worker started afterwards, and the host (or the thread) itself, keep the flag.
     expect(report.plainAfter).toBeGreaterThanOrEqual(3000)
     expect(report.host).toBeGreaterThanOrEqual(3000)
     // The trusted runtime's memory bomb meets its 64 MB cap, not the 30 s wall ceiling.
