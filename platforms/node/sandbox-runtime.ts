@@ -20,6 +20,18 @@ export type { SandboxRuntime, SandboxRuntimeLoad, SandboxRuntimeOptions } from '
 /** The thread entry, generated next to this file (and copied next to its build). */
 const THREAD_URL = new URL('./_sandbox-thread.mjs', import.meta.url)
 
+/**
+ * The memory the process may use, in MiB, from which the default concurrency is sized: the
+ * machine's, or less where a container limits it (cgroup `memory.max`, which `totalmem()`
+ * does not see: a 1 GiB container on a 64 GiB host would otherwise admit runs for 16 GiB).
+ * `constrained` is `process.constrainedMemory()`: 0, absent, or at least the machine's
+ * when there is no limit (cgroup v1 says "unlimited" with a number near 2^63).
+ */
+export function usableMemoryMb(total: number, constrained: number | undefined): number {
+  const bytes = constrained !== undefined && constrained > 0 && constrained < total ? constrained : total
+  return Math.floor(bytes / (1024 * 1024))
+}
+
 /** A thread's own JavaScript heap: the VM's memory is wasm memory, outside it. */
 const THREAD_HEAP_MB = 64
 
@@ -86,7 +98,7 @@ const platform: SandboxPlatform = {
   spawn: spawnThread,
   loadWasm,
   sharedMemory: true,
-  machine: { cores: availableParallelism(), memoryMb: Math.floor(totalmem() / (1024 * 1024)) },
+  machine: { cores: availableParallelism(), memoryMb: usableMemoryMb(totalmem(), process.constrainedMemory?.()) },
   unrefTimer: (timer) => {
     timer.unref()
   },
