@@ -89,7 +89,7 @@ export default defineConfig({
     exclude: [...configDefaults.exclude, 'test/dist/**', 'test/browser/**', 'test/edge/**', 'test/e2e/**', 'test/workerd/**', 'test/vercel-sdk/**', ...LEFT_OUT, ...EXTRA_LEFT_OUT],
     environment: 'node',
     // TOOLYARD_MUTATION_SKIP_TESTS='regex' skips the cases it names (that file says why).
-    setupFiles: ['test/support/mutation-skip.ts', 'test/support/mutation-coverage.ts'],
+    setupFiles: ['test/support/mutation-skip.ts', 'test/support/mutation-coverage.ts', 'test/support/mutation-timers.ts'],
     // One module graph for all files of a run: a mutant's run then imports src/ once, not once per file.
     isolate: false,
     sequence: { sequencer: FastFirstSequencer },
