@@ -12,7 +12,9 @@
  * Under `npm test` every file runs in its own realm, whose timers end with it.
  *
  * How: the global `setTimeout`, `setInterval` and `setImmediate` are wrapped once, to keep
- * the timers still pending; after each file's own `afterAll` hooks, the ones left are
+ * the timers still pending. After each file's own `afterAll` hooks the timers already due
+ * get their turn (2 ms: a module's "end of this turn" mark, like sliced-delivery.ts's, is
+ * shared by every file and must still be reset by its timer), then the ones left are
  * cleared. vitest's own timers are untouched (it keeps the functions it found at start);
  * timers made while a test's fake timers are installed live in the fake clock, which ends
  * with them.
@@ -24,14 +26,16 @@ type Clear = (handle: unknown) => void
 interface TimerTracking {
   /** Pending timers and how to clear each. */
   readonly pending: Map<unknown, Clear>
+  /** The real `setTimeout`, for the harness's own wait. */
+  readonly wait: (ms: number) => Promise<void>
 }
 
 const KEY = Symbol.for('toolyard.mutation-timers')
 const scope = globalThis as typeof globalThis & { [KEY]?: TimerTracking }
 
 function install(): TimerTracking {
-  const tracking: TimerTracking = { pending: new Map() }
   const { setTimeout: timeout, clearTimeout: clearOne, setInterval: interval, clearInterval: clearEvery, setImmediate: immediate, clearImmediate: clearSoon } = globalThis
+  const tracking: TimerTracking = { pending: new Map(), wait: (ms) => new Promise((resolve) => void timeout(resolve, ms)) }
   const clearTimer: Clear = (handle) => clearOne(handle as Parameters<typeof clearOne>[0])
   const clearRepeating: Clear = (handle) => clearEvery(handle as Parameters<typeof clearEvery>[0])
   const clearImmediateOne: Clear = (handle) => clearSoon(handle as Parameters<typeof clearSoon>[0])
@@ -62,7 +66,8 @@ function install(): TimerTracking {
 // Setup files run again before every file; the wrapping happens once per thread.
 const tracking = (scope[KEY] ??= install())
 
-afterAll(() => {
+afterAll(async () => {
+  await tracking.wait(2)
   for (const [handle, clear] of tracking.pending) clear(handle)
   tracking.pending.clear()
 })
