@@ -51,7 +51,7 @@ export function overridingHeapFlags(args: readonly string[]): string[] {
  * Node options that take their value as the next argument: a Node command line's options
  * end at the first argument that is neither an option nor one of these values (the script).
  */
-const TAKES_VALUE = new Set(['-r', '--require', '--import', '--loader', '--experimental-loader', '-C', '--conditions', '--env-file', '--input-type', '--inspect-port', '--title', '--openssl-config', '--redirect-warnings', '--secure-heap', '--stack-trace-limit', '--max-old-space-size', '--max_old_space_size', '--max-heap-size', '--max_heap_size'])
+const TAKES_VALUE = new Set(['-r', '--require', '--import', '--loader', '--experimental-loader', '-C', '--conditions', '--env-file', '--input-type', '--inspect-port', '--title', '--openssl-config', '--redirect-warnings', '--secure-heap', '--stack-trace-limit', ...OVERRIDING])
 
 /**
  * This process's Node options from its command line as the OS holds it (Linux
