@@ -26,7 +26,7 @@ export default {
   // The machine is shared; two test-runner processes.
   concurrency: 2,
   // The runners need no heap flag: the full dry run's out-of-memory was each file reporting
-  // every earlier file's coverage (test/support/mutation-coverage.ts); peak RSS is now 1.7 GB.
+  // every earlier file's coverage (test/support/mutation-coverage.ts); peak RSS is now 1.7–1.8 GB.
   // A mutant's run may take its tests' initial time × 1.5 + this before it counts as a timeout
   // (several suites wait on worker threads and wall budgets; a loaded machine needs slack).
   timeoutMS: 10_000,
