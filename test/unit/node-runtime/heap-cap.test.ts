@@ -11,7 +11,6 @@ interface Report {
   plainAfter: number
   host: number
   bomb: { kind: string; message: string } | undefined
-  bombMs: number
   after: unknown
 }
 
