@@ -5,15 +5,28 @@
 // beside it, and worker-entry.js (the trusted-code worker runtime's entry). Each runtime's
 // default worker URL is `new URL('./<entry>.js', import.meta.url)`, and the bundled QuickJS
 // looks for its wasm next to the bundle, so placing the files side by side is all the
-// wiring the page needs. `--dev` skips minification.
+// wiring the page needs. `--dev` skips minification. Incremental like the package build:
+// when every input hashes as at the last successful build (demo/dist/.build-stamp.json),
+// nothing is rebuilt; `--force` rebuilds anyway.
 import { build } from 'esbuild'
-import { copyFileSync, mkdirSync, rmSync, statSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, rmSync, statSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
+import { hashInputs, isUpToDate, writeStamp } from './build-stamp.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const out = `${root}demo/dist`
 const dev = process.argv.includes('--dev')
+const stamp = `${out}/.build-stamp.json`
+
+/** What the bundles read: the page, the core, the platforms, the engine, the lock (esbuild, QuickJS's wasm) and this script. */
+const DEMO_INPUTS = ['demo', 'src', 'platforms', 'engine', 'package.json', 'package-lock.json', 'scripts/build-demo.mjs', 'scripts/build-stamp.mjs']
+const OUTPUTS = ['index.html', 'styles.css', 'main.js', 'worker-entry.js', 'sandbox-worker-entry.js', 'emscripten-module.wasm']
+const { hash } = hashInputs(root, DEMO_INPUTS, { skip: ['demo/dist'], extra: [dev ? 'dev' : 'minified'] })
+if (!process.argv.includes('--force') && isUpToDate(stamp, hash) && OUTPUTS.every((file) => existsSync(`${out}/${file}`))) {
+  console.log('demo: up to date (no input changed since the last build; `npm run build:demo -- --force` rebuilds)')
+  process.exit(0)
+}
 
 rmSync(out, { recursive: true, force: true })
 mkdirSync(out, { recursive: true })
@@ -42,6 +55,7 @@ const require = createRequire(import.meta.url)
 copyFileSync(require.resolve('@jitl/quickjs-wasmfile-release-sync/wasm'), `${out}/emscripten-module.wasm`)
 copyFileSync(`${root}demo/playground/index.html`, `${out}/index.html`)
 copyFileSync(`${root}demo/playground/styles.css`, `${out}/styles.css`)
+writeStamp(stamp, hash)
 
 const kb = (file) => `${(statSync(`${out}/${file}`).size / 1024).toFixed(0)} KB`
 console.log(

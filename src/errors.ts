@@ -179,19 +179,48 @@ export class CodeRunFailedError extends ToolError {
 }
 
 /**
- * The error a Code Mode program sees when a `tools.x()` call fails. It carries only
- * the tool's name and a human-readable message: native content and internal codes
- * stay outside the Code contract. The same class is declared in the generated SDK.
+ * The error a Code Mode program sees when a `tools.x()` call fails. It carries the
+ * tool's name, the failure's stable `code` (the native one: `DENIED_BY_GATE`,
+ * `DENIED_BY_APPROVAL`, `INVALID_ARGS`, `TOOL_TIMEOUT`, …) and a human-readable
+ * message; native content stays outside the Code contract. The same class is declared
+ * in the generated SDK.
  */
 export class ToolCallError extends Error {
   /** The tool whose call failed. */
   readonly toolName: string
+  /** Why it failed, as a stable code (`TOOL_FAILED` when the failure carried none). */
+  readonly code: string
 
-  constructor(toolName: string, message: string) {
+  constructor(toolName: string, message: string, code: string = 'TOOL_FAILED') {
     super(message)
     this.name = 'ToolCallError'
     this.toolName = toolName
+    this.code = code
   }
+}
+
+/** Who each denial code names: a program reads "`<tool>` was denied by …". */
+const DENIERS: Readonly<Record<string, string>> = {
+  DENIED_BY_GATE: 'policy',
+  DENIED_BY_GUARD: 'a guard',
+  DENIED_BY_APPROVAL: 'approval',
+}
+
+/**
+ * The {@link ToolCallError} a program gets for a failed sub-call: the native failure's
+ * code, and a message that says a denial was a denial and by what
+ * (`delete_file was denied by policy: deleting is not allowed here`), since a gate's or
+ * guard's reason alone reads like any other failure.
+ */
+export function toolCallErrorOf(toolName: string, error: { readonly message: string; readonly info?: { readonly code: string } }): ToolCallError {
+  const code = error.info?.code ?? 'TOOL_FAILED'
+  const by = Object.hasOwn(DENIERS, code) ? DENIERS[code] : undefined
+  let message = error.message
+  if (by !== undefined && !message.startsWith(`${toolName} was denied`)) {
+    const prefix = `${toolName} was denied by ${by}`
+    message = message === '' || message === `denied by ${by}` ? prefix : `${prefix}: ${message}`
+  }
+  return new ToolCallError(toolName, message, code)
 }
 
 /** An error as plain data, the only form in which errors cross a worker or HTTP boundary. */

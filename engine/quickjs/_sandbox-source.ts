@@ -40,12 +40,15 @@ var __toolyardSandbox = (() => {
 
   // src/errors.ts
   var ToolCallError = class extends Error {
-    constructor(toolName, message) {
+    constructor(toolName, message, code = "TOOL_FAILED") {
       super(message);
       /** The tool whose call failed. */
       __publicField(this, "toolName");
+      /** Why it failed, as a stable code (\`TOOL_FAILED\` when the failure carried none). */
+      __publicField(this, "code");
       this.name = "ToolCallError";
       this.toolName = toolName;
+      this.code = code;
     }
   };
 
@@ -805,7 +808,7 @@ var __toolyardSandbox = (() => {
         if (data.ok === true) entry.resolve(data.value);
         else {
           const message = typeof data.message === "string" ? data.message : "binding call failed";
-          entry.reject(typeof data.toolName === "string" ? new ToolCallError(data.toolName, message) : new Error(message));
+          entry.reject(typeof data.toolName === "string" ? new ToolCallError(data.toolName, message, typeof data.code === "string" ? data.code : void 0) : new Error(message));
         }
       }
     });

@@ -18,10 +18,13 @@ export const WORKER_SOURCE: string = `"use strict";
   var ToolCallError = class extends Error {
     /** The tool whose call failed. */
     toolName;
-    constructor(toolName, message) {
+    /** Why it failed, as a stable code (\`TOOL_FAILED\` when the failure carried none). */
+    code;
+    constructor(toolName, message, code = "TOOL_FAILED") {
       super(message);
       this.name = "ToolCallError";
       this.toolName = toolName;
+      this.code = code;
     }
   };
 
@@ -781,7 +784,7 @@ export const WORKER_SOURCE: string = `"use strict";
         if (data.ok === true) entry.resolve(data.value);
         else {
           const message = typeof data.message === "string" ? data.message : "binding call failed";
-          entry.reject(typeof data.toolName === "string" ? new ToolCallError(data.toolName, message) : new Error(message));
+          entry.reject(typeof data.toolName === "string" ? new ToolCallError(data.toolName, message, typeof data.code === "string" ? data.code : void 0) : new Error(message));
         }
       }
     });

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { CodeRunFailedError, ToolCallError, ToolError } from '../errors.js'
+import { CodeRunFailedError, ToolCallError, ToolError, toolCallErrorOf } from '../errors.js'
 import type { CodeRunFailureKind } from '../errors.js'
 import type { CodeBindingCallOptions, CodeBindingFunction, CodeLogEntry, CodeRunRequest, CodeRunResult } from '../code-runtime/contract.js'
 import type { JsonValue } from '../json/json-value.js'
@@ -178,12 +178,12 @@ class CodeRun {
 
   #binding(name: string): CodeBindingFunction {
     return (args: unknown, options?: CodeBindingCallOptions) => {
-      if (this.#closed) return Promise.reject(new ToolCallError(name, 'the run has settled or was aborted; the call was not dispatched'))
+      if (this.#closed) return Promise.reject(new ToolCallError(name, 'the run has settled or was aborted; the call was not dispatched', 'ABORTED_BEFORE_DISPATCH'))
       let snapshot: JsonValue
       try {
         snapshot = snapshotLosslessJson(args === undefined ? {} : args)
       } catch (error) {
-        return Promise.reject(new ToolCallError(name, `arguments are not lossless JSON: ${messageOf(error)}`))
+        return Promise.reject(new ToolCallError(name, `arguments are not lossless JSON: ${messageOf(error)}`, 'INVALID_ARGS'))
       }
       const exec = this.#exec
       // Numbered by submission; a call a parked run waited on keeps its number when it is made again after a resume.
@@ -210,7 +210,7 @@ class CodeRun {
           this.#flushContexts()
         }
         if (error instanceof ToolCallError) throw error
-        throw new ToolCallError(name, this.#closed ? 'the run ended before the call started; it was not dispatched' : messageOf(error))
+        throw this.#closed ? new ToolCallError(name, 'the run ended before the call started; it was not dispatched', 'ABORTED_BEFORE_DISPATCH') : new ToolCallError(name, messageOf(error))
       })
     }
   }
@@ -267,7 +267,7 @@ class CodeRun {
       // `logDispatch` never throws by contract; an observer's failure never changes the outcome.
     }
     if (result === undefined) throw new ToolCallError(name, messageOf(thrown))
-    if (result.isError) throw new ToolCallError(name, result.error.message)
+    if (result.isError) throw toolCallErrorOf(name, result.error)
     return result.value
   }
 }

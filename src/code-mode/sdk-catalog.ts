@@ -62,6 +62,8 @@ const TYPESCRIPT_CATALOG_BLOCK = `type JsonValue = string | number | boolean | n
 declare class ToolCallError extends Error {
   /** The tool whose call failed (\`catalog.search\` / \`catalog.describe\` when a catalog call fails). */
   readonly toolName: string;
+  /** Why: DENIED_BY_GATE, INVALID_ARGS, TOOL_FAILED, … */
+  readonly code: string;
 }
 
 interface CatalogHit {
@@ -85,9 +87,10 @@ const PYTHON_CATALOG_BLOCK = `from typing import Any, Awaitable, Callable, Typed
 
 
 class ToolCallError(Exception):
-    """A failed tool call: \`tool_name\` names the tool, \`str(error)\` is the message."""
+    """A failed tool call: \`tool_name\` names the tool, \`code\` says why, \`str(error)\` is the message."""
 
     tool_name: str
+    code: str
 
 
 class CatalogHit(TypedDict):

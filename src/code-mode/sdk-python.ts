@@ -293,7 +293,7 @@ function renderPy(schema: unknown, rawMax: unknown, context: PyContext | undefin
         buffers.push([])
         emit(allRequired ? `class ${name}(TypedDict):` : `class ${name}(TypedDict, total=False):`)
         // TypedDict cannot say "and any other keys"; the comment keeps an open object honest.
-        if (open) emit('\n    # May also carry other keys.')
+        if (properties.length > 0 ? shape.explicitlyOpen : open) emit('\n    # May also carry other keys.')
         if (properties.length === 0) emit('\n    pass')
         const sequence: PyTask[] = []
         for (const p of properties) {
@@ -362,9 +362,10 @@ export function renderPythonSdkBlock(tools: readonly SdkToolInput[]): string {
   if (imports.size > 0) out.push(`from typing import ${[...imports].sort().join(', ')}`, '', '')
   for (const declaration of classes) out.push(declaration, '', '')
   out.push('class ToolCallError(Exception):')
-  out.push('    """A failed tool call: `tool_name` names the tool, `str(error)` is the message."""')
+  out.push('    """A failed tool call: `tool_name` names the tool, `code` says why, `str(error)` is the message."""')
   out.push('')
-  out.push('    tool_name: str', '', '')
+  out.push('    tool_name: str')
+  out.push('    code: str', '', '')
   out.push('class Tools:')
   const members = [...methods]
   if (exotic.length > 0) {

@@ -74,8 +74,10 @@ function tsLiteral(value: JsonPrimitive): string {
  * graph renders its back edges as `unknown`). `string`/`number`/`integer`/`boolean`/
  * `null` map to their TS types (`integer` → `number`), `enum`/`const` to literal unions,
  * arrays to `T[]` (`JsonValue[]` without `items`), objects to type literals (`?` for
- * optional properties, quoted non-identifier keys, JSDoc from descriptions; a closed
- * object is exact, an open one gains an index signature), `oneOf` to a union and an
+ * optional properties, quoted non-identifier keys, JSDoc from descriptions; an object
+ * with properties is exact unless it says `additionalProperties: true`, which adds an
+ * index signature; one without properties is `{ [key: string]: JsonValue }`, or
+ * `never`-valued when closed), `oneOf` to a union and an
  * annotation-only node to `JsonValue`. Anything outside the supported subset (`$ref`,
  * `anyOf`, `allOf`, type arrays, schema-valued `additionalProperties`, …) becomes
  * `unknown`.
@@ -170,7 +172,10 @@ function renderTs(schema: unknown, options: JsonSchemaToTsOptions | undefined): 
         break
       }
       case 'object': {
-        const { properties, open } = shape
+        const { properties } = shape
+        // Declared properties are the keys the tool reads: an undeclared key is a typo the
+        // type-check reports, unless the schema opens the object on purpose (docs/code-mode.md).
+        const open = properties.length === 0 ? shape.open : shape.explicitlyOpen
         if (properties.length === 0) {
           out.push(open ? '{ [key: string]: JsonValue }' : '{ [key: string]: never }')
           break
@@ -237,6 +242,8 @@ export function renderTypeScriptSdkBlock(tools: readonly SdkToolInput[]): string
   out.push('declare class ToolCallError extends Error {')
   out.push('  /** The tool whose call failed. */')
   out.push('  readonly toolName: ToolName | string;')
+  out.push('  /** Why: DENIED_BY_GATE, INVALID_ARGS, TOOL_FAILED, … */')
+  out.push('  readonly code: string;')
   out.push('}', '')
 
   out.push('declare const tools: {')

@@ -548,7 +548,8 @@ export class CodeRunSession {
     } catch (error) {
       const data = toErrorData(error)
       const toolName = error instanceof ToolCallError ? error.toolName : undefined
-      this.#reply({ type: 'reply', id, ok: false, message: data.message, ...(toolName === undefined ? {} : { toolName }) })
+      const code = error instanceof ToolCallError ? error.code : undefined
+      this.#reply({ type: 'reply', id, ok: false, message: data.message, ...(toolName === undefined ? {} : { toolName }), ...(code === undefined ? {} : { code }) })
     } finally {
       this.#inflight.delete(id)
       this.#calls.delete(id)

@@ -84,6 +84,8 @@ export interface WireReplyError {
   readonly ok: false
   readonly message: string
   readonly toolName?: string
+  /** The failure's stable code, the program's `ToolCallError.code`. */
+  readonly code?: string
 }
 
 /** Every message the host sends. */

@@ -294,7 +294,7 @@ export type SchemaShape =
   | { readonly kind: 'primitive'; readonly type: 'string' | 'number' | 'integer' | 'boolean' | 'null' }
   | { readonly kind: 'literals'; readonly values: readonly JsonPrimitive[] }
   | { readonly kind: 'array'; readonly items: unknown; readonly hasItems: boolean }
-  | { readonly kind: 'object'; readonly properties: readonly SchemaPropertyShape[]; readonly open: boolean }
+  | { readonly kind: 'object'; readonly properties: readonly SchemaPropertyShape[]; readonly open: boolean; readonly explicitlyOpen: boolean }
   | { readonly kind: 'oneOf'; readonly branches: readonly unknown[] }
 
 const UNSUPPORTED: SchemaShape = Object.freeze({ kind: 'unsupported' })
@@ -354,7 +354,8 @@ function objectShape(node: SchemaNodeReading): SchemaShape {
   for (const name of required) {
     if (!declared.has(name)) properties.push({ name, schema: {}, required: true, deprecated: false })
   }
-  return { kind: 'object', properties, open: node.additionalProperties !== false }
+  // `explicitlyOpen`: the schema says `additionalProperties: true`, so other keys mean something (the SDK renders them).
+  return { kind: 'object', properties, open: node.additionalProperties !== false, explicitlyOpen: node.additionalProperties === true }
 }
 
 function shapeOf(node: SchemaNodeReading): SchemaShape {

@@ -273,6 +273,22 @@ export function describeCodeRuntimeContract(
         expect(v).toEqual([true, true, 'ToolCallError', 'read', 'no such file'])
       })
 
+      it("a ToolCallError's code reaches the program: a denial is told from a failure", async () => {
+        const v = await value(
+          'const out = []\n' +
+            "for (const name of ['del', 'read']) { try { await tools[name]({}) } catch (e) { out.push([e instanceof ToolCallError, e.toolName, e.code, e.message]) } }\n" +
+            'return out',
+          {
+            del: async () => Promise.reject(new ToolCallError('del', 'del was denied by policy: not here', 'DENIED_BY_GATE')),
+            read: async () => Promise.reject(new ToolCallError('read', 'no such file')),
+          },
+        )
+        expect(v).toEqual([
+          [true, 'del', 'DENIED_BY_GATE', 'del was denied by policy: not here'],
+          [true, 'read', 'TOOL_FAILED', 'no such file'],
+        ])
+      })
+
       it('an uncaught binding rejection fails the run as an exception', async () => {
         const result = await run('await tools.fail()', { fail: async () => Promise.reject(new Error('uncaught tool failure')) })
         expect(result.error?.kind).toBe('exception')

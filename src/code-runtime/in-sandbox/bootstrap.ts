@@ -495,7 +495,7 @@ export function startBootstrap(endpoint: WireEndpoint, options: BootstrapOptions
       if (data.ok === true) entry.resolve(data.value)
       else {
         const message = typeof data.message === 'string' ? data.message : 'binding call failed'
-        entry.reject(typeof data.toolName === 'string' ? new ToolCallError(data.toolName, message) : new Error(message))
+        entry.reject(typeof data.toolName === 'string' ? new ToolCallError(data.toolName, message, typeof data.code === 'string' ? data.code : undefined) : new Error(message))
       }
     }
   })

@@ -48,11 +48,11 @@ describe('the SDK within a budget', () => {
   })
 
   it('far too big for names: the namespaces alone', () => {
-    // Half of 10,000 holds the instructions and every namespace, not one name per namespace.
-    const { text, form, fits } = renderToolsSdkWithinBudget(BIG, { maxChars: 10_000 })
+    // Half of 10,400 holds the instructions and every namespace, not one name per namespace.
+    const { text, form, fits } = renderToolsSdkWithinBudget(BIG, { maxChars: 10_400 })
     expect(form).toBe('namespaces')
     expect(fits).toBe(true)
-    expect(text.length).toBeLessThanOrEqual(5_000)
+    expect(text.length).toBeLessThanOrEqual(5_200)
     expect(text).toContain('Namespaces (tool count: main subjects):')
     expect(text.match(/^- \w+_\* \(\d+: [^)]*\)$/gm)).toHaveLength(20)
     expect(text).not.toMatch(/storage_(get|list|delete)_/)

@@ -98,7 +98,7 @@ describe('run_code bridge (in-process runtime)', () => {
     }
   })
 
-  it('rejects a failed call with ToolCallError carrying only toolName and message', async () => {
+  it('rejects a failed call with ToolCallError carrying toolName, message and the failure\'s code', async () => {
     const { outcome } = await runCode(
       { fail: { run: () => ({ error: 'disk on fire', code: 'TOOL_FAILED' }) } },
       `try { await tools.fail({}) } catch (e) {
@@ -107,7 +107,7 @@ describe('run_code bridge (in-process runtime)', () => {
     )
     expect(outcome).toEqual({
       ok: true,
-      value: { logs: [], result: { isToolCallError: true, name: 'ToolCallError', toolName: 'fail', message: 'disk on fire', code: null } },
+      value: { logs: [], result: { isToolCallError: true, name: 'ToolCallError', toolName: 'fail', message: 'disk on fire', code: 'TOOL_FAILED' } },
     })
   })
 

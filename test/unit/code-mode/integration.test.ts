@@ -126,7 +126,7 @@ describe('run_code on real workers through the real registry', () => {
     expect(seen).toEqual([{}])
   })
 
-  it('rejects failures and denials with ToolCallError (toolName + message only)', async () => {
+  it('rejects failures and denials with ToolCallError (toolName, code, and a message that names a denial)', async () => {
     const { tools, run, settles } = setup()
     tools.register(
       defineTool({
@@ -160,12 +160,12 @@ describe('run_code on real workers through the real registry', () => {
     expect(valueOf(result)).toEqual({
       logs: [],
       result: [
-        { isToolCallError: true, name: 'ToolCallError', toolName: 'explode', message: 'disk on fire', code: null },
-        { isToolCallError: true, name: 'ToolCallError', toolName: 'secret', message: 'secret is off limits', code: null },
-        { isToolCallError: true, name: 'ToolCallError', toolName: 'secret', message: 'secret is off limits', code: null },
+        { isToolCallError: true, name: 'ToolCallError', toolName: 'explode', message: 'disk on fire', code: 'TOOL_FAILED' },
+        { isToolCallError: true, name: 'ToolCallError', toolName: 'secret', message: 'secret was denied by a guard: secret is off limits', code: 'DENIED_BY_GUARD' },
+        { isToolCallError: true, name: 'ToolCallError', toolName: 'secret', message: 'secret was denied by a guard: secret is off limits', code: 'DENIED_BY_GUARD' },
       ],
     })
-    // The session log keeps the native content and the code; the program saw neither.
+    // The session log keeps the native content and the code; the program saw the code, not the content.
     expect(settles().map((e) => [e.name, e.isError, e.error?.code])).toEqual([
       ['explode', true, 'TOOL_FAILED'],
       ['secret', true, 'DENIED_BY_GUARD'],

@@ -413,11 +413,11 @@ describe('CodeRunSession: binding calls', () => {
     s.send(call(4, 'missing'))
     await s.session.bindingsSettled()
     await turn()
-    // Exactly these keys: no toolName key unless the binding threw a ToolCallError.
+    // Exactly these keys: no toolName or code key unless the binding threw a ToolCallError.
     expect(s.posted.slice(1)).toStrictEqual([
       { type: 'reply', id: 4, ok: false, message: 'unknown binding tools["missing"]' },
       { type: 'reply', id: 1, ok: true, value: { got: { x: 1 } } },
-      { type: 'reply', id: 2, ok: false, message: 'denied', toolName: 'inner' },
+      { type: 'reply', id: 2, ok: false, message: 'denied', toolName: 'inner', code: 'TOOL_FAILED' },
       { type: 'reply', id: 3, ok: false, message: 'plain' },
     ])
     expect(seen[0]!.signal).toBe(s.session.signal)

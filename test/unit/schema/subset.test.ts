@@ -204,6 +204,7 @@ describe('classifySchemaNode', () => {
     ).toEqual({
       kind: 'object',
       open: true,
+      explicitlyOpen: false,
       properties: [
         { name: 'a', schema: { type: 'string', description: 'd', deprecated: true }, required: false, deprecated: true, description: 'd' },
         { name: 'b', schema: { description: 5, deprecated: 'yes' }, required: true, deprecated: false },
@@ -211,8 +212,8 @@ describe('classifySchemaNode', () => {
         { name: 'x', schema: {}, required: true, deprecated: false },
       ],
     })
-    expect(classifySchemaNode({ type: 'object', additionalProperties: false })).toEqual({ kind: 'object', properties: [], open: false })
-    expect(classifySchemaNode({ type: 'object', additionalProperties: true })).toEqual({ kind: 'object', properties: [], open: true })
+    expect(classifySchemaNode({ type: 'object', additionalProperties: false })).toEqual({ kind: 'object', properties: [], open: false, explicitlyOpen: false })
+    expect(classifySchemaNode({ type: 'object', additionalProperties: true })).toEqual({ kind: 'object', properties: [], open: true, explicitlyOpen: true })
     const inherited = Object.create({ description: 'inherited' }) as object
     const shape = classifySchemaNode({ type: 'object', properties: { p: inherited } })
     expect(shape.kind === 'object' && Object.hasOwn(shape.properties[0]!, 'description')).toBe(false)

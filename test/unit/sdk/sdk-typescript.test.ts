@@ -43,8 +43,13 @@ describe('jsonSchemaToTs: the codegen table', () => {
     ['closed object without properties', { type: 'object', additionalProperties: false }, '{ [key: string]: never }'],
     ['closed object', obj({ a: { type: 'string' }, b: { type: 'number' } }, ['a']), '{\n  a: string;\n  b?: number;\n}'],
     [
-      'open object gets an index signature',
+      'an object open by default (no additionalProperties) is exact: an undeclared key is a typo the check reports',
       { type: 'object', properties: { a: { type: 'string' } }, required: ['a'] },
+      '{\n  a: string;\n}',
+    ],
+    [
+      'an object opened on purpose (additionalProperties: true) gets an index signature',
+      { type: 'object', properties: { a: { type: 'string' } }, required: ['a'], additionalProperties: true },
       '{\n  a: string;\n  [key: string]: unknown;\n}',
     ],
     ['required name without a property schema', { type: 'object', required: ['x'], additionalProperties: false }, '{\n  x: JsonValue;\n}'],
@@ -224,7 +229,10 @@ describe('renderTypeScriptSdkBlock', () => {
     expect(at('interface ToolArgsMap {')).toBeGreaterThan(0)
     expect(at('interface ToolOutputMap {')).toBeGreaterThan(at('interface ToolArgsMap {'))
     expect(at('type ToolName = keyof ToolArgsMap;')).toBeGreaterThan(at('interface ToolOutputMap {'))
-    expect(text).toContain('declare class ToolCallError extends Error {\n  /** The tool whose call failed. */\n  readonly toolName: ToolName | string;\n}')
+    expect(text).toContain(
+      'declare class ToolCallError extends Error {\n  /** The tool whose call failed. */\n  readonly toolName: ToolName | string;\n' +
+        '  /** Why: DENIED_BY_GATE, INVALID_ARGS, TOOL_FAILED, … */\n  readonly code: string;\n}',
+    )
     expect(at('declare const tools: {')).toBeGreaterThan(at('declare class ToolCallError'))
   })
 

@@ -125,7 +125,6 @@ interface ToolArgsMap {
   "no_args": { [key: string]: JsonValue };
   "ping": {
     verbose?: boolean;
-    [key: string]: unknown;
   };
   "search": {
     /** What to look for. */
@@ -156,7 +155,6 @@ interface ToolOutputMap {
     hits: {
       id: string;
       score?: number;
-      [key: string]: unknown;
     }[];
     total?: number;
     tags?: ("a" | "b")[];
@@ -172,6 +170,8 @@ type ToolName = keyof ToolArgsMap;
 declare class ToolCallError extends Error {
   /** The tool whose call failed. */
   readonly toolName: ToolName | string;
+  /** Why: DENIED_BY_GATE, INVALID_ARGS, TOOL_FAILED, … */
+  readonly code: string;
 }
 
 declare const tools: {
@@ -219,12 +219,10 @@ class FetchUrlOutputItem(TypedDict):
 
 
 class PingArgs(TypedDict, total=False):
-    # May also carry other keys.
     verbose: bool
 
 
 class SearchOutputHitsItem(TypedDict, total=False):
-    # May also carry other keys.
     id: Required[str]
     score: float
 
@@ -243,9 +241,10 @@ class SearchOutput(TypedDict, total=False):
 
 
 class ToolCallError(Exception):
-    """A failed tool call: \`tool_name\` names the tool, \`str(error)\` is the message."""
+    """A failed tool call: \`tool_name\` names the tool, \`code\` says why, \`str(error)\` is the message."""
 
     tool_name: str
+    code: str
 
 
 class Tools:
