@@ -42,7 +42,10 @@ export {
 } from './approvals/index.js'
 export {
   DEFAULT_APPROVAL_RENDER_BYTES,
+  DEFAULT_PREVIEW_RENDER_BYTES,
+  PREVIEW_TIMEOUT_MS,
   renderApprovalArguments,
+  renderApprovalPreview,
   type ApprovalRenderOptions,
   type ApprovalRenderTool,
   type RenderedApprovalArguments,

@@ -131,6 +131,23 @@ export interface ToolDefinition<Args = JsonObject, Value extends JsonValue = Jso
    * `UNKNOWN_TOOL` and a hint to call it from `run_code`). Validated at registration.
    */
   readonly callers?: readonly ToolCaller[]
+  /**
+   * What a call will do, for the person asked to approve it (a diff, "overwrites 12
+   * lines"): called only when the call asks, after its arguments validated, with the
+   * call's signal. Bounded by the registry: a throw, a non-string or no answer within
+   * `PREVIEW_TIMEOUT_MS` shows "preview unavailable: <reason>"; the text is shown through
+   * `renderApprovalPreview` (escaped, at most 4,096 bytes, a cut said). docs/approvals.md, "Previews".
+   */
+  preview?(args: Args, ctx: ToolPreviewContext): string | Promise<string>
+}
+
+/** What a tool's `preview` receives besides the arguments. */
+export interface ToolPreviewContext {
+  /** Aborted when the call is cancelled or the preview's time is up: stop reading then. */
+  readonly signal: AbortSignal
+  readonly callId: string
+  readonly name: string
+  readonly agent?: ScopeKey
 }
 
 /** A definition with its argument and value types erased, as the registry stores it. */
@@ -306,6 +323,12 @@ export interface ApprovalRequest {
   readonly kind?: 'call' | 'plan'
   /** For a `'plan'` request: the program and its planned calls. */
   readonly plan?: ApprovalPlan
+  /**
+   * What the call will do, from the tool's `preview`, already rendered
+   * (`renderApprovalPreview`: escaped, bounded, a cut said), or `preview unavailable: <reason>`.
+   * Absent when the tool has no preview.
+   */
+  readonly preview?: string
 }
 
 /** What a plan request shows: the program, its static calls, and why each asking tool asks. */

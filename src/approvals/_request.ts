@@ -9,7 +9,7 @@ import type { DurableStore } from '../durable/store.js'
 import { ToolError } from '../errors.js'
 import { snapshotLosslessJson } from '../json/lossless.js'
 import type { ApprovalPlan } from '../types.js'
-import { renderApprovalArguments } from './render.js'
+import { renderApprovalArguments, renderApprovalPreview } from './render.js'
 import { renderApprovalPlan } from './render-plan.js'
 import type {
   StoredApprovalBrokerOptions,
@@ -144,6 +144,9 @@ export function readRequest(request: unknown): { readonly fields: RequestFields;
   const args = snapshotLosslessJson((execution as { arguments?: unknown }).arguments)
   if (kind !== undefined && kind !== 'call' && kind !== 'plan') throw new TypeError('kind must be call or plan')
   const plan = kind === 'plan' ? readPlan((request as { plan?: unknown }).plan) : undefined
+  const previewed = Object.getOwnPropertyDescriptor(request, 'preview')
+  // Rendered again: the handler is public, so a caller's preview is bounded and escaped here too.
+  const preview = previewed === undefined ? undefined : renderApprovalPreview('value' in previewed ? previewed.value : undefined)
   const fields: RequestFields = {
     callId,
     ...(parentCallId === undefined ? {} : { parentCallId }),
@@ -155,6 +158,7 @@ export function readRequest(request: unknown): { readonly fields: RequestFields;
     // The one rendering every surface shows (docs/approvals.md "What a person sees").
     summary: plan === undefined ? renderApprovalArguments({ name, parameters }, args).text : renderApprovalPlan(plan),
     ...(plan === undefined ? {} : { plan: pendingPlan(plan) }),
+    ...(preview === undefined ? {} : { preview }),
     ...(reason === undefined ? {} : { reason }),
   }
   return { fields, signal }

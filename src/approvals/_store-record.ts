@@ -170,7 +170,10 @@ const isTime = (value: unknown): value is number => Number.isSafeInteger(value) 
 const isCount = isTime
 const optionalString = (value: unknown): boolean => value === undefined || typeof value === 'string'
 
-const APPROVAL_KEYS = new Set(['id', 'callId', 'parentCallId', 'agent', 'kind', 'name', 'arguments', 'argumentsOmitted', 'summary', 'plan', 'reason', 'requestedAt', 'expiresAt'])
+/** A rendered preview is at most 4,096 UTF-8 bytes: never more characters than that. */
+const MAX_STORED_PREVIEW_CHARS = 4096
+
+const APPROVAL_KEYS = new Set(['id', 'callId', 'parentCallId', 'agent', 'kind', 'name', 'arguments', 'argumentsOmitted', 'summary', 'preview', 'plan', 'reason', 'requestedAt', 'expiresAt'])
 const PLAN_KEYS = new Set(['codeLength', 'calls', 'moreCalls', 'asking', 'dynamic'])
 
 function readPlan(value: unknown): PendingPlan | undefined {
@@ -198,6 +201,8 @@ function readApproval(value: unknown, hash: string): PendingApproval | undefined
   if (typeof id !== 'string' || hashOfId(id) !== hash) return undefined
   if (typeof callId !== 'string' || typeof name !== 'string' || typeof summary !== 'string') return undefined
   if (!optionalString(parentCallId) || !optionalString(agent) || !optionalString(reason)) return undefined
+  const preview = value.preview
+  if (preview !== undefined && (typeof preview !== 'string' || preview.length > MAX_STORED_PREVIEW_CHARS)) return undefined
   if (kind !== 'call' && kind !== 'plan') return undefined
   if (!isTime(requestedAt) || !isTime(expiresAt) || expiresAt < requestedAt) return undefined
   if (argumentsOmitted !== undefined && (argumentsOmitted !== true || value.arguments !== null)) return undefined
@@ -215,6 +220,7 @@ function readApproval(value: unknown, hash: string): PendingApproval | undefined
     arguments: args as JsonValue,
     ...(argumentsOmitted === true ? { argumentsOmitted: true as const } : {}),
     summary,
+    ...(preview === undefined ? {} : { preview }),
     ...(plan === undefined ? {} : { plan }),
     ...(reason === undefined ? {} : { reason: reason as string }),
     requestedAt,

@@ -15,9 +15,12 @@ export {
 } from './broker.js'
 export { renderApprovalPlan } from './render-plan.js'
 export { MAX_APPROVAL_REASON_LENGTH } from './decision.js'
+export { PREVIEW_TIMEOUT_MS } from './preview.js'
 export {
   DEFAULT_APPROVAL_RENDER_BYTES,
+  DEFAULT_PREVIEW_RENDER_BYTES,
   renderApprovalArguments,
+  renderApprovalPreview,
   undeclaredArgumentPaths,
   type ApprovalRenderOptions,
   type ApprovalRenderTool,

@@ -391,3 +391,69 @@ export function undeclaredArgumentPaths(parameters: unknown, args: unknown, limi
   }
   return Object.freeze(found.slice(0, limit))
 }
+
+/** The default byte budget of a rendered preview (`renderApprovalPreview`). */
+export const DEFAULT_PREVIEW_RENDER_BYTES = 4096
+/** Characters of one preview line shown before the rest of the line is counted. */
+const PREVIEW_LINE_CHARS = 300
+/** What every unavailable preview starts with. */
+export const PREVIEW_UNAVAILABLE = 'preview unavailable: '
+
+// As UNSAFE, but a preview is multi-line text, not a quoted value: newlines split it and
+// tabs stay; quotes and backslashes are the text's own (an escape is shown as ⟨U+XXXX⟩,
+// which no escaping of the text could be confused with).
+// eslint-disable-next-line no-control-regex
+const PREVIEW_UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g
+
+function showPreviewChar(ch: string): string {
+  return `⟨U+${ch.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}⟩`
+}
+
+/** `preview unavailable: <reason>`, the reason escaped and bounded (it may quote an error of the tool's). */
+export function previewUnavailable(reason: string): string {
+  const line = reason.replace(/\r?\n/g, ' ').replace(PREVIEW_UNSAFE, showPreviewChar)
+  return `${PREVIEW_UNAVAILABLE}${line.length > PREVIEW_LINE_CHARS ? `${headOf(line, PREVIEW_LINE_CHARS)}…` : line}`
+}
+
+/**
+ * Renders what a tool's `preview` said a call will do, for the person who approves it:
+ * line by line, control, bidi and zero-width characters shown as `⟨U+XXXX⟩`, a line over
+ * 300 characters cut with the count of what is left out, at most `maxBytes` UTF-8 bytes
+ * (default {@link DEFAULT_PREVIEW_RENDER_BYTES}, at least 512). A cut is never silent:
+ * the last line says how many lines and characters were not shown. Anything but a
+ * string renders as `preview unavailable: …`. Work is bounded by the bytes shown (the
+ * rest is counted, not walked). Never throws; idempotent on its own output.
+ *
+ * @example
+ * ```ts
+ * renderApprovalPreview('overwrites README.md: 10 lines → 2 lines\n--- a/README.md\n+++ b/README.md\n…')
+ * ```
+ */
+export function renderApprovalPreview(preview: unknown, options?: ApprovalRenderOptions): string {
+  if (typeof preview !== 'string') return previewUnavailable(`the tool's preview answered ${preview === null ? 'null' : typeof preview}, not text`)
+  const maxBytes = readMaxBytes({ maxBytes: options?.maxBytes ?? DEFAULT_PREVIEW_RENDER_BYTES })
+  const lines: string[] = []
+  let bytes = 0
+  let position = 0
+  // Where the text can still be cut with room for the note that says so.
+  let cut = { lines: 0, position: 0 }
+  while (position < preview.length) {
+    const newline = preview.indexOf('\n', position)
+    const end = newline === -1 ? preview.length : newline
+    const raw = preview.slice(position, Math.min(end, position + PREVIEW_LINE_CHARS)).replace(/\r$/, '')
+    const hidden = end - position - PREVIEW_LINE_CHARS
+    const shown = raw.replace(PREVIEW_UNSAFE, showPreviewChar) + (hidden > 0 ? ` … [${hidden} more characters of this line not shown]` : '')
+    bytes += utf8Bytes(shown) + (lines.length === 0 ? 0 : 1)
+    if (bytes > maxBytes) break
+    lines.push(shown)
+    position = newline === -1 ? preview.length : newline + 1
+    if (bytes <= maxBytes - MARKER_BYTES) cut = { lines: lines.length, position }
+  }
+  // Everything fits: shown whole (so rendering the output again changes nothing).
+  if (position >= preview.length) return lines.join('\n')
+  lines.length = cut.lines
+  let more = 1
+  for (let at = preview.indexOf('\n', cut.position); at !== -1 && at < preview.length - 1; at = preview.indexOf('\n', at + 1)) more++
+  lines.push(`… preview cut: ${more} more line${more === 1 ? '' : 's'} (${preview.length - cut.position} characters) not shown (the prompt's budget of ${maxBytes} bytes)`)
+  return lines.join('\n')
+}

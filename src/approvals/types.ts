@@ -92,6 +92,13 @@ export interface PendingApproval {
    * keys flagged and listed last; at most 4,096 UTF-8 bytes. Show this, not `arguments`.
    */
   readonly summary: string
+  /**
+   * What the call will do, from the tool's `preview` (a diff, "overwrites 12 lines"),
+   * rendered by `renderApprovalPreview`: escaped, at most 4,096 UTF-8 bytes, a cut said;
+   * or `preview unavailable: <reason>`. Absent when the tool has no preview. Show it
+   * beside `summary`: the summary says what the call asks, the preview what it changes.
+   */
+  readonly preview?: string
   /** For a plan: the planned calls (name, line) and each asking tool's reason. The program itself is in `summary`, bounded. */
   readonly plan?: PendingPlan
   /** Why the gate asked (the `ask` decision's reason), when it gave one. */

@@ -19,7 +19,7 @@
  *
  * @module
  */
-import { renderApprovalArguments } from '../approvals/render.js'
+import { renderApprovalArguments, renderApprovalPreview } from '../approvals/render.js'
 import { renderApprovalPlan } from '../approvals/render-plan.js'
 import { ToolError } from '../errors.js'
 import type { ApprovalHandler, ApprovalRequest } from '../types.js'
@@ -67,7 +67,7 @@ interface Pending {
  * A question, as the elicitation's message shows it to a person: the arguments as the
  * shared approval renderer shows them on every surface (declared parameters in schema
  * order, long values as length + head + tail, undeclared keys flagged), never a prefix
- * of the caller's JSON.
+ * of the caller's JSON; then the tool's preview of the call's effect, when it has one.
  */
 export function questionText(request: ApprovalRequest): string {
   const { name, arguments: args } = request.execution
@@ -75,7 +75,9 @@ export function questionText(request: ApprovalRequest): string {
   if (request.kind === 'plan' && request.plan !== undefined) return `Allow this program to run (${request.reason ?? 'it calls tools that ask'})?\n${renderApprovalPlan(request.plan)}`
   const why = request.reason === undefined || request.reason === '' ? '' : ` (${request.reason})`
   const rendered = renderApprovalArguments({ name, parameters: request.parameters }, args)
-  return `Allow the tool call ${name}${why}?\nArguments:\n${rendered.text}`
+  // What the call will do, from the tool (already rendered by the registry; rendered again: the handler is public).
+  const effect = request.preview === undefined ? '' : `\nWhat it will do:\n${renderApprovalPreview(request.preview)}`
+  return `Allow the tool call ${name}${why}?\nArguments:\n${rendered.text}${effect}`
 }
 
 function denied(message: string): ToolError {

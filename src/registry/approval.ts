@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { previewOfCall } from '../approvals/preview.js'
 import { undeclaredArgumentPaths } from '../approvals/render.js'
 import { ToolError } from '../errors.js'
 import type { ApprovalDecisionEvent, ApprovalOutcome, ApprovalRequestEvent, SessionLogEvent } from '../runtime-types.js'
@@ -138,8 +139,11 @@ export async function approve(call: PipelineCall, reason: string | undefined): P
   if (handler === undefined) return failure('DENIED_BY_APPROVAL', `${execution.name} was denied by policy: it needs approval${why} and no approval handler is configured`)
   // Stryker disable next-line OptionalChaining: the resolve stage ends a call whose tool is unknown, so an asking call always has its registration
   const parameters = call.registered?.definition.parameters
+  // What the call will do, from the tool itself (bounded in time and bytes; never blocks the request).
+  const preview = await previewOfCall(call.registered?.definition, execution, call.life.signal())
   const request: ApprovalRequest = Object.freeze({
     execution,
+    ...(preview === undefined ? {} : { preview }),
     // Stryker disable next-line ConditionalExpression: a registration's parameters are always a detached { type: 'object' } schema (tool-definition.ts), never undefined
     ...(parameters === undefined ? {} : { parameters }),
     ...(reason === undefined ? {} : { reason }),

@@ -17,6 +17,7 @@ import type {
   ToolDefinition,
   ToolExecution,
   ToolExecutionResult,
+  ToolPreviewContext,
   ToolResultRecord,
   ToolRunContext,
 } from '../types.js'
@@ -64,6 +65,14 @@ export interface ToolSpec<P extends ParameterSchemaSpec, O extends ValueSchemaSp
    * (only Code Mode programs, never a wire tool) or both (the default).
    */
   readonly callers?: readonly ToolCaller[]
+  /**
+   * What a call will do, shown to the person asked to approve it (e.g. a diff against the
+   * current file): called only when the call asks, with its validated arguments and a
+   * signal that aborts when the call is cancelled or the preview's time is up. Return
+   * text (or a promise of it); the registry bounds it in time and bytes, and a throw
+   * shows "preview unavailable: <reason>" (docs/approvals.md, "Previews").
+   */
+  preview?(args: InferArgs<P>, ctx: ToolPreviewContext): string | Promise<string>
 }
 
 /** The definition `defineTool()` returns. `Value` is the inferred output type, as JSON. */
@@ -149,6 +158,7 @@ type LooseToolSpec = ToolSpec<ParameterSchemaSpec, ValueSchemaSpec> & {
   presentCall?(args: LooseArgs | undefined, rawArgs: JsonValue): ToolCallView | undefined
   presentResult?(args: LooseArgs | undefined, result: ToolResultRecord, rawArgs: JsonValue): ToolResultView | undefined
   isConcurrencySafe?(args: LooseArgs): boolean
+  preview?(args: LooseArgs, ctx: ToolPreviewContext): string | Promise<string>
 }
 
 function buildDefinition(spec: LooseToolSpec): ToolDefinition<LooseArgs, JsonValue> {
@@ -162,6 +172,7 @@ function buildDefinition(spec: LooseToolSpec): ToolDefinition<LooseArgs, JsonVal
   const presentCall = members.functions.presentCall as LooseToolSpec['presentCall']
   const presentResult = members.functions.presentResult as LooseToolSpec['presentResult']
   const isConcurrencySafe = members.functions.isConcurrencySafe as LooseToolSpec['isConcurrencySafe']
+  const preview = members.functions.preview as LooseToolSpec['preview']
   const parameterSpec = members.parameters
   const outputSpec = members.outputSchema
 
@@ -232,6 +243,8 @@ function buildDefinition(spec: LooseToolSpec): ToolDefinition<LooseArgs, JsonVal
             }
           },
         }),
+    // Strict: a preview only ever sees arguments that would reach the body.
+    ...(preview === undefined ? {} : { preview: (args: Args, ctx: ToolPreviewContext) => preview.call(spec, strict(args), ctx) }),
     ...(timeoutMs === undefined ? {} : { timeoutMs }),
     ...(idempotent ? { idempotent } : {}),
     ...(callers === undefined ? {} : { callers }),

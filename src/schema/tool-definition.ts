@@ -24,6 +24,7 @@ const OPTIONAL_FUNCTIONS = [
   'presentCall',
   'presentResult',
   'isConcurrencySafe',
+  'preview',
 ] as const
 
 type OptionalFunctionName = (typeof OPTIONAL_FUNCTIONS)[number]
@@ -126,7 +127,7 @@ export function allowsCaller(tool: { readonly callers?: readonly ToolCaller[] },
  * Reads and checks every member of a definition. Throws `ToolError('INVALID_DEFINITION')`
  * naming the first bad member: not an object, no name, a non-string description, a
  * missing output declaration, `render` or `output.schema`, a non-function `execute` or
- * optional callback, a `timeoutMs` that is not a positive finite number, `callers` that
+ * optional callback (`preview` included), a `timeoutMs` that is not a positive finite number, `callers` that
  * is not a non-empty array of distinct `'native'` / `'code'`, an accessor.
  */
 export function readToolDefinition(input: unknown): DefinitionMembers {
