@@ -140,7 +140,9 @@ export async function approve(call: PipelineCall, reason: string | undefined): P
   // Stryker disable next-line OptionalChaining: the resolve stage ends a call whose tool is unknown, so an asking call always has its registration
   const parameters = call.registered?.definition.parameters
   // What the call will do, from the tool itself (bounded in time and bytes; never blocks the request).
-  const preview = await previewOfCall(call.registered?.definition, execution, call.life.signal())
+  const definition = call.registered?.definition
+  // Stryker disable next-line ConditionalExpression: only skips an await (a tool without a preview gets undefined either way)
+  const preview = definition?.preview === undefined ? undefined : await previewOfCall(definition, execution, call.life.signal())
   const request: ApprovalRequest = Object.freeze({
     execution,
     ...(preview === undefined ? {} : { preview }),
