@@ -108,7 +108,8 @@ export function serveSandboxThread(channel: SandboxThreadChannel, variant: Quick
     // The host session enforces the wall ceiling (and may hold it while a person decides); the thread's clock runs.
     // The VM checks its own compute against the whole budget; the strip time it does not
     // see is in the busy figure the host meters (where memory is shared), which ends the run first.
-    const vm: VmRun = new VmRun(acquire, { computeMs: command.computeMs, memoryMb }, {
+    const limits = { computeMs: command.computeMs, memoryMb, ...(command.replayMs === undefined ? {} : { replayMs: command.replayMs }) }
+    const vm: VmRun = new VmRun(acquire, limits, {
       output: (json) => {
         // Past the VM's own check only a program that broke its bootstrap gets here: end its run.
         if (json.length > MAX_VM_MESSAGE_CHARS) vm.fail('exception', `a message from the program took ${Math.ceil(json.length / 1024 / 1024)} MiB; at most ${MAX_VM_MESSAGE_CHARS / 1024 / 1024} MiB go to the host at once`)

@@ -17,7 +17,7 @@ import { scanJsonText } from '../../src/json/scan.js'
 import { toErrorData } from '../../src/errors.js'
 import type { NondeterministicOp, QuickJsSandbox } from './engine.js'
 import { directDeliver, directHostCalls } from './host-calls.js'
-import { callKey, journalChars, MAX_JOURNAL_CHARS, newJournal, READ_CODES } from '../../src/code-runtime/journal.js'
+import { callKey, journalChars, MAX_JOURNAL_CHARS, newJournal, READ_CODES, replayBudgetMessage } from '../../src/code-runtime/journal.js'
 import type { ParkedVm, RunJournal } from '../../src/code-runtime/journal.js'
 
 /**
@@ -40,6 +40,11 @@ export interface VmRunLimits {
    * enforces it (a sandbox thread's host, whose clock runs).
    */
   readonly maxWallMs?: number
+  /**
+   * While resuming: the most compute the replay of the journal may take (what is left of
+   * the run's `maxReplayMs`); past it the run ends as a `timeout` naming `maxReplayMs`.
+   */
+  readonly replayMs?: number
 }
 
 /** Where a run reports what the VM does. */
@@ -280,9 +285,13 @@ export class VmRun {
     }
     this.#interrupts++
     const compute = this.computeMs()
-    const { computeMs, maxWallMs } = this.#limits
+    const { computeMs, maxWallMs, replayMs } = this.#limits
     if (compute >= computeMs) {
       this.#fail('timeout', `compute budget of ${computeMs} ms exhausted`)
+      return true
+    }
+    if (this.#replay !== undefined && replayMs !== undefined && compute >= replayMs) {
+      this.#fail('timeout', replayBudgetMessage(replayMs))
       return true
     }
     if (maxWallMs === undefined) return false

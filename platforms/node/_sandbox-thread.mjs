@@ -6,6 +6,10 @@ import defaultVariant from "@jitl/quickjs-wasmfile-release-sync";
 
 // src/code-runtime/journal.ts
 var MAX_JOURNAL_CHARS = 4 * 1024 * 1024;
+function replayBudgetMessage(leftMs, expectedMs) {
+  const left = Math.max(0, Math.round(leftMs));
+  return expectedMs === void 0 ? `replay budget exhausted: replaying the parked run's journal took more than the ${left} ms of maxReplayMs it had left` : `replay budget exhausted: resuming would replay about ${Math.round(expectedMs)} ms of the run's compute, and ${left} ms of maxReplayMs are left`;
+}
 var READ_CODES = { now: "n", date: "d", rand: "r", random: "b" };
 function newJournal() {
   return { inputs: [], reads: [], ops: "", calls: [] };
@@ -1120,9 +1124,13 @@ var VmRun = class {
     }
     this.#interrupts++;
     const compute = this.computeMs();
-    const { computeMs, maxWallMs } = this.#limits;
+    const { computeMs, maxWallMs, replayMs } = this.#limits;
     if (compute >= computeMs) {
       this.#fail("timeout", `compute budget of ${computeMs} ms exhausted`);
+      return true;
+    }
+    if (this.#replay !== void 0 && replayMs !== void 0 && compute >= replayMs) {
+      this.#fail("timeout", replayBudgetMessage(replayMs));
       return true;
     }
     if (maxWallMs === void 0) return false;
@@ -1375,7 +1383,8 @@ function serveSandboxThread(channel, variant2) {
       channel.post({ type: "failed", run: id, kind: "timeout", message: `compute budget of ${command.computeMs} ms exhausted` });
       return;
     }
-    const vm = new VmRun(acquire, { computeMs: command.computeMs, memoryMb }, {
+    const limits = { computeMs: command.computeMs, memoryMb, ...command.replayMs === void 0 ? {} : { replayMs: command.replayMs } };
+    const vm = new VmRun(acquire, limits, {
       output: (json) => {
         if (json.length > MAX_VM_MESSAGE_CHARS) vm.fail("exception", `a message from the program took ${Math.ceil(json.length / 1024 / 1024)} MiB; at most ${MAX_VM_MESSAGE_CHARS / 1024 / 1024} MiB go to the host at once`);
         else channel.post(json);

@@ -34,7 +34,7 @@ import type { PreparedRun } from '../../src/code-runtime/host-session.js'
 import { JsonWireEndpoint } from '../../src/code-runtime/json-endpoint.js'
 import { checkOptionsObject, CODE_RUN_LIMIT_KEYS, integerOption, MAX_TIMER_MS, readCodeRunLimits } from '../../src/code-runtime/limits.js'
 import type { ParkedVm } from '../../src/code-runtime/contract.js'
-import { journalChars } from '../../src/code-runtime/journal.js'
+import { journalChars, replayBudgetMessage } from '../../src/code-runtime/journal.js'
 import type { CodeRunLimits } from '../../src/code-runtime/limits.js'
 import { RunLifecycle } from '../../src/code-runtime/run-lifecycle.js'
 import { stripTypeScript } from '../../src/code-runtime/strip.js'
@@ -109,6 +109,13 @@ export interface QuickJsRuntimeOptions {
   readonly parking?: boolean
   /** Host memory all parked runs' journals may hold together (2 bytes a UTF-16 unit); a run that does not fit keeps its VM. 1 MiB to 2³⁰. Default 128 MiB. */
   readonly maxParkedBytes?: number
+  /**
+   * Compute ms a run's resumes may spend replaying its journal, in total (each resume
+   * replays the whole journal in a fresh VM); a resume that would need more, or a replay
+   * that takes more, ends the run as a `timeout` naming `maxReplayMs`. 1 to 2³¹−1.
+   * Default: `computeMs` (docs/durability.md).
+   */
+  readonly maxReplayMs?: number
 }
 
 /** The QuickJS {@link CodeRuntime}, with a way to build the next run's sandbox on request. */
@@ -127,7 +134,7 @@ export interface QuickJsCodeRuntime extends CodeRuntime {
 }
 
 const FACTORY = 'createQuickJsRuntime'
-const OPTION_KEYS: readonly string[] = [...CODE_RUN_LIMIT_KEYS, 'memoryMb', 'wasmModule', 'variant', 'prewarm', 'parkAfterMs', 'parking', 'maxParkedBytes']
+const OPTION_KEYS: readonly string[] = [...CODE_RUN_LIMIT_KEYS, 'memoryMb', 'wasmModule', 'variant', 'prewarm', 'parkAfterMs', 'parking', 'maxParkedBytes', 'maxReplayMs']
 
 interface ResolvedOptions {
   readonly limits: CodeRunLimits
@@ -138,6 +145,7 @@ interface ResolvedOptions {
   /** `undefined`: runs never park. */
   readonly parkAfterMs: number | undefined
   readonly maxParkedBytes: number
+  readonly maxReplayMs: number
 }
 
 /** The journal room parked runs share in one runtime. */
@@ -160,7 +168,8 @@ function readOptions(options: unknown): ResolvedOptions {
   const parkAfterMs = integerOption(record, 'parkAfterMs', DEFAULT_PARK_AFTER_MS, 1, MAX_TIMER_MS, FACTORY)
   if (record.parking !== undefined && typeof record.parking !== 'boolean') throw new ToolError('INVALID_OPTIONS', `${FACTORY}: options.parking must be a boolean`)
   const maxParkedBytes = integerOption(record, 'maxParkedBytes', 128 * 1024 * 1024, 1024 * 1024, 1 << 30, FACTORY)
-  return { limits, memoryMb, wasmModule, variant, prewarm, parkAfterMs: record.parking === false ? undefined : parkAfterMs, maxParkedBytes }
+  const maxReplayMs = integerOption(record, 'maxReplayMs', limits.computeMs, 1, MAX_TIMER_MS, FACTORY)
+  return { limits, memoryMb, wasmModule, variant, prewarm, parkAfterMs: record.parking === false ? undefined : parkAfterMs, maxParkedBytes, maxReplayMs }
 }
 
 /**
@@ -178,6 +187,8 @@ class InlineRun {
   #busyBefore = 0
   #replayBusy = 0
   #replaying = false
+  /** Compute the run's resumes have spent replaying so far (`maxReplayMs`). */
+  #replaySpent = 0
   readonly #options: ResolvedOptions
   readonly #acquire: () => Promise<QuickJsSandbox>
   readonly #prepared: PreparedRun
@@ -217,6 +228,7 @@ class InlineRun {
       this.#parked = resume.vm
       this.#hold(resume.vm)
       this.#busyBefore = resume.busyMs
+      this.#replaySpent = resume.replayMs ?? 0
       this.session.startParked(resume)
       if (this.session.settled) this.#settleVm()
     }
@@ -233,10 +245,10 @@ class InlineRun {
     return this.#vm === undefined ? Promise.resolve() : this.#vm.finished
   }
 
-  #newVm(replay: ParkedVm | undefined, computeMs: number): VmRun {
+  #newVm(replay: ParkedVm | undefined, computeMs: number, replayMs?: number): VmRun {
     const vm: VmRun = new VmRun(
       this.#acquire,
-      { computeMs, maxWallMs: this.#options.limits.maxWallMs, memoryMb: this.#options.memoryMb },
+      { computeMs, maxWallMs: this.#options.limits.maxWallMs, memoryMb: this.#options.memoryMb, ...(replayMs === undefined ? {} : { replayMs }) },
       {
         output: (json) => this.#endpoint.receive(json),
         fail: (kind, message) => this.session.fail(kind, message),
@@ -244,6 +256,7 @@ class InlineRun {
         wallElapsedMs: () => this.session.wallElapsedMs(),
         replayed: (busyMs) => {
           this.#replayBusy = busyMs
+          this.#replaySpent += busyMs
           this.#replaying = false
         },
       },
@@ -288,7 +301,7 @@ class InlineRun {
     const onPark = this.#prepared.onPark
     if (onPark !== undefined) {
       try {
-        onPark(this.session.snapshot(parked))
+        onPark(this.session.snapshot(parked, this.#replaySpent))
       } catch {
         // Keeping the state is the caller's business; the run stays parked here either way.
       }
@@ -304,9 +317,15 @@ class InlineRun {
     }
     this.#parked = undefined
     this.#release()
+    // A resume replays everything the run computed so far: refused up front when that does not fit.
+    const room = Math.max(0, this.#options.maxReplayMs - this.#replaySpent)
+    if (this.#busyBefore > room) {
+      this.session.fail('timeout', replayBudgetMessage(room, this.#busyBefore))
+      return
+    }
     this.#replaying = true
-    const computeMs = Math.min(MAX_TIMER_MS, this.#options.limits.computeMs + Math.ceil(this.#busyBefore) + 50)
-    this.#vm = this.#newVm(parked, computeMs)
+    const computeMs = Math.min(MAX_TIMER_MS, this.#options.limits.computeMs + Math.ceil(room) + 50)
+    this.#vm = this.#newVm(parked, computeMs, room)
     this.#vm.input(json)
     this.session.parked(false)
   }

@@ -247,8 +247,8 @@ export class CodeRunSession {
     this.#considerParking()
   }
 
-  /** The run's whole state with its VM parked as `vm`: what `request.durable.onPark` receives. */
-  snapshot(vm: ParkedVm): ParkedRunState {
+  /** The run's whole state with its VM parked as `vm`: what `request.durable.onPark` receives. `replayMs`: compute its resumes have replayed so far. */
+  snapshot(vm: ParkedVm, replayMs = 0): ParkedRunState {
     return {
       version: 1,
       vm,
@@ -259,6 +259,7 @@ export class CodeRunSession {
       wallMs: this.wallElapsedMs(),
       lastCallId: this.#lastCallId,
       calls: [...this.#calls].map(([id, call]) => ({ id, ...call })),
+      ...(replayMs > 0 ? { replayMs } : {}),
     }
   }
 

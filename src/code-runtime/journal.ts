@@ -28,6 +28,18 @@ export type { ParkedRunState, ParkedVm, RunJournal } from './contract.js'
  */
 export const MAX_JOURNAL_CHARS = 4 * 1024 * 1024
 
+/**
+ * The message of a resume refused or stopped by the run's replay budget (`maxReplayMs`):
+ * each resume replays the whole journal in a fresh VM, and that compute is the host's.
+ * `expectedMs`: the replay's estimated cost when it was refused before it started.
+ */
+export function replayBudgetMessage(leftMs: number, expectedMs?: number): string {
+  const left = Math.max(0, Math.round(leftMs))
+  return expectedMs === undefined
+    ? `replay budget exhausted: replaying the parked run's journal took more than the ${left} ms of maxReplayMs it had left`
+    : `replay budget exhausted: resuming would replay about ${Math.round(expectedMs)} ms of the run's compute, and ${left} ms of maxReplayMs are left`
+}
+
 /** The one-character code of each journaled service. */
 export const READ_CODES = { now: 'n', date: 'd', rand: 'r', random: 'b' } as const
 
@@ -89,6 +101,7 @@ export function isParkedRunState(value: unknown): value is ParkedRunState {
     num(v.busyMs) &&
     num(v.wallMs) &&
     num(v.lastCallId) &&
+    (v.replayMs === undefined || num(v.replayMs)) &&
     Array.isArray(v.calls) &&
     v.calls.every((c) => {
       const call = c as Record<string, unknown> | null

@@ -91,6 +91,8 @@ export interface ThreadRunCommand {
   readonly start: string
   /** Resume a parked VM: replay its journal (whose first input is the original `start`; `start` is then ignored) and go on live. */
   readonly replay?: ParkedVm
+  /** With `replay`: the most compute the replay may take (what is left of the run's `maxReplayMs`). */
+  readonly replayMs?: number
   /** `false`: the run never parks, so its VM keeps no journal. */
   readonly journal?: boolean
 }

@@ -28,7 +28,7 @@ import type { SandboxThreadBoot, ThreadCommand } from './sandbox-protocol.js'
 import type { ParkedRunState, ParkedVm } from './contract.js'
 import { abortMessage, RunLifecycle, threadExited } from './run-lifecycle.js'
 import type { RunHandle } from './run-lifecycle.js'
-import { journalChars } from './journal.js'
+import { journalChars, replayBudgetMessage } from './journal.js'
 
 /** How long a thread may take to release a stopped VM before it is terminated and replaced. */
 export const STOP_GRACE_MS = 100
@@ -98,6 +98,16 @@ export interface SandboxRuntimeOptions {
    * 1 MiB to 2³⁰. Default 134 217 728 (128 MiB).
    */
   readonly maxParkedBytes?: number
+  /**
+   * Compute ms a run's resumes may spend replaying its journal, in total over the run
+   * (each resume replays the whole journal in a fresh VM: the host's CPU, not the
+   * program's `computeMs`). A resume that would need more (estimated as the compute the
+   * run has used so far), or a replay that takes more, ends the run as a `timeout` whose
+   * message starts `replay budget exhausted` and names `maxReplayMs` (docs/durability.md).
+   * 1 to 2³¹−1. Default: `computeMs` (a run then costs the host at most about twice its
+   * compute budget, however many times a person answers it).
+   */
+  readonly maxReplayMs?: number
 }
 
 /** The default of {@link SandboxRuntimeOptions.maxParkedBytes}. */
@@ -167,9 +177,10 @@ interface ResolvedOptions {
   /** `undefined`: runs never park. */
   readonly parkAfterMs: number | undefined
   readonly maxParkedBytes: number
+  readonly maxReplayMs: number
 }
 
-const OPTION_KEYS = [...CODE_RUN_LIMIT_KEYS, 'memoryMb', 'prespawn', 'maxConcurrentRuns', 'maxQueuedRuns', 'wasmModule', 'parkAfterMs', 'parking', 'maxParkedBytes']
+const OPTION_KEYS = [...CODE_RUN_LIMIT_KEYS, 'memoryMb', 'prespawn', 'maxConcurrentRuns', 'maxQueuedRuns', 'wasmModule', 'parkAfterMs', 'parking', 'maxParkedBytes', 'maxReplayMs']
 
 /**
  * The default concurrency: four runs a core (runs mostly await tools), within a quarter of
@@ -213,6 +224,7 @@ function resolveOptions(options: unknown, platform: SandboxPlatform): ResolvedOp
     wasmModule: wasmModule as ResolvedOptions['wasmModule'],
     parkAfterMs: record.parking === false ? undefined : parkAfterMs,
     maxParkedBytes: integerOption(record, 'maxParkedBytes', DEFAULT_MAX_PARKED_BYTES, 1024 * 1024, 1 << 30, factory),
+    maxReplayMs: integerOption(record, 'maxReplayMs', limits.computeMs, 1, MAX_TIMER_MS, factory),
   }
 }
 
@@ -287,6 +299,12 @@ class PooledThread {
   start(run: ActiveRun): void {
     this.state = 'running'
     this.primed = false
+    // The figures still hold the previous run's busy time until the thread starts this one:
+    // a run's meter must start from zero, or the previous run's compute is taken off its own.
+    if (this.#busy !== undefined) {
+      this.#busy[BUSY_SLOT] = 0
+      this.#busy[SEGMENT_SLOT] = 0
+    }
     this.runsTaken++
     this.current = run
     clearTimeout(this.#idleTimer)
@@ -427,6 +445,9 @@ class ActiveRun {
   #busyBefore = 0
   #replayBusy = 0
   #replaying = false
+  /** Compute the run's resumes have spent replaying so far, and what was left of `maxReplayMs` when the current replay began. */
+  #replaySpent = 0
+  #replayRoom = 0
 
   constructor(
     readonly id: number,
@@ -468,6 +489,7 @@ class ActiveRun {
     this.pending.prepared.signal?.removeEventListener('abort', this.#onEarlyAbort)
     this.#parked = state.vm
     this.#busyBefore = state.busyMs
+    this.#replaySpent = state.replayMs ?? 0
     this.pool.addParked(this, state.vm)
     this.#open(() => undefined).startParked(state)
   }
@@ -505,10 +527,15 @@ class ActiveRun {
     return session
   }
 
-  /** Busy ms across every thread the run used; a replay is the host's cost, not the program's. */
+  /**
+   * Busy ms across every thread the run used; a replay is charged to `maxReplayMs`, not to
+   * the program. A replay stuck past its room (in a long built-in, where the VM's own
+   * check cannot run) spills into the program's meter, which then ends the run.
+   */
   #meter(): number {
     const thread = this.#thread
-    if (thread === undefined || this.#replaying) return this.#busyBefore
+    if (thread === undefined) return this.#busyBefore
+    if (this.#replaying) return this.#busyBefore + Math.max(0, thread.busyMs() - this.#replayRoom)
     return this.#busyBefore + Math.max(0, thread.busyMs() - this.#replayBusy)
   }
 
@@ -521,6 +548,12 @@ class ActiveRun {
     this.#waiting.push(json)
     if (!this.#resumeAsked) {
       this.#resumeAsked = true
+      // A resume replays everything the run computed so far: refused up front when that does not fit.
+      const left = this.options.maxReplayMs - this.#replaySpent
+      if (this.#busyBefore > left) {
+        this.session?.fail('timeout', replayBudgetMessage(left, this.#busyBefore))
+        return
+      }
       this.pool.resume(this)
     }
   }
@@ -539,7 +572,7 @@ class ActiveRun {
     const onPark = this.pending.prepared.onPark
     if (onPark !== undefined) {
       try {
-        onPark(session.snapshot(parked))
+        onPark(session.snapshot(parked, this.#replaySpent))
       } catch {
         // Keeping the state is the caller's business; the run stays parked here either way.
       }
@@ -559,9 +592,10 @@ class ActiveRun {
     this.#parked = undefined
     this.#thread = thread
     this.#replaying = true
-    // The VM checks its own budget over the replay too: what the run spent before, replayed, plus its whole budget's rest.
-    const computeMs = Math.min(MAX_TIMER_MS, this.options.limits.computeMs + Math.ceil(this.#busyBefore) + 50)
-    thread.post({ type: 'run', run: this.id, computeMs, start: '', replay: parked })
+    this.#replayRoom = Math.max(0, this.options.maxReplayMs - this.#replaySpent)
+    // The VM checks the replay against its room, and its whole compute against the room plus the program's budget.
+    const computeMs = Math.min(MAX_TIMER_MS, this.options.limits.computeMs + Math.ceil(this.#replayRoom) + 50)
+    thread.post({ type: 'run', run: this.id, computeMs, start: '', replay: parked, replayMs: this.#replayRoom })
     for (const json of this.#waiting.splice(0)) thread.post(json)
     session.parked(false)
   }
@@ -569,6 +603,7 @@ class ActiveRun {
   /** The resumed VM has replayed its journal: meter it live from here. */
   replayed(busyMs: number): void {
     this.#replayBusy = busyMs
+    this.#replaySpent += busyMs
     this.#replaying = false
   }
 
@@ -605,6 +640,8 @@ class SandboxPool {
   /** UTF-16 units of the parked runs' journals, within `maxParkedBytes / 2`. */
   #parkedChars = 0
   readonly #resumeQueue: ActiveRun[] = []
+  /** The last run {@link SandboxPool.#serve} took was a resume: the queue's turn next. */
+  #servedResume = false
   disposed = false
   #nextRun = 1
   #wasm: Promise<WebAssembly.Module | undefined> | undefined
@@ -632,8 +669,8 @@ class SandboxPool {
 
   /**
    * Binds a parked run to a thread again: an idle one, a new one while the pool may grow,
-   * else the first thread released (resumed runs go before new ones: they were admitted
-   * long ago, and a person is waiting on them). Never refused.
+   * else a released thread, in turns with the queue's new runs (it was admitted long ago,
+   * and a person is waiting on it). Never refused.
    */
   resume(run: ActiveRun): void {
     if (this.disposed) return
@@ -682,13 +719,21 @@ class SandboxPool {
     this.#topUp()
   }
 
-  /** Serves a free thread: a run waiting to resume first, then the queue. False when nobody waits. */
+  /**
+   * Serves a free thread, taking turns while both wait: a run waiting to resume, then a
+   * new run from the queue. Resumes cannot starve new runs (each resume replays, and a
+   * person's decisions can come faster than threads free up), nor new runs resumes.
+   * False when nobody waits.
+   */
   #serve(thread: PooledThread): boolean {
-    const resumed = this.#resumeQueue.shift()
+    const resumeFirst = this.queue.length === 0 || !this.#servedResume
+    const resumed = resumeFirst ? this.#resumeQueue.shift() : undefined
     if (resumed !== undefined) {
+      this.#servedResume = true
       this.#bind(thread, resumed)
       return true
     }
+    this.#servedResume = false
     const next = this.queue.shift()
     if (next === undefined) return false
     next.leave()
