@@ -1,14 +1,24 @@
-/** Inline QuickJS (the edge's runtime): parked journals share `maxParkedBytes`; a run that does not fit keeps its VM and still finishes. */
+/** Inline QuickJS (the edge's runtime): parked journals share `maxParkedBytes` (a run that does not fit keeps its VM and still finishes), and replays count against `maxReplayMs`. */
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { afterAll, expect, it } from 'vitest'
 import { createQuickJsRuntime } from '../../../platforms/quickjs/index.js'
 import type { CodeBindingCallOptions, ParkedRunState } from '../../../src/code-runtime/contract.js'
+import { describeReplayBudgetContract } from '../../contract/replay-budget-contract.js'
 
 const require = createRequire(import.meta.url)
 const wasmModule = new WebAssembly.Module(readFileSync(require.resolve('@jitl/quickjs-wasmfile-release-sync/wasm')))
 const runtime = createQuickJsRuntime({ wasmModule, memoryMb: 32, parkAfterMs: 20, maxParkedBytes: 1024 * 1024 })
-afterAll(() => runtime.dispose())
+const others: ReturnType<typeof createQuickJsRuntime>[] = []
+afterAll(async () => {
+  await Promise.all([runtime, ...others].map((r) => r.dispose()))
+})
+
+describeReplayBudgetContract('inline QuickJS', (options) => {
+  const made = createQuickJsRuntime({ wasmModule, memoryMb: 32, ...options })
+  others.push(made)
+  return made
+})
 
 it('a journal larger than the room left does not park; a small one does', async () => {
   const waiting: ((value: unknown) => void)[] = []

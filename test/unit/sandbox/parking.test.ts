@@ -11,6 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { createSandboxRuntime } from '../../../platforms/node/index.js'
 import type { CodeRunResult, ParkedRunState } from '../../../src/code-runtime/contract.js'
 import { parkingBindings as bindings, until, valueOf } from '../../contract/parking-contract.js'
+import { describeReplayBudgetContract } from '../../contract/replay-budget-contract.js'
 
 const runtimes: ReturnType<typeof createSandboxRuntime>[] = []
 afterAll(async () => {
@@ -96,3 +97,5 @@ describe('parking a run that waits for a person (sandbox runtime, Node threads)'
     expect(valueOf(await light)).toBe(2)
   })
 })
+
+describeReplayBudgetContract('sandbox runtime (Node threads)', (options) => sandbox(options))

@@ -325,7 +325,7 @@ describe('the pool on a scripted platform', () => {
       expect(refusal({ computeMs: 0 })).toBe(`${f}: options.computeMs must be an integer from 1 to 2147483647 (got 0)`)
       expect(refusal({ maxLogBytes: 2 ** 30 + 1 })).toBe(`${f}: options.maxLogBytes must be an integer from 1 to 1073741824 (got 1073741825)`)
       expect(refusal({ wasmModule: 'wasm' })).toBe(`${f}: options.wasmModule must be a WebAssembly.Module or a function returning a promise of one`)
-      expect(refusal({ threads: 2 })).toBe(`${f}: unknown option "threads" (known: computeMs, maxWallMs, maxLogBytes, maxValueBytes, maxPendingArgBytes, memoryMb, prespawn, maxConcurrentRuns, maxQueuedRuns, wasmModule, parkAfterMs, parking, maxParkedBytes)`)
+      expect(refusal({ threads: 2 })).toBe(`${f}: unknown option "threads" (known: computeMs, maxWallMs, maxLogBytes, maxValueBytes, maxPendingArgBytes, memoryMb, prespawn, maxConcurrentRuns, maxQueuedRuns, wasmModule, parkAfterMs, parking, maxParkedBytes, maxReplayMs)`)
       expect(refusal({ extra: 1 }, scriptedPlatform({}, { extraOptions: ['extra'] }).platform)).toBeUndefined()
       for (const ok of [{ memoryMb: 16, maxQueuedRuns: 0, prespawn: 0 }, { memoryMb: 2048, maxConcurrentRuns: 4096, maxQueuedRuns: 1_000_000, prespawn: 256 }, { wasmModule: async () => new WebAssembly.Module(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0])) }]) {
         expect(refusal(ok)).toBeUndefined()
@@ -1004,7 +1004,8 @@ describe('the pool on a scripted platform', () => {
       who.answers[0]!('yes')
       await vi.advanceTimersByTimeAsync(0)
       const resumed = t.posted.filter((m) => typeof m === 'object' && (m as { type?: string }).type === 'run')
-      expect(resumed.at(-1)).toEqual({ type: 'run', run: 1, computeMs: 1_050, start: '', replay: vm })
+      // The VM's budget: the program's 1 s, plus the replay's room (maxReplayMs, by default computeMs), plus a margin.
+      expect(resumed.at(-1)).toEqual({ type: 'run', run: 1, computeMs: 2_050, start: '', replay: vm, replayMs: 1_000 })
       expect(JSON.parse(t.posted.at(-1) as string)).toEqual({ type: 'reply', id: 1, ok: true, value: 'yes' })
       expect(runtime.load()).toMatchObject({ running: 1, parked: 0 })
       t.done('finished')
@@ -1071,7 +1072,7 @@ describe('the pool on a scripted platform', () => {
       await parking.dispose()
     })
 
-    it('a parked run resumes ahead of queued runs when a thread frees up', async () => {
+    it('runs waiting to resume and new runs take turns for freed threads (neither starves the other)', async () => {
       vi.useFakeTimers()
       const { platform: p, threads } = scriptedPlatform({
         ...parkingScript(),
@@ -1081,28 +1082,33 @@ describe('the pool on a scripted platform', () => {
       })
       const runtime = createSandboxRuntimeOn(p, { prespawn: 0, maxConcurrentRuns: 1, maxQueuedRuns: 4, parkAfterMs: 50 })
       const who = person()
-      const parked = runtime.run({ program: 'ask()', bindings: who.bindings })
+      const first = runtime.run({ program: 'ask()', bindings: who.bindings })
       await vi.advanceTimersByTimeAsync(60)
-      expect(runtime.load().parked).toBe(1)
+      const second = runtime.run({ program: 'ask()', bindings: who.bindings })
+      await vi.advanceTimersByTimeAsync(60)
+      expect(runtime.load().parked).toBe(2)
       const busy = runtime.run({ bindings: [], program: 'busy()' })
       await vi.advanceTimersByTimeAsync(0)
-      const queued = runtime.run({ bindings: [], program: 'queued()' })
+      const queued = [runtime.run({ bindings: [], program: 'queued()' }), runtime.run({ bindings: [], program: 'queued()' })]
       await vi.advanceTimersByTimeAsync(0)
       who.answers[0]!('yes')
+      who.answers[1]!('yes')
       await vi.advanceTimersByTimeAsync(0)
       // Waiting to resume counts as queued, and stays parked (its journal held) until a thread takes it.
-      expect(runtime.load()).toMatchObject({ running: 1, queued: 2, parked: 1, threads: 1 })
+      expect(runtime.load()).toMatchObject({ running: 1, queued: 4, parked: 2, threads: 1 })
       const t = threads[0]!
       t.done('busy done')
       expect((await busy).value).toBe('busy done')
-      await vi.advanceTimersByTimeAsync(0)
-      expect(commands(t, 'run').at(-1)).toMatchObject({ run: 1, start: '', replay: vm })
-      t.done('parked done')
-      expect((await parked).value).toBe('parked done')
-      await vi.advanceTimersByTimeAsync(0)
-      expect(commands(t, 'run').at(-1)).toMatchObject({ run: 3 })
-      t.done('queued done')
-      expect((await queued).value).toBe('queued done')
+      const order: number[] = []
+      for (let i = 0; i < 4; i++) {
+        await vi.advanceTimersByTimeAsync(0)
+        order.push((commands(t, 'run').at(-1) as { run: number }).run)
+        t.done('done')
+      }
+      for (const outcome of await Promise.all([first, second, ...queued])) expect(outcome.value).toBe('done')
+      // Resume, new, resume, new: runs 1 and 2 parked, 3 was busy, 4 and 5 were queued.
+      expect(order).toEqual([1, 4, 2, 5])
+      expect(commands(t, 'run').filter((c) => (c as { replay?: unknown }).replay !== undefined).map((c) => (c as { run: number }).run)).toEqual([1, 2])
       await runtime.dispose()
     })
 
@@ -1153,7 +1159,7 @@ describe('the pool on a scripted platform', () => {
       who.answers[0]!('yes')
       await vi.advanceTimersByTimeAsync(0)
       expect(threads).toHaveLength(2)
-      expect(commands(threads[1]!, 'run')).toEqual([{ type: 'run', run: 1, computeMs: SANDBOX_DEFAULT_LIMITS.computeMs + 50, start: '', replay: vm }])
+      expect(commands(threads[1]!, 'run')).toEqual([{ type: 'run', run: 1, computeMs: 2 * SANDBOX_DEFAULT_LIMITS.computeMs + 50, start: '', replay: vm, replayMs: SANDBOX_DEFAULT_LIMITS.computeMs }])
       threads[1]!.done(1)
       expect((await parked).value).toBe(1)
       await runtime.dispose()
@@ -1165,7 +1171,7 @@ describe('the pool on a scripted platform', () => {
       const runtime = createSandboxRuntimeOn(p, { prespawn: 0, computeMs: 500 })
       const seen: unknown[] = []
       let answer!: (value: unknown) => void
-      const state = { version: 1 as const, vm, logs: [], logBytes: 0, logTruncated: false, busyMs: 20, wallMs: 0, lastCallId: 2, calls: [{ id: 2, global: 'tools', name: 'ask', args: { q: 1 } }] }
+      const state = { version: 1 as const, vm, logs: [], logBytes: 0, logTruncated: false, busyMs: 20, wallMs: 0, lastCallId: 2, calls: [{ id: 2, global: 'tools', name: 'ask', args: { q: 1 } }], replayMs: 300 }
       const result = runtime.run({
         program: 'ignored',
         bindings: [{ global: 'tools', functions: { ask: (args: unknown) => (seen.push(args), new Promise((resolve) => (answer = resolve))) } }],
@@ -1178,8 +1184,9 @@ describe('the pool on a scripted platform', () => {
       answer('ok')
       await vi.advanceTimersByTimeAsync(0)
       expect(threads).toHaveLength(1)
-      // Its earlier compute counts: the replay may spend it again, plus 50 ms.
-      expect(commands(threads[0]!, 'run')).toEqual([{ type: 'run', run: 1, computeMs: 570, start: '', replay: vm }])
+      // Earlier replays count: the replay's room is maxReplayMs (by default computeMs) less the state's 300 ms;
+      // the VM's whole budget is that room plus the program's budget, plus 50 ms.
+      expect(commands(threads[0]!, 'run')).toEqual([{ type: 'run', run: 1, computeMs: 750, start: '', replay: vm, replayMs: 200 }])
       expect(JSON.parse(threads[0]!.posted.at(-1) as string)).toEqual({ type: 'reply', id: 2, ok: true, value: 'ok' })
       threads[0]!.done('resumed')
       const out = await result
