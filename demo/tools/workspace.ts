@@ -12,6 +12,7 @@ import { ToolArgsError, ToolError } from '../../src/errors.js'
 import type { DiffCallView, ReadLine, ToolCallView } from '../../src/presentation.js'
 import { defineTool } from '../../src/schema/define-tool.js'
 import type { AnyToolDefinition, ToolResultRecord } from '../../src/types.js'
+import { changePreview, writePreview } from './diff.js'
 import { compileGlob, compileRegex, workBudget } from './matcher.js'
 
 /** A mutable in-memory file tree: normalized path → text. */
@@ -232,6 +233,29 @@ function fileLines(text: string): string[] {
   return lines
 }
 
+/** What an `edit_file` call would do: the file's current and next text, or the ToolError it fails with. */
+function planEdit(
+  workspace: Workspace,
+  args: { readonly path: string; readonly oldText: string; readonly newText: string; readonly replaceAll?: boolean },
+): { readonly path: string; readonly before: string; readonly next: string; readonly replacements: number } {
+  const path = normalizePath(args.path)
+  if (args.oldText === '') throw new ToolArgsError([{ path: '/oldText', message: 'must not be empty' }])
+  const text = workspace.files.get(path)
+  if (text === undefined) throw notFound(path)
+  const count = text.split(args.oldText).length - 1
+  if (count === 0) throw new ToolError('TOOL_FAILED', `oldText not found in ${path}`)
+  if (count > 1 && args.replaceAll !== true) {
+    throw new ToolError('TOOL_FAILED', `oldText occurs ${count} times in ${path}; add context to make it unique or pass replaceAll: true`)
+  }
+  const next = args.replaceAll === true ? text.split(args.oldText).join(args.newText) : text.replace(args.oldText, () => args.newText)
+  return { path, before: text, next, replacements: args.replaceAll === true ? count : 1 }
+}
+
+/** A preview of a call that would fail: it says so, and why. */
+function willFail(error: unknown): string {
+  return `will fail: ${error instanceof Error ? error.message : String(error)}`
+}
+
 function notFound(path: string): ToolError {
   return new ToolError('TOOL_FAILED', `no such file: ${path}`)
 }
@@ -411,6 +435,17 @@ export function createWorkspaceTools(workspace: Workspace): AnyToolDefinition[] 
       const created = workspace.write(path, args.content)
       return { path, created, bytes: new TextEncoder().encode(args.content).length, lines: fileLines(args.content).length }
     },
+    // What the person approves: a destructive overwrite never reads as a harmless creation.
+    preview(args) {
+      let path: string
+      try {
+        path = normalizePath(args.path)
+      } catch (error) {
+        return willFail(error)
+      }
+      if (path === '') return 'will fail: the path names no file'
+      return writePreview(path, workspace.files.get(path), args.content)
+    },
     presentCall: (args, raw) => (args === undefined ? invalidCall('Write', raw) : writeDiff(`Write ${args.path}`, args.path, args.content)),
     presentResult: (args, result) => {
       if (args === undefined || result.isError) return undefined
@@ -449,18 +484,20 @@ export function createWorkspaceTools(workspace: Workspace): AnyToolDefinition[] 
       ],
     },
     execute(args) {
-      const path = normalizePath(args.path)
-      if (args.oldText === '') throw new ToolArgsError([{ path: '/oldText', message: 'must not be empty' }])
-      const text = workspace.files.get(path)
-      if (text === undefined) throw notFound(path)
-      const count = text.split(args.oldText).length - 1
-      if (count === 0) throw new ToolError('TOOL_FAILED', `oldText not found in ${path}`)
-      if (count > 1 && args.replaceAll !== true) {
-        throw new ToolError('TOOL_FAILED', `oldText occurs ${count} times in ${path}; add context to make it unique or pass replaceAll: true`)
-      }
-      const next = args.replaceAll === true ? text.split(args.oldText).join(args.newText) : text.replace(args.oldText, () => args.newText)
+      const { path, next, replacements } = planEdit(workspace, args)
       workspace.write(path, next)
-      return { path, replacements: args.replaceAll === true ? count : 1, lines: fileLines(next).length }
+      return { path, replacements, lines: fileLines(next).length }
+    },
+    // The same edit as execute computes, shown as a diff against the current file (or why it would fail).
+    preview(args) {
+      let edit: ReturnType<typeof planEdit>
+      try {
+        edit = planEdit(workspace, args)
+      } catch (error) {
+        return willFail(error)
+      }
+      const { path, next, replacements, before } = edit
+      return changePreview(`edits ${path} (${replacements} replacement${replacements === 1 ? '' : 's'})`, path, before, next)
     },
     presentCall: (args, raw) => (args === undefined ? invalidCall('Edit', raw) : editDiff(`Edit ${args.path}`, args.path, args.oldText, args.newText)),
     presentResult: (args, result) => {
