@@ -18,7 +18,7 @@ import type {
   ParkedRunState,
   ParkedVm,
 } from './contract.js'
-import { isParkedRunState } from './journal.js'
+import { isParkedRunState, journalHoldsCall } from './journal.js'
 import { ToolCallError, toErrorData } from '../errors.js'
 import { DEFAULT_MAX_PENDING_ARG_BYTES } from './limits.js'
 import type { CodeRunLimits } from './limits.js'
@@ -288,6 +288,12 @@ export class CodeRunSession {
     this.#platform.endpoint.addEventListener('message', this.#onMessage)
     this.#platform.endpoint.start?.()
     this.#armWallTimer()
+    // A waiting call is made again only as the VM made it: a stored state is data from outside.
+    const edited = state.calls.find((call) => !journalHoldsCall(state.vm.journal, call))
+    if (edited !== undefined) {
+      this.fail('exception', `REPLAY_DIVERGED: the waiting call ${edited.id} (${edited.global}.${edited.name}) is not the call the run's journal recorded; it was not made again`)
+      return
+    }
     for (const call of state.calls) this.#dispatch(call.id, call.global, call.name, call.args, undefined)
   }
 

@@ -64,6 +64,23 @@ export function callKey(json: string): string {
   return `${label}#${(hash >>> 0).toString(36)}`
 }
 
+/**
+ * Whether a parked run's waiting call is the one its journal recorded: the key of the
+ * message the VM would have posted for it (id, binding, name and arguments, as the VM's
+ * JSON) is among the journal's calls. A state whose waiting call was edited (other
+ * arguments, another tool) fails this, so the call is never made again under a decision
+ * taken on the original.
+ */
+export function journalHoldsCall(journal: RunJournal, call: { readonly id: number; readonly global: string; readonly name: string; readonly args: unknown }): boolean {
+  let json: string | undefined
+  try {
+    json = JSON.stringify({ type: 'call', id: call.id, global: call.global, name: call.name, args: call.args })
+  } catch {
+    return false
+  }
+  return json !== undefined && journal.calls.includes(callKey(json))
+}
+
 /** Checks a parked VM that came back from a store or a peer: the shape only (its content is the host's own record). */
 export function isParkedVm(value: unknown): value is ParkedVm {
   if (typeof value !== 'object' || value === null) return false

@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { CodeBindingCallOptions, CodeBindingFunction, CodeLogEntry, CodeRunRequest, ParkedRunState, ParkedVm } from '../../../src/code-runtime/contract.js'
 import { CodeRunSession, DEFAULT_PARK_AFTER_MS, MAX_INFLIGHT_CALLS, METER_POLL_MS, failedResult, formatProgramError, prepareRun } from '../../../src/code-runtime/host-session.js'
 import { DEFAULT_CODE_RUN_LIMITS } from '../../../src/code-runtime/limits.js'
+import { callKey } from '../../../src/code-runtime/journal.js'
 import type { CodeRunLimits } from '../../../src/code-runtime/limits.js'
 import type { WireListener } from '../../../src/code-runtime/wire.js'
 import { ToolCallError } from '../../../src/errors.js'
@@ -755,9 +756,11 @@ describe('CodeRunSession: parking', () => {
   it('startParked: logs, time and compute carry over, the calls it waited on run again, and the VM stays parked', async () => {
     vi.useFakeTimers()
     const seen: unknown[] = []
+    // The journal recorded the waiting call as the VM posted it: it is made again only if it matches.
+    const waiting = { type: 'call', id: 4, global: 'tools', name: 'ask', args: { again: true } }
     const state: ParkedRunState = {
       version: 1,
-      vm,
+      vm: { ...vm, journal: { ...vm.journal, calls: [...vm.journal.calls, callKey(JSON.stringify(waiting))] } },
       logs: [{ source: 'console', level: 'log', text: 'before' }],
       logBytes: 7,
       logTruncated: false,

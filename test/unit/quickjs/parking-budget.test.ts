@@ -4,7 +4,7 @@ import { createRequire } from 'node:module'
 import { afterAll, expect, it } from 'vitest'
 import { createQuickJsRuntime } from '../../../platforms/quickjs/index.js'
 import type { CodeBindingCallOptions, ParkedRunState } from '../../../src/code-runtime/contract.js'
-import { describeReplayBudgetContract } from '../../contract/replay-budget-contract.js'
+import { describeReplayBudgetContract, describeResumeCheckContract } from '../../contract/resume-contract.js'
 
 const require = createRequire(import.meta.url)
 const wasmModule = new WebAssembly.Module(readFileSync(require.resolve('@jitl/quickjs-wasmfile-release-sync/wasm')))
@@ -14,11 +14,13 @@ afterAll(async () => {
   await Promise.all([runtime, ...others].map((r) => r.dispose()))
 })
 
-describeReplayBudgetContract('inline QuickJS', (options) => {
+const inline = (options: { parkAfterMs: number; maxReplayMs?: number }) => {
   const made = createQuickJsRuntime({ wasmModule, memoryMb: 32, ...options })
   others.push(made)
   return made
-})
+}
+describeReplayBudgetContract('inline QuickJS', inline)
+describeResumeCheckContract('inline QuickJS', inline)
 
 it('a journal larger than the room left does not park; a small one does', async () => {
   const waiting: ((value: unknown) => void)[] = []

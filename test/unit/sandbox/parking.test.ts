@@ -11,7 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { createSandboxRuntime } from '../../../platforms/node/index.js'
 import type { CodeRunResult, ParkedRunState } from '../../../src/code-runtime/contract.js'
 import { parkingBindings as bindings, until, valueOf } from '../../contract/parking-contract.js'
-import { describeReplayBudgetContract } from '../../contract/replay-budget-contract.js'
+import { describeReplayBudgetContract, describeResumeCheckContract } from '../../contract/resume-contract.js'
 
 const runtimes: ReturnType<typeof createSandboxRuntime>[] = []
 afterAll(async () => {
@@ -99,3 +99,4 @@ describe('parking a run that waits for a person (sandbox runtime, Node threads)'
 })
 
 describeReplayBudgetContract('sandbox runtime (Node threads)', (options) => sandbox(options))
+describeResumeCheckContract('sandbox runtime (Node threads)', (options) => sandbox(options))

@@ -16,6 +16,7 @@ import { SANDBOX_DEFAULT_LIMITS, STOP_GRACE_MS, createSandboxRuntimeOn } from '.
 import type { SandboxPlatform, SandboxRuntime, SandboxRuntimeOptions, SandboxThread } from '../../../src/code-runtime/sandbox-runtime.js'
 import { BUSY_SLOT, MAX_PROGRAM_CHARS, programTooLong, STOP_SLOT } from '../../../src/code-runtime/sandbox-protocol.js'
 import { ToolError } from '../../../src/errors.js'
+import { callKey } from '../../../src/code-runtime/journal.js'
 import { createSandboxRuntime } from '../../../platforms/node/index.js'
 import { SANDBOX_SOURCE } from '../../../engine/quickjs/_sandbox-source.js'
 import { maxStall } from '../../support/stall-probe.js'
@@ -1171,7 +1172,9 @@ describe('the pool on a scripted platform', () => {
       const runtime = createSandboxRuntimeOn(p, { prespawn: 0, computeMs: 500 })
       const seen: unknown[] = []
       let answer!: (value: unknown) => void
-      const state = { version: 1 as const, vm, logs: [], logBytes: 0, logTruncated: false, busyMs: 20, wallMs: 0, lastCallId: 2, calls: [{ id: 2, global: 'tools', name: 'ask', args: { q: 1 } }], replayMs: 300 }
+      // Its journal recorded the waiting call (as the VM posted it): only then is it made again.
+      const recorded = { ...vm, journal: { ...vm.journal, calls: [callKey('{"type":"call","id":2,"global":"tools","name":"ask","args":{"q":1}}')] } }
+      const state = { version: 1 as const, vm: recorded, logs: [], logBytes: 0, logTruncated: false, busyMs: 20, wallMs: 0, lastCallId: 2, calls: [{ id: 2, global: 'tools', name: 'ask', args: { q: 1 } }], replayMs: 300 }
       const result = runtime.run({
         program: 'ignored',
         bindings: [{ global: 'tools', functions: { ask: (args: unknown) => (seen.push(args), new Promise((resolve) => (answer = resolve))) } }],
@@ -1186,7 +1189,7 @@ describe('the pool on a scripted platform', () => {
       expect(threads).toHaveLength(1)
       // Earlier replays count: the replay's room is maxReplayMs (by default computeMs) less the state's 300 ms;
       // the VM's whole budget is that room plus the program's budget, plus 50 ms.
-      expect(commands(threads[0]!, 'run')).toEqual([{ type: 'run', run: 1, computeMs: 750, start: '', replay: vm, replayMs: 200 }])
+      expect(commands(threads[0]!, 'run')).toEqual([{ type: 'run', run: 1, computeMs: 750, start: '', replay: recorded, replayMs: 200 }])
       expect(JSON.parse(threads[0]!.posted.at(-1) as string)).toEqual({ type: 'reply', id: 2, ok: true, value: 'ok' })
       threads[0]!.done('resumed')
       const out = await result

@@ -1,8 +1,7 @@
 /**
- * The replay budget (`maxReplayMs`, docs/durability.md), one suite for every runtime that
- * parks: each resume replays the whole journal in a fresh VM, and that compute is counted.
- * A resume that would need more than is left is refused before it replays; a replay that
- * takes more is stopped by the VM; what was replayed carries over in the parked state.
+ * What a resume must check (docs/durability.md), for every runtime that parks: the replay
+ * budget (`maxReplayMs`: each resume replays the whole journal, and that compute counts),
+ * and the waiting calls of a stored state (each must be the call its journal recorded).
  *
  * @module
  */
@@ -115,6 +114,58 @@ export function describeReplayBudgetContract(label: string, makeRuntime: (option
     it('refuses a maxReplayMs that is not a positive integer', () => {
       for (const maxReplayMs of [0, -1, 1.5, Number.NaN]) {
         expect(() => makeRuntime({ parkAfterMs: 20, maxReplayMs })).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS' }))
+      }
+    })
+  })
+}
+
+/** A program whose waiting call carries arguments that JSON text can spell in more than one way. */
+const TRICKY = `const answer = await tools.ask({ text: 'é "q" \\\\ \\u2028 ☃ 😀', n: 1.5e-7, big: 1e21, neg: -0, list: [1, { b: 2 }, null], 10: 'ten', 2: 'two', nested: { z: 1, a: [true, false] } })
+await tools.effect({ answer })
+return answer`
+
+/** Registers the checks on a stored state's waiting calls for one runtime. */
+export function describeResumeCheckContract(label: string, makeRuntime: (options: ReplayBudgetOptions) => CodeRuntime): void {
+  describe(`resuming a stored state: ${label}`, () => {
+    /** Parks {@link TRICKY} in one runtime and returns its stored state (as JSON went through a store). */
+    const parkedState = async (): Promise<{ state: ParkedRunState; firstAsk: string }> => {
+      const a = parkingBindings()
+      void makeRuntime({ parkAfterMs: 20 }).run(a.request(TRICKY))
+      await until(() => a.parks.length === 1)
+      return { state: a.parks[0]!, firstAsk: a.ran[0]! }
+    }
+
+    it('an unchanged state resumes: its waiting call is made again with the same arguments, whatever their spelling', async () => {
+      const { state, firstAsk } = await parkedState()
+      const b = parkingBindings()
+      const resumed = makeRuntime({ parkAfterMs: 20 }).run(b.request('unused', { resume: state }))
+      await until(() => b.waitingCount() === 1)
+      expect(b.ran).toEqual([firstAsk])
+      b.decide('ok')
+      const result = await resumed
+      expect(result.error).toBeUndefined()
+      expect(result.value).toBe('ok')
+      expect(b.ran).toEqual([firstAsk, 'effect:{"answer":"ok"}'])
+    })
+
+    it('a waiting call whose arguments were edited in the stored state ends the run REPLAY_DIVERGED, and is not made', async () => {
+      const { state } = await parkedState()
+      const edited: ParkedRunState = { ...state, calls: state.calls.map((call) => ({ ...call, args: { path: 'src/index.ts' } })) }
+      const b = parkingBindings()
+      const result = await makeRuntime({ parkAfterMs: 20 }).run(b.request('unused', { resume: edited }))
+      expect(result.error?.kind).toBe('exception')
+      expect(result.error?.message).toBe(`REPLAY_DIVERGED: the waiting call ${state.calls[0]!.id} (tools.ask) is not the call the run's journal recorded; it was not made again`)
+      expect(b.ran).toEqual([])
+    })
+
+    it('a waiting call renamed to another tool (or another id) in the stored state ends the run REPLAY_DIVERGED, and nothing runs', async () => {
+      const { state } = await parkedState()
+      for (const change of [{ name: 'effect' }, { id: state.calls[0]!.id + 1 }, { global: 'other' }]) {
+        const edited: ParkedRunState = { ...state, lastCallId: state.lastCallId + 1, calls: state.calls.map((call) => ({ ...call, ...change })) }
+        const b = parkingBindings()
+        const result = await makeRuntime({ parkAfterMs: 20 }).run(b.request('unused', { resume: edited }))
+        expect(result.error?.message).toMatch(/^REPLAY_DIVERGED: the waiting call \d+ \((tools|other)\.(ask|effect)\) is not the call the run's journal recorded/)
+        expect(b.ran).toEqual([])
       }
     })
   })
