@@ -11,6 +11,7 @@ import type { Handler } from 'hono'
 import type { AnyApprovalBroker, ApprovalDecideErrorCode, ApprovalEvent, ApprovalVerdict, PendingApproval } from '../approvals/types.js'
 import { HttpError, type HttpErrorCode } from './http-errors.js'
 import { readJsonBody } from './request-body.js'
+import type { CallPrincipals } from './_principals.js'
 
 /** The `decide()` refusal codes are HTTP error codes of the same name (400, 404, 409, 503). */
 const REFUSAL: Readonly<Record<ApprovalDecideErrorCode, HttpErrorCode>> = {
@@ -29,10 +30,21 @@ export function isApprovalBroker(value: unknown): value is AnyApprovalBroker {
   return typeof broker.pending === 'function' && typeof broker.decide === 'function' && typeof broker.subscribe === 'function'
 }
 
-/** `GET /v1/approvals`: the open requests, oldest first. */
-export function listApprovals(broker: AnyApprovalBroker): Handler {
-  // A broker over a store lists (and decides) asynchronously; awaiting a memory broker's array costs nothing.
-  return async (c) => c.json({ approvals: await broker.pending() })
+/**
+ * `GET /v1/approvals`: the open requests, oldest first, each with the `principal` whose
+ * call opened it when this app started that call (a run's, or a direct execute's).
+ */
+export function listApprovals(broker: AnyApprovalBroker, owners: CallPrincipals): Handler {
+  return async (c) => {
+    // A broker over a store lists (and decides) asynchronously; awaiting a memory broker's array costs nothing.
+    const pending: readonly PendingApproval[] = await broker.pending()
+    return c.json({
+      approvals: pending.map((approval) => {
+        const principal = owners.of(approval)
+        return principal === undefined ? approval : { ...approval, principal }
+      }),
+    })
+  }
 }
 
 /** `POST /v1/approvals/:id`: one decision; the broker reads the body strictly, so any JSON is passed on as is. */

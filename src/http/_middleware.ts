@@ -9,10 +9,11 @@
  *
  * @module
  */
-import type { MiddlewareHandler } from 'hono'
+import type { Context, MiddlewareHandler } from 'hono'
 import { cors } from 'hono/cors'
 import { secureHeaders } from 'hono/secure-headers'
-import { bearerToken, digestsEqual, sha256 } from './auth.js'
+import { ANONYMOUS_ADMIN, bearerToken } from './auth.js'
+import type { Principal, PrincipalSet } from './auth.js'
 import { HttpError } from './http-errors.js'
 
 /** CORS for the allowlisted origins (the API has it; the MCP endpoint only admits them). */
@@ -24,8 +25,10 @@ export interface GateCorsOptions {
 
 /** What the shared middleware needs, validated by the app that creates it. */
 export interface GateOptions {
-  /** The bearer token; `undefined` = authentication disabled (`auth: false`). */
-  readonly token: string | undefined
+  /** The accepted tokens; `undefined` = authentication disabled (`auth: false`: every request acts as `admin`). */
+  readonly principals: PrincipalSet | undefined
+  /** Appended to every 401 message (where a valid token is found). */
+  readonly unauthorizedHint?: string
   /** The 503 `NOT_CONFIGURED` message, when the app was created `notConfigured`. */
   readonly notConfigured: string | undefined
   /** The shutdown signal: once aborted, requests answer 503 `SHUTTING_DOWN`. */
@@ -128,6 +131,17 @@ function availability(notConfigured: string | undefined, shutdown: AbortSignal |
   }
 }
 
+/** The principal of each request the gate let through, by its `Request` (a mounted sub-app shares it). */
+const principals = new WeakMap<Request, Principal>()
+
+/**
+ * Who sent the request, as the gate resolved it. A route behind the gate always has one;
+ * anything else (a path the gate leaves open) gets none, and is refused rather than served.
+ */
+export function principalOf(c: Context): Principal | undefined {
+  return principals.get(c.req.raw)
+}
+
 /**
  * The bearer-token check. Hono's `bearerAuth` is not used, for measured reasons: its
  * token grammar is RFC 6750's `b64token`, so a valid toolyard token with `!` or `#` (any
@@ -135,27 +149,32 @@ function availability(notConfigured: string | undefined, shutdown: AbortSignal |
  * right one; another scheme (`Basic …`) also gets a 400 with a text body instead of our
  * 401 JSON; and its comparison ends with a character loop over the longer of the two
  * raw strings, so the secret's length shows in the timing. Here both sides are hashed
- * with SHA-256 and only the 32-byte digests are compared, without an early exit.
+ * with SHA-256 and only the 32-byte digests are compared, every configured one, without
+ * an early exit (`PrincipalSet.identify`).
  */
-function bearerTokenCheck(token: string, open: ReadonlySet<string>): MiddlewareHandler {
-  const expected = sha256(token)
-  // Hashed now so the first request does not pay for it; a failure (no Web Crypto)
-  // surfaces on that request, as a 500. Until then nobody awaits it: no unhandled rejection.
-  expected.catch(() => undefined)
+function bearerTokenCheck(set: PrincipalSet, open: ReadonlySet<string>, hint: string | undefined): MiddlewareHandler {
+  const said = (message: string): string => (hint === undefined ? message : `${message}; ${hint}`)
   return async (c, next) => {
     if (open.has(c.req.path)) return next()
     const presented = bearerToken(c.req.header('Authorization'))
     if (presented === undefined) {
-      throw new HttpError('UNAUTHORIZED', 'a bearer token is required', { 'WWW-Authenticate': 'Bearer realm="toolyard"' })
+      throw new HttpError('UNAUTHORIZED', said('a bearer token is required'), { 'WWW-Authenticate': 'Bearer realm="toolyard"' })
     }
-    const [want, got] = await Promise.all([expected, sha256(presented)])
-    if (!digestsEqual(want, got)) {
-      throw new HttpError('UNAUTHORIZED', 'the bearer token is not valid', {
+    const principal = await set.identify(presented)
+    if (principal === undefined) {
+      throw new HttpError('UNAUTHORIZED', said('the bearer token is not valid'), {
         'WWW-Authenticate': 'Bearer realm="toolyard", error="invalid_token"',
       })
     }
+    principals.set(c.req.raw, principal)
     await next()
   }
+}
+
+/** With `auth: false` every request acts as `admin` (said explicitly at creation). */
+const anonymous: MiddlewareHandler = async (c, next) => {
+  principals.set(c.req.raw, ANONYMOUS_ADMIN)
+  await next()
 }
 
 /**
@@ -163,7 +182,7 @@ function bearerTokenCheck(token: string, open: ReadonlySet<string>): MiddlewareH
  *
  * @example
  * ```ts
- * app.use('/v1/*', ...gate({ token, notConfigured: undefined, shutdown, allowedOrigins: new Set() }))
+ * app.use('/v1/*', ...gate({ principals, notConfigured: undefined, shutdown, allowedOrigins: new Set() }))
  * ```
  */
 export function gate(options: GateOptions): MiddlewareHandler[] {
@@ -172,6 +191,6 @@ export function gate(options: GateOptions): MiddlewareHandler[] {
     ...responseHeaders(),
     originCheck(options.allowedOrigins, options.cors),
     availability(options.notConfigured, options.shutdown, open),
-    ...(options.token === undefined ? [] : [bearerTokenCheck(options.token, open)]),
+    options.principals === undefined ? anonymous : bearerTokenCheck(options.principals, open, options.unauthorizedHint),
   ]
 }

@@ -17,7 +17,9 @@ import { sha256 } from './auth.js'
 import { HttpError, OVERLOADED_RETRY_AFTER_SECONDS } from './http-errors.js'
 import type { InternalErrorReporter } from './http-errors.js'
 import { readJsonBody, unknownFieldMessage } from './request-body.js'
+import type { Role } from './auth.js'
 import { decideApproval, listApprovals } from './_approvals.js'
+import { ANY_ROLE, CallPrincipals, agentFor, clientCallId, requestPrincipal } from './_principals.js'
 import { streamRun } from './_run-stream.js'
 import type { SessionLogHub } from './session-log-hub.js'
 
@@ -33,6 +35,8 @@ export interface ApiConfig {
   readonly maxStreamBacklogBytes: number
   readonly streamWriteTimeoutMs: number
   readonly report: InternalErrorReporter
+  /** The principal of each call in flight the app started (approvals name it). */
+  readonly callPrincipals: CallPrincipals
 }
 
 /** One route of the table. */
@@ -41,6 +45,8 @@ export interface ApiRoute {
   readonly path: string
   /** Served without a token, while unconfigured and while shutting down. */
   readonly open?: true
+  /** The roles that may use it (any one; `admin` holds all), checked before anything is read. Required unless `open`. */
+  readonly roles?: readonly Role[]
   /** Route middleware, then the handler. */
   readonly handlers: [RouteHandler, ...RouteHandler[]]
 }
@@ -89,8 +95,8 @@ function validCallId(value: unknown): value is string {
 
 const BAD_AGENT = `agent must be a non-empty string of at most ${MAX_ID_LENGTH} characters`
 
-/** `agent` from the query (absent → the global layer). */
-function queryAgent(c: Context): ScopeKey | undefined {
+/** `agent` from the query as asked (absent → the global layer). */
+function askedQueryAgent(c: Context): ScopeKey | undefined {
   const values = c.req.queries('agent')
   if (values === undefined || values.length === 0) return undefined
   if (values.length > 1) throw invalidRequest('agent must be given at most once')
@@ -98,13 +104,18 @@ function queryAgent(c: Context): ScopeKey | undefined {
   return values[0]
 }
 
-/** `agent` from the body or the query; different values in both are an error. */
+/** The agent a request with `agent` in the query acts for (a pinned token's own; 403 for another). */
+function queryAgent(c: Context): ScopeKey | undefined {
+  return agentFor(c, askedQueryAgent(c))
+}
+
+/** `agent` from the body or the query (different values in both are an error), as its token may act. */
 function bodyAgent(c: Context, body: Record<string, unknown>): ScopeKey | undefined {
-  const fromQuery = queryAgent(c)
-  if (!Object.hasOwn(body, 'agent') || body.agent === undefined) return fromQuery
+  const fromQuery = askedQueryAgent(c)
+  if (!Object.hasOwn(body, 'agent') || body.agent === undefined) return agentFor(c, fromQuery)
   if (!validId(body.agent)) throw invalidRequest(BAD_AGENT)
   if (fromQuery !== undefined && fromQuery !== body.agent) throw invalidRequest('agent differs between the query and the body')
-  return body.agent
+  return agentFor(c, body.agent)
 }
 
 /** `{ agent }` when an agent was named, `{}` otherwise (the body's `agent` is absent, not `undefined`). */
@@ -295,13 +306,20 @@ function executeTool(runtime: ToolRuntime, config: ApiConfig): Handler {
     // A run's sub-calls, approvals and event stream are keyed by its call id: a client that
     // could choose it could reuse a live run's id (GET /v1/approvals shows it) and join that run.
     if (name === RUN_CODE && body.callId !== undefined) throw invalidRequest(RUN_CALL_ID_REFUSED)
-    const callId = name === RUN_CODE ? newRunCallId() : body.callId === undefined ? `http-${crypto.randomUUID()}` : body.callId
-    if (!validCallId(callId)) {
+    if (body.callId !== undefined && !validCallId(body.callId)) {
       throw invalidRequest(`callId must be 1–${MAX_ID_LENGTH} printable ASCII characters, without leading or trailing spaces`)
     }
+    const principal = requestPrincipal(c)
+    // A client's id lives in its principal's namespace: it never names a run's sub-call or another client's call.
+    const callId = name === RUN_CODE ? newRunCallId() : body.callId === undefined ? `http-${crypto.randomUUID()}` : clientCallId(principal, body.callId)
     const args = Object.hasOwn(body, 'arguments') ? body.arguments : {}
-    const result = await runtime.execute({ callId, name, arguments: args, signal: signalFor(c, config), ...agentField(agent) })
-    return resultResponse(c, callId, result)
+    const release = config.callPrincipals.track(callId, principal.id)
+    try {
+      const result = await runtime.execute({ callId, name, arguments: args, signal: signalFor(c, config), ...agentField(agent) })
+      return resultResponse(c, callId, result)
+    } finally {
+      release()
+    }
   }
 }
 
@@ -310,6 +328,8 @@ export interface PreparedRun {
   /** The server's id of the `run_code` call (`http-run-<uuid>`). */
   readonly callId: string
   readonly agent: ScopeKey | undefined
+  /** The id of the principal that started it. */
+  readonly principal: string
   /** The `start` event's data: `{ callId, agent? }`. */
   readonly start: Readonly<Record<string, unknown>>
   /** Runs `run_code` under `signal`; never rejects (the pipeline's contract). */
@@ -338,9 +358,16 @@ export async function prepareRun(c: Context, runtime: ToolRuntime, config: ApiCo
   const args: Record<string, unknown> = {}
   if (Object.hasOwn(body, 'code')) args.code = body.code
   if (Object.hasOwn(body, 'description')) args.description = body.description
-  const execute = (signal: AbortSignal): Promise<ToolExecutionResult> =>
-    runtime.execute({ callId, name: RUN_CODE, arguments: args, signal, ...agentField(agent) })
-  return { callId, agent, start: { callId, ...agentField(agent) }, execute }
+  const principal = requestPrincipal(c).id
+  const execute = async (signal: AbortSignal): Promise<ToolExecutionResult> => {
+    const release = config.callPrincipals.track(callId, principal)
+    try {
+      return await runtime.execute({ callId, name: RUN_CODE, arguments: args, signal, ...agentField(agent) })
+    } finally {
+      release()
+    }
+  }
+  return { callId, agent, principal, start: { callId, ...agentField(agent) }, execute }
 }
 
 function run(runtime: ToolRuntime, config: ApiConfig): Handler {
@@ -357,27 +384,32 @@ function run(runtime: ToolRuntime, config: ApiConfig): Handler {
   }
 }
 
+const APPROVE: readonly Role[] = ['approve']
+const RUN: readonly Role[] = ['run']
+
 function approvalRoutes(broker: AnyApprovalBroker, config: ApiConfig): ApiRoute[] {
   return [
-    { method: 'GET', path: '/v1/approvals', handlers: [listApprovals(broker)] },
-    { method: 'POST', path: '/v1/approvals/:id', handlers: [decideApproval(broker, config.maxBodyBytes)] },
+    { method: 'GET', path: '/v1/approvals', roles: APPROVE, handlers: [listApprovals(broker, config.callPrincipals)] },
+    { method: 'POST', path: '/v1/approvals/:id', roles: APPROVE, handlers: [decideApproval(broker, config.maxBodyBytes)] },
   ]
 }
 
 /**
- * Every route of the API, in registration order. `GET` routes also answer `HEAD`
- * (Hono); a known path with another method answers 405 with `Allow`.
+ * Every route of the API, in registration order, with the roles it needs. `GET` routes
+ * also answer `HEAD` (Hono); a known path with another method answers 405 with `Allow`.
+ * The metadata routes (tools, SDK, prompt, catalog) serve any principal: they show what a
+ * program may call, which every role needs to see, and nothing of anyone's runs.
  */
 export function apiRoutes(runtime: ToolRuntime, config: ApiConfig): readonly ApiRoute[] {
   return [
     { method: 'GET', path: '/v1/health', open: true, handlers: [health(config)] },
-    { method: 'GET', path: '/v1/tools', handlers: [listTools(runtime)] },
-    { method: 'GET', path: '/v1/tools/:name', handlers: [describeTool(runtime)] },
-    { method: 'POST', path: '/v1/tools/:name/execute', handlers: [executeTool(runtime, config)] },
-    { method: 'GET', path: '/v1/sdk', handlers: [sdkConditional, sdk(runtime)] },
-    { method: 'GET', path: '/v1/prompt', handlers: [prompt(runtime)] },
-    { method: 'GET', path: '/v1/catalog/search', handlers: [catalogSearch(runtime)] },
-    { method: 'POST', path: '/v1/run', handlers: [run(runtime, config)] },
+    { method: 'GET', path: '/v1/tools', roles: ANY_ROLE, handlers: [listTools(runtime)] },
+    { method: 'GET', path: '/v1/tools/:name', roles: ANY_ROLE, handlers: [describeTool(runtime)] },
+    { method: 'POST', path: '/v1/tools/:name/execute', roles: RUN, handlers: [executeTool(runtime, config)] },
+    { method: 'GET', path: '/v1/sdk', roles: ANY_ROLE, handlers: [sdkConditional, sdk(runtime)] },
+    { method: 'GET', path: '/v1/prompt', roles: ANY_ROLE, handlers: [prompt(runtime)] },
+    { method: 'GET', path: '/v1/catalog/search', roles: ANY_ROLE, handlers: [catalogSearch(runtime)] },
+    { method: 'POST', path: '/v1/run', roles: RUN, handlers: [run(runtime, config)] },
     ...(config.approvals === undefined ? [] : approvalRoutes(config.approvals, config)),
   ]
 }

@@ -29,6 +29,8 @@ import { EVENT_OF } from './_run-stream.js'
 import { CALL_ID_HEADER, prepareRun } from './_routes.js'
 import type { ApiConfig, ApiRoute, PreparedRun } from './_routes.js'
 import { createSseSender } from './_sse-sender.js'
+import type { Role } from './auth.js'
+import { canCancelRun, canReadRun, requestPrincipal } from './_principals.js'
 import type { SseSender } from './_sse-sender.js'
 import { createRunTable, createStoreRunEvents, createStoreRunRecords, interruptedRunResult, MAX_RESTORED_EVENT_ID, RUN_OWNER_PREFIX, runRecord } from './run-table.js'
 import type { ResolvedRunTableOptions, RestoredRunEvents, RunEventStore, RunRecordJson, RunRecordStore, RunStatus, RunTable, RunTableHeld, TableRun } from './run-table.js'
@@ -59,6 +61,8 @@ export interface RunBody {
   readonly id: string
   readonly callId: string
   readonly agent?: string
+  /** The id of the principal that started it. */
+  readonly principal?: string
   readonly status: RunStatus
   readonly createdAt: number
   readonly settledAt?: number
@@ -124,6 +128,7 @@ async function runBody(record: RunRecordJson, config: ApiConfig, cancelRequested
     id: record.id,
     callId: record.callId,
     ...(record.agent === undefined ? {} : { agent: record.agent }),
+    ...(record.principal === undefined ? {} : { principal: record.principal }),
     status,
     createdAt: record.createdAt,
     ...(record.settledAt === undefined ? {} : { settledAt: record.settledAt }),
@@ -362,7 +367,7 @@ function keepAlive(c: Context, work: Promise<void>): void {
 function startRun(runtime: ToolRuntime, config: RunsConfig, table: RunTable, owners: RunOwners, writer: RunWriter): Handler {
   return async (c) => {
     const prepared = await prepareRun(c, runtime, config)
-    const run = table.admit({ callId: prepared.callId, agent: prepared.agent })
+    const run = table.admit({ callId: prepared.callId, agent: prepared.agent, principal: prepared.principal })
     if (run === undefined) {
       const { runs, bytes } = table.held
       throw new HttpError('OVERLOADED', `the run table is full of running runs (${runs} runs, ${bytes} bytes); retry later`, {
@@ -380,24 +385,39 @@ function startRun(runtime: ToolRuntime, config: RunsConfig, table: RunTable, own
   }
 }
 
-/** The run named by the path, from the table; `undefined` (when `records` may hold it) or a thrown 404 otherwise. */
+/** Who may start runs and cancel their own (`admin`: any); who may read one (its own, or any with `approve`). */
+const RUN: readonly Role[] = ['run']
+const READ_RUN: readonly Role[] = ['run', 'approve']
+
+/**
+ * The run named by the path, from the table; `undefined` (when `records` may hold it) or a
+ * thrown 404 otherwise. Another principal's run is a 404 as well, with the same message as
+ * one that never existed: a `run` token learns nothing of other principals' runs.
+ */
 function tableRun(c: Context, table: RunTable): { id: string; run: TableRun | undefined } {
   const id = c.req.param('id') as string
   if (!UUID.test(id)) throw runNotFound(id)
-  return { id, run: table.get(id) }
+  const run = table.get(id)
+  if (run !== undefined && !canReadRun(requestPrincipal(c), run.principal)) throw runNotFound(id)
+  return { id, run }
 }
 
-async function storedRecord(id: string, records: RunRecordStore | undefined): Promise<RunRecordJson> {
+async function storedRecord(c: Context, id: string, records: RunRecordStore | undefined): Promise<RunRecordJson> {
   const record = await records?.get(id)
-  if (record === undefined) throw runNotFound(id)
+  if (record === undefined || !canReadRun(requestPrincipal(c), record.principal)) throw runNotFound(id)
   return record
+}
+
+/** Cancelling is its starter's (or an admin's): a reader with `approve` is told so (it may already read the run). */
+function refuseCancel(c: Context, owner: string | undefined): void {
+  if (!canCancelRun(requestPrincipal(c), owner)) throw new HttpError('FORBIDDEN', 'cancelling a run another principal started needs the admin role')
 }
 
 function getRun(config: ApiConfig, table: RunTable, records: RunRecordStore | undefined): Handler {
   return async (c) => {
     const { id, run } = tableRun(c, table)
     if (run !== undefined) return c.json(await runBody(runRecord(run), config, run.cancelRequested))
-    return c.json(await runBody(await storedRecord(id, records), config, false))
+    return c.json(await runBody(await storedRecord(c, id, records), config, false))
   }
 }
 
@@ -405,12 +425,14 @@ function cancelRun(config: ApiConfig, table: RunTable, records: RunRecordStore |
   return async (c) => {
     const { id, run } = tableRun(c, table)
     if (run === undefined) {
-      const record = await storedRecord(id, records)
+      const record = await storedRecord(c, id, records)
+      refuseCancel(c, record.principal)
       // Only the process running a run holds its controller.
       if (record.status === 'running') throw new HttpError('RUN_NOT_FOUND', `run ${id} is not running in this process; it cannot be cancelled here`)
       // Stryker disable next-line BooleanLiteral: a stored record that is still running was refused above, and a finished one's status does not read cancelRequested
       return c.json(await runBody(record, config, false))
     }
+    refuseCancel(c, run.principal)
     table.cancel(run, new DOMException('the run was cancelled (DELETE /v1/runs/:id)', 'AbortError'))
     return c.json(await runBody(runRecord(run), config, run.cancelRequested))
   }
@@ -607,13 +629,14 @@ async function adoptResumed(resumed: readonly ResumedRun[], stores: RunStores, t
     }
     // Stryker disable next-line OptionalChaining: adoptResumed got past `records === undefined`: there is a store, so events too
     const restored = (await events?.load(record.id).catch((error: unknown) => void config.report(error, request))) ?? continuedIds(record)
-    const run = table.admit({ callId: record.callId, agent: record.agent, id: record.id, createdAt: record.createdAt, events: restored })
+    const run = table.admit({ callId: record.callId, agent: record.agent, principal: record.principal, id: record.id, createdAt: record.createdAt, events: restored })
     if (run === undefined) continue
     owners.running()
     adopted++
     const prepared: PreparedRun = {
       callId: record.callId,
       agent: record.agent,
+      principal: record.principal ?? '',
       start: { callId: record.callId, ...(record.agent === undefined ? {} : { agent: record.agent }), resumed: true },
       execute: (signal) => {
         // The resumed execution is already under way: DELETE (or the app's shutdown) cancels it.
@@ -621,7 +644,11 @@ async function adoptResumed(resumed: readonly ResumedRun[], stores: RunStores, t
         else
           // Stryker disable next-line ObjectLiteral,BooleanLiteral: a signal fires 'abort' at most once
           signal.addEventListener('abort', () => handle.cancel(signal.reason), { once: true })
-        return handle.result as Promise<ToolExecutionResult>
+        const result = handle.result as Promise<ToolExecutionResult>
+        if (record.principal === undefined) return result
+        // Its approvals name its principal, as before the restart.
+        const release = config.callPrincipals.track(record.callId, record.principal)
+        return result.finally(release)
       },
     }
     // Its open requests: it waits again at once, so its `resumed` frame is in the next snapshot.
@@ -732,10 +759,10 @@ export function runRoutes(
     table,
     adopt: (resumed, staleMs) => adoptResumed(resumed, stores, table, config, owners, writer, staleMs),
     routes: [
-      { method: 'POST', path: '/v1/runs', handlers: [startRun(runtime, config, table, owners, writer)] },
-      { method: 'GET', path: '/v1/runs/:id', handlers: [getRun(config, table, records)] },
-      { method: 'DELETE', path: '/v1/runs/:id', handlers: [cancelRun(config, table, records)] },
-      { method: 'GET', path: '/v1/runs/:id/events', handlers: [events(config, table)] },
+      { method: 'POST', path: '/v1/runs', roles: RUN, handlers: [startRun(runtime, config, table, owners, writer)] },
+      { method: 'GET', path: '/v1/runs/:id', roles: READ_RUN, handlers: [getRun(config, table, records)] },
+      { method: 'DELETE', path: '/v1/runs/:id', roles: RUN, handlers: [cancelRun(config, table, records)] },
+      { method: 'GET', path: '/v1/runs/:id/events', roles: READ_RUN, handlers: [events(config, table)] },
     ],
   }
 }

@@ -16,6 +16,8 @@ import type { AnyApprovalBroker } from '../approvals/types.js'
 import type { ToolRuntime } from '../runtime-types.js'
 import type { ScopeKey } from '../types.js'
 import { resolveAuthOptions } from './auth.js'
+import type { AuthOptions, PrincipalSet } from './auth.js'
+import { CallPrincipals, requireRole } from './_principals.js'
 import { HttpError, httpErrorHandler, httpNotFound, reportToConsole } from './http-errors.js'
 import type { InternalErrorReporter } from './http-errors.js'
 import { gate } from './_middleware.js'
@@ -39,24 +41,18 @@ export interface ToolsAppCorsOptions {
   readonly maxAgeSeconds?: number
 }
 
-/** Options of {@link createToolsApp}; validated at creation (`INVALID_OPTIONS`). */
-export interface ToolsAppOptions {
-  /**
-   * The bearer token every `/v1` route except `/v1/health` requires (at least 16
-   * printable ASCII characters, no spaces). Required unless `auth: false` or `notConfigured`.
-   */
-  readonly token?: string
-  /** `false` disables authentication; must be said explicitly (and not together with `token`). */
-  readonly auth?: false
+/**
+ * Options of {@link createToolsApp}; validated at creation (`INVALID_OPTIONS`). The
+ * authentication options ({@link AuthOptions}: `token` or `tokens`, `auth: false`,
+ * `notConfigured`, `unauthorizedHint`) are the MCP endpoint's too; every `/v1` route
+ * except `/v1/health` needs a token, and the roles its route lists (docs/http-api.md,
+ * "Tokens and roles").
+ */
+export interface ToolsAppOptions extends AuthOptions {
   /** CORS allowlist; absent → no cross-origin request is served. */
   readonly cors?: ToolsAppCorsOptions
   /** Cap on a request body, enforced while reading. Default 1 MiB. */
   readonly maxBodyBytes?: number
-  /**
-   * When truthy, every `/v1` route but `/v1/health` answers 503 `NOT_CONFIGURED` (e.g. the
-   * edge worker without its token secret); a string replaces the message.
-   */
-  readonly notConfigured?: boolean | string
   /**
    * The hub the runtime was created with (`sessionLog`), so `POST /v1/run` can stream
    * each sub-call's `tool/code-dispatch-start` / `tool/code-dispatch` as it happens.
@@ -135,7 +131,8 @@ function exactOrigins(origins: unknown): Set<string> {
 }
 
 interface ValidatedOptions extends RunsConfig {
-  readonly token: string | undefined
+  readonly principals: PrincipalSet | undefined
+  readonly unauthorizedHint: string | undefined
   readonly corsOrigins: ReadonlySet<string>
   readonly corsMaxAge: number | undefined
 }
@@ -143,7 +140,7 @@ interface ValidatedOptions extends RunsConfig {
 function validateOptions(runtime: ToolRuntime, options: ToolsAppOptions): ValidatedOptions {
   if (typeof runtime !== 'object' || runtime === null || typeof runtime.execute !== 'function') invalidOptions('runtime must be a ToolRuntime')
   if (typeof options !== 'object' || options === null) invalidOptions('options must be an object')
-  const { notConfigured } = resolveAuthOptions(options, invalidOptions)
+  const { notConfigured, principals, unauthorizedHint } = resolveAuthOptions(options, invalidOptions)
   const corsOrigins = options.cors === undefined ? new Set<string>() : exactOrigins(options.cors?.origins)
   const maxAge = options.cors?.maxAgeSeconds
   if (maxAge !== undefined && (!Number.isSafeInteger(maxAge) || maxAge < 0)) invalidOptions('cors.maxAgeSeconds must be a non-negative integer')
@@ -165,7 +162,9 @@ function validateOptions(runtime: ToolRuntime, options: ToolsAppOptions): Valida
     invalidOptions('streamWriteTimeoutMs must be a positive number of milliseconds, at most 2147483647')
   }
   return {
-    token: options.token,
+    principals,
+    unauthorizedHint,
+    callPrincipals: new CallPrincipals(),
     corsOrigins,
     corsMaxAge: options.cors === undefined ? undefined : (maxAge ?? 600),
     maxBodyBytes: resolveMaxBodyBytes(options.maxBodyBytes, invalidOptions),
@@ -191,12 +190,20 @@ function validateOptions(runtime: ToolRuntime, options: ToolsAppOptions): Valida
  * `Accept: text/event-stream`), and with `approvals`, `GET /approvals` and
  * `POST /approvals/:id`; `POST /runs`, `GET /runs/:id`, `GET /runs/:id/events`,
  * `DELETE /runs/:id` (background runs). `agent` selects the agent layer everywhere it applies.
+ * With `tokens`, each token has roles (`run`, `approve`, `admin`) and a route refuses a
+ * principal without its role (403 `FORBIDDEN`); `token` alone is one `admin` token.
  *
  * @example
  * ```ts
  * const hub = createSessionLogHub()
  * const runtime = createToolRuntime({ mode: 'both', codeRuntime, sessionLog: hub })
- * const app = createToolsApp(runtime, { token: process.env.TOOLYARD_TOKEN, sessionLog: hub })
+ * const app = createToolsApp(runtime, {
+ *   tokens: [
+ *     { token: process.env.AGENT_TOKEN!, roles: ['run'], agent: 'assistant' },
+ *     { token: process.env.PERSON_TOKEN!, roles: ['run', 'approve'] },
+ *   ],
+ *   sessionLog: hub,
+ * })
  * export default app // a Cloudflare Worker, or serve(app) on Node
  * ```
  * @see docs/http-api.md
@@ -211,7 +218,8 @@ export function createToolsApp(runtime: ToolRuntime, options: ToolsAppOptions): 
   app.use(
     '/v1/*',
     ...gate({
-      token: config.token,
+      principals: config.principals,
+      ...(config.unauthorizedHint === undefined ? {} : { unauthorizedHint: config.unauthorizedHint }),
       notConfigured: config.notConfigured,
       shutdown: config.shutdown,
       allowedOrigins: config.corsOrigins,
@@ -229,7 +237,11 @@ export function createToolsApp(runtime: ToolRuntime, options: ToolsAppOptions): 
       },
     }),
   )
-  for (const route of routes) app.on(route.method, route.path, ...route.handlers)
+  for (const route of routes) {
+    // The role check runs first, before a route reads its body or anything it holds.
+    if (route.open === true) app.on(route.method, route.path, ...route.handlers)
+    else app.on(route.method, route.path, requireRole(route.roles ?? []), ...route.handlers)
+  }
   holdRuns(app, runs)
   return app
 }

@@ -17,6 +17,8 @@ type ExceptionStatus = NonNullable<ConstructorParameters<typeof HTTPException>[0
 export type HttpErrorCode =
   /** No `Authorization: Bearer …` header, or the token is wrong. 401. */
   | 'UNAUTHORIZED'
+  /** The token is valid but its principal lacks the route's role, or asks for an agent it is not pinned to. 403. */
+  | 'FORBIDDEN'
   /** The request carries an `Origin` that is neither same-origin nor allowlisted. 403. */
   | 'FORBIDDEN_ORIGIN'
   /** The `Host` header names no name the local server answers to (DNS rebinding defence). 421. */
@@ -75,6 +77,7 @@ export interface HttpErrorBody {
 /** The status each code is answered with. */
 export const httpErrorStatus: Readonly<Record<HttpErrorCode, number>> = Object.freeze({
   UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
   FORBIDDEN_ORIGIN: 403,
   FORBIDDEN_HOST: 421,
   UNSUPPORTED_MEDIA_TYPE: 415,

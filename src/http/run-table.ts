@@ -288,6 +288,8 @@ export interface TableRun {
   /** The `run_code` call's id (`http-run-<uuid>`): the `parentCallId` of its sub-calls and approvals. */
   readonly callId: string
   readonly agent: ScopeKey | undefined
+  /** The id of the principal that started it (never a token); `undefined` for a record written before runs had one. */
+  readonly principal: string | undefined
   /** Epoch ms. */
   readonly createdAt: number
   /** The run's own abort switch (`DELETE /v1/runs/:id`). */
@@ -308,6 +310,8 @@ export interface RunRecordJson {
   readonly id: string
   readonly callId: string
   readonly agent?: ScopeKey
+  /** The id of the principal that started it (`GET` answers it only to that principal, `approve` and `admin`). */
+  readonly principal?: string
   readonly status: StoredRunStatus
   readonly createdAt: number
   readonly settledAt?: number
@@ -351,6 +355,7 @@ export function runRecord(run: TableRun): RunRecordJson {
     id: run.id,
     callId: run.callId,
     ...(run.agent === undefined ? {} : { agent: run.agent }),
+    ...(run.principal === undefined ? {} : { principal: run.principal }),
     status: run.status,
     createdAt: run.createdAt,
     ...(run.settledAt === undefined ? {} : { settledAt: run.settledAt }),
@@ -391,6 +396,7 @@ export function createStoreRunRecords(store: DurableStore): RunRecordStore {
       if (typeof record !== 'object' || record === null || record.id !== id || typeof record.callId !== 'string') return undefined
       if (!STORED_STATUSES.includes(record.status as StoredRunStatus) || typeof record.createdAt !== 'number') return undefined
       if (record.owner !== undefined && typeof record.owner !== 'string') return undefined
+      if (record.principal !== undefined && typeof record.principal !== 'string') return undefined
       return typeof record.events === 'object' && record.events !== null ? (record as RunRecordJson) : undefined
     },
     async delete(id) {
@@ -620,6 +626,8 @@ export interface RunTable {
   admit(init: {
     readonly callId: string
     readonly agent: ScopeKey | undefined
+    /** Who started it (absent: a record from before runs had principals; only `approve` and `admin` read it). */
+    readonly principal?: string | undefined
     readonly id?: string
     readonly createdAt?: number
     /** The frames of a run resumed after a restart (its buffer continues after them). */
@@ -671,7 +679,7 @@ export function createRunTable(options: ResolvedRunTableOptions, now: () => numb
   }
 
   return {
-    admit({ callId, agent, id, createdAt, events }) {
+    admit({ callId, agent, principal, id, createdAt, events }) {
       sweep(1)
       if (runs.size >= options.maxRuns || bytes >= options.maxBytes) return undefined
       if (id !== undefined && runs.has(id)) return undefined
@@ -680,6 +688,7 @@ export function createRunTable(options: ResolvedRunTableOptions, now: () => numb
         id: id ?? crypto.randomUUID(),
         callId,
         agent,
+        principal,
         createdAt: createdAt ?? now(),
         controller: new AbortController(),
         // A run's bytes count while it is in the table; after eviction its buffer is no longer the table's.

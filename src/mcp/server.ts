@@ -23,7 +23,9 @@ import { ToolError, toErrorData } from '../errors.js'
 import type { ToolRuntime } from '../runtime-types.js'
 import type { ApprovalHandler, ScopeKey, ToolSchema } from '../types.js'
 import type { ObjectJsonSchema } from '../schema/json-schema-node.js'
-import { resolveAuthOptions } from '../http/auth.js'
+import { hasRole, resolveAuthOptions } from '../http/auth.js'
+import type { AuthOptions, Principal, PrincipalSet } from '../http/auth.js'
+import { agentFor, requestPrincipal, requireRole } from '../http/_principals.js'
 import { HttpError, httpErrorHandler, httpNotFound, reportToConsole } from '../http/http-errors.js'
 import type { InternalErrorReporter } from '../http/http-errors.js'
 import { readJsonBody, resolveMaxBodyBytes, unknownFieldMessage } from '../http/request-body.js'
@@ -37,20 +39,19 @@ import type { McpCallToolResultOut, McpToolDescriptor } from './mcp-types.js'
 /** The MCP protocol revisions this server speaks, newest first. */
 export const MCP_PROTOCOL_VERSIONS: readonly string[] = Object.freeze(['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'])
 
-/** Options of {@link createMcpApp}; validated at creation (`INVALID_OPTIONS`). */
-export interface McpAppOptions {
-  /**
-   * The bearer token every request needs (16–4096 printable ASCII characters). Required
-   * unless `auth: false` or `notConfigured`. Use the same token as `createToolsApp`.
-   */
-  readonly token?: string
-  /** `false` disables authentication; must be said explicitly (and not together with `token`). */
-  readonly auth?: false
-  /** When truthy, every request answers 503 `NOT_CONFIGURED` (e.g. the edge worker without its secret). */
-  readonly notConfigured?: boolean | string
+/**
+ * Options of {@link createMcpApp}; validated at creation (`INVALID_OPTIONS`). The
+ * authentication options ({@link AuthOptions}: `token` or `tokens`, `auth: false`,
+ * `notConfigured`, `unauthorizedHint`) are those of `createToolsApp`, checked by the same
+ * function: pass the same tokens. Every request needs the `run` role (an MCP client calls
+ * tools); a client is asked to decide its own calls' `ask`s (`elicitation/create`) only
+ * when its token also has `approve`, else they go to the runtime's approval handler.
+ */
+export interface McpAppOptions extends AuthOptions {
   /**
    * The agent layer served: a fixed id, or a function of the request (e.g. a header or a
-   * path parameter). Absent → the global layer.
+   * path parameter). Absent → the global layer. A token pinned to an agent is served its
+   * agent; asking for another answers 403 `FORBIDDEN`.
    */
   readonly agent?: ScopeKey | ((request: Request) => ScopeKey | undefined)
   /** Exact origins (besides same-origin) whose browsers may call; any other `Origin` gets 403. */
@@ -221,20 +222,29 @@ interface McpConfig {
 
 /** What one POST knows about its client, for the messages it carries. */
 interface Exchange {
+  /** Who sent it (the gate's answer). */
+  readonly principal: Principal
   /** The session of a client that declared elicitation (from `Mcp-Session-Id`). */
   readonly session: string | undefined
   /** Sends to the client on this POST's event stream; absent when the answer is plain JSON. */
   readonly send: SendToClient | undefined
   /** Cancels this POST's calls when its event stream is cancelled. */
   readonly cancelled: AbortSignal | undefined
+  /** The agent served (the one asked for, as its token may act), or why the resolver's answer is refused. */
+  readonly served: ServedAgent
   /** Set by `initialize` for a client that declared elicitation: the session id to answer with. */
   issued: string | undefined
   /** `tools/list` answered once per POST: a batch repeating it costs one assembly. */
   listed?: { readonly agent: ScopeKey | undefined; readonly result: { readonly tools: McpToolDescriptor[] } }
 }
 
-/** Who decides a `tools/call`'s `ask`: the client through `elicitation/create`, or nobody (denied, saying why). */
-function approvalFor(config: McpConfig, exchange: Exchange): ApprovalHandler {
+/**
+ * Who decides a `tools/call`'s `ask`: the client through `elicitation/create`, nobody
+ * (denied, saying why), or — for a client whose token lacks `approve` — the runtime's own
+ * handler (`undefined`): a `run` token never answers its own calls' questions.
+ */
+function approvalFor(config: McpConfig, exchange: Exchange): ApprovalHandler | undefined {
+  if (!hasRole(exchange.principal, 'approve')) return undefined
   if (exchange.session === undefined) {
     return cannotAsk('this MCP client cannot be asked: it did not declare the elicitation capability')
   }
@@ -244,13 +254,40 @@ function approvalFor(config: McpConfig, exchange: Exchange): ApprovalHandler {
   return config.elicitation.asker(exchange.session, exchange.send)
 }
 
-/** The agent served for `request`: the fixed id, or the resolver's answer (checked). */
-function resolveAgent(config: McpConfig, request: Request): ScopeKey | undefined {
+/** The agent asked for `request`: the fixed id, or the resolver's answer (checked). */
+function askedAgent(config: McpConfig, request: Request): ScopeKey | undefined {
   const option = config.agent
   if (option === undefined || typeof option === 'string') return option
   const agent = option(request)
   if (agent !== undefined && (typeof agent !== 'string' || agent === '')) throw new RpcError(JSON_RPC_ERRORS.INVALID_REQUEST, 'the agent resolver returned an invalid id')
   return agent
+}
+
+/** The agent of one POST, or the resolver's refusal (answered per message, as JSON-RPC). */
+interface ServedAgent {
+  readonly agent?: ScopeKey
+  readonly error?: RpcError
+}
+
+/**
+ * The agent served to this POST's principal: what the option asks, unless the token is
+ * pinned to an agent (then that one; another answers 403 `FORBIDDEN` before the body is read).
+ */
+function servedAgent(config: McpConfig, c: Context): ServedAgent {
+  let asked: ScopeKey | undefined
+  try {
+    asked = askedAgent(config, c.req.raw)
+  } catch (error) {
+    if (error instanceof RpcError) return { error }
+    throw error
+  }
+  const agent = agentFor(c, asked)
+  return agent === undefined ? {} : { agent }
+}
+
+function agentOf(exchange: Exchange): ScopeKey | undefined {
+  if (exchange.served.error !== undefined) throw exchange.served.error
+  return exchange.served.agent
 }
 
 async function dispatch(config: McpConfig, message: Record<string, unknown>, request: Request, exchange: Exchange): Promise<unknown> {
@@ -270,7 +307,7 @@ async function dispatch(config: McpConfig, message: Record<string, unknown>, req
     case 'ping':
       return {}
     case 'tools/list': {
-      const agent = resolveAgent(config, request)
+      const agent = agentOf(exchange)
       if (exchange.listed === undefined || exchange.listed.agent !== agent) exchange.listed = { agent, result: { tools: listMcpTools(config.runtime, agent) } }
       // The same object each time: the batch serializes it once (BatchResponses).
       return exchange.listed.result
@@ -280,7 +317,7 @@ async function dispatch(config: McpConfig, message: Record<string, unknown>, req
       const signals = [request.signal, config.shutdown, exchange.cancelled, tracked?.signal].filter((s): s is AbortSignal => s !== undefined)
       const signal = signals.length === 1 ? request.signal : AbortSignal.any(signals)
       try {
-        return await callMcpTool(config.runtime, params, signal, resolveAgent(config, request), approvalFor(config, exchange))
+        return await callMcpTool(config.runtime, params, signal, agentOf(exchange), approvalFor(config, exchange))
       } finally {
         tracked?.done()
       }
@@ -325,7 +362,8 @@ async function answer(config: McpConfig, message: unknown, request: Request, exc
 }
 
 interface McpAppConfig extends McpConfig {
-  readonly token: string | undefined
+  readonly principals: PrincipalSet | undefined
+  readonly unauthorizedHint: string | undefined
   readonly notConfigured: string | undefined
   readonly origins: ReadonlySet<string>
   readonly maxBodyBytes: number
@@ -346,7 +384,7 @@ function validateOptions(runtime: ToolRuntime, options: McpAppOptions): McpAppCo
     invalidOptions('runtime must be a ToolRuntime')
   }
   if (typeof options !== 'object' || options === null) invalidOptions('options must be an object')
-  const { notConfigured } = resolveAuthOptions(options, invalidOptions)
+  const { notConfigured, principals, unauthorizedHint } = resolveAuthOptions(options, invalidOptions)
   const agent = options.agent
   if (agent !== undefined && typeof agent !== 'function' && (typeof agent !== 'string' || agent === '')) {
     invalidOptions('agent must be a non-empty string or a function of the request')
@@ -373,7 +411,8 @@ function validateOptions(runtime: ToolRuntime, options: McpAppOptions): McpAppCo
     shutdown: options.signal,
     serverInfo,
     instructions: options.instructions,
-    token: options.token,
+    principals,
+    unauthorizedHint,
     notConfigured,
     origins,
     maxBodyBytes: resolveMaxBodyBytes(options.maxBodyBytes, invalidOptions),
@@ -518,7 +557,7 @@ function isToolsCall(message: unknown): boolean {
  * the questions a call puts to the client (`elicitation/create`) go out on it while the
  * call waits, then each JSON-RPC response. A cancelled stream cancels the calls.
  */
-function streamAnswers(c: Context, config: McpAppConfig, messages: readonly unknown[], session: string, batch: boolean): Response {
+function streamAnswers(c: Context, config: McpAppConfig, messages: readonly unknown[], session: string, batch: boolean, served: ServedAgent): Response {
   const response = streamSSE(c, async (stream) => {
     const cancelled = new AbortController()
     stream.onAbort(() => cancelled.abort(new DOMException('the MCP client went away', 'AbortError')))
@@ -533,7 +572,7 @@ function streamAnswers(c: Context, config: McpAppConfig, messages: readonly unkn
     })
     const write = (json: string): void => sender.send(`event: message\ndata: ${json}\n\n`)
     const send: SendToClient = (message) => write(JSON.stringify(message))
-    const exchange: Exchange = { session, send, cancelled: cancelled.signal, issued: undefined }
+    const exchange: Exchange = { principal: requestPrincipal(c), served, session, send, cancelled: cancelled.signal, issued: undefined }
     try {
       await answerAll(config, messages, c.req.raw, exchange, new BatchResponses(batch ? config.maxBatchResponseBytes : undefined, false), write)
     } finally {
@@ -571,8 +610,8 @@ export function mcpAppHeld(app: Hono): { readonly questions: number; readonly ca
  *
  * @example
  * ```ts
- * const app = createToolsApp(runtime, { token })
- * app.route('/mcp', createMcpApp(runtime, { token, agent: 'assistant' }))
+ * const app = createToolsApp(runtime, { tokens })
+ * app.route('/mcp', createMcpApp(runtime, { tokens, agent: 'assistant' }))
  * // any MCP client: new StreamableHTTPClientTransport(new URL('http://127.0.0.1:8787/mcp'),
  * //   { requestInit: { headers: { Authorization: `Bearer ${token}` } } })
  * ```
@@ -588,7 +627,13 @@ export function createMcpApp(runtime: ToolRuntime, options: McpAppOptions): Hono
   app.use(
     '*',
     // DNS-rebinding defence the MCP transport spec asks for: foreign browser origins are refused.
-    ...gate({ token: config.token, notConfigured: config.notConfigured, shutdown: config.shutdown, allowedOrigins: config.origins }),
+    ...gate({
+      principals: config.principals,
+      ...(config.unauthorizedHint === undefined ? {} : { unauthorizedHint: config.unauthorizedHint }),
+      notConfigured: config.notConfigured,
+      shutdown: config.shutdown,
+      allowedOrigins: config.origins,
+    }),
     methodNotAllowed({
       app,
       onMethodNotAllowed: (c) => {
@@ -596,7 +641,9 @@ export function createMcpApp(runtime: ToolRuntime, options: McpAppOptions): Hono
       },
     }),
   )
-  app.post('/', async (c: Context) => {
+  // An MCP client calls tools: every message needs `run`, checked before the body is read.
+  app.post('/', requireRole(['run']), async (c: Context) => {
+    const served = servedAgent(config, c)
     const version = c.req.header('MCP-Protocol-Version')
     if (version !== undefined && !MCP_PROTOCOL_VERSIONS.includes(version)) {
       throw new HttpError('INVALID_REQUEST', `unsupported MCP-Protocol-Version ${JSON.stringify(version)} (supported: ${MCP_PROTOCOL_VERSIONS.join(', ')})`)
@@ -608,9 +655,9 @@ export function createMcpApp(runtime: ToolRuntime, options: McpAppOptions): Hono
     if (messages.length > config.maxBatchLength) return c.json(batchTooLong(messages.length, config.maxBatchLength))
     const session = elicitingSessionOf(c.req.raw)
     if (session !== undefined && wantsEventStream(c.req.header('Accept')) && messages.some(isToolsCall)) {
-      return streamAnswers(c, config, messages, session, batch)
+      return streamAnswers(c, config, messages, session, batch, served)
     }
-    const exchange: Exchange = { session, send: undefined, cancelled: undefined, issued: undefined }
+    const exchange: Exchange = { principal: requestPrincipal(c), served, session, send: undefined, cancelled: undefined, issued: undefined }
     const responses = new BatchResponses(batch ? config.maxBatchResponseBytes : undefined, true)
     await answerAll(config, messages, c.req.raw, exchange, responses)
     if (exchange.issued !== undefined) c.header('Mcp-Session-Id', exchange.issued)

@@ -469,7 +469,7 @@ describe('agent and call-id rules', () => {
     }
   })
 
-  it('call ids: printable ASCII without surrounding spaces, 1–256 characters; echoed in the header', async () => {
+  it('call ids: printable ASCII without surrounding spaces, 1–256 characters; echoed in the header in the principal\'s namespace', async () => {
     const bad = { code: 'INVALID_REQUEST', message: 'callId must be 1–256 printable ASCII characters, without leading or trailing spaces' }
     for (const callId of ['', ' x', 'x ', 'a\tb', 'é', 'x'.repeat(257), 5]) {
       expect(await errorOf(await app.request('/v1/tools/echo/execute', post({ callId, arguments: { text: 'x' } })))).toEqual(bad)
@@ -477,7 +477,8 @@ describe('agent and call-id rules', () => {
     for (const callId of ['x', 'a b', '~!', 'x'.repeat(256)]) {
       const response = await app.request('/v1/tools/echo/execute', post({ callId, arguments: { text: 'x' } }))
       expect(response.status).toBe(200)
-      expect(response.headers.get('X-Toolyard-Call-Id')).toBe(callId)
+      // The `token` shorthand's principal is `admin`.
+      expect(response.headers.get('X-Toolyard-Call-Id')).toBe(`client.admin.${callId}`)
     }
     const generated = await app.request('/v1/tools/echo/execute', post({ arguments: { text: 'x' } }))
     expect(generated.headers.get('X-Toolyard-Call-Id')).toMatch(/^http-[0-9a-f-]{36}$/)
@@ -486,7 +487,7 @@ describe('agent and call-id rules', () => {
   it('an unknown tool is 404 with the call id', async () => {
     const response = await app.request('/v1/tools/nope/execute', post({ callId: 'c-404' }))
     expect(response.status).toBe(404)
-    expect(response.headers.get('X-Toolyard-Call-Id')).toBe('c-404')
+    expect(response.headers.get('X-Toolyard-Call-Id')).toBe('client.admin.c-404')
     expect(await errorOf(response)).toEqual({ code: 'UNKNOWN_TOOL', message: 'unknown tool "nope"' })
   })
 })
@@ -692,9 +693,9 @@ describe('POST /v1/tools/:name/execute', () => {
     const { app, results } = createFixture()
     const response = await app.request('/v1/tools/secret/execute', post({ arguments: {}, callId: 'model-call-7', agent: 'alice' }))
     expect(response.status).toBe(200)
-    expect(response.headers.get('X-Toolyard-Call-Id')).toBe('model-call-7')
+    expect(response.headers.get('X-Toolyard-Call-Id')).toBe('client.admin.model-call-7')
     expect(((await response.json()) as { value: unknown }).value).toBe('for alice')
-    expect(results.at(-1)).toMatchObject({ callId: 'model-call-7', agent: 'alice' })
+    expect(results.at(-1)).toMatchObject({ callId: 'client.admin.model-call-7', agent: 'alice' })
     // The agent may come from the query too.
     expect((await app.request('/v1/tools/secret/execute?agent=alice', post({}))).status).toBe(200)
   })
@@ -780,7 +781,7 @@ describe('POST /v1/tools/:name/execute', () => {
     client.abort()
     await Promise.resolve(pending).catch(() => undefined)
     expect(wait.aborted).toBe(1)
-    const outcome = results.find((r) => r.callId === 'waiting')!.result
+    const outcome = results.find((r) => r.callId === 'client.admin.waiting')!.result
     expect(outcome.isError && outcome.error.info?.code).toBe('ABORTED')
   })
 })
@@ -945,7 +946,7 @@ describe('not configured and shutting down', () => {
     const result = (await response.json()) as ToolExecutionResult
     expect(result.isError && result.error.info?.code).toBe('ABORTED')
     expect(wait.aborted).toBe(1)
-    expect(results.find((r) => r.callId === 'in-flight')).toBeDefined()
+    expect(results.find((r) => r.callId === 'client.admin.in-flight')).toBeDefined()
     const later = await app.request('/v1/tools', { headers: AUTH })
     expect(later.status).toBe(503)
     expect((await errorOf(later)).code).toBe('SHUTTING_DOWN')

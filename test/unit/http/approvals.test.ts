@@ -149,8 +149,9 @@ describe('GET /v1/approvals and POST /v1/approvals/:id', () => {
     expect(await pendingOf(fixture)).toEqual([])
     const { request, response } = await pendingPay(fixture)
     const listed = await pendingOf(fixture)
-    expect(listed).toEqual([request])
-    expect(listed[0]).toMatchObject({ callId: 'direct-pay', name: 'pay', arguments: { cents: 5 }, reason: 'money moves' })
+    // The listing adds whose call it is: the principal of the token that made it (`admin` for the `token` shorthand).
+    expect(listed).toEqual([{ ...request, principal: 'admin' }])
+    expect(listed[0]).toMatchObject({ callId: 'client.admin.direct-pay', name: 'pay', arguments: { cents: 5 }, reason: 'money moves' })
     expect('parentCallId' in listed[0]!).toBe(false)
     const answer = await decide(fixture, request.id, { decision: 'allow', reason: 'fine' })
     expect(answer.status).toBe(200)
@@ -259,7 +260,7 @@ describe.each([
     const stream = sseReader(response)
     const approval = (await stream.until('approval')).data as PendingApproval
     expect(approval).toMatchObject({ callId: `${callId}:code:1`, parentCallId: callId, name: 'pay', arguments: { cents: 3 }, reason: 'money moves' })
-    expect(await pendingOf(fixture)).toEqual([approval])
+    expect(await pendingOf(fixture)).toEqual([{ ...approval, principal: 'admin' }])
     // The sibling finishes while the payment waits for a person: its dispatch event arrives first.
     await stream.untilSeen((e) => e.event === 'dispatch' && (e.data as { name: string }).name === 'echo')
     expect(fixture.broker.pending()).toEqual([approval])

@@ -80,9 +80,11 @@ describe('resolveAuthOptions', () => {
   const fail = (message: string): never => {
     throw new Error(message)
   }
+  // The resolved options without the principal set (its own tests are in principals.test.ts).
   const auth = (options: object) => {
     try {
-      return resolveAuthOptions(options, fail)
+      const { notConfigured } = resolveAuthOptions(options, fail)
+      return { notConfigured }
     } catch (error) {
       return (error as Error).message
     }
