@@ -22,6 +22,7 @@ export { DEFAULT_MAX_EVENT_BYTES_PER_RUN, DEFAULT_MAX_RUNS, DEFAULT_MAX_RUN_TABL
 export type { RunRecordJson, RunStatus, RunTableHeld, RunTableOptions, StoredRunStatus } from './run-table.js'
 export { HttpError, httpErrorHandler, httpErrorResponse, httpErrorStatus } from './http-errors.js'
 export type { HttpErrorBody, HttpErrorCode, InternalErrorReporter } from './http-errors.js'
-export { bearerToken, digestsEqual, sha256, timingSafeEqualText } from './auth.js'
+export { bearerToken, digestsEqual, ROLES, sha256, timingSafeEqualText } from './auth.js'
+export type { AuthOptions, Principal, Role, TokenOptions } from './auth.js'
 export { DEFAULT_MAX_BODY_BYTES, isJsonContentType, readJsonBody } from './request-body.js'
 export { DEFAULT_MAX_STREAM_BACKLOG_BYTES, DEFAULT_STREAM_WRITE_TIMEOUT_MS } from './_sse-sender.js'

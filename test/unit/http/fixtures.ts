@@ -15,6 +15,22 @@ export const TOKEN = 'test-token-0123456789abcdef'
 export const AUTH = { Authorization: `Bearer ${TOKEN}` } as const
 export const JSON_AUTH = { ...AUTH, 'Content-Type': 'application/json' } as const
 
+/** Tokens of three principals: an agent (`run`), a person (`run` + `approve`), an operator (`admin`). */
+export const AGENT_TOKEN = 'agent-token-0123456789abcdef'
+export const PERSON_TOKEN = 'person-token-0123456789abcdef'
+export const ADMIN_TOKEN = 'admin-token-0123456789abcdef'
+/** The `tokens` option for them, with readable principal ids. */
+export const ROLE_TOKENS = [
+  { token: AGENT_TOKEN, roles: ['run'], id: 'agent' },
+  { token: PERSON_TOKEN, roles: ['run', 'approve'], id: 'person' },
+  { token: ADMIN_TOKEN, roles: ['admin'], id: 'operator' },
+] as const satisfies ToolsAppOptions['tokens']
+
+/** JSON request headers carrying `token`. */
+export function jsonAuth(token: string): Record<string, string> {
+  return { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }
+}
+
 export const echoTool = defineTool({
   name: 'echo',
   description: 'Echo the text back.',
@@ -104,7 +120,9 @@ export function createFixture(runtimeOptions: ToolRuntimeOptions = {}, appOption
       inFlight--
     }
   })
-  const app = createToolsApp(runtime, { token: TOKEN, sessionLog: hub, ...appOptions } as ToolsAppOptions)
+  // `tokens` (principals with roles) replaces the `token` shorthand; everything else keeps TOKEN (one admin).
+  const auth = appOptions.tokens === undefined ? { token: TOKEN } : {}
+  const app = createToolsApp(runtime, { ...auth, sessionLog: hub, ...appOptions } as ToolsAppOptions)
   return {
     app,
     hub,

@@ -324,7 +324,7 @@ describe('/v1/runs with a durable store', () => {
       stored = entry === undefined ? undefined : (JSON.parse(entry.value) as RunRecordJson)
       await new Promise((resolve) => setTimeout(resolve, 5))
     }
-    expect(stored).toEqual({ id, callId, status: 'done', createdAt: body.createdAt, settledAt: body.settledAt, result: body.result, events: body.events, owner: expect.stringMatching(/^[0-9a-f-]{36}$/) })
+    expect(stored).toEqual({ id, callId, status: 'done', createdAt: body.createdAt, settledAt: body.settledAt, result: body.result, events: body.events, owner: expect.stringMatching(/^[0-9a-f-]{36}$/), principal: 'admin' })
 
     // Another process (an app sharing the store) answers GET from the record; DELETE of a finished run is idempotent there too.
     const other = createToolsApp(f.runtime, { token: TOKEN, store })
