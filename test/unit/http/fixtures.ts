@@ -268,3 +268,12 @@ export function askingPayFixture() {
   fixture.app.route('/mcp', mcp)
   return { ...fixture, broker, mcp }
 }
+
+/** Waits until `check` (sync or async) holds, polling; throws after `ms`. */
+export async function eventually(check: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not reached in time')
+    await new Promise((resolve) => setTimeout(resolve, 2))
+  }
+}

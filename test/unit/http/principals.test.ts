@@ -12,8 +12,7 @@ import { createToolsApp, sha256 } from '../../../src/http/index.js'
 import type { ToolsAppOptions } from '../../../src/http/index.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
 import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
-import { until } from '../approvals/helpers.js'
-import { ADMIN_TOKEN, AGENT_TOKEN, PERSON_TOKEN, ROLE_TOKENS, createFixture, errorOf, jsonAuth } from './fixtures.js'
+import { ADMIN_TOKEN, AGENT_TOKEN, PERSON_TOKEN, ROLE_TOKENS, createFixture, errorOf, eventually, jsonAuth } from './fixtures.js'
 
 const auth = (token: string) => ({ Authorization: `Bearer ${token}` })
 
@@ -226,7 +225,7 @@ describe('runs belong to their principal', () => {
   it("an approval names the principal of the run that asked; a run token sees its run's request only in its own run", async () => {
     const f = rolesFixture()
     const { id, callId } = await startRun(f, AGENT_TOKEN, 'return await tools.pay({ cents: 7 })')
-    await until(async () => (await f.pending()).length === 1)
+    await eventually(async () => (await f.pending()).length === 1)
     const [approval] = await f.pending()
     expect(approval).toMatchObject({ parentCallId: callId, name: 'pay', principal: 'agent' })
     const run = (await (await f.request(`/v1/runs/${id}`, AGENT_TOKEN)).json()) as { status: string; approvals: { id: string }[] }
