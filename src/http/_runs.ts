@@ -470,15 +470,30 @@ function events(config: RunsConfig, table: RunTable): Handler {
   }
 }
 
-/** The frame telling a resuming client which ids were dropped (no `id:` line: its last id stays what it had). */
-function gapFrame(run: TableRun, gap: { first: number; last: number }): string {
-  const data = {
-    id: run.id,
-    code: 'EVENTS_DROPPED',
-    first: gap.first,
-    last: gap.last,
-    message: `events ${gap.first}–${gap.last} of this run were dropped from its buffer (maxEventBytesPerRun) or not kept across a restart, and cannot be sent; GET /v1/runs/${run.id} has its status and result`,
-  }
+/**
+ * The frame telling a resuming client which ids it cannot get (no `id:` line: its last id
+ * stays what it had). Ids a process reserved before a restart are said to be reserved
+ * (`EVENT_IDS_RESERVED`), not dropped: most often nothing was ever sent under them.
+ */
+function gapFrame(run: TableRun, gap: { first: number; last: number }, reserved: { first: number; last: number } | undefined): string {
+  const status = `GET /v1/runs/${run.id} has its status and result`
+  const data =
+    reserved !== undefined && reserved.first === gap.first && reserved.last === gap.last
+      ? {
+          id: run.id,
+          code: 'EVENT_IDS_RESERVED',
+          first: gap.first,
+          last: gap.last,
+          message: `ids ${gap.first}–${gap.last} were reserved by the process that ran this run before the server restarted, for events it might send after its last save; no event of this run was dropped from its buffer, and the run's events go on after them (an event sent under a reserved id after that save, if any, was not kept); ${status}`,
+        }
+      : {
+          id: run.id,
+          code: 'EVENTS_DROPPED',
+          first: gap.first,
+          last: gap.last,
+          ...(reserved === undefined ? {} : { reserved }),
+          message: `events ${gap.first}–${gap.last} of this run were dropped from its buffer (maxEventBytesPerRun) or not kept across a restart, and cannot be sent${reserved === undefined ? '' : ` (ids ${reserved.first}–${reserved.last} among them were only reserved before a restart and may name no event at all)`}; ${status}`,
+        }
   return `event: gap\ndata: ${JSON.stringify(data)}\n\n`
 }
 
@@ -516,10 +531,10 @@ async function nextFrame(run: TableRun, finished: Promise<void>): Promise<void> 
 async function pump(run: TableRun, lastId: number, sender: SseSender, batchBytes: number, stopped: () => boolean, finished: Promise<void>): Promise<void> {
   let cursor = lastId
   while (!stopped()) {
-    const { gap, frames } = run.events.since(cursor, batchBytes)
+    const { gap, reserved, frames } = run.events.since(cursor, batchBytes)
     // One write per batch, not per frame: a frame's write costs the host far more than
     // its bytes (a promise, a timer, the response stream's queue), times every reader.
-    let batch = gap === undefined ? '' : gapFrame(run, gap)
+    let batch = gap === undefined ? '' : gapFrame(run, gap, reserved)
     for (const frame of frames) batch += frame.text
     if (batch !== '') sender.send(batch)
     cursor = frames.at(-1)?.id ?? gap?.last ?? cursor

@@ -95,6 +95,11 @@ export interface RunEventFrame {
 export interface RunEventsSince {
   /** The ids that were dropped from the buffer and can no longer be sent (inclusive range). */
   readonly gap?: { readonly first: number; readonly last: number }
+  /**
+   * The part of `gap` that a process reserved before a restart (see
+   * {@link RestoredRunEvents.reservedFrom}): ids that may never have named an event at all.
+   */
+  readonly reserved?: { readonly first: number; readonly last: number }
   readonly frames: readonly RunEventFrame[]
 }
 
@@ -151,6 +156,12 @@ export interface RestoredRunEvents {
   readonly frames: readonly RunEventFrame[]
   readonly last: number
   readonly dropped: number
+  /**
+   * When `last` is past the last stored frame because that process reserved ids: the first
+   * reserved id (the reserve is `reservedFrom`..`last`). A reader resuming inside it is
+   * told the ids were reserved, not that events were dropped.
+   */
+  readonly reservedFrom?: number
 }
 
 /**
@@ -168,6 +179,8 @@ export function createRunEventLog(maxBytes: number, onBytes: (delta: number) => 
   let last = restored?.last ?? 0
   let bytes = 0
   let dropped = restored?.dropped ?? 0
+  const reservedFrom = restored?.reservedFrom
+  const reservedTo = restored?.last ?? 0
   for (const frame of restored?.frames ?? []) {
     const size = utf8Length(frame.text)
     frames.push({ id: frame.id, text: frame.text, bytes: size })
@@ -256,7 +269,11 @@ export function createRunEventLog(maxBytes: number, onBytes: (delta: number) => 
       }
       // Ids this buffer never held, before its first frame or in the skip, are reported as a gap.
       const next = frames[lo]?.id ?? last + 1
-      return lastId + 1 < next ? { gap: { first: lastId + 1, last: next - 1 }, frames: out } : { frames: out }
+      if (lastId + 1 >= next) return { frames: out }
+      const gap = { first: lastId + 1, last: next - 1 }
+      // The part of it a previous process reserved (a skip, not necessarily a loss), said apart.
+      const reserved = reservedFrom === undefined ? undefined : { first: Math.max(gap.first, reservedFrom), last: Math.min(gap.last, reservedTo) }
+      return reserved !== undefined && reserved.first <= reserved.last ? { gap, reserved, frames: out } : { gap, frames: out }
     },
     subscribe(listener) {
       const entry = (frame: RunEventFrame): void => listener(frame)
@@ -594,7 +611,9 @@ export function createStoreRunEvents(store: DurableStore, maxBytes: number): Run
       }
       if (bytes !== manifest.bytes) return undefined
       const frames = readFrames(parts.join(''), manifest.last)
-      return frames === undefined ? undefined : { frames, last: manifest.next ?? manifest.last, dropped: manifest.dropped }
+      if (frames === undefined) return undefined
+      const next = manifest.next ?? manifest.last
+      return { frames, last: next, dropped: manifest.dropped, ...(next > manifest.last ? { reservedFrom: manifest.last + 1 } : {}) }
     },
     async delete(id) {
       await store.delete(base(id))

@@ -192,9 +192,9 @@ describe('a durable run survives kill -9 (npm start on a file store, real proces
     // The dead process could have gone on assigning ids after its snapshot (a decision, then frames): the new one
     // skips the ids the snapshot reserved, so no id a client read there names another frame here.
     expect(replayed.at(-1)).toMatchObject({ event: 'resumed', id: String(before.length + 1_000_001) })
-    // A client that had read up to the snapshot's last frame learns that ids it may have missed are gone.
+    // A client that had read up to the snapshot's last frame learns that the ids were reserved (not that events were dropped).
     const after = sseFrames(await fetch(`${second.url}/v1/runs/${started.id}/events`, { headers: { ...AUTH, 'Last-Event-ID': String(before.length) } }))
-    expect(await after.next()).toMatchObject({ event: 'gap', data: { code: 'EVENTS_DROPPED', first: before.length + 1, last: before.length + 1_000_000 } })
+    expect(await after.next()).toMatchObject({ event: 'gap', data: { code: 'EVENT_IDS_RESERVED', first: before.length + 1, last: before.length + 1_000_000 } })
     expect(await after.next()).toMatchObject({ event: 'resumed', id: String(before.length + 1_000_001) })
     await after.cancel()
     await decide(second.url, (approval.data as { id: string }).id)

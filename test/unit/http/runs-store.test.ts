@@ -1087,3 +1087,44 @@ describe('/v1/runs with a store: records read from it, and writes that fail', ()
     await until(() => runsHeld(c.app)!.live === 0)
   })
 })
+
+describe('a restart inside the reserved ids (issue 35 item 4)', () => {
+  it('a client whose Last-Event-ID is the last saved frame is told the ids were reserved, not that events were dropped', async () => {
+    const store = createMemoryStore()
+    const a = processOn(store)
+    const { id, callId } = await waitingRun(a)
+    // The snapshot taken while it waits reserves a million ids; then the process dies (no graceful stop).
+    const saved = await eventually(async () => ((await manifestOf(store, id))?.next !== undefined ? manifestOf(store, id) : undefined))
+    await store.put(`runs/${runKeySegment(callId)}`, '{}')
+    const b = processOn(store)
+    const { handle, settle } = resumedHandle(callId)
+    expect((await resumeAppRuns(b.app, resumingRuntime([handle]).runtime, { staleMs: 0 })).adopted).toBe(1)
+    const frames = await readUntil(sseFrames(await b.events(id, saved.last)), 'resumed')
+    expect(frames.map((f) => f.event)).toEqual(['gap', 'resumed'])
+    expect(frames[0]!.data).toEqual({
+      id,
+      code: 'EVENT_IDS_RESERVED',
+      first: saved.last + 1,
+      last: saved.next,
+      message: `ids ${saved.last + 1}–${saved.next} were reserved by the process that ran this run before the server restarted, for events it might send after its last save; no event of this run was dropped from its buffer, and the run's events go on after them (an event sent under a reserved id after that save, if any, was not kept); GET /v1/runs/${id} has its status and result`,
+    })
+    expect(JSON.stringify(frames[0]!.data)).not.toMatch(/dropped from its buffer \(maxEventBytesPerRun\)/)
+    expect(frames[1]!.id).toBe(String(saved.next! + 1))
+    // From inside the reserve: the same, from there on.
+    const inside = await readUntil(sseFrames(await b.events(id, saved.last + 500)), 'resumed')
+    expect(inside[0]!.data).toMatchObject({ code: 'EVENT_IDS_RESERVED', first: saved.last + 501, last: saved.next })
+    // From the start: every saved frame, then the new ones; no gap at all.
+    const all = await readUntil(sseFrames(await b.events(id)), 'resumed')
+    expect(all.map((f) => f.event)).not.toContain('gap')
+    settle(OK)
+    await eventually(async () => ((await recordOf(store, id))?.status === 'done' ? true : undefined))
+  })
+
+  it('a gap that spans dropped frames and a reserve says both', () => {
+    const log = createRunEventLog(1 << 20, undefined, { frames: [{ id: 5, text: 'event: log\nid: 5\ndata: {}\n\n' }], last: 1005, dropped: 4, reservedFrom: 6 })
+    log.append('resumed', {})
+    expect(log.since(0)).toMatchObject({ gap: { first: 1, last: 4 }, frames: [{ id: 5 }, { id: 1006 }] })
+    expect(log.since(0).reserved).toBeUndefined()
+    expect(log.since(5)).toMatchObject({ gap: { first: 6, last: 1005 }, reserved: { first: 6, last: 1005 }, frames: [{ id: 1006 }] })
+  })
+})
