@@ -212,7 +212,7 @@ const DENIERS: Readonly<Record<string, string>> = {
  * (`delete_file was denied by policy: deleting is not allowed here`), since a gate's or
  * guard's reason alone reads like any other failure.
  */
-export function toolCallErrorOf(toolName: string, error: { readonly message: string; readonly info?: { readonly code: string } }): ToolCallError {
+export function toolCallErrorOf(toolName: string, error: { readonly message: string; readonly info?: { readonly name?: string; readonly code: string } }): ToolCallError {
   const code = error.info?.code ?? 'TOOL_FAILED'
   const by = Object.hasOwn(DENIERS, code) ? DENIERS[code] : undefined
   let message = error.message

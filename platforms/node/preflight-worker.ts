@@ -34,8 +34,9 @@ function spawn(maxHeapMb: number): PreflightThread {
   const where = threadSource()
   const common = { env: {}, argv: [], execArgv: [], stdout: true, stderr: true, resourceLimits: { maxOldGenerationSizeMb: maxHeapMb }, name: 'toolyard-preflight' }
   const worker = where instanceof URL ? spawnCappedWorker(where, common) : spawnCappedWorker(where.source, { ...common, eval: true })
-  // An idle checker never keeps the process alive.
-  worker.unref()
+  // The engine unrefs the thread whenever no check is pending (after its listeners are
+  // added: a 'message' listener refs a Worker again), so an idle checker never keeps the
+  // process alive.
   return {
     postMessage: (message) => worker.postMessage(message),
     onMessage: (listener) => worker.on('message', listener),
@@ -44,6 +45,8 @@ function spawn(maxHeapMb: number): PreflightThread {
       worker.on('exit', (code) => listener(`exit code ${code}`))
     },
     terminate: () => void worker.terminate(),
+    ref: () => worker.ref(),
+    unref: () => worker.unref(),
   }
 }
 

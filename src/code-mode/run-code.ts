@@ -16,7 +16,7 @@ import { RUN_CODE_TOOL_NAME, type CodeModeRegistry, type RunCodeArgs } from './r
 import { renderRunCodeOutput } from './render-output.js'
 import type { RunCodeOutput } from './render-output.js'
 import { renderDiagnostics } from '../preflight/preflight.js'
-import type { PreflightMode, PreflightReport } from '../preflight/types.js'
+import type { PreflightDiagnostic, PreflightMode, PreflightReport } from '../preflight/types.js'
 
 export type { RunCodeOutput } from './render-output.js'
 export { RUN_CODE_TOOL_NAME, type CodeModeRegistry, type RunCodeArgs } from './registry-seam.js'
@@ -113,6 +113,30 @@ export interface RunCodePreflight {
  */
 export const WARN_WAIT_ON_FAILURE_MS = 2_000
 
+/**
+ * How long a successful run that ended before its check waits for it under `'warn'`: a
+ * warm check takes tens of ms, a quick program less, and without the wait the same
+ * program read differently from one send to the next (docs/code-mode.md, "Preflight").
+ */
+export const WARN_WAIT_ON_SUCCESS_MS = 250
+
+/** Waits for `promise`, at most `ms`. */
+async function within(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  await Promise.race([promise, new Promise((resolve) => (timer = setTimeout(resolve, ms)))])
+  clearTimeout(timer)
+}
+
+/**
+ * The diagnostics a failed run shows: without the check's own syntax or bound refusal
+ * when the run failed on that very text (both come from the same stripper: the message
+ * would be shown twice).
+ */
+function notesFor(error: CodeRunFailedError, diagnostics: readonly PreflightDiagnostic[]): readonly PreflightDiagnostic[] {
+  if (!error.message.startsWith('code run failed (exception): SyntaxError')) return diagnostics
+  return diagnostics.filter((d) => d.code !== 'SYNTAX' && d.code !== 'PROGRAM_BOUND')
+}
+
 const WARN_HEADING = 'Preflight (type-check against the tools SDK, before the run) found'
 const BLOCK_HEADING = "preflight: 'block' refused the program; nothing ran. The type-check against the tools SDK found"
 
@@ -150,7 +174,7 @@ async function runWithPreflight(registry: CodeModeRegistry, preflight: RunCodePr
     if (text !== undefined) throw new ToolError('PREFLIGHT_FAILED', text)
     return runApproved(registry, preflight, args, exec)
   }
-  // 'warn': the check runs alongside the program and never delays a successful run.
+  // 'warn': the check runs alongside the program; a run that ends first waits for it a little.
   let report: PreflightReport | undefined
   const checked = preflight.check(args.code, exec.agent, language, exec.signal).then(
     (r) => (report = r),
@@ -159,14 +183,13 @@ async function runWithPreflight(registry: CodeModeRegistry, preflight: RunCodePr
   )
   try {
     const output = await runApproved(registry, preflight, args, exec)
+    if (report === undefined) await within(checked, WARN_WAIT_ON_SUCCESS_MS)
     const text = report === undefined ? undefined : renderDiagnostics(report.diagnostics, WARN_HEADING)
     return text === undefined ? output : { ...output, preflight: text }
   } catch (error) {
     if (!(error instanceof CodeRunFailedError) || error.kind !== 'exception') throw error
-    let timer: ReturnType<typeof setTimeout> | undefined
-    await Promise.race([checked, new Promise((resolve) => (timer = setTimeout(resolve, WARN_WAIT_ON_FAILURE_MS)))])
-    clearTimeout(timer)
-    const text = report === undefined ? undefined : renderDiagnostics(report.diagnostics, WARN_HEADING)
+    await within(checked, WARN_WAIT_ON_FAILURE_MS)
+    const text = report === undefined ? undefined : renderDiagnostics(notesFor(error, report.diagnostics), WARN_HEADING)
     throw text === undefined ? error : withNotes(error, text)
   }
 }

@@ -22,6 +22,14 @@ export interface PreflightThread {
   /** Registers the one listener for the thread's death (an error or an exit). */
   onExit(listener: (reason: string) => void): void
   terminate(): void
+  /**
+   * Optional (Node): lets the thread keep the process alive. Called while a check is
+   * pending; {@link PreflightThread.unref} when none is, so an idle checker never holds
+   * a process that has nothing else to do (a script need not dispose the engine to exit).
+   */
+  ref?(): void
+  /** Optional (Node): the thread no longer keeps the process alive. */
+  unref?(): void
 }
 
 /** Options of {@link createThreadedPreflightEngine}. */
@@ -82,11 +90,14 @@ export function createThreadedPreflightEngine(options: ThreadedPreflightEngineOp
       if (entry === undefined) return
       pending.delete(message.id)
       clearTimeout(entry.timer)
+      if (pending.size === 0) created.unref?.()
       entry.resolve(message.result)
     })
     created.onExit((reason) => {
       if (created === thread) stop('CHECK_FAILED', `the preflight thread ended: ${reason}`)
     })
+    // After the listeners: on Node, adding a message listener refs the thread again.
+    created.unref?.()
     return created
   }
 
@@ -103,6 +114,7 @@ export function createThreadedPreflightEngine(options: ThreadedPreflightEngineOp
       return new Promise((resolve) => {
         const timer = setTimeout(() => stop('CHECK_TIMEOUT', `the preflight did not finish within ${timeoutMs} ms; the thread was stopped and the program was not checked`), timeoutMs)
         pending.set(id, { resolve, timer })
+        current.ref?.()
         current.postMessage({ id, program: request.program, language: request.language, declarations })
       })
     },

@@ -46,7 +46,7 @@ describe('ToolCallError.code in a program', () => {
     const runtime = setup()
     const result = await runtime.execute({ callId: 'r1', name: 'run_code', arguments: { description: 'probe', code: PROGRAM }, signal: AbortSignal.timeout(20_000) })
     expect(result.isError).toBe(false)
-    const rows = (result as { value: { result: [boolean, string, string, string][] } }).value.result
+    const rows = (result as unknown as { value: { result: [boolean, string, string, string][] } }).value.result
     expect(rows[0]).toEqual([true, 'delete_file', 'DENIED_BY_GATE', 'delete_file was denied by policy: deleting is not allowed here'])
     expect(rows[1]?.slice(0, 3)).toEqual([true, 'write_file', 'DENIED_BY_APPROVAL'])
     expect(rows[1]?.[3]).toMatch(/^write_file was denied by/)
