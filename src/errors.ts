@@ -87,6 +87,8 @@ export type ToolErrorCode =
   // ── durable runs (src/durable/runs.ts, docs/durability.md) ──
   /** A durable run's sub-call was running when its process stopped; it is not run again (its tool is not `idempotent`). */
   | 'INTERRUPTED'
+  /** A durable run's replay made another call (tool, agent or arguments) under a number whose record holds what was done: the call is not made. */
+  | 'REPLAY_DIVERGED'
 
 /** Options accepted by every toolyard error constructor. */
 export interface ToolErrorOptions {

@@ -7,6 +7,7 @@
  */
 import type { DurableStore } from '../durable/store.js'
 import { ToolError } from '../errors.js'
+import { isArgumentsHash } from '../durable/call-key.js'
 import { snapshotLosslessJson } from '../json/lossless.js'
 import type { ApprovalPlan } from '../types.js'
 import { renderApprovalArguments, renderApprovalPreview } from './render.js'
@@ -128,9 +129,11 @@ function optionalString(value: unknown, what: string): string | undefined {
  * `parentCallId` is read when the registry passes it (see docs/approvals.md). Throws on
  * anything malformed: the handler is public, so it may be called with anything.
  */
-export function readRequest(request: unknown): { readonly fields: RequestFields; readonly signal: AbortSignal } {
+export function readRequest(request: unknown): { readonly fields: RequestFields; readonly signal: AbortSignal; readonly runKey?: string } {
   if (typeof request !== 'object' || request === null) throw new TypeError('the request is not an object')
-  const { execution, parentCallId: parent, reason: why, kind } = request as Record<string, unknown>
+  const { execution, parentCallId: parent, reason: why, kind, argumentsHash: hash, runKey: run } = request as Record<string, unknown>
+  if (hash !== undefined && !isArgumentsHash(hash)) throw new TypeError('argumentsHash must be 64 hex digits')
+  const runKey = optionalString(run, 'runKey')
   if (typeof execution !== 'object' || execution === null) throw new TypeError('the request carries no execution')
   const { callId, name, signal, agent: scope } = execution as Record<string, unknown>
   if (typeof callId !== 'string' || typeof name !== 'string') throw new TypeError('the execution has no string callId and name')
@@ -155,13 +158,14 @@ export function readRequest(request: unknown): { readonly fields: RequestFields;
     name,
     // Already a frozen snapshot when the registry asks (then reused as is); copied otherwise.
     arguments: args,
+    ...(hash === undefined ? {} : { argumentsHash: hash }),
     // The one rendering every surface shows (docs/approvals.md "What a person sees").
     summary: plan === undefined ? renderApprovalArguments({ name, parameters }, args).text : renderApprovalPlan(plan),
     ...(plan === undefined ? {} : { plan: pendingPlan(plan) }),
     ...(preview === undefined ? {} : { preview }),
     ...(reason === undefined ? {} : { reason }),
   }
-  return { fields, signal }
+  return { fields, signal, ...(runKey === undefined ? {} : { runKey }) }
 }
 
 /** Planned calls a pending plan lists (the summary shows the program itself, bounded). */

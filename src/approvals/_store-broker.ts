@@ -16,6 +16,7 @@
  * @module
  */
 import type { DurableStore } from '../durable/store.js'
+import { argumentsHash } from '../durable/call-key.js'
 import { runKeySegment } from '../durable/runs.js'
 import { ToolError } from '../errors.js'
 import type { ApprovalHandler } from '../types.js'
@@ -224,7 +225,9 @@ function answer(ctx: Context, record: DoneRecord): boolean {
 async function ask(ctx: Context, request: ReturnType<typeof readRequest>): Promise<boolean> {
   let attachment: Attachment
   try {
-    const attaching = attach(ctx.store, storedFields(request.fields), ctx.options)
+    // A handler called directly (not by the registry) may bring no hash: the broker binds the request all the same.
+    const fields = request.fields.argumentsHash === undefined ? { ...request.fields, argumentsHash: await argumentsHash(request.fields.arguments) } : request.fields
+    const attaching = attach(ctx.store, storedFields(fields), request.runKey, ctx.options)
     void track(
       ctx,
       attaching.then(

@@ -2,12 +2,14 @@
  * How a broker over a store (`_store-broker.ts`) keeps a request: its keys, its ids, and
  * the JSON records it writes and reads back. Private to `approvals/`.
  *
- * Every request is found by one hash of its call (`kind`, `agent`, `callId`): the open
- * request under `approvals/open/<hash>`, its settlement under `approvals/done/<hash>`.
- * So a call asked again after a restart finds its request without a scan, and the open
- * requests are one prefix a listing reads without meeting settled ones. The approval id is
- * `<hash>.<uuid>`: `decide()` finds both keys from the id alone, and the uuid keeps it
- * unguessable.
+ * Every request is found by one hash of its call — `kind`, `agent`, `callId`, the run
+ * (`parentCallId` and the run's secret), the tool's name and the canonical hash of its
+ * arguments: the open request under `approvals/open/<hash>`, its settlement under
+ * `approvals/done/<hash>`. So a call asked again after a restart finds its request without
+ * a scan, while the same id with other arguments, another tool or from outside the run is
+ * another call, asked on its own. The open requests are one prefix a listing reads without
+ * meeting settled ones. The approval id is `<hash>.<uuid>`: `decide()` finds both keys from
+ * the id alone, and the uuid keeps it unguessable.
  *
  * A store is shared with other processes and outlives them, so a record read back is
  * input like any other: its size is checked before it is parsed, its JSON is counted
@@ -16,6 +18,7 @@
  *
  * @module
  */
+import { hashParts, isArgumentsHash } from '../durable/call-key.js'
 import type { JsonValue } from '../json/json-value.js'
 import { adoptParsedJson } from '../json/lossless.js'
 import { nestsDeeperThan } from '../json/nesting.js'
@@ -55,17 +58,18 @@ export interface DoneRecord {
   readonly settled: StoredSettlement
 }
 
+/** What binds a stored request to one call (a decision answers only a call that matches every part). */
+export type CallBinding = Pick<RequestFields, 'kind' | 'agent' | 'callId' | 'parentCallId' | 'name' | 'argumentsHash'>
+
 /**
- * The hash that names a call's keys: SHA-256 of `[kind, agent, callId]`, 32 hex digits.
- * The same call asked again (a resumed run re-issues its calls with their ids) gets the
- * same keys; another agent's call of the same id does not.
+ * The hash that names a call's keys: SHA-256 of the call's binding and its run's secret,
+ * 32 hex digits. The same call asked again (a resumed run re-issues its calls with their
+ * ids, arguments and secret) gets the same keys; the same id with other arguments, another
+ * tool, another agent, or from outside the run (no secret, or another) does not.
  */
-export async function callHash(fields: Pick<RequestFields, 'kind' | 'agent' | 'callId'>): Promise<string> {
-  const text = JSON.stringify([fields.kind, fields.agent ?? null, fields.callId])
-  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)))
-  let hex = ''
-  for (let i = 0; i < 16; i++) hex += digest[i]!.toString(16).padStart(2, '0')
-  return hex
+export function callHash(fields: CallBinding, runKey: string | undefined): Promise<string> {
+  const { kind, agent, callId, parentCallId, name, argumentsHash } = fields
+  return hashParts([kind, agent ?? null, callId, parentCallId ?? null, runKey ?? null, name, argumentsHash ?? null], 32)
 }
 
 /** The key of a call's open request. */
@@ -173,7 +177,7 @@ const optionalString = (value: unknown): boolean => value === undefined || typeo
 /** A rendered preview is at most 4,096 UTF-8 bytes: never more characters than that. */
 const MAX_STORED_PREVIEW_CHARS = 4096
 
-const APPROVAL_KEYS = new Set(['id', 'callId', 'parentCallId', 'agent', 'kind', 'name', 'arguments', 'argumentsOmitted', 'summary', 'preview', 'plan', 'reason', 'requestedAt', 'expiresAt'])
+const APPROVAL_KEYS = new Set(['id', 'callId', 'parentCallId', 'agent', 'kind', 'name', 'arguments', 'argumentsHash', 'argumentsOmitted', 'summary', 'preview', 'plan', 'reason', 'requestedAt', 'expiresAt'])
 const PLAN_KEYS = new Set(['codeLength', 'calls', 'moreCalls', 'asking', 'dynamic'])
 
 function readPlan(value: unknown): PendingPlan | undefined {
@@ -206,6 +210,8 @@ function readApproval(value: unknown, hash: string): PendingApproval | undefined
   if (kind !== 'call' && kind !== 'plan') return undefined
   if (!isTime(requestedAt) || !isTime(expiresAt) || expiresAt < requestedAt) return undefined
   if (argumentsOmitted !== undefined && (argumentsOmitted !== true || value.arguments !== null)) return undefined
+  const bound = value.argumentsHash
+  if (bound !== undefined && !isArgumentsHash(bound)) return undefined
   const args = value.arguments
   if (args === undefined || adoptParsedJson(args) === undefined) return undefined
   const plan = kind === 'plan' ? readPlan(value.plan) : undefined
@@ -218,6 +224,7 @@ function readApproval(value: unknown, hash: string): PendingApproval | undefined
     kind,
     name,
     arguments: args as JsonValue,
+    ...(bound === undefined ? {} : { argumentsHash: bound }),
     ...(argumentsOmitted === true ? { argumentsOmitted: true as const } : {}),
     summary,
     ...(preview === undefined ? {} : { preview }),
@@ -261,7 +268,19 @@ export function decodeDone(text: string, hash: string): DoneRecord | undefined {
   return approval === undefined || settled === undefined ? undefined : Object.freeze({ approval, settled })
 }
 
-/** Whether a stored approval is the one `fields` ask for (the hash could collide; the fields cannot). */
-export function sameCall(approval: PendingApproval, fields: Pick<RequestFields, 'kind' | 'agent' | 'callId'>): boolean {
-  return approval.kind === fields.kind && approval.callId === fields.callId && approval.agent === fields.agent
+/**
+ * Whether a stored approval is the one `fields` ask for: every part of the binding is
+ * equal (the key hash could collide; the fields cannot). A record without an arguments
+ * hash (written before decisions were bound to arguments) answers no call.
+ */
+export function sameCall(approval: PendingApproval, fields: CallBinding): boolean {
+  return (
+    approval.kind === fields.kind &&
+    approval.callId === fields.callId &&
+    approval.agent === fields.agent &&
+    approval.parentCallId === fields.parentCallId &&
+    approval.name === fields.name &&
+    approval.argumentsHash !== undefined &&
+    approval.argumentsHash === fields.argumentsHash
+  )
 }

@@ -111,8 +111,8 @@ export interface AttachOptions {
  * a settlement of the same call kept within `retainSettledMs` is answered at once, unless
  * it was a withdrawal (the call was cancelled then; asked again, it asks again).
  */
-export async function attach(store: DurableStore, fields: RequestFields, options: AttachOptions): Promise<Attachment> {
-  const hash = await callHash(fields)
+export async function attach(store: DurableStore, fields: RequestFields, runKey: string | undefined, options: AttachOptions): Promise<Attachment> {
+  const hash = await callHash(fields, runKey)
   for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
     const [open, done] = await Promise.all([readOpen(store, hash), readDone(store, hash)])
     const now = Date.now()
@@ -123,6 +123,7 @@ export async function attach(store: DurableStore, fields: RequestFields, options
         await deleteQuietly(store, openKey(hash), open.version)
         continue
       }
+      // A record under our key that is not our call: a hash collision, or a record written before calls were bound to their arguments.
       if (!sameCall(found, fields)) throw denial('the approval request collides with another call in the store (same key hash); it was not asked')
       if (done.record?.approval.id === found.id) {
         await deleteQuietly(store, openKey(hash), open.version)

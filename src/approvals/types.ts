@@ -84,6 +84,11 @@ export interface PendingApproval {
    * `argumentsOmitted: true` (the `summary` still shows them, bounded).
    */
   readonly arguments: JsonValue
+  /**
+   * The canonical hash of the call's validated arguments (SHA-256 of their JSON with sorted
+   * keys, 64 hex digits): a decision is bound to it. Present whenever the registry asked.
+   */
+  readonly argumentsHash?: string
   /** `true` when a broker over a store left `arguments` out (too large to keep); absent otherwise. */
   readonly argumentsOmitted?: true
   /**

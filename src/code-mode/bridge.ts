@@ -12,6 +12,7 @@
 import { CodeRunFailedError, ToolCallError, ToolError, toolCallErrorOf } from '../errors.js'
 import type { CodeRunFailureKind } from '../errors.js'
 import type { CodeBindingCallOptions, CodeBindingFunction, CodeLogEntry, CodeRunRequest, CodeRunResult } from '../code-runtime/contract.js'
+import { bindRunSecret, newRunSecret } from '../durable/call-key.js'
 import type { JsonValue } from '../json/json-value.js'
 import { snapshotLosslessJson } from '../json/lossless.js'
 import { hostTurn } from '../code-runtime/sliced-delivery.js'
@@ -313,6 +314,8 @@ export async function runCodeBridge(registry: CodeModeRegistry, args: RunCodeArg
 /** The `durable` part of a run's request (a registry with a store): parked states keep the sub-call numbering too. */
 function durableRequest(registry: CodeModeRegistry, run: CodeRun, exec: ToolRunContext, args: RunCodeArgs): CodeRunRequest['durable'] {
   const durable = registry.durable?.forRun(exec.callId, exec.agent, { code: args.code, description: args.description })
+  // The run's identity no client can choose: its sub-calls' approvals (and records) are bound to it through the run's token.
+  bindRunSecret(exec.token, durable?.secret ?? newRunSecret())
   if (durable === undefined) return undefined
   if (durable.resume !== undefined) run.restoreNumbering(durable.resume.numbering)
   return {

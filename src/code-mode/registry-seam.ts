@@ -38,7 +38,12 @@ export interface CodeModeRegistry {
       callId: string,
       agent: ScopeKey | undefined,
       args: { readonly code: string; readonly description: string },
-    ): { onPark(state: ParkedRunState, numbering: DurableRunNumbering): void; readonly resume?: { readonly state: ParkedRunState; readonly numbering: DurableRunNumbering } }
+    ): {
+      onPark(state: ParkedRunState, numbering: DurableRunNumbering): void
+      /** The run's secret (kept in its parked state): what binds its sub-calls' records and approvals to it. Absent: the bridge mints one. */
+      readonly secret?: string
+      readonly resume?: { readonly state: ParkedRunState; readonly numbering: DurableRunNumbering }
+    }
     ended(callId: string): Promise<void>
   }
   /** The configured code runtime, read at call time; `undefined` makes `run_code` fail clearly. */

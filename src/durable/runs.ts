@@ -13,6 +13,9 @@
  *   crash, makes a call it had made before gets the recorded value instead of a second
  *   run; a call whose body was running when the process died fails as `INTERRUPTED`
  *   (a catchable `ToolCallError` in the program) unless its tool is `idempotent: true`.
+ *   A record answers only the run's own sub-call (through its `parent` token and the run's
+ *   secret, kept in its parked state) of the same tool, agent and arguments; a replay that
+ *   makes another call under the number fails it as `REPLAY_DIVERGED`.
  *
  * Platform-neutral: the store is the only thing that differs per platform.
  *
@@ -22,6 +25,7 @@ import type { ParkedRunState } from '../code-runtime/contract.js'
 import { isParkedRunState } from '../code-runtime/journal.js'
 import { ToolError } from '../errors.js'
 import type { JsonValue } from '../json/json-value.js'
+import { argumentsHash, newRunSecret, runSecretOf } from './call-key.js'
 import type { DurableStore } from './store.js'
 
 /** How a run's sub-calls were numbered when it parked: the count so far, and the numbers of the calls it waits on (by the program's call number). */
@@ -41,6 +45,12 @@ export interface StoredRun {
   readonly state: ParkedRunState
   /** How its sub-calls were numbered (the calls it waits on keep their ids). */
   readonly numbering: DurableRunNumbering
+  /**
+   * The run's secret, minted when it started: its sub-calls' records and approvals are bound
+   * to it, so no call made from outside the run (whatever id it names) reaches them. Absent
+   * in records written before secrets; such a run gets a new one when it resumes.
+   */
+  readonly secret?: string
   /** Who is running it now (a process's random id) and since when (epoch ms); absent while only parked. */
   readonly owner?: string
   readonly claimedAt?: number
@@ -56,11 +66,24 @@ export interface ResumedRun {
   cancel(reason?: unknown): void
 }
 
-/** What a sub-call's record says. */
+/** What a sub-call's record says: how far it got, and which call it was (tool, agent, arguments' hash, run secret). */
 interface CallRecord {
   readonly state: 'started' | 'done'
   readonly name: string
+  readonly agent?: string
+  readonly args?: string
+  readonly run?: string
   readonly value?: JsonValue
+}
+
+/** The sub-call a `tools/execute` wrapper sees, as {@link DurableRuns.aroundBody} reads it. */
+export interface DurableSubCall {
+  readonly callId: string
+  readonly name: string
+  readonly agent?: string
+  readonly arguments: JsonValue
+  /** The enclosing call's token: a run's sub-call carries its `run_code` call's. */
+  readonly parent?: symbol
 }
 
 /** Characters a store key segment may hold; anything else in a call id is hashed. */
@@ -118,7 +141,9 @@ export class DurableRuns {
   /** Runs that have parked (here or before a restart): their sub-calls are recorded. */
   readonly #durable = new Set<string>()
   /** States waiting for the `run_code` call that resumes them. */
-  readonly #resuming = new Map<string, { readonly state: ParkedRunState; readonly numbering: DurableRunNumbering }>()
+  readonly #resuming = new Map<string, { readonly state: ParkedRunState; readonly numbering: DurableRunNumbering; readonly secret: string | undefined }>()
+  /** Each live run's secret, by its call id (set when it starts or resumes, gone when it ends). */
+  readonly #secrets = new Map<string, string>()
   /** Each run's writes, in order (a park's state never lands after the delete of its end). */
   readonly #writes = new Map<string, Promise<void>>()
   #closing = false
@@ -182,6 +207,9 @@ export class DurableRuns {
     const resume = this.#resuming.get(callId)
     this.#resuming.delete(callId)
     if (resume !== undefined) this.#durable.add(callId)
+    // Kept from the parked state: the resumed run's calls re-attach to their approvals and records.
+    const secret = resume?.secret ?? newRunSecret()
+    this.#secrets.set(callId, secret)
     const key = `runs/${runKeySegment(callId)}`
     const onPark = (state: ParkedRunState, numbering: DurableRunNumbering): void => {
       this.#durable.add(callId)
@@ -194,12 +222,13 @@ export class DurableRuns {
         description: args.description,
         state,
         numbering,
+        secret,
         owner: this.#owner,
         claimedAt: Date.now(),
       }
       this.#queue(callId, () => this.#store.put(key, JSON.stringify(record)))
     }
-    return { onPark, ...(resume === undefined ? {} : { resume }) }
+    return { onPark, secret, ...(resume === undefined ? {} : { resume: { state: resume.state, numbering: resume.numbering } }) }
   }
 
   /**
@@ -208,6 +237,7 @@ export class DurableRuns {
    * returns, so a record still there after a run ended means it is left for the next process.
    */
   ended(callId: string): Promise<void> {
+    this.#secrets.delete(callId)
     const parked = this.#durable.delete(callId)
     if (!parked || this.#closing) return Promise.resolve()
     const segment = runKeySegment(callId)
@@ -224,24 +254,35 @@ export class DurableRuns {
   /**
    * The `tools/execute` wrapper that makes a durable run's sub-calls happen once: a call
    * recorded `done` answers from its record; one recorded `started` (its body was running
-   * when a process died) fails as `INTERRUPTED` unless the tool is idempotent.
+   * when a process died) fails as `INTERRUPTED` unless the tool is idempotent. Only the
+   * run's own sub-calls (their `parent` token bound to the run's secret) touch its records;
+   * a record of another tool, agent or arguments under the same number fails the call as
+   * `REPLAY_DIVERGED` (the replay branched: what was done is not what is asked now).
    */
-  async aroundBody(callId: string, name: string, idempotent: boolean, next: () => Promise<JsonValue>): Promise<JsonValue> {
-    const sub = subCallOf(callId)
+  async aroundBody(call: DurableSubCall, idempotent: boolean, next: () => Promise<JsonValue>): Promise<JsonValue> {
+    const sub = subCallOf(call.callId)
     if (sub === undefined || !this.#durable.has(sub.run)) return next()
+    const secret = this.#secrets.get(sub.run)
+    // A call naming the run's sub-call id from outside the run (a direct call, another run): not the run's.
+    if (secret === undefined || call.parent === undefined || runSecretOf(call.parent) !== secret) return next()
+    const { name } = call
+    const mine: CallRecord = { state: 'started', name, ...(call.agent === undefined ? {} : { agent: call.agent }), args: await argumentsHash(call.arguments), run: secret }
     const key = `calls/${runKeySegment(sub.run)}/${sub.n}`
     const found = await this.#store.get(key)
     const record = found === undefined ? undefined : readCallRecord(found.value)
-    if (record !== undefined && record.name === name) {
+    if (found !== undefined) {
+      if (record === undefined || record.run !== mine.run || record.name !== name || record.agent !== mine.agent || record.args !== mine.args) {
+        throw new ToolError('REPLAY_DIVERGED', divergence(sub.n, record, mine))
+      }
       if (record.state === 'done') return record.value ?? null
       if (!idempotent) {
         throw new ToolError('INTERRUPTED', `${name} was running when its process stopped; it may or may not have taken effect, and it is not run again (its tool is not idempotent)`)
       }
     }
-    await this.#store.put(key, JSON.stringify({ state: 'started', name } satisfies CallRecord))
+    await this.#store.put(key, JSON.stringify(mine))
     const value = await next()
     try {
-      await this.#store.put(key, JSON.stringify({ state: 'done', name, value } satisfies CallRecord))
+      await this.#store.put(key, JSON.stringify({ ...mine, state: 'done', value } satisfies CallRecord))
     } catch {
       // A value too large for the store: the call stays `started`; after a crash it is INTERRUPTED, never run twice.
     }
@@ -274,7 +315,7 @@ export class DurableRuns {
         const claimed: StoredRun = { ...record, owner: this.#owner, claimedAt: Date.now() }
         const put = await this.#store.put(key, JSON.stringify(claimed), { ifVersion: entry.version })
         if (!put.ok) continue
-        this.#resuming.set(record.callId, { state: record.state, numbering: record.numbering })
+        this.#resuming.set(record.callId, { state: record.state, numbering: record.numbering, secret: record.secret })
         this.#beat()
         const controller = new AbortController()
         resumed.push({
@@ -303,6 +344,7 @@ export function readStoredRun(text: string): StoredRun | undefined {
   if (typeof v !== 'object' || v === null || v.version !== 1) return undefined
   if (typeof v.callId !== 'string' || typeof v.code !== 'string' || typeof v.description !== 'string') return undefined
   if (v.agent !== undefined && typeof v.agent !== 'string') return undefined
+  if (v.secret !== undefined && (typeof v.secret !== 'string' || v.secret.length > 64)) return undefined
   if (!isParkedRunState(v.state)) return undefined
   const numbering = v.numbering as Partial<DurableRunNumbering> | undefined
   const count = (x: unknown): boolean => typeof x === 'number' && Number.isSafeInteger(x) && x >= 0
@@ -319,4 +361,19 @@ function readCallRecord(text: string): CallRecord | undefined {
   } catch {
     return undefined
   }
+}
+
+/** Why a record does not answer the call made now: what differs (never the secret itself). */
+function divergence(n: string, record: CallRecord | undefined, now: CallRecord): string {
+  const what =
+    record === undefined
+      ? 'an unreadable record'
+      : record.run !== now.run
+        ? 'a record of another run under the same call id'
+        : record.name !== now.name
+          ? `a call of ${record.name}`
+          : record.agent !== now.agent
+            ? `a call by agent ${JSON.stringify(record.agent ?? null)}`
+            : `a call of ${record.name} with other arguments`
+  return `the run's call ${n} replayed as ${now.name}, but its record holds ${what}: the program did not replay as it ran (it branched on something live, like the clock), so this call was not made`
 }

@@ -74,7 +74,7 @@ export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
   const durableRuns = settings.store === undefined ? undefined : new DurableRuns(settings.store)
   if (durableRuns !== undefined) {
     // Stryker disable next-line OptionalChaining: a tools/execute wrapper is always handed the dispatch's own view, whose definition is always found
-    hooks.execute.add((view, next) => durableRuns.aroundBody(view.callId, view.name, dispatchDefinition(view)?.idempotent === true, next), undefined)
+    hooks.execute.add((view, next) => durableRuns.aroundBody(view, dispatchDefinition(view)?.idempotent === true, next), undefined)
   }
   // The one context every part receives (each reads the Pick<> it names). Its entries are
   // arrows over parts made right below, which only run once the registry is in use.

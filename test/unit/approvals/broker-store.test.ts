@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createApprovalBroker } from '../../../src/approvals/index.js'
 import type { ApprovalEvent, PendingApproval, StoredApprovalBroker, StoredApprovalBrokerOptions } from '../../../src/approvals/index.js'
 import { callHash, MAX_APPROVAL_RECORD_BYTES } from '../../../src/approvals/_store-record.js'
+import { argumentsHash } from '../../../src/durable/call-key.js'
 import { createMemoryStore } from '../../../src/durable/index.js'
 import type { DurableStore } from '../../../src/durable/index.js'
 import { createToolRuntime } from '../../../src/registry/index.js'
@@ -308,7 +309,7 @@ describe('createApprovalBroker({ store }): a hostile store', () => {
   it('garbage at a call\'s own key is replaced when the call asks', async () => {
     const store = createMemoryStore()
     const a = broker(store)
-    const hash = await callHash({ kind: 'call', callId: 'mine' })
+    const hash = await callHash({ kind: 'call', callId: 'mine', name: 'pay', argumentsHash: await argumentsHash({ amount: 5 }) }, undefined)
     await store.put(`approvals/open/${hash}`, '{"garbage":true}')
     const call = ask(a, 'mine')
     const [request] = await listed(a)

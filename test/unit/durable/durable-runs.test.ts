@@ -8,10 +8,12 @@
  */
 import { afterAll, describe, expect, it } from 'vitest'
 import { createSandboxRuntime } from '../../../platforms/node/index.js'
+import { argumentsHash } from '../../../src/durable/call-key.js'
 import { createMemoryStore } from '../../../src/durable/memory-store.js'
 import type { DurableStore } from '../../../src/durable/store.js'
 import { createToolRuntime } from '../../../src/registry/runtime.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
+import type { JsonValue } from '../../../src/json/json-value.js'
 import type { ApprovalHandler, ToolExecutionResult } from '../../../src/types.js'
 
 const disposers: (() => Promise<void>)[] = []
@@ -68,6 +70,21 @@ function manualApprovals() {
   const handler: ApprovalHandler = (request) =>
     new Promise<boolean>((resolve) => asked.push({ callId: request.execution.callId, decide: resolve }))
   return { asked, handler }
+}
+
+/**
+ * Writes a sub-call's exactly-once record as the durable wrapper of the run's process
+ * would have: bound to the run's secret (read from its parked record), tool and arguments.
+ */
+async function putCallRecord(
+  store: DurableStore,
+  run: string,
+  n: number,
+  call: { state: 'started' | 'done'; name: string; arguments: JsonValue; value?: JsonValue; secret?: string },
+): Promise<void> {
+  const secret = call.secret ?? (JSON.parse((await store.get(`runs/${run}`))!.value) as { secret: string }).secret
+  const record = { state: call.state, name: call.name, args: await argumentsHash(call.arguments), run: secret, ...(call.value === undefined ? {} : { value: call.value }) }
+  await store.put(`calls/${run}/${n}`, JSON.stringify(record))
 }
 
 const PROGRAM = `
@@ -142,8 +159,8 @@ describe('durable runs through the registry (createToolRuntime({ store }))', () 
       void a.runtime.execute({ callId, name: 'run_code', arguments: { code: PROGRAM, description: 'pay' }, signal: new AbortController().signal })
       await until(async () => (await keys(store, 'runs/')).length === 1)
       // The crash, as the durable wrapper would have left it: pay (call 2) completed; effect 'after' (call 3) had started.
-      await store.put(`calls/${callId}/2`, JSON.stringify({ state: 'done', name: 'pay', value: 'paid 500' }))
-      await store.put(`calls/${callId}/3`, JSON.stringify({ state: 'started', name: 'effect' }))
+      await putCallRecord(store, callId, 2, { state: 'done', name: 'pay', arguments: { cents: 500 }, value: 'paid 500' })
+      await putCallRecord(store, callId, 3, { state: 'started', name: 'effect', arguments: { tag: 'after' } })
       const approvals = manualApprovals()
       const b = processOn(store, approvals.handler, { idempotentEffect: idempotent })
       const resumed = await b.runtime.resumeRuns({ staleMs: 0 })
@@ -168,8 +185,8 @@ describe('durable runs through the registry (createToolRuntime({ store }))', () 
     void a.runtime.execute({ callId: 'run-rec', name: 'run_code', arguments: { code: PROGRAM, description: 'pay' }, signal: new AbortController().signal })
     await until(async () => (await keys(store, 'runs/')).length === 1)
     // The previous process ran pay and effect('after') after the park, then died before the run ended.
-    await store.put('calls/run-rec/2', JSON.stringify({ state: 'done', name: 'pay', value: 'paid 500' }))
-    await store.put('calls/run-rec/3', JSON.stringify({ state: 'done', name: 'effect', value: 'did after' }))
+    await putCallRecord(store, 'run-rec', 2, { state: 'done', name: 'pay', arguments: { cents: 500 }, value: 'paid 500' })
+    await putCallRecord(store, 'run-rec', 3, { state: 'done', name: 'effect', arguments: { tag: 'after' }, value: 'did after' })
     const approvals = manualApprovals()
     const b = processOn(store, approvals.handler)
     const resumed = await b.runtime.resumeRuns({ staleMs: 0 })

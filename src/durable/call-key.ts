@@ -1,0 +1,127 @@
+/**
+ * What binds a decision or an exactly-once record to one call: a canonical hash of the
+ * call's validated arguments (SHA-256 via Web Crypto, streamed in slices, so arguments of
+ * megabytes never become one string) and the run secret that keeps a run's records its own.
+ *
+ * @module
+ */
+import type { JsonValue } from '../json/json-value.js'
+
+/** Characters of canonical JSON encoded and hashed per slice: what bounds the largest string built. */
+const SLICE_CHARS = 32 * 1024
+
+const encoder = new TextEncoder()
+
+async function digest(bytes: Uint8Array<ArrayBuffer>): Promise<Uint8Array> {
+  return new Uint8Array(await crypto.subtle.digest('SHA-256', bytes))
+}
+
+function hex(bytes: Uint8Array, length = bytes.length): string {
+  let out = ''
+  for (let i = 0; i < length; i++) out += bytes[i]!.toString(16).padStart(2, '0')
+  return out
+}
+
+/**
+ * Canonical JSON of `value` (object keys sorted by code unit, no spaces), yielded in pieces
+ * of about {@link SLICE_CHARS}: one long string value is cut into several pieces, so no
+ * piece is much longer than a slice. Iterative: nesting costs no stack.
+ */
+function* canonicalPieces(value: JsonValue): Generator<string> {
+  // A frame is a value still to write, or a literal to write (closing brackets, commas, keys).
+  const stack: ({ readonly text: string } | { readonly value: JsonValue })[] = [{ value }]
+  let out = ''
+  while (stack.length > 0) {
+    const frame = stack.pop()!
+    if ('text' in frame) out += frame.text
+    else {
+      const item = frame.value
+      if (typeof item === 'string') {
+        const quoted = JSON.stringify(item)
+        for (let at = 0; at < quoted.length; at += SLICE_CHARS) {
+          out += quoted.slice(at, at + SLICE_CHARS)
+          if (out.length >= SLICE_CHARS) {
+            yield out
+            out = ''
+          }
+        }
+      } else if (item === null || typeof item !== 'object') out += JSON.stringify(item)
+      else if (Array.isArray(item)) {
+        out += '['
+        stack.push({ text: ']' })
+        for (let i = item.length - 1; i >= 0; i--) {
+          stack.push({ value: item[i]! })
+          if (i > 0) stack.push({ text: ',' })
+        }
+      } else {
+        out += '{'
+        stack.push({ text: '}' })
+        const keys = Object.keys(item).sort()
+        for (let i = keys.length - 1; i >= 0; i--) {
+          const key = keys[i]!
+          stack.push({ value: item[key]! })
+          stack.push({ text: `${i > 0 ? ',' : ''}${JSON.stringify(key)}:` })
+        }
+      }
+    }
+    if (out.length >= SLICE_CHARS) {
+      yield out
+      out = ''
+    }
+  }
+  if (out !== '') yield out
+}
+
+/**
+ * The canonical hash of a call's arguments: 64 hex digits. The canonical JSON (sorted keys)
+ * is hashed slice by slice, each slice's digest chained into the next
+ * (`h₀ = SHA-256(slice₀)`, `hᵢ = SHA-256(hᵢ₋₁ ‖ sliceᵢ)`), so equal arguments give equal
+ * hashes whatever their key order, and no string longer than a slice is built.
+ */
+export async function argumentsHash(value: JsonValue): Promise<string> {
+  let state: Uint8Array | undefined
+  for (const piece of canonicalPieces(value)) {
+    const bytes = encoder.encode(piece)
+    if (state === undefined) state = await digest(bytes)
+    else {
+      const joined = new Uint8Array(state.length + bytes.length)
+      joined.set(state)
+      joined.set(bytes, state.length)
+      state = await digest(joined)
+    }
+  }
+  return hex(state ?? (await digest(new Uint8Array(0))))
+}
+
+/** SHA-256 of `parts` as a JSON array, as `hexDigits` hex digits (a key segment or a binding). */
+export async function hashParts(parts: readonly (string | null)[], hexDigits = 64): Promise<string> {
+  return hex(await digest(encoder.encode(JSON.stringify(parts))), hexDigits / 2)
+}
+
+/** A fresh run secret: minted when a run starts, kept in its parked state, never shown to a client. */
+export function newRunSecret(): string {
+  return crypto.randomUUID()
+}
+
+/** Whether `value` is an arguments hash as {@link argumentsHash} makes it. */
+export function isArgumentsHash(value: unknown): value is string {
+  return typeof value === 'string' && /^[0-9a-f]{64}$/.test(value)
+}
+
+/**
+ * Run secrets by the token of the run's `run_code` call. The bridge binds one when a run
+ * starts (a durable run's is kept in its parked state, so a resumed run has the same);
+ * the approval stage and the exactly-once records read it through a sub-call's `parent`
+ * token, which only the run's own sub-calls carry.
+ */
+const runSecrets = new WeakMap<symbol, string>()
+
+/** Binds `secret` to the run whose `run_code` call holds `token`. */
+export function bindRunSecret(token: symbol, secret: string): void {
+  runSecrets.set(token, secret)
+}
+
+/** The secret of the run whose `run_code` call holds `token`; `undefined` for any other token. */
+export function runSecretOf(token: symbol): string | undefined {
+  return runSecrets.get(token)
+}
