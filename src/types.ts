@@ -315,8 +315,6 @@ export interface ApprovalRequest {
   readonly reason?: string
   /** The enclosing call's id for a nested call (a Code Mode sub-call's `run_code` call id). */
   readonly parentCallId?: string
-  /** The canonical hash of `execution.arguments` (64 hex digits, sorted keys): a stored decision answers only these arguments. Set by the registry. */
-  readonly argumentsHash?: string
   /** An unguessable identity of the run a nested call belongs to (never shown to anyone): a stored decision answers only a call of that run. Set by the registry. */
   readonly runKey?: string
   /**

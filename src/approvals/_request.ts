@@ -7,7 +7,6 @@
  */
 import type { DurableStore } from '../durable/store.js'
 import { ToolError } from '../errors.js'
-import { isArgumentsHash } from '../durable/call-key.js'
 import { snapshotLosslessJson } from '../json/lossless.js'
 import type { ApprovalPlan } from '../types.js'
 import { renderApprovalArguments, renderApprovalPreview } from './render.js'
@@ -131,8 +130,7 @@ function optionalString(value: unknown, what: string): string | undefined {
  */
 export function readRequest(request: unknown): { readonly fields: RequestFields; readonly signal: AbortSignal; readonly runKey?: string } {
   if (typeof request !== 'object' || request === null) throw new TypeError('the request is not an object')
-  const { execution, parentCallId: parent, reason: why, kind, argumentsHash: hash, runKey: run } = request as Record<string, unknown>
-  if (hash !== undefined && !isArgumentsHash(hash)) throw new TypeError('argumentsHash must be 64 hex digits')
+  const { execution, parentCallId: parent, reason: why, kind, runKey: run } = request as Record<string, unknown>
   const runKey = optionalString(run, 'runKey')
   if (typeof execution !== 'object' || execution === null) throw new TypeError('the request carries no execution')
   const { callId, name, signal, agent: scope } = execution as Record<string, unknown>
@@ -158,7 +156,6 @@ export function readRequest(request: unknown): { readonly fields: RequestFields;
     name,
     // Already a frozen snapshot when the registry asks (then reused as is); copied otherwise.
     arguments: args,
-    ...(hash === undefined ? {} : { argumentsHash: hash }),
     // The one rendering every surface shows (docs/approvals.md "What a person sees").
     summary: plan === undefined ? renderApprovalArguments({ name, parameters }, args).text : renderApprovalPlan(plan),
     ...(plan === undefined ? {} : { plan: pendingPlan(plan) }),

@@ -55,6 +55,8 @@ interface Context {
   readonly writes: Set<Promise<void>>
   poll: 'idle' | 'scheduled' | 'running'
   pollTimer: ReturnType<typeof setTimeout> | undefined
+  /** The last arguments hash queued ({@link hashInOrder}). */
+  hashing: Promise<unknown>
 }
 
 const DISPOSED = 'the approval broker is disposed; nobody can approve this call'
@@ -222,11 +224,18 @@ function answer(ctx: Context, record: DoneRecord): boolean {
   throw deniedBy(record.approval, record.settled)
 }
 
+/** {@link argumentsHash}, finishing in the order asked (Web Crypto's digests may finish in any order), so requests open in that order. */
+function hashInOrder(ctx: Context, value: PendingApproval['arguments']): Promise<string> {
+  const next = ctx.hashing.then(() => argumentsHash(value))
+  ctx.hashing = next.catch(() => undefined)
+  return next
+}
+
 async function ask(ctx: Context, request: ReturnType<typeof readRequest>): Promise<boolean> {
   let attachment: Attachment
   try {
-    // A handler called directly (not by the registry) may bring no hash: the broker binds the request all the same.
-    const fields = request.fields.argumentsHash === undefined ? { ...request.fields, argumentsHash: await argumentsHash(request.fields.arguments) } : request.fields
+    // The broker hashes the arguments itself (a hash it was handed is not trusted), in the order calls asked.
+    const fields = { ...request.fields, argumentsHash: await hashInOrder(ctx, request.fields.arguments) }
     const attaching = attach(ctx.store, storedFields(fields), request.runKey, ctx.options)
     void track(
       ctx,
@@ -297,7 +306,7 @@ async function decide(ctx: Context, id: string, input: ApprovalDecisionInput): P
 
 /** Creates the broker over `store` (options already validated by `createApprovalBroker`). */
 export function createStoredBroker(options: ResolvedBrokerOptions, store: DurableStore): StoredApprovalBroker {
-  const ctx: Context = { store, options, watches: new Map(), events: createEventFanOut(), disposed: false, writes: new Set(), poll: 'idle', pollTimer: undefined }
+  const ctx: Context = { store, options, watches: new Map(), events: createEventFanOut(), disposed: false, writes: new Set(), poll: 'idle', pollTimer: undefined, hashing: Promise.resolve() }
   let lastListing: ApprovalListing = Object.freeze({ examined: 0, malformed: 0, truncated: false })
   let sweepAfter: string | undefined
   return Object.freeze({

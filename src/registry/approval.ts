@@ -9,10 +9,10 @@
  */
 import { previewOfCall } from '../approvals/preview.js'
 import { undeclaredArgumentPaths } from '../approvals/render.js'
-import { argumentsHash, runSecretOf } from '../durable/call-key.js'
+import { runSecretOf } from '../durable/call-key.js'
 import { ToolError } from '../errors.js'
 import type { ApprovalDecisionEvent, ApprovalOutcome, ApprovalRequestEvent, SessionLogEvent } from '../runtime-types.js'
-import type { ApprovalHandler, ApprovalRequest, ToolExecution, ToolExecutionResult, ToolExecutionToken } from '../types.js'
+import type { ApprovalHandler, ApprovalRequest, ToolExecutionResult, ToolExecutionToken } from '../types.js'
 import { ABORTED_BEFORE_MESSAGE, messageOf, type PipelineCall } from './call.js'
 import { failure } from './results.js'
 
@@ -128,16 +128,6 @@ export function grantPlan(run: ToolExecutionToken, names: readonly string[]): ()
   }
 }
 
-/** The last arguments hash queued: hashes finish in the order calls asked, so requests open in that order. */
-let hashing: Promise<unknown> = Promise.resolve()
-
-/** {@link argumentsHash}, in the order asked (Web Crypto's digests may finish in any order). */
-function hashInOrder(value: ToolExecution['arguments']): Promise<string> {
-  const next = hashing.then(() => argumentsHash(value))
-  hashing = next.catch(() => undefined)
-  return next
-}
-
 /** Approval for an `ask`: absent handler, refusal or failure deny; cancellation while waiting aborts. */
 export async function approve(call: PipelineCall, reason: string | undefined): Promise<ToolExecutionResult | undefined> {
   const refused = undeclaredRefusal(call)
@@ -154,8 +144,7 @@ export async function approve(call: PipelineCall, reason: string | undefined): P
   const definition = call.registered?.definition
   // Stryker disable next-line ConditionalExpression: only skips an await (a tool without a preview gets undefined either way)
   const preview = definition?.preview === undefined ? undefined : await previewOfCall(definition, execution, call.life.signal())
-  // What a stored decision is bound to besides the ids: these very arguments, and (for a sub-call) its run's secret.
-  const hash = await hashInOrder(execution.arguments)
+  // What a stored decision is bound to besides the ids and arguments (a broker over a store hashes them): a sub-call's run secret.
   const runKey = execution.parent === undefined ? undefined : runSecretOf(execution.parent)
   const request: ApprovalRequest = Object.freeze({
     execution,
@@ -164,7 +153,6 @@ export async function approve(call: PipelineCall, reason: string | undefined): P
     ...(parameters === undefined ? {} : { parameters }),
     ...(reason === undefined ? {} : { reason }),
     ...(parentCallId === undefined ? {} : { parentCallId }),
-    argumentsHash: hash,
     ...(runKey === undefined ? {} : { runKey }),
   })
   const requestedAt = Date.now()

@@ -140,21 +140,22 @@ describe('a stored decision answers only the call it was taken for', () => {
     await codeRuntime.dispose()
   })
 
-  it('the memory broker lists the same binding: each request carries its arguments\' canonical hash (key order does not matter)', async () => {
+  it('the memory broker never reuses a decision: the same id asked twice (even with the same arguments) is two requests, each decided on its own', async () => {
     const broker = createApprovalBroker()
-    const { runtime } = setup(broker)
+    const { runtime, ran } = setup(broker)
     const results: Promise<ToolExecutionResult>[] = [
-      runtime.execute({ callId: 'm-1', name: 'pay', arguments: { amount: 1, to: 'a' }, signal: signal() }),
-      runtime.execute({ callId: 'm-1', name: 'pay', arguments: { to: 'a', amount: 1 }, signal: signal() }),
-      runtime.execute({ callId: 'm-1', name: 'pay', arguments: { amount: 2, to: 'a' }, signal: signal() }),
+      runtime.execute({ callId: 'm-1', name: 'pay', arguments: { amount: 1 }, signal: signal() }),
+      runtime.execute({ callId: 'm-1', name: 'pay', arguments: { amount: 1 }, signal: signal() }),
     ]
-    await until(() => broker.pending().length === 3)
-    const hashes = broker.pending().map((p) => p.argumentsHash)
-    expect(hashes[0]).toMatch(/^[0-9a-f]{64}$/)
-    expect(hashes[1]).toBe(hashes[0])
-    expect(hashes[2]).not.toBe(hashes[0])
-    for (const p of broker.pending()) broker.decide(p.id, { decision: 'deny' })
-    await Promise.all(results)
+    await until(() => broker.pending().length === 2)
+    const [first, second] = broker.pending()
+    expect(first!.id).not.toBe(second!.id)
+    broker.decide(first!.id, { decision: 'allow' })
+    expect(codeOf(await results[0]!)).toBe('OK')
+    expect(broker.pending()).toEqual([second])
+    expect(ran).toEqual(['pay 1'])
+    broker.decide(second!.id, { decision: 'deny' })
+    expect(codeOf(await results[1]!)).toBe('DENIED_BY_APPROVAL')
     await runtime.dispose()
   })
 })
