@@ -10,10 +10,16 @@
  * must stay under the 255-byte limit of most file systems). `list` only reads names ending
  * in `.v`, so the others never show.
  *
+ * The directory is the store's and nobody else's (`0700`, records `0600`), but what lies in
+ * it is read as hostile: every file is opened without following a link and without
+ * blocking (`O_NOFOLLOW | O_NONBLOCK`), read only when `fstat` says it is a regular file of
+ * a size a record can have, and a listing skips (and counts) whatever it cannot read.
+ *
  * @module
  */
 import { randomBytes } from 'node:crypto'
-import { link, mkdir, open, readdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises'
+import { constants } from 'node:fs'
+import { chmod, link, mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises'
 import { hostname } from 'node:os'
 import { join, resolve } from 'node:path'
 import { ToolError } from '../../src/errors.js'
@@ -48,13 +54,65 @@ export const DEFAULT_STALE_LOCK_MS = 30_000
 /** The default wait for a key's lock: 10 s. */
 export const DEFAULT_LOCK_TIMEOUT_MS = 10_000
 
+/** The file store: a {@link DurableStore}, plus what its listings had to skip. */
+export interface FileStore extends DurableStore {
+  /**
+   * Entries listings skipped since the store was created: a value file that could not be
+   * read as a record (a link, a FIFO, a directory, a file too large or without the header,
+   * a name that decodes to no valid key). A listing never fails because of one.
+   */
+  skippedEntries(): number
+}
+
 const HEADER = 'toolyard-store/1 '
 const VALUE_FILE = /^((?:[0-9a-f]{2})+)\.v$/
 const host = hostname()
+/** Room for the header line beyond a value's bytes: the header, a version (`<seq>.<16 hex>`) and the newline. */
+const HEADER_ROOM = 128
+/** The most a lock or break-guard file holds (pid, host name, time, nonce as JSON). */
+const MAX_LOCK_BYTES = 4096
+/** Never follow a link, never wait on a FIFO or device (0 where the platform lacks the flag). */
+const READ_FLAGS = constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0)
+/** Files the store creates: readable by its own user only, whatever the umask. */
+const FILE_MODE = 0o600
+const DIR_MODE = 0o700
 
 const errorCode = (error: unknown): unknown => (error as { code?: unknown } | null)?.code
 const nonce = () => randomBytes(8).toString('hex')
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
+/**
+ * Reads at most `maxBytes` of `file` as UTF-8, refusing (`STORE_FAILED`) anything but a
+ * regular file that size allows: opened without following a link or blocking on a FIFO,
+ * checked with `fstat` on the open handle (so what is checked is what is read), and read
+ * no further than the bound even if it grows meanwhile. `undefined` when it does not exist.
+ */
+async function readBounded(file: string, maxBytes: number): Promise<string | undefined> {
+  let handle
+  try {
+    handle = await open(file, READ_FLAGS)
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT') return undefined
+    if (errorCode(error) === 'ELOOP') throw storeError('STORE_FAILED', `the store file ${file} is a symbolic link; a store never follows one`, error)
+    throw storeError('STORE_FAILED', `cannot open the store file ${file}`, error)
+  }
+  try {
+    const info = await handle.stat()
+    if (!info.isFile()) throw storeError('STORE_FAILED', `the store file ${file} is not a regular file`)
+    if (info.size > maxBytes) throw storeError('STORE_FAILED', `the store file ${file} holds ${info.size} bytes, more than a record can (${maxBytes})`)
+    const buffer = Buffer.alloc(Math.min(maxBytes + 1, info.size + 1))
+    let length = 0
+    while (length < buffer.length) {
+      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, length)
+      if (bytesRead === 0) break
+      length += bytesRead
+    }
+    if (length > maxBytes) throw storeError('STORE_FAILED', `the store file ${file} grew past ${maxBytes} bytes while it was read`)
+    return buffer.subarray(0, length).toString('utf8')
+  } finally {
+    await handle.close()
+  }
+}
 
 function encodeKey(key: string): string {
   let hex = ''
@@ -106,9 +164,11 @@ async function syncDirectory(dir: string): Promise<void> {
 /** Writes `text` to a fresh temp file, fsyncs it, then renames it over `target`: a reader sees the old file or the new one. */
 async function writeAtomically(dir: string, target: string, text: string): Promise<void> {
   const temp = join(dir, `.${nonce()}.tmp`)
-  const handle = await open(temp, 'wx')
+  const handle = await open(temp, 'wx', FILE_MODE)
   try {
     try {
+      // Explicitly: the mode given to open() is narrowed by the umask, never widened, but an odd umask could still drop the owner's bits.
+      await handle.chmod(FILE_MODE)
       await handle.writeFile(text, 'utf8')
       await handle.sync()
     } finally {
@@ -141,7 +201,7 @@ function processExists(pid: number): boolean {
  */
 async function createExclusive(dir: string, path: string, body: string): Promise<boolean> {
   const temp = join(dir, `.${nonce()}.tmp`)
-  await writeFile(temp, body)
+  await writePrivate(temp, body)
   try {
     await link(temp, path)
     return true
@@ -149,7 +209,7 @@ async function createExclusive(dir: string, path: string, body: string): Promise
     if (errorCode(error) === 'EEXIST') return false
     if (!['EPERM', 'ENOTSUP', 'ENOSYS', 'EOPNOTSUPP'].includes(errorCode(error) as string)) throw error
     try {
-      await writeFile(path, body, { flag: 'wx' })
+      await writePrivate(path, body)
       return true
     } catch (fallback) {
       if (errorCode(fallback) === 'EEXIST') return false
@@ -160,6 +220,17 @@ async function createExclusive(dir: string, path: string, body: string): Promise
   }
 }
 
+/** Creates `path` (which must not exist) holding `body`, mode `0600` whatever the umask. */
+async function writePrivate(path: string, body: string): Promise<void> {
+  const handle = await open(path, 'wx', FILE_MODE)
+  try {
+    await handle.chmod(FILE_MODE)
+    await handle.writeFile(body, 'utf8')
+  } finally {
+    await handle.close()
+  }
+}
+
 interface LockFile {
   readonly body: string
   readonly mtimeMs: number
@@ -167,10 +238,12 @@ interface LockFile {
 
 async function readLock(path: string): Promise<LockFile | undefined> {
   try {
-    const [body, info] = await Promise.all([readFile(path, 'utf8'), stat(path)])
-    return { body, mtimeMs: info.mtimeMs }
+    const [body, info] = await Promise.all([readBounded(path, MAX_LOCK_BYTES), stat(path)])
+    return body === undefined ? undefined : { body, mtimeMs: info.mtimeMs }
   } catch (error) {
     if (errorCode(error) === 'ENOENT') return undefined
+    // Not a lock this store wrote (a link, a FIFO, an oversized file): it ages out like an unreadable one.
+    if (error instanceof ToolError) return { body: '', mtimeMs: (await stat(path).catch(() => undefined))?.mtimeMs ?? 0 }
     throw error
   }
 }
@@ -236,33 +309,41 @@ class KeyLocks {
   }
 }
 
-/** Reads a key's record; `undefined` when absent. */
-async function readRecord(file: string): Promise<StoreEntry | undefined> {
-  let text: string
+/** Reads a key's record (at most `maxBytes`: a value's cap plus its header); `undefined` when absent. */
+async function readRecord(file: string, maxBytes: number): Promise<StoreEntry | undefined> {
+  let text: string | undefined
   try {
-    text = await readFile(file, 'utf8')
+    text = await readBounded(file, maxBytes)
   } catch (error) {
-    if (errorCode(error) === 'ENOENT') return undefined
+    if (error instanceof ToolError) throw error
     throw storeError('STORE_FAILED', `cannot read the store file ${file}`, error)
   }
-  return parseRecord(text, file)
+  return text === undefined ? undefined : parseRecord(text, file)
 }
 
-/** Reads only a record's header line (its version), never its value. */
-async function readVersion(file: string): Promise<string | undefined> {
+/**
+ * Reads only a record's header line (its version), never its value; the same checks as a
+ * read (no link, no FIFO, a regular file no larger than a record can be).
+ */
+async function readVersion(file: string, maxBytes: number): Promise<string | undefined> {
   let handle
   try {
-    handle = await open(file, 'r')
+    handle = await open(file, READ_FLAGS)
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT') return undefined
+    throw error
+  }
+  try {
+    const info = await handle.stat()
+    if (!info.isFile()) throw storeError('STORE_FAILED', `the store file ${file} is not a regular file`)
+    if (info.size > maxBytes) throw storeError('STORE_FAILED', `the store file ${file} holds ${info.size} bytes, more than a record can (${maxBytes})`)
     const buffer = Buffer.alloc(HEADER.length + 64)
     const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0)
     const text = buffer.subarray(0, bytesRead).toString('utf8')
     // The header line is at most ~60 bytes: no newline within the buffer means a corrupt file.
     return parseRecord(text, file).version
-  } catch (error) {
-    if (errorCode(error) === 'ENOENT') return undefined
-    throw error
   } finally {
-    await handle?.close()
+    await handle.close()
   }
 }
 
@@ -281,9 +362,9 @@ async function sweepTempFiles(dir: string, staleLockMs: number): Promise<void> {
  * version read was the key's state at a moment inside the call, so the conflict is a true
  * answer, and a burst of losers costs one read each instead of a lock round each.
  */
-async function earlyConflict(file: string, ifVersion: string | null | undefined): Promise<{ ok: false; version: string | undefined } | undefined> {
+async function earlyConflict(file: string, ifVersion: string | null | undefined, maxBytes: number): Promise<{ ok: false; version: string | undefined } | undefined> {
   if (ifVersion === undefined) return undefined
-  const current = await readVersion(file).catch(() => undefined)
+  const current = await readVersion(file, maxBytes).catch(() => undefined)
   return versionMatches(ifVersion, current) ? undefined : { ok: false, version: current }
 }
 
@@ -313,17 +394,21 @@ function readPositive(name: string, value: number | undefined, fallback: number)
  * await store.put('run/abc/journal', '[…]', { ifVersion: entry?.version ?? null })
  * ```
  */
-export function createFileStore(directory: string, options?: FileStoreOptions): DurableStore {
+export function createFileStore(directory: string, options?: FileStoreOptions): FileStore {
   if (typeof directory !== 'string' || directory === '' || directory.includes('\0')) throw storeError('INVALID_OPTIONS', 'createFileStore needs a directory path')
   // Resolved once: a later process.chdir() must not move the store.
   const dir = resolve(directory)
   const maxValueBytes = resolveMaxValueBytes(options)
+  const maxRecordBytes = maxValueBytes + HEADER_ROOM
+  let skipped = 0
   const staleLockMs = readPositive('staleLockMs', options?.staleLockMs, DEFAULT_STALE_LOCK_MS)
   const locks = new KeyLocks(dir, staleLockMs, readPositive('lockTimeoutMs', options?.lockTimeoutMs, DEFAULT_LOCK_TIMEOUT_MS))
   let ready: Promise<void> | undefined
   // Once per store; a failure (say, a directory not yet mounted) is retried by the next call.
   const ensureDir = () =>
-    (ready ??= mkdir(dir, { recursive: true })
+    (ready ??= mkdir(dir, { recursive: true, mode: DIR_MODE })
+      // A directory this store created is 0700 whatever the umask; an existing one keeps its mode (never widened).
+      .then((created) => (created === undefined ? undefined : chmod(dir, DIR_MODE)))
       .then(() => sweepTempFiles(dir, staleLockMs))
       .catch((error: unknown) => {
         ready = undefined
@@ -357,7 +442,7 @@ export function createFileStore(directory: string, options?: FileStoreOptions): 
     async get(key) {
       assertStoreKey(key)
       await ensureDir().catch(fail('open its directory'))
-      return readRecord(join(dir, `${encodeKey(key)}.v`))
+      return readRecord(join(dir, `${encodeKey(key)}.v`), maxRecordBytes)
     },
     async put(key, value, writeOptions) {
       assertStoreKey(key)
@@ -365,8 +450,8 @@ export function createFileStore(directory: string, options?: FileStoreOptions): 
       const ifVersion = readIfVersion(writeOptions)
       const hex = encodeKey(key)
       const file = join(dir, `${hex}.v`)
-      return exclusive(hex, () => earlyConflict(file, ifVersion), async () => {
-        const current = (await readRecord(file))?.version
+      return exclusive(hex, () => earlyConflict(file, ifVersion, maxRecordBytes), async () => {
+        const current = await readVersion(file, maxRecordBytes)
         if (!versionMatches(ifVersion, current)) return { ok: false as const, version: current }
         const version = nextVersion(current)
         await writeAtomically(dir, file, `${HEADER}${version}\n${value}`)
@@ -378,8 +463,8 @@ export function createFileStore(directory: string, options?: FileStoreOptions): 
       const ifVersion = readIfVersion(writeOptions)
       const hex = encodeKey(key)
       const file = join(dir, `${hex}.v`)
-      return exclusive(hex, () => earlyConflict(file, ifVersion), async () => {
-        const current = (await readRecord(file))?.version
+      return exclusive(hex, () => earlyConflict(file, ifVersion, maxRecordBytes), async () => {
+        const current = await readVersion(file, maxRecordBytes)
         if (!versionMatches(ifVersion, current)) return { ok: false as const, version: current }
         if (current === undefined) return { ok: true as const }
         await unlink(file)
@@ -396,17 +481,24 @@ export function createFileStore(directory: string, options?: FileStoreOptions): 
         const match = VALUE_FILE.exec(name)
         if (match === null) continue
         const key = decodeKey(match[1]!)
-        if (key.startsWith(prefix) && (after === undefined || key > after) && isKey(key)) keys.push(key)
+        if (!key.startsWith(prefix) || (after !== undefined && key <= after)) continue
+        if (isKey(key)) keys.push(key)
+        else skipped++
       }
       keys.sort()
       const entries: { key: string; version: string }[] = []
       let index = 0
       for (; index < keys.length && entries.length < limit; index++) {
         const key = keys[index]!
-        const version = await readVersion(join(dir, `${encodeKey(key)}.v`)).catch(fail('read a version'))
+        // One entry that cannot be read as a record (a link, a FIFO, a directory, a huge or headerless file) is skipped, never the listing's end.
+        const version = await readVersion(join(dir, `${encodeKey(key)}.v`), maxRecordBytes).catch(() => {
+          skipped++
+          return undefined
+        })
         if (version !== undefined) entries.push({ key, version })
       }
       return index < keys.length && entries.length > 0 ? { entries, cursor: entries[entries.length - 1]!.key } : { entries }
     },
+    skippedEntries: () => skipped,
   }
 }
