@@ -1,5 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs'
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync, truncateSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -166,3 +166,98 @@ describe('createFileStore when its directory cannot be made', () => {
     expect((await store.get('k'))?.value).toBe('v')
   })
 })
+
+/** A record file as the store writes it. */
+const record = (version: string, value: string) => `toolyard-store/1 ${version}\n${value}`
+
+describe('createFileStore on a hostile directory: one stray entry never breaks the store', () => {
+  /** A store holding `runs/good`, and the path of the value file `key` would have. */
+  async function storeWithGood(options: Parameters<typeof createFileStore>[1] = {}) {
+    const dir = freshDir()
+    const store = createFileStore(dir, options)
+    await store.put('runs/good', 'ok')
+    return { dir, store, fileOf: (key: string) => join(dir, `${hex(key)}.v`) }
+  }
+  const failed = (message: RegExp) => expect.objectContaining({ code: 'STORE_FAILED', message: expect.stringMatching(message) })
+
+  it('a symbolic link where a record should be is never followed: get fails, a listing skips and counts it', async () => {
+    const { store, fileOf } = await storeWithGood()
+    const outside = join(freshDir() + '-outside')
+    writeFileSync(outside, record('1.x', 'a secret outside the store'))
+    symlinkSync(outside, fileOf('runs/link'))
+    await expect(store.get('runs/link')).rejects.toEqual(failed(/is a symbolic link/))
+    expect((await store.list('runs/')).entries.map((e) => e.key)).toEqual(['runs/good'])
+    expect(store.skippedEntries()).toBe(1)
+  })
+
+  it('a FIFO where a record or a lock should be never blocks: get and list answer, a write gives up', async () => {
+    const { store, fileOf, dir } = await storeWithGood()
+    expect(spawnSync('mkfifo', [fileOf('runs/fifo')]).status).toBe(0)
+    await expect(store.get('runs/fifo')).rejects.toEqual(failed(/is not a regular file/))
+    expect((await store.list('runs/')).entries.map((e) => e.key)).toEqual(['runs/good'])
+    expect(store.skippedEntries()).toBe(1)
+    await expect(store.put('runs/fifo', 'x')).rejects.toEqual(failed(/is not a regular file/))
+    // A FIFO as a key's lock: the writer waits its lockTimeoutMs, then says so (a fresh lock it cannot read only ages out).
+    const locked = createFileStore(dir, { lockTimeoutMs: 200 })
+    expect(spawnSync('mkfifo', [join(dir, `${hex('runs/good')}.lock`)]).status).toBe(0)
+    await expect(locked.put('runs/good', 'y')).rejects.toEqual(expect.objectContaining({ code: 'STORE_BUSY' }))
+    expect((await locked.get('runs/good'))?.value).toBe('ok')
+  })
+
+  it('a directory where a record should be: get fails, a listing skips it', async () => {
+    const { store, fileOf } = await storeWithGood()
+    mkdirSync(fileOf('runs/dir'))
+    await expect(store.get('runs/dir')).rejects.toEqual(failed(/is not a regular file/))
+    expect((await store.list('runs/')).entries.map((e) => e.key)).toEqual(['runs/good'])
+    expect(store.skippedEntries()).toBe(1)
+  })
+
+  it('a file larger than a record can be is refused by its size, before anything is read', async () => {
+    const { store, fileOf } = await storeWithGood({ maxValueBytes: 1024 })
+    const huge = fileOf('runs/huge')
+    writeFileSync(huge, record('1.x', 'x'))
+    // 8 GiB, sparse: reading it whole would take the heap down.
+    truncateSync(huge, 8 * 1024 * 1024 * 1024)
+    await expect(store.get('runs/huge')).rejects.toEqual(failed(/holds 8589934592 bytes, more than a record can \(1152\)/))
+    expect((await store.list('runs/')).entries.map((e) => e.key)).toEqual(['runs/good'])
+    expect(store.skippedEntries()).toBe(1)
+    // A record at the value cap is still read whole.
+    await store.put('runs/full', 'y'.repeat(1024))
+    expect((await store.get('runs/full'))?.value).toBe('y'.repeat(1024))
+  })
+
+  it('malformed entries (no header, a name that decodes to no valid key) are skipped and counted; the rest is listed and paged', async () => {
+    const { store, fileOf, dir } = await storeWithGood()
+    writeFileSync(fileOf('runs/bad'), '{"not":"a record"}')
+    writeFileSync(join(dir, `${hex('runs/has space')}.v`), record('1.x', 'v'))
+    for (let i = 0; i < 3; i++) await store.put(`runs/z${i}`, 'v')
+    await expect(store.get('runs/bad')).rejects.toEqual(failed(/is corrupt \(no header\)/))
+    const first = await store.list('runs/', { limit: 2 })
+    const second = await store.list('runs/', { limit: 2, after: first.cursor! })
+    expect([...first.entries, ...second.entries].map((e) => e.key)).toEqual(['runs/good', 'runs/z0', 'runs/z1', 'runs/z2'])
+    expect(store.skippedEntries()).toBeGreaterThanOrEqual(2)
+  })
+
+  it('creates its directory 0700 and its records 0600 whatever the umask; an existing directory keeps its mode', async () => {
+    for (const umask of ['000', '022']) {
+      const dir = join(freshDir(), 'nested')
+      const c = child2(['test/fixtures/durable/file-store-umask-child.ts', umask, dir])
+      expect(c.status, c.output).toBe(0)
+      expect(statSync(dir).mode & 0o777).toBe(0o700)
+      const files = readdirSync(dir)
+      expect(files).toEqual([`${hex('a')}.v`])
+      expect(statSync(join(dir, files[0]!)).mode & 0o777).toBe(0o600)
+    }
+    const existing = freshDir()
+    mkdirSync(existing, { mode: 0o750 })
+    chmodSync(existing, 0o750)
+    await createFileStore(existing).put('a', 'b')
+    expect(statSync(existing).mode & 0o777).toBe(0o750)
+  })
+})
+
+/** Runs a fixture script through tsx and waits for it. */
+function child2(args: string[]): { status: number | null; output: string } {
+  const result = spawnSync(process.execPath, ['--import', 'tsx', ...args], { cwd: root, encoding: 'utf8' })
+  return { status: result.status, output: `${result.stdout}${result.stderr}` }
+}
