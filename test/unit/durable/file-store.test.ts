@@ -4,7 +4,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
-import { createFileStore } from '../../../platforms/node/index.js'
+import { createFileStore, createSandboxRuntime } from '../../../platforms/node/index.js'
+import { createToolRuntime } from '../../../src/registry/runtime.js'
+import { defineTool } from '../../../src/schema/define-tool.js'
 
 /**
  * What only the file store promises, across real processes (the contract suite covers the
@@ -261,3 +263,47 @@ function child2(args: string[]): { status: number | null; output: string } {
   const result = spawnSync(process.execPath, ['--import', 'tsx', ...args], { cwd: root, encoding: 'utf8' })
   return { status: result.status, output: `${result.stdout}${result.stderr}` }
 }
+
+describe('the resume sweep over a file store with stray runs/ entries', () => {
+  it('skips a FIFO, a link, a directory, a headerless and a non-JSON runs/ record, and resumes the real parked run', async () => {
+    const dir = freshDir()
+    const asked: string[] = []
+    const processOn = () => {
+      const codeRuntime = createSandboxRuntime({ memoryMb: 32, prespawn: 0, parkAfterMs: 30 })
+      const runtime = createToolRuntime({ mode: 'code', codeRuntime, store: createFileStore(dir), approval: (request) => new Promise<boolean>(() => void asked.push(request.execution.callId)) })
+      runtime.register(
+        defineTool({
+          name: 'pay',
+          description: 'Pays (a person approves first).',
+          parameters: { cents: { type: 'number', required: true } },
+          output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] },
+          execute: (args) => `paid ${args.cents}`,
+        }),
+      )
+      runtime.on('tools/pre-execute', (decision, execution) => (execution.name === 'pay' ? { kind: 'ask', reason: 'money moves' } : decision))
+      return { runtime, codeRuntime }
+    }
+    const a = processOn()
+    void a.runtime.execute({ callId: 'run-s', name: 'run_code', arguments: { code: 'return await tools.pay({ cents: 1 })', description: 'pay' }, signal: new AbortController().signal })
+    const store = createFileStore(dir)
+    await until(() => existsSync(join(dir, `${hex('runs/run-s')}.v`)), 'the run to park')
+    // Strays sorted before and after the real record.
+    const fileOf = (key: string) => join(dir, `${hex(key)}.v`)
+    expect(spawnSync('mkfifo', [fileOf('runs/a-fifo')]).status).toBe(0)
+    writeFileSync(fileOf('runs/b-headerless'), '{"version":1}')
+    writeFileSync(fileOf('runs/c-json'), record('1.x', '{ not json'))
+    symlinkSync(fileOf('runs/run-s'), fileOf('runs/d-link'))
+    mkdirSync(fileOf('runs/z-dir'))
+    const b = processOn()
+    try {
+      const resumed = await b.runtime.resumeRuns({ staleMs: 0 })
+      expect(resumed.map((r) => r.callId)).toEqual(['run-s'])
+      await until(() => asked.length === 2, 'the resumed call to ask again')
+      for (const r of resumed) r.cancel()
+    } finally {
+      await Promise.all([a.runtime.dispose(), b.runtime.dispose()])
+      await Promise.all([a.codeRuntime.dispose(), b.codeRuntime.dispose()])
+    }
+    expect((await store.list('runs/')).entries.map((e) => e.key)).not.toContain('runs/a-fifo')
+  }, 60_000)
+})
