@@ -1,5 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -163,5 +163,23 @@ describe('npm start with a data directory (startServer({ dataDir }))', () => {
     } finally {
       await Promise.all([a.shutdown(), b.shutdown()])
     }
+  })
+})
+
+describe('stray files among the open approvals', () => {
+  it('a FIFO, a link, a directory, a headerless and a non-JSON record under approvals/open/ never break pending()', async () => {
+    const dir = freshDir()
+    const store = createFileStore(dir)
+    const broker = createApprovalBroker({ store })
+    expect(await broker.pending()).toEqual([])
+    const fileOf = (key: string) => join(dir, `${Buffer.from(key, 'latin1').toString('hex')}.v`)
+    expect(spawnSync('mkfifo', [fileOf('approvals/open/a')]).status).toBe(0)
+    writeFileSync(fileOf('approvals/open/b'), '{"id":"x"}')
+    writeFileSync(fileOf('approvals/open/c'), 'toolyard-store/1 1.x\n{ not json')
+    symlinkSync('/etc/passwd', fileOf('approvals/open/d'))
+    mkdirSync(fileOf('approvals/open/e'))
+    expect(await broker.pending()).toEqual([])
+    expect(await broker.pending()).toEqual([])
+    broker.dispose?.()
   })
 })
