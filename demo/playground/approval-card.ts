@@ -1,7 +1,7 @@
 /**
  * A pending approval as the page shows it: the reason the tool asks, what exactly it
- * would do (the broker's `summary`, the same rendering `GET /v1/approvals` and the MCP
- * elicitation show), a countdown to its expiry, and Allow / Deny buttons that answer it
+ * asks (the broker's `summary`, the same rendering `GET /v1/approvals` and the MCP
+ * elicitation show), what it will change (the tool's `preview`), a countdown to its expiry, and Allow / Deny buttons that answer it
  * (in the tab's broker, or with `POST /v1/approvals/:id` on the server). Once answered
  * it says how it ended.
  *
@@ -21,6 +21,10 @@ export interface ApprovalState {
    * parameters in order, long values as length + head + tail, undeclared keys flagged).
    */
   readonly summary?: string
+  /** What the call will do, from the tool's preview (`PendingApproval.preview`: a diff, "overwrites N lines"), rendered by the server. */
+  readonly preview?: string
+  /** What waits, in a few words (`write_file README.md`): the status line, the pinned bar and the tab title say it. */
+  readonly subject?: string
   readonly expiresAt: number
   state: 'pending' | 'allow' | 'deny' | 'expired' | 'withdrawn'
   /** Why a decision could not be applied (e.g. it expired meanwhile). */
@@ -34,10 +38,30 @@ const ENDED: Readonly<Record<Exclude<ApprovalState['state'], 'pending'>, string>
   withdrawn: 'withdrawn: the call was cancelled',
 }
 
+/** Longest subject shown; the card below has the whole call. */
+const MAX_SUBJECT_CHARS = 80
+
+/** A call's arguments as one short line: controls and bidi characters escaped, so a path cannot disguise itself. */
+function oneLine(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  const safe = text.replace(/[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`)
+  return safe.length > MAX_SUBJECT_CHARS ? `${safe.slice(0, MAX_SUBJECT_CHARS)}… (${safe.length} characters)` : safe
+}
+
+/** What waits, in a few words: `write_file README.md`, or `this program (run_code)` for a plan. */
+export function approvalSubject(request: Pick<PendingApproval, 'kind' | 'name' | 'arguments'>): string {
+  if (request.kind === 'plan') return `this program (${oneLine(String(request.name))})`
+  const args = request.arguments
+  const path = typeof args === 'object' && args !== null && !Array.isArray(args) ? (args as Record<string, unknown>).path : undefined
+  return typeof path === 'string' ? `${oneLine(String(request.name))} ${oneLine(path)}` : oneLine(String(request.name))
+}
+
 /** The page's record of a request that waits for a decision. */
 export function approvalStateOf(request: PendingApproval): ApprovalState {
   return {
     id: request.id,
+    subject: approvalSubject(request),
+    ...(typeof request.preview === 'string' ? { preview: request.preview } : {}),
     // A broker older than plan approval sends no kind: a call.
     kind: request.kind === 'plan' ? 'plan' : 'call',
     ...(request.reason === undefined ? {} : { reason: request.reason }),
@@ -88,11 +112,22 @@ export function renderApprovalPanel(approval: ApprovalState, decide: (decision: 
   deny.addEventListener('click', () => answer('deny'))
   return h(
     'div',
-    { class: `approval pending ${approval.kind ?? 'call'}`, 'data-testid': 'approval', 'data-state': 'pending', 'data-kind': approval.kind ?? 'call', 'data-approval-id': approval.id },
+    {
+      class: `approval pending ${approval.kind ?? 'call'}`,
+      'data-testid': 'approval',
+      'data-state': 'pending',
+      'data-kind': approval.kind ?? 'call',
+      'data-approval-id': approval.id,
+      'data-subject': approval.subject,
+    },
     // A plan card: the summary is the program with line numbers and its planned calls; Allow pre-approves them for this run.
     h('div', {}, h('strong', {}, approval.kind === 'plan' ? 'This program needs your approval before it runs' : 'Needs your approval'), approval.reason === undefined ? null : ` — ${approval.reason}`, ' ', countdown),
     // Text, never markup; the renderer already escaped anything that could fake a line.
     approval.summary === undefined ? null : h('pre', { class: 'approval-args', 'data-testid': 'approval-args' }, approval.summary),
+    // What it will do (the tool's preview, e.g. "overwrites 12 lines" and the diff): read before Allow.
+    approval.preview === undefined
+      ? null
+      : h('div', { class: 'approval-preview' }, h('div', { class: 'label' }, 'What it will do'), h('pre', { class: 'approval-args preview', 'data-testid': 'approval-preview' }, approval.preview)),
     h('div', { class: 'actions' }, allow, deny),
     problem,
   )

@@ -157,6 +157,8 @@ export function renderCard(record: SubCallRecord, definition: AnyToolDefinition 
   const title = call?.title ?? record.name
   const waiting = record.end === undefined && record.approval?.state === 'pending'
   const denied = record.isError === true && isDenial(record)
+  // A call whose arguments do not validate is never scheduled: it has no concurrency class to show.
+  const invalid = record.error?.code === 'INVALID_ARGS' || (definition?.softValidateArgs !== undefined && definition.softValidateArgs(record.arguments) === undefined)
   const state = waiting
     ? 'awaiting approval'
     : record.end === undefined
@@ -183,7 +185,7 @@ export function renderCard(record: SubCallRecord, definition: AnyToolDefinition 
       'summary',
       {},
       h('span', { class: 'title' }, title),
-      h('span', { class: `badge ${record.mode}` }, record.mode),
+      h('span', { class: `badge ${invalid ? 'invalid' : record.mode}`, 'data-testid': 'card-mode' }, invalid ? 'invalid arguments' : record.mode),
       h('span', { class: 'badge' }, (result ?? call)?.card ?? 'generic'),
       h('span', { class: 'empty' }, state),
       h('span', { class: 'id' }, record.subCallId),

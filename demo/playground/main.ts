@@ -19,6 +19,7 @@ import type { ToolExecutionResult, ToolPresentationMode } from '../../src/types.
 import { failureKind } from './backend.js'
 import type { ApprovalListener, Backend, RunBudgets, RunOutcome } from './backend.js'
 import { approvalStateOf, renderApprovalPanel } from './approval-card.js'
+import { watchAttention } from './attention.js'
 import { isDenialCode, renderCard, renderNativeCard } from './cards.js'
 import { renderBudget, renderIndex, wireCatalogSearch } from './catalog-panel.js'
 import type { SubCallRecord } from './cards.js'
@@ -94,6 +95,8 @@ const server = createServerBackend(info)
 const WHERE_KEY = 'toolyard-playground-where'
 let restoreServer = readWhere() === 'server'
 const waiting = createWaitingPanel({ server, box: byId('waiting'), visible: () => state.where === 'server' && state.server.up })
+// Whatever waits for a person, on any surface of the page: the title, a pinned bar, the status line.
+watchAttention({ bar: byId('attention'), status: byId('status'), own: (panel) => panel.closest('#cards, [data-testid="plan"]') !== null })
 
 function readWhere(): string | null {
   try {

@@ -6,9 +6,10 @@
  * with Allow / Deny (`POST /v1/approvals/:id`), drawn by the same renderer as a call's
  * card (approval-card.ts), plan cards included.
  *
- * A request of a run or native call this page is running now is left out: its call's
- * card already shows it, next to its timeline bar and its siblings, and one request with
- * two sets of buttons would only invite a second, refused decision.
+ * A request of a run or native call this page is running now is counted and named, with
+ * a link to its call's card, but has no buttons here: the card shows it next to its
+ * timeline bar and its siblings, and one request with two sets of buttons would only
+ * invite a second, refused decision. So the count always agrees with what waits.
  *
  * After a decision the run goes on on the server. When the page started it (known-runs.ts
  * remembers `/v1/runs` ids across reloads) the panel follows its status to the end
@@ -19,7 +20,7 @@
  * @module
  */
 import type { PendingApproval } from '../../src/approvals/types.js'
-import { approvalStateOf, renderApprovalPanel } from './approval-card.js'
+import { approvalStateOf, approvalSubject, renderApprovalPanel } from './approval-card.js'
 import { h, replaceChildren, showJson } from './dom.js'
 import { knownRunId } from './known-runs.js'
 import type { ServerBackend, ServerRunView } from './server-backend.js'
@@ -85,9 +86,10 @@ export function createWaitingPanel(options: WaitingPanelOptions): WaitingPanel {
   const count = h('span', { class: 'count', 'data-testid': 'waiting-count' }, '')
   const note = h('p', { class: 'hint small', 'data-testid': 'waiting-note' }, 'Requests on the server that wait for a person, from any run.')
   const list = h('div', { class: 'waiting-list', 'data-testid': 'waiting-list' })
+  const ownList = h('div', { class: 'waiting-own-list', 'data-testid': 'waiting-own-list' })
   const more = h('p', { class: 'hint small', 'data-testid': 'waiting-more', hidden: true })
   const decided = h('div', { class: 'waiting-decided', 'data-testid': 'waiting-decided' })
-  replaceChildren(box, h('h3', {}, 'Waiting for you ', count), note, list, more, decided)
+  replaceChildren(box, h('h3', {}, 'Waiting for you ', count), note, ownList, list, more, decided)
   // Drawn items by request id: an item is never redrawn while it waits (no button pulled from under a pointer).
   const items = new Map<string, HTMLElement>()
   let inFlight: Promise<void> | undefined
@@ -145,7 +147,33 @@ export function createWaitingPanel(options: WaitingPanelOptions): WaitingPanel {
     )
   }
 
+  /** The page's own waiting calls: named, counted, and a link to the card that has their buttons. */
+  function drawOwn(mine: readonly PendingApproval[]): void {
+    const key = mine.map((request) => request.id).join(',')
+    if (ownList.dataset.key === key) return
+    ownList.dataset.key = key
+    replaceChildren(
+      ownList,
+      mine.map((request) => {
+        const jump = h('button', { type: 'button', 'data-testid': 'waiting-own-show' }, 'Show')
+        jump.addEventListener('click', () => {
+          const id = CSS.escape(request.id)
+          document.querySelector(`#cards [data-approval-id="${id}"], [data-testid="plan"] [data-approval-id="${id}"]`)?.scrollIntoView({ block: 'center' })
+        })
+        return h(
+          'div',
+          { class: 'waiting-own', 'data-testid': 'waiting-own', 'data-approval-id': request.id },
+          h('strong', {}, approvalSubject(request)),
+          " · this page's running call: Allow or Deny on its card below ",
+          jump,
+        )
+      }),
+    )
+  }
+
   function draw(pending: readonly PendingApproval[]): void {
+    const mine = pending.filter((request) => server.owns(request)).sort((a, b) => a.requestedAt - b.requestedAt)
+    drawOwn(mine)
     const others = pending.filter((request) => !server.owns(request)).sort((a, b) => a.requestedAt - b.requestedAt)
     const shown = others.slice(0, maxShown)
     const keep = new Set(shown.map((request) => request.id))
@@ -164,12 +192,18 @@ export function createWaitingPanel(options: WaitingPanelOptions): WaitingPanel {
       return element
     })
     if (ordered.length !== list.children.length || ordered.some((element, i) => list.children[i] !== element)) replaceChildren(list, ordered)
-    count.textContent = `(${others.length})`
-    box.dataset.count = String(others.length)
+    const total = others.length + mine.length
+    count.textContent = `(${total})`
+    box.dataset.count = String(total)
     const rest = others.length - shown.length
     more.hidden = rest <= 0
     more.textContent = rest > 0 ? `… and ${rest} more waiting (the oldest ${maxShown} are shown; decide some to see the rest)` : ''
-    note.textContent = others.length === 0 ? 'Nothing on the server waits for you.' : 'Requests on the server that wait for a person, from any run (this page\'s running call shows its own on its card).'
+    note.textContent =
+      total === 0
+        ? 'Nothing on the server waits for you.'
+        : others.length === 0
+          ? `${mine.length === 1 ? '1 request waits' : `${mine.length} requests wait`} for you: this page's running call (Allow / Deny on its card below).`
+          : "Requests on the server that wait for a person, from any run (this page's running call shows its own on its card)."
   }
 
   async function load(): Promise<void> {
