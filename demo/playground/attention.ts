@@ -16,6 +16,8 @@ export interface AttentionOptions {
   readonly status: HTMLElement
   /** Where the page's own calls show their panels (the run's cards, the plan box). */
   readonly own: (panel: Element) => boolean
+  /** Where the page's own call runs, for the status line (`in this tab`, `on the server`). */
+  readonly where: () => string
 }
 
 /** The handle of {@link watchAttention}. */
@@ -50,7 +52,7 @@ function inView(element: Element): boolean {
  * status line in step with them.
  */
 export function watchAttention(options: AttentionOptions): Attention {
-  const { bar, status, own } = options
+  const { bar, status, own, where } = options
   const baseTitle = document.title
   const revealed = new Set<string>()
   /** The status line as it was before it said what waits, restored once nothing of the page's own waits. */
@@ -77,13 +79,13 @@ export function watchAttention(options: AttentionOptions): Attention {
     }
     if (state !== 'running' && state !== 'waiting') return
     const more = mine.length > 1 ? ` (and ${mine.length - 1} more)` : ''
-    const key = `${subjectOf(mine[0] as HTMLElement)}|${more}`
+    const key = `${subjectOf(mine[0] as HTMLElement)}|${more}|${where()}`
     // Redrawn only when it changes: the observer hears this very redraw.
     if (state === 'waiting' && status.dataset.waitingFor === key) return
     if (state === 'running') saved = { state, nodes: [...status.childNodes] }
     status.dataset.state = 'waiting'
     status.dataset.waitingFor = key
-    replaceChildren(status, 'Waiting for your approval: ', h('strong', { 'data-testid': 'status-subject' }, subjectOf(mine[0] as HTMLElement)), more, ' — Allow or Deny on its card below')
+    replaceChildren(status, `Waiting for your approval ${where()}: `, h('strong', { 'data-testid': 'status-subject' }, subjectOf(mine[0] as HTMLElement)), more, ' — Allow or Deny on its card below')
   }
 
   const update = (): void => {

@@ -90,7 +90,9 @@ function renderDiff(path: string, oldText: string | undefined, newText: string):
   for (let i = head; i < before.length - tail; i++) lines.push(h('span', { class: 'del' }, `- ${before[i]}\n`))
   for (let i = head; i < after.length - tail; i++) lines.push(h('span', { class: 'add' }, `+ ${after[i]}\n`))
   for (let i = after.length - tail; i < Math.min(after.length, after.length - tail + 2); i++) lines.push(h('span', {}, `  ${after[i]}\n`))
-  return h('div', {}, h('div', { class: 'empty' }, oldText === undefined ? `${path} (new file)` : path), h('pre', {}, lines))
+  // Without oldText a presenter shows only the text to be written (write_file's call view cannot
+  // know whether the file exists): never claim "new file" — an overwrite must not read as a creation.
+  return h('div', {}, h('div', { class: 'empty' }, oldText === undefined ? `${path} (the whole new content)` : path), h('pre', {}, lines))
 }
 
 function renderResultBody(view: ToolResultView | undefined, record: SubCallRecord): HTMLElement {

@@ -96,7 +96,12 @@ const WHERE_KEY = 'toolyard-playground-where'
 let restoreServer = readWhere() === 'server'
 const waiting = createWaitingPanel({ server, box: byId('waiting'), visible: () => state.where === 'server' && state.server.up })
 // Whatever waits for a person, on any surface of the page: the title, a pinned bar, the status line.
-watchAttention({ bar: byId('attention'), status: byId('status'), own: (panel) => panel.closest('#cards, [data-testid="plan"]') !== null })
+watchAttention({
+  bar: byId('attention'),
+  status: byId('status'),
+  own: (panel) => panel.closest('#cards, [data-testid="plan"]') !== null,
+  where: () => (state.where === 'server' ? 'on the server' : 'in this tab'),
+})
 
 function readWhere(): string | null {
   try {

@@ -101,7 +101,7 @@ describe('a waiting approval cannot be missed', () => {
     await page.click('[data-testid="run"]')
     await page.waitForSelector(PENDING, { timeout: 30_000 })
     await page.waitForSelector('[data-testid="status"][data-state="waiting"]')
-    expect(await page.textContent('[data-testid="status"]')).toBe('Waiting for your approval: write_file README.md — Allow or Deny on its card below')
+    expect(await page.textContent('[data-testid="status"]')).toBe('Waiting for your approval in this tab: write_file README.md — Allow or Deny on its card below')
     await page.waitForFunction((title) => document.title === `(1) ${title}`, TITLE)
     await page.waitForSelector('[data-testid="attention"]:not([hidden])')
     expect(await page.textContent('[data-testid="attention-subject"]')).toBe('write_file README.md')
@@ -112,6 +112,10 @@ describe('a waiting approval cannot be missed', () => {
     expect(preview).toContain('-A tiny notes service: create, list, tag and search notes.')
     expect(preview).toContain('+Rewritten.')
     expect(preview).not.toContain('new file')
+    // The call's own diff view shows the text to be written, and no longer calls it a new file (issue 31).
+    const card = page.locator('[data-testid="card"]', { has: page.locator('[data-testid="approval"][data-state="pending"]') })
+    expect(await card.textContent()).toContain('README.md (the whole new content)')
+    expect(await card.textContent()).not.toContain('(new file)')
     await page.screenshot({ path: join(shots, '30-approval-waiting-tab.png') })
 
     await page.click(`${PENDING} [data-testid="approve"]`)
@@ -145,7 +149,7 @@ describe('a waiting approval cannot be missed', () => {
     await page.click('[data-testid="run"]')
     await page.waitForSelector(PENDING, { timeout: 30_000 })
     await page.waitForSelector('[data-testid="status"][data-state="waiting"]')
-    expect(await page.textContent('[data-testid="status"]')).toBe('Waiting for your approval: write_file README.md — Allow or Deny on its card below')
+    expect(await page.textContent('[data-testid="status"]')).toBe('Waiting for your approval on the server: write_file README.md — Allow or Deny on its card below')
     await page.waitForFunction(() => document.querySelector<HTMLElement>('[data-testid="waiting-panel"]')?.dataset.count === '1', undefined, { timeout: 10_000 })
     expect(await page.textContent('[data-testid="waiting-count"]')).toBe('(1)')
     expect(await page.textContent('[data-testid="waiting-note"]')).not.toContain('Nothing on the server waits for you')
@@ -159,7 +163,8 @@ describe('a waiting approval cannot be missed', () => {
     await page.click('[data-testid="waiting-own-show"]')
     await expect.poll(() => inViewport(page, PENDING), { timeout: 5_000 }).toBe(true)
     await page.click(`${PENDING} [data-testid="deny"]`)
-    expect(await settled(page)).toBe('ok')
+    // The program does not catch the denial: the run fails, and nothing waits any more.
+    expect(await settled(page)).toBe('failed')
     await page.waitForFunction(() => document.querySelector<HTMLElement>('[data-testid="waiting-panel"]')?.dataset.count === '0', undefined, { timeout: 10_000 })
     expect(await page.textContent('[data-testid="waiting-note"]')).toBe('Nothing on the server waits for you.')
     expect(await page.title()).toBe(TITLE)

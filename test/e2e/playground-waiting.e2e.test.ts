@@ -157,10 +157,11 @@ describe('the "Waiting for you" panel', () => {
     watch(page, problems)
     const path = 'notes/after-reload.md'
     await runUntilItAsks(page, server.url, program(path))
-    // The page's own running call shows its request on its card only, not twice: let the panel refresh, then look.
+    // The page's own running call has its buttons on its card only, not twice; the panel counts and names it (issue 35).
     await page.waitForTimeout(2_500)
     expect(await page.locator(ITEM).count()).toBe(0)
-    expect(await page.getAttribute('[data-testid="waiting-panel"]', 'data-count')).toBe('0')
+    expect(await page.getAttribute('[data-testid="waiting-panel"]', 'data-count')).toBe('1')
+    expect(await page.textContent('[data-testid="waiting-own"]')).toContain(`write_file ${path}`)
 
     const item = await reloadAndFind(page, path)
     const text = (await page.textContent(item)) ?? ''

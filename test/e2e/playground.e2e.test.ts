@@ -323,7 +323,7 @@ describe('npm start type-checks programs (preflight warn)', () => {
       if (body.value?.preflight !== undefined) break
       await new Promise((resolve) => setTimeout(resolve, 500))
     }
-    expect(body.value?.preflight).toMatch(/^Preflight \(type-check against the tools SDK, before the run\) found 1 problem:\n {2}line 2, column \d+: TS2345 .*Property 'path' is missing/s)
+    expect(body.value?.preflight).toMatch(/^Preflight \(type-check against the tools SDK, before the run\) found 1 problem:\n {2}line 2, column \d+: TS2561 .*'pth' does not exist .*Did you mean to write 'path'\?/s)
   })
 })
 
@@ -431,7 +431,7 @@ describe('plan approval in the tab', () => {
     expect(card).toContain('write_file (changes the workspace)')
     expect(card).toContain('write_file (line 3)')
     expect(card).toContain("3 |   await tools.write_file({ path: 'notes/approved.md'")
-    expect(await tab.textContent('[data-testid="status"]')).toContain('in this tab')
+    expect(await tab.textContent('[data-testid="status"]')).toBe('Waiting for your approval in this tab: this program (run_code) — Allow or Deny on its card below')
     // The server was never asked: the plan is the tab's own.
     expect(server.approvals.pending()).toHaveLength(0)
     await shot(tab, '13-plan-approval-pending-tab')
