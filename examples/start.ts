@@ -4,18 +4,19 @@
  * wall clock 60 s a run; `write_file` and `edit_file` ask a person through an approval
  * broker; each program is type-checked against the tools' SDK in a thread beside its run,
  * preflight `'warn'`), the playground's static files when `demo/dist/` exists, on
- * 127.0.0.1 with a bearer token generated at start-up. `npm start` keeps pending approvals
+ * 127.0.0.1 with two bearer tokens: the API token (`run`: agents and scripts) and the
+ * playground's (`run` + `approve`: the person), kept in the data directory's
+ * `tokens.json` (start-tokens.ts). `npm start` keeps pending approvals
  * in a file store in `TOOLYARD_DATA_DIR` (default `.toolyard/` in the working directory),
  * so they survive a crash or a restart (docs/durability.md).
  *
- * The page receives the token same-origin, injected into a `<meta name="toolyard-token">`
+ * The page receives the playground's token same-origin, injected into a `<meta name="toolyard-token">`
  * tag of `GET /`: another origin cannot read that response (no CORS), cannot frame it
  * (`frame-ancestors 'none'`), and cannot reach it through DNS rebinding (the server
  * refuses any `Host` but its own names).
  *
  * @module
  */
-import { randomBytes } from 'node:crypto'
 import { existsSync, readFileSync, statSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
@@ -32,13 +33,20 @@ import { createSessionLogHub, createToolsApp, resumeAppRuns } from '../src/http/
 import { createMcpApp } from '../src/mcp/index.js'
 import { createToolRuntime } from '../src/registry/index.js'
 import type { ToolRuntime } from '../src/runtime-types.js'
+import { loadStartTokens, UNAUTHORIZED_HINT } from './start-tokens.js'
 
 /** Options of {@link startServer}. */
 export interface StartServerOptions {
   /** Default: `PORT` from the environment, else 8787. 0 picks a free port. */
   readonly port?: number
-  /** The bearer token; default `TOOLYARD_TOKEN` from the environment, else 32 random bytes as hex. */
+  /**
+   * The playground's token (`run` + `approve`: the person; injected into the page). Default
+   * `TOOLYARD_APPROVER_TOKEN`, else the one kept in `dataDir`'s `tokens.json`, else 32
+   * random bytes as hex.
+   */
   readonly token?: string
+  /** The API token (`run` only: agents and scripts). Default `TOOLYARD_TOKEN`, else `tokens.json`, else random. */
+  readonly apiToken?: string
   /** The playground's built files; default the first `demo/dist/` found above this file. */
   readonly staticDir?: string | null
   /** How long a pending approval (`write_file`, `edit_file`) waits for Allow / Deny, in ms. Default 5 minutes. */
@@ -67,7 +75,12 @@ export interface StartServerOptions {
 export interface StartedServer {
   readonly url: string
   readonly port: number
+  /** The playground's token: `run` + `approve` (the person). */
   readonly token: string
+  /** The API token: `run` (agents and scripts; it cannot list or decide approvals). */
+  readonly apiToken: string
+  /** Where the tokens are kept (`<dataDir>/tokens.json`), or `undefined` without a data directory. */
+  readonly tokensFile: string | undefined
   /** The tool runtime behind the API (for scripts that add tools or listeners). */
   readonly runtime: ToolRuntime
   /** The Code Mode sandbox behind `run_code` (its budgets, its load). */
@@ -90,9 +103,9 @@ const API_ROUTES: readonly (readonly [string, string])[] = [
   ['GET /v1/prompt?agent=', 'the assembled prompt: sections and wire tools'],
   ['POST /v1/tools/:name/execute', 'body { arguments, callId?, agent? } → the tool result'],
   ['POST /v1/run', 'body { code, description, agent? } → run_code (JSON, or SSE with Accept: text/event-stream)'],
-  ['GET /v1/approvals', 'the calls waiting for a person (write_file and edit_file ask)'],
-  ['POST /v1/approvals/:id', 'body { decision: "allow" | "deny", reason? } → answers one'],
-  ['POST /mcp?agent=', 'the registry as an MCP server (Streamable HTTP, JSON-RPC; same token)'],
+  ['GET /v1/approvals', 'the calls waiting for a person (write_file and edit_file ask); the playground token only'],
+  ['POST /v1/approvals/:id', 'body { decision: "allow" | "deny", reason? } → answers one; the playground token only'],
+  ['POST /mcp?agent=', 'the registry as an MCP server (Streamable HTTP, JSON-RPC; same tokens)'],
 ]
 
 function findStaticDir(): string | undefined {
@@ -144,7 +157,7 @@ function injectToken(html: string, token: string, limits: PageLimits): string {
   return /<\/head>/i.test(html) ? html.replace(/<\/head>/i, `    ${meta}\n  </head>`) : `${meta}\n${html}`
 }
 
-function infoPage(url: string, token: string): string {
+function infoPage(url: string, token: string, apiToken: string): string {
   const rows = API_ROUTES.map(([route, what]) => `<tr><td><code>${escapeHtml(route)}</code></td><td>${escapeHtml(what)}</td></tr>`).join('\n')
   return `<!doctype html>
 <html lang="en">
@@ -158,18 +171,18 @@ function infoPage(url: string, token: string): string {
     <h1>toolyard</h1>
     <p>The playground is not built (no <code>demo/dist/</code>), so this page lists the HTTP API instead. See <code>docs/http-api.md</code>.</p>
     <table>${rows}</table>
-    <p>Every route but <code>/v1/health</code> needs the token printed on the console, as a bearer token:</p>
-    <pre>curl -H "Authorization: Bearer ${escapeHtml(token)}" ${escapeHtml(url)}/v1/tools</pre>
-    <pre>curl -H "Authorization: Bearer ${escapeHtml(token)}" -H "Content-Type: application/json" \\
+    <p>Every route but <code>/v1/health</code> needs a token printed on the console, as a bearer token (the API token runs programs; deciding approvals needs the playground's):</p>
+    <pre>curl -H "Authorization: Bearer ${escapeHtml(apiToken)}" ${escapeHtml(url)}/v1/tools</pre>
+    <pre>curl -H "Authorization: Bearer ${escapeHtml(apiToken)}" -H "Content-Type: application/json" \\
   -d '{"code":"return 1 + 1","description":"add"}' ${escapeHtml(url)}/v1/run</pre>
   </body>
 </html>
 `
 }
 
-function addPages(app: Hono, staticDir: string | undefined, token: string, url: () => string, limits: PageLimits): void {
+function addPages(app: Hono, staticDir: string | undefined, tokens: { readonly page: string; readonly api: string }, url: () => string, limits: PageLimits): void {
   const index = (): Response => {
-    const html = staticDir === undefined ? infoPage(url(), token) : injectToken(readFileSync(join(staticDir, 'index.html'), 'utf8'), token, limits)
+    const html = staticDir === undefined ? infoPage(url(), tokens.page, tokens.api) : injectToken(readFileSync(join(staticDir, 'index.html'), 'utf8'), tokens.page, limits)
     return new Response(html, { status: 200, headers: pageHeaders() })
   }
   app.get('/', index)
@@ -192,7 +205,14 @@ function addPages(app: Hono, staticDir: string | undefined, token: string, url: 
 export async function startServer(options: StartServerOptions = {}): Promise<StartedServer> {
   const envPort = process.env.PORT === undefined || process.env.PORT === '' ? undefined : Number(process.env.PORT)
   const port = options.port ?? envPort ?? 8787
-  const token = options.token ?? (process.env.TOOLYARD_TOKEN || randomBytes(32).toString('hex'))
+  const kept = options.token !== undefined && options.apiToken !== undefined ? undefined : loadStartTokens(options.dataDir, process.env)
+  const token = options.token ?? kept!.playground
+  const apiToken = options.apiToken ?? kept!.api
+  // The agent's token runs; the person's also decides. Neither is admin: nobody reads or cancels another's runs.
+  const tokens = [
+    { token: apiToken, roles: ['run'], id: 'api' },
+    { token, roles: ['run', 'approve'], id: 'playground' },
+  ] as const
   const staticDir = options.staticDir === null ? undefined : (options.staticDir ?? findStaticDir())
 
   // No durable sink: nothing here reads past events, and a server that kept every
@@ -230,18 +250,19 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
   for (const mode of ['native', 'code', 'both'] as const) runtime.agent(mode).presentAs(mode)
 
   const stopping = new AbortController()
-  const app = createToolsApp(runtime, { token, sessionLog: hub, approvals, signal: stopping.signal, ...(store === undefined ? {} : { store }) })
-  // MCP clients (Streamable HTTP) use the same registry and token; `?agent=` picks a layer.
+  const app = createToolsApp(runtime, { tokens, unauthorizedHint: UNAUTHORIZED_HINT, sessionLog: hub, approvals, signal: stopping.signal, ...(store === undefined ? {} : { store }) })
+  // MCP clients (Streamable HTTP) use the same registry and tokens; `?agent=` picks a layer.
   app.route(
     '/mcp',
     createMcpApp(runtime, {
-      token,
+      tokens,
+      unauthorizedHint: UNAUTHORIZED_HINT,
       signal: stopping.signal,
       agent: (request) => new URL(request.url).searchParams.get('agent') ?? undefined,
     }),
   )
   let served: ServedApp | undefined
-  addPages(app, staticDir, token, () => served?.url ?? '', codeRuntime.limits)
+  addPages(app, staticDir, { page: token, api: apiToken }, () => served?.url ?? '', codeRuntime.limits)
   try {
     served = await serve(app, { port, hostname: '127.0.0.1' })
   } catch (error) {
@@ -284,7 +305,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
     return finished
   }
 
-  return { url: server.url, port: server.port, token, runtime, codeRuntime, approvals, store, staticDir, shutdown }
+  return { url: server.url, port: server.port, token, apiToken, tokensFile: kept?.file, runtime, codeRuntime, approvals, store, staticDir, shutdown }
 }
 
 /**
@@ -322,7 +343,9 @@ async function main(): Promise<void> {
   const lines = [
     '',
     `  toolyard is listening on ${started.url}`,
-    `  token: ${started.token}`,
+    `  API token (run: agents and scripts): ${started.apiToken}`,
+    `  playground token (run + approve: the person; the page gets it itself): ${started.token}`,
+    `  tokens: kept in ${started.tokensFile ?? '(memory)'} and reused at the next start; TOOLYARD_TOKEN / TOOLYARD_APPROVER_TOKEN override them`,
     started.staticDir === undefined
       ? '  (playground not built: GET / lists the API routes)'
       : `  playground: ${started.url}/ (serving ${started.staticDir})`,
@@ -332,7 +355,7 @@ async function main(): Promise<void> {
       `${started.codeRuntime.load().maxConcurrentRuns} runs at once (+${started.codeRuntime.load().maxQueuedRuns} queued)`,
     "  preflight: 'warn' (programs are type-checked against the tools' SDK in a thread; mistakes are appended after the run)",
     '',
-    `  curl -H "Authorization: Bearer ${started.token}" ${started.url}/v1/tools`,
+    `  curl -H "Authorization: Bearer ${started.apiToken}" ${started.url}/v1/tools`,
     '',
     '  Ctrl+C stops the server.',
     '',
@@ -345,7 +368,7 @@ async function main(): Promise<void> {
       process.exit(130)
     }
     signalled = true
-    console.log(`\n  ${signal}: aborting in-flight runs and shutting down…`)
+    console.log(`\n  ${signal}: shutting down — runs waiting for a person stay parked in ${dataDir} and resume at the next start; other in-flight runs are aborted…`)
     started.shutdown().then(
       () => process.exit(0),
       (error: unknown) => {
