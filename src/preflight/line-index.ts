@@ -1,9 +1,18 @@
 /**
- * Offsets → 1-based line and column in a program, by binary search over its line starts
- * (built once, linear), so positioning every call and diagnostic stays linear overall.
+ * The one line splitter for program text: JavaScript's line terminators (`\r\n`, `\r`,
+ * `\n`, U+2028, U+2029), so a plan's line numbers, a diagnostic's and a plan card's
+ * numbered code always agree. Offsets → line and column by binary search over line starts.
  *
  * @module
  */
+
+/** JavaScript's line terminators, `\r\n` first so it counts as one. */
+const LINE_TERMINATOR = /\r\n|[\n\r\u2028\u2029]/g
+
+/** Splits `text` into lines at every JavaScript line terminator (a lone `\r`, U+2028 and U+2029 included). */
+export function splitLines(text: string): string[] {
+  return text.split(LINE_TERMINATOR)
+}
 
 /** The line starts of one text. */
 export class LineIndex {
@@ -12,7 +21,12 @@ export class LineIndex {
 
   constructor(text: string) {
     this.#length = text.length
-    for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) this.#starts.push(i + 1)
+    for (const m of text.matchAll(LINE_TERMINATOR)) this.#starts.push(m.index + m[0].length)
+  }
+
+  /** How many lines the text has (a text ending in a terminator has an empty last line). */
+  get lines(): number {
+    return this.#starts.length
   }
 
   /** The 1-based line and column of `offset` (clamped to the text). */

@@ -11,9 +11,15 @@
  * Everything after the parse is one pass over the tokens (plus one for bracket matching):
  * linear in the program's length.
  *
- * Names are resolved by spelling, not by scope: a shadowing declaration of an alias makes
- * the plan wider or `dynamic`, never narrower. Python programs get a lighter scan
- * ({@link extractPythonPlan}).
+ * The scan fails closed: whatever it cannot prove static is `dynamic` (nothing is then
+ * pre-approved). That covers every road to the global object (`this`, `globalThis`,
+ * `self`…), to code from strings (`eval`, `Function`, `.constructor` in any spelling,
+ * `import()`), to reflection (`Reflect`, property descriptors, prototypes, `Proxy`,
+ * `arguments`, `with`), any identifier or keyword spelled with an escape or a non-ASCII
+ * character, and any property read through a computed key (`x[k]` may read
+ * `'constructor'`). Names are resolved by spelling, not by scope, and aliases are
+ * collected before their uses are read (hoisting): a shadowing declaration makes the plan
+ * wider or `dynamic`, never narrower. Python programs get a line scan ({@link extractPythonPlan}).
  *
  * @module
  */
@@ -33,8 +39,25 @@ const WRAP_CLOSE = '\n}'
 
 const tt = TokenType
 
-/** Names through which a program reaches globals by a computed spelling. */
-const GLOBAL_REACH = new Set(['globalThis', 'eval', 'Function'])
+/** Names of the global object: as an identifier (not a member or a key) each reaches every global. */
+const GLOBAL_NAMES = new Set(['globalThis', 'self', 'window', 'global', 'frames'])
+
+/**
+ * Names that reach code from strings, the global object or properties by a computed
+ * spelling, wherever they appear (an identifier, a member, a key, a string used as a key):
+ * any of them makes the plan `dynamic`.
+ */
+const REACHING_NAMES = new Set([
+  'eval', 'Function', 'constructor', 'Reflect', 'Proxy', 'arguments', 'callee', 'caller',
+  'getOwnPropertyDescriptor', 'getOwnPropertyDescriptors', 'getPrototypeOf', 'setPrototypeOf', '__proto__',
+  '__defineGetter__', '__defineSetter__', '__lookupGetter__', '__lookupSetter__', 'prepareStackTrace', 'ShadowRealm',
+])
+
+/** Tokens after which a `[` reads a member of the value before it (`x[k]`, `f()[k]`, `` `a`[k] ``). */
+const ENDS_VALUE = new Set([tt.name, tt._this, tt._super, tt.parenR, tt.bracketR, tt.braceR, tt.string, tt.num, tt.bigint, tt.decimal, tt.regexp, tt.backQuote, tt.questionDot, tt._null, tt._true, tt._false, tt.nonNullAssertion] as number[])
+
+/** Tokens whose text may hold a backslash or any character (literals); every other token's must be plain ASCII. */
+const LITERAL_TEXT = new Set([tt.string, tt.template, tt.regexp, tt.jsxText, tt.eof] as number[])
 
 /** The plan, the spans that reference tools, or the reason the text was refused. */
 export interface PlanResult {
@@ -81,16 +104,24 @@ function literalAt(tokens: readonly SucraseToken[], i: number, text: string): { 
   return undefined
 }
 
+/** Printable ASCII without a backslash: how a name, a keyword or a key is spelled when it hides nothing. */
+const PLAIN_TEXT = /^[\x20-\x5b\x5d-\x7e]*$/
+
 const isOpener = (type: number | undefined): boolean => type === tt.parenL || type === tt.bracketL || type === tt.braceL || type === tt.dollarBraceL
 
-/** For each bracket token, the index of its partner (opener → closer and closer → opener), in one stack pass; `-1` elsewhere. */
-function matchBrackets(tokens: readonly SucraseToken[]): { readonly match: Int32Array; readonly depth: number } {
+/**
+ * For each bracket token, the index of its partner (opener → closer and closer → opener),
+ * and for each opener the index of the opener around it, in one stack pass; `-1` elsewhere.
+ */
+function matchBrackets(tokens: readonly SucraseToken[]): { readonly match: Int32Array; readonly outer: Int32Array; readonly depth: number } {
   const match = new Int32Array(tokens.length).fill(-1)
+  const outer = new Int32Array(tokens.length).fill(-1)
   const open: number[] = []
   let depth = 0
   for (let i = 0; i < tokens.length; i++) {
     const type = tokens[i]!.type
     if (isOpener(type)) {
+      outer[i] = open.length === 0 ? -1 : open[open.length - 1]!
       open.push(i)
       depth = Math.max(depth, open.length)
     }
@@ -102,7 +133,17 @@ function matchBrackets(tokens: readonly SucraseToken[]): { readonly match: Int32
       }
     }
   }
-  return { match, depth }
+  return { match, outer, depth }
+}
+
+/** What one pass learned about aliases, carried into the next (a use may come before its declaration). */
+interface Aliases {
+  /** Names that hold the whole namespace (`tools` and its aliases). */
+  readonly namespaces: Set<string>
+  /** Destructured bindings: local name → tool name. */
+  readonly bound: Map<string, string>
+  /** Offsets of the name tokens inside destructuring patterns (declarations, not uses). */
+  readonly declaredAt: Set<number>
 }
 
 /** One pass's mutable state. */
@@ -110,21 +151,23 @@ class PlanWalk {
   readonly calls: { name: string; offset: number }[] = []
   readonly spans: ToolSpan[] = []
   dynamic = false
-  /** Names that hold the whole namespace (`tools` and its aliases). */
-  readonly namespaces = new Set([TOOLS])
-  /** Destructured bindings: local name → tool name. */
-  readonly bound = new Map<string, string>()
+  readonly namespaces: Set<string>
+  readonly bound: Map<string, string>
   /** Destructured tools referenced after their declaration (the others are listed at their declaration). */
   readonly used = new Set<string>()
   readonly destructured: { name: string; local: string; offset: number; end: number }[] = []
-  /** Offsets of the name tokens inside destructuring patterns (declarations, not uses). */
-  readonly declaredAt = new Set<number>()
+  readonly declaredAt: Set<number>
 
   constructor(
     readonly tokens: readonly SucraseToken[],
     readonly text: string,
     readonly match: Int32Array,
-  ) {}
+    known: Aliases,
+  ) {
+    this.namespaces = new Set(known.namespaces)
+    this.bound = new Map(known.bound)
+    this.declaredAt = new Set(known.declaredAt)
+  }
 
   nameAt(i: number): string | undefined {
     const token = this.tokens[i]
@@ -226,7 +269,8 @@ function namespaceUse(walk: PlanWalk, i: number): void {
   if (prev === tt._typeof) return
   if (prev === tt.eq) {
     const before = walk.typeAt(i - 2)
-    const alias = walk.nameAt(i - 2)
+    // `o.t = tools` stores the namespace where a member read cannot be followed.
+    const alias = walk.typeAt(i - 3) === tt.dot || walk.typeAt(i - 3) === tt.questionDot ? undefined : walk.nameAt(i - 2)
     const ends = statementEndsAfter(walk, i)
     if (ends && alias !== undefined) {
       walk.namespaces.add(alias)
@@ -244,12 +288,10 @@ function indexedUse(walk: PlanWalk, i: number, bracket: number): void {
   else walk.dynamic = true
 }
 
-/** Walks the tokens once, in order: an alias or a destructuring is known before its uses. */
+/** Walks the tokens once, in order, starting from the aliases an earlier pass found. */
 function walkTokens(walk: PlanWalk): void {
   const { tokens } = walk
   for (let i = 0; i < tokens.length; i++) {
-    // `this[…]`: at a sloppy function's top level `this` is the global object.
-    if (tokens[i]!.type === tt._this && walk.typeAt(i + 1) === tt.bracketL) walk.dynamic = true
     const name = walk.nameAt(i)
     if (name === undefined) continue
     const prev = walk.typeAt(i - 1)
@@ -259,8 +301,6 @@ function walkTokens(walk: PlanWalk): void {
       // Any other member name (`x.read_file`) is not a binding.
       continue
     }
-    // The global object and code from strings can reach `tools` by any spelling.
-    if (GLOBAL_REACH.has(name) && walk.typeAt(i + 1) !== tt.colon) walk.dynamic = true
     if (walk.typeAt(i + 1) === tt.colon && (prev === tt.braceL || prev === tt.comma)) continue
     if (walk.namespaces.has(name)) {
       const declared = prev === tt._const || prev === tt._let || prev === tt._var || prev === tt._function
@@ -274,6 +314,94 @@ function walkTokens(walk: PlanWalk): void {
       walk.used.add(name)
       walk.record(tool, i, i + 1)
     }
+  }
+}
+
+/** Names a `[` can follow without reading a member: `await [a]`, `of [a]`, `yield [a]` open arrays. */
+const OPENS_ARRAY_AFTER = new Set(['await', 'of', 'yield'])
+
+/**
+ * Whether the `[` at token `i` reads a property: a member (`x[k]`, `x?.[k]`) or a key of a
+ * brace (`{ [k]: v }`, which reads in a destructuring pattern). `member` tells which.
+ */
+function computedRead(walk: PlanWalk, outer: Int32Array, i: number): { readonly member: boolean } | undefined {
+  const prev = walk.tokens[i - 1]
+  if (prev === undefined || prev.isType) return undefined
+  if (ENDS_VALUE.has(prev.type)) {
+    const word = prev.type === tt.name ? walk.text.slice(prev.start, prev.end) : ''
+    return OPENS_ARRAY_AFTER.has(word) ? undefined : { member: true }
+  }
+  const around = outer[i]!
+  if ((prev.type === tt.braceL || prev.type === tt.comma) && around >= 0 && walk.typeAt(around) === tt.braceL) return { member: false }
+  return undefined
+}
+
+/** Whether the brackets `[` at `i` … `]` at `close` hold one number, or one plain string naming nothing that reaches. */
+function harmlessKey(walk: PlanWalk, i: number, close: number): boolean {
+  if (close === i + 2 && walk.typeAt(i + 1) === tt.num) return true
+  const literal = literalAt(walk.tokens, i + 1, walk.text)
+  return literal !== undefined && literal.next === close && PLAIN_TEXT.test(literal.value) && !REACHING_NAMES.has(literal.value)
+}
+
+/** `constructor(…)` right after `{`, `}` or `;`: a method being defined (in a class or an object), not read. */
+function definesMethod(walk: PlanWalk, i: number): boolean {
+  const prev = walk.typeAt(i - 1)
+  return walk.typeAt(i + 1) === tt.parenL && (prev === tt.braceL || prev === tt.braceR || prev === tt.semi)
+}
+
+/** One token that can reach what the plan cannot name: `true` makes the plan `dynamic`. */
+function reaches(walk: PlanWalk, outer: Int32Array, i: number): boolean {
+  const token = walk.tokens[i]!
+  const type = token.type
+  // An escape or a non-ASCII character in a name or a keyword can spell anything (`\u0074ools`).
+  if (!LITERAL_TEXT.has(type) && !PLAIN_TEXT.test(walk.text.slice(token.start, token.end))) return true
+  if (token.isType) return false
+  // `this` can be the global object; `with`, `import()` reach names no token spells.
+  if (type === tt._this || type === tt._with || type === tt._import) return true
+  if (type === tt.name) {
+    const name = walk.text.slice(token.start, token.end)
+    if (REACHING_NAMES.has(name)) return !(name === 'constructor' && definesMethod(walk, i))
+    const prev = walk.typeAt(i - 1)
+    const member = prev === tt.dot || prev === tt.questionDot
+    const key = walk.typeAt(i + 1) === tt.colon && (prev === tt.braceL || prev === tt.comma)
+    return GLOBAL_NAMES.has(name) && !member && !key
+  }
+  if (type === tt.string && walk.typeAt(i + 1) === tt.colon && (walk.typeAt(i - 1) === tt.braceL || walk.typeAt(i - 1) === tt.comma)) {
+    // A quoted key (`{ 'constr\u0075ctor': C } = f` reads in a pattern).
+    const literal = literalAt(walk.tokens, i, walk.text)
+    return literal === undefined || !PLAIN_TEXT.test(literal.value) || REACHING_NAMES.has(literal.value)
+  }
+  if (type === tt.bracketL) {
+    const read = computedRead(walk, outer, i)
+    const close = walk.match[i]!
+    if (read === undefined || close < 0 || harmlessKey(walk, i, close)) return false
+    // `x[k] = v` only writes; any other computed read may read `'constructor'`.
+    return !(read.member && walk.typeAt(close + 1) === tt.eq)
+  }
+  return false
+}
+
+/** One pass over every token for the spellings no alias analysis can follow; `true` → `dynamic`. */
+function reachesUnnamed(walk: PlanWalk, outer: Int32Array): boolean {
+  for (let i = 0; i < walk.tokens.length; i++) if (reaches(walk, outer, i)) return true
+  return false
+}
+
+/** Alias passes before the plan is `dynamic` (each resolves one more step of a chain declared after its use). */
+const MAX_ALIAS_PASSES = 8
+
+/** Walks until no pass finds a new alias (a use may precede its `var` or a function that runs later). */
+function walkToFixpoint(tokens: readonly SucraseToken[], text: string, match: Int32Array): PlanWalk {
+  let known: Aliases = { namespaces: new Set([TOOLS]), bound: new Map(), declaredAt: new Set() }
+  for (let pass = 1; ; pass++) {
+    const walk = new PlanWalk(tokens, text, match, known)
+    walkTokens(walk)
+    const settled = walk.namespaces.size === known.namespaces.size && walk.bound.size === known.bound.size
+    if (settled || pass === MAX_ALIAS_PASSES) {
+      if (!settled) walk.dynamic = true
+      return walk
+    }
+    known = walk
   }
 }
 
@@ -293,8 +421,8 @@ export function extractPlan(program: string): PlanResult {
   }
   const text = WRAP_OPEN + program + WRAP_CLOSE
   const brackets = matchBrackets(tokens)
-  const walk = new PlanWalk(tokens, text, brackets.match)
-  walkTokens(walk)
+  const walk = walkToFixpoint(tokens, text, brackets.match)
+  if (reachesUnnamed(walk, brackets.outer)) walk.dynamic = true
   for (const d of walk.destructured) {
     walk.spans.push({ start: d.offset, end: d.end })
     if (!walk.used.has(d.local)) walk.calls.push({ name: d.name, offset: d.offset })
@@ -307,15 +435,34 @@ export function extractPlan(program: string): PlanResult {
   return { plan: Object.freeze({ calls: Object.freeze(calls), dynamic: walk.dynamic }), spans, depth: brackets.depth - 1 }
 }
 
-/** A `tools.name(` call in Python source (a line scan: strings and comments are not excluded, so the list can be wider than the program). */
+/** A `tools.name` reference in Python source (strings and comments are not excluded, so the list can be wider than the program). */
 const PY_CALL = /\btools\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)/g
-/** `getattr(tools, …)`, `tools[…]` or `tools` passed on: names the scan cannot see. */
-const PY_DYNAMIC = /\bgetattr\s*\(\s*tools\b|\btools\s*\[|\btools\s*[,)]|=\s*tools\s*$/m
+/** Every occurrence of the namespace's name, and whether it is read as `tools.name` (not `x.tools`, not passed on). */
+const PY_TOOLS = /(\.\s*)?\btools\b(\s*\.\s*[A-Za-z_])?/g
+/**
+ * Python's roads to a name no token spells: attribute and name lookups by string
+ * (`getattr`, `vars`, `globals`, `__dict__`…), code from strings (`exec`, `eval`,
+ * `compile`, `__import__`), the interpreter's own tables (`sys`, `gc`, `inspect`), and
+ * any dunder attribute (`x.__class__`, `f.__globals__`).
+ */
+const PY_REACHING = /\b(?:getattr|setattr|delattr|vars|globals|locals|exec|eval|compile|__import__|__builtins__|builtins|importlib|attrgetter|methodcaller|sys|gc|inspect)\b|\.\s*__\w+__/
+/** A non-ASCII character: CPython folds identifiers to NFKC (`ｔools` is `tools`), so one that folds to ASCII is read as dynamic. */
+const NON_ASCII = /[^\x00-\x7f]/gu
+
+/** Whether the Python text reaches tools in a way {@link PY_CALL} cannot list. */
+function pythonReaches(program: string): boolean {
+  if (PY_REACHING.test(program)) return true
+  for (const m of program.matchAll(PY_TOOLS)) if (m[1] !== undefined || m[2] === undefined) return true
+  for (const m of program.matchAll(NON_ASCII)) if (/^[\x00-\x7f]+$/.test(m[0].normalize('NFKC'))) return true
+  return false
+}
 
 /**
  * The plan of a Python program, by a regular-expression scan (linear: no nested
- * quantifiers): `tools.name` references, `dynamic` for `getattr(tools, …)`, indexing or
- * passing `tools` on. No type-check runs for Python.
+ * quantifiers): `tools.name` references; `dynamic` (failing closed) for any other
+ * occurrence of `tools` (indexed, aliased, passed on, in a comment), any lookup by string
+ * or reflection (`getattr`, `globals()`, `__dict__`, `exec`, `eval`, `__import__`,
+ * `vars`…) and any character that folds to ASCII. No type-check runs for Python.
  */
 export function extractPythonPlan(program: string): PlanResult {
   const tooLong = programTooLong(program)
@@ -323,5 +470,5 @@ export function extractPythonPlan(program: string): PlanResult {
   const lines = new LineIndex(program)
   const calls: PlannedCall[] = []
   for (const m of program.matchAll(PY_CALL)) calls.push(Object.freeze({ name: m[1]!, ...lines.position(m.index + m[0].length - m[1]!.length) }))
-  return { plan: Object.freeze({ calls: Object.freeze(calls), dynamic: PY_DYNAMIC.test(program) }), spans: [] }
+  return { plan: Object.freeze({ calls: Object.freeze(calls), dynamic: pythonReaches(program) }), spans: [] }
 }
