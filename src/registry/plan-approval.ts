@@ -10,15 +10,21 @@
  * allows pre-approves nothing; the real call then meets the gate as usual). A gate whose
  * answer depends on the arguments therefore still asks per call when its probe allowed.
  *
+ * The plan is read off the host's thread when the registry has a threaded preflight engine
+ * (`preflightEngine`, e.g. `createPreflightWorker()`), under its time budget; otherwise in
+ * the calling thread, only up to {@link MAX_INLINE_PLAN_CHARS}. A plan that could not be
+ * read, or whose calls a card cannot all show, pre-approves nothing (`dynamic`).
+ *
  * Only a handler marked `acceptsPlans: true` is asked (the broker's and the MCP
  * elicitation's are): a handler written for single calls could read a plan request as a
  * harmless `run_code` call and allow it, which would pre-approve what it means to refuse.
  *
  * @module
  */
+import { planCallsShown } from '../approvals/render-plan.js'
 import { ToolError } from '../errors.js'
 import { extractPlan, extractPythonPlan } from '../preflight/plan.js'
-import type { PreflightPlan } from '../preflight/types.js'
+import type { PlannedCall, PreflightPlan } from '../preflight/types.js'
 import type { PlanApprovalDecisionEvent, PlanApprovalRequestEvent, SessionLogEvent } from '../runtime-types.js'
 import { boundPlanForLog } from '../session-log.js'
 import type { ApprovalHandler, ApprovalPlan, ApprovalRequest, PreToolDecision, ToolExecution, ToolExecutionToken } from '../types.js'
@@ -33,6 +39,63 @@ export function acceptsPlans(handler: ApprovalHandler | undefined): handler is A
 }
 
 const EMPTY_ARGS = Object.freeze({})
+
+/**
+ * The longest program whose plan is read in the calling thread (no threaded preflight
+ * engine), as long as the longest one the compiler is given: a longer one's plan is
+ * `dynamic`, so nothing is pre-approved and each call that asks asks on its own. A read is
+ * a strip and a parse of hostile text, bounded by the stripper's work budget: up to
+ * 0.1 s (warm) at this size, 1.5 s at the 256 KiB cap, on a loaded 2-core machine.
+ */
+export const MAX_INLINE_PLAN_CHARS = 16 * 1024
+
+/** How long plan approval waits for a threaded engine's plan before it reads the program as `dynamic`. */
+export const PLAN_READ_TIMEOUT_MS = 10_000
+
+/** A plan that could not be read: nothing listed, nothing pre-approved. */
+const UNREAD_PLAN: PreflightPlan = Object.freeze({ calls: Object.freeze([]), dynamic: true })
+
+const isPosition = (value: unknown): boolean => typeof value === 'number' && Number.isInteger(value) && value >= 1
+
+/** A plan that crossed from a thread, checked for shape (anything else reads as {@link UNREAD_PLAN}). */
+function checkedPlan(value: unknown): PreflightPlan {
+  if (typeof value !== 'object' || value === null) return UNREAD_PLAN
+  const { calls, dynamic } = value as { calls?: unknown; dynamic?: unknown }
+  if (!Array.isArray(calls) || typeof dynamic !== 'boolean') return UNREAD_PLAN
+  const checked: PlannedCall[] = []
+  for (const c of calls as unknown[]) {
+    const { name, line, column } = (typeof c === 'object' && c !== null ? c : {}) as Record<string, unknown>
+    if (typeof name !== 'string' || !isPosition(line) || !isPosition(column)) return UNREAD_PLAN
+    checked.push(Object.freeze({ name, line: line as number, column: column as number }))
+  }
+  return Object.freeze({ calls: Object.freeze(checked), dynamic })
+}
+
+/** The program's plan, read in the preflight thread when there is one, else in this thread within {@link MAX_INLINE_PLAN_CHARS}. */
+async function readPlan(core: PlanApprovalContext, code: string, language: string, signal: AbortSignal): Promise<PreflightPlan> {
+  const engine = core.options.preflightEngine
+  if (engine === undefined || engine.where !== 'thread') {
+    if (code.length > MAX_INLINE_PLAN_CHARS) return UNREAD_PLAN
+    return (language === 'python' ? extractPythonPlan(code) : extractPlan(code)).plan
+  }
+  let timer: ReturnType<typeof setTimeout> | undefined
+  let onAbort: (() => void) | undefined
+  const gaveUp = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), PLAN_READ_TIMEOUT_MS)
+    onAbort = () => resolve(undefined)
+    signal.addEventListener('abort', onAbort, { once: true })
+  })
+  try {
+    const answered = engine.analyze({ program: code, language, declarations: undefined }, signal).then((r) => r, () => undefined)
+    const result = signal.aborted ? undefined : await Promise.race([answered, gaveUp])
+    return checkedPlan(result?.plan)
+  } catch {
+    return UNREAD_PLAN
+  } finally {
+    clearTimeout(timer)
+    signal.removeEventListener('abort', onAbort!)
+  }
+}
 
 /** The gate's answer for one planned tool, asked with empty arguments; `undefined` when it does not (cleanly) ask. */
 async function probe(core: PlanApprovalContext, run: ToolExecution, name: string, index: number): Promise<PreToolDecision | undefined> {
@@ -119,16 +182,19 @@ export function createPlanApproval(core: PlanApprovalContext): PlanApproval {
     // Without a gate nothing can ask: the program is not even read.
     // Stryker disable next-line ConditionalExpression: read anyway, each probe of a gate without listeners answers undefined, so nothing asks and the same no-op release returns
     if (!acceptsPlans(handler) || core.hooks.preExecute.list(run.agent).length === 0) return () => {}
-    const plan: PreflightPlan = (language === 'python' ? extractPythonPlan(code) : extractPlan(code)).plan
+    const plan = await readPlan(core, code, language, run.signal)
     const known = new Set(core.layers.view(run.agent).code.map(({ definition }) => definition.name))
     const calls = plan.calls.filter((c) => known.has(c.name)).map((c) => Object.freeze({ name: c.name, line: c.line, column: c.column }))
+    // A call the card cannot show is a call the person did not see: then nothing is pre-approved.
+    const hidden = !planCallsShown({ code, calls })
+    const dynamic = plan.dynamic || hidden
     const asking: { name: string; reason?: string }[] = []
     for (const name of new Set(calls.map((c) => c.name))) {
       const decision = await probe(core, run, name, asking.length)
       if (decision?.kind === 'ask') asking.push(Object.freeze(decision.reason === undefined ? { name } : { name, reason: decision.reason }))
     }
     if (asking.length === 0) return () => {}
-    const approvalPlan: ApprovalPlan = Object.freeze({ code, description, calls: Object.freeze(calls), asking: Object.freeze(asking), dynamic: plan.dynamic })
+    const approvalPlan: ApprovalPlan = Object.freeze({ code, description, calls: Object.freeze(calls), asking: Object.freeze(asking), dynamic })
     const { token, callId, name, arguments: args, signal, agent, parent } = run
     const execution: ToolExecution = Object.freeze({
       token,
@@ -139,7 +205,8 @@ export function createPlanApproval(core: PlanApprovalContext): PlanApproval {
       ...(agent === undefined ? {} : { agent }),
       ...(parent === undefined ? {} : { parent }),
     })
-    const reason = `the program calls ${asking.length === 1 ? 'a tool that asks' : `${asking.length} tools that ask`}${plan.dynamic ? ' (and reaches tools by computed names)' : ''}`
+    const why = hidden ? ' (and its calls cannot all be shown)' : plan.dynamic ? ' (and reaches tools by computed names)' : ''
+    const reason = `the program calls ${asking.length === 1 ? 'a tool that asks' : `${asking.length} tools that ask`}${why}`
     const request: ApprovalRequest = Object.freeze({ kind: 'plan' as const, execution, plan: approvalPlan, reason })
     const about = { parentCallId: callId, subCallId: `${callId}:plan`, name, ...(agent === undefined ? {} : { agent }) }
     const requestedAt = Date.now()
@@ -167,9 +234,9 @@ export function createPlanApproval(core: PlanApprovalContext): PlanApproval {
       decided('deny', [], denied.message)
       throw denied
     }
-    // A program that reaches tools by computed names gets no pre-approval: which call site a
-    // call came from cannot be told at run time.
-    const granted = plan.dynamic ? [] : asking.map((a) => a.name)
+    // A program that reaches tools by computed names, or whose calls the card could not all
+    // show, gets no pre-approval: which call site a call came from cannot be told at run time.
+    const granted = dynamic ? [] : asking.map((a) => a.name)
     decided('allow', granted)
     // Stryker disable next-line ConditionalExpression: an empty grant pre-approves nothing, and a run's token is granted at most once (this call), so its release removes only itself
     return granted.length === 0 ? () => {} : grantPlan(token, granted)
