@@ -1,0 +1,44 @@
+/**
+ * Plan approval with `createPreflightWorker()` (the Node thread `npm start` uses): the plan
+ * is read in the thread, so a program longer than the host reads inline still gets its
+ * plan, and the thread runs the same fail-closed scan (an escaped spelling is dynamic).
+ */
+import { afterAll, describe, expect, it } from 'vitest'
+import { createPreflightWorker } from '../../../platforms/node/index.js'
+import type { PendingApproval } from '../../../src/approvals/index.js'
+import { MAX_INLINE_PLAN_CHARS } from '../../../src/registry/plan-approval.js'
+import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
+import { runCode, setup } from '../approvals/helpers.js'
+
+const preflightEngine = createPreflightWorker()
+afterAll(() => preflightEngine.dispose())
+
+/** A registry with plans on over the preflight thread; the person denies every plan (nothing runs). */
+function denyingPlans() {
+  const fixture = setup({ plans: true }, { mode: 'code', codeRuntime: createInProcessRuntime(), preflightEngine, preflight: 'off' })
+  const asked: PendingApproval[] = []
+  fixture.broker.subscribe((event) => {
+    if (event.type !== 'requested') return
+    asked.push(event.approval)
+    setTimeout(() => fixture.broker.decide(event.approval.id, { decision: 'deny' }), 0)
+  })
+  return { ...fixture, asked }
+}
+
+describe('plan approval over the preflight thread', () => {
+  it('reads a program longer than the host reads inline (its plan comes from the thread)', async () => {
+    const { runtime, asked, ran } = denyingPlans()
+    const code = `await tools.read({ n: 0 })\n// ${'x'.repeat(4 * MAX_INLINE_PLAN_CHARS)}\nawait tools.write_file({ n: 1 })`
+    await runCode(runtime, code).result
+    expect(asked.map((a) => [a.kind, a.plan?.calls, a.plan?.dynamic])).toEqual([['plan', [{ name: 'read', line: 1 }, { name: 'write_file', line: 3 }], false]])
+    expect(ran).toEqual([])
+    await runtime.dispose()
+  })
+
+  it('the thread fails closed as the inline scan does', async () => {
+    const { runtime, asked } = denyingPlans()
+    await runCode(runtime, 'await tools.write_file({ n: 1 })\nawait tools.\\u0077rite_file({ n: 666 })').result
+    expect(asked[0]?.plan?.dynamic).toBe(true)
+    await runtime.dispose()
+  })
+})
