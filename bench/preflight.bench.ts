@@ -10,6 +10,8 @@
  *   once) against a `LanguageService` per SDK (the first design), and against
  *   `lib.es5.d.ts` only (what a minimal lib could save at most); and a repeat of the same
  *   program (answered from the cache). `--levers` prints only this table.
+ * - the host's longest stall while six 256 KiB programs go through plan approval at once
+ *   (`bench/_plan-stall.ts`; `--plans` prints only this table).
  * Figures are printed, never asserted; on a loaded machine read the `min` beside the p50. Targets (issue 22): warm ≤ 30 ms at 13 tools,
  * ≤ 100 ms at 1,000.
  *
@@ -33,6 +35,7 @@ import { createQuickJsRuntime } from '../platforms/quickjs/index.js'
 import { createToolRuntime } from '../src/registry/index.js'
 import type { ToolRuntimeOptions } from '../src/runtime-types.js'
 import { printTable, summarize, type TableRow } from './_stats.js'
+import { planStall } from './_plan-stall.js'
 
 const WARM_SAMPLES = 40
 /** Checks per lever (interleaved). */
@@ -42,6 +45,8 @@ setFlagsFromString('--expose-gc')
 const collect = runInNewContext('gc') as () => void
 /** `npm run bench:preflight -- --levers`: only the levers table. */
 const ONLY_LEVERS = process.argv.includes('--levers')
+/** `npm run bench:preflight -- --plans`: only the plan-approval stall table. */
+const ONLY_PLANS = process.argv.includes('--plans')
 
 const demoInputs: SdkToolInput[] = createDemoTools().tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters, output: t.output.schema }))
 const largeInputs: SdkToolInput[] = LARGE_REGISTRY.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters, output: t.output }))
@@ -150,7 +155,7 @@ async function runCost(): Promise<TableRow[]> {
   return rows
 }
 
-if (!ONLY_LEVERS) {
+if (!ONLY_LEVERS && !ONLY_PLANS) {
   collect()
   const before = process.memoryUsage()
   const inlineRows = await measure('inline', createInlinePreflightEngine({ load: loadTypeScript }))
@@ -171,7 +176,8 @@ if (!ONLY_LEVERS) {
   )
   printTable(await runCost(), "what preflight costs a run_code call (3-line program, inline QuickJS, demo tools)")
 }
-printTable(await levers(), `levers: warm check of the 40-line program, ${LEVER_SAMPLES} checks each, interleaved (CPU = this process's CPU time per check)`)
+if (!ONLY_PLANS) printTable(await levers(), `levers: warm check of the 40-line program, ${LEVER_SAMPLES} checks each, interleaved (CPU = this process's CPU time per check)`)
+if (!ONLY_LEVERS) printTable(await planStall(), 'plan approval: six 256 KiB programs at once, every request denied (host stall = longest gap of a 5 ms timer)')
 
 
 /** A checker on a plain `ts.createProgram` with `lib` only (the shipped checker is this with `lib.es2022.d.ts`): the minimal-lib lever. */
