@@ -2,7 +2,7 @@ import { describe, expectTypeOf, it } from 'vitest'
 import type { JsonValue } from '../../src/json/json-value.js'
 import { defineTool, validateArgs } from '../../src/schema/define-tool.js'
 import type { InferArgs, InferValue } from '../../src/schema/infer.js'
-import type { ToolCaller, ToolDefinition } from '../../src/types.js'
+import type { ToolCaller, ToolDefinition, ToolPreviewContext } from '../../src/types.js'
 
 describe('InferArgs / InferValue', () => {
   it('infers the seed read_file example', () => {
@@ -114,5 +114,33 @@ describe('InferArgs / InferValue', () => {
     defineTool({ ...spec, callers: ['native', 'code'] })
     // @ts-expect-error 'model' is not a caller
     defineTool({ ...spec, callers: ['model'] })
+  })
+})
+
+describe('defineTool({ preview })', () => {
+  it('receives the inferred arguments and a preview context; answers text or a promise of it', () => {
+    const tool = defineTool({
+      name: 'write_file',
+      description: 'Write a file.',
+      parameters: { path: { type: 'string', required: true }, content: { type: 'string', required: true } },
+      output: { schema: { type: 'string' }, render: (_args, value) => [{ type: 'text', text: value }] },
+      execute: (args) => args.path,
+      preview(args, ctx) {
+        expectTypeOf(args).toEqualTypeOf<{ path: string; content: string }>()
+        expectTypeOf(ctx.signal).toEqualTypeOf<AbortSignal>()
+        expectTypeOf(ctx.callId).toEqualTypeOf<string>()
+        return Promise.resolve(`writes ${args.path}`)
+      },
+    })
+    expectTypeOf(tool.preview).toEqualTypeOf<((args: { path: string; content: string }, ctx: ToolPreviewContext) => string | Promise<string>) | undefined>()
+    defineTool({
+      name: 'bad',
+      description: 'A preview must answer text.',
+      parameters: {},
+      output: { schema: { type: 'string' }, render: () => [] },
+      execute: () => 'x',
+      // @ts-expect-error a preview answers text, not a number
+      preview: () => 42,
+    })
   })
 })

@@ -105,6 +105,8 @@ describe('GET /v1/approvals: the summary a person reads', () => {
     expect(mine?.arguments).toEqual(ATTACK)
     expectTruth(mine!.summary)
     expect(new TextEncoder().encode(mine!.summary).length).toBeLessThanOrEqual(4096)
+    // Beside the arguments, what the write will do (issue 31 item 6): an overwrite, with the diff.
+    expect(mine!.preview).toMatch(/^overwrites src\/index\.ts: 3 lines → 161 lines \(3 removed, 161 added\)\n--- a\/src\/index\.ts\n\+\+\+ b\/src\/index\.ts\n@@ -1,3 \+1,161 @@\n-export/)
     expect(broker.decide(request.id, { decision: 'deny', reason: 'not that' })).toMatchObject({ ok: true })
     const result = (await (await call).json()) as ToolExecutionResult
     expect(result.isError && result.error.message).toBe('write_file was denied by a person: not that')
@@ -155,6 +157,7 @@ describe('MCP elicitation: the question a person reads', () => {
     const message = asked[0]!.params.message
     expect(message.startsWith('Allow the tool call write_file (changes the workspace)?\nArguments:\n')).toBe(true)
     expectTruth(message)
+    expect(message).toContain('\nWhat it will do:\noverwrites src/index.ts: 3 lines → 161 lines (3 removed, 161 added)\n--- a/src/index.ts\n')
     expect(result.isError).toBe(true)
     expect(result.content[0]!.text).toBe("Error: write_file was denied by the MCP client's user (declined)")
 
@@ -180,6 +183,10 @@ describe('a denial left uncaught by a program', () => {
     const asked = nextRequest()
     const run = execute('run_code', { description: 'edit the readme', code: `await tools.edit_file({ path: 'README.md', oldText: 'TODO', newText: 'done' })\nreturn 'edited'` })
     const request = await asked
+    // A program's sub-call gets its tool's preview too: the edit it would make.
+    expect(request.preview).toBe(
+      `edits README.md (1 replacement): 10 lines → 10 lines (1 removed, 1 added)\n--- a/README.md\n+++ b/README.md\n@@ -7,4 +7,4 @@\n - \`src/search.ts\` — full-text search\n - \`src/http/\` — the HTTP routes\n \n-TODO: document the tag API.\n+done: document the tag API.`,
+    )
     broker.decide(request.id, { decision: 'deny', reason: 'not today' })
     const result = (await (await run).json()) as ToolExecutionResult
     expect(result.isError).toBe(true)
