@@ -9,7 +9,7 @@
 import { ToolError } from '../../src/errors.js'
 import { SANDBOX_DEFAULT_LIMITS } from '../../src/code-runtime/sandbox-runtime.js'
 import { bearerToken, timingSafeEqualText } from '../../src/http/index.js'
-import type { ToolsAppOptions } from '../../src/http/index.js'
+import type { Role, TokenOptions, ToolsAppOptions } from '../../src/http/index.js'
 
 /** A Durable Object stub: the Worker and the objects talk to each other over `fetch`. */
 export interface DurableObjectStubLike {
@@ -24,8 +24,16 @@ export interface DurableObjectNamespaceLike {
 
 /** The bindings the Worker and its objects read (wrangler.toml `[vars]`, secrets, `[[durable_objects.bindings]]`). */
 export interface EdgeEnv {
-  /** The bearer token clients must send (16–4096 printable ASCII characters); set it with `wrangler secret put TOOLYARD_TOKEN`. */
+  /**
+   * The agents' bearer token (role `run`: runs and direct executes, its own runs; 16–4096
+   * printable ASCII characters); `wrangler secret put TOOLYARD_TOKEN`.
+   */
   readonly TOOLYARD_TOKEN?: string
+  /**
+   * The person's bearer token (roles `run` + `approve`: also lists and decides approvals and
+   * reads every run); `wrangler secret put TOOLYARD_APPROVER_TOKEN`. At least one of the two is needed.
+   */
+  readonly TOOLYARD_APPROVER_TOKEN?: string
   /** Optional comma-separated CORS allowlist of exact origins (`https://a.example,https://b.example`). */
   readonly TOOLYARD_CORS_ORIGINS?: string
   /** How long a pending approval waits for a person, in ms (a positive integer up to 2147483647); default 5 minutes. */
@@ -78,54 +86,82 @@ export function approvalTimeoutOption(env: EdgeEnv): { readonly timeoutMs?: numb
   return typeof ms === 'number' ? { timeoutMs: ms } : {}
 }
 
-function tokenOf(env: EdgeEnv): string {
-  return typeof env.TOOLYARD_TOKEN === 'string' ? env.TOOLYARD_TOKEN : ''
+/** The secrets that carry tokens, with the roles and principal id each grants. */
+const TOKEN_SECRETS: readonly { readonly name: 'TOOLYARD_TOKEN' | 'TOOLYARD_APPROVER_TOKEN'; readonly roles: readonly Role[]; readonly id: string }[] = [
+  { name: 'TOOLYARD_TOKEN', roles: ['run'], id: 'agent' },
+  { name: 'TOOLYARD_APPROVER_TOKEN', roles: ['run', 'approve'], id: 'approver' },
+]
+
+function secretOf(env: EdgeEnv, name: (typeof TOKEN_SECRETS)[number]['name']): string {
+  const value = env[name]
+  return typeof value === 'string' ? value : ''
+}
+
+/** The tokens the environment sets, each with the secret it came from. */
+function tokensOf(env: EdgeEnv): { readonly secret: string; readonly entry: TokenOptions }[] {
+  return TOKEN_SECRETS.filter((secret) => secretOf(env, secret.name) !== '').map((secret) => ({
+    secret: secret.name,
+    entry: { token: secretOf(env, secret.name), roles: secret.roles, id: secret.id },
+  }))
 }
 
 function originsOf(env: EdgeEnv): string {
   return typeof env.TOOLYARD_CORS_ORIGINS === 'string' ? env.TOOLYARD_CORS_ORIGINS : ''
 }
 
-/** A key that changes when the token or the allowlist does (an isolate rebuilds its app then). */
+/** A key that changes when a token or the allowlist does (an isolate rebuilds its app then). */
 export function configKey(env: EdgeEnv): string {
-  return `${tokenOf(env)}\u0000${originsOf(env)}\u0000${String(env.TOOLYARD_APPROVAL_TIMEOUT_MS)}`
+  return `${secretOf(env, 'TOOLYARD_TOKEN')}\u0000${secretOf(env, 'TOOLYARD_APPROVER_TOKEN')}\u0000${originsOf(env)}\u0000${String(env.TOOLYARD_APPROVAL_TIMEOUT_MS)}`
 }
 
 /**
- * Builds an app from the environment's token and CORS allowlist: `make(options, closed)`
- * gets the options of `createToolsApp` (with `base` merged in). Without the token, or with
- * a malformed token or allowlist, `closed` is true and the options answer 503
- * `NOT_CONFIGURED` (naming the variable, never echoing the secret) instead of an open API
- * or a 500 on every request.
+ * Builds an app from the environment's tokens and CORS allowlist: `make(options, closed)`
+ * gets the options of `createToolsApp` (with `base` merged in): `TOOLYARD_TOKEN` is a `run`
+ * token (principal `agent`), `TOOLYARD_APPROVER_TOKEN` a `run` + `approve` one (principal
+ * `approver`). Without either, or with a malformed token or allowlist, `closed` is true and
+ * the options answer 503 `NOT_CONFIGURED` (naming the variable, never echoing the secret)
+ * instead of an open API or a 500 on every request.
  */
-export function buildEdgeApp<A>(env: EdgeEnv, base: Omit<ToolsAppOptions, 'token' | 'cors' | 'auth' | 'notConfigured'>, make: (options: ToolsAppOptions, closed: boolean) => A): A {
-  const token = tokenOf(env)
+export function buildEdgeApp<A>(env: EdgeEnv, base: Omit<ToolsAppOptions, 'token' | 'tokens' | 'cors' | 'auth' | 'notConfigured'>, make: (options: ToolsAppOptions, closed: boolean) => A): A {
+  const tokens = tokensOf(env)
   const closed = (message: string): A => make({ ...base, notConfigured: message }, true)
-  if (token === '') return closed('set the TOOLYARD_TOKEN secret to enable the API')
+  if (tokens.length === 0) return closed('set the TOOLYARD_TOKEN secret (agents: run) and the TOOLYARD_APPROVER_TOKEN secret (a person: run + approve) to enable the API')
   if (approvalTimeout(env) === 'malformed') return closed(`TOOLYARD_APPROVAL_TIMEOUT_MS is malformed: a whole number of milliseconds from 1 to ${MAX_APPROVAL_TIMEOUT_MS}`)
   const corsOrigins = originsOf(env)
     .split(',')
     .map((origin) => origin.trim())
     .filter((origin) => origin !== '')
   try {
-    return make({ ...base, token, ...(corsOrigins.length > 0 ? { cors: { origins: corsOrigins } } : {}) }, false)
+    return make({ ...base, tokens: tokens.map((t) => t.entry), ...(corsOrigins.length > 0 ? { cors: { origins: corsOrigins } } : {}) }, false)
   } catch (error) {
     if (!(error instanceof ToolError) || error.code !== 'INVALID_OPTIONS') throw error
-    const what = error.message.includes('cors') ? 'TOOLYARD_CORS_ORIGINS' : 'TOOLYARD_TOKEN'
-    return closed(`${what} is malformed: ${error.message.replace(/^createToolsApp: /, '')}`)
+    const message = error.message.replace(/^createToolsApp: /, '')
+    // `tokens[i]…` names the entry: said as its secret, in words that fit one secret.
+    const at = /^tokens\[(\d+)\]\.token (.*)$/.exec(message)
+    if (at !== null) {
+      const secret = tokens[Number(at[1])]?.secret ?? 'TOOLYARD_TOKEN'
+      const why = at[2]!.replace(/is the same as tokens\[\d+\]\.token: each token names one principal/, 'is the same as TOOLYARD_TOKEN: the two secrets must differ')
+      return closed(`${secret} is malformed: it ${why}`)
+    }
+    return closed(`${message.includes('cors') ? 'TOOLYARD_CORS_ORIGINS' : 'TOOLYARD_TOKEN'} is malformed: ${message}`)
   }
 }
 
 /**
- * Whether `request` carries the configured bearer token (compared through SHA-256
- * digests, no early exit). The Worker forwards a request to a Durable Object only then:
- * an unauthenticated client must not be able to create objects (each one costs), and every
+ * The roles of the bearer token `request` carries (every configured token compared through
+ * SHA-256 digests, no early exit), or `undefined` for none. The Worker forwards a request
+ * to a Durable Object only with a token, and a decision only with `approve`: an
+ * unauthenticated client must not be able to create objects (each one costs), and every
  * refusal (401, 403, 503) is answered by the Worker's own app, in the API's words.
  */
-export async function carriesToken(request: Request, env: EdgeEnv): Promise<boolean> {
-  const token = tokenOf(env)
+export async function tokenRoles(request: Request, env: EdgeEnv): Promise<readonly Role[] | undefined> {
   const presented = bearerToken(request.headers.get('Authorization'))
-  return token !== '' && presented !== undefined && (await timingSafeEqualText(presented, token))
+  if (presented === undefined) return undefined
+  let roles: readonly Role[] | undefined
+  for (const { entry } of tokensOf(env)) {
+    if ((await timingSafeEqualText(presented, entry.token)) && roles === undefined) roles = entry.roles
+  }
+  return roles
 }
 
 /** A run id as the API hands it out: a UUID. */

@@ -1,9 +1,10 @@
 /**
  * The Cloudflare Worker entry (see wrangler.toml): the same registry, demo tools and
  * HTTP API as `npm start`, with Code Mode on QuickJS wasm (workerd has no `Worker` and
- * forbids `eval`). The bearer token comes from the `TOOLYARD_TOKEN` secret
- * (`npx wrangler secret put TOOLYARD_TOKEN`); without it, or with a malformed one, every
- * `/v1` route but `/v1/health` answers 503 `NOT_CONFIGURED` rather than serving an open API.
+ * forbids `eval`). The bearer tokens come from two secrets: `TOOLYARD_TOKEN` (agents: role
+ * `run`) and `TOOLYARD_APPROVER_TOKEN` (a person: `run` + `approve`), each set with
+ * `npx wrangler secret put <NAME>`; without either, or with a malformed one, every `/v1`
+ * route but `/v1/health` answers 503 `NOT_CONFIGURED` rather than serving an open API.
  *
  * With the Durable Object bindings of wrangler.toml (`RUNS`, `RUN_INDEX`), runs are
  * durable: each `/v1/runs` run lives in its own `ToolyardRun` object (run-object.ts), which
@@ -27,7 +28,7 @@ import { createSessionLogHub, createToolsApp } from '../../src/http/index.js'
 import { createMcpApp } from '../../src/mcp/index.js'
 import { createToolRuntime } from '../../src/registry/index.js'
 import { createQuickJsRuntime, type QuickJsCodeRuntime } from '../quickjs/index.js'
-import { approvalTimeoutOption, buildEdgeApp, carriesToken, configKey, EDGE_APPROVAL_POLL_MS, EDGE_CODE_LIMITS, RUN_ID, type DurableObjectNamespaceLike, type EdgeEnv } from './_edge-app.js'
+import { approvalTimeoutOption, buildEdgeApp, configKey, EDGE_APPROVAL_POLL_MS, EDGE_CODE_LIMITS, RUN_ID, tokenRoles, type DurableObjectNamespaceLike, type EdgeEnv } from './_edge-app.js'
 import { createIndexStore } from './run-index.js'
 import { OWNER_PREFIX, RUN_ID_HEADER } from './run-object.js'
 
@@ -50,9 +51,9 @@ function build(env: EdgeEnv, sandbox: QuickJsCodeRuntime): App {
   return buildEdgeApp(env, { sessionLog, ...(approvals === undefined ? {} : { approvals }) }, (options, closed) => {
     const mcp = closed
       ? createMcpApp(runtime, { notConfigured: options.notConfigured as string })
-      : createMcpApp(runtime, { token: options.token as string, agent: agentFromQuery, ...(options.cors === undefined ? {} : { allowedOrigins: options.cors.origins }) })
+      : createMcpApp(runtime, { tokens: options.tokens!, agent: agentFromQuery, ...(options.cors === undefined ? {} : { allowedOrigins: options.cors.origins }) })
     const app = createToolsApp(runtime, options)
-    // The MCP endpoint (Streamable HTTP, same token) lives beside the API at `/mcp`.
+    // The MCP endpoint (Streamable HTTP, same tokens) lives beside the API at `/mcp`.
     app.route('/mcp', mcp)
     return app
   })
@@ -123,8 +124,10 @@ async function objectOf(request: Request, env: EdgeEnv): Promise<string | undefi
   const decision = request.method === 'POST' && path.startsWith('/v1/approvals/')
   const run = decision ? undefined : runOf(request)
   if (!decision && run === undefined) return undefined
-  // Only a request with the right token reaches an object (objects cost); the app answers every refusal.
-  if (!(await carriesToken(request, env))) return undefined
+  // Only a request with a valid token reaches an object (objects cost), and a decision only with
+  // `approve` (nothing is read for it otherwise); the app answers every refusal.
+  const roles = await tokenRoles(request, env)
+  if (roles === undefined || (decision && !roles.includes('approve') && !roles.includes('admin'))) return undefined
   return decision ? ownerOfApproval(env.RUN_INDEX, path) : run
 }
 

@@ -275,7 +275,7 @@ describe('the built Cloudflare Worker under real workerd rules (Miniflare)', () 
     it('POST /v1/tools/:name/execute runs one tool; a tool failure is a 200 result with isError', async () => {
       const response = await post('/v1/tools/get_customer/execute', { arguments: { id: 'C001' }, callId: 'edge-1' })
       expect(response.status).toBe(200)
-      expect(response.headers.get('X-Toolyard-Call-Id')).toBe('client.admin.edge-1')
+      expect(response.headers.get('X-Toolyard-Call-Id')).toBe('client.agent.edge-1')
       const result = (await response.json()) as { isError: boolean; value: { id: string } }
       expect(result.isError).toBe(false)
       expect(result.value.id).toBe('C001')

@@ -54,7 +54,8 @@ describe('durable runs in Durable Objects (built Worker, Miniflare, persisted st
       scriptPath: join(dir, 'worker.js'),
       modulesRoot: dir,
       modulesRules: [{ type: 'CompiledWasm', include: ['**/*.wasm'] }],
-      bindings: { TOOLYARD_TOKEN: TOKEN, ...bindings },
+      // The person's token (run + approve): these tests start runs and decide their approvals.
+      bindings: { TOOLYARD_APPROVER_TOKEN: TOKEN, ...bindings },
       // As wrangler.toml binds them (new_sqlite_classes).
       durableObjects: { RUNS: { className: 'ToolyardRun', useSQLite: true }, RUN_INDEX: { className: 'ToolyardRunIndex', useSQLite: true } },
       durableObjectsPersist: state,

@@ -1,0 +1,91 @@
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { Miniflare } from 'miniflare'
+import type { WorkerOptions } from 'miniflare'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+
+/**
+ * Roles at the edge (issue 31 item 1): the BUILT Worker with its Durable Objects under
+ * Miniflare. `TOOLYARD_TOKEN` is an agent's (`run`), `TOOLYARD_APPROVER_TOKEN` a person's
+ * (`run` + `approve`): the agent's run waits for a person, the agent can neither list nor
+ * decide its approval (403, and the decision never reaches the run's object), the person
+ * decides it; a run is read only by its starter and the person; a client's call id lives
+ * in its principal's namespace, and one naming a run's sub-call is refused.
+ */
+const root = fileURLToPath(new URL('../..', import.meta.url))
+const AGENT = 'edge-agent-token-0123456789abcdef'
+const PERSON = 'edge-person-token-0123456789abcdef'
+const BASE = 'http://toolyard.test'
+const as = (token: string) => ({ Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' })
+
+describe('roles at the edge (built Worker, Durable Objects, Miniflare)', () => {
+  let dir: string
+  let mf: Miniflare | undefined
+  const call = (path: string, token: string, body?: unknown, method = body === undefined ? 'GET' : 'POST') =>
+    mf!.dispatchFetch(`${BASE}${path}`, { method, headers: as(token), ...(body === undefined ? {} : { body: JSON.stringify(body) }) } as never) as unknown as Promise<Response>
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'toolyard-edge-roles-'))
+    execFileSync(process.execPath, ['scripts/build-edge.mjs', '--outdir', dir], { cwd: root, stdio: 'pipe' })
+    mf = new Miniflare({
+      modules: true,
+      compatibilityDate: '2026-04-20',
+      compatibilityFlags: ['enable_request_signal'],
+      scriptPath: join(dir, 'worker.js'),
+      modulesRoot: dir,
+      modulesRules: [{ type: 'CompiledWasm', include: ['**/*.wasm'] }],
+      bindings: { TOOLYARD_TOKEN: AGENT, TOOLYARD_APPROVER_TOKEN: PERSON },
+      durableObjects: { RUNS: { className: 'ToolyardRun', useSQLite: true }, RUN_INDEX: { className: 'ToolyardRunIndex', useSQLite: true } },
+      durableObjectsPersist: join(dir, 'state'),
+    } as WorkerOptions)
+    await mf.ready
+  }, 180_000)
+
+  afterAll(async () => {
+    await mf?.dispose()
+    if (dir !== undefined) rmSync(dir, { recursive: true, force: true })
+  })
+
+  it("an agent's run waits for the person; the agent cannot list or decide; the person decides; runs are read by their starter and the person", async () => {
+    const started = await call('/v1/runs', AGENT, { code: "return await tools.write_file({ path: 'notes/edge.md', content: 'x' })", description: 'edge roles' })
+    expect(started.status).toBe(202)
+    const { id } = (await started.json()) as { id: string }
+    let run: { status: string; principal?: string; approvals: { id: string }[] } = { status: 'running', approvals: [] }
+    for (const deadline = Date.now() + 30_000; run.status !== 'waiting' && Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 50))) {
+      run = (await (await call(`/v1/runs/${id}`, AGENT)).json()) as typeof run
+    }
+    expect(run).toMatchObject({ status: 'waiting', principal: 'agent' })
+    const approvalId = run.approvals[0]!.id
+    const listed = await call('/v1/approvals', AGENT)
+    expect(listed.status).toBe(403)
+    expect(((await listed.json()) as { error: { code: string; message: string } }).error).toEqual({ code: 'FORBIDDEN', message: 'GET /v1/approvals needs the approve role; this token has run' })
+    const decided = await call(`/v1/approvals/${approvalId}`, AGENT, { decision: 'allow' })
+    expect(decided.status).toBe(403)
+    expect(((await (await call(`/v1/runs/${id}`, PERSON)).json()) as { status: string }).status).toBe('waiting')
+    expect((await call(`/v1/approvals/${approvalId}`, PERSON, { decision: 'allow' })).status).toBe(200)
+    for (const deadline = Date.now() + 15_000; run.status === 'waiting' || run.status === 'running'; await new Promise((resolve) => setTimeout(resolve, 50))) {
+      if (Date.now() > deadline) break
+      run = (await (await call(`/v1/runs/${id}`, PERSON)).json()) as typeof run
+    }
+    expect(run.status).toBe('done')
+    // The person's own run is not the agent's to read.
+    const own = (await (await call('/v1/runs', PERSON, { code: 'return 1', description: 'mine' })).json()) as { id: string }
+    const hidden = await call(`/v1/runs/${own.id}`, AGENT)
+    expect(hidden.status).toBe(404)
+    expect(((await hidden.json()) as { error: { code: string } }).error.code).toBe('RUN_NOT_FOUND')
+  }, 90_000)
+
+  it("call ids: the client's in its principal's namespace, a run's sub-call id refused; the MCP endpoint takes the same tokens", async () => {
+    const executed = await call('/v1/tools/get_customer/execute', AGENT, { callId: 'edge-1', arguments: { id: 'C001' } })
+    expect(executed.headers.get('X-Toolyard-Call-Id')).toBe('client.agent.edge-1')
+    const refused = await call('/v1/tools/get_customer/execute', AGENT, { callId: 'http-run-00000000-0000-4000-8000-000000000000:code:2', arguments: { id: 'C001' } })
+    expect(refused.status).toBe(400)
+    const ping = (token: string) =>
+      mf!.dispatchFetch(`${BASE}/mcp`, { method: 'POST', headers: { ...as(token), Accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }) } as never) as unknown as Promise<Response>
+    expect((await ping(AGENT)).status).toBe(200)
+    expect((await ping('wrong-token-0123456789abcdef')).status).toBe(401)
+  }, 60_000)
+})
