@@ -9,7 +9,7 @@
 /** Context lines shown around each change. */
 const CONTEXT = 3
 /** The largest middle (after the common head and tail) compared line by line: old × new lines. */
-const MAX_COMPARE_CELLS = 250_000
+const MAX_COMPARE_CELLS = 100_000
 /** Lines of diff body produced; the rest are counted (the approval renderer bounds bytes too). */
 export const MAX_DIFF_LINES = 400
 
@@ -23,13 +23,10 @@ export function splitLines(text: string): string[] {
   return lines
 }
 
-/** The edit script of the middle part by longest common subsequence, or remove-all/add-all when too large. */
-function middleOps(a: readonly string[], b: readonly string[]): { readonly ops: Op[]; readonly minimal: boolean } {
+/** The edit script of the middle part by longest common subsequence (both sides non-empty, at most MAX_COMPARE_CELLS apart). */
+function middleOps(a: readonly string[], b: readonly string[]): { readonly ops: Op[] } {
   const n = a.length
   const m = b.length
-  if (n === 0 || m === 0 || n * m > MAX_COMPARE_CELLS) {
-    return { ops: [...a.map((text): Op => ({ kind: '-', text })), ...b.map((text): Op => ({ kind: '+', text }))], minimal: n === 0 || m === 0 }
-  }
   // lengths[i][j]: the LCS of a[i..] and b[j..], row-major in one array.
   const width = m + 1
   const lengths = new Uint32Array((n + 1) * width)
@@ -50,7 +47,7 @@ function middleOps(a: readonly string[], b: readonly string[]): { readonly ops: 
   }
   while (i < n) ops.push({ kind: '-', text: a[i++] as string })
   while (j < m) ops.push({ kind: '+', text: b[j++] as string })
-  return { ops, minimal: true }
+  return { ops }
 }
 
 /** What {@link lineDiff} answers. */
@@ -63,13 +60,29 @@ export interface LineDiff {
   readonly minimal: boolean
 }
 
-/** Groups the ops into unified-diff hunks with {@link CONTEXT} lines of context. */
-function hunksOf(ops: readonly Op[]): string[] {
-  const out: string[] = []
-  let oldLine = 1
-  let newLine = 1
+/** Collects diff lines up to {@link MAX_DIFF_LINES}; the rest are only counted (no string is built for them). */
+class Out {
+  readonly lines: string[] = []
+  hidden = 0
+  push(kind: string, text: string): void {
+    if (this.lines.length < MAX_DIFF_LINES) this.lines.push(`${kind}${text}`)
+    else this.hidden++
+  }
+  done(): string[] {
+    return this.hidden === 0 ? this.lines : [...this.lines, `… ${this.hidden} more lines of the diff not shown`]
+  }
+}
+
+/** `@@ -a,b +c,d @@`; an empty side starts at the line before (`@@ -0,0 +1,3 @@` for a new file). */
+function hunkHeader(oldStart: number, oldCount: number, newStart: number, newCount: number): string {
+  return `@@ -${oldCount === 0 ? oldStart - 1 : oldStart},${oldCount} +${newCount === 0 ? newStart - 1 : newStart},${newCount} @@`
+}
+
+/** Groups the ops (which start at line `first` of both texts) into unified-diff hunks with {@link CONTEXT} lines of context. */
+function hunksOf(ops: readonly Op[], first: number, out: Out): void {
+  let oldLine = first
+  let newLine = first
   let index = 0
-  let hidden = 0
   while (index < ops.length) {
     if ((ops[index] as Op).kind === ' ') {
       oldLine++
@@ -91,27 +104,22 @@ function hunksOf(ops: readonly Op[]): string[] {
     }
     const stop = Math.min(ops.length, end + 1 + CONTEXT)
     const back = index - start
-    const slice = ops.slice(start, stop)
-    const oldCount = slice.filter((op) => op.kind !== '+').length
-    const newCount = slice.filter((op) => op.kind !== '-').length
-    // An empty side starts at the line before (`@@ -0,0 +1,3 @@` for a new file).
-    const header = `@@ -${oldLine - back - (oldCount === 0 ? 1 : 0)},${oldCount} +${newLine - back - (newCount === 0 ? 1 : 0)},${newCount} @@`
-    for (const line of [header, ...slice.map((op) => `${op.kind}${op.text}`)]) {
-      if (out.length < MAX_DIFF_LINES) out.push(line)
-      else hidden++
-    }
-    for (let k = index; k < stop; k++) {
+    let oldCount = 0
+    let newCount = 0
+    for (let k = start; k < stop; k++) {
       const kind = (ops[k] as Op).kind
-      if (kind !== '+') oldLine++
-      if (kind !== '-') newLine++
+      if (kind !== '+') oldCount++
+      if (kind !== '-') newCount++
     }
+    out.push('', hunkHeader(oldLine - back, oldCount, newLine - back, newCount))
+    for (let k = start; k < stop; k++) out.push((ops[k] as Op).kind, (ops[k] as Op).text)
+    oldLine += oldCount - back
+    newLine += newCount - back
     index = stop
   }
-  if (hidden > 0) out.push(`… ${hidden} more lines of the diff not shown`)
-  return out
 }
 
-/** The line diff of `before` → `after`: counts and bounded unified hunks. */
+/** The line diff of `before` → `after`: counts and bounded unified hunks. Work is linear in the texts, plus a bounded table. */
 export function lineDiff(before: string, after: string): LineDiff {
   const a = splitLines(before)
   const b = splitLines(after)
@@ -119,18 +127,34 @@ export function lineDiff(before: string, after: string): LineDiff {
   while (head < a.length && head < b.length && a[head] === b[head]) head++
   let tail = 0
   while (tail < a.length - head && tail < b.length - head && a[a.length - 1 - tail] === b[b.length - 1 - tail]) tail++
-  const middle = middleOps(a.slice(head, a.length - tail), b.slice(head, b.length - tail))
-  const ops: Op[] = [
-    ...a.slice(0, head).map((text): Op => ({ kind: ' ', text })),
-    ...middle.ops,
-    ...a.slice(a.length - tail).map((text): Op => ({ kind: ' ', text })),
-  ]
-  return {
-    removed: ops.filter((op) => op.kind === '-').length,
-    added: ops.filter((op) => op.kind === '+').length,
-    hunks: hunksOf(ops),
-    minimal: middle.minimal,
+  const oldMiddle = a.slice(head, a.length - tail)
+  const newMiddle = b.slice(head, b.length - tail)
+  const out = new Out()
+  if (oldMiddle.length === 0 && newMiddle.length === 0) return { removed: 0, added: 0, hunks: [], minimal: true }
+  // Only the context lines of the common head and tail are ever shown.
+  const contextBefore = a.slice(Math.max(0, head - CONTEXT), head)
+  const contextAfter = a.slice(a.length - tail, a.length - tail + CONTEXT)
+  const compare = oldMiddle.length > 0 && newMiddle.length > 0 && oldMiddle.length * newMiddle.length <= MAX_COMPARE_CELLS
+  if (!compare) {
+    // One block: removed, then added (a new file, a deleted text, or too large to compare).
+    const first = head - contextBefore.length + 1
+    out.push('', hunkHeader(first, contextBefore.length + oldMiddle.length + contextAfter.length, first, contextBefore.length + newMiddle.length + contextAfter.length))
+    for (const text of contextBefore) out.push(' ', text)
+    for (const text of oldMiddle) out.push('-', text)
+    for (const text of newMiddle) out.push('+', text)
+    for (const text of contextAfter) out.push(' ', text)
+    return { removed: oldMiddle.length, added: newMiddle.length, hunks: out.done(), minimal: oldMiddle.length === 0 || newMiddle.length === 0 }
   }
+  const middle = middleOps(oldMiddle, newMiddle)
+  const ops: Op[] = [...contextBefore.map((text): Op => ({ kind: ' ', text })), ...middle.ops, ...contextAfter.map((text): Op => ({ kind: ' ', text }))]
+  hunksOf(ops, head - contextBefore.length + 1, out)
+  let removed = 0
+  let added = 0
+  for (const op of middle.ops) {
+    if (op.kind === '-') removed++
+    else if (op.kind === '+') added++
+  }
+  return { removed, added, hunks: out.done(), minimal: true }
 }
 
 const plural = (n: number, noun: string): string => `${n} ${noun}${n === 1 ? '' : 's'}`
