@@ -3,7 +3,6 @@ import { defineConfig } from 'vitest/config'
 /**
  * One vitest project per runtime:
  * - `node`: unit, contract and integration suites from source (plus type tests);
- * - `dist`: the published-artifact checks against the built package (after `npm run build`);
  * - `browser`: real Chromium — the CodeRuntime contract on Web Workers and the core unit suites
  *   (vitest.browser.config.ts);
  * - `edge`: the BUILT Cloudflare Worker bundle under real workerd rules (Miniflare);
@@ -20,7 +19,7 @@ export default defineConfig({
           name: 'node',
           include: ['test/**/*.test.ts', 'src/**/*.test.ts', 'engine/**/*.test.ts', 'platforms/**/*.test.ts'],
           // Listing exclude replaces vitest's defaults: node_modules (test/vercel-sdk has its own) must be named again.
-          exclude: ['**/node_modules/**', 'test/dist/**', 'test/browser/**', 'test/edge/**', 'test/e2e/**', 'test/workerd/**'],
+          exclude: ['**/node_modules/**', 'test/browser/**', 'test/edge/**', 'test/e2e/**', 'test/workerd/**'],
           environment: 'node',
           testTimeout: 30_000,
           hookTimeout: 30_000,
@@ -34,14 +33,6 @@ export default defineConfig({
             exclude: ['**/node_modules/**'],
             tsconfig: './tsconfig.json',
           },
-        },
-      },
-      {
-        test: {
-          name: 'dist',
-          include: ['test/dist/**/*.test.ts'],
-          environment: 'node',
-          testTimeout: 60_000,
         },
       },
       {

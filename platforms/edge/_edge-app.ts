@@ -125,7 +125,7 @@ export function configKey(env: EdgeEnv): string {
 export function buildEdgeApp<A>(env: EdgeEnv, base: Omit<ToolsAppOptions, 'token' | 'tokens' | 'cors' | 'auth' | 'notConfigured'>, make: (options: ToolsAppOptions, closed: boolean) => A): A {
   const tokens = tokensOf(env)
   const closed = (message: string): A => make({ ...base, notConfigured: message }, true)
-  if (tokens.length === 0) return closed('set the TOOLYARD_TOKEN secret (agents: run) and the TOOLYARD_APPROVER_TOKEN secret (a person: run + approve) to enable the API')
+  if (tokens.length === 0) return closed('set the TOOLYARD_TOKEN secret (agents: run) and the TOOLYARD_APPROVER_TOKEN secret (a person: run + approve) to enable the API (deployed: `npx wrangler secret put TOOLYARD_TOKEN`; locally under `npm run dev:edge`: `cp .dev.vars.example .dev.vars`, put tokens of 16+ characters in it, restart)')
   if (approvalTimeout(env) === 'malformed') return closed(`TOOLYARD_APPROVAL_TIMEOUT_MS is malformed: a whole number of milliseconds from 1 to ${MAX_APPROVAL_TIMEOUT_MS}`)
   const corsOrigins = originsOf(env)
     .split(',')

@@ -4,7 +4,9 @@
  * compared with the page (test/unit/docs/samples.ts says how a sample is matched), and a
  * block the prose calls "real output" must carry such a marker. Drift fails `npm test`.
  */
-import { readdirSync, readFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
 import { startServer } from '../../../examples/start.js'
@@ -25,11 +27,18 @@ const samples: DocSample[] = pages.flatMap((file) => findSamples(`docs/${file}`,
 const AWAITING_MARKER: Readonly<Record<string, string>> = {}
 
 const TOKEN = 'docs-sample-token-0123456789abcdef'
-// One fresh `npm start` server per sample: one sample's run (a written file) never shows in another's output.
+// One fresh `npm start` server per sample, each with its own data directory as `npm start`
+// has (approval ids are then `<32 hex>.<uuid>`, as a newcomer sees them): one sample's run
+// (a written file) never shows in another's output.
 const servers = new Map<string, Promise<StartedServer>>()
+const dataDirs: string[] = []
 const started = (sample: string): Promise<StartedServer> => {
   let server = servers.get(sample)
-  if (server === undefined) servers.set(sample, (server = startServer({ port: 0, token: TOKEN, staticDir: null })))
+  if (server === undefined) {
+    const dataDir = mkdtempSync(join(tmpdir(), 'doc-samples-'))
+    dataDirs.push(dataDir)
+    servers.set(sample, (server = startServer({ port: 0, token: TOKEN, staticDir: null, dataDir })))
+  }
   return server
 }
 const post = async (sample: string, path: string, body: unknown, accept = 'application/json'): Promise<string> => {
@@ -175,6 +184,7 @@ const PRODUCERS: Readonly<Record<string, () => Promise<string>>> = {
 
 afterAll(async () => {
   await Promise.all([...servers.values()].map(async (server) => (await server).shutdown()))
+  for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true })
 })
 
 describe('documentation samples', () => {
@@ -212,6 +222,13 @@ describe('how a sample is matched', () => {
     expect(samplePattern(`id ${a} other ${b}`).test(`id ${a} other ${a}`)).toBe(false)
     expect(samplePattern('a.b(c)[d]*').test('a.b(c)[d]*')).toBe(true)
     expect(samplePattern('a.b').test('axb')).toBe(false)
+    // An approval id under a store: a digest, then a UUID; each bound like a UUID.
+    const d = '9a0c037bd763e737141554960e2ef409'
+    const e = 'cc7a92fcd4968cceae3d4fc0147b4974'
+    expect(samplePattern(`"id":"${d}.${a}" ${d}`).test(`"id":"${e}.${b}" ${e}`)).toBe(false) // a digest before no dot is literal
+    expect(samplePattern(`"id":"${d}.${a}" /${d}.${a}`).test(`"id":"${e}.${b}" /${e}.${b}`)).toBe(true)
+    expect(samplePattern(`"id":"${d}.${a}" /${d}.${a}`).test(`"id":"${e}.${b}" /${d}.${b}`)).toBe(false)
+    expect(samplePattern(`"id":"${d}.${a}"`).test(`"id":"${a}"`)).toBe(false)
   })
 
   it('an abbreviated UUID stands for as many hex digits; timestamps and measurements for any, whole-second gaps kept', () => {

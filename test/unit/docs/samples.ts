@@ -16,6 +16,8 @@
  *   UUID written twice in a block must be the same UUID in the output, two different
  *   ones different UUIDs; an abbreviated one (`http-run-4a23…`, `4ca5be31-…`: hex digits
  *   right before a `…`) stands for as many hex digits;
+ * - a 32-hex-digit digest before a `.` (an approval id under a store is
+ *   `<32 hex>.<uuid>`), which stands for any such digest, bound like a UUID;
  * - a JSON value that is a timestamp (13 digits, epoch ms) or a measurement (a number
  *   with a fraction, like `"durationMs":3045.51`), which stands for any such number; but
  *   two timestamps on one line that differ by whole seconds (`requestedAt` and
@@ -89,6 +91,7 @@ const escape = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\
 /** What the sample's special tokens are, in the order they are tried. */
 const TOKENS = new RegExp(
   [
+    '(?<digest>(?<![0-9A-Za-z])[0-9a-f]{32}(?=\\.))',
     '(?<uuid>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})',
     '(?<short>(?<![0-9A-Za-z])[0-9a-f][0-9a-f-]{3,35}…)',
     '(?<=:)(?<time>\\d{13})(?![\\d.])',
@@ -107,6 +110,7 @@ interface SamplePattern {
 
 function buildPattern(sample: string): SamplePattern {
   const uuids = new Map<string, number>()
+  const digests = new Map<string, number>()
   const gaps: Array<[string, string, number]> = []
   let times = 0
   let lineTimes: Array<[string, number]> = []
@@ -120,7 +124,16 @@ function buildPattern(sample: string): SamplePattern {
   for (const match of sample.matchAll(TOKENS)) {
     source += literal(sample.slice(last, match.index))
     const g = match.groups!
-    if (g.uuid !== undefined) {
+    if (g.digest !== undefined) {
+      const seen = digests.get(g.digest)
+      if (seen !== undefined) source += `\\k<d${seen}>`
+      else {
+        const n = digests.size
+        digests.set(g.digest, n)
+        const others = [...Array(n).keys()].map((k) => `(?!\\k<d${k}>)`).join('')
+        source += `${others}(?<d${n}>[0-9a-f]{32})`
+      }
+    } else if (g.uuid !== undefined) {
       const seen = uuids.get(g.uuid)
       if (seen !== undefined) source += `\\k<u${seen}>`
       else {
