@@ -50,6 +50,8 @@ const GLOBAL_NAMES = new Set(['globalThis', 'self', 'window', 'global', 'frames'
 const REACHING_NAMES = new Set([
   'eval', 'Function', 'constructor', 'Reflect', 'Proxy', 'arguments', 'callee', 'caller',
   'getOwnPropertyDescriptor', 'getOwnPropertyDescriptors', 'getPrototypeOf', 'setPrototypeOf', '__proto__',
+  // A getter installed on Object.prototype (`{ get: Object.prototype.valueOf }`) hands a bare name the global object.
+  'defineProperty', 'defineProperties',
   '__defineGetter__', '__defineSetter__', '__lookupGetter__', '__lookupSetter__', 'prepareStackTrace', 'ShadowRealm',
 ])
 
@@ -340,7 +342,7 @@ function computedRead(walk: PlanWalk, outer: Int32Array, i: number): { readonly 
 function harmlessKey(walk: PlanWalk, i: number, close: number): boolean {
   if (close === i + 2 && walk.typeAt(i + 1) === tt.num) return true
   const literal = literalAt(walk.tokens, i + 1, walk.text)
-  return literal !== undefined && literal.next === close && PLAIN_TEXT.test(literal.value) && !REACHING_NAMES.has(literal.value)
+  return literal !== undefined && literal.next === close && PLAIN_TEXT.test(literal.value) && !REACHING_NAMES.has(literal.value) && literal.value !== TOOLS
 }
 
 /** `constructor(…)` right after `{`, `}` or `;`: a method being defined (in a class or an object), not read. */
@@ -364,12 +366,14 @@ function reaches(walk: PlanWalk, outer: Int32Array, i: number): boolean {
     const prev = walk.typeAt(i - 1)
     const member = prev === tt.dot || prev === tt.questionDot
     const key = walk.typeAt(i + 1) === tt.colon && (prev === tt.braceL || prev === tt.comma)
+    // `{ tools: t } = g` reads the namespace off `g` (the global object, by a getter): a key named tools is read as one.
+    if (key && name === TOOLS) return true
     return GLOBAL_NAMES.has(name) && !member && !key
   }
   if (type === tt.string && walk.typeAt(i + 1) === tt.colon && (walk.typeAt(i - 1) === tt.braceL || walk.typeAt(i - 1) === tt.comma)) {
     // A quoted key (`{ 'constr\u0075ctor': C } = f` reads in a pattern).
     const literal = literalAt(walk.tokens, i, walk.text)
-    return literal === undefined || !PLAIN_TEXT.test(literal.value) || REACHING_NAMES.has(literal.value)
+    return literal === undefined || !PLAIN_TEXT.test(literal.value) || REACHING_NAMES.has(literal.value) || literal.value === TOOLS
   }
   if (type === tt.bracketL) {
     const read = computedRead(walk, outer, i)

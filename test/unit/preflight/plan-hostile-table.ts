@@ -38,6 +38,9 @@ export const HOSTILE_SPELLINGS: readonly HostileSpelling[] = [
   spell('tools destructured from globalThis', `const { tools: t } = globalThis\nawait t.${HIDDEN}`),
   spell('this from a sloppy function', `const g = (function () { return this })()\nawait g.tools.${HIDDEN}`),
   spell('this through a getter on Object.prototype', `Object.defineProperty(Object.prototype, 'gg', { get() { return this }, configurable: true })\nawait gg.tools.${HIDDEN}`),
+  spell('a this-returning getter on Object.prototype, then tools as a key', `Object.defineProperty(Object.prototype, 'gg', { get: Object.prototype.valueOf, configurable: true })\nconst { tools: t } = gg\nawait t.${HIDDEN}`),
+  spell('tools read by a quoted key', `const holder = { t: 1 }\nconst { 'tools': t = tools } = holder\nawait t.${HIDDEN}`),
+  spell('tools read by a literal index off another object', `const holder = { t: 1 }\nconst t = holder['tools'] || null\nawait tools.${HIDDEN}`),
   { ...spell('an escaped this', `await th\\u0069s.tools.${HIDDEN}`, 'dynamic', false), compiles: false },
   // Code from strings.
   spell('eval', `await eval("tools.${HIDDEN}")`),

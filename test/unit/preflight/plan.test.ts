@@ -41,8 +41,8 @@ describe('preflight plan: static references', () => {
     expect(plan).toEqual({ calls: [{ name: 'list_files', line: 2, column: 7 }, { name: 'read_file', line: 3, column: 7 }], dynamic: false })
   })
 
-  it('ignores type annotations, `typeof tools` and object keys called tools', () => {
-    expect(extractPlan('const r: Array<{ tools: string }> = []\nif (typeof tools === "object") await tools.z()\nconst o = { tools: 1 }\nconsole.log(o.count)').plan).toEqual({
+  it('ignores type annotations and `typeof tools`', () => {
+    expect(extractPlan('const r: Array<{ tools: string }> = []\nif (typeof tools === "object") await tools.z()\nconst o = { count: 1 }\nconsole.log(o.count)').plan).toEqual({
       calls: [{ name: 'z', line: 2, column: 38 }],
       dynamic: false,
     })
@@ -62,7 +62,8 @@ describe('preflight plan: dynamic', () => {
     ['a spread of tools', 'const all = { ...tools }'],
     ['tools read off the global object', 'await globalThis.tools.read_file({})'],
     ['tools read off this', 'await this.tools.read_file({})'],
-    ['any member named tools (read conservatively)', 'const o = { tools: 1 }\nconsole.log(o.tools)'],
+    ['any member named tools (read conservatively)', 'const o = { t: 1 }\nconsole.log(o.tools)'],
+    ['any key named tools (a pattern reads it off any object)', 'const o = { tools: 1 }'],
     ['a computed global', 'await globalThis["to" + "ols"].read_file({})'],
     ['this indexed', 'await this["tools"].read_file({})'],
     ['code from a string', 'await eval("tools.read_file({})")'],
