@@ -184,31 +184,36 @@ function join(ctx: Context, attachment: Extract<Attachment, { kind: 'wait' }>, s
   })
 }
 
-/** A caller was cancelled: it is denied at once; the last one withdraws the request in the store. */
+/**
+ * A caller was cancelled. While others wait it is denied at once; the last one withdraws the
+ * request in the store and is denied once the withdrawal has landed, so a call (and the run
+ * it belongs to) ends only after its request has left every listing.
+ */
 function withdraw(ctx: Context, watch: Watch, caller: Caller): void {
   if (!watch.callers.delete(caller)) return
   caller.signal.removeEventListener('abort', caller.onAbort)
   const settled: StoredSettlement = Object.freeze({ kind: 'withdrawn', at: Date.now() })
-  caller.reject(deniedBy(watch.approval, settled))
-  if (watch.callers.size > 0) return
+  const denied = deniedBy(watch.approval, settled)
+  if (watch.callers.size > 0) return caller.reject(denied)
+  void track(ctx, withdrawLast(ctx, watch, caller.signal, settled)).finally(() => caller.reject(denied))
+}
+
+/** The last caller of a watch was cancelled: withdraws its request (or leaves it for the next process, see below). */
+async function withdrawLast(ctx: Context, watch: Watch, signal: AbortSignal, settled: StoredSettlement): Promise<void> {
   const parent = watch.approval.parentCallId
-  if (isShutdown(caller.signal.reason) && parent !== undefined) {
+  if (isShutdown(signal.reason) && parent !== undefined) {
     // The tool runtime is shutting down (dispose). A sub-call of a durable run (one parked
     // in this store) is resumed by the next process, which asks again under the same call
     // id and re-attaches: leave its request open. Anything else is withdrawn.
-    const forget = (): void => {
+    const found = await ctx.store.get(`runs/${runKeySegment(parent)}`).catch(() => undefined)
+    if (found !== undefined) {
       watch.finished = true
       clearTimeout(watch.timer)
       if (ctx.watches.get(watch.hash) === watch) ctx.watches.delete(watch.hash)
+      return
     }
-    const parked = ctx.store.get(`runs/${runKeySegment(parent)}`).then(
-      (found) => (found === undefined ? settleInStore(ctx, watch, settled) : forget()),
-      () => settleInStore(ctx, watch, settled),
-    )
-    void track(ctx, parked)
-    return
   }
-  settleLater(ctx, watch, settled)
+  await settleInStore(ctx, watch, settled)
 }
 
 /** Whether a call was cancelled because its tool runtime is being disposed (not by its caller). */
@@ -261,7 +266,7 @@ async function ask(ctx: Context, request: ReturnType<typeof readRequest>): Promi
   return join(ctx, attachment, request.signal)
 }
 
-function makeHandler(ctx: Context): ApprovalHandler & { readonly acceptsPlans: boolean } {
+function makeHandler(ctx: Context): ApprovalHandler & { readonly acceptsPlans: boolean; readonly withdrawsOnAbort: true } {
   const handler = ((request) => {
     if (ctx.disposed) throw denial(DISPOSED)
     let read: ReturnType<typeof readRequest>
@@ -272,8 +277,10 @@ function makeHandler(ctx: Context): ApprovalHandler & { readonly acceptsPlans: b
     }
     if (read.signal.aborted) throw denial('the call was cancelled before approval was requested')
     return ask(ctx, read)
-  }) as ApprovalHandler & { acceptsPlans: boolean }
+  }) as ApprovalHandler & { acceptsPlans: boolean; withdrawsOnAbort: true }
   handler.acceptsPlans = ctx.options.plans
+  // Its last cancelled caller is denied once the withdrawal has landed in the store: the registry waits for that.
+  handler.withdrawsOnAbort = true
   return Object.freeze(handler)
 }
 

@@ -77,7 +77,11 @@ export async function claim(store: DurableStore, hash: string, approval: Pending
       return { record: done.record, mine: false }
     }
     const open = await readOpen(store, hash)
-    if (open.record?.id !== approval.id) return undefined
+    if (open.record?.id !== approval.id) {
+      // Gone since the settlement was read: another decision may have landed (and removed it) in between.
+      const landed = await readDone(store, hash)
+      return landed.record?.approval.id === approval.id ? { record: landed.record, mine: false } : undefined
+    }
     const record: DoneRecord = Object.freeze({ approval, settled })
     const put = await store.put(doneKey(hash), encodeDone(record), { ifVersion: done.version ?? null })
     if (put.ok) {

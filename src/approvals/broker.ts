@@ -152,9 +152,11 @@ function createMemoryBroker({ timeoutMs, plans }: ResolvedBrokerOptions): Approv
       read.signal.addEventListener('abort', entry.onAbort, { once: true })
       events.emit(Object.freeze({ type: 'requested', approval }))
     })
-  }) as ApprovalHandler & { acceptsPlans: boolean }
+  }) as ApprovalHandler & { acceptsPlans: boolean; withdrawsOnAbort: true }
   // The registry sends plan requests only to a handler that says it reads them.
   handler.acceptsPlans = plans
+  // A cancelled call's request leaves pending() before the handler settles: the registry may wait for it.
+  handler.withdrawsOnAbort = true
   Object.freeze(handler)
 
   // Both parameters are checked at run time: they come from people's clients, whatever the static type says.

@@ -269,7 +269,11 @@ export interface ApprovalBroker {
    * whose message says why (denied with the person's reason, expired, withdrawn,
    * broker disposed).
    */
-  readonly handler: ApprovalHandler & { readonly acceptsPlans: boolean }
+  readonly handler: ApprovalHandler & {
+    readonly acceptsPlans: boolean
+    /** `true`: a cancelled call's promise settles only once its request has left `pending()` (the registry waits for it, up to 5 s). */
+    readonly withdrawsOnAbort: true
+  }
   /** The effective timeout (validated, default applied). */
   readonly timeoutMs: number
   /** The open requests, oldest first. A fresh frozen array of frozen records. */

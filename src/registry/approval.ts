@@ -18,17 +18,35 @@ import { failure } from './results.js'
 
 type Verdict = { readonly kind: 'value'; readonly value: unknown } | { readonly kind: 'error'; readonly error: unknown } | { readonly kind: 'aborted' }
 
-/** Awaits the approval handler, but gives up as soon as the call is cancelled (a human may never answer). */
-function awaitApproval(run: () => unknown, signal: AbortSignal): Promise<Verdict> {
+/**
+ * The longest a cancelled call waits for a handler that withdraws on abort (an approval
+ * broker's) to say its request is gone: a store that hangs must not hold the call forever.
+ */
+const WITHDRAWAL_WAIT_MS = 5_000
+
+/**
+ * Awaits the approval handler, but gives up as soon as the call is cancelled (a human may
+ * never answer). A handler marked `withdrawsOnAbort` (the brokers') settles once the
+ * withdrawn request has left its listing: the call waits for that (bounded), so a run that
+ * ends returns only after its requests are gone.
+ */
+function awaitApproval(run: () => unknown, signal: AbortSignal, withdraws: boolean): Promise<Verdict> {
   if (signal.aborted) return Promise.resolve({ kind: 'aborted' })
+  let pending: Promise<unknown> | undefined
+  let cancelled = false
+  let timer: ReturnType<typeof setTimeout> | undefined
   return new Promise<Verdict>((resolve) => {
-    const onAbort = (): void => resolve({ kind: 'aborted' })
+    const onAbort = (): void => {
+      if (!withdraws || pending === undefined) return resolve({ kind: 'aborted' })
+      cancelled = true
+      timer = setTimeout(() => resolve({ kind: 'aborted' }), WITHDRAWAL_WAIT_MS)
+    }
     signal.addEventListener('abort', onAbort, { once: true })
     const done = (outcome: Verdict): void => {
       signal.removeEventListener('abort', onAbort)
-      resolve(outcome)
+      clearTimeout(timer)
+      resolve(cancelled ? { kind: 'aborted' } : outcome)
     }
-    let pending: Promise<unknown>
     try {
       pending = Promise.resolve(run())
     } catch (error) {
@@ -174,7 +192,7 @@ export async function approve(call: PipelineCall, reason: string | undefined): P
   const release = holdClock(call)
   let verdict: Verdict
   try {
-    verdict = await awaitApproval(() => handler(request), call.life.signal())
+    verdict = await awaitApproval(() => handler(request), call.life.signal(), (handler as { withdrawsOnAbort?: unknown }).withdrawsOnAbort === true)
   } finally {
     release()
   }
