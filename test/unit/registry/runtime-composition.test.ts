@@ -10,6 +10,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest'
 import type { CodeRunRequest, CodeRunResult, CodeRuntime, ParkedRunState } from '../../../src/code-runtime/contract.js'
+import { argumentsHash } from '../../../src/durable/call-key.js'
 import { createMemoryStore } from '../../../src/durable/memory-store.js'
 import type { DurableStore } from '../../../src/durable/store.js'
 import type { PreflightEngine, PreflightEngineRequest } from '../../../src/preflight/types.js'
@@ -111,20 +112,31 @@ describe('durable runs (a runtime with a store)', () => {
     const runtime = runtimeWith({ codeRuntime, store }, effects)
     expect(valueOf(await runCode(runtime, 'run-rec'))).toBe('effect did a')
     expect(effects).toEqual(['effect:a'])
+    // Each record names the call it is (tool, arguments' hash) and the run's secret from its parked record.
+    const { secret } = JSON.parse(store.puts.find((p) => p.startsWith('runs/run-rec '))!.slice('runs/run-rec '.length)) as { secret: string }
+    const args = await argumentsHash({ tag: 'a' })
     expect(store.puts.filter((p) => p.startsWith('calls/'))).toEqual([
-      'calls/run-rec/1 {"state":"started","name":"effect"}',
-      'calls/run-rec/1 {"state":"done","name":"effect","value":"effect did a"}',
+      `calls/run-rec/1 ${JSON.stringify({ state: 'started', name: 'effect', args, run: secret })}`,
+      `calls/run-rec/1 ${JSON.stringify({ state: 'done', name: 'effect', args, run: secret, value: 'effect did a' })}`,
     ])
   })
 
   it('a sub-call recorded done answers from its record; one recorded started fails as INTERRUPTED unless its tool is idempotent', async () => {
     const store = recordingStore()
-    await store.put('calls/run-old/1', JSON.stringify({ state: 'done', name: 'effect', value: 'recorded a' }))
-    await store.put('calls/run-old/2', JSON.stringify({ state: 'started', name: 'effect' }))
-    await store.put('calls/run-old/3', JSON.stringify({ state: 'started', name: 'retry_safe' }))
+    // What an earlier process of this run left, bound to the run's secret (read from its parked record).
+    const leave = async () => {
+      while ((await store.get('runs/run-old')) === undefined) await new Promise((resolve) => setTimeout(resolve, 1))
+      const { secret: run } = JSON.parse((await store.get('runs/run-old'))!.value) as { secret: string }
+      const record = async (state: string, name: string, tag: string, value?: string) =>
+        JSON.stringify({ state, name, args: await argumentsHash({ tag }), run, ...(value === undefined ? {} : { value }) })
+      await store.put('calls/run-old/1', await record('done', 'effect', 'a', 'recorded a'))
+      await store.put('calls/run-old/2', await record('started', 'effect', 'b'))
+      await store.put('calls/run-old/3', await record('started', 'retry_safe', 'c'))
+    }
     const effects: string[] = []
     const codeRuntime = scriptedRuntime(async (request) => {
       request.durable?.onPark?.(PARKED)
+      await leave()
       const out = [await callTool(request, 'effect', { tag: 'a' }), await callTool(request, 'effect', { tag: 'b' }), await callTool(request, 'retry_safe', { tag: 'c' })]
       return { value: out, logs: [] }
     })
