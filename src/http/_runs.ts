@@ -51,6 +51,8 @@ export interface RunApproval {
   readonly callId: string
   readonly name: string
   readonly summary: string
+  /** What the call will do, from its tool's preview (`PendingApproval.preview`), when it has one. */
+  readonly preview?: string
   readonly reason?: string
   readonly requestedAt: number
   readonly expiresAt: number
@@ -114,6 +116,7 @@ async function pendingOf(config: ApiConfig, callId: string): Promise<RunApproval
       callId: a.callId,
       name: a.name,
       summary: a.summary,
+      ...(a.preview === undefined ? {} : { preview: a.preview }),
       ...(a.reason === undefined ? {} : { reason: a.reason }),
       requestedAt: a.requestedAt,
       expiresAt: a.expiresAt,

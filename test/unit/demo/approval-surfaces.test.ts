@@ -141,6 +141,22 @@ describe('GET /v1/approvals: the summary a person reads', () => {
   })
 })
 
+describe('GET /v1/runs/:id: a waiting run lists its request with the preview', () => {
+  it('the overwrite of README.md reads as one', async () => {
+    const started = await app.request('/v1/runs', { method: 'POST', headers: AUTH, body: JSON.stringify({ description: 'rewrite', code: `await tools.write_file({ path: 'README.md', content: 'gone\\n' })\nreturn 1` }) })
+    const { id } = (await started.json()) as { id: string }
+    let body: { status: string; approvals: { id: string; summary: string; preview?: string }[] } = { status: '', approvals: [] }
+    for (let i = 0; i < 400 && body.status !== 'waiting'; i++) {
+      body = (await (await app.request(`/v1/runs/${id}`, { headers: AUTH })).json()) as typeof body
+      if (body.status !== 'waiting') await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+    expect(body.status).toBe('waiting')
+    expect(body.approvals[0]!.summary).toBe('path: "README.md"\ncontent: "gone\\n"')
+    expect(body.approvals[0]!.preview).toMatch(/^overwrites README\.md: 10 lines → 1 line \(10 removed, 1 added\)\n--- a\/README\.md\n/)
+    broker.decide(body.approvals[0]!.id, { decision: 'deny' })
+  })
+})
+
 describe('MCP elicitation: the question a person reads', () => {
   it('shows the real path and content (length, head and tail), in schema order', async () => {
     const transport = new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${TOKEN}` } } })
