@@ -107,7 +107,11 @@ export interface QuickJsRuntimeOptions {
   readonly parkAfterMs?: number
   /** Whether runs park at all. Default `true`. */
   readonly parking?: boolean
-  /** Host memory all parked runs' journals may hold together (2 bytes a UTF-16 unit); a run that does not fit keeps its VM. 1 MiB to 2³⁰. Default 128 MiB. */
+  /**
+   * Host memory all parked runs may keep together, in bytes: journals (2 a UTF-16 unit),
+   * waiting calls' arguments and logs; a run that does not fit keeps its VM (and tries
+   * again later). 1 MiB to 2³⁰. Default 128 MiB.
+   */
   readonly maxParkedBytes?: number
   /**
    * Compute ms a run's resumes may spend replaying its journal, in total (each resume
@@ -148,10 +152,10 @@ interface ResolvedOptions {
   readonly maxReplayMs: number
 }
 
-/** The journal room parked runs share in one runtime. */
+/** The room parked runs share in one runtime, in bytes (`maxParkedBytes`). */
 interface ParkingAccount {
   room(): number
-  add(chars: number): void
+  add(bytes: number): void
   /** A run parked: build the next sandbox now, so its resume (or the next run) finds one ready. */
   parked(): void
 }
@@ -193,8 +197,8 @@ class InlineRun {
   readonly #acquire: () => Promise<QuickJsSandbox>
   readonly #prepared: PreparedRun
   readonly #account: ParkingAccount
-  /** The journal units this run holds in the account while parked. */
-  #heldChars = 0
+  /** The bytes this run holds in the account while parked. */
+  #heldBytes = 0
   #settleVm!: () => void
   readonly #vmReleased = new Promise<void>((resolve) => {
     this.#settleVm = resolve
@@ -226,11 +230,12 @@ class InlineRun {
       if (this.session.settled) this.#vm.stop()
     } else {
       this.#parked = resume.vm
-      this.#hold(resume.vm)
       this.#busyBefore = resume.busyMs
       this.#replaySpent = resume.replayMs ?? 0
       this.session.startParked(resume)
+      // Counted once its waiting calls hold their arguments again (a state refused at the start holds nothing).
       if (this.session.settled) this.#settleVm()
+      else this.#hold(resume.vm)
     }
     this.quiescent = Promise.all([this.#vmReleased, this.session.result.then(() => this.session.bindingsSettled())]).then(() => undefined)
   }
@@ -268,14 +273,15 @@ class InlineRun {
     return vm
   }
 
+  /** Counts what the parked run keeps: its journal, its waiting calls' arguments, its logs. */
   #hold(parked: ParkedVm): void {
-    this.#heldChars = journalChars(parked.journal)
-    this.#account.add(this.#heldChars)
+    this.#heldBytes = 2 * journalChars(parked.journal) + this.session.heldBytes()
+    this.#account.add(this.#heldBytes)
   }
 
   #release(): void {
-    this.#account.add(-this.#heldChars)
-    this.#heldChars = 0
+    this.#account.add(-this.#heldBytes)
+    this.#heldBytes = 0
   }
 
   #meter(): number {
@@ -286,7 +292,9 @@ class InlineRun {
 
   #park(afterMs: number): void {
     const vm = this.#vm
-    const parked = vm?.park(afterMs, this.#account.room())
+    // What the run keeps besides its journal comes first; the journal gets the rest.
+    const room = this.#account.room() - this.session.heldBytes()
+    const parked = room < 0 ? undefined : vm?.park(afterMs, Math.floor(room / 2))
     if (vm === undefined || parked === undefined) {
       this.session.parkRefused()
       return
@@ -353,11 +361,11 @@ export function createQuickJsRuntime(options: QuickJsRuntimeOptions = {}): Quick
   const resolved = readOptions(options)
   const engine = new QuickJsEngine({ sandboxSource: SANDBOX_SOURCE, variant: resolved.variant, ...(resolved.wasmModule === undefined ? {} : { wasmModule: resolved.wasmModule }) })
   let disposed = false
-  let parkedChars = 0
+  let parkedBytes = 0
   const parking: ParkingAccount = {
-    room: () => Math.max(0, Math.floor(resolved.maxParkedBytes / 2) - parkedChars),
-    add: (chars) => {
-      parkedChars += chars
+    room: () => Math.max(0, resolved.maxParkedBytes - parkedBytes),
+    add: (bytes) => {
+      parkedBytes += bytes
     },
     parked: () => schedulePrewarm(),
   }

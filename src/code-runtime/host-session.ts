@@ -429,6 +429,15 @@ export class CodeRunSession {
     if (this.#busyMs >= this.#limits.computeMs) this.fail('timeout', `compute budget of ${this.#limits.computeMs} ms exhausted`)
   }
 
+  /**
+   * Bytes the run keeps on the host besides its VM's journal: its unsettled calls'
+   * arguments (weighed as for `maxPendingArgBytes`) and its log lines. A parked run keeps
+   * both, so parking counts them (`maxParkedBytes`).
+   */
+  heldBytes(): number {
+    return this.#pendingArgBytes + this.#logBytes
+  }
+
   /** Calls started and not yet settled, and the argument bytes they hold: for tests and load figures. */
   pendingCalls(): { readonly calls: number; readonly argBytes: number } {
     return { calls: this.#inflight.size, argBytes: this.#pendingArgBytes }

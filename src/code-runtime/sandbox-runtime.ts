@@ -92,10 +92,11 @@ export interface SandboxRuntimeOptions {
   /** Whether runs park at all. Default `true`. */
   readonly parking?: boolean
   /**
-   * Host memory all parked runs' journals may hold together, in bytes (2 a UTF-16 unit):
-   * a run whose journal does not fit is not parked (it keeps its thread and slot, as
-   * before parking existed), so parked runs cannot grow the host's heap without bound.
-   * 1 MiB to 2³⁰. Default 134 217 728 (128 MiB).
+   * Host memory all parked runs may keep together, in bytes: each run's journal (2 a
+   * UTF-16 unit), its waiting calls' arguments (weighed as for `maxPendingArgBytes`) and
+   * its log lines. A run that does not fit is not parked (it keeps its thread and slot,
+   * as before parking existed, and tries again later), so parked runs cannot grow the
+   * host's heap without bound. 1 MiB to 2³⁰. Default 134 217 728 (128 MiB).
    */
   readonly maxParkedBytes?: number
   /**
@@ -403,7 +404,7 @@ class PooledThread {
         if (this.state === 'running' && this.current?.id === event.run) this.current.parkedOn(this, event.parked)
         return
       case 'park-refused':
-        if (this.state === 'running' && this.current?.id === event.run) this.current.session?.parkRefused()
+        if (this.state === 'running' && this.current?.id === event.run) this.current.parkRefused()
         return
       case 'replayed':
         if (this.state === 'running' && this.current?.id === event.run) this.current.replayed(event.busyMs)
@@ -448,6 +449,8 @@ class ActiveRun {
   /** Compute the run's resumes have spent replaying so far, and what was left of `maxReplayMs` when the current replay began. */
   #replaySpent = 0
   #replayRoom = 0
+  /** Bytes of the parked runs' room held for a park this run asked for and the thread has not answered. */
+  #parkReserve = 0
 
   constructor(
     readonly id: number,
@@ -490,8 +493,10 @@ class ActiveRun {
     this.#parked = state.vm
     this.#busyBefore = state.busyMs
     this.#replaySpent = state.replayMs ?? 0
-    this.pool.addParked(this, state.vm)
-    this.#open(() => undefined).startParked(state)
+    const session = this.#open(() => undefined)
+    session.startParked(state)
+    // Counted once its waiting calls hold their arguments again (a state refused at the start holds nothing).
+    if (!session.settled) this.pool.addParked(this, state.vm, session.heldBytes())
   }
 
   /** The session over a JSON endpoint whose first message (the program) goes to `sendStart`, later ones to the VM. */
@@ -517,7 +522,7 @@ class ActiveRun {
       terminate: () => this.#terminate(),
       ...(parkAfterMs === undefined
         ? {}
-        : { park: () => this.#thread?.post({ type: 'park', run: this.id, afterMs: parkAfterMs, maxChars: this.pool.parkingRoomChars() }), parkAfterMs }),
+        : { park: () => this.#askPark(parkAfterMs), parkAfterMs }),
     })
     this.session = session
     void session.result.then((result) => {
@@ -525,6 +530,38 @@ class ActiveRun {
       void session.bindingsSettled().then(this.#markSettled)
     })
     return session
+  }
+
+  /**
+   * Asks the thread to park the VM if the run fits the parked runs' room: what it holds on
+   * the host besides the journal (its waiting calls' arguments, its logs) first, then the
+   * journal, whose size only the thread knows (`maxChars`). A run that does not fit keeps
+   * its thread, and tries again later.
+   */
+  #askPark(afterMs: number): void {
+    const session = this.session!
+    const held = session.heldBytes()
+    const room = this.pool.parkingRoomBytes() - held
+    if (room < 0) {
+      session.parkRefused()
+      return
+    }
+    // Reserved until the thread answers: runs asking at once cannot each be told the same room.
+    this.#releaseReserve()
+    this.#parkReserve = held
+    this.pool.reserveParking(held)
+    this.#thread?.post({ type: 'park', run: this.id, afterMs, maxChars: Math.floor(room / 2) })
+  }
+
+  #releaseReserve(): void {
+    this.pool.reserveParking(-this.#parkReserve)
+    this.#parkReserve = 0
+  }
+
+  /** The thread could not park the VM now: release the room it was promised, and let the session try later. */
+  parkRefused(): void {
+    this.#releaseReserve()
+    this.session?.parkRefused()
   }
 
   /**
@@ -562,12 +599,13 @@ class ActiveRun {
   parkedOn(thread: PooledThread, parked: ParkedVm): void {
     const session = this.session
     if (session === undefined || session.settled || this.#thread !== thread) return
+    this.#releaseReserve()
     this.#busyBefore = this.#meter()
     this.#parked = parked
     this.#thread = undefined
     this.#replayBusy = 0
     session.parked(true)
-    this.pool.addParked(this, parked)
+    this.pool.addParked(this, parked, session.heldBytes())
     thread.stop(this)
     const onPark = this.pending.prepared.onPark
     if (onPark !== undefined) {
@@ -608,6 +646,7 @@ class ActiveRun {
   }
 
   #terminate(): void {
+    this.#releaseReserve()
     this.pool.removeParked(this)
     this.pool.forget(this)
     this.#thread?.stop(this)
@@ -635,10 +674,11 @@ class SandboxPool {
   readonly threads = new Set<PooledThread>()
   readonly queue: QueuedRun[] = []
   readonly active = new Set<ActiveRun>()
-  /** Parked runs: no thread, no slot; resumed ahead of the queue when their VM is needed again. */
+  /** Parked runs (no thread, no slot) and the bytes each keeps on the host. */
   readonly parkedRuns = new Map<ActiveRun, number>()
-  /** UTF-16 units of the parked runs' journals, within `maxParkedBytes / 2`. */
-  #parkedChars = 0
+  /** What the parked runs keep, within `maxParkedBytes`: their journals (2 bytes a UTF-16 unit), waiting calls' arguments and logs. */
+  #parkedBytes = 0
+  #reservedBytes = 0
   readonly #resumeQueue: ActiveRun[] = []
   /** The last run {@link SandboxPool.#serve} took was a resume: the queue's turn next. */
   #servedResume = false
@@ -689,23 +729,29 @@ class SandboxPool {
     run.openParked(state)
   }
 
-  /** The journal room parked runs have left (UTF-16 units): what a park command allows. */
-  parkingRoomChars(): number {
-    return Math.max(0, Math.floor(this.options.maxParkedBytes / 2) - this.#parkedChars)
+  /** The bytes parked runs (and parks asked for) have left of `maxParkedBytes`. */
+  parkingRoomBytes(): number {
+    return Math.max(0, this.options.maxParkedBytes - this.#parkedBytes - this.#reservedBytes)
   }
 
-  addParked(run: ActiveRun, parked: ParkedVm): void {
+  /** Holds (or, negative, releases) room for a park asked for and not yet answered. */
+  reserveParking(bytes: number): void {
+    this.#reservedBytes += bytes
+  }
+
+  /** `run` parked as `parked`, keeping `heldBytes` on the host besides the journal. */
+  addParked(run: ActiveRun, parked: ParkedVm, heldBytes: number): void {
     if (this.parkedRuns.has(run)) return
-    const chars = journalChars(parked.journal)
-    this.parkedRuns.set(run, chars)
-    this.#parkedChars += chars
+    const bytes = 2 * journalChars(parked.journal) + heldBytes
+    this.parkedRuns.set(run, bytes)
+    this.#parkedBytes += bytes
   }
 
   removeParked(run: ActiveRun): void {
-    const chars = this.parkedRuns.get(run)
-    if (chars === undefined) return
+    const bytes = this.parkedRuns.get(run)
+    if (bytes === undefined) return
     this.parkedRuns.delete(run)
-    this.#parkedChars -= chars
+    this.#parkedBytes -= bytes
   }
 
   /** A run settled: it no longer waits to resume. */

@@ -44,3 +44,25 @@ it('a journal larger than the room left does not park; a small one does', async 
   expect((await heavy).value).toBe(600_001)
   expect((await light).value).toBe(1)
 })
+
+it('the byte budget counts what a waiting call holds: large arguments keep a run from parking', async () => {
+  const waiting: ((value: unknown) => void)[] = []
+  const parks: string[] = []
+  const functions = {
+    ask: (_args: unknown, options: CodeBindingCallOptions) => {
+      const release = options.holdWallClock?.()
+      return new Promise((resolve) => waiting.push(resolve)).finally(() => release?.())
+    },
+  }
+  const run = (program: string, tag: string) =>
+    runtime.run({ program, bindings: [{ global: 'tools', functions }], durable: { onPark: (_state: ParkedRunState) => parks.push(tag) } })
+  const heavy = run(`return await tools.ask({ content: 'x'.repeat(1_200_000) })`, 'heavy')
+  const light = run('return await tools.ask({})', 'light')
+  const deadline = Date.now() + 10_000
+  while (!parks.includes('light') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10))
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  expect(parks).toEqual(['light'])
+  for (const decide of waiting.splice(0)) decide(1)
+  expect((await heavy).value).toBe(1)
+  expect((await light).value).toBe(1)
+})

@@ -96,6 +96,23 @@ describe('parking a run that waits for a person (sandbox runtime, Node threads)'
     expect(valueOf(await heavy)).toBe(600_001)
     expect(valueOf(await light)).toBe(2)
   })
+
+  it('the byte budget counts what a waiting call holds: a run waiting on large arguments does not park beyond it, and still finishes', async () => {
+    const runtime = sandbox({ maxParkedBytes: 1024 * 1024 })
+    const b = bindings()
+    // 1.2 MB of arguments on the waiting call, a journal of a few hundred characters.
+    const heavy = runtime.run(b.request(`const a = await tools.ask({ content: 'x'.repeat(1_200_000) }); return a`))
+    await until(() => b.waitingCount() === 1)
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    expect(runtime.load()).toMatchObject({ parked: 0, running: 1 })
+    expect(b.parks).toEqual([])
+    const light = runtime.run(b.request(`return await tools.ask({ light: true })`))
+    await until(() => runtime.load().parked === 1)
+    b.decide(1)
+    b.decide(2)
+    expect(valueOf(await heavy)).toBe(1)
+    expect(valueOf(await light)).toBe(2)
+  })
 })
 
 describeReplayBudgetContract('sandbox runtime (Node threads)', (options) => sandbox(options))

@@ -1073,6 +1073,26 @@ describe('the pool on a scripted platform', () => {
       await parking.dispose()
     })
 
+    it('maxParkedBytes counts the waiting calls\' arguments, and the room a park was promised until the thread answers', async () => {
+      vi.useFakeTimers()
+      // Each run waits on one call whose arguments hold 600,000 characters: two do not fit 1 MiB, whatever their journals.
+      const bigAsk = JSON.stringify({ type: 'call', id: 1, global: 'tools', name: 'ask', args: 'x'.repeat(600_000) })
+      const { platform: p, threads } = scriptedPlatform({ onRun: (t: FakeThreadLike) => t.send(bigAsk), onPark: () => undefined })
+      const runtime = createSandboxRuntimeOn(p, { prespawn: 0, maxConcurrentRuns: 2, parkAfterMs: 50, maxParkedBytes: 1024 * 1024 })
+      const who = person()
+      void runtime.run({ program: 'a()', bindings: who.bindings })
+      void runtime.run({ program: 'b()', bindings: who.bindings })
+      await vi.advanceTimersByTimeAsync(50)
+      const asked = threads.map((t) => commands(t, 'park') as { maxChars: number }[])
+      // One run is asked to park, with the room its arguments leave for its journal; the other is not asked at all.
+      expect(asked.map((c) => c.length).sort()).toEqual([0, 1])
+      const room = asked.flat()[0]!.maxChars
+      expect(room).toBeLessThan((1024 * 1024 - 600_000) / 2)
+      expect(room).toBeGreaterThan((1024 * 1024 - 600_100) / 2 - 64)
+      expect(runtime.load()).toMatchObject({ running: 2, parked: 0 })
+      await runtime.dispose()
+    })
+
     it('runs waiting to resume and new runs take turns for freed threads (neither starves the other)', async () => {
       vi.useFakeTimers()
       const { platform: p, threads } = scriptedPlatform({
