@@ -20,6 +20,8 @@ import { questionText } from '../../../src/mcp/_elicitation.js'
 import { createToolRuntime } from '../../../src/registry/index.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
 import type { ApprovalRequest, ToolPreviewContext } from '../../../src/types.js'
+import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
+import { nextRequest, programResult, runCode, setup } from './helpers.js'
 
 const bytes = (text: string): number => new TextEncoder().encode(text).length
 
@@ -264,6 +266,52 @@ describe('a preview travels on the request to every listing', () => {
     const execution = { callId: 'e1', name: 'write', arguments: { path: 'README.md' }, signal: new AbortController().signal } as unknown as ApprovalRequest['execution']
     const text = questionText({ execution, parameters: { type: 'object', properties: { path: { type: 'string' } } }, reason: 'writes', preview: 'overwrites README.md\n-a\n+b' } as ApprovalRequest)
     expect(text).toBe('Allow the tool call write (writes)?\nArguments:\npath: "README.md"\nWhat it will do:\noverwrites README.md\n-a\n+b')
+  })
+})
+
+describe('a preview inside Code Mode', () => {
+  /** The approval fixture plus `annotate` (asks, has a preview that counts its calls). */
+  function withPreview(plans: boolean) {
+    const fixture = setup({ plans }, { mode: 'code', codeRuntime: createInProcessRuntime() })
+    const previewed: number[] = []
+    fixture.runtime.register(
+      defineTool({
+        name: 'annotate',
+        description: 'annotates',
+        parameters: { n: { type: 'number', required: true } },
+        output: { schema: { type: 'number' }, render: () => [] },
+        execute: (args) => args.n,
+        preview: (args) => {
+          previewed.push(args.n)
+          return `annotates item ${args.n}`
+        },
+      }),
+    )
+    fixture.runtime.on('tools/pre-execute', (decision, execution) => (execution.name === 'annotate' ? { kind: 'ask', reason: 'annotating' } : decision))
+    return { ...fixture, previewed }
+  }
+
+  it('a program\'s asking sub-call carries its preview', async () => {
+    const { broker, runtime, previewed } = withPreview(false)
+    const asked = nextRequest(broker)
+    const { result } = runCode(runtime, 'return await tools.annotate({ n: 7 })')
+    const request = await asked
+    expect(request.preview).toBe('annotates item 7')
+    broker.decide(request.id, { decision: 'allow' })
+    expect(programResult(await result)).toBe(7)
+    expect(previewed).toEqual([7])
+  })
+
+  it('a plan has no preview, and a call the plan pre-approved is never previewed (nobody is asked)', async () => {
+    const { broker, runtime, previewed } = withPreview(true)
+    const asked = nextRequest(broker)
+    const { result } = runCode(runtime, 'return (await tools.annotate({ n: 1 })) + (await tools.annotate({ n: 2 }))')
+    const request = await asked
+    expect(request.kind).toBe('plan')
+    expect(request.preview).toBeUndefined()
+    broker.decide(request.id, { decision: 'allow' })
+    expect(programResult(await result)).toBe(3)
+    expect(previewed).toEqual([])
   })
 })
 
