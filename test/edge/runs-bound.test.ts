@@ -70,7 +70,6 @@ describe('decisions bound to calls on the built Worker (Miniflare, Durable Objec
   it('the same call id with other arguments asks anew: the Allow given for a harmless write does not run a write of src/index.ts', async () => {
     const harmless = execute('write_file', { callId: 'same-id', arguments: { path: 'notes/one.md', content: 'harmless' } })
     const [first] = await listedWhere((a) => a.name === 'write_file' && a.arguments.path === 'notes/one.md')
-    expect(first?.argumentsHash).toMatch(/^[0-9a-f]{64}$/)
     expect((await decide(first!.id, 'allow')).status).toBe(200)
     expect(((await (await harmless).json()) as { isError: boolean }).isError).toBe(false)
 
@@ -84,6 +83,8 @@ describe('decisions bound to calls on the built Worker (Miniflare, Durable Objec
     expect(again).toBeDefined()
     expect(again!.id).not.toBe(first!.id)
     expect(again!.callId).toBe(first!.callId)
+    expect(again!.argumentsHash).toMatch(/^[0-9a-f]{64}$/)
+    expect(again!.argumentsHash).not.toBe(first!.argumentsHash)
     expect(settled).toBe(false)
     expect((await decide(again!.id, 'deny')).status).toBe(200)
     const body = (await (await evil).json()) as { isError: boolean }
