@@ -1,5 +1,6 @@
 import { playwright } from '@vitest/browser-playwright'
 import { defineConfig } from 'vitest/config'
+import { quietOptimizerProgress } from './test/support/quiet-output.js'
 
 /**
  * The core unit suites that are platform-neutral (they and their helpers import nothing
@@ -29,6 +30,8 @@ const CORE_UNIT_SUITES = [
  * vitest.browser.config.ts`. The same block is meant to join vitest.config.ts's projects.
  */
 export default defineConfig({
+  // Vite's "[optimizer] scanning/bundling dependencies..." lines on a fresh clone read as news in a quiet run.
+  plugins: [quietOptimizerProgress()],
   // Pre-bundled up front: discovering them mid-run makes vite reload the page under a test.
   optimizeDeps: {
     // The QuickJS variant finds its wasm next to itself (`new URL(…, import.meta.url)`):
@@ -42,6 +45,11 @@ export default defineConfig({
       'sucrase/dist/parser/tokenizer/keywords.js',
       'sucrase/dist/parser/tokenizer/types.js',
       'fast-check',
+      // test/unit/schema/ajv-differential.test.ts (the reference validator) and the HTTP error
+      // class the approval suites reach: found mid-run, they printed vite's "new dependencies
+      // optimized" and "reloading" lines.
+      'ajv',
+      'hono/http-exception',
       // test/browser/preflight.test.ts: the compiler, imported by the preflight Web Worker.
       'typescript',
       // test/unit/mcp/import-portable.test.ts: a real SDK Server + Client over the in-memory transport.
