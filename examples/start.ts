@@ -349,7 +349,7 @@ async function main(): Promise<void> {
     started.staticDir === undefined
       ? '  (playground not built: GET / lists the API routes)'
       : `  playground: ${started.url}/ (serving ${started.staticDir})`,
-    `  approvals: write_file and edit_file wait for Allow / Deny (the playground, or GET/POST /v1/approvals; ${started.approvals.timeoutMs / 1000} s to decide)`,
+    `  approvals: write_file and edit_file wait for Allow / Deny (the playground, or GET/POST /v1/approvals with the playground token; ${started.approvals.timeoutMs / 1000} s to decide)`,
     `  data: runs waiting for a person, pending approvals and the workspace are kept in ${dataDir} (TOOLYARD_DATA_DIR) and survive a restart`,
     `  Code Mode: QuickJS sandbox, compute ${started.codeRuntime.limits.computeMs / 1000} s and wall clock ${started.codeRuntime.limits.maxWallMs / 1000} s a run, ` +
       `${started.codeRuntime.load().maxConcurrentRuns} runs at once (+${started.codeRuntime.load().maxQueuedRuns} queued)`,
