@@ -42,7 +42,9 @@ export function renderTimeline(target: HTMLElement, records: readonly SubCallRec
   const step = niceStep(span)
   const ticks: HTMLElement[] = []
   for (let t = 0; t <= span + 1e-9; t += step) {
-    ticks.push(h('span', { style: `left:${(t / span) * 100}%` }, `${Number(t.toFixed(3))} ms`))
+    const at = (t / span) * 100
+    // A label near the right end ends at its tick instead of centring on it: never cut by the box's edge.
+    ticks.push(h('span', { style: `left:${at}%${at > 90 ? ';transform:translateX(-100%)' : ''}` }, `${Number(t.toFixed(3))} ms`))
   }
   const rows = records.map((record) => {
     const end = record.end ?? now

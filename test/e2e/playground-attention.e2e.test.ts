@@ -192,11 +192,18 @@ describe('cards and timeline', () => {
     const badges = await page.$$eval('[data-testid="card"]', (cards) => cards.map((card) => card.querySelector('[data-testid="card-mode"]')?.textContent))
     expect(badges[0]).toBe('invalid arguments')
     expect(badges.slice(1)).toEqual(['parallel', 'parallel', 'parallel'])
-    const labels = await page.$$eval('[data-testid="timeline"] .axis span', (spans) =>
-      spans.map((span) => ({ text: span.textContent, height: span.getBoundingClientRect().height, line: parseFloat(getComputedStyle(span).fontSize) * 1.6 })),
-    )
+    const labels = await page.$$eval('[data-testid="timeline"] .axis span', (spans) => {
+      const box = document.querySelector('[data-testid="timeline"]')!.getBoundingClientRect()
+      return spans.map((span) => {
+        const own = span.getBoundingClientRect()
+        return { text: span.textContent, height: own.height, line: parseFloat(getComputedStyle(span).fontSize) * 1.6, inside: own.left >= box.left && own.right <= box.right }
+      })
+    })
     expect(labels.length).toBeGreaterThan(2)
-    for (const label of labels) expect(label.height, `"${label.text}" wraps`).toBeLessThan(label.line)
+    for (const label of labels) {
+      expect(label.height, `"${label.text}" wraps`).toBeLessThan(label.line)
+      expect(label.inside, `"${label.text}" is cut by the timeline's edge`).toBe(true)
+    }
     expect(problems).toEqual([])
     await page.close()
   })
