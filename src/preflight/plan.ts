@@ -8,8 +8,8 @@
  * its length, its bracket nesting and the parser's backtracking work and answers a
  * syntax error as a message. Only a program it accepted is parsed again here, with the
  * very same parser call on the very same text, so this parse does the same bounded work.
- * Everything after the parse is one pass over the tokens (plus one for bracket matching):
- * linear in the program's length.
+ * Everything after the parse is a bounded number of passes over the tokens (brackets, the
+ * hostile spellings, at most {@link MAX_ALIAS_PASSES} for aliases): linear in its length.
  *
  * The scan fails closed: whatever it cannot prove static is `dynamic` (nothing is then
  * pre-approved). That covers every road to the global object (`this`, `globalThis`,
