@@ -22,47 +22,70 @@ function hex(bytes: Uint8Array, length = bytes.length): string {
   return out
 }
 
+/** A container being written: its items (an array's values, or an object's sorted keys) and the next one. */
+type Frame = { readonly array: readonly JsonValue[]; i: number } | { readonly object: { readonly [key: string]: JsonValue }; readonly keys: readonly string[]; i: number }
+
+/** The JSON text of `text` without its quotes, escaped slice by slice (a slice never ends inside a surrogate pair). */
+function* quotedSlices(text: string): Generator<string> {
+  for (let at = 0; at < text.length; ) {
+    let end = Math.min(text.length, at + SLICE_CHARS)
+    const last = text.charCodeAt(end - 1)
+    if (end < text.length && last >= 0xd800 && last <= 0xdbff) end--
+    yield JSON.stringify(text.slice(at, end)).slice(1, -1)
+    at = end
+  }
+}
+
 /**
  * Canonical JSON of `value` (object keys sorted by code unit, no spaces), yielded in pieces
- * of about {@link SLICE_CHARS}: one long string value is cut into several pieces, so no
- * piece is much longer than a slice. Iterative: nesting costs no stack.
+ * of about {@link SLICE_CHARS}: a long string is escaped slice by slice, so no piece (and no
+ * copy of a value) is much longer than a slice. Iterative, one frame per open container:
+ * nesting costs no call stack, and a container's items are visited in place.
  */
 function* canonicalPieces(value: JsonValue): Generator<string> {
-  // A frame is a value still to write, or a literal to write (closing brackets, commas, keys).
-  const stack: ({ readonly text: string } | { readonly value: JsonValue })[] = [{ value }]
+  const stack: Frame[] = []
   let out = ''
-  while (stack.length > 0) {
-    const frame = stack.pop()!
-    if ('text' in frame) out += frame.text
-    else {
-      const item = frame.value
+  let next: JsonValue | undefined = value
+  for (;;) {
+    if (next !== undefined) {
+      const item: JsonValue = next
+      next = undefined
       if (typeof item === 'string') {
-        const quoted = JSON.stringify(item)
-        for (let at = 0; at < quoted.length; at += SLICE_CHARS) {
-          out += quoted.slice(at, at + SLICE_CHARS)
+        out += '"'
+        for (const slice of quotedSlices(item)) {
+          out += slice
           if (out.length >= SLICE_CHARS) {
             yield out
             out = ''
           }
         }
+        out += '"'
       } else if (item === null || typeof item !== 'object') out += JSON.stringify(item)
       else if (Array.isArray(item)) {
         out += '['
-        stack.push({ text: ']' })
-        for (let i = item.length - 1; i >= 0; i--) {
-          stack.push({ value: item[i]! })
-          if (i > 0) stack.push({ text: ',' })
-        }
+        stack.push({ array: item, i: 0 })
       } else {
         out += '{'
-        stack.push({ text: '}' })
-        const keys = Object.keys(item).sort()
-        for (let i = keys.length - 1; i >= 0; i--) {
-          const key = keys[i]!
-          stack.push({ value: item[key]! })
-          stack.push({ text: `${i > 0 ? ',' : ''}${JSON.stringify(key)}:` })
-        }
+        stack.push({ object: item, keys: Object.keys(item).sort(), i: 0 })
       }
+    }
+    const top = stack.at(-1)
+    if (top === undefined) break
+    if ('array' in top) {
+      if (top.i === top.array.length) {
+        out += ']'
+        stack.pop()
+      } else {
+        if (top.i > 0) out += ','
+        next = top.array[top.i++]!
+      }
+    } else if (top.i === top.keys.length) {
+      out += '}'
+      stack.pop()
+    } else {
+      const key = top.keys[top.i++]!
+      out += `${top.i > 1 ? ',' : ''}${JSON.stringify(key)}:`
+      next = top.object[key]!
     }
     if (out.length >= SLICE_CHARS) {
       yield out
