@@ -32,13 +32,14 @@ describe('POST /v1/tools/:name/execute — callId must survive the trip back in 
   })
 
   it.each([['toolu_01A09q90qw90lq917835lq9'], ['call-abc DEF'], ['x'.repeat(256)], ['!~#$%&*+-./:;<=>?@[]^_`{|}']])(
-    'accepts the printable-ASCII id %s and echoes it unchanged',
+    'accepts the printable-ASCII id %s and echoes it in its principal’s namespace',
     async (callId) => {
       const { app, results } = createFixture()
       const response = await app.request('/v1/tools/echo/execute', post({ arguments: { text: 'x' }, callId }))
       expect(response.status).toBe(200)
-      expect(response.headers.get('X-Toolyard-Call-Id')).toBe(callId)
-      expect(results.at(-1)?.callId).toBe(callId)
+      // A client's id lives in its principal's namespace (the single token's principal is `admin`).
+      expect(response.headers.get('X-Toolyard-Call-Id')).toBe(`client.admin.${callId}`)
+      expect(results.at(-1)?.callId).toBe(`client.admin.${callId}`)
     },
   )
 })
