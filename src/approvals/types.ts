@@ -86,9 +86,9 @@ export interface PendingApproval {
   readonly arguments: JsonValue
   /**
    * The canonical hash of the call's validated arguments (SHA-256 of their JSON with sorted
-   * keys, 64 hex digits, `argumentsHash` of `toolyard`'s durable module): a stored decision
-   * is bound to it. Set by a broker over a store (the in-memory broker never reuses a
-   * decision, and opens its requests without waiting for a digest).
+   * keys, hashed in 32 KiB slices; 64 hex digits): a stored decision is bound to it. Set by
+   * a broker over a store (the in-memory broker never reuses a decision, and opens its
+   * requests without waiting for a digest).
    */
   readonly argumentsHash?: string
   /** `true` when a broker over a store left `arguments` out (too large to keep); absent otherwise. */
