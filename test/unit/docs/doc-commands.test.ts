@@ -6,7 +6,7 @@
  * that is none of these, or an entry whose sample is gone, fails the check.
  */
 import { execFile } from 'node:child_process'
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -119,6 +119,26 @@ describe('command samples in README.md and docs/', () => {
     const markers = new Set(files.flatMap((file) => [...readFileSync(join(root, file), 'utf8').matchAll(/<!--\s*sample:\s*([a-z0-9-]+)\s*-->/g)].map((m) => m[1])))
     for (const [, , how] of ACCOUNTED) if ('producedBy' in how) expect(markers).toContain(how.producedBy)
   })
+
+  it('README’s quick start runs as it says: saved as quickstart.mjs, against the built package', async () => {
+    const readme = readFileSync(join(root, 'README.md'), 'utf8')
+    const section = readme.slice(readme.indexOf('## Quick start (library)'))
+    expect(section).toMatch(/^Save this as `quickstart\.mjs`/m)
+    const code = /```js\n([\s\S]*?)\n```/.exec(section)?.[1]
+    expect(code).toBeDefined()
+    // Inside the repository, `toolyard` resolves to this package (its exports map: dist/).
+    const dir = join(root, '.scratch-doc-quickstart')
+    mkdirSync(dir, { recursive: true })
+    try {
+      writeFileSync(join(dir, 'quickstart.mjs'), code!)
+      const { code: exit, out } = await sh('node .scratch-doc-quickstart/quickstart.mjs')
+      expect(exit, out).toBe(0)
+      expect(out).toContain("[ { type: 'text', text: '5' } ]")
+      expect(out).toContain("{ type: 'text', text: '[\\n  2,\\n  4,\\n  6\\n]' }")
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }, 120_000)
 
   const runnable = samples.filter((s) => {
     const how = bestOf(s)?.[2]
