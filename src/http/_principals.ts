@@ -56,11 +56,13 @@ export function agentFor(c: Context, requested: ScopeKey | undefined): ScopeKey 
 
 /**
  * Whether `principal` may read a run started by `owner` (`undefined`: a record written
- * before runs had principals): its own runs, or any with `approve` (a person following a
- * decision to its effect) or `admin`.
+ * before runs had principals): its own runs, any as `admin`, and with `approve` the runs
+ * that asked a person (`asked`: the runs its approvals belong to, also once decided, so a
+ * person can follow a decision to its effect).
  */
-export function canReadRun(principal: Principal, owner: string | undefined): boolean {
-  return hasRole(principal, 'approve') || (owner !== undefined && owner === principal.id)
+export function canReadRun(principal: Principal, owner: string | undefined, asked: boolean): boolean {
+  if (principal.roles.includes('admin') || (owner !== undefined && owner === principal.id)) return true
+  return asked && hasRole(principal, 'approve')
 }
 
 /** Whether `principal` may cancel a run started by `owner`: its own, or any as `admin`. */

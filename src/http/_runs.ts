@@ -298,7 +298,10 @@ async function drive(
 ): Promise<void> {
   const frames = runFrames(run, () => writer.snapshot(run, request), () => writer.pastReserve(run), resumed?.waitingFor ?? [])
   const first = resumed === undefined ? 'start' : 'resumed'
-  const append = (event: string, data: unknown): void => frames.append(event, data)
+  const append = (event: string, data: unknown): void => {
+    if (event === 'approval') table.noteAsked(run)
+    frames.append(event, data)
+  }
   append(first, { id: run.id, ...prepared.start })
   const unsubscribe = config.hub?.subscribe(
     (event) => {
@@ -388,7 +391,7 @@ function startRun(runtime: ToolRuntime, config: RunsConfig, table: RunTable, own
   }
 }
 
-/** Who may start runs and cancel their own (`admin`: any); who may read one (its own, or any with `approve`). */
+/** Who may start runs and cancel their own (`admin`: any); who may read one (its own, or one that asked a person, with `approve`). */
 const RUN: readonly Role[] = ['run']
 const READ_RUN: readonly Role[] = ['run', 'approve']
 
@@ -401,13 +404,13 @@ function tableRun(c: Context, table: RunTable): { id: string; run: TableRun | un
   const id = c.req.param('id') as string
   if (!UUID.test(id)) throw runNotFound(id)
   const run = table.get(id)
-  if (run !== undefined && !canReadRun(requestPrincipal(c), run.principal)) throw runNotFound(id)
+  if (run !== undefined && !canReadRun(requestPrincipal(c), run.principal, run.asked)) throw runNotFound(id)
   return { id, run }
 }
 
 async function storedRecord(c: Context, id: string, records: RunRecordStore | undefined): Promise<RunRecordJson> {
   const record = await records?.get(id)
-  if (record === undefined || !canReadRun(requestPrincipal(c), record.principal)) throw runNotFound(id)
+  if (record === undefined || !canReadRun(requestPrincipal(c), record.principal, record.asked === true)) throw runNotFound(id)
   return record
 }
 
@@ -647,7 +650,7 @@ async function adoptResumed(resumed: readonly ResumedRun[], stores: RunStores, t
     }
     // Stryker disable next-line OptionalChaining: adoptResumed got past `records === undefined`: there is a store, so events too
     const restored = (await events?.load(record.id).catch((error: unknown) => void config.report(error, request))) ?? continuedIds(record)
-    const run = table.admit({ callId: record.callId, agent: record.agent, principal: record.principal, id: record.id, createdAt: record.createdAt, events: restored })
+    const run = table.admit({ callId: record.callId, agent: record.agent, principal: record.principal, asked: record.asked === true, id: record.id, createdAt: record.createdAt, events: restored })
     if (run === undefined) continue
     owners.running()
     adopted++

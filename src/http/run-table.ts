@@ -307,6 +307,8 @@ export interface TableRun {
   readonly agent: ScopeKey | undefined
   /** The id of the principal that started it (never a token); `undefined` for a record written before runs had one. */
   readonly principal: string | undefined
+  /** Whether it ever asked a person (an `approval` event): then `approve` principals may read it. */
+  readonly asked: boolean
   /** Epoch ms. */
   readonly createdAt: number
   /** The run's own abort switch (`DELETE /v1/runs/:id`). */
@@ -327,8 +329,10 @@ export interface RunRecordJson {
   readonly id: string
   readonly callId: string
   readonly agent?: ScopeKey
-  /** The id of the principal that started it (`GET` answers it only to that principal, `approve` and `admin`). */
+  /** The id of the principal that started it (`GET` answers it only to that principal, `admin`, and `approve` once it `asked`). */
   readonly principal?: string
+  /** Present once the run asked a person: the runs an `approve` principal may read. */
+  readonly asked?: true
   readonly status: StoredRunStatus
   readonly createdAt: number
   readonly settledAt?: number
@@ -373,6 +377,7 @@ export function runRecord(run: TableRun): RunRecordJson {
     callId: run.callId,
     ...(run.agent === undefined ? {} : { agent: run.agent }),
     ...(run.principal === undefined ? {} : { principal: run.principal }),
+    ...(run.asked ? { asked: true as const } : {}),
     status: run.status,
     createdAt: run.createdAt,
     ...(run.settledAt === undefined ? {} : { settledAt: run.settledAt }),
@@ -414,6 +419,7 @@ export function createStoreRunRecords(store: DurableStore): RunRecordStore {
       if (!STORED_STATUSES.includes(record.status as StoredRunStatus) || typeof record.createdAt !== 'number') return undefined
       if (record.owner !== undefined && typeof record.owner !== 'string') return undefined
       if (record.principal !== undefined && typeof record.principal !== 'string') return undefined
+      if (record.asked !== undefined && record.asked !== true) return undefined
       return typeof record.events === 'object' && record.events !== null ? (record as RunRecordJson) : undefined
     },
     async delete(id) {
@@ -647,6 +653,8 @@ export interface RunTable {
     readonly agent: ScopeKey | undefined
     /** Who started it (absent: a record from before runs had principals; only `approve` and `admin` read it). */
     readonly principal?: string | undefined
+    /** A resumed run that had asked a person before its restart. */
+    readonly asked?: boolean
     readonly id?: string
     readonly createdAt?: number
     /** The frames of a run resumed after a restart (its buffer continues after them). */
@@ -656,6 +664,8 @@ export interface RunTable {
   get(id: string): TableRun | undefined
   /** Asks the run to end: its controller aborts, and it will settle as `cancelled`. No-op once settled. */
   cancel(run: TableRun, reason: unknown): void
+  /** Notes that the run asked a person (its `approval` event): `approve` principals may read it from then on. */
+  noteAsked(run: TableRun): void
   /** Records the run's end: `cancelled` if a cancel was asked, else `done` / `failed` from the result. */
   settle(run: TableRun, result: ToolExecutionResult | undefined): void
   /**
@@ -698,7 +708,7 @@ export function createRunTable(options: ResolvedRunTableOptions, now: () => numb
   }
 
   return {
-    admit({ callId, agent, principal, id, createdAt, events }) {
+    admit({ callId, agent, principal, asked, id, createdAt, events }) {
       sweep(1)
       if (runs.size >= options.maxRuns || bytes >= options.maxBytes) return undefined
       if (id !== undefined && runs.has(id)) return undefined
@@ -708,6 +718,7 @@ export function createRunTable(options: ResolvedRunTableOptions, now: () => numb
         callId,
         agent,
         principal,
+        asked: asked === true,
         createdAt: createdAt ?? now(),
         controller: new AbortController(),
         // A run's bytes count while it is in the table; after eviction its buffer is no longer the table's.
@@ -736,6 +747,9 @@ export function createRunTable(options: ResolvedRunTableOptions, now: () => numb
       if (entry.status !== 'running' || entry.cancelRequested) return
       entry.cancelRequested = true
       entry.controller.abort(reason)
+    },
+    noteAsked(run) {
+      ;(run as MutableRun).asked = true
     },
     settle(run, result) {
       const entry = run as MutableRun

@@ -204,18 +204,35 @@ describe('runs belong to their principal', () => {
     }
   })
 
-  it('approve reads any run (not cancel: 403); admin cancels any; the starter cancels its own', async () => {
+  it('approve reads the runs that asked a person (not cancel: 403), not the others (404); admin reads and cancels any; the starter cancels its own', async () => {
     const f = rolesFixture()
     f.wait.reset()
-    const { id } = await startRun(f, AGENT_TOKEN, 'await tools.wait({}); return 1')
+    const quiet = await startRun(f, AGENT_TOKEN, 'await tools.wait({}); return 1')
     await f.wait.started
-    expect((await f.request(`/v1/runs/${id}`, PERSON_TOKEN)).status).toBe(200)
-    expect(await errorOf(await f.request(`/v1/runs/${id}`, PERSON_TOKEN, { method: 'DELETE' }))).toEqual({
+    // It never asked: to the person it does not exist; the operator reads and cancels it.
+    expect((await errorOf(await f.request(`/v1/runs/${quiet.id}`, PERSON_TOKEN))).code).toBe('RUN_NOT_FOUND')
+    expect((await f.request(`/v1/runs/${quiet.id}/events`, PERSON_TOKEN)).status).toBe(404)
+    expect((await f.request(`/v1/runs/${quiet.id}`, ADMIN_TOKEN)).status).toBe(200)
+    const cancelled = await f.request(`/v1/runs/${quiet.id}`, ADMIN_TOKEN, { method: 'DELETE' })
+    expect(((await cancelled.json()) as { status: string }).status).toBe('cancelled')
+    // One that asks: the person reads it while it waits and after the decision, but cannot cancel it.
+    const asking = await startRun(f, AGENT_TOKEN, 'return await tools.pay({ cents: 3 })')
+    await eventually(async () => (await f.pending()).length === 1)
+    expect(((await (await f.request(`/v1/runs/${asking.id}`, PERSON_TOKEN)).json()) as { status: string }).status).toBe('waiting')
+    expect(await errorOf(await f.request(`/v1/runs/${asking.id}`, PERSON_TOKEN, { method: 'DELETE' }))).toEqual({
       code: 'FORBIDDEN',
       message: 'cancelling a run another principal started needs the admin role',
     })
-    const cancelled = await f.request(`/v1/runs/${id}`, ADMIN_TOKEN, { method: 'DELETE' })
-    expect(((await cancelled.json()) as { status: string }).status).toBe('cancelled')
+    const [request] = await f.pending()
+    await f.request(`/v1/approvals/${request!.id}`, PERSON_TOKEN, { body: { decision: 'allow' } })
+    expect(await settled(f, asking.id)).toMatchObject({ status: 'done' })
+    await eventually(async () => JSON.parse((await f.store.get(`http-runs/${asking.id}`))?.value ?? '{}').status === 'done')
+    expect(JSON.parse((await f.store.get(`http-runs/${asking.id}`))!.value)).toMatchObject({ principal: 'agent', asked: true })
+    expect(((await (await f.request(`/v1/runs/${asking.id}`, PERSON_TOKEN)).json()) as { status: string }).status).toBe('done')
+    // The stored record says it asked: another app on the store lets the person read it too.
+    const other = createToolsApp(f.runtime, { tokens: ROLE_TOKENS, store: f.store })
+    expect((await other.request(`/v1/runs/${asking.id}`, { headers: auth(PERSON_TOKEN) })).status).toBe(200)
+    expect((await other.request(`/v1/runs/${quiet.id}`, { headers: auth(PERSON_TOKEN) })).status).toBe(404)
     f.wait.reset()
     const mine = await startRun(f, AGENT_TOKEN, 'await tools.wait({}); return 1')
     await f.wait.started

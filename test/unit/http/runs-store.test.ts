@@ -151,7 +151,7 @@ describe('/v1/runs with a store: a waiting run is snapshotted', () => {
     const manifest = await eventually(() => manifestOf(store, id))
     expect(manifest).toMatchObject({ last: 4, next: 4 + 1_000_000, dropped: 0 })
     const record = await eventually(async () => ((await recordOf(store, id))?.events.last === 4 ? recordOf(store, id) : undefined))
-    expect(Object.keys(record!).sort()).toEqual(['callId', 'createdAt', 'events', 'id', 'owner', 'principal', 'status'])
+    expect(Object.keys(record!).sort()).toEqual(['asked', 'callId', 'createdAt', 'events', 'id', 'owner', 'principal', 'status'])
     expect(record).toMatchObject({ id, callId, status: 'running', events: { first: 1, last: 4, dropped: 0 } })
     expect(record!.owner).toMatch(OWNER)
     // The owner says it is alive while the run is running.
