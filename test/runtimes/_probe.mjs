@@ -1,0 +1,11 @@
+import { createSandboxRuntime } from '../../dist/platforms/node/index.js'
+const rt = createSandboxRuntime({ memoryMb: 32 })
+const t0 = performance.now()
+const r = await rt.run({ program: 'return 1+1', bindings: [] })
+console.log('value', JSON.stringify(r), performance.now() - t0)
+const loop = await rt.run({ program: 'while(true){}', bindings: [] , })
+console.log('loop', JSON.stringify(loop.error))
+const bomb = await rt.run({ program: 'const keep = []\nwhile (true) keep.push(new Array(1e5).fill({ a: 1 }))', bindings: [] })
+console.log('bomb', JSON.stringify(bomb.error), performance.now() - t0)
+console.log(rt.capabilities)
+await rt.dispose()
