@@ -362,7 +362,8 @@ class PooledThread {
   /** The thread is gone, or must go: fail its run, terminate it, let the pool replace it. */
   die(reason: string): void {
     if (this.state === 'dead') return
-    const run = this.current
+    // A stopping thread's run no longer needs it (settled, or parked with its journal on the host): a slow release fails no run.
+    const run = this.state === 'stopping' ? undefined : this.current
     this.state = 'dead'
     this.current = undefined
     for (const timer of [this.#graceTimer, this.#idleTimer, this.#bootTimer]) clearTimeout(timer)

@@ -212,5 +212,30 @@ export function describeParkingContract(label: string, makeRuntime: (options: Pa
       controller.abort('stop')
       expect((await pending).error?.kind).toBe('abort')
     })
+
+    it('a host stalled right after a park (Deno blocks it while spawning a thread) does not fail the parked run', async () => {
+      const b = parkingBindings()
+      const stall = () => {
+        const end = performance.now() + 300
+        while (performance.now() < end);
+      }
+      // The next turn of the host's loop, where Node runs expired timers before messages
+      // from threads; the thread may still answer first, so the run parks three times.
+      const later = (globalThis as { setImmediate?: (f: () => void) => void }).setImmediate ?? ((f: () => void) => setTimeout(f, 0))
+      const parked: ParkedRunState[] = []
+      const onPark = (state: ParkedRunState) => {
+        parked.push(state)
+        later(stall)
+      }
+      const pending = make().run(b.request('const a = await tools.ask(1)\nconst b = await tools.ask(2)\nreturn [a, b, await tools.ask(3)]', { durable: { onPark } }))
+      let settled = false
+      void pending.then(() => (settled = true))
+      for (const answer of ['x', 'y', 'z']) {
+        const before = parked.length
+        await until(() => parked.length > before || settled)
+        b.decide(answer)
+      }
+      expect(valueOf(await pending)).toEqual(['x', 'y', 'z'])
+    })
   })
 }
