@@ -1,5 +1,5 @@
 /**
- * The suites on Bun (bundled by bundle.mjs, run by bun.test.ts): the sandbox from
+ * The suites on Bun (bundled by bundle.ts, run by bun.test.ts): the sandbox from
  * `toolyard/node` (node:worker_threads), the HTTP app behind `Bun.serve`.
  * @module
  */
@@ -20,6 +20,7 @@ const Bun = (globalThis as unknown as { Bun: BunGlobal }).Bun
 
 registerSuites({
   name: 'bun',
+  workerHeapCapped: false,
   sandboxes: [{ entry: 'toolyard/node', make: (options) => createSandboxRuntime(options) }],
   serve: (fetch) => {
     const server = Bun.serve({ hostname: '127.0.0.1', port: 0, idleTimeout: 30, fetch })

@@ -7,6 +7,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { Worker } from 'node:worker_threads'
 import { afterAll, describe, expect, it } from 'vitest'
 import { createApprovalBroker, createMemoryStore, createToolRuntime, defineTool } from '../../src/index.js'
 import type { CodeRuntime } from '../../src/code-runtime/contract.js'
@@ -15,6 +16,7 @@ import { createFileStore } from '../../platforms/node/index.js'
 import { describeCodeRuntimeContract, type ContractGaps, type ContractRuntimeOptions } from '../contract/code-runtime-contract.js'
 import { describeDurableStoreContract } from '../contract/durable-store-contract.js'
 import { describeParkingContract } from '../contract/parking-contract.js'
+import { skipWhere } from './vitest-shim.js'
 
 /** A running server: its origin (`http://127.0.0.1:PORT`) and how to stop it. */
 export interface Served {
@@ -28,12 +30,16 @@ export interface SandboxUnderTest {
   readonly entry: string
   readonly make: (options: ContractRuntimeOptions & { readonly memoryMb?: number; readonly prespawn?: number; readonly parkAfterMs?: number }) => CodeRuntime
   readonly gaps?: ContractGaps
+  /** Run only these blocks of the CodeRuntime contract; the others are reported skipped with `why`. */
+  readonly contractBlocks?: { readonly only: readonly string[]; readonly why: string }
 }
 
 /** What a runtime's runner passes in: its name, its sandboxes, and how it serves a fetch handler. */
 export interface Host {
   readonly name: string
   readonly sandboxes: readonly SandboxUnderTest[]
+  /** Whether `resourceLimits` caps a `node:worker_threads` Worker's heap here (the README's claim, checked). */
+  readonly workerHeapCapped: boolean
   /** Serves `fetch` on 127.0.0.1 on a free port, as the README says to on this runtime. */
   readonly serve: (fetch: (request: Request) => Response | Promise<Response>) => Served | Promise<Served>
 }
@@ -45,6 +51,11 @@ export function registerSuites(host: Host): void {
   for (const sandbox of host.sandboxes) {
     const label = `sandbox (${sandbox.entry} on ${host.name})`
     describeCodeRuntimeContract(label, (options) => sandbox.make({ ...options, memoryMb: 32 }), { capturesStdio: QUICKJS_STDIO, ...sandbox.gaps })
+    const blocks = sandbox.contractBlocks
+    if (blocks !== undefined) {
+      const prefix = `CodeRuntime contract: ${label} > `
+      skipWhere((name) => name.startsWith(prefix) && !blocks.only.some((block) => name.startsWith(`${prefix}${block} > `)), blocks.why)
+    }
     describeParkingContract(label, ({ parkAfterMs }) => sandbox.make({ memoryMb: 32, prespawn: 0, parkAfterMs }))
     describeQuickStart(label, sandbox)
   }
@@ -54,6 +65,27 @@ export function registerSuites(host: Host): void {
   let n = 0
   describeDurableStoreContract(`file (node:fs on ${host.name})`, (options) => createFileStore(join(root, `store-${n++}`), options))
   describeHttpSmoke(host, host.sandboxes[0]!)
+  describeWorkerHeapCap(host)
+}
+
+/**
+ * The sandbox's second memory bound: `resourceLimits` on its thread's own heap (the
+ * program's memory is QuickJS's wasm memory, capped everywhere: the contract's memory
+ * bomb). A worker capped at 32 MB allocates about 200 MB of JavaScript arrays.
+ */
+function describeWorkerHeapCap(host: Host): void {
+  describe(`node:worker_threads resourceLimits on ${host.name}`, () => {
+    it(`a worker heap past maxOldGenerationSizeMb ${host.workerHeapCapped ? 'ends the worker with ERR_WORKER_OUT_OF_MEMORY' : 'is not stopped (the cap is not enforced)'}`, async () => {
+      const source = "const keep = []\nfor (let i = 0; i < 250; i++) keep.push(new Array(1e5).fill({ i }))\nrequire('node:worker_threads').parentPort.postMessage('survived')"
+      const worker = new Worker(source, { eval: true, resourceLimits: { maxOldGenerationSizeMb: 32 } })
+      const outcome = await new Promise<string>((resolve) => {
+        worker.once('message', (message) => resolve(String(message)))
+        worker.once('error', (error) => resolve(String((error as { code?: string }).code ?? error.message)))
+      })
+      await worker.terminate()
+      expect(outcome).toBe(host.workerHeapCapped ? 'ERR_WORKER_OUT_OF_MEMORY' : 'survived')
+    })
+  })
 }
 
 /** The issue's quick start: sub-calls in parallel and 1,000 in sequence through the full pipeline. */

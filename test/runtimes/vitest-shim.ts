@@ -1,7 +1,7 @@
 /**
  * The part of vitest's API the contract suites use (`describe`, `it`, `it.each`,
  * `it.skipIf`, hooks, `expect`), as a tiny sequential runner for Deno and Bun: the bundler
- * (bundle.mjs) substitutes it for `vitest`, so both runtimes run the suites' own cases.
+ * (bundle.ts) substitutes it for `vitest`, so both runtimes run the suites' own cases.
  * @module
  */
 import * as chai from 'chai'
@@ -92,6 +92,13 @@ export function describe(name: string, body: () => void): void {
   }
 }
 
+const skipRules: Array<{ readonly match: (name: string) => boolean; readonly reason: string }> = []
+
+/** Not vitest's: skips every case whose full name `match`es, and reports it as `name (skipped: reason)`. */
+export function skipWhere(match: (name: string) => boolean, reason: string): void {
+  skipRules.push({ match, reason })
+}
+
 /** Hooks, scoped to the enclosing `describe` (or the whole file). */
 export const beforeEach = (hook: Hook): void => void current.beforeEach.push(hook)
 export const afterEach = (hook: Hook): void => void current.afterEach.push(hook)
@@ -151,7 +158,10 @@ async function runSuite(suite: Suite, prefix: string, filter: (name: string) => 
   for (const child of suite.children) {
     if ('body' in child) {
       const name = `${prefix}${child.name}`
-      if (filter(name)) await runCase(suite, child, name, report)
+      const rule = child.skip ? undefined : skipRules.find((r) => r.match(name))
+      if (!filter(name)) continue
+      if (rule === undefined) await runCase(suite, child, name, report)
+      else report({ name: `${name} (skipped: ${rule.reason})`, outcome: 'skipped', ms: 0 })
     } else {
       await runSuite(child, `${prefix}${child.name} > `, filter, report)
     }
