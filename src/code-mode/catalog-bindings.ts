@@ -91,13 +91,13 @@ function readLimit(options: unknown): number {
   // `null` is how an omitted `undefined` arrives across a JSON boundary.
   if (options === undefined || options === null) return CATALOG_SEARCH_DEFAULT_LIMIT
   if (typeof options !== 'object' || Array.isArray(options)) {
-    throw new ToolCallError('catalog.search', 'options must be an object: catalog.search(query, { limit })')
+    throw new ToolCallError('catalog.search', 'options must be an object: catalog.search(query, { limit })', 'INVALID_ARGS')
   }
   const limit = (options as { limit?: unknown }).limit
   if (limit === undefined || limit === null) return CATALOG_SEARCH_DEFAULT_LIMIT
   // Number.isSafeInteger is false for anything that is not a number.
   if (!Number.isSafeInteger(limit) || (limit as number) < 1) {
-    throw new ToolCallError('catalog.search', `limit must be a positive integer (got ${JSON.stringify(limit) ?? String(limit)})`)
+    throw new ToolCallError('catalog.search', `limit must be a positive integer (got ${JSON.stringify(limit) ?? String(limit)})`, 'INVALID_ARGS')
   }
   return limit as number
 }
@@ -105,9 +105,9 @@ function readLimit(options: unknown): number {
 function search(catalog: ToolCatalog, turns: CatalogTurns): CodeBindingFunction {
   return async (args) => {
     const [query, options] = argumentList(args)
-    if (typeof query !== 'string') throw new ToolCallError('catalog.search', 'query must be a string of plain words: catalog.search("refund an order")')
+    if (typeof query !== 'string') throw new ToolCallError('catalog.search', 'query must be a string of plain words: catalog.search("refund an order")', 'INVALID_ARGS')
     if (query.length > MAX_CATALOG_QUERY_CHARS) {
-      throw new ToolCallError('catalog.search', `the query is ${query.length} characters long; at most ${MAX_CATALOG_QUERY_CHARS} are accepted: search with a few words`)
+      throw new ToolCallError('catalog.search', `the query is ${query.length} characters long; at most ${MAX_CATALOG_QUERY_CHARS} are accepted: search with a few words`, 'INVALID_ARGS')
     }
     const limit = readLimit(options)
     // Plain copies: the answer crosses into the sandbox and owes nothing to the catalog's objects.
@@ -120,7 +120,7 @@ function search(catalog: ToolCatalog, turns: CatalogTurns): CodeBindingFunction 
 function describe(catalog: ToolCatalog, turns: CatalogTurns): CodeBindingFunction {
   return async (args) => {
     const [name] = argumentList(args)
-    if (typeof name !== 'string') throw new ToolCallError('catalog.describe', 'name must be a string: catalog.describe("tool_name")')
+    if (typeof name !== 'string') throw new ToolCallError('catalog.describe', 'name must be a string: catalog.describe("tool_name")', 'INVALID_ARGS')
     return turns.take('catalog.describe', () => describeNow(catalog, name))
   }
 }
@@ -133,7 +133,7 @@ function describeNow(catalog: ToolCatalog, name: string): unknown {
     closest.length > 0
       ? `; the closest: ${closest.join(', ')}`
       : '; nothing is named like it: find tools by what they do with catalog.search(query)'
-  throw new ToolCallError('catalog.describe', `no tool named ${quoted(name)} is available to this program${hint}`)
+  throw new ToolCallError('catalog.describe', `no tool named ${quoted(name)} is available to this program${hint}`, 'UNKNOWN_TOOL')
 }
 
 /**

@@ -212,6 +212,9 @@ describe('the catalog namespace on the host', () => {
       ['describe', 'storage_got'],
       ['closest', 'storage_got', 3],
     ])
+    // A program tells a name no tool has from a misused call by the error's code.
+    expect(await describeName('storage_got').catch((e: { code?: string }) => e.code)).toBe('UNKNOWN_TOOL')
+    expect(await describeName(5 as never).catch((e: { code?: string }) => e.code)).toBe('INVALID_ARGS')
     const lonely = namespaceOver(recordingCatalog().catalog)
     expect(await failure(lonely.describe('zz"\n'))).toEqual([
       'catalog.describe',
