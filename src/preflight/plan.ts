@@ -328,9 +328,10 @@ const OPENS_ARRAY_AFTER = new Set(['await', 'of', 'yield'])
  */
 function computedRead(walk: PlanWalk, outer: Int32Array, i: number): { readonly member: boolean } | undefined {
   const prev = walk.tokens[i - 1]
-  if (prev === undefined || prev.isType) return undefined
-  if (ENDS_VALUE.has(prev.type)) {
-    const word = prev.type === tt.name ? walk.text.slice(prev.start, prev.end) : ''
+  if (prev === undefined) return undefined
+  // After an erased type (`x!`, a cast) a `[` reads whatever value was before it.
+  if (prev.isType || ENDS_VALUE.has(prev.type)) {
+    const word = prev.type === tt.name && !prev.isType ? walk.text.slice(prev.start, prev.end) : ''
     return OPENS_ARRAY_AFTER.has(word) ? undefined : { member: true }
   }
   const around = outer[i]!

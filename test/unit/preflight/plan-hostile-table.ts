@@ -47,6 +47,7 @@ export const HOSTILE_SPELLINGS: readonly HostileSpelling[] = [
   spell('indirect eval', `await (0, eval)("tools.${HIDDEN}")`),
   spell('the Function constructor', `await Function("return tools.${HIDDEN}")()`),
   spell('constructor read by a computed key', `const k = 'constr' + 'uctor'\nawait (async () => {})[k]("return tools.${HIDDEN}")()`),
+  spell('constructor read by a computed key after a non-null assertion', `const f: any = async () => {}\nconst k = 'constr' + 'uctor'\nawait f![k]("return tools.${HIDDEN}")()`),
   spell('constructor read by a literal key', `await (async () => {})['constructor']("return tools.${HIDDEN}")()`),
   spell('constructor destructured', `const { constructor: F } = async () => {}\nawait F("return tools.${HIDDEN}")()`),
   spell('constructor destructured by an escaped key', `const { 'constr\\u0075ctor': F } = async () => {}\nawait F("return tools.${HIDDEN}")()`),
