@@ -242,6 +242,9 @@ function destructure(walk: PlanWalk, close: number): boolean {
   return true
 }
 
+/** A JavaScript line terminator (ASI ends a statement at any of them). */
+const LINE_BREAK = /[\n\r\u2028\u2029]/
+
 /** Whether the expression ends with token `i` (a `;`, `}`, `,`, the end, a type annotation, or a line break before a token that cannot continue it). */
 function statementEndsAfter(walk: PlanWalk, i: number): boolean {
   const after = walk.tokens[i + 1]
@@ -249,7 +252,7 @@ function statementEndsAfter(walk: PlanWalk, i: number): boolean {
   const type = after.type
   if (type === tt.semi || type === tt.braceR || type === tt.comma || type === tt.eof) return true
   const continues = type === tt.dot || type === tt.questionDot || type === tt.bracketL || type === tt.parenL || type === tt.backQuote
-  return !continues && walk.text.slice(walk.tokens[i]!.end, after.start).includes('\n')
+  return !continues && LINE_BREAK.test(walk.text.slice(walk.tokens[i]!.end, after.start))
 }
 
 /** How one occurrence of a namespace name (`tools` or an alias) at token `i` is used. */

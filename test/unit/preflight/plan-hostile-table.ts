@@ -91,6 +91,7 @@ export const STILL_STATIC: readonly { readonly label: string; readonly code: str
   { label: 'arrays after await and of', code: 'const [a, b] = await Promise.all([tools.a({}), tools.b({})])\nfor (const x of [a, b]) console.log(x)', calls: ['a', 'b'] },
   { label: 'an object with a computed-free shape', code: 'const summary = { files: 2, ok: true }\nreturn summary', calls: [] },
   { label: 'a class defining its constructor', code: 'class Box { constructor(v) { } }\nreturn await tools.read_file({ path: "a" })', calls: ['read_file'] },
+  { label: 'an alias ended by a lone CR or U+2028 (ASI at any line terminator)', code: 'const t = tools\rawait t.read_file({ path: "a" })\u2028const u = tools\u2028await u.write_file({ path: "b" })', calls: ['read_file', 'write_file'] },
   { label: 'type annotations', code: 'const r: Record<string, number> = {}\nconst f: Function | undefined = undefined\nreturn await tools.read_file({ path: "a" })', calls: ['read_file'] },
 ]
 
