@@ -49,11 +49,13 @@ async function measure(runtime: CodeRuntime, iterations: number, denials: number
   const ask = async (_args: unknown, options?: CodeBindingCallOptions) => {
     const release = options?.holdWallClock?.()
     try {
-      // A person answers only once the run has parked (each decision then resumes it).
+      // A person answers once the run has parked (each decision then resumes it), or after
+      // 500 ms if it does not park (a run whose replay would not fit its budget keeps its VM).
       const before = parkedCount
+      const since = Date.now()
       await new Promise<void>((resolve) => {
         const poll = setInterval(() => {
-          if (parkedCount > before || options?.signal.aborted) {
+          if (parkedCount > before || options?.signal.aborted || Date.now() - since > 500) {
             clearInterval(poll)
             resolve()
           }

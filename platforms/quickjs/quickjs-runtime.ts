@@ -115,9 +115,10 @@ export interface QuickJsRuntimeOptions {
   readonly maxParkedBytes?: number
   /**
    * Compute ms a run's resumes may spend replaying its journal, in total (each resume
-   * replays the whole journal in a fresh VM); a resume that would need more, or a replay
-   * that takes more, ends the run as a `timeout` naming `maxReplayMs`. 1 to 2³¹−1.
-   * Default: `computeMs` (docs/durability.md).
+   * replays the whole journal in a fresh VM); a run whose resume would need more does not
+   * park (it keeps its VM); a stored state that would, or a replay that takes more, ends
+   * the run as a `timeout` naming `maxReplayMs`. 1 to 2³¹−1. Default: `computeMs`
+   * (docs/durability.md).
    */
   readonly maxReplayMs?: number
 }
@@ -232,7 +233,10 @@ class InlineRun {
       this.#parked = resume.vm
       this.#busyBefore = resume.busyMs
       this.#replaySpent = resume.replayMs ?? 0
-      this.session.startParked(resume)
+      // A state whose replay no longer fits the budget ends before its waiting calls are made again.
+      const left = options.maxReplayMs - this.#replaySpent
+      if (resume.busyMs > left) this.session.fail('timeout', replayBudgetMessage(left, resume.busyMs))
+      else this.session.startParked(resume)
       // Counted once its waiting calls hold their arguments again (a state refused at the start holds nothing).
       if (this.session.settled) this.#settleVm()
       else this.#hold(resume.vm)
@@ -292,9 +296,12 @@ class InlineRun {
 
   #park(afterMs: number): void {
     const vm = this.#vm
-    // What the run keeps besides its journal comes first; the journal gets the rest.
+    // What the run keeps besides its journal comes first; the journal gets the rest. A run
+    // whose resume would replay more than its replay budget has left does not park (it
+    // keeps its VM): a decision then never meets a resume it must refuse.
     const room = this.#account.room() - this.session.heldBytes()
-    const parked = room < 0 ? undefined : vm?.park(afterMs, Math.floor(room / 2))
+    const replayable = this.#meter() <= this.#options.maxReplayMs - this.#replaySpent
+    const parked = room < 0 || !replayable ? undefined : vm?.park(afterMs, Math.floor(room / 2))
     if (vm === undefined || parked === undefined) {
       this.session.parkRefused()
       return

@@ -102,11 +102,12 @@ export interface SandboxRuntimeOptions {
   /**
    * Compute ms a run's resumes may spend replaying its journal, in total over the run
    * (each resume replays the whole journal in a fresh VM: the host's CPU, not the
-   * program's `computeMs`). A resume that would need more (estimated as the compute the
-   * run has used so far), or a replay that takes more, ends the run as a `timeout` whose
-   * message starts `replay budget exhausted` and names `maxReplayMs` (docs/durability.md).
-   * 1 to 2³¹−1. Default: `computeMs` (a run then costs the host at most about twice its
-   * compute budget, however many times a person answers it).
+   * program's `computeMs`). A run whose resume would need more (estimated as the compute
+   * it has used so far) does not park: it keeps its thread. A stored state whose replay
+   * would need more, or a replay that takes more, ends the run as a `timeout` whose message
+   * starts `replay budget exhausted` and names `maxReplayMs` (docs/durability.md). 1 to
+   * 2³¹−1. Default: `computeMs` (a run then costs the host at most about twice its compute
+   * budget, however many times a person answers it).
    */
   readonly maxReplayMs?: number
 }
@@ -495,6 +496,12 @@ class ActiveRun {
     this.#busyBefore = state.busyMs
     this.#replaySpent = state.replayMs ?? 0
     const session = this.#open(() => undefined)
+    // A state whose replay no longer fits the budget ends before its waiting calls are made again.
+    const left = this.options.maxReplayMs - this.#replaySpent
+    if (state.busyMs > left) {
+      session.fail('timeout', replayBudgetMessage(left, state.busyMs))
+      return
+    }
     session.startParked(state)
     // Counted once its waiting calls hold their arguments again (a state refused at the start holds nothing).
     if (!session.settled) this.pool.addParked(this, state.vm, session.heldBytes())
@@ -534,7 +541,7 @@ class ActiveRun {
   }
 
   /**
-   * Asks the thread to park the VM if the run fits the parked runs' room: what it holds on
+   * Asks the thread to park the VM if its resume fits the replay budget, and the run fits the parked runs' room: what it holds on
    * the host besides the journal (its waiting calls' arguments, its logs) first, then the
    * journal, whose size only the thread knows (`maxChars`). A run that does not fit keeps
    * its thread, and tries again later.
@@ -543,7 +550,10 @@ class ActiveRun {
     const session = this.session!
     const held = session.heldBytes()
     const room = this.pool.parkingRoomBytes() - held
-    if (room < 0) {
+    // A run whose resume would replay more than its replay budget has left does not park:
+    // it keeps its thread (as a run that does not fit the bytes), and a decision reaches a
+    // live VM, so no approved call's result is ever refused for want of a replay.
+    if (room < 0 || this.#meter() > this.options.maxReplayMs - this.#replaySpent) {
       session.parkRefused()
       return
     }

@@ -1,7 +1,8 @@
 /**
  * What a resume must check (docs/durability.md), for every runtime that parks: the replay
- * budget (`maxReplayMs`: each resume replays the whole journal, and that compute counts),
- * and the waiting calls of a stored state (each must be the call its journal recorded).
+ * budget (`maxReplayMs`: each resume replays the whole journal, and that compute counts;
+ * a run whose replay would not fit does not park), and the waiting calls of a stored
+ * state (each must be the call its journal recorded).
  *
  * @module
  */
@@ -58,18 +59,33 @@ function parkingBindings() {
 /** Registers the replay budget cases for one runtime. `makeRuntime` returns a fresh runtime (disposed by the caller's hooks). */
 export function describeReplayBudgetContract(label: string, makeRuntime: (options: ReplayBudgetOptions) => CodeRuntime): void {
   describe(`replay budget: ${label}`, () => {
-    it('a resume that would replay more than maxReplayMs has left is refused before it replays: timeout, nothing after the wait runs', async () => {
+    it('a run whose resume would replay more than maxReplayMs has left does not park: it keeps its VM, and the decision reaches it live', async () => {
       const runtime = makeRuntime({ parkAfterMs: 20, maxReplayMs: 1 })
       const b = parkingBindings()
-      const run = runtime.run(b.request(`${spin(400_000)}; const a = await tools.ask({}); await tools.effect({ after: a }); return x`))
-      await until(() => b.parks.length === 1)
-      // The run computed for well over 1 ms before it parked: replaying that does not fit.
-      expect(b.parks[0]!.busyMs).toBeGreaterThan(1)
+      const run = runtime.run(b.request(`${spin(400_000)}; const a = await tools.ask({}); await tools.effect({ after: a }); return a`))
+      await until(() => b.waitingCount() === 1)
+      // Well past parkAfterMs: it was asked to park several times, and never did.
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      expect(b.parks).toEqual([])
       b.decide('yes')
       const result = await run
+      expect(result.error).toBeUndefined()
+      expect(result.value).toBe('yes')
+      expect(b.ran).toEqual(['ask:{}', 'effect:{"after":"yes"}'])
+    })
+
+    it('a stored state whose replay would not fit what is left of maxReplayMs ends before its waiting calls are made again', async () => {
+      const a = parkingBindings()
+      void makeRuntime({ parkAfterMs: 20 }).run(a.request(`${spin(400_000)}; const v = await tools.ask({}); await tools.effect({ v }); return v`))
+      await until(() => a.parks.length === 1)
+      const state = a.parks[0]!
+      expect(state.busyMs).toBeGreaterThan(1)
+      const b = parkingBindings()
+      const result = await makeRuntime({ parkAfterMs: 20, maxReplayMs: 1 }).run(b.request('unused', { resume: state }))
       expect(result.error?.kind).toBe('timeout')
       expect(result.error?.message).toMatch(/^replay budget exhausted: resuming would replay about \d+ ms of the run's compute, and 1 ms of maxReplayMs are left$/)
-      expect(b.ran).toEqual(['ask:{}'])
+      expect(b.ran).toEqual([])
+      a.decide('done')
     })
 
     it('a replay that takes longer than its room is stopped by the VM (a state that understates its compute)', async () => {
