@@ -6,7 +6,8 @@
  * budget, and how it ended, for 0, 10 and 21 denials; on the sandbox (Node threads) and
  * inline QuickJS.
  *
- * Run: `npx tsx bench/replay-cost.bench.ts` (`BENCH_DENIALS=10,21` picks the counts).
+ * Run: `npx tsx bench/replay-cost.bench.ts` (`BENCH_DENIALS=10,21` picks the counts;
+ * `BENCH_ITERATIONS=15000000` fixes the loop instead of calibrating it, for before/after pairs).
  *
  * @module
  */
@@ -18,6 +19,8 @@ import type { CodeBindingCallOptions, CodeRuntime } from '../src/code-runtime/co
 const DENIALS = (process.env.BENCH_DENIALS ?? '0,10,21').split(',').map(Number)
 const PARK_AFTER_MS = 20
 const COMPUTE_MS = 5_000
+/** Loop steps before the asking starts; unset: calibrated to about 1.5 s here (noisy on a loaded machine, whose clock-based meter charges waiting for a core). */
+const ITERATIONS = process.env.BENCH_ITERATIONS === undefined ? undefined : Number(process.env.BENCH_ITERATIONS)
 
 /** A loop of `iterations` steps with no clock reading (the journal stays small). */
 const spin = (iterations: number) => `let x = 0; for (let i = 0; i < ${iterations}; i++) x = (x * 31 + i) | 0`
@@ -89,13 +92,13 @@ async function measure(runtime: CodeRuntime, iterations: number, denials: number
 }
 
 async function main(): Promise<void> {
-  console.log(`replay cost: load ${loadavg().map((l) => l.toFixed(1)).join(' ')}; computeMs ${COMPUTE_MS}, parkAfterMs ${PARK_AFTER_MS}`)
+  console.log(`replay cost${ITERATIONS === undefined ? '' : ` (${ITERATIONS} iterations)`}: load ${loadavg().map((l) => l.toFixed(1)).join(' ')}; computeMs ${COMPUTE_MS}, parkAfterMs ${PARK_AFTER_MS}`)
   const runtimes: [string, CodeRuntime][] = [
     ['sandbox', createSandboxRuntime({ computeMs: COMPUTE_MS, maxWallMs: 600_000, parkAfterMs: PARK_AFTER_MS, prespawn: 1 })],
     ['inline', createQuickJsRuntime({ computeMs: COMPUTE_MS, maxWallMs: 600_000, parkAfterMs: PARK_AFTER_MS })],
   ]
   for (const [label, runtime] of runtimes) {
-    const iterations = await calibrate(runtime, 1_500)
+    const iterations = ITERATIONS ?? (await calibrate(runtime, 1_500))
     for (const denials of DENIALS) {
       const m = await measure(runtime, iterations, denials)
       console.log(`${label.padEnd(8)} denials ${String(denials).padStart(2)}: server CPU ${m.cpuS.toFixed(1)} s, wall ${m.wallS.toFixed(1)} s, charged ${m.computeMs} ms, parks ${m.parks}; ${m.outcome}`)
