@@ -8,6 +8,7 @@
 import { describe, expect, it } from 'vitest'
 import { createApprovalBroker } from '../../../src/approvals/index.js'
 import type { PendingApproval } from '../../../src/approvals/index.js'
+import { createMemoryStore } from '../../../src/durable/index.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
 import type { ToolExecutionResult } from '../../../src/types.js'
 import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
@@ -15,8 +16,9 @@ import { AGENT_TOKEN, PERSON_TOKEN, ROLE_TOKENS, createFixture, errorOf, eventua
 
 const REFUSED = { code: 'INVALID_REQUEST', message: 'callId must not contain a ":code:" or ":plan:" segment: those name the server\'s own sub-calls of a run' }
 
-function fixture() {
-  const broker = createApprovalBroker()
+/** `store`: the broker keeps its requests and settled decisions in a store (as `npm start`), where a decision outlives its call. */
+function fixture(store = false) {
+  const broker = store ? createApprovalBroker({ store: createMemoryStore(), pollIntervalMs: 20 }) : createApprovalBroker()
   const f = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime({ wallMs: 30_000 }), approval: broker.handler }, { approvals: broker, tokens: ROLE_TOKENS })
   const written: { path: string; by: string }[] = []
   f.runtime.register(
@@ -58,8 +60,8 @@ describe('client call ids live in the principal namespace', () => {
     expect((await f.post('/v1/tools/echo/execute', AGENT_TOKEN, { callId: 'a:codes:1', arguments: { text: 'x' } })).status).toBe(200)
   })
 
-  it('attack (a): allowed under id X with harmless arguments, then a write under the same X asks again — and a run token cannot decide', async () => {
-    const f = fixture()
+  it.each([['a memory broker', false], ['a broker over a store', true]] as const)('attack (a), %s: allowed under id X with harmless arguments, then a write under the same X asks again — and a run token cannot decide', async (_name, store) => {
+    const f = fixture(store)
     const first = f.post('/v1/tools/write_file/execute', AGENT_TOKEN, { callId: 'X', arguments: { path: 'notes/harmless.md' } })
     await eventually(async () => (await f.pending()).length === 1)
     const [asked] = await f.pending()
