@@ -88,6 +88,8 @@ export * from './preflight/index.js'
 
 // The durable store seam and its in-memory driver (docs/durability.md)
 export * from './durable/index.js'
+// OpenTelemetry (objects of the API's shape, passed in `ToolRuntimeOptions.telemetry`)
+export * from './telemetry/index.js'
 
 // Errors
 export {

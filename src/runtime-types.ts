@@ -5,6 +5,7 @@
  *
  * @module
  */
+import type { ToolTelemetryOptions } from './telemetry/types.js'
 import type { JsonValue } from './json/json-value.js'
 import type { CodeLogEntry, CodeRuntime } from './code-runtime/contract.js'
 import type { DurableStore } from './durable/store.js'
@@ -416,6 +417,12 @@ export interface ToolRuntimeOptions {
    * (`toolyard/node`), `createDurableObjectStore(storage)` (edge). Owned by the caller.
    */
   readonly store?: DurableStore
+  /**
+   * OpenTelemetry: `{ tracer: trace.getTracer('toolyard'), meter: metrics.getMeter('toolyard') }`
+   * from `@opentelemetry/api` (an optional peer). One `execute_tool <name>` span per call,
+   * a program's sub-calls its children; see docs/observability.md. Absent: nothing is recorded.
+   */
+  readonly telemetry?: ToolTelemetryOptions
 }
 
 /**

@@ -204,6 +204,12 @@ export interface ToolExecutionInput {
    * export passes one that asks the connected client (`elicitation/create`).
    */
   readonly approval?: ApprovalHandler
+  /**
+   * The caller's W3C trace context (`traceparent`, `tracestate`): the call's span becomes a
+   * child of the caller's trace. An invalid `traceparent` is ignored (the call starts its
+   * own trace); a nested call's span is always its parent call's child.
+   */
+  readonly trace?: { readonly traceparent: string; readonly tracestate?: string }
 }
 
 /** The immutable pipeline view of one execution. */

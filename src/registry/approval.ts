@@ -174,6 +174,7 @@ export async function approve(call: PipelineCall, reason: string | undefined): P
     ...(runKey === undefined ? {} : { runKey }),
   })
   const requestedAt = Date.now()
+  call.span?.approvalRequested(reason)
   // The session log is the record of Code Mode runs: it hears about a run's sub-calls.
   const about =
     parentCallId === undefined
@@ -197,6 +198,7 @@ export async function approve(call: PipelineCall, reason: string | undefined): P
     release()
   }
   const { result, outcome } = judge(verdict, execution.name, reason)
+  call.span?.approvalDecided(outcome, Date.now() - requestedAt)
   if (about === undefined) return result
   const decidedAt = Date.now()
   const decided: ApprovalDecisionEvent = {

@@ -23,6 +23,8 @@ import type {
 } from '../types.js'
 import type { RegistryContext } from './context.js'
 import type { InFlight } from './in-flight.js'
+import type { CallSpan } from '../telemetry/telemetry.js'
+import type { TraceCarrier } from '../telemetry/types.js'
 
 /** The message of `ABORTED_BEFORE_DISPATCH`. */
 export const ABORTED_BEFORE_MESSAGE = 'the call was cancelled before the tool ran'
@@ -34,7 +36,7 @@ export const ABORTED_MESSAGE = 'the call was cancelled while the tool ran'
  * disposing, the layers (each call asks its agent's view), the hooks, the guards and the
  * calls in flight.
  */
-export type PipelineCore = Pick<RegistryContext, 'options' | 'isDisposed' | 'layers' | 'hooks' | 'guards' | 'calls'>
+export type PipelineCore = Pick<RegistryContext, 'options' | 'isDisposed' | 'layers' | 'hooks' | 'guards' | 'calls' | 'telemetry'>
 
 /**
  * What a dispatch (wrappers + body) produced. A value says whether the body ran, because a
@@ -58,6 +60,7 @@ interface ParsedInput {
   readonly deadline: number | undefined
   readonly holdWallClock: (() => () => void) | undefined
   readonly approval: ApprovalHandler | undefined
+  readonly trace: TraceCarrier | undefined
 }
 
 /** A thrown value as one line of text (its message, else its name). */
@@ -79,7 +82,16 @@ function malformedInput(message: string, callId: unknown = '', name: unknown = '
     deadline: undefined,
     holdWallClock: undefined,
     approval: undefined,
+    trace: undefined,
   }
+}
+
+/** The caller's trace context, read once; anything but a string `traceparent` is no context (W3C: start a new trace). */
+function readTrace(value: unknown): TraceCarrier | undefined {
+  if (typeof value !== 'object' || value === null) return undefined
+  const { traceparent, tracestate } = value as Record<string, unknown>
+  if (typeof traceparent !== 'string') return undefined
+  return typeof tracestate === 'string' ? { traceparent, tracestate } : { traceparent }
 }
 
 /** Reads the raw input once (a getter or Proxy trap runs at most once, here). Never throws. */
@@ -94,6 +106,7 @@ export function parseInput(raw: unknown): ParsedInput {
     const parent = r.parent
     const args = r.arguments
     const { deadline, holdWallClock, approval } = r
+    const trace = readTrace(r.trace)
     if (typeof callId !== 'string') return malformedInput('the execution input needs a string callId', callId, name)
     if (typeof name !== 'string') return malformedInput('the execution input needs a string name', callId, name)
     if (!(signal instanceof AbortSignal)) return malformedInput('the execution input needs an AbortSignal as signal', callId, name)
@@ -118,6 +131,7 @@ export function parseInput(raw: unknown): ParsedInput {
       deadline,
       holdWallClock: holdWallClock as (() => () => void) | undefined,
       approval: approval as ApprovalHandler | undefined,
+      trace,
     }
   } catch (error) {
     return malformedInput(`the execution input could not be read: ${messageOf(error)}`)
@@ -148,6 +162,10 @@ export class PipelineCall {
   readonly parentCallId: string | undefined
   /** Who decides this call's `ask`: its own handler, else the one its parent inherited, else none (the registry's). */
   readonly approval: ApprovalHandler | undefined
+  /** The enclosing call's span (a program's sub-call is its child). */
+  readonly parentSpan: CallSpan | undefined
+  /** This call's span (set once the call is opened, when the registry has telemetry). */
+  span: CallSpan | undefined
   /** Milliseconds this call held its clock while a person decided; `deadline` moves later by as much. */
   heldMs = 0
   /** Why the arguments are not lossless JSON, when they are not. */
@@ -187,6 +205,7 @@ export class PipelineCall {
     this.topLevel = parent === undefined
     this.parentCallId = live?.callId
     this.approval = input.approval ?? live?.approval
+    this.parentSpan = live?.span
     const execution = {
       token: Symbol('toolyard.execution') as ToolExecutionToken,
       callId: input.callId,

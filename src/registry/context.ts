@@ -21,6 +21,7 @@ import type { ToolLayers } from './layers.js'
 import type { PromptSections } from './prompt-sections.js'
 import type { PipelineSchedule } from './schedule.js'
 import type { ScopedList } from './scoped-list.js'
+import type { Telemetry } from '../telemetry/telemetry.js'
 
 /** How one call enters the pipeline, besides its input. Absent: a plain call. */
 export interface ExecuteHow {
@@ -61,4 +62,6 @@ export interface RegistryContext {
   assemble(agent: ScopeKey | undefined): PromptAssembly
   /** Durable runs, when the registry has a `store`. */
   readonly durable?: CodeModeRegistry['durable']
+  /** Spans and metrics, when `options.telemetry` names a tracer or a meter. */
+  readonly telemetry?: Telemetry
 }

@@ -7,6 +7,7 @@
  */
 import type { ToolError } from '../errors.js'
 import type { ApprovalHandler, ScopeKey } from '../types.js'
+import type { CallSpan } from '../telemetry/telemetry.js'
 
 /** What a live token stands for: the nested calls of this execution read it. */
 export interface LiveCall {
@@ -14,6 +15,8 @@ export interface LiveCall {
   readonly callId: string
   /** Who decides the `ask`s of this execution and of the calls nested in it, when not the registry's handler. */
   readonly approval: ApprovalHandler | undefined
+  /** The execution's span, when the registry has telemetry: its nested calls' parent. */
+  readonly span?: CallSpan | undefined
 }
 
 /**

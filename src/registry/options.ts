@@ -9,6 +9,7 @@ import { ToolError } from '../errors.js'
 import type { PreflightEngine, PreflightMode } from '../preflight/types.js'
 import type { ToolRuntime, ToolRuntimeOptions } from '../runtime-types.js'
 import type { DurableStore } from '../durable/store.js'
+import type { TelemetryMeter, TelemetryTracer, ToolTelemetryOptions } from '../telemetry/types.js'
 
 /** Default `maxParallelSubCalls` (the seed's Code Mode default). */
 export const DEFAULT_MAX_PARALLEL_SUB_CALLS = 10
@@ -24,7 +25,7 @@ export const DEFAULT_MAX_OUTPUT_BYTES = 64 * 1024 * 1024
 export const DEFAULT_SDK_BUDGET_CHARS = 12_000
 
 const MODES = new Set(['native', 'code', 'both'])
-const KNOWN = new Set(['mode', 'codeRuntime', 'approval', 'sessionLog', 'maxParallelSubCalls', 'maxOutputBytes', 'toolOrder', 'sdkBudgetChars', 'preflight', 'preflightEngine', 'store'])
+const KNOWN = new Set(['mode', 'codeRuntime', 'approval', 'sessionLog', 'maxParallelSubCalls', 'maxOutputBytes', 'toolOrder', 'sdkBudgetChars', 'preflight', 'preflightEngine', 'store', 'telemetry'])
 /** The values of `preflight` (the runtime's option and an agent's `preflightMode`). */
 export const PREFLIGHT_MODES: ReadonlySet<string> = new Set(['off', 'warn', 'block'])
 
@@ -48,6 +49,32 @@ function guardRead(what: string, check: () => void): void {
     if (error instanceof ToolError) throw error
     fail(`${what} could not be read (${error instanceof Error ? error.message : String(error)})`)
   }
+}
+
+/** `options.telemetry`: a tracer and a meter of the OpenTelemetry API's shape, read once and frozen. */
+function validateTelemetry(value: unknown): ToolTelemetryOptions {
+  let checked: ToolTelemetryOptions | undefined
+  guardRead('options.telemetry', () => {
+    if (typeof value !== 'object' || value === null) fail(`options.telemetry must be an object ({ tracer?, meter?, captureContent? }) (got ${show(value)})`)
+    const { tracer, meter, captureContent, maxContentBytes } = value as Record<string, unknown>
+    if (tracer !== undefined && (typeof tracer !== 'object' || tracer === null || typeof (tracer as { startSpan?: unknown }).startSpan !== 'function')) {
+      fail("options.telemetry.tracer must be an OpenTelemetry Tracer (trace.getTracer('toolyard'))")
+    }
+    if (meter !== undefined && (typeof meter !== 'object' || meter === null || !['createHistogram', 'createCounter', 'createUpDownCounter'].every((m) => typeof (meter as Record<string, unknown>)[m] === 'function'))) {
+      fail("options.telemetry.meter must be an OpenTelemetry Meter (metrics.getMeter('toolyard'))")
+    }
+    if (captureContent !== undefined && typeof captureContent !== 'boolean') fail(`options.telemetry.captureContent must be a boolean (got ${show(captureContent)})`)
+    if (maxContentBytes !== undefined && (typeof maxContentBytes !== 'number' || !Number.isSafeInteger(maxContentBytes) || maxContentBytes < 512)) {
+      fail(`options.telemetry.maxContentBytes must be an integer of at least 512 (got ${show(maxContentBytes)})`)
+    }
+    checked = Object.freeze({
+      ...(tracer === undefined ? {} : { tracer: tracer as TelemetryTracer }),
+      ...(meter === undefined ? {} : { meter: meter as TelemetryMeter }),
+      ...(captureContent === undefined ? {} : { captureContent }),
+      ...(maxContentBytes === undefined ? {} : { maxContentBytes }),
+    })
+  })
+  return checked!
 }
 
 function positiveInteger(value: unknown, name: string, fallback: number): number {
@@ -161,6 +188,8 @@ export function validateRuntimeOptions(options: unknown): ToolRuntime['options']
     })
   }
 
+  const telemetry = o.telemetry === undefined ? undefined : validateTelemetry(o.telemetry)
+
   let toolOrder: readonly string[] | undefined
   if (o.toolOrder !== undefined) {
     if (!Array.isArray(o.toolOrder)) fail(`options.toolOrder must be an array of tool names (got ${show(o.toolOrder)})`)
@@ -182,6 +211,7 @@ export function validateRuntimeOptions(options: unknown): ToolRuntime['options']
     preflight: preflight as PreflightMode,
     ...(preflightEngine !== undefined ? { preflightEngine: preflightEngine as PreflightEngine } : {}),
     ...(store !== undefined ? { store: store as DurableStore } : {}),
+    ...(telemetry !== undefined ? { telemetry } : {}),
     maxParallelSubCalls,
     maxOutputBytes,
     sdkBudgetChars,

@@ -28,6 +28,7 @@ import { outputStage, postExecuteStage } from './output.js'
 import { approvalStage, guardsStage, preExecuteStage } from './policy.js'
 import { failure, failureFromError, snapshotContent, withContent } from './results.js'
 import type { ExecuteHow } from './context.js'
+import type { CallSpan } from '../telemetry/telemetry.js'
 import { Schedule, UNSCHEDULED, type DispatchBreak, type PipelinePhase } from './schedule.js'
 
 export type { PipelineCore } from './call.js'
@@ -228,6 +229,21 @@ async function runPhases(call: PipelineCall, sched: Schedule): Promise<ToolExecu
   return call.result!
 }
 
+/** Ends the call's span with what the call came to (a value no body produced is a replay: a durable run's record). */
+function endSpan(call: PipelineCall, span: CallSpan, result: ToolExecutionResult): void {
+  const definition = call.registered?.definition
+  const outcome = call.outcome
+  span.end({
+    result,
+    description: definition?.description,
+    parameters: definition?.parameters,
+    arguments: call.execution.arguments,
+    agent: call.agent,
+    replayed: outcome?.kind === 'value' && !outcome.bodyInvoked,
+    heldMs: call.heldMs,
+  })
+}
+
 /**
  * Runs one call through the whole pipeline. Never rejects; always publishes exactly one
  * frozen result to `tools/result` before resolving with it.
@@ -241,8 +257,12 @@ export async function executePipeline(core: PipelineCore, raw: unknown, how: Exe
   try {
     const call = new PipelineCall(core, input, tracked ?? UNTRACKED, how.scopeDisposed === true)
     token = call.execution.token
-    core.calls.liveTokens.set(token, { callId: call.execution.callId, approval: call.approval })
-    return await runPhases(call, sched)
+    const telemetry = core.telemetry
+    if (telemetry !== undefined) call.span = telemetry.startCall({ name: call.execution.name, callId: call.execution.callId, caller: callerOf(call), parent: call.parentSpan, trace: input.trace })
+    core.calls.liveTokens.set(token, { callId: call.execution.callId, approval: call.approval, span: call.span })
+    const result = await runPhases(call, sched)
+    if (call.span !== undefined) endSpan(call, call.span, result)
+    return result
   } catch (error) {
     // Unreachable by design (every stage contains its own failures); kept so the promise never rejects.
     return failureFromError(error, 'TOOL_FAILED', [], 'internal pipeline error: ')

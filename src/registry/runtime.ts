@@ -50,6 +50,7 @@ import { createPlanApproval } from './plan-approval.js'
 import type { PreflightReport, PreflightRequest } from '../preflight/types.js'
 import { DurableRuns } from '../durable/runs.js'
 import { dispatchDefinition } from './dispatch.js'
+import { Telemetry } from '../telemetry/telemetry.js'
 
 /**
  * Creates a registry (a `ToolRuntime`): the global layer, agent layers (`runtime.agent(id)`),
@@ -93,6 +94,7 @@ export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
     assemble: (agent: ScopeKey | undefined) => assemblePrompt(context, agent),
     // Stryker disable next-line ConditionalExpression: its one reader (the Code Mode link) treats a durable key holding undefined as no key
     ...(durableRuns === undefined ? {} : { durable: durableRuns }),
+    ...(settings.telemetry === undefined ? {} : { telemetry: new Telemetry(settings.telemetry) }),
   })
   const catalogs = new ToolCatalogs(context)
   hooks.changed.add((event) => catalogs.changed(event), undefined)

@@ -1,0 +1,21 @@
+/**
+ * OpenTelemetry for toolyard: spans and metrics through objects of the API's shape that
+ * the caller passes (`ToolRuntimeOptions.telemetry`); see docs/observability.md.
+ *
+ * @module
+ */
+export { parseTraceparent, traceparentOf } from './trace-context.js'
+export type {
+  TelemetryAttributes,
+  TelemetryAttributeValue,
+  TelemetryContext,
+  TelemetryCounter,
+  TelemetryHistogram,
+  TelemetryMeter,
+  TelemetrySpan,
+  TelemetrySpanContext,
+  TelemetrySpanOptions,
+  TelemetryTracer,
+  ToolTelemetryOptions,
+  TraceCarrier,
+} from './types.js'
