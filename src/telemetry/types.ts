@@ -7,7 +7,7 @@
  */
 
 /** A span attribute value (the API's `AttributeValue`, scalars and homogeneous arrays). */
-export type TelemetryAttributeValue = string | number | boolean | readonly string[] | readonly number[] | readonly boolean[]
+export type TelemetryAttributeValue = string | number | boolean | Array<null | undefined | string> | Array<null | undefined | number> | Array<null | undefined | boolean>
 
 /** Span or metric attributes. */
 export type TelemetryAttributes = Record<string, TelemetryAttributeValue | undefined>
