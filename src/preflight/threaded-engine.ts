@@ -110,7 +110,8 @@ export function createThreadedPreflightEngine(options: ThreadedPreflightEngineOp
       const id = ++nextId
       // The SDK text crosses only when it changed since the last check this thread saw.
       const declarations = request.declarations === sentDeclarations && request.declarations !== undefined ? null : request.declarations
-      sentDeclarations = request.declarations
+      // A plan-only request (plan approval's) leaves the thread's SDK text as it was.
+      if (request.declarations !== undefined) sentDeclarations = request.declarations
       return new Promise((resolve) => {
         const timer = setTimeout(() => stop('CHECK_TIMEOUT', `the preflight did not finish within ${timeoutMs} ms; the thread was stopped and the program was not checked`), timeoutMs)
         pending.set(id, { resolve, timer })
@@ -136,7 +137,7 @@ export function servePreflightThread(post: (message: unknown) => void, analyze: 
     const { id, program, language, declarations: sent } = message as Record<string, unknown>
     if (typeof id !== 'number' || typeof program !== 'string' || typeof language !== 'string') return
     if (typeof sent === 'string') declarations = sent
-    else if (sent === undefined) declarations = undefined
-    void analyze({ program, language, declarations }).then((result) => post({ id, result }))
+    // `undefined`: plan only, for this request; the kept SDK text stays for the next check.
+    void analyze({ program, language, declarations: sent === undefined ? undefined : declarations }).then((result) => post({ id, result }))
   }
 }

@@ -5,6 +5,8 @@
  */
 import { afterAll, describe, expect, it } from 'vitest'
 import { createPreflightWorker } from '../../../platforms/node/index.js'
+import { createThreadedPreflightEngine, servePreflightThread, type PreflightThread } from '../../../src/preflight/threaded-engine.js'
+import type { PreflightEngineRequest } from '../../../src/preflight/types.js'
 import type { PendingApproval } from '../../../src/approvals/index.js'
 import { MAX_INLINE_PLAN_CHARS } from '../../../src/registry/plan-approval.js'
 import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
@@ -40,5 +42,29 @@ describe('plan approval over the preflight thread', () => {
     await runCode(runtime, 'await tools.write_file({ n: 1 })\nawait tools.\\u0077rite_file({ n: 666 })').result
     expect(asked[0]?.plan?.dynamic).toBe(true)
     await runtime.dispose()
+  })
+})
+
+describe('a plan-only read between checks', () => {
+  it('leaves the SDK text where it is: the next check does not send it again, and the thread still checks against it', async () => {
+    const posted: unknown[] = []
+    const analyzed: (string | undefined)[] = []
+    const engine = createThreadedPreflightEngine({
+      spawn: (): PreflightThread => {
+        let listener: (message: unknown) => void = () => {}
+        const serve = servePreflightThread((message) => queueMicrotask(() => listener(message)), async (request: PreflightEngineRequest) => {
+          analyzed.push(request.declarations)
+          return { plan: { calls: [], dynamic: false }, spans: [], diagnostics: undefined, notes: [] }
+        })
+        return { postMessage: (message) => (posted.push((message as { declarations?: unknown }).declarations), serve(message)), onMessage: (l) => (listener = l), onExit: () => {}, terminate: () => {} }
+      },
+    })
+    const sdk = 'declare const tools: { a(): Promise<void> }'
+    await engine.analyze({ program: 'await tools.a()', language: 'typescript', declarations: sdk })
+    await engine.analyze({ program: 'await tools.a()', language: 'typescript', declarations: undefined })
+    await engine.analyze({ program: 'await tools.a()', language: 'typescript', declarations: sdk })
+    expect(posted).toEqual([sdk, undefined, null])
+    expect(analyzed).toEqual([sdk, undefined, sdk])
+    await engine.dispose()
   })
 })
