@@ -34,7 +34,7 @@ import type { PreparedRun } from '../../src/code-runtime/host-session.js'
 import { JsonWireEndpoint } from '../../src/code-runtime/json-endpoint.js'
 import { checkOptionsObject, CODE_RUN_LIMIT_KEYS, integerOption, MAX_TIMER_MS, readCodeRunLimits } from '../../src/code-runtime/limits.js'
 import type { ParkedVm } from '../../src/code-runtime/contract.js'
-import { journalChars, replayBudgetMessage } from '../../src/code-runtime/journal.js'
+import { journalChars, REPLAY_MARGIN, replayBudgetMessage } from '../../src/code-runtime/journal.js'
 import type { CodeRunLimits } from '../../src/code-runtime/limits.js'
 import { RunLifecycle } from '../../src/code-runtime/run-lifecycle.js'
 import { stripTypeScript } from '../../src/code-runtime/strip.js'
@@ -300,7 +300,7 @@ class InlineRun {
     // whose resume would replay more than its replay budget has left does not park (it
     // keeps its VM): a decision then never meets a resume it must refuse.
     const room = this.#account.room() - this.session.heldBytes()
-    const replayable = this.#meter() <= this.#options.maxReplayMs - this.#replaySpent
+    const replayable = REPLAY_MARGIN * this.#meter() <= this.#options.maxReplayMs - this.#replaySpent
     const parked = room < 0 || !replayable ? undefined : vm?.park(afterMs, Math.floor(room / 2))
     if (vm === undefined || parked === undefined) {
       this.session.parkRefused()

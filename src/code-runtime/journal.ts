@@ -29,6 +29,14 @@ export type { ParkedRunState, ParkedVm, RunJournal } from './contract.js'
 export const MAX_JOURNAL_CHARS = 4 * 1024 * 1024
 
 /**
+ * A run parks only if replaying it could cost this many times the compute it has been
+ * charged and still fit its replay budget (`maxReplayMs`): the meter is a clock, and a
+ * replay on a loaded machine measured slower than the original (1.2× and more at a load
+ * of 13 to 24 on 2 cores), and a replay stopped by the budget drops a decided call's result.
+ */
+export const REPLAY_MARGIN = 2
+
+/**
  * The message of a resume refused or stopped by the run's replay budget (`maxReplayMs`):
  * each resume replays the whole journal in a fresh VM, and that compute is the host's.
  * `expectedMs`: the replay's estimated cost when it was refused before it started.

@@ -28,7 +28,7 @@ import type { SandboxThreadBoot, ThreadCommand } from './sandbox-protocol.js'
 import type { ParkedRunState, ParkedVm } from './contract.js'
 import { abortMessage, RunLifecycle, threadExited } from './run-lifecycle.js'
 import type { RunHandle } from './run-lifecycle.js'
-import { journalChars, replayBudgetMessage } from './journal.js'
+import { journalChars, REPLAY_MARGIN, replayBudgetMessage } from './journal.js'
 
 /** How long a thread may take to release a stopped VM before it is terminated and replaced. */
 export const STOP_GRACE_MS = 100
@@ -553,7 +553,7 @@ class ActiveRun {
     // A run whose resume would replay more than its replay budget has left does not park:
     // it keeps its thread (as a run that does not fit the bytes), and a decision reaches a
     // live VM, so no approved call's result is ever refused for want of a replay.
-    if (room < 0 || this.#meter() > this.options.maxReplayMs - this.#replaySpent) {
+    if (room < 0 || REPLAY_MARGIN * this.#meter() > this.options.maxReplayMs - this.#replaySpent) {
       session.parkRefused()
       return
     }
