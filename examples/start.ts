@@ -33,6 +33,7 @@ import { createSessionLogHub, createToolsApp, resumeAppRuns } from '../src/http/
 import { createMcpApp } from '../src/mcp/index.js'
 import { createToolRuntime } from '../src/registry/index.js'
 import type { ToolRuntime } from '../src/runtime-types.js'
+import { openPostgresStore } from './start-postgres.js'
 import { loadStartTokens, UNAUTHORIZED_HINT } from './start-tokens.js'
 
 /** Options of {@link startServer}. */
@@ -62,6 +63,12 @@ export interface StartServerOptions {
    * and the demo workspace's files: a restarted server resumes the runs and finishes them.
    */
   readonly dataDir?: string
+  /**
+   * The durable store to use instead of `dataDir`'s file store (`npm start` passes a
+   * PostgreSQL store when `TOOLYARD_DATABASE_URL` is set: examples/start-postgres.ts).
+   * `dataDir` then keeps only `tokens.json`.
+   */
+  readonly store?: DurableStore
   /**
    * With `dataDir`: how old another process's heartbeat must be before its runs count as
    * left behind and this server resumes them (`runtime.resumeRuns({ staleMs })`), and how
@@ -225,7 +232,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
   const codeRuntime = createSandboxRuntime()
   // The writing tools ask a person: the playground shows Allow / Deny, API clients use /v1/approvals.
   // With a data directory, pending approvals live in its file store: they outlive a crash.
-  const store = options.dataDir === undefined ? undefined : createFileStore(options.dataDir)
+  const store = options.store ?? (options.dataDir === undefined ? undefined : createFileStore(options.dataDir))
   const brokerOptions = { ...(options.approvalTimeoutMs === undefined ? {} : { timeoutMs: options.approvalTimeoutMs }), plans: options.approvalPlans === true }
   const approvals: AnyApprovalBroker = store === undefined ? createApprovalBroker(brokerOptions) : createApprovalBroker({ ...brokerOptions, store })
   // Preflight 'warn': each program is type-checked against the tools' SDK in a thread beside
@@ -339,7 +346,10 @@ async function durableWorkspace(store: DurableStore): Promise<{ files?: Record<s
 async function main(): Promise<void> {
   // Durable state (pending approvals) in TOOLYARD_DATA_DIR, else .toolyard/ here (git-ignored).
   const dataDir = resolve(process.env.TOOLYARD_DATA_DIR || '.toolyard')
-  const started = await startServer({ dataDir })
+  // With TOOLYARD_DATABASE_URL, runs, approvals and events live in PostgreSQL, shared by every instance on it.
+  const databaseUrl = process.env.TOOLYARD_DATABASE_URL
+  const database = databaseUrl ? await openPostgresStore(databaseUrl) : undefined
+  const started = await startServer({ dataDir, ...(database === undefined ? {} : { store: database.store }) })
   const lines = [
     '',
     `  toolyard is listening on ${started.url}`,
@@ -350,7 +360,9 @@ async function main(): Promise<void> {
       ? '  (playground not built: GET / lists the API routes)'
       : `  playground: ${started.url}/ (serving ${started.staticDir})`,
     `  approvals: write_file and edit_file wait for Allow / Deny (the playground, or GET/POST /v1/approvals with the playground token; ${started.approvals.timeoutMs / 1000} s to decide)`,
-    `  data: runs waiting for a person, pending approvals and the workspace are kept in ${dataDir} (TOOLYARD_DATA_DIR) and survive a restart`,
+    database === undefined
+      ? `  data: runs waiting for a person, pending approvals and the workspace are kept in ${dataDir} (TOOLYARD_DATA_DIR) and survive a restart`
+      : '  data: runs waiting for a person, pending approvals and the workspace are kept in PostgreSQL (TOOLYARD_DATABASE_URL), shared by every instance on it',
     `  Code Mode: QuickJS sandbox, compute ${started.codeRuntime.limits.computeMs / 1000} s and wall clock ${started.codeRuntime.limits.maxWallMs / 1000} s a run, ` +
       `${started.codeRuntime.load().maxConcurrentRuns} runs at once (+${started.codeRuntime.load().maxQueuedRuns} queued)`,
     "  preflight: 'warn' (programs are type-checked against the tools' SDK in a thread; mistakes are appended after the run)",
@@ -370,6 +382,8 @@ async function main(): Promise<void> {
     signalled = true
     console.log(`\n  ${signal}: shutting down — runs waiting for a person stay parked in ${dataDir} and resume at the next start; other in-flight runs are aborted…`)
     started.shutdown().then(
+      () => (database === undefined ? undefined : database.close()),
+    ).then(
       () => process.exit(0),
       (error: unknown) => {
         console.error('shutdown failed:', error)

@@ -1,0 +1,133 @@
+/**
+ * Two `npm start` processes on one PostgreSQL database and two different data directories
+ * (issue 37): a decision posted to B resumes the run A holds; A killed with `kill -9` while
+ * its run waits, B adopts the run, takes the decision and finishes it, each call made once.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import pg from 'pg'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createPostgresStore } from '../../../platforms/postgres/index.js'
+import { runKeySegment } from '../../../src/durable/runs.js'
+import { postgresSkipReason, startPostgres, type PostgresCluster } from '../../support/postgres.js'
+
+const root = fileURLToPath(new URL('../../..', import.meta.url))
+const skip = postgresSkipReason()
+const base = mkdtempSync(join(tmpdir(), 'toolyard-two-'))
+const children: ChildProcess[] = []
+let cluster: PostgresCluster | undefined
+
+const TOKEN = 'two-instances-approver-0123456789abcdef'
+const API_TOKEN = 'two-instances-api-0123456789abcdef'
+const AUTH = { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' }
+
+/** Each `effect` call adds a row to test_effects; each write_file asks a person (calls 2 and 4). */
+const program = (tag: string) => `
+await tools.effect({ tag: '${tag}:1' })
+await tools.write_file({ path: '${tag}/a.md', content: 'a' })
+await tools.effect({ tag: '${tag}:2' })
+await tools.write_file({ path: '${tag}/b.md', content: 'b' })
+await tools.effect({ tag: '${tag}:3' })
+return 'done'
+`
+
+async function until<T>(probe: () => Promise<T | undefined> | T | undefined, what: string, ms = 90_000): Promise<T> {
+  const deadline = Date.now() + ms
+  for (;;) {
+    const value = await probe()
+    if (value !== undefined) return value
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+async function instance(name: string): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/unit/postgres/server-child.ts', cluster!.url, join(base, name), TOKEN, API_TOKEN], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  children.push(child)
+  let out = ''
+  let err = ''
+  child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()))
+  child.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString()))
+  const url = await until(() => {
+    const line = out.split('\n').find((l) => l.startsWith('{"url"'))
+    return line === undefined ? undefined : (JSON.parse(line) as { url: string }).url
+  }, `instance ${name} to start (${err.slice(-400)})`)
+  return { url, child }
+}
+
+type Approval = { id: string; callId: string }
+const approvals = async (url: string): Promise<Approval[]> => ((await (await fetch(`${url}/v1/approvals`, { headers: AUTH })).json()) as { approvals: Approval[] }).approvals
+async function allow(url: string, callSuffix: string): Promise<void> {
+  const approval = await until(async () => (await approvals(url)).find((a) => a.callId.endsWith(callSuffix)), `the approval of ${callSuffix} on ${url}`)
+  const response = await fetch(`${url}/v1/approvals/${approval.id}`, { method: 'POST', headers: AUTH, body: JSON.stringify({ decision: 'allow' }) })
+  expect(response.status).toBe(200)
+}
+const runStatus = async (url: string, id: string) =>
+  (await (await fetch(`${url}/v1/runs/${id}`, { headers: AUTH })).json()) as { status: string; result?: { value?: { result?: unknown } } }
+const ended = (url: string, id: string) =>
+  until(async () => {
+    const run = await runStatus(url, id)
+    return run.status === 'done' || run.status === 'failed' ? run : undefined
+  }, `run ${id} to end`)
+const startRun = async (url: string, tag: string) =>
+  ((await (await fetch(`${url}/v1/runs`, { method: 'POST', headers: AUTH, body: JSON.stringify({ code: program(tag), description: tag }) })).json()) as { id: string }).id
+
+async function expectEachCallOnce(run: { status: string; result?: { value?: { result?: unknown } } }, tag: string): Promise<void> {
+  expect(run.status, JSON.stringify(run)).toBe('done')
+  expect(run.result?.value?.result).toBe('done')
+  const pool = new pg.Pool({ connectionString: cluster!.url, max: 1 })
+  try {
+    const { rows } = await pool.query('SELECT tag FROM test_effects WHERE starts_with(tag, $1) ORDER BY at, tag', [`${tag}:`])
+    expect(rows.map((row: { tag: string }) => row.tag).join(" ")).toEqual(`${tag}:1 ${tag}:2 ${tag}:3`)
+  } finally {
+    await pool.end()
+  }
+}
+
+describe.skipIf(skip !== undefined)(`two npm start instances on one PostgreSQL database${skip === undefined ? '' : ` (skipped: ${skip})`}`, () => {
+  beforeAll(async () => {
+    cluster = await startPostgres()
+  }, 90_000)
+  afterAll(() => {
+    for (const child of children) child.kill('SIGKILL')
+    cluster?.stop()
+    rmSync(base, { recursive: true, force: true })
+  })
+
+  it('a run started on A waits for a person; the decisions posted to B resume it on A', async () => {
+    const [a, b] = await Promise.all([instance('a1'), instance('b1')])
+    const id = await startRun(a.url, 'decided')
+    for (const call of [':code:2', ':code:4']) await allow(b.url, call)
+    await expectEachCallOnce(await ended(a.url, id), 'decided')
+    a.child.kill('SIGKILL')
+    b.child.kill('SIGKILL')
+  }, 240_000)
+
+  it('A killed with kill -9 while its run waits: B adopts the run, takes the decision and finishes it, each call once', async () => {
+    const [a, b] = await Promise.all([instance('a2'), instance('b2')])
+    const id = await startRun(a.url, 'killed')
+    await allow(b.url, ':code:2')
+    await until(async () => (await approvals(b.url)).find((x) => x.callId.endsWith(':code:4')), 'the second approval')
+    // Parked: its state is a row in the shared table. Then A dies.
+    const pool = new pg.Pool({ connectionString: cluster!.url, max: 1 })
+    try {
+      const store = createPostgresStore({ pool })
+      const { callId } = (await runStatus(a.url, id)) as unknown as { callId: string }
+      const parked = async () => (await store.get(`runs/${runKeySegment(callId)}`)) !== undefined && (await store.get(`http-run-events/${id}`)) !== undefined
+      await until(async () => ((await parked()) ? true : undefined), 'the parked run and its events in PostgreSQL')
+    } finally {
+      await pool.end()
+    }
+    a.child.kill('SIGKILL')
+    await new Promise((resolve) => a.child.once('exit', resolve))
+    await allow(b.url, ':code:4')
+    await expectEachCallOnce(await ended(b.url, id), 'killed')
+    b.child.kill('SIGKILL')
+  }, 240_000)
+})
