@@ -305,7 +305,8 @@ export class DurableRuns {
     for (;;) {
       const page = await this.#store.list('runs/', { limit: 100, ...(after === undefined ? {} : { after }) })
       for (const { key } of page.entries) {
-        const entry = await this.#store.get(key)
+        // One record the store cannot read now (replaced since the listing, a storage error) is skipped, not the sweep's end: the next sweep sees it again.
+        const entry = await this.#store.get(key).catch(() => undefined)
         if (entry === undefined) continue
         const record = readStoredRun(entry.value)
         if (record === undefined || key !== `runs/${runKeySegment(record.callId)}`) continue

@@ -7,6 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { createFileStore, createSandboxRuntime } from '../../../platforms/node/index.js'
 import { createToolRuntime } from '../../../src/registry/runtime.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
+import type { DurableStore } from '../../../src/durable/store.js'
 
 /**
  * What only the file store promises, across real processes (the contract suite covers the
@@ -305,5 +306,44 @@ describe('the resume sweep over a file store with stray runs/ entries', () => {
       await Promise.all([a.codeRuntime.dispose(), b.codeRuntime.dispose()])
     }
     expect((await store.list('runs/')).entries.map((e) => e.key)).not.toContain('runs/a-fifo')
+  }, 60_000)
+
+  it('a runs/ record that cannot be read when the sweep gets it (a store error) is skipped, and the sweep goes on', async () => {
+    const dir = freshDir()
+    const asked: string[] = []
+    const processOn = (store: DurableStore) => {
+      const codeRuntime = createSandboxRuntime({ memoryMb: 32, prespawn: 0, parkAfterMs: 30 })
+      const runtime = createToolRuntime({ mode: 'code', codeRuntime, store, approval: (request) => new Promise<boolean>(() => void asked.push(request.execution.callId)) })
+      runtime.register(
+        defineTool({
+          name: 'pay',
+          description: 'Pays (a person approves first).',
+          parameters: { cents: { type: 'number', required: true } },
+          output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] },
+          execute: (args) => `paid ${args.cents}`,
+        }),
+      )
+      runtime.on('tools/pre-execute', (decision, execution) => (execution.name === 'pay' ? { kind: 'ask', reason: 'money moves' } : decision))
+      return { runtime, codeRuntime }
+    }
+    const a = processOn(createFileStore(dir))
+    void a.runtime.execute({ callId: 'run-t', name: 'run_code', arguments: { code: 'return await tools.pay({ cents: 2 })', description: 'pay' }, signal: new AbortController().signal })
+    await until(() => existsSync(join(dir, `${hex('runs/run-t')}.v`)), 'the run to park')
+    // Listed, then unreadable by the time the sweep reads it (a file replaced between the two, a storage error).
+    const files = createFileStore(dir)
+    await files.put('runs/a-gone', '{}')
+    const flaky: DurableStore = {
+      ...files,
+      get: (key) => (key === 'runs/a-gone' ? Promise.reject(Object.assign(new Error('the store file is not a regular file'), { code: 'STORE_FAILED' })) : files.get(key)),
+    }
+    const b = processOn(flaky)
+    try {
+      const resumed = await b.runtime.resumeRuns({ staleMs: 0 })
+      expect(resumed.map((r) => r.callId)).toEqual(['run-t'])
+      for (const r of resumed) r.cancel()
+    } finally {
+      await Promise.all([a.runtime.dispose(), b.runtime.dispose()])
+      await Promise.all([a.codeRuntime.dispose(), b.codeRuntime.dispose()])
+    }
   }, 60_000)
 })
