@@ -8,9 +8,15 @@
  *    call, median over batches); the ratio is the figure (target ≤ 4×).
  * 2. 10,000 concurrent `execute()` calls all in flight at once (every body parked on one
  *    barrier): wall time and heap (process.memoryUsage, sampled at the barrier = peak).
+ * 3. OpenTelemetry (issue 32), interleaved the same way: the same runtime without
+ *    `telemetry` (today's figure), with the API's tracer and no provider registered (the
+ *    no-op tracer), and with an SDK provider (a simple processor into an in-memory
+ *    exporter): the difference is the cost per span.
  *
  * Run: `npx tsx bench/pipeline.bench.ts` (add `node --expose-gc --import tsx` for steadier heap figures).
  */
+import { trace } from '@opentelemetry/api'
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base'
 import { snapshotLosslessJson } from '../src/json/lossless.js'
 import { createToolRuntime } from '../src/registry/index.js'
 import { compileJsonSchema } from '../src/schema/json-schema.js'
@@ -28,13 +34,18 @@ const noop = defineTool({
   execute: (args) => args.path,
 })
 
-const runtime = createToolRuntime()
-runtime.register(noop)
-runtime.on('tools/pre-execute', (decision) => decision)
-runtime.guard(() => undefined)
-runtime.on('tools/execute', (_execution, next) => next())
-runtime.on('tools/post-execute', (decision) => decision)
-runtime.on('tools/result', () => {})
+/** The bench's runtime: the no-op tool, one listener on every hook. */
+function hooked(options: Parameters<typeof createToolRuntime>[0] = {}) {
+  const rt = createToolRuntime(options)
+  rt.register(noop)
+  rt.on('tools/pre-execute', (decision) => decision)
+  rt.guard(() => undefined)
+  rt.on('tools/execute', (_execution, next) => next())
+  rt.on('tools/post-execute', (decision) => decision)
+  rt.on('tools/result', () => {})
+  return rt
+}
+const runtime = hooked()
 
 const definition = runtime.get('noop')!
 const outputValidator = compileJsonSchema(definition.output.schema)
@@ -143,5 +154,33 @@ async function concurrent(count: number): Promise<void> {
   console.log(`  heap before ${mb(before)} MB, at peak (all in flight) ${mb(atPeak)} MB → +${mb(atPeak - before)} MB (~${((atPeak - before) / count / 1024).toFixed(2)} KiB/call)${gc ? '' : ' [no --expose-gc: figures include garbage]'}`)
 }
 
+/** Series 3: no telemetry, the API's no-op tracer, an SDK provider (in-memory exporter). */
+async function telemetryOverhead(): Promise<void> {
+  const exporter = new InMemorySpanExporter()
+  const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] })
+  const series = [
+    { label: 'no telemetry option (today)     ', rt: runtime, times: [] as number[] },
+    { label: 'API tracer, no provider (no-op) ', rt: hooked({ telemetry: { tracer: trace.getTracer('toolyard') } }), times: [] as number[] },
+    { label: 'SDK provider, in-memory exporter', rt: hooked({ telemetry: { tracer: provider.getTracer('toolyard') } }), times: [] as number[] },
+  ]
+  const call = (rt: typeof runtime) => async () => {
+    const result = await rt.execute({ callId: `t${n++}`, name: 'noop', arguments: args, signal })
+    if (result.isError) throw new Error(result.error.message)
+  }
+  for (let i = 0; i < 10; i++) for (const s of series) await batch(call(s.rt))
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const s of series) s.times.push(await batch(call(s.rt)))
+    exporter.reset()
+  }
+  const base = median(series[0]!.times)
+  console.log('execute() with OpenTelemetry — same tool and hooks, interleaved')
+  for (const s of series) {
+    const m = median(s.times)
+    console.log(`  ${s.label} median ${m.toFixed(2)} µs CPU/call (${m - base >= 0 ? '+' : ''}${(m - base).toFixed(2)} µs)`)
+  }
+  await provider.shutdown()
+}
+
 await overhead()
+await telemetryOverhead()
 await concurrent(10_000)
