@@ -22,6 +22,7 @@ import { decideApproval, listApprovals } from './_approvals.js'
 import { ANY_ROLE, CallPrincipals, agentFor, clientCallId, requestPrincipal } from './_principals.js'
 import { streamRun } from './_run-stream.js'
 import type { SessionLogHub } from './session-log-hub.js'
+import { traceFieldOf } from '../telemetry/trace-context.js'
 
 /** The validated configuration the routes read. */
 export interface ApiConfig {
@@ -315,7 +316,7 @@ function executeTool(runtime: ToolRuntime, config: ApiConfig): Handler {
     const args = Object.hasOwn(body, 'arguments') ? body.arguments : {}
     const release = config.callPrincipals.track(callId, principal.id)
     try {
-      const result = await runtime.execute({ callId, name, arguments: args, signal: signalFor(c, config), ...agentField(agent) })
+      const result = await runtime.execute({ callId, name, arguments: args, signal: signalFor(c, config), ...agentField(agent), ...traceFieldOf((h) => c.req.header(h)) })
       return resultResponse(c, callId, result)
     } finally {
       release()
@@ -359,10 +360,12 @@ export async function prepareRun(c: Context, runtime: ToolRuntime, config: ApiCo
   if (Object.hasOwn(body, 'code')) args.code = body.code
   if (Object.hasOwn(body, 'description')) args.description = body.description
   const principal = requestPrincipal(c).id
+  // The caller's W3C trace context: the run's spans join its trace.
+  const trace = traceFieldOf((h) => c.req.header(h))
   const execute = async (signal: AbortSignal): Promise<ToolExecutionResult> => {
     const release = config.callPrincipals.track(callId, principal)
     try {
-      return await runtime.execute({ callId, name: RUN_CODE, arguments: args, signal, ...agentField(agent) })
+      return await runtime.execute({ callId, name: RUN_CODE, arguments: args, signal, ...agentField(agent), ...trace })
     } finally {
       release()
     }

@@ -35,6 +35,7 @@ import { DEFAULT_MAX_STREAM_BACKLOG_BYTES, DEFAULT_STREAM_WRITE_TIMEOUT_MS, crea
 import { ElicitationChannel, cannotAsk, elicitingSession, elicitingSessionOf, type SendToClient } from './_elicitation.js'
 import { blocksToMcpContent, isJsonObject } from './content.js'
 import type { McpCallToolResultOut, McpToolDescriptor } from './mcp-types.js'
+import { traceCarrierOf } from '../telemetry/trace-context.js'
 
 /** The MCP protocol revisions this server speaks, newest first. */
 export const MCP_PROTOCOL_VERSIONS: readonly string[] = Object.freeze(['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'])
@@ -191,6 +192,8 @@ export async function callMcpTool(
   const unknown = unknownFieldMessage(params, CALL_PARAMS, 'tools/call params')
   if (unknown !== undefined) throw new RpcError(JSON_RPC_ERRORS.INVALID_PARAMS, unknown)
   const args = params.arguments === undefined ? {} : params.arguments
+  // The client's W3C trace context (`_meta.traceparent`): the call's span joins its trace.
+  const trace = traceCarrierOf(params._meta)
   const result = await runtime.execute({
     callId: `mcp-${crypto.randomUUID()}`,
     name: params.name,
@@ -198,6 +201,7 @@ export async function callMcpTool(
     signal,
     ...(agent === undefined ? {} : { agent }),
     ...(approval === undefined ? {} : { approval }),
+    ...(trace === undefined ? {} : { trace }),
   })
   if (result.isError) {
     if (result.error.info?.code === 'UNKNOWN_TOOL') throw new RpcError(JSON_RPC_ERRORS.INVALID_PARAMS, result.error.message)

@@ -4,7 +4,7 @@
  *
  * @module
  */
-export { parseTraceparent, traceparentOf } from './trace-context.js'
+export { parseTraceparent, traceCarrierOf, traceparentOf } from './trace-context.js'
 export type {
   TelemetryAttributes,
   TelemetryAttributeValue,

@@ -107,3 +107,22 @@ export function traceparentOf(span: TelemetrySpan): string {
   const { traceId, spanId, traceFlags } = span.spanContext()
   return `00-${traceId}-${spanId}-${(traceFlags & 0xff).toString(16).padStart(2, '0')}`
 }
+
+/**
+ * The W3C carrier in a bag of string fields: MCP's `params._meta` (`traceparent`,
+ * `tracestate`) or HTTP headers read into one. Anything but a string `traceparent` is
+ * none (the execution input's `trace`; its validity is checked when the span starts).
+ */
+export function traceCarrierOf(bag: unknown): TraceCarrier | undefined {
+  if (typeof bag !== 'object' || bag === null) return undefined
+  const traceparent = Object.getOwnPropertyDescriptor(bag, 'traceparent')?.value
+  const tracestate = Object.getOwnPropertyDescriptor(bag, 'tracestate')?.value
+  if (typeof traceparent !== 'string') return undefined
+  return typeof tracestate === 'string' ? { traceparent, tracestate } : { traceparent }
+}
+
+/** `{ trace }` for an execution input from a request's `traceparent` / `tracestate` headers, or `{}`. */
+export function traceFieldOf(header: (name: string) => string | undefined): { trace?: TraceCarrier } {
+  const trace = traceCarrierOf({ traceparent: header('traceparent'), tracestate: header('tracestate') })
+  return trace === undefined ? {} : { trace }
+}
