@@ -26,9 +26,16 @@
  *    writes to `createFileStore(dir)` for one parked 20-call run: its size on disk, and
  *    its write time (the real write, and repeated writes of the same record).
  *
+ * 4. PostgreSQL beside the file store (`toolyard/postgres` on a throwaway local cluster,
+ *    test/support/postgres.ts; skipped with its reason where the binaries are missing):
+ *    compare-and-set write p50/p99 (get, then put with ifVersion, of a 2 KiB value; the
+ *    two stores in interleaved rounds), and the rows and bytes one parked 20-call run_code
+ *    leaves in the table (the runtime's records only: `npm start` adds its run record,
+ *    event snapshot and approval).
+ *
  * Run: `npm run bench:durable` (or `npx tsx bench/durable-runs.bench.ts`). Figures are
  * printed, never asserted. `BENCH_ROUNDS` (default 15) sets the rounds of 1 and 2;
- * `BENCH_SECTIONS=2,3` runs only those sections (3 needs 2's states); `BENCH_CONTROL=1`
+ * `BENCH_SECTIONS=2,3` runs only those sections (3 needs 2's states; 4 runs alone); `BENCH_CONTROL=1`
  * makes the baseline journal too (an A/A control: the cost columns then show the noise).
  *
  * @module
@@ -38,7 +45,10 @@ import { createRequire } from 'node:module'
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createFileStore, createSandboxRuntime } from '../platforms/node/index.js'
+import { createPostgresStore } from '../platforms/postgres/index.js'
 import { createQuickJsRuntime } from '../platforms/quickjs/index.js'
+import pg from 'pg'
+import { postgresSkipReason, startPostgres } from '../test/support/postgres.js'
 import type { CodeBindingCallOptions, CodeRunRequest, CodeRuntime, ParkedRunState } from '../src/code-runtime/contract.js'
 import type { DurableStore } from '../src/durable/store.js'
 import { createToolRuntime } from '../src/registry/runtime.js'
@@ -375,8 +385,20 @@ function filesOf(dir: string, prefix: string): { key: string; bytes: number }[] 
 /** One parked 20-call `run_code` through `createToolRuntime({ store: createFileStore(dir) })`: the record's size on disk and its write time. */
 async function fileStoreRecord(): Promise<TableRow[]> {
   const dir = mkdtempSync(join(tmpdir(), 'toolyard-durable-bench-'))
+  try {
+    return await parkedRecord(createFileStore(dir), () => {
+      const bytes = filesOf(dir, 'runs/')[0]?.bytes ?? Number.NaN
+      return Promise.resolve({ measure: 'run record on disk (runs/<id>), 20 calls', value: `${bytes} bytes (${(bytes / 1024).toFixed(1)} KiB)` })
+    })
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/** Parks one 20-call `run_code` on `inner`, measures what `footprint` says of the store at the park, then finishes it. */
+async function parkedRecord(inner: DurableStore, footprint: () => Promise<TableRow>): Promise<TableRow[]> {
   const writes: { key: string; ms: number; chars: number }[] = []
-  const store = timedStore(createFileStore(dir), writes)
+  const store = timedStore(inner, writes)
   const codeRuntime = createSandboxRuntime({ memoryMb: 32, parkAfterMs: PARK_AFTER_MS })
   const asked: ((allow: boolean) => void)[] = []
   const approval: ApprovalHandler = () => new Promise<boolean>((resolve) => asked.push(resolve))
@@ -405,7 +427,7 @@ async function fileStoreRecord(): Promise<TableRow[]> {
     const pending = runtime.execute({ callId: 'bench-run', name: 'run_code', arguments: { code, description: 'reads 20 files, then publishes' }, signal: new AbortController().signal })
     await until(() => writes.length === 1 && asked.length === 1)
     await sleep(50)
-    const onDisk = filesOf(dir, 'runs/')
+    const footprintRow = await footprint()
     const record = (await store.get(writes[0]!.key))!.value
     asked[0]!(true)
     const result = await pending
@@ -418,13 +440,57 @@ async function fileStoreRecord(): Promise<TableRow[]> {
       again.push(performance.now() - start)
     }
     return [
-      { measure: 'run record on disk (runs/<id>), 20 calls', value: `${onDisk[0]?.bytes ?? Number.NaN} bytes (${((onDisk[0]?.bytes ?? Number.NaN) / 1024).toFixed(1)} KiB); record text ${record.length} chars` },
-      { measure: 'its write at the park (temp file, fsync, rename, dir fsync)', value: `${writes[0]!.ms.toFixed(2)} ms` },
+      footprintRow,
+      { measure: 'record text', value: `${record.length} chars` },
+      { measure: 'its write at the park', value: `${writes[0]!.ms.toFixed(2)} ms` },
       { measure: 'the same record written 50 times more', value: `p50 ${pct(again, 50).toFixed(2)} ms, p99 ${pct(again, 99).toFixed(2)} ms` },
     ]
   } finally {
     await runtime.dispose()
     await codeRuntime.dispose()
+  }
+}
+
+/** Section 4: compare-and-set writes on the file store and on PostgreSQL, and a parked run's rows. */
+async function postgresBesideFiles(): Promise<void> {
+  const skip = postgresSkipReason()
+  if (skip !== undefined) {
+    console.log(`\n4. PostgreSQL: skipped (${skip})`)
+    return
+  }
+  const cluster = await startPostgres({ fsync: true })
+  const pool = new pg.Pool({ connectionString: cluster.url, max: 4 })
+  const dir = mkdtempSync(join(tmpdir(), 'toolyard-durable-bench-'))
+  try {
+    const stores: Record<string, DurableStore> = { [`file (${tmpdir()})`]: createFileStore(dir), 'postgres (127.0.0.1 TCP, fsync on)': createPostgresStore({ pool, table: 'bench_cas' }) }
+    const value = 'x'.repeat(2048)
+    const samples: Record<string, number[]> = Object.fromEntries(Object.keys(stores).map((name) => [name, []]))
+    for (let round = 0; round < ROUNDS; round++) {
+      const names = Object.keys(stores)
+      for (const name of round % 2 === 0 ? names : names.reverse()) {
+        const store = stores[name]!
+        for (let i = 0; i < 40; i++) {
+          const current = await store.get('bench/cas')
+          const start = performance.now()
+          const put = await store.put('bench/cas', value, { ifVersion: current?.version ?? null })
+          samples[name]!.push(performance.now() - start)
+          if (!put.ok) throw new Error('a lone writer lost a compare-and-set')
+        }
+      }
+    }
+    printTable(
+      Object.entries(samples).map(([store, ms]) => ({ store, writes: ms.length, 'CAS put p50 ms': pct(ms, 50), 'CAS put p99 ms': pct(ms, 99) })),
+      `4a. Compare-and-set write of a 2 KiB value (after a get), ${ROUNDS} interleaved rounds of 40; ${loadNote()}`,
+    )
+    const parked = createPostgresStore({ pool, table: 'bench_parked' })
+    const rows = await parkedRecord(parked, async () => {
+      const { rows: [row] } = await pool.query('SELECT count(*)::int AS n, sum(octet_length(value))::int AS value_bytes, sum(pg_column_size(t.*))::int AS row_bytes FROM bench_parked t')
+      return { measure: 'rows in the table at the park (runs/<id>, owners/<id>)', value: `${row.n} rows, values ${row.value_bytes} bytes, rows ${row.row_bytes} bytes (pg_column_size)` }
+    })
+    printTable(rows, '4b. One parked 20-call run_code in createPostgresStore (the runtime\'s records; npm start adds http-runs/, http-run-events/ and approvals/ rows)')
+  } finally {
+    await pool.end()
+    cluster.stop()
     rmSync(dir, { recursive: true, force: true })
   }
 }
@@ -445,10 +511,11 @@ async function bytesPerParkedRun(statesOf100: readonly ParkedRunState[]): Promis
 }
 
 console.log(`durable runs bench: ${loadNote()} at start, node ${process.version}${CONTROL ? '; A/A CONTROL: the "no journal" contender journals too' : ''}`)
-const sections = (process.env.BENCH_SECTIONS ?? '1,2,3').split(',')
+const sections = (process.env.BENCH_SECTIONS ?? '1,2,3,4').split(',')
 if (sections.includes('1')) await journalCost()
 if (sections.includes('2') || sections.includes('3')) {
   const states = await parkAndResume()
   if (sections.includes('3')) await bytesPerParkedRun(states)
 }
+if (sections.includes('4')) await postgresBesideFiles()
 console.log(`\n${loadNote()} at the end`)

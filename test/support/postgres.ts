@@ -57,8 +57,8 @@ function runPg(bin: string, args: string[], timeoutMs: number): void {
   execFileSync(cmd, argv, { stdio: 'pipe', timeout: timeoutMs, killSignal: 'SIGKILL' })
 }
 
-/** Starts a fresh cluster (about 1–2 s: `initdb` without fsync, then `pg_ctl start -w`). */
-export async function startPostgres(): Promise<PostgresCluster> {
+/** Starts a fresh cluster (about 1–2 s: `initdb` without fsync, then `pg_ctl start -w`); the server runs with `fsync=off` unless `fsync: true` (benchmarks). */
+export async function startPostgres(options: { readonly fsync?: boolean } = {}): Promise<PostgresCluster> {
   const bin = findPostgresBin()
   if (bin === undefined) throw new Error(postgresSkipReason())
   const dir = mkdtempSync(join(tmpdir(), 'toolyard-pg-'))
@@ -83,7 +83,7 @@ export async function startPostgres(): Promise<PostgresCluster> {
   }
   try {
     runPg(join(bin, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--locale=C', '--no-sync'], 60_000)
-    const serverOptions = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`
+    const serverOptions = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=${options.fsync === true ? 'on' : 'off'} -c max_connections=200`
     runPg(join(bin, 'pg_ctl'), ['-D', data, '-l', join(dir, 'server.log'), '-o', serverOptions, '-w', '-t', '30', 'start'], 40_000)
   } catch (error) {
     const log = existsSync(join(dir, 'server.log')) ? readFileSync(join(dir, 'server.log'), 'utf8').slice(-2000) : ''
