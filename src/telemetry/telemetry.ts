@@ -80,6 +80,7 @@ export class CallSpan {
   readonly #startedAt = performance.now()
   #callsMade = 0
   #callsRefused = 0
+  #childHeldMs = 0
   #ended = false
 
   constructor(telemetry: Telemetry, start: CallSpanStart, span: TelemetrySpan | undefined) {
@@ -107,8 +108,9 @@ export class CallSpan {
   }
 
   /** A sub-call of this program ended (its tallies go on the program's span). */
-  #childEnded(result: ToolExecutionResult): void {
+  #childEnded(result: ToolExecutionResult, heldMs: number): void {
     this.#callsMade += 1
+    this.#childHeldMs += heldMs
     if (result.isError && REFUSED.has(String(result.error.info?.code))) this.#callsRefused += 1
   }
 
@@ -121,7 +123,7 @@ export class CallSpan {
     const elapsedMs = performance.now() - this.#startedAt
     if (!end.replayed) {
       const parent = this.#start.parent
-      if (parent !== undefined) parent.#childEnded(result)
+      if (parent !== undefined) parent.#childEnded(result, end.heldMs)
       this.#telemetry.instruments?.duration.record(elapsedMs / 1000, { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': this.#start.name, ...(errorType === undefined ? {} : { 'error.type': errorType }) })
     }
     if (this.#start.name === RUN_CODE && this.#start.parent === undefined) this.#telemetry.instruments?.runs.add(1, { 'toolyard.run.outcome': errorType ?? 'ok' })
@@ -133,7 +135,9 @@ export class CallSpan {
     if (end.heldMs > 0) span.setAttribute('toolyard.approval.held_ms', end.heldMs)
     if (this.#start.name === RUN_CODE) {
       span.setAttributes({
-        'toolyard.run.wall_ms': Math.round(elapsedMs - end.heldMs),
+        // Elapsed, and the part of it sub-calls spent waiting for a person (summed: concurrent waits overlap).
+        'toolyard.run.elapsed_ms': Math.round(elapsedMs),
+        'toolyard.run.approval_wait_ms': Math.round(this.#childHeldMs + end.heldMs),
         'toolyard.run.calls_made': this.#callsMade,
         'toolyard.run.calls_refused': this.#callsRefused,
         'toolyard.run.bytes_returned': result.isError ? 0 : utf8Bytes(contentText(result)),

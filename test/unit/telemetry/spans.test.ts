@@ -107,6 +107,7 @@ describe('execute_tool spans', () => {
     expect(byName(children, 'execute_tool fail')[0]!.attributes['error.type']).toBe('TOOL_FAILED')
     expect(run!.attributes).toMatchObject({ 'toolyard.tool.caller': 'native', 'toolyard.run.calls_made': 3, 'toolyard.run.calls_refused': 0, 'toolyard.run.outcome': 'ok' })
     expect(run!.attributes['toolyard.run.bytes_returned']).toBeGreaterThan(0)
+    expect(run!.attributes['toolyard.run.elapsed_ms']).toBeGreaterThanOrEqual(run!.attributes['toolyard.run.approval_wait_ms'] as number)
     expect(parentId(run!)).toBeUndefined()
     // The approval: a pair of events on the asking call's span.
     const write = byName(children, 'execute_tool write')[0]!
