@@ -13,6 +13,7 @@ import type { DurableStore } from '../../../src/durable/store.js'
 import type { JsonValue } from '../../../src/json/json-value.js'
 import { createToolRuntime } from '../../../src/registry/runtime.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
+import type { ToolTelemetryOptions } from '../../../src/telemetry/types.js'
 import type { ApprovalHandler, ToolExecutionResult } from '../../../src/types.js'
 
 class TestReader extends MetricReader {
@@ -32,9 +33,9 @@ async function until(check: () => boolean | Promise<boolean>, ms = 20_000): Prom
   }
 }
 
-function processOn(store: DurableStore, approve: ApprovalHandler, telemetry: Parameters<typeof createToolRuntime>[0] extends infer O ? O extends { telemetry?: infer T } ? T : never : never) {
+function processOn(store: DurableStore, approve: ApprovalHandler, telemetry: ToolTelemetryOptions | undefined) {
   const codeRuntime = createSandboxRuntime({ memoryMb: 32, prespawn: 0, parkAfterMs: 30 })
-  const runtime = createToolRuntime({ mode: 'code', codeRuntime, store, approval: approve, telemetry })
+  const runtime = createToolRuntime({ mode: 'code', codeRuntime, store, approval: approve, ...(telemetry === undefined ? {} : { telemetry }) })
   disposers.push(() => runtime.dispose(), () => codeRuntime.dispose())
   const effects: string[] = []
   for (const name of ['effect', 'pay']) {
