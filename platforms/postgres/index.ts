@@ -21,9 +21,18 @@ import {
   type StorePutResult,
 } from '../../src/durable/store.js'
 
-/** What the store needs of a client: `pg.Pool`, `pg.Client` or anything answering the same way. */
+/** What the store needs of a client: `pg.Pool`, `pg.Client` or anything answering the same way; `connect` (a pool's) enables {@link PostgresStore.watch}. */
 export interface PostgresQueryable {
   query(text: string, values?: unknown[]): Promise<{ readonly rows: readonly Record<string, unknown>[] }>
+  connect?(): Promise<PostgresListenClient>
+}
+
+/** A dedicated connection for `LISTEN` (what `pg.Pool.connect()` answers). */
+export interface PostgresListenClient {
+  query(text: string, values?: unknown[]): Promise<unknown>
+  on(event: 'notification', listener: (message: { channel: string; payload?: string }) => void): unknown
+  on(event: 'error' | 'end', listener: (error?: Error) => void): unknown
+  release(error?: Error | boolean): void
 }
 
 /** Options of {@link createPostgresStore}. */
@@ -38,15 +47,28 @@ export interface PostgresStoreOptions extends StoreOptions {
    * {@link postgresStoreSchema} as a migration instead.
    */
   readonly createTable?: boolean
+  /** Where the store says that its `LISTEN` connection failed and watchers fall back to polling (default `console.warn`). */
+  readonly log?: (message: string) => void
 }
 
 /** The PostgreSQL store: a {@link DurableStore}, plus its schema step and what listings skipped. */
 export interface PostgresStore extends DurableStore {
   /** Creates the table and sequence if missing (idempotent, safe from many instances at once). Runs before the first operation unless `createTable: false`. */
   migrate(): Promise<void>
+  /**
+   * Calls `onChange(key)` after each committed change of a key starting with `prefix`, by
+   * any instance on the database (`LISTEN` on one dedicated connection, shared by every
+   * watcher). Best effort: a dropped connection is logged and retried every
+   * {@link WATCH_RETRY_MS}; changes meanwhile are not announced, so a watcher keeps a
+   * slower poll as its fallback. Answers the function that stops watching.
+   */
+  watch(prefix: string, onChange: (key: string) => void): () => void
   /** Rows listings skipped since creation: a malformed version (the table is read as hostile; keys outside the grammar are filtered in SQL). */
   skippedEntries(): number
 }
+
+/** How long a dropped `LISTEN` connection waits before it is opened again. */
+export const WATCH_RETRY_MS = 1_000
 
 /** The default table name. */
 export const DEFAULT_POSTGRES_STORE_TABLE = 'toolyard_store'
@@ -70,6 +92,9 @@ export function postgresStoreSchema(table: string = DEFAULT_POSTGRES_STORE_TABLE
   return [
     `CREATE SEQUENCE IF NOT EXISTS "${name}_version"`,
     `CREATE TABLE IF NOT EXISTS "${name}" (key text COLLATE "C" PRIMARY KEY, value bytea NOT NULL, version bigint NOT NULL)`,
+    // Every committed change is announced on the channel `<table>_changes`, the key as payload (ids only, ≤ 120 characters).
+    `CREATE OR REPLACE FUNCTION "${name}_notify"() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_notify('${name}_changes', COALESCE(NEW.key, OLD.key)); RETURN NULL; END $$`,
+    `CREATE OR REPLACE TRIGGER "${name}_notify" AFTER INSERT OR UPDATE OR DELETE ON "${name}" FOR EACH ROW EXECUTE FUNCTION "${name}_notify"()`,
   ].join(';\n')
 }
 
@@ -166,8 +191,11 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     return { ok: false, version: seen }
   }
 
+  const watch = createWatcher(pool, `${table}_changes`, prepared, options.log ?? ((message) => console.warn(message)))
+
   return {
     migrate,
+    watch,
     skippedEntries: () => skipped,
 
     async get(key: string): Promise<StoreEntry | undefined> {
@@ -268,5 +296,74 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       const last = rows[Math.min(rows.length, limit) - 1]?.key
       return rows.length > limit && typeof last === 'string' ? { entries, cursor: last } : { entries }
     },
+  }
+}
+
+/** The `LISTEN` side of a store: one connection, opened on the first watcher, closed with the last. */
+function createWatcher(pool: PostgresQueryable, channel: string, prepared: () => Promise<void>, log: (message: string) => void): PostgresStore['watch'] {
+  const watchers = new Set<{ readonly prefix: string; readonly onChange: (key: string) => void }>()
+  let client: PostgresListenClient | undefined
+  let opening = false
+  let retry: ReturnType<typeof setTimeout> | undefined
+
+  const drop = (listener: PostgresListenClient, error: Error | undefined): void => {
+    if (client !== listener) return
+    client = undefined
+    listener.release(error ?? true)
+    if (watchers.size === 0) return
+    log(`toolyard/postgres: the LISTEN connection on ${channel} dropped (${error?.message ?? 'ended'}); watchers fall back to polling until it is back`)
+    retry = setTimeout(open, WATCH_RETRY_MS)
+    ;(retry as { unref?: () => void }).unref?.()
+  }
+  const open = (): void => {
+    retry = undefined
+    if (client !== undefined || opening || watchers.size === 0) return
+    if (typeof pool.connect !== 'function') {
+      log('toolyard/postgres: the client has no connect(): watchers poll (pass a pg.Pool to be woken by LISTEN/NOTIFY)')
+      return
+    }
+    opening = true
+    void (async () => {
+      let listener: PostgresListenClient | undefined
+      try {
+        await prepared()
+        listener = await pool.connect!()
+        const connected = listener
+        connected.on('notification', (message) => {
+          const key = message.payload
+          if (message.channel !== channel || typeof key !== 'string' || key.length > MAX_STORE_KEY_LENGTH) return
+          for (const watcher of [...watchers]) if (key.startsWith(watcher.prefix)) watcher.onChange(key)
+        })
+        connected.on('error', (error) => drop(connected, error))
+        connected.on('end', () => drop(connected, undefined))
+        await connected.query(`LISTEN "${channel}"`)
+        client = connected
+        if (watchers.size === 0) drop(connected, undefined)
+      } catch (error) {
+        listener?.release(error instanceof Error ? error : true)
+        log(`toolyard/postgres: cannot LISTEN on ${channel} (${(error as Error)?.message}); watchers fall back to polling, retrying in ${WATCH_RETRY_MS} ms`)
+        retry = setTimeout(open, WATCH_RETRY_MS)
+        ;(retry as { unref?: () => void }).unref?.()
+      } finally {
+        opening = false
+      }
+    })()
+  }
+
+  return (prefix, onChange) => {
+    assertStorePrefix(prefix)
+    if (typeof onChange !== 'function') throw storeError('INVALID_OPTIONS', 'watch needs an onChange function')
+    const watcher = { prefix, onChange }
+    watchers.add(watcher)
+    open()
+    return () => {
+      watchers.delete(watcher)
+      if (watchers.size > 0) return
+      clearTimeout(retry)
+      retry = undefined
+      const listener = client
+      client = undefined
+      listener?.release(true)
+    }
   }
 }

@@ -314,6 +314,13 @@ async function decide(ctx: Context, id: string, input: ApprovalDecisionInput): P
 /** Creates the broker over `store` (options already validated by `createApprovalBroker`). */
 export function createStoredBroker(options: ResolvedBrokerOptions, store: DurableStore): StoredApprovalBroker {
   const ctx: Context = { store, options, watches: new Map(), events: createEventFanOut(), disposed: false, writes: new Set(), poll: 'idle', pollTimer: undefined, hashing: Promise.resolve() }
+  // A store that announces changes (PostgreSQL's LISTEN/NOTIFY) wakes a scheduled poll at once; the timer stays the fallback.
+  const watchable = store as DurableStore & { watch?: (prefix: string, onChange: (key: string) => void) => () => void }
+  const unwatch = typeof watchable.watch === 'function' ? watchable.watch('approvals/done/', () => {
+    if (ctx.poll !== 'scheduled') return
+    stopPolling(ctx)
+    void pollOnce(ctx)
+  }) : undefined
   let lastListing: ApprovalListing = Object.freeze({ examined: 0, malformed: 0, truncated: false })
   let sweepAfter: string | undefined
   return Object.freeze({
@@ -344,6 +351,7 @@ export function createStoredBroker(options: ResolvedBrokerOptions, store: Durabl
       if (ctx.disposed) return
       ctx.disposed = true
       stopPolling(ctx)
+      unwatch?.()
       const reason = 'the approval broker was disposed; the request stays open in the store for another process'
       for (const watch of [...ctx.watches.values()]) {
         watch.finished = true
