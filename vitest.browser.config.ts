@@ -21,6 +21,7 @@ const CORE_UNIT_SUITES = [
   'test/unit/approvals/**/*.test.ts',
   'test/unit/catalog/**/*.test.ts',
   'test/unit/json/**/*.test.ts',
+  'test/unit/telemetry/portable.test.ts',
 ]
 
 /**

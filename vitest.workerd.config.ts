@@ -35,6 +35,7 @@ const CORE_UNIT_SUITES = [
   'test/unit/approvals/broker-store.test.ts',
   'test/unit/catalog/**/*.test.ts',
   'test/unit/json/**/*.test.ts',
+  'test/unit/telemetry/portable.test.ts',
 ]
 
 /**
