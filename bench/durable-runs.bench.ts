@@ -31,7 +31,8 @@
  *    compare-and-set write p50/p99 (get, then put with ifVersion, of a 2 KiB value; the
  *    two stores in interleaved rounds), and the rows and bytes one parked 20-call run_code
  *    leaves in the table (the runtime's records only: `npm start` adds its run record,
- *    event snapshot and approval).
+ *    event snapshot and approval); and decide → answered across two brokers on two pools
+ *    (the call waiting on A, the decision taken on B), with the LISTEN wake-up and without.
  *
  * Run: `npm run bench:durable` (or `npx tsx bench/durable-runs.bench.ts`). Figures are
  * printed, never asserted. `BENCH_ROUNDS` (default 15) sets the rounds of 1 and 2;
@@ -51,6 +52,7 @@ import pg from 'pg'
 import { postgresSkipReason, startPostgres } from '../test/support/postgres.js'
 import type { CodeBindingCallOptions, CodeRunRequest, CodeRuntime, ParkedRunState } from '../src/code-runtime/contract.js'
 import type { DurableStore } from '../src/durable/store.js'
+import { createApprovalBroker } from '../src/approvals/index.js'
 import { createToolRuntime } from '../src/registry/runtime.js'
 import { defineTool } from '../src/schema/define-tool.js'
 import type { ApprovalHandler } from '../src/types.js'
@@ -451,6 +453,36 @@ async function parkedRecord(inner: DurableStore, footprint: () => Promise<TableR
   }
 }
 
+/** Two approval brokers on two pools: from B's decide() to A's waiting handler answering, with the LISTEN wake-up and with polling only. */
+async function decideAcross(url: string): Promise<TableRow[]> {
+  const rows: TableRow[] = []
+  for (const [label, watch] of [['LISTEN/NOTIFY wake-up (poll every 250 ms as fallback)', true], ['polling only (every 250 ms)', false]] as const) {
+    const pools = [new pg.Pool({ connectionString: url, max: 4 }), new pg.Pool({ connectionString: url, max: 4 })]
+    // Without connect(), the store cannot LISTEN: the broker polls only.
+    const clientOf = (pool: pg.Pool) => (watch ? pool : { query: (text: string, values?: unknown[]) => pool.query(text, values) })
+    const [a, b] = pools.map((pool) => createApprovalBroker({ store: createPostgresStore({ pool: clientOf(pool), table: 'bench_decide', log: () => undefined }) }))
+    const samples: number[] = []
+    try {
+      for (let i = 0; i < ROUNDS * 2; i++) {
+        const answered = Promise.resolve(a!.handler({ execution: { callId: `bench-${watch}-${i}`, name: 'pay', arguments: { i }, signal: new AbortController().signal } as never, reason: 'bench' } as never)).catch(() => undefined)
+        let pending: readonly { id: string }[] = []
+        while (pending.length === 0) pending = await b!.pending()
+        await sleep(20)
+        const start = performance.now()
+        await b!.decide(pending[0]!.id, { decision: 'allow' })
+        await answered
+        samples.push(performance.now() - start)
+      }
+    } finally {
+      await a!.dispose()
+      await b!.dispose()
+      for (const pool of pools) await pool.end()
+    }
+    rows.push({ wake: label, decisions: String(samples.length), 'p50 ms': pct(samples, 50), 'p99 ms': pct(samples, 99) })
+  }
+  return rows
+}
+
 /** Section 4: compare-and-set writes on the file store and on PostgreSQL, and a parked run's rows. */
 async function postgresBesideFiles(): Promise<void> {
   const skip = postgresSkipReason()
@@ -482,12 +514,13 @@ async function postgresBesideFiles(): Promise<void> {
       Object.entries(samples).map(([store, ms]) => ({ store, writes: ms.length, 'CAS put p50 ms': pct(ms, 50), 'CAS put p99 ms': pct(ms, 99) })),
       `4a. Compare-and-set write of a 2 KiB value (after a get), ${ROUNDS} interleaved rounds of 40; ${loadNote()}`,
     )
+    printTable(await decideAcross(cluster.url), `4b. Decide on instance B → the waiting call answered on instance A (two brokers, two pools, one database), ${ROUNDS * 2} decisions; ${loadNote()}`)
     const parked = createPostgresStore({ pool, table: 'bench_parked' })
     const rows = await parkedRecord(parked, async () => {
       const { rows: [row] } = await pool.query('SELECT count(*)::int AS n, sum(octet_length(value))::int AS value_bytes, sum(pg_column_size(t.*))::int AS row_bytes FROM bench_parked t')
       return { measure: 'rows in the table at the park (runs/<id>, owners/<id>)', value: `${row.n} rows, values ${row.value_bytes} bytes, rows ${row.row_bytes} bytes (pg_column_size)` }
     })
-    printTable(rows, '4b. One parked 20-call run_code in createPostgresStore (the runtime\'s records; npm start adds http-runs/, http-run-events/ and approvals/ rows)')
+    printTable(rows, '4c. One parked 20-call run_code in createPostgresStore (the runtime\'s records; npm start adds http-runs/, http-run-events/ and approvals/ rows)')
   } finally {
     await pool.end()
     cluster.stop()
