@@ -210,6 +210,12 @@ export interface ToolExecutionInput {
    * own trace); a nested call's span is always its parent call's child.
    */
   readonly trace?: { readonly traceparent: string; readonly tracestate?: string }
+  /**
+   * Who asked for this call: a non-secret label (1–64 of `A-Z a-z 0-9 _ -`, never a token),
+   * such as the HTTP app's principal id. Its approval requests record it. A nested call
+   * (a program's sub-call) always carries its parent's, whatever it passes.
+   */
+  readonly principal?: string
 }
 
 /** The immutable pipeline view of one execution. */
@@ -234,6 +240,8 @@ export interface ToolExecution {
    * tool would ask, with empty arguments, before a program runs (docs/approvals.md).
    */
   readonly planProbe?: true
+  /** Who asked for the call (`ToolExecutionInput.principal`; a nested call's is its parent's). */
+  readonly principal?: string
 }
 
 /** The `tools/execute` view: only `signal` is mutable (replace and restore, never delete). */

@@ -118,6 +118,9 @@ export function denial(message: string): ToolError {
   return new ToolError('DENIED_BY_APPROVAL', message)
 }
 
+/** A principal label (non-secret, bounded), as the registry reads it on the execution input. */
+export const PRINCIPAL_LABEL = /^[A-Za-z0-9_-]{1,64}$/
+
 function optionalString(value: unknown, what: string): string | undefined {
   if (value === undefined || typeof value === 'string') return value
   throw new TypeError(`${what} must be a string`)
@@ -133,11 +136,13 @@ export function readRequest(request: unknown): { readonly fields: RequestFields;
   const { execution, parentCallId: parent, reason: why, kind, runKey: run } = request as Record<string, unknown>
   const runKey = optionalString(run, 'runKey')
   if (typeof execution !== 'object' || execution === null) throw new TypeError('the request carries no execution')
-  const { callId, name, signal, agent: scope } = execution as Record<string, unknown>
+  const { callId, name, signal, agent: scope, principal: who } = execution as Record<string, unknown>
   if (typeof callId !== 'string' || typeof name !== 'string') throw new TypeError('the execution has no string callId and name')
   if (!(signal instanceof AbortSignal)) throw new TypeError('the execution has no AbortSignal')
   const parentCallId = optionalString(parent, 'parentCallId')
   const agent = optionalString(scope, 'agent')
+  const principal = optionalString(who, 'principal')
+  if (principal !== undefined && !PRINCIPAL_LABEL.test(principal)) throw new TypeError('principal must be 1–64 of A-Z a-z 0-9 _ -')
   const reason = optionalString(why, 'reason')
   // Read as a data property only; the renderer reads the schema defensively too.
   const descriptor = Object.getOwnPropertyDescriptor(request, 'parameters')
@@ -152,6 +157,7 @@ export function readRequest(request: unknown): { readonly fields: RequestFields;
     callId,
     ...(parentCallId === undefined ? {} : { parentCallId }),
     ...(agent === undefined ? {} : { agent }),
+    ...(principal === undefined ? {} : { principal }),
     kind: plan === undefined ? 'call' : 'plan',
     name,
     // Already a frozen snapshot when the registry asks (then reused as is); copied otherwise.

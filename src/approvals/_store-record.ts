@@ -23,7 +23,7 @@ import type { JsonValue } from '../json/json-value.js'
 import { adoptParsedJson } from '../json/lossless.js'
 import { nestsDeeperThan } from '../json/nesting.js'
 import { scanJsonText } from '../json/scan.js'
-import { MAX_PENDING_PLAN_CALLS, type RequestFields, type Settlement } from './_request.js'
+import { MAX_PENDING_PLAN_CALLS, PRINCIPAL_LABEL, type RequestFields, type Settlement } from './_request.js'
 import { MAX_APPROVAL_REASON_LENGTH } from './decision.js'
 import type { PendingApproval, PendingPlan } from './types.js'
 
@@ -177,7 +177,7 @@ const optionalString = (value: unknown): boolean => value === undefined || typeo
 /** A rendered preview is at most 4,096 UTF-8 bytes: never more characters than that. */
 const MAX_STORED_PREVIEW_CHARS = 4096
 
-const APPROVAL_KEYS = new Set(['id', 'callId', 'parentCallId', 'agent', 'kind', 'name', 'arguments', 'argumentsHash', 'argumentsOmitted', 'summary', 'preview', 'plan', 'reason', 'requestedAt', 'expiresAt'])
+const APPROVAL_KEYS = new Set(['id', 'callId', 'parentCallId', 'agent', 'principal', 'kind', 'name', 'arguments', 'argumentsHash', 'argumentsOmitted', 'summary', 'preview', 'plan', 'reason', 'requestedAt', 'expiresAt'])
 const PLAN_KEYS = new Set(['codeLength', 'calls', 'moreCalls', 'asking', 'dynamic'])
 
 function readPlan(value: unknown): PendingPlan | undefined {
@@ -205,6 +205,8 @@ function readApproval(value: unknown, hash: string): PendingApproval | undefined
   if (typeof id !== 'string' || hashOfId(id) !== hash) return undefined
   if (typeof callId !== 'string' || typeof name !== 'string' || typeof summary !== 'string') return undefined
   if (!optionalString(parentCallId) || !optionalString(agent) || !optionalString(reason)) return undefined
+  const principal = value.principal
+  if (principal !== undefined && (typeof principal !== 'string' || !PRINCIPAL_LABEL.test(principal))) return undefined
   const preview = value.preview
   if (preview !== undefined && (typeof preview !== 'string' || preview.length > MAX_STORED_PREVIEW_CHARS)) return undefined
   if (kind !== 'call' && kind !== 'plan') return undefined
@@ -221,6 +223,7 @@ function readApproval(value: unknown, hash: string): PendingApproval | undefined
     callId,
     ...(parentCallId === undefined ? {} : { parentCallId: parentCallId as string }),
     ...(agent === undefined ? {} : { agent: agent as string }),
+    ...(principal === undefined ? {} : { principal }),
     kind,
     name,
     arguments: args as JsonValue,

@@ -70,6 +70,12 @@ export interface PendingApproval {
   /** The calling agent's scope; absent for the global layer. */
   readonly agent?: ScopeKey
   /**
+   * Who asked for the call (its execution's `principal`, a run's for its sub-calls and
+   * plan): a non-secret label such as the HTTP app's principal id, never a token. Absent
+   * when the caller named none.
+   */
+  readonly principal?: string
+  /**
    * `'call'`: one tool call. `'plan'`: a whole `run_code` program before it runs (`callId`
    * and `name` are the `run_code` call's; `summary` shows the program and its planned
    * calls; Allow pre-approves the asking tools of `plan` for that run). See

@@ -313,7 +313,7 @@ export async function runCodeBridge(registry: CodeModeRegistry, args: RunCodeArg
 
 /** The `durable` part of a run's request (a registry with a store): parked states keep the sub-call numbering too. */
 function durableRequest(registry: CodeModeRegistry, run: CodeRun, exec: ToolRunContext, args: RunCodeArgs): CodeRunRequest['durable'] {
-  const durable = registry.durable?.forRun(exec.callId, exec.agent, { code: args.code, description: args.description })
+  const durable = registry.durable?.forRun(exec.callId, exec.agent, { code: args.code, description: args.description }, exec.principal)
   // The run's identity no client can choose: its sub-calls' approvals (and records) are bound to it through the run's token.
   bindRunSecret(exec.token, durable?.secret ?? newRunSecret())
   if (durable === undefined) return undefined

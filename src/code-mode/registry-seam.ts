@@ -38,6 +38,8 @@ export interface CodeModeRegistry {
       callId: string,
       agent: ScopeKey | undefined,
       args: { readonly code: string; readonly description: string },
+      /** Who started the run (kept in its record: a resumed run's approvals name it). */
+      principal?: string,
     ): {
       onPark(state: ParkedRunState, numbering: DurableRunNumbering): void
       /** The run's secret (kept in its parked state): what binds its sub-calls' records and approvals to it. Absent: the bridge mints one. */

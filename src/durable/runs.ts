@@ -40,6 +40,8 @@ export interface StoredRun {
   /** The `run_code` call's id (sub-calls are `<callId>:code:<n>`). */
   readonly callId: string
   readonly agent?: string
+  /** Who started the run (a non-secret principal label): its resumed sub-calls' approvals name it. */
+  readonly principal?: string
   readonly code: string
   readonly description: string
   readonly state: ParkedRunState
@@ -203,7 +205,7 @@ export class DurableRuns {
    * The `durable` part of a `run_code` request: where its parked states go, and the state
    * to resume from when this call is a resumption.
    */
-  forRun(callId: string, agent: string | undefined, args: { readonly code: string; readonly description: string }) {
+  forRun(callId: string, agent: string | undefined, args: { readonly code: string; readonly description: string }, principal?: string) {
     const resume = this.#resuming.get(callId)
     this.#resuming.delete(callId)
     if (resume !== undefined) this.#durable.add(callId)
@@ -218,6 +220,7 @@ export class DurableRuns {
         version: 1,
         callId,
         ...(agent === undefined ? {} : { agent }),
+        ...(principal === undefined ? {} : { principal }),
         code: args.code,
         description: args.description,
         state,
@@ -296,7 +299,7 @@ export class DurableRuns {
    * store, each run goes to exactly one (compare-and-set on its record).
    */
   async resumeAll(
-    start: (callId: string, agent: string | undefined, args: { readonly code: string; readonly description: string }, signal: AbortSignal) => Promise<unknown>,
+    start: (callId: string, agent: string | undefined, args: { readonly code: string; readonly description: string }, signal: AbortSignal, principal: string | undefined) => Promise<unknown>,
     options: { readonly staleMs?: number } = {},
   ): Promise<ResumedRun[]> {
     const staleMs = options.staleMs ?? 30_000
@@ -322,7 +325,7 @@ export class DurableRuns {
         resumed.push({
           callId: record.callId,
           ...(record.agent === undefined ? {} : { agent: record.agent }),
-          result: start(record.callId, record.agent, { code: record.code, description: record.description }, controller.signal),
+          result: start(record.callId, record.agent, { code: record.code, description: record.description }, controller.signal, record.principal),
           cancel: (reason?: unknown) => controller.abort(reason),
         })
       }
@@ -345,6 +348,7 @@ export function readStoredRun(text: string): StoredRun | undefined {
   if (typeof v !== 'object' || v === null || v.version !== 1) return undefined
   if (typeof v.callId !== 'string' || typeof v.code !== 'string' || typeof v.description !== 'string') return undefined
   if (v.agent !== undefined && typeof v.agent !== 'string') return undefined
+  if (v.principal !== undefined && (typeof v.principal !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(v.principal))) return undefined
   if (v.secret !== undefined && (typeof v.secret !== 'string' || v.secret.length > 64)) return undefined
   if (!isParkedRunState(v.state)) return undefined
   const numbering = v.numbering as Partial<DurableRunNumbering> | undefined

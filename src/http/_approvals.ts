@@ -11,7 +11,6 @@ import type { Handler } from 'hono'
 import type { AnyApprovalBroker, ApprovalDecideErrorCode, ApprovalEvent, ApprovalVerdict, PendingApproval } from '../approvals/types.js'
 import { HttpError, type HttpErrorCode } from './http-errors.js'
 import { readJsonBody } from './request-body.js'
-import type { CallPrincipals } from './_principals.js'
 
 /** The `decide()` refusal codes are HTTP error codes of the same name (400, 404, 409, 503). */
 const REFUSAL: Readonly<Record<ApprovalDecideErrorCode, HttpErrorCode>> = {
@@ -32,18 +31,13 @@ export function isApprovalBroker(value: unknown): value is AnyApprovalBroker {
 
 /**
  * `GET /v1/approvals`: the open requests, oldest first, each with the `principal` whose
- * call opened it when this app started that call (a run's, or a direct execute's).
+ * call opened it as the broker recorded it (the execution's; a run's for its sub-calls).
  */
-export function listApprovals(broker: AnyApprovalBroker, owners: CallPrincipals): Handler {
+export function listApprovals(broker: AnyApprovalBroker): Handler {
   return async (c) => {
     // A broker over a store lists (and decides) asynchronously; awaiting a memory broker's array costs nothing.
     const pending: readonly PendingApproval[] = await broker.pending()
-    return c.json({
-      approvals: pending.map((approval) => {
-        const principal = owners.of(approval)
-        return principal === undefined ? approval : { ...approval, principal }
-      }),
-    })
+    return c.json({ approvals: pending })
   }
 }
 

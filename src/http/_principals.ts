@@ -83,38 +83,3 @@ export function clientCallId(principal: Principal, id: string): string {
   if (SERVER_SEGMENT.test(id)) throw new HttpError('INVALID_REQUEST', 'callId must not contain a ":code:" or ":plan:" segment: those name the server\'s own sub-calls of a run')
   return `client.${principal.id}.${id}`
 }
-
-/**
- * The principal of every call in flight that the app started (a run's `run_code` call,
- * a direct execute), so the approvals they open can say whose they are. Each entry lives
- * as long as its call.
- */
-export class CallPrincipals {
-  readonly #byCall = new Map<string, string[]>()
-
-  /** Records `callId` as `principal`'s until the returned release is called. */
-  track(callId: string, principal: string): () => void {
-    const list = this.#byCall.get(callId) ?? []
-    list.push(principal)
-    this.#byCall.set(callId, list)
-    let released = false
-    return () => {
-      if (released) return
-      released = true
-      const now = this.#byCall.get(callId)
-      now?.splice(now.indexOf(principal), 1)
-      if (now?.length === 0) this.#byCall.delete(callId)
-    }
-  }
-
-  /** The principal of the call `approval` belongs to (its run's, for a sub-call or a plan), when known here. */
-  of(approval: PendingApproval): string | undefined {
-    const call = approval.kind === 'plan' ? approval.callId : (approval.parentCallId ?? approval.callId)
-    return this.#byCall.get(call)?.[0]
-  }
-
-  /** How many calls are tracked (a leak gauge). */
-  get size(): number {
-    return this.#byCall.size
-  }
-}

@@ -19,7 +19,7 @@ import type { InternalErrorReporter } from './http-errors.js'
 import { readJsonBody, unknownFieldMessage } from './request-body.js'
 import type { Role } from './auth.js'
 import { decideApproval, listApprovals } from './_approvals.js'
-import { ANY_ROLE, CallPrincipals, agentFor, clientCallId, requestPrincipal } from './_principals.js'
+import { ANY_ROLE, agentFor, clientCallId, requestPrincipal } from './_principals.js'
 import { streamRun } from './_run-stream.js'
 import type { SessionLogHub } from './session-log-hub.js'
 import { traceFieldOf } from '../telemetry/trace-context.js'
@@ -36,8 +36,6 @@ export interface ApiConfig {
   readonly maxStreamBacklogBytes: number
   readonly streamWriteTimeoutMs: number
   readonly report: InternalErrorReporter
-  /** The principal of each call in flight the app started (approvals name it). */
-  readonly callPrincipals: CallPrincipals
 }
 
 /** One route of the table. */
@@ -314,13 +312,9 @@ function executeTool(runtime: ToolRuntime, config: ApiConfig): Handler {
     // A client's id lives in its principal's namespace: it never names a run's sub-call or another client's call.
     const callId = name === RUN_CODE ? newRunCallId() : body.callId === undefined ? `http-${crypto.randomUUID()}` : clientCallId(principal, body.callId)
     const args = Object.hasOwn(body, 'arguments') ? body.arguments : {}
-    const release = config.callPrincipals.track(callId, principal.id)
-    try {
-      const result = await runtime.execute({ callId, name, arguments: args, signal: signalFor(c, config), ...agentField(agent), ...traceFieldOf((h) => c.req.header(h)) })
-      return resultResponse(c, callId, result)
-    } finally {
-      release()
-    }
+    // The principal travels with the call: its approval requests record it (the broker lists it).
+    const result = await runtime.execute({ callId, name, arguments: args, signal: signalFor(c, config), principal: principal.id, ...agentField(agent), ...traceFieldOf((h) => c.req.header(h)) })
+    return resultResponse(c, callId, result)
   }
 }
 
@@ -362,14 +356,8 @@ export async function prepareRun(c: Context, runtime: ToolRuntime, config: ApiCo
   const principal = requestPrincipal(c).id
   // The caller's W3C trace context: the run's spans join its trace.
   const trace = traceFieldOf((h) => c.req.header(h))
-  const execute = async (signal: AbortSignal): Promise<ToolExecutionResult> => {
-    const release = config.callPrincipals.track(callId, principal)
-    try {
-      return await runtime.execute({ callId, name: RUN_CODE, arguments: args, signal, ...agentField(agent), ...trace })
-    } finally {
-      release()
-    }
-  }
+  // The run's sub-calls and plan carry it into their approval requests (and a parked run's record keeps it).
+  const execute = (signal: AbortSignal): Promise<ToolExecutionResult> => runtime.execute({ callId, name: RUN_CODE, arguments: args, signal, principal, ...agentField(agent), ...trace })
   return { callId, agent, principal, start: { callId, ...agentField(agent) }, execute }
 }
 
@@ -392,7 +380,7 @@ const RUN: readonly Role[] = ['run']
 
 function approvalRoutes(broker: AnyApprovalBroker, config: ApiConfig): ApiRoute[] {
   return [
-    { method: 'GET', path: '/v1/approvals', roles: APPROVE, handlers: [listApprovals(broker, config.callPrincipals)] },
+    { method: 'GET', path: '/v1/approvals', roles: APPROVE, handlers: [listApprovals(broker)] },
     { method: 'POST', path: '/v1/approvals/:id', roles: APPROVE, handlers: [decideApproval(broker, config.maxBodyBytes)] },
   ]
 }

@@ -665,11 +665,8 @@ async function adoptResumed(resumed: readonly ResumedRun[], stores: RunStores, t
         else
           // Stryker disable next-line ObjectLiteral,BooleanLiteral: a signal fires 'abort' at most once
           signal.addEventListener('abort', () => handle.cancel(signal.reason), { once: true })
-        const result = handle.result as Promise<ToolExecutionResult>
-        if (record.principal === undefined) return result
-        // Its approvals name its principal, as before the restart.
-        const release = config.callPrincipals.track(record.callId, record.principal)
-        return result.finally(release)
+        // Its approvals name its principal, as before the restart: the parked run's record kept it.
+        return handle.result as Promise<ToolExecutionResult>
       },
     }
     // Its open requests: it waits again at once, so its `resumed` frame is in the next snapshot.

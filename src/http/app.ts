@@ -17,7 +17,7 @@ import type { ToolRuntime } from '../runtime-types.js'
 import type { ScopeKey } from '../types.js'
 import { resolveAuthOptions } from './auth.js'
 import type { AuthOptions, PrincipalSet } from './auth.js'
-import { CallPrincipals, requireRole } from './_principals.js'
+import { requireRole } from './_principals.js'
 import { HttpError, httpErrorHandler, httpNotFound, reportToConsole } from './http-errors.js'
 import type { InternalErrorReporter } from './http-errors.js'
 import { gate } from './_middleware.js'
@@ -164,7 +164,6 @@ function validateOptions(runtime: ToolRuntime, options: ToolsAppOptions): Valida
   return {
     principals,
     unauthorizedHint,
-    callPrincipals: new CallPrincipals(),
     corsOrigins,
     corsMaxAge: options.cors === undefined ? undefined : (maxAge ?? 600),
     maxBodyBytes: resolveMaxBodyBytes(options.maxBodyBytes, invalidOptions),

@@ -61,6 +61,7 @@ interface ParsedInput {
   readonly holdWallClock: (() => () => void) | undefined
   readonly approval: ApprovalHandler | undefined
   readonly trace: TraceCarrier | undefined
+  readonly principal: string | undefined
 }
 
 /** A thrown value as one line of text (its message, else its name). */
@@ -83,6 +84,7 @@ function malformedInput(message: string, callId: unknown = '', name: unknown = '
     holdWallClock: undefined,
     approval: undefined,
     trace: undefined,
+    principal: undefined,
   }
 }
 
@@ -93,6 +95,9 @@ function readTrace(value: unknown): TraceCarrier | undefined {
   if (typeof traceparent !== 'string') return undefined
   return typeof tracestate === 'string' ? { traceparent, tracestate } : { traceparent }
 }
+
+/** A principal label: non-secret, bounded (the HTTP app's principal ids have this form). */
+const PRINCIPAL_LABEL = /^[A-Za-z0-9_-]{1,64}$/
 
 /** Reads the raw input once (a getter or Proxy trap runs at most once, here). Never throws. */
 export function parseInput(raw: unknown): ParsedInput {
@@ -105,7 +110,7 @@ export function parseInput(raw: unknown): ParsedInput {
     const agent = r.agent
     const parent = r.parent
     const args = r.arguments
-    const { deadline, holdWallClock, approval } = r
+    const { deadline, holdWallClock, approval, principal } = r
     const trace = readTrace(r.trace)
     if (typeof callId !== 'string') return malformedInput('the execution input needs a string callId', callId, name)
     if (typeof name !== 'string') return malformedInput('the execution input needs a string name', callId, name)
@@ -119,6 +124,9 @@ export function parseInput(raw: unknown): ParsedInput {
     }
     if (holdWallClock !== undefined && typeof holdWallClock !== 'function') return malformedInput('the execution input holdWallClock must be a function', callId, name)
     if (approval !== undefined && typeof approval !== 'function') return malformedInput('the execution input approval must be a function', callId, name)
+    if (principal !== undefined && (typeof principal !== 'string' || !PRINCIPAL_LABEL.test(principal))) {
+      return malformedInput('the execution input principal must be 1–64 of A-Z a-z 0-9 _ -', callId, name)
+    }
     return {
       ok: true,
       message: '',
@@ -132,6 +140,7 @@ export function parseInput(raw: unknown): ParsedInput {
       holdWallClock: holdWallClock as (() => () => void) | undefined,
       approval: approval as ApprovalHandler | undefined,
       trace,
+      principal: principal as string | undefined,
     }
   } catch (error) {
     return malformedInput(`the execution input could not be read: ${messageOf(error)}`)
@@ -205,6 +214,8 @@ export class PipelineCall {
     this.topLevel = parent === undefined
     this.parentCallId = live?.callId
     this.approval = input.approval ?? live?.approval
+    // A nested call acts for whoever asked for its parent (a program's sub-calls carry its run's principal).
+    const principal = live === undefined ? input.principal : live.principal
     this.parentSpan = live?.span
     const execution = {
       token: Symbol('toolyard.execution') as ToolExecutionToken,
@@ -217,6 +228,7 @@ export class PipelineCall {
     } as { -readonly [K in keyof ToolExecution]: ToolExecution[K] }
     if (input.agent !== undefined) execution.agent = input.agent
     if (parent !== undefined) execution.parent = parent
+    if (principal !== undefined) execution.principal = principal
     const deadline = input.deadline
     if (deadline !== undefined) {
       // A getter: the time the call waited for a person was not charged, so its deadline moved.

@@ -17,6 +17,8 @@ export interface LiveCall {
   readonly approval: ApprovalHandler | undefined
   /** The execution's span, when the registry has telemetry: its nested calls' parent. */
   readonly span?: CallSpan | undefined
+  /** Who asked for the execution: its nested calls carry it. */
+  readonly principal?: string | undefined
 }
 
 /**

@@ -259,7 +259,7 @@ export async function executePipeline(core: PipelineCore, raw: unknown, how: Exe
     token = call.execution.token
     const telemetry = core.telemetry
     if (telemetry !== undefined) call.span = telemetry.startCall({ name: call.execution.name, callId: call.execution.callId, caller: callerOf(call), parent: call.parentSpan, trace: input.trace })
-    core.calls.liveTokens.set(token, { callId: call.execution.callId, approval: call.approval, span: call.span })
+    core.calls.liveTokens.set(token, { callId: call.execution.callId, approval: call.approval, span: call.span, principal: call.execution.principal })
     const result = await runPhases(call, sched)
     if (call.span !== undefined) endSpan(call, call.span, result)
     return result

@@ -150,7 +150,8 @@ export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
       if (durableRuns === undefined) return []
       return durableRuns.resumeAll(
         // Stryker disable next-line ConditionalExpression: an execution input whose agent is undefined is read as one without an agent (call.ts)
-        (callId, agent, args, signal) => context.execute({ callId, name: RUN_CODE_TOOL_NAME, arguments: { ...args }, signal, ...(agent === undefined ? {} : { agent }) }),
+        (callId, agent, args, signal, principal) =>
+          context.execute({ callId, name: RUN_CODE_TOOL_NAME, arguments: { ...args }, signal, ...(agent === undefined ? {} : { agent }), ...(principal === undefined ? {} : { principal }) }),
         resumeOptions,
       )
     },
