@@ -178,7 +178,8 @@ export function listMcpTools(runtime: ToolRuntime, agent?: ScopeKey): McpToolDes
  * `isError` for every failure. A name no visible tool answers to is a JSON-RPC
  * `-32602` error (the MCP spec's "unknown tool"), carrying the pipeline's message.
  * `approval`, when given, decides the call's `ask`s (and those of a `run_code` program's
- * sub-calls) instead of the registry's handler.
+ * sub-calls) instead of the registry's handler. `principal` (a non-secret label) is
+ * recorded on the call's approval requests.
  */
 export async function callMcpTool(
   runtime: ToolRuntime,
@@ -186,6 +187,7 @@ export async function callMcpTool(
   signal: AbortSignal,
   agent?: ScopeKey,
   approval?: ApprovalHandler,
+  principal?: string,
 ): Promise<McpCallToolResultOut> {
   if (!isRecord(params) || typeof params.name !== 'string') throw new RpcError(JSON_RPC_ERRORS.INVALID_PARAMS, 'tools/call needs params.name (a string)')
   // A misspelt `arguments` would otherwise run the tool with none.
@@ -202,6 +204,7 @@ export async function callMcpTool(
     ...(agent === undefined ? {} : { agent }),
     ...(approval === undefined ? {} : { approval }),
     ...(trace === undefined ? {} : { trace }),
+    ...(principal === undefined ? {} : { principal }),
   })
   if (result.isError) {
     if (result.error.info?.code === 'UNKNOWN_TOOL') throw new RpcError(JSON_RPC_ERRORS.INVALID_PARAMS, result.error.message)
@@ -321,7 +324,7 @@ async function dispatch(config: McpConfig, message: Record<string, unknown>, req
       const signals = [request.signal, config.shutdown, exchange.cancelled, tracked?.signal].filter((s): s is AbortSignal => s !== undefined)
       const signal = signals.length === 1 ? request.signal : AbortSignal.any(signals)
       try {
-        return await callMcpTool(config.runtime, params, signal, agentOf(exchange), approvalFor(config, exchange))
+        return await callMcpTool(config.runtime, params, signal, agentOf(exchange), approvalFor(config, exchange), exchange.principal.id)
       } finally {
         tracked?.done()
       }

@@ -78,7 +78,8 @@ describe('createMcpApp({ tokens })', () => {
       listed = ((await (await app.request('/v1/approvals', { headers: jsonAuth(PERSON_TOKEN) })).json()) as { approvals: PendingApproval[] }).approvals
       return listed.length === 1
     })
-    expect(listed[0]).toMatchObject({ name: 'pay', arguments: { cents: 9 } })
+    // The broker records whose call it is: the MCP token's principal, not the HTTP app's guess.
+    expect(listed[0]).toMatchObject({ name: 'pay', arguments: { cents: 9 }, principal: 'agent' })
     expect(listed[0]!.callId).toMatch(/^mcp-/)
     expect((await app.request(`/v1/approvals/${listed[0]!.id}`, { method: 'POST', headers: jsonAuth(PERSON_TOKEN), body: JSON.stringify({ decision: 'allow' }) })).status).toBe(200)
     const answer = (await (await call).json()) as { result: { isError?: boolean } }
