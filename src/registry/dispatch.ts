@@ -52,6 +52,7 @@ class DispatchView {
     if (execution.parent !== undefined) self.parent = execution.parent
     // Read once, after approval: a call's deadline moves only while it waits for a person.
     if (execution.deadline !== undefined) self.deadline = execution.deadline
+    if (execution.principal !== undefined) self.principal = execution.principal
     Object.freeze(this)
   }
 
@@ -192,6 +193,7 @@ class Dispatch {
     if (execution.agent !== undefined) context.agent = execution.agent
     if (execution.parent !== undefined) context.parent = execution.parent
     if (execution.deadline !== undefined) context.deadline = execution.deadline
+    if (execution.principal !== undefined) context.principal = execution.principal
     return Object.freeze(context)
   }
 

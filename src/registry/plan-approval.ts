@@ -110,6 +110,7 @@ async function probe(core: PlanApprovalContext, run: ToolExecution, name: string
     signal: run.signal,
     ...(run.agent === undefined ? {} : { agent: run.agent }),
     parent: run.token,
+    ...(run.principal === undefined ? {} : { principal: run.principal }),
     planProbe: true as const,
   })
   let decision: PreToolDecision = ALLOW_DECISION

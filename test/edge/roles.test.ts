@@ -65,6 +65,9 @@ describe('roles at the edge (built Worker, Durable Objects, Miniflare)', () => {
     const decided = await call(`/v1/approvals/${approvalId}`, AGENT, { decision: 'allow' })
     expect(decided.status).toBe(403)
     expect(((await (await call(`/v1/runs/${id}`, PERSON)).json()) as { status: string }).status).toBe('waiting')
+    // The person's listing (the run index's broker, across isolates) names whose run asks: the broker recorded it.
+    const seen = (await (await call('/v1/approvals', PERSON)).json()) as { approvals: { id: string; principal?: string }[] }
+    expect(seen.approvals.find((approval) => approval.id === approvalId)).toMatchObject({ principal: 'agent' })
     expect((await call(`/v1/approvals/${approvalId}`, PERSON, { decision: 'allow' })).status).toBe(200)
     for (const deadline = Date.now() + 15_000; run.status === 'waiting' || run.status === 'running'; await new Promise((resolve) => setTimeout(resolve, 50))) {
       if (Date.now() > deadline) break

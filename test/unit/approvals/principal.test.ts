@@ -149,3 +149,24 @@ describe('a broker over a store keeps the principal in its record', () => {
     fresh.dispose()
   })
 })
+
+describe('every view of the execution carries the principal', () => {
+  it('the gate, a tools/execute wrapper and the tool body see it', async () => {
+    const f = setup()
+    const seen: string[] = []
+    f.runtime.on('tools/pre-execute', (d, exec) => (seen.push(`gate:${exec.name}:${exec.principal}`), d))
+    f.runtime.on('tools/execute', async (exec, next) => (seen.push(`wrap:${exec.name}:${exec.principal}`), next()))
+    f.runtime.register(
+      defineTool({
+        name: 'whoami',
+        description: 'says who asked',
+        parameters: {},
+        output: { schema: { type: 'string' }, render: (_args, value) => [{ type: 'text', text: value }] },
+        execute: (_args, exec) => (seen.push(`body:${exec.principal}`), 'ok'),
+      }),
+    )
+    expect(codeOf(await f.runtime.execute({ callId: 'w-1', name: 'whoami', arguments: {}, signal: new AbortController().signal, principal: 'dana' }))).toBe('OK')
+    expect(seen).toEqual(['gate:whoami:dana', 'wrap:whoami:dana', 'body:dana'])
+    await f.runtime.dispose()
+  })
+})
