@@ -24,6 +24,14 @@ const CORE_UNIT_SUITES = [
   'test/unit/telemetry/portable.test.ts',
 ]
 
+/** Approval suites under the glob above that import Node (`node:fs`, `toolyard/node`). */
+const NODE_ONLY_APPROVAL_SUITES = [
+  'test/unit/approvals/bound-decisions.test.ts',
+  'test/unit/approvals/broker-hygiene.test.ts',
+  'test/unit/approvals/principal.test.ts',
+  'test/unit/approvals/principal-resume.test.ts',
+]
+
 /**
  * The browser project, standalone: real Chromium through Playwright, running the
  * CodeRuntime contract suite against `createBrowserWorkerRuntime`, the browser-specific
@@ -63,6 +71,9 @@ export default defineConfig({
   test: {
     name: 'browser',
     include: ['test/browser/**/*.test.ts', ...CORE_UNIT_SUITES],
+    // Listing exclude replaces vitest's defaults. The approvals suites that need Node (a file
+    // store, the node sandbox) run in the node project only.
+    exclude: ['**/node_modules/**', ...NODE_ONLY_APPROVAL_SUITES],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     browser: {
