@@ -30,6 +30,8 @@ const NODE_ONLY_APPROVAL_SUITES = [
   'test/unit/approvals/broker-hygiene.test.ts',
   'test/unit/approvals/principal.test.ts',
   'test/unit/approvals/principal-resume.test.ts',
+  // Runs every hostile spelling in QuickJS end to end; the scan itself runs in Chromium through plan.test.ts.
+  'test/unit/approvals/plan-walkaround.test.ts',
 ]
 
 /**

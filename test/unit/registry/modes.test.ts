@@ -260,7 +260,7 @@ describe('run_code: an intrinsic of the runtime', () => {
     runtime.guard((e) => (e.name === 'secret' ? 'secret is off limits' : undefined))
     const result = await runtime.execute(call('run_code', { code: 'names', description: 'd' }))
     expect(names).toEqual(['alpha', 'secret', 'zeta'])
-    expect(result).toMatchObject({ value: { result: 'ToolCallError: secret is off limits' } })
+    expect(result).toMatchObject({ value: { result: 'ToolCallError: secret was denied by a guard: secret is off limits' } })
   })
 
   it('the tools/code-dispatch-log waterfall may replace a logged event; a throwing listener keeps the previous one', async () => {
