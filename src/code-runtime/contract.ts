@@ -120,7 +120,8 @@ export interface ParkedRunState {
   /** The highest call number the program used. */
   readonly lastCallId: number
   /** The calls waiting for a person when it parked: made again on resume. */
-  readonly calls: readonly { readonly id: number; readonly global: string; readonly name: string; readonly args: unknown }[]  /** Compute ms its resumes have spent replaying its journal so far (`maxReplayMs` counts it). Absent: none. */
+  readonly calls: readonly { readonly id: number; readonly global: string; readonly name: string; readonly args: unknown }[]
+  /** Compute ms its resumes have spent replaying its journal so far (`maxReplayMs` counts it). Absent: none. */
   readonly replayMs?: number
 }
 
