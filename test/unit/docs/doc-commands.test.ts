@@ -52,6 +52,8 @@ const ACCOUNTED: ReadonlyArray<readonly [string, string, How]> = [
   ['docs/deployment.md', 'npx wrangler login', { notHere: 'needs a Cloudflare account, a login and the network' }],
   ['docs/deployment.md', 'TOKEN=…   # the token you put in the TOOLYARD_TOKEN secret', { notHere: 'a deployed Worker on workers.dev' }],
   ['docs/deployment.md', "printf 'TOOLYARD_TOKEN=%s", { notHere: 'writes .dev.vars and starts wrangler dev (a second workerd, tens of seconds here); the same Worker runs under Miniflare in test/edge' }],
+  ['docs/deployment.md', 'TOOLYARD_DATABASE_URL=postgres://', { notHere: 'needs a PostgreSQL server at db; test/unit/postgres/npm-start.test.ts starts npm start’s entry on a throwaway cluster' }],
+  ['docs/deployment.md', 'PORT=8801 TOOLYARD_DATA_DIR=.a', { notHere: 'two servers on fixed ports behind a proxy, on a database; test/unit/postgres/two-instances.test.ts runs the same pair on a throwaway cluster' }],
   ['docs/deployment.md', 'npm start ', { notHere: 'builds, then serves on 8787 until Ctrl+C; startServer answers the curl samples here' }],
   ['docs/http-api.md', `curl -s -H "Authorization: Bearer $TOKEN" 'http://127.0.0.1:8787/v1/catalog/search`, { run: 'curl' }],
   ['docs/http-api.md', 'curl -s -X POST -H "Authorization: Bearer $TOKEN"', { producedBy: 'http-runs-flow' }],
