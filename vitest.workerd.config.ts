@@ -1,6 +1,7 @@
 import { cloudflareTest } from '@cloudflare/vitest-pool-workers'
 import type { Plugin } from 'vite'
 import { defineConfig } from 'vitest/config'
+import { quietWorkerdDisconnects } from './test/support/quiet-output.js'
 
 /**
  * The core's platform-neutral unit suites (they and their helpers import nothing from
@@ -62,6 +63,7 @@ function quietDependencySourcemaps(): Plugin {
 export default defineConfig({
   plugins: [
     quietDependencySourcemaps(),
+    quietWorkerdDisconnects(),
     cloudflareTest({
       miniflare: {
         compatibilityDate: '2026-04-20',

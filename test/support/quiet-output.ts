@@ -25,3 +25,36 @@ export function quietOptimizerProgress(): Plugin {
     },
   }
 }
+
+/**
+ * workerd's log of the pool's runner socket closing at the end of each test file
+ * ("exception = workerd/api/web-socket.c++:821: disconnected: WebSocket peer disconnected").
+ * @cloudflare/vitest-pool-workers drops its siblings ("WebSocket was aborted", …) but not
+ * this one, and writes it with `process.stdout.write` from its structured-log handler,
+ * which a config cannot replace.
+ */
+export const WORKERD_PEER_DISCONNECTED = /^exception = workerd\/api\/web-socket\.c\+\+:\d+: disconnected: WebSocket peer disconnected\n?$/
+
+/** Wraps `write` so that exactly the workerd disconnect line is dropped; every other chunk passes unchanged. */
+export function withoutWorkerdDisconnects<W extends (chunk: unknown, ...rest: never[]) => boolean>(write: W): W {
+  return function (this: unknown, chunk: unknown, ...rest: never[]): boolean {
+    if (typeof chunk === 'string' && WORKERD_PEER_DISCONNECTED.test(chunk)) return true
+    return write.call(this, chunk, ...rest)
+  } as W
+}
+
+/** A vite plugin (the workerd project's) that installs {@link withoutWorkerdDisconnects} on this process's stdout and stderr, once. */
+export function quietWorkerdDisconnects(): Plugin {
+  return {
+    name: 'toolyard:quiet-workerd-disconnects',
+    configResolved() {
+      // The pool prints workerd's info-level lines on stdout, warnings and errors on stderr.
+      for (const stream of [process.stdout, process.stderr] as (NodeJS.WriteStream & { [QUIET]?: true })[]) {
+        if (stream[QUIET]) continue
+        stream.write = withoutWorkerdDisconnects(stream.write.bind(stream))
+        stream[QUIET] = true
+      }
+    },
+  }
+}
+const QUIET = Symbol.for('toolyard.quietWorkerdDisconnects')
