@@ -36,12 +36,14 @@ export function quietOptimizerProgress(): Plugin {
 export const WORKERD_PEER_DISCONNECTED = /^exception = workerd\/api\/web-socket\.c\+\+:\d+: disconnected: WebSocket peer disconnected\n?$/
 
 /** Wraps `write` so that exactly the workerd disconnect line is dropped; every other chunk passes unchanged. */
-export function withoutWorkerdDisconnects<W extends (chunk: unknown, ...rest: never[]) => boolean>(write: W): W {
-  return function (this: unknown, chunk: unknown, ...rest: never[]): boolean {
+export function withoutWorkerdDisconnects(write: StreamWrite): StreamWrite {
+  return function (this: unknown, chunk, ...rest) {
     if (typeof chunk === 'string' && WORKERD_PEER_DISCONNECTED.test(chunk)) return true
     return write.call(this, chunk, ...rest)
-  } as W
+  }
 }
+/** The shape of `process.stdout.write`, loosely: a chunk, then encoding and callback as given. */
+type StreamWrite = (chunk: string | Uint8Array, ...rest: never[]) => boolean
 
 /** A vite plugin (the workerd project's) that installs {@link withoutWorkerdDisconnects} on this process's stdout and stderr, once. */
 export function quietWorkerdDisconnects(): Plugin {
@@ -51,7 +53,7 @@ export function quietWorkerdDisconnects(): Plugin {
       // The pool prints workerd's info-level lines on stdout, warnings and errors on stderr.
       for (const stream of [process.stdout, process.stderr] as (NodeJS.WriteStream & { [QUIET]?: true })[]) {
         if (stream[QUIET]) continue
-        stream.write = withoutWorkerdDisconnects(stream.write.bind(stream))
+        stream.write = withoutWorkerdDisconnects(stream.write.bind(stream) as StreamWrite) as typeof stream.write
         stream[QUIET] = true
       }
     },

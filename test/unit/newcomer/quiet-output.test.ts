@@ -29,7 +29,7 @@ describe('quietOptimizerProgress', () => {
 describe('withoutWorkerdDisconnects', () => {
   it('drops exactly the workerd runner-socket disconnect line, passes everything else with its arguments', () => {
     const written: unknown[][] = []
-    const write = withoutWorkerdDisconnects((chunk: unknown, ...rest: never[]) => written.push([chunk, ...rest]) > 0)
+    const write = withoutWorkerdDisconnects((chunk, ...rest) => written.push([chunk, ...rest]) > 0)
     const done = () => {}
     expect(write('exception = workerd/api/web-socket.c++:821: disconnected: WebSocket peer disconnected\n')).toBe(true)
     write('exception = workerd/api/web-socket.c++:821: disconnected: WebSocket peer disconnected; and more\n')
