@@ -11,7 +11,7 @@
  */
 import { CodeRunFailedError, ToolCallError, ToolError, toolCallErrorOf } from '../errors.js'
 import type { CodeRunFailureKind } from '../errors.js'
-import type { CodeBindingCallOptions, CodeBindingFunction, CodeLogEntry, CodeRunRequest, CodeRunResult } from '../code-runtime/contract.js'
+import type { CodeBindingCallOptions, CodeBindingFunction, CodeLogEntry, CodeRunRequest, CodeRunResult, ParkedRunState } from '../code-runtime/contract.js'
 import { bindRunSecret, newRunSecret } from '../durable/call-key.js'
 import type { JsonValue } from '../json/json-value.js'
 import { snapshotLosslessJson } from '../json/lossless.js'
@@ -20,6 +20,7 @@ import { createCallPool, type CallPool } from '../scheduler.js'
 import type { CodeDispatchEvent, CodeDispatchStartEvent } from '../runtime-types.js'
 import type { AdditionalContext, ToolExecutionMode, ToolExecutionResult, ToolRunContext } from '../types.js'
 import { catalogNamespace } from './catalog-bindings.js'
+import type { CallSpan } from '../telemetry/telemetry.js'
 import type { CodeModeRegistry, DurableRunNumbering, RunCodeArgs } from './registry-seam.js'
 import { prettyJson, truncateToBytes, utf8ByteLength } from './render-output.js'
 import type { RunCodeOutput } from './render-output.js'
@@ -84,10 +85,14 @@ class CodeRun {
   #flushed = 0
   /** Sub-call numbers of the unsettled calls, by the program's call number: kept across a park, so a resumed call keeps its id. */
   readonly #numbers = new Map<number, number>()
+  /** The run's span (telemetry), and when the run last parked (its next settled call resumes it). */
+  readonly span: CallSpan | undefined
+  #parkedAt: number | undefined
 
   constructor(registry: CodeModeRegistry, exec: ToolRunContext) {
     this.#registry = registry
     this.#exec = exec
+    this.span = registry.runSpan?.(exec.token)
     const pool = createCallPool({ maxParallel: registry.maxParallelSubCalls })
     this.#pool = pool
     const run = this.#abort
@@ -101,6 +106,19 @@ class CodeRun {
       // Stryker disable next-line ObjectLiteral,BooleanLiteral: an AbortSignal fires 'abort' at most once, and settle() removes the listener
       exec.signal.addEventListener('abort', this.#followOuter, { once: true })
     }
+  }
+
+  /** The run parked (its VM left its thread to wait for a person): an event on its span. */
+  parked(state: ParkedRunState): void {
+    this.#parkedAt = Date.now()
+    this.span?.event('toolyard.run.parked', { 'toolyard.run.waiting_calls': state.calls.length, 'toolyard.run.compute_ms': Math.round(state.busyMs), 'toolyard.run.wall_ms': Math.round(state.wallMs) })
+  }
+
+  /** A call of a parked run settled: its answer wakes the VM (replayed on a thread). */
+  #wake(): void {
+    if (this.#parkedAt === undefined) return
+    this.span?.event('toolyard.run.resumed', { 'toolyard.run.resumed_from': 'memory', 'toolyard.run.parked_ms': Date.now() - this.#parkedAt })
+    this.#parkedAt = undefined
   }
 
   /** How sub-calls are numbered so far: what a parked run keeps (`DurableRunNumbering`). */
@@ -250,6 +268,7 @@ class CodeRun {
       // `execute` never rejects by contract; a registry that does still gets a settle event.
       thrown = error
     }
+    this.#wake()
     const settledAt = Date.now()
     const durationMs = Math.max(0, performance.now() - startedClock)
     slot.contexts = result?.additionalContexts ?? []
@@ -308,18 +327,27 @@ export async function runCodeBridge(registry: CodeModeRegistry, args: RunCodeArg
     await run.settle()
     await registry.durable?.ended(exec.callId)
   }
+  if (outcome.stats !== undefined) run.span?.span?.setAttribute('toolyard.run.compute_ms', Math.round(outcome.stats.computeMs))
   return completeRun(outcome, registry.maxOutputBytes, codeRuntime.language)
 }
 
 /** The `durable` part of a run's request (a registry with a store): parked states keep the sub-call numbering too. */
 function durableRequest(registry: CodeModeRegistry, run: CodeRun, exec: ToolRunContext, args: RunCodeArgs): CodeRunRequest['durable'] {
-  const durable = registry.durable?.forRun(exec.callId, exec.agent, { code: args.code, description: args.description }, exec.principal)
+  const trace = run.span?.traceCarrier()
+  const durable = registry.durable?.forRun(exec.callId, exec.agent, { code: args.code, description: args.description }, exec.principal, trace)
   // The run's identity no client can choose: its sub-calls' approvals (and records) are bound to it through the run's token.
   bindRunSecret(exec.token, durable?.secret ?? newRunSecret())
-  if (durable === undefined) return undefined
-  if (durable.resume !== undefined) run.restoreNumbering(durable.resume.numbering)
+  // Without a store a recorded run still reports its parks (the state is read for its figures only).
+  if (durable === undefined) return run.span?.span?.isRecording() === true ? { onPark: (state) => run.parked(state) } : undefined
+  if (durable.resume !== undefined) {
+    run.restoreNumbering(durable.resume.numbering)
+    run.span?.event('toolyard.run.resumed', { 'toolyard.run.resumed_from': 'store', 'toolyard.run.waiting_calls': durable.resume.state.calls.length })
+  }
   return {
-    onPark: (state) => durable.onPark(state, run.numbering()),
+    onPark: (state) => {
+      run.parked(state)
+      durable.onPark(state, run.numbering())
+    },
     ...(durable.resume === undefined ? {} : { resume: durable.resume.state }),
   }
 }

@@ -8,6 +8,8 @@
  */
 import type { CodeRuntime, ParkedRunState } from '../code-runtime/contract.js'
 import type { DurableRunNumbering } from '../durable/runs.js'
+import type { CallSpan } from '../telemetry/telemetry.js'
+import type { TraceCarrier } from '../telemetry/types.js'
 
 export type { DurableRunNumbering } from '../durable/runs.js'
 import type { CodeDispatchEvent, CodeDispatchStartEvent, CodeLogEvent, ToolCatalog } from '../runtime-types.js'
@@ -40,6 +42,8 @@ export interface CodeModeRegistry {
       args: { readonly code: string; readonly description: string },
       /** Who started the run (kept in its record: a resumed run's approvals name it). */
       principal?: string,
+      /** The run's span context (kept in its record: a resumed run continues the trace). */
+      trace?: TraceCarrier,
     ): {
       onPark(state: ParkedRunState, numbering: DurableRunNumbering): void
       /** The run's secret (kept in its parked state): what binds its sub-calls' records and approvals to it. Absent: the bridge mints one. */
@@ -48,6 +52,8 @@ export interface CodeModeRegistry {
     }
     ended(callId: string): Promise<void>
   }
+  /** Optional: the span of the live call `token` names (telemetry: a run's events and preflight span). */
+  runSpan?(token: symbol): CallSpan | undefined
   /** The configured code runtime, read at call time; `undefined` makes `run_code` fail clearly. */
   codeRuntime(): CodeRuntime | undefined
   /** Binding concurrency of one run (validated, ≥ 1): safe calls overlap up to this many. */

@@ -161,6 +161,25 @@ async function runApproved(registry: CodeModeRegistry, preflight: RunCodePreflig
   }
 }
 
+/** The check, as a `toolyard.preflight` child span of the run's (its diagnostics count and plan size). */
+async function checkTraced(registry: CodeModeRegistry, preflight: RunCodePreflight, code: string, exec: ToolRunContext, language: string, mode: PreflightMode): Promise<PreflightReport> {
+  const span = registry.runSpan?.(exec.token)?.startChild('toolyard.preflight', { 'toolyard.preflight.mode': mode })
+  const report = preflight.check(code, exec.agent, language, exec.signal)
+  if (span === undefined) return report
+  try {
+    const r = await report
+    span.setAttributes({
+      'toolyard.preflight.diagnostics': r.diagnostics.length,
+      'toolyard.preflight.errors': r.diagnostics.filter((d) => d.severity === 'error').length,
+      'toolyard.preflight.plan_calls': r.plan.calls.length,
+      'toolyard.preflight.plan_dynamic': r.plan.dynamic,
+    })
+    return r
+  } finally {
+    span.end()
+  }
+}
+
 /** Runs the program under the preflight mode in force (see {@link RunCodePreflight}). */
 async function runWithPreflight(registry: CodeModeRegistry, preflight: RunCodePreflight | undefined, args: RunCodeArgs, exec: ToolRunContext): Promise<RunCodeOutput> {
   const mode = preflight?.mode(exec.agent) ?? 'off'
@@ -169,14 +188,14 @@ async function runWithPreflight(registry: CodeModeRegistry, preflight: RunCodePr
   if (preflight === undefined || mode === 'off' || language === undefined || language === 'python') return runApproved(registry, preflight, args, exec)
   if (mode === 'warn' && !preflight.warnChecks()) return runApproved(registry, preflight, args, exec)
   if (mode === 'block') {
-    const report = await preflight.check(args.code, exec.agent, language, exec.signal).catch(() => undefined)
+    const report = await checkTraced(registry, preflight, args.code, exec, language, mode).catch(() => undefined)
     const text = report === undefined ? undefined : renderDiagnostics(report.diagnostics, BLOCK_HEADING)
     if (text !== undefined) throw new ToolError('PREFLIGHT_FAILED', text)
     return runApproved(registry, preflight, args, exec)
   }
   // 'warn': the check runs alongside the program; a run that ends first waits for it a little.
   let report: PreflightReport | undefined
-  const checked = preflight.check(args.code, exec.agent, language, exec.signal).then(
+  const checked = checkTraced(registry, preflight, args.code, exec, language, mode).then(
     (r) => (report = r),
     // A check never rejects by contract; one that does is a hint lost, not a run failed.
     () => undefined,

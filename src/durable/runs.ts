@@ -25,6 +25,8 @@ import type { ParkedRunState } from '../code-runtime/contract.js'
 import { isParkedRunState } from '../code-runtime/journal.js'
 import { ToolError } from '../errors.js'
 import type { JsonValue } from '../json/json-value.js'
+import { traceCarrierOf } from '../telemetry/trace-context.js'
+import type { TraceCarrier } from '../telemetry/types.js'
 import { argumentsHash, newRunSecret, runSecretOf } from './call-key.js'
 import type { DurableStore } from './store.js'
 
@@ -53,6 +55,8 @@ export interface StoredRun {
    * in records written before secrets; such a run gets a new one when it resumes.
    */
   readonly secret?: string
+  /** The W3C context of its `run_code` span when it parked: the resumed run's span continues that trace. */
+  readonly trace?: TraceCarrier
   /** Who is running it now (a process's random id) and since when (epoch ms); absent while only parked. */
   readonly owner?: string
   readonly claimedAt?: number
@@ -205,7 +209,7 @@ export class DurableRuns {
    * The `durable` part of a `run_code` request: where its parked states go, and the state
    * to resume from when this call is a resumption.
    */
-  forRun(callId: string, agent: string | undefined, args: { readonly code: string; readonly description: string }, principal?: string) {
+  forRun(callId: string, agent: string | undefined, args: { readonly code: string; readonly description: string }, principal?: string, trace?: TraceCarrier) {
     const resume = this.#resuming.get(callId)
     this.#resuming.delete(callId)
     if (resume !== undefined) this.#durable.add(callId)
@@ -226,6 +230,7 @@ export class DurableRuns {
         state,
         numbering,
         secret,
+        ...(trace === undefined ? {} : { trace }),
         owner: this.#owner,
         claimedAt: Date.now(),
       }
@@ -299,7 +304,7 @@ export class DurableRuns {
    * store, each run goes to exactly one (compare-and-set on its record).
    */
   async resumeAll(
-    start: (callId: string, agent: string | undefined, args: { readonly code: string; readonly description: string }, signal: AbortSignal, principal: string | undefined) => Promise<unknown>,
+    start: (callId: string, agent: string | undefined, args: { readonly code: string; readonly description: string }, signal: AbortSignal, principal: string | undefined, trace?: TraceCarrier) => Promise<unknown>,
     options: { readonly staleMs?: number } = {},
   ): Promise<ResumedRun[]> {
     const staleMs = options.staleMs ?? 30_000
@@ -325,7 +330,7 @@ export class DurableRuns {
         resumed.push({
           callId: record.callId,
           ...(record.agent === undefined ? {} : { agent: record.agent }),
-          result: start(record.callId, record.agent, { code: record.code, description: record.description }, controller.signal, record.principal),
+          result: start(record.callId, record.agent, { code: record.code, description: record.description }, controller.signal, record.principal, record.trace),
           cancel: (reason?: unknown) => controller.abort(reason),
         })
       }
@@ -350,6 +355,12 @@ export function readStoredRun(text: string): StoredRun | undefined {
   if (v.agent !== undefined && typeof v.agent !== 'string') return undefined
   if (v.principal !== undefined && (typeof v.principal !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(v.principal))) return undefined
   if (v.secret !== undefined && (typeof v.secret !== 'string' || v.secret.length > 64)) return undefined
+  // A context that is not one is dropped, not trusted (the resumed run then starts its own trace).
+  if (v.trace !== undefined) {
+    const trace = traceCarrierOf(v.trace)
+    const { trace: _dropped, ...rest } = v
+    return { ...(rest as StoredRun), ...(trace === undefined || (trace.tracestate?.length ?? 0) > 512 ? {} : { trace }) }
+  }
   if (!isParkedRunState(v.state)) return undefined
   const numbering = v.numbering as Partial<DurableRunNumbering> | undefined
   const count = (x: unknown): boolean => typeof x === 'number' && Number.isSafeInteger(x) && x >= 0

@@ -17,7 +17,7 @@ import type { RegistryContext } from './context.js'
  * when there are any.
  */
 export type CodeModeLinkContext = Pick<RegistryContext, 'options' | 'layers' | 'hooks' | 'execute' | 'executionMode' | 'durable'> &
-  Partial<Pick<RegistryContext, 'catalog'>>
+  Partial<Pick<RegistryContext, 'catalog' | 'calls' | 'telemetry'>>
 
 function isDispatchEvent(value: unknown): value is CodeDispatchEvent {
   // Stryker disable next-line ConditionalExpression: for null the reads below throw, inside the caller's try, which keeps the event as this false does
@@ -55,6 +55,7 @@ export function createCodeModeLink(link: CodeModeLinkContext): CodeModeRegistry 
     executionMode: link.executionMode,
     ...(link.catalog === undefined ? {} : { catalog: link.catalog }),
     ...(link.durable === undefined ? {} : { durable: link.durable }),
+    ...(link.telemetry === undefined || link.calls === undefined ? {} : { runSpan: (token: symbol) => link.calls?.liveTokens.get(token)?.span }),
     logDispatchStart: append,
     logDispatch: async (event) => {
       let current: CodeDispatchEvent = event

@@ -211,10 +211,13 @@ export function createPlanApproval(core: PlanApprovalContext): PlanApproval {
     const request: ApprovalRequest = Object.freeze({ kind: 'plan' as const, execution, plan: approvalPlan, reason })
     const about = { parentCallId: callId, subCallId: `${callId}:plan`, name, ...(agent === undefined ? {} : { agent }) }
     const requestedAt = Date.now()
+    const span = core.calls.liveTokens.get(token)?.span
+    span?.approvalRequested(reason, 'plan')
     const asked: PlanApprovalRequestEvent = { type: 'tool/plan-approval-request', ...about, ...boundPlanForLog(approvalPlan), reason, requestedAt }
     log(core, asked)
     const decided = (decision: PlanApprovalDecisionEvent['decision'], granted: readonly string[], message?: string): void => {
       const decidedAt = Date.now()
+      span?.approvalDecided(decision, decidedAt - requestedAt, { kind: 'plan' })
       const event: PlanApprovalDecisionEvent = { type: 'tool/plan-approval-decision', ...about, decision, ...(message === undefined ? {} : { message }), granted: Object.freeze([...granted]), requestedAt, decidedAt, waitedMs: decidedAt - requestedAt }
       log(core, event)
     }

@@ -150,8 +150,8 @@ export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
       if (durableRuns === undefined) return []
       return durableRuns.resumeAll(
         // Stryker disable next-line ConditionalExpression: an execution input whose agent is undefined is read as one without an agent (call.ts)
-        (callId, agent, args, signal, principal) =>
-          context.execute({ callId, name: RUN_CODE_TOOL_NAME, arguments: { ...args }, signal, ...(agent === undefined ? {} : { agent }), ...(principal === undefined ? {} : { principal }) }),
+        (callId, agent, args, signal, principal, trace) =>
+          context.execute({ callId, name: RUN_CODE_TOOL_NAME, arguments: { ...args }, signal, ...(agent === undefined ? {} : { agent }), ...(principal === undefined ? {} : { principal }), ...(trace === undefined ? {} : { trace }) }),
         resumeOptions,
       )
     },

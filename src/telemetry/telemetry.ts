@@ -7,8 +7,11 @@
  */
 import { renderApprovalArguments } from '../approvals/render.js'
 import type { ToolExecutionResult } from '../types.js'
-import { contextFromCarrier, contextWithSpan } from './trace-context.js'
-import type { TelemetryCounter, TelemetryHistogram, TelemetrySpan, TelemetryTracer, ToolTelemetryOptions, TraceCarrier } from './types.js'
+import { contextFromCarrier, contextWithSpan, traceparentOf } from './trace-context.js'
+import type { TelemetryAttributes, TelemetryCounter, TelemetryHistogram, TelemetrySpan, TelemetryTracer, ToolTelemetryOptions, TraceCarrier } from './types.js'
+
+/** What a person approves: one call, or a program's plan (before it runs). */
+export type ApprovalKind = 'call' | 'plan'
 
 /** `SpanKind.INTERNAL` of `@opentelemetry/api`. */
 const SPAN_KIND_INTERNAL = 0
@@ -94,17 +97,33 @@ export class CallSpan {
     this.span?.addEvent(name, attributes)
   }
 
-  /** `toolyard.approval.requested`: a person is asked. */
-  approvalRequested(reason: string | undefined): void {
-    this.event('toolyard.approval.requested', reason === undefined ? {} : { 'toolyard.approval.reason': reason })
+  /** `toolyard.approval.requested`: a person is asked (`kind` 'plan': a program's plan, on the run's span). */
+  approvalRequested(reason: string | undefined, kind: ApprovalKind = 'call'): void {
+    this.event('toolyard.approval.requested', { 'toolyard.approval.kind': kind, ...(reason === undefined ? {} : { 'toolyard.approval.reason': reason }) })
   }
 
   /** `toolyard.approval.decided`, and the approval metrics. `role` is the deciding principal's role, never a token. */
-  approvalDecided(decision: string, waitedMs: number, role?: string): void {
-    this.event('toolyard.approval.decided', { 'toolyard.approval.decision': decision, 'toolyard.approval.waited_ms': waitedMs, ...(role === undefined ? {} : { 'toolyard.approval.role': role }) })
+  approvalDecided(decision: string, waitedMs: number, more: { readonly role?: string | undefined; readonly kind?: ApprovalKind } = {}): void {
+    const kind = more.kind ?? 'call'
+    const role = more.role
+    this.event('toolyard.approval.decided', { 'toolyard.approval.kind': kind, 'toolyard.approval.decision': decision, 'toolyard.approval.waited_ms': waitedMs, ...(role === undefined ? {} : { 'toolyard.approval.role': role }) })
     const instruments = this.#telemetry.instruments
-    instruments?.approvals.add(1, { 'toolyard.approval.decision': decision, 'gen_ai.tool.name': this.#start.name })
-    instruments?.approvalWait.record(waitedMs / 1000, { 'toolyard.approval.decision': decision })
+    instruments?.approvals.add(1, { 'toolyard.approval.decision': decision, 'toolyard.approval.kind': kind, 'gen_ai.tool.name': this.#start.name })
+    instruments?.approvalWait.record(waitedMs / 1000, { 'toolyard.approval.decision': decision, 'toolyard.approval.kind': kind })
+  }
+
+  /** The W3C context of this span (kept with a parked run: its resumption continues the trace). */
+  traceCarrier(): TraceCarrier | undefined {
+    const span = this.span
+    if (span === undefined) return undefined
+    const traceparent = traceparentOf(span)
+    const state = span.spanContext().traceState?.serialize()
+    return typeof state === 'string' && state !== '' ? { traceparent, tracestate: state } : { traceparent }
+  }
+
+  /** A child span of this one (preflight), or undefined without a tracer. */
+  startChild(name: string, attributes: TelemetryAttributes): TelemetrySpan | undefined {
+    return this.#telemetry.startChild(this, name, attributes)
   }
 
   /** A sub-call of this program ended (its tallies go on the program's span). */
@@ -200,9 +219,9 @@ export class Telemetry {
   }
 
   /** A child span of `parent` (preflight); undefined without a tracer. */
-  startChild(parent: CallSpan | undefined, name: string): TelemetrySpan | undefined {
+  startChild(parent: CallSpan | undefined, name: string, attributes: TelemetryAttributes = {}): TelemetrySpan | undefined {
     const parentSpan = parent?.span
-    return parentSpan === undefined ? undefined : this.#tracer?.startSpan(name, { kind: SPAN_KIND_INTERNAL }, contextWithSpan(parentSpan))
+    return parentSpan === undefined ? undefined : this.#tracer?.startSpan(name, { kind: SPAN_KIND_INTERNAL, attributes }, contextWithSpan(parentSpan))
   }
 
   /** Arguments and result, only when opted in, rendered as the approval cards render them. */

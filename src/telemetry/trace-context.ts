@@ -38,7 +38,7 @@ export function parseTraceparent(header: unknown): TelemetrySpanContext | undefi
 }
 
 /** The API's `TraceState`, kept as the header said it (read-only here: the core never edits it). */
-function traceStateOf(raw: string): object {
+function traceStateOf(raw: string): { serialize(): string } {
   const entries = new Map<string, string>()
   for (const member of raw.split(',')) {
     const at = member.indexOf('=')

@@ -18,6 +18,8 @@ export interface TelemetrySpanContext {
   readonly spanId: string
   readonly traceFlags: number
   readonly isRemote?: boolean
+  /** The API's `TraceState`; only its header form is read. */
+  readonly traceState?: { serialize(): string }
 }
 
 /** The API's `Context` (immutable; `setValue` answers a new one). */

@@ -112,7 +112,7 @@ describe('execute_tool spans', () => {
     // The approval: a pair of events on the asking call's span.
     const write = byName(children, 'execute_tool write')[0]!
     expect(write.events.map((e) => e.name)).toEqual(['toolyard.approval.requested', 'toolyard.approval.decided'])
-    expect(write.events[0]!.attributes).toEqual({ 'toolyard.approval.reason': 'writes a file' })
+    expect(write.events[0]!.attributes).toEqual({ 'toolyard.approval.kind': 'call', 'toolyard.approval.reason': 'writes a file' })
     expect(write.events[1]!.attributes).toMatchObject({ 'toolyard.approval.decision': 'allow' })
     expect(typeof write.events[1]!.attributes!['toolyard.approval.waited_ms']).toBe('number')
   })
