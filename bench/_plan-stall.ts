@@ -43,7 +43,7 @@ async function stall(code: string, plans: boolean, preflightEngine: PreflightEng
     if (event.approval.kind === 'plan') planRequests++
     setTimeout(() => broker.decide(event.approval.id, { decision: 'deny' }), 0)
   })
-  const runtime = createToolRuntime({ mode: 'code', codeRuntime, approval: broker.handler, ...(preflightEngine === undefined ? {} : { preflightEngine, preflight: 'off' as const }) })
+  const runtime = createToolRuntime({ mode: 'code', codeRuntime, approvals: broker, ...(preflightEngine === undefined ? {} : { preflightEngine, preflight: 'off' as const }) })
   runtime.register(tool('write_file'))
   runtime.register(tool('read_file'))
   runtime.on('tools/pre-execute', (decision, execution) => (execution.name === 'write_file' ? { kind: 'ask', reason: 'changes the workspace' } : decision))

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createFileStore } from '../platforms/node/file-store.js'
 import { createApprovalBroker } from '../src/approvals/index.js'
-import type { PendingApproval, StoredApprovalBroker } from '../src/approvals/index.js'
+import type { PendingApproval, ApprovalBroker } from '../src/approvals/index.js'
 import { createMemoryStore } from '../src/durable/memory-store.js'
 import type { DurableStore } from '../src/durable/store.js'
 import { printTable, summarize } from './_stats.js'
@@ -22,7 +22,7 @@ const PARAMETERS = { type: 'object', properties: { path: { type: 'string' }, con
 let seq = 0
 
 /** Asks like the registry does; resolves with the request once it is open (the `requested` event), and the call's outcome. */
-function ask(broker: StoredApprovalBroker, callId = `bench-${++seq}:code:1`): { opened: Promise<PendingApproval>; outcome: Promise<unknown> } {
+function ask(broker: ApprovalBroker, callId = `bench-${++seq}:code:1`): { opened: Promise<PendingApproval>; outcome: Promise<unknown> } {
   const opened = new Promise<PendingApproval>((resolve) => {
     const stop = broker.subscribe((event) => {
       if (event.type !== 'requested' || event.approval.callId !== callId) return

@@ -34,7 +34,7 @@ runtime.register(
     isConcurrencySafe: () => true,
   }),
 )
-const app = createToolsApp(runtime, { token: TOKEN, sessionLog: hub })
+const app = createToolsApp(runtime, { token: TOKEN })
 const auth = { Authorization: `Bearer ${TOKEN}` }
 const json = { ...auth, 'Content-Type': 'application/json' }
 
@@ -127,7 +127,7 @@ const st = summarize(steps)
 console.log(`one replay step (128 KiB of frames)  median ${ms(st.median)}  p95 ${ms(st.p95)}`)
 
 // Heap one ended small run keeps (its frames, its result, its record).
-const fresh = createToolsApp(runtime, { token: TOKEN, sessionLog: hub, runs: { maxRuns: 10_000 } })
+const fresh = createToolsApp(runtime, { token: TOKEN, runs: { maxRuns: 10_000 } })
 gc()
 gc()
 const before = process.memoryUsage().heapUsed

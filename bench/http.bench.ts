@@ -226,7 +226,7 @@ printStall('idle: nothing but the sampler', await stallDuring(() => new Promise(
   flooded.on('tools/result', (execution) => {
     if (execution.name === 'run_code') settled()
   })
-  const streamServer = await serve(createToolsApp(flooded, { token: TOKEN, sessionLog: hub }), { port: 0 })
+  const streamServer = await serve(createToolsApp(flooded, { token: TOKEN }), { port: 0 })
   const code = `const text = 'x'.repeat(100000); for (let i = 0; i < 200; i++) await tools.echo({ text }); return 'done'`
   const body = JSON.stringify({ code, description: 'flood' })
   const request =

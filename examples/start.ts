@@ -26,11 +26,9 @@ import { askBeforeWriting } from '../demo/tools/approval-gate.js'
 import { registerDemoTools } from '../demo/tools/index.js'
 import { createFileStore, createPreflightWorker, createSandboxRuntime, serve } from '../platforms/node/index.js'
 import type { SandboxRuntime, ServedApp } from '../platforms/node/index.js'
-import { createApprovalBroker } from '../src/approvals/index.js'
-import type { AnyApprovalBroker } from '../src/approvals/index.js'
+import type { ApprovalBroker } from '../src/approvals/index.js'
 import type { DurableStore } from '../src/durable/index.js'
-import { createSessionLogHub, createToolsApp, resumeAppRuns } from '../src/http/index.js'
-import { createMcpApp } from '../src/mcp/index.js'
+import { createToolsApp, resumeAppRuns } from '../src/http/index.js'
 import { createToolRuntime } from '../src/registry/index.js'
 import type { ToolRuntime } from '../src/runtime-types.js'
 import { openPostgresStore } from './start-postgres.js'
@@ -92,8 +90,8 @@ export interface StartedServer {
   readonly runtime: ToolRuntime
   /** The Code Mode sandbox behind `run_code` (its budgets, its load). */
   readonly codeRuntime: SandboxRuntime
-  /** The approval broker behind `/v1/approvals` (the writing tools ask it); over the store when `dataDir` was given (its `pending()` and `decide()` then answer promises). */
-  readonly approvals: AnyApprovalBroker
+  /** The runtime's approval broker behind `/v1/approvals` (the writing tools ask it); over the store when one was given. */
+  readonly approvals: ApprovalBroker
   /** The file store in `dataDir`, or `undefined` when the server keeps its state in memory. */
   readonly store: DurableStore | undefined
   /** Where the playground is served from, or `undefined` when it was not built. */
@@ -222,61 +220,41 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
   ] as const
   const staticDir = options.staticDir === null ? undefined : (options.staticDir ?? findStaticDir())
 
-  // No durable sink: nothing here reads past events, and a server that kept every
-  // sub-call's arguments and content would grow with every run. The hub only fans live
-  // events out to the streams that asked for them.
-  const hub = createSessionLogHub()
   // The sandbox with its defaults: a runaway program answers within 5 s of compute (60 s
   // of wall clock), and at most a machine-sized number of programs run at once; beyond
   // that, runs queue, then are refused with 503 OVERLOADED.
   const codeRuntime = createSandboxRuntime()
-  // The writing tools ask a person: the playground shows Allow / Deny, API clients use /v1/approvals.
-  // With a data directory, pending approvals live in its file store: they outlive a crash.
-  const store = options.store ?? (options.dataDir === undefined ? undefined : createFileStore(options.dataDir))
-  const brokerOptions = { ...(options.approvalTimeoutMs === undefined ? {} : { timeoutMs: options.approvalTimeoutMs }), plans: options.approvalPlans === true }
-  const approvals: AnyApprovalBroker = store === undefined ? createApprovalBroker(brokerOptions) : createApprovalBroker({ ...brokerOptions, store })
   // Preflight 'warn': each program is type-checked against the tools' SDK in a thread beside
-  // its run; a misspelled tool or argument is appended to what the caller reads after the
-  // run (a run never waits for the check, except a failed one, up to 2 s).
+  // its run; mistakes are appended to what the caller reads after the run.
   const preflightEngine = createPreflightWorker()
-  const runtime = createToolRuntime({
-    mode: 'both',
-    codeRuntime,
-    sessionLog: hub,
-    approval: approvals.handler,
-    preflight: 'warn',
-    preflightEngine,
-    ...(store === undefined ? {} : { store }),
-  })
+  // With a data directory, runs waiting for a person and their approvals live in its file store: they outlive a crash.
+  const store = options.store ?? (options.dataDir === undefined ? undefined : createFileStore(options.dataDir))
+  const approvals = { ...(options.approvalTimeoutMs === undefined ? {} : { timeoutMs: options.approvalTimeoutMs }), plans: options.approvalPlans === true }
+  const runtime = createToolRuntime({ mode: 'both', codeRuntime, preflightEngine, approvals, ...(store === undefined ? {} : { store }) })
   registerDemoTools(runtime, store === undefined ? {} : await durableWorkspace(store))
+  // The writing tools ask a person: the playground shows Allow / Deny, API clients use /v1/approvals.
   askBeforeWriting(runtime)
-  // The thread loads the compiler on its first check (seconds): start it now, so the first
-  // programs are checked before their runs settle. A check never rejects.
+  // The thread loads the compiler on its first check (seconds): start it now. A check never rejects.
   void runtime.preflight({ code: 'return 1' }).catch(() => undefined)
   // One agent per presentation mode, so the playground can preview each mode's prompt.
   for (const mode of ['native', 'code', 'both'] as const) runtime.agent(mode).presentAs(mode)
 
   const stopping = new AbortController()
-  const app = createToolsApp(runtime, { tokens, unauthorizedHint: UNAUTHORIZED_HINT, sessionLog: hub, approvals, signal: stopping.signal, ...(store === undefined ? {} : { store }) })
-  // MCP clients (Streamable HTTP) use the same registry and tokens; `?agent=` picks a layer.
-  app.route(
-    '/mcp',
-    createMcpApp(runtime, {
-      tokens,
-      unauthorizedHint: UNAUTHORIZED_HINT,
-      signal: stopping.signal,
-      agent: (request) => new URL(request.url).searchParams.get('agent') ?? undefined,
-    }),
-  )
+  // MCP clients (Streamable HTTP) at /mcp, same tokens; `?agent=` picks a layer.
+  const mcp = { agent: (request: Request) => new URL(request.url).searchParams.get('agent') ?? undefined }
+  const app = createToolsApp(runtime, { tokens, unauthorizedHint: UNAUTHORIZED_HINT, signal: stopping.signal, mcp })
+  const disposeAll = async (): Promise<void> => {
+    // The runtime first: parked durable runs and their approvals stay in the store for the next process.
+    await runtime.dispose()
+    await codeRuntime.dispose()
+    await preflightEngine.dispose()
+  }
   let served: ServedApp | undefined
   addPages(app, staticDir, { page: token, api: apiToken }, () => served?.url ?? '', codeRuntime.limits)
   try {
     served = await serve(app, { port, hostname: '127.0.0.1' })
   } catch (error) {
-    await runtime.dispose()
-    await codeRuntime.dispose()
-    await preflightEngine.dispose()
-    await approvals.dispose()
+    await disposeAll()
     throw error
   }
   const server = served
@@ -295,15 +273,9 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
   const shutdown = (): Promise<void> => {
     finished ??= (async () => {
       clearInterval(resumer)
-      // The runtime's disposal ends what still runs first (as DISPOSED): parked durable runs,
-      // their approvals and their /v1/runs records stay in the store for the next process.
-      // dispose() resolves once every execution has settled.
-      await runtime.dispose()
+      await disposeAll()
       stopping.abort(new DOMException('the server is shutting down', 'AbortError'))
       const closed = server.close()
-      await codeRuntime.dispose()
-      await preflightEngine.dispose()
-      await approvals.dispose()
       let timer: ReturnType<typeof setTimeout> | undefined
       // A client holding a connection open must not keep the process alive forever.
       await Promise.race([closed, new Promise<void>((resolve) => (timer = setTimeout(resolve, 3000)))])
@@ -312,7 +284,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
     return finished
   }
 
-  return { url: server.url, port: server.port, token, apiToken, tokensFile: kept?.file, runtime, codeRuntime, approvals, store, staticDir, shutdown }
+  return { url: server.url, port: server.port, token, apiToken, tokensFile: kept?.file, runtime, codeRuntime, approvals: runtime.approvals!, store, staticDir, shutdown }
 }
 
 /**

@@ -9,6 +9,7 @@ import type { ToolTelemetryOptions } from './telemetry/types.js'
 import type { JsonValue } from './json/json-value.js'
 import type { CodeLogEntry, CodeRuntime } from './code-runtime/contract.js'
 import type { DurableStore } from './durable/store.js'
+import type { ApprovalBroker, ApprovalBrokerOptions } from './approvals/types.js'
 import type { ResumedRun } from './durable/runs.js'
 import type { PreflightEngine, PreflightMode, PreflightReport, PreflightRequest } from './preflight/types.js'
 import type {
@@ -220,6 +221,32 @@ export interface SessionLogSink {
   appendLog?(event: CodeLogEvent): void
 }
 
+/** What a hub delivers to subscribers. */
+export type SessionLogHubEvent = SessionLogEvent | CodeLogEvent
+
+/** A subscriber; a throw is contained and never reaches the appender or other subscribers. */
+export type SessionLogHubListener = (event: SessionLogHubEvent) => void
+
+/** Narrows a subscription. */
+export interface SessionLogSubscribeOptions {
+  /** Only events whose `parentCallId` equals this (one run's sub-calls). */
+  readonly parentCallId?: string
+}
+
+/** A {@link SessionLogSink} with live subscriptions. */
+export interface SessionLogHub extends SessionLogSink {
+  /** Appends a session-log event: forwards it, then delivers it to matching subscribers. */
+  append(event: SessionLogEvent): void
+  /** Delivers a console line of a run to that run's subscribers (never forwarded). */
+  appendLog(event: CodeLogEvent): void
+  /** Subscribes; the disposer is idempotent. */
+  subscribe(listener: SessionLogHubListener, options?: SessionLogSubscribeOptions): Disposer
+  /** How many subscriptions are live (a leak check for servers and tests). */
+  readonly subscriberCount: number
+  /** How many runs have live subscriptions (each run's entry is released with its last subscription). */
+  readonly runCount: number
+}
+
 /**
  * `tools/code-dispatch-log`: a waterfall over each `tool/code-dispatch` event before it
  * is appended, so a spill policy can replace oversized content with a preview + locator.
@@ -365,8 +392,15 @@ export interface ToolRuntimeOptions {
   /** The code runtime that runs Code Mode programs (required by `code` / `both` at assembly time). */
   readonly codeRuntime?: CodeRuntime
   /**
-   * Handles `ask` decisions; absent → ask degrades to deny. `createApprovalBroker().handler`
-   * is one that holds each request for a person. A call's own `approval` overrides it.
+   * Human approval of `ask` decisions (`runtime.approvals`, which the HTTP app and MCP list
+   * and decide): broker options → the runtime creates the broker over `store` (a memory
+   * store without one) and disposes it with itself; a broker from `createApprovalBroker()`
+   * is used as it is and stays yours. Absent (and no `approval`) → `ask` degrades to deny.
+   */
+  readonly approvals?: ApprovalBrokerOptions | ApprovalBroker
+  /**
+   * Your own `ask` handler instead of the runtime's broker (not together with
+   * `approvals`). A call's own `approval` overrides either.
    */
   readonly approval?: ApprovalHandler
   /**
@@ -505,6 +539,13 @@ export interface ToolRuntime extends ToolScope {
    * pending approvals re-attach and nothing it completed runs twice. Without a store: `[]`.
    */
   resumeRuns(options?: { readonly staleMs?: number }): Promise<ResumedRun[]>
+  /** The broker created from the `approvals` option (listed and decided by the HTTP app and MCP); `undefined` without it. */
+  readonly approvals: ApprovalBroker | undefined
+  /**
+   * The live event hub: every Code Mode sub-call's events (and the `sessionLog` option's
+   * sink, which receives them first). The HTTP app streams runs from it.
+   */
+  readonly events: SessionLogHub
   /** The options in force (validated, defaults applied). */
   readonly options: Readonly<Required<Pick<ToolRuntimeOptions, 'mode' | 'maxParallelSubCalls' | 'maxOutputBytes' | 'sdkBudgetChars' | 'preflight'>>> &
     ToolRuntimeOptions

@@ -189,9 +189,9 @@ export function createLocalBackend(initial: RunBudgets): LocalBackend {
         waiting.delete(callId)
       }
     },
-    decide(id: string, decision: 'allow' | 'deny'): Promise<void> {
-      const answer = broker.decide(id, { decision })
-      return answer.ok ? Promise.resolve() : Promise.reject(new Error(`${answer.code}: ${answer.message}`))
+    async decide(id: string, decision: 'allow' | 'deny'): Promise<void> {
+      const answer = await broker.decide(id, { decision })
+      if (!answer.ok) throw new Error(`${answer.code}: ${answer.message}`)
     },
   }
 }

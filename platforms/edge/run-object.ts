@@ -30,11 +30,10 @@ import wasmModule from '@jitl/quickjs-wasmfile-release-sync/wasm'
 import type { Hono } from 'hono'
 import { askBeforeWriting } from '../../demo/tools/approval-gate.js'
 import { SEED_FILES, createShopData, createShopTools, createWorkspace, createWorkspaceTools, type Workspace } from '../../demo/tools/index.js'
-import { createApprovalBroker } from '../../src/approvals/index.js'
-import type { StoredApprovalBroker } from '../../src/approvals/index.js'
+import type { ApprovalBroker } from '../../src/approvals/index.js'
 import { runKeySegment } from '../../src/durable/runs.js'
 import type { DurableStore } from '../../src/durable/store.js'
-import { createSessionLogHub, createToolsApp, DEFAULT_RUN_RETENTION_MS, httpErrorResponse, resumeAppRuns } from '../../src/http/index.js'
+import { createToolsApp, DEFAULT_RUN_RETENTION_MS, httpErrorResponse, resumeAppRuns } from '../../src/http/index.js'
 import { createStoreRunRecords, interruptedRunResult } from '../../src/http/run-table.js'
 import { createToolRuntime } from '../../src/registry/index.js'
 import type { ToolRuntime } from '../../src/runtime-types.js'
@@ -78,7 +77,7 @@ interface RunInfo {
 interface Built {
   readonly app: Hono
   readonly runtime: ToolRuntime
-  readonly broker: StoredApprovalBroker
+  readonly broker: ApprovalBroker
   readonly index: DurableStore
   /** The runtime's store over this object's storage. */
   readonly store: DurableStore
@@ -267,14 +266,14 @@ export class ToolyardRun {
     const index = createIndexStore(this.#env.RUN_INDEX)
     const saved = (await storage.get([WORKSPACE_KEY])).get(WORKSPACE_KEY)
     const workspace = createWorkspace(typeof saved === 'string' ? readWorkspace(saved) : SEED_FILES)
-    const broker = createApprovalBroker({ store: createRunIndexStore(index, storage), pollIntervalMs: RUN_OBJECT_APPROVAL_POLL_MS, ...approvalTimeoutOption(this.#env) })
-    const sessionLog = createSessionLogHub()
+    const approvals = { store: createRunIndexStore(index, storage), pollIntervalMs: RUN_OBJECT_APPROVAL_POLL_MS, ...approvalTimeoutOption(this.#env) }
     const codeRuntime = createQuickJsRuntime({ wasmModule, ...EDGE_CODE_LIMITS })
-    const runtime = createToolRuntime({ mode: 'both', codeRuntime, sessionLog, approval: broker.handler, store })
+    const runtime = createToolRuntime({ mode: 'both', codeRuntime, approvals, store })
+    const broker = runtime.approvals!
     for (const tool of demoTools(workspace, storage)) runtime.register(tool)
     askBeforeWriting(runtime)
     this.#watch(runtime, broker, index)
-    const app = buildEdgeApp(this.#env, { sessionLog, approvals: broker, store }, (options) => createToolsApp(runtime, options))
+    const app = buildEdgeApp(this.#env, {}, (options) => createToolsApp(runtime, options))
     // The run back in the app's table under its id: its status, events and DELETE work as before the restart, and its record is written as it ends.
     const { resumed } = await resumeAppRuns(app, runtime, { staleMs: 0 })
     const records = createStoreRunRecords(store)
@@ -287,7 +286,7 @@ export class ToolyardRun {
    * Alarms at each of this run's approvals' expiry (the earliest one pending), and the
    * index's owner entry removed once the run ended.
    */
-  #watch(runtime: ToolRuntime, broker: StoredApprovalBroker, index: DurableStore): void {
+  #watch(runtime: ToolRuntime, broker: ApprovalBroker, index: DurableStore): void {
     broker.subscribe((event) => {
       if (event.type !== 'requested') return
       const at = event.approval.expiresAt + ALARM_SLACK_MS

@@ -22,10 +22,8 @@ import type { ExecutionContext } from 'hono'
 import wasmModule from '@jitl/quickjs-wasmfile-release-sync/wasm'
 import { askBeforeWriting } from '../../demo/tools/approval-gate.js'
 import { registerDemoTools } from '../../demo/tools/index.js'
-import { createApprovalBroker } from '../../src/approvals/index.js'
 import { runKeySegment } from '../../src/durable/runs.js'
-import { createSessionLogHub, createToolsApp } from '../../src/http/index.js'
-import { createMcpApp } from '../../src/mcp/index.js'
+import { createToolsApp } from '../../src/http/index.js'
 import { createToolRuntime } from '../../src/registry/index.js'
 import { createQuickJsRuntime, type QuickJsCodeRuntime } from '../quickjs/index.js'
 import { approvalTimeoutOption, buildEdgeApp, configKey, EDGE_APPROVAL_POLL_MS, EDGE_CODE_LIMITS, RUN_ID, tokenRoles, type DurableObjectNamespaceLike, type EdgeEnv } from './_edge-app.js'
@@ -42,21 +40,13 @@ type App = ReturnType<typeof createToolsApp>
 let cached: { readonly key: string; readonly app: App; readonly sandbox: QuickJsCodeRuntime } | undefined
 
 function build(env: EdgeEnv, sandbox: QuickJsCodeRuntime): App {
-  const sessionLog = createSessionLogHub()
   // With the index bound, approvals live there: any isolate lists and decides them.
-  const approvals = env.RUN_INDEX === undefined ? undefined : createApprovalBroker({ store: createIndexStore(env.RUN_INDEX), pollIntervalMs: EDGE_APPROVAL_POLL_MS, ...approvalTimeoutOption(env) })
-  const runtime = createToolRuntime({ mode: 'both', codeRuntime: sandbox, sessionLog, ...(approvals === undefined ? {} : { approval: approvals.handler }) })
+  const approvals = env.RUN_INDEX === undefined ? undefined : { store: createIndexStore(env.RUN_INDEX), pollIntervalMs: EDGE_APPROVAL_POLL_MS, ...approvalTimeoutOption(env) }
+  const runtime = createToolRuntime({ mode: 'both', codeRuntime: sandbox, ...(approvals === undefined ? {} : { approvals }) })
   registerDemoTools(runtime)
   if (approvals !== undefined) askBeforeWriting(runtime)
-  return buildEdgeApp(env, { sessionLog, ...(approvals === undefined ? {} : { approvals }) }, (options, closed) => {
-    const mcp = closed
-      ? createMcpApp(runtime, { notConfigured: options.notConfigured as string })
-      : createMcpApp(runtime, { tokens: options.tokens!, agent: agentFromQuery, ...(options.cors === undefined ? {} : { allowedOrigins: options.cors.origins }) })
-    const app = createToolsApp(runtime, options)
-    // The MCP endpoint (Streamable HTTP, same tokens) lives beside the API at `/mcp`.
-    app.route('/mcp', mcp)
-    return app
-  })
+  // The MCP endpoint (Streamable HTTP, same tokens and origins) lives beside the API at `/mcp`.
+  return buildEdgeApp(env, { mcp: { agent: agentFromQuery } }, (options) => createToolsApp(runtime, options))
 }
 
 /** `/mcp?agent=<id>` serves that agent's layer. */

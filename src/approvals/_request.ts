@@ -1,10 +1,10 @@
 /**
- * What both brokers (in memory, `broker.ts`; over a store, `_store-broker.ts`) share:
- * reading their options and the requests the registry hands the handler, the words a
- * denied call hears, and the refusals `decide()` answers. Private to `approvals/`.
+ * The broker's reading of its options and of the requests the registry hands its handler,
+ * the words a denied call hears, and the refusals `decide()` answers. Private to `approvals/`.
  *
  * @module
  */
+import { createMemoryStore } from '../durable/memory-store.js'
 import type { DurableStore } from '../durable/store.js'
 import { ToolError } from '../errors.js'
 import { snapshotLosslessJson } from '../json/lossless.js'
@@ -12,7 +12,7 @@ import type { ApprovalPlan } from '../types.js'
 import { renderApprovalArguments, renderApprovalPreview } from './render.js'
 import { renderApprovalPlan } from './render-plan.js'
 import type {
-  StoredApprovalBrokerOptions,
+  ApprovalBrokerOptions,
   ApprovalDecideErrorCode,
   ApprovalDecideRefused,
   ApprovalVerdict,
@@ -44,23 +44,22 @@ export function denialMessage(name: string, settlement: Settlement, timeoutMs: n
   return `${name} was denied by a person${reason === undefined || reason === '' ? ' (no reason given)' : `: ${reason}`}`
 }
 
-/** Default `pollIntervalMs` of a broker over a store: how often a waiting call looks for a decision taken in another process. */
+/** Default `pollIntervalMs`: how often a waiting call looks for a decision taken in another process. */
 export const DEFAULT_APPROVAL_POLL_INTERVAL_MS = 250
 
-/** Default `retainSettledMs` of a broker over a store: how long a settled record is kept for a resumed call (24 hours). */
+/** Default `retainSettledMs`: how long a settled record is kept for a resumed call (24 hours). */
 export const DEFAULT_APPROVAL_RETAIN_SETTLED_MS = 24 * 60 * 60 * 1000
 
 /** The options of `createApprovalBroker`, read and checked once. */
 export interface ResolvedBrokerOptions {
   readonly timeoutMs: number
   readonly plans: boolean
-  readonly store: DurableStore | undefined
+  readonly store: DurableStore
   readonly pollIntervalMs: number
   readonly retainSettledMs: number
 }
 
 const OPTION_KEYS = new Set(['timeoutMs', 'plans', 'store', 'pollIntervalMs', 'retainSettledMs'])
-const STORE_ONLY = ['pollIntervalMs', 'retainSettledMs'] as const
 
 /** Reads `createApprovalBroker`'s options; throws `ToolError('INVALID_OPTIONS')` on anything malformed. */
 export function readBrokerOptions(options: unknown): ResolvedBrokerOptions {
@@ -85,8 +84,9 @@ function readMs(value: unknown, what: string, fallback: number, min: number): nu
   return value
 }
 
-function readStore(value: unknown): DurableStore | undefined {
-  if (value === undefined) return undefined
+function readStore(value: unknown): DurableStore {
+  // A broker of its own in this process: its requests live as long as it does.
+  if (value === undefined) return createMemoryStore()
   const store = value as Partial<Record<keyof DurableStore, unknown>> | null
   if (typeof store !== 'object' || store === null || !(['get', 'put', 'delete', 'list'] as const).every((m) => typeof store[m] === 'function')) {
     throw invalid('store must be a DurableStore (get, put, delete, list): createMemoryStore(), createFileStore(dir)…')
@@ -98,12 +98,9 @@ function checkOptions(options: unknown): ResolvedBrokerOptions {
   const given = options === undefined ? {} : options
   if (typeof given !== 'object' || given === null || Array.isArray(given)) throw invalid('options must be an object')
   for (const key of Object.keys(given)) if (!OPTION_KEYS.has(key)) throw new ToolError('INVALID_OPTIONS', `createApprovalBroker: unknown option ${JSON.stringify(key)}`)
-  const read = given as Partial<StoredApprovalBrokerOptions>
+  const read = given as Partial<ApprovalBrokerOptions>
   if (read.plans !== undefined && typeof read.plans !== 'boolean') throw invalid(`plans must be a boolean (got ${typeof read.plans})`)
   const store = readStore(read.store)
-  if (store === undefined) {
-    for (const key of STORE_ONLY) if (read[key] !== undefined) throw invalid(`${key} applies only with a store`)
-  }
   return {
     timeoutMs: readMs(read.timeoutMs, 'timeoutMs', DEFAULT_APPROVAL_TIMEOUT_MS, 0),
     plans: read.plans === true,

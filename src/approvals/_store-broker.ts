@@ -1,18 +1,7 @@
 /**
- * `createApprovalBroker({ store })`: the broker whose requests live in a `DurableStore`
- * (docs/approvals.md, "Durable approvals"). Private to `approvals/`; `broker.ts` picks it
- * when a store is given.
- *
- * A call that asks waits on a *watch*: one per open request this process waits for,
- * holding its callers (the same call asked twice in one process shares it), its expiry
- * timer and its abort listeners. A watch ends exactly once (`finish`), by:
- * - a decision taken through this broker (at once) or through another one sharing the
- *   store (seen by polling the settlement key every `pollIntervalMs`, only while some
- *   watch is open);
- * - its expiry (`expiresAt` from the record, so a restarted process keeps the original);
- * - its last caller's cancellation (withdrawn in the store);
- * - `dispose()` (the callers are denied here; the record stays open for another process).
- *
+ * The broker over a `DurableStore` (docs/approvals.md, "Durable approvals"). A call waits
+ * on a *watch* (one per open request this process waits for), ended exactly once by a
+ * decision (here, or polled from the store), its expiry, its last caller's cancellation or `dispose()`.
  * @module
  */
 import type { DurableStore } from '../durable/store.js'
@@ -26,7 +15,7 @@ import { listOpen, sweepSettled } from './_store-list.js'
 import { hashOfId, storedFields, type DoneRecord, type StoredSettlement } from './_store-record.js'
 import { attach, claim, readDone, readOpen, type Attachment } from './_store-wait.js'
 import { parseDecision } from './decision.js'
-import type { ApprovalDecideResult, ApprovalDecisionInput, ApprovalEvent, ApprovalListing, PendingApproval, StoredApprovalBroker } from './types.js'
+import type { ApprovalDecideResult, ApprovalDecisionInput, ApprovalEvent, ApprovalListing, PendingApproval, ApprovalBroker } from './types.js'
 
 export { MAX_LISTED_APPROVALS } from './_store-list.js'
 
@@ -43,6 +32,8 @@ interface Watch {
   readonly callers: Set<Caller>
   timer: ReturnType<typeof setTimeout> | undefined
   finished: boolean
+  /** How it ended, for a caller that joins after (a subscriber acted while hearing `requested`); absent when stopped by dispose. */
+  settled?: StoredSettlement
 }
 
 interface Context {
@@ -71,7 +62,7 @@ function settlementEvent(approval: PendingApproval, settled: StoredSettlement): 
   return Object.freeze({ type: 'decided', approval, decision, ...(reason === undefined ? {} : { reason }), at })
 }
 
-/** The error a denied caller gets: the same words as the memory broker's (the timeout is the record's own). */
+/** The error a denied caller gets (the timeout is the record's own). */
 function deniedBy(approval: PendingApproval, settled: Settlement): ToolError {
   return denial(denialMessage(subject(approval), settled, approval.expiresAt - approval.requestedAt))
 }
@@ -80,6 +71,7 @@ function deniedBy(approval: PendingApproval, settled: Settlement): ToolError {
 function finish(ctx: Context, watch: Watch, settled: StoredSettlement): void {
   if (watch.finished) return
   watch.finished = true
+  watch.settled = settled
   if (ctx.watches.get(watch.hash) === watch) ctx.watches.delete(watch.hash)
   clearTimeout(watch.timer)
   const callers = [...watch.callers]
@@ -170,6 +162,13 @@ function join(ctx: Context, attachment: Extract<Attachment, { kind: 'wait' }>, s
   }
   const joined = watch
   return new Promise<boolean>((resolve, reject) => {
+    // Ended while `requested` was delivered (a subscriber decided or disposed): answer, never wait forever.
+    if (joined.finished) {
+      const settled = joined.settled
+      if (settled?.kind === 'decided' && settled.decision === 'allow') resolve(true)
+      else reject(settled === undefined ? denial(DISPOSED) : deniedBy(joined.approval, settled))
+      return
+    }
     const caller: Caller = {
       signal,
       // Block body: an event handler that returns a value draws a warning in workerd.
@@ -312,7 +311,7 @@ async function decide(ctx: Context, id: string, input: ApprovalDecisionInput): P
 }
 
 /** Creates the broker over `store` (options already validated by `createApprovalBroker`). */
-export function createStoredBroker(options: ResolvedBrokerOptions, store: DurableStore): StoredApprovalBroker {
+export function createStoredBroker(options: ResolvedBrokerOptions, store: DurableStore): ApprovalBroker {
   const ctx: Context = { store, options, watches: new Map(), events: createEventFanOut(), disposed: false, writes: new Set(), poll: 'idle', pollTimer: undefined, hashing: Promise.resolve() }
   // A store that announces changes (PostgreSQL's LISTEN/NOTIFY) wakes a scheduled poll at once; the timer stays the fallback.
   const watchable = store as DurableStore & { watch?: (prefix: string, onChange: (key: string) => void) => () => void }

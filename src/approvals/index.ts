@@ -1,8 +1,7 @@
 /**
  * Human approval for `ask` decisions: a broker that holds each asked call as a pending
- * request until a person decides it, it expires, or the call is cancelled; in memory, or in
- * a `DurableStore` shared by several processes. Platform-neutral.
- *
+ * request in a `DurableStore` (memory, or shared by several processes) until a person
+ * decides it, it expires, or the call is cancelled. Platform-neutral.
  * @module
  */
 export {

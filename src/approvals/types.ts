@@ -15,7 +15,7 @@ import type { ApprovalHandler, ScopeKey } from '../types.js'
 /** A person's answer to one request. */
 export type ApprovalVerdict = 'allow' | 'deny'
 
-/** Options of `createApprovalBroker`; validated at construction (`INVALID_OPTIONS`). */
+/** Options of `createApprovalBroker` (and `createToolRuntime({ approvals })`); validated at construction (`INVALID_OPTIONS`). */
 export interface ApprovalBrokerOptions {
   /**
    * How long a request waits for a decision before it expires as a denial, in
@@ -25,23 +25,16 @@ export interface ApprovalBrokerOptions {
   readonly timeoutMs?: number
   /**
    * Whether the handler takes plan requests (one request per `run_code` program whose
-   * planned tools ask; docs/approvals.md, "Plan approval"). Default `false`: one request
-   * per asking call, as before, so a client that lists approvals meets no new kind unless
-   * it asks for plans.
+   * planned tools ask; docs/approvals.md, "Plan approval"). Default `false`.
    */
   readonly plans?: boolean
-}
-
-/**
- * Options of `createApprovalBroker({ store, … })`: a broker whose requests live in a
- * `DurableStore` (docs/approvals.md, "Durable approvals"). Every process whose broker
- * shares the store lists its requests and may decide them, and a call asked again under
- * the same `callId` after a restart re-attaches to its request (same id, same expiry).
- * `pending()` and `decide()` then answer promises ({@link StoredApprovalBroker}).
- */
-export interface StoredApprovalBrokerOptions extends ApprovalBrokerOptions {
-  /** Where the requests live: `createMemoryStore()`, `createFileStore(dir)` (`toolyard/node`), … */
-  readonly store: DurableStore
+  /**
+   * Where the requests live. Every process whose broker shares the store lists and decides
+   * them, and a call asked again under the same `callId` after a restart re-attaches to its
+   * request. Default: the runtime's `store` under `createToolRuntime({ approvals })`, else
+   * a memory store of this broker's own.
+   */
+  readonly store?: DurableStore
   /**
    * How often a waiting call reads the store for a decision taken by another process, in
    * ms (at least 10; default 250). Only while a call of this process waits; a decision
@@ -85,19 +78,17 @@ export interface PendingApproval {
   /** The tool's name (`run_code` for a plan). */
   readonly name: string
   /**
-   * The call's arguments (lossless JSON, deep-frozen). A broker over a store keeps them
+   * The call's arguments (lossless JSON, deep-frozen). The broker keeps them
    * only up to 16 KiB of JSON (64 levels); larger ones are `null` there, with
    * `argumentsOmitted: true` (the `summary` still shows them, bounded).
    */
   readonly arguments: JsonValue
   /**
    * The canonical hash of the call's validated arguments (SHA-256 of their JSON with sorted
-   * keys, hashed in 32 KiB slices; 64 hex digits): a stored decision is bound to it. Set by
-   * a broker over a store (the in-memory broker never reuses a decision, and opens its
-   * requests without waiting for a digest).
+   * keys, hashed in 32 KiB slices; 64 hex digits): a stored decision is bound to it.
    */
   readonly argumentsHash?: string
-  /** `true` when a broker over a store left `arguments` out (too large to keep); absent otherwise. */
+  /** `true` when the broker left `arguments` out (too large to keep); absent otherwise. */
   readonly argumentsOmitted?: true
   /**
    * The arguments as a person should read them (`renderApprovalArguments`): the tool's
@@ -234,46 +225,12 @@ export interface ApprovalListing {
   readonly truncated: boolean
 }
 
-/**
- * A broker whose requests live in a `DurableStore` (`createApprovalBroker({ store })`):
- * the same handler, events and dispose as {@link ApprovalBroker}, but listing and
- * deciding read and write the store, so they answer promises.
- */
-export interface StoredApprovalBroker extends Omit<ApprovalBroker, 'pending' | 'decide' | 'dispose'> {
-  /** The store's open requests (of every process sharing it), oldest first, at most `MAX_LISTED_APPROVALS`. */
-  pending(): Promise<readonly PendingApproval[]>
-  /**
-   * Answers one request, in whichever process it waits: the first decision written to the
-   * store wins (compare-and-set), a later one is refused as `APPROVAL_ALREADY_DECIDED`.
-   * Refusals are answers, as without a store; it rejects only when the store itself fails
-   * (its `ToolError`: `STORE_FAILED`, `STORE_BUSY`), and then nothing was decided.
-   */
-  decide(id: string, input: ApprovalDecisionInput): Promise<ApprovalDecideResult>
-  /** The effective poll interval (validated, default applied). */
-  readonly pollIntervalMs: number
-  /** The effective retention of settled records. */
-  readonly retainSettledMs: number
-  /** What the last `pending()` read; before the first, all zero. */
-  readonly lastListing: ApprovalListing
-  /**
-   * Stops this process's part: its waiting calls are denied here (their requests stay open
-   * in the store, for another process or a restart), its timers and listeners are cleared.
-   * Resolves once the store writes already started (withdrawals, expiries) have landed, so
-   * a server can await it before exiting. Idempotent.
-   */
-  dispose(): Promise<void>
-}
-
-/** Either broker: what a surface that lists and decides (the HTTP app) accepts; `await` its `pending()` and `decide()`. */
-export type AnyApprovalBroker = ApprovalBroker | StoredApprovalBroker
-
-/** Holds `ask` decisions until a person answers them, they expire, or the call is cancelled. */
+/** Holds `ask` decisions in a store until a person answers them, they expire, or the call is cancelled. */
 export interface ApprovalBroker {
   /**
-   * The approval handler for `createToolRuntime({ approval })`. Opens one request per
-   * call; resolves `true` on allow and rejects with a `ToolError('DENIED_BY_APPROVAL')`
-   * whose message says why (denied with the person's reason, expired, withdrawn,
-   * broker disposed).
+   * The approval handler (`createToolRuntime({ approvals })` plugs it in). Opens one
+   * request per call; resolves `true` on allow and rejects with a
+   * `ToolError('DENIED_BY_APPROVAL')` whose message says why.
    */
   readonly handler: ApprovalHandler & {
     readonly acceptsPlans: boolean
@@ -282,14 +239,29 @@ export interface ApprovalBroker {
   }
   /** The effective timeout (validated, default applied). */
   readonly timeoutMs: number
-  /** The open requests, oldest first. A fresh frozen array of frozen records. */
-  pending(): readonly PendingApproval[]
-  /** Answers one request. Never throws; bad input is a refused result (`INVALID_DECISION`). */
-  decide(id: string, input: ApprovalDecisionInput): ApprovalDecideResult
+  /** The effective poll interval. */
+  readonly pollIntervalMs: number
+  /** The effective retention of settled records. */
+  readonly retainSettledMs: number
+  /** The store's open requests (of every process sharing it), oldest first, at most `MAX_LISTED_APPROVALS`. */
+  pending(): Promise<readonly PendingApproval[]>
+  /**
+   * Answers one request, in whichever process it waits: the first decision written to the
+   * store wins (compare-and-set), a later one is refused as `APPROVAL_ALREADY_DECIDED`.
+   * Refusals are answers; it rejects only when the store itself fails (`STORE_FAILED`,
+   * `STORE_BUSY`), and then nothing was decided.
+   */
+  decide(id: string, input: ApprovalDecisionInput): Promise<ApprovalDecideResult>
+  /** What the last `pending()` read; before the first, all zero. */
+  readonly lastListing: ApprovalListing
   /** Adds a listener; returns its idempotent unsubscribe. After `dispose()` a no-op. */
   subscribe(listener: ApprovalListener): () => void
-  /** How many listeners are subscribed (a leak check for servers and tests: a closed stream must unsubscribe). */
+  /** How many listeners are subscribed (a leak check: a closed stream must unsubscribe). */
   readonly subscriberCount: number
-  /** Denies every open request, clears every timer and listener. Idempotent. */
-  dispose(): void
+  /**
+   * Stops this process's part: its waiting calls are denied here (their requests stay open
+   * in the store, for another process or a restart), its timers and listeners are cleared.
+   * Resolves once the store writes already started have landed. Idempotent.
+   */
+  dispose(): Promise<void>
 }

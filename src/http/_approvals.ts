@@ -8,7 +8,7 @@
  * @module
  */
 import type { Handler } from 'hono'
-import type { AnyApprovalBroker, ApprovalDecideErrorCode, ApprovalEvent, ApprovalVerdict, PendingApproval } from '../approvals/types.js'
+import type { ApprovalBroker, ApprovalDecideErrorCode, ApprovalEvent, ApprovalVerdict, PendingApproval } from '../approvals/types.js'
 import { HttpError, type HttpErrorCode } from './http-errors.js'
 import { readJsonBody } from './request-body.js'
 
@@ -22,27 +22,19 @@ const REFUSAL: Readonly<Record<ApprovalDecideErrorCode, HttpErrorCode>> = {
   BROKER_DISPOSED: 'BROKER_DISPOSED',
 }
 
-/** Checks the `approvals` option of `createToolsApp`: a broker from `createApprovalBroker()`. */
-export function isApprovalBroker(value: unknown): value is AnyApprovalBroker {
-  if (typeof value !== 'object' || value === null) return false
-  const broker = value as Partial<Record<keyof AnyApprovalBroker, unknown>>
-  return typeof broker.pending === 'function' && typeof broker.decide === 'function' && typeof broker.subscribe === 'function'
-}
-
 /**
  * `GET /v1/approvals`: the open requests, oldest first, each with the `principal` whose
  * call opened it as the broker recorded it (the execution's; a run's for its sub-calls).
  */
-export function listApprovals(broker: AnyApprovalBroker): Handler {
+export function listApprovals(broker: ApprovalBroker): Handler {
   return async (c) => {
-    // A broker over a store lists (and decides) asynchronously; awaiting a memory broker's array costs nothing.
     const pending: readonly PendingApproval[] = await broker.pending()
     return c.json({ approvals: pending })
   }
 }
 
 /** `POST /v1/approvals/:id`: one decision; the broker reads the body strictly, so any JSON is passed on as is. */
-export function decideApproval(broker: AnyApprovalBroker, maxBodyBytes: number): Handler {
+export function decideApproval(broker: ApprovalBroker, maxBodyBytes: number): Handler {
   return async (c) => {
     const body = await readJsonBody(c.req.raw, maxBodyBytes)
     const answer = await broker.decide(c.req.param('id') as string, body as never)
@@ -82,7 +74,7 @@ export function approvalOfRun(approval: PendingApproval, runCallId: string): boo
  * `POST /v1/approvals/:id` takes), `approval-settled` when it is decided, expires or is
  * withdrawn. Returns the unsubscribe (the stream calls it when the run settles).
  */
-export function forwardApprovals(broker: AnyApprovalBroker | undefined, runCallId: string, send: (event: string, data: unknown) => void): () => void {
+export function forwardApprovals(broker: ApprovalBroker | undefined, runCallId: string, send: (event: string, data: unknown) => void): () => void {
   if (broker === undefined) return () => {}
   return broker.subscribe((event) => {
     if (!approvalOfRun(event.approval, runCallId)) return

@@ -6,7 +6,7 @@
  * @module
  */
 import type { Context, Handler, MiddlewareHandler } from 'hono'
-import type { AnyApprovalBroker } from '../approvals/types.js'
+import type { ApprovalBroker } from '../approvals/types.js'
 import { RETAINED_304_HEADERS, etag } from 'hono/etag'
 import { RUN_CODE_TOOL_NAME } from '../code-mode/registry-seam.js'
 import { hasSdkRenderer, renderToolsSdk } from '../code-mode/sdk.js'
@@ -30,7 +30,7 @@ export interface ApiConfig {
   readonly notConfigured: string | undefined
   readonly hub: SessionLogHub | undefined
   /** The approval broker behind `/v1/approvals` and the run stream's approval events; absent → no such routes. */
-  readonly approvals: AnyApprovalBroker | undefined
+  readonly approvals: ApprovalBroker | undefined
   readonly shutdown: AbortSignal | undefined
   readonly heartbeatMs: number
   readonly maxStreamBacklogBytes: number
@@ -378,7 +378,7 @@ function run(runtime: ToolRuntime, config: ApiConfig): Handler {
 const APPROVE: readonly Role[] = ['approve']
 const RUN: readonly Role[] = ['run']
 
-function approvalRoutes(broker: AnyApprovalBroker, config: ApiConfig): ApiRoute[] {
+function approvalRoutes(broker: ApprovalBroker, config: ApiConfig): ApiRoute[] {
   return [
     { method: 'GET', path: '/v1/approvals', roles: APPROVE, handlers: [listApprovals(broker)] },
     { method: 'POST', path: '/v1/approvals/:id', roles: APPROVE, handlers: [decideApproval(broker, config.maxBodyBytes)] },

@@ -13,7 +13,7 @@
  */
 import type { Context } from 'hono'
 import { streamSSE } from 'hono/streaming'
-import type { AnyApprovalBroker } from '../approvals/types.js'
+import type { ApprovalBroker } from '../approvals/types.js'
 import type { ToolExecutionResult } from '../types.js'
 import { forwardApprovals } from './_approvals.js'
 import { createSseSender } from './_sse-sender.js'
@@ -33,7 +33,7 @@ export interface StreamedRun {
 export interface StreamConfig {
   readonly hub: SessionLogHub | undefined
   /** The broker whose requests for this run's sub-calls the stream forwards (`approval`, `approval-settled`). */
-  readonly approvals: AnyApprovalBroker | undefined
+  readonly approvals: ApprovalBroker | undefined
   readonly heartbeatMs: number
   /** The most bytes of unwritten frames a stream may hold before it is closed with `STREAM_BACKLOG`. */
   readonly maxStreamBacklogBytes: number

@@ -5,7 +5,8 @@
  * @module
  */
 export { createToolsApp } from './app.js'
-export type { ToolsAppCorsOptions, ToolsAppOptions, ToolsListBody } from './app.js'
+export type { ToolsAppOptions, ToolsListBody } from './app.js'
+export type { CorsOptions, ServerOptions } from './_server-options.js'
 export { createSessionLogHub } from './session-log-hub.js'
 export type {
   CodeLogEvent,

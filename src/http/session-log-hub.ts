@@ -4,22 +4,9 @@
  *
  * @module
  */
-import type { CodeLogEvent, SessionLogEvent, SessionLogSink } from '../runtime-types.js'
-import type { Disposer } from '../types.js'
+import type { SessionLogHub, SessionLogHubEvent, SessionLogHubListener, SessionLogSink } from '../runtime-types.js'
 
-export type { CodeLogEvent } from '../runtime-types.js'
-
-/** What a hub delivers to subscribers. */
-export type SessionLogHubEvent = SessionLogEvent | CodeLogEvent
-
-/** A subscriber; a throw is contained and never reaches the appender or other subscribers. */
-export type SessionLogHubListener = (event: SessionLogHubEvent) => void
-
-/** Narrows a subscription. */
-export interface SessionLogSubscribeOptions {
-  /** Only events whose `parentCallId` equals this (one run's sub-calls). */
-  readonly parentCallId?: string
-}
+export type { CodeLogEvent, SessionLogHub, SessionLogHubEvent, SessionLogHubListener, SessionLogSubscribeOptions } from '../runtime-types.js'
 
 /** Options of {@link createSessionLogHub}. */
 export interface SessionLogHubOptions {
@@ -27,30 +14,14 @@ export interface SessionLogHubOptions {
   readonly forward?: SessionLogSink
 }
 
-/** A {@link SessionLogSink} with live subscriptions. */
-export interface SessionLogHub extends SessionLogSink {
-  /** Appends a session-log event: forwards it, then delivers it to matching subscribers. */
-  append(event: SessionLogEvent): void
-  /** Delivers a console line of a run to that run's subscribers (never forwarded). */
-  appendLog(event: CodeLogEvent): void
-  /** Subscribes; the disposer is idempotent. */
-  subscribe(listener: SessionLogHubListener, options?: SessionLogSubscribeOptions): Disposer
-  /** How many subscriptions are live (a leak check for servers and tests). */
-  readonly subscriberCount: number
-  /** How many runs have live subscriptions (each run's entry is released with its last subscription). */
-  readonly runCount: number
-}
-
 /**
- * Creates a fan-out session-log sink. Pass it as `sessionLog` to `createToolRuntime`
- * and as `sessionLog` to `createToolsApp`; the app subscribes per streamed run,
- * filtered by the run's call id.
+ * Creates a fan-out session-log sink. Every runtime has one (`runtime.events`, made by
+ * `createToolRuntime`); the HTTP app subscribes to it per streamed run, by the run's call id.
  *
  * @example
  * ```ts
  * const hub = createSessionLogHub({ forward: createMemorySessionLog() })
- * const runtime = createToolRuntime({ mode: 'both', codeRuntime, sessionLog: hub })
- * const app = createToolsApp(runtime, { token, sessionLog: hub })
+ * hub.subscribe((event) => console.log(event.type), { parentCallId: 'run-1' })
  * ```
  */
 export function createSessionLogHub(options: SessionLogHubOptions = {}): SessionLogHub {

@@ -23,15 +23,15 @@ import { ToolError, toErrorData } from '../errors.js'
 import type { ToolRuntime } from '../runtime-types.js'
 import type { ApprovalHandler, ScopeKey, ToolSchema } from '../types.js'
 import type { ObjectJsonSchema } from '../schema/json-schema-node.js'
-import { hasRole, resolveAuthOptions } from '../http/auth.js'
-import type { AuthOptions, Principal, PrincipalSet } from '../http/auth.js'
+import { hasRole } from '../http/auth.js'
+import type { Principal } from '../http/auth.js'
 import { agentFor, requestPrincipal, requireRole } from '../http/_principals.js'
-import { HttpError, httpErrorHandler, httpNotFound, reportToConsole } from '../http/http-errors.js'
+import { HttpError, httpErrorHandler, httpNotFound } from '../http/http-errors.js'
 import type { InternalErrorReporter } from '../http/http-errors.js'
-import { readJsonBody, resolveMaxBodyBytes, unknownFieldMessage } from '../http/request-body.js'
-import { gate } from '../http/_middleware.js'
+import { readJsonBody, unknownFieldMessage } from '../http/request-body.js'
+import { checkRuntime, optionsError, resolveServerOptions, serverGate, type ResolvedServerOptions, type ServerOptions } from '../http/_server-options.js'
 import { wantsEventStream } from '../http/_routes.js'
-import { DEFAULT_MAX_STREAM_BACKLOG_BYTES, DEFAULT_STREAM_WRITE_TIMEOUT_MS, createSseSender } from '../http/_sse-sender.js'
+import { createSseSender } from '../http/_sse-sender.js'
 import { ElicitationChannel, cannotAsk, elicitingSession, elicitingSessionOf, type SendToClient } from './_elicitation.js'
 import { blocksToMcpContent, isJsonObject } from './content.js'
 import type { McpCallToolResultOut, McpToolDescriptor } from './mcp-types.js'
@@ -41,64 +41,37 @@ import { traceCarrierOf } from '../telemetry/trace-context.js'
 export const MCP_PROTOCOL_VERSIONS: readonly string[] = Object.freeze(['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'])
 
 /**
- * Options of {@link createMcpApp}; validated at creation (`INVALID_OPTIONS`). The
- * authentication options ({@link AuthOptions}: `token` or `tokens`, `auth: false`,
- * `notConfigured`, `unauthorizedHint`) are those of `createToolsApp`, checked by the same
- * function: pass the same tokens. Every request needs the `run` role (an MCP client calls
- * tools); a client is asked to decide its own calls' `ask`s (`elicitation/create`) only
- * when its token also has `approve`, else they go to the runtime's approval handler.
+ * What only the MCP endpoint takes (`createToolsApp(runtime, { mcp })`, or besides the
+ * shared options in {@link McpAppOptions}). An `ask` is put to a client whose token has
+ * `approve` (`elicitation/create`), under the runtime's `approvals.timeoutMs` and `plans`.
  */
-export interface McpAppOptions extends AuthOptions {
+export interface McpOptions {
   /**
    * The agent layer served: a fixed id, or a function of the request (e.g. a header or a
    * path parameter). Absent → the global layer. A token pinned to an agent is served its
    * agent; asking for another answers 403 `FORBIDDEN`.
    */
   readonly agent?: ScopeKey | ((request: Request) => ScopeKey | undefined)
-  /** Exact origins (besides same-origin) whose browsers may call; any other `Origin` gets 403. */
-  readonly allowedOrigins?: readonly string[]
-  /** Cap on a request body. Default 1 MiB. */
-  readonly maxBodyBytes?: number
-  /**
-   * The most messages one JSON-RPC batch may carry. A longer batch is answered with one
-   * `-32600` error and nothing in it runs. Default 32.
-   */
+  /** The most messages one JSON-RPC batch may carry (a longer one is one `-32600` error, nothing run). Default 32. */
   readonly maxBatchLength?: number
   /**
    * The most bytes the responses to one batch may total. A response that would pass it is
-   * replaced by a `-32000` error, and the batch's later requests are not run (each gets that
-   * error). A single (non-batch) message is bounded by the runtime's `maxOutputBytes`
-   * instead. Default 4 MiB.
+   * replaced by a `-32000` error, and the batch's later requests are not run. A single
+   * message is bounded by the runtime's `maxOutputBytes` instead. Default 4 MiB.
    */
   readonly maxBatchResponseBytes?: number
-  /**
-   * The most bytes a streamed answer (a `tools/call` of an eliciting client) may hold
-   * unread. A client that falls further behind gets a final `error` event
-   * (`STREAM_BACKLOG`), its stream closes and its calls are cancelled. Default 4 MiB.
-   */
-  readonly maxStreamBacklogBytes?: number
-  /** How long one streamed message may wait for the client to take it before the stream is aborted, in ms. Default 30,000. */
-  readonly streamWriteTimeoutMs?: number
-  /** Shutdown: aborting it aborts in-flight calls; later requests answer 503 `SHUTTING_DOWN`. */
-  readonly signal?: AbortSignal
   /** What `initialize` reports as `serverInfo`. Default `{ name: 'toolyard', version: '0.1.0' }`. */
   readonly serverInfo?: { readonly name: string; readonly version: string }
   /** Optional `instructions` returned by `initialize`. */
   readonly instructions?: string
-  /**
-   * How long an `ask` put to the client (`elicitation/create`) waits for its answer before
-   * the call is denied as expired, in ms. Default 300 000 (5 minutes, as the approval broker).
-   */
-  readonly elicitationTimeoutMs?: number
-  /** `true`: a `run_code` program whose planned tools ask is put to the client as one plan question before it runs (docs/approvals.md, "Plan approval"). Default `false`. */
-  readonly elicitationPlans?: boolean
-  /**
-   * Receives every unexpected exception: those answered as HTTP 500 `INTERNAL`, and those
-   * inside a JSON-RPC call answered as `-32603 internal error (<name>)`. The client never
-   * sees the exception itself. Default: `console.error`.
-   */
-  readonly onError?: (error: unknown, request: Request) => void
 }
+
+/**
+ * Options of {@link createMcpApp}: the HTTP API's {@link ServerOptions} (same names, same
+ * rules: tokens, `cors.origins`, `signal`, bounds, `onError`) and the {@link McpOptions}.
+ * Every request needs the `run` role.
+ */
+export interface McpAppOptions extends ServerOptions, McpOptions {}
 
 /** JSON-RPC error codes the server answers with. */
 export const JSON_RPC_ERRORS = Object.freeze({
@@ -127,10 +100,6 @@ interface JsonRpcResponse {
   readonly id: JsonRpcId | null
   readonly result?: unknown
   readonly error?: { readonly code: number; readonly message: string }
-}
-
-function invalidOptions(message: string): never {
-  throw new ToolError('INVALID_OPTIONS', `createMcpApp: ${message}`)
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -368,67 +337,44 @@ async function answer(config: McpConfig, message: unknown, request: Request, exc
   }
 }
 
-interface McpAppConfig extends McpConfig {
-  readonly principals: PrincipalSet | undefined
-  readonly unauthorizedHint: string | undefined
-  readonly notConfigured: string | undefined
-  readonly origins: ReadonlySet<string>
-  readonly maxBodyBytes: number
+interface McpAppConfig extends McpConfig, ResolvedServerOptions {
   readonly maxBatchLength: number
   readonly maxBatchResponseBytes: number
-  readonly maxStreamBacklogBytes: number
-  readonly streamWriteTimeoutMs: number
 }
 
-function positiveIntegerOption(name: string, value: unknown, fallback: number): number {
+const MCP_FIELDS: readonly string[] = ['agent', 'maxBatchLength', 'maxBatchResponseBytes', 'serverInfo', 'instructions']
+
+function positiveIntegerOption(name: string, value: unknown, fallback: number, fail: (message: string) => never): number {
   const resolved = value ?? fallback
-  if (!Number.isSafeInteger(resolved) || (resolved as number) <= 0) invalidOptions(`${name} must be a positive integer`)
+  if (!Number.isSafeInteger(resolved) || (resolved as number) <= 0) fail(`${name} must be a positive integer`)
   return resolved as number
 }
 
-function validateOptions(runtime: ToolRuntime, options: McpAppOptions): McpAppConfig {
-  if (typeof runtime !== 'object' || runtime === null || typeof runtime.execute !== 'function' || typeof runtime.assemble !== 'function' || typeof runtime.view !== 'function') {
-    invalidOptions('runtime must be a ToolRuntime')
-  }
-  if (typeof options !== 'object' || options === null) invalidOptions('options must be an object')
-  const { notConfigured, principals, unauthorizedHint } = resolveAuthOptions(options, invalidOptions)
+/** The runtime's approval settings, which a client's elicitation follows. */
+function askingOf(runtime: ToolRuntime): { readonly timeoutMs: number; readonly plans: boolean } {
+  const handler = runtime.options.approval as { readonly acceptsPlans?: unknown } | undefined
+  return { timeoutMs: runtime.approvals?.timeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS, plans: handler?.acceptsPlans === true }
+}
+
+function validateMcpOptions(runtime: ToolRuntime, server: ResolvedServerOptions, options: McpOptions, fail: (message: string) => never): McpAppConfig {
+  if (typeof runtime.assemble !== 'function') fail('runtime must be a ToolRuntime (from createToolRuntime)')
   const agent = options.agent
   if (agent !== undefined && typeof agent !== 'function' && (typeof agent !== 'string' || agent === '')) {
-    invalidOptions('agent must be a non-empty string or a function of the request')
+    fail('agent must be a non-empty string or a function of the request')
   }
-  const origins = new Set<string>()
-  for (const origin of (options.allowedOrigins ?? []) as unknown[]) {
-    if (typeof origin !== 'string') invalidOptions('allowedOrigins must be strings')
-    origins.add(origin)
-  }
-  if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) invalidOptions('signal must be an AbortSignal')
   const serverInfo = options.serverInfo ?? { name: 'toolyard', version: '0.1.0' }
-  if (!isRecord(serverInfo) || typeof serverInfo.name !== 'string' || typeof serverInfo.version !== 'string') {
-    invalidOptions('serverInfo must be { name, version } strings')
-  }
-  if (options.instructions !== undefined && typeof options.instructions !== 'string') invalidOptions('instructions must be a string')
-  if (options.onError !== undefined && typeof options.onError !== 'function') invalidOptions('onError must be a function')
-  const elicitationTimeoutMs = options.elicitationTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS
-  if (typeof elicitationTimeoutMs !== 'number' || !Number.isFinite(elicitationTimeoutMs) || elicitationTimeoutMs <= 0 || elicitationTimeoutMs > 2_147_483_647) {
-    invalidOptions('elicitationTimeoutMs must be a positive number of milliseconds, at most 2147483647')
-  }
+  if (!isRecord(serverInfo) || typeof serverInfo.name !== 'string' || typeof serverInfo.version !== 'string') fail('serverInfo must be { name, version } strings')
+  if (options.instructions !== undefined && typeof options.instructions !== 'string') fail('instructions must be a string')
+  const asking = askingOf(runtime)
   return {
+    ...server,
     runtime,
     agent,
-    shutdown: options.signal,
     serverInfo,
     instructions: options.instructions,
-    principals,
-    unauthorizedHint,
-    notConfigured,
-    origins,
-    maxBodyBytes: resolveMaxBodyBytes(options.maxBodyBytes, invalidOptions),
-    maxBatchLength: positiveIntegerOption('maxBatchLength', options.maxBatchLength, DEFAULT_MCP_MAX_BATCH_LENGTH),
-    maxBatchResponseBytes: positiveIntegerOption('maxBatchResponseBytes', options.maxBatchResponseBytes, DEFAULT_MCP_MAX_BATCH_RESPONSE_BYTES),
-    maxStreamBacklogBytes: positiveIntegerOption('maxStreamBacklogBytes', options.maxStreamBacklogBytes, DEFAULT_MAX_STREAM_BACKLOG_BYTES),
-    streamWriteTimeoutMs: positiveIntegerOption('streamWriteTimeoutMs', options.streamWriteTimeoutMs, DEFAULT_STREAM_WRITE_TIMEOUT_MS),
-    report: options.onError ?? reportToConsole,
-    elicitation: new ElicitationChannel(elicitationTimeoutMs, options.elicitationPlans === true),
+    maxBatchLength: positiveIntegerOption('maxBatchLength', options.maxBatchLength, DEFAULT_MCP_MAX_BATCH_LENGTH, fail),
+    maxBatchResponseBytes: positiveIntegerOption('maxBatchResponseBytes', options.maxBatchResponseBytes, DEFAULT_MCP_MAX_BATCH_RESPONSE_BYTES, fail),
+    elicitation: new ElicitationChannel(asking.timeoutMs, asking.plans),
   }
 }
 
@@ -605,10 +551,10 @@ export function mcpAppHeld(app: Hono): { readonly questions: number; readonly ca
 }
 
 /**
- * Creates the MCP endpoint as a Hono app whose route is `/`, so it can be served alone
- * or mounted: `app.route('/mcp', createMcpApp(runtime, { token }))`. It runs the HTTP
- * API's own middleware (origin, availability, bearer token, response headers; the API's
- * covers `/v1/*` only) and renders errors in the API's shape.
+ * Creates the MCP endpoint as a Hono app whose route is `/`, served alone or mounted
+ * (`createToolsApp(runtime, { mcp: true })` mounts it at `/mcp` behind the same options).
+ * It runs the HTTP API's gate (origin, availability, bearer token, response headers) and
+ * renders errors in the API's shape.
  *
  * - `POST /` — JSON-RPC request(s) → `application/json` response(s); notifications and the
  *   client's responses only → 202. A `tools/call` of a client that declared `elicitation`
@@ -617,15 +563,29 @@ export function mcpAppHeld(app: Hono): { readonly questions: number; readonly ca
  *
  * @example
  * ```ts
- * const app = createToolsApp(runtime, { tokens })
- * app.route('/mcp', createMcpApp(runtime, { tokens, agent: 'assistant' }))
- * // any MCP client: new StreamableHTTPClientTransport(new URL('http://127.0.0.1:8787/mcp'),
+ * const mcp = createMcpApp(runtime, { tokens, agent: 'assistant' })
+ * // any MCP client: new StreamableHTTPClientTransport(new URL('http://127.0.0.1:8787/'),
  * //   { requestInit: { headers: { Authorization: `Bearer ${token}` } } })
  * ```
  * @see docs/mcp.md
  */
 export function createMcpApp(runtime: ToolRuntime, options: McpAppOptions): Hono {
-  const config = validateOptions(runtime, options)
+  const fail = optionsError('createMcpApp')
+  checkRuntime(runtime, fail)
+  const server = resolveServerOptions(options, fail)
+  const mcp: Record<string, unknown> = {}
+  for (const field of MCP_FIELDS) if (Object.hasOwn(options, field)) mcp[field] = (options as unknown as Record<string, unknown>)[field]
+  return mcpApp(validateMcpOptions(runtime, server, mcp as McpOptions, fail))
+}
+
+/** The MCP endpoint of `createToolsApp(runtime, { mcp })`: the app's own validated server options, the MCP ones checked here. */
+export function mountMcp(runtime: ToolRuntime, server: ResolvedServerOptions, options: McpOptions, fail: (message: string) => never): Hono {
+  const unknown = Object.keys(options).find((key) => !MCP_FIELDS.includes(key))
+  if (unknown !== undefined) fail(`mcp has an unknown option ${JSON.stringify(unknown)} (expected ${MCP_FIELDS.join(', ')}; the shared ones go beside mcp)`)
+  return mcpApp(validateMcpOptions(runtime, server, options, (message) => fail(`mcp.${message}`)))
+}
+
+function mcpApp(config: McpAppConfig): Hono {
   const app = new Hono()
   channels.set(app, config.elicitation)
   app.onError(httpErrorHandler(config.report))
@@ -634,13 +594,7 @@ export function createMcpApp(runtime: ToolRuntime, options: McpAppOptions): Hono
   app.use(
     '*',
     // DNS-rebinding defence the MCP transport spec asks for: foreign browser origins are refused.
-    ...gate({
-      principals: config.principals,
-      ...(config.unauthorizedHint === undefined ? {} : { unauthorizedHint: config.unauthorizedHint }),
-      notConfigured: config.notConfigured,
-      shutdown: config.shutdown,
-      allowedOrigins: config.origins,
-    }),
+    ...serverGate(config),
     methodNotAllowed({
       app,
       onMethodNotAllowed: (c) => {

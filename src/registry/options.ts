@@ -25,7 +25,7 @@ export const DEFAULT_MAX_OUTPUT_BYTES = 64 * 1024 * 1024
 export const DEFAULT_SDK_BUDGET_CHARS = 12_000
 
 const MODES = new Set(['native', 'code', 'both'])
-const KNOWN = new Set(['mode', 'codeRuntime', 'approval', 'sessionLog', 'maxParallelSubCalls', 'maxOutputBytes', 'toolOrder', 'sdkBudgetChars', 'preflight', 'preflightEngine', 'store', 'telemetry'])
+const KNOWN = new Set(['mode', 'codeRuntime', 'approval', 'approvals', 'sessionLog', 'maxParallelSubCalls', 'maxOutputBytes', 'toolOrder', 'sdkBudgetChars', 'preflight', 'preflightEngine', 'store', 'telemetry'])
 /** The values of `preflight` (the runtime's option and an agent's `preflightMode`). */
 export const PREFLIGHT_MODES: ReadonlySet<string> = new Set(['off', 'warn', 'block'])
 
@@ -149,6 +149,10 @@ export function validateRuntimeOptions(options: unknown): ToolRuntime['options']
     fail(`options.approval must be a function (got ${show(o.approval)})`)
   }
 
+  if (o.approvals !== undefined && (typeof o.approvals !== 'object' || o.approvals === null || Array.isArray(o.approvals))) {
+    fail(`options.approvals must be an object of broker options (got ${show(o.approvals)})`)
+  }
+
   const sessionLog = o.sessionLog
   if (sessionLog !== undefined) {
     guardRead('options.sessionLog', () => {
@@ -217,6 +221,7 @@ export function validateRuntimeOptions(options: unknown): ToolRuntime['options']
     sdkBudgetChars,
     ...(codeRuntime !== undefined ? { codeRuntime: codeRuntime as NonNullable<ToolRuntimeOptions['codeRuntime']> } : {}),
     ...(o.approval !== undefined ? { approval: o.approval as NonNullable<ToolRuntimeOptions['approval']> } : {}),
+    ...(o.approvals !== undefined ? { approvals: o.approvals as NonNullable<ToolRuntimeOptions['approvals']> } : {}),
     ...(sessionLog !== undefined ? { sessionLog: sessionLog as NonNullable<ToolRuntimeOptions['sessionLog']> } : {}),
     ...(toolOrder !== undefined ? { toolOrder } : {}),
   }

@@ -51,6 +51,10 @@ import type { PreflightReport, PreflightRequest } from '../preflight/types.js'
 import { DurableRuns } from '../durable/runs.js'
 import { dispatchDefinition } from './dispatch.js'
 import { Telemetry } from '../telemetry/telemetry.js'
+import { createApprovalBroker } from '../approvals/broker.js'
+import { createSessionLogHub } from '../http/session-log-hub.js'
+import type { ApprovalBroker } from '../approvals/types.js'
+import type { SessionLogHub } from '../runtime-types.js'
 
 /**
  * Creates a registry (a `ToolRuntime`): the global layer, agent layers (`runtime.agent(id)`),
@@ -66,7 +70,7 @@ import { Telemetry } from '../telemetry/telemetry.js'
  * ```
  */
 export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
-  const settings = validateRuntimeOptions(options)
+  const { settings, approvals, events, owned } = configure(validateRuntimeOptions(options))
   let disposing: Promise<void> | undefined
 
   const hooks = new HookBus()
@@ -129,6 +133,8 @@ export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
     get options() {
       return settings
     },
+    approvals,
+    events,
     ...scopeOperations(context, global),
     agent: (id: ScopeKey): AgentTools => {
       global.assertLive()
@@ -161,6 +167,8 @@ export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
         // Parked runs' records land before their calls are cancelled: the next process finds them (and their approvals stay open for it).
         await durableRuns?.flushed()
         await context.calls.quiesce(new ToolError('DISPOSED', 'the tool runtime was disposed'))
+        // After the calls: a parked run's waiting call leaves its request open in the store for the next process.
+        await owned?.dispose()
         agents.disposeAll()
         global.disposeRegistrations()
         hooks.emitChanged({ kind: 'dispose' })
@@ -171,4 +179,34 @@ export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
   })
   registerBatchPipeline(runtime, context.execute)
   return runtime
+}
+
+type Settings = ReturnType<typeof validateRuntimeOptions>
+
+/**
+ * What the runtime makes for itself: its event hub (a `sessionLog` sink hears each event
+ * first) and, with `approvals` options, its broker over the runtime's store. A broker or a
+ * hub passed in is used as it is, and stays the caller's.
+ */
+function configure(validated: Settings): { settings: Settings; approvals: ApprovalBroker | undefined; events: SessionLogHub; owned: ApprovalBroker | undefined } {
+  const given = validated.sessionLog
+  const events = isHub(given) ? given : createSessionLogHub(given === undefined ? {} : { forward: given })
+  const asked = validated.approvals
+  if (asked !== undefined && validated.approval !== undefined) {
+    throw new ToolError('INVALID_OPTIONS', 'createToolRuntime: give either approvals (the runtime\'s broker) or approval (your own handler), not both')
+  }
+  const passed = isBroker(asked) ? asked : undefined
+  const owned = asked === undefined || isBroker(asked) ? undefined : createApprovalBroker({ ...(validated.store === undefined ? {} : { store: validated.store }), ...asked })
+  const approvals = passed ?? owned
+  const settings: Settings = Object.freeze({ ...validated, sessionLog: events, ...(approvals === undefined ? {} : { approval: approvals.handler }) })
+  return { settings, approvals, events, owned }
+}
+
+function isHub(sink: unknown): sink is SessionLogHub {
+  return typeof (sink as Partial<SessionLogHub> | undefined)?.subscribe === 'function'
+}
+
+function isBroker(value: unknown): value is ApprovalBroker {
+  const broker = value as Partial<ApprovalBroker> | undefined
+  return typeof broker?.handler === 'function' && typeof broker.pending === 'function' && typeof broker.decide === 'function'
 }

@@ -19,7 +19,7 @@ const ATTACK = { content: `${'// formatting only\n'.repeat(160)}${PAYLOAD}\n`, p
 
 function setup() {
   const broker = createApprovalBroker()
-  const runtime = createToolRuntime({ approval: broker.handler })
+  const runtime = createToolRuntime({ approvals: broker })
   const demo = createDemoTools({ include: ['workspace'] })
   for (const tool of demo.tools) runtime.register(tool)
   askBeforeWriting(runtime)
@@ -45,7 +45,7 @@ describe('the playground approval card', () => {
     expect(shown.indexOf(`content: string of ${ATTACK.content.length} characters`)).toBeGreaterThan(path)
     expect(shown).toContain(`${PAYLOAD}\\n"`)
     panel.remove()
-    broker.decide(pending.id, { decision: 'deny', reason: 'no exfiltration' })
+    await broker.decide(pending.id, { decision: 'deny', reason: 'no exfiltration' })
     const settled = await result
     expect(settled.isError && settled.error.message).toBe('write_file was denied by a person: no exfiltration')
     expect(demo.workspace.read('src/index.ts')).not.toContain(PAYLOAD)
@@ -56,7 +56,7 @@ describe('the playground approval card', () => {
     const { broker, runtime, requested } = setup()
     const refused = await runtime.execute({ callId: 'card-2', name: 'write_file', arguments: { note: 'harmless '.repeat(300), ...ATTACK }, signal: new AbortController().signal })
     expect(refused.isError && refused.error.info?.code).toBe('INVALID_ARGS')
-    expect(broker.pending()).toEqual([])
+    expect(await broker.pending()).toEqual([])
     runtime.register({
       name: 'deploy',
       description: 'Deploys.',
@@ -72,7 +72,7 @@ describe('the playground approval card', () => {
     expect(lines[1]).toBe('target: "prod"')
     expect(lines[2]).toMatch(/^⚠ undeclared note: string of 2700 characters: "harmless /)
     expect(lines[3]).toBe(`⚠ undeclared script: "${PAYLOAD}"`)
-    broker.decide(broker.pending()[0]!.id, { decision: 'deny' })
+    await broker.decide((await broker.pending())[0]!.id, { decision: 'deny' })
     expect((await call).isError).toBe(true)
     await runtime.dispose()
   })

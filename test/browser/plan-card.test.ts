@@ -29,7 +29,7 @@ describe('the playground plan card', () => {
     const decided: string[] = []
     const panel = renderApprovalPanel(approvalStateOf(pending), async (decision) => {
       decided.push(decision)
-      broker.decide(pending.id, { decision })
+      await broker.decide(pending.id, { decision })
     })
     document.body.append(panel)
     expect(panel.dataset.kind).toBe('plan')

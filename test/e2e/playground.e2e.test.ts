@@ -30,7 +30,7 @@ const CHROMIUM_ARGS = [
 
 interface StartedServer {
   readonly url: string
-  readonly approvals: { pending(): readonly { readonly kind?: string }[] }
+  readonly approvals: { pending(): Promise<readonly { readonly kind?: string }[]> }
   shutdown(): Promise<void>
 }
 
@@ -266,11 +266,11 @@ describe('the playground against npm start', () => {
     await pickExample(page, 'Parallel reads')
     await page.click('[data-testid="run"]')
     await page.waitForSelector(PENDING, { timeout: 30_000 })
-    expect(server.approvals.pending()).toHaveLength(1)
+    expect(await server.approvals.pending()).toHaveLength(1)
     await shot(page, '07a-approval-pending-server')
     await page.click(`${PENDING} [data-testid="approve"]`)
     expect(await settled(page)).toBe('ok')
-    expect(server.approvals.pending()).toHaveLength(0)
+    expect(await server.approvals.pending()).toHaveLength(0)
     expect(await page.textContent('[data-testid="status"]')).toContain('on the server')
     expect(await page.locator('[data-testid="timeline-bar"]').count()).toBeGreaterThanOrEqual(4)
     await shot(page, '07-run-on-server')
@@ -356,7 +356,7 @@ describe('an approval nobody answers', () => {
     expect(await other.locator('[data-testid="timeline-bar"][data-state="denied"]').count()).toBe(1)
     expect(await other.locator('[data-testid="timeline-bar"][data-state="failed"]').count()).toBe(0)
     await shot(other, '10-approval-expired-server')
-    expect(short.approvals.pending()).toHaveLength(0)
+    expect(await short.approvals.pending()).toHaveLength(0)
     expect(otherProblems).toEqual([])
     await other.close()
   })
@@ -391,7 +391,7 @@ describe('plan approval on the server', () => {
     expect(card).toContain('write_file (changes the workspace)')
     expect(card).toContain('write_file (line 3)')
     expect(card).toContain("3 |   await tools.write_file({ path: 'notes/approved.md'")
-    expect(planned.approvals.pending().map((p) => p.kind)).toEqual(['plan'])
+    expect((await planned.approvals.pending()).map((p) => p.kind)).toEqual(['plan'])
     await shot(tab, '11-plan-approval-pending-server')
     await tab.click(`${PLAN} [data-testid="deny"]`)
     expect(await settled(tab)).toBe('denied')
@@ -405,7 +405,7 @@ describe('plan approval on the server', () => {
     expect(await tab.textContent('[data-testid="result"]')).toContain('written')
     // The planned write ran without a card of its own asking.
     expect(await tab.locator('[data-testid="card"] [data-testid="approval"]').count()).toBe(0)
-    expect(planned.approvals.pending()).toHaveLength(0)
+    expect(await planned.approvals.pending()).toHaveLength(0)
     await shot(tab, '12-plan-approved-server')
     expect(tabProblems).toEqual([])
     await tab.close()
@@ -433,7 +433,7 @@ describe('plan approval in the tab', () => {
     expect(card).toContain("3 |   await tools.write_file({ path: 'notes/approved.md'")
     expect(await tab.textContent('[data-testid="status"]')).toBe('Waiting for your approval in this tab: this program (run_code) — Allow or Deny on its card below')
     // The server was never asked: the plan is the tab's own.
-    expect(server.approvals.pending()).toHaveLength(0)
+    expect(await server.approvals.pending()).toHaveLength(0)
     await shot(tab, '13-plan-approval-pending-tab')
     await tab.click(`${PLAN} [data-testid="deny"]`)
     expect(await settled(tab)).toBe('denied')

@@ -153,7 +153,7 @@ function describeHttpSmoke(host: Host, sandbox: SandboxUnderTest): void {
     it('POST /v1/runs → approval over GET/POST /v1/approvals → /v1/runs/:id/events to end; POST /v1/run streams too', async () => {
       const codeRuntime = sandbox.make({ memoryMb: 32 })
       const broker = createApprovalBroker()
-      const runtime = createToolRuntime({ mode: 'both', codeRuntime, approval: broker.handler })
+      const runtime = createToolRuntime({ mode: 'both', codeRuntime, approvals: broker })
       const paid: number[] = []
       runtime.register(defineTool({
         name: 'pay',
@@ -167,7 +167,7 @@ function describeHttpSmoke(host: Host, sandbox: SandboxUnderTest): void {
       }))
       runtime.on('tools/pre-execute', (decision, execution) => (execution.name === 'pay' ? { kind: 'ask', reason: 'money moves' } : decision))
       const shutdown = new AbortController()
-      const app = createToolsApp(runtime, { token: TOKEN, approvals: broker, signal: shutdown.signal })
+      const app = createToolsApp(runtime, { token: TOKEN, signal: shutdown.signal })
       const server = await host.serve(app.fetch)
       try {
         const health = await fetch(`${server.url}/v1/health`)

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest'
 import { createSandboxRuntime } from '../../../platforms/node/index.js'
 import { createApprovalBroker } from '../../../src/approvals/index.js'
-import type { AnyApprovalBroker, PendingApproval, StoredApprovalBroker } from '../../../src/approvals/index.js'
+import type { ApprovalBroker, PendingApproval } from '../../../src/approvals/index.js'
 import { argumentsHash } from '../../../src/durable/call-key.js'
 import { createMemoryStore } from '../../../src/durable/index.js'
 import { createToolRuntime } from '../../../src/registry/index.js'
@@ -14,8 +14,8 @@ import { defineTool } from '../../../src/schema/define-tool.js'
 import type { ToolExecutionResult } from '../../../src/types.js'
 import { codeOf, until } from './helpers.js'
 
-function setup(broker: AnyApprovalBroker, codeRuntime?: ReturnType<typeof createSandboxRuntime>) {
-  const runtime = createToolRuntime({ mode: 'both', approval: broker.handler, ...(codeRuntime === undefined ? {} : { codeRuntime }) })
+function setup(broker: ApprovalBroker, codeRuntime?: ReturnType<typeof createSandboxRuntime>) {
+  const runtime = createToolRuntime({ mode: 'both', approvals: broker, ...(codeRuntime === undefined ? {} : { codeRuntime }) })
   const ran: string[] = []
   runtime.register(
     defineTool({
@@ -35,7 +35,7 @@ function setup(broker: AnyApprovalBroker, codeRuntime?: ReturnType<typeof create
 
 const signal = () => new AbortController().signal
 
-async function listed(broker: StoredApprovalBroker, count: number): Promise<readonly PendingApproval[]> {
+async function listed(broker: ApprovalBroker, count: number): Promise<readonly PendingApproval[]> {
   const deadline = Date.now() + 20_000
   for (;;) {
     const list = await broker.pending()
@@ -140,22 +140,25 @@ describe('a stored decision answers only the call it was taken for', () => {
     await codeRuntime.dispose()
   })
 
-  it('the memory broker never reuses a decision: the same id asked twice (even with the same arguments) is two requests, each decided on its own', async () => {
+  it('the broker of its own (a memory store) binds decisions as a shared store does: the same call asked twice shares one request, other arguments ask anew', async () => {
     const broker = createApprovalBroker()
     const { runtime, ran } = setup(broker)
-    const results: Promise<ToolExecutionResult>[] = [
+    const same = [
       runtime.execute({ callId: 'm-1', name: 'pay', arguments: { amount: 1 }, signal: signal() }),
       runtime.execute({ callId: 'm-1', name: 'pay', arguments: { amount: 1 }, signal: signal() }),
     ]
-    await until(() => broker.pending().length === 2)
-    const [first, second] = broker.pending()
-    expect(first!.id).not.toBe(second!.id)
-    broker.decide(first!.id, { decision: 'allow' })
-    expect(codeOf(await results[0]!)).toBe('OK')
-    expect(broker.pending()).toEqual([second])
-    expect(ran).toEqual(['pay 1'])
-    broker.decide(second!.id, { decision: 'deny' })
-    expect(codeOf(await results[1]!)).toBe('DENIED_BY_APPROVAL')
+    await until(async () => (await broker.pending()).length === 1)
+    const [only] = await broker.pending()
+    await broker.decide(only!.id, { decision: 'allow' })
+    expect((await Promise.all(same)).map(codeOf)).toEqual(['OK', 'OK'])
+    // The same id with other arguments is another call: a new request, decided on its own.
+    const other = runtime.execute({ callId: 'm-1', name: 'pay', arguments: { amount: 2 }, signal: signal() })
+    await until(async () => (await broker.pending()).length === 1)
+    const [next] = await broker.pending()
+    expect(next!.id).not.toBe(only!.id)
+    await broker.decide(next!.id, { decision: 'deny' })
+    expect(codeOf(await other)).toBe('DENIED_BY_APPROVAL')
+    expect(ran).toEqual(['pay 1', 'pay 1'])
     await runtime.dispose()
   })
 })

@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { createFileStore, createSandboxRuntime } from '../../../platforms/node/index.js'
 import { createApprovalBroker } from '../../../src/approvals/index.js'
-import type { StoredApprovalBroker } from '../../../src/approvals/index.js'
+import type { ApprovalBroker } from '../../../src/approvals/index.js'
 import { createMemoryStore } from '../../../src/durable/index.js'
 import type { DurableStore } from '../../../src/durable/index.js'
 import { createToolRuntime } from '../../../src/registry/index.js'
@@ -34,8 +34,8 @@ const stores: [string, () => Promise<{ store: DurableStore; dir?: string }>][] =
   ['file store', fileStore],
 ]
 
-function setup(broker: StoredApprovalBroker, codeRuntime?: ReturnType<typeof createSandboxRuntime>) {
-  const runtime = createToolRuntime({ mode: 'both', approval: broker.handler, ...(codeRuntime === undefined ? {} : { codeRuntime }) })
+function setup(broker: ApprovalBroker, codeRuntime?: ReturnType<typeof createSandboxRuntime>) {
+  const runtime = createToolRuntime({ mode: 'both', approvals: broker, ...(codeRuntime === undefined ? {} : { codeRuntime }) })
   const ran: string[] = []
   runtime.register(
     defineTool({
@@ -54,7 +54,7 @@ function setup(broker: StoredApprovalBroker, codeRuntime?: ReturnType<typeof cre
   return { runtime, ran }
 }
 
-async function listed(broker: StoredApprovalBroker, count: number) {
+async function listed(broker: ApprovalBroker, count: number) {
   const deadline = Date.now() + 20_000
   for (;;) {
     const list = await broker.pending()

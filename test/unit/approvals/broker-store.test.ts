@@ -7,7 +7,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createApprovalBroker } from '../../../src/approvals/index.js'
-import type { ApprovalEvent, PendingApproval, StoredApprovalBroker, StoredApprovalBrokerOptions } from '../../../src/approvals/index.js'
+import type { ApprovalEvent, PendingApproval, ApprovalBroker, ApprovalBrokerOptions } from '../../../src/approvals/index.js'
 import { callHash, MAX_APPROVAL_RECORD_BYTES } from '../../../src/approvals/_store-record.js'
 import { argumentsHash } from '../../../src/durable/call-key.js'
 import { createMemoryStore } from '../../../src/durable/index.js'
@@ -18,13 +18,13 @@ import { codeOf, until } from './helpers.js'
 
 const FAST = { pollIntervalMs: 20 } as const
 
-function broker(store: DurableStore, options: Omit<StoredApprovalBrokerOptions, 'store'> = {}): StoredApprovalBroker {
+function broker(store: DurableStore, options: Omit<ApprovalBrokerOptions, 'store'> = {}): ApprovalBroker {
   return createApprovalBroker({ store, ...FAST, ...options })
 }
 
 let seq = 0
 /** Asks `b`'s handler directly, as the registry does. */
-function ask(b: StoredApprovalBroker, callId = `call-${++seq}`, args: unknown = { amount: 5 }, controller = new AbortController()) {
+function ask(b: ApprovalBroker, callId = `call-${++seq}`, args: unknown = { amount: 5 }, controller = new AbortController()) {
   const outcome = Promise.resolve(b.handler({ execution: { callId, name: 'pay', arguments: args, signal: controller.signal } as never, reason: 'moves money' } as never))
   // Settled outcome, without an unhandled rejection while the test looks elsewhere.
   const settled = outcome.then(
@@ -34,7 +34,7 @@ function ask(b: StoredApprovalBroker, callId = `call-${++seq}`, args: unknown = 
   return { callId, settled, controller }
 }
 
-async function listed(b: StoredApprovalBroker, count = 1): Promise<readonly PendingApproval[]> {
+async function listed(b: ApprovalBroker, count = 1): Promise<readonly PendingApproval[]> {
   let list: readonly PendingApproval[] = []
   for (let i = 0; i < 2000 && list.length < count; i++) {
     list = await b.pending()
@@ -49,7 +49,7 @@ describe('createApprovalBroker({ store }): one store, several brokers', () => {
     const store = createMemoryStore()
     const a = broker(store)
     const b = broker(store)
-    const runtime = createToolRuntime({ approval: a.handler })
+    const runtime = createToolRuntime({ approvals: a })
     const ran: string[] = []
     runtime.register(
       defineTool({
@@ -354,9 +354,9 @@ describe('createApprovalBroker({ store }): a hostile store', () => {
     await expect(a.pending()).rejects.toThrow('disk gone')
   })
 
-  it('options: a store must be a DurableStore; pollIntervalMs and retainSettledMs need a store', () => {
+  it('options: a store must be a DurableStore; without one the broker keeps its own memory store', () => {
     expect(() => createApprovalBroker({ store: {} as DurableStore })).toThrow(/store must be a DurableStore/)
-    expect(() => createApprovalBroker({ pollIntervalMs: 100 } as never)).toThrow(/pollIntervalMs applies only with a store/)
+    expect(createApprovalBroker({ pollIntervalMs: 100 }).pollIntervalMs).toBe(100)
     expect(() => createApprovalBroker({ store: createMemoryStore(), pollIntervalMs: 1 })).toThrow(/pollIntervalMs must be/)
     expect(() => createApprovalBroker({ store: createMemoryStore(), retainSettledMs: -1 })).toThrow(/retainSettledMs must be/)
     const b = createApprovalBroker({ store: createMemoryStore() })
@@ -370,7 +370,7 @@ describe('createApprovalBroker({ store }): nothing leaks', () => {
   })
 
   /** The next request `b` opens or re-attaches. */
-  const opened = (b: StoredApprovalBroker) =>
+  const opened = (b: ApprovalBroker) =>
     new Promise<PendingApproval>((resolve) => {
       const stop = b.subscribe((event) => {
         if (event.type !== 'requested') return
@@ -382,7 +382,7 @@ describe('createApprovalBroker({ store }): nothing leaks', () => {
   it('a waiting call holds exactly its expiry timer and the poll timer; each way out (allow, deny, expiry, withdrawal, dispose) leaves no timer', async () => {
     vi.useFakeTimers()
     const store = createMemoryStore()
-    const ways: Record<string, (b: StoredApprovalBroker, request: PendingApproval, call: ReturnType<typeof ask>) => Promise<unknown>> = {
+    const ways: Record<string, (b: ApprovalBroker, request: PendingApproval, call: ReturnType<typeof ask>) => Promise<unknown>> = {
       allow: (b, request) => b.decide(request.id, { decision: 'allow' }),
       deny: (b, request) => b.decide(request.id, { decision: 'deny' }),
       expiry: () => vi.advanceTimersByTimeAsync(1_000),

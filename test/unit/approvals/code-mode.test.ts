@@ -20,7 +20,7 @@ function codeModeSetup(timeoutMs?: number) {
 
 async function decideNext(broker: ApprovalBroker, asked: ReturnType<typeof nextRequest>, decision: 'allow' | 'deny', reason?: string) {
   const request = await asked
-  expect(broker.decide(request.id, reason === undefined ? { decision } : { decision, reason }).ok).toBe(true)
+  expect((await broker.decide(request.id, reason === undefined ? { decision } : { decision, reason })).ok).toBe(true)
   return request
 }
 
@@ -38,10 +38,10 @@ describe('approval inside Code Mode (real registry, in-process CodeRuntime)', ()
     await until(() => published.length === 3)
     // The siblings' results are published while the payment still waits for a person.
     expect(published).toEqual(['read', 'read', 'read'])
-    expect(broker.pending().map((p) => p.id)).toEqual([request.id])
+    expect((await broker.pending()).map((p) => p.id)).toEqual([request.id])
     expect(ran).toEqual(['read:{"n":1}', 'read:{"n":2}', 'read:{"n":3}'])
 
-    broker.decide(request.id, { decision: 'allow' })
+    await broker.decide(request.id, { decision: 'allow' })
     expect(programResult(await result)).toEqual({ paid: 'pay done', reads: ['read done', 'read done', 'read done'] })
     expect(published).toEqual(['read', 'read', 'read', 'pay'])
   })
@@ -80,7 +80,7 @@ describe('approval inside Code Mode (real registry, in-process CodeRuntime)', ()
     const message = programResult(await result) as string
     expect(message).toContain('pay was denied by timeout: nobody decided within 40 ms')
     expect(events.map((e) => e.type)).toEqual(['requested', 'expired'])
-    expect(broker.pending()).toEqual([])
+    expect(await broker.pending()).toEqual([])
   })
 
   it('an exclusive asking call still blocks the calls submitted after it until it is decided', async () => {
@@ -94,7 +94,7 @@ describe('approval inside Code Mode (real registry, in-process CodeRuntime)', ()
     const request = await asked
     await tick(30)
     expect(ran).toEqual([])
-    broker.decide(request.id, { decision: 'allow' })
+    await broker.decide(request.id, { decision: 'allow' })
     expect(programResult(await result)).toEqual(['write_file done', 'read done'])
     expect(ran).toEqual(['write_file:{"n":1}', 'read:{"n":2}'])
   })
@@ -108,9 +108,9 @@ describe('approval inside Code Mode (real registry, in-process CodeRuntime)', ()
     controller.abort()
     const settled = await result
     expect(codeOf(settled)).toBe('CODE_RUN_FAILED')
-    expect(broker.pending()).toEqual([])
+    expect(await broker.pending()).toEqual([])
     expect(events.map((e) => e.type)).toEqual(['requested', 'withdrawn'])
-    expect(broker.decide(request.id, { decision: 'allow' })).toMatchObject({ ok: false, code: 'APPROVAL_WITHDRAWN' })
+    expect(await broker.decide(request.id, { decision: 'allow' })).toMatchObject({ ok: false, code: 'APPROVAL_WITHDRAWN' })
     expect(ran).toEqual([])
   })
 })

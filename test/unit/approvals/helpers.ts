@@ -27,7 +27,7 @@ export interface Fixture {
 /** Builds a {@link Fixture}. `runtimeOptions` may add a code runtime and a mode. */
 export function setup(brokerOptions?: ApprovalBrokerOptions, runtimeOptions: Omit<ToolRuntimeOptions, 'approval'> = {}): Fixture {
   const broker = createApprovalBroker(brokerOptions)
-  const runtime = createToolRuntime({ ...runtimeOptions, approval: broker.handler })
+  const runtime = createToolRuntime({ ...runtimeOptions, approvals: broker })
   const ran: string[] = []
   const events: ApprovalEvent[] = []
   broker.subscribe((event) => {
@@ -72,9 +72,9 @@ export function nextRequest(broker: ApprovalBroker): Promise<PendingApproval> {
 }
 
 /** Polls `check` on macrotasks until it holds (or fails after `ms`). */
-export async function until(check: () => boolean, ms = 20_000): Promise<void> {
+export async function until(check: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> {
   const deadline = Date.now() + ms
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > deadline) throw new Error('condition not reached in time')
     await new Promise((resolve) => setTimeout(resolve, 2))
   }

@@ -45,7 +45,7 @@ describe('one line splitter: the card numbers lines as the plan does', () => {
     expect(request.plan?.calls).toEqual([{ name: 'write_file', line: 2 }])
     expect(request.summary).toContain('  - write_file (line 2)')
     expect(request.summary).toContain('2 | await tools.write_file({ n: 1 }) // second')
-    broker.decide(request.id, { decision: 'deny' })
+    await broker.decide(request.id, { decision: 'deny' })
     await result
   })
 

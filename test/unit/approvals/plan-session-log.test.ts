@@ -46,7 +46,7 @@ describe('plan approval in the session log', () => {
       dynamic: false,
       reason: 'the program calls a tool that asks',
     })
-    broker.decide(request.id, { decision: 'allow' })
+    await broker.decide(request.id, { decision: 'allow' })
     expect(programResult(await result)).toBe(1)
     expect(events().map((e) => e.type)).toEqual([
       'tool/plan-approval-request',
@@ -67,7 +67,7 @@ describe('plan approval in the session log', () => {
     const { broker, runtime, events, ran } = planSetup()
     const asked = nextRequest(broker)
     const { result } = runCode(runtime, PROGRAM)
-    broker.decide((await asked).id, { decision: 'deny', reason: 'not today' })
+    await broker.decide((await asked).id, { decision: 'deny', reason: 'not today' })
     expect(codeOf(await result)).toBe('DENIED_BY_APPROVAL')
     expect(events().map((e) => e.type)).toEqual(['tool/plan-approval-request', 'tool/plan-approval-decision'])
     expect(events()[1]).toMatchObject({ decision: 'deny', granted: [], message: expect.stringContaining('not today') })
@@ -90,9 +90,9 @@ describe('plan approval in the session log', () => {
     const { broker, runtime, plans } = planSetup()
     const asked = nextRequest(broker)
     const { result } = runCode(runtime, "const name = 'read'\nawait tools.write_file({ n: 1 })\nreturn await tools[name]({ n: 2 })")
-    broker.decide((await asked).id, { decision: 'allow' })
+    await broker.decide((await asked).id, { decision: 'allow' })
     // The planned write still asks on its own.
-    broker.decide((await nextRequest(broker)).id, { decision: 'allow' })
+    await broker.decide((await nextRequest(broker)).id, { decision: 'allow' })
     programResult(await result)
     expect(plans()[0]).toMatchObject({ dynamic: true })
     expect(plans()[1]).toMatchObject({ decision: 'allow', granted: [] })
@@ -105,7 +105,7 @@ describe('plan approval in the session log', () => {
     const code = lines.join('\n')
     const asked = nextRequest(broker)
     const { result } = runCode(runtime, code)
-    broker.decide((await asked).id, { decision: 'deny' })
+    await broker.decide((await asked).id, { decision: 'deny' })
     await result
     const logged = plans()[0] as PlanApprovalRequestEvent
     expect(logged.codeChars).toBe(code.length)
@@ -129,7 +129,7 @@ describe('plan approval in the session log', () => {
     const { broker, runtime, ran } = planSetup(throwing)
     const asked = nextRequest(broker)
     const { result } = runCode(runtime, PROGRAM)
-    broker.decide((await asked).id, { decision: 'allow' })
+    await broker.decide((await asked).id, { decision: 'allow' })
     expect(programResult(await result)).toBe(1)
     expect(ran).toEqual(['write_file:{"n":1}', 'read:{"n":2}'])
     expect(appended).toBeGreaterThanOrEqual(2)

@@ -30,7 +30,7 @@ function planSetup(plans = true) {
 
 async function decide(broker: ApprovalBroker, asked: Promise<PendingApproval>, decision: 'allow' | 'deny', reason?: string): Promise<PendingApproval> {
   const request = await asked
-  expect(broker.decide(request.id, reason === undefined ? { decision } : { decision, reason }).ok).toBe(true)
+  expect((await broker.decide(request.id, reason === undefined ? { decision } : { decision, reason })).ok).toBe(true)
   return request
 }
 
@@ -50,7 +50,7 @@ describe('plan approval', () => {
     expect(request.summary).toContain('2 | for (let n = 0; n < 20; n++) out.push(await tools.write_file({ n }))')
     // Nothing ran while the plan waited.
     expect(ran).toEqual([])
-    broker.decide(request.id, { decision: 'allow' })
+    await broker.decide(request.id, { decision: 'allow' })
     expect(programResult(await result)).toEqual({ out: 20, r: 'read done' })
     expect(requested().length).toBe(1)
     expect(ran.filter((r) => r.startsWith('write_file')).length).toBe(20)
@@ -88,7 +88,7 @@ describe('plan approval', () => {
     expect(request.plan?.dynamic).toBe(true)
     expect(request.summary).toContain('nothing is pre-approved')
     const writeAsk = nextRequest(broker)
-    broker.decide(request.id, { decision: 'allow' })
+    await broker.decide(request.id, { decision: 'allow' })
     // Dynamic: even the planned write_file asks on its own, then pay.
     const write = await decide(broker, writeAsk, 'allow')
     expect(write).toMatchObject({ kind: 'call', name: 'write_file' })
@@ -108,7 +108,7 @@ describe('plan approval', () => {
     const request = await plan
     expect(request.plan?.asking.map((a) => a.name)).toEqual(['write_file'])
     const readAsk = nextRequest(broker)
-    broker.decide(request.id, { decision: 'allow' })
+    await broker.decide(request.id, { decision: 'allow' })
     await decide(broker, readAsk, 'allow')
     expect(programResult(await result)).toBe('read done')
     expect(requested().map((r) => `${r.kind}:${r.name}`)).toEqual(['plan:run_code', 'call:read'])
@@ -146,7 +146,7 @@ describe('plan approval', () => {
     const other = forwardApprovals(broker, 'another-run', (event) => seen.push(`other:${event}`))
     // The plan is read and the gate probed before the request opens, so both forwarders are listening by then.
     const request = await plan
-    broker.decide(request.id, { decision: 'allow' })
+    await broker.decide(request.id, { decision: 'allow' })
     programResult(await result)
     await until(() => seen.length > 1)
     expect(seen).toEqual([`approval:${request.id}`, `approval-settled:${request.id}`])

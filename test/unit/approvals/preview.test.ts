@@ -21,7 +21,7 @@ import { createToolRuntime } from '../../../src/registry/index.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
 import type { ApprovalRequest, ToolPreviewContext } from '../../../src/types.js'
 import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
-import { nextRequest, programResult, runCode, setup } from './helpers.js'
+import { nextRequest, programResult, runCode, setup, until } from './helpers.js'
 
 const bytes = (text: string): number => new TextEncoder().encode(text).length
 
@@ -124,7 +124,7 @@ describe('defineTool({ preview }) and the definition validator', () => {
 
 /** A runtime whose gate asks for `write`; `preview` is the tool's preview. */
 function fixture(preview: ((args: { path: string }, ctx: ToolPreviewContext) => string | Promise<string>) | undefined, broker = createApprovalBroker()) {
-  const runtime = createToolRuntime({ approval: broker.handler })
+  const runtime = createToolRuntime({ approvals: broker })
   const previewed: string[] = []
   runtime.register(
     defineTool({
@@ -176,7 +176,7 @@ describe('a preview travels on the request to every listing', () => {
     const pending = await firstPending(broker)
     expect(pending.preview).toBe('overwrites README.md: 3 lines → 1 line\n-a⟨U+202E⟩\n-b\n-c\n+d')
     expect(pending.summary).toBe('path: "README.md"')
-    broker.decide(pending.id, { decision: 'allow' })
+    await broker.decide(pending.id, { decision: 'allow' })
     expect((await running).isError).toBe(false)
     expect(previewed).toEqual(['README.md'])
     await runtime.dispose()
@@ -198,14 +198,14 @@ describe('a preview travels on the request to every listing', () => {
     const a = thrown.runtime.execute({ callId: 'c4', name: 'write', arguments: { path: 'a' }, signal: new AbortController().signal })
     const pendingA = await firstPending(thrown.broker)
     expect(pendingA.preview).toBe('preview unavailable: it threw ToolError: disk gone')
-    thrown.broker.decide(pendingA.id, { decision: 'deny' })
+    await thrown.broker.decide(pendingA.id, { decision: 'deny' })
     expect((await a).isError).toBe(true)
 
     const hung = fixture(() => new Promise<string>(() => {}))
     const b = hung.runtime.execute({ callId: 'c5', name: 'write', arguments: { path: 'b' }, signal: new AbortController().signal })
     const pendingB = await firstPending(hung.broker)
     expect(pendingB.preview).toBe(`preview unavailable: it did not answer within ${PREVIEW_TIMEOUT_MS} ms`)
-    hung.broker.decide(pendingB.id, { decision: 'allow' })
+    await hung.broker.decide(pendingB.id, { decision: 'allow' })
     expect((await b).isError).toBe(false)
     await thrown.runtime.dispose()
     await hung.runtime.dispose()
@@ -219,7 +219,7 @@ describe('a preview travels on the request to every listing', () => {
     controller.abort()
     const result = await running
     expect(result.isError && result.error.info?.code).toBe('ABORTED_BEFORE_DISPATCH')
-    expect(broker.pending()).toEqual([])
+    expect(await broker.pending()).toEqual([])
     await runtime.dispose()
   })
 
@@ -254,7 +254,8 @@ describe('a preview travels on the request to every listing', () => {
     const execution = { callId: 'd1', name: 'x', arguments: {}, signal: new AbortController().signal } as unknown as ApprovalRequest['execution']
     void Promise.resolve(broker.handler({ execution, preview: `${'line\u2028\n'.repeat(5000)}` } as ApprovalRequest)).catch(() => undefined)
     void Promise.resolve(broker.handler({ execution: { ...execution, callId: 'd2' }, preview: { evil: true } } as unknown as ApprovalRequest)).catch(() => undefined)
-    const [a, b] = broker.pending()
+    await until(async () => (await broker.pending()).length === 2)
+    const [a, b] = await broker.pending()
     expect(bytes(a!.preview!)).toBeLessThanOrEqual(DEFAULT_PREVIEW_RENDER_BYTES)
     expect(a!.preview).toMatch(/^line⟨U\+2028⟩\n/)
     expect(a!.preview).toContain('… preview cut:')
@@ -297,7 +298,7 @@ describe('a preview inside Code Mode', () => {
     const { result } = runCode(runtime, 'return await tools.annotate({ n: 7 })')
     const request = await asked
     expect(request.preview).toBe('annotates item 7')
-    broker.decide(request.id, { decision: 'allow' })
+    await broker.decide(request.id, { decision: 'allow' })
     expect(programResult(await result)).toBe(7)
     expect(previewed).toEqual([7])
   })
@@ -309,7 +310,7 @@ describe('a preview inside Code Mode', () => {
     const request = await asked
     expect(request.kind).toBe('plan')
     expect(request.preview).toBeUndefined()
-    broker.decide(request.id, { decision: 'allow' })
+    await broker.decide(request.id, { decision: 'allow' })
     expect(programResult(await result)).toBe(3)
     expect(previewed).toEqual([])
   })

@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { createFileStore } from '../../../platforms/node/index.js'
 import { createApprovalBroker } from '../../../src/approvals/index.js'
-import type { PendingApproval, StoredApprovalBroker } from '../../../src/approvals/index.js'
+import type { PendingApproval, ApprovalBroker } from '../../../src/approvals/index.js'
 import { createToolRuntime } from '../../../src/registry/index.js'
 import type { ToolRuntime } from '../../../src/runtime-types.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
@@ -21,7 +21,7 @@ const base = mkdtempSync(join(tmpdir(), 'toolyard-principal-'))
 afterAll(() => rmSync(base, { recursive: true, force: true }))
 
 /** A runtime whose `pay` asks, with `broker` deciding. */
-function payRuntime(handler: StoredApprovalBroker['handler']): ToolRuntime {
+function payRuntime(handler: ApprovalBroker['handler']): ToolRuntime {
   const runtime = createToolRuntime({ approval: handler })
   runtime.register(
     defineTool({
@@ -52,12 +52,12 @@ describe('the principal travels with the call into its approval request', () => 
     const asked = nextRequest(f.broker)
     const result = f.runtime.execute({ callId: 'c-1', name: 'pay', arguments: { n: 1 }, signal: controller.signal, principal: 'alice' })
     expect(await asked).toMatchObject({ callId: 'c-1', principal: 'alice' })
-    f.broker.decide(f.broker.pending()[0]!.id, { decision: 'allow' })
+    await f.broker.decide((await f.broker.pending())[0]!.id, { decision: 'allow' })
     expect(codeOf(await result)).toBe('OK')
     const bare = nextRequest(f.broker)
     const second = f.runtime.execute({ callId: 'c-2', name: 'pay', arguments: { n: 1 }, signal: controller.signal })
     expect(Object.hasOwn(await bare, 'principal')).toBe(false)
-    f.broker.decide(f.broker.pending()[0]!.id, { decision: 'deny' })
+    await f.broker.decide((await f.broker.pending())[0]!.id, { decision: 'deny' })
     await second
     await f.runtime.dispose()
   })
@@ -68,7 +68,7 @@ describe('the principal travels with the call into its approval request', () => 
     const asked = nextRequest(f.broker)
     const run = f.runtime.execute({ callId: 'run-1', name: 'run_code', arguments: { code: 'return await tools.pay({ n: 2 })', description: 'p' }, signal: controller.signal, principal: 'bob' })
     expect(await asked).toMatchObject({ callId: 'run-1:code:1', parentCallId: 'run-1', principal: 'bob' })
-    f.broker.decide(f.broker.pending()[0]!.id, { decision: 'allow' })
+    await f.broker.decide((await f.broker.pending())[0]!.id, { decision: 'allow' })
     expect(codeOf(await run)).toBe('OK')
     await f.runtime.dispose()
   })
@@ -92,7 +92,7 @@ describe('the principal travels with the call into its approval request', () => 
     const nested = nextRequest(f.broker)
     const outer = f.runtime.execute({ callId: 'outer', name: 'wrapper', arguments: {}, signal: controller.signal, principal: 'carol' })
     expect(await nested).toMatchObject({ callId: 'inner', parentCallId: 'outer', principal: 'carol' })
-    f.broker.decide(f.broker.pending()[0]!.id, { decision: 'deny' })
+    await f.broker.decide((await f.broker.pending())[0]!.id, { decision: 'deny' })
     await outer
     await f.runtime.dispose()
   })
@@ -102,7 +102,7 @@ describe('the principal travels with the call into its approval request', () => 
     const result = await f.runtime.execute({ callId: 'bad', name: 'pay', arguments: { n: 1 }, signal: new AbortController().signal, principal } as never)
     expect(result.isError).toBe(true)
     expect(codeOf(result)).toBe('INVALID_EXECUTION')
-    expect(f.broker.pending()).toEqual([])
+    expect(await f.broker.pending()).toEqual([])
     await f.runtime.dispose()
   })
 })

@@ -50,7 +50,7 @@ function expectTruth(text: string): void {
 
 const codeRuntime = createSandboxRuntime({ memoryMb: 32 })
 const broker = createApprovalBroker()
-const runtime = createToolRuntime({ mode: 'both', codeRuntime, approval: broker.handler })
+const runtime = createToolRuntime({ mode: 'both', codeRuntime, approvals: broker })
 const demo = createDemoTools({ include: ['workspace'] })
 for (const tool of demo.tools) runtime.register(tool)
 askBeforeWriting(runtime)
@@ -64,7 +64,7 @@ runtime.register({
 })
 runtime.on('tools/pre-execute', (decision, execution) => (execution.name === 'deploy' ? { kind: 'ask', reason: 'ships code' } : decision))
 
-const app = createToolsApp(runtime, { token: TOKEN, approvals: broker })
+const app = createToolsApp(runtime, { token: TOKEN })
 app.route('/mcp', createMcpApp(runtime, { token: TOKEN }))
 
 let server: ServedApp
@@ -107,7 +107,7 @@ describe('GET /v1/approvals: the summary a person reads', () => {
     expect(new TextEncoder().encode(mine!.summary).length).toBeLessThanOrEqual(4096)
     // Beside the arguments, what the write will do (issue 31 item 6): an overwrite, with the diff.
     expect(mine!.preview).toMatch(/^overwrites src\/index\.ts: 3 lines → 161 lines \(3 removed, 161 added\)\n--- a\/src\/index\.ts\n\+\+\+ b\/src\/index\.ts\n@@ -1,3 \+1,161 @@\n-export/)
-    expect(broker.decide(request.id, { decision: 'deny', reason: 'not that' })).toMatchObject({ ok: true })
+    expect(await broker.decide(request.id, { decision: 'deny', reason: 'not that' })).toMatchObject({ ok: true })
     const result = (await (await call).json()) as ToolExecutionResult
     expect(result.isError && result.error.message).toBe('write_file was denied by a person: not that')
     expect(demo.workspace.read('src/index.ts')).not.toContain(PAYLOAD)
@@ -135,7 +135,7 @@ describe('GET /v1/approvals: the summary a person reads', () => {
     expect(lines[1]).toBe('target: "prod"')
     expect(lines[2]).toMatch(/^script: string of 3208 characters: "echo ok\\necho ok.*rm -rf \/"$/)
     expect(lines[3]).toMatch(/^⚠ undeclared note: string of 5000 characters: "x+" … \[4760 characters not shown\] … "x+"$/)
-    broker.decide(request.id, { decision: 'deny' })
+    await broker.decide(request.id, { decision: 'deny' })
     const result = (await (await call).json()) as ToolExecutionResult
     expect(result.isError && result.error.message).toBe('deploy was denied by a person (no reason given)')
   })
@@ -153,7 +153,7 @@ describe('GET /v1/runs/:id: a waiting run lists its request with the preview', (
     expect(body.status).toBe('waiting')
     expect(body.approvals[0]!.summary).toBe('path: "README.md"\ncontent: "gone\\n"')
     expect(body.approvals[0]!.preview).toMatch(/^overwrites README\.md: 10 lines → 1 line \(10 removed, 1 added\)\n--- a\/README\.md\n/)
-    broker.decide(body.approvals[0]!.id, { decision: 'deny' })
+    await broker.decide(body.approvals[0]!.id, { decision: 'deny' })
   })
 })
 
@@ -203,7 +203,7 @@ describe('a denial left uncaught by a program', () => {
     expect(request.preview).toBe(
       `edits README.md (1 replacement): 10 lines → 10 lines (1 removed, 1 added)\n--- a/README.md\n+++ b/README.md\n@@ -7,4 +7,4 @@\n - \`src/search.ts\` — full-text search\n - \`src/http/\` — the HTTP routes\n \n-TODO: document the tag API.\n+done: document the tag API.`,
     )
-    broker.decide(request.id, { decision: 'deny', reason: 'not today' })
+    await broker.decide(request.id, { decision: 'deny', reason: 'not today' })
     const result = (await (await run).json()) as ToolExecutionResult
     expect(result.isError).toBe(true)
     const message = result.isError ? result.error.message : ''

@@ -111,11 +111,11 @@ describe('the diff is bounded', () => {
 describe('GET /v1/approvals lists the preview beside the summary', () => {
   it('an overwrite of README.md asked over HTTP shows "overwrites" and the diff', async () => {
     const broker = createApprovalBroker()
-    const runtime = createToolRuntime({ approval: broker.handler })
+    const runtime = createToolRuntime({ approvals: broker })
     const demo = createDemoTools({ include: ['workspace'] })
     for (const tool of demo.tools) runtime.register(tool)
     askBeforeWriting(runtime)
-    const app = createToolsApp(runtime, { token: 'preview-token-0123456789abcdef', approvals: broker })
+    const app = createToolsApp(runtime, { token: 'preview-token-0123456789abcdef' })
     const auth = { Authorization: 'Bearer preview-token-0123456789abcdef', 'Content-Type': 'application/json' }
     const call = app.request('/v1/tools/write_file/execute', { method: 'POST', headers: auth, body: JSON.stringify({ arguments: { path: 'README.md', content: 'gone\n' } }) })
     let listed: { id: string; summary: string; preview?: string }[] = []
@@ -126,7 +126,7 @@ describe('GET /v1/approvals lists the preview beside the summary', () => {
     expect(listed).toHaveLength(1)
     expect(listed[0]!.summary).toBe('path: "README.md"\ncontent: "gone\\n"')
     expect(listed[0]!.preview).toMatch(new RegExp(`^overwrites README\\.md: ${README_LINES} lines → 1 line \\(${README_LINES} removed, 1 added\\)\\n--- a/README\\.md`))
-    broker.decide(listed[0]!.id, { decision: 'deny' })
+    await broker.decide(listed[0]!.id, { decision: 'deny' })
     expect((await call).status).toBe(200)
     broker.dispose()
     await runtime.dispose()

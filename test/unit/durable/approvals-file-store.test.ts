@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { startServer } from '../../../examples/start.js'
 import { createFileStore } from '../../../platforms/node/index.js'
 import { createApprovalBroker } from '../../../src/approvals/index.js'
-import type { PendingApproval, StoredApprovalBroker } from '../../../src/approvals/index.js'
+import type { PendingApproval, ApprovalBroker } from '../../../src/approvals/index.js'
 import type { ToolExecutionResult } from '../../../src/types.js'
 
 /**
@@ -55,7 +55,7 @@ async function until<T>(probe: () => Promise<T | undefined> | T | undefined, wha
   }
 }
 
-async function onlyPending(broker: StoredApprovalBroker): Promise<PendingApproval> {
+async function onlyPending(broker: ApprovalBroker): Promise<PendingApproval> {
   return until(async () => {
     const list = await broker.pending()
     return list.length === 1 ? list[0] : undefined

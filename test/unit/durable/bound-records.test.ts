@@ -10,7 +10,7 @@ import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
 import { createSandboxRuntime } from '../../../platforms/node/index.js'
 import { createQuickJsRuntime } from '../../../platforms/quickjs/index.js'
 import { createApprovalBroker } from '../../../src/approvals/index.js'
-import type { StoredApprovalBroker } from '../../../src/approvals/index.js'
+import type { ApprovalBroker } from '../../../src/approvals/index.js'
 import { argumentsHash } from '../../../src/durable/call-key.js'
 import { createMemoryStore } from '../../../src/durable/memory-store.js'
 import type { DurableStore } from '../../../src/durable/store.js'
@@ -203,7 +203,7 @@ describe('a replay that branches differently asks anew (it never inherits the de
 
       vi.spyOn(Math, 'random').mockReturnValue(0.75)
       const codeB = createQuickJsRuntime({ parkAfterMs: 200 })
-      const brokerB: StoredApprovalBroker = createApprovalBroker({ store, pollIntervalMs: 20 })
+      const brokerB: ApprovalBroker = createApprovalBroker({ store, pollIntervalMs: 20 })
       disposers.push(() => brokerB.dispose(), () => codeB.dispose())
       const b = processOn(store, brokerB.handler, codeB)
       const [resumed] = await b.runtime.resumeRuns({ staleMs: 0 })

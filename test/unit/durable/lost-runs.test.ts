@@ -34,7 +34,7 @@ async function leftRunning(store: DurableStore, owner: string | undefined): Prom
 
 function setup() {
   const store = createMemoryStore()
-  const fixture = createFixture({ mode: 'both', codeRuntime, store }, { store })
+  const fixture = createFixture({ mode: 'both', codeRuntime, store })
   const get = async (id: string) => (await (await fixture.app.request(`/v1/runs/${id}`, { headers: AUTH })).json()) as RunBody
   return { store, fixture, get }
 }

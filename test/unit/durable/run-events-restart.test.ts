@@ -42,7 +42,7 @@ function processOn(store: DurableStore, runs?: RunTableOptions, extra: readonly 
   const codeRuntime = createSandboxRuntime({ memoryMb: 32, prespawn: 0, parkAfterMs: 30 })
   const hub = createSessionLogHub()
   const approvals = createApprovalBroker({ store })
-  const runtime = createToolRuntime({ mode: 'both', codeRuntime, sessionLog: hub, approval: approvals.handler, store })
+  const runtime = createToolRuntime({ mode: 'both', codeRuntime, sessionLog: hub, approvals: approvals, store })
   const paid: number[] = []
   runtime.register(
     defineTool({
@@ -71,7 +71,7 @@ function processOn(store: DurableStore, runs?: RunTableOptions, extra: readonly 
   for (const tool of extra) runtime.register(tool)
   runtime.on('tools/pre-execute', (decision, execution) => (execution.name === 'pay' ? { kind: 'ask', reason: 'money moves' } : decision))
   const stopping = new AbortController()
-  const app = createToolsApp(runtime, { token: TOKEN, sessionLog: hub, approvals, signal: stopping.signal, store, ...(runs === undefined ? {} : { runs }) })
+  const app = createToolsApp(runtime, { token: TOKEN, signal: stopping.signal, ...(runs === undefined ? {} : { runs }) })
   let stopped: Promise<void> | undefined
   /** What examples/start.ts does on Ctrl+C, in its order. */
   const shutdown = (): Promise<void> =>
@@ -569,7 +569,7 @@ describe('a snapshot leaves the store with its run', () => {
 
   it('an evicted run takes its snapshot with it, stray pieces included', async () => {
     const store = createMemoryStore()
-    const fixture = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime() }, { store, runs: { retentionMs: 1 } })
+    const fixture = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime(), store }, { runs: { retentionMs: 1 } })
     cleanups.push(() => fixture.runtime.dispose())
     const response = await fixture.app.request('/v1/runs', { method: 'POST', headers: JSON_AUTH, body: JSON.stringify({ code: 'return 1', description: 'quick' }) })
     const { id } = (await response.json()) as { id: string }
@@ -584,7 +584,7 @@ describe('a snapshot leaves the store with its run', () => {
 
   it('a run ended as lost (INTERRUPTED) by another process loses its snapshot too', async () => {
     const store = createMemoryStore()
-    const fixture = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime(), store }, { store })
+    const fixture = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime(), store })
     cleanups.push(() => fixture.runtime.dispose())
     const id = crypto.randomUUID()
     const record = { id, callId: `http-run-${id}`, status: 'running', createdAt: Date.now(), events: { first: 1, last: 2, dropped: 0 }, owner: crypto.randomUUID() }

@@ -6,7 +6,7 @@
  * Runs in Node and workerd. `POST /v1/run` is run.test.ts's (it needs a code runtime).
  */
 import { describe, expect, it } from 'vitest'
-import { createToolsApp } from '../../../src/http/index.js'
+import { createSessionLogHub, createToolsApp } from '../../../src/http/index.js'
 import { createMcpApp } from '../../../src/mcp/index.js'
 import { createToolRuntime } from '../../../src/registry/index.js'
 import type { PromptAssembly, ToolRuntime } from '../../../src/runtime-types.js'
@@ -50,7 +50,7 @@ describe('createToolsApp options', () => {
     expect(code(() => createToolsApp(runtime, { token: TOKEN, maxBodyBytes: 0 }))).toBe('INVALID_OPTIONS')
     expect(code(() => createToolsApp(runtime, { token: TOKEN, maxBodyBytes: 1.5 }))).toBe('INVALID_OPTIONS')
     expect(code(() => createToolsApp(runtime, { token: TOKEN, heartbeatMs: -1 }))).toBe('INVALID_OPTIONS')
-    expect(code(() => createToolsApp(runtime, { token: TOKEN, sessionLog: {} as never }))).toBe('INVALID_OPTIONS')
+    expect(code(() => createToolsApp(runtime, { token: TOKEN, sessionLog: {} } as never))).toBe('INVALID_OPTIONS')
     expect(code(() => createToolsApp(runtime, { token: TOKEN, notConfigured: '' }))).toBe('INVALID_OPTIONS')
     expect(code(() => createToolsApp(runtime, { token: TOKEN, onError: 'log' as never }))).toBe('INVALID_OPTIONS')
     expect(code(() => createToolsApp({} as never, { token: TOKEN }))).toBe('INVALID_OPTIONS')
@@ -66,7 +66,7 @@ describe('createToolsApp: what it refuses, and why', () => {
   it('a runtime that is not a ToolRuntime', () => {
     // A function with the right members is not one either.
     const callable = Object.assign(() => undefined, { execute: () => undefined })
-    for (const r of [null, 'runtime', {}, { execute: 'no' }, callable]) expect(app({ token: TOKEN }, r)).toBe('createToolsApp: runtime must be a ToolRuntime')
+    for (const r of [null, 'runtime', {}, { execute: 'no' }, callable]) expect(app({ token: TOKEN }, r)).toBe('createToolsApp: runtime must be a ToolRuntime (from createToolRuntime)')
   })
 
   it('options that are not an object', () => {
@@ -94,8 +94,13 @@ describe('createToolsApp: what it refuses, and why', () => {
     expect(app({ token: TOKEN, cors: { origins: ['https://a.example'], maxAgeSeconds: 0 } })).toBeUndefined()
   })
 
-  it('a session log that is not a hub', () => {
-    for (const sessionLog of [null, 'hub', {}, { subscribe: true }, Object.assign(() => undefined, { subscribe: () => undefined })]) expect(app({ token: TOKEN, sessionLog })).toBe('createToolsApp: sessionLog must be a hub from createSessionLogHub()')
+  it('options that moved to the runtime (or were renamed) are refused, saying where they went', () => {
+    expect(app({ token: TOKEN, sessionLog: createSessionLogHub() })).toBe("createToolsApp: sessionLog is no longer an option here: events come from the runtime (runtime.events); give a sink as createToolRuntime's sessionLog")
+    expect(app({ token: TOKEN, approvals: undefined })).toBe('createToolsApp: approvals is no longer an option here: approvals come from the runtime: createToolRuntime({ approvals })')
+    expect(app({ token: TOKEN, store: {} })).toBe('createToolsApp: store is no longer an option here: the store comes from the runtime: createToolRuntime({ store })')
+    expect(app({ token: TOKEN, allowedOrigins: [] })).toBe('createToolsApp: allowedOrigins is no longer an option here: use cors: { origins }')
+    expect(app({ token: TOKEN, elicitationTimeoutMs: 1 })).toBe("createToolsApp: elicitationTimeoutMs is no longer an option here: the timeout is the runtime's approvals.timeoutMs")
+    expect(app({ token: TOKEN, elicitationPlans: true })).toBe("createToolsApp: elicitationPlans is no longer an option here: plans are the runtime's approvals.plans")
   })
 
   it('a signal that is not an AbortSignal', () => {
@@ -113,25 +118,9 @@ describe('createToolsApp: what it refuses, and why', () => {
     expect(app({ token: TOKEN, onError: {} })).toBe('createToolsApp: onError must be a function')
   })
 
-  it('approvals that are not a broker', () => {
-    const fn = () => undefined
-    for (const approvals of [null, 'broker', fn, {}, Object.assign(() => undefined, { pending: fn, decide: fn, subscribe: fn }), { pending: fn, decide: fn }, { pending: fn, subscribe: fn }, { decide: fn, subscribe: fn }, { pending: fn, decide: fn, subscribe: true }]) {
-      expect(app({ token: TOKEN, approvals })).toBe('createToolsApp: approvals must be a broker from createApprovalBroker()')
-    }
-    expect(app({ token: TOKEN, approvals: { pending: () => [], decide: fn, subscribe: () => fn } })).toBeUndefined()
-  })
-
   it('a body cap that is not a positive integer', () => {
     for (const maxBodyBytes of [0, -5, 2.5, '1024', Number.MAX_SAFE_INTEGER + 1]) expect(app({ token: TOKEN, maxBodyBytes })).toBe('createToolsApp: maxBodyBytes must be a positive integer')
     expect(app({ token: TOKEN, maxBodyBytes: 1 })).toBeUndefined()
-  })
-
-  it('a store that is not a DurableStore', () => {
-    const fn = async () => undefined
-    for (const store of [null, 'store', fn, Object.assign(() => undefined, { get: fn, put: fn }), {}, { get: fn }, { put: fn }, { get: fn, put: 'no' }, { get: 'no', put: fn }]) {
-      expect(app({ token: TOKEN, store })).toBe('createToolsApp: store must be a DurableStore')
-    }
-    expect(app({ token: TOKEN, store: { get: fn, put: fn, delete: fn, list: async () => ({ entries: [] }) } })).toBeUndefined()
   })
 
   it('a stream backlog that is not a positive integer', () => {
@@ -839,6 +828,8 @@ describe('routing errors', () => {
       preflight: (request) => runtime.preflight(request),
       resumeRuns: (options) => runtime.resumeRuns(options),
       options: runtime.options,
+      approvals: runtime.approvals,
+      events: runtime.events,
       dispose: () => runtime.dispose(),
     }
     const reported: [unknown, string][] = []

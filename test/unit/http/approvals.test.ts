@@ -25,7 +25,7 @@ afterAll(() => sandbox?.dispose())
 /** The HTTP fixture with a broker, and a `pay` tool the gate asks about. */
 function approvalsFixture(timeoutMs?: number, codeRuntime: CodeRuntime = createInProcessRuntime({ wallMs: 30_000 })) {
   const broker = createApprovalBroker(timeoutMs === undefined ? undefined : { timeoutMs })
-  const fixture = createFixture({ mode: 'both', codeRuntime, approval: broker.handler }, { approvals: broker })
+  const fixture = createFixture({ mode: 'both', codeRuntime, approvals: broker })
   const paid: unknown[] = []
   fixture.runtime.register(
     defineTool({
@@ -244,7 +244,7 @@ describe('GET /v1/approvals and POST /v1/approvals/:id', () => {
     const streamed = await app.request('/v1/run', { method: 'POST', headers: { ...JSON_AUTH, Accept: 'text/event-stream' }, body: JSON.stringify({ code: "return await tools.echo({ text: 'x' })", description: 'd' }) })
     const names = (await sseReader(streamed).rest()).map((e) => e.event)
     expect(names).toEqual(['start', 'dispatch-start', 'dispatch', 'result'])
-    expect(() => createToolsApp(runtime, { token: TOKEN, approvals: {} as ApprovalBroker })).toThrow(/approvals must be a broker from createApprovalBroker/)
+    expect(() => createToolsApp(runtime, { token: TOKEN, approvals: {} } as never)).toThrow(/approvals is no longer an option here: approvals come from the runtime: createToolRuntime\(\{ approvals \}\)/)
   })
 })
 
@@ -263,7 +263,7 @@ describe.each([
     expect(await pendingOf(fixture)).toEqual([{ ...approval, principal: 'admin' }])
     // The sibling finishes while the payment waits for a person: its dispatch event arrives first.
     await stream.untilSeen((e) => e.event === 'dispatch' && (e.data as { name: string }).name === 'echo')
-    expect(fixture.broker.pending()).toEqual([approval])
+    expect(await fixture.broker.pending()).toEqual([approval])
     expect((await decide(fixture, approval.id, { decision: 'allow' })).status).toBe(200)
     const events = await stream.rest()
     const names = events.map((e) => e.event)
@@ -313,7 +313,7 @@ describe.each([
 
   it('a plan request (kind plan, asked by the run itself) is the run\'s own: streamed, listed by GET /v1/runs/:id, settled', async () => {
     const broker = createApprovalBroker({ plans: true })
-    const fixture = createFixture({ mode: 'both', codeRuntime: codeRuntime(), approval: broker.handler }, { approvals: broker })
+    const fixture = createFixture({ mode: 'both', codeRuntime: codeRuntime(), approvals: broker })
     fixture.runtime.register(
       defineTool({
         name: 'write_file',
@@ -327,7 +327,7 @@ describe.each([
     const code = `await tools.write_file({ path: 'a' })\nawait tools.write_file({ path: 'b' })\nreturn 'ok'`
     // Another run's plan request, pending meanwhile: never in this run's stream or body.
     const other = fixture.runtime.execute({ callId: 'someone-else', name: 'run_code', arguments: { code, description: 'other' }, signal: new AbortController().signal })
-    await until(() => broker.pending().length === 1)
+    await until(async () => (await broker.pending()).length === 1)
     const started = await fixture.app.request('/v1/runs', { method: 'POST', headers: JSON_AUTH, body: JSON.stringify({ code, description: 'two writes' }) })
     const { id, callId } = (await started.json()) as { id: string; callId: string }
     const stream = sseReader(await fixture.app.request(`/v1/runs/${id}/events`, { headers: AUTH }))
@@ -341,7 +341,7 @@ describe.each([
     expect(events.filter((e) => e.event.startsWith('approval')).map((e) => e.event)).toEqual(['approval', 'approval-settled'])
     expect(events.find((e) => e.event === 'approval-settled')!.data).toEqual({ id: approval.id, callId, outcome: 'allow', at: expect.any(Number) })
     expect(events.at(-1)).toMatchObject({ event: 'end', data: { id, status: 'done' } })
-    broker.decide(broker.pending()[0]!.id, { decision: 'deny' })
+    await broker.decide((await broker.pending())[0]!.id, { decision: 'deny' })
     await other
   })
 

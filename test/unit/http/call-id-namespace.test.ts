@@ -19,7 +19,7 @@ const REFUSED = { code: 'INVALID_REQUEST', message: 'callId must not contain a "
 /** `store`: the broker keeps its requests and settled decisions in a store (as `npm start`), where a decision outlives its call. */
 function fixture(store = false) {
   const broker = store ? createApprovalBroker({ store: createMemoryStore(), pollIntervalMs: 20 }) : createApprovalBroker()
-  const f = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime({ wallMs: 30_000 }), approval: broker.handler }, { approvals: broker, tokens: ROLE_TOKENS })
+  const f = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime({ wallMs: 30_000 }), approvals: broker }, { tokens: ROLE_TOKENS })
   const written: { path: string; by: string }[] = []
   f.runtime.register(
     defineTool({

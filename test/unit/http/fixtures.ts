@@ -122,7 +122,7 @@ export function createFixture(runtimeOptions: ToolRuntimeOptions = {}, appOption
   })
   // `tokens` (principals with roles) replaces the `token` shorthand; everything else keeps TOKEN (one admin).
   const auth = appOptions.tokens === undefined ? { token: TOKEN } : {}
-  const app = createToolsApp(runtime, { ...auth, sessionLog: hub, ...appOptions } as ToolsAppOptions)
+  const app = createToolsApp(runtime, { ...auth, ...appOptions } as ToolsAppOptions)
   return {
     app,
     hub,
@@ -261,7 +261,7 @@ export function askingPayTool() {
  */
 export function askingPayFixture() {
   const broker = createApprovalBroker()
-  const fixture = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime({ wallMs: 30_000 }), approval: broker.handler }, { approvals: broker })
+  const fixture = createFixture({ mode: "both", codeRuntime: createInProcessRuntime({ wallMs: 30_000 }), approvals: broker })
   fixture.runtime.register(askingPayTool())
   fixture.runtime.on('tools/pre-execute', (decision, execution) => (execution.name === 'pay' ? { kind: 'ask', reason: 'money moves' } : decision))
   const mcp = createMcpApp(fixture.runtime, { token: TOKEN })

@@ -79,7 +79,7 @@ describe('after 1,000 runs', () => {
     expect(fixture.inFlight).toBe(0)
     expect(fixture.hub.subscriberCount).toBe(0)
     expect(fixture.hub.runCount).toBe(0)
-    expect(broker.pending()).toEqual([])
+    expect(await broker.pending()).toEqual([])
     // Only the test's own person is still subscribed: no stream left its forwarder behind.
     expect(broker.subscriberCount).toBe(1)
     expect(mcpAppHeld(mcp)).toEqual({ questions: 0, calls: 0 })

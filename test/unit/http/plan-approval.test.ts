@@ -17,7 +17,7 @@ describe('plan approval over HTTP, on the default sandbox runtime', () => {
     const codeRuntime = createSandboxRuntime({ memoryMb: 32 })
     try {
       const broker = createApprovalBroker({ plans: true })
-      const fixture = createFixture({ mode: 'both', codeRuntime, approval: broker.handler }, { approvals: broker })
+      const fixture = createFixture({ mode: 'both', codeRuntime, approvals: broker })
       const written: unknown[] = []
       fixture.runtime.register(
         defineTool({
@@ -54,7 +54,7 @@ describe('plan approval over HTTP, on the default sandbox runtime', () => {
 
       const allowed = run('http-plan-2')
       await until(() => requests.length === 2)
-      broker.decide(requests[1]!.id, { decision: 'allow' })
+      await broker.decide(requests[1]!.id, { decision: 'allow' })
       expect(codeOf(await allowed)).toBe('OK')
       expect(written).toEqual(['a', 'b'])
       expect(requests.map((r) => r.kind)).toEqual(['plan', 'plan'])

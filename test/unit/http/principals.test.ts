@@ -21,8 +21,8 @@ function rolesFixture(appOptions: Partial<ToolsAppOptions> = {}) {
   const broker = createApprovalBroker()
   const store = createMemoryStore()
   const fixture = createFixture(
-    { mode: 'both', codeRuntime: createInProcessRuntime({ wallMs: 30_000 }), approval: broker.handler },
-    { approvals: broker, tokens: ROLE_TOKENS, store, ...appOptions },
+    { mode: 'both', codeRuntime: createInProcessRuntime({ wallMs: 30_000 }), approvals: broker, store },
+    { tokens: ROLE_TOKENS, ...appOptions },
   )
   const paid: unknown[] = []
   fixture.runtime.register(
@@ -230,7 +230,7 @@ describe('runs belong to their principal', () => {
     expect(JSON.parse((await f.store.get(`http-runs/${asking.id}`))!.value)).toMatchObject({ principal: 'agent', asked: true })
     expect(((await (await f.request(`/v1/runs/${asking.id}`, PERSON_TOKEN)).json()) as { status: string }).status).toBe('done')
     // The stored record says it asked: another app on the store lets the person read it too.
-    const other = createToolsApp(f.runtime, { tokens: ROLE_TOKENS, store: f.store })
+    const other = createToolsApp(f.runtime, { tokens: ROLE_TOKENS })
     expect((await other.request(`/v1/runs/${asking.id}`, { headers: auth(PERSON_TOKEN) })).status).toBe(200)
     expect((await other.request(`/v1/runs/${quiet.id}`, { headers: auth(PERSON_TOKEN) })).status).toBe(404)
     f.wait.reset()
@@ -259,7 +259,7 @@ describe('runs belong to their principal', () => {
 
 describe('the token shorthand and auth: false', () => {
   it('token alone is one admin principal, "admin"; auth: false acts as admin, "anonymous"', async () => {
-    const shorthand = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime({ wallMs: 30_000 }) }, { store: createMemoryStore() })
+    const shorthand = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime({ wallMs: 30_000 }), store: createMemoryStore() })
     const response = await shorthand.app.request('/v1/runs', { method: 'POST', headers: jsonAuth('test-token-0123456789abcdef'), body: JSON.stringify({ code: 'return 1', description: 'd' }) })
     const { id } = (await response.json()) as { id: string }
     expect(((await (await shorthand.app.request(`/v1/runs/${id}`, { headers: auth('test-token-0123456789abcdef') })).json()) as { principal: string }).principal).toBe('admin')

@@ -49,7 +49,7 @@ describe('a client cannot take over another client\'s run', () => {
       if (open.length === 2) {
         const theirs = open.find((a) => a.parentCallId !== victimId)!
         expect(theirs.parentCallId).toMatch(/^http-run-[0-9a-f-]{36}$/)
-        expect(broker.decide(theirs.id, { decision: 'deny', reason: 'no' }).ok).toBe(true)
+        expect((await broker.decide(theirs.id, { decision: 'deny', reason: 'no' })).ok).toBe(true)
         break
       }
       if (Date.now() > deadline) throw new Error(`the attacker's run never asked: ${open.length} pending, not 2`)
@@ -70,7 +70,7 @@ describe('a client cannot take over another client\'s run', () => {
     const mcpRun = fixture.results.filter((r) => r.name === 'run_code').at(-1)!
     expect(mcpRun.callId).toMatch(/^mcp-[0-9a-f-]{36}$/)
 
-    expect(broker.decide(request!.id, { decision: 'allow' }).ok).toBe(true)
+    expect((await broker.decide(request!.id, { decision: 'allow' })).ok).toBe(true)
     const all = await frames.rest()
     const approvals = all.filter((f) => f.event === 'approval' || f.event === 'dispatch-start')
     // Exactly the victim's own: one approval, one sub-call start, all under its id.
@@ -113,7 +113,7 @@ describe('unknown top-level body fields are refused, naming the field and the ex
 
   it('POST /v1/approvals/:id names the unknown field too', async () => {
     const broker = createApprovalBroker()
-    const { app } = createFixture({}, { approvals: broker })
+    const { app } = createFixture({ approvals: broker })
     expect(await errorOf(await app.request('/v1/approvals/x', post({ decison: 'allow' })))).toEqual({
       code: 'INVALID_DECISION',
       message: 'unknown field "decison" (allowed: decision, reason)',

@@ -12,6 +12,7 @@ import { describe, expect, it } from 'vitest'
 import { createMemoryStore } from '../../../src/durable/index.js'
 import { createToolsApp, runsHeld } from '../../../src/http/index.js'
 import type { RunBody, RunRecordJson, ToolsAppOptions } from '../../../src/http/index.js'
+import type { DurableStore } from '../../../src/durable/store.js'
 import { utf8Length } from '../../../src/http/run-table.js'
 import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
@@ -21,8 +22,9 @@ import { AUTH, JSON_AUTH, TOKEN, createFixture, errorOf, parseSse } from './fixt
 setFlagsFromString('--expose-gc')
 const gc = runInNewContext('gc') as () => void
 
-function setup(appOptions: Partial<ToolsAppOptions> = {}) {
-  const fixture = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime({ wallMs: 30_000 }) }, appOptions)
+function setup(options: Partial<ToolsAppOptions> & { readonly store?: DurableStore } = {}) {
+  const { store, ...appOptions } = options
+  const fixture = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime({ wallMs: 30_000 }), ...(store === undefined ? {} : { store }) }, appOptions)
   const start = async (code: string, extra: Record<string, unknown> = {}): Promise<{ id: string; callId: string }> => {
     const response = await fixture.app.request('/v1/runs', { method: 'POST', headers: JSON_AUTH, body: JSON.stringify({ code, description: 'd', ...extra }) })
     expect(response.status, await response.clone().text()).toBe(202)
@@ -327,7 +329,7 @@ describe('/v1/runs with a durable store', () => {
     expect(stored).toEqual({ id, callId, status: 'done', createdAt: body.createdAt, settledAt: body.settledAt, result: body.result, events: body.events, owner: expect.stringMatching(/^[0-9a-f-]{36}$/), principal: 'admin' })
 
     // Another process (an app sharing the store) answers GET from the record; DELETE of a finished run is idempotent there too.
-    const other = createToolsApp(f.runtime, { token: TOKEN, store })
+    const other = createToolsApp(f.runtime, { token: TOKEN })
     const elsewhere = await other.request(`/v1/runs/${id}`, { headers: AUTH })
     expect(elsewhere.status).toBe(200)
     expect(await elsewhere.json()).toEqual(body)

@@ -28,7 +28,7 @@ afterAll(async () => {
 /** A fixture whose `pay` asks a person and whose `hold` waits until the test lets it go. */
 function setup() {
   const broker = createApprovalBroker()
-  const fixture = createFixture({ mode: 'both', codeRuntime, approval: broker.handler }, { approvals: broker })
+  const fixture = createFixture({ mode: 'both', codeRuntime, approvals: broker })
   let release: () => void = () => {}
   let holding = false
   const held = new Promise<void>((resolve) => (release = resolve))
@@ -173,7 +173,7 @@ describe('runs as resources, on the default sandbox runtime', () => {
     // The client goes away: the run does not.
     await first.cancel()
     await until(() => runsHeld(f.app)!.subscribers === 0)
-    f.broker.decide((approval.data as { id: string }).id, { decision: 'allow' })
+    await f.broker.decide((approval.data as { id: string }).id, { decision: 'allow' })
     await f.untilStatus(started.id, 'done')
     const resumed = sseFrames(await f.app.request(`/v1/runs/${started.id}/events`, { headers: { ...AUTH, 'Last-Event-ID': approval.id! } }))
     const rest = await resumed.rest()
@@ -196,7 +196,7 @@ describe('runs as resources, on the default sandbox runtime', () => {
     expect(ended.status).toBe('cancelled')
     expect(ended.result).toMatchObject({ isError: true })
     expect(f.paid).toEqual([])
-    expect(f.broker.pending()).toEqual([])
+    expect(await f.broker.pending()).toEqual([])
     const late = await f.app.request(`/v1/approvals/${approvalId}`, { method: 'POST', headers: JSON_AUTH, body: JSON.stringify({ decision: 'allow' }) })
     expect((await errorOf(late)).code).toBe('APPROVAL_WITHDRAWN')
     const again = await f.app.request(`/v1/runs/${started.id}`, { method: 'DELETE', headers: AUTH })

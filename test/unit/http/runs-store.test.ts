@@ -11,7 +11,7 @@
 import { Hono } from 'hono'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createApprovalBroker } from '../../../src/approvals/index.js'
-import type { AnyApprovalBroker, ApprovalEvent, ApprovalListener, PendingApproval } from '../../../src/approvals/index.js'
+import type { ApprovalBroker, ApprovalEvent, ApprovalListener, PendingApproval } from '../../../src/approvals/index.js'
 import { runKeySegment } from '../../../src/durable/runs.js'
 import type { ResumedRun } from '../../../src/durable/runs.js'
 import { createMemoryStore } from '../../../src/durable/memory-store.js'
@@ -31,12 +31,16 @@ import type { SseFrame } from './fixtures.js'
 const OWNER = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
 /** One "process" on `store`: an in-process code runtime, a broker, the app with its shutdown signal; `pay` asks a person, `hold` waits for the test. */
-function processOn(store: DurableStore, appOptions: Partial<ToolsAppOptions> = {}, broker = createApprovalBroker()) {
+function processOn(store: DurableStore, options: Partial<ToolsAppOptions> & { readonly approvals?: ApprovalBroker } = {}) {
   const stopping = new AbortController()
   const reported: unknown[] = []
+  // A stub broker (the app's view of approvals) asks through a real broker's handler.
+  const { approvals: given, ...appOptions } = options
+  const real = createApprovalBroker()
+  const broker = (given === undefined ? real : { ...given, handler: given.handler ?? real.handler }) as ApprovalBroker
   const f = createFixture(
-    { mode: 'both', codeRuntime: createInProcessRuntime({ wallMs: 30_000 }), approval: broker.handler },
-    { approvals: broker, store, signal: stopping.signal, onError: (error: unknown) => void reported.push(error), ...appOptions },
+    { mode: 'both', codeRuntime: createInProcessRuntime({ wallMs: 30_000 }), approvals: broker, store },
+    { signal: stopping.signal, onError: (error: unknown) => void reported.push(error), ...appOptions },
   )
   f.runtime.register(askingPayTool())
   let letGo: (() => void) | undefined
@@ -258,18 +262,19 @@ describe('/v1/runs with a store: the app shuts down while a run waits', () => {
 
 describe('/v1/runs with a store: a waiting call cut off before its request is settled', () => {
   /** The app's view of a broker: the real one's events, minus `withdrawn` (a broker over a store keeps a request across a shutdown). */
-  function keepingRequests(real: ReturnType<typeof createApprovalBroker>): AnyApprovalBroker {
+  function keepingRequests(real: ReturnType<typeof createApprovalBroker>): ApprovalBroker {
     return {
+      handler: real.handler,
       pending: () => real.pending(),
       decide: (id: string, decision: never) => real.decide(id, decision),
       subscribe: (listener: ApprovalListener) => real.subscribe((event) => (event.type === 'withdrawn' ? undefined : listener(event))),
-    } as unknown as AnyApprovalBroker
+    } as unknown as ApprovalBroker
   }
 
   it('parked: the frames from the cut-off on (its dispatch, the failed result) are dropped, not the next process’s to see', async () => {
     const store = createMemoryStore()
     const real = createApprovalBroker()
-    const a = processOn(store, { approvals: keepingRequests(real) }, real)
+    const a = processOn(store, { approvals: keepingRequests(real) })
     const { id, callId, live } = await waitingRun(a)
     await parkRun(a, store, callId)
     expect(await live.rest().then((all) => all.slice(all.findIndex((f) => f.event === 'approval') + 1))).toEqual([])
@@ -286,7 +291,7 @@ describe('/v1/runs with a store: a waiting call cut off before its request is se
         listener = l
         return () => (listener = undefined)
       },
-    } as unknown as AnyApprovalBroker
+    } as unknown as ApprovalBroker
     const store = createMemoryStore()
     const a = processOn(store, { approvals: stub })
     // Call 1 holds; call 2 (echo) is said to wait for a person, but ends without its request settled: a cut-off.
@@ -322,7 +327,7 @@ describe('/v1/runs with a store: a waiting call cut off before its request is se
         listener = l
         return () => (listener = undefined)
       },
-    } as unknown as AnyApprovalBroker
+    } as unknown as ApprovalBroker
     const a = processOn(createMemoryStore(), { approvals: stub })
     const { id, callId } = await a.start(`await tools.hold({}); await tools.echo({ text: 'a' }); console.log('after'); return 1`)
     const live = sseFrames(await a.events(id))
@@ -415,11 +420,11 @@ describe('resumeAppRuns: a process adopts the runs resumed from the store', () =
     // The next process's broker (over the store) lists the request: the run waits again.
     const request = { id: 'r-1', kind: 'call', callId: `${callId}:code:1`, parentCallId: callId, name: 'pay', summary: 's', requestedAt: 1, expiresAt: 2 } as unknown as PendingApproval
     const other = { ...request, id: 'r-2', callId: 'someone-else:code:1', parentCallId: 'someone-else' } as unknown as PendingApproval
-    const broker: AnyApprovalBroker = {
+    const broker: ApprovalBroker = {
       pending: async () => [other, request],
       decide: async () => ({ ok: false, code: 'APPROVAL_NOT_FOUND', message: 'no' }),
       subscribe: () => () => {},
-    } as unknown as AnyApprovalBroker
+    } as unknown as ApprovalBroker
     const b = processOn(store, { approvals: broker })
     const { handle, settle } = resumedHandle(callId)
     expect((await resumeAppRuns(b.app, resumingRuntime([handle]).runtime)).adopted).toBe(1)
@@ -448,7 +453,7 @@ describe('resumeAppRuns: a process adopts the runs resumed from the store', () =
     const last = (await recordOf(store, id))!.events.last
     failEvents = true
     const listingFailure = new Error('listing failed')
-    const broker = { pending: () => Promise.reject(listingFailure), decide: async () => ({ ok: true }), subscribe: () => () => {} } as unknown as AnyApprovalBroker
+    const broker = { pending: () => Promise.reject(listingFailure), decide: async () => ({ ok: true }), subscribe: () => () => {} } as unknown as ApprovalBroker
     const b = processOn(store, { approvals: broker })
     const { handle, settle } = resumedHandle(callId)
     expect((await resumeAppRuns(b.app, resumingRuntime([handle]).runtime, { staleMs: 0 })).adopted).toBe(1)
@@ -509,7 +514,7 @@ describe('resumeAppRuns: what an adopted run keeps', () => {
     expect(await resumeAppRuns(other, resumingRuntime([handle]).runtime)).toEqual({ resumed: [handle], adopted: 0 })
     expect(runsHeld(other)).toBeUndefined()
     let listed = 0
-    const broker = { pending: async () => (listed++, []), decide: async () => ({ ok: true }), subscribe: () => () => {} } as unknown as AnyApprovalBroker
+    const broker = { pending: async () => (listed++, []), decide: async () => ({ ok: true }), subscribe: () => () => {} } as unknown as ApprovalBroker
     const b = processOn(createMemoryStore(), { approvals: broker })
     expect((await resumeAppRuns(b.app, resumingRuntime([]).runtime)).adopted).toBe(0)
     expect(listed).toBe(0)
@@ -775,7 +780,7 @@ describe('/v1/runs: the answers of its routes', () => {
   it('without a store, nothing is written and nothing is reported', async () => {
     const reported: unknown[] = []
     const broker = createApprovalBroker()
-    const f = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime(), approval: broker.handler }, { approvals: broker, onError: (error: unknown) => void reported.push(error) })
+    const f = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime(), approvals: broker }, { onError: (error: unknown) => void reported.push(error) })
     f.runtime.on('tools/pre-execute', (decision, execution) => (execution.name === 'echo' ? { kind: 'ask' } : decision))
     const response = await f.app.request('/v1/runs', { method: 'POST', headers: JSON_AUTH, body: JSON.stringify({ code: "return await tools.echo({ text: 'x' })", description: 'd' }) })
     const { id } = (await response.json()) as { id: string }
@@ -785,7 +790,7 @@ describe('/v1/runs: the answers of its routes', () => {
     const listed = ((await (await f.app.request(`/v1/runs/${id}`, { headers: AUTH })).json()) as RunBody).approvals
     expect(listed).toHaveLength(1)
     expect('reason' in listed[0]!).toBe(false)
-    broker.decide(approval.id, { decision: 'allow' })
+    await broker.decide(approval.id, { decision: 'allow' })
     await stream.until('end')
     expect(reported).toEqual([])
   })
@@ -830,7 +835,7 @@ describe('/v1/runs with a store: a burst of frames while a snapshot is written',
     // The last snapshot holds every frame up to the last one of the burst.
     expect((await manifestOf(base, id))!.last).toBe(Number(stream.seen.at(-1)!.id))
     const approval = (await a.broker.pending())[0]!
-    a.broker.decide(approval.id, { decision: 'deny' })
+    await a.broker.decide(approval.id, { decision: 'deny' })
     await until(() => runsHeld(a.app)!.live === 0)
     await eventually(async () => ((await eventKeys(base)).length === 0 ? true : undefined))
   })
@@ -927,19 +932,18 @@ describe('/v1/runs: what a run holds while it lives, and lets go of', () => {
     const { id } = await a.start(`const [paid, echoed] = await Promise.all([tools.pay({ cents: 1 }), tools.echo({ text: 'meanwhile' })]); return [paid, echoed.text]`)
     const live = sseFrames(await a.events(id))
     const approval = (await live.until('approval')).data as PendingApproval
-    for (;;) {
-      const frame = await live.next()
-      if (frame?.event === 'dispatch' && (frame.data as { name: string }).name === 'echo') break
-      if (frame === undefined) throw new Error('the stream ended')
+    // The echo may be dispatched before the request is open (the broker hashes and writes it first): either order.
+    while (!live.seen.some((frame) => frame.event === 'dispatch' && (frame.data as { name: string }).name === 'echo')) {
+      if ((await live.next()) === undefined) throw new Error('the stream ended')
     }
-    expect(a.broker.pending().map((p) => p.id)).toEqual([approval.id])
-    a.broker.decide(approval.id, { decision: 'allow' })
+    expect((await a.broker.pending()).map((p) => p.id)).toEqual([approval.id])
+    await a.broker.decide(approval.id, { decision: 'allow' })
     expect((await live.rest()).at(-1)).toMatchObject({ event: 'end', data: { status: 'done' } })
   })
 
   it('a held cut-off is not seen before the run ends (or 256 frames)', async () => {
     let listener: ApprovalListener | undefined
-    const stub = { pending: async () => [], decide: async () => ({ ok: true }), subscribe: (l: ApprovalListener) => ((listener = l), () => (listener = undefined)) } as unknown as AnyApprovalBroker
+    const stub = { pending: async () => [], decide: async () => ({ ok: true }), subscribe: (l: ApprovalListener) => ((listener = l), () => (listener = undefined)) } as unknown as ApprovalBroker
     const a = processOn(createMemoryStore(), { approvals: stub })
     const { id, callId } = await a.start(`await tools.hold({}); await tools.echo({ text: 'a' }); console.log('after'); await tools.wait({}); return 1`)
     const live = sseFrames(await a.events(id))
@@ -991,7 +995,7 @@ describe('/v1/runs with a store: records read from it, and writes that fail', ()
     const finished = { ...running, id: crypto.randomUUID(), callId: 'http-run-finished', status: 'done', settledAt: 2 }
     for (const record of [running, finished]) await store.put(`http-runs/${record.id}`, JSON.stringify(record))
     const leftover = { id: 'left', kind: 'call', callId: 'http-run-finished:code:1', parentCallId: 'http-run-finished', name: 'pay', summary: 's', requestedAt: 1, expiresAt: 2 }
-    const broker = { pending: async () => [leftover], decide: async () => ({ ok: true }), subscribe: () => () => {} } as unknown as AnyApprovalBroker
+    const broker = { pending: async () => [leftover], decide: async () => ({ ok: true }), subscribe: () => () => {} } as unknown as ApprovalBroker
     const b = processOn(store, { approvals: broker })
     expect(await b.get(running.id)).toMatchObject({ status: 'running', approvals: [] })
     expect(await b.get(finished.id)).toMatchObject({ status: 'done', approvals: [] })
@@ -1018,9 +1022,9 @@ describe('/v1/runs with a store: records read from it, and writes that fail', ()
   it('a runtime whose execute rejects, with a store: the run ends failed with an internal error and end', async () => {
     const store = createMemoryStore()
     const reported: unknown[] = []
-    const real = createToolRuntime({ mode: 'both', codeRuntime: createInProcessRuntime() })
+    const real = createToolRuntime({ mode: 'both', codeRuntime: createInProcessRuntime(), store })
     const broken = Object.create(real, { execute: { value: () => Promise.reject(new Error('runtime bug')) } }) as ToolRuntime
-    const app = createToolsApp(broken, { token: TOKEN, store, onError: (error) => void reported.push((error as Error).message) })
+    const app = createToolsApp(broken, { token: TOKEN, onError: (error) => void reported.push((error as Error).message) })
     const response = await app.request('/v1/runs', { method: 'POST', headers: JSON_AUTH, body: JSON.stringify({ code: 'return 1', description: 'd' }) })
     const { id, callId } = (await response.json()) as { id: string; callId: string }
     await store.put(`runs/${runKeySegment(callId)}`, '{}')
@@ -1039,7 +1043,7 @@ describe('/v1/runs with a store: records read from it, and writes that fail', ()
     await store.put(`http-runs/${crypto.randomUUID()}`, '{not json')
     const id = crypto.randomUUID()
     await store.put(`http-runs/${id}`, JSON.stringify({ id, callId: 'http-run-ok', status: 'running', createdAt: 1, events: { first: 1, last: 1, dropped: 0 } }))
-    const f = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime() }, { store, onError: (error: unknown) => void reported.push(error) })
+    const f = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime(), store }, { onError: (error: unknown) => void reported.push(error) })
     const { handle, settle } = resumedHandle('http-run-ok')
     expect((await resumeAppRuns(f.app, resumingRuntime([handle]).runtime)).adopted).toBe(1)
     settle(OK)
@@ -1061,7 +1065,7 @@ describe('/v1/runs with a store: records read from it, and writes that fail', ()
       pending: async () => listed,
       decide: async () => ({ ok: true }),
       subscribe: (l: ApprovalListener) => ((listener = l), () => (listener = undefined)),
-    } as unknown as AnyApprovalBroker
+    } as unknown as ApprovalBroker
     const b = processOn(store, { approvals: broker })
     const { handle, settle } = resumedHandle(callId)
     expect((await resumeAppRuns(b.app, resumingRuntime([handle]).runtime)).adopted).toBe(1)

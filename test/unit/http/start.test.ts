@@ -150,7 +150,7 @@ describe('npm start (startServer)', () => {
       await server.shutdown()
       const result = (await (await stranded).json()) as ToolExecutionResult
       expect(result.isError && result.error.info?.code).toMatch(/^(ABORTED_BEFORE_DISPATCH|DENIED_BY_APPROVAL)$/)
-      expect(server.approvals.pending()).toEqual([])
+      expect(await server.approvals.pending()).toEqual([])
     } finally {
       await server.shutdown()
     }

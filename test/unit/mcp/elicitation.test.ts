@@ -17,7 +17,7 @@ import type { ServedApp } from '../../../platforms/node/index.js'
 import { createToolsApp } from '../../../src/http/index.js'
 import { createMcpApp } from '../../../src/mcp/index.js'
 import { createToolRuntime, defineTool } from '../../../src/index.js'
-import type { ToolExecutionResult } from '../../../src/index.js'
+import type { ToolExecutionResult, ToolRuntime } from '../../../src/index.js'
 import { TOKEN } from '../http/fixtures.js'
 
 const codeRuntime = createSandboxRuntime({ memoryMb: 32 })
@@ -56,7 +56,7 @@ runtime.on('tools/result', (execution, result) => void published.push({ name: ex
 const app = createToolsApp(runtime, { token: TOKEN })
 app.route('/mcp', createMcpApp(runtime, { token: TOKEN }))
 // The same registry with a short elicitation timeout, for the expiry test only (a loaded machine may take a while to answer).
-app.route('/mcp-short', createMcpApp(runtime, { token: TOKEN, elicitationTimeoutMs: 300 }))
+app.route('/mcp-short', createMcpApp(Object.create(runtime, { approvals: { value: { timeoutMs: 300 } } }) as ToolRuntime, { token: TOKEN }))
 
 let server: ServedApp
 const clients: Client[] = []

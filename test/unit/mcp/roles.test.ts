@@ -16,7 +16,7 @@ import { ADMIN_TOKEN, AGENT_TOKEN, PERSON_TOKEN, ROLE_TOKENS, errorOf, eventuall
 
 function setup(options: Partial<McpAppOptions> = {}) {
   const broker = createApprovalBroker()
-  const runtime = createToolRuntime({ approval: broker.handler })
+  const runtime = createToolRuntime({ approvals: broker })
   const paid: number[] = []
   runtime.register(
     defineTool({
@@ -32,7 +32,7 @@ function setup(options: Partial<McpAppOptions> = {}) {
   )
   runtime.agent('alice').register(defineTool({ name: 'secret', description: 'alice only', parameters: {}, output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] }, execute: () => 'for alice' }))
   runtime.on('tools/pre-execute', (decision, execution) => (execution.name === 'pay' ? { kind: 'ask', reason: 'money moves' } : decision))
-  const app = createToolsApp(runtime, { tokens: ROLE_TOKENS, approvals: broker })
+  const app = createToolsApp(runtime, { tokens: ROLE_TOKENS })
   app.route('/mcp', createMcpApp(runtime, { tokens: ROLE_TOKENS, ...options } as McpAppOptions))
   const rpc = (token: string, method: string, params: unknown = {}, path = '/mcp') =>
     Promise.resolve(app.request(path, { method: 'POST', headers: { ...jsonAuth(token), Accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) }))

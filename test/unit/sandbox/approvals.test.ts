@@ -51,8 +51,8 @@ function sandboxSetup(options: { maxWallMs?: number; timeoutMs?: number } = {}) 
 
 const runCode = (runtime: ToolRuntime, code: string, controller = new AbortController()) => startRun(runtime, code, controller, 'sandbox-run')
 
-function decide(broker: ApprovalBroker, id: string, decision: 'allow' | 'deny', reason?: string): void {
-  expect(broker.decide(id, reason === undefined ? { decision } : { decision, reason })).toMatchObject({ ok: true })
+async function decide(broker: ApprovalBroker, id: string, decision: 'allow' | 'deny', reason?: string): Promise<void> {
+  expect(await broker.decide(id, reason === undefined ? { decision } : { decision, reason })).toMatchObject({ ok: true })
 }
 
 describe('approval inside Code Mode on the sandbox runtime (QuickJS in worker threads)', () => {
@@ -69,8 +69,8 @@ describe('approval inside Code Mode on the sandbox runtime (QuickJS in worker th
     await until(() => published.length === 3)
     expect(published.sort()).toEqual(['read', 'read', 'slow_read'])
     expect(ran).not.toContain('pay:{"n":1}')
-    expect(broker.pending().map((p) => p.id)).toEqual([request.id])
-    decide(broker, request.id, 'allow')
+    expect((await broker.pending()).map((p) => p.id)).toEqual([request.id])
+    await decide(broker, request.id, 'allow')
     expect(programResult(await result)).toEqual({ paid: 'pay done', reads: ['read done', 'read done', 'slow done'] })
     expect(published.at(-1)).toBe('pay')
   })
@@ -90,7 +90,7 @@ describe('approval inside Code Mode on the sandbox runtime (QuickJS in worker th
     await tick(100)
     // …and nothing submitted after it runs while a person decides.
     expect(ran).toEqual(['slow_read'])
-    decide(broker, request.id, 'allow')
+    await decide(broker, request.id, 'allow')
     expect(programResult(await result)).toEqual(['slow done', 'write_file done', 'read done'])
     expect(ran).toEqual(['slow_read', 'write_file:{"n":1}', 'read:{"n":2}'])
   })
@@ -104,7 +104,7 @@ describe('approval inside Code Mode on the sandbox runtime (QuickJS in worker th
        try { await tools.pay({ n: 9 }) } catch (e) { return { read, isToolCallError: e instanceof ToolCallError, name: e.name, tool: e.toolName, message: e.message } }
        return 'paid?'`,
     )
-    decide(broker, (await asked).id, 'deny', 'over budget')
+    await decide(broker, (await asked).id, 'deny', 'over budget')
     const value = programResult(await result) as Record<string, unknown>
     expect(value).toEqual({ read: 'read done', isToolCallError: true, name: 'ToolCallError', tool: 'pay', message: 'pay was denied by a person: over budget' })
     expect(ran).toEqual(['read:{"n":1}'])
@@ -115,7 +115,7 @@ describe('approval inside Code Mode on the sandbox runtime (QuickJS in worker th
     const { result } = runCode(runtime, `try { await tools.pay({}) } catch (e) { return [e.name, e.message] }`)
     expect(programResult(await result)).toEqual(['ToolCallError', 'pay was denied by timeout: nobody decided within 150 ms'])
     expect(events.map((e) => e.type)).toEqual(['requested', 'expired'])
-    expect(broker.pending()).toEqual([])
+    expect(await broker.pending()).toEqual([])
   })
 
   it('the wall budget is paused while a person decides: maxWallMs 1.5 s, a 2 s decision, and the run still succeeds', async () => {
@@ -141,7 +141,7 @@ describe('approval inside Code Mode on the sandbox runtime (QuickJS in worker th
     const { callId, result } = runCode(runtime, `const a = await tools.probe({}); const b = await tools.read({}); return [a, b]`)
     const request = await asked
     await tick(2_000)
-    decide(broker, request.id, 'allow')
+    await decide(broker, request.id, 'allow')
     const settled = await result
     expect(programResult(settled)).toEqual([1, 'read done'])
     expect(Date.now() - started).toBeGreaterThanOrEqual(2_000)
@@ -183,9 +183,9 @@ describe('approval inside Code Mode on the sandbox runtime (QuickJS in worker th
     const settled = await result
     expect(codeOf(settled)).toBe('CODE_RUN_FAILED')
     expect(messageOf(settled)).toContain('(abort)')
-    expect(broker.pending()).toEqual([])
+    expect(await broker.pending()).toEqual([])
     expect(events.map((e) => e.type)).toEqual(['requested', 'withdrawn'])
-    expect(broker.decide(request.id, { decision: 'allow' })).toMatchObject({ ok: false, code: 'APPROVAL_WITHDRAWN' })
+    expect(await broker.decide(request.id, { decision: 'allow' })).toMatchObject({ ok: false, code: 'APPROVAL_WITHDRAWN' })
     expect(ran).toEqual([])
     const decision = sessionLog.events.find((e) => e.type === 'tool/approval-decision') as ApprovalDecisionEvent
     expect(decision).toMatchObject({ decision: 'withdrawn', name: 'pay' })
