@@ -98,7 +98,7 @@ export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
     assemble: (agent: ScopeKey | undefined) => assemblePrompt(context, agent),
     // Stryker disable next-line ConditionalExpression: its one reader (the Code Mode link) treats a durable key holding undefined as no key
     ...(durableRuns === undefined ? {} : { durable: durableRuns }),
-    ...(settings.telemetry === undefined ? {} : { telemetry: new Telemetry(settings.telemetry) }),
+    ...(settings.telemetry === undefined ? {} : { telemetry: new Telemetry(settings.telemetry, () => settings.codeRuntime?.load?.()) }),
   })
   const catalogs = new ToolCatalogs(context)
   hooks.changed.add((event) => catalogs.changed(event), undefined)
@@ -163,6 +163,7 @@ export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
     },
     dispose: (): Promise<void> => {
       durableRuns?.close()
+      context.telemetry?.dispose()
       disposing ??= (async () => {
         // Parked runs' records land before their calls are cancelled: the next process finds them (and their approvals stay open for it).
         await durableRuns?.flushed()

@@ -8,7 +8,18 @@
 import { renderApprovalArguments } from '../approvals/render.js'
 import type { ToolExecutionResult } from '../types.js'
 import { contextFromCarrier, contextWithSpan, traceparentOf } from './trace-context.js'
-import type { TelemetryAttributes, TelemetryCounter, TelemetryHistogram, TelemetrySpan, TelemetryTracer, ToolTelemetryOptions, TraceCarrier } from './types.js'
+import type {
+  TelemetryAttributes,
+  TelemetryCounter,
+  TelemetryHistogram,
+  TelemetryLoad,
+  TelemetryObservableGauge,
+  TelemetryObservableResult,
+  TelemetrySpan,
+  TelemetryTracer,
+  ToolTelemetryOptions,
+  TraceCarrier,
+} from './types.js'
 
 /** What a person approves: one call, or a program's plan (before it runs). */
 export type ApprovalKind = 'call' | 'plan'
@@ -178,8 +189,11 @@ export class Telemetry {
   readonly instruments: Instruments | undefined
   readonly #capture: boolean
   readonly #maxBytes: number
+  /** The admission gauges and their callbacks, removed on dispose. */
+  readonly #gauges: (readonly [TelemetryObservableGauge, (result: TelemetryObservableResult) => void])[] = []
 
-  constructor(options: ToolTelemetryOptions) {
+  /** `load` reads the code runtime's admission figures (`CodeRuntime.load`), when it has them. */
+  constructor(options: ToolTelemetryOptions, load?: () => TelemetryLoad | undefined) {
     this.#tracer = options.tracer
     this.#capture = options.captureContent === true
     this.#maxBytes = options.maxContentBytes ?? DEFAULT_TELEMETRY_CONTENT_BYTES
@@ -193,6 +207,31 @@ export class Telemetry {
             approvals: meter.createCounter('toolyard.approval.decisions', { description: 'Approval decisions by decision' }),
             approvalWait: meter.createHistogram('toolyard.approval.wait', { description: 'How long a call waited for a person', unit: 's' }),
           })
+    if (meter?.createObservableGauge === undefined || load === undefined) return
+    const figures = [
+      ['running', 'Code Mode programs running now'],
+      ['queued', 'Code Mode programs admitted and waiting for a place'],
+      ['parked', 'Code Mode programs parked while they wait for a person'],
+    ] as const
+    for (const [figure, description] of figures) {
+      const gauge = meter.createObservableGauge(`toolyard.code.${figure}`, { description })
+      const callback = (result: TelemetryObservableResult): void => {
+        let value: unknown
+        try {
+          value = load()?.[figure]
+        } catch {
+          // A runtime disposed or failing to say its load reports nothing this time.
+        }
+        if (typeof value === 'number' && Number.isFinite(value)) result.observe(value)
+      }
+      gauge.addCallback(callback)
+      this.#gauges.push([gauge, callback])
+    }
+  }
+
+  /** Stops the admission gauges (the runtime was disposed). */
+  dispose(): void {
+    for (const [gauge, callback] of this.#gauges.splice(0)) gauge.removeCallback(callback)
   }
 
   /** Starts a call's span: the child of its program's span, else of the caller's trace, else a root. */

@@ -61,11 +61,31 @@ export interface TelemetryCounter {
   add(value: number, attributes?: TelemetryAttributes): void
 }
 
+/** The API's `ObservableResult`: what a gauge's callback reports into. */
+export interface TelemetryObservableResult {
+  observe(value: number, attributes?: TelemetryAttributes): void
+}
+
+/** The API's `ObservableGauge`. */
+export interface TelemetryObservableGauge {
+  addCallback(callback: (result: TelemetryObservableResult) => void): void
+  removeCallback(callback: (result: TelemetryObservableResult) => void): void
+}
+
 /** The API's `Meter` (`metrics.getMeter(name)`), as far as the core creates instruments. */
 export interface TelemetryMeter {
   createHistogram(name: string, options?: { description?: string; unit?: string }): TelemetryHistogram
   createCounter(name: string, options?: { description?: string; unit?: string }): TelemetryCounter
   createUpDownCounter(name: string, options?: { description?: string; unit?: string }): TelemetryCounter
+  /** Present on every API meter since 1.3; without it the admission gauges are left out. */
+  createObservableGauge?(name: string, options?: { description?: string; unit?: string }): TelemetryObservableGauge
+}
+
+/** What the admission gauges read (a code runtime's `load()`: the sandbox adds `parked`). */
+export interface TelemetryLoad {
+  readonly running: number
+  readonly queued: number
+  readonly parked?: number
 }
 
 /**

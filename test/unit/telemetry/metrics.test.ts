@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { MeterProvider, MetricReader, type DataPoint, type Histogram } from '@opentelemetry/sdk-metrics'
 import { afterAll, expect, it } from 'vitest'
+import { createSandboxRuntime } from '../../../platforms/node/index.js'
 import { createQuickJsRuntime } from '../../../platforms/quickjs/index.js'
 import { createToolRuntime } from '../../../src/registry/index.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
@@ -49,5 +50,53 @@ it('records gen_ai.execute_tool.duration by tool and error.type, runs by outcome
   expect(byDecision).toEqual({ 'act:allow': 1, 'act:deny': 1 })
   expect(metrics.get('toolyard.approval.wait')!.descriptor.unit).toBe('s')
   await runtime.dispose()
+  await provider.shutdown()
+})
+
+it('the admission gauges (running, queued, parked) read the code runtime; they stop with the runtime', async () => {
+  const reader = new TestReader()
+  const provider = new MeterProvider({ readers: [reader] })
+  const sandbox = createSandboxRuntime({ memoryMb: 32, prespawn: 0, parkAfterMs: 20, maxConcurrentRuns: 1 })
+  let allow!: (answer: boolean) => void
+  const asked = new Promise<void>((resolve) => (allow = () => resolve()))
+  let decide!: (answer: boolean) => void
+  // The SDK's meter, watched: which gauge callbacks are registered.
+  const meter = provider.getMeter('toolyard')
+  let callbacks = 0
+  const watched = Object.assign(Object.create(meter) as typeof meter, {
+    createObservableGauge: (...args: Parameters<typeof meter.createObservableGauge>) => {
+      const gauge = meter.createObservableGauge(...args)
+      return Object.assign(Object.create(gauge) as typeof gauge, {
+        addCallback: (cb: Parameters<typeof gauge.addCallback>[0]) => (callbacks++, gauge.addCallback(cb)),
+        removeCallback: (cb: Parameters<typeof gauge.addCallback>[0]) => (callbacks--, gauge.removeCallback(cb)),
+      })
+    },
+  })
+  const runtime = createToolRuntime({ mode: 'code', codeRuntime: sandbox, telemetry: { meter: watched }, approval: () => new Promise<boolean>((r) => ((decide = r), allow(true))) })
+  runtime.register(defineTool({
+    name: 'act', description: 'Acts.', parameters: {},
+    output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] },
+    execute: () => 'done',
+  }))
+  runtime.on('tools/pre-execute', (d, exec) => (exec.name === 'act' ? { kind: 'ask' } : d))
+  const gauges = async () => {
+    const { resourceMetrics } = await reader.collect()
+    const metrics = resourceMetrics.scopeMetrics.flatMap((s) => s.metrics)
+    return Object.fromEntries(['running', 'queued', 'parked'].map((f) => [f, (metrics.find((m) => m.descriptor.name === `toolyard.code.${f}`)?.dataPoints[0]?.value as number | undefined)]))
+  }
+  expect(await gauges()).toEqual({ running: 0, queued: 0, parked: 0 })
+  const run = runtime.execute({ callId: 'g', name: 'run_code', arguments: { code: 'return await tools.act({})', description: 'd' }, signal: AbortSignal.timeout(30_000) })
+  await asked
+  for (let i = 0; i < 2000 && sandbox.load().parked === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+  expect(await gauges()).toEqual({ running: 0, queued: 0, parked: 1 })
+  decide(true)
+  expect((await run).isError).toBe(false)
+  // The slot goes back once the thread has reset (just after the result): the gauge follows the runtime's own figure.
+  for (let i = 0; i < 2000 && sandbox.load().running > 0; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+  expect(await gauges()).toEqual({ running: 0, queued: 0, parked: 0 })
+  expect(callbacks).toBe(3)
+  await runtime.dispose()
+  expect(callbacks).toBe(0)
+  await sandbox.dispose()
   await provider.shutdown()
 })
