@@ -1,11 +1,5 @@
 /**
  * Every error toolyard creates comes from this file, each with a stable `code`.
- * Codes are part of the public contract: tool results carry them in
- * `error.info.code`, the HTTP API returns them, and docs/errors.md lists them.
- *
- * Across a worker boundary an error travels as `{ name, message, stack? }` data
- * (see {@link ErrorData}), never as a live object.
- *
  * @module
  */
 

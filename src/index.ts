@@ -1,25 +1,5 @@
 /**
- * toolyard: a typed tool registry, execution pipeline and Code Mode bridge for LLM
- * agents. This entry is platform-neutral (web standards only); runtime-specific pieces
- * live in `toolyard/node`, `toolyard/browser`, `toolyard/quickjs` and `toolyard/http`.
- *
- * @example
- * ```ts
- * import { createToolRuntime, defineTool } from 'toolyard'
- *
- * const runtime = createToolRuntime()
- * runtime.register(defineTool({
- *   name: 'echo',
- *   description: 'Echo a message.',
- *   parameters: { message: { type: 'string', required: true } },
- *   output: { schema: { type: 'string' }, render: (_args, value) => [{ type: 'text', text: value }] },
- *   execute: (args) => args.message,
- * }))
- * const result = await runtime.execute({
- *   callId: '1', name: 'echo', arguments: { message: 'hi' }, signal: new AbortController().signal,
- * })
- * ```
- *
+ * toolyard: a typed tool registry, execution pipeline and Code Mode bridge for LLM agents.
  * @module
  */
 

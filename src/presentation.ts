@@ -1,9 +1,6 @@
 /**
- * Tool-owned UI presentation: provider-neutral, card-tagged render intents a tool
- * returns from `presentCall` / `presentResult`, so UIs never special-case tool names.
- * Presenters are pure and depend only on their arguments and the durable result,
- * because UIs call them during live streaming and during log replay.
- *
+ * Tool-owned UI presentation: provider-neutral, card-tagged render intents a tool returns from
+ * `presentCall` / `presentResult`, so UIs never special-case tool names.
  * @module
  */
 import type { JsonValue } from './json/json-value.js'

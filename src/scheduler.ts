@@ -1,12 +1,6 @@
 /**
- * Parallel scheduling for tool calls: one pool implementation shared by the agent loop's
- * batches (`runToolCalls`, registry/batch.ts) and the Code Mode bridge's per-run pool.
- *
- * The contract (the seed's "Parallel execution"): tasks start strictly in submission
- * order; consecutive `parallel` tasks overlap up to `maxParallel` (a rolling window, not
- * fixed batches); an `exclusive` task starts only when nothing runs, runs alone and bars
- * every later task until it settles.
- *
+ * Parallel scheduling for tool calls: one pool implementation shared by the agent loop's batches
+ * (`runToolCalls`, registry/batch.ts) and the Code Mode bridge's per-run pool.
  * @module
  */
 import { ToolError } from './errors.js'

@@ -1,15 +1,7 @@
 /**
  * An in-memory {@link SessionLogSink}: keeps the most recent `tool/code-dispatch-start`,
- * `tool/code-dispatch`, approval and plan-approval events in arrival order, as a ring
- * bounded by entries and by bytes (the oldest events are forgotten first). For tests,
- * demos and single-process hosts that forward events elsewhere later; a durable host
- * supplies its own sink. Producers bound what they log too: {@link boundPlanForLog} is
- * how a plan request is logged, whatever sink receives it.
- *
- * Why a ring: every event carries a sub-call's arguments (up to the binding cap, 8 MiB)
- * and content, and programs are model-written: an unbounded log kept by a long-lived
- * server grows with every run, for good.
- *
+ * `tool/code-dispatch`, approval and plan-approval events in arrival order, as a ring bounded by
+ * entries and by bytes (the oldest events are forgotten first).
  * @module
  */
 import { ToolError } from './errors.js'

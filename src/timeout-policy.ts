@@ -1,10 +1,6 @@
 /**
- * `timeoutPolicy()`: the shipped `tools/execute` wrapper that enforces a definition's
- * cooperative `timeoutMs` (the registry itself never enforces deadlines). It replaces the
- * dispatch signal with one that also aborts at the deadline, restores it afterwards, and
- * turns a missed deadline into `TOOL_TIMEOUT` — after the body settled, never racing away
- * from it (quiescence: a body that ignores its signal keeps the call open until it stops).
- *
+ * `timeoutPolicy()`: the shipped `tools/execute` wrapper that enforces a definition's cooperative
+ * `timeoutMs` (the registry itself never enforces deadlines).
  * @module
  */
 import { ToolError } from './errors.js'

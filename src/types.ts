@@ -1,8 +1,5 @@
 /**
- * The tool domain's seam: definitions, executions, results, policy decisions and
- * hook payloads. Everything here is a plain type; behaviour lives in the registry
- * (`registry/`), the schema layer (`schema/`) and Code Mode (`code-mode/`).
- *
+ * The tool domain's seam: definitions, executions, results, policy decisions and hook payloads.
  * @module
  */
 import type { JsonObject, JsonValue } from './json/json-value.js'

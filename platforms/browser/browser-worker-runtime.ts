@@ -1,16 +1,5 @@
 /**
  * The browser `CodeRuntime` for trusted code: every run in a fresh module Web Worker.
- *
- * Two channels reach a worker. comlink speaks the trusted host → worker control API (a
- * one-shot `attach` that doubles as the handshake) over the worker's own channel, only
- * before any program code exists; the host then releases the proxy and never listens
- * there again, because a program can post to it at will. Everything the program can
- * reach travels over a private `MessagePort` handed to the shared bootstrap, driven by the
- * shared host session, which treats the worker as a hostile peer; a third private port
- * carries the heartbeat that meters compute (heartbeat-meter.ts). The run lifecycle, the
- * spares, host-side stripping and the syntax check are shared
- * (src/code-runtime/run-lifecycle.ts, trusted-runtime.ts); this file supplies the slot.
- *
  * @module
  */
 import * as Comlink from 'comlink'

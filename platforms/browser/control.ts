@@ -1,10 +1,5 @@
 /**
- * The trusted host → worker control API, spoken with comlink over the worker's own
- * message channel. It is used only before any program code exists in the worker (a
- * handshake, then handing over the private ports); after that the host releases the
- * proxy and never reads the worker's main channel again, because a program can post
- * to it (and dispatch events on it) at will.
- *
+ * The trusted host → worker control API, spoken with comlink over the worker's own message channel.
  * @module
  */
 

@@ -1,18 +1,5 @@
 /**
  * The browser runtime's compute meter: a heartbeat over a private MessagePort.
- *
- * A Web Worker exposes no CPU clock to the page, and anything the worker reports about
- * its own work could be forged by the program it runs. What a program cannot fake is
- * its event loop's availability: the host pings the worker at jittered intervals over a
- * channel only the bootstrap holds, and the bootstrap answers from a message handler.
- * While the program keeps the loop busy — a hot loop, a long synchronous stretch — no
- * handler runs, so the ping waits; while the program awaits a binding, the loop is idle
- * and answers at once. Each ping samples "was the loop busy when this arrived?", and a
- * busy sample is charged the time since the previous ping. Outstanding pings older than
- * the threshold are charged provisionally, so a loop that never yields reaches the
- * budget without ever answering. The jitter keeps a program from timing short bursts
- * between predictable pings.
- *
  * @module
  */
 

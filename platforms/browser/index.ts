@@ -1,8 +1,5 @@
 /**
- * `toolyard/browser`: code runtimes for browsers. `createSandboxRuntime` is the default
- * Code Mode sandbox (a security boundary); `createBrowserWorkerRuntime` runs programs in
- * V8 with the page origin's authority, for trusted code only.
- *
+ * `toolyard/browser`: code runtimes for browsers.
  * @module
  */
 export { createSandboxRuntime } from './sandbox-runtime.js'

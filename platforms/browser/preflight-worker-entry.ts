@@ -1,9 +1,6 @@
 /**
- * The browser's preflight thread (a module Web Worker): the TypeScript compiler
- * (`typescript`, an optional peer dependency, imported by this worker's chunk only) and its lib files fetched from the `lib` base URL in this script's query, then the
- * same analysis as every engine, served by `servePreflightThread`. Nothing of the page
- * reaches it but the requests.
- *
+ * The browser's preflight thread (a module Web Worker): the TypeScript compiler and its lib files,
+ * fetched from the `lib` base URL in this script's query, served by `servePreflightThread`.
  * @module
  */
 import { createInlinePreflightEngine, type TypeScriptLoad } from '../../src/preflight/inline-engine.js'

@@ -1,9 +1,7 @@
 /**
- * `createPreflightWorker()` for the browser: a preflight engine whose checks run in a
- * module Web Worker (`preflight-worker-entry.ts`), so the compiler's load and every check
- * stay off the page's main thread. The accounting (time budget that terminates the
- * worker, bounded queue, SDK text once per change) is `src/preflight/threaded-engine.ts`.
- *
+ * `createPreflightWorker()` for the browser: a preflight engine whose checks run in a module Web
+ * Worker (`preflight-worker-entry.ts`), so the compiler's load and every check stay off the page's
+ * main thread.
  * @module
  */
 import { ToolError } from '../../src/errors.js'

@@ -1,13 +1,5 @@
 /**
- * The browser runtime's Web Worker. Loaded fresh for every run (module worker). It
- * exposes the trusted control API over comlink, and on `attach` it starts the heartbeat
- * answerer and the shared bootstrap on the private ports — both before any program code
- * exists in this realm, so the program can reach neither port: they live only in these
- * closures, never on `self`.
- *
- * Bundle it as its own file (`scripts/build-demo.mjs` writes `worker-entry.js` next to
- * the page's bundle, where the runtime's default `workerUrl` looks for it).
- *
+ * The browser runtime's Web Worker.
  * @module
  */
 import * as Comlink from 'comlink'

@@ -1,8 +1,6 @@
 /**
- * `createDurableObjectStore(storage)`: the `DurableStore` seam over a Durable Object's
- * storage (`ctx.storage`), for state one object owns (at the edge: one object per run).
- * docs/durability.md.
- *
+ * `createDurableObjectStore(storage)`: the `DurableStore` seam over a Durable Object's storage
+ * (`ctx.storage`), for state one object owns (at the edge: one object per run).
  * @module
  */
 import { ToolError } from '../../src/errors.js'

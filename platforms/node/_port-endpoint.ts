@@ -1,8 +1,5 @@
 /**
- * Adapts a Node `MessagePort` to the platform-neutral {@link WireEndpoint}. Its methods
- * are bound at creation, so later changes to `MessagePort.prototype` (by program code
- * in a worker) do not reach this endpoint.
- *
+ * Adapts a Node `MessagePort` to the platform-neutral {@link WireEndpoint}.
  * @module
  */
 import type { MessagePort } from 'node:worker_threads'

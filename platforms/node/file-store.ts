@@ -1,20 +1,6 @@
 /**
  * `createFileStore(dir)`: the `DurableStore` seam over one directory, shared safely by every
- * process that opens it. docs/durability.md.
- *
- * Layout (flat): a key's value lives in `<hex>.v`, where `<hex>` is the key's characters in
- * lowercase hex (injective, no separator or dot can reach the file system, and two keys
- * differing only in case stay distinct on a case-insensitive disk). Beside it, only while
- * an operation runs: `<hex>.lock` (the key's lock), `<hex>.break` (the guard of a stale-lock
- * break) and `.<nonce>.tmp` (a value being written; the key is not in its name, which
- * must stay under the 255-byte limit of most file systems). `list` only reads names ending
- * in `.v`, so the others never show.
- *
- * The directory is the store's and nobody else's (`0700`, records `0600`), but what lies in
- * it is read as hostile: every file is opened without following a link and without
- * blocking (`O_NOFOLLOW | O_NONBLOCK`), read only when `fstat` says it is a regular file of
- * a size a record can have, and a listing skips (and counts) whatever it cannot read.
- *
+ * process that opens it.
  * @module
  */
 import { randomBytes } from 'node:crypto'

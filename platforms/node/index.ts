@@ -1,8 +1,5 @@
 /**
- * `toolyard/node`: Node-specific pieces. `createSandboxRuntime` is the default Code Mode
- * sandbox (a security boundary); `createNodeWorkerRuntime` runs programs in V8 with
- * Node's authority, for trusted code only.
- *
+ * `toolyard/node`: Node-specific pieces.
  * @module
  */
 export { createSandboxRuntime } from './sandbox-runtime.js'

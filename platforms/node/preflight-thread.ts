@@ -1,10 +1,7 @@
 /**
  * The preflight thread (`worker_threads`): the same analysis as the inline engine
- * (`analyzeProgram`: bounded plan, then the warm TypeScript checker), off the host's
- * main thread, served by `servePreflightThread` (the wire is in
- * `src/preflight/threaded-engine.ts`). The compiler starts loading as soon as the
- * thread starts.
- *
+ * (`analyzeProgram`: bounded plan, then the warm TypeScript checker), off the host's main thread,
+ * served by `servePreflightThread` (the wire is in `src/preflight/threaded-engine.ts`).
  * @module
  */
 import { parentPort } from 'node:worker_threads'

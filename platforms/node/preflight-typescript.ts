@@ -1,10 +1,6 @@
 /**
- * The TypeScript compiler for Node's preflight engines: `import('typescript')` (an
- * optional peer dependency) and its lib files read through the compiler's own `ts.sys`.
- * It lives here, not in `src/`, so that no bundle of the core (the edge Worker, a browser
- * app) holds even a reference to the 23 MB compiler: there, preflight answers the plan
- * and a `CHECK_UNAVAILABLE` note.
- *
+ * The TypeScript compiler for Node's preflight engines: `import('typescript')` (an optional peer
+ * dependency) and its lib files read through the compiler's own `ts.sys`.
  * @module
  */
 import type { LibReader, TypeScriptModule } from '../../src/preflight/typescript-checker.js'

@@ -1,11 +1,7 @@
 /**
- * `createPreflightWorker()`: a preflight engine whose checks run in one
- * `worker_threads` thread (`preflight-thread.ts`), so neither the compiler's load
- * (seconds) nor a check (tens of ms warm) nor a hostile program's worst case holds the
- * host's event loop. The accounting (time budget that terminates the thread, bounded
- * queue, SDK text sent once per change) is `src/preflight/threaded-engine.ts`; this
- * file only starts the thread.
- *
+ * `createPreflightWorker()`: a preflight engine whose checks run in one `worker_threads` thread
+ * (`preflight-thread.ts`), so neither the compiler's load (seconds) nor a check (tens of ms warm)
+ * nor a hostile program's worst case holds the host's event loop.
  * @module
  */
 import { spawnCappedWorker } from './_capped-worker.js'

@@ -1,8 +1,7 @@
 /**
- * The local Node server for a toolyard HTTP app (`@hono/node-server`), with a `Host`
- * check against DNS rebinding: a page on `evil.example` whose name an attacker points at
- * 127.0.0.1 sends `Host: evil.example`, and is refused before the app sees the request.
- *
+ * The local Node server for a toolyard HTTP app (`@hono/node-server`), with a `Host` check against
+ * DNS rebinding: a page on `evil.example` whose name an attacker points at 127.0.0.1 sends `Host:
+ * evil.example`, and is refused before the app sees the request.
  * @module
  */
 import { createServer } from 'node:http'

@@ -1,10 +1,6 @@
 /**
- * The Node worker's entry, bundled by `scripts/gen-bootstrap.mjs` into
- * `_worker-source.ts` and run with `new Worker(source, { eval: true })`. It waits on the
- * parent port for exactly one message carrying the private `MessagePort`, stops
- * listening to the parent port, and hands the private port to the shared bootstrap
- * before any program code exists.
- *
+ * The Node worker's entry, bundled by `scripts/gen-bootstrap.mjs` into `_worker-source.ts` and run
+ * with `new Worker(source, { eval: true })`.
  * @module
  */
 import { MessagePort, parentPort } from 'node:worker_threads'

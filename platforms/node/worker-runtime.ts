@@ -1,9 +1,7 @@
 /**
  * The Node `worker_threads` code runtime, for trusted code: one fresh Worker per run (the next
  * spawned ahead, waiting at the bootstrap with no program state; never reused), `env: {}`,
- * `resourceLimits` (held under process heap flags: _capped-worker.ts), captured stdio. This
- * file is the worker slot; lifecycle, spares and host session are src/code-runtime's.
- *
+ * `resourceLimits` (held under process heap flags: _capped-worker.ts), captured stdio.
  * @module
  */
 import { setMaxListeners } from 'node:events'

@@ -1,28 +1,5 @@
 /**
- * `createQuickJsRuntime(options)`: a {@link CodeRuntime} on QuickJS compiled to
- * WebAssembly. It needs no `eval`, no `new Function`, no `Worker` and no compilation
- * of wasm bytes when given a precompiled module, so it runs in Node, browsers and
- * Cloudflare workerd alike. No `node:*` import here, on purpose.
- *
- * Every run gets a fresh wasm instance with its own fixed `WebAssembly.Memory`
- * (QuickJS's own memory limit does not cap strings or typed arrays; a memory that
- * cannot grow does), a 256 KiB stack limit, and an interrupt handler enforcing the
- * compute and wall budgets. The program runs on the host's thread: while it computes,
- * the host's event loop waits (at most `computeMs` per run). This is the runtime for
- * Cloudflare workerd (one request, one isolate, no threads); in Node and browsers,
- * `createSandboxRuntime` runs the same engine off the host's thread.
- *
- * Speed without sharing: the variant's factory, FFI and wasm module are resolved once
- * per runtime, and each sandbox (instance, memory, runtime, context, installed
- * bootstrap) can be built before its run, in idle time (`prewarm`), so that a run pays
- * for its program only. A sandbox serves exactly one run and is then dropped whole.
- *
- * The VM side is the same bootstrap every message-passing runtime uses
- * (`src/code-runtime/in-sandbox/bootstrap.ts`) with the sandbox's global environment, adapted to
- * a few host functions (`engine/quickjs/engine.ts`); the VM is driven by `engine/quickjs/vm-run.ts`; the host side
- * is the shared {@link CodeRunSession}, so caps, messages and failure kinds match every
- * other runtime.
- *
+ * `createQuickJsRuntime(options)`: a {@link CodeRuntime} on QuickJS compiled to WebAssembly.
  * @module
  */
 import type { QuickJSSyncVariant } from 'quickjs-emscripten-core'

@@ -1,14 +1,6 @@
 /**
- * Text analysis shared by the catalog's index and its queries: the same steps run on a
- * tool's name, description and parameters as on what a model asks for, so both sides
- * meet on the same terms.
- *
- * 1. {@link splitWords}: lower-case words, split on anything that is not a letter or a
- *    digit, on camelCase humps and between letters and digits; diacritics removed.
- * 2. {@link analyze}: each word stemmed, known phrases folded ("how many" → count),
- *    stopwords and single letters dropped.
- * 3. {@link expandTerm}: a query term's synonyms with their weights.
- *
+ * Text analysis shared by the catalog's index and its queries: the same steps run on a tool's name,
+ * description and parameters as on what a model asks for, so both sides meet on the same terms.
  * @module
  */
 import { stem } from './_stem.js'

@@ -1,17 +1,5 @@
 /**
  * A light English stemmer for tool names, descriptions and the queries a model writes.
- *
- * It only has to make the inflections of one word meet (change, changes, changed,
- * changing; company, companies; list, listing), on both sides of a search, so it folds
- * words onto a shared key rather than onto a dictionary word: `change` and `changed`
- * both become `chang`. It stays deliberately light — plural, verb and a few
- * superlative endings — because every derivational step (deletion → delete, shipment →
- * ship) merges words whose meanings a tool catalog keeps apart; the few that help are
- * listed as irregular forms instead.
- *
- * Pure, deterministic, ASCII rules only: a word with other letters passes through
- * unchanged apart from the irregular table.
- *
  * @module
  */
 

@@ -1,14 +1,6 @@
 /**
- * The catalog's vocabulary: the words that carry no meaning for finding a tool, the
- * phrases that stand for one word ("how many" → count, "bring back" → restore), and the
- * synonym groups that bridge how a model phrases a need and how a tool is named
- * (remove ≈ delete, give ≈ assign, download ≈ export).
- *
- * Written in plain words; `_analyze.ts` stems them once when the module loads, so an
- * entry matches every inflection of its words. The groups are general English for
- * operating software and services (actions, then common nouns and abbreviations), not
- * tuned to one tool set.
- *
+ * The catalog's vocabulary: stop words, phrases that stand for one word ("how many" → count) and
+ * synonym groups that bridge how a model phrases a need and how a tool is named.
  * @module
  */
 

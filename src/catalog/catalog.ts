@@ -1,21 +1,7 @@
 /**
- * A deterministic lexical search over tools, for Code Mode's `catalog.search` and for
- * "did you mean" suggestions: no model, no network, web standards only (it runs the
- * same in Node, browsers and workerd).
- *
- * Ranking is BM25F: each tool is one document with four weighted fields — its name
- * (split into words), its description, its parameter names and enum values, and its
- * parameter descriptions. Both sides go through the same analysis (`_analyze.ts`:
- * splitting, a light stemmer, phrases, stopwords); a query term then also matches its
- * synonyms at a lower weight, and a tool scores the best of a term's matches, never the
- * sum, so a description that says both "delete" and "remove" gains nothing over one
- * that says either.
- *
- * Everything query-independent is computed once in {@link createCatalog} (about 30 ms
- * for 1,000 tools): each term's posting list holds its field-weighted, saturated term
- * frequency per tool, so a search is a few array walks — about 20 µs over 1,000 tools
- * (see `bench/catalog.bench.ts`).
- *
+ * A deterministic lexical search over tools, for Code Mode's `catalog.search` and for "did you
+ * mean" suggestions: no model, no network, web standards only (it runs the same in Node, browsers
+ * and workerd).
  * @module
  */
 import { ToolError } from '../errors.js'

@@ -1,21 +1,6 @@
 /**
- * The compact tool index a prompt carries when the full Code Mode SDK would not fit
- * its budget: the tools grouped into namespaces (a shared name prefix such as
- * `billing_`, or a group key the caller supplies, such as an MCP import prefix), each
- * namespace on one line with its tool count and main subjects, as many tool names as
- * the budget allows, and how to discover the rest from inside a program
- * (`catalog.search`, `catalog.describe`). When not even one name per namespace fits,
- * the namespaces alone.
- *
- * The budget is in characters (UTF-16 code units, `text.length`): the text is
- * measured exactly, without a tokenizer, the same in every runtime. A caller with a
- * token budget multiplies it by 4 (the usual chars/4 estimate); on this text it errs on
- * the safe side: o200k counts 4.0-4.3 characters per token on the 1,000-tool index
- * (see `bench/catalog.bench.ts`).
- *
- * Pure and byte-stable: the same tool set renders the same text whatever the order of
- * the input, in every runtime (no locale-dependent formatting).
- *
+ * The compact tool index a prompt carries when the full Code Mode SDK would not fit its budget:
+ * namespaces with tool counts and subjects, and how to discover the rest from a program.
  * @module
  */
 import { ToolError } from '../errors.js'

@@ -1,11 +1,7 @@
 /**
- * Tool discovery for large registries: a deterministic lexical search over tools
- * ({@link createCatalog}) and the compact index a prompt carries instead of the full
- * SDK when the SDK would not fit its budget ({@link renderCatalogIndex}).
- *
- * Platform-neutral (web standards only): the same results, byte for byte, in Node,
- * browsers and workerd.
- *
+ * Tool discovery for large registries: a deterministic lexical search over tools ({@link
+ * createCatalog}) and the compact index a prompt carries instead of the full SDK when the SDK would
+ * not fit its budget ({@link renderCatalogIndex}).
  * @module
  */
 export {

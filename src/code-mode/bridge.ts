@@ -1,12 +1,5 @@
 /**
- * The dispatch bridge: `run_code`'s body. It hands the program to the code runtime
- * with the `tools` binding namespace (and `catalog`: `catalog-bindings.ts`) and
- * routes every `tools` call back into the registry's pipeline — lossless-JSON
- * snapshot, the per-run pool (native scheduling contract), the outer token as
- * `parent`, start/settle session events, deferred sub-call contexts in dispatch order
- * — and owns the run's settlement: a run-scoped abort fired when the run settles for
- * any reason, and a drain of every started sub-call before returning.
- *
+ * The dispatch bridge: `run_code`'s body.
  * @module
  */
 import { CodeRunFailedError, ToolCallError, ToolError, toolCallErrorOf } from '../errors.js'

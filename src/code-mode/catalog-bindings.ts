@@ -1,26 +1,6 @@
 /**
  * The `catalog` binding namespace a Code Mode program gets beside `tools`:
- * `await catalog.search(query, { limit })` → `[{ name, description, declaration }]`,
- * best first, and `await catalog.describe(name)` → the declaration of that tool, or a
- * `ToolCallError` naming the closest names when no tool of the program has it.
- *
- * It answers from the {@link ToolCatalog} of the calling agent, taken when the run
- * starts: the very tools the run's `tools` binds, so every hit is callable as
- * `tools.<name>` and nothing the agent may not call can be found or described.
- *
- * Catalog calls are reads of the registry's own description of its tools, not tool
- * calls: they do not enter the pipeline (no gate, guard or approval: there is nothing
- * to allow), take no sub-call number, and append nothing to the session log, which
- * records what tools did. What a program learned from them reaches the model only as
- * what it prints or returns, like anything else it computes.
- *
- * They run on the host's thread, so each is bounded: a query is at most
- * {@link MAX_CATALOG_QUERY_CHARS} characters, a run makes at most
- * {@link MAX_CATALOG_CALLS_PER_RUN} catalog calls, and a run's calls are answered one
- * at a time, each in its own turn of the host's event loop: a program that fires
- * thousands without awaiting them costs the host a millisecond at a time, never seconds
- * at once.
- *
+ * `catalog.search(query, { limit })` and `catalog.describe(name)`.
  * @module
  */
 import type { CodeBindingFunction, CodeBindingNamespace } from '../code-runtime/contract.js'

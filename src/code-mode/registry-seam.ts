@@ -1,9 +1,6 @@
 /**
- * The seam between Code Mode and the registry: the reserved transport name, what
- * `run_code` needs from the registry that owns it ({@link CodeModeRegistry}) and the
- * arguments it runs with. `registry/code-mode-link.ts` implements the interface, `run-code.ts` and `bridge.ts`
- * consume it, and neither side imports the other's insides.
- *
+ * The seam between Code Mode and the registry: the reserved transport name, what `run_code` needs
+ * from the registry that owns it ({@link CodeModeRegistry}) and the arguments it runs with.
  * @module
  */
 import type { CodeRuntime, ParkedRunState } from '../code-runtime/contract.js'

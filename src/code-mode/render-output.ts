@@ -1,11 +1,7 @@
 /**
- * How a `run_code` result reaches the model: the program's printed lines, then its
- * completion value (strings raw, every other JSON root pretty-printed with total
- * indentation capped, `null` explicit), or a fixed marker when both are empty.
- *
- * Every traversal here uses an explicit work stack: a completion value 100,000 levels
- * deep renders without `RangeError`.
- *
+ * How a `run_code` result reaches the model: the program's printed lines, then its completion value
+ * (strings raw, every other JSON root pretty-printed with total indentation capped, `null`
+ * explicit), or a fixed marker when both are empty.
  * @module
  */
 import type { JsonValue } from '../json/json-value.js'

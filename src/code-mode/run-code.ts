@@ -1,9 +1,5 @@
 /**
- * `run_code`: the reserved Code Mode transport. A raw tool definition whose body hands
- * the model's program to the configured `CodeRuntime` and routes every `tools.x()`
- * binding call back into the registry's pipeline (see `bridge.ts`). The registry
- * creates it with a {@link CodeModeRegistry}, its narrow view of the registry.
- *
+ * `run_code`: the reserved Code Mode transport.
  * @module
  */
 import { CodeRunFailedError, ToolArgsError, ToolError } from '../errors.js'

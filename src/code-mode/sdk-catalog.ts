@@ -1,16 +1,6 @@
 /**
- * The catalog form of the Code Mode SDK: what `tools:sdk` carries instead of the full
- * SDK when the full SDK would not fit the registry's budget (`sdkBudgetChars`). It is
- * the usage instructions, the compact index of the tools (`renderCatalogIndex`: their
- * namespaces, subjects and as many names as fit, or the namespaces alone) and the
- * declarations of the two globals a program discovers and calls tools with: `catalog`
- * (`search`, `describe`) and an untyped `tools`.
- *
- * The catalog form takes at most half the budget when it can (see
- * {@link CATALOG_FORM_SHARE}), all of it when it must, and more only when not even
- * the instructions and the namespaces fit (`fits: false`). Deterministic and
- * byte-stable for an unchanged tool set.
- *
+ * The catalog form of the Code Mode SDK: what `tools:sdk` carries instead of the full SDK when the
+ * full SDK would not fit the registry's budget (`sdkBudgetChars`).
  * @module
  */
 import { renderCatalogIndex, type CatalogIndexForm, type CatalogIndexText } from '../catalog/index-text.js'

@@ -1,8 +1,6 @@
 /**
- * What both SDK renderers share: the tool input shape, the deterministic order and
- * filtering of a tool set, and line splitting. Schema knowledge is not here: it lives in
- * the schema-subset module (`schema/subset.ts`), which both renderers read through.
- *
+ * What both SDK renderers share: the tool input shape, the deterministic order and filtering of a
+ * tool set, and line splitting.
  * @module
  */
 import type { JsonSchemaNode } from '../schema/json-schema-node.js'

@@ -1,12 +1,5 @@
 /**
- * The fixed usage instructions that precede the generated SDK block. They state what
- * our code runtimes actually do: the program is type-stripped (sucrase) and run as the body
- * of an async function; binding calls are lossless JSON in, typed canonical JSON out;
- * safe calls overlap in a bounded pool while mutating calls run alone in submission
- * order; only console output and the return value come back.
- *
- * The text is constant so the SDK section stays byte-identical (prefix-cache-friendly).
- *
+ * The fixed usage instructions that precede the generated SDK block.
  * @module
  */
 

@@ -1,15 +1,6 @@
 /**
- * The Python flavour of the Code Mode SDK: `jsonSchemaToPy` (one schema → one type
- * expression) and the SDK block for code runtimes reporting `language: 'python'` — named
- * `TypedDict`s per tool (`ReadFileArgs`, `ReadFileOutput`, nested objects with derived
- * names), `ToolCallError`, and a `tools` object whose exotic names are reached by
- * subscript. No Python code runtime ships with toolyard: this flavour serves integrators
- * who bring their own (a `CodeRuntime` with `language: 'python'`).
- *
- * Total and stack-safe like the TypeScript flavour; unsupported constructs degrade to
- * `Any`, and an object degrades to `dict[str, Any]` when a field name cannot be a
- * TypedDict attribute or when there is no naming context (a direct `jsonSchemaToPy` call).
- *
+ * The Python flavour of the Code Mode SDK: `jsonSchemaToPy` and the SDK block for code runtimes
+ * reporting `language: 'python'` (`TypedDict`s per tool, `ToolCallError`, a `tools` object).
  * @module
  */
 import type { JsonPrimitive } from '../json/json-value.js'

@@ -1,13 +1,7 @@
 /**
- * The TypeScript flavour of the Code Mode SDK: `jsonSchemaToTs` (one schema → one type
- * expression) and the SDK block a model reads (`JsonValue`, `ToolArgsMap`,
- * `ToolOutputMap`, `ToolName`, `ToolCallError`, `declare const tools`).
- *
- * Both are total and stack-safe: any input, however malformed, deep, cyclic or hostile
- * (throwing getters, proxies), renders without throwing. Constructs outside the
- * supported subset degrade to `unknown`; typing in the SDK is advisory (programs run
- * type-stripped), so a wider type is always an honest answer.
- *
+ * The TypeScript flavour of the Code Mode SDK: `jsonSchemaToTs` (one schema → one type expression)
+ * and the SDK block a model reads (`JsonValue`, `ToolArgsMap`, `ToolOutputMap`, `ToolName`,
+ * `ToolCallError`, `declare const tools`).
  * @module
  */
 import type { JsonPrimitive } from '../json/json-value.js'

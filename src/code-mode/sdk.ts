@@ -1,9 +1,6 @@
 /**
- * Code Mode SDK rendering: the text a model reads to write a `run_code` program — the
- * usage instructions followed by the typed SDK block in the code runtime's language.
- * Rendering is total for any tool set the registry accepts and byte-identical for an
- * unchanged set (tools are sorted by code point).
- *
+ * Code Mode SDK rendering: the text a model reads to write a `run_code` program — the usage
+ * instructions followed by the typed SDK block in the code runtime's language.
  * @module
  */
 import { ToolError } from '../errors.js'

@@ -1,11 +1,6 @@
 /**
- * The names closest to a misspelt one, for "did you mean …?" in the sandbox's error for
- * an unknown binding (`tools.list_file()` → `tools.list_files`). Runs inside the sandbox,
- * on the program's own compute budget; the work is bounded all the same: both names are
- * compared on at most {@link MAX_COMPARED_CHARS} characters and a distance computation
- * stops as soon as it cannot come under the threshold, so a namespace of thousands of
- * tools and a megabyte-long name cost milliseconds.
- *
+ * The names closest to a misspelt one, for "did you mean …?" in the sandbox's error for an unknown
+ * binding (`tools.list_file()` → `tools.list_files`).
  * @module
  */
 

@@ -1,10 +1,5 @@
 /**
- * The code-runtime seam: what a sandbox must do to run Code Mode programs. The
- * registry's `run_code` bridge consumes it; `platforms/node` (worker_threads),
- * `platforms/browser` (Web Workers) and `platforms/quickjs` (QuickJS wasm) implement it.
- * A runtime knows nothing about tools: it is handed a program and named async
- * bindings, runs the program, and reports `{ value, logs, error? }`.
- *
+ * The code-runtime seam: what a sandbox must do to run Code Mode programs.
  * @module
  */
 import type { CodeRunFailureKind } from '../errors.js'

@@ -1,10 +1,6 @@
 /**
- * The host side of one Code Mode run, shared by every message-passing runtime: the
- * state machine that owns every account. The platform supplies the private endpoint,
- * a busy-time meter and `terminate()`; this module validates every inbound message,
- * dispatches binding calls, caps logs and the value, runs the compute and wall
- * budgets, settles exactly once and never rejects.
- *
+ * The host side of one Code Mode run, shared by every message-passing runtime: the state machine
+ * that owns every account.
  * @module
  */
 import type {

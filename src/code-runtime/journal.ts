@@ -1,19 +1,5 @@
 /**
- * A run's journal: everything that entered its QuickJS VM, in order. A QuickJS run is
- * deterministic given its inputs, and every input enters through one of three doors:
- * a delivery (a host message, or a timer firing), a reading of the clock or of
- * randomness, and nothing else (the VM has no other authority). A fresh VM that runs the
- * same program against the journal reaches the same state without any tool running; it
- * then continues live. That is how a run waiting for a person is *parked* (journal kept,
- * VM and thread released) and resumed later, on any thread or process.
- *
- * Concurrency survives replay: deliveries are replayed in the order they were made, and
- * the drive loop runs the VM's promise jobs to exhaustion before each delivery (as a
- * browser's event loop drains microtasks after each task), so `Promise.all` over calls
- * that settled in any order replays in exactly that order.
- *
- * Plain data only: it crosses threads (structured clone) and is stored as JSON.
- *
+ * A run's journal: everything that entered its QuickJS VM, in order.
  * @module
  */
 

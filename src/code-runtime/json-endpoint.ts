@@ -1,9 +1,6 @@
 /**
- * The host end of a channel whose sandbox side speaks JSON text: the QuickJS VM, inline
- * (workerd) or in a sandbox thread. Values cross as JSON copies, serialized once per hop:
- * the VM stringifies, the host parses; the host stringifies, the VM parses. What arrives
- * is then validated by the host session like any hostile peer's message.
- *
+ * The host end of a channel whose sandbox side speaks JSON text: the QuickJS VM, inline (workerd)
+ * or in a sandbox thread.
  * @module
  */
 import type { CodeRunFailureKind } from './contract.js'

@@ -1,8 +1,7 @@
 /**
- * Bounded, stack-safe text rendering and size measuring of program values, shared by the
- * in-worker console shim (program objects: getters are shown, never invoked) and the
- * host (received copies: sizes checked against `maxValueBytes`). Web standards only.
- *
+ * Bounded, stack-safe text rendering and size measuring of program values, shared by the in-worker
+ * console shim (program objects: getters are shown, never invoked) and the host (received copies:
+ * sizes checked against `maxValueBytes`).
  * @module
  */
 

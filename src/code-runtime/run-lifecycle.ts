@@ -1,13 +1,6 @@
 /**
- * The run lifecycle, written once for every code runtime: the disposed check, request
- * preparation, "an abort beats a syntax error", where TypeScript is stripped, run
- * tracking, dispose (every run aborted with one message, then quiescence) and every
- * failure message a runtime gives on its own account. A runtime is a driver
- * ({@link RunLifecycleDriver}): it supplies only how a run gets a slot and starts on it.
- * The sandbox pool and inline QuickJS start their own runs (they park and resume them);
- * the trusted worker runtimes hand {@link startOnSlot} a slot ({@link RunSlot}: an
- * endpoint, an optional meter, terminate) and keep spares (trusted-runtime.ts).
- *
+ * The run lifecycle, written once for every code runtime: disposed check, request preparation,
+ * "an abort beats a syntax error", stripping, run tracking, dispose, and the runtime's own failure messages.
  * @module
  */
 import type { CodeRunFailureKind, CodeRunRequest, CodeRunResult } from './contract.js'

@@ -1,18 +1,6 @@
 /**
- * The seam between the host and a sandbox thread (a Node `worker_threads` Worker or a
- * browser Web Worker running QuickJS): what each side sends. Types and one validator
- * only; the host side lives in `sandbox-runtime.ts`, the thread side in
- * `engine/quickjs/thread-server.ts`.
- *
- * The thread's JavaScript is ours: no program code runs in its realm (programs run in
- * the QuickJS VM inside it). Still, nothing here lets the thread widen a run's
- * accounts: the host session validates every VM message, and a thread that misbehaves
- * is terminated and replaced.
- *
- * Messages are small on purpose. VM traffic travels as bare strings (the JSON text the
- * VM and the host session exchange), serialized once per hop; control travels as
- * objects.
- *
+ * The seam between the host and a sandbox thread (a Node `worker_threads` Worker or a browser Web
+ * Worker running QuickJS): what each side sends.
  * @module
  */
 import type { CodeRunFailureKind } from './contract.js'

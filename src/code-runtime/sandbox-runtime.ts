@@ -1,19 +1,7 @@
 /**
- * The sandbox runtime, written once for every platform that has threads: QuickJS (the
- * boundary) running in a pool of pre-spawned threads (the host never stalls), with
- * admission control, budgets, the run state machine and disposal. A platform supplies
- * only how to start a thread and its message channel ({@link SandboxPlatform});
- * `platforms/node` and `platforms/browser` export it as `createSandboxRuntime`.
- *
- * One run, host side: admitted (or queued, or refused as `overloaded`; only the
- * program's length is checked first: the thread strips its TypeScript), bound to an
- * idle thread, driven by the shared {@link CodeRunSession} (every account: caps, the
- * wall ceiling, binding dispatch, one settlement) over a JSON endpoint whose far side
- * is the VM in the thread. When the session settles the host asks the thread to stop
- * the VM: at once through shared memory where there is some (the VM's interrupt
- * handler reads it), else by message; a thread that has not released its VM within
- * {@link STOP_GRACE_MS} is terminated and replaced. The result never waits for that.
- *
+ * The sandbox runtime, written once for every platform that has threads: QuickJS (the boundary)
+ * running in a pool of pre-spawned threads (the host never stalls), with admission control,
+ * budgets, the run state machine and disposal.
  * @module
  */
 import type { CodeRunFailureKind, CodeRunRequest, CodeRunResult, CodeRuntime, CodeRuntimeCapabilities, CodeRuntimeLoad } from './contract.js'

@@ -1,10 +1,6 @@
 /**
- * Delivers a thread's messages to the host in time slices: a program that fires ten
- * thousand binding calls without awaiting them sends ten thousand messages at once, and
- * the host's event loop (a page's main thread, a server's) must not spend a third of a
- * second handling them back to back. Web standards only (`setTimeout`,
- * `performance.now`); used by the sandbox runtime's platform adapters.
- *
+ * Delivers a thread's messages to the host in time slices, so a burst of ten thousand unawaited
+ * binding calls does not hold the host's event loop.
  * @module
  */
 

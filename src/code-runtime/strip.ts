@@ -1,24 +1,6 @@
 /**
- * TypeScript stripping for Code Mode programs, platform-neutral (sucrase is pure
- * JavaScript: it runs in Node, browsers and workerd). Types are erased in place, so line
- * numbers of the output match the model's source; non-erasable syntax (`enum`,
- * namespaces, parameter properties) and module syntax are rejected with a message
- * naming the line, before any program code runs.
- *
- * Program text is hostile input, and sucrase's TypeScript parser backtracks: each level
- * of `<T>(<T>(…x))` or of `(a = (b = …) => 0) => 0` doubles its work (20 levels ≈ 5 s).
- * So stripping is bounded by WORK, in every runtime, three ways, each linear:
- * - the program's length ({@link MAX_PROGRAM_CHARS}), checked before anything else;
- * - the nesting depth of its brackets ({@link MAX_NESTING_DEPTH}), by one linear scan,
- *   which also keeps sucrase's recursion far from any thread's stack limit;
- * - the work sucrase throws away: it backtracks only by restoring a snapshot of its
- *   parser state, and every token and character a restore discards was wasted. That
- *   waste is counted during our own calls and the strip is refused once it exceeds
- *   {@link STRIP_WORK_PER_CHAR} × the program's length + {@link STRIP_WORK_BASE}.
- * Where it runs: inside the sandbox thread for `createSandboxRuntime` (under the run's
- * compute budget), inline for `createQuickJsRuntime`, host-side for the trusted worker
- * runtimes (docs/runtimes.md).
- *
+ * TypeScript stripping for Code Mode programs, platform-neutral (sucrase is pure JavaScript: it
+ * runs in Node, browsers and workerd).
  * @module
  */
 import { transform } from 'sucrase/dist/index.js'

@@ -1,10 +1,6 @@
 /**
- * What the trusted worker runtimes (Node `worker_threads`, browser Web Workers) share: their
- * options, fresh slots spawned ahead of runs ({@link SparePool}), host-side stripping, and
- * the assembly of a runtime from a platform's {@link TrustedDriver} on the one run
- * lifecycle (run-lifecycle.ts). A platform supplies only how to spawn a slot (an endpoint,
- * an optional meter, terminate) and a host-side syntax check.
- *
+ * What the trusted worker runtimes (Node `worker_threads`, browser Web Workers) share: options,
+ * spare slots ({@link SparePool}), host-side stripping, and assembly from a {@link TrustedDriver}.
  * @module
  */
 import type { CodeRunRequest, CodeRuntime, CodeRuntimeCapabilities } from './contract.js'

@@ -1,12 +1,6 @@
 /**
- * The wire protocol between a host and the sandbox that runs a Code Mode program, as
- * tagged messages over a private message channel. Written once here and used by every
- * message-passing runtime (Node worker_threads, browser Web Workers).
- *
- * The sandbox runs model code, so everything it sends is treated as a hostile peer's:
- * {@link parseWorkerMessage} accepts only exact shapes (own keys, exact key sets, exact
- * types) and the host session decides what a valid message may do.
- *
+ * The wire protocol between a host and the sandbox that runs a Code Mode program, as tagged
+ * messages over a private message channel.
  * @module
  */
 import type { CodeLogLevel } from './contract.js'

@@ -1,10 +1,6 @@
 /**
- * The one error vocabulary of the HTTP API and the MCP endpoint: every non-2xx answer is
- * `{ "error": { "code": "…", "message": "…" } }` with `Content-Type: application/json`.
- * Handlers and middleware throw {@link HttpError}; the app's `onError`
- * ({@link httpErrorHandler}) renders it, so the body is built in one place. The codes are
- * part of the public contract (docs/http-api.md lists them with their statuses).
- *
+ * The one error vocabulary of the HTTP API and the MCP endpoint: every non-2xx answer is `{
+ * "error": { "code": "…", "message": "…" } }` with `Content-Type: application/json`.
  * @module
  */
 import type { ErrorHandler, NotFoundHandler } from 'hono'

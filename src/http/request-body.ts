@@ -1,13 +1,6 @@
 /**
- * Reading a JSON request body under a byte cap, enforced while the bytes arrive (a
- * lying or absent `Content-Length` buys nothing).
- *
- * Hono's `bodyLimit` middleware is not used, for a measured reason: it trusts a
- * declared `Content-Length` (`app.request()` with `Content-Length: 2` and 6,464 body
- * bytes under a 100-byte cap → 200), and it buffers the body into a new `Request` that
- * this reader would then copy a second time. Here the cap is enforced by the one loop
- * that collects the bytes for the strict UTF-8 decode.
- *
+ * Reading a JSON request body under a byte cap, enforced while the bytes arrive (a lying or absent
+ * `Content-Length` buys nothing).
  * @module
  */
 import { HttpError } from './http-errors.js'

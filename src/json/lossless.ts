@@ -1,17 +1,6 @@
 /**
- * Lossless JSON snapshots: the single gate every value passes before it becomes tool
- * arguments, a canonical tool output, a schema annotation or a worker message.
- *
- * A value is lossless JSON when `JSON.parse(JSON.stringify(value))` gives back an equal
- * value and nothing had to be dropped or coerced on the way: no `undefined`, BigInt,
- * function, symbol, `-0`, non-finite number, cycle, hole, accessor, non-enumerable or
- * symbol-keyed property, and no object other than a plain object or an ordinary dense
- * array. The walk reads property descriptors only, so a hostile getter is reported,
- * never invoked (a Proxy's traps still run: JavaScript offers no way to detect one).
- *
- * The walk uses an explicit work stack, so a value 100,000 levels deep is copied in
- * linear time without `RangeError`.
- *
+ * Lossless JSON snapshots: the single gate every value passes before it becomes tool arguments, a
+ * canonical tool output, a schema annotation or a worker message.
  * @module
  */
 import { LosslessJsonError } from '../errors.js'

@@ -1,9 +1,6 @@
 /**
- * How deep a value nests, asked without recursion: the check every door applies before a
- * value from a program or a client meets code that recurses over it.
- *
- * Self-contained (no imports): the sandbox bootstrap bundles it into every VM.
- *
+ * How deep a value nests, asked without recursion: the check every door applies before a value from
+ * a program or a client meets code that recurses over it.
  * @module
  */
 

@@ -1,12 +1,6 @@
 /**
- * A linear scan of JSON text that counts its values and measures its nesting without
- * parsing it: the work bound a sandbox thread applies to a binding call's arguments
- * before the host's main thread parses, checks and snapshots them (each of those costs
- * the host about a microsecond per value, and one 8 MiB argument `[{},{},…]` holds 2.7
- * million values).
- *
- * Self-contained (no imports), so it runs in any thread.
- *
+ * A linear scan of JSON text that counts its values and measures its nesting without parsing it:
+ * the work bound a sandbox thread applies to a binding call's arguments before the host parses them.
  * @module
  */
 

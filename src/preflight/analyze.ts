@@ -1,8 +1,6 @@
 /**
- * One engine-side analysis: the plan (bounded: `plan.ts`), then — for a TypeScript or
- * JavaScript program the bounds accepted, when a checker is at hand — the compiler's
- * diagnostics. Shared by the inline engine and the Node thread, so both answer the same.
- *
+ * One engine-side analysis: the plan (bounded: `plan.ts`), then — for a TypeScript or JavaScript
+ * program the bounds accepted, when a checker is at hand — the compiler's diagnostics.
  * @module
  */
 import { extractPlan, extractPythonPlan } from './plan.js'

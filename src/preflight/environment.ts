@@ -1,11 +1,6 @@
 /**
- * The global environment a Code Mode program is type-checked in: what every sandbox
- * gives a program besides `tools` (console, timers, the web-standard globals of
- * `code-runtime/in-sandbox/sandbox-globals.ts`) and the `catalog` global, as TypeScript
- * declarations. The compiler's `lib.es2022.d.ts` supplies the language itself; no DOM
- * and no Node types are loaded, so `document`, `require` or `process` are unknown names
- * here, as they are in the sandbox.
- *
+ * The global environment a Code Mode program is type-checked in (console, timers, web-standard
+ * globals, `catalog`), as TypeScript declarations.
  * @module
  */
 

@@ -1,9 +1,5 @@
 /**
  * Preflight: a Code Mode program's type errors and call plan before anything runs.
- * `runtime.preflight({ code, agent? })` answers a {@link PreflightReport};
- * `createToolRuntime({ preflight })` decides what `run_code` does with it. The engine is
- * the seam a platform fills (inline here; a thread in `toolyard/node`).
- *
  * @module
  */
 export { analyzeProgram, MAX_CHECKED_CHARS, MAX_CHECKED_DEPTH } from './analyze.js'

@@ -1,15 +1,6 @@
 /**
- * The core's preflight engine: the TypeScript compiler a platform's loader supplies,
- * loaded lazily (on the first check, once per loader) and run in the calling thread.
- * Without a loader, or where it fails (the edge: the compiler does not fit a Worker's
- * size limit; a browser page without its lib files), every check answers the plan and
- * one `info` note saying that type-checking is unavailable — never an error. The core
- * holds no reference to the `typescript` package, so no bundle of it carries one.
- *
- * In the calling thread a check holds that thread for its duration (see docs/code-mode.md,
- * "Preflight", for the figures); on Node, `createPreflightWorker()` from `toolyard/node`
- * runs the same analysis in a `worker_threads` thread instead.
- *
+ * The core's preflight engine: the TypeScript compiler a platform's loader supplies, loaded lazily
+ * (on the first check, once per loader) and run in the calling thread.
  * @module
  */
 import { analyzeProgram, unavailableNote } from './analyze.js'

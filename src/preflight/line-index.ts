@@ -1,8 +1,7 @@
 /**
- * The one line splitter for program text: JavaScript's line terminators (`\r\n`, `\r`,
- * `\n`, U+2028, U+2029), so a plan's line numbers, a diagnostic's and a plan card's
- * numbered code always agree. Offsets → line and column by binary search over line starts.
- *
+ * The one line splitter for program text: JavaScript's line terminators (`\r\n`, `\r`, `\n`,
+ * U+2028, U+2029), so a plan's line numbers, a diagnostic's and a plan card's numbered code always
+ * agree.
  * @module
  */
 

@@ -1,26 +1,6 @@
 /**
- * The call plan of a program, read from its tokens without running it: every static
- * tool reference (`tools.x(…)`, `tools?.x(…)`, `tools['x'](…)`, `` tools[`x`](…) ``,
- * `const { a, b: c } = tools` then `a(…)`, `const t = tools; t.x(…)`) and whether the
- * program can reach tools the list cannot name (`dynamic`).
- *
- * The text is hostile, so it is first put through {@link stripTypeScript}, which bounds
- * its length, its bracket nesting and the parser's backtracking work and answers a
- * syntax error as a message. Only a program it accepted is parsed again here, with the
- * very same parser call on the very same text, so this parse does the same bounded work.
- * Everything after the parse is a bounded number of passes over the tokens (brackets, the
- * hostile spellings, at most {@link MAX_ALIAS_PASSES} for aliases): linear in its length.
- *
- * The scan fails closed: whatever it cannot prove static is `dynamic` (nothing is then
- * pre-approved). That covers every road to the global object (`this`, `globalThis`,
- * `self`…), to code from strings (`eval`, `Function`, `.constructor` in any spelling,
- * `import()`), to reflection (`Reflect`, property descriptors, prototypes, `Proxy`,
- * `arguments`, `with`), any identifier or keyword spelled with an escape or a non-ASCII
- * character, and any property read through a computed key (`x[k]` may read
- * `'constructor'`). Names are resolved by spelling, not by scope, and aliases are
- * collected before their uses are read (hoisting): a shadowing declaration makes the plan
- * wider or `dynamic`, never narrower. Python programs get a line scan ({@link extractPythonPlan}).
- *
+ * The call plan of a program, read from its tokens without running it: every static tool reference
+ * and whether the program can reach tools the list cannot name (`dynamic`).
  * @module
  */
 import { parse } from 'sucrase/dist/parser/index.js'

@@ -1,19 +1,6 @@
 /**
- * The host side of preflight: asks an engine for a program's plan and diagnostics,
- * classifies the diagnostics against the allowlist, and renders what a model reads.
- *
- * The allowlist is the mistakes a program makes against its tools and its environment —
- * the ones a run would hit as a failure, possibly after earlier calls had side effects:
- * - anywhere: an unknown name (TS2304, TS2552, and TS2580–2593, its variants that
- *   suggest a missing lib: `require`, `process`, `document`);
- * - inside a tool reference (a call from its callee to its closing parenthesis, or a
- *   destructured tool name): an unknown tool or property (TS2339, TS2551, TS2353, TS2561),
- *   a wrong argument type (TS2345, TS2322), a missing required argument or property
- *   (TS2741, TS2739, TS2740), a wrong argument count (TS2554, TS2555).
- * Everything else the compiler says (implicit any, null checks, a type quibble in the
- * program's own code) is a `warning`: reported by `runtime.preflight()`, never shown to
- * the model by `run_code`, never blocking.
- *
+ * The host side of preflight: asks an engine for a program's plan and diagnostics, classifies the
+ * diagnostics against the allowlist, and renders what a model reads.
  * @module
  */
 import { renderTypeScriptSdkBlock } from '../code-mode/sdk-typescript.js'

@@ -1,14 +1,6 @@
 /**
- * A preflight engine whose analysis runs in a thread a platform spawns (a Node
- * `worker_threads` Worker, a browser Web Worker): the accounting is written once here —
- * a time budget per check that terminates the thread (a fresh one starts on the next
- * check), a bounded queue, the SDK text sent only when it changed, every pending check
- * answered when the thread dies — and each platform supplies only {@link PreflightThread}.
- *
- * The wire: `{ id, program, language, declarations }` in (`declarations: null` = the
- * same as last time), `{ id, result }` out. The thread runs our analysis on hostile text,
- * so its answers are checked for shape before use.
- *
+ * A preflight engine whose analysis runs in a thread a platform spawns: per-check time budget,
+ * bounded queue and pending checks answered on thread death, written once; a platform supplies {@link PreflightThread}.
  * @module
  */
 import { checkNote } from './analyze.js'

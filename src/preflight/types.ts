@@ -1,10 +1,6 @@
 /**
- * The preflight seam: what `runtime.preflight()` answers ({@link PreflightReport}) and
- * the {@link PreflightEngine} that produces the plan and the raw diagnostics. The core
- * ships an inline engine (`createInlinePreflightEngine`, the TypeScript compiler loaded
- * lazily in the calling thread); `toolyard/node` ships one that runs in a
- * `worker_threads` thread. Nothing here imports a runtime.
- *
+ * The preflight seam: what `runtime.preflight()` answers ({@link PreflightReport}) and the {@link
+ * PreflightEngine} that produces the plan and the raw diagnostics.
  * @module
  */
 

@@ -1,30 +1,7 @@
 /**
- * The type-check itself: a `ts.createProgram` over three in-memory files — the sandbox
- * globals, the SDK declarations of the tools a program may call, and the program wrapped
- * as the body of an async function — plus `lib.es2022.d.ts` and what it references. The
- * compiler module and the lib text are handed in (`ts`, `readLib`), so this file imports
- * no runtime and runs wherever they can be had: inline or in a thread.
- *
- * Warm: the lib files and the globals are parsed (and bound) once, whatever the SDK; an
- * SDK's declarations once per SDK text; each check parses only the program and builds the
- * new program from the previous one (`oldProgram`), so every other SourceFile is reused
- * as is. Only the program file's diagnostics are asked for, so the checker resolves no
- * more of the SDK than the program touches.
- *
- * What a warm check costs is the new type checker TypeScript builds for every changed
- * program (it has no incremental checker): globals merged again, the lib and SDK types a
- * program touches resolved again, then the program itself — about 4 ms of CPU for a
- * 40-line program on an idle core, more with GC. The levers measured
- * (`npm run bench:preflight -- --levers`, same process, interleaved): this plain
- * `createProgram` against a `LanguageService` per SDK (the first design): the same at 12
- * tools, about a third less CPU per check at 1,000 tools; only `lib.es5.d.ts` (about 15%
- * less again, but `Map`, `Set`, `Promise`, `Symbol` and every later global would become
- * unknown names, which block: dropped); a larger young generation or heap cap for the
- * thread (no difference beyond noise: dropped). And a repeat of the same program against
- * the same SDK is answered from a small cache ({@link MAX_CACHED_RESULTS} per SDK), as
- * `runtime.preflight()` followed by `run_code` of that program, or a model re-sending it,
- * do.
- *
+ * The type-check itself: a `ts.createProgram` over three in-memory files — the sandbox globals, the
+ * SDK declarations of the tools a program may call, and the program wrapped as the body of an async
+ * function — plus `lib.es2022.d.ts` and what it references.
  * @module
  */
 import type * as TypeScript from 'typescript'

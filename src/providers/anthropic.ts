@@ -1,8 +1,6 @@
 /**
- * Anthropic Messages adapters: `tools` definitions, `tool_use` content blocks in, and
- * `tool_result` blocks (with `is_error`) out. Plain objects only: nothing here imports
- * `@anthropic-ai/sdk`.
- *
+ * Anthropic Messages adapters: `tools` definitions, `tool_use` content blocks in, and `tool_result`
+ * blocks (with `is_error`) out.
  * @module
  */
 import type { ToolExecutionInput, ToolExecutionResult } from '../types.js'

@@ -1,9 +1,6 @@
 /**
- * Provider formats: an agent's wire tools (its view, or an assembly's tools) as OpenAI (Chat Completions and Responses),
- * Anthropic and Vercel AI SDK tool definitions; those providers' tool calls as
- * `ToolExecutionInput`s for `runToolCalls`; and results back as their tool-result
- * messages. Plain objects: no provider SDK is imported.
- *
+ * Provider formats: an agent's wire tools (its view, or an assembly's tools) as OpenAI (Chat
+ * Completions and Responses), Anthropic and Vercel AI SDK tool definitions.
  * @module
  */
 export { InvalidJsonArguments, parseJsonArguments } from './_shared.js'

@@ -1,8 +1,6 @@
 /**
- * OpenAI adapters for both APIs: Chat Completions (`tools` / `message.tool_calls` /
- * `role: 'tool'` messages) and Responses (`tools` / `function_call` items /
- * `function_call_output` items). Plain objects only: nothing here imports `openai`.
- *
+ * OpenAI adapters for both APIs: Chat Completions (`tools` / `message.tool_calls` / `role: 'tool'`
+ * messages) and Responses (`tools` / `function_call` items / `function_call_output` items).
  * @module
  */
 import type { ToolExecutionInput, ToolExecutionResult } from '../types.js'

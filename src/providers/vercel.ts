@@ -1,9 +1,6 @@
 /**
- * Vercel AI SDK adapters: tool definitions for `generateText` / `streamText`, their
- * `toolCalls` in, and a `role: 'tool'` message of `tool-result` parts out. Nothing here
- * imports `ai`: the caller passes the SDK's `jsonSchema` function, so the definitions are
- * the SDK's own schema objects (and type-check as its `ToolSet`).
- *
+ * Vercel AI SDK adapters: tool definitions for `generateText` / `streamText`, their `toolCalls` in,
+ * and a `role: 'tool'` message of `tool-result` parts out.
  * @module
  */
 import { ToolError } from '../errors.js'

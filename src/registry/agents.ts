@@ -1,9 +1,7 @@
 /**
- * Scopes as the public API shows them: the operations every scope offers (`register`,
- * `guard`, `on`, `section`), the agent facade (`AgentTools`) and the agents' lifecycle
- * (created on first use, disposed with everything registered through them once their
- * in-flight calls settled).
- *
+ * Scopes as the public API shows them: the operations every scope offers (`register`, `guard`,
+ * `on`, `section`), the agent facade (`AgentTools`) and the agents' lifecycle (created on first
+ * use, disposed with everything registered through them once their in-flight calls settled).
  * @module
  */
 import { RUN_CODE_TOOL_NAME } from '../code-mode/registry-seam.js'

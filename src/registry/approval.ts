@@ -1,10 +1,6 @@
 /**
- * The `approval` stage: an `ask` put to whoever decides it — the call's own handler
- * (inherited by nested calls, e.g. the MCP export's elicitation), else the registry's
- * `options.approval`. While the handler is pending the call holds its clock (a Code Mode
- * sub-call holds its run's wall clock: a person reading is not the program's time), and
- * the session log records a sub-call's request and decision with their times.
- *
+ * The `approval` stage: an `ask` put to whoever decides it — the call's own handler (inherited by
+ * nested calls, e.g. the MCP export's elicitation), else the registry's `options.approval`.
  * @module
  */
 import { previewOfCall } from '../approvals/preview.js'

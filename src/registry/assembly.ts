@@ -1,20 +1,7 @@
 /**
- * Prompt assembly: the static sections of a scope plus the registry's tool
- * contribution for the scope's presentation mode, ordered by `toolOrder`, then handed
- * through the `system-prompt/assemble` waterfall, whose result is authoritative.
- *
- * A tool whose `callers` exclude `native` is never a wire tool; one whose `callers`
- * exclude `code` is never in the SDK.
- *
- * | mode   | wire tools                  | sections                                        |
- * | ------ | --------------------------- | ----------------------------------------------- |
- * | native | every visible schema        | —                                               |
- * | code   | exactly `[run_code]`        | `tools:code-only` (90, the rule), `tools:sdk` (150) |
- * | both   | every visible + `run_code`  | `tools:sdk` (150)                               |
- *
- * `tools:sdk` is the full SDK of the scope's tools when it fits `sdkBudgetChars`, else
- * the catalog form (an index and the `catalog` declarations: `tool-catalog.ts`).
- *
+ * Prompt assembly: the static sections of a scope plus the registry's tool contribution for the
+ * scope's presentation mode, ordered by `toolOrder`, then handed through the
+ * `system-prompt/assemble` waterfall, whose result is authoritative.
  * @module
  */
 import { hasSdkRenderer } from '../code-mode/sdk.js'

@@ -1,10 +1,5 @@
 /**
- * `runToolCalls`: a model's batch of calls run the way the seed's agent loop does. It
- * needs more than `ToolRuntime.execute`: turns inside the pipeline, so that only
- * wrappers and bodies overlap. A registry made by `createToolRuntime` registers its
- * pipeline here ({@link registerBatchPipeline}); this module is the only reader, and the
- * `ToolRuntime` object carries no hidden member.
- *
+ * `runToolCalls`: a model's batch of calls run the way the seed's agent loop does.
  * @module
  */
 import { ToolError } from '../errors.js'

@@ -1,10 +1,5 @@
 /**
- * One call on its way through the pipeline: what the stages read and write. The call
- * is opened from the raw input before any stage runs: the input is read once, the
- * arguments are snapshotted (a lossless-JSON failure is recorded, reported by the
- * `arguments` stage once the tool is resolved), and the frozen {@link ToolExecution}
- * every listener sees is minted with a fresh token.
- *
+ * One call on its way through the pipeline: what the stages read and write.
  * @module
  */
 import { toErrorData } from '../errors.js'

@@ -1,9 +1,6 @@
 /**
- * The registry's side of the Code Mode seam: the {@link CodeModeRegistry} a registry
- * hands to its `run_code` tool. It gives programs their binding names, routes each
- * binding call back into the pipeline, runs the `tools/code-dispatch-log` waterfall,
- * and appends session-log events (a failing sink never reaches a program).
- *
+ * The registry's side of the Code Mode seam: the {@link CodeModeRegistry} a registry hands to its
+ * `run_code` tool.
  * @module
  */
 import type { CodeModeRegistry } from '../code-mode/registry-seam.js'

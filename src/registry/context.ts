@@ -1,15 +1,6 @@
 /**
- * The registry's one context: the parts a registry is made of, built once by
- * `createToolRuntime()` (runtime.ts) and handed to every part. A part takes it typed as
- * the `Pick<RegistryContext, …>` of the fields it reads (`PipelineCore`, `ScopeParts`,
- * `AssemblyCore`, `CodeModeLinkContext`, `ToolCatalogsContext`), so a unit test builds a
- * part from only what it needs, and a new dependency is one field here, not one more bag.
- *
- * The pipeline entry has one internal signature, {@link Execute}: what differs between a
- * plain call, an agent's call and a batch's call is said by {@link ExecuteHow}, never by
- * another call shape. The public `execute`s (`ToolRuntime`, `AgentTools`, Code Mode's
- * sub-calls) take the input only, so no caller can pass a schedule or a scope state.
- *
+ * The registry's one context: the parts a registry is made of, built once by `createToolRuntime()`
+ * (runtime.ts) and handed to every part.
  * @module
  */
 import type { CodeModeRegistry } from '../code-mode/registry-seam.js'

@@ -1,10 +1,5 @@
 /**
- * Dispatch: the `tools/execute` wrappers around the body. Wrappers nest outermost
- * first and see a {@link DispatchView} whose only writable field is `signal`; the
- * caller's signal is re-fused right before the body, so no wrapper can drop caller
- * cancellation. Dispatch never rejects and returns only once every body it started has
- * settled (quiescence), whatever the wrappers did with `next()`.
- *
+ * Dispatch: the `tools/execute` wrappers around the body.
  * @module
  */
 import { ToolError, toErrorData } from '../errors.js'

@@ -1,9 +1,7 @@
 /**
- * The scheduling class of one call (`ToolRuntime.executionMode`): `parallel` only when
- * the definition the call resolves to answers exactly `true` from `isConcurrencySafe`
- * for softly validated arguments; anything else, a throw included, is `exclusive`
- * (fail closed: a call that runs alone is never wrong, only slower).
- *
+ * The scheduling class of one call (`ToolRuntime.executionMode`): `parallel` only when the
+ * definition the call resolves to answers exactly `true` from `isConcurrencySafe` for softly
+ * validated arguments.
  * @module
  */
 import { snapshotLosslessJson } from '../json/lossless.js'

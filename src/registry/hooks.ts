@@ -1,8 +1,6 @@
 /**
- * The hook bus: one ordered, two-layer listener list per hook name (global listeners
- * first, then the agent's), and the `tools/changed` notification. The pipeline reads
- * the execution hooks' lists directly; everything else goes through {@link HookBus.add}.
- *
+ * The hook bus: one ordered, two-layer listener list per hook name (global listeners first, then
+ * the agent's), and the `tools/changed` notification.
  * @module
  */
 import { ToolError } from '../errors.js'

@@ -1,8 +1,6 @@
 /**
- * The calls in flight: one record per tracked execution (caller cancellation, scope
- * disposal, settlement) and the set of live execution tokens a `parent` must name.
- * Disposal aborts the matching records and awaits their settlement (quiescence).
- *
+ * The calls in flight: one record per tracked execution (caller cancellation, scope disposal,
+ * settlement) and the set of live execution tokens a `parent` must name.
  * @module
  */
 import type { ToolError } from '../errors.js'

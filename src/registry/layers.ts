@@ -1,10 +1,6 @@
 /**
- * Tool layers: the global layer and one layer per agent (its own tools, its masks over
- * global tools, its presentation mode), and resolution across them. An agent's own
- * tool shadows a global of the same name for that agent; masks hide global tools from
- * it. Every question about what an agent sees or may call is answered by its
- * {@link ToolView} (`view(agent)`), built once per change of the layers.
- *
+ * Tool layers: the global layer and one layer per agent (its own tools, its masks over global
+ * tools, its presentation mode), and resolution across them.
  * @module
  */
 import { RUN_CODE_TOOL_NAME } from '../code-mode/registry-seam.js'

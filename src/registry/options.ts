@@ -1,8 +1,7 @@
 /**
- * Validation of {@link ToolRuntimeOptions} at construction: every field is checked and
- * defaults applied, so a misconfiguration fails where it is written with a clear
- * `INVALID_OPTIONS` message instead of at the first call.
- *
+ * Validation of {@link ToolRuntimeOptions} at construction: every field is checked and defaults
+ * applied, so a misconfiguration fails where it is written with a clear `INVALID_OPTIONS` message
+ * instead of at the first call.
  * @module
  */
 import { ToolError } from '../errors.js'

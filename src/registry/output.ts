@@ -1,9 +1,6 @@
 /**
- * The stages after dispatch: normalizing what the wrappers and body produced through
- * the tool's output declaration (lossless snapshot, `output.schema`, `render`,
- * `presentationMeta`) and the `tools/post-execute` waterfall, whose decision may
- * replace content or value, attach contexts, or block.
- *
+ * The stages after dispatch: normalizing what wrappers and body produced through the tool's output
+ * declaration, and the `tools/post-execute` waterfall.
  * @module
  */
 import { formatViolations } from '../errors.js'

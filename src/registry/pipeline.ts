@@ -1,22 +1,6 @@
 /**
- * The execution pipeline: one call in, one deep-frozen result out, as an ordered table
- * of named stages grouped in three phases and driven by one loop (like hono's
- * `compose`). A stage either lets the call go on (returns `undefined`) or ends it with a
- * result; whatever happens, the tail's last stages then run exactly once:
- * `finalizeContent`, then `tools/result`.
- *
- * ```
- * policy:   input → live → code-only → resolve → callers → arguments → not-aborted
- *             → pre-execute → not-aborted → guards → approval → not-aborted
- * dispatch: dispatch (tools/execute wrappers → body)
- * tail:     output → post-execute ⇒ always: finalize-content → publish
- * ```
- *
- * A batch (`runToolCalls`) takes its turns at the phase boundaries: the loop hands each
- * phase to the call's schedule once, from one place, and no stage knows about batches.
- * The pipeline never rejects and never returns while a body it started is still
- * running. docs/pipeline.md has the full rules; the tables below are their order.
- *
+ * The execution pipeline: one call in, one deep-frozen result out, as an ordered table of named
+ * stages grouped in three phases and driven by one loop (like hono's `compose`).
  * @module
  */
 import { toErrorData } from '../errors.js'

@@ -1,24 +1,6 @@
 /**
- * Plan approval: before a `run_code` program runs, one request of kind `plan` asks a
- * person about every planned tool whose gate asks. Allow pre-approves those tools for the
- * sub-calls of that run only (each still passes the gate, the guards and the
- * declared-parameters check; the approval stage then does not ask again); Deny ends the
- * run before anything runs.
- *
- * Which tools ask is read from the `tools/pre-execute` gate itself: it is asked once per
- * planned tool with empty arguments and `planProbe: true` (a probe that throws, denies or
- * allows pre-approves nothing; the real call then meets the gate as usual). A gate whose
- * answer depends on the arguments therefore still asks per call when its probe allowed.
- *
- * The plan is read off the host's thread when the registry has a threaded preflight engine
- * (`preflightEngine`, e.g. `createPreflightWorker()`), under its time budget; otherwise in
- * the calling thread, only up to {@link MAX_INLINE_PLAN_CHARS}. A plan that could not be
- * read, or whose calls a card cannot all show, pre-approves nothing (`dynamic`).
- *
- * Only a handler marked `acceptsPlans: true` is asked (the broker's and the MCP
- * elicitation's are): a handler written for single calls could read a plan request as a
- * harmless `run_code` call and allow it, which would pre-approve what it means to refuse.
- *
+ * Plan approval: before a `run_code` program runs, one request of kind `plan` asks a person about
+ * every planned tool whose gate asks.
  * @module
  */
 import { planCallsShown } from '../approvals/render-plan.js'

@@ -1,9 +1,7 @@
 /**
- * The policy stages of the pipeline, in their order: the `tools/pre-execute` gate (a
- * waterfall where the strictest decision wins and a denial is final), the monotonic
- * guards (before approval, so a guard-denied call never reaches a human), and approval
- * for an `ask`. Each fails closed: a throw or a malformed answer denies.
- *
+ * The policy stages of the pipeline, in their order: the `tools/pre-execute` gate (a waterfall
+ * where the strictest decision wins and a denial is final), the monotonic guards (before approval,
+ * so a guard-denied call never reaches a human), and approval for an `ask`.
  * @module
  */
 import type { PreExecuteListener } from '../runtime-types.js'

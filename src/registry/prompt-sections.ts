@@ -1,8 +1,7 @@
 /**
- * The static prompt sections of one registry (`section()`, global then each agent's),
- * and the ids the registry reserves for its own contribution (`tools:sdk`,
- * `tools:code-only`): kept apart from assembly so the registry's context can name them.
- *
+ * The static prompt sections of one registry (`section()`, global then each agent's), and the ids
+ * the registry reserves for its own contribution (`tools:sdk`, `tools:code-only`): kept apart from
+ * assembly so the registry's context can name them.
  * @module
  */
 import type { PromptSection } from '../runtime-types.js'

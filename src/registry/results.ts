@@ -1,8 +1,5 @@
 /**
  * Building, checking and freezing results, content blocks and additional contexts.
- * Everything a listener, a tool or a renderer hands the pipeline passes through here
- * before it is published, so a published result is always a deep-frozen plain object.
- *
  * @module
  */
 import { ToolError, toErrorData } from '../errors.js'

@@ -1,12 +1,6 @@
 /**
- * How a batch scheduler (`runToolCalls`) takes turns inside the pipeline, so that only
- * dispatch and body overlap while policy phases and tails keep model order.
- *
- * The pipeline hands a schedule each phase of a call once, in order, from one place in
- * its loop (the way hono's `compose` guards its whole onion with one index): `policy`,
- * then `dispatch`, then `tail`. {@link Schedule} stands between the two, so a broken
- * scheduler costs ordering, never a call, and the pipeline states its rules once.
- *
+ * How a batch scheduler (`runToolCalls`) takes turns inside the pipeline, so that only dispatch and
+ * body overlap while policy phases and tails keep model order.
  * @module
  */
 

@@ -1,8 +1,5 @@
 /**
- * A registration scope: the registry's global scope or one agent's. It owns the undo of
- * everything registered through it, so disposing the scope disposes them all, and it
- * refuses new registrations once it (or the registry) is disposed.
- *
+ * A registration scope: the registry's global scope or one agent's.
  * @module
  */
 import { ToolError } from '../errors.js'

@@ -1,8 +1,6 @@
 /**
- * A list of listeners (or guards, or sections) in two layers: global entries first, then
- * one agent's, each in registration order. Reads return snapshots, so a listener that
- * disposes itself (or another) mid-iteration never disturbs the pass in progress.
- *
+ * A list of listeners (or guards, or sections) in two layers: global entries first, then one
+ * agent's, each in registration order.
  * @module
  */
 import type { ScopeKey } from '../types.js'

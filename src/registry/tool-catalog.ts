@@ -1,17 +1,6 @@
 /**
- * Each scope's catalog and budgeted SDK text, built once per change of the scope's
- * tool set: the {@link ToolCatalog} that `runtime.catalog(scope)` returns and a Code
- * Mode program of that scope gets as `catalog`, and the `tools:sdk` text prompt
- * assembly uses (the full SDK, or the catalog form when the full SDK exceeds
- * `sdkBudgetChars`).
- *
- * An entry holds the tool list it was built from and is reused while the scope's
- * visible tools are the very same registrations (checked on each use, one pass over
- * the list: no change can be missed, whatever its path); `tools/changed` drops entries
- * so disposed agents do not keep theirs. The search index and the SDK text are built
- * on first use; declarations are rendered per tool on first use and kept with the
- * registration, which is immutable.
- *
+ * Each scope's catalog and budgeted SDK text, built once per change of the scope's tool set: the
+ * {@link ToolCatalog} of `runtime.catalog(scope)` and the `tools:sdk` text of prompt assembly.
  * @module
  */
 import { createCatalog, type Catalog } from '../catalog/catalog.js'

@@ -1,23 +1,6 @@
 /**
- * One agent's view of the registry: the single answer to "which tools does this agent
- * see, may it call X natively or from code, and is `run_code` presented". The layers
- * build a view once per change of the tool set (`ToolLayers.view`, dropped on every
- * `tools/changed`), and the pipeline, prompt assembly, catalogs, Code Mode bindings,
- * the wire catalog (`schemas`, `/v1/tools`, `/v1/sdk`) and MCP all read the same one,
- * so the rules below are written once:
- *
- * - `tools`: admitted, unshadowed globals, then the agent's own tools (never `run_code`).
- * - `native`: what a model may call directly — nothing under `code` (a direct call routes
- *   back to `run_code`), else the tools whose `callers` admit `native`.
- * - `code`: what a program may call — the tools whose `callers` admit `code`.
- * - `bindingNames`: every visible tool by code point, native-only ones included, so a
- *   program's call of one gets the native-only hint instead of "not a function".
- * - `run_code` resolves, and is listed, wherever the presentation is not `native`.
- *
- * `runtime.view(agent)` hands out {@link ToolView.public}, the same answers as schemas
- * and definitions (no registry internals); the provider adapters, which may only hold a
- * schema list, apply {@link offeredNatively}, the rule `native` is built with.
- *
+ * One agent's view of the registry: the single answer to "which tools does this agent see, may it
+ * call X natively or from code, and is `run_code` presented".
  * @module
  */
 import { RUN_CODE_TOOL_NAME } from '../code-mode/registry-seam.js'

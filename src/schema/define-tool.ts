@@ -1,10 +1,5 @@
 /**
- * `defineTool()`: a typed tool definition from the schema DSL. The parameter and
- * output specs are checked and converted at definition time; arguments are validated
- * strictly before the body runs (`ToolArgsError`, code `INVALID_ARGS`, with
- * path-qualified messages) and softly for presenters and classifiers (never throws).
- * Defaults are never applied: the body sees exactly the validated, frozen arguments.
- *
+ * `defineTool()`: a typed tool definition from the schema DSL.
  * @module
  */
 import { LosslessJsonError, ToolArgsError, type SchemaViolation } from '../errors.js'

@@ -1,18 +1,5 @@
 /**
- * The typed schema DSL: what `defineTool()` authors write. `ValueSchemaSpec` describes
- * any JSON root; `ParameterSchemaSpec` is the record of properties of the implicit,
- * open parameter object. Both convert to the raw subset (`JsonSchemaNode`) with
- * explicit work stacks, and are checked on the way:
- *
- * - `enum` / `const` members must match the declared scalar type (integers for
- *   `integer`, finite numbers for `number`…);
- * - every explicit `type: 'object'` declares `additionalProperties: true | false`
- *   (the implicit parameter root stays open, like raw JSON Schema);
- * - `required?: boolean` is allowed only on a property;
- * - records accept only own enumerable string keys, arrays must be dense (the spec is
- *   snapshotted as lossless JSON first, so getters are never invoked);
- * - `json` is an annotation-only node accepting any JSON value.
- *
+ * The typed schema DSL: what `defineTool()` authors write.
  * @module
  */
 import { LosslessJsonError, SchemaError } from '../errors.js'

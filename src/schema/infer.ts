@@ -1,8 +1,5 @@
 /**
- * Type-level inference from the schema DSL. `InferValue` is exact through 16 levels
- * (arrays, objects and `oneOf` each count as one) and then falls back to `JsonValue`,
- * so TypeScript itself never hits its instantiation-depth limit on deep specs.
- *
+ * Type-level inference from the schema DSL.
  * @module
  */
 import type { JsonValue } from '../json/json-value.js'

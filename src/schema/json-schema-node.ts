@@ -1,13 +1,6 @@
 /**
  * The raw JSON Schema subset toolyard enforces (the seam type only; checks live in
- * `json-schema.ts`). It is the shared vocabulary of tool parameters, tool outputs and
- * Code Mode SDK generation.
- *
- * Supported: every JSON root (`string`, `number`, `integer`, `boolean`, `null`, `array`,
- * `object`), an annotation-only node (`{}` or annotations only: any JSON value), scalar
- * `enum` / `const`, `properties` / `required` / `additionalProperties: boolean`,
- * single-schema `items`, and exact-one `oneOf`. Annotations must be lossless JSON.
- *
+ * `json-schema.ts`).
  * @module
  */
 import type { JsonPrimitive, JsonValue } from '../json/json-value.js'

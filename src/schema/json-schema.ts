@@ -1,18 +1,5 @@
 /**
- * The enforced raw JSON Schema subset: support checks, detachment, compilation and
- * validation. The validator is toolyard's own because it must run where code
- * generation is forbidden (workerd) and stay stack-safe: compilation walks the schema
- * with an explicit work stack, and validation is a loop over an explicit task stack
- * (`oneOf` branches included), so a schema or value 100,000 levels deep never reaches
- * the call-stack limit and costs time linear in its size.
- *
- * Supported keywords: `type` (one name), `enum` (non-empty array of JSON scalars),
- * `const` (a JSON scalar), `properties`, `required` (unique names),
- * `additionalProperties` (boolean), `items` (one schema), `oneOf` (non-empty), and the
- * annotations `title`, `description`, `$comment` (strings), `deprecated`, `readOnly`,
- * `writeOnly` (booleans), `default` (any lossless JSON) and `examples` (an array of
- * lossless JSON). Anything else is rejected by name.
- *
+ * The enforced raw JSON Schema subset: support checks, detachment, compilation and validation.
  * @module
  */
 import { LosslessJsonError, SchemaError, type SchemaViolation } from '../errors.js'

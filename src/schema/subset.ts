@@ -1,18 +1,6 @@
 /**
- * The raw JSON Schema subset as data, in one place: its keyword tables, the one reader
- * of a schema node, and the node classifier the SDK renderers draw from. The validator
- * (`json-schema.ts`), the TypeScript and Python SDK renderers (`code-mode/`) and the
- * definition validator all read schema nodes through {@link readSchemaNode}, so "what
- * the subset accepts" is written once.
- *
- * Two readers of one node differ only in what they do with the answer:
- * - `enforce` (the validator): anything outside the subset is a problem naming the
- *   keyword and its path, because a keyword the validator would not enforce must not be
- *   accepted silently;
- * - `render` (the SDK renderers): keywords that never change which JSON type a value
- *   has ({@link NARROWING_KEYWORDS}, malformed annotations, empty `enum` / `oneOf`) are
- *   tolerated, because a wider type is always an honest rendering.
- *
+ * The raw JSON Schema subset as data, in one place: its keyword tables, the one reader of a schema
+ * node, and the node classifier the SDK renderers draw from.
  * @module
  */
 import type { JsonPrimitive } from '../json/json-value.js'

@@ -1,12 +1,5 @@
 /**
- * The one definition validator. `defineTool()` (DSL specs) and `register()` (any
- * definition) both read a tool definition through {@link readToolDefinition}: every
- * member is read once, as a data property (a getter is refused and never run; a Proxy
- * trap that throws fails as `INVALID_DEFINITION`, never with its own error), and
- * checked. {@link detachToolDefinition} then turns a definition into the frozen,
- * detached copy the registry holds: schemas checked against the subset and deep-frozen,
- * functions captured, so mutating the author's object later changes nothing.
- *
+ * The one definition validator.
  * @module
  */
 import { LosslessJsonError, SchemaError, ToolError, type SchemaViolation } from '../errors.js'

@@ -1,16 +1,7 @@
 /**
- * The in-sandbox side of the wire protocol, platform-neutral: each platform's worker
- * entry obtains a private endpoint (a `MessagePort` handed over before any program
- * code exists) and calls {@link startBootstrap} with it. The bootstrap keeps the
- * endpoint in this closure only (never on `globalThis`, `workerData` or the worker's
- * parent port), binds its `postMessage` before the program runs, installs the binding
- * namespaces, the console shim and `ToolCallError`, compiles the program on its own as
- * an AsyncFunction body and posts the outcome as data.
- *
- * Nothing here is trusted by the host: a program can tamper with this realm at will,
- * and the host validates every message it receives. The care taken here (captured
- * intrinsics, bounded rendering) is for innocent programs' fidelity, not for security.
- *
+ * The in-sandbox side of the wire protocol, platform-neutral: each platform's worker entry obtains
+ * a private endpoint (a `MessagePort` handed over before any program code exists) and calls {@link
+ * startBootstrap} with it.
  * @module
  */
 import type { CodeLogLevel } from '../contract.js'

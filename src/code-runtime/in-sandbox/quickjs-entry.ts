@@ -1,14 +1,7 @@
 /**
  * The in-VM side of the QuickJS runtime, bundled (with the shared bootstrap of
  * `src/code-runtime/in-sandbox/bootstrap.ts`) into one script by `scripts/gen-bootstrap.mjs` and
- * evaluated inside each fresh QuickJS context. Never imported by host code.
- *
- * It adapts the host functions the engine passes in to the bootstrap's minimal
- * endpoint: messages leave as JSON text (so values cross as JSON copies, and the host
- * reads only strings) and arrive as JSON text through `deliver`. It also supplies the
- * timers the bootstrap and programs expect, backed by host timers, and the rest of
- * the sandbox's global environment (`src/code-runtime/in-sandbox/sandbox-globals.ts`).
- *
+ * evaluated inside each fresh QuickJS context.
  * @module
  */
 import { startBootstrap, strictJson } from './bootstrap.js'

@@ -1,23 +1,7 @@
 /**
- * The sandbox's global environment beyond ECMAScript: the same short list on every
- * platform (QuickJS in Node threads, in browser workers and inline in workerd), and
- * nothing else of any host. Runs INSIDE the VM, bundled into its script by
- * `scripts/gen-bootstrap.mjs`; never imported by host code.
- *
- * | global | backed by |
- * | --- | --- |
- * | `performance.now()` | the host clock (ms since the run began) |
- * | `Date.now()`, `new Date()`, `Math.random()` | the host's clock and generator (so a run's journal records them) |
- * | `crypto.getRandomValues()`, `crypto.randomUUID()` | the host's CSPRNG (bytes only) |
- * | `URL`, `URLSearchParams` | the host's WHATWG parser, through strings only |
- * | `TextEncoder`, `TextDecoder` (UTF-8) | in-VM code |
- * | `atob`, `btoa` | in-VM code |
- * | `structuredClone` | in-VM code (the structured-clone types QuickJS has) |
- *
- * Timers, `queueMicrotask` and `console` are installed by the sandbox entry and the
- * bootstrap. Every host service takes and returns strings or numbers: no host object
- * ever enters the VM.
- *
+ * The sandbox's global environment beyond ECMAScript: the same short list on every platform
+ * (QuickJS in Node threads, in browser workers and inline in workerd), and nothing else of any
+ * host.
  * @module
  */
 
