@@ -31,6 +31,7 @@ import type { DurableStore } from '../src/durable/index.js'
 import { createToolsApp, resumeAppRuns } from '../src/http/index.js'
 import { createToolRuntime } from '../src/registry/index.js'
 import type { ToolRuntime } from '../src/runtime-types.js'
+import { startOtel } from './start-otel.js'
 import { openPostgresStore } from './start-postgres.js'
 import { loadStartTokens, UNAUTHORIZED_HINT } from './start-tokens.js'
 
@@ -230,7 +231,9 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
   // With a data directory, runs waiting for a person and their approvals live in its file store: they outlive a crash.
   const store = options.store ?? (options.dataDir === undefined ? undefined : createFileStore(options.dataDir))
   const approvals = { ...(options.approvalTimeoutMs === undefined ? {} : { timeoutMs: options.approvalTimeoutMs }), plans: options.approvalPlans === true }
-  const runtime = createToolRuntime({ mode: 'both', codeRuntime, preflightEngine, approvals, ...(store === undefined ? {} : { store }) })
+  // With OTEL_EXPORTER_OTLP_ENDPOINT: traces and metrics over OTLP/HTTP (docs/observability.md).
+  const otel = await startOtel()
+  const runtime = createToolRuntime({ mode: 'both', codeRuntime, preflightEngine, approvals, ...(store === undefined ? {} : { store }), ...(otel === undefined ? {} : { telemetry: otel.telemetry }) })
   registerDemoTools(runtime, store === undefined ? {} : await durableWorkspace(store))
   // The writing tools ask a person: the playground shows Allow / Deny, API clients use /v1/approvals.
   askBeforeWriting(runtime)
@@ -248,6 +251,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
     await runtime.dispose()
     await codeRuntime.dispose()
     await preflightEngine.dispose()
+    await otel?.shutdown()
   }
   let served: ServedApp | undefined
   addPages(app, staticDir, { page: token, api: apiToken }, () => served?.url ?? '', codeRuntime.limits)
