@@ -6,8 +6,8 @@
 //     context (src/code-runtime/in-sandbox/bootstrap.ts, sandbox-globals.ts and
 //     src/code-runtime/in-sandbox/quickjs-entry.ts); its completion value is `{ install }`.
 //   - platforms/node/_sandbox-thread.mjs: the Node sandbox thread (platforms/node/
-//     sandbox-thread-entry.ts and the QuickJS engine it drives), an ES module whose
-//     QuickJS packages stay imports resolved next to the file; `npm run build` copies it
+//     sandbox-thread-entry.ts and the QuickJS engine it drives, sucrase bundled in), an ES
+//     module whose QuickJS packages stay imports resolved next to the file; `npm run build` copies it
 //     next to the compiled runtime.
 //   - platforms/node/_worker-source.ts: the trusted-code Node worker runtime's entry,
 //     started with `new Worker(WORKER_SOURCE, { eval: true })`.
@@ -42,7 +42,9 @@ const outputs = [
   {
     file: 'platforms/node/_sandbox-thread.mjs',
     entry: 'platforms/node/sandbox-thread-entry.ts',
-    options: { format: 'esm', platform: 'node', target: 'node20', packages: 'external' },
+    // sucrase is bundled in: Node loads one file instead of resolving its ~100 modules, about
+    // half of a thread's start-up (docs/runtimes.md); QuickJS stays external (its wasm sits beside it).
+    options: { format: 'esm', platform: 'node', target: 'node20', external: ['@jitl/*', 'quickjs-emscripten-core'] },
     render: (code, entry) => `${header(entry)}${code}`,
   },
   {

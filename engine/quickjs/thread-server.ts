@@ -40,6 +40,18 @@ function stripStart(start: string): { readonly ok: true; readonly start: string 
   return { ok: true, start: JSON.stringify({ ...message, program: stripped.code }) }
 }
 
+let stripperWarm = false
+/**
+ * Warms the stripper, its backtracking paths included, once, in idle time after a thread's
+ * first run: later strips skip the JIT's warm-up (a cold refusal of a pathological program
+ * measured 4 times a warm one), and the first run does not wait for it.
+ */
+function warmStripper(): void {
+  if (stripperWarm) return
+  stripperWarm = true
+  stripTypeScript('const warm = (a: number = (b = 1) => b): number => <number>(<number>(a as number))\nreturn <T,>(x: T) => x')
+}
+
 interface Current {
   readonly id: number
   readonly vm: VmRun
@@ -158,7 +170,9 @@ export function serveSandboxThread(channel: SandboxThreadChannel, variant: Quick
       channel.post({ type: 'ended', run: id })
       // Idle time: build the next run's sandbox now, then say so (the host prefers primed threads).
       setTimeout(() => {
-        if (current === undefined) void prebuild().then(() => channel.post({ type: 'ready' }))
+        if (current !== undefined) return
+        warmStripper()
+        void prebuild().then(() => channel.post({ type: 'ready' }))
       }, 0)
     })
   }
@@ -170,10 +184,7 @@ export function serveSandboxThread(channel: SandboxThreadChannel, variant: Quick
       busy = new Float64Array(data.signals)
     }
     engine = new QuickJsEngine({ sandboxSource: data.sandboxSource, variant, ...(data.wasmModule === undefined ? {} : { wasmModule: data.wasmModule }) })
-    // Warm the stripper, its backtracking paths included, while nothing waits: a thread's first
-    // strip otherwise pays the JIT's warm-up inside a run (~20 ms for a plain program; a cold
-    // refusal of a pathological one measured 4 times a warm one).
-    stripTypeScript('const warm = (a: number = (b = 1) => b): number => <number>(<number>(a as number))\nreturn <T,>(x: T) => x')
+    // Nothing before `ready` that a first `return 1` does not need: the stripper warms after the first run.
     void prebuild().then(() => channel.post({ type: 'ready' }))
   }
 

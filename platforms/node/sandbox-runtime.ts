@@ -86,10 +86,20 @@ function spawnThread(): SandboxThread {
 
 const require = createRequire(import.meta.url)
 
-/** The QuickJS wasm, read and compiled once per runtime (off the event loop: `WebAssembly.compile`). */
-async function loadWasm(): Promise<WebAssembly.Module> {
-  const bytes = await readFile(require.resolve('@jitl/quickjs-wasmfile-release-sync/wasm'))
-  return WebAssembly.compile(bytes)
+let compiled: Promise<WebAssembly.Module> | undefined
+
+/**
+ * The QuickJS wasm, read and compiled once per process (off the event loop:
+ * `WebAssembly.compile`) and shared by every runtime's threads; a failed load is retried.
+ */
+function loadWasm(): Promise<WebAssembly.Module> {
+  if (compiled !== undefined) return compiled
+  const attempt = readFile(require.resolve('@jitl/quickjs-wasmfile-release-sync/wasm')).then((bytes) => WebAssembly.compile(bytes))
+  compiled = attempt
+  attempt.catch(() => {
+    if (compiled === attempt) compiled = undefined
+  })
+  return attempt
 }
 
 const platform: SandboxPlatform = {
