@@ -9,6 +9,7 @@
 //     sandbox-thread-entry.ts and the QuickJS engine it drives, sucrase bundled in), an ES
 //     module whose QuickJS packages stay imports resolved next to the file; `npm run build` copies it
 //     next to the compiled runtime.
+//   - platforms/node/_python-thread.mjs: the Node Python sandbox thread (MicroPython).
 //   - platforms/node/_worker-source.ts: the trusted-code Node worker runtime's entry,
 //     started with `new Worker(WORKER_SOURCE, { eval: true })`.
 //
@@ -45,6 +46,12 @@ const outputs = [
     // sucrase is bundled in: Node loads one file instead of resolving its ~100 modules, about
     // half of a thread's start-up (docs/runtimes.md); QuickJS stays external (its wasm sits beside it).
     options: { format: 'esm', platform: 'node', target: 'node20', external: ['@jitl/*', 'quickjs-emscripten-core'] },
+    render: (code, entry) => `${header(entry)}${code}`,
+  },
+  {
+    file: 'platforms/node/_python-thread.mjs',
+    entry: 'platforms/node/python-thread-entry.ts',
+    options: { format: 'esm', platform: 'node', target: 'node20', packages: 'external' },
     render: (code, entry) => `${header(entry)}${code}`,
   },
   {

@@ -12,6 +12,8 @@ import { createSandboxRuntimeOn } from '../../src/code-runtime/sandbox-runtime.j
 import { slicedDelivery, whenAllDrained } from '../../src/code-runtime/sliced-delivery.js'
 import type { SlicedListener } from '../../src/code-runtime/sliced-delivery.js'
 import { spawnCappedWorker } from './_capped-worker.js'
+import { createPythonSandboxRuntime } from './python-sandbox-runtime.js'
+import { ToolError } from '../../src/errors.js'
 import { SANDBOX_SOURCE } from '../../engine/quickjs/_sandbox-source.js'
 import type { SandboxPlatform, SandboxRuntime, SandboxRuntimeOptions, SandboxThread } from '../../src/code-runtime/sandbox-runtime.js'
 
@@ -137,6 +139,12 @@ const platform: SandboxPlatform = {
  * await codeRuntime.dispose()
  * ```
  */
-export function createSandboxRuntime(options?: SandboxRuntimeOptions): SandboxRuntime {
+export function createSandboxRuntime(options?: SandboxRuntimeOptions & { readonly language?: 'typescript' | 'python' }): SandboxRuntime {
+  if (options?.language === 'python') return createPythonSandboxRuntime(options)
+  if (options?.language !== undefined) {
+    if (options.language !== 'typescript') throw new ToolError('INVALID_OPTIONS', `createSandboxRuntime: options.language must be 'typescript' or 'python'`)
+    const { language: _language, ...rest } = options
+    return createSandboxRuntimeOn(platform, rest)
+  }
   return createSandboxRuntimeOn(platform, options)
 }

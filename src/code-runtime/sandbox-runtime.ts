@@ -113,8 +113,8 @@ export interface SandboxRuntimeLoad extends CodeRuntimeLoad {
 
 /** The sandbox runtime: a {@link CodeRuntime} with its pool's controls. */
 export interface SandboxRuntime extends CodeRuntime {
-  readonly language: 'typescript'
-  readonly isolation: 'quickjs-sandbox'
+  readonly language: 'typescript' | 'python'
+  readonly isolation: 'quickjs-sandbox' | 'micropython-sandbox'
   /** The validated limits every run uses. */
   readonly limits: CodeRunLimits
   /** Resolves once the pre-spawned threads have booted and built their first sandbox. */
@@ -151,6 +151,8 @@ export interface SandboxPlatform {
   readonly sharedMemory: boolean
   /** Logical cores and total memory in MiB (`undefined` when the platform cannot tell). */
   readonly machine: { readonly cores: number; readonly memoryMb: number | undefined }
+  /** The language its threads run: `typescript` (QuickJS, the default) or `python` (MicroPython). */
+  readonly language?: 'typescript' | 'python'
   /** Platform option keys beyond {@link SandboxRuntimeOptions}, validated by the platform. */
   readonly extraOptions?: readonly string[]
   /** Keeps a housekeeping timer from holding the process open (Node's `unref`). */
@@ -1010,8 +1012,8 @@ export function createSandboxRuntimeOn(platform: SandboxPlatform, options?: Sand
     confinesAuthority: true,
   })
   return Object.freeze({
-    language: 'typescript' as const,
-    isolation: 'quickjs-sandbox' as const,
+    language: platform.language ?? 'typescript',
+    isolation: platform.language === 'python' ? 'micropython-sandbox' : 'quickjs-sandbox',
     capabilities,
     limits: resolved.limits,
     run: (request: CodeRunRequest) => lifecycle.run(request),

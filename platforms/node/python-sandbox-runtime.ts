@@ -1,0 +1,87 @@
+/**
+ * The Python sandbox for Node: the pooled sandbox runtime (src/code-runtime/sandbox-runtime.ts)
+ * whose `worker_threads` run MicroPython (engine/python) instead of QuickJS. Reached as
+ * `createSandboxRuntime({ language: 'python' })` from `toolyard/node`.
+ *
+ * @module
+ */
+import { availableParallelism, totalmem } from 'node:os'
+import { createSandboxRuntimeOn } from '../../src/code-runtime/sandbox-runtime.js'
+import { slicedDelivery, whenAllDrained } from '../../src/code-runtime/sliced-delivery.js'
+import type { SlicedListener } from '../../src/code-runtime/sliced-delivery.js'
+import { spawnCappedWorker } from './_capped-worker.js'
+import type { SandboxPlatform, SandboxRuntime, SandboxRuntimeOptions, SandboxThread } from '../../src/code-runtime/sandbox-runtime.js'
+
+/** The thread entry, generated next to this file (and copied next to its build). */
+const THREAD_URL = new URL('./_python-thread.mjs', import.meta.url)
+
+/** A thread's own JavaScript heap: the interpreter's heap is wasm memory, outside it. */
+const THREAD_HEAP_MB = 64
+
+function spawnPythonThread(): SandboxThread {
+  const worker = spawnCappedWorker(THREAD_URL, {
+    env: {},
+    argv: [],
+    execArgv: [],
+    stdin: false,
+    stdout: true,
+    stderr: true,
+    resourceLimits: { maxOldGenerationSizeMb: THREAD_HEAP_MB },
+    name: 'toolyard-python-sandbox',
+  })
+  worker.unref()
+  let exited = false
+  const exitListeners: Array<(reason: string) => void> = []
+  let lastError = ''
+  worker.on('error', (error) => {
+    lastError = error instanceof Error ? error.message : String(error)
+  })
+  const deliveries: SlicedListener[] = []
+  worker.once('exit', (code) => {
+    exited = true
+    const reason = `exit code ${code}${lastError === '' ? '' : ` (${lastError})`}`
+    whenAllDrained(deliveries, () => {
+      for (const listener of exitListeners.splice(0)) listener(reason)
+    })
+  })
+  return {
+    postMessage: (message) => worker.postMessage(message),
+    onMessage: (listener) => {
+      const deliver = slicedDelivery(listener)
+      deliveries.push(deliver)
+      worker.on('message', deliver)
+    },
+    onExit: (listener) => {
+      if (exited) listener('exited')
+      else exitListeners.push(listener)
+    },
+    terminate: async () => {
+      if (!exited) await worker.terminate()
+    },
+    setActive: (active) => (active ? worker.ref() : worker.unref()),
+  }
+}
+
+const platform: SandboxPlatform = {
+  factory: 'createSandboxRuntime',
+  language: 'python',
+  // The prelude is part of the thread's bundle; the boot message carries nothing for it.
+  sandboxSource: '',
+  spawn: spawnPythonThread,
+  sharedMemory: true,
+  machine: { cores: availableParallelism(), memoryMb: Math.floor(totalmem() / (1024 * 1024)) },
+  extraOptions: ['language'],
+  unrefTimer: (timer) => {
+    timer.unref()
+  },
+}
+
+/**
+ * Creates the Python Code Mode sandbox on Node: MicroPython (wasm) in a pool of
+ * `worker_threads`, a fresh interpreter per run, with the TypeScript sandbox's budgets,
+ * caps and admission control. Python runs do not park (no journal): a run waiting for a
+ * person keeps its thread. Validates `options` at once (`INVALID_OPTIONS`).
+ */
+export function createPythonSandboxRuntime(options?: SandboxRuntimeOptions & { readonly language?: 'typescript' | 'python' }): SandboxRuntime {
+  return createSandboxRuntimeOn(platform, options)
+}
