@@ -1,8 +1,6 @@
 /**
- * The public shape of the registry (`ToolRuntime`): its scopes, the pipeline entry, the
- * hook names and their payloads, prompt assembly and the options a registry is created
- * with. `registry/` implements it; Code Mode, the HTTP app and the platforms consume it.
- *
+ * The public shape of the registry (`ToolRuntime`): scopes, the pipeline entry, hooks and
+ * their payloads, prompt assembly, the runtime's broker and events, and its options.
  * @module
  */
 import type { ToolTelemetryOptions } from './telemetry/types.js'

@@ -1,15 +1,7 @@
 /**
- * MCP export: the registry served as a stateless MCP server over Streamable HTTP, as a
- * Hono sub-app of web-standard Request/Response only (Node, browsers' service workers,
- * workerd). It speaks the JSON-RPC subset a tool server needs — `initialize`, `ping`,
- * `tools/list`, `tools/call` — and answers with `application/json`, except a `tools/call`
- * from a client that declared `elicitation`: that is answered with an event stream, so a
- * call that needs approval can ask the client (`elicitation/create`, `_elicitation.ts`)
- * before its result follows.
- *
- * `tools/list` follows the presentation mode of the agent; `tools/call` goes through
- * `runtime.execute` (the whole pipeline). docs/mcp.md documents the mapping.
- *
+ * The MCP export: the registry as a stateless MCP server over Streamable HTTP (a Hono app,
+ * web standards only): `initialize`, `ping`, `tools/list`, `tools/call`, and elicitation for
+ * approvals (`_elicitation.ts`). docs/mcp.md documents the mapping.
  * @module
  */
 import { Hono } from 'hono'

@@ -1,26 +1,7 @@
 /**
- * `createToolRuntime()`: the registry, composed from its parts. Each part lives in its
- * own file, and this file only wires them: it builds the one {@link RegistryContext}
- * (`context.ts`) and hands it to every part, which reads the `Pick<>` it names.
- *
- * | part | file | owns |
- * | --- | --- | --- |
- * | context | `context.ts` | the parts every part shares; the one `execute(input, how?)` |
- * | options | `options.ts` | validation and defaults |
- * | tool layers | `layers.ts` | global + agent layers, masks, presentation, resolution |
- * | views | `view.ts` | per agent: what it sees, may call natively or from code, `run_code` (`runtime.view`) |
- * | hook bus | `hooks.ts` | listeners by hook, `tools/changed` |
- * | scopes | `scope.ts`, `agents.ts` | registrations and their disposal, the agent facade |
- * | in-flight calls | `in-flight.ts` | cancellation, quiescence, live tokens |
- * | pipeline | `pipeline.ts` (+ `call.ts`, `policy.ts`, `dispatch.ts`, `output.ts`) | the phase and stage tables and their loop |
- * | Code Mode link | `code-mode-link.ts` | the registry as `run_code` sees it |
- * | prompt | `prompt-sections.ts`, `assembly.ts` | sections and assembly |
- * | catalogs | `tool-catalog.ts` | each scope's `catalog` and budgeted SDK text |
- * | batches | `batch.ts`, `schedule.ts` | `runToolCalls`: one turn per phase of each call |
- * | preflight | `../preflight/` | `runtime.preflight()` and `run_code`'s check |
- *
- * See docs/architecture.md for the map and docs/pipeline.md for the rules.
- *
+ * `createToolRuntime()`: wires the registry's parts (each in its own file, sharing one
+ * `RegistryContext`) and what the runtime owns for its callers: its approval broker and
+ * event hub. docs/architecture.md maps the parts.
  * @module
  */
 import { RUN_CODE_TOOL_NAME } from '../code-mode/registry-seam.js'
