@@ -1,7 +1,5 @@
 /**
- * OpenTelemetry for toolyard: spans and metrics through objects of the API's shape that
- * the caller passes (`ToolRuntimeOptions.telemetry`); see docs/observability.md.
- *
+ * OpenTelemetry for toolyard through objects of the API's shape (docs/observability.md).
  * @module
  */
 export { parseTraceparent, traceCarrierOf, traceparentOf } from './trace-context.js'

@@ -1,8 +1,5 @@
 /**
- * One span per call (`execute_tool <name>`, GenAI semantic conventions) and the metrics
- * beside it. A program's sub-calls are children of its `run_code` span through the
- * parent's live token: no context crosses the sandbox's thread.
- *
+ * One `execute_tool <name>` span per call (GenAI conventions), a program's events, the metrics.
  * @module
  */
 import { renderApprovalArguments } from '../approvals/render.js'

@@ -1,8 +1,5 @@
 /**
- * W3C Trace Context in the core: `traceparent` parsed strictly (the spec's rules, no
- * leniency), and the API's `Context` made without the API (its span key is the
- * cross-version `Symbol.for` the API itself uses), so a remote parent needs no import.
- *
+ * W3C Trace Context in the core: `traceparent` parsed strictly, the API's `Context` without the API.
  * @module
  */
 import type { TelemetryContext, TelemetrySpan, TelemetrySpanContext, TraceCarrier } from './types.js'

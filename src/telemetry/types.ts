@@ -1,8 +1,5 @@
 /**
- * The OpenTelemetry API shapes the core uses, declared structurally: the caller passes
- * `trace.getTracer('toolyard')` and `metrics.getMeter('toolyard')` from `@opentelemetry/api`
- * (an optional peer), and the core imports nothing from it at run time.
- *
+ * The OpenTelemetry API shapes the core uses, declared structurally (no run-time import).
  * @module
  */
 
