@@ -43,6 +43,18 @@ const parameters: ObjectJsonSchema = {
   additionalProperties: false,
 }
 
+/** The same parameters, worded for a Python code runtime. */
+const pythonParameters: ObjectJsonSchema = {
+  ...parameters,
+  properties: {
+    ...parameters.properties,
+    code: {
+      type: 'string',
+      description: 'The program, in Python: the body of an async function. Call tools as `await tools.name(args)`; emit results with `return` and/or `print(...)`.',
+    },
+  },
+}
+
 const outputSchema: JsonSchemaNode = {
   type: 'object',
   properties: {
@@ -228,12 +240,14 @@ async function runWithPreflight(registry: CodeModeRegistry, preflight: RunCodePr
  * ```
  */
 export function createRunCodeTool(registry: CodeModeRegistry, preflight?: RunCodePreflight): AnyToolDefinition {
+  // A bare registry (no code runtime yet) gets the TypeScript wording.
+  const python = typeof registry.codeRuntime === 'function' && registry.codeRuntime()?.language === 'python'
   const definition: ToolDefinition<RunCodeArgs, JsonObject> = {
     name: RUN_CODE_TOOL_NAME,
-    description:
-      'Run a program that calls the available tools through the `tools` SDK. Only what the ' +
-      'program prints or returns comes back.',
-    parameters,
+    description: python
+      ? 'Run a Python program that calls the available tools through the `tools` SDK. Only what the program prints or returns comes back.'
+      : 'Run a program that calls the available tools through the `tools` SDK. Only what the ' + 'program prints or returns comes back.',
+    parameters: python ? pythonParameters : parameters,
     output: {
       schema: outputSchema,
       render: (_args, value) => [{ type: 'text', text: renderRunCodeOutput(value as unknown as RunCodeOutput) }],

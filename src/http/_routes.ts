@@ -124,7 +124,7 @@ function agentField(agent: ScopeKey | undefined): { agent?: ScopeKey } {
 
 /** The fields each JSON route reads; any other top-level field is refused, naming it. */
 const EXECUTE_FIELDS: readonly string[] = ['arguments', 'callId', 'agent']
-const RUN_FIELDS: readonly string[] = ['code', 'description', 'agent']
+const RUN_FIELDS: readonly string[] = ['code', 'description', 'agent', 'language']
 
 async function objectBody(c: Context, config: ApiConfig, fields: readonly string[]): Promise<Record<string, unknown>> {
   const value = await readJsonBody(c.req.raw, config.maxBodyBytes)
@@ -341,6 +341,11 @@ export async function prepareRun(c: Context, runtime: ToolRuntime, config: ApiCo
   if (Object.hasOwn(body, 'callId')) throw invalidRequest(RUN_CALL_ID_REFUSED)
   refuseUnknownFields(body, RUN_FIELDS)
   const agent = bodyAgent(c, body)
+  // `language` names the language the client wrote; the server runs its code runtime's one language.
+  const serverLanguage = runtime.options.codeRuntime?.language ?? 'typescript'
+  if (Object.hasOwn(body, 'language') && body.language !== serverLanguage) {
+    throw invalidRequest(`language ${JSON.stringify(body.language)} is not run here: this server runs ${serverLanguage} programs`)
+  }
   // Decided before anything runs or streams, so JSON and SSE answer alike: a stream's
   // status line is sent at once and could no longer say 404. The agent's view is the one
   // answer to whether its model may call `run_code` (presented, and callable natively).
