@@ -90,15 +90,18 @@ describe('createToolRuntime({ approvals })', () => {
   })
 })
 
+/** workerd refuses code generation while it serves (the in-process runtime cannot run a program there); the hub is the same code everywhere. */
+const inWorkerd = globalThis.navigator?.userAgent === 'Cloudflare-Workers'
+
 describe('runtime.events', () => {
-  it('is a hub the runtime makes; a sessionLog sink hears each event first; a hub passed in is the runtime\'s', async () => {
+  it.skipIf(inWorkerd)('is a hub the runtime makes; a sessionLog sink hears each event first; a hub passed in is the runtime\'s', async () => {
     const heard: string[] = []
     const sink = { append: (event: SessionLogEvent) => void heard.push(`sink:${event.type}`) }
     const runtime = createToolRuntime({ mode: 'code', codeRuntime: createInProcessRuntime(), sessionLog: sink })
     runtime.register(defineTool({ name: 'echo', description: 'Echo', parameters: {}, output: { schema: { type: 'string' }, render: () => [] }, execute: () => 'e' }))
     runtime.events.subscribe((event) => void heard.push(`hub:${event.type}`))
     const result = await runtime.execute({ callId: 'r1', name: 'run_code', arguments: { code: 'await tools.echo({}); return 1', description: 'd' }, signal: new AbortController().signal })
-    expect(result.isError).toBe(false)
+    expect(result.isError ? result.error : undefined).toBeUndefined()
     expect(heard).toEqual(['sink:tool/code-dispatch-start', 'hub:tool/code-dispatch-start', 'sink:tool/code-dispatch', 'hub:tool/code-dispatch'])
     const hub = createSessionLogHub()
     expect(createToolRuntime({ sessionLog: hub }).events).toBe(hub)
