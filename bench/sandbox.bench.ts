@@ -263,7 +263,7 @@ async function timedReturn1(contender: Contender): Promise<number> {
  * one thread (the next run comes while the thread makes its next VM) and QuickJS on the
  * host thread (each back-to-back run makes its own), with the bare worker again. Then the cost of making one VM, in this thread with the burner
  * running: booting it (runtime, context, in-VM script) vs restoring the booted VM's
- * memory image, 50 of each, interleaved.
+ * memory image into a fresh instance vs resetting a released instance in place, 50 of each, interleaved.
  */
 async function coldUnderLoad(wasmModule: WebAssembly.Module): Promise<void> {
   const burner = spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' })
@@ -313,9 +313,11 @@ async function backToBack(contenders: readonly Contender[]): Promise<readonly [n
 async function vmBuildCost(wasmModule: WebAssembly.Module): Promise<void> {
   const variant = defaultVariant as unknown as QuickJSSyncVariant
   const booting = new QuickJsEngine({ sandboxSource: SANDBOX_SOURCE, variant, wasmModule, images: false })
-  const imaging = new QuickJsEngine({ sandboxSource: SANDBOX_SOURCE, variant, wasmModule })
+  const imaging = new QuickJsEngine({ sandboxSource: SANDBOX_SOURCE, variant, wasmModule, inPlace: false })
+  const inPlace = new QuickJsEngine({ sandboxSource: SANDBOX_SOURCE, variant, wasmModule })
   const boot = { wall: [] as number[], cpu: [] as number[] }
   const restore = { wall: [] as number[], cpu: [] as number[] }
+  const reset = { wall: [] as number[], cpu: [] as number[] }
   const time = async (engine: QuickJsEngine, into: typeof boot | undefined) => {
     const cpu = process.cpuUsage()
     const start = performance.now()
@@ -329,10 +331,12 @@ async function vmBuildCost(wasmModule: WebAssembly.Module): Promise<void> {
   for (let i = 0; i < 5; i++) {
     await time(booting, undefined)
     await time(imaging, undefined)
+    await time(inPlace, undefined)
   }
   for (let i = 0; i < 50; i++) {
     await time(booting, boot)
     await time(imaging, restore)
+    await time(inPlace, reset)
   }
   const us = (n: number) => `${n.toFixed(0)} µs`.padStart(9)
   const row = (name: string, { wall, cpu }: typeof boot) =>
@@ -341,7 +345,9 @@ async function vmBuildCost(wasmModule: WebAssembly.Module): Promise<void> {
   console.log(`  ${''.padEnd(40)} ${'wall p50'.padStart(9)} ${'wall p99'.padStart(9)} ${'wall min'.padStart(9)} ${'CPU p50'.padStart(9)}`)
   row('boot (runtime, context, in-VM script)', boot)
   row('restore of the booted image', restore)
+  row('restore in place (released instance reset)', reset)
   console.log(`  restore / boot: wall p50 ${(percentile(restore.wall, 50) / percentile(boot.wall, 50)).toFixed(2)}×, CPU p50 ${(percentile(restore.cpu, 50) / percentile(boot.cpu, 50)).toFixed(2)}×`)
+  console.log(`  in place / restore: wall p50 ${(percentile(reset.wall, 50) / percentile(restore.wall, 50)).toFixed(2)}×, CPU p50 ${(percentile(reset.cpu, 50) / percentile(restore.cpu, 50)).toFixed(2)}×`)
 }
 
 /**

@@ -1,21 +1,7 @@
 /**
- * The QuickJS engine shared by every runtime that runs programs in QuickJS: the inline
- * runtime of `toolyard/quickjs` (workerd) and the sandbox threads of
- * `createSandboxRuntime` (Node `worker_threads`, browser Web Workers). No `node:*`
- * import here, on purpose: it runs in all of them.
- *
- * A {@link QuickJsEngine} resolves the variant (emscripten factory, FFI, compiled wasm)
- * once; each {@link QuickJsSandbox} it builds is a fresh wasm instance over its own
- * fixed `WebAssembly.Memory` (QuickJS's own memory limit does not cap strings or typed
- * arrays; a memory that cannot grow does), with a 96 KiB stack limit, an interrupt
- * handler, the in-VM script of `_sandbox-source.ts` installed, and nothing of the
- * program yet. A sandbox serves exactly one run and is then dropped whole.
- *
- * Only the first two sandboxes of each memory size are booted that way; the engine takes
- * an image of the second one's memory (`vm-image.ts`), and every later sandbox is a
- * fresh instance with a fresh memory into which the image is copied: the same booted VM,
- * made without evaluating the script again (see {@link QuickJsEngine.build}).
- *
+ * The QuickJS engine shared by the inline runtime (`toolyard/quickjs`) and the sandbox
+ * threads: builds one-run VMs (booted, restored from a memory image, or restored in place
+ * on a released VM's instance: docs/runtimes.md "How a VM is made"). No `node:*` import.
  * @module
  */
 import { Lifetime, QuickJSRuntime, QuickJSWASMModule } from 'quickjs-emscripten-core'
@@ -33,7 +19,7 @@ import type {
   VmFunctionImplementation,
 } from 'quickjs-emscripten-core'
 import { ToolError } from '../../src/errors.js'
-import { nonZeroChunks, restoreMemoryImage, takeMemoryImage } from './vm-image.js'
+import { nonZeroChunks, resetMemoryToImage, restoreMemoryImage, takeMemoryImage } from './vm-image.js'
 import type { MemoryImage } from './vm-image.js'
 
 /** A precompiled QuickJS wasm module, or a function that loads one (called once, memoized on success). */
@@ -45,6 +31,9 @@ export const MAX_MEMORY_MB = 2048
 export const MIN_MEMORY_MB = 16
 const INITIAL_PAGES = 256
 const PAGES_PER_MB = 16
+const PAGE_BYTES = 65_536
+/** A released instance whose memory grew more than this past its image is dropped, not reset: zeroing it would cost more than a fresh one, and its pages would stay resident. */
+const MAX_RECYCLED_GROWTH_BYTES = 16 * 1024 * 1024
 /**
  * QuickJS's own stack limit, which turns deep recursion into a catchable `InternalError:
  * stack overflow`. It counts only QuickJS's shadow stack in wasm memory; each of those
@@ -135,6 +124,8 @@ export class QuickJsSandbox {
   readonly #early: string[] = []
   #attached = false
   #disposed = false
+  /** Set by the engine for a sandbox whose instance may serve the next one: called once at release. */
+  recycle: (() => void) | undefined
 
   /**
    * How this VM was made: `booted` (runtime, context and in-VM script created in it) or
@@ -204,14 +195,17 @@ export class QuickJsSandbox {
 
   /**
    * Ends the sandbox's service to its run: no message, timer or interrupt reaches the run
-   * any more, and the whole instance is left to the garbage collector. Nothing is freed
-   * piecewise: the VM's objects all live in its private wasm memory, which goes with the
-   * instance (freeing them first cost ~0.3 ms per run, on the run's critical path), and
-   * no host-side registry outlives the instance.
+   * any more. Nothing is freed piecewise (the VM's objects all live in its wasm memory):
+   * the instance goes to the engine for its next VM (reset to the image) unless it
+   * crashed, else to the garbage collector.
    */
   release(): void {
+    if (this.#disposed) return
     this.#disposed = true
     this.#listener = undefined
+    // A trapped instance is never reused: its stack pointer and heap are anyone's guess.
+    if (!this.crashed) this.recycle?.()
+    this.recycle = undefined
   }
 
   /** Frees the VM explicitly (a no-op once released or disposed, or after a crash). */
@@ -219,6 +213,7 @@ export class QuickJsSandbox {
     if (this.#disposed) return
     this.#disposed = true
     this.#listener = undefined
+    this.recycle = undefined
     if (this.crashed) return
     try {
       for (const handle of this.#handles) if (handle.alive) handle.dispose()
@@ -326,6 +321,11 @@ export interface QuickJsEngineOptions {
    * image of the first one. For measuring the two side by side; default `true`.
    */
   readonly images?: boolean
+  /**
+   * `false`: every restored sandbox gets a fresh wasm instance instead of resetting a
+   * released one's memory in place. For measuring the two side by side; default `true`.
+   */
+  readonly inPlace?: boolean
 }
 
 /**
@@ -379,6 +379,8 @@ export class QuickJsEngine {
   readonly #boots = new Map<number, number>()
   /** Sizes whose image could not be taken or restored: every build of them boots, and none scans the memory again. */
   readonly #unimageable = new Set<number>()
+  /** Per memory size, the instance of a released sandbox: the next build resets its memory in place. */
+  readonly #spares = new Map<number, Instantiated>()
 
   constructor(options: QuickJsEngineOptions) {
     this.#options = options
@@ -447,9 +449,17 @@ export class QuickJsEngine {
     const parts = await this.#loadParts()
     const image = this.#images.get(memoryMb)
     if (image !== undefined) {
-      const instance = await this.#instantiate(parts, memoryMb, image.memory.pages)
+      const spare = this.#spares.get(memoryMb)
+      this.#spares.delete(memoryMb)
+      const reused = spare !== undefined && spare.memory.buffer.byteLength <= image.memory.pages * PAGE_BYTES + MAX_RECYCLED_GROWTH_BYTES
+      const instance = reused ? spare : await this.#instantiate(parts, memoryMb, image.memory.pages)
       try {
-        return restoreSandbox(instance, new parts.Ffi(instance.emscripten), image)
+        if (reused) resetMemoryToImage(instance.memory, image.memory)
+        const sandbox = restoreSandbox(instance, new parts.Ffi(instance.emscripten), image, !reused)
+        sandbox.recycle = () => {
+          if (this.#options.inPlace !== false) this.#spares.set(memoryMb, instance)
+        }
+        return sandbox
       } catch {
         // Never seen: the image does not fit this library. Booting is slower, still correct.
         this.#images.delete(memoryMb)
@@ -589,10 +599,11 @@ type RuntimeCallbacks = ConstructorParameters<typeof QuickJSRuntime>[0]['callbac
  * functions under the ids the VM's function objects hold, and handles to the values
  * the booted sandbox kept (`deliver`, `fire`, ...). Throws if anything does not line up.
  */
-function restoreSandbox(instance: Instantiated, ffi: QuickJSFFI, image: SandboxImage): QuickJsSandbox {
+function restoreSandbox(instance: Instantiated, ffi: QuickJSFFI, image: SandboxImage, fresh: boolean): QuickJsSandbox {
   const { emscripten, memory } = instance
   if (!runsOn(emscripten, memory)) throw new Error('the instance does not run on the memory it was given')
-  restoreMemoryImage(memory, image.memory)
+  // A reused instance's memory was reset to the image by the caller.
+  if (fresh) restoreMemoryImage(memory, image.memory)
   // Sets `emscripten.callbacks`, through which the wasm calls the host.
   const quickjs = new QuickJSWASMModule(emscripten, ffi)
   const callbacks = (quickjs as unknown as { readonly callbacks: RuntimeCallbacks }).callbacks

@@ -24039,10 +24039,28 @@ function restoreMemoryImage(memory, image) {
     at += length;
   }
 }
+function resetMemoryToImage(memory, image) {
+  const heap = new Uint8Array(memory.buffer);
+  if (heap.length < image.pages * PAGE_BYTES) throw new RangeError("the memory is smaller than the image");
+  const { runs, bytes } = image;
+  let at = 0;
+  let zeroFrom = 0;
+  for (let i = 0; i < runs.length; i += 2) {
+    const offset = runs[i];
+    const length = runs[i + 1];
+    if (offset > zeroFrom) heap.fill(0, zeroFrom, offset);
+    heap.set(bytes.subarray(at, at + length), offset);
+    at += length;
+    zeroFrom = offset + length;
+  }
+  heap.fill(0, zeroFrom);
+}
 
 // engine/quickjs/engine.ts
 var INITIAL_PAGES = 256;
 var PAGES_PER_MB = 16;
+var PAGE_BYTES2 = 65536;
+var MAX_RECYCLED_GROWTH_BYTES = 16 * 1024 * 1024;
 var MAX_STACK_BYTES = 96 * 1024;
 var MEMORY_HEADROOM_BYTES = 4 * 1024 * 1024;
 var MAX_RANDOM_BYTES = 65536;
@@ -24080,6 +24098,8 @@ var QuickJsSandbox = class {
   #early = [];
   #attached = false;
   #disposed = false;
+  /** Set by the engine for a sandbox whose instance may serve the next one: called once at release. */
+  recycle;
   /**
    * How this VM was made: `booted` (runtime, context and in-VM script created in it) or
    * `restored` (a fresh instance given a booted VM's memory image). Either way nothing of
@@ -24127,20 +24147,23 @@ var QuickJsSandbox = class {
   }
   /**
    * Ends the sandbox's service to its run: no message, timer or interrupt reaches the run
-   * any more, and the whole instance is left to the garbage collector. Nothing is freed
-   * piecewise: the VM's objects all live in its private wasm memory, which goes with the
-   * instance (freeing them first cost ~0.3 ms per run, on the run's critical path), and
-   * no host-side registry outlives the instance.
+   * any more. Nothing is freed piecewise (the VM's objects all live in its wasm memory):
+   * the instance goes to the engine for its next VM (reset to the image) unless it
+   * crashed, else to the garbage collector.
    */
   release() {
+    if (this.#disposed) return;
     this.#disposed = true;
     this.#listener = void 0;
+    if (!this.crashed) this.recycle?.();
+    this.recycle = void 0;
   }
   /** Frees the VM explicitly (a no-op once released or disposed, or after a crash). */
   dispose() {
     if (this.#disposed) return;
     this.#disposed = true;
     this.#listener = void 0;
+    this.recycle = void 0;
     if (this.crashed) return;
     try {
       for (const handle of this.#handles) if (handle.alive) handle.dispose();
@@ -24231,6 +24254,8 @@ var QuickJsEngine = class {
   #boots = /* @__PURE__ */ new Map();
   /** Sizes whose image could not be taken or restored: every build of them boots, and none scans the memory again. */
   #unimageable = /* @__PURE__ */ new Set();
+  /** Per memory size, the instance of a released sandbox: the next build resets its memory in place. */
+  #spares = /* @__PURE__ */ new Map();
   constructor(options) {
     this.#options = options;
   }
@@ -24289,9 +24314,17 @@ var QuickJsEngine = class {
     const parts = await this.#loadParts();
     const image = this.#images.get(memoryMb);
     if (image !== void 0) {
-      const instance2 = await this.#instantiate(parts, memoryMb, image.memory.pages);
+      const spare = this.#spares.get(memoryMb);
+      this.#spares.delete(memoryMb);
+      const reused = spare !== void 0 && spare.memory.buffer.byteLength <= image.memory.pages * PAGE_BYTES2 + MAX_RECYCLED_GROWTH_BYTES;
+      const instance2 = reused ? spare : await this.#instantiate(parts, memoryMb, image.memory.pages);
       try {
-        return restoreSandbox(instance2, new parts.Ffi(instance2.emscripten), image);
+        if (reused) resetMemoryToImage(instance2.memory, image.memory);
+        const sandbox2 = restoreSandbox(instance2, new parts.Ffi(instance2.emscripten), image, !reused);
+        sandbox2.recycle = () => {
+          if (this.#options.inPlace !== false) this.#spares.set(memoryMb, instance2);
+        };
+        return sandbox2;
       } catch {
         this.#images.delete(memoryMb);
         this.#unimageable.add(memoryMb);
@@ -24398,10 +24431,10 @@ function imageOf(sandbox, memory, fresh, emscripten) {
     early
   };
 }
-function restoreSandbox(instance, ffi, image) {
+function restoreSandbox(instance, ffi, image, fresh) {
   const { emscripten, memory } = instance;
   if (!runsOn(emscripten, memory)) throw new Error("the instance does not run on the memory it was given");
-  restoreMemoryImage(memory, image.memory);
+  if (fresh) restoreMemoryImage(memory, image.memory);
   const quickjs = new QuickJSWASMModule(emscripten, ffi);
   const callbacks = quickjs.callbacks;
   const rt = new Lifetime(image.rt, void 0, (pointer) => {

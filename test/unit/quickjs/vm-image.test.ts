@@ -189,6 +189,42 @@ describe('QuickJsEngine: VMs restored from the image of a booted one', () => {
     expect(evaluate(sandbox, '1 + 1')).toBe(2)
   })
 
+  it('restores in place: a released VM\'s instance serves the next one, its memory reset byte for byte to the image and zero past it', async () => {
+    const heapOf = (sandbox: QuickJsSandbox) => (sandbox.runtime as unknown as { module: QuickJSEmscriptenModule }).module.HEAPU8
+    const own = new QuickJsEngine({ sandboxSource: SANDBOX_SOURCE, variant, wasmModule })
+    for (let i = 0; i < 2; i++) (await own.build(32)).dispose()
+    const first = await own.build(32)
+    expect(first.made).toBe('restored')
+    const image = heapOf(first).slice()
+    // Dirty the heap past the image and grow the memory, then change the realm.
+    expect(evaluate(first, "globalThis.keep = new Uint8Array(14 * 1024 * 1024).fill(7); Object.prototype.polluted = 'yes'; globalThis.leaked = 1; keep.length")).toBe(14 * 1024 * 1024)
+    expect(heapOf(first).length).toBeGreaterThan(image.length)
+    first.release()
+    const second = await own.build(32)
+    built.push(second)
+    expect(heapOf(second)).toBe(heapOf(first))
+    const heap = heapOf(second)
+    expect(Buffer.compare(heap.subarray(0, image.length), image)).toBe(0)
+    expect(heap.subarray(image.length).every((byte) => byte === 0)).toBe(true)
+    expect(evaluate(second, '[({}).polluted, typeof leaked, typeof keep].join()')).toBe(',undefined,undefined')
+    // A crashed VM's instance is never reused.
+    second.crashed = true
+    second.release()
+    const third = await own.build(32)
+    built.push(third)
+    expect(heapOf(third)).not.toBe(heap)
+  })
+
+  it('restores in place with limits intact: the memory cap and the stack limit hold on a reused instance', async () => {
+    const own = new QuickJsEngine({ sandboxSource: SANDBOX_SOURCE, variant, wasmModule })
+    for (let i = 0; i < 3; i++) (await own.build(32)).release()
+    const sandbox = await own.build(32)
+    built.push(sandbox)
+    expect(evaluate(sandbox, "try { new Uint8Array(48 * 1024 * 1024); 'allocated' } catch (e) { 'refused' }")).toBe('refused')
+    expect(evaluate(sandbox, "function f(n) { return f(n + 1) + 1 }\ntry { f(0); 'no error' } catch (e) { e.name }")).toMatch(/InternalError|RangeError/)
+    expect(evaluate(sandbox, '1 + 1')).toBe(2)
+  })
+
   it("routes the interrupt poll to its own run: a hot loop stops when the run's handler says so", async () => {
     const sandbox = await restored()
     let polls = 0
