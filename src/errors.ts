@@ -90,10 +90,7 @@ export interface ToolErrorOptions {
   readonly cause?: unknown
 }
 
-/**
- * The base class of every error toolyard throws or records. `code` is stable; the
- * message is for humans (and models) and may change.
- */
+/** The base class of every error toolyard throws or records. */
 export class ToolError extends Error {
   /** The stable machine-readable code. */
   readonly code: ToolErrorCode
@@ -153,11 +150,7 @@ export class SchemaError extends ToolError {
 /** How a Code Mode run failed. Orthogonal: a timeout is not an exception, an abort is not a timeout. */
 export type CodeRunFailureKind = 'exception' | 'timeout' | 'abort' | 'worker-exit' | 'overloaded'
 
-/**
- * A Code Mode run failed. Thrown by `run_code`'s body; the pipeline turns it into a
- * structured failure the model self-corrects from. Code `CODE_RUN_FAILED`, or
- * `OVERLOADED` when the code runtime refused the run at once (kind `overloaded`).
- */
+/** A Code Mode run failed. */
 export class CodeRunFailedError extends ToolError {
   /** Which way the run failed. */
   readonly kind: CodeRunFailureKind
@@ -174,13 +167,7 @@ export class CodeRunFailedError extends ToolError {
   }
 }
 
-/**
- * The error a Code Mode program sees when a `tools.x()` call fails. It carries the
- * tool's name, the failure's stable `code` (the native one: `DENIED_BY_GATE`,
- * `DENIED_BY_APPROVAL`, `INVALID_ARGS`, `TOOL_TIMEOUT`, …) and a human-readable
- * message; native content stays outside the Code contract. The same class is declared
- * in the generated SDK.
- */
+/** The error a Code Mode program sees when a `tools.x()` call fails. */
 export class ToolCallError extends Error {
   /** The tool whose call failed. */
   readonly toolName: string

@@ -79,9 +79,8 @@ export interface SearchFileMatches {
 }
 
 /**
- * A completed discovery search: grouped matches (`shape: 'matches'`, grep) or a flat
- * path list (`shape: 'paths'`, glob). `truncated` / `total` keep a capped result from
- * looking complete. Carries no result text.
+ * A completed discovery search: grouped matches (`shape: 'matches'`, grep) or a flat path list
+ * (`shape: 'paths'`, glob).
  */
 export type SearchResultView =
   | {
@@ -107,11 +106,7 @@ export interface ReadLine {
   readonly text: string
 }
 
-/**
- * A completed file read: a line-numbered code view. `offset` is the 1-based first line
- * the window requested (kept even when `lines` is empty); `content` is the plain text a
- * UI without read support falls back to.
- */
+/** A completed file read: a line-numbered code view. */
 export interface ReadResultView {
   readonly card: 'read'
   readonly title?: string

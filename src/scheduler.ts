@@ -14,16 +14,11 @@ export interface CallPoolOptions {
 
 /** A bounded, order-preserving task pool. */
 export interface CallPool {
-  /**
-   * Queues `task`; resolves or rejects with its outcome. `parallel` tasks overlap up to
-   * `maxParallel`; anything else is treated as `exclusive` (fail closed). After
-   * {@link CallPool.abandon} every submission rejects with the abandon reason.
-   */
+  /** Queues `task`; resolves or rejects with its outcome. */
   submit<T>(mode: ToolExecutionMode, task: () => Promise<T>): Promise<T>
   /**
-   * Rejects every queued, not yet started task with `reason` (they never start) and
-   * closes the pool to later submissions. Running tasks are not touched: the owner
-   * aborts them through their signals and then calls {@link CallPool.drain}.
+   * Rejects every queued, not yet started task with `reason` (they never start) and closes the pool
+   * to later submissions.
    */
   abandon(reason: unknown): void
   /** Resolves once the pool is idle: every started task settled and nothing is queued. */

@@ -11,10 +11,7 @@ import type { ToolDispatchExecution } from './types.js'
 
 /** Options of {@link timeoutPolicy}. */
 export interface TimeoutPolicyOptions {
-  /**
-   * Deadline for tools that declare no `timeoutMs` (positive, finite). Absent: such
-   * tools run without a deadline.
-   */
+  /** Deadline for tools that declare no `timeoutMs` (positive, finite). */
   readonly defaultTimeoutMs?: number
 }
 
@@ -25,8 +22,8 @@ export interface TimeoutPolicyOptions {
 const MAX_TIMER_MS = 2_147_483_647
 
 /**
- * Calls `fire` after `ms` milliseconds, however large `ms` is (longer delays are chained
- * through timers of at most {@link MAX_TIMER_MS}). Returns the canceller.
+ * Calls `fire` after `ms` milliseconds, however large `ms` is (longer delays are chained through
+ * timers of at most {@link MAX_TIMER_MS}).
  */
 function scheduleAfter(ms: number, fire: () => void): () => void {
   let handle: ReturnType<typeof setTimeout> | undefined
@@ -51,9 +48,7 @@ function checkMs(value: unknown, what: string): number | undefined {
 }
 
 /**
- * Creates the timeout wrapper. Register it like any wrapper; registered first, it is the
- * outermost, so its deadline covers every inner wrapper and retry.
- *
+ * Creates the timeout wrapper.
  * @example
  * ```ts
  * runtime.on('tools/execute', timeoutPolicy())

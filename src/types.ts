@@ -79,33 +79,19 @@ export interface ToolOutputDeclaration<Args = JsonObject, Value extends JsonValu
   presentationMeta?(args: Args, value: Value): JsonValue
 }
 
-/**
- * A registered tool. `defineTool()` builds one with typed, validated arguments; a raw
- * definition owns its input validation but still declares and receives
- * registry-enforced output.
- */
+/** A registered tool. */
 export interface ToolDefinition<Args = JsonObject, Value extends JsonValue = JsonValue> extends ToolSchema {
   readonly output: ToolOutputDeclaration<Args, Value>
-  /**
-   * Runs the tool. Receives validated arguments and the run context; returns only the
-   * canonical JSON value declared by `output.schema`; observes `exec.signal` and settles
-   * only after owned work stops.
-   */
+  /** Runs the tool. */
   execute(args: Args, exec: ToolRunContext): Promise<Value> | Value
-  /**
-   * Strict argument validation, run before any policy. Throws `ToolArgsError` on bad
-   * input; returns the (unchanged, frozen) arguments typed. Absent on raw tools.
-   */
+  /** Strict argument validation, run before any policy. */
   readonly validateArgs?: (args: JsonValue) => Args
   /**
    * Soft validation for presenters and classifiers: returns the typed arguments or
    * `undefined` when they do not validate. Never throws.
    */
   readonly softValidateArgs?: (args: JsonValue) => Args | undefined
-  /**
-   * Last content-only word on every normalized result, failures included. Synchronous
-   * and total; return `undefined` to keep the content. Snapshotted when a call starts.
-   */
+  /** Last content-only word on every normalized result, failures included. */
   finalizeContent?(exec: ToolExecution, result: ToolExecutionResult): readonly ContentBlock[] | undefined
   /** How a UI renders a call of this tool (pure; undefined → generic fallback). */
   presentCall?(args: Args | undefined, rawArgs: JsonValue): ToolCallView | undefined
@@ -114,9 +100,8 @@ export interface ToolDefinition<Args = JsonObject, Value extends JsonValue = Jso
   /** Cooperative deadline, enforced only by the `timeoutPolicy()` wrapper. Positive and finite. */
   readonly timeoutMs?: number
   /**
-   * `true`: running this tool twice with the same arguments has the effect of running it
-   * once. A durable run (docs/durability.md) then runs a call again whose body a crash cut
-   * off, instead of failing it as `INTERRUPTED`. Default `false`.
+   * `true`: running this tool twice with the same arguments has the effect of running it once.
+   * Default `false`.
    */
   readonly idempotent?: boolean
   /** Exact `true` lets this call overlap other safe calls; anything else is exclusive. */
@@ -163,10 +148,7 @@ export interface ToolResultRecord {
 
 declare const executionTokenBrand: unique symbol
 
-/**
- * A fresh opaque token the registry mints for each execution. Equality correlation
- * only; it never crosses a model, log or worker boundary.
- */
+/** A fresh opaque token the registry mints for each execution. */
 export type ToolExecutionToken = symbol & { readonly [executionTokenBrand]: true }
 
 /** The caller-supplied description of one call. */
@@ -182,35 +164,27 @@ export interface ToolExecutionInput {
   readonly agent?: ScopeKey
   /** The enclosing execution's token, for nested calls. */
   readonly parent?: ToolExecutionToken
-  /**
-   * When the time this call may take ends (epoch ms), shown to the body as
-   * `exec.deadline`. The Code Mode bridge sets it for each sub-call from its run's
-   * wall-clock budget; outside Code Mode nobody sets it. A finite number.
-   */
+  /** When the time this call may take ends (epoch ms), shown to the body as `exec.deadline`. */
   readonly deadline?: number
   /**
-   * Holds the clock `deadline` counts on while a person decides this call's approval
-   * (the bridge passes the binding call's `holdWallClock`, so the wait is not charged to
-   * the run's wall-clock budget). The pipeline calls it only while the approval handler
-   * is pending and releases it when the handler settles.
+   * Holds the clock `deadline` counts on while a person decides this call's approval (the bridge
+   * passes the binding call's `holdWallClock`, so the wait is not charged to the run's wall-clock
+   * budget).
    */
   readonly holdWallClock?: () => () => void
   /**
-   * Who decides this call's `ask` (and the `ask`s of the calls nested in it, such as a
-   * `run_code` program's sub-calls) instead of `ToolRuntimeOptions.approval`. The MCP
-   * export passes one that asks the connected client (`elicitation/create`).
+   * Who decides this call's `ask` (and the `ask`s of the calls nested in it, such as a `run_code`
+   * program's sub-calls) instead of `ToolRuntimeOptions.approval`.
    */
   readonly approval?: ApprovalHandler
   /**
-   * The caller's W3C trace context (`traceparent`, `tracestate`): the call's span becomes a
-   * child of the caller's trace. An invalid `traceparent` is ignored (the call starts its
-   * own trace); a nested call's span is always its parent call's child.
+   * The caller's W3C trace context (`traceparent`, `tracestate`): the call's span becomes a child
+   * of the caller's trace.
    */
   readonly trace?: { readonly traceparent: string; readonly tracestate?: string }
   /**
-   * Who asked for this call: a non-secret label (1–64 of `A-Z a-z 0-9 _ -`, never a token),
-   * such as the HTTP app's principal id. Its approval requests record it. A nested call
-   * (a program's sub-call) always carries its parent's, whatever it passes.
+   * Who asked for this call: a non-secret label (1–64 of `A-Z a-z 0-9 _ -`, never a token), such as
+   * the HTTP app's principal id.
    */
   readonly principal?: string
 }
@@ -226,10 +200,8 @@ export interface ToolExecution {
   readonly agent?: ScopeKey
   readonly parent?: ToolExecutionToken
   /**
-   * When this call's time ends (epoch ms), so a tool can pass the remaining time on to a
-   * remote API. Set for Code Mode sub-calls (the run's wall-clock budget, moved later by
-   * the time the call waited for a person); absent outside Code Mode. The call's
-   * `signal` aborts when the run ends, at the latest at this deadline.
+   * When this call's time ends (epoch ms), so a tool can pass the remaining time on to a remote
+   * API.
    */
   readonly deadline?: number
   /**
@@ -330,16 +302,14 @@ export interface ApprovalRequest {
   readonly runKey?: string
   /**
    * `'plan'`: one request for a whole `run_code` program before it runs (`execution` is the
-   * `run_code` call; see `plan`). Absent or `'call'`: one tool call. Only a handler marked
-   * `acceptsPlans: true` receives plan requests (docs/approvals.md, "Plan approval").
+   * `run_code` call; see `plan`).
    */
   readonly kind?: 'call' | 'plan'
   /** For a `'plan'` request: the program and its planned calls. */
   readonly plan?: ApprovalPlan
   /**
-   * What the call will do, from the tool's `preview`, already rendered
-   * (`renderApprovalPreview`: escaped, bounded, a cut said), or `preview unavailable: <reason>`.
-   * Absent when the tool has no preview.
+   * What the call will do, from the tool's `preview`, already rendered (`renderApprovalPreview`:
+   * escaped, bounded, a cut said), or `preview unavailable: <reason>`.
    */
   readonly preview?: string
 }

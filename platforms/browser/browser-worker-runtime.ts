@@ -31,22 +31,13 @@ export interface BrowserWorkerRuntimeOptions extends TrustedRuntimeOptions {
 /** The browser Web Worker runtime: a {@link CodeRuntime} plus a warm-up hook. */
 export type BrowserWorkerRuntime = TrustedRuntime<'web-worker'>
 
-/**
- * A ping answered later than this is a busy sample. Well above message latency (~0.1 ms)
- * and above the scheduling delays a starved machine adds to an idle worker (a few ms at a
- * load average of 25 on 2 cores, which a 2 ms threshold mistook for compute). Internal on
- * purpose: nothing a deployment could tune into a bypass.
- */
+/** A ping answered later than this is a busy sample. */
 const BUSY_THRESHOLD_MS = 5
 
 /** A fresh worker with its private ports attached. */
 type Armed = RunSlot & { readonly death: SlotDeath }
 
-/**
- * Spawns a fresh worker and attaches its private ports. Rejects (after killing the worker)
- * when it dies, errors, or takes longer than `timeoutMs`: comlink leaves a call to a dead
- * worker pending forever, so the handshake races death.
- */
+/** Spawns a fresh worker and attaches its private ports. */
 async function arm(url: string | URL, timeoutMs: number, heartbeatMs: number): Promise<Armed> {
   const worker = new Worker(url, { type: 'module', name: 'toolyard-code-run' })
   const wire = new MessageChannel()
@@ -102,17 +93,8 @@ async function arm(url: string | URL, timeoutMs: number, heartbeatMs: number): P
 }
 
 /**
- * Creates the browser Web Worker `CodeRuntime` (`language: 'typescript'`,
- * `isolation: 'web-worker'`).
- *
- * Guarantees: a fresh worker per run, terminated at every settlement; the worker is a
- * hostile peer (validated messages, host-owned accounts, one settlement); compute is
- * metered by a heartbeat a program cannot answer while it keeps its loop busy; the wall
- * ceiling; log and value caps with in-band marks; `dispose()` aborts every run and resolves
- * once no worker, timer or binding call is left. Not guaranteed: a memory cap (a page
- * cannot limit a worker's heap: `capabilities.memoryLimit` is false); Chromium keeps a
- * terminated hot loop's thread burning CPU for about two seconds after `terminate()`.
- *
+ * Creates the browser Web Worker `CodeRuntime` (`language: 'typescript'`, `isolation:
+ * 'web-worker'`).
  * @example
  * ```ts
  * import { createBrowserWorkerRuntime } from 'toolyard/browser'

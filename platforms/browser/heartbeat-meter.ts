@@ -45,10 +45,7 @@ export function absoluteNow(): number {
   return performance.timeOrigin + performance.now()
 }
 
-/**
- * Host side of the heartbeat. Owns its port: `stop()` closes it and clears the timer,
- * leaving nothing behind.
- */
+/** Host side of the heartbeat. */
 export class HeartbeatMeter {
   readonly #port: MessagePort
   readonly #options: HeartbeatMeterOptions
@@ -148,8 +145,7 @@ export class HeartbeatMeter {
  */
 export function answerHeartbeat(port: MessagePort): void {
   const post = port.postMessage.bind(port)
-  // A worker that closes itself goes silent without any event the page can observe; the
-  // patched close() says so first. (Left unpatched, the silence is still charged as busy.)
+  // A worker that closes itself goes silent without any event the page can observe.
   const scope = globalThis as unknown as { close?: () => void }
   const proto = Object.getPrototypeOf(scope) as { close?: () => void } | null
   const original = proto?.close ?? scope.close

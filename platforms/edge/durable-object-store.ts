@@ -47,12 +47,7 @@ const COUNTER = 'toolyard-store:seq'
 // One queue per storage object, shared by every store created over it in this isolate.
 const queues = new WeakMap<object, Promise<unknown>>()
 
-/**
- * Runs `body` after every earlier write on this storage. A Durable Object's input gate
- * keeps other requests' events out while storage calls are pending, but promises of one
- * request (a `Promise.all` of writes) still interleave at each `await`; the queue makes each
- * read-compare-write run alone, whichever request or store instance started it.
- */
+/** Runs `body` after every earlier write on this storage. */
 function serialized<T>(storage: object, body: () => Promise<T>): Promise<T> {
   const run = (queues.get(storage) ?? Promise.resolve()).then(body)
   queues.set(
@@ -80,12 +75,7 @@ function assertStorage(storage: unknown): asserts storage is DurableObjectStorag
 }
 
 /**
- * A `DurableStore` over one Durable Object's storage. Compare-and-set is exact within the
- * object (every write passes one queue per storage, see above), and an object is the only
- * writer of its storage, so it holds for every request the object serves. Versions come
- * from one counter per object, written with the value in the same atomic multi-key `put`:
- * they never repeat, even after a delete. A write or delete is one atomic storage call.
- *
+ * A `DurableStore` over one Durable Object's storage.
  * @example
  * ```ts
  * // In a Worker module bundled with toolyard's edge sources (not a package export yet).

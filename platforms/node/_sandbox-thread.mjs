@@ -23736,7 +23736,7 @@ function findNonErasable(tokens, text) {
     if (token.type === tt._enum && !token.isType) {
       return `enum declarations are not supported: only erasable TypeScript is accepted ${at()}; use a union of string literals or a plain object instead`;
     }
-    if (token.type === tt.name && token.isType && (token.contextualKeyword === ck._namespace || token.contextualKeyword === ck._module) && // Stryker disable next-line OptionalChaining: tokens[0] is the wrapper's `async`, never a construct found here, so tokens[i - 1] always exists; the `?.` only satisfies noUncheckedIndexedAccess
+    if (token.type === tt.name && token.isType && (token.contextualKeyword === ck._namespace || token.contextualKeyword === ck._module) && // Stryker disable next-line OptionalChaining: tokens[0] is the wrapper's `async`
     tokens[i - 1]?.type !== tt._declare) {
       return `namespace declarations are not supported: only erasable TypeScript is accepted ${at()}; use a plain object instead`;
     }

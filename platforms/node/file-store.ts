@@ -26,9 +26,8 @@ import {
 /** Options of {@link createFileStore}. */
 export interface FileStoreOptions extends StoreOptions {
   /**
-   * A lock older than this is stale and may be broken, whoever holds it (default
-   * {@link DEFAULT_STALE_LOCK_MS}). A lock whose holder is a process of this host that no
-   * longer exists is broken at once. An operation holds a lock for a few file-system calls.
+   * A lock older than this is stale and may be broken, whoever holds it (default {@link
+   * DEFAULT_STALE_LOCK_MS}).
    */
   readonly staleLockMs?: number
   /** How long an operation waits for a key's lock before failing with `STORE_BUSY` (default {@link DEFAULT_LOCK_TIMEOUT_MS}). */
@@ -68,10 +67,8 @@ const nonce = () => randomBytes(8).toString('hex')
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 /**
- * Reads at most `maxBytes` of `file` as UTF-8, refusing (`STORE_FAILED`) anything but a
- * regular file that size allows: opened without following a link or blocking on a FIFO,
- * checked with `fstat` on the open handle (so what is checked is what is read), and read
- * no further than the bound even if it grows meanwhile. `undefined` when it does not exist.
+ * Reads at most `maxBytes` of `file` as UTF-8, refusing (`STORE_FAILED`) anything but a regular
+ * file that size allows.
  */
 async function readBounded(file: string, maxBytes: number): Promise<string | undefined> {
   let handle
@@ -121,20 +118,20 @@ function isKey(key: string): boolean {
   }
 }
 
-/** Parses a value file; a file without the header is corrupt (`STORE_FAILED`), never read as a value. */
+/** Parses a value file. */
 function parseRecord(text: string, file: string): StoreEntry {
   const end = text.indexOf('\n')
   if (!text.startsWith(HEADER) || end < 0) throw storeError('STORE_FAILED', `the store file ${file} is corrupt (no header)`)
   return { version: text.slice(HEADER.length, end), value: text.slice(end + 1) }
 }
 
-/** `<seq>.<nonce>`: the sequence makes versions of a key increase; the nonce keeps a re-created key from repeating one. */
+/** `<seq>.<nonce>`: the sequence makes versions of a key increase. */
 function nextVersion(current: string | undefined): string {
   const seq = current === undefined ? 0 : Number.parseInt(current, 10)
   return `${Number.isSafeInteger(seq) ? seq + 1 : 1}.${nonce()}`
 }
 
-/** fsync of a directory makes a rename or unlink in it durable; some platforms cannot open a directory (ignored there). */
+/** fsync of a directory makes a rename or unlink in it durable. */
 async function syncDirectory(dir: string): Promise<void> {
   let handle
   try {
@@ -179,11 +176,8 @@ function processExists(pid: number): boolean {
 }
 
 /**
- * Creates `path` holding `body` only if it does not exist, in one step: the body is written
- * to a temp file first, then hard-linked to `path` (`link` fails if `path` exists). A lock
- * created by `open(O_EXCL)` then written would exist empty for a moment, and a process
- * killed in that moment would leave a lock naming no holder: only its age could break it.
- * Where hard links are refused, falls back to `O_EXCL` (that window reopens).
+ * Creates `path` holding `body` only if it does not exist, in one step: the body is written to a
+ * temp file first, then hard-linked to `path` (`link` fails if `path` exists).
  */
 async function createExclusive(dir: string, path: string, body: string): Promise<boolean> {
   const temp = join(dir, `.${nonce()}.tmp`)
@@ -234,7 +228,7 @@ async function readLock(path: string): Promise<LockFile | undefined> {
   }
 }
 
-/** Stale: older than the bound, or held by a process of this host that is gone. An unreadable lock only ages out. */
+/** Stale: older than the bound, or held by a process of this host that is gone. */
 function isStale(lock: LockFile, staleLockMs: number): boolean {
   if (Date.now() - lock.mtimeMs > staleLockMs) return true
   try {
@@ -246,10 +240,8 @@ function isStale(lock: LockFile, staleLockMs: number): boolean {
 }
 
 /**
- * Per-key exclusion across processes: `<hex>.lock` created exclusively, already holding
- * pid, host, time and a nonce (see {@link createExclusive}). Breaking a stale lock is itself guarded by `<hex>.break` (O_EXCL), and
- * the breaker re-reads the lock under that guard: it removes the lock only if it is still
- * the very stale one it judged, never one a live process took meanwhile.
+ * Per-key exclusion across processes: `<hex>.lock` created exclusively, already holding pid, host,
+ * time and a nonce (see {@link createExclusive}).
  */
 class KeyLocks {
   constructor(
@@ -295,7 +287,7 @@ class KeyLocks {
   }
 }
 
-/** Reads a key's record (at most `maxBytes`: a value's cap plus its header); `undefined` when absent. */
+/** Reads a key's record (at most `maxBytes`: a value's cap plus its header). */
 async function readRecord(file: string, maxBytes: number): Promise<StoreEntry | undefined> {
   let text: string | undefined
   try {
@@ -307,10 +299,7 @@ async function readRecord(file: string, maxBytes: number): Promise<StoreEntry | 
   return text === undefined ? undefined : parseRecord(text, file)
 }
 
-/**
- * Reads only a record's header line (its version), never its value; the same checks as a
- * read (no link, no FIFO, a regular file no larger than a record can be).
- */
+/** Reads only a record's header line (its version), never its value. */
 async function readVersion(file: string, maxBytes: number): Promise<string | undefined> {
   let handle
   try {
@@ -343,11 +332,7 @@ async function sweepTempFiles(dir: string, staleLockMs: number): Promise<void> {
   }
 }
 
-/**
- * A conditional write whose condition already fails is answered without the lock: the
- * version read was the key's state at a moment inside the call, so the conflict is a true
- * answer, and a burst of losers costs one read each instead of a lock round each.
- */
+/** A conditional write whose condition already fails is answered without the lock. */
 async function earlyConflict(file: string, ifVersion: string | null | undefined, maxBytes: number): Promise<{ ok: false; version: string | undefined } | undefined> {
   if (ifVersion === undefined) return undefined
   const current = await readVersion(file, maxBytes).catch(() => undefined)
@@ -361,17 +346,7 @@ function readPositive(name: string, value: number | undefined, fallback: number)
 }
 
 /**
- * A `DurableStore` in a directory (created if missing). Guarantees:
- * - a write is atomic and durable: temp file in the same directory, fsync, rename, fsync of
- *   the directory; a process killed mid-write (`kill -9`) leaves the old value or the new
- *   one, never a torn one;
- * - compare-and-set holds across processes sharing the directory: each write or delete
- *   reads, compares and commits under the key's lock file; a lock left by a killed process
- *   is broken (at once when its pid is gone on this host, else after `staleLockMs`);
- * - `list` reads names and version headers, never values.
- * Operations of one store instance on one key also queue in memory, so a burst from one
- * process does not spin on its own lock file.
- *
+ * A `DurableStore` in a directory (created if missing).
  * @example
  * ```ts
  * import { createFileStore } from 'toolyard/node'

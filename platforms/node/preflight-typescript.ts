@@ -7,10 +7,8 @@ import type { LibReader, TypeScriptModule } from '../../src/preflight/typescript
 import type { TypeScriptLoad } from '../../src/preflight/inline-engine.js'
 
 /**
- * Loads `typescript` (once per call: engines cache the result) and a reader of its lib
- * files next to `getDefaultLibFilePath`. Rejects when the package is not installed or its
- * lib files cannot be read; an engine turns that into a `CHECK_UNAVAILABLE` note.
- *
+ * Loads `typescript` (once per call: engines cache the result) and a reader of its lib files next
+ * to `getDefaultLibFilePath`.
  * @example
  * ```ts
  * const runtime = createToolRuntime({ preflight: 'block', preflightEngine: createInlinePreflightEngine({ load: loadTypeScript }) })

@@ -30,9 +30,8 @@ function spawn(maxHeapMb: number): PreflightThread {
   const where = threadSource()
   const common = { env: {}, argv: [], execArgv: [], stdout: true, stderr: true, resourceLimits: { maxOldGenerationSizeMb: maxHeapMb }, name: 'toolyard-preflight' }
   const worker = where instanceof URL ? spawnCappedWorker(where, common) : spawnCappedWorker(where.source, { ...common, eval: true })
-  // The engine unrefs the thread whenever no check is pending (after its listeners are
-  // added: a 'message' listener refs a Worker again), so an idle checker never keeps the
-  // process alive.
+  // The engine unrefs the thread whenever no check is pending (after its listeners are added: a
+  // 'message' listener refs a Worker again), so an idle checker never keeps the process alive.
   return {
     postMessage: (message) => worker.postMessage(message),
     onMessage: (listener) => worker.on('message', listener),
@@ -47,10 +46,8 @@ function spawn(maxHeapMb: number): PreflightThread {
 }
 
 /**
- * Creates a preflight engine backed by one `worker_threads` thread, started on the first
- * check and unref'd. Pass it as `createToolRuntime({ preflightEngine })`; `dispose()`
- * ends the thread.
- *
+ * Creates a preflight engine backed by one `worker_threads` thread, started on the first check and
+ * unref'd.
  * @example
  * ```ts
  * const runtime = createToolRuntime({ mode: 'code', codeRuntime: createSandboxRuntime(), preflightEngine: createPreflightWorker() })

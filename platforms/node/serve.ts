@@ -24,26 +24,19 @@ export interface ServeOptions {
   /** The interface to bind; default `127.0.0.1`. */
   readonly hostname?: string
   /**
-   * Further `Host` header values to accept (`name` or `name:port`, e.g. a reverse
-   * proxy's public name). The server's own names are always accepted: `127.0.0.1:<port>`,
-   * `localhost:<port>`, `[::1]:<port>` and the bound hostname with the port.
+   * Further `Host` header values to accept (`name` or `name:port`, e.g. a reverse proxy's public
+   * name).
    */
   readonly allowedHosts?: readonly string[]
   /**
-   * How long a client may take to send a whole request, headers and body, in ms; default
-   * 30,000. Past it the request is answered `408 REQUEST_TIMEOUT` and the connection
-   * closed. Node's own default (300 s) let a client that sends a body one byte every few
-   * seconds hold a socket for five minutes; a 1 MiB body (the API's cap) at 35 KB/s still
-   * arrives in time. Responses are not timed: an event stream may stay open.
+   * How long a client may take to send a whole request, headers and body, in ms; default 30,000.
+   * Node's own default (300 s) let a client that sends a body one byte every few seconds hold a
+   * socket for five minutes; a 1 MiB body (the API's cap) at 35 KB/s still arrives in time.
    */
   readonly requestTimeoutMs?: number
   /** How long a client may take to send a request's headers, in ms; default 10,000, at most `requestTimeoutMs`. */
   readonly headersTimeoutMs?: number
-  /**
-   * The most connections open at once; default 1,024. A connection past it is closed at
-   * once, before it is read: each open socket holds a file descriptor and buffers, and
-   * idle or slow sockets cost nothing to open.
-   */
+  /** The most connections open at once; default 1,024. */
   readonly maxConnections?: number
 }
 
@@ -54,9 +47,8 @@ export interface ServedApp {
   /** The bound port. */
   readonly port: number
   /**
-   * Stops accepting connections, closes idle keep-alive connections, and resolves once
-   * every open connection has ended. Abort in-flight work first (the app's `signal`, or
-   * disposing the runtime) so that streamed responses end. Idempotent.
+   * Stops accepting connections, closes idle keep-alive connections, and resolves once every open
+   * connection has ended.
    */
   close(): Promise<void>
 }
@@ -89,9 +81,8 @@ function requestFailure(error: unknown): Response {
 }
 
 /**
- * Bytes that are not HTTP at all (a malformed request line or header, a body longer than
- * its `Content-Length` spilling into a "next request"): Node's default answer is an empty
- * 400. Ours keeps the documented error body, then closes the connection.
+ * Bytes that are not HTTP at all (a malformed request line or header, a body longer than its
+ * `Content-Length` spilling into a "next request"): Node's default answer is an empty 400.
  */
 function clientError(error: Error & { code?: string }, socket: Socket): void {
   // As Node's own handler: answer only on a connection nothing was written to yet.
@@ -114,8 +105,7 @@ function clientError(error: Error & { code?: string }, socket: Socket): void {
 }
 
 /**
- * Serves `app` on Node. Resolves once the server is listening.
- *
+ * Serves `app` on Node.
  * @example
  * ```ts
  * const server = await serve(createToolsApp(runtime, { token }), { port: 8787 })
@@ -169,8 +159,7 @@ export async function serve(app: FetchApp, options: ServeOptions = {}): Promise<
   // with a backslash, a fetch handler that throws).
   const listener = getRequestListener(fetch, { hostname, errorHandler: requestFailure })
   const server = await new Promise<Server>((resolve, reject) => {
-    // Node answers an HTTP/1.1 request without Host itself (an empty 400); let it through
-    // to the Host check instead, which answers 421 FORBIDDEN_HOST with the error body.
+    // Node answers an HTTP/1.1 request without Host itself (an empty 400).
     const created = createServer(
       {
         requireHostHeader: false,
@@ -195,10 +184,7 @@ export async function serve(app: FetchApp, options: ServeOptions = {}): Promise<
   for (const name of ['127.0.0.1', 'localhost', '[::1]', hostname]) allowed.add(formatHost(name, boundPort).toLowerCase())
   for (const name of extraHosts) allowed.add(name.toLowerCase())
 
-  // Connections that have not sent a request yet. Node's closeIdleConnections() leaves
-  // them open, so close() would wait for the client to drop them: measured, undici opens
-  // one right after a request it aborted and keeps it 4 s; a browser's preconnect can sit
-  // until the headers timeout (`headersTimeoutMs`).
+  // Connections that have not sent a request yet.
   const unused = new Set<Socket>()
   server.on('connection', (socket: Socket) => {
     unused.add(socket)

@@ -115,11 +115,9 @@ class WorkerSlot extends SlotDeath implements RunSlot {
 
 /**
  * Creates the Node `worker_threads` code runtime. Options are validated
- * (`ToolError('INVALID_OPTIONS')`); defaults are the RFC's: `computeMs` 60 000, `maxWallMs`
- * 600 000, `maxLogBytes` 65 536, `maxValueBytes` 32 768, `maxPendingArgBytes` 32 MiB,
- * `maxOldGenerationSizeMb` 512. A worker thread is containment, not a security boundary:
- * see docs/runtimes.md.
- *
+ * (`ToolError('INVALID_OPTIONS')`); defaults are the RFC's: `computeMs` 60 000, `maxWallMs` 600
+ * 000, `maxLogBytes` 65 536, `maxValueBytes` 32 768, `maxPendingArgBytes` 32 MiB,
+ * `maxOldGenerationSizeMb` 512.
  * @example
  * ```ts
  * const runtime = createNodeWorkerRuntime({ computeMs: 10_000 })

@@ -41,11 +41,7 @@ export interface PostgresStoreOptions extends StoreOptions {
   readonly pool: PostgresQueryable
   /** The table's name (default {@link DEFAULT_POSTGRES_STORE_TABLE}): lowercase letters, digits and `_`. The version sequence is `<table>_version`. */
   readonly table?: string
-  /**
-   * Create the table and its sequence on first use (`CREATE … IF NOT EXISTS`, default
-   * `true`). `false` where the application's role may not run DDL: apply
-   * {@link postgresStoreSchema} as a migration instead.
-   */
+  /** Create the table and its sequence on first use (`CREATE … IF NOT EXISTS`, default `true`). */
   readonly createTable?: boolean
   /** Where the store says that its `LISTEN` connection failed and watchers fall back to polling (default `console.warn`). */
   readonly log?: (message: string) => void
@@ -56,11 +52,8 @@ export interface PostgresStore extends DurableStore {
   /** Creates the table and sequence if missing (idempotent, safe from many instances at once). Runs before the first operation unless `createTable: false`. */
   migrate(): Promise<void>
   /**
-   * Calls `onChange(key)` after each committed change of a key starting with `prefix`, by
-   * any instance on the database (`LISTEN` on one dedicated connection, shared by every
-   * watcher). Best effort: a dropped connection is logged and retried every
-   * {@link WATCH_RETRY_MS}; changes meanwhile are not announced, so a watcher keeps a
-   * slower poll as its fallback. Answers the function that stops watching.
+   * Calls `onChange(key)` after each committed change of a key starting with `prefix`, by any
+   * instance on the database (`LISTEN` on one dedicated connection, shared by every watcher).
    */
   watch(prefix: string, onChange: (key: string) => void): () => void
   /** Rows listings skipped since creation: a malformed version (the table is read as hostile; keys outside the grammar are filtered in SQL). */
@@ -80,13 +73,7 @@ const VERSION = /^[1-9][0-9]{0,17}$/
 // Failures that say "try again later", not "broken": serialization, deadlock, lock wait, statement timeout, too many connections.
 const BUSY_STATES = new Set(['40001', '40P01', '55P03', '57014', '53300'])
 
-/**
- * The schema the store uses, as SQL text (for a migration tool when `createTable: false`).
- * `key` is compared in the "C" collation, so `list` orders keys by code unit as every
- * driver does; `value` is the UTF-8 bytes of the text (`bytea`: a store value may hold NUL,
- * which a PostgreSQL `text` cannot); `version` comes from one sequence, so a version is
- * never repeated, not even after a delete.
- */
+/** The schema the store uses, as SQL text (for a migration tool when `createTable: false`). */
 export function postgresStoreSchema(table: string = DEFAULT_POSTGRES_STORE_TABLE): string {
   const name = checkTable(table)
   return [
@@ -123,18 +110,6 @@ function readVersion(row: Record<string, unknown> | undefined): string | undefin
 
 /**
  * A `DurableStore` over one PostgreSQL table (schema: {@link postgresStoreSchema}).
- * Guarantees:
- * - compare-and-set is one statement (`UPDATE … WHERE version = $v`, `INSERT … ON CONFLICT
- *   DO NOTHING`), so exactly one of any number of instances racing on a key wins, whatever
- *   host they run on;
- * - a write is a committed row: what PostgreSQL makes durable is durable;
- * - `list` reads keys and versions, never values; a value larger than the cap is never
- *   transferred (its length is checked in the query), and bytes that are not UTF-8 fail
- *   with `STORE_FAILED`, never read as another text;
- * - keys, values and options are checked as by every driver, with the same codes, before
- *   any query runs. Query failures are `STORE_FAILED` (`STORE_BUSY` for lock waits,
- *   serialization failures, timeouts and a full server).
- *
  * @example
  * ```ts
  * import pg from 'pg'
@@ -181,8 +156,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
   const currentVersion = async (key: string): Promise<string | undefined> =>
     readVersion((await run('reading a version', `SELECT version::text AS version FROM ${t} WHERE key = $1`, [key]))[0])
 
-  // A conditional statement answers ok, or the version its snapshot saw. A snapshot older than a racing commit may show no row
-  // or the very version compared against: then the answer is read again, so a conflict always reports a version that lost.
+  // A conditional statement answers ok, or the version its snapshot saw.
   const settle = async (key: string, rows: readonly Record<string, unknown>[], ifVersion: string | null): Promise<{ ok: boolean; version: string | undefined }> => {
     const row = rows[0]
     if (row?.ok === true) return { ok: true, version: readVersion(row) }
@@ -270,8 +244,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       assertStorePrefix(prefix)
       const { limit, after } = readListOptions(listOptions)
       await prepared()
-      // One row beyond the page says whether a cursor is needed; `key >= $1` lets the primary key's index serve the prefix.
-      // Rows no driver could have written (the key grammar, in SQL) are never read, so a cursor is always a valid one.
+      // One row beyond the page says whether a cursor is needed.
       const rows = await run(
         'list',
         `SELECT key, version::text AS version FROM ${t} WHERE key >= $1 AND starts_with(key, $1) AND ($2::text IS NULL OR key > $2) AND ${KEY_GRAMMAR} ORDER BY key LIMIT $3`,

@@ -40,18 +40,12 @@ export interface QuickJsRuntimeOptions {
    */
   readonly maxPendingArgBytes?: number
   /**
-   * The fixed size, in MiB, of each run's wasm memory (16 to 2048; QuickJS needs 16 to
-   * start). Everything the program allocates, strings and typed arrays included, lives
-   * in it; exhausting it ends the run with `worker-exit`. Default 64.
+   * The fixed size, in MiB, of each run's wasm memory (16 to 2048; QuickJS needs 16 to start).
+   * Default 64.
    */
   readonly memoryMb?: number
   /**
-   * How the QuickJS wasm is obtained. Absent: the variant loads its own `.wasm` on each
-   * run (Node reads the file, browsers fetch it next to the module). Given: every run
-   * instantiates this precompiled module, which skips loading and compiling (the fast
-   * path everywhere) and is REQUIRED in Cloudflare workerd, which forbids compiling
-   * wasm from bytes: import the file as a module and pass it.
-   *
+   * How the QuickJS wasm is obtained.
    * @example
    * ```ts
    * // workerd / wrangler (a CompiledWasm module rule for the import):
@@ -66,13 +60,10 @@ export interface QuickJsRuntimeOptions {
    */
   readonly variant?: QuickJSSyncVariant
   /**
-   * After a run, build the NEXT run's sandbox in the background (a timer task, when the
-   * host is idle): a fresh wasm instance and memory, its runtime, context and the
-   * installed sandbox bootstrap, with no program code run in it. A run then pays only
-   * for its program. One sandbox at most waits; it serves exactly one run and is freed
-   * by `dispose()`. A run that finds none ready builds its own, as without this.
-   * Default true. Cloudflare workerd drops a request's timers once its response is
-   * sent: there, call {@link QuickJsCodeRuntime.prewarm} under `ctx.waitUntil`.
+   * After a run, build the NEXT run's sandbox in the background (a timer task, when the host is
+   * idle): a fresh wasm instance and memory, its runtime, context and the installed sandbox
+   * bootstrap, with no program code run in it. One sandbox at most waits; it serves exactly one run
+   * and is freed by `dispose()`. Default true.
    */
   readonly prewarm?: boolean
   /**
@@ -103,12 +94,9 @@ export interface QuickJsRuntimeOptions {
 /** The QuickJS {@link CodeRuntime}, with a way to build the next run's sandbox on request. */
 export interface QuickJsCodeRuntime extends CodeRuntime {
   /**
-   * Builds the next run's sandbox now, unless one is ready or being built (or the
-   * runtime is disposed); resolves when done, never rejects (a failed build is left for
-   * the next run to retry and report). For hosts whose idle time timers cannot reach,
-   * such as a Worker after its response: `ctx.waitUntil(runtime.warm())`. Works
-   * whatever `options.prewarm` says. The same word as every other code runtime's
-   * `warm()`: get ready for the next run, ahead of it.
+   * Builds the next run's sandbox now, unless one is ready or being built (or the runtime is
+   * disposed); resolves when done, never rejects (a failed build is left for the next run to retry
+   * and report).
    */
   warm(): Promise<void>
   /** @deprecated Renamed {@link QuickJsCodeRuntime.warm} (one word for one meaning across the runtimes). */
@@ -155,9 +143,8 @@ function readOptions(options: unknown): ResolvedOptions {
 }
 
 /**
- * One inline run: the host session (every account) over a JSON endpoint, and the VM run
- * that drives the sandbox on this same thread. A run that waits only for people parks:
- * its VM is released (the journal kept) and a fresh one replays it when the VM is needed.
+ * One inline run: the host session (every account) over a JSON endpoint, and the VM run that drives
+ * the sandbox on this same thread.
  */
 class InlineRun {
   readonly session: CodeRunSession
@@ -273,9 +260,7 @@ class InlineRun {
 
   #park(afterMs: number): void {
     const vm = this.#vm
-    // What the run keeps besides its journal comes first; the journal gets the rest. A run
-    // whose resume would replay more than its replay budget has left does not park (it
-    // keeps its VM): a decision then never meets a resume it must refuse.
+    // What the run keeps besides its journal comes first.
     const room = this.#account.room() - this.session.heldBytes()
     const replayable = REPLAY_MARGIN * this.#meter() <= this.#options.maxReplayMs - this.#replaySpent
     const parked = room < 0 || !replayable ? undefined : vm?.park(afterMs, Math.floor(room / 2))
@@ -320,14 +305,8 @@ class InlineRun {
 }
 
 /**
- * Creates a {@link CodeRuntime} on QuickJS wasm (`isolation: 'quickjs-wasm'`,
- * `language: 'typescript'`). Validates `options` at once (`ToolError` code
- * `INVALID_OPTIONS`).
- *
- * Failure kinds: `exception` (the program threw or could not be parsed: the message
- * names the line), `timeout` (names `computeMs` or `maxWallMs`), `abort` (the request's
- * signal, or `dispose()`), `worker-exit` (the run's memory was exhausted or the VM crashed).
- *
+ * Creates a {@link CodeRuntime} on QuickJS wasm (`isolation: 'quickjs-wasm'`, `language:
+ * 'typescript'`).
  * @example
  * ```ts
  * const runtime = createQuickJsRuntime({ computeMs: 5_000, memoryMb: 32 })
@@ -352,12 +331,7 @@ export function createQuickJsRuntime(options: QuickJsRuntimeOptions = {}): Quick
   const build = (): Promise<QuickJsSandbox> => engine.build(resolved.memoryMb)
 
   // At most one sandbox built ahead of its run, kept as a plain value (`ready`) and taken
-  // synchronously. A run that finds the build still in flight joins it only when it can
-  // wait on nothing but the build itself (the parts were loaded when it started: then it
-  // awaits at most the variant's own module look-ups). A build that also awaits the
-  // caller's wasm loader (possibly I/O) is never joined, so that a run never waits on
-  // I/O started by another task (in workerd, by another request, which is not allowed
-  // to wake it); such a run builds its own.
+  // synchronously.
   let ready: QuickJsSandbox | undefined
   let building: Promise<void> | undefined
   let buildingJoinable = false
@@ -407,8 +381,7 @@ export function createQuickJsRuntime(options: QuickJsRuntimeOptions = {}): Quick
     prewarmTimer = setTimeout(() => void prewarm(), 0)
   }
 
-  // The one run lifecycle; inline, the host strips (workerd has no threads): bounded by the
-  // stripper's work bound, linear in the program's length.
+  // The one run lifecycle.
   const lifecycle = new RunLifecycle({
     strip: stripTypeScript,
     start: (prepared, program) => {

@@ -13,8 +13,8 @@ const ASCII = /^[\x00-\x7f]*$/
  * Never throws; any string (empty, emoji, regex metacharacters) is fine.
  */
 export function splitWords(text: string): string[] {
-  // ASCII (the common case) has nothing to fold, and one ASCII pass costs a fraction
-  // of the Unicode passes below; it splits exactly where they would.
+  // ASCII (the common case) has nothing to fold, and one ASCII pass costs a fraction of the Unicode
+  // passes below.
   if (ASCII.test(text)) {
     return text.replace(/[a-z](?=[A-Z])|[A-Z](?=[A-Z][a-z])|[a-zA-Z](?=[0-9])|[0-9](?=[a-zA-Z])/g, '$& ').toLowerCase().match(/[a-z0-9]+/g) ?? []
   }
@@ -103,8 +103,7 @@ export function analyze(text: string): string[] {
       const end = phraseEnd(phrase, stems, i)
       if (end < 0) continue
       out.push(...phrase.replacement)
-      // A contiguous phrase consumes its words; a separated one only its particle, so
-      // the words in between ("sign *a user* out") still count.
+      // A contiguous phrase consumes its words.
       if (end === i + phrase.stems.length - 1) i = end
       else skip.add(end)
       matched = true
@@ -133,8 +132,8 @@ const SYNONYMS: ReadonlyMap<string, ReadonlyMap<string, number>> = (() => {
 })()
 
 /**
- * The terms a query term may match, with their weights: itself at 1, its synonyms at
- * their group's weight. Ordered by weight, then term, so iteration is deterministic.
+ * The terms a query term may match, with their weights: itself at 1, its synonyms at their group's
+ * weight.
  */
 export function expandTerm(term: string): readonly (readonly [term: string, weight: number])[] {
   const row = SYNONYMS.get(term)

@@ -4,9 +4,8 @@
  */
 
 /**
- * Forms the suffix rules cannot reach (irregular verbs and plurals, and a few
- * derivations that mean the same action), each mapped to the base word; the result
- * is stemmed again by the rules, so `gave` lands where `give` does.
+ * Forms the suffix rules cannot reach (irregular verbs and plurals, and a few derivations that mean
+ * the same action), each mapped to the base word.
  */
 const IRREGULAR: Readonly<Record<string, string>> = {
   gave: 'give', given: 'give', made: 'make', sent: 'send', found: 'find', took: 'take', taken: 'take',
@@ -51,7 +50,7 @@ function strip(word: string, suffix: string, min: number): string | undefined {
   return rest.length >= min && VOWEL.test(rest) ? rest : undefined
 }
 
-/** `stopp` → `stop`, `logg` → `log`; `bill`, `miss`, `buzz`, `staff`, `add` keep their pair. */
+/** `stopp` → `stop`, `logg` → `log`. */
 function undouble(word: string): string {
   const last = word[word.length - 1]
   if (word.length >= 4 && last === word[word.length - 2] && !'aeiouylszf'.includes(last!)) return word.slice(0, -1)
@@ -73,10 +72,7 @@ function stripInflection(word: string): string {
 }
 
 /**
- * The stem of one lower-case word. Inflections of a word share its stem:
- * `stem('changed') === stem('change')`, `stem('companies') === stem('company')`,
- * `stem('listing') === stem('list')`.
- *
+ * The stem of one lower-case word.
  * @example
  * ```ts
  * stem('invoices') // 'invoic' (as is stem('invoice'))

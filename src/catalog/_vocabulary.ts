@@ -18,11 +18,7 @@ export const STOPWORDS: readonly string[] = [
   'e', 'g', 'eg', 'ie', 'etc', 'tool', 'tools', 'whether', 'only', 'own', 'yet',
 ]
 
-/**
- * Phrases folded into one word (or a short run of words) before synonyms apply. A
- * two-word phrase ending in a particle (`out`, `off`, `back`, …) also matches with up
- * to three words between (`sign a user out`, `turn it off`, `bring it back`).
- */
+/** Phrases folded into one word (or a short run of words) before synonyms apply. */
 export const PHRASES: readonly (readonly [phrase: string, replacement: string])[] = [
   ['how many', 'count'],
   ['number of', 'count'],
@@ -242,9 +238,5 @@ export const NOUN_SYNONYMS: readonly SynonymGroup[] = [
   group(0.7, 'audience subscriber newsletter'),
 ]
 
-/**
- * Every synonym group. A query word matches itself at weight 1 and every other word of
- * each group it belongs to at that group's weight (the highest one when it is in
- * several), so an exact name still outranks a synonym.
- */
+/** Every synonym group. */
 export const SYNONYM_GROUPS: readonly SynonymGroup[] = [...ACTION_SYNONYMS, ...NOUN_SYNONYMS]

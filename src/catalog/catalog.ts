@@ -38,19 +38,12 @@ export interface CatalogSearchOptions {
 export interface Catalog {
   /** How many tools it holds. */
   readonly size: number
-  /**
-   * The tools that match `query`, best first: by score, ties by name in code point
-   * order. Only tools that match at least one query term are returned; an empty or
-   * stopword-only query returns `[]`. A query is read up to its first 2,000
-   * characters and 32 distinct terms, so a pasted document costs what a sentence does.
-   */
+  /** The tools that match `query`, best first: by score, ties by name in code point order. */
   search(query: string, options?: CatalogSearchOptions): readonly CatalogHit[]
   /**
-   * "Did you mean": the names closest to `name` (a name that is not in the catalog),
-   * by spelling (edit distance) and by shared words (synonyms included, so
-   * `billing_remove_invoice` suggests `billing_delete_invoice`). Only plausible names
-   * are returned — spelling and word overlap averaging at least 0.5, or a spelling at
-   * least 0.8 similar — best first; `[]` when nothing is close.
+   * "Did you mean": the names closest to `name` (a name that is not in the catalog), by spelling
+   * (edit distance) and by shared words (synonyms included, so `billing_remove_invoice` suggests
+   * `billing_delete_invoice`).
    */
   closest(name: string, limit?: number): readonly string[]
 }
@@ -60,11 +53,7 @@ export const DEFAULT_SEARCH_LIMIT = 10
 /** The default number of names {@link Catalog.closest} returns. */
 export const DEFAULT_CLOSEST_LIMIT = 3
 
-/**
- * Field weights and length normalisation (BM25F). Names are short and precise, so they
- * weigh most and are barely length-normalised; descriptions carry the paraphrases;
- * parameters say what a tool acts on ("customer_id", an enum value "csv").
- */
+/** Field weights and length normalisation (BM25F). */
 const FIELDS = [
   { weight: 3, b: 0.3 }, // name
   { weight: 1, b: 0.75 }, // description
@@ -72,18 +61,14 @@ const FIELDS = [
   { weight: 0.2, b: 0.75 }, // parameter titles and descriptions
 ] as const
 const K1 = 1.2
-/**
- * Coordination: a tool's score is scaled by (query terms it matches / query terms the
- * catalog knows) ** COORDINATION, so a tool meeting every part of a need ("update",
- * "contact", "phone") beats one matching two rare words strongly ("phone number").
- */
+/** Coordination: a tool's score is scaled by. */
 const COORDINATION = 0.5
 
 /** Bounds on one query's work: a 10 KB paste costs the same as a long sentence. */
 const MAX_QUERY_CHARS = 2_000
 const MAX_QUERY_TERMS = 32
 const MAX_CACHED_TERMS = 4_096
-/** Up to this limit the top hits are kept by insertion; above it, by one sort. */
+/** Up to this limit the top hits are kept by insertion. */
 const MAX_INSERTION_LIMIT = 64
 /** Bounds on the schema walk per tool: stack-free, and a huge schema cannot stall the build. */
 const MAX_SCHEMA_NODES = 500
@@ -105,10 +90,7 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
-/**
- * The parameter texts of a schema: [names and enum values, titles and descriptions].
- * Walks nested `properties`, `items` and `oneOf` with an explicit stack.
- */
+/** The parameter texts of a schema: [names and enum values, titles and descriptions]. */
 function parameterTexts(schema: unknown): [string, string] {
   const names: string[] = []
   const texts: string[] = []
@@ -239,10 +221,7 @@ function insertRanked(ranked: CatalogHit[], hit: CatalogHit, limit: number): voi
 const round = (score: number): number => Math.round(score * 1e6) / 1e6
 
 /**
- * Builds a catalog over `entries`. The result does not depend on the order of
- * `entries`. Throws `ToolError('INVALID_OPTIONS')` for a malformed entry or a
- * duplicate name.
- *
+ * Builds a catalog over `entries`.
  * @example
  * ```ts
  * const catalog = createCatalog([
@@ -284,12 +263,7 @@ export function createCatalog(entries: readonly CatalogEntry[]): Catalog {
     return value
   }
 
-  /**
-   * Adds one query term's score to every tool it matches. A synonym's idf is capped
-   * by the idf of all the tools any of the term's words reach: a rare synonym (`build`
-   * for "make") must not outweigh the common word it stands for (`create`), while an
-   * exact match keeps its own idf.
-   */
+  /** Adds one query term's score to every tool it matches. */
   function scoreTerm(term: string, matched: number[]): boolean {
     const expansions = expandTerm(term).flatMap(([word, weight]) => {
       const posting = postings.get(word)
@@ -359,9 +333,8 @@ const MAX_EDIT_LENGTH = 128
 type EditRows = [Int32Array, Int32Array, Int32Array]
 
 /**
- * Optimal string alignment distance (Levenshtein plus adjacent transpositions) over
- * UTF-16 code units, in three rolling rows; gives up (returns `bound + 1`) as soon as
- * the distance cannot stay within `bound`.
+ * Optimal string alignment distance (Levenshtein plus adjacent transpositions) over UTF-16 code
+ * units, in three rolling rows.
  */
 function editDistance(a: string, b: string, bound: number, rows: EditRows): number {
   if (Math.abs(a.length - b.length) > bound) return bound + 1

@@ -13,10 +13,8 @@ export interface CatalogIndexTool {
   /** The tool's name, as callable. */
   readonly name: string
   /**
-   * The namespace the tool belongs to, when the caller knows it (an MCP import prefix,
-   * a plugin id). Without it the namespace is the name's leading segment (`billing_`
-   * of `billing_list_invoices`, `stripe.` of `stripe.refunds.create`) when other tools
-   * share it.
+   * The namespace the tool belongs to, when the caller knows it (an MCP import prefix, a plugin
+   * id).
    */
   readonly group?: string
 }
@@ -50,9 +48,8 @@ const SUBJECTS_PER_NAMESPACE = 5
 
 const ACTION_WORDS = new Set(ACTION_SYNONYMS.flatMap((g) => g.words.map(stem)))
 /**
- * Verbs that open tool names (`list_orders`, `get_user`): a prefix that is one of them
- * names an action, not a namespace. Deliberately short: `deploy_` or `messaging_` are
- * namespaces even though they are also verbs.
+ * Verbs that open tool names (`list_orders`, `get_user`): a prefix that is one of them names an
+ * action, not a namespace.
  */
 const LEADING_VERBS = new Set(
   'get list create update delete set add remove search find read write run send fetch put post patch upsert query check start stop open close make new edit show describe count export import download upload is has can do'.split(' '),
@@ -87,12 +84,7 @@ function derivedPrefix(name: string): string | undefined {
   return name.slice(0, match.index + 1)
 }
 
-/**
- * The subject of a tool name: its words after the namespace, without the verb —
- * the first word when it is an action (`pull request` of `repo_list_pull_requests`,
- * `load balancer` of `network_list_load_balancers`), and trailing common verbs for
- * noun-first names (`refunds` of `stripe.refunds.create`).
- */
+/** The subject of a tool name: its words after the namespace, without the verb. */
 function subjectOf(name: string, prefix: string): { key: string; shown: string } {
   const words = splitWords(name.startsWith(prefix) ? name.slice(prefix.length) : name)
   let rest = words
@@ -102,13 +94,7 @@ function subjectOf(name: string, prefix: string): { key: string; shown: string }
   return { key: rest.map(stem).join(' '), shown: rest.join(' ') }
 }
 
-/**
- * What a namespace is about, and the order its names are listed in. Subjects are the
- * things its tools act on (`pull request` for `repo_list_pull_requests`: compound
- * names stay whole), the most tools first. Names are listed one per subject in turn
- * (the shortest name of each subject, then the next…), so even a few names show the
- * namespace's range.
- */
+/** What a namespace is about, and the order its names are listed in. */
 function describeNamespace(label: string, names: readonly string[], prefix: string): Namespace {
   const bySubject = new Map<string, { shown: string; names: string[] }>()
   for (const name of names) {
@@ -145,9 +131,8 @@ function readTools(tools: unknown): { name: string; group: string | undefined }[
 }
 
 /**
- * Groups tools into namespaces: the caller's group key when given, else a name prefix
- * shared by at least two tools; the rest form one `other tools` namespace, listed last.
- * Without any namespace, every tool is in one group, `tools`.
+ * Groups tools into namespaces: the caller's group key when given, else a name prefix shared by at
+ * least two tools.
  */
 function namespacesOf(tools: readonly { name: string; group: string | undefined }[]): Namespace[] {
   const prefixCounts = new Map<string, number>()
@@ -201,8 +186,8 @@ function namespaceLine(ns: Namespace, listed: number): string {
 }
 
 /**
- * Adds names round-robin (one more per namespace per round, shortest names first)
- * while the text stays within `maxChars`. Returns how many names each namespace lists.
+ * Adds names round-robin (one more per namespace per round, shortest names first) while the text
+ * stays within `maxChars`.
  */
 function fillNames(namespaces: readonly Namespace[], fixed: number, maxChars: number): number[] {
   const listed = namespaces.map(() => 0)
@@ -227,13 +212,10 @@ function fillNames(namespaces: readonly Namespace[], fixed: number, maxChars: nu
 }
 
 /**
- * Renders the compact index of `tools` within `options.maxChars` characters: the
- * `index` form (every namespace with some tool names) when at least one name per
- * namespace fits, else the `namespaces` form (namespaces only; the smallest are
- * folded into a last line when even those do not fit). Byte-stable for the same set
- * of tools, whatever their order. Throws `ToolError('INVALID_OPTIONS')` for malformed
- * input.
- *
+ * Renders the compact index of `tools` within `options.maxChars` characters: the `index` form
+ * (every namespace with some tool names) when at least one name per namespace fits, else the
+ * `namespaces` form (namespaces only; the smallest are folded into a last line when even those do
+ * not fit).
  * @example
  * ```ts
  * const { text, form } = renderCatalogIndex(visibleTools, { maxChars: 6_000 })

@@ -61,11 +61,7 @@ function subCallClock(options: CodeBindingCallOptions | undefined): { deadline?:
   }
 }
 
-/**
- * One `run_code` run's bookkeeping: the run-scoped abort (follows the outer signal in,
- * fires when the run settles), the per-run pool, the start/settle session events, and
- * the sub-calls' deferred contexts, handed on in dispatch order.
- */
+/** One `run_code` run's bookkeeping. */
 class CodeRun {
   readonly #registry: CodeModeRegistry
   readonly #exec: ToolRunContext
@@ -90,13 +86,13 @@ class CodeRun {
     this.#pool = pool
     const run = this.#abort
     // An outer abort abandons the queue at once, not only when the code runtime reports back.
-    // Stryker disable next-line ObjectLiteral,BooleanLiteral: an AbortSignal fires 'abort' at most once, so `once` changes nothing
+    // Stryker disable next-line ObjectLiteral,BooleanLiteral: an AbortSignal fires 'abort' at most once
     run.signal.addEventListener('abort', () => pool.abandon(run.signal.reason), { once: true })
     this.#followOuter = () => run.abort(exec.signal.reason)
     if (exec.signal.aborted) {
       this.#followOuter()
     } else {
-      // Stryker disable next-line ObjectLiteral,BooleanLiteral: an AbortSignal fires 'abort' at most once, and settle() removes the listener
+      // Stryker disable next-line ObjectLiteral,BooleanLiteral: an AbortSignal fires 'abort' at most once
       exec.signal.addEventListener('abort', this.#followOuter, { once: true })
     }
   }
@@ -147,7 +143,7 @@ class CodeRun {
 
   /** Settlement: abort what still runs, abandon the queue, drain, hand on every context. */
   async settle(): Promise<void> {
-    // Stryker disable next-line BooleanLiteral: #closed also reads the run signal, aborted two lines below before anything can read #closed
+    // Stryker disable next-line BooleanLiteral: #closed also reads the run signal
     this.#settled = true
     this.#exec.signal.removeEventListener('abort', this.#followOuter)
     const reason = settlementReason()
@@ -170,13 +166,13 @@ class CodeRun {
           // A refused context must not cost the program its result; the registry owns the channel.
         }
       }
-      // Stryker disable next-line ArrayDeclaration: a flushed slot is never read again (flushing resumes at #flushed); this only frees the contexts
+      // Stryker disable next-line ArrayDeclaration: a flushed slot is never read again
       slot.contexts = []
       this.#flushed++
     }
     // Flushed slots are dropped (in bulk, so dropping stays linear): a run of a million
     // sequential calls keeps the slots of its unsettled calls, not one per call it made.
-    // Stryker disable next-line ConditionalExpression,EqualityOperator,LogicalOperator,ArithmeticOperator,BlockStatement: dropping flushed slots is always safe and keeping them only costs memory; no output depends on when it happens
+    // Stryker disable next-line ConditionalExpression,EqualityOperator,LogicalOperator,ArithmeticOperator,BlockStatement: dropping flushed slots is always safe and keeping them only costs memory
     if (this.#flushed >= SLOT_COMPACTION && this.#flushed * 2 >= this.#slots.length) {
       this.#slots.splice(0, this.#flushed)
       this.#flushed = 0
@@ -286,11 +282,9 @@ class CodeRun {
 }
 
 /**
- * Runs one `run_code` call: builds the bindings, runs the program, reaches quiescence
- * (run-scoped abort, queue abandoned, started sub-calls drained, contexts deferred),
- * then returns the canonical `{ logs, result? }` or throws `CodeRunFailedError`.
- *
- * Throws `ToolError('CODE_RUN_FAILED')` when no code runtime is configured.
+ * Runs one `run_code` call: builds the bindings, runs the program, reaches quiescence (run-scoped
+ * abort, queue abandoned, started sub-calls drained, contexts deferred), then returns the canonical
+ * `{ logs, result? }` or throws `CodeRunFailedError`.
  */
 export async function runCodeBridge(registry: CodeModeRegistry, args: RunCodeArgs, exec: ToolRunContext): Promise<RunCodeOutput> {
   const codeRuntime = registry.codeRuntime()
@@ -355,29 +349,24 @@ export function languageNote(language: string): string {
 }
 
 function jsonBytes(value: JsonValue): number {
-  // Stryker disable next-line ObjectLiteral: without maxIndent the cap is NaN, which also prints everything compact
+  // Stryker disable next-line ObjectLiteral: without maxIndent the cap is NaN
   return utf8ByteLength(prettyJson(value, { maxIndent: 0 }))
 }
 
 /**
- * Turns a settled run into the canonical output or a `CodeRunFailedError`, enforcing
- * lossless JSON on the completion value and `maxOutputBytes` on the payload. A program
- * exception names the language the code runtime runs.
+ * Turns a settled run into the canonical output or a `CodeRunFailedError`, enforcing lossless JSON
+ * on the completion value and `maxOutputBytes` on the payload.
  */
 function completeRun(outcome: CodeRunResult, maxOutputBytes: number, language: string): RunCodeOutput {
   // Lines stay exactly as printed (no level or source prefix): the model reads what it wrote.
-  // Non-lossless completions fail rather than being coerced, so the model learns to return JSON.
   const logs = outcome.logs.map((entry) => String(entry.text))
   const logBytes = jsonBytes(logs)
 
   if (outcome.error !== undefined) {
     const kind: CodeRunFailureKind = outcome.error.kind
     const message = String(outcome.error.message)
-    // A program that throws may simply be in the wrong language (Python sent to a
-    // TypeScript runtime fails as `print is not defined`): say which language runs here.
-    // The note is part of the envelope, outside maxOutputBytes, like the kind.
-    // A tool call's own failure left uncaught (a denial, say) is no sign of a wrong
-    // language: it is reported as the tool said it, without the note.
+    // A program that throws may simply be in the wrong language (Python sent to a TypeScript
+    // runtime fails as `print is not defined`): say which language runs here.
     const note = kind === 'exception' && !message.startsWith('ToolCallError: ') ? ` ${languageNote(language)}` : ''
     const total = logBytes + utf8ByteLength(message)
     if (total <= maxOutputBytes) throw new CodeRunFailedError(kind, `${message}${note}`, logs)
@@ -413,11 +402,11 @@ function overLimit(total: number, max: number): CodeRunFailedError {
   )
 }
 
-/** Streams console lines to the registry while the run is live; a throwing sink is contained. */
+/** Streams console lines to the registry while the run is live. */
 function forwardLog(registry: CodeModeRegistry, parentCallId: string): (entry: CodeLogEntry) => void {
   return (entry) => {
     try {
-      // Stryker disable next-line OptionalChaining: forwardLog is installed only when logOutput is defined, and a throw is contained below
+      // Stryker disable next-line OptionalChaining: forwardLog is installed only when logOutput is defined
       registry.logOutput?.({ type: 'tool/code-log', parentCallId, entry })
     } catch {
       // Live streaming is best-effort; the run's result carries every line anyway.

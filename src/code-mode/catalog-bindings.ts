@@ -16,19 +16,10 @@ const SUGGESTIONS = 3
 /** A name longer than this is shortened when a message quotes it back. */
 const MAX_QUOTED_NAME = 120
 
-/**
- * The longest `catalog.search` query accepted, in UTF-16 code units. A query is a few
- * words ("refund an order"); one of 2,000 characters of mixed scripts costs the catalog
- * 2 to 4 ms of analysis over 1,000 tools, one of 500 under 1 ms. A longer query is
- * refused inside the program, not cut silently.
- */
+/** The longest `catalog.search` query accepted, in UTF-16 code units. */
 export const MAX_CATALOG_QUERY_CHARS = 500
 
-/**
- * The most catalog calls (`search` and `describe`) one run may make. Finding tools takes
- * a handful; this bounds a run's total catalog work on the host (about a second at
- * the worst query) while leaving loops over many names room.
- */
+/** The most catalog calls (`search` and `describe`) one run may make. */
 export const MAX_CATALOG_CALLS_PER_RUN = 2_000
 
 /**
@@ -39,7 +30,7 @@ class CatalogTurns {
   #calls = 0
   #tail: Promise<unknown> = Promise.resolve()
 
-  /** Runs `work` in its turn; refuses at once past the run's allowance. */
+  /** Runs `work` in its turn. */
   take<T>(fn: string, work: () => T): Promise<T> {
     if (++this.#calls > MAX_CATALOG_CALLS_PER_RUN) {
       return Promise.reject(
@@ -58,7 +49,7 @@ function yieldTurn(): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, 0))
 }
 
-/** The arguments as the program passed them: a variadic namespace sends the list; a runtime without the flag, the first. */
+/** The arguments as the program passed them: a variadic namespace sends the list. */
 function argumentList(args: unknown): readonly unknown[] {
   return Array.isArray(args) ? args : [args]
 }
@@ -117,9 +108,8 @@ function describeNow(catalog: ToolCatalog, name: string): unknown {
 }
 
 /**
- * The `catalog` namespace over `catalog` (the calling agent's, taken at the run's
- * start), for one run: its calls share the run's allowance and turns. Variadic, so
- * `search(query, options)` receives both arguments.
+ * The `catalog` namespace over `catalog` (the calling agent's, taken at the run's start), for one
+ * run: its calls share the run's allowance and turns.
  */
 export function catalogNamespace(catalog: ToolCatalog): CodeBindingNamespace {
   const functions = Object.create(null) as Record<string, CodeBindingFunction>

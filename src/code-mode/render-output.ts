@@ -22,10 +22,7 @@ export interface RunCodeOutput {
 
 /** Options for {@link prettyJson}. */
 export interface PrettyJsonOptions {
-  /**
-   * The largest total indentation, in characters. A container whose members would be
-   * indented further is printed compact on one line. `0` prints everything compact.
-   */
+  /** The largest total indentation, in characters. */
   readonly maxIndent: number
   /** Spaces per level. Default 2. */
   readonly indent?: number
@@ -34,7 +31,7 @@ export interface PrettyJsonOptions {
 interface Frame {
   readonly close: string
   readonly items: readonly unknown[]
-  /** Object keys, in the same order as `items`; absent for arrays. */
+  /** Object keys, in the same order as `items`. */
   readonly keys: readonly string[] | undefined
   readonly depth: number
   readonly compact: boolean
@@ -42,13 +39,9 @@ interface Frame {
 }
 
 /**
- * Serializes a JSON value like `JSON.stringify(value, null, indent)` except that
- * nesting is printed with an explicit stack (any depth) and total indentation never
- * exceeds `maxIndent`: deeper subtrees stay compact on one line.
- *
- * Values outside JSON (which a canonical value never holds) print as `null`, so the
- * function is total.
- *
+ * Serializes a JSON value like `JSON.stringify(value, null, indent)` except that nesting is printed
+ * with an explicit stack (any depth) and total indentation never exceeds `maxIndent`: deeper
+ * subtrees stay compact on one line.
  * @example
  * ```ts
  * prettyJson({ a: [1, 2] }, { maxIndent: 10 }) // '{\n  "a": [\n    1,\n    2\n  ]\n}'
@@ -127,11 +120,9 @@ function scalar(value: unknown): string {
 }
 
 /**
- * Renders a `run_code` result as the model reads it: the logged lines joined with
- * `\n`, then the completion value — a string raw, any other JSON root through
- * {@link prettyJson} with indentation capped at ten characters, `null` explicit. When
- * both parts are empty the text is {@link RUN_CODE_NO_OUTPUT}.
- *
+ * Renders a `run_code` result as the model reads it: the logged lines joined with `\n`, then the
+ * completion value — a string raw, any other JSON root through {@link prettyJson} with indentation
+ * capped at ten characters, `null` explicit.
  * @example
  * ```ts
  * renderRunCodeOutput({ logs: ['hi'], result: { n: 1 } }) // 'hi\n{\n  "n": 1\n}'

@@ -7,13 +7,7 @@ import { renderCatalogIndex, type CatalogIndexForm, type CatalogIndexText } from
 import { normalizeSdkTools, type SdkToolInput } from './sdk-common.js'
 import { PYTHON_SDK_INSTRUCTIONS, TYPESCRIPT_SDK_INSTRUCTIONS } from './sdk-instructions.js'
 
-/**
- * The share of the budget the catalog form aims for. The switch from the full SDK is
- * a cliff: a full SDK one character over the budget would otherwise be replaced by an
- * index as long as the budget, saving nothing. Aiming for half guarantees the switch at
- * least halves the section, and every character saved is saved on every request,
- * while any tool left out of the index is one `catalog.search` away.
- */
+/** The share of the budget the catalog form aims for. */
 export const CATALOG_FORM_SHARE = 0.5
 
 /** The default number of hits `catalog.search` returns inside a program. */
@@ -33,11 +27,7 @@ export interface CatalogSdkText {
 
 type CatalogLanguage = 'typescript' | 'python'
 
-/**
- * The instructions, adapted to the catalog form: the output types are in each tool's
- * declaration (there is no `ToolOutputMap` or `...Output` TypedDict in the prompt), and
- * the SDK block's lead-in ("The available tools:") gives way to the index.
- */
+/** The instructions, adapted to the catalog form. */
 function instructionsFor(language: CatalogLanguage): string {
   const text =
     language === 'python'
@@ -122,13 +112,8 @@ function frame(language: CatalogLanguage): { head: string; tail: string } {
 }
 
 /**
- * Renders the catalog form of the SDK for `tools` within `maxChars` (a positive
- * integer): the instructions, the index and the `catalog` / `tools` declarations. It
- * aims for {@link CATALOG_FORM_SHARE} of the budget — the index with tool names when
- * one per namespace fits there, else the namespaces alone — and takes the whole budget
- * only when not even the namespaces fit in half. `language` is the code runtime's
- * (`typescript` or `python`).
- *
+ * Renders the catalog form of the SDK for `tools` within `maxChars` (a positive integer): the
+ * instructions, the index and the `catalog` / `tools` declarations.
  * @example
  * ```ts
  * const { text, form } = renderCatalogSdk(thousandTools, { language: 'typescript', maxChars: 12_000 })

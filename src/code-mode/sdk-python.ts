@@ -10,10 +10,7 @@ import { PYTHON_SDK_INSTRUCTIONS } from './sdk-instructions.js'
 
 /** Options for {@link jsonSchemaToPy}. */
 export interface JsonSchemaToPyOptions {
-  /**
-   * Maximum number of schema nodes visited; nodes beyond it render as `Any`. Guards
-   * against shared sub-schemas that would expand exponentially. Default 1,000,000.
-   */
+  /** Maximum number of schema nodes visited; nodes beyond it render as `Any`. Default 1,000,000. */
   readonly maxNodes?: number
 }
 
@@ -56,7 +53,7 @@ const PY_KEYWORDS: ReadonlySet<string> = new Set([
   'with',
   'yield',
 ])
-/** Names the SDK block itself declares or imports; generated classes never take them. */
+/** Names the SDK block itself declares or imports. */
 const RESERVED_NAMES = [
   'Any',
   'Awaitable',
@@ -82,7 +79,7 @@ function isPyAttributeName(name: string): boolean {
   return PY_IDENTIFIER.test(name) && !PY_KEYWORDS.has(name) && !name.startsWith('__')
 }
 
-/** `read_file` → `ReadFile`; a name with no letters or digits → `Tool`; a leading digit gets a `T` prefix. */
+/** `read_file` → `ReadFile`. */
 function pascalCase(name: string): string {
   const words = name.split(/[^A-Za-z0-9]+/).filter((w) => w !== '')
   const joined = words.map((w) => (w[0] as string).toUpperCase() + w.slice(1)).join('')
@@ -161,15 +158,8 @@ function pyLiterals(values: readonly JsonPrimitive[], imports: Set<string>): str
 }
 
 /**
- * Renders a JSON Schema node as a Python type expression.
- *
- * Total and stack-safe: it never throws, whatever `schema` is. `string` → `str`,
- * `number` → `float`, `integer` → `int`, `boolean` → `bool`, `null` → `None`, `enum` /
- * `const` → `Literal[...]`, arrays → `list[T]` (`list[Any]` without `items`), `oneOf` →
- * `A | B`, annotation-only and unsupported nodes → `Any`. Called directly there is no
- * naming context for TypedDict declarations, so every object renders as `dict[str, Any]`;
- * the SDK render names them.
- *
+ * Renders a JSON Schema node as a Python type expression. Total and stack-safe: it never throws,
+ * whatever `schema` is.
  * @example
  * ```ts
  * jsonSchemaToPy({ type: 'array', items: { enum: ['a', 'b'] } }) // 'list[Literal["a", "b"]]'
@@ -190,8 +180,7 @@ function renderPy(schema: unknown, rawMax: unknown, context: PyContext | undefin
   const active = new Set<object>()
   const imports = context?.imports ?? new Set<string>()
   const root = context?.root ?? ''
-  // One fragment buffer per open class declaration (the first is the expression being
-  // rendered); each is joined once, so deep schemas render in linear time.
+  // One fragment buffer per open class declaration (the first is the expression being rendered).
   const buffers: string[][] = [[]]
   const emit = (text: string): void => {
     ;(buffers[buffers.length - 1] as string[]).push(text)
@@ -214,8 +203,7 @@ function renderPy(schema: unknown, rawMax: unknown, context: PyContext | undefin
     if (task.t === 'class-end') {
       active.delete(task.owner)
       const body = (buffers.pop() as string[]).join('')
-      // Only queued with a context; nested classes finish first, so declarations come
-      // before their uses.
+      // Only queued with a context.
       ;(context as PyContext).classes.push(body)
       continue
     }
@@ -392,8 +380,7 @@ function renderToolSchema(
   classes: string[],
   imports: Set<string>,
 ): string {
-  // The root name was allocated by the caller; a one-shot namer hands exactly that name
-  // to the root class and defers every nested name to the shared namer.
+  // The root name was allocated by the caller.
   let rootPending = true
   const scoped: ClassNamer = {
     allocate(hint: string): string {
@@ -419,11 +406,10 @@ export function renderPythonSdk(tools: readonly SdkToolInput[]): string {
 }
 
 /**
- * The Python declaration of one tool, as `catalog.search` / `catalog.describe` hand it
- * to a program: the TypedDicts of its arguments and output, then its member of the
- * `Tools` class — what the full SDK renders for that tool, without the shared
- * preamble (`typing` imports, `ToolCallError`). A nested TypedDict whose name the full
- * SDK had to make unique across tools (`Address2`) keeps its plain name here.
+ * The Python declaration of one tool, as `catalog.search` / `catalog.describe` hand it to a
+ * program: the TypedDicts of its arguments and output, then its member of the `Tools` class — what
+ * the full SDK renders for that tool, without the shared preamble (`typing` imports,
+ * `ToolCallError`).
  */
 export function renderPythonToolDeclaration(tool: SdkToolInput): string {
   const [normalized] = normalizeSdkTools([tool])

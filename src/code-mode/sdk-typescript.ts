@@ -18,10 +18,7 @@ export interface JsonSchemaToTsOptions {
    * multi-line object types are prefixed with it. Default `''`.
    */
   readonly baseIndent?: string
-  /**
-   * Maximum number of schema nodes visited; nodes beyond it render as `unknown`. Guards
-   * against shared sub-schemas that would expand exponentially. Default 1,000,000.
-   */
+  /** Maximum number of schema nodes visited; nodes beyond it render as `unknown`. Default 1,000,000. */
   readonly maxNodes?: number
 }
 
@@ -36,7 +33,7 @@ function tsKey(name: string): string {
   return TS_IDENTIFIER.test(name) ? name : JSON.stringify(name)
 }
 
-/** A JSDoc block for a description, or `[]`. `*\/` is escaped so text cannot end the comment. */
+/** A JSDoc block for a description, or `[]`. */
 function jsDoc(description: string | undefined, deprecated: boolean, indent: string): string[] {
   const lines = description === undefined ? [] : commentLines(description.replaceAll('*/', '*\\/'))
   if (deprecated) lines.push('@deprecated')
@@ -61,23 +58,9 @@ function tsLiteral(value: JsonPrimitive): string {
 }
 
 /**
- * Renders a JSON Schema node as a TypeScript type expression.
- *
- * Total and stack-safe: it never throws, whatever `schema` is (a 100,000-level schema
- * renders without `RangeError`, in time and text linear in its size; a cyclic object
- * graph renders its back edges as `unknown`). `string`/`number`/`integer`/`boolean`/
- * `null` map to their TS types (`integer` → `number`), `enum`/`const` to literal unions,
- * arrays to `T[]` (`JsonValue[]` without `items`), objects to type literals (`?` for
- * optional properties, quoted non-identifier keys, JSDoc from descriptions; an object
- * with properties is exact unless it says `additionalProperties: true`, which adds an
- * index signature; one without properties is `{ [key: string]: JsonValue }`, or
- * `never`-valued when closed), `oneOf` to a union and an
- * annotation-only node to `JsonValue`. Anything outside the supported subset (`$ref`,
- * `anyOf`, `allOf`, type arrays, schema-valued `additionalProperties`, …) becomes
- * `unknown`.
- *
- * The result may mention `JsonValue`, which the SDK block declares.
- *
+ * Renders a JSON Schema node as a TypeScript type expression. Total and stack-safe: it never
+ * throws, whatever `schema` is (a 100,000-level schema renders without `RangeError`, in time and
+ * text linear in its size; a cyclic object graph renders its back edges as `unknown`).
  * @example
  * ```ts
  * jsonSchemaToTs({ type: 'object', properties: { path: { type: 'string' } }, required: ['path'], additionalProperties: false })
@@ -176,9 +159,8 @@ function renderTs(schema: unknown, options: JsonSchemaToTsOptions | undefined): 
         }
         const owner = node as object
         active.add(owner)
-        // Declared property types need not be JSON (optional ones include undefined,
-        // degraded ones are unknown), so an open object's index signature must be
-        // `unknown` to compile.
+        // Declared property types need not be JSON (optional ones include undefined, degraded ones
+        // are unknown), so an open object's index signature must be `unknown` to compile.
         const index = '[key: string]: unknown'
         const sequence: TsTask[] = []
         if (level >= MAX_PRETTY_DEPTH) {

@@ -16,12 +16,7 @@ export type { SdkForm } from './sdk-catalog.js'
 export interface RenderToolsSdkOptions {
   /** The code runtime's language (`'typescript'` by default; `'python'` is also supported). */
   language?: string
-  /**
-   * The most characters the text may take (a positive integer, or `Infinity`; default
-   * `Infinity`). A full SDK within it is returned unchanged; a longer one gives way to
-   * the catalog form: the instructions, a compact index of the tools and the `catalog`
-   * declarations a program discovers them with (see {@link renderToolsSdkWithinBudget}).
-   */
+  /** The most characters the text may take (a positive integer, or `Infinity`; default `Infinity`). */
   maxChars?: number
 }
 
@@ -54,9 +49,6 @@ export function hasSdkRenderer(language: string): boolean {
 
 /**
  * Renders the Code Mode SDK text for `tools`: the usage instructions, then the SDK block.
- * Throws `ToolError('ASSEMBLY_FAILED')` only when the language has no renderer; every
- * schema, however exotic, renders (unsupported constructs degrade to `unknown` / `Any`).
- *
  * @example
  * ```ts
  * const text = renderToolsSdk([{ name: 'read_file', description: 'Read a file', parameters, output }])
@@ -73,14 +65,7 @@ function checkLanguage(language: string): void {
 }
 
 /**
- * {@link renderToolsSdk}, telling which form the text took. The full SDK when it is
- * within `options.maxChars`; otherwise the catalog form, which aims for half the
- * budget (so the switch always pays), uses all of it when it must, lists tool names
- * when they fit and namespaces only when they do not. Throws
- * `ToolError('ASSEMBLY_FAILED')` for a language without a renderer, and
- * `ToolError('INVALID_OPTIONS')` for a `maxChars` that is not a positive integer or
- * `Infinity`.
- *
+ * {@link renderToolsSdk}, telling which form the text took.
  * @example
  * ```ts
  * renderToolsSdkWithinBudget(thousandTools, { maxChars: 12_000 }).form // 'index'
@@ -100,11 +85,9 @@ export function renderToolsSdkWithinBudget(tools: readonly SdkToolInput[], optio
 }
 
 /**
- * The declaration of one tool in `language` (default `'typescript'`), as `catalog.search`
- * and `catalog.describe` return it: for TypeScript its JSDoc and `tools` member with
- * the argument and output types the full SDK renders; for Python its TypedDicts and
- * `Tools` member. Throws `ToolError('ASSEMBLY_FAILED')` for a language without a renderer.
- *
+ * The declaration of one tool in `language` (default `'typescript'`), as `catalog.search` and
+ * `catalog.describe` return it: for TypeScript its JSDoc and `tools` member with the argument and
+ * output types the full SDK renders; for Python its TypedDicts and `Tools` member.
  * @example
  * ```ts
  * renderToolDeclaration({ name: 'get_user', description: 'Get a user.', parameters, output })

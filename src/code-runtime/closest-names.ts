@@ -21,11 +21,11 @@ function normalized(name: string): string {
  */
 export function boundedDistance(a: string, b: string, limit: number): number {
   if (Math.abs(a.length - b.length) > limit) return limit + 1
-  // Stryker disable next-line ArrayDeclaration: the length is a hint only; every cell is written before it is read (row 0 by the loop below, the others by the previous rows)
+  // Stryker disable next-line ArrayDeclaration: the length is a hint only
   let before = new Array<number>(b.length + 1)
-  // Stryker disable next-line ArrayDeclaration: the length is a hint only; every cell is written before it is read
+  // Stryker disable next-line ArrayDeclaration: the length is a hint only
   let previous = new Array<number>(b.length + 1)
-  // Stryker disable next-line ArrayDeclaration: the length is a hint only; every cell is written before it is read
+  // Stryker disable next-line ArrayDeclaration: the length is a hint only
   let current = new Array<number>(b.length + 1)
   for (let j = 0; j <= b.length; j++) previous[j] = j
   for (let i = 1; i <= a.length; i++) {

@@ -26,12 +26,7 @@ import type { HostMessage, WireEndpoint, WireErrorData, WireListener, WireMessag
 /** How often the busy-time meter is read. Internal on purpose: nothing a deployment could mis-tune into a bypass. */
 export const METER_POLL_MS = 10
 
-/**
- * Binding calls one run may have unsettled at once. Every call the host accepts holds
- * host memory (its arguments, its queue slot) until it settles, and a program can post
- * calls far faster than tools finish them: without a ceiling, a loop of un-awaited calls
- * grows the HOST's heap until it dies. Ten thousand concurrent calls stay well inside it.
- */
+/** Binding calls one run may have unsettled at once. */
 export const MAX_INFLIGHT_CALLS = 50_000
 
 /** A request checked and snapshotted at `run()` time (host mutations later change nothing). */
@@ -52,8 +47,8 @@ export interface HostSessionPlatform {
   /** The host end of the private channel to the sandbox. */
   readonly endpoint: WireEndpoint
   /**
-   * The sandbox's measured busy time in ms since any fixed origin (worker event-loop
-   * utilisation, …). Absent when the platform cannot meter: only the wall budget applies.
+   * The sandbox's measured busy time in ms since any fixed origin (worker event-loop utilisation,
+   * …).
    */
   readonly meter?: () => number
   /** Ends the sandbox. Called exactly once, at settlement, before `result` resolves. */
@@ -61,10 +56,8 @@ export interface HostSessionPlatform {
   /** Called at settlement before logs freeze: push any buffered platform output (partial stdout lines). */
   collect?(): void
   /**
-   * Asks the sandbox to park the run (docs/durability.md): called when every unsettled
-   * call has waited for a person for {@link HostSessionPlatform.parkAfterMs}. The platform
-   * answers later with {@link CodeRunSession.parked} (`true`: the VM is released) or
-   * {@link CodeRunSession.parkRefused}. Absent: runs never park.
+   * Asks the sandbox to park the run (docs/durability.md): called when every unsettled call has
+   * waited for a person for {@link HostSessionPlatform.parkAfterMs}.
    */
   park?(): void
   /** How long the run waits only for people before it asks to park. Default 1 000 ms. */
@@ -150,11 +143,7 @@ export function abortMessage(signal: AbortSignal): string {
   return detail === '' ? 'the run was aborted' : `the run was aborted (${detail})`
 }
 
-/**
- * One run's host-side state machine. Create it, wire the platform's exit/error/stdio
- * events to {@link CodeRunSession.fail} and {@link CodeRunSession.log}, call
- * {@link CodeRunSession.start}, await {@link CodeRunSession.result}.
- */
+/** One run's host-side state machine. */
 export class CodeRunSession {
   /** Resolves once, at settlement. Never rejects. */
   readonly result: Promise<CodeRunResult>
@@ -374,8 +363,8 @@ export class CodeRunSession {
   }
 
   /**
-   * Holds the wall clock until the returned release is called (nested holds: it runs
-   * again when the last one is released). For waits that are not the program's own.
+   * Holds the wall clock until the returned release is called (nested holds: it runs again when the
+   * last one is released).
    */
   holdWallClock(): () => void {
     if (this.#settled) return () => undefined
@@ -426,9 +415,8 @@ export class CodeRunSession {
   }
 
   /**
-   * Bytes the run keeps on the host besides its VM's journal: its unsettled calls'
-   * arguments (weighed as for `maxPendingArgBytes`) and its log lines. A parked run keeps
-   * both, so parking counts them (`maxParkedBytes`).
+   * Bytes the run keeps on the host besides its VM's journal: its unsettled calls' arguments
+   * (weighed as for `maxPendingArgBytes`) and its log lines.
    */
   heldBytes(): number {
     return this.#pendingArgBytes + this.#logBytes
@@ -483,11 +471,7 @@ export class CodeRunSession {
     }
   }
 
-  /**
-   * What a call's arguments weigh against `maxPendingArgBytes`, or a refusal. A JSON
-   * endpoint has measured and checked them off this thread (`checked`); a structured-clone
-   * endpoint (the trusted worker runtimes) is measured here, the walk bounded by the budget.
-   */
+  /** What a call's arguments weigh against `maxPendingArgBytes`, or a refusal. */
   #argWeight(args: unknown, checked: number | undefined): number | string {
     if (checked !== undefined) return checked
     // The bootstrap refuses these inside the program; a worker that sends them anyway is refused here.
@@ -574,7 +558,7 @@ export class CodeRunSession {
     if (this.#settled || this.#logTruncated) return
     const max = this.#limits.maxLogBytes
     const room = max - this.#logBytes
-    // Stryker disable next-line ConditionalExpression,EqualityOperator,MethodExpression: the cut only bounds the measuring work: either branch gives a cost over room exactly when the whole text's would be
+    // Stryker disable next-line ConditionalExpression,EqualityOperator,MethodExpression: the cut only bounds the measuring work
     const cost = entry.text.length + 1 > room ? utf8Length(entry.text.slice(0, room + 1)) + 1 : utf8Length(entry.text) + 1
     let accepted: CodeLogEntry
     if (cost <= room) {
@@ -588,7 +572,7 @@ export class CodeRunSession {
     }
     this.#logs.push(accepted)
     const onLog = this.#run.onLog
-    // Stryker disable next-line ConditionalExpression: calling an absent listener throws inside the try below, which ignores it
+    // Stryker disable next-line ConditionalExpression: calling an absent listener throws inside the try below
     if (onLog !== undefined) {
       try {
         onLog(accepted)

@@ -7,11 +7,7 @@ import type { ParkedRunState, ParkedVm, RunJournal } from './contract.js'
 
 export type { ParkedRunState, ParkedVm, RunJournal } from './contract.js'
 
-/**
- * The most UTF-16 code units a journal keeps (messages, readings and call keys together).
- * A run whose journal outgrows it keeps running but can no longer park: parking must cost
- * bytes, not a copy of everything a chatty run received.
- */
+/** The most UTF-16 code units a journal keeps (messages, readings and call keys together). */
 export const MAX_JOURNAL_CHARS = 4 * 1024 * 1024
 
 /**
@@ -23,9 +19,8 @@ export const MAX_JOURNAL_CHARS = 4 * 1024 * 1024
 export const REPLAY_MARGIN = 2
 
 /**
- * The message of a resume refused or stopped by the run's replay budget (`maxReplayMs`):
- * each resume replays the whole journal in a fresh VM, and that compute is the host's.
- * `expectedMs`: the replay's estimated cost when it was refused before it started.
+ * The message of a resume refused or stopped by the run's replay budget (`maxReplayMs`): each
+ * resume replays the whole journal in a fresh VM, and that compute is the host's.
  */
 export function replayBudgetMessage(leftMs: number, expectedMs?: number): string {
   const left = Math.max(0, Math.round(leftMs))
@@ -43,9 +38,8 @@ export function newJournal(): RunJournal {
 }
 
 /**
- * The key a call is journaled under: its binding's name and a 32-bit FNV-1a hash of its
- * whole message (id, binding and arguments). One linear pass, in the thread that owns the
- * VM; a replay that posts anything else has diverged.
+ * The key a call is journaled under: its binding's name and a 32-bit FNV-1a hash of its whole
+ * message (id, binding and arguments).
  */
 export function callKey(json: string): string {
   let hash = 0x811c9dc5
@@ -59,11 +53,9 @@ export function callKey(json: string): string {
 }
 
 /**
- * Whether a parked run's waiting call is the one its journal recorded: the key of the
- * message the VM would have posted for it (id, binding, name and arguments, as the VM's
- * JSON) is among the journal's calls. A state whose waiting call was edited (other
- * arguments, another tool) fails this, so the call is never made again under a decision
- * taken on the original.
+ * Whether a parked run's waiting call is the one its journal recorded: the key of the message the
+ * VM would have posted for it (id, binding, name and arguments, as the VM's JSON) is among the
+ * journal's calls.
  */
 export function journalHoldsCall(journal: RunJournal, call: { readonly id: number; readonly global: string; readonly name: string; readonly args: unknown }): boolean {
   let json: string | undefined

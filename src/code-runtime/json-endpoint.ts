@@ -28,11 +28,7 @@ function remapQuickJsStack(stack: string): string {
   })
 }
 
-/**
- * Adopts a call's freshly parsed arguments as a snapshot and weighs them; `undefined`
- * (the session then checks them itself) when they hold a number JSON snapshots refuse
- * or nest deeper than the host recurses.
- */
+/** Adopts a call's freshly parsed arguments as a snapshot and weighs them. */
 function weighArgs(args: unknown, textLength: number): number | undefined {
   if (args === undefined) return 0
   const adopted = adoptParsedJson(args)
@@ -44,11 +40,7 @@ function own(data: object, key: string): unknown {
   return Object.prototype.hasOwnProperty.call(data, key) ? (data as Record<string, unknown>)[key] : undefined
 }
 
-/**
- * A {@link WireEndpoint} for a host session over a JSON-text sandbox. `send` carries the
- * host's messages (as JSON text) to the VM; {@link JsonWireEndpoint.receive} takes the
- * VM's. The VM's memory size names the budget in an out-of-memory failure.
- */
+/** A {@link WireEndpoint} for a host session over a JSON-text sandbox. */
 export class JsonWireEndpoint implements WireEndpoint {
   readonly #send: (json: string) => void
   readonly #fail: (kind: CodeRunFailureKind, message: string) => void
@@ -83,16 +75,9 @@ export class JsonWireEndpoint implements WireEndpoint {
   }
 
   /**
-   * One message from the VM (JSON text): parsed, adjusted for what JSON and QuickJS
-   * cannot express (a call without arguments; program frames; memory exhaustion reported
-   * as the program's own error), then handed to the listeners, which validate it.
-   * Unparseable text is dropped.
-   *
-   * A call's parsed arguments are adopted as a snapshot in place (frozen, not copied)
-   * and weighed: their text plus {@link ARG_BYTES_PER_NODE} per value, handed on as
-   * `checkedArgBytes`, so neither the session nor the registry walks them again. Their
-   * count of values was bounded before the text left the sandbox's thread (`VmRun`), so
-   * this thread only parses and freezes bounded text.
+   * One message from the VM (JSON text): parsed, adjusted for what JSON and QuickJS cannot express
+   * (a call without arguments; program frames; memory exhaustion reported as the program's own
+   * error), then handed to the listeners, which validate it.
    */
   receive(json: string): void {
     // Nobody listens once the session has settled: late messages are not even parsed.

@@ -17,19 +17,13 @@ export interface CodeRunLimits {
   /** Serialized bytes of the returned value kept per run. */
   readonly maxValueBytes: number
   /**
-   * Bytes of binding-call arguments a run may hold on the host at once (calls queued or
-   * running, released as each settles); a call past it is refused inside the program.
-   * Absent: {@link DEFAULT_MAX_PENDING_ARG_BYTES}.
+   * Bytes of binding-call arguments a run may hold on the host at once (calls queued or running,
+   * released as each settles); a call past it is refused inside the program.
    */
   readonly maxPendingArgBytes?: number
 }
 
-/**
- * The default of {@link CodeRunLimits.maxPendingArgBytes}: 32 MiB. Every call the host
- * accepts holds its parsed arguments until it settles, and a program can start calls
- * far faster than tools finish them (a queue behind one call waiting for a person):
- * this keeps one run's share of the host's heap to tens of MiB, not the whole heap.
- */
+/** The default of {@link CodeRunLimits.maxPendingArgBytes}: 32 MiB. */
 export const DEFAULT_MAX_PENDING_ARG_BYTES = 32 * 1024 * 1024
 
 /**
@@ -41,17 +35,8 @@ export const DEFAULT_MAX_PENDING_ARG_BYTES = 32 * 1024 * 1024
 export const ARG_BYTES_PER_NODE = 64
 
 /**
- * The most JSON values (objects, arrays, strings, numbers, literals; object keys count
- * one each) one binding call's arguments may hold. Counted in the sandbox's thread on
- * the JSON text before it reaches the host, and refused there, inside the program.
- *
- * Why 100 000: the host parses, freezes and validates a call's arguments on its own
- * thread at roughly 0.1 to 1 microsecond per value, so this keeps one call's work on
- * the host near 15 ms at worst (100 000 empty objects; `npm run bench -- binding-args`),
- * while the 8 MiB text cap alone admits `[{},{},…]` with 2.7 million values (seconds
- * of host work).
- * Tool arguments that are data, not structure (a file's content), travel as strings
- * and are bounded by the text cap instead.
+ * The most JSON values (objects, arrays, strings, numbers, literals; object keys count one each)
+ * one binding call's arguments may hold.
  */
 export const MAX_CALL_ARG_NODES = 100_000
 

@@ -43,8 +43,8 @@ export function utf8Length(text: string): number {
 }
 
 /**
- * The longest prefix of `text` that fits in `maxBytes` UTF-8 bytes, never splitting a
- * surrogate pair. Work is bounded by `maxBytes`, not by the text's length.
+ * The longest prefix of `text` that fits in `maxBytes` UTF-8 bytes, never splitting a surrogate
+ * pair.
  */
 export function utf8Prefix(text: string, maxBytes: number): string {
   let bytes = 0
@@ -127,13 +127,7 @@ function errorText(value: Error): string {
   return `${typeof name === 'string' ? name : 'Error'}: ${typeof message === 'string' ? message : ''}`
 }
 
-/**
- * The keys an object renders: for an array, its indices up to `maxItems` (plus its other
- * own keys when it is that short), so a 10-million-element array costs `maxItems` steps,
- * not an enumeration of every index; for anything else, its own enumerable string keys
- * (`Object.keys`: several times cheaper than `Reflect.ownKeys` on large dictionaries,
- * and symbols and non-enumerables are never shown anyway).
- */
+/** The keys an object renders. */
 function renderKeys(obj: object, isArray: boolean, maxItems: number): string[] {
   if (!isArray) return Object.keys(obj)
   const length = (obj as unknown[]).length
@@ -246,9 +240,7 @@ function renderObject(obj: object, depth: number, maxDepth: number, maxItems: nu
     close = isArray ? ']' : '}'
     const keys = renderKeys(obj, isArray, maxItems)
     let count = 0
-    // An array cut at maxItems counts its length (its other keys are not listed); a shorter
-    // one lists every index and its other keys, so an array of exactly maxItems items and a
-    // named key says `… 1 more items`, not `… 0 more items`.
+    // An array cut at maxItems counts its length (its other keys are not listed).
     const total = isArray && (obj as unknown[]).length > maxItems ? (obj as unknown[]).length : keys.length
     for (const key of keys) {
       const desc = describeOwn(obj, key)
@@ -277,10 +269,8 @@ function renderObject(obj: object, depth: number, maxDepth: number, maxItems: nu
 }
 
 /**
- * An upper-bound estimate of a structured-clone value's serialized size in bytes, close
- * to its JSON length (binary data counts its byte length). Iterative and cycle-safe;
- * stops as soon as the count exceeds `limit` and returns `limit + 1`. Reads only own
- * data properties, so it never runs code a value owns.
+ * An upper-bound estimate of a structured-clone value's serialized size in bytes, close to its JSON
+ * length (binary data counts its byte length).
  */
 export function measureValueBytes(value: unknown, limit: number): number {
   let total = 0
@@ -356,12 +346,8 @@ export function measureValueBytes(value: unknown, limit: number): number {
 }
 
 /**
- * The deepest nesting a program's value may have when it enters the host (a binding
- * call's arguments, the run's value). Real data rarely nests 20 levels; the host's own
- * recursion (`JSON.stringify` in an HTTP response, `structuredClone` and its
- * deserializer, validators, a tool's body) overflows a few thousand levels down, and a
- * program builds such a value in one line. The bootstrap refuses deeper arguments inside
- * the program and sends a deeper value as {@link deepValueText}; the host checks both again.
+ * The deepest nesting a program's value may have when it enters the host (a binding call's
+ * arguments, the run's value).
  */
 export const MAX_VALUE_DEPTH = 100
 
@@ -375,9 +361,8 @@ export function deepValueText(value: unknown, maxBytes: number): string {
 }
 
 /**
- * A value's text rendering (32 levels deep at most) cut to `maxBytes` UTF-8 bytes: what
- * a completion value becomes when it cannot cross as itself (too large, too deep). The
- * work is bounded by `maxBytes`, not by the value's size.
+ * A value's text rendering (32 levels deep at most) cut to `maxBytes` UTF-8 bytes: what a
+ * completion value becomes when it cannot cross as itself (too large, too deep).
  */
 export function renderedWithin(value: unknown, maxBytes: number): string {
   return utf8Prefix(renderValue(value, { maxLength: maxBytes + 1, maxDepth: 32 }), maxBytes)

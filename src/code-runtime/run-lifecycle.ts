@@ -36,9 +36,8 @@ export interface RunHandle {
 /** What a runtime supplies to {@link RunLifecycle}. */
 export interface RunLifecycleDriver {
   /**
-   * Strips on the host, before a slot is taken (trusted workers, inline QuickJS: there is
-   * no thread that could kill a runaway, or the code is trusted). Absent: the slot's thread
-   * strips under the run's compute budget (the sandbox), and the host checks the length only.
+   * Strips on the host, before a slot is taken (trusted workers, inline QuickJS: there is no thread
+   * that could kill a runaway, or the code is trusted).
    */
   readonly strip?: (program: string) => StripOutcome
   /** A host-side check of the stripped program (a V8 compile), answering a syntax error's message. */
@@ -87,7 +86,7 @@ export class RunLifecycle {
     return handle.result
   }
 
-  /** The program a slot receives. A resumed run's program was stripped when it first ran (its journal holds it). */
+  /** The program a slot receives. */
   #program(run: PreparedRun): StripOutcome {
     const { strip, checkSyntax } = this.#driver
     if (strip === undefined || run.resume !== undefined) {

@@ -17,10 +17,9 @@ export interface SandboxThreadBoot {
   /** The script installed in every sandbox before its program (the platform's `SANDBOX_SOURCE`): sent once, not bundled twice. */
   readonly sandboxSource: string
   /**
-   * {@link STOP_SLOT}: the id of a run the host wants stopped now, read by the VM's
-   * interrupt handler; {@link BUSY_SLOT} and {@link SEGMENT_SLOT}: the current run's busy
-   * time, written by the thread, so the host meters compute live. Absent where shared memory is unavailable (a page that is not
-   * cross-origin isolated): the host then stops a busy thread by terminating it.
+   * {@link STOP_SLOT}: the id of a run the host wants stopped now, read by the VM's interrupt
+   * handler; {@link BUSY_SLOT} and {@link SEGMENT_SLOT}: the current run's busy time, written by
+   * the thread, so the host meters compute live.
    */
   readonly signals?: SharedArrayBuffer
 }
@@ -39,20 +38,13 @@ export const SEGMENT_SLOT = 2
 export const SIGNALS_BYTES = 24
 
 /**
- * The longest VM message (JSON text, in UTF-16 code units) a thread passes to its host:
- * the host parses each one on its own thread, and a program must not be able to stall
- * it with one huge binding argument (parsing 8 MiB of JSON takes tens of ms; 60 MiB, a
- * VM's whole memory, hundreds). The VM refuses a larger call itself, catchably; the thread
- * ends the run on anything larger that gets past that.
+ * The longest VM message (JSON text, in UTF-16 code units) a thread passes to its host: the host
+ * parses each one on its own thread, and a program must not be able to stall it with one huge
+ * binding argument (parsing 8 MiB of JSON takes tens of ms; 60 MiB, a VM's whole memory, hundreds).
  */
 export const MAX_VM_MESSAGE_CHARS = 8 * 1024 * 1024
 
-/**
- * The longest program (TypeScript source, in UTF-16 code units) any runtime accepts:
- * 256 KiB. A program is code, not data (data travels through tool calls); the bound
- * keeps stripping a program at this size to a fraction of a second, and it is checked
- * before any parse, so a larger one costs the host nothing but reading its length.
- */
+/** The longest program (TypeScript source, in UTF-16 code units) any runtime accepts: 256 KiB. */
 export const MAX_PROGRAM_CHARS = 256 * 1024
 
 /** The model-facing refusal of a program longer than {@link MAX_PROGRAM_CHARS}; `undefined` when it is not. */
@@ -67,10 +59,8 @@ export function epochNow(): number {
 }
 
 /**
- * Host → thread: start run `run` in a fresh sandbox, then deliver `start` (the session's
- * first message, JSON text). Its `program` is the model's TypeScript as written: the
- * thread strips it (under the run's compute budget, off the host's thread) and reports a
- * syntax error as the run's `exception`.
+ * Host → thread: start run `run` in a fresh sandbox, then deliver `start` (the session's first
+ * message, JSON text).
  */
 export interface ThreadRunCommand {
   readonly type: 'run'

@@ -80,22 +80,16 @@ export interface SandboxRuntimeOptions {
   /** Whether runs park at all. Default `true`. */
   readonly parking?: boolean
   /**
-   * Host memory all parked runs may keep together, in bytes: each run's journal (2 a
-   * UTF-16 unit), its waiting calls' arguments (weighed as for `maxPendingArgBytes`) and
-   * its log lines. A run that does not fit is not parked (it keeps its thread and slot,
-   * as before parking existed, and tries again later), so parked runs cannot grow the
-   * host's heap without bound. 1 MiB to 2³⁰. Default 134 217 728 (128 MiB).
+   * Host memory all parked runs may keep together, in bytes: each run's journal (2 a UTF-16 unit),
+   * its waiting calls' arguments (weighed as for `maxPendingArgBytes`) and its log lines. Default
+   * 134 217 728 (128 MiB).
    */
   readonly maxParkedBytes?: number
   /**
-   * Compute ms a run's resumes may spend replaying its journal, in total over the run
-   * (each resume replays the whole journal in a fresh VM: the host's CPU, not the
-   * program's `computeMs`). A run whose resume would need more (estimated as the compute
-   * it has used so far) does not park: it keeps its thread. A stored state whose replay
-   * would need more, or a replay that takes more, ends the run as a `timeout` whose message
-   * starts `replay budget exhausted` and names `maxReplayMs` (docs/durability.md). 1 to
-   * 2³¹−1. Default: `computeMs` (a run then costs the host at most about twice its compute
-   * budget, however many times a person answers it).
+   * Compute ms a run's resumes may spend replaying its journal, in total over the run (each resume
+   * replays the whole journal in a fresh VM: the host's CPU, not the program's `computeMs`).
+   * Default: `computeMs` (a run then costs the host at most about twice its compute budget, however
+   * many times a person answers it).
    */
   readonly maxReplayMs?: number
 }
@@ -175,9 +169,8 @@ interface ResolvedOptions {
 const OPTION_KEYS = [...CODE_RUN_LIMIT_KEYS, 'memoryMb', 'prespawn', 'maxConcurrentRuns', 'maxQueuedRuns', 'wasmModule', 'parkAfterMs', 'parking', 'maxParkedBytes', 'maxReplayMs']
 
 /**
- * The default concurrency: four runs a core (runs mostly await tools), within a quarter of
- * the machine's memory. A run's memory is its VM's, its thread's, and what it may pin on
- * the host's heap: its unsettled calls' arguments (`maxPendingArgBytes`), counted whole.
+ * The default concurrency: four runs a core (runs mostly await tools), within a quarter of the
+ * machine's memory.
  */
 function defaultConcurrency(machine: SandboxPlatform['machine'], memoryMb: number, pendingArgBytes: number): number {
   const byCores = Math.max(1, Math.floor(machine.cores)) * 4
@@ -228,7 +221,7 @@ interface PendingRun {
   readonly resolve: (result: CodeRunResult) => void
 }
 
-/** A run waiting in the queue; `leave` drops its abort listener. */
+/** A run waiting in the queue. */
 interface QueuedRun extends PendingRun {
   leave(): void
 }
@@ -284,9 +277,8 @@ class PooledThread {
   }
 
   /**
-   * Binds `run` to this idle thread and starts it once the thread has booted: a run's
-   * budgets count from there, never the thread's start-up. A thread that dies first has
-   * failed the run by then, and `attach` of a settled run only stops the thread.
+   * Binds `run` to this idle thread and starts it once the thread has booted: a run's budgets count
+   * from there, never the thread's start-up.
    */
   start(run: ActiveRun): void {
     this.state = 'running'
@@ -312,16 +304,11 @@ class PooledThread {
     this.state = 'stopping'
     if (this.#stop !== undefined) Atomics.store(this.#stop, STOP_SLOT, run.id)
     this.post({ type: 'end', run: run.id })
-    // Stryker disable next-line StringLiteral: the run has settled before its thread is stopped, so this reason reaches no one
+    // Stryker disable next-line StringLiteral: the run has settled before its thread is stopped
     this.#graceTimer = setTimeout(() => this.die(`it did not release run ${run.id} within ${STOP_GRACE_MS} ms`), STOP_GRACE_MS)
   }
 
-  /**
-   * Posts a command or a VM delivery. Only a booted thread is posted to (a run attaches
-   * once its thread has answered the boot message), so the boot message is always first;
-   * nothing posts to a dead thread (its run settled as it died, and a settled session
-   * sends nothing).
-   */
+  /** Posts a command or a VM delivery. */
   post(message: ThreadCommand | string): void {
     this.#send(message)
   }
@@ -374,8 +361,7 @@ class PooledThread {
   // A dead thread's late messages change nothing: it has no run, is not idle and is not stopping.
   #receive(data: unknown): void {
     if (typeof data === 'string') {
-      // VM text for the run this thread serves; a stopping thread's run has settled, and its
-      // session no longer listens.
+      // VM text for the run this thread serves.
       this.current?.fromVm(data)
       return
     }
@@ -414,12 +400,7 @@ class PooledThread {
   }
 }
 
-/**
- * One run: the host session over the VM of the thread it is bound to. A run that waits
- * only for people is parked: its VM's journal is kept here, its thread goes back to the
- * pool, and the next message for its VM (a decision's result) binds it to a thread again,
- * where a fresh VM replays the journal before that message is delivered.
- */
+/** One run: the host session over the VM of the thread it is bound to. */
 class ActiveRun {
   session: CodeRunSession | undefined
   /** Resolves once the caller has its result and every binding call the run started has settled. */
@@ -434,7 +415,7 @@ class ActiveRun {
   #parked: ParkedVm | undefined
   #waiting: string[] = []
   #resumeAsked = false
-  /** Compute spent on earlier threads; while a replay runs, the meter holds at this. */
+  /** Compute spent on earlier threads. */
   #busyBefore = 0
   #replayBusy = 0
   #replaying = false
@@ -456,11 +437,11 @@ class ActiveRun {
     // Until the session owns the signal (a thread still booting), an abort settles the run here.
     const signal = pending.prepared.signal
     this.#onEarlyAbort = () => this.fail('abort', abortMessage(signal!))
-    // Stryker disable next-line ObjectLiteral,BooleanLiteral: a signal aborts once, and the listener is removed as the run attaches or settles
+    // Stryker disable next-line ObjectLiteral,BooleanLiteral: a signal aborts once
     signal?.addEventListener('abort', this.#onEarlyAbort, { once: true })
   }
 
-  /** Starts the session on `thread` (or, for a parked run, resumes it there); the result goes to the caller of `run()`. */
+  /** Starts the session on `thread` (or, for a parked run, resumes it there). */
   attach(thread: PooledThread): void {
     if (this.session !== undefined) {
       this.#resumeOn(thread)
@@ -531,10 +512,8 @@ class ActiveRun {
   }
 
   /**
-   * Asks the thread to park the VM if its resume fits the replay budget, and the run fits the parked runs' room: what it holds on
-   * the host besides the journal (its waiting calls' arguments, its logs) first, then the
-   * journal, whose size only the thread knows (`maxChars`). A run that does not fit keeps
-   * its thread, and tries again later.
+   * Asks the thread to park the VM if its resume fits the replay budget, and the run fits the
+   * parked runs' room.
    */
   #askPark(afterMs: number): void {
     const session = this.session!
@@ -565,11 +544,7 @@ class ActiveRun {
     this.session?.parkRefused()
   }
 
-  /**
-   * Busy ms across every thread the run used; a replay is charged to `maxReplayMs`, not to
-   * the program. A replay stuck past its room (in a long built-in, where the VM's own
-   * check cannot run) spills into the program's meter, which then ends the run.
-   */
+  /** Busy ms across every thread the run used. */
   #meter(): number {
     const thread = this.#thread
     if (thread === undefined) return this.#busyBefore
@@ -648,7 +623,7 @@ class ActiveRun {
     this.#thread?.stop(this)
   }
 
-  /** Ends the run with a failure, bound to its thread or not yet. First outcome wins (settling twice changes nothing). */
+  /** Ends the run with a failure, bound to its thread or not yet. */
   fail(kind: CodeRunFailureKind, message: string): void {
     if (this.session !== undefined) this.session.fail(kind, message)
     else {
@@ -703,11 +678,7 @@ class SandboxPool {
     }
   }
 
-  /**
-   * Binds a parked run to a thread again: an idle one, a new one while the pool may grow,
-   * else a released thread, in turns with the queue's new runs (it was admitted long ago,
-   * and a person is waiting on it). Never refused.
-   */
+  /** Binds a parked run to a thread again. */
   resume(run: ActiveRun): void {
     if (this.disposed) return
     const idle = this.#idleThread()
@@ -762,10 +733,8 @@ class SandboxPool {
   }
 
   /**
-   * Serves a free thread, taking turns while both wait: a run waiting to resume, then a
-   * new run from the queue. Resumes cannot starve new runs (each resume replays, and a
-   * person's decisions can come faster than threads free up), nor new runs resumes.
-   * False when nobody waits.
+   * Serves a free thread, taking turns while both wait: a run waiting to resume, then a new run
+   * from the queue.
    */
   #serve(thread: PooledThread): boolean {
     const resumeFirst = this.queue.length === 0 || !this.#servedResume
@@ -784,8 +753,8 @@ class SandboxPool {
   }
 
   /**
-   * Admits a run: bound to an idle thread (starting one while the pool may grow), else
-   * queued while there is room; false when it must be refused.
+   * Admits a run: bound to an idle thread (starting one while the pool may grow), else queued while
+   * there is room.
    */
   admit(pending: PendingRun): boolean {
     const idle = this.#idleThread()
@@ -818,14 +787,14 @@ class SandboxPool {
       pending.resolve(failedResult('abort', abortMessage(signal!)))
     }
     const queued: QueuedRun = { ...pending, leave: () => signal?.removeEventListener('abort', onAbort) }
-    // Stryker disable next-line ObjectLiteral,BooleanLiteral: a signal aborts once; a run that leaves the queue removes the listener
+    // Stryker disable next-line ObjectLiteral,BooleanLiteral: a signal aborts once
     signal?.addEventListener('abort', onAbort, { once: true })
     this.queue.push(queued)
   }
 
   /** A thread finished a run: serve the queue, or idle (extra threads end after a while). */
   released(thread: PooledThread): void {
-    // Stryker disable next-line ConditionalExpression,BlockStatement: dispose ends every thread it holds once its runs settle; this only ends a released one sooner
+    // Stryker disable next-line ConditionalExpression,BlockStatement: dispose ends every thread it holds once its runs settle
     if (this.disposed) {
       // Stryker disable next-line StringLiteral: as above
       thread.state = 'dead'
@@ -848,15 +817,15 @@ class SandboxPool {
   retire(thread: PooledThread): void {
     this.threads.delete(thread)
     void thread.terminate()
-    // Stryker disable next-line ConditionalExpression: unreachable after dispose, which marks every thread dead (a dead thread is not retired again); #topUp checks too
+    // Stryker disable next-line ConditionalExpression: unreachable after dispose
     if (this.disposed) return
     while ((this.queue.length > 0 || this.#resumeQueue.length > 0) && this.threads.size < this.options.maxConcurrentRuns) this.#serve(this.#spawn())
     this.#topUp()
   }
 
   /**
-   * Ends the run `pending` started with a failure, wherever it is: queued (it leaves the
-   * queue), waiting for its thread, running or parked. First outcome wins.
+   * Ends the run `pending` started with a failure, wherever it is: queued (it leaves the queue),
+   * waiting for its thread, running or parked.
    */
   fail(pending: PendingRun, kind: CodeRunFailureKind, message: string): void {
     const at = this.queue.findIndex((queued) => queued.resolve === pending.resolve)
@@ -889,9 +858,8 @@ class SandboxPool {
   }
 
   /**
-   * An idle thread: one with its next sandbox built first, and among those the one that
-   * has taken the most runs (a thread's JIT warms up over thousands of binding calls, so
-   * concentrating runs on few threads makes each call cheaper).
+   * An idle thread: one with its next sandbox built first, and among those the one that has taken
+   * the most runs.
    */
   #idleThread(): PooledThread | undefined {
     let best: PooledThread | undefined
@@ -918,13 +886,9 @@ class SandboxPool {
     return idle
   }
 
-  /**
-   * Keeps `prespawn` idle threads (booting or built) ahead of the next runs, within the
-   * concurrency cap: the next run then finds a sandbox built in another thread's idle
-   * time instead of waiting for one.
-   */
+  /** Keeps `prespawn` idle threads (booting or built) ahead of the next runs, within the concurrency cap. */
   #topUp(): void {
-    // Stryker disable next-line ConditionalExpression: unreachable after dispose (no run is admitted, retire returns first); kept so a disposed pool can never spawn
+    // Stryker disable next-line ConditionalExpression: unreachable after dispose (no run is admitted
     if (this.disposed) return
     let idle = this.#idleCount()
     while (idle < this.options.prespawn && this.threads.size < this.options.maxConcurrentRuns) {
@@ -939,7 +903,7 @@ class SandboxPool {
     return thread
   }
 
-  /** The wasm every thread shares, loaded once; a failed load is retried by the next spawn (and threads load their own meanwhile). */
+  /** The wasm every thread shares, loaded once. */
   #wasmModule(): Promise<WebAssembly.Module | undefined> {
     if (this.#wasm !== undefined) return this.#wasm
     const source = this.options.wasmModule
@@ -948,7 +912,7 @@ class SandboxPool {
     const attempt = (async () => {
       if (source instanceof WebAssembly.Module) return source
       if (typeof source === 'function') return source()
-      // Stryker disable next-line OptionalChaining: without `?.` a platform lacking loadWasm throws here, which the catch below turns into the same undefined
+      // Stryker disable next-line OptionalChaining: without `?.` a platform lacking loadWasm throws here
       return this.platform.loadWasm?.()
     })().catch(() => {
       this.#wasm = undefined
@@ -960,9 +924,8 @@ class SandboxPool {
 }
 
 /**
- * The sandbox pool as a driver of the one run lifecycle: the thread strips (no stripper on
- * the host: only the length is checked there); a run is admitted (bound to a thread,
- * queued, or refused as `overloaded`), or opened parked from a stored state.
+ * The sandbox pool as a driver of the one run lifecycle: the thread strips (no stripper on the
+ * host: only the length is checked there).
  */
 function startPooled(pool: SandboxPool, run: PreparedRun, program: string): RunHandle {
   let resolve!: (result: CodeRunResult) => void
@@ -982,18 +945,7 @@ function startPooled(pool: SandboxPool, run: PreparedRun, program: string): RunH
   }
 }
 
-/**
- * Creates the sandbox runtime on `platform`. Validates `options` at once (`ToolError`
- * code `INVALID_OPTIONS`). Used by `createSandboxRuntime` in `toolyard/node` and
- * `toolyard/browser`; call that, not this.
- *
- * Failure kinds: `exception` (the program threw or could not be parsed: stripping runs in
- * the run's thread, under its compute budget, and its syntax errors name line and
- * column), `timeout`
- * (names `computeMs` or `maxWallMs`), `abort` (the request's signal, or `dispose()`),
- * `worker-exit` (the VM's memory was exhausted, or its thread died), `overloaded`
- * (`maxConcurrentRuns` running and `maxQueuedRuns` waiting: refused at once).
- */
+/** Creates the sandbox runtime on `platform`. */
 export function createSandboxRuntimeOn(platform: SandboxPlatform, options?: SandboxRuntimeOptions): SandboxRuntime {
   const resolved = resolveOptions(options, platform)
   const pool = new SandboxPool(platform, resolved)

@@ -22,12 +22,10 @@ export interface SlicedListener {
 }
 
 /**
- * Wraps `listener` so that messages reach it in order, in slices of at most
- * {@link DELIVERY_SLICE_MS} ms and {@link DELIVERY_SLICE_MESSAGES} messages: a message
- * that arrives while the current slice has room is handled at once (no added latency for
- * a lone call); past that it is queued and handled after a macrotask, so timers, input
- * and rendering run in between. A throwing listener is the caller's concern, as it would
- * be without the wrapper: the queue goes on either way.
+ * Wraps `listener` so that messages reach it in order, in slices of at most {@link
+ * DELIVERY_SLICE_MS} ms and {@link DELIVERY_SLICE_MESSAGES} messages: a message that arrives while
+ * the current slice has room is handled at once (no added latency for a lone call); past that it is
+ * queued and handled after a macrotask, so timers, input and rendering run in between.
  */
 export function slicedDelivery(listener: (data: unknown) => void): SlicedListener {
   let queue: unknown[] = []
@@ -91,10 +89,8 @@ export function slicedDelivery(listener: (data: unknown) => void): SlicedListene
 let turnStart = -1
 
 /**
- * A turn start older than this is stale: the timer that ends a turn did not fire (an edge
- * runtime drops a finished request's timers, so a module-level mark outlives its turn).
- * Without this, every later call would wait a macrotask and a `Promise.all` of fast
- * tools would run one at a time.
+ * A turn start older than this is stale: the timer that ends a turn did not fire (an edge runtime
+ * drops a finished request's timers, so a module-level mark outlives its turn).
  */
 const STALE_TURN_MS = 250
 
@@ -110,11 +106,9 @@ const endTurn = (): void => {
 }
 
 /**
- * Resolves at once while the current turn of the host's event loop has taken fewer than
- * {@link STEPS_BEFORE_YIELD} steps or spent less than {@link DELIVERY_SLICE_MS} ms on
- * cooperative work, else after a macrotask. Host work chained through promises (a queue
- * of sub-calls, each started as the previous settles) never reaches a macrotask boundary
- * on its own: awaiting this between steps gives timers, I/O and rendering their turn.
+ * Resolves at once while the current turn of the host's event loop has taken fewer than {@link
+ * STEPS_BEFORE_YIELD} steps or spent less than {@link DELIVERY_SLICE_MS} ms on cooperative work,
+ * else after a macrotask.
  */
 export function hostTurn(): Promise<void> | undefined {
   const now = performance.now()

@@ -15,12 +15,7 @@ export { MAX_PROGRAM_CHARS } from './sandbox-protocol.js'
 /** The outcome of {@link stripTypeScript}: JavaScript, or a message for the model. */
 export type StripResult = { readonly ok: true; readonly code: string } | { readonly ok: false; readonly message: string }
 
-/**
- * The deepest bracket nesting (`(`, `[`, `{`, `${`) a program may have. Real programs
- * nest a few dozen levels; sucrase recurses several frames per level and overflowed a
- * 300 KB stack at ~170 levels of `(a) => (` and a 984 KB one at ~730 (measured), so
- * this is also what keeps its recursion away from every thread's stack limit.
- */
+/** The deepest bracket nesting (`(`, `[`, `{`, `${`) a program may have. */
 export const MAX_NESTING_DEPTH = 256
 
 /**
@@ -39,10 +34,7 @@ export const STRIP_WORK_PER_CHAR = 4
  */
 export const STRIP_WORK_BASE = 20_000
 
-/**
- * The program is parsed as the body of this function so `return` and `await` are legal
- * at its top level. It sits on the program's first line, keeping every line number.
- */
+/** The program is parsed as the body of this function so `return` and `await` are legal at its top level. */
 const WRAP_OPEN = 'async function __toolyard__() {'
 const WRAP_CLOSE = '\n}'
 
@@ -54,7 +46,7 @@ const ck = ContextualKeyword
 
 function lineOf(text: string, offset: number): number {
   let line = 1
-  // Stryker disable next-line EqualityOperator,ConditionalExpression: every offset passed is a bracket's, a token's start or the text's length, never past the text nor a line feed, so `i <= offset` and the length check change no count
+  // Stryker disable next-line EqualityOperator,ConditionalExpression: every offset passed is a bracket's
   for (let i = 0; i < offset && i < text.length; i++) if (text.charCodeAt(i) === 10) line++
   return line
 }
@@ -74,13 +66,13 @@ function findNonErasable(tokens: readonly SucraseToken[], text: string): string 
       token.type === tt.name &&
       token.isType &&
       (token.contextualKeyword === ck._namespace || token.contextualKeyword === ck._module) &&
-      // Stryker disable next-line OptionalChaining: tokens[0] is the wrapper's `async`, never a construct found here, so tokens[i - 1] always exists; the `?.` only satisfies noUncheckedIndexedAccess
+      // Stryker disable next-line OptionalChaining: tokens[0] is the wrapper's `async`
       tokens[i - 1]?.type !== tt._declare
     ) {
       return `namespace declarations are not supported: only erasable TypeScript is accepted ${at()}; use a plain object instead`
     }
     if (token.type === tt._import && !token.isType) {
-      // Stryker disable next-line OptionalChaining: the token stream of a parsed program ends with the wrapper's `}` and eof, so an `import` is never last; the `?.` only satisfies noUncheckedIndexedAccess
+      // Stryker disable next-line OptionalChaining: the token stream of a parsed program ends with the wrapper's `}` and eof
       const next = tokens[i + 1]?.type
       if (next !== tt.parenL && next !== tt.dot) {
         return `import declarations are not supported in a program ${at()}; the program is the body of an async function: use \`await import(…)\` or the provided globals`
@@ -89,7 +81,7 @@ function findNonErasable(tokens: readonly SucraseToken[], text: string): string 
     if (token.type === tt._export && !token.isType) {
       return `export declarations are not supported in a program ${at()}; return the value instead`
     }
-    // Stryker disable next-line OptionalChaining: the token stream of a parsed program ends with the wrapper's `}` and eof (neither a `constructor`), so tokens[i + 1] always exists; the `?.` only satisfies noUncheckedIndexedAccess
+    // Stryker disable next-line OptionalChaining: the token stream of a parsed program ends with the wrapper's `}` and eof (neither a `constructor`)
     if (token.contextualKeyword === ck._constructor && tokens[i + 1]?.type === tt.parenL) {
       let depth = 0
       for (let j = i + 1; j < tokens.length; j++) {
@@ -127,14 +119,10 @@ interface WorkMeter {
   exceededAt: number | undefined
 }
 
-/** Thrown from inside sucrase when a strip's wasted work exceeds its budget; never escapes {@link stripTypeScript}. */
+/** Thrown from inside sucrase when a strip's wasted work exceeds its budget. */
 class StripWorkExceeded extends Error {}
 
-/**
- * Where the meter of the call in progress lives: on each of sucrase's `State.prototype`s,
- * under a registry symbol, so every copy of this module (bundles, test isolation) shares
- * one wrapper and one slot.
- */
+/** Where the meter of the call in progress lives. */
 const METER_SLOT = Symbol.for('toolyard.strip.work-meter')
 interface MeterSlot {
   current: WorkMeter | undefined
@@ -143,15 +131,7 @@ interface MeterSlot {
 /** A field only sucrase's parser state (and its snapshots) assign: the trap below recognises its constructor by it. */
 const STATE_FIELD = 'inDisallowConditionalTypesContext'
 
-/**
- * The `State.prototype`s the given sucrase calls really use. Found from the instances
- * they create, not by importing `state.js`: loaders differ (workerd's test pool, for one,
- * evaluates a file imported directly apart from the copy sucrase `require`s), and a wrapper
- * on the wrong copy would meter nothing. For the length of the calls only (synchronous,
- * restored in `finally`), an accessor on `Object.prototype` sees the first assignment of
- * {@link STATE_FIELD} on each new state, notes its prototype and makes the field an
- * ordinary own property, so sucrase runs unchanged.
- */
+/** The `State.prototype`s the given sucrase calls really use. */
 function parserStatePrototypes(calls: ReadonlyArray<() => unknown>): Set<Record<PropertyKey, unknown>> {
   const found = new Set<Record<PropertyKey, unknown>>()
   const previous = Object.getOwnPropertyDescriptor(Object.prototype, STATE_FIELD)
@@ -196,15 +176,10 @@ function wrapRestore(proto: Record<PropertyKey, unknown>, slot: MeterSlot): void
 const parseWrapped = (wrapped: string) => parse(wrapped, false, true, false).tokens
 const transformWrapped = (wrapped: string) => transform(wrapped, { transforms: ['typescript'], disableESTransforms: true, keepUnusedImports: true }).code
 
-/** The installed meter's slot; `null` when it could not be installed (then every strip is refused). */
+/** The installed meter's slot. */
 let installed: MeterSlot | null | undefined
 
-/**
- * Installs the work meter once (lazily: importing this module changes nothing), on the
- * parser states of both calls `stripTypeScript` makes, and proves it engaged: a metered
- * parse of `<T>(x)` (which backtracks once) must be charged, in each call. `undefined`
- * when it is not, and stripping then refuses every program rather than run unbounded.
- */
+/** Installs the work meter once (lazily. */
 function meterSlot(): MeterSlot | undefined {
   if (installed !== undefined) return installed ?? undefined
   installed = null
@@ -234,9 +209,8 @@ function meterSlot(): MeterSlot | undefined {
 }
 
 /**
- * Runs one synchronous sucrase call with a work budget armed (and disarmed in `finally`,
- * so sucrase used elsewhere in the process is unaffected). Returns the offset at which
- * the budget ran out instead of the call's value.
+ * Runs one synchronous sucrase call with a work budget armed (and disarmed in `finally`, so sucrase
+ * used elsewhere in the process is unaffected).
  */
 function metered<T>(slot: MeterSlot, budget: number, call: () => T): { readonly value: T } | { readonly exceededAt: number } {
   const meter: WorkMeter = { remaining: budget, exceededAt: undefined }
@@ -303,14 +277,9 @@ function skipTemplate(text: string, from: number): { readonly next: number; read
   return { next: text.length, opensSubstitution: false }
 }
 
-/**
- * One linear scan: the offset of the first bracket nested deeper than `limit`, or
- * `undefined`. Strings, comments, regular expressions and template text are skipped;
- * `${` counts as a bracket. A heuristic where JavaScript is ambiguous (a `/`), generous
- * by design: the limit is far above real programs and far below stack overflow.
- */
+/** One linear scan: the offset of the first bracket nested deeper than `limit`, or `undefined`. */
 function tooDeepAt(text: string, limit: number): number | undefined {
-  /** Open brackets; `true` marks a template substitution (its `}` resumes the template). */
+  /** Open brackets. */
   const open: boolean[] = []
   let i = 0
   while (i < text.length) {
@@ -339,11 +308,7 @@ function tooDeepAt(text: string, limit: number): number | undefined {
   return undefined
 }
 
-/**
- * Sucrase reports `(line:column)`, both 1-based; on line 1 the column includes the
- * wrapper, so shift it back. An error in the wrapper's closing line is at the program's
- * end: name that position (its last line, one column past its last character).
- */
+/** Sucrase reports `(line:column)`, both 1-based. */
 function syntaxMessage(error: unknown, program: string): string {
   if (error instanceof RangeError) {
     return 'SyntaxError: the program nests too deeply to strip (a chain of operators or arrow functions sucrase parses recursively); split it into named intermediate values'
@@ -367,12 +332,8 @@ function tooAmbiguous(wrapped: string, exceededAt: number): string {
 }
 
 /**
- * Strips TypeScript types from a program (the body of an async function), keeping line
- * numbers. Returns `{ ok: false, message }` (a `SyntaxError: …` text for the model) for
- * syntax errors, for non-erasable or module syntax, and for a program over one of the
- * work bounds: longer than {@link MAX_PROGRAM_CHARS}, nested deeper than
- * {@link MAX_NESTING_DEPTH}, or wasting more parser work than its budget. Never throws;
- * its time is linear in the program's length.
+ * Strips TypeScript types from a program (the body of an async function), keeping line numbers.
+ * Never throws; its time is linear in the program's length.
  */
 export function stripTypeScript(program: string): StripResult {
   const tooLong = programTooLong(program)

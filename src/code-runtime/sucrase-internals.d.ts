@@ -12,7 +12,7 @@ declare module 'sucrase/dist/parser/index.js' {
     readonly end: number
     readonly isType: boolean
   }
-  /** Parses a file into tokens; throws a SyntaxError-like error with `(line:column)` on bad input. */
+  /** Parses a file into tokens. */
   export function parse(input: string, isJSXEnabled: boolean, isTypeScriptEnabled: boolean, isFlowEnabled: boolean): { tokens: SucraseToken[] }
 }
 declare module 'sucrase/dist/parser/tokenizer/types.js' {

@@ -213,13 +213,7 @@ export function createTrustedRuntime<I extends string, S extends RunSlot>(driver
 
 const AsyncFunction = Object.getPrototypeOf(async function () {}).constructor as new (body: string) => unknown
 
-/**
- * The message of the `SyntaxError` compiling `body` as an AsyncFunction body throws;
- * `undefined` when it compiles; `null` when it cannot be compiled here for another reason
- * (a page whose Content-Security-Policy forbids `unsafe-eval`, workerd). Compiles, never
- * runs: the Function constructor parses the body on its own, so a body cannot close the
- * function early and reach code outside it.
- */
+/** The message of the `SyntaxError` compiling `body` as an AsyncFunction body throws. */
 function compileError(body: string): string | undefined | null {
   try {
     new AsyncFunction(body)
@@ -230,14 +224,9 @@ function compileError(body: string): string | undefined | null {
 }
 
 /**
- * A syntax error V8 finds in a program the stripper accepted (`const a` declared twice,
- * `await` in a plain function), with the model's line and column; `undefined` when it
- * parses (or cannot be compiled here: the worker then reports it). V8 reports an
- * AsyncFunction body's syntax error without any position, so the position is found by
- * bisection: the first line whose prefix of the program fails with the same message, then
- * the first character of that line, then back to the start of the word there (or to the
- * `await` the message names). At most ~2 log2(size) compiles, only for a program that fails
- * to compile; a program that compiles costs one compile.
+ * A syntax error V8 finds in a program the stripper accepted (`const a` declared twice, `await` in
+ * a plain function), with the model's line and column; `undefined` when it parses (or cannot be
+ * compiled here: the worker then reports it).
  */
 export function v8SyntaxError(program: string): string | undefined {
   const message = compileError(program)
@@ -255,7 +244,7 @@ export function v8SyntaxError(program: string): string | undefined {
     else low = middle + 1
   }
   const text = lines[low - 1]!
-  // Stryker disable next-line ConditionalExpression,EqualityOperator: at line 1 the prefix would be '\n', and a body already starts on a line of its own (the Function constructor puts one before it): same messages, same column
+  // Stryker disable next-line ConditionalExpression,EqualityOperator: at line 1 the prefix would be '\n'
   const before = low > 1 ? `${upTo(low - 1)}\n` : ''
   let first = 1
   let last = text.length

@@ -28,11 +28,9 @@ export interface WireMessageEvent {
   /** The message. */
   readonly data: unknown
   /**
-   * Set by an endpoint that has already measured and checked a `call` message's
-   * arguments (a JSON endpoint, whose sandbox counted their values off the host's
-   * thread): what they weigh against the run's argument budget, in bytes. Its presence
-   * also says they nest no deeper than `MAX_VALUE_DEPTH` and are a deep-frozen
-   * snapshot, so the host session does not walk them again.
+   * Set by an endpoint that has already measured and checked a `call` message's arguments (a JSON
+   * endpoint, whose sandbox counted their values off the host's thread): what they weigh against
+   * the run's argument budget, in bytes.
    */
   readonly checkedArgBytes?: number
 }
@@ -114,12 +112,7 @@ export interface WireErrorData {
   readonly stack?: string
 }
 
-/**
- * Sandbox → host: the program finished. Either `value` (absent for `undefined`;
- * `rendered: true` when the value was not structured-cloneable and this is its text
- * rendering; `rendered` and `oversized: true` when it was larger than `maxValueBytes`
- * and this is its rendering, cut) or `error`.
- */
+/** Sandbox → host: the program finished. */
 export type WireDoneMessage =
   | { readonly type: 'done'; readonly value?: unknown; readonly rendered?: true; readonly oversized?: true }
   | { readonly type: 'done'; readonly error: WireErrorData }
@@ -164,12 +157,7 @@ function own(data: Record<string, unknown>, key: string): unknown {
 
 const reject = (reason: string): ParsedWorkerMessage => ({ ok: false, reason })
 
-/**
- * Validates one message received from the sandbox. Accepts only the exact shapes of
- * {@link WorkerMessage}; anything else (non-objects, arrays, unknown tags, extra keys,
- * accessors, wrong types, non-integer ids) is rejected with a reason. Reads only own
- * data properties, so a crafted object can run no code and no prototype is consulted.
- */
+/** Validates one message received from the sandbox. */
 export function parseWorkerMessage(data: unknown): ParsedWorkerMessage {
   if (!plainObject(data)) return reject('not a plain object')
   const type = own(data, 'type')

@@ -34,10 +34,7 @@ export interface ServerOptions extends AuthOptions {
   readonly maxBodyBytes?: number
   /** Shutdown: aborting it aborts every in-flight call; later requests answer 503 `SHUTTING_DOWN`. */
   readonly signal?: AbortSignal
-  /**
-   * The most bytes of events a stream may hold unread. A client that falls further behind
-   * gets a final `error` event (`STREAM_BACKLOG`) and its stream closes. Default 4 MiB.
-   */
+  /** The most bytes of events a stream may hold unread. Default 4 MiB. */
   readonly maxStreamBacklogBytes?: number
   /** How long one event may wait for the client to take it before the stream is aborted, in ms. Default 30,000. */
   readonly streamWriteTimeoutMs?: number

@@ -128,10 +128,8 @@ export function httpErrorResponse(code: HttpErrorCode, message: string, headers?
 export const OVERLOADED_RETRY_AFTER_SECONDS = 1
 
 /**
- * A failed request, thrown by handlers and middleware and rendered by the app's
- * `onError` as the documented error body. A Hono `HTTPException`, so
- * `getResponse()` gives that body too.
- *
+ * A failed request, thrown by handlers and middleware and rendered by the app's `onError` as the
+ * documented error body.
  * @example
  * ```ts
  * app.get('/v1/thing', () => {
@@ -196,10 +194,5 @@ export function httpErrorHandler(report: InternalErrorReporter): ErrorHandler {
   }
 }
 
-/**
- * The `notFound` of the HTTP API and the MCP endpoint: 404 `NOT_FOUND` in the one shape.
- * It returns the response instead of throwing, because Hono calls `notFound` outside the
- * middleware's try: a thrown error would skip the 405 check (`methodNotAllowed`), which
- * must see a plain 404 to turn it into `METHOD_NOT_ALLOWED`.
- */
+/** The `notFound` of the HTTP API and the MCP endpoint: 404 `NOT_FOUND` in the one shape. */
 export const httpNotFound: NotFoundHandler = (c) => new HttpError('NOT_FOUND', `no route for ${c.req.method} ${c.req.path}`).getResponse()

@@ -9,22 +9,13 @@ import { scanJsonText } from '../json/scan.js'
 /** The default body cap of the API and the MCP endpoint: 1 MiB. */
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 
-/**
- * The deepest a JSON request body may nest (tool arguments sit two or three levels
- * down). A 1 MiB body can nest 500,000 levels; the answer to it is built by recursive
- * code (`JSON.stringify`, validators, a tool's body) that overflows a few thousand
- * levels down, so such a body is refused here with a 400 instead of failing later as a 500.
- */
+/** The deepest a JSON request body may nest (tool arguments sit two or three levels down). */
 export const MAX_BODY_DEPTH = 128
 
 /**
- * The most JSON values (objects, arrays, strings, numbers, literals; object keys count
- * one each) a request body may hold: the bound a program's binding call has
- * (`MAX_CALL_ARG_NODES`), for the same reason. The host parses a body, then checks and
- * snapshots the arguments in it on its one thread at about a microsecond per value (more
- * on a loaded machine), and 1 MiB of `[{},{},…]` holds 350,000 values: such a body held
- * `GET /v1/health` for 4.4 s on a loaded 2-core machine. Counted on the text, in one
- * linear pass, before anything parses it.
+ * The most JSON values (objects, arrays, strings, numbers, literals; object keys count one each) a
+ * request body may hold: the bound a program's binding call has (`MAX_CALL_ARG_NODES`), for the
+ * same reason.
  */
 export const MAX_BODY_VALUES = 100_000
 
@@ -39,11 +30,11 @@ export function resolveMaxBodyBytes(value: unknown, fail: (message: string) => n
 export function isJsonContentType(header: string | null | undefined): boolean {
   if (typeof header !== 'string') return false
   const [type, ...params] = header.split(';')
-  // Stryker disable next-line OptionalChaining: split() always yields a first element; the `?.` only satisfies noUncheckedIndexedAccess
+  // Stryker disable next-line OptionalChaining: split() always yields a first element
   if (type?.trim().toLowerCase() !== 'application/json') return false
   for (const param of params) {
     const [key, value] = param.split('=')
-    // Stryker disable next-line OptionalChaining: split() always yields a first element; the `?.` only satisfies noUncheckedIndexedAccess
+    // Stryker disable next-line OptionalChaining: split() always yields a first element
     if (key?.trim().toLowerCase() === 'charset') {
       const charset = value?.trim().replace(/^"|"$/g, '').toLowerCase()
       if (charset !== 'utf-8' && charset !== 'utf8') return false
@@ -52,7 +43,7 @@ export function isJsonContentType(header: string | null | undefined): boolean {
   return true
 }
 
-/** Stops reading a body we refuse; the answer is 413 whatever the stream does next. */
+/** Stops reading a body we refuse. */
 async function discard(cancel: () => Promise<void>): Promise<void> {
   try {
     await cancel()
@@ -61,7 +52,7 @@ async function discard(cancel: () => Promise<void>): Promise<void> {
   }
 }
 
-/** Reads at most `maxBytes` of `body`; more → 413 `PAYLOAD_TOO_LARGE`. */
+/** Reads at most `maxBytes` of `body`. */
 async function readCapped(body: ReadableStream<Uint8Array> | null, maxBytes: number): Promise<Uint8Array> {
   const chunks: Uint8Array[] = []
   let total = 0
@@ -100,13 +91,7 @@ function tooLarge(maxBytes: number): HttpError {
 }
 
 /**
- * Reads and parses `request`'s body as JSON. Throws {@link HttpError}: 415
- * `UNSUPPORTED_MEDIA_TYPE` for another media type, 413 `PAYLOAD_TOO_LARGE` once more than
- * `maxBytes` arrive (or a `Content-Length` says they will), 400 `INVALID_JSON_BODY` for
- * bytes that are not UTF-8 JSON (an empty body included), JSON nesting deeper than
- * {@link MAX_BODY_DEPTH} levels or holding more than {@link MAX_BODY_VALUES} values
- * (both counted on the text before it is parsed). Exactly `maxBytes` is accepted.
- *
+ * Reads and parses `request`'s body as JSON.
  * @example
  * ```ts
  * const body = await readJsonBody(c.req.raw, 1024 * 1024)
@@ -117,7 +102,7 @@ export async function readJsonBody(request: Request, maxBytes: number): Promise<
     throw new HttpError('UNSUPPORTED_MEDIA_TYPE', 'the request body must be application/json')
   }
   const declared = request.headers.get('Content-Length')
-  // Stryker disable next-line MethodExpression: Headers already strips a value's surrounding whitespace (Fetch standard); trim() is kept for Request-likes that do not
+  // Stryker disable next-line MethodExpression: Headers already strips a value's surrounding whitespace
   if (declared !== null && /^\d+$/.test(declared.trim()) && Number(declared) > maxBytes) {
     const body = request.body
     // Stryker disable next-line ConditionalExpression: discard() swallows the TypeError a null body's cancel would throw
@@ -148,7 +133,7 @@ export async function readJsonBody(request: Request, maxBytes: number): Promise<
   try {
     value = JSON.parse(text) as unknown
   } catch (error) {
-    // Stryker disable next-line StringLiteral: JSON.parse of a string throws only SyntaxError; the other branch guards an engine-specific error
+    // Stryker disable next-line StringLiteral: JSON.parse of a string throws only SyntaxError
     const detail = error instanceof SyntaxError ? `: ${error.message}` : ''
     throw new HttpError('INVALID_JSON_BODY', `the request body is not valid JSON${detail}`)
   }
@@ -195,11 +180,8 @@ function closestField(name: string, allowed: readonly string[]): string | undefi
 }
 
 /**
- * Why a JSON object carries a field the receiver does not read, or `undefined` when every
- * own key is in `allowed`. A misspelt field (`args` for `arguments`) must not be ignored
- * silently: the request would then fail, or worse succeed, for a reason the client cannot
- * see. The message names the first unknown field, the closest expected one, and all of them.
- *
+ * Why a JSON object carries a field the receiver does not read, or `undefined` when every own key
+ * is in `allowed`.
  * @example
  * ```ts
  * unknownFieldMessage({ args: {} }, ['arguments', 'callId', 'agent'], 'the request body')

@@ -6,10 +6,7 @@
 import { LosslessJsonError } from '../errors.js'
 import type { JsonValue } from './json-value.js'
 
-/**
- * Roots this module produced: deep-frozen, lossless by construction. Only roots are
- * recorded; a weak entry per inner container costs more in GC than it ever saves.
- */
+/** Roots this module produced: deep-frozen, lossless by construction. */
 const snapshots = new WeakSet<object>()
 
 const objectProto = Object.prototype
@@ -22,9 +19,8 @@ const freeze = Object.freeze
 const isFrozen = Object.isFrozen
 
 /**
- * True when `value` is a container returned by {@link snapshotLosslessJson}:
- * deep-frozen lossless JSON that needs no second copy. Scalars are not tracked (they
- * are immutable anyway), nor are containers nested inside a snapshot.
+ * True when `value` is a container returned by {@link snapshotLosslessJson}: deep-frozen lossless
+ * JSON that needs no second copy.
  */
 export function isJsonSnapshot(value: unknown): boolean {
   return typeof value === 'object' && value !== null && snapshots.has(value)
@@ -91,10 +87,7 @@ function describeObject(value: object, proto: object | null): string {
 }
 
 /**
- * Deep-copies `value` as lossless JSON and returns a deep-frozen copy. Shared
- * (non-cyclic) references are allowed and copied once; containers already produced by
- * this function are reused as they are.
- *
+ * Deep-copies `value` as lossless JSON and returns a deep-frozen copy.
  * @throws {LosslessJsonError} (code `INVALID_JSON`) naming the first offending
  * location as a JSON Pointer (`/a/0/b`).
  *
@@ -107,11 +100,7 @@ function describeObject(value: object, proto: object | null): string {
 export function snapshotLosslessJson(value: unknown): JsonValue {
   if (typeof value === 'object' && value !== null && snapshots.has(value)) return value as JsonValue
   const stack: Frame[] = []
-  /**
-   * Source container → its copy. A frozen copy is finished (DAG sharing reuses it, so
-   * shared references cost linear, not exponential, time); an unfrozen one is still on
-   * the current path, so meeting its source again is a cycle.
-   */
+  /** Source container → its copy. */
   const seen = new Map<object, unknown[] | Record<string, unknown>>()
 
   const pathTo = (key: string | undefined): string => {
@@ -230,16 +219,9 @@ function lossyNumber(n: number): boolean {
 }
 
 /**
- * Makes a value that `JSON.parse` has just returned (and that nothing else holds yet)
- * a snapshot in place: deep-frozen and recorded, so {@link snapshotLosslessJson}
- * returns it as it is instead of copying it. About ten times cheaper than a copy, which
- * is what lets the host take a binding call's parsed arguments without a second walk
- * of their values. Returns what it measured, or `undefined` when the value holds a
- * number lossless JSON refuses (`-0`, `1e400`): it is then not recorded (parts of it
- * may be frozen), and a snapshot reports the number as usual.
- *
- * Only for fresh `JSON.parse` output: plain objects, dense arrays, own data properties.
- * Anything else must go through {@link snapshotLosslessJson}.
+ * Makes a value that `JSON.parse` has just returned (and that nothing else holds yet) a snapshot in
+ * place: deep-frozen and recorded, so {@link snapshotLosslessJson} returns it as it is instead of
+ * copying it.
  */
 export function adoptParsedJson(value: unknown): AdoptedJson | undefined {
   if (typeof value !== 'object' || value === null) {

@@ -15,15 +15,8 @@ function ownDescriptor(value: object, key: string): PropertyDescriptor | undefin
 }
 
 /**
- * True when `value` nests containers (objects, arrays, maps, sets) more than `limit`
- * levels deep: `1` is 0 levels, `[1]` one, `[[1]]` two. A cycle adds no depth (JSON
- * refuses cycles elsewhere, naming them). Iterative and bounded: a container is walked
- * again only when reached deeper than before, and never past `limit`; reads only own
- * data properties, so it never runs code a value owns.
- *
- * Why it exists: the host's own code recurses over values (`JSON.stringify`,
- * `structuredClone` and its deserializer, validators, a tool's body) and overflows its
- * stack a few thousand levels down; a program or a client builds such a value in one line.
+ * True when `value` nests containers (objects, arrays, maps, sets) more than `limit` levels deep:
+ * `1` is 0 levels, `[1]` one, `[[1]]` two.
  */
 export function nestsDeeperThan(value: unknown, limit: number): boolean {
   const isContainer = (v: unknown): v is object => typeof v === 'object' && v !== null

@@ -7,8 +7,8 @@
 /** What {@link scanJsonText} found, up to where it stopped. */
 export interface JsonTextScan {
   /**
-   * JSON values counted: each object, array, string (keys included), number, `true`,
-   * `false` and `null`. Past `maxNodes` the scan stops, so this is `maxNodes + 1` then.
+   * JSON values counted: each object, array, string (keys included), number, `true`, `false` and
+   * `null`.
    */
   readonly nodes: number
   /** The deepest container nesting reached: `1` is 0, `[1]` 1, `[[1]]` 2. Past `maxDepth` the scan stops. */
@@ -28,12 +28,8 @@ function numberChar(c: number): boolean {
 }
 
 /**
- * Counts the JSON values in `text[start, end)` and measures their nesting, in one pass
- * over the characters (no allocation, no recursion). Stops as soon as the count passes
- * `maxNodes` or the nesting passes `maxDepth`, so its work is bounded by the text's
- * length and never more. It does not validate: text that is not JSON gets some count,
- * and the parser that reads it later refuses it.
- *
+ * Counts the JSON values in `text[start, end)` and measures their nesting, in one pass over the
+ * characters (no allocation, no recursion).
  * @example
  * ```ts
  * scanJsonText('{"a":[1,2]}', 0, 11, 100, 10) // { nodes: 4, depth: 2 }

@@ -8,11 +8,8 @@ import type { TypeScriptChecker } from './typescript-checker.js'
 import type { PreflightDiagnostic, PreflightEngineRequest, PreflightEngineResult } from './types.js'
 
 /**
- * The largest program the compiler is given: 16 KiB (a model's program is a few KB; a
- * 40-line one is about 1.5 KB). Within the stripper's bounds a program can still cost the
- * compiler seconds (8,000 calls, 220 KB: 6 s; 1,100 calls, 30 KB: 2 s, on a loaded
- * 2-core machine), and the inline engine runs in the host's thread; a longer program
- * gets its plan and a `CHECK_SKIPPED` note.
+ * The largest program the compiler is given: 16 KiB (a model's program is a few KB; a 40-line one
+ * is about 1.5 KB).
  */
 export const MAX_CHECKED_CHARS = 16 * 1024
 
@@ -34,8 +31,8 @@ export function unavailableNote(reason: string): PreflightDiagnostic {
 }
 
 /**
- * Analyzes one program. `checker` is the warm compiler, or the note explaining why there
- * is none. Never throws for anything the program contains: a compiler crash becomes a note.
+ * Analyzes one program. Never throws for anything the program contains: a compiler crash becomes a
+ * note.
  */
 export function analyzeProgram(request: PreflightEngineRequest, checker: TypeScriptChecker | PreflightDiagnostic): PreflightEngineResult {
   if (request.language === 'python') {

@@ -15,11 +15,7 @@ export interface TypeScriptLoad {
 
 /** Options of {@link createInlinePreflightEngine}. */
 export interface InlinePreflightEngineOptions {
-  /**
-   * Loads the compiler (called once, on the first check). Absent → no compiler: every
-   * check answers the plan and a `CHECK_UNAVAILABLE` note. On Node, `loadTypeScript`
-   * from `toolyard/node` (`import('typescript')`, an optional peer dependency).
-   */
+  /** Loads the compiler (called once, on the first check). */
   readonly load?: () => Promise<TypeScriptLoad>
 }
 

@@ -23,9 +23,8 @@ const tt = TokenType
 const GLOBAL_NAMES = new Set(['globalThis', 'self', 'window', 'global', 'frames'])
 
 /**
- * Names that reach code from strings, the global object or properties by a computed
- * spelling, wherever they appear (an identifier, a member, a key, a string used as a key):
- * any of them makes the plan `dynamic`.
+ * Names that reach code from strings, the global object or properties by a computed spelling,
+ * wherever they appear (an identifier, a member, a key, a string used as a key).
  */
 const REACHING_NAMES = new Set([
   'eval', 'Function', 'constructor', 'Reflect', 'Proxy', 'arguments', 'callee', 'caller',
@@ -38,7 +37,7 @@ const REACHING_NAMES = new Set([
 /** Tokens after which a `[` reads a member of the value before it (`x[k]`, `f()[k]`, `` `a`[k] ``). */
 const ENDS_VALUE = new Set([tt.name, tt._this, tt._super, tt.parenR, tt.bracketR, tt.braceR, tt.string, tt.num, tt.bigint, tt.decimal, tt.regexp, tt.backQuote, tt.questionDot, tt._null, tt._true, tt._false, tt.nonNullAssertion] as number[])
 
-/** Tokens whose text may hold a backslash or any character (literals); every other token's must be plain ASCII. */
+/** Tokens whose text may hold a backslash or any character (literals). */
 const LITERAL_TEXT = new Set([tt.string, tt.template, tt.regexp, tt.jsxText, tt.eof] as number[])
 
 /** The plan, the spans that reference tools, or the reason the text was refused. */
@@ -92,8 +91,8 @@ const PLAIN_TEXT = /^[\x20-\x5b\x5d-\x7e]*$/
 const isOpener = (type: number | undefined): boolean => type === tt.parenL || type === tt.bracketL || type === tt.braceL || type === tt.dollarBraceL
 
 /**
- * For each bracket token, the index of its partner (opener → closer and closer → opener),
- * and for each opener the index of the opener around it, in one stack pass; `-1` elsewhere.
+ * For each bracket token, the index of its partner (opener → closer and closer → opener), and for
+ * each opener the index of the opener around it, in one stack pass.
  */
 function matchBrackets(tokens: readonly SucraseToken[]): { readonly match: Int32Array; readonly outer: Int32Array; readonly depth: number } {
   const match = new Int32Array(tokens.length).fill(-1)
@@ -178,7 +177,7 @@ class PlanWalk {
   }
 }
 
-/** `const { a, b: c, ...rest } = <namespace>` with `}` at `close`: registers the bindings; `false` when the pattern is not a flat one. */
+/** `const { a, b: c, ...rest } = <namespace>` with `}` at `close`: registers the bindings. */
 function destructure(walk: PlanWalk, close: number): boolean {
   const open = walk.match[close]!
   if (open < 0) return false
@@ -306,8 +305,8 @@ function walkTokens(walk: PlanWalk): void {
 const OPENS_ARRAY_AFTER = new Set(['await', 'of', 'yield'])
 
 /**
- * Whether the `[` at token `i` reads a property: a member (`x[k]`, `x?.[k]`) or a key of a
- * brace (`{ [k]: v }`, which reads in a destructuring pattern). `member` tells which.
+ * Whether the `[` at token `i` reads a property: a member (`x[k]`, `x?.[k]`) or a key of a brace
+ * (`{ [k]: v }`, which reads in a destructuring pattern).
  */
 function computedRead(walk: PlanWalk, outer: Int32Array, i: number): { readonly member: boolean } | undefined {
   const prev = walk.tokens[i - 1]
@@ -369,7 +368,7 @@ function reaches(walk: PlanWalk, outer: Int32Array, i: number): boolean {
   return false
 }
 
-/** One pass over every token for the spellings no alias analysis can follow; `true` → `dynamic`. */
+/** One pass over every token for the spellings no alias analysis can follow. */
 function reachesUnnamed(walk: PlanWalk, outer: Int32Array): boolean {
   for (let i = 0; i < walk.tokens.length; i++) if (reaches(walk, outer, i)) return true
   return false
@@ -394,9 +393,8 @@ function walkToFixpoint(tokens: readonly SucraseToken[], text: string, match: In
 }
 
 /**
- * The plan of a TypeScript/JavaScript program: its static tool references, the spans
- * that reference tools, and `dynamic`. A program {@link stripTypeScript} refuses (over a
- * bound, or a syntax error) gets an empty, `dynamic` plan and the refusal as a diagnostic.
+ * The plan of a TypeScript/JavaScript program: its static tool references, the spans that reference
+ * tools, and `dynamic`.
  */
 export function extractPlan(program: string): PlanResult {
   const stripped = stripTypeScript(program)
@@ -427,12 +425,7 @@ export function extractPlan(program: string): PlanResult {
 const PY_CALL = /\btools\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)/g
 /** Every occurrence of the namespace's name, and whether it is read as `tools.name` (not `x.tools`, not passed on). */
 const PY_TOOLS = /(\.\s*)?\btools\b(\s*\.\s*[A-Za-z_])?/g
-/**
- * Python's roads to a name no token spells: attribute and name lookups by string
- * (`getattr`, `vars`, `globals`, `__dict__`…), code from strings (`exec`, `eval`,
- * `compile`, `__import__`), the interpreter's own tables (`sys`, `gc`, `inspect`), and
- * any dunder attribute (`x.__class__`, `f.__globals__`).
- */
+/** Python's roads to a name no token spells. */
 const PY_REACHING = /\b(?:getattr|setattr|delattr|vars|globals|locals|exec|eval|compile|__import__|__builtins__|builtins|importlib|attrgetter|methodcaller|sys|gc|inspect)\b|\.\s*__\w+__/
 /** A non-ASCII character: CPython folds identifiers to NFKC (`ｔools` is `tools`), so one that folds to ASCII is read as dynamic. */
 const NON_ASCII = /[^\x00-\x7f]/gu

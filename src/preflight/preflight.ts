@@ -77,9 +77,8 @@ interface DeclarationsEntry {
 const UNKNOWN_MEMBER = /^Property '([^']*)' does not exist on type '\{/
 
 /**
- * The compiler names an unknown tool by printing the whole `tools` type (cut at 160
- * characters: `…; 997 more …`); say it the way the sandbox does instead: the name and
- * the closest tool names.
+ * The compiler names an unknown tool by printing the whole `tools` type (cut at 160 characters: `…;
+ * 997 more …`).
  */
 function unknownToolMessage(diagnostic: PreflightDiagnostic, planned: ReadonlySet<string>, names: readonly string[]): PreflightDiagnostic {
   if (diagnostic.code !== 'TS2339' && diagnostic.code !== 'TS2551') return diagnostic
@@ -100,11 +99,7 @@ function sameInputs(a: readonly SdkToolInput[], b: readonly SdkToolInput[]): boo
   return true
 }
 
-/**
- * The most scopes whose SDK declarations a {@link Preflight} keeps (the oldest used goes
- * first). Scope ids reach it from clients (`POST /v1/run`'s `agent`), so the cache must
- * not grow with them; a registry maps ids without a layer to the global scope as well.
- */
+/** The most scopes whose SDK declarations a {@link Preflight} keeps (the oldest used goes first). */
 export const MAX_DECLARATION_ENTRIES = 64
 
 /** A registry's preflight: `check(code, agent, language)` → the report. */

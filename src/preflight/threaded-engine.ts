@@ -14,11 +14,7 @@ export interface PreflightThread {
   /** Registers the one listener for the thread's death (an error or an exit). */
   onExit(listener: (reason: string) => void): void
   terminate(): void
-  /**
-   * Optional (Node): lets the thread keep the process alive. Called while a check is
-   * pending; {@link PreflightThread.unref} when none is, so an idle checker never holds
-   * a process that has nothing else to do (a script need not dispose the engine to exit).
-   */
+  /** Optional (Node): lets the thread keep the process alive. */
   ref?(): void
   /** Optional (Node): the thread no longer keeps the process alive. */
   unref?(): void
@@ -119,8 +115,8 @@ export function createThreadedPreflightEngine(options: ThreadedPreflightEngineOp
 }
 
 /**
- * The thread side: answers each request with the analysis `analyze` gives (the caller
- * supplies the compiler). Keeps the last SDK text (`declarations: null` reuses it).
+ * The thread side: answers each request with the analysis `analyze` gives (the caller supplies the
+ * compiler).
  */
 export function servePreflightThread(post: (message: unknown) => void, analyze: (request: PreflightEngineRequest) => Promise<PreflightEngineResult>): (message: unknown) => void {
   let declarations: string | undefined

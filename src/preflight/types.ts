@@ -96,11 +96,7 @@ export interface PreflightEngineResult {
   readonly notes: readonly PreflightDiagnostic[]
 }
 
-/**
- * The seam a platform fills: given a program, produce its plan and its compiler
- * diagnostics. Must never reject for anything a program contains; an engine that
- * cannot type-check answers with an `info` note instead.
- */
+/** The seam a platform fills: given a program, produce its plan and its compiler diagnostics. */
 export interface PreflightEngine {
   /** Where the work runs, for docs and tests: `inline` (the calling thread) or `thread`. */
   readonly where: 'inline' | 'thread'

@@ -32,17 +32,12 @@ const IGNORED = new Set([
   6133,
 ])
 
-/**
- * SDKs kept warm at once (each its parsed declarations and its last program, sharing the
- * lib parse): agents with different tool sets alternate without re-parsing each other's
- * SDK (539 KB at 1,000 tools, about a second to parse on a loaded machine).
- */
+/** SDKs kept warm at once (each its parsed declarations and its last program, sharing the lib parse). */
 const MAX_WARM_SDKS = 4
 
 /**
- * Checked programs whose diagnostics are kept per warm SDK (the program text is the key;
- * programs the compiler is given are at most 16 KiB, so this holds at most 256 KiB of
- * keys per SDK). A repeat is answered without building a checker.
+ * Checked programs whose diagnostics are kept per warm SDK (the program text is the key; programs
+ * the compiler is given are at most 16 KiB, so this holds at most 256 KiB of keys per SDK).
  */
 export const MAX_CACHED_RESULTS = 16
 
@@ -68,11 +63,7 @@ function touch<V>(map: Map<string, V>, key: string, value: V, max: number): void
   map.set(key, value)
 }
 
-/**
- * Creates a warm checker. Options: ES2022, `strict` off (null checks and implicit any
- * are quibbles a running program does not care about), no module resolution, no types
- * packages: the program sees exactly the declared environment.
- */
+/** Creates a warm checker. */
 export function createTypeScriptChecker(ts: TypeScriptModule, readLib: LibReader): TypeScriptChecker {
   const options: TypeScript.CompilerOptions = {
     target: ts.ScriptTarget.ES2022,

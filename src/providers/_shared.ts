@@ -23,11 +23,7 @@ export interface ProviderToolCall extends ToolExecutionInput {
   readonly parseError?: string
 }
 
-/**
- * Stands in for arguments whose JSON text did not parse. It is not lossless JSON, so the
- * pipeline answers the call with an `INVALID_ARGS` result (observers and the model see a
- * normal failure) instead of anything throwing; the model then retries.
- */
+/** Stands in for arguments whose JSON text did not parse. */
 export class InvalidJsonArguments {
   /** The text the provider sent. */
   readonly text: string
@@ -113,12 +109,7 @@ export function isRecord(value: unknown): value is Record<string, unknown> {
  */
 export type ProviderToolsInput = readonly ToolSchema[] | Pick<AgentToolView, 'wireTools'>
 
-/**
- * The tools a model may call directly. A view answers itself (its `wireTools`); a plain
- * list is held to the view's rule ({@link offeredNatively}): a schema whose `callers`
- * exclude `native` (a code-only tool, from `runtime.schemas()` or a definition) is never
- * offered on the wire.
- */
+/** The tools a model may call directly. */
 export function nativeTools(tools: ProviderToolsInput): readonly ToolSchema[] {
   if (isToolList(tools)) return tools.filter(offeredNatively)
   if (typeof tools !== 'object' || tools === null || !Array.isArray(tools.wireTools)) {

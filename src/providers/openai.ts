@@ -48,11 +48,9 @@ export interface OpenAIResponsesToolOutput {
 }
 
 /**
- * An agent's wire tools as Chat Completions `tools`: a view's `wireTools`
- * (`runtime.view(agent)`), or a schema list such as an assembly's tools (a code-only
- * tool, `callers: ['code']`, is left out). `strict` is off: toolyard schemas
- * are not written for OpenAI's strict-mode subset (all properties required, no open objects).
- *
+ * An agent's wire tools as Chat Completions `tools`: a view's `wireTools` (`runtime.view(agent)`),
+ * or a schema list such as an assembly's tools (a code-only tool, `callers: ['code']`, is left
+ * out).
  * @example
  * ```ts
  * const assembly = runtime.assemble('assistant')
@@ -67,12 +65,10 @@ export function toOpenAIChatTools(tools: ProviderToolsInput): OpenAIChatTool[] {
 }
 
 /**
- * A Chat Completions assistant message's `tool_calls` as execution inputs. Function calls
- * only (a custom tool call has no JSON arguments). Argument text that is not JSON does
- * not throw: the call carries an `InvalidJsonArguments` marker and `parseError`, and the
- * pipeline answers it with `INVALID_ARGS`. A call without an id or name throws
+ * A Chat Completions assistant message's `tool_calls` as execution inputs. Argument text that is
+ * not JSON does not throw: the call carries an `InvalidJsonArguments` marker and `parseError`, and
+ * the pipeline answers it with `INVALID_ARGS`. A call without an id or name throws
  * `INVALID_EXECUTION` (nothing could answer it).
- *
  * @example
  * ```ts
  * const calls = parseOpenAIChatToolCalls(completion.choices[0].message.tool_calls, { signal })
@@ -94,11 +90,7 @@ export function parseOpenAIChatToolCalls(toolCalls: readonly unknown[] | null | 
   })
 }
 
-/**
- * Results as Chat Completions tool messages, one per call, in order. The content is the
- * model-facing text (`Error: …` for failures); Chat Completions tool messages carry text
- * only, so images become placeholders.
- */
+/** Results as Chat Completions tool messages, one per call, in order. */
 export function toOpenAIChatToolMessages(calls: readonly ToolExecutionInput[], results: readonly ToolExecutionResult[]): OpenAIChatToolMessage[] {
   return pair(calls, results, 'toOpenAIChatToolMessages').map(([call, result]) => ({
     role: 'tool',
@@ -127,10 +119,7 @@ export function toOpenAIResponsesTools(tools: ProviderToolsInput): OpenAIRespons
 }
 
 /**
- * The `function_call` items of a Responses `output` as execution inputs (other items are
- * ignored). The id is the item's `call_id`. Malformed argument text → `INVALID_ARGS`
- * result, as for {@link parseOpenAIChatToolCalls}.
- *
+ * The `function_call` items of a Responses `output` as execution inputs (other items are ignored).
  * @example
  * ```ts
  * const calls = parseOpenAIResponsesToolCalls(response.output, { signal })

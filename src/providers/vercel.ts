@@ -70,10 +70,7 @@ export function toVercelTools<S>(tools: ProviderToolsInput, options: VercelTools
 }
 
 /**
- * The AI SDK's `toolCalls` (or the `tool-call` parts of an assistant message) as execution
- * inputs. A call the SDK flagged `invalid` (its input did not parse or validate) fails
- * with `INVALID_ARGS` in the pipeline rather than throwing here.
- *
+ * The AI SDK's `toolCalls` (or the `tool-call` parts of an assistant message) as execution inputs.
  * @example
  * ```ts
  * const calls = parseVercelToolCalls(step.toolCalls, { signal })

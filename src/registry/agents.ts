@@ -24,7 +24,7 @@ export type ScopeParts = Pick<RegistryContext, 'layers' | 'hooks' | 'guards' | '
 /** `definition.name`, read without letting a hostile definition throw here. */
 function peekName(definition: unknown): unknown {
   try {
-    // Stryker disable next-line OptionalChaining: for a null definition the TypeError lands in the catch below, which answers undefined as `?.` does
+    // Stryker disable next-line OptionalChaining: for a null definition the TypeError lands in the catch below
     return (definition as { name?: unknown } | null)?.name
     // (Stryker reads a directive only as a node's leading comment, so this one sits before `catch`.)
   } // Stryker disable next-line BlockStatement: an emptied catch falls off the end of the function, which returns undefined as the block does
@@ -65,11 +65,7 @@ interface Agent {
   readonly scope: RegistrationScope
   readonly api: AgentTools
   disposing: Promise<void> | undefined
-  /**
-   * The preflight mode it declared (`preflightMode`); absent → the runtime's. Held by the
-   * agent, not by its id: once a disposal starts, a new agent of the same id starts
-   * without it and may declare its own while the old one's calls settle.
-   */
+  /** The preflight mode it declared (`preflightMode`). */
   preflight: PreflightMode | undefined
 }
 
@@ -87,7 +83,7 @@ export class AgentScopes {
     return agent === undefined ? undefined : this.#agents.get(agent)?.preflight
   }
 
-  /** Declares `agent`'s preflight mode (once per agent, as `presentAs`); returns its undo. */
+  /** Declares `agent`'s preflight mode (once per agent, as `presentAs`). */
   #declarePreflight(id: ScopeKey, agent: Agent, mode: PreflightMode): () => void {
     if (typeof mode !== 'string' || !PREFLIGHT_MODES.has(mode)) misuse(`preflightMode(mode) needs 'off', 'warn' or 'block' (got ${JSON.stringify(String(mode))})`)
     if (agent.preflight !== undefined) misuse(`agent ${JSON.stringify(id)} already declared its preflight mode ('${agent.preflight}')`)

@@ -20,12 +20,7 @@ type Verdict = { readonly kind: 'value'; readonly value: unknown } | { readonly 
  */
 const WITHDRAWAL_WAIT_MS = 5_000
 
-/**
- * Awaits the approval handler, but gives up as soon as the call is cancelled (a human may
- * never answer). A handler marked `withdrawsOnAbort` (the brokers') settles once the
- * withdrawn request has left its listing: the call waits for that (bounded), so a run that
- * ends returns only after its requests are gone.
- */
+/** Awaits the approval handler, but gives up as soon as the call is cancelled (a human may never answer). */
 function awaitApproval(run: () => unknown, signal: AbortSignal, withdraws: boolean): Promise<Verdict> {
   if (signal.aborted) return Promise.resolve({ kind: 'aborted' })
   let pending: Promise<unknown> | undefined
@@ -49,7 +44,7 @@ function awaitApproval(run: () => unknown, signal: AbortSignal, withdraws: boole
       pending = Promise.reject(error)
     }
     pending.then(
-      // Stryker disable next-line StringLiteral: judge() tests only for 'aborted' and 'error'; any other kind is read as the handler's value
+      // Stryker disable next-line StringLiteral: judge() tests only for 'aborted' and 'error'
       (value) => done({ kind: 'value', value }),
       (error: unknown) => done({ kind: 'error', error }),
     )
@@ -59,17 +54,17 @@ function awaitApproval(run: () => unknown, signal: AbortSignal, withdraws: boole
 /** The session log is a sink: its failure never reaches the call. */
 function log(call: PipelineCall, event: SessionLogEvent): void {
   try {
-    // Stryker disable next-line OptionalChaining: without a session log the call throws a TypeError that the catch below swallows, which is the same as not calling
+    // Stryker disable next-line OptionalChaining: without a session log the call throws a TypeError that the catch below swallows
     call.core.options.sessionLog?.append(event)
   } catch {
     // Ignored: see above.
   }
 }
 
-/** Holds the call's clock (when it has one to hold); the returned function releases it and counts the held time. */
+/** Holds the call's clock (when it has one to hold). */
 function holdClock(call: PipelineCall): () => void {
   const hold = call.input.holdWallClock
-  // Stryker disable next-line ConditionalExpression: calling an undefined hold throws a TypeError, caught below into the same no-op release
+  // Stryker disable next-line ConditionalExpression: calling an undefined hold throws a TypeError
   if (hold === undefined) return () => {}
   let release: unknown
   try {
@@ -90,10 +85,7 @@ function holdClock(call: PipelineCall): () => void {
   }
 }
 
-/**
- * What the verdict means for the call: its result (or `undefined` to go on) and the
- * logged outcome. Every denial says who or what denied it ("`<tool>` was denied by …").
- */
+/** What the verdict means for the call: its result (or `undefined` to go on) and the logged outcome. */
 function judge(verdict: Verdict, name: string, reason: string | undefined): { readonly result: ToolExecutionResult | undefined; readonly outcome: ApprovalOutcome } {
   if (verdict.kind === 'aborted') return { result: failure('ABORTED_BEFORE_DISPATCH', ABORTED_BEFORE_MESSAGE), outcome: 'withdrawn' }
   if (verdict.kind === 'error') {
@@ -108,17 +100,13 @@ function judge(verdict: Verdict, name: string, reason: string | undefined): { re
   return { result: failure('DENIED_BY_APPROVAL', `${name} was denied by the approval handler${asked}`), outcome: 'deny' }
 }
 
-/**
- * A call that asks may carry only the parameters its tool declares: a person approves
- * what the prompt shows, and a key the tool does not declare has no meaning a prompt
- * could state (yet the body receives it). Refused before anyone is asked.
- */
+/** A call that asks may carry only the parameters its tool declares. */
 function undeclaredRefusal(call: PipelineCall): ToolExecutionResult | undefined {
-  // Stryker disable next-line OptionalChaining: the resolve stage ends a call whose tool is unknown, so an asking call always has its registration
+  // Stryker disable next-line OptionalChaining: the resolve stage ends a call whose tool is unknown
   const parameters = call.registered?.definition.parameters
   const paths = undeclaredArgumentPaths(parameters, call.execution.arguments, 5)
   if (paths.length === 0) return undefined
-  // Stryker disable next-line OptionalChaining: parameters is always a registration's { type: 'object' } schema (see above)
+  // Stryker disable next-line OptionalChaining: parameters is always a registration's { type
   const declared = [...Object.keys((parameters as { properties?: object } | undefined)?.properties ?? {})]
   const message =
     `${call.execution.name} asks for approval, so its arguments may carry only its declared parameters: ` +
@@ -152,18 +140,18 @@ export async function approve(call: PipelineCall, reason: string | undefined): P
   const why = reason === undefined || reason === '' ? '' : ` (${reason})`
   const { execution, parentCallId } = call
   if (handler === undefined) return failure('DENIED_BY_APPROVAL', `${execution.name} was denied by policy: it needs approval${why} and no approval handler is configured`)
-  // Stryker disable next-line OptionalChaining: the resolve stage ends a call whose tool is unknown, so an asking call always has its registration
+  // Stryker disable next-line OptionalChaining: the resolve stage ends a call whose tool is unknown
   const parameters = call.registered?.definition.parameters
   // What the call will do, from the tool itself (bounded in time and bytes; never blocks the request).
   const definition = call.registered?.definition
-  // Stryker disable next-line ConditionalExpression: only skips an await (a tool without a preview gets undefined either way)
+  // Stryker disable next-line ConditionalExpression: only skips an await
   const preview = definition?.preview === undefined ? undefined : await previewOfCall(definition, execution, call.life.signal())
   // What a stored decision is bound to besides the ids and arguments (a broker over a store hashes them): a sub-call's run secret.
   const runKey = execution.parent === undefined ? undefined : runSecretOf(execution.parent)
   const request: ApprovalRequest = Object.freeze({
     execution,
     ...(preview === undefined ? {} : { preview }),
-    // Stryker disable next-line ConditionalExpression: a registration's parameters are always a detached { type: 'object' } schema (tool-definition.ts), never undefined
+    // Stryker disable next-line ConditionalExpression: a registration's parameters are always a detached { type: 'object' } schema
     ...(parameters === undefined ? {} : { parameters }),
     ...(reason === undefined ? {} : { reason }),
     ...(parentCallId === undefined ? {} : { parentCallId }),
@@ -201,7 +189,7 @@ export async function approve(call: PipelineCall, reason: string | undefined): P
     type: 'tool/approval-decision',
     ...about,
     decision: outcome,
-    // Stryker disable next-line OptionalChaining,ConditionalExpression: reached only for a 'deny' outcome, whose result is always a failure (never undefined, isError true)
+    // Stryker disable next-line OptionalChaining,ConditionalExpression: reached only for a 'deny' outcome
     ...(outcome === 'deny' && result?.isError === true ? { message: result.error.message } : {}),
     requestedAt,
     decidedAt,

@@ -33,11 +33,11 @@ export function assemblePrompt(core: AssemblyCore, agent: ScopeKey | undefined):
   const view = core.layers.view(agent)
   const mode = view.mode
   const stored: StoredSection[] = [...core.sections.list(agent)]
-  // Stryker disable next-line ArithmeticOperator: user sections count their seq from 0, so the registry's sort after them either way; its own two never tie (orders 90 and 150)
+  // Stryker disable next-line ArithmeticOperator: user sections count their seq from 0
   let seq = Number.MAX_SAFE_INTEGER - 2
 
-  // The view decides the wire tools (what the model may call directly, then `run_code`
-  // where presented); the SDK declares what a program may call.
+  // The view decides the wire tools (what the model may call directly, then `run_code` where
+  // presented).
   let tools: ToolSchema[] = [...view.wireTools]
   if (view.presentsRunCode) {
     const codeRuntime = core.options.codeRuntime
@@ -51,16 +51,16 @@ export function assemblePrompt(core: AssemblyCore, agent: ScopeKey | undefined):
       if (error instanceof ToolError && error.code === 'ASSEMBLY_FAILED') throw error
       fail(`rendering the Code Mode SDK failed: ${toErrorData(error).message}`, error)
     }
-    // Stryker disable next-line UpdateOperator: either way above every user section's seq, and the registry's two sections never tie (orders 90 and 150)
+    // Stryker disable next-line UpdateOperator: either way above every user section's seq
     stored.push({ section: Object.freeze({ ...SDK_SECTION, text: sdk }), seq: seq++ })
     // The rule exists only where it holds: under `both` every tool is also direct, and an
     // empty section would still be listed to every listener and prompt consumer.
-    // Stryker disable next-line UpdateOperator: either way above every user section's seq, and the registry's two sections never tie (orders 90 and 150)
+    // Stryker disable next-line UpdateOperator: either way above every user section's seq
     if (mode === 'code') stored.push({ section: Object.freeze({ ...CODE_ONLY_SECTION, text: CODE_ONLY_TEXT }), seq: seq++ })
   }
 
   const order = core.options.toolOrder
-  // Stryker disable next-line ConditionalExpression,EqualityOperator: an empty toolOrder names nothing, and the reordering below then keeps every tool in its order
+  // Stryker disable next-line ConditionalExpression,EqualityOperator: an empty toolOrder names nothing
   if (order !== undefined && order.length > 0) {
     const byName = new Map(tools.map((tool) => [tool.name, tool]))
     const first: ToolSchema[] = []

@@ -29,22 +29,14 @@ function classify(runtime: ToolRuntime, call: ToolExecutionInput): ToolExecution
   } catch {
     // A classifier that throws fails closed: the call runs alone.
   }
-  // Stryker disable next-line StringLiteral: the call pool runs any mode but 'parallel' as exclusive, so '' schedules the same
+  // Stryker disable next-line StringLiteral: the call pool runs any mode but 'parallel' as exclusive
   return mode === 'parallel' ? 'parallel' : 'exclusive'
 }
 
 /**
- * Runs a model's batch of calls the way the seed's agent loop does: consecutive
- * concurrency-safe calls share a bounded rolling pool, an exclusive call drains the pool,
- * runs alone and bars later calls. Only wrappers + body overlap: the policy phases
- * (`tools/pre-execute`, guards, approval) run one call at a time in model order, and so
- * does each call's tail (`tools/post-execute`, `finalizeContent`, `tools/result`), so
- * results, observers and additional contexts keep model order. Resolves to one result per
- * call, in model order; never rejects for a call's failure (each result carries it).
- *
- * With a `ToolRuntime` not made by `createToolRuntime` the calls still go through the pool,
- * but their policy phases may then overlap.
- *
+ * Runs a model's batch of calls the way the seed's agent loop does: consecutive concurrency-safe
+ * calls share a bounded rolling pool, an exclusive call drains the pool, runs alone and bars later
+ * calls.
  * @example
  * ```ts
  * const results = await runToolCalls(runtime, modelCalls.map((c) => ({ ...c, signal })), { maxParallel: 4 })
@@ -73,9 +65,7 @@ export async function runToolCalls(
     let releaseTail!: () => void
     previousPolicy = new Promise<void>((resolve) => (releasePolicy = resolve))
     previousTail = new Promise<void>((resolve) => (releaseTail = resolve))
-    // Policy and tail wait for the previous call's turn; only dispatch goes to the pool. The
-    // policy turn passes on once this call moved on: after its submission to the pool (so the
-    // pool receives calls in model order), or at its tail when its policy ended it.
+    // Policy and tail wait for the previous call's turn.
     const schedule: PipelineSchedule = {
       phase: (phase, run) => {
         if (phase === 'policy') return turns.policy.then(run)

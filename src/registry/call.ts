@@ -33,11 +33,7 @@ export const ABORTED_MESSAGE = 'the call was cancelled while the tool ran'
  */
 export type PipelineCore = Pick<RegistryContext, 'options' | 'isDisposed' | 'layers' | 'hooks' | 'guards' | 'calls' | 'telemetry'>
 
-/**
- * What a dispatch (wrappers + body) produced. A value says whether the body ran, because a
- * cancellation that arrives later turns it into ABORTED or ABORTED_BEFORE_DISPATCH; a
- * failure already names which of the two it is.
- */
+/** What a dispatch (wrappers + body) produced. */
 export type DispatchOutcome =
   | { readonly kind: 'value'; readonly value: unknown; readonly bodyInvoked: boolean }
   | { readonly kind: 'failure'; readonly result: ToolFailure }
@@ -83,7 +79,7 @@ function malformedInput(message: string, callId: unknown = '', name: unknown = '
   }
 }
 
-/** The caller's trace context, read once; anything but a string `traceparent` is no context (W3C: start a new trace). */
+/** The caller's trace context, read once. */
 function readTrace(value: unknown): TraceCarrier | undefined {
   if (typeof value !== 'object' || value === null) return undefined
   const { traceparent, tracestate } = value as Record<string, unknown>
@@ -142,11 +138,7 @@ export function parseInput(raw: unknown): ParsedInput {
   }
 }
 
-/**
- * The gate's starting decision. Every decision a `tools/pre-execute` listener receives is
- * frozen: the listener is handed the strictest decision so far, and writing to it
- * (`d.kind = 'allow'`) must not loosen an earlier `ask` or `deny`.
- */
+/** The gate's starting decision. */
 export const ALLOW_DECISION: PreToolDecision = Object.freeze({ kind: 'allow' })
 
 /** One call's state, shared by the stages in order. */

@@ -17,7 +17,7 @@ export type CodeModeLinkContext = Pick<RegistryContext, 'options' | 'layers' | '
   Partial<Pick<RegistryContext, 'catalog' | 'calls' | 'telemetry'>>
 
 function isDispatchEvent(value: unknown): value is CodeDispatchEvent {
-  // Stryker disable next-line ConditionalExpression: for null the reads below throw, inside the caller's try, which keeps the event as this false does
+  // Stryker disable next-line ConditionalExpression: for null the reads below throw
   if (typeof value !== 'object' || value === null) return false
   const event = value as Partial<CodeDispatchEvent>
   return (
@@ -36,7 +36,7 @@ export function createCodeModeLink(link: CodeModeLinkContext): CodeModeRegistry 
   const sessionLog = options.sessionLog
   const append = (event: SessionLogEvent): void => {
     try {
-      // Stryker disable next-line OptionalChaining: without a session log the TypeError lands in the catch below, which drops it as the no-op does
+      // Stryker disable next-line OptionalChaining: without a session log the TypeError lands in the catch below
       sessionLog?.append(event)
     } catch {
       // The session log is a sink; its failure never reaches a program or the pipeline.
@@ -71,7 +71,7 @@ export function createCodeModeLink(link: CodeModeLinkContext): CodeModeRegistry 
       : {
           logOutput: (event: CodeLogEvent) => {
             try {
-              // Stryker disable next-line OptionalChaining: logOutput exists only when appendLog did; a sink that dropped it since throws into the catch below, a no-op either way
+              // Stryker disable next-line OptionalChaining: logOutput exists only when appendLog did
               sessionLog.appendLog?.(event)
             } catch {
               // Live streaming is best-effort; the run's result carries every line.

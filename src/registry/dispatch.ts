@@ -73,9 +73,8 @@ class DispatchView {
 }
 
 /**
- * The frozen definition a `tools/execute` view resolved to (shadowing applied), or
- * `undefined` for an object that is not a live dispatch view of a toolyard registry.
- * What `timeoutPolicy()` reads a tool's `timeoutMs` from.
+ * The frozen definition a `tools/execute` view resolved to (shadowing applied), or `undefined` for
+ * an object that is not a live dispatch view of a toolyard registry.
  */
 export const dispatchDefinition: (view: unknown) => AnyToolDefinition | undefined = DispatchView.definitionOf
 
@@ -93,7 +92,7 @@ class Dispatch {
   #bodyInvoked = false
   #running = 0
   #quiet: (() => void) | undefined
-  // Stryker disable next-line ArrayDeclaration: a seeded member is a string; only a wrapper rejecting with that very string could be told apart, as a body error
+  // Stryker disable next-line ArrayDeclaration: a seeded member is a string
   readonly #bodyErrors: unknown[] = []
   #abortSentinel: ToolError | undefined
 
@@ -212,10 +211,7 @@ class Dispatch {
   }
 }
 
-/**
- * Runs the wrappers and the body of one call. Never rejects; returns only once every
- * body it started has settled. Contexts the body defers are pushed onto `contexts`.
- */
+/** Runs the wrappers and the body of one call. */
 export function dispatch(
   execution: ToolExecution,
   life: InFlight,

@@ -18,7 +18,7 @@ export function executionModeOf(
     const agent: unknown = input.agent
     if (typeof name !== 'string' || (agent !== undefined && typeof agent !== 'string')) return 'exclusive'
     const tool = layers.view(agent).resolve(name)
-    // Stryker disable next-line OptionalChaining: for an unknown tool the TypeError lands in the catch below, which answers 'exclusive' as the next line does
+    // Stryker disable next-line OptionalChaining: for an unknown tool the TypeError lands in the catch below
     const classify = tool?.definition.isConcurrencySafe
     if (tool === undefined || classify === undefined) return 'exclusive'
     const definition = tool.definition

@@ -41,8 +41,8 @@ export class HookBus {
   }
 
   /**
-   * Subscribes `listener` to `hook` for `agent` (undefined: every execution) and returns
-   * its remover. Throws `INVALID_SCOPE_OPERATION` for an unknown hook or a non-function.
+   * Subscribes `listener` to `hook` for `agent` (undefined: every execution) and returns its
+   * remover.
    */
   add<K extends ToolHookName>(hook: K, listener: ToolHookMap[K], agent: ScopeKey | undefined): () => void {
     if (typeof hook !== 'string' || !KNOWN.has(hook)) {

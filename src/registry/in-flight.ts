@@ -19,11 +19,7 @@ export interface LiveCall {
   readonly principal?: string | undefined
 }
 
-/**
- * One tracked execution. Its signal is the caller's, also aborted when its scope is
- * disposed; it is materialized lazily (an AbortController per call is the single most
- * expensive thing on the hot path, and most tools never read `exec.signal`).
- */
+/** One tracked execution. */
 export interface InFlight {
   /** True once the caller aborted or the scope was disposed. */
   readonly aborted: boolean
@@ -35,10 +31,7 @@ export interface InFlight {
   release(): void
 }
 
-/**
- * The lifecycle of a call whose input was unusable (it never dispatches). Its signal is
- * created on demand: workerd forbids creating an AbortController at module scope.
- */
+/** The lifecycle of a call whose input was unusable (it never dispatches). */
 export const UNTRACKED: InFlight = Object.freeze({
   aborted: false,
   reason: undefined,
@@ -46,10 +39,7 @@ export const UNTRACKED: InFlight = Object.freeze({
   release: () => {},
 })
 
-/**
- * The lifecycle of one in-flight execution: caller cancellation, scope disposal, and
- * settlement. The AbortController behind `signal()` is created only when something reads it.
- */
+/** The lifecycle of one in-flight execution: caller cancellation, scope disposal, and settlement. */
 class InFlightRecord implements InFlight {
   readonly #caller: AbortSignal
   readonly agent: ScopeKey | undefined
@@ -74,10 +64,8 @@ class InFlightRecord implements InFlight {
   }
 
   /**
-   * Why the call was aborted: whichever came first, disposal or the caller (dispose() is a
-   * no-op after a caller abort). Read from the sources, not from our signal: that one follows
-   * the caller only after the caller's own abort listeners ran, and not at all once released,
-   * while `aborted` already says true.
+   * Why the call was aborted: whichever came first, disposal or the caller (dispose() is a no-op
+   * after a caller abort).
    */
   get reason(): unknown {
     return this.#disposed ? this.#disposeReason : this.#caller.reason
@@ -96,7 +84,7 @@ class InFlightRecord implements InFlight {
         // (Node warns past ten). A released call stops following (see release()).
         this.#combined = AbortSignal.any([this.#caller, controller.signal])
         this.#onAbort = () => controller.abort(this.#caller.reason)
-        // Stryker disable next-line ObjectLiteral,BooleanLiteral: #combined is private and fires 'abort' at most once; release() removes the listener either way
+        // Stryker disable next-line ObjectLiteral,BooleanLiteral: #combined is private and fires 'abort' at most once
         this.#combined.addEventListener('abort', this.#onAbort, { once: true })
       }
     }
@@ -116,10 +104,10 @@ class InFlightRecord implements InFlight {
   }
 
   release(): void {
-    // Stryker disable next-line ConditionalExpression: a second release repeats only no-ops (the listener is gone, #combined and #waiters are cleared, the record already forgotten)
+    // Stryker disable next-line ConditionalExpression: a second release repeats only no-ops (the listener is gone
     if (this.#released) return
     this.#released = true
-    // Stryker disable next-line OptionalChaining: signal() sets #onAbort and #combined together, and only this first release clears #combined
+    // Stryker disable next-line OptionalChaining: signal() sets #onAbort and #combined together
     if (this.#onAbort !== undefined) this.#combined?.removeEventListener('abort', this.#onAbort)
     this.#combined = undefined
     this.#onRelease(this)
@@ -150,7 +138,7 @@ export class InFlightCalls {
    * disposal) with `reason`, and resolves once they all settled.
    */
   async quiesce(reason: ToolError, agent?: ScopeKey): Promise<void> {
-    // Stryker disable next-line ArrayDeclaration: Promise.all resolves a non-promise member at once, and quiesce discards the array
+    // Stryker disable next-line ArrayDeclaration: Promise.all resolves a non-promise member at once
     const waits: Promise<void>[] = []
     for (const record of [...this.#records]) {
       if (agent !== undefined && record.agent !== agent) continue

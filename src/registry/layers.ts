@@ -41,12 +41,7 @@ export class ToolLayers {
   readonly #agents = new Map<ScopeKey, AgentLayer>()
   readonly #schemas = new WeakMap<RegisteredTool, ToolSchema>()
   readonly #options: ToolLayersOptions
-  /**
-   * The views built since the last change, per open agent (`undefined`: the global
-   * layer's). Any change drops them all: changes are rare, lookups are per call. An
-   * agent without a layer gets the global view and adds no entry, so made-up agent
-   * names cannot grow this map.
-   */
+  /** The views built since the last change, per open agent (`undefined`: the global layer's). */
   readonly #views = new Map<ScopeKey | undefined, ToolView>()
 
   constructor(options: ToolLayersOptions) {
@@ -59,21 +54,13 @@ export class ToolLayers {
     this.#views.clear()
   }
 
-  /**
-   * Closes `agent`'s layer: from now on its tools and masks no longer resolve. The undo
-   * of each registration still runs later (it holds its layer), so every removal is
-   * still announced.
-   */
+  /** Closes `agent`'s layer: from now on its tools and masks no longer resolve. */
   closeAgent(agent: ScopeKey): void {
     this.#agents.delete(agent)
     this.#views.clear()
   }
 
-  /**
-   * The layer `agent` resolves to: its own while it is open, else the global layer
-   * (`undefined`). Every id no agent was created for resolves to the global layer, so a
-   * cache keyed by it cannot be grown by made-up ids (a client sends any it likes).
-   */
+  /** The layer `agent` resolves to: its own while it is open, else the global layer (`undefined`). */
   layerOf(agent: ScopeKey | undefined): ScopeKey | undefined {
     return agent !== undefined && this.#agents.has(agent) ? agent : undefined
   }

@@ -14,13 +14,7 @@ import type { TelemetryMeter, TelemetryTracer, ToolTelemetryOptions } from '../t
 export const DEFAULT_MAX_PARALLEL_SUB_CALLS = 10
 /** Default `maxOutputBytes`: 64 MiB. */
 export const DEFAULT_MAX_OUTPUT_BYTES = 64 * 1024 * 1024
-/**
- * Default `sdkBudgetChars`: 12,000 characters (≈ 3,000 o200k tokens). The demo's 12
- * tools render a 10,295-character SDK, so a registry of about a dozen such tools keeps
- * the full SDK; beyond it, the catalog form takes half the budget (≈ 1,450 tokens for
- * 1,000 tools, the whole Code Mode prompt ≈ 1,600), and a tool costs one `catalog`
- * call instead of a share of every request.
- */
+/** Default `sdkBudgetChars`: 12,000 characters (≈ 3,000 o200k tokens). */
 export const DEFAULT_SDK_BUDGET_CHARS = 12_000
 
 const MODES = new Set(['native', 'code', 'both'])
@@ -40,7 +34,7 @@ function show(value: unknown): string {
   return typeof value
 }
 
-/** Runs `check`; an exception that is not already `INVALID_OPTIONS` becomes one. */
+/** Runs `check`. */
 function guardRead(what: string, check: () => void): void {
   try {
     check()
@@ -85,10 +79,8 @@ function positiveInteger(value: unknown, name: string, fallback: number): number
 }
 
 /**
- * Copies the own options into a plain record, so each is read exactly once and no getter
- * or Proxy trap runs later: an accessor is refused (it could answer differently on each
- * read), and an options object that throws when inspected fails as `INVALID_OPTIONS`
- * instead of leaking its own error.
+ * Copies the own options into a plain record, so each is read exactly once and no getter or Proxy
+ * trap runs later.
  */
 function readOwnOptions(options: object): Record<string, unknown> {
   const copy: Record<string, unknown> = Object.create(null) as Record<string, unknown>
@@ -113,10 +105,7 @@ function readOwnOptions(options: object): Record<string, unknown> {
   return copy
 }
 
-/**
- * Checks `options` and returns the frozen options in force (defaults applied).
- * Throws `ToolError('INVALID_OPTIONS')` naming the first bad field.
- */
+/** Checks `options` and returns the frozen options in force (defaults applied). */
 export function validateRuntimeOptions(options: unknown): ToolRuntime['options'] {
   if (options === undefined) options = {}
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {

@@ -52,7 +52,7 @@ function cancelSuccess(call: PipelineCall, result: ToolExecutionResult): ToolExe
   if (result.isError || !call.life.aborted) return result
   const contexts = result.additionalContexts ?? []
   const outcome = call.outcome
-  // Stryker disable next-line OptionalChaining: cancelSuccess runs only in the output and post-execute stages, after the dispatch stage set call.outcome
+  // Stryker disable next-line OptionalChaining: cancelSuccess runs only in the output and post-execute stages
   return outcome?.kind === 'value' && outcome.bodyInvoked
     ? failure('ABORTED', ABORTED_MESSAGE, contexts)
     : failure('ABORTED_BEFORE_DISPATCH', ABORTED_BEFORE_MESSAGE, contexts)
@@ -81,14 +81,10 @@ function isPostDecision(value: unknown): value is PostToolDecision {
 
 const ACCEPT: PostToolDecision = Object.freeze({ kind: 'accept' as const })
 
-/**
- * The `post-execute` stage: the waterfall over the normalized result of a dispatched
- * call. A call abandoned before its body was due (ABORTED_BEFORE_DISPATCH) has nothing
- * to inspect and skips it.
- */
+/** The `post-execute` stage: the waterfall over the normalized result of a dispatched call. */
 export function postExecuteStage(call: PipelineCall): undefined | Promise<undefined> {
   const result = call.result!
-  // Stryker disable next-line OptionalChaining: every failure the pipeline holds was built by failure(), which always sets info
+  // Stryker disable next-line OptionalChaining: every failure the pipeline holds was built by failure()
   if (result.isError && result.error.info?.code === 'ABORTED_BEFORE_DISPATCH') return undefined
   const listeners = call.core.hooks.postExecute.list(call.agent)
   if (listeners.length === 0) {
@@ -126,7 +122,7 @@ function policyFailure(contexts: readonly AdditionalContext[], message: string):
   return failure('POST_POLICY_FAILED', message, contexts)
 }
 
-/** Applies the final post decision. Throws on a malformed one (the caller reports it). */
+/** Applies the final post decision. */
 function applyDecision(call: PipelineCall, decision: PostToolDecision, result: ToolExecutionResult): ToolExecutionResult {
   const toolContexts = call.toolContexts
   if (decision.kind === 'block') {

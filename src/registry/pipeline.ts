@@ -35,7 +35,7 @@ function notAborted(call: PipelineCall): StageAnswer {
   return call.life.aborted ? failure('ABORTED_BEFORE_DISPATCH', ABORTED_BEFORE_MESSAGE) : undefined
 }
 
-/** A direct call counts as the model's (`native`); a nested one (a live parent) as a program's (`code`). */
+/** A direct call counts as the model's (`native`). */
 function callerOf(call: PipelineCall): ToolCaller {
   return call.topLevel ? 'native' : 'code'
 }
@@ -55,7 +55,6 @@ const POLICY: readonly Stage[] = [
   },
   {
     // Before resolution and policy, so nothing observes or approves a call that can only fail.
-    // The agent's view decides this stage and the next two (one lookup, cached per change).
     name: 'code-only',
     run: (call) => {
       const refusal = call.core.layers.view(call.agent).routeBack(call.execution.name, callerOf(call))
@@ -120,7 +119,7 @@ function finalizeContent(call: PipelineCall): undefined {
   if (finalize === undefined) return undefined
   try {
     const replaced: unknown = finalize.call(definition, call.execution, call.result!)
-    // Stryker disable next-line StringLiteral: the label only names the culprit in snapshotContent's error, which the catch below swallows
+    // Stryker disable next-line StringLiteral: the label only names the culprit in snapshotContent's error
     if (replaced !== undefined) call.result = withContent(call.result!, snapshotContent(replaced, 'finalizeContent()'))
   } catch {
     // finalizeContent must be total; a throw (or malformed content) keeps the previous content.
@@ -128,7 +127,7 @@ function finalizeContent(call: PipelineCall): undefined {
   return undefined
 }
 
-/** `tools/result`: observe-only; a throwing or rejecting observer changes nothing. */
+/** `tools/result`: observe-only. */
 function publish(call: PipelineCall): undefined {
   for (const listener of call.core.hooks.result.list(call.agent)) {
     try {
@@ -146,15 +145,15 @@ function publish(call: PipelineCall): undefined {
 /** One phase of a call: one turn of a batch schedule. */
 interface Phase {
   readonly name: PipelinePhase
-  /** Run while the call goes on; the first stage that answers a result ends the call and skips the rest. */
+  /** Run while the call goes on. */
   readonly stages: readonly Stage[]
-  /** Run whichever stage ended the call (their answers are ignored). A phase without any is skipped once the call ended. */
+  /** Run whichever stage ended the call (their answers are ignored). */
   readonly always: readonly Stage[]
   /** What a dispatch turn that went wrong means for the call. */
   readonly broken?: (call: PipelineCall, broke: DispatchBreak) => void
 }
 
-/** The phases in order; their boundaries are where a batch takes turns (only dispatch overlaps). */
+/** The phases in order. */
 const PHASES: readonly Phase[] = [
   { name: 'policy', stages: POLICY, always: [] },
   { name: 'dispatch', stages: [{ name: 'dispatch', run: dispatchStage }], always: [], broken: dispatchBroken },
@@ -172,7 +171,7 @@ const PHASES: readonly Phase[] = [
   },
 ]
 
-/** Records `answer` as the call's result when it is one; true when it ended the call. */
+/** Records `answer` as the call's result when it is one. */
 function ended(call: PipelineCall, answer: StageAnswer): boolean {
   if (answer === undefined) return false
   call.result = answer
@@ -180,9 +179,8 @@ function ended(call: PipelineCall, answer: StageAnswer): boolean {
 }
 
 /**
- * Runs `stages` from `index`, synchronously until a stage answers with a promise (a call
- * whose stages are all synchronous takes no tick). With `ending`, the first result ends
- * the call and the rest are skipped; without, answers are ignored.
+ * Runs `stages` from `index`, synchronously until a stage answers with a promise (a call whose
+ * stages are all synchronous takes no tick).
  */
 function runStages(call: PipelineCall, stages: readonly Stage[], index: number, ending: boolean): Promise<undefined> | undefined {
   for (let i = index; i < stages.length; i++) {
@@ -196,7 +194,7 @@ function runStages(call: PipelineCall, stages: readonly Stage[], index: number, 
 /** One phase: its stages while the call goes on, then its `always` stages. */
 function runPhase(call: PipelineCall, phase: Phase, going: boolean): Promise<undefined> | undefined {
   const steps = going ? runStages(call, phase.stages, 0, true) : undefined
-  // Stryker disable next-line BooleanLiteral: every `always` stage (finalizeContent, publish) answers undefined, so ending or not on their answers is the same
+  // Stryker disable next-line BooleanLiteral: every `always` stage (finalizeContent
   return steps === undefined ? runStages(call, phase.always, 0, false) : steps.then(() => runStages(call, phase.always, 0, false))
 }
 
@@ -207,7 +205,7 @@ async function runPhases(call: PipelineCall, sched: Schedule): Promise<ToolExecu
     if (!going && phase.always.length === 0) continue
     const turn = sched.phase(phase.name, () => runPhase(call, phase, going))
     const broke = turn === undefined ? undefined : await turn
-    // Stryker disable next-line OptionalChaining: only a dispatch turn answers a DispatchBreak (schedule.ts), and the dispatch phase has `broken`
+    // Stryker disable next-line OptionalChaining: only a dispatch turn answers a DispatchBreak (schedule.ts)
     if (broke !== undefined) phase.broken?.(call, broke)
   }
   return call.result!
@@ -228,14 +226,11 @@ function endSpan(call: PipelineCall, span: CallSpan, result: ToolExecutionResult
   })
 }
 
-/**
- * Runs one call through the whole pipeline. Never rejects; always publishes exactly one
- * frozen result to `tools/result` before resolving with it.
- */
+/** Runs one call through the whole pipeline. */
 export async function executePipeline(core: PipelineCore, raw: unknown, how: ExecuteHow = {}): Promise<ToolExecutionResult> {
   const sched = how.schedule === undefined ? UNSCHEDULED : new Schedule(how.schedule)
   const input = parseInput(raw)
-  // Stryker disable next-line LogicalOperator: parseInput answers ok only with an AbortSignal and never has a signal otherwise, so `||` selects the same inputs
+  // Stryker disable next-line LogicalOperator: parseInput answers ok only with an AbortSignal and never has a signal otherwise
   const tracked = input.ok && input.signal !== undefined ? core.calls.track(input.signal, input.agent) : undefined
   let token: symbol | undefined
   try {

@@ -23,11 +23,9 @@ export function acceptsPlans(handler: ApprovalHandler | undefined): handler is A
 const EMPTY_ARGS = Object.freeze({})
 
 /**
- * The longest program whose plan is read in the calling thread (no threaded preflight
- * engine), as long as the longest one the compiler is given: a longer one's plan is
- * `dynamic`, so nothing is pre-approved and each call that asks asks on its own. A read is
- * a strip and a parse of hostile text, bounded by the stripper's work budget: up to
- * 0.1 s (warm) at this size, 1.5 s at the 256 KiB cap, on a loaded 2-core machine.
+ * The longest program whose plan is read in the calling thread (no threaded preflight engine), as
+ * long as the longest one the compiler is given: a longer one's plan is `dynamic`, so nothing is
+ * pre-approved and each call that asks asks on its own.
  */
 export const MAX_INLINE_PLAN_CHARS = 16 * 1024
 
@@ -79,7 +77,7 @@ async function readPlan(core: PlanApprovalContext, code: string, language: strin
   }
 }
 
-/** The gate's answer for one planned tool, asked with empty arguments; `undefined` when it does not (cleanly) ask. */
+/** The gate's answer for one planned tool, asked with empty arguments. */
 async function probe(core: PlanApprovalContext, run: ToolExecution, name: string, index: number): Promise<PreToolDecision | undefined> {
   const listeners = core.hooks.preExecute.list(run.agent)
   // Stryker disable next-line ConditionalExpression: without listeners the loop below never runs and the ALLOW decision comes back as undefined anyway
@@ -101,7 +99,7 @@ async function probe(core: PlanApprovalContext, run: ToolExecution, name: string
     try {
       checked = checkPreDecision(await listener(decision, execution))
     }
-    // Stryker disable next-line BlockStatement: an empty catch leaves checked undefined, which the next line returns as the same undefined
+    // Stryker disable next-line BlockStatement: an empty catch leaves checked undefined
     catch {
       return undefined
     }
@@ -112,22 +110,22 @@ async function probe(core: PlanApprovalContext, run: ToolExecution, name: string
   return decision.kind === 'ask' ? decision : undefined
 }
 
-/** Appends to the session log; a sink that throws changes nothing (logging never decides). */
+/** Appends to the session log. */
 function log(core: PlanApprovalContext, event: SessionLogEvent): void {
   try {
-    // Stryker disable next-line OptionalChaining: without a session log the TypeError lands in the catch below, which drops it as the no-op does
+    // Stryker disable next-line OptionalChaining: without a session log the TypeError lands in the catch below
     core.options.sessionLog?.append(event)
   } catch {
     // Ignored: the record is lost, the run goes on as decided.
   }
 }
 
-/** Awaits the handler's verdict; a cancelled run stops waiting at once. */
+/** Awaits the handler's verdict. */
 function verdictOf(handler: ApprovalHandler, request: ApprovalRequest, signal: AbortSignal): Promise<{ ok: true; value: unknown } | { ok: false; error: unknown }> {
   return new Promise((resolve) => {
     const onAbort = (): void => resolve({ ok: false, error: new ToolError('ABORTED_BEFORE_DISPATCH', 'the run was cancelled while its plan waited for approval') })
     if (signal.aborted) return onAbort()
-    // Stryker disable next-line ObjectLiteral,BooleanLiteral: a signal fires 'abort' at most once, and the finally below removes the listener either way
+    // Stryker disable next-line ObjectLiteral,BooleanLiteral: a signal fires 'abort' at most once
     signal.addEventListener('abort', onAbort, { once: true })
     new Promise((inner) => inner(handler(request))).then(
       (value) => resolve({ ok: true, value }),
@@ -155,10 +153,7 @@ export type PlanApproval = (input: PlanApprovalInput) => Promise<() => void>
  */
 export type PlanApprovalContext = Pick<RegistryContext, 'options' | 'hooks' | 'calls' | 'layers'>
 
-/**
- * Creates the registry's plan approval. Planned names outside what a program of the agent
- * may call are unknown tools: listed, never asked about.
- */
+/** Creates the registry's plan approval. */
 export function createPlanApproval(core: PlanApprovalContext): PlanApproval {
   return async ({ code, description, language, run }) => {
     const handler = core.calls.liveTokens.get(run.token)?.approval ?? core.options.approval
@@ -224,7 +219,7 @@ export function createPlanApproval(core: PlanApprovalContext): PlanApproval {
     // show, gets no pre-approval: which call site a call came from cannot be told at run time.
     const granted = dynamic ? [] : asking.map((a) => a.name)
     decided('allow', granted)
-    // Stryker disable next-line ConditionalExpression: an empty grant pre-approves nothing, and a run's token is granted at most once (this call), so its release removes only itself
+    // Stryker disable next-line ConditionalExpression: an empty grant pre-approves nothing
     return granted.length === 0 ? () => {} : grantPlan(token, granted)
   }
 }

@@ -15,10 +15,7 @@ import type {
   ToolSuccess,
 } from '../types.js'
 
-/**
- * The error for a malformed block, context or decision. Inside the pipeline it becomes
- * the stage's failure code; `deferContext` throws it to the body.
- */
+/** The error for a malformed block, context or decision. */
 function malformed(message: string): ToolError {
   return new ToolError('INVALID_JSON', message)
 }

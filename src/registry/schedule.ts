@@ -12,18 +12,9 @@
  */
 export type PipelinePhase = 'policy' | 'dispatch' | 'tail'
 
-/**
- * A batch scheduler's one entry into an execution. The pipeline calls {@link phase} once
- * per phase, in order: `policy` and `tail` for every call, `dispatch` only for a call its
- * policy let through.
- */
+/** A batch scheduler's one entry into an execution. */
 export interface PipelineSchedule {
-  /**
-   * Runs `run` (this call's `phase`) when the batch allows, and settles once it settled.
-   * A `dispatch` that settles without having called `run` abandoned the call
-   * (`ABORTED_BEFORE_DISPATCH`); a `policy` or `tail` turn that fails only loses ordering
-   * (the phase runs anyway).
-   */
+  /** Runs `run` (this call's `phase`) when the batch allows, and settles once it settled. */
   phase(phase: PipelinePhase, run: () => Promise<void>): Promise<void>
 }
 
@@ -49,13 +40,7 @@ export class Schedule {
     this.#inner = inner
   }
 
-  /**
-   * Runs `run` as this call's `phase`. Unscheduled, it runs at once and its answer is
-   * returned as is (a synchronous phase takes no tick). Scheduled, it runs in the inner
-   * schedule's turn, and the promise settles only once `run` settled: `policy` and
-   * `tail` always run; a `dispatch` turn that went wrong resolves to its
-   * {@link DispatchBreak}. A rejection of `run` itself (a pipeline bug) propagates.
-   */
+  /** Runs `run` as this call's `phase`. */
   phase(phase: PipelinePhase, run: PhaseRun): Promise<DispatchBreak | undefined> | undefined {
     const inner = this.#inner
     // A phase reaches the inner schedule once: a second hand-over would take (and release) a second turn.
@@ -71,7 +56,7 @@ export class Schedule {
    */
   settle(): void {
     const inner = this.#inner
-    // Stryker disable next-line ConditionalExpression: without it each turn's inner.phase throws a TypeError that turn() catches (the phase's run is a no-op), so nothing observable changes; it only skips that work
+    // Stryker disable next-line ConditionalExpression: without it each turn's inner.phase throws a TypeError that turn() catches (the phase's run is a no-op)
     if (inner === undefined) return
     for (const phase of ['policy', 'tail'] as const) {
       if (this.#taken.has(phase)) continue

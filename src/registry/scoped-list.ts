@@ -16,7 +16,7 @@ export class ScopedList<T> {
   #global: Slot<T>[] = []
   readonly #scoped = new Map<ScopeKey, Slot<T>[]>()
   #size = 0
-  /** Snapshots by agent (`''` key unused: undefined maps to the global snapshot). Cleared on every change. */
+  /** Snapshots by agent (`''` key unused: undefined maps to the global snapshot). */
   #cache = new Map<ScopeKey | undefined, readonly T[]>()
 
   /** Adds `value` to the global layer (`agent` undefined) or to `agent`'s; returns its remover. */
@@ -42,7 +42,7 @@ export class ScopedList<T> {
         return
       }
       const current = this.#scoped.get(agent)
-      // Stryker disable next-line ConditionalExpression: unreachable while `removed` guards the remover (the slot keeps its agent's list non-empty until now); kept for safety
+      // Stryker disable next-line ConditionalExpression: unreachable while `removed` guards the remover
       if (current === undefined) return
       const next = current.filter((s) => s !== slot)
       if (next.length === 0) this.#scoped.delete(agent)
@@ -50,24 +50,21 @@ export class ScopedList<T> {
     }
   }
 
-  /**
-   * Global entries, then `agent`'s (none when `agent` is undefined). A frozen snapshot,
-   * cached until the next change (the hot path reads it several times per call).
-   */
+  /** Global entries, then `agent`'s (none when `agent` is undefined). */
   list(agent: ScopeKey | undefined): readonly T[] {
     if (this.#size === 0) return EMPTY as readonly T[]
     const cached = this.#cache.get(agent)
     if (cached !== undefined) return cached
     const out: T[] = []
     for (const slot of this.#global) out.push(slot.value)
-    // Stryker disable next-line ConditionalExpression: #scoped never holds an undefined key, so the lookup would find nothing anyway
+    // Stryker disable next-line ConditionalExpression: #scoped never holds an undefined key
     if (agent !== undefined) {
       const scoped = this.#scoped.get(agent)
       if (scoped !== undefined) for (const slot of scoped) out.push(slot.value)
     }
     const frozen = Object.freeze(out)
     // Bound the cache: agent ids are caller-chosen, so never let it grow without limit.
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: the bound limits memory only; every answer is the same with or without it
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: the bound limits memory only
     if (this.#cache.size > 256) this.#cache.clear()
     this.#cache.set(agent, frozen)
     return frozen

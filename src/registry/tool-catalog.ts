@@ -39,7 +39,7 @@ function sameTools(a: readonly RegisteredTool[], b: readonly RegisteredTool[]): 
 export class ToolCatalogs {
   readonly #context: ToolCatalogsContext
   readonly #entries = new Map<ScopeKey | undefined, Entry>()
-  /** Registration → language → declaration. Weak: a removed tool's declarations go with it. */
+  /** Registration → language → declaration. */
   readonly #declarations = new WeakMap<RegisteredTool, Map<string, string>>()
 
   constructor(context: ToolCatalogsContext) {
@@ -95,7 +95,7 @@ export class ToolCatalogs {
   #createCatalog(tools: readonly RegisteredTool[]): ToolCatalog {
     const configured = this.#context.options.codeRuntime?.language
     // Declarations follow the code runtime; without one (or one no renderer knows), TypeScript.
-    // Stryker disable next-line ConditionalExpression: hasSdkRenderer(undefined) is false too, so no code runtime still declares in TypeScript
+    // Stryker disable next-line ConditionalExpression: hasSdkRenderer(undefined) is false too
     const language = configured !== undefined && hasSdkRenderer(configured) ? configured : 'typescript'
     const byName = new Map(tools.map((tool) => [tool.definition.name, tool]))
     let index: Catalog | undefined
@@ -113,7 +113,7 @@ export class ToolCatalogs {
         return Object.freeze(built().search(query, options).map((h) => hit(h.name)))
       },
       describe: (name: string): string | undefined => {
-        // Stryker disable next-line ConditionalExpression: byName is keyed by string, so it finds nothing for any other value
+        // Stryker disable next-line ConditionalExpression: byName is keyed by string
         const tool = typeof name === 'string' ? byName.get(name) : undefined
         return tool === undefined ? undefined : this.#declaration(tool, language)
       },

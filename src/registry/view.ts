@@ -12,8 +12,6 @@ import type { ToolCaller, ToolPresentationMode, ToolSchema } from '../types.js'
 /**
  * Whether a tool (a definition or its wire schema, which carries `callers` when they are
  * restricted) may be offered to a model as a direct tool: its `callers` admit `native`.
- * The rule behind a view's `native`, and what the provider adapters apply to a plain
- * schema list.
  */
 export function offeredNatively(tool: { readonly callers?: readonly ToolCaller[] }): boolean {
   return allowsCaller(tool, 'native')

@@ -110,16 +110,12 @@ export function validateArgs<const P extends ParameterSchemaSpec>(parameters: P,
 }
 
 /**
- * Builds a typed tool definition. At definition time the parameter spec becomes
- * `parameters` (an open object JSON Schema) and the output spec becomes
- * `output.schema`; a bad spec throws `SchemaError`, a malformed definition
- * `ToolError` with code `INVALID_DEFINITION`. The returned definition carries strict
- * `validateArgs` (throws `ToolArgsError`) and `softValidateArgs` (returns
- * `undefined`, never throws); its `execute` validates arguments it has not seen
- * validated, so the body only ever receives valid, frozen arguments. Presenters and
- * `isConcurrencySafe` receive softly validated arguments, so old logged arguments
- * never crash a replay.
- *
+ * Builds a typed tool definition. At definition time the parameter spec becomes `parameters` (an
+ * open object JSON Schema) and the output spec becomes `output.schema`; a bad spec throws
+ * `SchemaError`, a malformed definition `ToolError` with code `INVALID_DEFINITION`. The returned
+ * definition carries strict `validateArgs` (throws `ToolArgsError`) and `softValidateArgs` (returns
+ * `undefined`, never throws); its `execute` validates arguments it has not seen validated, so the
+ * body only ever receives valid, frozen arguments.
  * @example
  * ```ts
  * const readFile = defineTool({
@@ -184,7 +180,7 @@ function buildDefinition(spec: LooseToolSpec): ToolDefinition<LooseArgs, JsonVal
     // Stryker disable next-line ConditionalExpression: a cache; forced false it re-validates with the same verdict
     if (validated.has(args as object)) return args as Args
     const checked = checkArgs(compiled, args)
-    // Stryker disable next-line ConditionalExpression,LogicalOperator,EqualityOperator,StringLiteral: an object schema's arguments always snapshot to an object; the guard only keeps WeakSet#add from throwing
+    // Stryker disable next-line ConditionalExpression,LogicalOperator,EqualityOperator,StringLiteral: an object schema's arguments always snapshot to an object
     if (typeof checked === 'object' && checked !== null) validated.add(checked)
     return checked as Args
   }

@@ -59,10 +59,7 @@ export interface ArraySpec extends SpecAnnotations {
   readonly items?: ValueSchemaSpec
 }
 
-/**
- * An explicit object. `additionalProperties` is mandatory: `false` rejects undeclared
- * keys (and with no `properties` accepts only `{}`), `true` keeps the object open.
- */
+/** An explicit object. */
 export interface ObjectSpec extends SpecAnnotations {
   readonly type: 'object'
   readonly properties?: ParameterSchemaSpec
@@ -156,10 +153,7 @@ interface Work {
   readonly property: boolean
 }
 
-/**
- * Converts one DSL node (without its children) into `target` and queues the children.
- * Key order is fixed, so equal specs always produce byte-identical JSON.
- */
+/** Converts one DSL node (without its children) into `target` and queues the children. */
 /** Names what a typeless spec carries instead (`$ref`, `anyOf`…), so the author sees why. */
 function missingTypeMessage(spec: { readonly [key: string]: JsonValue }): string {
   const keys = Object.keys(spec).filter((key) => !['description', 'title', 'default', 'examples', 'deprecated', '$comment', 'required'].includes(key))
@@ -190,14 +184,14 @@ function convertNode(work: Work, queue: Work[]): void {
   if (type !== 'json' && type !== 'oneOf') target.type = type
   for (const key of ['title', 'description', '$comment'] as const) {
     if (hasOwn.call(s, key)) {
-      // Stryker disable next-line ConditionalExpression: the subset reader (schema/subset.ts) refuses the same node with the same path and message; this check only fails first
+      // Stryker disable next-line ConditionalExpression: the subset reader
       if (typeof s[key] !== 'string') throw new SchemaError(at(path, key), `"${key}" must be a string`)
       target[key] = s[key]
     }
   }
   if (hasOwn.call(s, 'enum')) {
     const values = s.enum
-    // Stryker disable next-line ConditionalExpression,LogicalOperator: the subset reader (schema/subset.ts) refuses the same node with the same path and message; this check only fails first
+    // Stryker disable next-line ConditionalExpression,LogicalOperator: the subset reader
     if (!Array.isArray(values) || values.length === 0) throw new SchemaError(at(path, 'enum'), '"enum" must be a non-empty array')
     const seen = new Set<unknown>()
     for (let i = 0; i < values.length; i++) {
@@ -236,13 +230,13 @@ function convertNode(work: Work, queue: Work[]): void {
     target.oneOf = out
   }
   if (hasOwn.call(s, 'deprecated')) {
-    // Stryker disable next-line ConditionalExpression: the subset reader (schema/subset.ts) refuses the same node with the same path and message; this check only fails first
+    // Stryker disable next-line ConditionalExpression: the subset reader
     if (typeof s.deprecated !== 'boolean') throw new SchemaError(at(path, 'deprecated'), '"deprecated" must be a boolean')
     target.deprecated = s.deprecated
   }
   if (hasOwn.call(s, 'default')) target.default = s.default
   if (hasOwn.call(s, 'examples')) {
-    // Stryker disable next-line ConditionalExpression: the subset reader (schema/subset.ts) refuses the same node with the same path and message; this check only fails first
+    // Stryker disable next-line ConditionalExpression: the subset reader
     if (!Array.isArray(s.examples)) throw new SchemaError(at(path, 'examples'), '"examples" must be an array')
     target.examples = s.examples
   }
@@ -269,8 +263,7 @@ function convertProperties(record: JsonValue | undefined, path: string, target: 
 }
 
 function run(queue: Work[]): void {
-  // Converted children are queued in order; popping from the end would reverse error
-  // order, so process front to back with an index (still an explicit work list).
+  // Converted children are queued in order.
   for (let i = 0; i < queue.length; i++) {
     convertNode(queue[i]!, queue)
     queue[i] = undefined as unknown as Work

@@ -5,7 +5,7 @@
 import type { JsonValue } from '../json/json-value.js'
 import type { ValueSchemaSpec } from './dsl.js'
 
-/** Container levels still available → one fewer. Index 0 means "out of depth". */
+/** Container levels still available → one fewer. */
 type Fewer = [never, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
 
 /** The number of container levels inferred exactly before falling back to `JsonValue`. */
@@ -32,12 +32,7 @@ type Scalar<S, T> = S extends { readonly const: infer C extends T }
     : T
 
 /**
- * The TypeScript type of values accepted by a DSL spec `S`. Scalars narrow to their
- * `enum` / `const` literals, `oneOf` becomes a union, `json` is `JsonValue`; an open
- * object with properties lists only its declared keys, an open object without
- * properties is a string-keyed `JsonValue` record, a closed one without properties is
- * `Record<string, never>`. Beyond 16 levels (containers and `oneOf`) the type is `JsonValue`.
- *
+ * The TypeScript type of values accepted by a DSL spec `S`.
  * @example
  * ```ts
  * type T = InferValue<{ type: 'array'; items: { type: 'string'; enum: readonly ['a', 'b'] } }>

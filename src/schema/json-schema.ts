@@ -32,7 +32,7 @@ const typeMasks: { readonly [name in JsonSchemaTypeName]: number } = {
   object: K_OBJECT,
 }
 
-/** The JSON kind of a value; 0 for anything that is not JSON data. */
+/** The JSON kind of a value. */
 function kindOf(value: unknown): number {
   switch (typeof value) {
     case 'string':
@@ -66,17 +66,14 @@ function kindName(kind: number): string {
       return 'object'
     // Stryker disable next-line ConditionalExpression: unreachable, as the return below
     default:
-      // Stryker disable next-line StringLiteral: unreachable; a value that is not JSON (kind 0) never passes a node's mask, so it is reported as 'is not a JSON value' before any kind is named
+      // Stryker disable next-line StringLiteral: unreachable; a value that is not JSON
       return 'a non-JSON value'
   }
 }
 
 // ───────────────────────── compiled form ─────────────────────────
 
-/**
- * One compiled schema node. Plain data, read by the validator loops; `leaf` nodes
- * (nothing to descend into) are checked inline by the fast path.
- */
+/** One compiled schema node. */
 interface CNode {
   /** Accepted kinds (K_ANY for no `type`). */
   mask: number
@@ -179,7 +176,7 @@ function snapshotSchema(schema: unknown): JsonSchemaNode {
 
 type BuildTask = { readonly schema: unknown; readonly node: CNode; readonly path: string }
 
-/** Fills `node` from one node read against the subset; returns its children to build. */
+/** Fills `node` from one node read against the subset. */
 function compileNode(reading: SchemaNodeReading, node: CNode, path: string): BuildTask[] {
   if (reading.type !== undefined) {
     node.typeName = reading.type
@@ -246,11 +243,7 @@ function compileNode(reading: SchemaNodeReading, node: CNode, path: string): Bui
   return children
 }
 
-/**
- * Checks a frozen lossless schema copy and builds its compiled nodes, with an explicit
- * work stack. Every structural rule of the subset is enforced by the shared node reader
- * (`subset.ts`); a problem becomes a `SchemaError` at its path.
- */
+/** Checks a frozen lossless schema copy and builds its compiled nodes, with an explicit work stack. */
 function build(root: JsonSchemaNode): CNode {
   const rootNode = newNode()
   const built: CNode[] = []
@@ -280,7 +273,7 @@ function build(root: JsonSchemaNode): CNode {
 interface Join {
   readonly node: CNode
   readonly value: unknown
-  /** Stack slot this join occupies; its current branch's tasks sit above it. */
+  /** Stack slot this join occupies. */
   slot: number
   branch: number
   matches: number
@@ -331,8 +324,7 @@ function flatOk(node: CNode, v: unknown): boolean {
   const children = node.propNodes
   let guess = 0
   let required = 0
-  // for-in reads each value through V8's enum cache, much faster than keyed loads by
-  // declared name; arguments usually list keys in declared order, so guess the index.
+  // for-in reads each value through V8's enum cache, much faster than keyed loads by declared name.
   for (const key in obj) {
     if (!hasOwn.call(obj, key)) continue
     const child = obj[key]
@@ -557,7 +549,7 @@ interface Task {
 }
 
 function describeType(node: CNode): string {
-  // Stryker disable next-line StringLiteral: unreachable; a node without a type accepts every JSON kind, so no type mismatch is ever described for it
+  // Stryker disable next-line StringLiteral: unreachable; a node without a type accepts every JSON kind
   return node.typeName ?? 'JSON'
 }
 
@@ -686,8 +678,7 @@ function collect(root: CNode, value: unknown, maxViolations: number): SchemaViol
       for (let i = 0; i < arr.length; i++) pushed.push({ node: node.items, join: null, value: arr[i], path: { parent: path, key: String(i) } })
     }
     if (failures.length > 0) {
-      // Inside a oneOf branch the first failure settles the branch; at the top level
-      // every failure is a violation (and the subtrees are still checked).
+      // Inside a oneOf branch the first failure settles the branch.
       if (joins.length > 0) {
         pending = failures[0]!
         continue
@@ -698,8 +689,7 @@ function collect(root: CNode, value: unknown, maxViolations: number): SchemaViol
       }
     }
     if (node.oneOf !== null) {
-      // The join goes on top of the children so its branches settle first; errors
-      // then read oneOf before the subtree.
+      // The join goes on top of the children so its branches settle first.
       for (let i = pushed.length - 1; i >= 0; i--) stack.push(pushed[i]!)
       stack.push({ node: null, join: { node, value: v, path, slot: 0, branch: -1, matches: [], errors: [] }, value: undefined, path })
     } else {
@@ -709,13 +699,10 @@ function collect(root: CNode, value: unknown, maxViolations: number): SchemaViol
   return out
 }
 
-/**
- * The collecting pass runs only after the fast pass said "invalid"; should the two
- * ever disagree, the value is still reported invalid rather than silently accepted.
- */
+/** The collecting pass runs only after the fast pass said "invalid". */
 function collectOrGeneric(root: CNode, value: unknown, maxViolations: number): SchemaViolation[] {
   const violations = collect(root, value, maxViolations)
-  // Stryker disable next-line all: the defensive fallback for the fast and collecting passes disagreeing, which the ajv differential test (10,500 pairs a run) has never seen
+  // Stryker disable next-line all: the defensive fallback for the fast and collecting passes disagreeing
   return violations.length > 0 ? violations : [{ path: '', message: 'does not match the schema' }]
 }
 
@@ -749,10 +736,8 @@ function compileDetached(schema: JsonSchemaNode): CompiledJsonSchema {
 }
 
 /**
- * Checks that `schema` is inside the supported subset and returns a deep-frozen
- * lossless copy of it, out of the caller's hands (later mutation of the original has
- * no effect). Detaching an already detached schema returns it unchanged.
- *
+ * Checks that `schema` is inside the supported subset and returns a deep-frozen lossless copy of
+ * it, out of the caller's hands (later mutation of the original has no effect).
  * @throws {SchemaError} (code `INVALID_SCHEMA`) naming the construct and its path.
  */
 export function detachJsonSchema(schema: unknown): JsonSchemaNode {
@@ -792,10 +777,7 @@ export function assertObjectJsonSchema(schema: unknown): asserts schema is Objec
 }
 
 /**
- * Compiles a schema for repeated validation. The schema is detached first (checked and
- * copied), so the result is unaffected by later changes to the argument; compiling a
- * detached schema twice returns the same compiled object.
- *
+ * Compiles a schema for repeated validation.
  * @throws {SchemaError} when the schema is outside the supported subset.
  *
  * @example
@@ -810,14 +792,7 @@ export function compileJsonSchema(schema: unknown): CompiledJsonSchema {
 }
 
 /**
- * Validates `value` against `schema` and returns path-qualified violations (`[]` when
- * valid). Semantics: `oneOf` means exactly one branch matches; objects are open unless
- * `additionalProperties: false`; `integer` is `Number.isInteger`; `number` excludes
- * NaN and ±Infinity; `enum`/`const` compare scalars with `===`; keywords of one kind
- * (`properties`, `items`…) constrain only values of that kind. Values that are not
- * JSON data (undefined, functions…) match no node. For repeated validation against one
- * schema, use {@link compileJsonSchema}.
- *
+ * Validates `value` against `schema` and returns path-qualified violations (`[]` when valid).
  * @throws {SchemaError} when the schema itself is unsupported.
  */
 export function validateJsonSchemaValue(schema: JsonSchemaNode, value: unknown, options?: ValidateOptions): SchemaViolation[] {

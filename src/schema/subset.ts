@@ -48,10 +48,8 @@ export const ANNOTATION_KEYWORDS: readonly string[] = Object.freeze(Object.keys(
 export const SUPPORTED_JSON_SCHEMA_KEYWORDS: readonly string[] = Object.freeze([...VALIDATION_KEYWORDS, ...ANNOTATION_KEYWORDS])
 
 /**
- * Keywords outside the subset that never change which JSON *type* a value has:
- * identifiers and constraints that only narrow within a type. The SDK renderers ignore
- * them and still state the type exactly; the validator rejects them (it would not
- * enforce them).
+ * Keywords outside the subset that never change which JSON *type* a value has: identifiers and
+ * constraints that only narrow within a type.
  */
 export const NARROWING_KEYWORDS: readonly string[] = Object.freeze([
   '$schema',
@@ -159,13 +157,10 @@ function checkKeywords(node: Record<string, unknown>, mode: SchemaReadMode): Sch
 }
 
 /**
- * Reads one schema node against the subset without descending into its children (the
- * callers walk with their own explicit stacks, so reading stays stack-safe). Reads own
- * data only: `Object.keys` and own properties, never an inherited member. The first
- * problem wins, in a fixed order: the node itself, its keywords (in key order), then
- * `type`, `enum`, `const`, `additionalProperties`, `required`, `properties`, `items`,
- * `oneOf`. A getter or Proxy trap may still throw: callers reading untrusted objects
- * catch (the validator reads frozen lossless snapshots, which have none).
+ * Reads one schema node against the subset without descending into its children (the callers walk
+ * with their own explicit stacks, so reading stays stack-safe). A getter or Proxy trap may still
+ * throw: callers reading untrusted objects catch (the validator reads frozen lossless snapshots,
+ * which have none).
  */
 export function readSchemaNode(schema: unknown, mode: SchemaReadMode): SchemaNodeReading {
   if (!isSchemaRecord(schema)) return problemAt([], `unsupported schema: expected an object, got ${describeNonObject(schema)}`)
@@ -271,10 +266,7 @@ export interface SchemaPropertyShape {
   readonly deprecated: boolean
 }
 
-/**
- * A schema node classified for rendering. `unsupported` renders as `unknown` / `Any`;
- * `any` (an annotation-only node) as `JsonValue` / `Any`.
- */
+/** A schema node classified for rendering. */
 export type SchemaShape =
   | { readonly kind: 'unsupported' }
   | { readonly kind: 'any' }
@@ -356,8 +348,8 @@ function shapeOf(node: SchemaNodeReading): SchemaShape {
   if (node.hasConst || node.enumValues !== undefined) return literalShape(node)
   switch (node.type) {
     case undefined:
-      // Object and array keywords without a type constrain only values of that type and
-      // let every other value through; we do not guess which the author meant.
+      // Object and array keywords without a type constrain only values of that type and let every
+      // other value through.
       return node.validationKeywords > 0 ? UNSUPPORTED : { kind: 'any' }
     case 'array':
       if (!node.hasItems) return { kind: 'array', items: undefined, hasItems: false }

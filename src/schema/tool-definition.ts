@@ -58,9 +58,8 @@ function invalid(message: string): never {
 }
 
 /**
- * Reads `key` of `source` as a data property, walking the prototype chain (definitions
- * may be class instances with methods on the prototype). An accessor is refused
- * unread: it could answer differently on each read.
+ * Reads `key` of `source` as a data property, walking the prototype chain (definitions may be class
+ * instances with methods on the prototype).
  */
 function readMember(source: object, key: string, where: string): unknown {
   try {
@@ -103,9 +102,8 @@ function readCallers(value: unknown, where: string): readonly ToolCaller[] | und
 }
 
 /**
- * Whether `tool` may be called by `caller`: `native` (the model, directly) or `code` (a
- * Code Mode program). A tool without `callers` allows both.
- *
+ * Whether `tool` may be called by `caller`: `native` (the model, directly) or `code` (a Code Mode
+ * program).
  * @example
  * ```ts
  * allowsCaller({ callers: ['code'] }, 'native') // false
@@ -116,13 +114,7 @@ export function allowsCaller(tool: { readonly callers?: readonly ToolCaller[] },
   return tool.callers === undefined || tool.callers.includes(caller)
 }
 
-/**
- * Reads and checks every member of a definition. Throws `ToolError('INVALID_DEFINITION')`
- * naming the first bad member: not an object, no name, a non-string description, a
- * missing output declaration, `render` or `output.schema`, a non-function `execute` or
- * optional callback (`preview` included), a `timeoutMs` that is not a positive finite number, `callers` that
- * is not a non-empty array of distinct `'native'` / `'code'`, an accessor.
- */
+/** Reads and checks every member of a definition. */
 export function readToolDefinition(input: unknown): DefinitionMembers {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) invalid('a tool definition must be an object')
   const name = readMember(input, 'name', '')
@@ -185,8 +177,8 @@ function reschema(name: string, where: string, error: unknown): never {
 }
 
 /**
- * A raw tool's parameters outside the enforced subset: a frozen lossless-JSON copy whose
- * root is an object schema. Nothing validates against it here (the tool owns that).
+ * A raw tool's parameters outside the enforced subset: a frozen lossless-JSON copy whose root is an
+ * object schema.
  */
 function detachRawObjectSchema(schema: unknown): JsonSchemaNode {
   let copy: JsonValue
@@ -200,13 +192,7 @@ function detachRawObjectSchema(schema: unknown): JsonSchemaNode {
   return copy as JsonSchemaNode
 }
 
-/**
- * The parameters as the registry holds them. A typed tool (one with `validateArgs`)
- * validates against its parameters, so they must be in the enforced subset. A raw tool
- * owns its input validation (an MCP server, say): its parameters are presented to models
- * as they are — any lossless-JSON object schema — and the SDK degrades what it cannot
- * type to `unknown`.
- */
+/** The parameters as the registry holds them. */
 function detachParameters(members: DefinitionMembers): JsonSchemaNode {
   let parameters: JsonSchemaNode
   try {
@@ -223,11 +209,7 @@ function detachParameters(members: DefinitionMembers): JsonSchemaNode {
   return parameters
 }
 
-/**
- * Checks `input` and returns its detached, frozen registration. Throws
- * `INVALID_DEFINITION` for a malformed definition (see {@link readToolDefinition}) and
- * `INVALID_SCHEMA` (a `SchemaError`) for an unsupported parameter or output schema.
- */
+/** Checks `input` and returns its detached, frozen registration. */
 export function detachToolDefinition(input: unknown): RegisteredTool {
   const members = readToolDefinition(input)
   const parameters = detachParameters(members)

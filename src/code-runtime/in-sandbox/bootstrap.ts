@@ -20,11 +20,9 @@ export interface BootstrapOptions {
    */
   readonly flush?: () => Promise<void>
   /**
-   * Makes the sender of one binding's calls, for an endpoint that serializes calls
-   * itself (the QuickJS sandbox's JSON text): `send(id, args)` posts the call, or throws
-   * (with the reason) when the arguments cannot cross. Called once per binding, so
-   * per-binding work (the envelope's fixed text) is done once; each call then skips the
-   * generic envelope. The bootstrap has checked the arguments' depth before.
+   * Makes the sender of one binding's calls, for an endpoint that serializes calls itself (the
+   * QuickJS sandbox's JSON text): `send(id, args)` posts the call, or throws (with the reason) when
+   * the arguments cannot cross.
    */
   readonly callSender?: (global: string, name: string) => (id: number, args: unknown) => void
 }
@@ -116,13 +114,7 @@ const ArrayBufferCtor = ArrayBuffer
 const ProxyCtor = Proxy
 const hasOwn = Object.prototype.hasOwnProperty.call.bind(Object.prototype.hasOwnProperty) as (target: object, key: PropertyKey) => boolean
 
-/**
- * Names an unknown member of a binding namespace still reads as `undefined`: what the
- * engine and common code probe on any object (a thenable's `then`, so `await tools`
- * works; `toJSON`; `Object.prototype`'s names, which a null-prototype namespace never
- * had; a function's own names), so only a name a program means to call becomes the
- * explaining function below.
- */
+/** Names an unknown member of a binding namespace still reads as `undefined`. */
 const PROBED_NAMES: ReadonlySet<string> = new Set([
   ...Object.getOwnPropertyNames(Object.prototype),
   'then', 'catch', 'finally', 'toJSON', 'prototype', 'length', 'name', 'arguments', 'caller', 'call', 'apply', 'bind',
@@ -130,16 +122,15 @@ const PROBED_NAMES: ReadonlySet<string> = new Set([
 
 const IDENTIFIER = /^[A-Za-z_$][\w$]*$/
 
-/** `tools.name`, or `tools["my name"]` when the name is not an identifier; cut to a readable length. */
+/** `tools.name`, or `tools["my name"]` when the name is not an identifier. */
 function memberText(global: string, name: string): string {
   const shown = name.length > 80 ? `${name.slice(0, 80)}…` : name
   return IDENTIFIER.test(shown) ? `${global}.${shown}` : `${global}[${jsonStringify(shown)}]`
 }
 
 /**
- * The error for calling a name a namespace does not have, naming the closest names it
- * does have: `tools.list_file is not a function (tools has no "list_file"); did you mean
- * tools.list_files?`. Every runtime builds it here, so the text is the same everywhere.
+ * The error for calling a name a namespace does not have, naming the closest names it does have:
+ * `tools.list_file is not a function (tools has no "list_file"); did you mean tools.list_files?`.
  */
 export function unknownBindingMessage(global: string, name: string, names: readonly string[]): string {
   const missing = memberText(global, name)
@@ -152,11 +143,8 @@ export function unknownBindingMessage(global: string, name: string, names: reado
 }
 
 /**
- * A namespace as the program sees it: the frozen null-prototype object of bindings, behind
- * a proxy that answers only reads of names it lacks. Such a name reads as a function that
- * throws a TypeError naming the closest names, instead of `undefined` (whose call fails
- * as a bare "not a function"). Everything else (keys, `in`, descriptors, prototype,
- * frozenness, symbols, the names in {@link PROBED_NAMES}) is the object's own.
+ * A namespace as the program sees it: the frozen null-prototype object of bindings, behind a proxy
+ * that answers only reads of names it lacks.
  */
 function namespaceView(global: string, target: Record<string, unknown>, names: readonly string[]): object {
   return new ProxyCtor(target, {
@@ -171,10 +159,9 @@ function namespaceView(global: string, target: Record<string, unknown>, names: r
 }
 
 /**
- * A `JSON.stringify` replacer that refuses what JSON would silently change or drop
- * (functions, symbols, non-finite numbers, Maps, Sets, RegExps, binary data; BigInt
- * already throws): a value either crosses as itself, or the sender hears why not.
- * `toJSON` still applies (a `Date` becomes its ISO string), as everywhere JSON is used.
+ * A `JSON.stringify` replacer that refuses what JSON would silently change or drop (functions,
+ * symbols, non-finite numbers, Maps, Sets, RegExps, binary data; BigInt already throws): a value
+ * either crosses as itself, or the sender hears why not.
  */
 export function strictJson(this: unknown, _key: string, value: unknown): unknown {
   const type = typeof value
@@ -202,11 +189,7 @@ function isError(value: object): boolean {
   }
 }
 
-/**
- * Reads a thrown value into wire error data; runs program getters only here, inside
- * the sandbox. Never throws: a thrown proxy with throwing traps, a revoked proxy or a
- * throwing `stack` getter still yields error data, so the run always reports `done`.
- */
+/** Reads a thrown value into wire error data. */
 function errorData(error: unknown): WireErrorData {
   try {
     if (typeof error === 'object' && error !== null) {
@@ -235,11 +218,7 @@ function plainError(message: string): WireErrorData {
   return data as unknown as WireErrorData
 }
 
-/**
- * Message envelopes have a null prototype: a sandbox that serializes messages as JSON
- * (QuickJS) then never consults a polluted `Object.prototype.toJSON` for them, and a
- * structured clone arrives as a plain object all the same.
- */
+/** Message envelopes have a null prototype. */
 function nullRecord(): Record<string, unknown> {
   return objectCreate(null) as Record<string, unknown>
 }
@@ -252,14 +231,7 @@ function envelope(fields: Readonly<Record<string, unknown>>): Record<string, unk
 
 const getOwnPropertyDescriptor = Object.getOwnPropertyDescriptor
 
-/**
- * True when `value` is a primitive, or a container whose own data values are all
- * primitives: it nests at most one level, so the depth walk (`nestsDeeperThan`: maps,
- * sets, a stack of entries; tens of µs in QuickJS) is not needed for the common call
- * `tools.x({ path, limit })`. Reads what that walk reads (own enumerable keys, data
- * descriptors), never a getter. False for maps and sets, and when unsure (a throwing
- * proxy trap): the walk decides those.
- */
+/** True when `value` is a primitive, or a container whose own data values are all primitives. */
 function holdsNoContainer(value: unknown): boolean {
   if (typeof value !== 'object' || value === null) return true
   try {
@@ -276,7 +248,7 @@ function holdsNoContainer(value: unknown): boolean {
   }
 }
 
-/** The console shim: every method writes through `log`; the timing and grouping methods do nothing. */
+/** The console shim: every method writes through `log`. */
 function createConsole(log: (level: CodeLogLevel, args: readonly unknown[]) => void): Record<string, unknown> {
   const shim = objectCreate(null) as Record<string, unknown>
   const levels: readonly CodeLogLevel[] = ['log', 'info', 'warn', 'error', 'debug']
@@ -297,9 +269,8 @@ function createConsole(log: (level: CodeLogLevel, args: readonly unknown[]) => v
 }
 
 /**
- * Starts the bootstrap on a private endpoint: posts `ready`, waits for the host's
- * `start`, runs the program once and posts `done`. Call it before any program code
- * exists in the realm.
+ * Starts the bootstrap on a private endpoint: posts `ready`, waits for the host's `start`, runs the
+ * program once and posts `done`.
  */
 export function startBootstrap(endpoint: WireEndpoint, options: BootstrapOptions = {}): BootstrapHandle {
   // Captured before the program can replace them.

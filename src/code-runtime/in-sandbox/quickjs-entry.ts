@@ -32,10 +32,7 @@ interface TimerEntry {
 
 const MAX_DELAY = 2_147_483_647
 
-/**
- * Installs timers and the global environment, and starts the bootstrap on an endpoint
- * over `post`. Called once, before any program code exists in the context.
- */
+/** Installs timers and the global environment, and starts the bootstrap on an endpoint over `post`. */
 export function install(post: SandboxPost, timer: SandboxTimer, host: SandboxHostOp): SandboxApi {
   // Captured before the program can replace them.
   const stringify = JSON.stringify
@@ -88,9 +85,8 @@ export function install(post: SandboxPost, timer: SandboxTimer, host: SandboxHos
   for (const name of Object.keys(globals)) defineProperty(globalThis, name, { value: globals[name], writable: true, configurable: true, enumerable: false })
   installSandboxGlobals(host)
 
-  // The hot path (every tools.x() call): the envelope's fixed text is built once per
-  // binding, and only the arguments pass through the strict replacer. The same JSON text
-  // as the generic envelope's results.
+  // The hot path (every tools.x() call): the envelope's fixed text is built once per binding, and
+  // only the arguments pass through the strict replacer.
   const callSender = (global: string, name: string) => {
     const head = `,"global":${stringify(global) as string},"name":${stringify(name) as string}`
     return (id: number, args: unknown): void => {

@@ -38,7 +38,7 @@ function toBytes(input: unknown): Uint8Array {
   throw new TypeError('The "input" argument must be an ArrayBuffer or an ArrayBufferView')
 }
 
-/** Encodes a string as UTF-8; lone surrogates become U+FFFD, as TextEncoder specifies. */
+/** Encodes a string as UTF-8. */
 function encodeUtf8(text: string): Uint8Array {
   const out: number[] = []
   for (let i = 0; i < text.length; i++) {
@@ -59,9 +59,8 @@ function encodeUtf8(text: string): Uint8Array {
 }
 
 /**
- * Decodes UTF-8 per the WHATWG decoder: each maximal invalid subpart becomes one U+FFFD
- * (or a TypeError when `fatal`). Returns the text and how many trailing bytes form an
- * incomplete sequence (kept for the next `stream` call).
+ * Decodes UTF-8 per the WHATWG decoder: each maximal invalid subpart becomes one U+FFFD (or a
+ * TypeError when `fatal`).
  */
 function decodeUtf8(bytes: Uint8Array, fatal: boolean, final: boolean): { text: string; pending: number } {
   let text = ''
@@ -559,12 +558,8 @@ function createPerformance(): object {
 }
 
 /**
- * `Date` whose current time (`Date.now()`, `new Date()`, `Date()`) comes from the host's
- * `date` service, and `Math.random` from its `rand` service. QuickJS reads both from
- * inside the engine otherwise (the libc clock; a generator seeded when the sandbox was
- * built), where no host sees them: routed through the host, every reading is an input
- * the run's journal records, so a replayed run reads the same values (docs/durability.md).
- * Every other `Date` behaviour is the engine's own.
+ * `Date` whose current time (`Date.now()`, `new Date()`, `Date()`) comes from the host's `date`
+ * service, and `Math.random` from its `rand` service.
  */
 function installJournaledClock(): void {
   const NativeDate = Date
