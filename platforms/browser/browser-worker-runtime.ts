@@ -31,13 +31,10 @@ export interface BrowserWorkerRuntimeOptions extends TrustedRuntimeOptions {
 /** The browser Web Worker runtime: a {@link CodeRuntime} plus a warm-up hook. */
 export type BrowserWorkerRuntime = TrustedRuntime<'web-worker'>
 
-/** A ping answered later than this is a busy sample. */
 const BUSY_THRESHOLD_MS = 5
 
-/** A fresh worker with its private ports attached. */
 type Armed = RunSlot & { readonly death: SlotDeath }
 
-/** Spawns a fresh worker and attaches its private ports. */
 async function arm(url: string | URL, timeoutMs: number, heartbeatMs: number): Promise<Armed> {
   const worker = new Worker(url, { type: 'module', name: 'toolyard-code-run' })
   const wire = new MessageChannel()

@@ -34,7 +34,6 @@ export interface HeartbeatMeterOptions {
 
 interface SentPing {
   readonly seq: number
-  /** Absolute host time the ping was posted. */
   readonly sentAt: number
   /** Milliseconds since the previous ping (or since `start()`): what a busy sample is charged. */
   readonly slot: number

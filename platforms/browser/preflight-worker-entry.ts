@@ -13,7 +13,6 @@ import * as compiler from 'typescript'
 /** Lib files fetched at most (es2022 references about 40). */
 const MAX_LIB_FILES = 100
 
-/** Fetches `lib.es2022.d.ts` and every lib it references, transitively, from `base`. */
 async function fetchLibs(base: URL): Promise<Map<string, string>> {
   const libs = new Map<string, string>()
   const queue = ['lib.es2022.d.ts']

@@ -47,7 +47,6 @@ const COUNTER = 'toolyard-store:seq'
 // One queue per storage object, shared by every store created over it in this isolate.
 const queues = new WeakMap<object, Promise<unknown>>()
 
-/** Runs `body` after every earlier write on this storage. */
 function serialized<T>(storage: object, body: () => Promise<T>): Promise<T> {
   const run = (queues.get(storage) ?? Promise.resolve()).then(body)
   queues.set(

@@ -118,7 +118,6 @@ function isKey(key: string): boolean {
   }
 }
 
-/** Parses a value file. */
 function parseRecord(text: string, file: string): StoreEntry {
   const end = text.indexOf('\n')
   if (!text.startsWith(HEADER) || end < 0) throw storeError('STORE_FAILED', `the store file ${file} is corrupt (no header)`)
@@ -332,7 +331,6 @@ async function sweepTempFiles(dir: string, staleLockMs: number): Promise<void> {
   }
 }
 
-/** A conditional write whose condition already fails is answered without the lock. */
 async function earlyConflict(file: string, ifVersion: string | null | undefined, maxBytes: number): Promise<{ ok: false; version: string | undefined } | undefined> {
   if (ifVersion === undefined) return undefined
   const current = await readVersion(file, maxBytes).catch(() => undefined)

@@ -7,7 +7,6 @@ import { MessagePort, parentPort } from 'node:worker_threads'
 import { startBootstrap } from '../../src/code-runtime/in-sandbox/bootstrap.js'
 import { portEndpoint } from './_port-endpoint.js'
 
-/** Resolves once everything already written to `stream` has been handed to the host. */
 function drained(stream: NodeJS.WritableStream & { readonly writableLength?: number }): Promise<void> {
   if (stream.writableLength === 0) return Promise.resolve()
   return new Promise((resolve) => {

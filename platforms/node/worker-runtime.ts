@@ -33,7 +33,6 @@ export type NodeWorkerRuntime = TrustedRuntime<'worker-thread'>
 const FACTORY = 'createNodeWorkerRuntime'
 type ResourceLimits = { maxOldGenerationSizeMb: number; maxYoungGenerationSizeMb?: number; stackSizeMb: number }
 
-/** One worker, from spawn to exit, used for exactly one run. */
 class WorkerSlot extends SlotDeath implements RunSlot {
   readonly worker: Worker
   readonly endpoint: RunSlot['endpoint']

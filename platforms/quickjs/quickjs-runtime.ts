@@ -148,7 +148,6 @@ function readOptions(options: unknown): ResolvedOptions {
  */
 class InlineRun {
   readonly session: CodeRunSession
-  /** Resolves once the VM is released and every binding call the run started has settled. */
   readonly quiescent: Promise<void>
   #vm: VmRun | undefined
   #parked: ParkedVm | undefined
@@ -162,7 +161,6 @@ class InlineRun {
   readonly #acquire: () => Promise<QuickJsSandbox>
   readonly #prepared: PreparedRun
   readonly #account: ParkingAccount
-  /** The bytes this run holds in the account while parked. */
   #heldBytes = 0
   #settleVm!: () => void
   readonly #vmReleased = new Promise<void>((resolve) => {

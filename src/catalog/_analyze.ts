@@ -53,7 +53,6 @@ interface CompiledPhrase {
   readonly separable: boolean
 }
 
-/** First stem → the phrases starting with it, longest first. */
 const PHRASE_TABLE: ReadonlyMap<string, readonly CompiledPhrase[]> = (() => {
   const table = new Map<string, CompiledPhrase[]>()
   for (const [phrase, replacement] of PHRASES) {

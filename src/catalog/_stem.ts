@@ -43,14 +43,12 @@ const KEEP = new Set([
 const VOWEL = /[aeiouy]/
 const ASCII_WORD = /^[a-z]+$/
 
-/** Strips `suffix` when what is left is at least `min` letters and has a vowel. */
 function strip(word: string, suffix: string, min: number): string | undefined {
   if (!word.endsWith(suffix)) return undefined
   const rest = word.slice(0, -suffix.length)
   return rest.length >= min && VOWEL.test(rest) ? rest : undefined
 }
 
-/** `stopp` → `stop`, `logg` → `log`. */
 function undouble(word: string): string {
   const last = word[word.length - 1]
   if (word.length >= 4 && last === word[word.length - 2] && !'aeiouylszf'.includes(last!)) return word.slice(0, -1)

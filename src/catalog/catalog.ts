@@ -68,7 +68,6 @@ const COORDINATION = 0.5
 const MAX_QUERY_CHARS = 2_000
 const MAX_QUERY_TERMS = 32
 const MAX_CACHED_TERMS = 4_096
-/** Up to this limit the top hits are kept by insertion. */
 const MAX_INSERTION_LIMIT = 64
 /** Bounds on the schema walk per tool: stack-free, and a huge schema cannot stall the build. */
 const MAX_SCHEMA_NODES = 500
@@ -142,14 +141,12 @@ function readLimit(value: unknown, fallback: number, where: string): number {
   return value
 }
 
-/** Term → how often it occurs, for one field. */
 function termCounts(terms: readonly string[]): Map<string, number> {
   const counts = new Map<string, number>()
   for (const t of terms) counts.set(t, (counts.get(t) ?? 0) + 1)
   return counts
 }
 
-/** Builds every term's posting list with its final BM25F contribution per tool. */
 function buildPostings(docs: readonly CatalogEntry[]): Map<string, Posting> {
   const fieldCounts = docs.map((doc) => {
     const [paramNames, paramTexts] = parameterTexts(doc.parameters)
@@ -189,7 +186,6 @@ function idf(n: number, df: number): number {
   return Math.log(1 + (n - df + 0.5) / (df + 0.5))
 }
 
-/** The distinct terms of a query, in order of first appearance, bounded. */
 function queryTerms(query: string): string[] {
   const terms = [...new Set(analyze(query.slice(0, MAX_QUERY_CHARS)))]
   return terms.slice(0, MAX_QUERY_TERMS)
@@ -263,7 +259,6 @@ export function createCatalog(entries: readonly CatalogEntry[]): Catalog {
     return value
   }
 
-  /** Adds one query term's score to every tool it matches. */
   function scoreTerm(term: string, matched: number[]): boolean {
     const expansions = expandTerm(term).flatMap(([word, weight]) => {
       const posting = postings.get(word)

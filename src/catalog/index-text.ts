@@ -41,9 +41,7 @@ export interface CatalogIndexText {
   readonly fits: boolean
 }
 
-/** Separators that end a namespace prefix, in the order names commonly use them. */
 const PREFIX_SEPARATOR = /[_.\-/:]/
-/** How many subjects a namespace line names. */
 const SUBJECTS_PER_NAMESPACE = 5
 
 const ACTION_WORDS = new Set(ACTION_SYNONYMS.flatMap((g) => g.words.map(stem)))
@@ -94,7 +92,6 @@ function subjectOf(name: string, prefix: string): { key: string; shown: string }
   return { key: rest.map(stem).join(' '), shown: rest.join(' ') }
 }
 
-/** What a namespace is about, and the order its names are listed in. */
 function describeNamespace(label: string, names: readonly string[], prefix: string): Namespace {
   const bySubject = new Map<string, { shown: string; names: string[] }>()
   for (const name of names) {

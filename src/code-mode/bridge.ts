@@ -24,7 +24,6 @@ export const CODE_BINDINGS_GLOBAL = 'tools'
 /** Flushed slots dropped at once, at the least (see `CodeRun.#flushContexts`). */
 const SLOT_COMPACTION = 256
 
-/** Per-sub-call bookkeeping for context ordering. */
 interface SubCallSlot {
   settled: boolean
   contexts: readonly AdditionalContext[]
@@ -61,7 +60,6 @@ function subCallClock(options: CodeBindingCallOptions | undefined): { deadline?:
   }
 }
 
-/** One `run_code` run's bookkeeping. */
 class CodeRun {
   readonly #registry: CodeModeRegistry
   readonly #exec: ToolRunContext
@@ -121,7 +119,6 @@ class CodeRun {
     for (const [callNumber, n] of numbering.calls) this.#numbers.set(callNumber, n)
   }
 
-  /** The run-scoped signal handed to the code runtime and to every sub-call. */
   get signal(): AbortSignal {
     return this.#abort.signal
   }
@@ -339,7 +336,6 @@ function durableRequest(registry: CodeModeRegistry, run: CodeRun, exec: ToolRunC
   }
 }
 
-/** The languages a code runtime may report, as a model reads them. */
 const LANGUAGE_NAMES: Readonly<Record<string, string>> = Object.freeze({ typescript: 'TypeScript/JavaScript', javascript: 'JavaScript', python: 'Python' })
 
 /** `(run_code runs TypeScript/JavaScript programs)` for the code runtime's `language`. */
@@ -402,7 +398,6 @@ function overLimit(total: number, max: number): CodeRunFailedError {
   )
 }
 
-/** Streams console lines to the registry while the run is live. */
 function forwardLog(registry: CodeModeRegistry, parentCallId: string): (entry: CodeLogEntry) => void {
   return (entry) => {
     try {

@@ -11,9 +11,7 @@ import { CATALOG_SEARCH_DEFAULT_LIMIT } from './sdk-catalog.js'
 /** The global name of the catalog namespace inside a program. */
 export const CATALOG_BINDINGS_GLOBAL = 'catalog'
 
-/** How many closest names a failed `describe` suggests. */
 const SUGGESTIONS = 3
-/** A name longer than this is shortened when a message quotes it back. */
 const MAX_QUOTED_NAME = 120
 
 /** The longest `catalog.search` query accepted, in UTF-16 code units. */
@@ -30,7 +28,6 @@ class CatalogTurns {
   #calls = 0
   #tail: Promise<unknown> = Promise.resolve()
 
-  /** Runs `work` in its turn. */
   take<T>(fn: string, work: () => T): Promise<T> {
     if (++this.#calls > MAX_CATALOG_CALLS_PER_RUN) {
       return Promise.reject(

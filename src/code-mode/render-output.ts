@@ -31,7 +31,6 @@ export interface PrettyJsonOptions {
 interface Frame {
   readonly close: string
   readonly items: readonly unknown[]
-  /** Object keys, in the same order as `items`. */
   readonly keys: readonly string[] | undefined
   readonly depth: number
   readonly compact: boolean

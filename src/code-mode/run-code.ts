@@ -123,7 +123,6 @@ export const WARN_WAIT_ON_FAILURE_MS = 2_000
  */
 export const WARN_WAIT_ON_SUCCESS_MS = 250
 
-/** Waits for `promise`, at most `ms`. */
 async function within(promise: Promise<unknown>, ms: number): Promise<void> {
   let timer: ReturnType<typeof setTimeout> | undefined
   await Promise.race([promise, new Promise((resolve) => (timer = setTimeout(resolve, ms)))])

@@ -27,7 +27,6 @@ export interface CatalogSdkText {
 
 type CatalogLanguage = 'typescript' | 'python'
 
-/** The instructions, adapted to the catalog form. */
 function instructionsFor(language: CatalogLanguage): string {
   const text =
     language === 'python'

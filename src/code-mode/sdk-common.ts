@@ -62,7 +62,6 @@ export function normalizeSdkTools(tools: readonly SdkToolInput[]): SdkToolInput[
   return [...byName.values()].sort((a, b) => compareCodePoints(a.name, b.name))
 }
 
-/** Splits text into lines on every line terminator a reader would see. */
 function splitLines(text: string): string[] {
   return text.split(/\r\n|[\r\n\u2028\u2029]/)
 }

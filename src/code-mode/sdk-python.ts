@@ -68,7 +68,6 @@ const RESERVED_NAMES = [
   'overload',
   'tools',
 ]
-/** Generated class names longer than this restart from the root name, keeping text linear in depth. */
 const MAX_CLASS_NAME = 64
 
 /**
@@ -79,7 +78,6 @@ function isPyAttributeName(name: string): boolean {
   return PY_IDENTIFIER.test(name) && !PY_KEYWORDS.has(name) && !name.startsWith('__')
 }
 
-/** `read_file` → `ReadFile`. */
 function pascalCase(name: string): string {
   const words = name.split(/[^A-Za-z0-9]+/).filter((w) => w !== '')
   const joined = words.map((w) => (w[0] as string).toUpperCase() + w.slice(1)).join('')
@@ -92,7 +90,6 @@ function pyString(text: string): string {
   return JSON.stringify(text)
 }
 
-/** Hands out class names. */
 interface ClassNamer {
   allocate(hint: string): string
 }
@@ -121,7 +118,6 @@ interface PyContext {
   readonly namer: ClassNamer
   readonly classes: string[]
   readonly imports: Set<string>
-  /** The root name nested names restart from when they grow too long. */
   readonly root: string
 }
 

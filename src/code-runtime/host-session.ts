@@ -156,7 +156,6 @@ export class CodeRunSession {
   readonly #platform: HostSessionPlatform
   readonly #controller = new AbortController()
   readonly #logs: CodeLogEntry[] = []
-  /** The unsettled calls' tasks, by call number. */
   readonly #inflight = new Map<number, Promise<void>>()
   /** What each unsettled call is (by the program's call number): a parked run's state lists them. */
   readonly #calls = new Map<number, { readonly global: string; readonly name: string; readonly args: unknown }>()

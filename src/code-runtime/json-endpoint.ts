@@ -28,7 +28,6 @@ function remapQuickJsStack(stack: string): string {
   })
 }
 
-/** Adopts a call's freshly parsed arguments as a snapshot and weighs them. */
 function weighArgs(args: unknown, textLength: number): number | undefined {
   if (args === undefined) return 0
   const adopted = adoptParsedJson(args)

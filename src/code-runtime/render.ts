@@ -127,7 +127,6 @@ function errorText(value: Error): string {
   return `${typeof name === 'string' ? name : 'Error'}: ${typeof message === 'string' ? message : ''}`
 }
 
-/** The keys an object renders. */
 function renderKeys(obj: object, isArray: boolean, maxItems: number): string[] {
   if (!isArray) return Object.keys(obj)
   const length = (obj as unknown[]).length

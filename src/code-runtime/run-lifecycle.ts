@@ -86,7 +86,6 @@ export class RunLifecycle {
     return handle.result
   }
 
-  /** The program a slot receives. */
   #program(run: PreparedRun): StripOutcome {
     const { strip, checkSyntax } = this.#driver
     if (strip === undefined || run.resume !== undefined) {

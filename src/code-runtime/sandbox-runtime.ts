@@ -20,9 +20,7 @@ import { journalChars, REPLAY_MARGIN, replayBudgetMessage } from './journal.js'
 
 /** How long a thread may take to release a stopped VM before it is terminated and replaced. */
 export const STOP_GRACE_MS = 100
-/** Idle threads beyond `prespawn` spares are ended after this long without a run. */
 const IDLE_THREAD_MS = 30_000
-/** How long a thread may take to boot before it counts as dead. */
 const BOOT_TIMEOUT_MS = 30_000
 /** Per-thread memory beyond the sandbox's own wasm memory (a thread's engine and heap), for the default concurrency. */
 const THREAD_OVERHEAD_MB = 24
@@ -221,7 +219,6 @@ interface PendingRun {
   readonly resolve: (result: CodeRunResult) => void
 }
 
-/** A run waiting in the queue. */
 interface QueuedRun extends PendingRun {
   leave(): void
 }
@@ -330,7 +327,6 @@ class PooledThread {
     this.#pool.platform.unrefTimer?.(this.#idleTimer)
   }
 
-  /** Terminates the thread. */
   terminate(): Promise<void> {
     return Promise.resolve()
       .then(() => this.#thread.terminate())
@@ -403,7 +399,6 @@ class PooledThread {
 /** One run: the host session over the VM of the thread it is bound to. */
 class ActiveRun {
   session: CodeRunSession | undefined
-  /** Resolves once the caller has its result and every binding call the run started has settled. */
   readonly settled: Promise<void>
   #endpoint: JsonWireEndpoint | undefined
   #unattachedSettled = false
@@ -415,7 +410,6 @@ class ActiveRun {
   #parked: ParkedVm | undefined
   #waiting: string[] = []
   #resumeAsked = false
-  /** Compute spent on earlier threads. */
   #busyBefore = 0
   #replayBusy = 0
   #replaying = false
@@ -511,10 +505,6 @@ class ActiveRun {
     return session
   }
 
-  /**
-   * Asks the thread to park the VM if its resume fits the replay budget, and the run fits the
-   * parked runs' room.
-   */
   #askPark(afterMs: number): void {
     const session = this.session!
     const held = session.heldBytes()
@@ -544,7 +534,6 @@ class ActiveRun {
     this.session?.parkRefused()
   }
 
-  /** Busy ms across every thread the run used. */
   #meter(): number {
     const thread = this.#thread
     if (thread === undefined) return this.#busyBefore
@@ -640,7 +629,6 @@ class ActiveRun {
   }
 }
 
-/** Threads, the admission queue and the runs bound to threads. */
 class SandboxPool {
   readonly threads = new Set<PooledThread>()
   readonly queue: QueuedRun[] = []
@@ -664,7 +652,6 @@ class SandboxPool {
     this.#topUp()
   }
 
-  /** Runs, queue and threads right now. */
   load(): SandboxRuntimeLoad {
     let running = 0
     for (const thread of this.threads) if (thread.state === 'running' || thread.state === 'stopping') running++
@@ -678,7 +665,6 @@ class SandboxPool {
     }
   }
 
-  /** Binds a parked run to a thread again. */
   resume(run: ActiveRun): void {
     if (this.disposed) return
     const idle = this.#idleThread()
@@ -706,7 +692,6 @@ class SandboxPool {
     this.#reservedBytes += bytes
   }
 
-  /** `run` parked as `parked`, keeping `heldBytes` on the host besides the journal. */
   addParked(run: ActiveRun, parked: ParkedVm, heldBytes: number): void {
     if (this.parkedRuns.has(run)) return
     const bytes = 2 * journalChars(parked.journal) + heldBytes
@@ -903,7 +888,6 @@ class SandboxPool {
     return thread
   }
 
-  /** The wasm every thread shares, loaded once. */
   #wasmModule(): Promise<WebAssembly.Module | undefined> {
     if (this.#wasm !== undefined) return this.#wasm
     const source = this.options.wasmModule

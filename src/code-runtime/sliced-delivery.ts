@@ -97,7 +97,6 @@ const STALE_TURN_MS = 250
 /** Steps that never yield in one turn, however slow: a small `Promise.all` of tools stays concurrent. */
 const STEPS_BEFORE_YIELD = 16
 
-/** Cooperative steps taken in the current turn. */
 let turnSteps = 0
 
 const endTurn = (): void => {

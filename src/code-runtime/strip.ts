@@ -38,7 +38,6 @@ export const STRIP_WORK_BASE = 20_000
 const WRAP_OPEN = 'async function __toolyard__() {'
 const WRAP_CLOSE = '\n}'
 
-/** Only programs mentioning one of these words can hold syntax sucrase accepts but we reject. */
 const suspicious = /\b(?:enum|namespace|module|constructor|import|export)\b/
 
 const tt = TokenType
@@ -112,17 +111,14 @@ interface SucraseState {
 }
 type Restore = (this: SucraseState, snapshot: SucraseSnapshot) => void
 
-/** The work account of one synchronous sucrase call. */
 interface WorkMeter {
   remaining: number
   /** Offset (in the wrapped text) of the construct being retried when the budget ran out. */
   exceededAt: number | undefined
 }
 
-/** Thrown from inside sucrase when a strip's wasted work exceeds its budget. */
 class StripWorkExceeded extends Error {}
 
-/** Where the meter of the call in progress lives. */
 const METER_SLOT = Symbol.for('toolyard.strip.work-meter')
 interface MeterSlot {
   current: WorkMeter | undefined
@@ -131,7 +127,6 @@ interface MeterSlot {
 /** A field only sucrase's parser state (and its snapshots) assign: the trap below recognises its constructor by it. */
 const STATE_FIELD = 'inDisallowConditionalTypesContext'
 
-/** The `State.prototype`s the given sucrase calls really use. */
 function parserStatePrototypes(calls: ReadonlyArray<() => unknown>): Set<Record<PropertyKey, unknown>> {
   const found = new Set<Record<PropertyKey, unknown>>()
   const previous = Object.getOwnPropertyDescriptor(Object.prototype, STATE_FIELD)
@@ -152,7 +147,6 @@ function parserStatePrototypes(calls: ReadonlyArray<() => unknown>): Set<Record<
   return found
 }
 
-/** Makes `proto.restoreFromSnapshot` charge the armed meter of `slot` for what each restore discards. */
 function wrapRestore(proto: Record<PropertyKey, unknown>, slot: MeterSlot): void {
   const original = proto.restoreFromSnapshot as Restore
   const restore: Restore = function (snapshot) {
@@ -176,7 +170,6 @@ function wrapRestore(proto: Record<PropertyKey, unknown>, slot: MeterSlot): void
 const parseWrapped = (wrapped: string) => parse(wrapped, false, true, false).tokens
 const transformWrapped = (wrapped: string) => transform(wrapped, { transforms: ['typescript'], disableESTransforms: true, keepUnusedImports: true }).code
 
-/** The installed meter's slot. */
 let installed: MeterSlot | null | undefined
 
 /** Installs the work meter once (lazily. */
@@ -279,7 +272,6 @@ function skipTemplate(text: string, from: number): { readonly next: number; read
 
 /** One linear scan: the offset of the first bracket nested deeper than `limit`, or `undefined`. */
 function tooDeepAt(text: string, limit: number): number | undefined {
-  /** Open brackets. */
   const open: boolean[] = []
   let i = 0
   while (i < text.length) {
@@ -326,7 +318,6 @@ function syntaxMessage(error: unknown, program: string): string {
   return `SyntaxError: ${message}`
 }
 
-/** The model-facing refusal of a program whose parse wasted more than its work budget. */
 function tooAmbiguous(wrapped: string, exceededAt: number): string {
   return `SyntaxError: the program's syntax is too ambiguous to strip within the work budget (line ${lineOf(wrapped, exceededAt)}): nested type assertions (\`<T>(…)\`) or arrow functions with default parameters make the TypeScript parser retry; use \`x as T\`, add parentheses or name intermediate values`
 }

@@ -4,7 +4,6 @@
  * is pinned exactly, and `strip.test` pins the behaviour relied on.
  */
 declare module 'sucrase/dist/parser/index.js' {
-  /** One token of sucrase's parser. */
   export interface SucraseToken {
     readonly type: number
     readonly contextualKeyword: number
@@ -12,7 +11,6 @@ declare module 'sucrase/dist/parser/index.js' {
     readonly end: number
     readonly isType: boolean
   }
-  /** Parses a file into tokens. */
   export function parse(input: string, isJSXEnabled: boolean, isTypeScriptEnabled: boolean, isFlowEnabled: boolean): { tokens: SucraseToken[] }
 }
 declare module 'sucrase/dist/parser/tokenizer/types.js' {

@@ -213,7 +213,6 @@ export function createTrustedRuntime<I extends string, S extends RunSlot>(driver
 
 const AsyncFunction = Object.getPrototypeOf(async function () {}).constructor as new (body: string) => unknown
 
-/** The message of the `SyntaxError` compiling `body` as an AsyncFunction body throws. */
 function compileError(body: string): string | undefined | null {
   try {
     new AsyncFunction(body)

@@ -136,7 +136,6 @@ function plainObject(data: unknown): data is Record<string, unknown> {
   return proto === Object.prototype || proto === null
 }
 
-/** The object's own string keys are exactly `required` plus any of `optional`. */
 function exactKeys(data: Record<string, unknown>, required: readonly string[], optional: readonly string[] = []): boolean {
   const keys = Reflect.ownKeys(data)
   if (keys.length < required.length || keys.length > required.length + optional.length) return false

@@ -43,7 +43,6 @@ export function isJsonContentType(header: string | null | undefined): boolean {
   return true
 }
 
-/** Stops reading a body we refuse. */
 async function discard(cancel: () => Promise<void>): Promise<void> {
   try {
     await cancel()
@@ -52,7 +51,6 @@ async function discard(cancel: () => Promise<void>): Promise<void> {
   }
 }
 
-/** Reads at most `maxBytes` of `body`. */
 async function readCapped(body: ReadableStream<Uint8Array> | null, maxBytes: number): Promise<Uint8Array> {
   const chunks: Uint8Array[] = []
   let total = 0

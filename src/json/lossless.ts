@@ -52,13 +52,11 @@ export function setOwnData(target: Record<string, unknown>, key: string, value: 
   }
 }
 
-/** True when `key` is a canonical array index below `length`. */
 function isIndexBelow(key: string, length: number): boolean {
   const n = Number(key)
   return Number.isInteger(n) && n >= 0 && n < length && String(n) === key
 }
 
-/** One container being copied. */
 interface Frame {
   readonly source: object
   readonly target: Record<string, unknown> | unknown[]
@@ -71,7 +69,6 @@ interface Frame {
   readonly key: string
 }
 
-/** Names an object's kind for an error message without invoking any getter. */
 function describeObject(value: object, proto: object | null): string {
   if (typeof value === 'function') return 'a function'
   if (proto !== null) {
@@ -100,7 +97,6 @@ function describeObject(value: object, proto: object | null): string {
 export function snapshotLosslessJson(value: unknown): JsonValue {
   if (typeof value === 'object' && value !== null && snapshots.has(value)) return value as JsonValue
   const stack: Frame[] = []
-  /** Source container → its copy. */
   const seen = new Map<object, unknown[] | Record<string, unknown>>()
 
   const pathTo = (key: string | undefined): string => {

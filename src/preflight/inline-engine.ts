@@ -19,7 +19,6 @@ export interface InlinePreflightEngineOptions {
   readonly load?: () => Promise<TypeScriptLoad>
 }
 
-/** The loader of a runtime that was given no compiler. */
 const noCompiler = (): Promise<TypeScriptLoad> => Promise.reject(new Error('no TypeScript compiler was given to this runtime'))
 
 /** Resolves to the warm checker or to the note explaining why there is none; starts loading on first use. */

@@ -11,7 +11,6 @@ import { programTooLong } from '../code-runtime/sandbox-protocol.js'
 import type { PlannedCall, PreflightDiagnostic, PreflightPlan, ToolSpan } from './types.js'
 import { LineIndex } from './line-index.js'
 
-/** The global a program reaches tools through. */
 const TOOLS = 'tools'
 /** The wrapper `strip.ts` parses a program in (same text → same parse, same bounded work). */
 const WRAP_OPEN = 'async function __toolyard__() {'
@@ -127,7 +126,6 @@ interface Aliases {
   readonly declaredAt: Set<number>
 }
 
-/** One pass's mutable state. */
 class PlanWalk {
   readonly calls: { name: string; offset: number }[] = []
   readonly spans: ToolSpan[] = []
@@ -272,7 +270,6 @@ function indexedUse(walk: PlanWalk, i: number, bracket: number): void {
   else walk.dynamic = true
 }
 
-/** Walks the tokens once, in order, starting from the aliases an earlier pass found. */
 function walkTokens(walk: PlanWalk): void {
   const { tokens } = walk
   for (let i = 0; i < tokens.length; i++) {
@@ -368,7 +365,6 @@ function reaches(walk: PlanWalk, outer: Int32Array, i: number): boolean {
   return false
 }
 
-/** One pass over every token for the spellings no alias analysis can follow. */
 function reachesUnnamed(walk: PlanWalk, outer: Int32Array): boolean {
   for (let i = 0; i < walk.tokens.length; i++) if (reaches(walk, outer, i)) return true
   return false
@@ -425,7 +421,6 @@ export function extractPlan(program: string): PlanResult {
 const PY_CALL = /\btools\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)/g
 /** Every occurrence of the namespace's name, and whether it is read as `tools.name` (not `x.tools`, not passed on). */
 const PY_TOOLS = /(\.\s*)?\btools\b(\s*\.\s*[A-Za-z_])?/g
-/** Python's roads to a name no token spells. */
 const PY_REACHING = /\b(?:getattr|setattr|delattr|vars|globals|locals|exec|eval|compile|__import__|__builtins__|builtins|importlib|attrgetter|methodcaller|sys|gc|inspect)\b|\.\s*__\w+__/
 /** A non-ASCII character: CPython folds identifiers to NFKC (`ｔools` is `tools`), so one that folds to ASCII is read as dynamic. */
 const NON_ASCII = /[^\x00-\x7f]/gu

@@ -12,7 +12,6 @@ import type { PreflightDiagnostic, PreflightEngine, PreflightEngineResult, Prefl
 
 /** Diagnostics that matter wherever they are: an unknown name, and its variants that name a missing lib (`document`, `require`, `process`, `Buffer`). */
 const ANYWHERE = new Set([2304, 2552, 2580, 2581, 2582, 2583, 2584, 2591, 2592, 2593])
-/** Diagnostics that matter inside a tool reference. */
 const IN_TOOL_SPAN = new Set([2339, 2551, 2353, 2561, 2345, 2322, 2741, 2739, 2740, 2554, 2555])
 
 /** The most diagnostics `run_code` shows a model; the rest are counted. */

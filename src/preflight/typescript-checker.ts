@@ -52,7 +52,6 @@ interface WarmSdk {
   readonly declarations: TypeScript.SourceFile
   /** The last program built against this SDK: the next one reuses its structure. */
   last: TypeScript.Program | undefined
-  /** Recent results by program text, least recently used first. */
   readonly results: Map<string, readonly RawDiagnostic[]>
 }
 

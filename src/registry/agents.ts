@@ -21,7 +21,6 @@ import { RegistrationScope, misuse } from './scope.js'
  */
 export type ScopeParts = Pick<RegistryContext, 'layers' | 'hooks' | 'guards' | 'sections' | 'calls' | 'isDisposed' | 'execute' | 'assemble' | 'catalog'>
 
-/** `definition.name`, read without letting a hostile definition throw here. */
 function peekName(definition: unknown): unknown {
   try {
     // Stryker disable next-line OptionalChaining: for a null definition the TypeError lands in the catch below

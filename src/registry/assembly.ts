@@ -93,7 +93,6 @@ export function assemblePrompt(core: AssemblyCore, agent: ScopeKey | undefined):
   return assembly
 }
 
-/** Checks and freezes an assembly a listener returned. */
 function checkAssembly(value: unknown): PromptAssembly {
   if (typeof value !== 'object' || value === null) fail('a system-prompt/assemble listener returned no assembly')
   const { sections, tools, mode } = value as Record<string, unknown>

@@ -79,7 +79,6 @@ function malformedInput(message: string, callId: unknown = '', name: unknown = '
   }
 }
 
-/** The caller's trace context, read once. */
 function readTrace(value: unknown): TraceCarrier | undefined {
   if (typeof value !== 'object' || value === null) return undefined
   const { traceparent, tracestate } = value as Record<string, unknown>

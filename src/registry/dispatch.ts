@@ -164,7 +164,6 @@ class Dispatch {
     )
   }
 
-  /** The body's context, with the caller's signal re-fused to whatever a wrapper set. */
   #runContext(): ToolRunContext {
     const execution = this.#execution
     const life = this.#life
@@ -191,7 +190,6 @@ class Dispatch {
     return Object.freeze(context)
   }
 
-  /** Classifies what the wrapper chain rejected with. */
   #failed(error: unknown): DispatchOutcome {
     const contexts = [...this.#contexts]
     if (this.#abortSentinel !== undefined && error === this.#abortSentinel) {

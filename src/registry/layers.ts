@@ -18,7 +18,6 @@ interface Mask {
   readonly names: ReadonlySet<string>
 }
 
-/** One agent's layer. */
 interface AgentLayer {
   readonly tools: Map<string, RegisteredTool>
   readonly masks: Mask[]

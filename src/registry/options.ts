@@ -34,7 +34,6 @@ function show(value: unknown): string {
   return typeof value
 }
 
-/** Runs `check`. */
 function guardRead(what: string, check: () => void): void {
   try {
     check()

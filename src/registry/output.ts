@@ -122,7 +122,6 @@ function policyFailure(contexts: readonly AdditionalContext[], message: string):
   return failure('POST_POLICY_FAILED', message, contexts)
 }
 
-/** Applies the final post decision. */
 function applyDecision(call: PipelineCall, decision: PostToolDecision, result: ToolExecutionResult): ToolExecutionResult {
   const toolContexts = call.toolContexts
   if (decision.kind === 'block') {

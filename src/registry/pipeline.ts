@@ -22,7 +22,6 @@ export { codeOnlyToolMessage, nativeOnlyToolMessage, routeBackMessage } from './
 /** What a stage answers: `undefined` to go on, or the result that ends the call. */
 type StageAnswer = ToolExecutionResult | undefined
 
-/** One named step of the pipeline. */
 interface Stage {
   readonly name: string
   run(call: PipelineCall): StageAnswer | Promise<StageAnswer>
@@ -145,15 +144,12 @@ function publish(call: PipelineCall): undefined {
 /** One phase of a call: one turn of a batch schedule. */
 interface Phase {
   readonly name: PipelinePhase
-  /** Run while the call goes on. */
   readonly stages: readonly Stage[]
   /** Run whichever stage ended the call (their answers are ignored). */
   readonly always: readonly Stage[]
-  /** What a dispatch turn that went wrong means for the call. */
   readonly broken?: (call: PipelineCall, broke: DispatchBreak) => void
 }
 
-/** The phases in order. */
 const PHASES: readonly Phase[] = [
   { name: 'policy', stages: POLICY, always: [] },
   { name: 'dispatch', stages: [{ name: 'dispatch', run: dispatchStage }], always: [], broken: dispatchBroken },
@@ -171,7 +167,6 @@ const PHASES: readonly Phase[] = [
   },
 ]
 
-/** Records `answer` as the call's result when it is one. */
 function ended(call: PipelineCall, answer: StageAnswer): boolean {
   if (answer === undefined) return false
   call.result = answer

@@ -77,7 +77,6 @@ async function readPlan(core: PlanApprovalContext, code: string, language: strin
   }
 }
 
-/** The gate's answer for one planned tool, asked with empty arguments. */
 async function probe(core: PlanApprovalContext, run: ToolExecution, name: string, index: number): Promise<PreToolDecision | undefined> {
   const listeners = core.hooks.preExecute.list(run.agent)
   // Stryker disable next-line ConditionalExpression: without listeners the loop below never runs and the ALLOW decision comes back as undefined anyway
@@ -110,7 +109,6 @@ async function probe(core: PlanApprovalContext, run: ToolExecution, name: string
   return decision.kind === 'ask' ? decision : undefined
 }
 
-/** Appends to the session log. */
 function log(core: PlanApprovalContext, event: SessionLogEvent): void {
   try {
     // Stryker disable next-line OptionalChaining: without a session log the TypeError lands in the catch below
@@ -120,7 +118,6 @@ function log(core: PlanApprovalContext, event: SessionLogEvent): void {
   }
 }
 
-/** Awaits the handler's verdict. */
 function verdictOf(handler: ApprovalHandler, request: ApprovalRequest, signal: AbortSignal): Promise<{ ok: true; value: unknown } | { ok: false; error: unknown }> {
   return new Promise((resolve) => {
     const onAbort = (): void => resolve({ ok: false, error: new ToolError('ABORTED_BEFORE_DISPATCH', 'the run was cancelled while its plan waited for approval') })

@@ -39,7 +39,6 @@ function sameTools(a: readonly RegisteredTool[], b: readonly RegisteredTool[]): 
 export class ToolCatalogs {
   readonly #context: ToolCatalogsContext
   readonly #entries = new Map<ScopeKey | undefined, Entry>()
-  /** Registration → language → declaration. */
   readonly #declarations = new WeakMap<RegisteredTool, Map<string, string>>()
 
   constructor(context: ToolCatalogsContext) {

@@ -76,7 +76,6 @@ export type DefinedTool<P extends ParameterSchemaSpec, O extends ValueSchemaSpec
 /** `T` as a `JsonValue` (every inferred value is one; this only tells the compiler so, cheaply). */
 type AsJson<T> = [T] extends [JsonValue] ? T : JsonValue
 
-/** Snapshots and validates arguments against a compiled parameter schema. */
 function checkArgs(compiled: CompiledJsonSchema, args: unknown): JsonValue {
   let snapshot: JsonValue
   try {

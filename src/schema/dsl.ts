@@ -147,7 +147,6 @@ function snapshotSpec(spec: unknown): JsonValue {
 interface Work {
   readonly spec: JsonValue | undefined
   readonly path: string
-  /** Where the converted node goes. */
   readonly target: Record<string, unknown>
   /** Whether `required` may appear (property position). */
   readonly property: boolean
@@ -242,7 +241,6 @@ function convertNode(work: Work, queue: Work[]): void {
   }
 }
 
-/** Converts a properties record into `properties` / `required` on `target`, queueing each property. */
 function convertProperties(record: JsonValue | undefined, path: string, target: Record<string, unknown>, queue: Work[]): void {
   if (typeof record !== 'object' || record === null || Array.isArray(record)) {
     throw new SchemaError(path, 'properties must be a record of property specs')

@@ -5,7 +5,6 @@
 import type { JsonValue } from '../json/json-value.js'
 import type { ValueSchemaSpec } from './dsl.js'
 
-/** Container levels still available → one fewer. */
 type Fewer = [never, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
 
 /** The number of container levels inferred exactly before falling back to `JsonValue`. */

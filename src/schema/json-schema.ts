@@ -32,7 +32,6 @@ const typeMasks: { readonly [name in JsonSchemaTypeName]: number } = {
   object: K_OBJECT,
 }
 
-/** The JSON kind of a value. */
 function kindOf(value: unknown): number {
   switch (typeof value) {
     case 'string':
@@ -73,26 +72,21 @@ function kindName(kind: number): string {
 
 // ───────────────────────── compiled form ─────────────────────────
 
-/** One compiled schema node. */
 interface CNode {
   /** Accepted kinds (K_ANY for no `type`). */
   mask: number
-  /** `type` as written, for messages. */
   typeName: JsonSchemaTypeName | undefined
   /** Allowed scalars (enum ∩ const), or null when unconstrained. */
   allowed: Set<JsonPrimitive> | null
   enumValues: readonly JsonPrimitive[] | null
   hasConst: boolean
   constValue: JsonPrimitive
-  /** Declared property names, their nodes, required flags, and whether the name is inherited by plain objects. */
   propNames: string[]
   propNodes: CNode[]
   propRequired: boolean[]
   propInherited: boolean[]
   propSet: Set<string> | null
-  /** Declared property name → index into the prop arrays. */
   propIndex: Map<string, number>
-  /** How many declared properties are required. */
   requiredDeclared: number
   /** Required names that are not declared in `properties`. */
   extraRequired: string[]
@@ -100,7 +94,6 @@ interface CNode {
   closed: boolean
   items: CNode | null
   oneOf: CNode[] | null
-  /** True when the node has no object/array/oneOf work. */
   leaf: boolean
   /** True when object keywords exist (properties, required, closed). */
   objectWork: boolean
@@ -159,10 +152,6 @@ function pointer(base: string, ...tokens: readonly string[]): string {
   return out
 }
 
-/**
- * Takes a frozen lossless copy of a schema, turning lossless-JSON failures into
- * `SchemaError`s at the same path.
- */
 function snapshotSchema(schema: unknown): JsonSchemaNode {
   try {
     return snapshotLosslessJson(schema) as JsonSchemaNode
@@ -176,7 +165,6 @@ function snapshotSchema(schema: unknown): JsonSchemaNode {
 
 type BuildTask = { readonly schema: unknown; readonly node: CNode; readonly path: string }
 
-/** Fills `node` from one node read against the subset. */
 function compileNode(reading: SchemaNodeReading, node: CNode, path: string): BuildTask[] {
   if (reading.type !== undefined) {
     node.typeName = reading.type
@@ -243,7 +231,6 @@ function compileNode(reading: SchemaNodeReading, node: CNode, path: string): Bui
   return children
 }
 
-/** Checks a frozen lossless schema copy and builds its compiled nodes, with an explicit work stack. */
 function build(root: JsonSchemaNode): CNode {
   const rootNode = newNode()
   const built: CNode[] = []
@@ -273,7 +260,6 @@ function build(root: JsonSchemaNode): CNode {
 interface Join {
   readonly node: CNode
   readonly value: unknown
-  /** Stack slot this join occupies. */
   slot: number
   branch: number
   matches: number

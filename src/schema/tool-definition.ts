@@ -9,7 +9,6 @@ import type { AnyToolDefinition, ToolCaller } from '../types.js'
 import type { JsonSchemaNode } from './json-schema-node.js'
 import { compileJsonSchema, detachJsonSchema } from './json-schema.js'
 
-/** The optional function members of a definition, in the order they are checked. */
 const OPTIONAL_FUNCTIONS = [
   'validateArgs',
   'softValidateArgs',
@@ -164,7 +163,6 @@ export function readToolDefinition(input: unknown): DefinitionMembers {
   }
 }
 
-/** Re-throws a schema failure with the tool and the schema's role in the message. */
 function reschema(name: string, where: string, error: unknown): never {
   if (error instanceof SchemaError) {
     // SchemaError appends " at <path>" itself: re-wrap the bare message, not the full one.
@@ -192,7 +190,6 @@ function detachRawObjectSchema(schema: unknown): JsonSchemaNode {
   return copy as JsonSchemaNode
 }
 
-/** The parameters as the registry holds them. */
 function detachParameters(members: DefinitionMembers): JsonSchemaNode {
   let parameters: JsonSchemaNode
   try {

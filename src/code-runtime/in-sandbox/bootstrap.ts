@@ -114,7 +114,6 @@ const ArrayBufferCtor = ArrayBuffer
 const ProxyCtor = Proxy
 const hasOwn = Object.prototype.hasOwnProperty.call.bind(Object.prototype.hasOwnProperty) as (target: object, key: PropertyKey) => boolean
 
-/** Names an unknown member of a binding namespace still reads as `undefined`. */
 const PROBED_NAMES: ReadonlySet<string> = new Set([
   ...Object.getOwnPropertyNames(Object.prototype),
   'then', 'catch', 'finally', 'toJSON', 'prototype', 'length', 'name', 'arguments', 'caller', 'call', 'apply', 'bind',
@@ -189,7 +188,6 @@ function isError(value: object): boolean {
   }
 }
 
-/** Reads a thrown value into wire error data. */
 function errorData(error: unknown): WireErrorData {
   try {
     if (typeof error === 'object' && error !== null) {
@@ -218,7 +216,6 @@ function plainError(message: string): WireErrorData {
   return data as unknown as WireErrorData
 }
 
-/** Message envelopes have a null prototype. */
 function nullRecord(): Record<string, unknown> {
   return objectCreate(null) as Record<string, unknown>
 }

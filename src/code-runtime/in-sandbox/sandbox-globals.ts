@@ -38,7 +38,6 @@ function toBytes(input: unknown): Uint8Array {
   throw new TypeError('The "input" argument must be an ArrayBuffer or an ArrayBufferView')
 }
 
-/** Encodes a string as UTF-8. */
 function encodeUtf8(text: string): Uint8Array {
   const out: number[] = []
   for (let i = 0; i < text.length; i++) {
@@ -324,7 +323,6 @@ let host: SandboxHostOp = () => undefined
 const parseQuery = (query: string): Array<[string, string]> => JSON.parse(host('qs-parse', query) as string) as Array<[string, string]>
 const serializeQuery = (pairs: ReadonlyArray<readonly [string, string]>): string => host('qs-serialize', JSON.stringify(pairs)) as string
 
-/** Private state of URLSearchParams objects, kept out of the program's reach. */
 const paramsState = new WeakMap<object, { list: Array<[string, string]>; owner: SandboxURL | undefined }>()
 const stateOf = (params: object) => {
   const state = paramsState.get(params)
