@@ -7,7 +7,7 @@ import { configDefaults, defineConfig } from 'vitest/config'
  * The test set StrykerJS runs for each mutant (stryker.config.mjs; docs/testing.md): the
  * `node` project's suites, minus the ones below, without type tests (a `.test-d.ts` verdict
  * is tsc's on the unmutated types) and without the other projects (browser, workerd, edge,
- * e2e, dist: they test built artefacts or other runtimes).
+ * e2e: they test built artefacts or other runtimes).
  *
  * Left out, measured on the initial run's per-test coverage of the mutated folders:
  * - node-runtime/worker.test.ts and platform-neutral.test.ts: they read the source files
@@ -87,7 +87,7 @@ export default defineConfig({
     // `**/node_modules/**`, the tests shipped inside test/vercel-sdk/node_modules (installed
     // by `npm test`) joined Stryker's dry run and failed it.
     // test/runtimes runs the BUILT package in Deno and Bun (minutes, and no mutant reaches dist/).
-    exclude: [...configDefaults.exclude, 'test/dist/**', 'test/browser/**', 'test/edge/**', 'test/e2e/**', 'test/workerd/**', 'test/vercel-sdk/**', 'test/runtimes/**', ...LEFT_OUT, ...EXTRA_LEFT_OUT],
+    exclude: [...configDefaults.exclude, 'test/browser/**', 'test/edge/**', 'test/e2e/**', 'test/workerd/**', 'test/vercel-sdk/**', 'test/runtimes/**', ...LEFT_OUT, ...EXTRA_LEFT_OUT],
     environment: 'node',
     // TOOLYARD_MUTATION_SKIP_TESTS='regex' skips the cases it names (that file says why).
     setupFiles: ['test/support/mutation-skip.ts', 'test/support/mutation-coverage.ts', 'test/support/mutation-timers.ts'],
