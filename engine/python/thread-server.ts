@@ -59,7 +59,7 @@ interface Interpreter {
   run: number
   logBytes: number
   maxLogBytes: number
-  readonly timers: Map<number, ReturnType<typeof setTimeout>>
+  readonly timers: Map<number, ReturnType<typeof setTimeout> | undefined>
   readonly stdout: number[]
   readonly stderr: number[]
   dead: boolean
@@ -145,17 +145,22 @@ async function buildInterpreter(context: BuildContext): Promise<Interpreter> {
     stdout: writer(post, () => self, (vm) => vm.stdout, 'log'),
     stderr: writer(post, () => self, (vm) => vm.stderr, 'error'),
   })
-  const timers = new Map<number, ReturnType<typeof setTimeout>>()
+  const timers = new Map<number, ReturnType<typeof setTimeout> | undefined>()
   // The interpreter's `js` module: only what its asyncio needs, answering with numbers, never a host object.
   const safeGlobal = Object.freeze(Object.assign(Object.create(null) as object, {
     setTimeout: (callback: unknown, ms: unknown) => {
       const id = context.timerId()
       if (typeof callback !== 'function') return id
       const delay = typeof ms === 'number' && ms > 0 ? Math.min(ms, 2 ** 31 - 1) : 0
-      timers.set(id, setTimeout(() => {
-        timers.delete(id)
+      const fire = () => {
+        if (!timers.delete(id)) return
         if (self !== undefined) context.inPython(self, () => (callback as () => void)())
-      }, delay))
+      }
+      // asyncio schedules its next step with a 0 ms timer: a platform timer would add its 1 ms floor to every call.
+      if (delay === 0) {
+        timers.set(id, undefined)
+        queueMicrotask(fire)
+      } else timers.set(id, setTimeout(fire, delay))
       return id
     },
     clearTimeout: (id: unknown) => {

@@ -394,10 +394,14 @@ async function buildInterpreter(context) {
       const id = context.timerId();
       if (typeof callback !== "function") return id;
       const delay = typeof ms === "number" && ms > 0 ? Math.min(ms, 2 ** 31 - 1) : 0;
-      timers.set(id, setTimeout(() => {
-        timers.delete(id);
+      const fire = () => {
+        if (!timers.delete(id)) return;
         if (self !== void 0) context.inPython(self, () => callback());
-      }, delay));
+      };
+      if (delay === 0) {
+        timers.set(id, void 0);
+        queueMicrotask(fire);
+      } else timers.set(id, setTimeout(fire, delay));
       return id;
     },
     clearTimeout: (id) => {
