@@ -62,6 +62,12 @@ export interface HostSessionPlatform {
   park?(): void
   /** How long the run waits only for people before it asks to park. Default 1 000 ms. */
   readonly parkAfterMs?: number
+  /**
+   * True while other runs wait for this run's slot: a run that waits only for people then
+   * parks at once instead of after `parkAfterMs` (kept for an idle server, where a quick
+   * decision saves a replay). Absent: always `parkAfterMs`.
+   */
+  parkNow?(): boolean
 }
 
 /** The default of {@link HostSessionPlatform.parkAfterMs}. */
@@ -296,6 +302,11 @@ export class CodeRunSession {
       return
     }
     if (this.#parkTimer !== undefined) return
+    if (this.#platform.parkNow?.() === true) {
+      this.#parkAsked = true
+      this.#platform.park()
+      return
+    }
     this.#parkTimer = setTimeout(() => {
       this.#parkTimer = undefined
       if (this.#settled || this.#isParked || this.#parkAsked || !this.#waitsOnlyForPeople()) return
@@ -308,6 +319,14 @@ export class CodeRunSession {
     const meter = this.#platform.meter
     if (meter === undefined || this.#meterTimer !== undefined) return
     this.#meterTimer = setInterval(() => this.#checkCompute(), Math.min(METER_POLL_MS, this.#limits.computeMs))
+  }
+
+  /** Others now wait for this run's slot: a run waiting only for people parks at once rather than when its timer fires. */
+  slotWanted(): void {
+    if (this.#parkTimer === undefined) return
+    clearTimeout(this.#parkTimer)
+    this.#parkTimer = undefined
+    this.#considerParking()
   }
 
   /** Starts the budgets and sends the program. Settles at once when the request's signal has already fired. */

@@ -495,7 +495,7 @@ class ActiveRun {
       terminate: () => this.#terminate(),
       ...(parkAfterMs === undefined
         ? {}
-        : { park: () => this.#askPark(parkAfterMs), parkAfterMs }),
+        : { park: () => this.#askPark(parkAfterMs), parkAfterMs, parkNow: () => this.pool.queue.length > 0 }),
     })
     this.session = session
     void session.result.then((result) => {
@@ -775,6 +775,8 @@ class SandboxPool {
     // Stryker disable next-line ObjectLiteral,BooleanLiteral: a signal aborts once
     signal?.addEventListener('abort', onAbort, { once: true })
     this.queue.push(queued)
+    // A run now waits for a slot: runs that wait only for people give theirs up at once.
+    if (this.queue.length === 1) for (const run of this.active) run.session?.slotWanted()
   }
 
   /** A thread finished a run: serve the queue, or idle (extra threads end after a while). */

@@ -46,6 +46,20 @@ describe('parking a run that waits for a person (sandbox runtime, Node threads)'
     expect(runtime.load().parked).toBe(0)
   })
 
+  it('parks at once when another run waits for its slot (parkAfterMs still holds on an idle pool)', async () => {
+    const runtime = sandbox({ maxConcurrentRuns: 1, parkAfterMs: 600_000 })
+    const b = bindings()
+    const asking = runtime.run(b.request(`const a = await tools.ask({ q: 'ok?' }); return a`))
+    await until(() => b.waitingCount() === 1)
+    // Idle pool: the run keeps its slot (parkAfterMs is ten minutes).
+    expect(runtime.load()).toMatchObject({ running: 1, parked: 0 })
+    // A plain run arrives and waits for the one slot: the asking run gives it up at once.
+    expect(valueOf(await runtime.run({ program: 'return 6 * 7', bindings: [] }))).toBe(42)
+    expect(runtime.load().parked).toBe(1)
+    b.decide('yes')
+    expect(valueOf(await asking)).toBe('yes')
+  })
+
   it('a timer due within parkAfterMs of the attempt keeps the run from parking until it has fired', async () => {
     const patient = sandbox({ parkAfterMs: 400 })
     const c = bindings()
