@@ -520,7 +520,7 @@ async function postgresBesideFiles(): Promise<void> {
       const { rows: [row] } = await pool.query('SELECT count(*)::int AS n, sum(octet_length(value))::int AS value_bytes, sum(pg_column_size(t.*))::int AS row_bytes FROM bench_parked t')
       return { measure: 'rows in the table at the park (runs/<id>, owners/<id>)', value: `${row.n} rows, values ${row.value_bytes} bytes, rows ${row.row_bytes} bytes (pg_column_size)` }
     })
-    printTable(rows, '4c. One parked 20-call run_code in createPostgresStore (the runtime\'s records; npm start adds http-runs/, http-run-events/ and approvals/ rows)')
+    printTable(rows, '4c. One parked 20-call run_code in createPostgresStore (the runtime\'s records; npm start adds run-records/, run-events/ and approvals/ rows)')
   } finally {
     await pool.end()
     cluster.stop()

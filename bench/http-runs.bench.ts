@@ -14,7 +14,7 @@ import { createSandboxRuntime } from '../platforms/node/index.js'
 import { createSessionLogHub, createToolsApp, runsHeld } from '../src/http/index.js'
 import { createToolRuntime } from '../src/registry/index.js'
 import { defineTool } from '../src/schema/define-tool.js'
-import { createRunEventLog } from '../src/http/run-table.js'
+import { createRunEventLog } from '../src/durable/run-table.js'
 import { summarize } from './_stats.js'
 
 setFlagsFromString('--expose-gc')

@@ -28,7 +28,7 @@ import { createFileStore, createPreflightWorker, createSandboxRuntime, serve } f
 import type { SandboxRuntime, ServedApp } from '../platforms/node/index.js'
 import type { ApprovalBroker } from '../src/approvals/index.js'
 import type { DurableStore } from '../src/durable/index.js'
-import { createToolsApp, resumeAppRuns } from '../src/http/index.js'
+import { createToolsApp } from '../src/http/index.js'
 import { createToolRuntime } from '../src/registry/index.js'
 import type { ToolRuntime } from '../src/runtime-types.js'
 import { startOtel } from './start-otel.js'
@@ -70,8 +70,8 @@ export interface StartServerOptions {
   readonly store?: DurableStore
   /**
    * With `dataDir`: how old another process's heartbeat must be before its runs count as
-   * left behind and this server resumes them (`runtime.resumeRuns({ staleMs })`), and how
-   * often it looks. Defaults 30 000 and 10 000 ms.
+   * left behind and this server resumes them, and how often it looks
+   * (`createToolRuntime({ runs: { staleMs, resumeEveryMs } })`). Defaults 30 000 and 10 000 ms.
    */
   readonly resumeStaleMs?: number
   readonly resumeEveryMs?: number
@@ -233,7 +233,9 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
   const approvals = { ...(options.approvalTimeoutMs === undefined ? {} : { timeoutMs: options.approvalTimeoutMs }), plans: options.approvalPlans === true }
   // With OTEL_EXPORTER_OTLP_ENDPOINT: traces and metrics over OTLP/HTTP (docs/observability.md).
   const otel = await startOtel()
-  const runtime = createToolRuntime({ mode: 'both', codeRuntime, preflightEngine, approvals, ...(store === undefined ? {} : { store }), ...(otel === undefined ? {} : { telemetry: otel.telemetry }) })
+  // Runs another process left in the store (it stopped, or died mid-wait) are resumed once the app is up, and every little while.
+  const runs = { ...(options.resumeStaleMs === undefined ? {} : { staleMs: options.resumeStaleMs }), ...(options.resumeEveryMs === undefined ? {} : { resumeEveryMs: options.resumeEveryMs }) }
+  const runtime = createToolRuntime({ mode: 'both', codeRuntime, preflightEngine, approvals, runs, ...(store === undefined ? {} : { store }), ...(otel === undefined ? {} : { telemetry: otel.telemetry }) })
   registerDemoTools(runtime, store === undefined ? {} : await durableWorkspace(store))
   // The writing tools ask a person: the playground shows Allow / Deny, API clients use /v1/approvals.
   askBeforeWriting(runtime)
@@ -262,21 +264,9 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
     throw error
   }
   const server = served
-  // Runs another process left in the store (it stopped, or died mid-wait) are resumed here, now and every little while.
-  let resumer: ReturnType<typeof setInterval> | undefined
-  if (store !== undefined) {
-    const resume = (): void => {
-      resumeAppRuns(app, runtime, { staleMs: options.resumeStaleMs ?? 30_000 }).catch((error: unknown) => console.error('resuming runs failed:', error))
-    }
-    resume()
-    resumer = setInterval(resume, options.resumeEveryMs ?? 10_000)
-    resumer.unref()
-  }
-
   let finished: Promise<void> | undefined
   const shutdown = (): Promise<void> => {
     finished ??= (async () => {
-      clearInterval(resumer)
       await disposeAll()
       stopping.abort(new DOMException('the server is shutting down', 'AbortError'))
       const closed = server.close()

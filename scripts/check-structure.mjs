@@ -98,6 +98,25 @@ const SHARED_WITH_SANDBOX = ['src/code-runtime/wire.ts', 'src/code-runtime/rende
 /** Files outside IN_SANDBOX that may import it: the thread entries that boot the bootstrap. */
 const SANDBOX_ENTRIES = ['platforms/node/worker-entry.ts', 'platforms/browser/worker-entry.ts']
 /** Each realm rule: the importing file's prefix, and which targets it may not import (with why). */
+// The runtime's store key families: only their owners name them (no module reads another's keys).
+const KEY_FAMILIES = [
+  { prefixes: ['runs/', 'calls/', 'owners/', 'run-records/', 'run-events/'], owners: ['src/durable/'] },
+  { prefixes: ['approvals/'], owners: ['src/durable/', 'src/approvals/'] },
+]
+// Store implementations (drivers and the edge's index store) may see every key.
+const isStoreDriver = (file) => /store\.ts$/.test(file) || file === 'platforms/edge/run-index.ts'
+function storeKeysNamed(source, file) {
+  const found = []
+  const visit = (node) => {
+    if (ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node) || ts.isTemplateHead(node)) {
+      const family = KEY_FAMILIES.find((f) => f.prefixes.some((prefix) => node.text.startsWith(prefix)))
+      if (family !== undefined && !family.owners.some((owner) => file.startsWith(owner))) found.push(node.text.slice(0, 40))
+    }
+    ts.forEachChild(node, visit)
+  }
+  if (!isStoreDriver(file)) visit(source)
+  return found
+}
 const REALM_RULES = [
   { from: (file) => file.startsWith(IN_SANDBOX), refuses: (target) => !target.startsWith(IN_SANDBOX) && !SHARED_WITH_SANDBOX.some((shared) => target.startsWith(shared)), why: 'in-sandbox code imports only its folder and the modules shared by both realms' },
   { from: (file) => !file.startsWith(IN_SANDBOX) && !SANDBOX_ENTRIES.includes(file), refuses: (target) => target.startsWith(IN_SANDBOX), why: 'host code does not import in-sandbox code (it runs inside the VM or a thread)' },
@@ -360,6 +379,7 @@ for (const file of files) {
   if (file !== LIFECYCLE_FILE && importsNameFrom(source, file, 'prepareRun', PREPARE_DEFINED_IN, known)) {
     lifecycle.push({ file, problem: `imports prepareRun: the run sequence lives in ${LIFECYCLE_FILE} (drive it with RunLifecycle)` })
   }
+  for (const key of storeKeysNamed(source, file)) lifecycle.push({ file, problem: `names the store key ${JSON.stringify(key)}: only src/durable (and src/approvals for approvals/) knows store keys; go through runtime.runs or the broker` })
   const lines = text.split('\n').length - (text.endsWith('\n') ? 1 : 0)
   if (TRUSTED_RUNTIMES.includes(file) && lines > MAX_TRUSTED_LINES) {
     lifecycle.push({ file, problem: `${lines} lines: a trusted runtime is a driver of at most ${MAX_TRUSTED_LINES} (shared code goes to src/code-runtime/)` })

@@ -8,6 +8,7 @@ import type { JsonValue } from './json/json-value.js'
 import type { CodeLogEntry, CodeRuntime } from './code-runtime/contract.js'
 import type { DurableStore } from './durable/store.js'
 import type { ApprovalBroker, ApprovalBrokerOptions } from './approvals/types.js'
+import type { RunService, RunServiceOptions } from './durable/run-service.js'
 import type { ResumedRun } from './durable/runs.js'
 import type { PreflightEngine, PreflightMode, PreflightReport, PreflightRequest } from './preflight/types.js'
 import type {
@@ -449,6 +450,8 @@ export interface ToolRuntimeOptions {
    * (`toolyard/node`), `createDurableObjectStore(storage)` (edge). Owned by the caller.
    */
   readonly store?: DurableStore
+  /** The runs' resume loop (`runtime.runs`): how often it sweeps the store, and when a silent process counts as gone. */
+  readonly runs?: RunServiceOptions
   /**
    * OpenTelemetry: `{ tracer: trace.getTracer('toolyard'), meter: metrics.getMeter('toolyard') }`
    * from `@opentelemetry/api` (an optional peer). One `execute_tool <name>` span per call,
@@ -544,6 +547,12 @@ export interface ToolRuntime extends ToolScope {
    * sink, which receives them first). The HTTP app streams runs from it.
    */
   readonly events: SessionLogHub
+  /**
+   * The runtime's runs (docs/durability.md): their records and event snapshots in the store,
+   * this process's heartbeat, the resume loop (started once a table of runs, the HTTP app's,
+   * attaches, while the runtime holds a store) and the writes `dispose()` drains.
+   */
+  readonly runs: RunService
   /** The options in force (validated, defaults applied). */
   readonly options: Readonly<Required<Pick<ToolRuntimeOptions, 'mode' | 'maxParallelSubCalls' | 'maxOutputBytes' | 'sdkBudgetChars' | 'preflight'>>> &
     ToolRuntimeOptions

@@ -33,8 +33,9 @@ import { SEED_FILES, createShopData, createShopTools, createWorkspace, createWor
 import type { ApprovalBroker } from '../../src/approvals/index.js'
 import { runKeySegment } from '../../src/durable/runs.js'
 import type { DurableStore } from '../../src/durable/store.js'
-import { createToolsApp, DEFAULT_RUN_RETENTION_MS, httpErrorResponse, resumeAppRuns } from '../../src/http/index.js'
-import { createStoreRunRecords, interruptedRunResult } from '../../src/http/run-table.js'
+import { createToolsApp, DEFAULT_RUN_RETENTION_MS, httpErrorResponse } from '../../src/http/index.js'
+import { interruptedRunResult } from '../../src/durable/run-table.js'
+import type { RunRecordStore } from '../../src/durable/run-table.js'
 import { createToolRuntime } from '../../src/registry/index.js'
 import type { ToolRuntime } from '../../src/runtime-types.js'
 import type { AnyToolDefinition } from '../../src/types.js'
@@ -68,7 +69,7 @@ export interface RunObjectState {
 interface RunInfo {
   /** The public id (the object's name). */
   readonly id: string
-  /** The id the app's run table gave it (`http-runs/<appId>` is its record). */
+  /** The id the app's run table gave it (`run-records/<appId>` is its record). */
   readonly appId: string
   /** The `run_code` call's id. */
   readonly callId: string
@@ -197,7 +198,7 @@ export class ToolyardRun {
     if (info === undefined || info.id !== id) return runNotFound(id)
     url.pathname = url.pathname.replace(`/v1/runs/${id}`, `/v1/runs/${info.appId}`)
     const response = publicResponse(await built.app.fetch(new Request(url, new Request(request, { headers: inner })), this.#env, this.#executionContext()), info)
-    if (request.method === 'GET' && response.status === 200 && url.pathname === `/v1/runs/${info.appId}` && (await built.store.get(`runs/${runKeySegment(info.callId)}`)) !== undefined) {
+    if (request.method === 'GET' && response.status === 200 && url.pathname === `/v1/runs/${info.appId}` && (await built.runtime.runs.parked(info.callId))) {
       response.headers.set(RUN_STATE_HEADER, 'stored')
     }
     return response
@@ -211,7 +212,7 @@ export class ToolyardRun {
   async alarm(): Promise<void> {
     const built = await this.#build()
     const info = await this.#info()
-    const record = info === undefined ? undefined : await createStoreRunRecords(built.store).get(info.appId)
+    const record = info === undefined ? undefined : await built.runtime.runs.records?.get(info.appId)
     if (info === undefined || (record !== undefined && record.status !== 'running')) {
       const until = (record?.settledAt ?? 0) + DEFAULT_RUN_RETENTION_MS
       if (Date.now() < until) return this.#ctx.storage.setAlarm(until)
@@ -268,17 +269,17 @@ export class ToolyardRun {
     const workspace = createWorkspace(typeof saved === 'string' ? readWorkspace(saved) : SEED_FILES)
     const approvals = { store: createRunIndexStore(index, storage), pollIntervalMs: RUN_OBJECT_APPROVAL_POLL_MS, ...approvalTimeoutOption(this.#env) }
     const codeRuntime = createQuickJsRuntime({ wasmModule, ...EDGE_CODE_LIMITS })
-    const runtime = createToolRuntime({ mode: 'both', codeRuntime, approvals, store })
+    // No resume loop: the object resumes its one run as it is built, below.
+    const runtime = createToolRuntime({ mode: 'both', codeRuntime, approvals, store, runs: { resumeEveryMs: 0 } })
     const broker = runtime.approvals!
     for (const tool of demoTools(workspace, storage)) runtime.register(tool)
     askBeforeWriting(runtime)
     this.#watch(runtime, broker, index)
     const app = buildEdgeApp(this.#env, {}, (options) => createToolsApp(runtime, options))
     // The run back in the app's table under its id: its status, events and DELETE work as before the restart, and its record is written as it ends.
-    const { resumed } = await resumeAppRuns(app, runtime, { staleMs: 0 })
-    const records = createStoreRunRecords(store)
+    const resumed = await runtime.resumeRuns({ staleMs: 0 })
     const settled = Promise.all(resumed.map((run) => run.result))
-    if (resumed.length === 0) await this.#settleLost(records)
+    if (resumed.length === 0 && runtime.runs.records !== undefined) await this.#settleLost(runtime.runs.records)
     return { app, runtime, broker, index, store, resumed: settled }
   }
 
@@ -321,7 +322,7 @@ export class ToolyardRun {
    * stopped while the run computed or called a tool, before it ever parked): nothing can
    * resume it, so its record says it failed, `INTERRUPTED`, instead of running forever.
    */
-  async #settleLost(records: ReturnType<typeof createStoreRunRecords>): Promise<void> {
+  async #settleLost(records: RunRecordStore): Promise<void> {
     const info = await this.#info()
     const record = info === undefined ? undefined : await records.get(info.appId)
     if (record === undefined || record.status !== 'running') return

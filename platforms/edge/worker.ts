@@ -22,6 +22,7 @@ import type { ExecutionContext } from 'hono'
 import wasmModule from '@jitl/quickjs-wasmfile-release-sync/wasm'
 import { askBeforeWriting } from '../../demo/tools/approval-gate.js'
 import { registerDemoTools } from '../../demo/tools/index.js'
+import { runOfOpenApproval } from '../../src/approvals/index.js'
 import { runKeySegment } from '../../src/durable/runs.js'
 import { createToolsApp } from '../../src/http/index.js'
 import { createToolRuntime } from '../../src/registry/index.js'
@@ -88,21 +89,12 @@ const APPROVAL_ID = /^([0-9a-f]{32})\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-
  * (`POST /v1/run`), a settled one or an unknown id: the Worker's app answers those.
  */
 async function ownerOfApproval(index: DurableObjectNamespaceLike, path: string): Promise<string | undefined> {
-  const hash = APPROVAL_ID.exec(path.slice('/v1/approvals/'.length))?.[1]
-  if (hash === undefined) return undefined
+  const id = path.slice('/v1/approvals/'.length)
+  if (!APPROVAL_ID.test(id)) return undefined
   const store = createIndexStore(index)
-  const open = await store.get(`approvals/open/${hash}`)
-  if (open === undefined) return undefined
-  // The record is `{ format, approval }` (src/approvals/_store-record.ts); anything else is no owner.
-  let approval: { kind?: unknown; callId?: unknown; parentCallId?: unknown } | undefined
-  try {
-    approval = (JSON.parse(open.value) as { approval?: typeof approval }).approval
-  } catch {
-    return undefined
-  }
-  if (typeof approval !== 'object' || approval === null) return undefined
-  const runCallId = approval.kind === 'plan' ? approval.callId : approval.parentCallId
-  if (typeof runCallId !== 'string') return undefined
+  // The broker's own reading of its record: anything malformed is no owner.
+  const runCallId = await runOfOpenApproval(store, id)
+  if (runCallId === undefined) return undefined
   const owner = await store.get(OWNER_PREFIX + runKeySegment(runCallId))
   return owner !== undefined && RUN_ID.test(owner.value) ? owner.value : undefined
 }

@@ -6,7 +6,7 @@
  */
 import type { DurableStore } from '../durable/store.js'
 import { argumentsHash } from '../durable/call-key.js'
-import { runKeySegment } from '../durable/runs.js'
+import { parkedIn } from '../durable/runs.js'
 import { ToolError } from '../errors.js'
 import type { ApprovalHandler } from '../types.js'
 import { createEventFanOut, type EventFanOut } from './_events.js'
@@ -204,8 +204,7 @@ async function withdrawLast(ctx: Context, watch: Watch, signal: AbortSignal, set
     // The tool runtime is shutting down (dispose). A sub-call of a durable run (one parked
     // in this store) is resumed by the next process, which asks again under the same call
     // id and re-attaches: leave its request open. Anything else is withdrawn.
-    const found = await ctx.store.get(`runs/${runKeySegment(parent)}`).catch(() => undefined)
-    if (found !== undefined) {
+    if (await parkedIn(ctx.store, parent).catch(() => false)) {
       watch.finished = true
       clearTimeout(watch.timer)
       if (ctx.watches.get(watch.hash) === watch) ctx.watches.delete(watch.hash)

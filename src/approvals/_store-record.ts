@@ -19,6 +19,7 @@
  * @module
  */
 import { hashParts, isArgumentsHash } from '../durable/call-key.js'
+import type { DurableStore } from '../durable/store.js'
 import type { JsonValue } from '../json/json-value.js'
 import { adoptParsedJson } from '../json/lossless.js'
 import { nestsDeeperThan } from '../json/nesting.js'
@@ -260,6 +261,18 @@ export function decodeOpen(text: string, hash: string): PendingApproval | undefi
   const record = parseBounded(text)
   if (record === undefined || !hasOnly(record, new Set(['format', 'approval']))) return undefined
   return readApproval(record.approval, hash)
+}
+
+/**
+ * The run an open request in `store` belongs to (a plan's own call id, a call's
+ * `parentCallId`), or `undefined` for an unknown, settled or malformed one: routes a
+ * decision to the process or object that runs it (the edge Worker).
+ */
+export async function runOfOpenApproval(store: DurableStore, id: string): Promise<string | undefined> {
+  const hash = hashOfId(id)
+  const open = hash === undefined ? undefined : await store.get(OPEN_PREFIX + hash)
+  const approval = open === undefined ? undefined : decodeOpen(open.value, hash!)
+  return approval?.kind === 'plan' ? approval.callId : approval?.parentCallId
 }
 
 /** Reads a settlement stored under the key of `hash`; `undefined` when malformed. */

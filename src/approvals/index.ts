@@ -13,6 +13,7 @@ export {
   MAX_PENDING_PLAN_CALLS,
 } from './broker.js'
 export { renderApprovalPlan } from './render-plan.js'
+export { runOfOpenApproval } from './_store-record.js'
 export { MAX_APPROVAL_REASON_LENGTH } from './decision.js'
 export { PREVIEW_TIMEOUT_MS } from './preview.js'
 export {

@@ -28,6 +28,7 @@ import type { JsonValue } from '../json/json-value.js'
 import { traceCarrierOf } from '../telemetry/trace-context.js'
 import type { TraceCarrier } from '../telemetry/types.js'
 import { argumentsHash, newRunSecret, runSecretOf } from './call-key.js'
+import { RUN_OWNER_PREFIX } from './run-table.js'
 import type { DurableStore } from './store.js'
 
 /** How a run's sub-calls were numbered when it parked: the count so far, and the numbers of the calls it waits on (by the program's call number). */
@@ -116,8 +117,16 @@ function subCallOf(callId: string): { readonly run: string; readonly n: string }
   return /^[1-9][0-9]{0,15}$/.test(n) ? { run: callId.slice(0, at), n } : undefined
 }
 
+/** Whether the run of `callId` is parked in `store` (its record is there: some process resumes it). Rejects as the store does. */
+export async function parkedIn(store: DurableStore, callId: string): Promise<boolean> {
+  return (await store.get(`runs/${runKeySegment(callId)}`)) !== undefined
+}
+
 /** How often a process holding durable runs says it is alive. */
 export const HEARTBEAT_MS = 5_000
+
+/** What {@link processId} makes: anything else in a record's `owner` names no process (it was not written by one). */
+const PROCESS_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
 /** A random id for this process, so a claim says who holds a run. */
 function processId(): string {
@@ -164,15 +173,21 @@ export class DurableRuns {
    * durable runs, so another process on the store leaves them alone; a process that died
    * stops beating, and its runs are resumed by the next `resumeAll` after `staleMs`.
    */
-  #beat(): void {
+  beat(): void {
     if (this.#heartbeat !== undefined || this.#closing) return
-    const write = () => this.#queue('owners', () => this.#store.put(`owners/${this.#owner}`, JSON.stringify({ at: Date.now() })))
+    const write = () => this.#queue(RUN_OWNER_PREFIX, () => this.#store.put(RUN_OWNER_PREFIX + this.#owner, JSON.stringify({ at: Date.now() })))
     write()
     this.#heartbeat = setInterval(write, HEARTBEAT_MS)
   }
 
-  async #alive(owner: string, staleMs: number): Promise<boolean> {
-    return SAFE_SEGMENT.test(owner) && (await beatWithin(this.#store, `owners/${owner}`, staleMs))
+  /** Whether the process `owner` said it was alive less than `staleMs` ago (an id that is not a process's: no). */
+  async alive(owner: string, staleMs: number): Promise<boolean> {
+    return PROCESS_ID.test(owner) && (await beatWithin(this.#store, RUN_OWNER_PREFIX + owner, staleMs))
+  }
+
+  /** This process's id: the `owner` of what it runs. */
+  get owner(): string {
+    return this.#owner
   }
 
   /** The store the runs live in. */
@@ -219,7 +234,7 @@ export class DurableRuns {
     const key = `runs/${runKeySegment(callId)}`
     const onPark = (state: ParkedRunState, numbering: DurableRunNumbering): void => {
       this.#durable.add(callId)
-      this.#beat()
+      this.beat()
       const record: StoredRun = {
         version: 1,
         callId,
@@ -320,12 +335,12 @@ export class DurableRuns {
         if (record === undefined || key !== `runs/${runKeySegment(record.callId)}`) continue
         // Ours already, or held by a process that is alive (its heartbeat is fresh): not ours to resume.
         if (record.owner === this.#owner) continue
-        if (record.owner !== undefined && (await this.#alive(record.owner, staleMs))) continue
+        if (record.owner !== undefined && (await this.alive(record.owner, staleMs))) continue
         const claimed: StoredRun = { ...record, owner: this.#owner, claimedAt: Date.now() }
         const put = await this.#store.put(key, JSON.stringify(claimed), { ifVersion: entry.version })
         if (!put.ok) continue
         this.#resuming.set(record.callId, { state: record.state, numbering: record.numbering, secret: record.secret })
-        this.#beat()
+        this.beat()
         const controller = new AbortController()
         resumed.push({
           callId: record.callId,

@@ -18,9 +18,7 @@ import type { Context, Handler, Hono } from 'hono'
 import { streamSSE } from 'hono/streaming'
 import type { SSEStreamingApi } from 'hono/streaming'
 import type { PendingApproval } from '../approvals/types.js'
-import type { DurableStore } from '../durable/store.js'
-import { beatWithin, HEARTBEAT_MS, runKeySegment } from '../durable/runs.js'
-import type { ResumedRun } from '../durable/runs.js'
+import type { ResumedRunPool, RunService } from '../durable/run-service.js'
 import type { ToolRuntime } from '../runtime-types.js'
 import type { ToolExecutionResult } from '../types.js'
 import { HttpError, OVERLOADED_RETRY_AFTER_SECONDS } from './http-errors.js'
@@ -32,14 +30,12 @@ import { createSseSender } from './_sse-sender.js'
 import type { Role } from './auth.js'
 import { canCancelRun, canReadRun, requestPrincipal } from './_principals.js'
 import type { SseSender } from './_sse-sender.js'
-import { createRunTable, createStoreRunEvents, createStoreRunRecords, interruptedRunResult, MAX_RESTORED_EVENT_ID, RUN_OWNER_PREFIX, runRecord } from './run-table.js'
-import type { ResolvedRunTableOptions, RestoredRunEvents, RunEventStore, RunRecordJson, RunRecordStore, RunStatus, RunTable, RunTableHeld, TableRun } from './run-table.js'
+import { createRunTable, MAX_RESTORED_EVENT_ID, runRecord } from '../durable/run-table.js'
+import type { ResolvedRunTableOptions, RestoredRunEvents, RunEventStore, RunRecordJson, RunRecordStore, RunStatus, RunTable, RunTableHeld, TableRun } from '../durable/run-table.js'
 
 /** What the run routes read besides the API's configuration. */
 export interface RunsConfig extends ApiConfig {
   readonly runs: ResolvedRunTableOptions
-  /** Where run records are persisted (`createToolsApp({ store })`); absent → memory only. */
-  readonly store: DurableStore | undefined
 }
 
 /** A pending approval as `GET /v1/runs/:id` lists it: what a person needs to decide it. */
@@ -81,10 +77,6 @@ const END_EVENT = 'end'
 const MAX_REPLAY_BATCH_BYTES = 128 * 1024
 
 const held = new WeakMap<Hono, RunTable>()
-/** Puts resumed runs back in an app's table and ends the records of runs lost before they parked; how many were adopted. */
-type RunAdopter = (resumed: readonly ResumedRun[], staleMs: number) => Promise<number>
-
-const adopters = new WeakMap<Hono, RunAdopter>()
 
 /**
  * What the run table of an app created by `createToolsApp` holds (runs, running ones,
@@ -147,20 +139,17 @@ async function runBody(record: RunRecordJson, config: ApiConfig, cancelRequested
  * asked for while one is already queued is that one: it reads the buffer when its turn
  * comes, so a burst of frames costs one write (plus the one under way, if any).
  */
-function recordWriter(records: RunRecordStore | undefined, events: RunEventStore | undefined, config: ApiConfig, owner: string) {
-  const chains = new Map<string, Promise<void>>()
+function recordWriter(service: RunService, events: RunEventStore | undefined, config: ApiConfig) {
+  const records = service.records
   const snapshots = new Set<string>()
   /** Each run's last snapshot (its last id, and whether it reserved ids): an unchanged one is not written again. */
   const written = new Map<string, string>()
   /** The id up to which each run's last snapshot reserved ids: past half of the reserve, the next frame writes a snapshot. */
   const reserved = new Map<string, number>()
+  // Through the runtime's runs: a dispose waits for these writes.
   const enqueue = (id: string, write: () => Promise<void>, request: Request): void => {
     if (records === undefined) return
-    const next = (chains.get(id) ?? Promise.resolve()).then(write).catch((error: unknown) => config.report(error, request))
-    chains.set(id, next)
-    void next.then(() => {
-      if (chains.get(id) === next) chains.delete(id)
-    })
+    service.queue(id, write).catch((error: unknown) => config.report(error, request))
   }
   /**
    * `final`: the run is left for the next process and assigns no more ids here (a graceful
@@ -185,7 +174,7 @@ function recordWriter(records: RunRecordStore | undefined, events: RunEventStore
         // The record's `events` summary follows: a process that cannot read the frames still continues their ids.
         // A snapshot is of a run some process will go on with: its record says `running` (a run left for the next process included).
         const { settledAt: _settledAt, result: _result, ...record } = runRecord(run)
-        await records!.put({ ...record, status: 'running', owner })
+        await records!.put({ ...record, status: 'running', owner: service.owner })
       },
       request,
     )
@@ -197,13 +186,14 @@ function recordWriter(records: RunRecordStore | undefined, events: RunEventStore
     await events?.delete(id)
   }
   return {
-    put: (run: TableRun, request: Request) => enqueue(run.id, () => records!.put({ ...runRecord(run), owner }), request),
+    service,
+    put: (run: TableRun, request: Request) => enqueue(run.id, () => records!.put({ ...runRecord(run), owner: service.owner }), request),
     /** The run's record, and its event snapshot gone: it ended here, nobody resumes it. */
     settled: (run: TableRun, request: Request) =>
       enqueue(
         run.id,
         async () => {
-          await records!.put({ ...runRecord(run), owner })
+          await records!.put({ ...runRecord(run), owner: service.owner })
           await dropEvents(run.id)
         },
         request,
@@ -326,7 +316,7 @@ async function drive(
   // A durable run parked in the store when the app shut down is resumed by the next
   // process: its record stays `running` for that process to adopt, not `failed`, and its
   // buffer ends without `result` and `end` (a client's stream closes; it reconnects there).
-  const parked = await parkedForNextProcess(run, result, config)
+  const parked = await parkedForNextProcess(run, result, writer.service)
   try {
     if (!parked) {
       frames.release()
@@ -349,13 +339,9 @@ async function drive(
  * that ends deletes it before its call returns, unless its runtime was shutting down, and
  * then the next process resumes it.
  */
-async function parkedForNextProcess(run: TableRun, result: ToolExecutionResult | undefined, config: RunsConfig): Promise<boolean> {
-  if (config.store === undefined || run.cancelRequested || result === undefined || !result.isError) return false
-  try {
-    return (await config.store.get(`runs/${runKeySegment(run.callId)}`)) !== undefined
-  } catch {
-    return false
-  }
+async function parkedForNextProcess(run: TableRun, result: ToolExecutionResult | undefined, service: RunService): Promise<boolean> {
+  if (run.cancelRequested || result === undefined || !result.isError) return false
+  return service.parked(run.callId)
 }
 
 /** Keeps the background run alive where the platform would end it with the response (workerd's `waitUntil`). */
@@ -370,7 +356,7 @@ function keepAlive(c: Context, work: Promise<void>): void {
   waitUntil?.(work)
 }
 
-function startRun(runtime: ToolRuntime, config: RunsConfig, table: RunTable, owners: RunOwners, writer: RunWriter): Handler {
+function startRun(runtime: ToolRuntime, config: RunsConfig, table: RunTable, writer: RunWriter): Handler {
   return async (c) => {
     const prepared = await prepareRun(c, runtime, config)
     const run = table.admit({ callId: prepared.callId, agent: prepared.agent, principal: prepared.principal })
@@ -380,9 +366,10 @@ function startRun(runtime: ToolRuntime, config: RunsConfig, table: RunTable, own
         'Retry-After': String(OVERLOADED_RETRY_AFTER_SECONDS),
       })
     }
-    owners.running()
+    runtime.runs.hold()
     const request = c.req.raw
     const driven = drive(run, prepared, table, config, request, writer).catch((error: unknown) => config.report(error, request))
+    runtime.runs.track(driven)
     keepAlive(c, driven)
     return c.json({ id: run.id, status: 'running' satisfies RunStatus, callId: run.callId }, 202, {
       Location: `/v1/runs/${run.id}`,
@@ -455,7 +442,7 @@ function lastEventId(c: Context, last: number): number {
   return id
 }
 
-function events(config: RunsConfig, table: RunTable): Handler {
+function runEvents(config: RunsConfig, table: RunTable): Handler {
   return (c) => {
     const { id, run } = tableRun(c, table)
     // A run's buffer lives in the process that ran it; a record in the store has none.
@@ -615,22 +602,22 @@ async function writeEvents(c: Context, stream: SSEStreamingApi, run: TableRun, l
 }
 
 /**
- * Adopts the runs a process resumed from the store (`runtime.resumeRuns()`) that were
- * started through `POST /v1/runs`: each goes back into the table under the id its clients
- * know, its buffer rebuilt from the frames its last process stored (same ids; none when
- * they are missing or unreadable, and then its ids still continue after the record's
- * last one), then a `resumed` event, and its record is updated as it ends. Returns how
- * many were adopted; the others finish unseen (their callers were `POST /v1/run`
- * clients, gone with the old process).
+ * Takes back the runs this process resumed from the store that were started through
+ * `POST /v1/runs`: each goes back into the table under the id its clients know, its buffer
+ * rebuilt from the frames its last process stored (same ids; none when they are missing or
+ * unreadable, and then its ids still continue after the record's last one), then a
+ * `resumed` event, and its record is updated as it ends. A record still `running` that
+ * nothing resumed is ended when its process is gone (`RunService.settleIfLost`). Returns
+ * how many were adopted.
  */
-async function adoptResumed(resumed: readonly ResumedRun[], stores: RunStores, table: RunTable, config: RunsConfig, owners: RunOwners, writer: RunWriter, staleMs: number): Promise<number> {
-  const { records, events } = stores
+async function adoptResumed(resumed: ResumedRunPool, events: RunEventStore | undefined, table: RunTable, config: RunsConfig, writer: RunWriter, staleMs: number): Promise<number> {
+  const { service } = writer
+  const records = service.records
   if (records === undefined) return 0
-  const byCallId = new Map(resumed.map((run) => [run.callId, run]))
   const request = new Request('http://toolyard.invalid/v1/runs')
   // Listed once for every run adopted here (a broker over a store reads them from it).
   const pending: readonly PendingApproval[] =
-    resumed.length === 0 || config.approvals === undefined
+    resumed.size === 0 || config.approvals === undefined
       ? // Stryker disable next-line ArrayDeclaration: pending only feeds waitingFor, through approvalOfRun, which no non-approval entry passes
         []
       : await (async () => config.approvals!.pending())().catch((error: unknown) => {
@@ -643,16 +630,15 @@ async function adoptResumed(resumed: readonly ResumedRun[], stores: RunStores, t
   for (const id of await records.list(MAX_ADOPTED_RECORDS)) {
     const record = await records.get(id)
     if (record === undefined || record.status !== 'running' || table.get(record.id) !== undefined) continue
-    const handle = byCallId.get(record.callId)
+    const handle = resumed.take(record.callId)
     if (handle === undefined) {
-      await settleIfLost(record, stores, config, owners, staleMs)
+      await service.settleIfLost(record, events, staleMs)
       continue
     }
-    // Stryker disable next-line OptionalChaining: adoptResumed got past `records === undefined`: there is a store, so events too
     const restored = (await events?.load(record.id).catch((error: unknown) => void config.report(error, request))) ?? continuedIds(record)
     const run = table.admit({ callId: record.callId, agent: record.agent, principal: record.principal, asked: record.asked === true, id: record.id, createdAt: record.createdAt, events: restored })
     if (run === undefined) continue
-    owners.running()
+    service.hold()
     adopted++
     const prepared: PreparedRun = {
       callId: record.callId,
@@ -671,7 +657,7 @@ async function adoptResumed(resumed: readonly ResumedRun[], stores: RunStores, t
     }
     // Its open requests: it waits again at once, so its `resumed` frame is in the next snapshot.
     const waitingFor = pending.filter((approval) => approvalOfRun(approval, record.callId)).map((approval) => approval.callId)
-    void drive(run, prepared, table, config, request, writer, { waitingFor }).catch((error: unknown) => config.report(error, request))
+    service.track(drive(run, prepared, table, config, request, writer, { waitingFor }).catch((error: unknown) => config.report(error, request)))
   }
   return adopted
 }
@@ -687,123 +673,34 @@ function continuedIds(record: RunRecordJson): RestoredRunEvents {
   return { frames: [], last: id, dropped: id }
 }
 
-/** Where a table's runs are persisted: records and event snapshots (both absent without a store). */
-interface RunStores {
-  readonly records: RunRecordStore | undefined
-  readonly events: RunEventStore | undefined
-}
-
-/**
- * Ends the record of a run that nothing will finish: `running` in the store, not resumed
- * here, no parked state left (`runs/<callId>`: a parked run is resumed by whichever process
- * claims it), and its app instance has not said it is alive for `staleMs` (it died while
- * the run computed or called a tool). It becomes `failed` with `INTERRUPTED` — what the
- * edge's run object says of the same situation — instead of `running` forever.
- */
-async function settleIfLost(record: RunRecordJson, stores: RunStores, config: RunsConfig, owners: RunOwners, staleMs: number): Promise<void> {
-  if (config.store === undefined || record.owner === owners.id) return
-  if ((await config.store.get(`runs/${runKeySegment(record.callId)}`)) !== undefined) return
-  if (record.owner !== undefined && (await owners.alive(record.owner, staleMs))) return
-  // Stryker disable next-line OptionalChaining: settleIfLost is called only by adoptResumed once it has records (a store)
-  await stores.records?.put({ ...record, status: 'failed', settledAt: Date.now(), result: interruptedRunResult('the process running it') })
-  // Nobody will stream its frames again: a snapshot it left goes.
-  // Stryker disable next-line OptionalChaining: settleIfLost is called only by adoptResumed once it has records, hence a store and events
-  await stores.events?.delete(record.id)
-}
-
-/** An app instance's liveness in the store while it runs `/v1/runs` runs (see {@link RUN_OWNER_PREFIX}). */
-interface RunOwners {
-  /** This app instance's id, in each of its run records. */
-  readonly id: string
-  /** A run was admitted: beat (now and every {@link HEARTBEAT_MS}) until the table holds none running. */
-  running(): void
-  /** Whether `owner` said it was alive less than `staleMs` ago. */
-  alive(owner: string, staleMs: number): Promise<boolean>
-}
-
-const OWNER_ID = /^[0-9a-f-]{36}$/
-
-function runOwners(store: DurableStore | undefined, table: () => RunTable, report: (error: unknown) => void): RunOwners {
-  const id = crypto.randomUUID()
-  let timer: ReturnType<typeof setInterval> | undefined
-  const beat = (): void => {
-    if (table().held.live === 0) {
-      clearInterval(timer)
-      timer = undefined
-      return
-    }
-    // Stryker disable next-line OptionalChaining: beat runs only on the timer running() sets, which it sets only with a store
-    store?.put(RUN_OWNER_PREFIX + id, JSON.stringify({ at: Date.now() })).catch(report)
-  }
-  return {
-    id,
-    running() {
-      if (store === undefined || timer !== undefined) return
-      timer = setInterval(beat, HEARTBEAT_MS)
-      store.put(RUN_OWNER_PREFIX + id, JSON.stringify({ at: Date.now() })).catch(report)
-    },
-    async alive(owner, staleMs) {
-      // Another process wrote the record: an owner that is not one of ours is not looked up.
-      return store !== undefined && OWNER_ID.test(owner) && (await beatWithin(store, RUN_OWNER_PREFIX + owner, staleMs))
-    },
-  }
-}
-
-/** How long an app instance may stay silent before its running runs count as lost (as `runtime.resumeRuns`'s default). */
-const DEFAULT_STALE_MS = 30_000
-
 /** How many stored run records a process looks through when it adopts resumed runs. */
 const MAX_ADOPTED_RECORDS = 1000
 
 /**
- * The run routes and their table. `app` is registered for {@link runsHeld} by the caller
- * once created (`holdRuns`).
+ * The run routes and their table, attached to the runtime's runs (`runtime.runs`): runs it
+ * resumes from the store come back here. `app` is registered for {@link runsHeld} by the
+ * caller once created (`holdRuns`).
  */
-export function runRoutes(
-  runtime: ToolRuntime,
-  config: RunsConfig,
-): { readonly routes: readonly ApiRoute[]; readonly table: RunTable; readonly adopt: RunAdopter } {
-  const stores: RunStores = {
-    records: config.store === undefined ? undefined : createStoreRunRecords(config.store),
-    events: config.store === undefined ? undefined : createStoreRunEvents(config.store, config.runs.maxEventBytesPerRun),
-  }
-  const records = stores.records
-  // Evictions and heartbeats have no request of their own: a failure is reported against a synthetic one.
+export function runRoutes(runtime: ToolRuntime, config: RunsConfig): { readonly routes: readonly ApiRoute[]; readonly table: RunTable } {
+  const service = runtime.runs
+  const events = service.events(config.runs.maxEventBytesPerRun)
+  // Evictions have no request of their own: a failure is reported against a synthetic one.
   const background = new Request('http://toolyard.invalid/v1/runs')
-  const owners = runOwners(config.store, () => table, (error) => config.report(error, background))
-  const writer = recordWriter(records, stores.events, config, owners.id)
+  const writer = recordWriter(service, events, config)
   const table = createRunTable(config.runs, Date.now, (run) => writer.delete(run, background))
+  service.attach({ adopt: (resumed, staleMs) => adoptResumed(resumed, events, table, config, writer, staleMs) })
   return {
     table,
-    adopt: (resumed, staleMs) => adoptResumed(resumed, stores, table, config, owners, writer, staleMs),
     routes: [
-      { method: 'POST', path: '/v1/runs', roles: RUN, handlers: [startRun(runtime, config, table, owners, writer)] },
-      { method: 'GET', path: '/v1/runs/:id', roles: READ_RUN, handlers: [getRun(config, table, records)] },
-      { method: 'DELETE', path: '/v1/runs/:id', roles: RUN, handlers: [cancelRun(config, table, records)] },
-      { method: 'GET', path: '/v1/runs/:id/events', roles: READ_RUN, handlers: [events(config, table)] },
+      { method: 'POST', path: '/v1/runs', roles: RUN, handlers: [startRun(runtime, config, table, writer)] },
+      { method: 'GET', path: '/v1/runs/:id', roles: READ_RUN, handlers: [getRun(config, table, service.records)] },
+      { method: 'DELETE', path: '/v1/runs/:id', roles: RUN, handlers: [cancelRun(config, table, service.records)] },
+      { method: 'GET', path: '/v1/runs/:id/events', roles: READ_RUN, handlers: [runEvents(config, table)] },
     ],
   }
 }
 
-/** Makes `runs.table` the one {@link runsHeld} reports for `app`, and `runs.adopt` its {@link resumeAppRuns}. */
+/** Makes `runs.table` the one {@link runsHeld} reports for `app`. */
 export function holdRuns(app: Hono, runs: ReturnType<typeof runRoutes>): void {
   held.set(app, runs.table)
-  adopters.set(app, runs.adopt)
-}
-
-/**
- * Resumes the durable runs in the runtime's store that no live process holds
- * (`runtime.resumeRuns()`), and puts those started through `POST /v1/runs` back in
- * `app`'s run table under their ids: `GET /v1/runs/:id` and its events follow them to the
- * end (and `DELETE` cancels them). A `/v1/runs` record still `running` whose process died
- * before the run ever parked (no state to resume; no heartbeat for `staleMs`) is ended as
- * `failed` with `INTERRUPTED`. Call it once a process serving the app has started, and
- * every little while (`npm start` does). Returns the resumed runs, and how many of them
- * are `/v1/runs` resources.
- */
-export async function resumeAppRuns(app: Hono, runtime: ToolRuntime, options?: { readonly staleMs?: number }): Promise<{ readonly resumed: readonly ResumedRun[]; readonly adopted: number }> {
-  const resumed = await runtime.resumeRuns(options)
-  const adopt = adopters.get(app)
-  const adopted = adopt === undefined ? 0 : await adopt(resumed, options?.staleMs ?? DEFAULT_STALE_MS)
-  return { resumed, adopted }
 }

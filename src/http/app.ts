@@ -15,8 +15,8 @@ import { checkRuntime, optionsError, resolveServerOptions, serverGate, type Reso
 import { CALL_ID_HEADER, SDK_LANGUAGE_HEADER, apiRoutes } from './_routes.js'
 import { holdRuns, runRoutes } from './_runs.js'
 import type { RunsConfig } from './_runs.js'
-import { resolveRunTableOptions } from './run-table.js'
-import type { RunTableOptions } from './run-table.js'
+import { resolveRunTableOptions } from '../durable/run-table.js'
+import type { RunTableOptions } from '../durable/run-table.js'
 
 /**
  * Options of {@link createToolsApp}; validated at creation (`INVALID_OPTIONS`). The
@@ -58,7 +58,6 @@ function validateOptions(runtime: ToolRuntime, options: ToolsAppOptions): Valida
     approvals: runtime.approvals,
     heartbeatMs,
     runs: resolveRunTableOptions(options.runs, invalidOptions),
-    store: runtime.options.store,
   }
 }
 

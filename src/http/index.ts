@@ -17,10 +17,10 @@ export type {
   SessionLogSubscribeOptions,
 } from './session-log-hub.js'
 export type { ApprovalSettledData } from './_approvals.js'
-export { resumeAppRuns, runsHeld } from './_runs.js'
+export { runsHeld } from './_runs.js'
 export type { RunApproval, RunBody } from './_runs.js'
-export { DEFAULT_MAX_EVENT_BYTES_PER_RUN, DEFAULT_MAX_RUNS, DEFAULT_MAX_RUN_TABLE_BYTES, DEFAULT_RUN_RETENTION_MS } from './run-table.js'
-export type { RunRecordJson, RunStatus, RunTableHeld, RunTableOptions, StoredRunStatus } from './run-table.js'
+export { DEFAULT_MAX_EVENT_BYTES_PER_RUN, DEFAULT_MAX_RUNS, DEFAULT_MAX_RUN_TABLE_BYTES, DEFAULT_RUN_RETENTION_MS } from '../durable/run-table.js'
+export type { RunRecordJson, RunStatus, RunTableHeld, RunTableOptions, StoredRunStatus } from '../durable/run-table.js'
 export { HttpError, httpErrorHandler, httpErrorResponse, httpErrorStatus } from './http-errors.js'
 export type { HttpErrorBody, HttpErrorCode, InternalErrorReporter } from './http-errors.js'
 export { bearerToken, digestsEqual, ROLES, sha256, timingSafeEqualText } from './auth.js'

@@ -18,7 +18,7 @@ export const DEFAULT_MAX_OUTPUT_BYTES = 64 * 1024 * 1024
 export const DEFAULT_SDK_BUDGET_CHARS = 12_000
 
 const MODES = new Set(['native', 'code', 'both'])
-const KNOWN = new Set(['mode', 'codeRuntime', 'approval', 'approvals', 'sessionLog', 'maxParallelSubCalls', 'maxOutputBytes', 'toolOrder', 'sdkBudgetChars', 'preflight', 'preflightEngine', 'store', 'telemetry'])
+const KNOWN = new Set(['mode', 'codeRuntime', 'approval', 'approvals', 'sessionLog', 'maxParallelSubCalls', 'maxOutputBytes', 'toolOrder', 'sdkBudgetChars', 'preflight', 'preflightEngine', 'store', 'telemetry', 'runs'])
 /** The values of `preflight` (the runtime's option and an agent's `preflightMode`). */
 export const PREFLIGHT_MODES: ReadonlySet<string> = new Set(['off', 'warn', 'block'])
 
@@ -209,6 +209,7 @@ export function validateRuntimeOptions(options: unknown): ToolRuntime['options']
     ...(codeRuntime !== undefined ? { codeRuntime: codeRuntime as NonNullable<ToolRuntimeOptions['codeRuntime']> } : {}),
     ...(o.approval !== undefined ? { approval: o.approval as NonNullable<ToolRuntimeOptions['approval']> } : {}),
     ...(o.approvals !== undefined ? { approvals: o.approvals as NonNullable<ToolRuntimeOptions['approvals']> } : {}),
+    ...(o.runs !== undefined ? { runs: o.runs as NonNullable<ToolRuntimeOptions['runs']> } : {}),
     ...(sessionLog !== undefined ? { sessionLog: sessionLog as NonNullable<ToolRuntimeOptions['sessionLog']> } : {}),
     ...(toolOrder !== undefined ? { toolOrder } : {}),
   }

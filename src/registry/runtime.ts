@@ -30,6 +30,7 @@ import { Preflight } from '../preflight/preflight.js'
 import { createPlanApproval } from './plan-approval.js'
 import type { PreflightReport, PreflightRequest } from '../preflight/types.js'
 import { DurableRuns } from '../durable/runs.js'
+import { resolveRunServiceOptions, RunService } from '../durable/run-service.js'
 import { dispatchDefinition } from './dispatch.js'
 import { Telemetry } from '../telemetry/telemetry.js'
 import { createApprovalBroker } from '../approvals/broker.js'
@@ -62,6 +63,22 @@ export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
     // Stryker disable next-line OptionalChaining: a tools/execute wrapper is always handed the dispatch's own view, whose definition is always found
     hooks.execute.add((view, next) => durableRuns.aroundBody(view, dispatchDefinition(view)?.idempotent === true, next), undefined)
   }
+  const runs = new RunService(
+    settings.store,
+    durableRuns,
+    async (staleMs) => {
+      global.assertLive()
+      return durableRuns === undefined
+        ? []
+        : durableRuns.resumeAll(
+            // Stryker disable next-line ConditionalExpression: an execution input whose agent is undefined is read as one without an agent (call.ts)
+            (callId, agent, args, signal, principal, trace) =>
+              context.execute({ callId, name: RUN_CODE_TOOL_NAME, arguments: { ...args }, signal, ...(agent === undefined ? {} : { agent }), ...(principal === undefined ? {} : { principal }), ...(trace === undefined ? {} : { trace }) }),
+            { staleMs },
+          )
+    },
+    resolveRunServiceOptions(settings.runs),
+  )
   // The one context every part receives (each reads the Pick<> it names). Its entries are
   // arrows over parts made right below, which only run once the registry is in use.
   const context: RegistryContext = Object.freeze({
@@ -132,23 +149,18 @@ export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
     assemble: (scope?: ScopeKey) => context.assemble(scope),
     catalog: (scope?: ScopeKey) => context.catalog(scope),
     preflight: runPreflight,
-    resumeRuns: async (resumeOptions?: { readonly staleMs?: number }) => {
-      global.assertLive()
-      if (durableRuns === undefined) return []
-      return durableRuns.resumeAll(
-        // Stryker disable next-line ConditionalExpression: an execution input whose agent is undefined is read as one without an agent (call.ts)
-        (callId, agent, args, signal, principal, trace) =>
-          context.execute({ callId, name: RUN_CODE_TOOL_NAME, arguments: { ...args }, signal, ...(agent === undefined ? {} : { agent }), ...(principal === undefined ? {} : { principal }), ...(trace === undefined ? {} : { trace }) }),
-        resumeOptions,
-      )
-    },
+    resumeRuns: async (resumeOptions?: { readonly staleMs?: number }) => [...(await runs.resume(resumeOptions)).resumed],
+    runs,
     dispose: (): Promise<void> => {
       durableRuns?.close()
+      runs.close()
       context.telemetry?.dispose()
       disposing ??= (async () => {
         // Parked runs' records land before their calls are cancelled: the next process finds them (and their approvals stay open for it).
         await durableRuns?.flushed()
         await context.calls.quiesce(new ToolError('DISPOSED', 'the tool runtime was disposed'))
+        // The tables' runs end after their calls: their last records and snapshots land before the store is let go.
+        await runs.drained()
         // After the calls: a parked run's waiting call leaves its request open in the store for the next process.
         await owned?.dispose()
         agents.disposeAll()

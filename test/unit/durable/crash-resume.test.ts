@@ -121,7 +121,7 @@ describe('a durable run survives kill -9 (npm start on a file store, real proces
     expect((await runStatus(first.url, started.id)).status).toBe('running')
     // The record is written just after the 202: killed before that, there would be nothing to report.
     const files = createFileStore(dataDir)
-    await until(async () => ((await files.get(`http-runs/${started.id}`)) === undefined ? undefined : true), 'the run record on disk')
+    await until(async () => ((await files.get(`run-records/${started.id}`)) === undefined ? undefined : true), 'the run record on disk')
     first.child.kill('SIGKILL')
     await new Promise((resolve) => first.child.once('exit', resolve))
     const second = await server(dataDir)
@@ -171,7 +171,7 @@ describe('a durable run survives kill -9 (npm start on a file store, real proces
     expect(before.map((f) => f.event)).toEqual(['start', 'log', 'dispatch-start', 'dispatch', 'dispatch-start', 'approval'])
     // Parked, and its frames in the store: then the process dies.
     const files = createFileStore(dataDir)
-    await until(async () => ((await files.list('runs/')).entries.length === 1 && (await files.get(`http-run-events/${started.id}`)) !== undefined ? true : undefined), 'the parked run and its events on disk')
+    await until(async () => ((await files.list('runs/')).entries.length === 1 && (await files.get(`run-events/${started.id}`)) !== undefined ? true : undefined), 'the parked run and its events on disk')
     await live.cancel()
     first.child.kill('SIGKILL')
     await new Promise((resolve) => first.child.once('exit', resolve))

@@ -1,6 +1,6 @@
 /**
  * A `/v1/runs` run whose process died before the run ever parked leaves nothing to resume:
- * its record must not say `running` forever. `resumeAppRuns` ends such a record as
+ * its record must not say `running` forever. `runtime.runs.resume()` ends such a record as
  * `failed` with `INTERRUPTED` — and only such a record: a run whose app instance still
  * beats, a run with parked state (another process resumes it) and the app's own runs are
  * left alone. The process-level version (SIGKILL mid-run) is in crash-resume.test.ts.
@@ -10,7 +10,6 @@ import type { CodeRuntime } from '../../../src/code-runtime/contract.js'
 import { createMemoryStore } from '../../../src/durable/index.js'
 import type { DurableStore } from '../../../src/durable/index.js'
 import { runKeySegment } from '../../../src/durable/runs.js'
-import { resumeAppRuns } from '../../../src/http/index.js'
 import type { RunBody } from '../../../src/http/index.js'
 import { AUTH, JSON_AUTH, createFixture } from '../http/fixtures.js'
 
@@ -28,23 +27,23 @@ afterAll(async () => {
 async function leftRunning(store: DurableStore, owner: string | undefined): Promise<string> {
   const id = crypto.randomUUID()
   const record = { id, callId: `http-run-${id}`, status: 'running', createdAt: Date.now() - 5_000, events: { first: 1, last: 1, dropped: 0 }, ...(owner === undefined ? {} : { owner }) }
-  await store.put(`http-runs/${id}`, JSON.stringify(record))
+  await store.put(`run-records/${id}`, JSON.stringify(record))
   return id
 }
 
 function setup() {
   const store = createMemoryStore()
-  const fixture = createFixture({ mode: 'both', codeRuntime, store })
+  const fixture = createFixture({ mode: 'both', codeRuntime, store, runs: { resumeEveryMs: 0 } })
   const get = async (id: string) => (await (await fixture.app.request(`/v1/runs/${id}`, { headers: AUTH })).json()) as RunBody
   return { store, fixture, get }
 }
 
-describe('resumeAppRuns ends the records of runs lost before they parked', () => {
+describe('runtime.runs.resume() ends the records of runs lost before they parked', () => {
   it('a run whose app instance never beat and left no parked state → failed, INTERRUPTED, in the store too', async () => {
     const { store, fixture, get } = setup()
     const id = await leftRunning(store, crypto.randomUUID())
     expect((await get(id)).status).toBe('running')
-    await resumeAppRuns(fixture.app, fixture.runtime, { staleMs: 30_000 })
+    await fixture.runtime.runs.resume({ staleMs: 30_000 })
     const body = await get(id)
     expect(body.status).toBe('failed')
     const result = body.result
@@ -54,7 +53,7 @@ describe('resumeAppRuns ends the records of runs lost before they parked', () =>
       'the run was interrupted: the process running it stopped before the run parked, so there is no state to resume it from; its calls may or may not have taken effect',
     )
     expect(body.settledAt).toBeGreaterThan(0)
-    const stored = JSON.parse((await store.get(`http-runs/${id}`))!.value) as { status: string }
+    const stored = JSON.parse((await store.get(`run-records/${id}`))!.value) as { status: string }
     expect(stored.status).toBe('failed')
     await fixture.runtime.dispose()
   })
@@ -64,7 +63,7 @@ describe('resumeAppRuns ends the records of runs lost before they parked', () =>
     const plain = await leftRunning(store, undefined)
     // Not an owner id this code writes: never turned into a store key, so it reads as silent.
     const hostile = await leftRunning(store, '../../owners/x')
-    await resumeAppRuns(fixture.app, fixture.runtime)
+    await fixture.runtime.runs.resume()
     expect((await get(plain)).status).toBe('failed')
     expect((await get(hostile)).status).toBe('failed')
     await fixture.runtime.dispose()
@@ -74,10 +73,10 @@ describe('resumeAppRuns ends the records of runs lost before they parked', () =>
     const { store, fixture, get } = setup()
     const owner = crypto.randomUUID()
     const id = await leftRunning(store, owner)
-    await store.put(`http-owners/${owner}`, JSON.stringify({ at: Date.now() - 10_000 }))
-    await resumeAppRuns(fixture.app, fixture.runtime, { staleMs: 30_000 })
+    await store.put(`owners/${owner}`, JSON.stringify({ at: Date.now() - 10_000 }))
+    await fixture.runtime.runs.resume({ staleMs: 30_000 })
     expect((await get(id)).status).toBe('running')
-    await resumeAppRuns(fixture.app, fixture.runtime, { staleMs: 5_000 })
+    await fixture.runtime.runs.resume({ staleMs: 5_000 })
     expect((await get(id)).status).toBe('failed')
     await fixture.runtime.dispose()
   })
@@ -87,7 +86,7 @@ describe('resumeAppRuns ends the records of runs lost before they parked', () =>
     const id = await leftRunning(store, crypto.randomUUID())
     // Unreadable as a parked run, so nothing resumes it here: only its presence matters to the sweep.
     await store.put(`runs/${runKeySegment(`http-run-${id}`)}`, 'parked elsewhere')
-    await resumeAppRuns(fixture.app, fixture.runtime, { staleMs: 0 })
+    await fixture.runtime.runs.resume({ staleMs: 0 })
     expect((await get(id)).status).toBe('running')
     await fixture.runtime.dispose()
   })
@@ -98,11 +97,11 @@ describe('resumeAppRuns ends the records of runs lost before they parked', () =>
     const started = (await response.json()) as { id: string }
     expect(response.status, JSON.stringify(started)).toBe(202)
     await fixture.wait.started
-    await resumeAppRuns(fixture.app, fixture.runtime, { staleMs: 0 })
+    await fixture.runtime.runs.resume({ staleMs: 0 })
     expect((await get(started.id)).status).toBe('running')
-    const record = JSON.parse((await store.get(`http-runs/${started.id}`))!.value) as { owner?: string }
+    const record = JSON.parse((await store.get(`run-records/${started.id}`))!.value) as { owner?: string }
     expect(record.owner).toMatch(/^[0-9a-f-]{36}$/)
-    const beat = JSON.parse((await store.get(`http-owners/${record.owner}`))!.value) as { at: number }
+    const beat = JSON.parse((await store.get(`owners/${record.owner}`))!.value) as { at: number }
     expect(Date.now() - beat.at).toBeLessThan(60_000)
     await fixture.app.request(`/v1/runs/${started.id}`, { method: 'DELETE', headers: AUTH })
     await fixture.runtime.dispose()

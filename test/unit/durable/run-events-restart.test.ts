@@ -1,6 +1,6 @@
 /**
  * A `/v1/runs` run's events survive a restart: while it waits for a person its frames are
- * written to the store (`http-run-events/<id>`), and the process that resumes it rebuilds
+ * written to the store (`run-events/<id>`), and the process that resumes it rebuilds
  * its buffer from them under the same ids, then appends `resumed`, so a client's
  * `Last-Event-ID` from before the restart resumes where it was. Two app instances on one
  * memory store, each with its own sandbox, broker and runtime, stand for two processes;
@@ -12,9 +12,9 @@ import { createSandboxRuntime } from '../../../platforms/node/index.js'
 import { createApprovalBroker } from '../../../src/approvals/index.js'
 import { createMemoryStore } from '../../../src/durable/memory-store.js'
 import type { DurableStore } from '../../../src/durable/store.js'
-import { createSessionLogHub, createToolsApp, resumeAppRuns } from '../../../src/http/index.js'
+import { createSessionLogHub, createToolsApp } from '../../../src/http/index.js'
 import type { RunBody, RunTableOptions } from '../../../src/http/index.js'
-import { createRunEventLog, createStoreRunEvents, MAX_RESTORED_EVENT_ID, RUN_EVENTS_PREFIX } from '../../../src/http/run-table.js'
+import { createRunEventLog, createStoreRunEvents, MAX_RESTORED_EVENT_ID, RUN_EVENTS_PREFIX } from '../../../src/durable/run-table.js'
 import { createToolRuntime } from '../../../src/registry/runtime.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
 import type { AnyToolDefinition } from '../../../src/types.js'
@@ -42,7 +42,7 @@ function processOn(store: DurableStore, runs?: RunTableOptions, extra: readonly 
   const codeRuntime = createSandboxRuntime({ memoryMb: 32, prespawn: 0, parkAfterMs: 30 })
   const hub = createSessionLogHub()
   const approvals = createApprovalBroker({ store })
-  const runtime = createToolRuntime({ mode: 'both', codeRuntime, sessionLog: hub, approvals: approvals, store })
+  const runtime = createToolRuntime({ mode: 'both', codeRuntime, sessionLog: hub, approvals: approvals, store, runs: { resumeEveryMs: 0 } })
   const paid: number[] = []
   runtime.register(
     defineTool({
@@ -130,12 +130,12 @@ describe('a /v1/runs run keeps its events across a restart', () => {
     await a.shutdown()
     // The live stream closes without `end` and without the shutdown's own frames (its cut-off call, its DISPOSED result).
     expect(await readUntil(live, () => false)).toEqual([])
-    const stored = JSON.parse((await store.get(`http-runs/${id}`))!.value) as { status: string; events: { last: number } }
+    const stored = JSON.parse((await store.get(`run-records/${id}`))!.value) as { status: string; events: { last: number } }
     expect(stored.status).toBe('running')
     expect(stored.events.last).toBe(7)
 
     const b = processOn(store)
-    const { adopted } = await resumeAppRuns(b.app, b.runtime, { staleMs: 0 })
+    const { adopted } = await b.runtime.runs.resume({ staleMs: 0 })
     expect(adopted).toBe(1)
     // A client that had read up to the first dispatch-start (id 3) reconnects to B.
     const resumed = sseFrames(await b.events(id, 3))
@@ -184,7 +184,7 @@ describe('a /v1/runs run keeps its events across a restart', () => {
     expect(storedBytes).toBeLessThanOrEqual(4096)
 
     const b = processOn(store, runs)
-    expect((await resumeAppRuns(b.app, b.runtime, { staleMs: 0 })).adopted).toBe(1)
+    expect((await b.runtime.runs.resume({ staleMs: 0 })).adopted).toBe(1)
     const body = await b.get(id)
     // The resumed run may have said more already: `resumed` itself is the id after A's last (below).
     expect(body.events.last).toBeGreaterThan(last)
@@ -214,7 +214,7 @@ describe('a /v1/runs run keeps its events across a restart', () => {
     // Another process (or anything else) wrote over the manifest.
     await store.put(`${RUN_EVENTS_PREFIX}${id}`, '{"v":1,"gen":"zz","pieces":3,"bytes":99999999999,"last":7,"dropped":0}')
     const b = processOn(store)
-    expect((await resumeAppRuns(b.app, b.runtime, { staleMs: 0 })).adopted).toBe(1)
+    expect((await b.runtime.runs.resume({ staleMs: 0 })).adopted).toBe(1)
     const frames = await readUntil(sseFrames(await b.events(id, 2)), (frame) => frame.event === 'resumed')
     expect(frames.map((f) => f.event)).toEqual(['gap', 'resumed'])
     expect(frames[0]!.data).toMatchObject({ first: 3, last: seen.length })
@@ -573,13 +573,13 @@ describe('a snapshot leaves the store with its run', () => {
     cleanups.push(() => fixture.runtime.dispose())
     const response = await fixture.app.request('/v1/runs', { method: 'POST', headers: JSON_AUTH, body: JSON.stringify({ code: 'return 1', description: 'quick' }) })
     const { id } = (await response.json()) as { id: string }
-    await until(async () => ((JSON.parse((await store.get(`http-runs/${id}`))?.value ?? '{}') as { status?: string }).status === 'done' ? true : undefined), 'the run to end')
+    await until(async () => ((JSON.parse((await store.get(`run-records/${id}`))?.value ?? '{}') as { status?: string }).status === 'done' ? true : undefined), 'the run to end')
     // Left by an earlier process (or a write a crash interrupted): the eviction of the run removes it.
     await leaveSnapshot(store, id)
     await new Promise((resolve) => setTimeout(resolve, 20))
     // Any lookup sweeps the table: the run is past its retention.
     expect((await fixture.app.request(`/v1/runs/${crypto.randomUUID()}`, { headers: AUTH })).status).toBe(404)
-    await until(async () => ((await store.get(`http-runs/${id}`)) === undefined && (await eventKeys(store)).length === 0 ? true : undefined), 'the record and the snapshot to go')
+    await until(async () => ((await store.get(`run-records/${id}`)) === undefined && (await eventKeys(store)).length === 0 ? true : undefined), 'the record and the snapshot to go')
   })
 
   it('a run ended as lost (INTERRUPTED) by another process loses its snapshot too', async () => {
@@ -588,10 +588,10 @@ describe('a snapshot leaves the store with its run', () => {
     cleanups.push(() => fixture.runtime.dispose())
     const id = crypto.randomUUID()
     const record = { id, callId: `http-run-${id}`, status: 'running', createdAt: Date.now(), events: { first: 1, last: 2, dropped: 0 }, owner: crypto.randomUUID() }
-    await store.put(`http-runs/${id}`, JSON.stringify(record))
+    await store.put(`run-records/${id}`, JSON.stringify(record))
     await leaveSnapshot(store, id)
-    await resumeAppRuns(fixture.app, fixture.runtime, { staleMs: 30_000 })
-    expect((JSON.parse((await store.get(`http-runs/${id}`))!.value) as { status: string }).status).toBe('failed')
+    await fixture.runtime.runs.resume({ staleMs: 30_000 })
+    expect((JSON.parse((await store.get(`run-records/${id}`))!.value) as { status: string }).status).toBe('failed')
     expect(await eventKeys(store)).toEqual([])
   })
 })

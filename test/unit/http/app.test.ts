@@ -827,6 +827,7 @@ describe('routing errors', () => {
       catalog: (scope) => runtime.catalog(scope),
       preflight: (request) => runtime.preflight(request),
       resumeRuns: (options) => runtime.resumeRuns(options),
+      runs: runtime.runs,
       options: runtime.options,
       approvals: runtime.approvals,
       events: runtime.events,

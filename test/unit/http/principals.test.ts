@@ -226,8 +226,8 @@ describe('runs belong to their principal', () => {
     const [request] = await f.pending()
     await f.request(`/v1/approvals/${request!.id}`, PERSON_TOKEN, { body: { decision: 'allow' } })
     expect(await settled(f, asking.id)).toMatchObject({ status: 'done' })
-    await eventually(async () => JSON.parse((await f.store.get(`http-runs/${asking.id}`))?.value ?? '{}').status === 'done')
-    expect(JSON.parse((await f.store.get(`http-runs/${asking.id}`))!.value)).toMatchObject({ principal: 'agent', asked: true })
+    await eventually(async () => JSON.parse((await f.store.get(`run-records/${asking.id}`))?.value ?? '{}').status === 'done')
+    expect(JSON.parse((await f.store.get(`run-records/${asking.id}`))!.value)).toMatchObject({ principal: 'agent', asked: true })
     expect(((await (await f.request(`/v1/runs/${asking.id}`, PERSON_TOKEN)).json()) as { status: string }).status).toBe('done')
     // The stored record says it asked: another app on the store lets the person read it too.
     const other = createToolsApp(f.runtime, { tokens: ROLE_TOKENS })

@@ -10,10 +10,10 @@ import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { describe, expect, it } from 'vitest'
 import { createMemoryStore } from '../../../src/durable/index.js'
+import type { DurableStore } from '../../../src/durable/index.js'
 import { createToolsApp, runsHeld } from '../../../src/http/index.js'
 import type { RunBody, RunRecordJson, ToolsAppOptions } from '../../../src/http/index.js'
-import type { DurableStore } from '../../../src/durable/store.js'
-import { utf8Length } from '../../../src/http/run-table.js'
+import { utf8Length } from '../../../src/durable/run-table.js'
 import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
 import { until } from '../approvals/helpers.js'
@@ -287,7 +287,7 @@ describe('/v1/runs: admission and the request checks of POST /v1/run', () => {
     expect(f.wait.aborted).toBe(1)
     let stored: RunRecordJson | undefined
     for (const deadline = Date.now() + 10_000; stored?.status !== 'failed' && Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 5))) {
-      const entry = await store.get(`http-runs/${id}`)
+      const entry = await store.get(`run-records/${id}`)
       stored = entry === undefined ? undefined : (JSON.parse(entry.value) as RunRecordJson)
     }
     expect(stored).toMatchObject({ status: 'failed', result: { isError: true } })
@@ -322,7 +322,7 @@ describe('/v1/runs with a durable store', () => {
     let stored: RunRecordJson | undefined
     const deadline = Date.now() + 10_000
     while (stored?.status !== 'done' && Date.now() < deadline) {
-      const entry = await store.get(`http-runs/${id}`)
+      const entry = await store.get(`run-records/${id}`)
       stored = entry === undefined ? undefined : (JSON.parse(entry.value) as RunRecordJson)
       await new Promise((resolve) => setTimeout(resolve, 5))
     }
@@ -338,7 +338,7 @@ describe('/v1/runs with a durable store', () => {
     // A record that is not one (unreadable, another id, a status we never write) is absent, not a 500.
     for (const junk of ['{not json', JSON.stringify({ ...stored, id: crypto.randomUUID() }), JSON.stringify({ ...stored, status: 'waiting' }), 'null']) {
       const forged = crypto.randomUUID()
-      await store.put(`http-runs/${forged}`, junk.replace(/"id":"[^"]+"/, (m) => (m.includes(id) ? `"id":"${forged}"` : m)))
+      await store.put(`run-records/${forged}`, junk.replace(/"id":"[^"]+"/, (m) => (m.includes(id) ? `"id":"${forged}"` : m)))
       const answer = await other.request(`/v1/runs/${forged}`, { headers: AUTH })
       expect(answer.status, junk).toBe(404)
       expect((await errorOf(answer)).code).toBe('RUN_NOT_FOUND')
@@ -348,8 +348,8 @@ describe('/v1/runs with a durable store', () => {
     const next = await f.start('return 1')
     await f.ended(next.id)
     const deadline2 = Date.now() + 10_000
-    while ((await store.get(`http-runs/${id}`)) !== undefined && Date.now() < deadline2) await new Promise((resolve) => setTimeout(resolve, 5))
-    expect(await store.get(`http-runs/${id}`)).toBeUndefined()
+    while ((await store.get(`run-records/${id}`)) !== undefined && Date.now() < deadline2) await new Promise((resolve) => setTimeout(resolve, 5))
+    expect(await store.get(`run-records/${id}`)).toBeUndefined()
     expect((await other.request(`/v1/runs/${id}`, { headers: AUTH })).status).toBe(404)
   })
 })

@@ -6,9 +6,9 @@
  */
 import { describe, expect, it } from 'vitest'
 import { createMemoryStore } from '../../../src/durable/memory-store.js'
-import { createRunEventLog, createRunTable, createStoreRunRecords, interruptedRunResult, resolveRunTableOptions, utf8Length } from '../../../src/http/run-table.js'
-import type { RunRecordJson } from '../../../src/http/run-table.js'
-import type { ResolvedRunTableOptions, TableRun } from '../../../src/http/run-table.js'
+import { createRunEventLog, createRunTable, createStoreRunRecords, interruptedRunResult, resolveRunTableOptions, utf8Length } from '../../../src/durable/run-table.js'
+import type { RunRecordJson } from '../../../src/durable/run-table.js'
+import type { ResolvedRunTableOptions, TableRun } from '../../../src/durable/run-table.js'
 import type { ToolExecutionResult } from '../../../src/types.js'
 
 const ok = (value: unknown): ToolExecutionResult => ({ isError: false, value, content: [] }) as unknown as ToolExecutionResult
@@ -319,13 +319,13 @@ describe('run records in a store (createStoreRunRecords)', () => {
     ...over,
   })
 
-  it('round-trips a record under http-runs/<id>; lists ids without the prefix; delete removes it', async () => {
+  it('round-trips a record under run-records/<id>; lists ids without the prefix; delete removes it', async () => {
     const store = createMemoryStore()
     const records = createStoreRunRecords(store)
     await records.put(record())
     await records.put(record({ id: 'r2' }))
     expect(await records.get('r1')).toEqual(record())
-    expect(JSON.parse((await store.get('http-runs/r1'))!.value)).toEqual(record())
+    expect(JSON.parse((await store.get('run-records/r1'))!.value)).toEqual(record())
     expect(await records.list(10)).toEqual(['r1', 'r2'])
     expect(await records.list(1)).toEqual(['r1'])
     await records.delete('r1')
@@ -369,16 +369,16 @@ describe('run records in a store (createStoreRunRecords)', () => {
       ['events a string', JSON.stringify({ ...good, events: 'x' })],
     ]
     for (const [name, value] of variants) {
-      await store.put('http-runs/r1', value)
+      await store.put('run-records/r1', value)
       expect(await records.get('r1'), name).toBeUndefined()
     }
     // Controls: each status, and a record without an owner, read back.
     for (const status of ['running', 'done', 'failed', 'cancelled'] as const) {
-      await store.put('http-runs/r1', JSON.stringify({ ...good, status }))
+      await store.put('run-records/r1', JSON.stringify({ ...good, status }))
       expect((await records.get('r1'))?.status).toBe(status)
     }
     const { owner: _owner, ...unowned } = good
-    await store.put('http-runs/r1', JSON.stringify(unowned))
+    await store.put('run-records/r1', JSON.stringify(unowned))
     expect(await records.get('r1')).toEqual(unowned)
   })
 

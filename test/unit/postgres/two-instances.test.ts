@@ -119,7 +119,7 @@ describe.skipIf(skip !== undefined)(`two npm start instances on one PostgreSQL d
     try {
       const store = createPostgresStore({ pool })
       const { callId } = (await runStatus(a.url, id)) as unknown as { callId: string }
-      const parked = async () => (await store.get(`runs/${runKeySegment(callId)}`)) !== undefined && (await store.get(`http-run-events/${id}`)) !== undefined
+      const parked = async () => (await store.get(`runs/${runKeySegment(callId)}`)) !== undefined && (await store.get(`run-events/${id}`)) !== undefined
       await until(async () => ((await parked()) ? true : undefined), 'the parked run and its events in PostgreSQL')
     } finally {
       await pool.end()

@@ -21,7 +21,7 @@
  *
  * @module
  */
-import type { DurableStore } from '../durable/store.js'
+import type { DurableStore } from './store.js'
 import type { ScopeKey, ToolExecutionResult } from '../types.js'
 
 /** A run's state as `GET /v1/runs/:id` reports it (`waiting` is `running` with pending approvals). */
@@ -347,10 +347,10 @@ export interface RunRecordJson {
 }
 
 /**
- * Where an app instance with a store says it is alive while it runs `/v1/runs` runs:
- * `http-owners/<owner>` holds `{ "at": <epoch ms> }`, rewritten every few seconds.
+ * Where a process with a store says it is alive while it runs or parks runs (one heartbeat per process):
+ * `owners/<owner>` (the runtime's heartbeat, docs/durability.md) holds `{ "at": <epoch ms> }`, rewritten every few seconds.
  */
-export const RUN_OWNER_PREFIX = 'http-owners/'
+export const RUN_OWNER_PREFIX = 'owners/'
 
 /**
  * The result of a run that nothing can finish: its process (or Durable Object) stopped
@@ -386,12 +386,12 @@ export function runRecord(run: TableRun): RunRecordJson {
   }
 }
 
-const RUN_KEY_PREFIX = 'http-runs/'
+const RUN_KEY_PREFIX = 'run-records/'
 const STORED_STATUSES: readonly StoredRunStatus[] = ['running', 'done', 'failed', 'cancelled']
 
 /**
  * A {@link RunRecordStore} over a `DurableStore` (`createMemoryStore()`, a file store, a
- * Durable Object's storage): one key `http-runs/<id>` per run. A record too large for the
+ * Durable Object's storage): one key `run-records/<id>` per run. A record too large for the
  * store's value cap is kept without its result (`result` is then only in memory).
  */
 export function createStoreRunRecords(store: DurableStore): RunRecordStore {
@@ -434,10 +434,10 @@ export function createStoreRunRecords(store: DurableStore): RunRecordStore {
 
 /**
  * Where a `/v1/runs` run's event frames are kept for the process that resumes it after a
- * restart: `http-run-events/<id>` (a small manifest) and `http-run-events/<id>/<gen>.<n>`
+ * restart: `run-events/<id>` (a small manifest) and `run-events/<id>/<gen>.<n>`
  * (the frames' JSON, cut into pieces each within any store's value cap).
  */
-export const RUN_EVENTS_PREFIX = 'http-run-events/'
+export const RUN_EVENTS_PREFIX = 'run-events/'
 
 /** Where a run's frames go across a restart (one snapshot per run, replaced whole). */
 export interface RunEventStore {

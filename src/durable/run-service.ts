@@ -1,0 +1,222 @@
+/**
+ * `runtime.runs`: what the runtime keeps of its runs in the store (records, event snapshots,
+ * one heartbeat per process), its resume loop, and its in-flight writes, drained on dispose.
+ * Tables that show runs (the HTTP app's) attach to it. docs/durability.md.
+ * @module
+ */
+import { ToolError } from '../errors.js'
+import { createStoreRunEvents, createStoreRunRecords, interruptedRunResult } from './run-table.js'
+import type { RunEventStore, RunRecordJson, RunRecordStore } from './run-table.js'
+import { parkedIn } from './runs.js'
+import type { DurableRuns, ResumedRun } from './runs.js'
+import type { DurableStore } from './store.js'
+
+/** Options of the runtime's runs (`createToolRuntime({ runs })`). */
+export interface RunServiceOptions {
+  /**
+   * How often a runtime holding a store, with a table of runs attached (`createToolsApp`),
+   * resumes the runs no live process holds; 0: never on its own (call `runtime.resumeRuns()`).
+   * Default 10,000 ms.
+   */
+  readonly resumeEveryMs?: number
+  /** How long a process may stay silent before its runs count as left. Default 30,000 ms. */
+  readonly staleMs?: number
+}
+
+/** The runs one sweep resumed, each handed to at most one table. */
+export interface ResumedRunPool {
+  /** How many were resumed (taken or not). */
+  readonly size: number
+  /** The resumed run of `callId`, once: a second take answers `undefined`. */
+  take(callId: string): ResumedRun | undefined
+}
+
+/** A table that shows runs (the HTTP app's `/v1/runs`): it takes back the resumed runs it started. */
+export interface RunTableLink {
+  /** Takes the runs of `resumed` it knows; ends the records of its runs lost before they parked. How many it took. */
+  adopt(resumed: ResumedRunPool, staleMs: number): Promise<number>
+}
+
+/** What one resume sweep did. */
+export interface RunsResumed {
+  readonly resumed: readonly ResumedRun[]
+  /** How many of them an attached table took back (`/v1/runs` runs). */
+  readonly adopted: number
+}
+
+/** Starts a stored run's `run_code` call again (the runtime's execution). */
+type ResumeAll = (staleMs: number) => Promise<ResumedRun[]>
+
+const DEFAULT_RESUME_EVERY_MS = 10_000
+const DEFAULT_STALE_MS = 30_000
+const MAX_TIMER_MS = 2_147_483_647
+
+function checkMs(value: unknown, name: string, min: number): number | undefined {
+  if (value === undefined) return undefined
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > MAX_TIMER_MS) {
+    throw new ToolError('INVALID_OPTIONS', `createToolRuntime: runs.${name} must be an integer from ${min} to ${MAX_TIMER_MS} (ms)`)
+  }
+  return value
+}
+
+/** Validates `createToolRuntime({ runs })`. */
+export function resolveRunServiceOptions(options: unknown): Required<RunServiceOptions> {
+  if (options !== undefined && (typeof options !== 'object' || options === null)) throw new ToolError('INVALID_OPTIONS', 'createToolRuntime: runs must be an object')
+  const o = (options ?? {}) as RunServiceOptions
+  return { resumeEveryMs: checkMs(o.resumeEveryMs, 'resumeEveryMs', 0) ?? DEFAULT_RESUME_EVERY_MS, staleMs: checkMs(o.staleMs, 'staleMs', 0) ?? DEFAULT_STALE_MS }
+}
+
+/** The runtime's runs: their store side, one per runtime (`runtime.runs`). */
+export class RunService {
+  readonly #store: DurableStore | undefined
+  readonly #durable: DurableRuns | undefined
+  readonly #resumeAll: ResumeAll
+  readonly #options: Required<RunServiceOptions>
+  readonly #links = new Set<RunTableLink>()
+  /** Work whose end a dispose waits for: each run's ordered writes, and the tables' runs as they end. */
+  readonly #writes = new Map<string, Promise<void>>()
+  readonly #work = new Set<Promise<unknown>>()
+  #loop: ReturnType<typeof setInterval> | undefined
+  #closed = false
+  /** The store side of the tables' runs (absent without a store). */
+  readonly records: RunRecordStore | undefined
+
+  constructor(store: DurableStore | undefined, durable: DurableRuns | undefined, resumeAll: ResumeAll, options: Required<RunServiceOptions>) {
+    this.#store = store
+    this.#durable = durable
+    this.#resumeAll = resumeAll
+    this.#options = options
+    this.records = store === undefined ? undefined : createStoreRunRecords(store)
+  }
+
+  /** Whether runs outlive this process (the runtime has a store). */
+  get durable(): boolean {
+    return this.#store !== undefined
+  }
+
+  /** This process's id in the store: the `owner` of the runs it runs. */
+  get owner(): string {
+    return this.#durable?.owner ?? ''
+  }
+
+  /** Where a table keeps each run's newest event frames (`maxBytes` each) for the process that resumes it. */
+  events(maxBytes: number): RunEventStore | undefined {
+    return this.#store === undefined ? undefined : createStoreRunEvents(this.#store, maxBytes)
+  }
+
+  /** A run started here: the process's heartbeat says so from now on (one per process, shared with parked runs). */
+  hold(): void {
+    this.#durable?.beat()
+  }
+
+  /** Whether the process `owner` said it was alive less than `staleMs` ago. */
+  alive(owner: string, staleMs: number): Promise<boolean> {
+    return this.#durable === undefined ? Promise.resolve(false) : this.#durable.alive(owner, staleMs)
+  }
+
+  /** Whether the run of `callId` is parked in the store (some process will resume it); `false` when it cannot be read. */
+  async parked(callId: string): Promise<boolean> {
+    return this.#parked(callId).catch(() => false)
+  }
+
+  async #parked(callId: string): Promise<boolean> {
+    return this.#store !== undefined && (await parkedIn(this.#store, callId))
+  }
+
+  /** Queues `write` after the earlier writes of run `id`; a dispose waits for it. Rejects as `write` does. */
+  queue(id: string, write: () => Promise<void>): Promise<void> {
+    const next = (this.#writes.get(id) ?? Promise.resolve()).catch(() => undefined).then(write)
+    const settled = next.then(
+      () => undefined,
+      () => undefined,
+    )
+    this.#writes.set(id, settled)
+    void settled.then(() => {
+      if (this.#writes.get(id) === settled) this.#writes.delete(id)
+    })
+    return next
+  }
+
+  /** Work a dispose waits for (a table's run as it ends, and the writes that follows). */
+  track(work: Promise<unknown>): void {
+    const tracked = work.then(
+      () => undefined,
+      () => undefined,
+    )
+    this.#work.add(tracked)
+    void tracked.then(() => this.#work.delete(tracked))
+  }
+
+  /** Resolves once every tracked run and queued write has landed, those queued meanwhile included. */
+  async drained(): Promise<void> {
+    while (this.#work.size > 0 || this.#writes.size > 0) await Promise.all([...this.#work, ...this.#writes.values()])
+  }
+
+  /**
+   * Attaches a table: resumed runs are handed to it. With a store and `resumeEveryMs`, the
+   * first attach starts the resume loop (a sweep now, then every `resumeEveryMs`).
+   * Returns the detach.
+   */
+  attach(link: RunTableLink): () => void {
+    this.#links.add(link)
+    if (this.#store !== undefined && this.#options.resumeEveryMs > 0 && this.#loop === undefined && !this.#closed) {
+      const sweep = (): void => {
+        this.resume().catch((error: unknown) => console.error('resuming runs failed:', error))
+      }
+      // After the caller's synchronous set-up (its tools registered, its app built).
+      setTimeout(sweep, 0)
+      this.#loop = setInterval(sweep, this.#options.resumeEveryMs)
+      ;(this.#loop as { unref?: () => void }).unref?.()
+    }
+    return () => void this.#links.delete(link)
+  }
+
+  /**
+   * Claims and resumes the stored runs no live process holds (silent for `staleMs`), and
+   * hands them to the attached tables, which end the records of their runs lost before
+   * they parked.
+   */
+  async resume(options?: { readonly staleMs?: number }): Promise<RunsResumed> {
+    const staleMs = options?.staleMs ?? this.#options.staleMs
+    if (this.#closed) return { resumed: [], adopted: 0 }
+    return this.adopt(await this.#resumeAll(staleMs), staleMs)
+  }
+
+  /** Hands `resumed` (runs this process resumed) to the attached tables, each run to at most one; they end their lost runs' records. */
+  async adopt(resumed: readonly ResumedRun[], staleMs = this.#options.staleMs): Promise<RunsResumed> {
+    const left = new Map(resumed.map((run) => [run.callId, run]))
+    const pool: ResumedRunPool = {
+      size: resumed.length,
+      take: (callId) => {
+        const run = left.get(callId)
+        left.delete(callId)
+        return run
+      },
+    }
+    let adopted = 0
+    for (const link of this.#links) adopted += await link.adopt(pool, staleMs)
+    return { resumed, adopted }
+  }
+
+  /**
+   * Ends `record` as `failed` (`INTERRUPTED`) when nothing will finish its run: `running`,
+   * not parked, and its process silent for `staleMs`. Whether it did.
+   */
+  async settleIfLost(record: RunRecordJson, events: RunEventStore | undefined, staleMs: number): Promise<boolean> {
+    if (this.records === undefined || record.status !== 'running' || record.owner === this.owner) return false
+    // A store that cannot say is no proof of a loss: the read's failure goes to the caller.
+    if (await this.#parked(record.callId)) return false
+    if (record.owner !== undefined && (await this.alive(record.owner, staleMs))) return false
+    await this.records.put({ ...record, status: 'failed', settledAt: Date.now(), result: interruptedRunResult('the process running it') })
+    // Nobody will stream its frames again: a snapshot it left goes.
+    await events?.delete(record.id)
+    return true
+  }
+
+  /** The runtime is being disposed: no more sweeps. */
+  close(): void {
+    this.#closed = true
+    clearInterval(this.#loop)
+    this.#loop = undefined
+  }
+}
