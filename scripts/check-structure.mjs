@@ -64,7 +64,6 @@ const LONG_HEADER_PENDING = new Set([
   'src/http/_runs.ts',
   'src/http/_sse-sender.ts',
   'src/http/auth.ts',
-  'src/http/run-table.ts',
   'src/mcp/_elicitation.ts',
   'src/mcp/content.ts',
   'src/mcp/import.ts',

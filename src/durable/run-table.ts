@@ -1,24 +1,7 @@
 /**
- * The table behind `/v1/runs`: the runs a client started in the background, each with its
- * bounded buffer of event frames, kept until they are evicted. Platform-neutral (web
- * standards only); the routes are `_runs.ts`.
- *
- * Bounds (the host is part of the boundary, so everything a run leaves behind is counted):
- * - each run's event frames are held up to `maxEventBytesPerRun` UTF-8 bytes; past it the
- *   oldest frames are dropped (a reconnecting client is told which ids it missed);
- * - the table holds at most `maxRuns` runs and `maxBytes` bytes of frames and results;
- *   finished runs are evicted oldest-first past either budget or `retentionMs` after they
- *   ended; running runs are never evicted, so a table full of them refuses new runs;
- * - nothing is created for an id that is not in the table (a lookup allocates nothing).
- * Eviction is swept on every admission and lookup: no timer, so the table works where a
- * timer outliving its request is not allowed (workerd).
- *
- * A run's record (everything but its live parts) serializes as {@link RunRecordJson}; a
- * {@link RunRecordStore} receives it on every change, so a durable backend
- * ({@link createStoreRunRecords} over a `DurableStore`) can keep runs past their process;
- * a {@link RunEventStore} ({@link createStoreRunEvents}) keeps a bounded snapshot of a
- * run's frames, from which a resumed run's buffer is rebuilt under the same ids.
- *
+ * The table behind `/v1/runs`: each run with its bounded buffer of event frames, kept until
+ * evicted (maxRuns, bytes, retention; running runs never), and the store side of its records
+ * and event snapshots. Bounds and formats: docs/http-api.md, "Runs as resources".
  * @module
  */
 import type { DurableStore } from './store.js'
