@@ -149,7 +149,10 @@ export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
     assemble: (scope?: ScopeKey) => context.assemble(scope),
     catalog: (scope?: ScopeKey) => context.catalog(scope),
     preflight: runPreflight,
-    resumeRuns: async (resumeOptions?: { readonly staleMs?: number }) => [...(await runs.resume(resumeOptions)).resumed],
+    resumeRuns: async (resumeOptions?: { readonly staleMs?: number }) => {
+      global.assertLive()
+      return [...(await runs.resume(resumeOptions)).resumed]
+    },
     runs,
     dispose: (): Promise<void> => {
       durableRuns?.close()
