@@ -102,10 +102,10 @@ describe('unknown top-level body fields are refused, naming the field and the ex
     const { app } = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime() })
     expect(await errorOf(await app.request('/v1/run', post({ source: 'return 1', description: 'd' })))).toEqual({
       code: 'INVALID_REQUEST',
-      message: 'unknown field "source" in the request body (expected: code, description, agent)',
+      message: 'unknown field "source" in the request body (expected: code, description, agent, language)',
     })
     expect((await errorOf(await app.request('/v1/run', post({ code: 'return 1', descripton: 'd' })))).message).toBe(
-      'unknown field "descripton" in the request body (did you mean "description"? expected: code, description, agent)',
+      'unknown field "descripton" in the request body (did you mean "description"? expected: code, description, agent, language)',
     )
     const ok = await app.request('/v1/run', post({ code: 'return 1', description: 'd' }))
     expect(ok.status).toBe(200)
