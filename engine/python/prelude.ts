@@ -1,7 +1,6 @@
 /**
  * The Python run in every fresh MicroPython interpreter before its program: the `tools`
- * namespaces, `ToolCallError`, lossless JSON checks, the import allowlist, and the two
- * entry points the thread calls (`_ty_start`, `_ty_deliver`).
+ * namespaces, `ToolCallError`, JSON checks, the import allowlist and the thread's entry points.
  *
  * @module
  */

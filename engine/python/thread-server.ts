@@ -1,7 +1,6 @@
 /**
- * The inside of a Python sandbox thread: a fresh MicroPython interpreter per run, built
- * while the thread is idle, speaking the same thread protocol as the QuickJS thread
- * (src/code-runtime/sandbox-protocol.ts), so the pooled host drives both unchanged.
+ * The inside of a Python sandbox thread: a fresh MicroPython interpreter per run, speaking
+ * the QuickJS thread's protocol (src/code-runtime/sandbox-protocol.ts).
  *
  * @module
  */

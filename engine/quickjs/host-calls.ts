@@ -1,16 +1,6 @@
 /**
- * A direct path for the VM's calls into its host functions (`post`, `timer`, `host`):
- * every binding call a program makes crosses it once. quickjs-emscripten routes each such
- * call through a generator-based scope built for its asyncified variants (a `Scope`, a
- * generator, promise checks per call): measured on this machine at 12-20 µs a call,
- * against 2-5 µs for the same work done directly (`npm run bench:sub-call` prints both).
- * The sync variant never suspends, so the direct path does what the library's does,
- * minus that machinery: look the function up by id, lend it the arguments as borrowed
- * handles, hand back a duplicate of its result (or throw its error into the VM).
- *
- * It replaces one function of the library's per-context callbacks (a private field),
- * so it checks their shape first and leaves the library's path in place when anything
- * differs: slower, never wrong.
+ * A direct path for the VM's calls into its host functions, minus quickjs-emscripten's
+ * asyncify machinery; falls back to the library's path when its shape differs.
  *
  * @module
  */

@@ -1,11 +1,6 @@
 /**
- * The inside of a sandbox thread: QuickJS runs here, one program at a time, so the
- * host's event loop never waits for a program. Platform-neutral: the Node and browser
- * thread entries hand it their channel to the host and the QuickJS variant.
- *
- * No program code ever runs in this thread's own realm (programs run in the VM), so
- * the channel to the host is trusted in both directions. Between runs the thread
- * builds the next run's sandbox, so a run pays only for its program.
+ * The inside of a sandbox thread: QuickJS runs here one program at a time, and builds the
+ * next run's sandbox between runs. Platform-neutral; programs never run in its realm.
  *
  * @module
  */

@@ -1,26 +1,6 @@
 /**
- * Memory images of a booted QuickJS sandbox: the bytes of one sandbox's wasm memory
- * taken once its in-VM script is installed and before any program exists, so that the
- * next sandboxes are made by copying those bytes into a fresh instance's fresh memory
- * instead of creating a runtime and context and evaluating the script again.
- *
- * Why a copy is the same VM: the QuickJS wasm keeps all of its state in its linear
- * memory (imported, so every instance gets its own) and in one mutable global, the
- * stack pointer, which is back at its initial value whenever control is on the host
- * (every call into the wasm unwinds it). The function table holds only the module's
- * own functions. So a fresh instance of the same module whose memory holds the same
- * bytes is, to the wasm, the booted VM: same runtime and context pointers, same limits
- * (memory, stack, interrupt handler flag), same heap. Only the host side is rebuilt:
- * the library's runtime/context wrappers and the host functions' ids (`engine.ts`).
- *
- * Why only some bytes: a fresh memory is all zeros, and the image records only the
- * 4 KiB chunks that are not zero in the booted VM or in a fresh instance right after
- * its constructors ran (the C constructors and the data segments are deterministic;
- * restoring copies over whatever they wrote). Every other chunk is zero on both sides.
- * The stack sits below the heap in this build (~5 MiB, mostly never touched), so this
- * copies ~1-2 MiB where the whole used memory would be ~7 MiB.
- *
- * Platform-neutral: `WebAssembly.Memory` and typed arrays only.
+ * Memory images of a booted QuickJS sandbox: the non-zero 4 KiB chunks of its wasm memory,
+ * copied into a fresh instance instead of booting again (docs/runtimes.md).
  *
  * @module
  */

@@ -1,10 +1,6 @@
 /**
- * Drives one QuickJS sandbox through one run: the only place VM code is entered.
- * Messages for the VM are queued and delivered from the drive loop, never re-entrantly;
- * VM timers are host timers; the interrupt handler enforces the compute budget (and the
- * wall ceiling, for clocks that freeze during synchronous code) and polls an external
- * stop request. Used inline by `createQuickJsRuntime` and inside each sandbox thread of
- * `createSandboxRuntime`; what the run's messages mean is the host session's business.
+ * Drives one QuickJS sandbox through one run, the only place VM code is entered: queued
+ * messages, host timers, and the interrupt handler that enforces the budgets.
  *
  * @module
  */

@@ -1,11 +1,6 @@
 /**
- * `createSandboxRuntime` for browsers: the sandbox runtime (`src/code-runtime/sandbox-runtime.ts`)
- * on module Web Workers. This file only says how to start a worker and how big the
- * machine is; everything else is shared with Node.
- *
- * Nothing of the page reaches a program: the worker realm runs only our thread code,
- * and the program runs inside QuickJS with the sandbox's fixed globals, so `fetch` with
- * the page's origin, cookies, storage and the DOM are out of its reach.
+ * `createSandboxRuntime` for browsers: the shared sandbox runtime on module Web Workers. This
+ * file only starts workers and sizes the machine.
  *
  * @module
  */

@@ -1,12 +1,6 @@
 /**
- * The browser sandbox thread: a module Web Worker that runs QuickJS for the sandbox
- * runtime. It only connects its own message channel to the platform-neutral thread
- * server: no program code ever runs in this worker's realm (programs run in the VM),
- * so the channel is trusted both ways.
- *
- * Bundle it as its own file next to the page's script as `sandbox-worker-entry.js` (the
- * runtime's default `workerUrl`), with QuickJS's `emscripten-module.wasm` beside it
- * unless you pass `wasmModule` (scripts/build-demo.mjs does both).
+ * The browser sandbox thread: a module Web Worker serving the thread server. Bundle it as
+ * `sandbox-worker-entry.js` beside the page, with QuickJS's wasm (scripts/build-demo.mjs).
  *
  * @module
  */

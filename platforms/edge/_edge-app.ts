@@ -1,8 +1,6 @@
 /**
- * What the edge Worker (worker.ts) and its Durable Objects (run-object.ts, run-index.ts)
- * share: the bindings they read, the Code Mode budgets, the tools app built from the
- * token and CORS settings, and the small local shapes of Cloudflare's bindings (no
- * Cloudflare typings are imported). Private to platforms/edge.
+ * What the edge Worker and its Durable Objects share: bindings, Code Mode budgets, the tools
+ * app and local shapes of Cloudflare's bindings. Private to platforms/edge.
  *
  * @module
  */

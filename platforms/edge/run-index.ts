@@ -1,14 +1,6 @@
 /**
- * `ToolyardRunIndex`: one named Durable Object (`env.RUN_INDEX`, name `index`) that holds
- * what must be found across runs: every run's pending approvals (the approval brokers of
- * the Worker and of each `ToolyardRun` object keep their records here, so `GET
- * /v1/approvals` on any isolate lists them all and a decision taken anywhere is one
- * compare-and-set here), and which run object owns a run's call id (so the Worker can
- * forward a decision to that object). It is a `DurableStore` served over `fetch`:
- * {@link createIndexStore} is the client. docs/deployment.md, "Durable runs".
- *
- * Only the Worker and the run objects reach it (a Durable Object has no public URL); no
- * client request is ever forwarded to it.
+ * `ToolyardRunIndex`: the Durable Object holding every run's pending approvals and which run
+ * object owns a call id; a `DurableStore` over `fetch` (docs/deployment.md).
  *
  * @module
  */

@@ -1,28 +1,6 @@
 /**
- * `ToolyardRun`: the Durable Object that owns ONE `/v1/runs` run at the edge (bound as
- * `RUNS` in wrangler.toml). The Worker names it by the run's public id (`idFromName`) and
- * forwards the run's requests to it: `POST /v1/runs`, `GET /v1/runs/:id`,
- * `GET /v1/runs/:id/events`, `DELETE /v1/runs/:id`. Inside, the same tools app as
- * everywhere (`createToolsApp`) over a registry built once per object instance:
- *
- * - the demo tools, whose workspace is this object's (saved in its storage by the writing
- *   tools before they return, so a restart keeps what a run wrote);
- * - Code Mode on QuickJS inline, which parks a run whose only unsettled work is an
- *   approval (the VM is released, its journal saved);
- * - `createToolRuntime({ store })` over this object's storage (`createDurableObjectStore`):
- *   the parked run's journal, its sub-calls' records and its HTTP record live here;
- * - an approval broker over the run index (run-index.ts), so every isolate lists this
- *   run's approvals; the Worker forwards a decision on one to this object, whose broker
- *   hands it to the waiting call at once; `write_file` and `edit_file` ask, as in `npm start`.
- *
- * When the object was evicted or restarted, its next request (a decision the Worker
- * forwards included) or alarm resumes the run from its storage (`runtime.resumeRuns({ staleMs: 0 })`: one object is one run, nobody
- * else can hold it): the program is replayed from its journal (no completed call runs
- * again), its asking call re-attaches to its approval in the index, and a decision taken
- * meanwhile finishes it. An alarm at each approval's expiry wakes the object so an
- * expired approval ends its run even when nobody asks.
- *
- * docs/deployment.md, "Durable runs".
+ * `ToolyardRun`: the Durable Object that owns one `/v1/runs` run at the edge and resumes it
+ * from its storage after eviction (docs/deployment.md, "Durable runs").
  *
  * @module
  */

@@ -1,20 +1,6 @@
 /**
- * The Cloudflare Worker entry (see wrangler.toml): the same registry, demo tools and
- * HTTP API as `npm start`, with Code Mode on QuickJS wasm (workerd has no `Worker` and
- * forbids `eval`). The bearer tokens come from two secrets: `TOOLYARD_TOKEN` (agents: role
- * `run`) and `TOOLYARD_APPROVER_TOKEN` (a person: `run` + `approve`), each set with
- * `npx wrangler secret put <NAME>`; without either, or with a malformed one, every `/v1`
- * route but `/v1/health` answers 503 `NOT_CONFIGURED` rather than serving an open API.
- *
- * With the Durable Object bindings of wrangler.toml (`RUNS`, `RUN_INDEX`), runs are
- * durable: each `/v1/runs` run lives in its own `ToolyardRun` object (run-object.ts), which
- * the Worker names by the run's id and forwards the run's requests to; pending approvals
- * of every run live in the `ToolyardRunIndex` object (run-index.ts), through which this
- * Worker lists them (`GET /v1/approvals`) and finds the object a decision
- * (`POST /v1/approvals/:id`) goes to. `write_file` and `edit_file` ask a person, as in `npm start`.
- * Without the bindings, runs live in the isolate that started them and nothing asks.
- *
- * docs/deployment.md explains deploying it, the bindings and the platform limits.
+ * The Cloudflare Worker entry: the `npm start` registry and HTTP API with Code Mode on
+ * QuickJS wasm, durable runs through `RUNS` and `RUN_INDEX` (docs/deployment.md).
  *
  * @module
  */

@@ -1,25 +1,6 @@
 /**
- * `spawnCappedWorker`: a `worker_threads` Worker whose `resourceLimits` heap caps hold even
- * when the process was started with `--max-old-space-size` or `--max-heap-size` (on the
- * command line or in `NODE_OPTIONS`, as many production services are).
- *
- * Why: V8's heap flags are process-wide and take precedence over the limits a Worker asks
- * for (nodejs/node#43991, documented in Node's `resourceLimits`): under
- * `--max-old-space-size=4096` a worker capped at 512 MB silently gets 4 GB, and a memory
- * bomb in it grows until the machine runs short instead of ending its run as a
- * `worker-exit`. Every thread toolyard starts with a heap cap (the sandbox's threads, the
- * trusted worker runtime, the preflight checker) starts here.
- *
- * How: when such a flag is set, the flag is cleared (`0`: "not set") from just before the
- * Worker is constructed until its isolate exists (its `online` event, or its `exit` if it
- * never starts), then put back. V8 reads the flag only when it configures a
- * new isolate's heap, so the host's own heap keeps its size. Spawns that overlap share one
- * window. The cost of the window: a Worker that other code starts while it is open gets
- * V8's default heap size instead of the flag's (windows last milliseconds, and only while
- * one of ours is starting). The flags are read once, at load: from `NODE_OPTIONS` and the
- * command line (`process.execArgv`, or in a worker thread the OS's record of the process's
- * command line, Linux `/proc/self/cmdline`); a flag set later with `v8.setFlagsFromString`,
- * or given on another OS's command line while toolyard runs in a worker thread, is not seen.
+ * `spawnCappedWorker`: a `worker_threads` Worker whose heap caps hold under
+ * `--max-old-space-size` / `--max-heap-size` (nodejs/node#43991; docs/runtimes.md).
  *
  * @module
  */

@@ -1,6 +1,5 @@
 /**
- * The Python sandbox for Node: the pooled sandbox runtime (src/code-runtime/sandbox-runtime.ts)
- * whose `worker_threads` run MicroPython (engine/python) instead of QuickJS. Reached as
+ * The Python sandbox for Node: the pooled sandbox runtime on MicroPython threads, reached as
  * `createSandboxRuntime({ language: 'python' })` from `toolyard/node`.
  *
  * @module

@@ -1,7 +1,6 @@
 /**
- * The Node Python sandbox thread's entry, bundled by `scripts/gen-bootstrap.mjs` into
- * `_python-thread.mjs` (the MicroPython package stays an import Node resolves next to
- * the file). It hardens the realm, then connects the parent port to the thread server.
+ * The Node Python sandbox thread's entry (bundled into `_python-thread.mjs` by
+ * scripts/gen-bootstrap.mjs): hardens the realm, then serves the parent port.
  *
  * @module
  */

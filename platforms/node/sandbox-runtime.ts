@@ -1,7 +1,6 @@
 /**
- * `createSandboxRuntime` for Node: the sandbox runtime (`src/code-runtime/sandbox-runtime.ts`)
- * on `worker_threads`. This file only says how to start a thread, how big the machine
- * is and where the QuickJS wasm is; everything else is shared with the browser.
+ * `createSandboxRuntime` for Node: the shared sandbox runtime on `worker_threads`. This file
+ * only starts threads, sizes the machine and finds the QuickJS wasm.
  *
  * @module
  */

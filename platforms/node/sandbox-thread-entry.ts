@@ -1,8 +1,6 @@
 /**
- * The Node sandbox thread's entry, bundled by `scripts/gen-bootstrap.mjs` into
- * `_sandbox-thread.mjs` (readable, committed; the QuickJS packages stay imports that Node
- * resolves next to the file) and started with `new Worker(url)`. It only connects the
- * parent port to the platform-neutral thread server.
+ * The Node sandbox thread's entry (bundled into `_sandbox-thread.mjs` by
+ * scripts/gen-bootstrap.mjs): connects the parent port to the thread server.
  *
  * @module
  */

@@ -1,9 +1,6 @@
 /**
- * The broker's subscriber list. Private to `approvals/`.
- *
- * Events are delivered through one queue drained by one loop: a listener that decides
- * a request while hearing `requested` (an auto-approver) makes the `decided` event wait
- * until every listener has heard `requested`, so all subscribers see one order.
+ * The broker's subscriber list, drained by one loop so every subscriber hears events in one
+ * order (an auto-approver's `decided` waits until all heard `requested`). Private.
  *
  * @module
  */

@@ -1,7 +1,6 @@
 /**
- * `pending()` of a broker over a store: reads the open requests of every process sharing
- * the store, within fixed bounds, skipping (and counting) whatever is not a readable
- * record, and removes settled records whose retention has passed. Private to `approvals/`.
+ * `pending()` of a broker over a store: the open requests of every process sharing it, read
+ * within fixed bounds; unreadable records are skipped and counted. Private to `approvals/`.
  *
  * @module
  */

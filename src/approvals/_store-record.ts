@@ -1,20 +1,6 @@
 /**
- * How a broker over a store (`_store-broker.ts`) keeps a request: its keys, its ids, and
- * the JSON records it writes and reads back. Private to `approvals/`.
- *
- * Every request is found by one hash of its call — `kind`, `agent`, `callId`, the run
- * (`parentCallId` and the run's secret), the tool's name and the canonical hash of its
- * arguments: the open request under `approvals/open/<hash>`, its settlement under
- * `approvals/done/<hash>`. So a call asked again after a restart finds its request without
- * a scan, while the same id with other arguments, another tool or from outside the run is
- * another call, asked on its own. The open requests are one prefix a listing reads without
- * meeting settled ones. The approval id is `<hash>.<uuid>`: `decide()` finds both keys from
- * the id alone, and the uuid keeps it unguessable.
- *
- * A store is shared with other processes and outlives them, so a record read back is
- * input like any other: its size is checked before it is parsed, its JSON is counted
- * (values and nesting) before `JSON.parse` meets it, and every field is checked before a
- * frozen copy is made. A record that fails any check is reported as malformed, never used.
+ * How a store broker keeps a request: its keys (one hash of the call), its ids and its JSON
+ * records, checked like any input when read back. Private (docs/approvals.md).
  *
  * @module
  */

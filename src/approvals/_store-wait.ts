@@ -1,15 +1,6 @@
 /**
- * The store side of a broker over a `DurableStore`: reading a call's two keys, settling a
- * request with compare-and-set (the one place a decision, an expiry or a withdrawal is
- * written), and finding or opening a call's request (re-attach). Private to `approvals/`;
- * `_store-broker.ts` builds the broker on it.
- *
- * Why two keys and a claim: the settlement key `approvals/done/<hash>` is written with
- * `ifVersion`, so of two processes deciding (or one deciding while another expires the
- * request) exactly one write lands; the loser re-reads and answers what landed. The open
- * key is deleted after the claim; a process that dies between the two leaves an open
- * record whose settlement already exists, which every reader recognises (same id) and
- * removes.
+ * The store side of a broker over a `DurableStore`: reading a call's keys, settling a request
+ * by compare-and-set, and finding or opening a call's request. Private (docs/approvals.md).
  *
  * @module
  */

@@ -1,9 +1,6 @@
 /**
- * Strict reading of a decision body. It arrives from a person's client (HTTP JSON, a
- * playground button, an MCP elicitation answer), so anything but exactly
- * `{ decision: 'allow' | 'deny', reason?: string }` is refused with a message naming
- * the problem. Fields are read through property descriptors, so no getter ever runs;
- * a body that throws while inspected (a Proxy trap) is refused like any other.
+ * Strict reading of a decision body from a person's client: exactly
+ * `{ decision: 'allow' | 'deny', reason?: string }`, read through descriptors (no getter runs).
  *
  * @module
  */

@@ -1,7 +1,6 @@
 /**
- * Runs a tool's `preview` for a call that asks for approval: bounded in time (its signal
- * aborts at {@link PREVIEW_TIMEOUT_MS} or when the call is cancelled), never blocking the
- * request, and rendered through the one preview renderer (render.ts).
+ * Runs a tool's `preview` for a call that asks for approval: bounded in time, never blocking
+ * the request, rendered by render.ts.
  *
  * @module
  */

@@ -1,11 +1,6 @@
 /**
- * The one renderer of a plan request (a whole `run_code` program put to a person before
- * it runs): the broker's `summary`, the MCP elicitation text and the playground's plan
- * card show what this returns. The program is model-written: it is shown bounded (a long
- * program as its size, head, tail and every line holding a planned call, never cut, with
- * line numbers counted as the plan counts them) and escaped (control, bidi and zero-width
- * characters shown as `\u{…}`), so it cannot hide text from the reader or forge a line of
- * the prompt. Never throws.
+ * The one renderer of a plan request (a whole `run_code` program put to a person): bounded
+ * and escaped, so a program cannot hide text or forge a prompt line. Never throws.
  *
  * @module
  */

@@ -1,20 +1,6 @@
 /**
- * The one renderer of a call's arguments for a person who approves it: the MCP
- * elicitation text, the playground's approval card and `GET /v1/approvals` (the
- * broker's `summary`) all show what this returns, so no surface can show less.
- *
- * Why it walks the schema and not the caller's JSON: the arguments are written by a
- * model that may be hostile. Quoting the first N characters of `JSON.stringify(args)`
- * let a long harmless key placed first push the real `path` and `content` out of the
- * prompt. Here the tool's declared parameters come first, in the order the tool
- * declares them; every value is shown bounded (a long string as its length, head and
- * tail); keys the tool does not declare come last, flagged, and are announced on the
- * first line. Nothing is dropped silently: whatever the budget leaves out is counted
- * in the text. Strings are escaped (control, bidi and zero-width characters too), so
- * a value cannot forge a line of the prompt.
- *
- * Bounded: at most `maxBytes` UTF-8 bytes of text, a fixed number of values visited,
- * a fixed depth. Platform-neutral; never throws.
+ * The one renderer of a call's arguments for the person who approves it, schema order first,
+ * bounded and escaped, every cut counted (docs/approvals.md). Never throws.
  *
  * @module
  */

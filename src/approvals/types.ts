@@ -1,10 +1,6 @@
 /**
- * The approval broker's seam: what a pending request looks like, what `decide()` takes
- * and answers, and the events a subscriber receives. Plain types only; the broker
- * (`broker.ts`) implements them and the HTTP app maps them onto routes.
- *
- * Every string-literal union here crosses a boundary (HTTP bodies, SSE events), so the
- * values are part of the public contract.
+ * The approval broker's seam: pending requests, what `decide()` takes and answers, and the
+ * events subscribers receive. Its string unions cross HTTP and SSE: public contract.
  *
  * @module
  */

@@ -1,7 +1,6 @@
 /**
- * What binds a decision or an exactly-once record to one call: a canonical hash of the
- * call's validated arguments (SHA-256 via Web Crypto, streamed in slices, so arguments of
- * megabytes never become one string) and the run secret that keeps a run's records its own.
+ * What binds a decision or an exactly-once record to one call: a canonical SHA-256 of its
+ * arguments (streamed in slices) and the run secret.
  *
  * @module
  */

@@ -1,23 +1,6 @@
 /**
- * Durable Code Mode runs over a {@link DurableStore}: what `createToolRuntime({ store })`
- * adds to `run_code` (docs/durability.md).
- *
- * - **Park → store.** Each time a run parks, its whole state (journal, logs, budgets
- *   spent, the calls waiting for a person) is written under `runs/<run>`; when it ends
- *   the record and its call records are deleted.
- * - **Resume anywhere.** {@link DurableRuns.resumeAll} (a process starting on the store)
- *   claims each stored run with compare-and-set, so of two processes sharing a store
- *   exactly one resumes it, and runs it again through `run_code` from its state.
- * - **Exactly once.** Once a run has parked, each later sub-call is written down before
- *   its body runs (`started`) and after (`done`, with its value): a program that, after a
- *   crash, makes a call it had made before gets the recorded value instead of a second
- *   run; a call whose body was running when the process died fails as `INTERRUPTED`
- *   (a catchable `ToolCallError` in the program) unless its tool is `idempotent: true`.
- *   A record answers only the run's own sub-call (through its `parent` token and the run's
- *   secret, kept in its parked state) of the same tool, agent and arguments; a replay that
- *   makes another call under the number fails it as `REPLAY_DIVERGED`.
- *
- * Platform-neutral: the store is the only thing that differs per platform.
+ * Durable Code Mode runs over a {@link DurableStore}: park to the store, resume in any process
+ * (one claimer by compare-and-set), sub-calls exactly once (docs/durability.md).
  *
  * @module
  */

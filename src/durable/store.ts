@@ -1,28 +1,6 @@
 /**
- * The durable store seam: a small key/value store with compare-and-set, the one place a
- * run that outlives its process (journals, pending approvals, the index of waiting runs)
- * keeps its state. Drivers: `createMemoryStore` (`toolyard`), `createFileStore`
- * (`toolyard/node`, a directory), `createDurableObjectStore` (Durable Object storage).
- * Every driver validates keys and values with the helpers below, so a key refused by one
- * is refused by all, with the same code.
- *
- * Values are strings (JSON text, serialized by the caller): every backend holds a string
- * natively (a file, a Durable Object's structured clone, a Map), a string is immutable (a
- * memory driver never needs to copy it to stop a caller mutating the stored value), and
- * its size is what the value cap counts. Binary data is not a use case of the seam.
- *
- * @example
- * ```ts
- * import { createMemoryStore } from 'toolyard'
- *
- * const store = createMemoryStore()
- * const created = await store.put('run/abc/journal', '[]', { ifVersion: null }) // only if absent
- * if (created.ok) {
- *   const next = await store.put('run/abc/journal', '[1]', { ifVersion: created.version })
- *   if (!next.ok) console.log('someone else wrote it first; current version', next.version)
- * }
- * const { entries } = await store.list('run/', { limit: 10 })
- * ```
+ * The durable store seam: a small string key/value store with compare-and-set, and the key
+ * and value checks every driver shares (docs/durability.md).
  *
  * @module
  */

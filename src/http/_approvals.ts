@@ -1,9 +1,6 @@
 /**
- * Approvals over HTTP: the two routes a person's client uses to see and answer pending
- * `ask`s (`GET /v1/approvals`, `POST /v1/approvals/:id`), and the forwarding of a run's
- * own approval events into its `/v1/run` event stream (`approval`, `approval-settled`).
- * The broker (`createApprovalBroker`) owns every request; this file only maps its answers
- * onto statuses, the `decide()` refusal codes one to one.
+ * Approvals over HTTP: `GET /v1/approvals`, `POST /v1/approvals/:id`, and a run's approval
+ * events forwarded into its `/v1/run` stream. The broker owns every request.
  *
  * @module
  */

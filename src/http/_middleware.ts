@@ -1,11 +1,6 @@
 /**
- * The middleware the HTTP API and the MCP endpoint share, in the order the checks run:
- * response headers (applied on the way out, errors included) → origin (and CORS) →
- * availability (not configured / shutting down) → bearer token. Each failure throws an
- * {@link HttpError}; the app's `onError` renders it.
- *
- * Hono's own middleware where it fits: `secureHeaders`, `cors`. Our own where a measured
- * reason says otherwise: the bearer check (see {@link bearerTokenCheck}).
+ * The middleware the HTTP API and the MCP endpoint share, in order: response headers, origin
+ * and CORS, availability, bearer token. Each failure throws an {@link HttpError}.
  *
  * @module
  */

@@ -1,7 +1,6 @@
 /**
- * Who may do what over HTTP: the roles a route needs (checked before it reads anything),
- * the agent a `run` token is pinned to, who may read a run, the namespace of client call
- * ids, and the principal of each call in flight (for the approvals it opens).
+ * Who may do what over HTTP: route roles, a `run` token's agent, who may read a run, client
+ * call id namespaces and the principal of each call in flight.
  *
  * @module
  */

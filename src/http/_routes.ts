@@ -1,7 +1,6 @@
 /**
- * The HTTP API's routes, declared once: the table {@link apiRoutes} is what the app
- * registers, and the 405 answers (`Allow`) are derived from the same registrations.
- * Handlers throw {@link HttpError}; none returns an error response itself.
+ * The HTTP API's routes, declared once in {@link apiRoutes}; the 405 answers derive from the
+ * same table. Handlers throw {@link HttpError}.
  *
  * @module
  */

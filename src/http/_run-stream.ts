@@ -1,13 +1,6 @@
 /**
- * `POST /v1/run` as server-sent events: `start`, each Code Mode sub-call's
- * `dispatch-start` / `dispatch`, its `approval` / `approval-settled` (when it waits for a
- * person) and console `log` as they happen, then `result` (or `error` on an internal
- * failure). The stream plumbing is Hono's `streamSSE`; its
- * `onAbort` (the client cancelled the body) and the request's signal both abort the run.
- * Frames go through `_sse-sender.ts`: a client that falls behind by more than
- * `maxStreamBacklogBytes` gets a final `error` event (`STREAM_BACKLOG`) and its stream
- * closes, while the run goes on unaffected (it is not aborted; its approvals stay in
- * `GET /v1/approvals`).
+ * `POST /v1/run` as server-sent events (docs/http-api.md): the run's events as they happen,
+ * then `result`; a client that falls behind is cut off, the run goes on.
  *
  * @module
  */

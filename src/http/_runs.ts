@@ -1,16 +1,6 @@
 /**
- * Runs as HTTP resources: `POST /v1/runs` starts `run_code` in the background and answers
- * `202 { id, status }` at once; `GET /v1/runs/:id` reports its status (`waiting` while a
- * person is asked), pending approvals and result; `GET /v1/runs/:id/events` streams its
- * events with `id:` lines, resumable with `Last-Event-ID`; `DELETE /v1/runs/:id` cancels it.
- *
- * A run is read and admitted exactly as `POST /v1/run` (`prepareRun` of `_routes.ts`) and
- * runs through the same `runtime.execute`, under its own abort controller and the app's
- * shutdown signal (not the request's: the request ends at once). Its events go to a
- * bounded buffer (`run-table.ts`), whatever client listens or not; streams are written by
- * the one SSE writer (`_sse-sender.ts`). With a store, a run's buffer is snapshotted while
- * it waits for a person, and a process that resumes it after a restart rebuilds it from
- * there under the same ids. docs/http-api.md, "Runs as resources".
+ * Runs as HTTP resources: `POST /v1/runs` starts a background run, `GET` reads it and its
+ * resumable event stream, `DELETE` cancels it (docs/http-api.md, "Runs as resources").
  *
  * @module
  */

@@ -1,19 +1,6 @@
 /**
- * Writing server-sent events with back-pressure, a backlog cap and a write timeout: the
- * one writer of the `/v1/run` event stream and of the MCP endpoint's streamed answers.
- *
- * Why: a client that stops reading must not pin the host's memory. Frames carry
- * arguments and content (megabytes each); written with `void stream.write()` they pile up
- * in the response stream's queue for as long as the client keeps its connection open
- * (40 MB of arguments once pinned 320 MB). Here frames wait in our own queue, one at a
- * time goes to the response stream (so its queue never holds more than one), and:
- * - a stream whose unwritten frames would pass `maxBacklogBytes` has fallen behind: its
- *   queued frames are dropped at once, one final frame says why, and the stream closes
- *   after it (the producer is told, so it stops producing for this stream);
- * - a frame that is not taken within `writeTimeoutMs` (a client that reads nothing at all)
- *   aborts the stream, which drops everything it held.
- * The first frame of an empty backlog is always accepted, whatever its size: a frame is
- * bounded by its producer (binding arguments, the runtime's `maxOutputBytes`).
+ * Server-sent events with back-pressure, a backlog cap and a write timeout, so a client that
+ * stops reading cannot pin the host's memory (docs/http-api.md).
  *
  * @module
  */

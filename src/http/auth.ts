@@ -1,7 +1,6 @@
 /**
- * Bearer tokens and who they are: the comparison that takes the same time whatever the
- * inputs share, the authentication options the HTTP API and the MCP endpoint share, and
- * the principals (a token's identity and roles) they resolve to.
+ * Bearer tokens: the constant-time comparison, the authentication options the HTTP API and
+ * the MCP endpoint share, and the principals tokens resolve to.
  *
  * @module
  */

@@ -1,21 +1,6 @@
 /**
- * Approval over MCP: an `ask` put to the connected client with `elicitation/create`
- * (accept → allow, decline / cancel → deny), for clients that declared the
- * `elicitation` capability; every other client's `ask` is denied with a message that
- * says approval was needed.
- *
- * How it fits a stateless endpoint. Streamable HTTP lets a server send requests to the
- * client on the event stream that answers a POST; the client POSTs its response back.
- * Two things must survive between requests, and neither needs server memory per client:
- * - **the declared capability**: `initialize` answers a client that declared
- *   `elicitation` (form mode) with an `Mcp-Session-Id` that *says so*
- *   (`toolyard-elicit-<uuid>`), and the client sends it on every later request. The id
- *   is not a secret and grants nothing: a client that claims the capability falsely is
- *   only asked questions it could answer "accept" to anyway.
- * - **the pending question**: an `elicitation/create` id (`toolyard-elicitation-<uuid>`,
- *   unguessable) is held in this process until the client's response POST arrives. So
- *   the response must reach the same process: always on one Node server; on a
- *   horizontally scaled deployment it needs sticky routing (docs/mcp.md).
+ * Approval over MCP: an `ask` put to a client that declared `elicitation` (accept → allow);
+ * other clients' asks are denied. Stateless endpoint, sticky routing (docs/mcp.md).
  *
  * @module
  */

@@ -1,7 +1,6 @@
 /**
- * MCP content ↔ toolyard content. toolyard's model-facing content is text and images;
- * MCP adds audio, resource links and embedded resources, which become text placeholders
- * (an embedded text resource keeps its text).
+ * MCP content ↔ toolyard content (text and images); audio, resource links and embedded
+ * resources become text placeholders.
  *
  * @module
  */

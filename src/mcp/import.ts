@@ -1,11 +1,6 @@
 /**
- * MCP import: one raw toolyard tool per tool an MCP server lists, kept in sync with the
- * server's `notifications/tools/list_changed`, all undone by one disposer.
- *
- * The server owns input validation (its `inputSchema` is presented as is); toolyard owns
- * the output contract: the tool's `outputSchema` when it declares one (the canonical
- * value is then its `structuredContent`), otherwise `{ content: [...] }` carrying the
- * MCP content blocks. docs/mcp.md describes both.
+ * MCP import: one raw tool per tool a server lists, kept in sync with `list_changed`, undone
+ * by one disposer. The server validates input; toolyard owns output (docs/mcp.md).
  *
  * @module
  */

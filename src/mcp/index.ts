@@ -1,7 +1,6 @@
 /**
- * `toolyard/mcp`: MCP in and out. {@link importMcpTools} registers an MCP server's tools
- * (any client shaped like the SDK's `Client`); {@link createMcpApp} serves a runtime as a
- * stateless Streamable HTTP MCP server (a Hono sub-app). Neither imports the MCP SDK.
+ * `toolyard/mcp`: {@link importMcpTools} registers an MCP server's tools; {@link createMcpApp}
+ * serves a runtime as a stateless Streamable HTTP MCP server. No MCP SDK import.
  *
  * @module
  */

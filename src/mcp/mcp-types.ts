@@ -1,8 +1,6 @@
 /**
- * The few MCP wire shapes toolyard reads and writes, declared locally so the core never
- * imports `@modelcontextprotocol/sdk` (it stays dependency-light and runs unchanged in
- * Node, browsers and workerd). The SDK's `Client` satisfies {@link McpClientLike}
- * structurally; a type test pins that.
+ * The few MCP wire shapes toolyard reads and writes, declared here so the core never imports
+ * the MCP SDK (its `Client` satisfies {@link McpClientLike}; a type test pins it).
  *
  * @module
  */
