@@ -11,7 +11,10 @@ import type { ToolDispatchExecution } from './types.js'
 
 /** Options of {@link timeoutPolicy}. */
 export interface TimeoutPolicyOptions {
-  /** Deadline for tools that declare no `timeoutMs` (positive, finite). */
+  /**
+   * Deadline for tools that declare no `timeoutMs` (positive, finite). Absent: such
+   * tools run without a deadline.
+   */
   readonly defaultTimeoutMs?: number
 }
 
@@ -48,7 +51,9 @@ function checkMs(value: unknown, what: string): number | undefined {
 }
 
 /**
- * Creates the timeout wrapper.
+ * Creates the timeout wrapper. Register it like any wrapper; registered first, it is the
+ * outermost, so its deadline covers every inner wrapper and retry.
+ *
  * @example
  * ```ts
  * runtime.on('tools/execute', timeoutPolicy())

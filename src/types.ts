@@ -79,19 +79,33 @@ export interface ToolOutputDeclaration<Args = JsonObject, Value extends JsonValu
   presentationMeta?(args: Args, value: Value): JsonValue
 }
 
-/** A registered tool. */
+/**
+ * A registered tool. `defineTool()` builds one with typed, validated arguments; a raw
+ * definition owns its input validation but still declares and receives
+ * registry-enforced output.
+ */
 export interface ToolDefinition<Args = JsonObject, Value extends JsonValue = JsonValue> extends ToolSchema {
   readonly output: ToolOutputDeclaration<Args, Value>
-  /** Runs the tool. */
+  /**
+   * Runs the tool. Receives validated arguments and the run context; returns only the
+   * canonical JSON value declared by `output.schema`; observes `exec.signal` and settles
+   * only after owned work stops.
+   */
   execute(args: Args, exec: ToolRunContext): Promise<Value> | Value
-  /** Strict argument validation, run before any policy. */
+  /**
+   * Strict argument validation, run before any policy. Throws `ToolArgsError` on bad
+   * input; returns the (unchanged, frozen) arguments typed. Absent on raw tools.
+   */
   readonly validateArgs?: (args: JsonValue) => Args
   /**
    * Soft validation for presenters and classifiers: returns the typed arguments or
    * `undefined` when they do not validate. Never throws.
    */
   readonly softValidateArgs?: (args: JsonValue) => Args | undefined
-  /** Last content-only word on every normalized result, failures included. */
+  /**
+   * Last content-only word on every normalized result, failures included. Synchronous
+   * and total; return `undefined` to keep the content. Snapshotted when a call starts.
+   */
   finalizeContent?(exec: ToolExecution, result: ToolExecutionResult): readonly ContentBlock[] | undefined
   /** How a UI renders a call of this tool (pure; undefined → generic fallback). */
   presentCall?(args: Args | undefined, rawArgs: JsonValue): ToolCallView | undefined
@@ -100,8 +114,9 @@ export interface ToolDefinition<Args = JsonObject, Value extends JsonValue = Jso
   /** Cooperative deadline, enforced only by the `timeoutPolicy()` wrapper. Positive and finite. */
   readonly timeoutMs?: number
   /**
-   * `true`: running this tool twice with the same arguments has the effect of running it once.
-   * Default `false`.
+   * `true`: running this tool twice with the same arguments has the effect of running it
+   * once. A durable run (docs/durability.md) then runs a call again whose body a crash cut
+   * off, instead of failing it as `INTERRUPTED`. Default `false`.
    */
   readonly idempotent?: boolean
   /** Exact `true` lets this call overlap other safe calls; anything else is exclusive. */
@@ -148,7 +163,10 @@ export interface ToolResultRecord {
 
 declare const executionTokenBrand: unique symbol
 
-/** A fresh opaque token the registry mints for each execution. */
+/**
+ * A fresh opaque token the registry mints for each execution. Equality correlation
+ * only; it never crosses a model, log or worker boundary.
+ */
 export type ToolExecutionToken = symbol & { readonly [executionTokenBrand]: true }
 
 /** The caller-supplied description of one call. */
@@ -167,19 +185,22 @@ export interface ToolExecutionInput {
   /** When the time this call may take ends (epoch ms), shown to the body as `exec.deadline`. */
   readonly deadline?: number
   /**
-   * Holds the clock `deadline` counts on while a person decides this call's approval (the bridge
-   * passes the binding call's `holdWallClock`, so the wait is not charged to the run's wall-clock
-   * budget).
+   * Holds the clock `deadline` counts on while a person decides this call's approval
+   * (the bridge passes the binding call's `holdWallClock`, so the wait is not charged to
+   * the run's wall-clock budget). The pipeline calls it only while the approval handler
+   * is pending and releases it when the handler settles.
    */
   readonly holdWallClock?: () => () => void
   /**
-   * Who decides this call's `ask` (and the `ask`s of the calls nested in it, such as a `run_code`
-   * program's sub-calls) instead of `ToolRuntimeOptions.approval`.
+   * Who decides this call's `ask` (and the `ask`s of the calls nested in it, such as a
+   * `run_code` program's sub-calls) instead of `ToolRuntimeOptions.approval`. The MCP
+   * export passes one that asks the connected client (`elicitation/create`).
    */
   readonly approval?: ApprovalHandler
   /**
-   * The caller's W3C trace context (`traceparent`, `tracestate`): the call's span becomes a child
-   * of the caller's trace.
+   * The caller's W3C trace context (`traceparent`, `tracestate`): the call's span becomes a
+   * child of the caller's trace. An invalid `traceparent` is ignored (the call starts its
+   * own trace); a nested call's span is always its parent call's child.
    */
   readonly trace?: { readonly traceparent: string; readonly tracestate?: string }
   /**
@@ -200,8 +221,10 @@ export interface ToolExecution {
   readonly agent?: ScopeKey
   readonly parent?: ToolExecutionToken
   /**
-   * When this call's time ends (epoch ms), so a tool can pass the remaining time on to a remote
-   * API.
+   * When this call's time ends (epoch ms), so a tool can pass the remaining time on to a
+   * remote API. Set for Code Mode sub-calls (the run's wall-clock budget, moved later by
+   * the time the call waited for a person); absent outside Code Mode. The call's
+   * `signal` aborts when the run ends, at the latest at this deadline.
    */
   readonly deadline?: number
   /**
@@ -302,14 +325,16 @@ export interface ApprovalRequest {
   readonly runKey?: string
   /**
    * `'plan'`: one request for a whole `run_code` program before it runs (`execution` is the
-   * `run_code` call; see `plan`).
+   * `run_code` call; see `plan`). Absent or `'call'`: one tool call. Only a handler marked
+   * `acceptsPlans: true` receives plan requests (docs/approvals.md, "Plan approval").
    */
   readonly kind?: 'call' | 'plan'
   /** For a `'plan'` request: the program and its planned calls. */
   readonly plan?: ApprovalPlan
   /**
-   * What the call will do, from the tool's `preview`, already rendered (`renderApprovalPreview`:
-   * escaped, bounded, a cut said), or `preview unavailable: <reason>`.
+   * What the call will do, from the tool's `preview`, already rendered
+   * (`renderApprovalPreview`: escaped, bounded, a cut said), or `preview unavailable: <reason>`.
+   * Absent when the tool has no preview.
    */
   readonly preview?: string
 }

@@ -15,6 +15,9 @@ export interface WorkerPorts {
 export interface WorkerControl {
   /** The handshake: resolves once the worker module (bootstrap included) has loaded. */
   ping(): 'pong'
-  /** Hands over the private ports. */
+  /**
+   * Hands over the private ports. One-shot: a second call (a program forging a comlink
+   * message on its own global scope, say) is refused.
+   */
   attach(ports: WorkerPorts): 'attached'
 }

@@ -74,7 +74,12 @@ function assertStorage(storage: unknown): asserts storage is DurableObjectStorag
 }
 
 /**
- * A `DurableStore` over one Durable Object's storage.
+ * A `DurableStore` over one Durable Object's storage. Compare-and-set is exact within the
+ * object (every write passes one queue per storage, see above), and an object is the only
+ * writer of its storage, so it holds for every request the object serves. Versions come
+ * from one counter per object, written with the value in the same atomic multi-key `put`:
+ * they never repeat, even after a delete. A write or delete is one atomic storage call.
+ *
  * @example
  * ```ts
  * // In a Worker module bundled with toolyard's edge sources (not a package export yet).

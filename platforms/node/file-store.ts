@@ -26,8 +26,9 @@ import {
 /** Options of {@link createFileStore}. */
 export interface FileStoreOptions extends StoreOptions {
   /**
-   * A lock older than this is stale and may be broken, whoever holds it (default {@link
-   * DEFAULT_STALE_LOCK_MS}).
+   * A lock older than this is stale and may be broken, whoever holds it (default
+   * {@link DEFAULT_STALE_LOCK_MS}). A lock whose holder is a process of this host that no
+   * longer exists is broken at once. An operation holds a lock for a few file-system calls.
    */
   readonly staleLockMs?: number
   /** How long an operation waits for a key's lock before failing with `STORE_BUSY` (default {@link DEFAULT_LOCK_TIMEOUT_MS}). */
@@ -344,7 +345,17 @@ function readPositive(name: string, value: number | undefined, fallback: number)
 }
 
 /**
- * A `DurableStore` in a directory (created if missing).
+ * A `DurableStore` in a directory (created if missing). Guarantees:
+ * - a write is atomic and durable: temp file in the same directory, fsync, rename, fsync of
+ *   the directory; a process killed mid-write (`kill -9`) leaves the old value or the new
+ *   one, never a torn one;
+ * - compare-and-set holds across processes sharing the directory: each write or delete
+ *   reads, compares and commits under the key's lock file; a lock left by a killed process
+ *   is broken (at once when its pid is gone on this host, else after `staleLockMs`);
+ * - `list` reads names and version headers, never values.
+ * Operations of one store instance on one key also queue in memory, so a burst from one
+ * process does not spin on its own lock file.
+ *
  * @example
  * ```ts
  * import { createFileStore } from 'toolyard/node'

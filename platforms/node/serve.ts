@@ -24,19 +24,26 @@ export interface ServeOptions {
   /** The interface to bind; default `127.0.0.1`. */
   readonly hostname?: string
   /**
-   * Further `Host` header values to accept (`name` or `name:port`, e.g. a reverse proxy's public
-   * name).
+   * Further `Host` header values to accept (`name` or `name:port`, e.g. a reverse
+   * proxy's public name). The server's own names are always accepted: `127.0.0.1:<port>`,
+   * `localhost:<port>`, `[::1]:<port>` and the bound hostname with the port.
    */
   readonly allowedHosts?: readonly string[]
   /**
-   * How long a client may take to send a whole request, headers and body, in ms; default 30,000.
-   * Node's own default (300 s) let a client that sends a body one byte every few seconds hold a
-   * socket for five minutes; a 1 MiB body (the API's cap) at 35 KB/s still arrives in time.
+   * How long a client may take to send a whole request, headers and body, in ms; default
+   * 30,000. Past it the request is answered `408 REQUEST_TIMEOUT` and the connection
+   * closed. Node's own default (300 s) let a client that sends a body one byte every few
+   * seconds hold a socket for five minutes; a 1 MiB body (the API's cap) at 35 KB/s still
+   * arrives in time. Responses are not timed: an event stream may stay open.
    */
   readonly requestTimeoutMs?: number
   /** How long a client may take to send a request's headers, in ms; default 10,000, at most `requestTimeoutMs`. */
   readonly headersTimeoutMs?: number
-  /** The most connections open at once; default 1,024. */
+  /**
+   * The most connections open at once; default 1,024. A connection past it is closed at
+   * once, before it is read: each open socket holds a file descriptor and buffers, and
+   * idle or slow sockets cost nothing to open.
+   */
   readonly maxConnections?: number
 }
 
@@ -47,8 +54,9 @@ export interface ServedApp {
   /** The bound port. */
   readonly port: number
   /**
-   * Stops accepting connections, closes idle keep-alive connections, and resolves once every open
-   * connection has ended.
+   * Stops accepting connections, closes idle keep-alive connections, and resolves once
+   * every open connection has ended. Abort in-flight work first (the app's `signal`, or
+   * disposing the runtime) so that streamed responses end. Idempotent.
    */
   close(): Promise<void>
 }
@@ -105,7 +113,8 @@ function clientError(error: Error & { code?: string }, socket: Socket): void {
 }
 
 /**
- * Serves `app` on Node.
+ * Serves `app` on Node. Resolves once the server is listening.
+ *
  * @example
  * ```ts
  * const server = await serve(createToolsApp(runtime, { token }), { port: 8787 })

@@ -40,12 +40,18 @@ export interface QuickJsRuntimeOptions {
    */
   readonly maxPendingArgBytes?: number
   /**
-   * The fixed size, in MiB, of each run's wasm memory (16 to 2048; QuickJS needs 16 to start).
-   * Default 64.
+   * The fixed size, in MiB, of each run's wasm memory (16 to 2048; QuickJS needs 16 to
+   * start). Everything the program allocates, strings and typed arrays included, lives
+   * in it; exhausting it ends the run with `worker-exit`. Default 64.
    */
   readonly memoryMb?: number
   /**
-   * How the QuickJS wasm is obtained.
+   * How the QuickJS wasm is obtained. Absent: the variant loads its own `.wasm` on each
+   * run (Node reads the file, browsers fetch it next to the module). Given: every run
+   * instantiates this precompiled module, which skips loading and compiling (the fast
+   * path everywhere) and is REQUIRED in Cloudflare workerd, which forbids compiling
+   * wasm from bytes: import the file as a module and pass it.
+   *
    * @example
    * ```ts
    * // workerd / wrangler (a CompiledWasm module rule for the import):
@@ -60,10 +66,13 @@ export interface QuickJsRuntimeOptions {
    */
   readonly variant?: QuickJSSyncVariant
   /**
-   * After a run, build the NEXT run's sandbox in the background (a timer task, when the host is
-   * idle): a fresh wasm instance and memory, its runtime, context and the installed sandbox
-   * bootstrap, with no program code run in it. One sandbox at most waits; it serves exactly one run
-   * and is freed by `dispose()`. Default true.
+   * After a run, build the NEXT run's sandbox in the background (a timer task, when the
+   * host is idle): a fresh wasm instance and memory, its runtime, context and the
+   * installed sandbox bootstrap, with no program code run in it. A run then pays only
+   * for its program. One sandbox at most waits; it serves exactly one run and is freed
+   * by `dispose()`. A run that finds none ready builds its own, as without this.
+   * Default true. Cloudflare workerd drops a request's timers once its response is
+   * sent: there, call {@link QuickJsCodeRuntime.prewarm} under `ctx.waitUntil`.
    */
   readonly prewarm?: boolean
   /**
@@ -94,9 +103,12 @@ export interface QuickJsRuntimeOptions {
 /** The QuickJS {@link CodeRuntime}, with a way to build the next run's sandbox on request. */
 export interface QuickJsCodeRuntime extends CodeRuntime {
   /**
-   * Builds the next run's sandbox now, unless one is ready or being built (or the runtime is
-   * disposed); resolves when done, never rejects (a failed build is left for the next run to retry
-   * and report).
+   * Builds the next run's sandbox now, unless one is ready or being built (or the
+   * runtime is disposed); resolves when done, never rejects (a failed build is left for
+   * the next run to retry and report). For hosts whose idle time timers cannot reach,
+   * such as a Worker after its response: `ctx.waitUntil(runtime.warm())`. Works
+   * whatever `options.prewarm` says. The same word as every other code runtime's
+   * `warm()`: get ready for the next run, ahead of it.
    */
   warm(): Promise<void>
   /** @deprecated Renamed {@link QuickJsCodeRuntime.warm} (one word for one meaning across the runtimes). */
@@ -303,8 +315,14 @@ class InlineRun {
 }
 
 /**
- * Creates a {@link CodeRuntime} on QuickJS wasm (`isolation: 'quickjs-wasm'`, `language:
- * 'typescript'`).
+ * Creates a {@link CodeRuntime} on QuickJS wasm (`isolation: 'quickjs-wasm'`,
+ * `language: 'typescript'`). Validates `options` at once (`ToolError` code
+ * `INVALID_OPTIONS`).
+ *
+ * Failure kinds: `exception` (the program threw or could not be parsed: the message
+ * names the line), `timeout` (names `computeMs` or `maxWallMs`), `abort` (the request's
+ * signal, or `dispose()`), `worker-exit` (the run's memory was exhausted or the VM crashed).
+ *
  * @example
  * ```ts
  * const runtime = createQuickJsRuntime({ computeMs: 5_000, memoryMb: 32 })

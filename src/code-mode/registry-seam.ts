@@ -63,8 +63,10 @@ export interface CodeModeRegistry {
    */
   bindingNames(agent: ScopeKey | undefined): readonly string[]
   /**
-   * Optional: the catalog of what a program of `agent` may call — the same tools as {@link
-   * bindingNames} — exposed to the program as the `catalog` global.
+   * Optional: the catalog of what a program of `agent` may call — the same tools as
+   * {@link bindingNames} — exposed to the program as the `catalog` global. Absent → no
+   * `catalog` global. Called once per run, at its start; cheap while the tool set is
+   * unchanged.
    */
   catalog?(agent: ScopeKey | undefined): ToolCatalog
   /** Runs one sub-call through the whole pipeline (`ToolRuntime.execute`). Never rejects. */
@@ -80,8 +82,8 @@ export interface CodeModeRegistry {
    */
   logDispatch(event: CodeDispatchEvent): Promise<void>
   /**
-   * Optional: receives each console line of a running program as it is written (for live
-   * streaming). Never throws.
+   * Optional: receives each console line of a running program as it is written (for
+   * live streaming). Absent → the code runtime is not asked to stream. Never throws.
    */
   logOutput?(event: CodeLogEvent): void
 }

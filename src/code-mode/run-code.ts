@@ -100,12 +100,17 @@ export interface RunCodePreflight {
   /** The mode in force for a program of `agent` (an agent's own declaration wins over the runtime's option). */
   mode(agent: ScopeKey | undefined): PreflightMode
   /**
-   * Whether `'warn'` checks at all: only with an engine the integrator chose (`preflightEngine`);
-   * the default one has no compiler, and a plan alone tells the model nothing.
+   * Whether `'warn'` checks at all: only with an engine the integrator chose
+   * (`preflightEngine`); the default one has no compiler, and a plan alone tells the
+   * model nothing. `'block'` always asks the engine (an unavailable check never blocks).
    */
   warnChecks(): boolean
   check(code: string, agent: ScopeKey | undefined, language: string, signal: AbortSignal): Promise<PreflightReport>
-  /** Optional: plan approval (docs/approvals.md, "Plan approval"). */
+  /**
+   * Optional: plan approval (docs/approvals.md, "Plan approval"). Asks once for the
+   * program's planned tools that ask, before it runs; resolves to the release of the
+   * pre-approval (called when the run settles) or rejects with `DENIED_BY_APPROVAL`.
+   */
   approvePlan?(input: { readonly code: string; readonly description: string; readonly language: string; readonly run: ToolRunContext }): Promise<() => void>
 }
 
@@ -215,10 +220,18 @@ async function runWithPreflight(registry: CodeModeRegistry, preflight: RunCodePr
 }
 
 /**
- * Creates the `run_code` definition bound to `registry`. The body never returns while a sub-call it
- * started is still running; a failed run throws `CodeRunFailedError` (code `CODE_RUN_FAILED`),
- * which the pipeline renders as `Error: code run failed (<kind>): <message>` plus the captured
- * output.
+ * Creates the `run_code` definition bound to `registry`. Raw (not `defineTool`): it owns
+ * its argument validation (`INVALID_ARGS` through `ToolArgsError`) and declares the
+ * canonical output `{ logs: string[], result?: JsonValue }`.
+ *
+ * With `preflight`, the program is checked first (`'block'`: allowlisted mistakes are
+ * answered as `PREFLIGHT_FAILED` and nothing runs) or alongside the run (`'warn'`: the
+ * mistakes are appended to what the model reads; see docs/code-mode.md, "Preflight").
+ *
+ * The body never returns while a sub-call it started is still running; a failed run
+ * throws `CodeRunFailedError` (code `CODE_RUN_FAILED`), which the pipeline renders as
+ * `Error: code run failed (<kind>): <message>` plus the captured output.
+ *
  * @example
  * ```ts
  * const tool = createRunCodeTool(registry) // the registry creates it for non-native modes

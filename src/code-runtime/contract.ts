@@ -6,7 +6,11 @@ import type { CodeRunFailureKind } from '../errors.js'
 
 export type { CodeRunFailureKind } from '../errors.js'
 
-/** One binding function as the host implements it. */
+/**
+ * One binding function as the host implements it. Arguments and resolutions cross a
+ * structured-clone boundary. `signal` fires when the run settles (or the caller
+ * aborts), so a binding can stop owned work instead of orphaning it.
+ */
 export type CodeBindingFunction = (args: unknown, options: CodeBindingCallOptions) => Promise<unknown>
 
 /** What a runtime passes to every binding invocation. */
@@ -14,19 +18,21 @@ export interface CodeBindingCallOptions {
   /** Aborted when the run settles for any reason (its wall-clock budget included), or when the request's signal aborts. */
   readonly signal: AbortSignal
   /**
-   * When the run's wall-clock budget ends, in epoch ms (`Date.now()` scale), as of this call: a
-   * binding can pass the remaining time on (a remote API's timeout).
+   * When the run's wall-clock budget ends, in epoch ms (`Date.now()` scale), as of this
+   * call: a binding can pass the remaining time on (a remote API's timeout). It moves
+   * later while the wall clock is held.
    */
   readonly deadline?: number
   /**
-   * Holds the run's wall clock (for a wait that is not the program's: a person deciding on an
-   * approval) until the returned release is called; releasing twice is harmless.
+   * Holds the run's wall clock (for a wait that is not the program's: a person deciding
+   * on an approval) until the returned release is called; releasing twice is harmless.
+   * The run's own `signal` still aborts the wait. Absent where a runtime cannot hold it.
    */
   readonly holdWallClock?: () => () => void
   /**
-   * The program's number for this call (1 for its first binding call, then each next one), the same
-   * when a parked run is resumed in another process (docs/durability.md): a stable key for the
-   * call.
+   * The program's number for this call (1 for its first binding call, then each next
+   * one), the same when a parked run is resumed in another process (docs/durability.md):
+   * a stable key for the call. Absent where a runtime does not number calls.
    */
   readonly callNumber?: number
 }
@@ -39,9 +45,11 @@ export interface CodeBindingNamespace {
   readonly functions: Readonly<Record<string, CodeBindingFunction>>
   /**
    * When true, each function receives every argument the program passed, as an array
-   * (`catalog.search(query, { limit })` → `[query, { limit }]`); otherwise only the first
-   * (`tools.x(args)` → `args`), so a stray second argument (`ids.map(tools.x)` passes an index and
-   * the whole array) never crosses.
+   * (`catalog.search(query, { limit })` → `[query, { limit }]`); otherwise only the
+   * first (`tools.x(args)` → `args`), so a stray second argument (`ids.map(tools.x)`
+   * passes an index and the whole array) never crosses. Across a JSON boundary an
+   * `undefined` element arrives as `null`. A runtime that predates the flag passes the
+   * first argument alone: a variadic binding accepts that too.
    */
   readonly variadic?: boolean
 }
@@ -56,14 +64,16 @@ export interface CodeRunRequest {
   readonly signal?: AbortSignal
   /**
    * Called with each log entry as the program writes it, for runtimes that can stream
-   * (`capabilities.streamsLogs`).
+   * (`capabilities.streamsLogs`). Entries still arrive, capped, in `CodeRunResult.logs`.
+   * A throwing callback is ignored.
    */
   readonly onLog?: (entry: CodeLogEntry) => void
   /**
-   * Durable runs (docs/durability.md), on runtimes that park (`createSandboxRuntime`): `onPark`
-   * receives the whole state of a run each time it parks (plain data, JSON-safe: store it);
-   * `resume` starts a run from such a state instead of from the start: its unsettled calls are made
-   * again (they were waiting for a person), and the VM replays its journal when it is next needed.
+   * Durable runs (docs/durability.md), on runtimes that park (`createSandboxRuntime`):
+   * `onPark` receives the whole state of a run each time it parks (plain data, JSON-safe:
+   * store it); `resume` starts a run from such a state instead of from the start: its
+   * unsettled calls are made again (they were waiting for a person), and the VM replays
+   * its journal when it is next needed. Runtimes that cannot park ignore both.
    */
   readonly durable?: {
     readonly onPark?: (state: ParkedRunState) => void
@@ -137,7 +147,11 @@ export interface CodeRunStats {
   readonly computeMs: number
 }
 
-/** The outcome of one run. */
+/**
+ * The outcome of one run. `run()` never rejects: every failure is `error`.
+ * `value` is the program's completion value (absent when it returned `undefined`
+ * or failed); it has crossed a structured-clone boundary.
+ */
 export interface CodeRunResult {
   readonly value?: unknown
   readonly logs: readonly CodeLogEntry[]
@@ -153,11 +167,18 @@ export interface CodeRuntimeCapabilities {
   readonly memoryLimit: boolean
   /** Program output written through the platform's stdout/stderr streams is captured with that source. */
   readonly capturesStdio: boolean
-  /** The request's `signal` ends a program even while it computes synchronously (a hot loop). */
+  /**
+   * The request's `signal` ends a program even while it computes synchronously (a hot
+   * loop). `false` where the program runs on the host's own thread (QuickJS wasm): the
+   * abort is then seen when the program next yields, or the compute budget ends it.
+   * Absent means `true`.
+   */
   readonly abortsBusyPrograms?: boolean
   /**
-   * The program's only authority is its bindings and the sandbox's fixed global environment (no
-   * filesystem, network, processes, storage or other contexts): the runtime is a security boundary.
+   * The program's only authority is its bindings and the sandbox's fixed global
+   * environment (no filesystem, network, processes, storage or other contexts): the
+   * runtime is a security boundary. `false` for the V8 worker runtimes, which are for
+   * trusted code. Absent means `false`.
    */
   readonly confinesAuthority?: boolean
 }

@@ -109,12 +109,16 @@ export function validateArgs<const P extends ParameterSchemaSpec>(parameters: P,
 }
 
 /**
- * Builds a typed tool definition. At definition time the parameter spec becomes `parameters` (an
- * open object JSON Schema) and the output spec becomes `output.schema`; a bad spec throws
- * `SchemaError`, a malformed definition `ToolError` with code `INVALID_DEFINITION`. The returned
- * definition carries strict `validateArgs` (throws `ToolArgsError`) and `softValidateArgs` (returns
- * `undefined`, never throws); its `execute` validates arguments it has not seen validated, so the
- * body only ever receives valid, frozen arguments.
+ * Builds a typed tool definition. At definition time the parameter spec becomes
+ * `parameters` (an open object JSON Schema) and the output spec becomes
+ * `output.schema`; a bad spec throws `SchemaError`, a malformed definition
+ * `ToolError` with code `INVALID_DEFINITION`. The returned definition carries strict
+ * `validateArgs` (throws `ToolArgsError`) and `softValidateArgs` (returns
+ * `undefined`, never throws); its `execute` validates arguments it has not seen
+ * validated, so the body only ever receives valid, frozen arguments. Presenters and
+ * `isConcurrencySafe` receive softly validated arguments, so old logged arguments
+ * never crash a replay.
+ *
  * @example
  * ```ts
  * const readFile = defineTool({
