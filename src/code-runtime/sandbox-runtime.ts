@@ -875,7 +875,7 @@ class SandboxPool {
 
   /** Keeps `prespawn` idle threads (booting or built) ahead of the next runs, within the concurrency cap. */
   #topUp(): void {
-    // Stryker disable next-line ConditionalExpression: unreachable after dispose (no run is admitted
+    // Stryker disable next-line ConditionalExpression: unreachable after dispose (no run is admitted, retire returns first)
     if (this.disposed) return
     let idle = this.#idleCount()
     while (idle < this.options.prespawn && this.threads.size < this.options.maxConcurrentRuns) {

@@ -172,7 +172,7 @@ const transformWrapped = (wrapped: string) => transform(wrapped, { transforms: [
 
 let installed: MeterSlot | null | undefined
 
-/** Installs the work meter once (lazily. */
+/** Installs the work meter once, lazily (importing this module changes nothing), and proves it engaged. */
 function meterSlot(): MeterSlot | undefined {
   if (installed !== undefined) return installed ?? undefined
   installed = null

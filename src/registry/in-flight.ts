@@ -104,7 +104,7 @@ class InFlightRecord implements InFlight {
   }
 
   release(): void {
-    // Stryker disable next-line ConditionalExpression: a second release repeats only no-ops (the listener is gone
+    // Stryker disable next-line ConditionalExpression: a second release repeats only no-ops (everything it undoes is undone)
     if (this.#released) return
     this.#released = true
     // Stryker disable next-line OptionalChaining: signal() sets #onAbort and #combined together

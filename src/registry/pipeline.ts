@@ -189,7 +189,7 @@ function runStages(call: PipelineCall, stages: readonly Stage[], index: number, 
 /** One phase: its stages while the call goes on, then its `always` stages. */
 function runPhase(call: PipelineCall, phase: Phase, going: boolean): Promise<undefined> | undefined {
   const steps = going ? runStages(call, phase.stages, 0, true) : undefined
-  // Stryker disable next-line BooleanLiteral: every `always` stage (finalizeContent
+  // Stryker disable next-line BooleanLiteral: every `always` stage (finalizeContent, publish) answers undefined
   return steps === undefined ? runStages(call, phase.always, 0, false) : steps.then(() => runStages(call, phase.always, 0, false))
 }
 
