@@ -54,6 +54,8 @@ export interface PostgresStore extends DurableStore {
   /**
    * Calls `onChange(key)` after each committed change of a key starting with `prefix`, by any
    * instance on the database (`LISTEN` on one dedicated connection, shared by every watcher).
+   * When that connection drops, the store logs it and opens it again; once back, each watcher
+   * is called once with its `prefix` (changes may have been missed meanwhile).
    */
   watch(prefix: string, onChange: (key: string) => void): () => void
   /** Rows listings skipped since creation: a malformed version (the table is read as hostile; keys outside the grammar are filtered in SQL). */
@@ -278,12 +280,15 @@ function createWatcher(pool: PostgresQueryable, channel: string, prepared: () =>
   let client: PostgresListenClient | undefined
   let opening = false
   let retry: ReturnType<typeof setTimeout> | undefined
+  // Set while notifications may have been missed (a drop, a failed LISTEN): the next LISTEN wakes every watcher once.
+  let lost = false
 
   const drop = (listener: PostgresListenClient, error: Error | undefined): void => {
     if (client !== listener) return
     client = undefined
     listener.release(error ?? true)
     if (watchers.size === 0) return
+    lost = true
     log(`toolyard/postgres: the LISTEN connection on ${channel} dropped (${error?.message ?? 'ended'}); watchers fall back to polling until it is back`)
     retry = setTimeout(open, WATCH_RETRY_MS)
     ;(retry as { unref?: () => void }).unref?.()
@@ -312,8 +317,15 @@ function createWatcher(pool: PostgresQueryable, channel: string, prepared: () =>
         await connected.query(`LISTEN "${channel}"`)
         client = connected
         if (watchers.size === 0) drop(connected, undefined)
+        else if (lost) {
+          lost = false
+          log(`toolyard/postgres: LISTEN on ${channel} is back; watchers are woken by notifications again`)
+          // What changed while nobody listened is unknown: each watcher hears its prefix once and reads what it needs.
+          for (const watcher of [...watchers]) watcher.onChange(watcher.prefix)
+        }
       } catch (error) {
         listener?.release(error instanceof Error ? error : true)
+        lost = true
         log(`toolyard/postgres: cannot LISTEN on ${channel} (${(error as Error)?.message}); watchers fall back to polling, retrying in ${WATCH_RETRY_MS} ms`)
         retry = setTimeout(open, WATCH_RETRY_MS)
         ;(retry as { unref?: () => void }).unref?.()

@@ -56,6 +56,31 @@ describe.skipIf(skip !== undefined)(`PostgreSQL LISTEN/NOTIFY wake-ups${skip ===
     expect(heard).toEqual(['approvals/done/x', 'approvals/done/x'])
   })
 
+  it('a LISTEN connection terminated by the server: the drop is logged, watchers hear their prefix once when it is back, then notifications again', async () => {
+    const logged: string[] = []
+    const pool = newPool()
+    const a = createPostgresStore({ pool, table: 'dropped', log: (message) => logged.push(message) })
+    const b = createPostgresStore({ pool: newPool(), table: 'dropped' })
+    await b.migrate()
+    const heard: string[] = []
+    const stop = a.watch('run-live/', (key) => heard.push(key))
+    try {
+      await until(() => heard.length > 0 || (void b.put('run-live/probe', 'x'), false), 'the first notification')
+      const admin = newPool()
+      const { rows } = await admin.query("SELECT pg_terminate_backend(pid) AS done FROM pg_stat_activity WHERE query = 'LISTEN \"dropped_changes\"' AND pid <> pg_backend_pid()")
+      expect(rows).toEqual([{ done: true }])
+      await until(() => logged.some((line) => line.includes('dropped') && line.includes('fall back to polling')), 'the drop in the log')
+      heard.length = 0
+      // Back after WATCH_RETRY_MS: the catch-up wake (the prefix: what changed meanwhile is unknown), then live notifications.
+      await until(() => heard.includes('run-live/'), 'the catch-up wake-up', 10_000)
+      await until(() => heard.includes('run-live/after') || (void b.put('run-live/after', 'y'), false), 'a notification after the reconnect')
+      expect(logged.filter((line) => line.includes('fall back to polling'))).toHaveLength(1)
+      expect(logged.some((line) => line.includes('is back'))).toBe(true)
+    } finally {
+      stop()
+    }
+  }, 30_000)
+
   it('a broker polling once a minute is woken by a decision another instance takes', async () => {
     const a = createApprovalBroker({ store: createPostgresStore({ pool: newPool(), table: 'brokers' }), pollIntervalMs: 60_000 })
     const b = createApprovalBroker({ store: createPostgresStore({ pool: newPool(), table: 'brokers' }), pollIntervalMs: 60_000 })
