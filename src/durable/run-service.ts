@@ -7,6 +7,7 @@
 import { ToolError } from '../errors.js'
 import { createStoreRunEvents, createStoreRunRecords, interruptedRunResult } from './run-table.js'
 import type { RunEventStore, RunRecordJson, RunRecordStore } from './run-table.js'
+import { createLiveEvents, type LiveEvents } from './_live-events.js'
 import { parkedIn } from './runs.js'
 import type { DurableRuns, ResumedRun } from './runs.js'
 import type { DurableStore } from './store.js'
@@ -80,6 +81,8 @@ export class RunService {
   #closed = false
   /** The store side of the tables' runs (absent without a store). */
   readonly records: RunRecordStore | undefined
+  /** Runs' frames across instances (a store with `watch`, such as PostgreSQL's; else absent). */
+  readonly live: LiveEvents | undefined
 
   constructor(store: DurableStore | undefined, durable: DurableRuns | undefined, resumeAll: ResumeAll, options: Required<RunServiceOptions>) {
     this.#store = store
@@ -87,6 +90,7 @@ export class RunService {
     this.#resumeAll = resumeAll
     this.#options = options
     this.records = store === undefined ? undefined : createStoreRunRecords(store)
+    this.live = store === undefined ? undefined : createLiveEvents(store)
   }
 
   /** Whether runs outlive this process (the runtime has a store). */

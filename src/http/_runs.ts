@@ -276,6 +276,8 @@ async function drive(
   writer: RunWriter,
   resumed?: { readonly waitingFor: readonly string[] },
 ): Promise<void> {
+  // Other instances stream it from the store (a watchable store: PostgreSQL).
+  writer.service.live?.publish(run.id, run.events, (error) => config.report(error, request))
   const frames = runFrames(run, () => writer.snapshot(run, request), () => writer.pastReserve(run), resumed?.waitingFor ?? [])
   const first = resumed === undefined ? 'start' : 'resumed'
   const append = (event: string, data: unknown): void => {
@@ -421,6 +423,9 @@ function cancelRun(config: ApiConfig, table: RunTable, records: RunRecordStore |
   }
 }
 
+/** What an events stream reads of a run: this process's table run, or one followed from the store. */
+type StreamedEvents = Pick<TableRun, 'id' | 'events'>
+
 /** `Last-Event-ID`: absent or empty → 0 (from the start); else an id this run has assigned. */
 function lastEventId(c: Context, last: number): number {
   // Stryker disable next-line MethodExpression: a Request's header values never start or end with whitespace (the Headers class strips it)
@@ -432,24 +437,44 @@ function lastEventId(c: Context, last: number): number {
   return id
 }
 
-function runEvents(config: RunsConfig, table: RunTable): Handler {
-  return (c) => {
-    const { id, run } = tableRun(c, table)
+function runEvents(config: RunsConfig, table: RunTable, service: RunService): Handler {
+  return async (c) => {
+    const found = tableRun(c, table)
+    const { id } = found
+    let run: StreamedEvents | undefined = found.run
+    let unfollow: (() => void) | undefined
+    // A run another instance is running: its frames come through the store (small hunk, issue 37; _live-events.ts).
+    if (run === undefined && service.live !== undefined && (await storedRecord(c, id, service.records)).status === 'running') {
+      const followed = await service.live.follow(id, config.runs.maxEventBytesPerRun, async () => (await service.records!.get(id))?.status !== 'running')
+      run = followed
+      unfollow = followed.stop
+    }
     // A run's buffer lives in the process that ran it; a record in the store has none.
     if (run === undefined) throw runNotFound(id)
-    const lastId = lastEventId(c, run.events.last)
-    // The client has the `end` frame: 204 is what tells an EventSource to stop reconnecting.
-    if (run.events.closed && lastId === run.events.last) return c.body(null, 204)
-    // A HEAD gets the stream's headers without a stream (nothing would read it).
-    if (c.req.method === 'HEAD') return c.body(null, 200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-store' })
-    // Every stream replays its run's buffer on this thread: their number bounds that work.
-    const release = table.openStream()
-    if (release === undefined) {
-      throw new HttpError('OVERLOADED', `this server has ${config.runs.maxStreams} event streams open (runs.maxStreams); close one or retry later`, {
-        'Retry-After': String(OVERLOADED_RETRY_AFTER_SECONDS),
+    try {
+      const lastId = lastEventId(c, run.events.last)
+      // The client has the `end` frame: 204 is what tells an EventSource to stop reconnecting.
+      if (run.events.closed && lastId === run.events.last) return c.body(null, 204)
+      // A HEAD gets the stream's headers without a stream (nothing would read it).
+      if (c.req.method === 'HEAD') return c.body(null, 200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-store' })
+      // Every stream replays its run's buffer on this thread: their number bounds that work.
+      const release = table.openStream()
+      if (release === undefined) {
+        throw new HttpError('OVERLOADED', `this server has ${config.runs.maxStreams} event streams open (runs.maxStreams); close one or retry later`, {
+          'Retry-After': String(OVERLOADED_RETRY_AFTER_SECONDS),
+        })
+      }
+      const following = unfollow
+      const stream = streamEvents(c, run, lastId, config, () => {
+        following?.()
+        release()
       })
+      unfollow = undefined
+      return stream
+    } finally {
+      // No stream (204, HEAD, a refusal): nothing follows the run any more.
+      unfollow?.()
     }
-    return streamEvents(c, run, lastId, config, release)
   }
 }
 
@@ -458,7 +483,7 @@ function runEvents(config: RunsConfig, table: RunTable): Handler {
  * stays what it had). Ids a process reserved before a restart are said to be reserved
  * (`EVENT_IDS_RESERVED`), not dropped: most often nothing was ever sent under them.
  */
-function gapFrame(run: TableRun, gap: { first: number; last: number }, reserved: { first: number; last: number } | undefined): string {
+function gapFrame(run: StreamedEvents, gap: { first: number; last: number }, reserved: { first: number; last: number } | undefined): string {
   const status = `GET /v1/runs/${run.id} has its status and result`
   const data =
     reserved !== undefined && reserved.first === gap.first && reserved.last === gap.last
@@ -488,7 +513,7 @@ const POLL_MS = 50
  * The notification only wakes this reader; it never writes for it, so the run (another
  * request's work) does no I/O on this request's stream, which workerd forbids.
  */
-async function nextFrame(run: TableRun, finished: Promise<void>): Promise<void> {
+async function nextFrame(run: StreamedEvents, finished: Promise<void>): Promise<void> {
   let unsubscribe: () => void = () => {}
   let timer: ReturnType<typeof setTimeout> | undefined
   try {
@@ -511,7 +536,7 @@ async function nextFrame(run: TableRun, finished: Promise<void>): Promise<void> 
  * a batch. Frames dropped from the buffer before the reader got them (it fell further
  * behind than `maxEventBytesPerRun`) are reported as a `gap`, then it goes on.
  */
-async function pump(run: TableRun, lastId: number, sender: SseSender, batchBytes: number, stopped: () => boolean, finished: Promise<void>): Promise<void> {
+async function pump(run: StreamedEvents, lastId: number, sender: SseSender, batchBytes: number, stopped: () => boolean, finished: Promise<void>): Promise<void> {
   let cursor = lastId
   while (!stopped()) {
     const { gap, reserved, frames } = run.events.since(cursor, batchBytes)
@@ -533,7 +558,7 @@ async function pump(run: TableRun, lastId: number, sender: SseSender, batchBytes
 }
 
 /** Streams a run's frames after `lastId`, then every new one, until its `end` frame (or the client leaves). */
-function streamEvents(c: Context, run: TableRun, lastId: number, config: ApiConfig, release: () => void): Response {
+function streamEvents(c: Context, run: StreamedEvents, lastId: number, config: ApiConfig, release: () => void): Response {
   const response = streamSSE(c, async (stream) => {
     try {
       await writeEvents(c, stream, run, lastId, config)
@@ -548,7 +573,7 @@ function streamEvents(c: Context, run: TableRun, lastId: number, config: ApiConf
 }
 
 /** The body of one events stream: {@link pump} under the stream's writer, heartbeat and abort wiring. */
-async function writeEvents(c: Context, stream: SSEStreamingApi, run: TableRun, lastId: number, config: ApiConfig): Promise<void> {
+async function writeEvents(c: Context, stream: SSEStreamingApi, run: StreamedEvents, lastId: number, config: ApiConfig): Promise<void> {
   let stopped = false
   let finish: () => void = () => {}
   const finished = new Promise<void>((resolve) => (finish = resolve))
@@ -685,7 +710,7 @@ export function runRoutes(runtime: ToolRuntime, config: RunsConfig): { readonly 
       { method: 'POST', path: '/v1/runs', roles: RUN, handlers: [startRun(runtime, config, table, writer)] },
       { method: 'GET', path: '/v1/runs/:id', roles: READ_RUN, handlers: [getRun(config, table, service.records)] },
       { method: 'DELETE', path: '/v1/runs/:id', roles: RUN, handlers: [cancelRun(config, table, service.records)] },
-      { method: 'GET', path: '/v1/runs/:id/events', roles: READ_RUN, handlers: [runEvents(config, table)] },
+      { method: 'GET', path: '/v1/runs/:id/events', roles: READ_RUN, handlers: [runEvents(config, table, service)] },
     ],
   }
 }

@@ -90,6 +90,53 @@ async function expectEachCallOnce(run: { status: string; result?: { value?: { re
   }
 }
 
+type Frame = { id: number; event: string; text: string; at: number }
+
+/** Reads an SSE response into `frames` (arrival time per frame) until it ends or `signal` aborts. */
+async function readFrames(response: Response, frames: Frame[]): Promise<void> {
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader()
+  let buffer = ''
+  try {
+    for (;;) {
+      const { value, done } = await reader.read()
+      if (done) return
+      buffer += value
+      let end: number
+      while ((end = buffer.indexOf('\n\n')) >= 0) {
+        const text = buffer.slice(0, end + 2)
+        buffer = buffer.slice(end + 2)
+        const id = /^id: (\d+)$/m.exec(text)?.[1]
+        const event = /^event: (.+)$/m.exec(text)?.[1]
+        if (id !== undefined && event !== undefined) frames.push({ id: Number(id), event, text, at: performance.now() })
+      }
+    }
+  } catch (error) {
+    if ((error as Error).name !== 'AbortError') throw error
+  }
+}
+
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))]!
+
+/** 30 effects, a write that waits for a person, 30 more: two frames per effect, live. */
+const streamed = (tag: string) => `
+for (let i = 0; i < 30; i++) await tools.effect({ tag: '${tag}:a' + i })
+await tools.write_file({ path: '${tag}/a.md', content: 'a' })
+for (let i = 0; i < 30; i++) await tools.effect({ tag: '${tag}:b' + i })
+return 'done'
+`
+
+async function expectEachCallOnceFor(id: string, url: string, tag: string, calls: number): Promise<void> {
+  const run = await ended(url, id)
+  expect(run.status, JSON.stringify(run)).toBe('done')
+  const pool = new pg.Pool({ connectionString: cluster!.url, max: 1 })
+  try {
+    const { rows } = await pool.query('SELECT count(*)::int AS n, count(DISTINCT tag)::int AS d FROM test_effects WHERE starts_with(tag, $1)', [`${tag}:`])
+    expect(rows[0]).toEqual({ n: calls, d: calls })
+  } finally {
+    await pool.end()
+  }
+}
+
 describe.skipIf(skip !== undefined)(`two npm start instances on one PostgreSQL database${skip === undefined ? '' : ` (skipped: ${skip})`}`, () => {
   beforeAll(async () => {
     cluster = await startPostgres()
@@ -105,6 +152,47 @@ describe.skipIf(skip !== undefined)(`two npm start instances on one PostgreSQL d
     const id = await startRun(a.url, 'decided')
     for (const call of [':code:2', ':code:4']) await allow(b.url, call)
     await expectEachCallOnce(await ended(a.url, id), 'decided')
+    a.child.kill('SIGKILL')
+    b.child.kill('SIGKILL')
+  }, 240_000)
+
+  it('a stream opened on B follows the run A runs, live, frame for frame; Last-Event-ID resumes it on B', async () => {
+    const [a, b] = await Promise.all([instance('a3'), instance('b3')])
+    const id = ((await (await fetch(`${a.url}/v1/runs`, { method: 'POST', headers: AUTH, body: JSON.stringify({ code: streamed('live'), description: 'live' }) })).json()) as { id: string }).id
+    const onA: Frame[] = []
+    const onB: Frame[] = []
+    const readA = readFrames(await fetch(`${a.url}/v1/runs/${id}/events`, { headers: AUTH }), onA)
+    // B knows the run once A's first record write lands.
+    const streamB = await until(async () => {
+      const response = await fetch(`${b.url}/v1/runs/${id}/events`, { headers: AUTH })
+      if (response.status === 200) return response
+      expect(response.status, await response.text()).toBe(404)
+      return undefined
+    }, "the run's stream on B")
+    const readB = readFrames(streamB, onB)
+    // While the run waits for a person: a second stream on B from Last-Event-ID 5 starts at 6.
+    await until(() => (onB.some((frame) => frame.event === 'approval') ? true : undefined), 'the approval frame on B')
+    const resumed: Frame[] = []
+    const controller = new AbortController()
+    const resumedStream = await fetch(`${b.url}/v1/runs/${id}/events`, { headers: { ...AUTH, 'Last-Event-ID': '5' }, signal: controller.signal })
+    expect(resumedStream.status).toBe(200)
+    const readResumed = readFrames(resumedStream, resumed)
+    await until(() => (resumed.length > 0 ? true : undefined), 'the resumed stream')
+    expect(resumed[0]!.id).toBe(6)
+    controller.abort()
+    await readResumed
+    await allow(b.url, ':code:31')
+    await Promise.all([readA, readB])
+    // Every frame A streamed, B streamed: same ids, same text, ending with `end`.
+    expect(onB.map((frame) => frame.text)).toEqual(onA.map((frame) => frame.text))
+    expect(onB.at(-1)!.event).toBe('end')
+    expect(onB.length).toBeGreaterThanOrEqual(120)
+    // The delay from A's stream to B's, for the frames produced after the decision (both streams live).
+    const decided = onA.findIndex((frame) => frame.event === 'approval-settled')
+    const delays = onA.slice(decided + 1).map((frame, i) => onB[decided + 1 + i]!.at - frame.at).sort((x, y) => x - y)
+    expect(delays.length).toBeGreaterThanOrEqual(50)
+    console.log(`cross-instance stream delay (A's stream -> B's, ${delays.length} frames): p50 ${percentile(delays, 50).toFixed(1)} ms, p95 ${percentile(delays, 95).toFixed(1)} ms, max ${delays.at(-1)!.toFixed(1)} ms`)
+    await expectEachCallOnceFor(id, a.url, 'live', 60)
     a.child.kill('SIGKILL')
     b.child.kill('SIGKILL')
   }, 240_000)
