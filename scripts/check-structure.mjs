@@ -40,7 +40,7 @@ const MAX_HEADER_LINES = 4
 /** The folder of code that runs inside a sandbox VM or a trusted thread (bundled by scripts/gen-bootstrap.mjs). */
 const IN_SANDBOX = 'src/code-runtime/in-sandbox/'
 /** Modules both realms import: pure functions and types, no host authority. */
-const SHARED_WITH_SANDBOX = ['src/code-runtime/wire.ts', 'src/code-runtime/render.ts', 'src/code-runtime/closest-names.ts', 'src/code-runtime/contract.ts', 'src/code-runtime/sandbox-protocol.ts', 'src/errors.ts', 'src/json/']
+const SHARED_WITH_SANDBOX = ['src/code-runtime/wire.ts', 'src/code-runtime/render.ts', 'src/code-runtime/closest-names.ts', 'src/code-runtime/contract.ts', 'src/code-runtime/sandbox-protocol.ts', 'src/errors.ts', 'src/json/', 'src/util/utf8.ts']
 /** Files outside IN_SANDBOX that may import it: the thread entries that boot the bootstrap. */
 const SANDBOX_ENTRIES = ['platforms/node/worker-entry.ts', 'platforms/browser/worker-entry.ts']
 /** Each realm rule: the importing file's prefix, and which targets it may not import (with why). */

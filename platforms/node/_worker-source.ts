@@ -69,23 +69,23 @@ export const WORKER_SOURCE: string = `"use strict";
     return scored.slice(0, MAX_SUGGESTIONS).map((s) => s.name);
   }
 
-  // src/code-runtime/render.ts
-  var mapSize = Object.getOwnPropertyDescriptor(Map.prototype, "size").get;
-  var setSize = Object.getOwnPropertyDescriptor(Set.prototype, "size").get;
-  var identifier = /^[A-Za-z_$][\\w$]*$/;
-  function utf8Length(text) {
+  // src/util/utf8.ts
+  function bytesAt(text, i) {
+    const c = text.charCodeAt(i);
+    if (c < 128) return 1;
+    if (c < 2048) return 2;
+    if (c >= 55296 && c <= 56319 && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 56320 && next <= 57343) return 4;
+    }
+    return 3;
+  }
+  function utf8Length(text, stopAbove = Number.POSITIVE_INFINITY) {
     let bytes = 0;
-    for (let i = 0; i < text.length; i++) {
-      const c = text.charCodeAt(i);
-      if (c < 128) bytes += 1;
-      else if (c < 2048) bytes += 2;
-      else if (c >= 55296 && c <= 56319 && i + 1 < text.length) {
-        const next = text.charCodeAt(i + 1);
-        if (next >= 56320 && next <= 57343) {
-          bytes += 4;
-          i++;
-        } else bytes += 3;
-      } else bytes += 3;
+    for (let i = 0; i < text.length && bytes <= stopAbove; ) {
+      const size = bytesAt(text, i);
+      bytes += size;
+      i += size === 4 ? 2 : 1;
     }
     return bytes;
   }
@@ -93,22 +93,18 @@ export const WORKER_SOURCE: string = `"use strict";
     let bytes = 0;
     let i = 0;
     while (i < text.length) {
-      const c = text.charCodeAt(i);
-      let size = c < 128 ? 1 : c < 2048 ? 2 : 3;
-      let units = 1;
-      if (c >= 55296 && c <= 56319 && i + 1 < text.length) {
-        const next = text.charCodeAt(i + 1);
-        if (next >= 56320 && next <= 57343) {
-          size = 4;
-          units = 2;
-        }
-      }
+      const size = bytesAt(text, i);
       if (bytes + size > maxBytes) break;
       bytes += size;
-      i += units;
+      i += size === 4 ? 2 : 1;
     }
     return text.slice(0, i);
   }
+
+  // src/code-runtime/render.ts
+  var mapSize = Object.getOwnPropertyDescriptor(Map.prototype, "size").get;
+  var setSize = Object.getOwnPropertyDescriptor(Set.prototype, "size").get;
+  var identifier = /^[A-Za-z_$][\\w$]*$/;
   function describeOwn(value, key) {
     try {
       return Object.getOwnPropertyDescriptor(value, key);

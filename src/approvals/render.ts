@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { utf8Length } from '../util/utf8.js'
 
 /** The default byte budget of a rendered summary. */
 export const DEFAULT_APPROVAL_RENDER_BYTES = 4096
@@ -113,26 +114,12 @@ function tailOf(text: string, n: number): string {
   return text.slice(/[\udc00-\udfff]/.test(text[start] ?? '') ? start + 1 : start)
 }
 
-function utf8Bytes(text: string): number {
-  let bytes = 0
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i)
-    if (code < 0x80) bytes += 1
-    else if (code < 0x800) bytes += 2
-    else if (code >= 0xd800 && code <= 0xdbff) {
-      bytes += 4
-      i++
-    } else bytes += 3
-  }
-  return bytes
-}
-
 /** A long string as its length, head and tail, within `allowance` bytes when it can be. */
 function longString(text: string, allowance: number, noun: string): string {
   for (let edge = EDGE_CHARS; edge >= 8; edge = Math.floor(edge / 2)) {
     const hidden = text.length - 2 * edge
     const shown = `${noun} of ${text.length} characters: ${quote(headOf(text, edge))} … [${hidden} characters not shown] … ${quote(tailOf(text, edge))}`
-    if (utf8Bytes(shown) <= allowance) return shown
+    if (utf8Length(shown) <= allowance) return shown
   }
   return `${noun} of ${text.length} characters (not shown: over the prompt's budget)`
 }
@@ -140,7 +127,7 @@ function longString(text: string, allowance: number, noun: string): string {
 function showString(text: string, allowance: number): string {
   if (text.length <= WHOLE_CHARS) {
     const whole = quote(text)
-    if (utf8Bytes(whole) <= allowance) return whole
+    if (utf8Length(whole) <= allowance) return whole
   }
   return longString(text, allowance, 'string')
 }
@@ -164,11 +151,11 @@ class Lines {
 
   /** Room for one more line's value text after `prefix` (the marker's bytes kept back). */
   room(prefix: string): number {
-    return Math.max(0, this.cap - MARKER_BYTES - this.bytes - utf8Bytes(prefix) - 1)
+    return Math.max(0, this.cap - MARKER_BYTES - this.bytes - utf8Length(prefix) - 1)
   }
 
   push(line: string): void {
-    const size = utf8Bytes(line) + 1
+    const size = utf8Length(line) + 1
     if (this.dropped > 0 || this.bytes + size > this.cap - MARKER_BYTES) this.dropped++
     else {
       this.lines.push(line)
@@ -312,7 +299,7 @@ function render(tool: ApprovalRenderTool, args: unknown, maxBytes: number): Rend
   for (let i = 0; i < shownExtra; i++) entries.push({ label: `⚠ undeclared ${showKey(extra[i] as string)}`, value: args[extra[i] as string] })
   const lines = [...header]
   // One line's worth is kept back for the note that says what the budget left out.
-  let remaining = maxBytes - utf8Bytes(header.join('\n')) - 1 - MARKER_BYTES
+  let remaining = maxBytes - utf8Length(header.join('\n')) - 1 - MARKER_BYTES
   if (entries.length === 0) lines.push('(no arguments)')
   let rendered = 0
   for (; rendered < entries.length; rendered++) {
@@ -323,7 +310,7 @@ function render(tool: ApprovalRenderTool, args: unknown, maxBytes: number): Rend
     renderValue(walk, out, '', entry.label, entry.schema, entry.value, 0)
     const text = finish(out)
     if (out.dropped > 0) walk.complete = false
-    remaining -= utf8Bytes(text.join('\n')) + 1
+    remaining -= utf8Length(text.join('\n')) + 1
     lines.push(...text)
   }
   const left = entries.length - rendered + (extra.length - shownExtra)
@@ -429,7 +416,7 @@ export function renderApprovalPreview(preview: unknown, options?: ApprovalRender
     const raw = preview.slice(position, Math.min(end, position + PREVIEW_LINE_CHARS)).replace(/\r$/, '')
     const hidden = end - position - PREVIEW_LINE_CHARS
     const shown = raw.replace(PREVIEW_UNSAFE, showPreviewChar) + (hidden > 0 ? ` … [${hidden} more characters of this line not shown]` : '')
-    bytes += utf8Bytes(shown) + (lines.length === 0 ? 0 : 1)
+    bytes += utf8Length(shown) + (lines.length === 0 ? 0 : 1)
     if (bytes > maxBytes) break
     lines.push(shown)
     position = newline === -1 ? preview.length : newline + 1

@@ -5,7 +5,7 @@
  * @module
  */
 import type { JsonValue } from '../json/json-value.js'
-import { utf8Length, utf8Prefix } from '../code-runtime/render.js'
+import { utf8Length, utf8Prefix } from '../util/utf8.js'
 
 /** The text the model sees when a run printed nothing and returned `undefined`. */
 export const RUN_CODE_NO_OUTPUT = '(run_code completed with no output)'
@@ -141,7 +141,7 @@ export function renderRunCodeOutput(value: RunCodeOutput): string {
 }
 
 /** The UTF-8 byte length of `text` without encoding it (one implementation, shared with the code runtimes' caps). */
-export { utf8Length as utf8ByteLength } from '../code-runtime/render.js'
+export { utf8Length as utf8ByteLength } from '../util/utf8.js'
 
 /**
  * The longest prefix of `text` whose UTF-8 encoding fits in `maxBytes` (never splits a

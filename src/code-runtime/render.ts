@@ -4,6 +4,9 @@
  * sizes checked against `maxValueBytes`).
  * @module
  */
+import { utf8Length, utf8Prefix } from '../util/utf8.js'
+
+export { utf8Length, utf8Prefix }
 
 /** Options of {@link renderValue}. */
 export interface RenderValueOptions {
@@ -23,49 +26,6 @@ const setSize = Object.getOwnPropertyDescriptor(Set.prototype, 'size')!.get!
 type Frame = { readonly text: string } | { readonly value: unknown; readonly depth: number; readonly key?: string }
 
 const identifier = /^[A-Za-z_$][\w$]*$/
-
-/** Number of UTF-8 bytes `text` encodes to (lone surrogates count as 3, as TextEncoder writes U+FFFD). */
-export function utf8Length(text: string): number {
-  let bytes = 0
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i)
-    if (c < 0x80) bytes += 1
-    else if (c < 0x800) bytes += 2
-    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
-      const next = text.charCodeAt(i + 1)
-      if (next >= 0xdc00 && next <= 0xdfff) {
-        bytes += 4
-        i++
-      } else bytes += 3
-    } else bytes += 3
-  }
-  return bytes
-}
-
-/**
- * The longest prefix of `text` that fits in `maxBytes` UTF-8 bytes, never splitting a surrogate
- * pair.
- */
-export function utf8Prefix(text: string, maxBytes: number): string {
-  let bytes = 0
-  let i = 0
-  while (i < text.length) {
-    const c = text.charCodeAt(i)
-    let size = c < 0x80 ? 1 : c < 0x800 ? 2 : 3
-    let units = 1
-    if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
-      const next = text.charCodeAt(i + 1)
-      if (next >= 0xdc00 && next <= 0xdfff) {
-        size = 4
-        units = 2
-      }
-    }
-    if (bytes + size > maxBytes) break
-    bytes += size
-    i += units
-  }
-  return text.slice(0, i)
-}
 
 function describeOwn(value: object, key: string): PropertyDescriptor | undefined {
   try {

@@ -6,6 +6,7 @@
  */
 import type { DurableStore } from './store.js'
 import type { ScopeKey, ToolExecutionResult } from '../types.js'
+import { utf8Length, utf8Pieces } from '../util/utf8.js'
 
 /** A run's state as `GET /v1/runs/:id` reports it (`waiting` is `running` with pending approvals). */
 export type RunStatus = 'running' | 'waiting' | 'done' | 'failed' | 'cancelled'
@@ -119,14 +120,7 @@ export interface RunEventLog {
 }
 
 /** UTF-8 length without encoding (no copy of a large frame). */
-export function utf8Length(text: string): number {
-  let bytes = 0
-  for (let i = 0; i < text.length; i++) {
-    const unit = text.charCodeAt(i)
-    bytes += unit < 0x80 ? 1 : unit < 0x800 || (unit >= 0xd800 && unit <= 0xdfff) ? 2 : 3
-  }
-  return bytes
-}
+export { utf8Length }
 
 /**
  * A run's frames as a process left them in the store ({@link RunEventStore}): the newest
@@ -465,27 +459,6 @@ interface EventsManifest {
   readonly next?: number
 }
 
-/** Cuts `text` into pieces of at most `maxBytes` UTF-8 bytes, never between the halves of a surrogate pair. */
-function cutUtf8(text: string, maxBytes: number): string[] {
-  const pieces: string[] = []
-  let start = 0
-  let bytes = 0
-  for (let i = 0; i < text.length; i++) {
-    const unit = text.charCodeAt(i)
-    const pair = unit >= 0xd800 && unit <= 0xdbff && i + 1 < text.length
-    const size = pair ? 4 : unit < 0x80 ? 1 : unit < 0x800 || (unit >= 0xdc00 && unit <= 0xdfff) ? 2 : 3
-    if (bytes + size > maxBytes && i > start) {
-      pieces.push(text.slice(start, i))
-      start = i
-      bytes = 0
-    }
-    bytes += size
-    if (pair) i++
-  }
-  if (start < text.length) pieces.push(text.slice(start))
-  return pieces
-}
-
 function readManifest(text: string, maxBytes: number): EventsManifest | undefined {
   if (text.length > MAX_MANIFEST_CHARS) return undefined
   let m: Partial<EventsManifest> | null
@@ -544,7 +517,7 @@ export function createStoreRunEvents(store: DurableStore, maxBytes: number): Run
   }
   const writePieces = async (id: string, gen: string, body: string): Promise<number> => {
     for (;;) {
-      const pieces = cutUtf8(body, pieceBytes)
+      const pieces = utf8Pieces(body, pieceBytes)
       try {
         for (let n = 0; n < pieces.length; n++) await store.put(`${base(id)}/${gen}.${n}`, pieces[n]!)
         return pieces.length

@@ -5,6 +5,7 @@
  * @module
  */
 import { ToolError, type ToolErrorCode } from '../errors.js'
+import { utf8Length } from '../util/utf8.js'
 
 /** What `get` answers for a present key. */
 export interface StoreEntry {
@@ -151,14 +152,7 @@ export function assertStoreValue(value: unknown, maxBytes: number): asserts valu
   const tooLarge = () => storeError('STORE_VALUE_TOO_LARGE', `the store value exceeds maxValueBytes (${maxBytes} UTF-8 bytes)`)
   if (value.length > maxBytes) throw tooLarge()
   if (LONE_SURROGATE.test(value)) throw storeError('INVALID_STORE_VALUE', 'a store value must be well-formed text (it holds a lone surrogate)')
-  if (value.length * 3 <= maxBytes) return
-  let bytes = 0
-  for (let i = 0; i < value.length; i++) {
-    const unit = value.charCodeAt(i)
-    // A surrogate pair (4 bytes) counts 2 per unit.
-    bytes += unit < 0x80 ? 1 : unit < 0x800 || (unit >= 0xd800 && unit <= 0xdfff) ? 2 : 3
-    if (bytes > maxBytes) throw tooLarge()
-  }
+  if (value.length * 3 > maxBytes && utf8Length(value, maxBytes) > maxBytes) throw tooLarge()
 }
 
 /** Throws `INVALID_OPTIONS` unless `options.ifVersion` is absent, `null` or a non-empty string. */

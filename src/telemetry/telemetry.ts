@@ -5,6 +5,7 @@
 import { renderApprovalArguments } from '../approvals/render.js'
 import type { ToolExecutionResult } from '../types.js'
 import { contextFromCarrier, contextWithSpan, traceparentOf } from './trace-context.js'
+import { utf8Length } from '../util/utf8.js'
 import type {
   TelemetryAttributes,
   TelemetryCounter,
@@ -67,20 +68,6 @@ interface Instruments {
 
 function contentText(result: ToolExecutionResult): string {
   return result.content.map((block) => (block.type === 'text' ? block.text : `[${block.type}]`)).join('\n')
-}
-
-function utf8Bytes(text: string): number {
-  let bytes = 0
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i)
-    if (c < 0x80) bytes += 1
-    else if (c < 0x800) bytes += 2
-    else if (c >= 0xd800 && c <= 0xdbff) {
-      bytes += 4
-      i++
-    } else bytes += 3
-  }
-  return bytes
 }
 
 /** The span of one call, and a program's tallies of its sub-calls. */
@@ -167,7 +154,7 @@ export class CallSpan {
         'toolyard.run.approval_wait_ms': Math.round(this.#childHeldMs + end.heldMs),
         'toolyard.run.calls_made': this.#callsMade,
         'toolyard.run.calls_refused': this.#callsRefused,
-        'toolyard.run.bytes_returned': result.isError ? 0 : utf8Bytes(contentText(result)),
+        'toolyard.run.bytes_returned': result.isError ? 0 : utf8Length(contentText(result)),
         'toolyard.run.outcome': errorType ?? 'ok',
       })
     }
