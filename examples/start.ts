@@ -309,7 +309,8 @@ async function durableWorkspace(store: DurableStore): Promise<{ files?: Record<s
   }
 }
 
-async function main(): Promise<void> {
+/** `npm start` after its builds (scripts/start.mjs): the server on PORT with the tokens and data of TOOLYARD_DATA_DIR, its banner, and Ctrl+C. */
+export async function main(): Promise<void> {
   // Durable state (pending approvals) in TOOLYARD_DATA_DIR, else .toolyard/ here (git-ignored).
   const dataDir = resolve(process.env.TOOLYARD_DATA_DIR || '.toolyard')
   // With TOOLYARD_DATABASE_URL, runs, approvals and events live in PostgreSQL, shared by every instance on it.

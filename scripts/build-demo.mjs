@@ -9,22 +9,19 @@
 // when every input hashes as at the last successful build (demo/dist/.build-stamp.json),
 // nothing is rebuilt; `--force` rebuilds anyway.
 import { build } from 'esbuild'
-import { copyFileSync, existsSync, mkdirSync, rmSync, statSync } from 'node:fs'
+import { copyFileSync, mkdirSync, rmSync, statSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
-import { hashInputs, isUpToDate, writeStamp } from './build-stamp.mjs'
+import { demoInputsHash, demoUpToDate, UP_TO_DATE, writeStamp } from './build-stamp.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const out = `${root}demo/dist`
 const dev = process.argv.includes('--dev')
 const stamp = `${out}/.build-stamp.json`
 
-/** What the bundles read: the page, the core, the platforms, the engine, the lock (esbuild, QuickJS's wasm) and this script. */
-const DEMO_INPUTS = ['demo', 'src', 'platforms', 'engine', 'package.json', 'package-lock.json', 'scripts/build-demo.mjs', 'scripts/build-stamp.mjs']
-const OUTPUTS = ['index.html', 'styles.css', 'main.js', 'worker-entry.js', 'sandbox-worker-entry.js', 'emscripten-module.wasm']
-const { hash } = hashInputs(root, DEMO_INPUTS, { skip: ['demo/dist'], extra: [dev ? 'dev' : 'minified'] })
-if (!process.argv.includes('--force') && isUpToDate(stamp, hash) && OUTPUTS.every((file) => existsSync(`${out}/${file}`))) {
-  console.log('demo: up to date (no input changed since the last build; `npm run build:demo -- --force` rebuilds)')
+const hash = demoInputsHash(root, dev)
+if (!process.argv.includes('--force') && demoUpToDate(root, dev, hash)) {
+  console.log(UP_TO_DATE.demo)
   process.exit(0)
 }
 

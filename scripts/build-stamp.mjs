@@ -5,8 +5,24 @@
 // unreadable stamp) builds again. Content, not mtimes: a checkout or `touch` that leaves
 // the bytes alone costs nothing, and an edit within the same second is still seen.
 import { createHash } from 'node:crypto'
-import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join, relative, sep } from 'node:path'
+
+/** What the package build reads: tsconfig.build.json's folders, the configs, the lock (compiler, esbuild) and the build's own scripts. */
+export const BUILD_INPUTS = [
+  'src', 'engine', 'platforms', 'demo', 'examples',
+  'package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json',
+  'scripts/build.mjs', 'scripts/build-stamp.mjs', 'scripts/gen-bootstrap.mjs', 'scripts/check-exports.mjs',
+]
+/** What the playground's bundles read: the page, the core, the platforms, the engine, the lock (esbuild, QuickJS's wasm) and the scripts. */
+export const DEMO_INPUTS = ['demo', 'src', 'platforms', 'engine', 'package.json', 'package-lock.json', 'scripts/build-demo.mjs', 'scripts/build-stamp.mjs']
+/** The files scripts/build-demo.mjs writes into demo/dist/. */
+export const DEMO_OUTPUTS = ['index.html', 'styles.css', 'main.js', 'worker-entry.js', 'sandbox-worker-entry.js', 'emscripten-module.wasm']
+/** What each build prints when it has nothing to do. */
+export const UP_TO_DATE = {
+  build: 'build: up to date (no input changed since the last build; `npm run build -- --force` rebuilds)',
+  demo: 'demo: up to date (no input changed since the last build; `npm run build:demo -- --force` rebuilds)',
+}
 
 /**
  * The hash of `inputs` under `root`: each a file or a folder (walked whole, skipping any
@@ -57,4 +73,38 @@ export function writeStamp(stampFile, hash) {
 /** Forgets the last build: called before a build starts, so a build that fails leaves no stamp. */
 export function clearStamp(stampFile) {
   rmSync(stampFile, { force: true })
+}
+
+/** The package build's input hash under `root` (demo/dist/ is the demo build's output, not an input). */
+export function packageInputsHash(root) {
+  return hashInputs(root, BUILD_INPUTS, { skip: ['demo/dist'] }).hash
+}
+
+/** The playground build's input hash under `root` (`dev`: unminified, another output). */
+export function demoInputsHash(root, dev = false) {
+  return hashInputs(root, DEMO_INPUTS, { skip: ['demo/dist'], extra: [dev ? 'dev' : 'minified'] }).hash
+}
+
+/** The package.json exports targets under `root` that do not exist (a deleted output is not up to date). */
+export function missingExportTargets(root) {
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
+  const missing = []
+  const visit = (target) => {
+    if (typeof target === 'string') {
+      if (!existsSync(join(root, target))) missing.push(target)
+    } else if (target !== null && typeof target === 'object') for (const value of Object.values(target)) visit(value)
+  }
+  visit(pkg.exports)
+  return missing
+}
+
+/** Whether `npm run build` has nothing to do under `root`: the stamp matches and every exports target exists. */
+export function packageUpToDate(root, hash = packageInputsHash(root)) {
+  return isUpToDate(join(root, 'dist/.build-stamp.json'), hash) && missingExportTargets(root).length === 0
+}
+
+/** Whether `npm run build:demo` has nothing to do under `root`: the stamp matches and every output exists. */
+export function demoUpToDate(root, dev = false, hash = demoInputsHash(root, dev)) {
+  const out = join(root, 'demo/dist')
+  return isUpToDate(join(out, '.build-stamp.json'), hash) && DEMO_OUTPUTS.every((file) => existsSync(join(out, file)))
 }

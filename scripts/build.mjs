@@ -2,34 +2,22 @@
 // Builds the package: checks the generated sources, then `tsc` (JS + .d.ts into dist/), then the
 // exports check. Every step fails the build on error. Incremental: when every input (the
 // compiled folders, the configs, the lock file, these scripts) hashes as at the last
-// successful build (dist/.build-stamp.json), only the exports map's targets are checked
-// for existence and nothing is rebuilt; `--force` rebuilds anyway.
+// successful build (dist/.build-stamp.json) and the exports map's targets exist, nothing
+// is rebuilt; `--force` rebuilds anyway.
 import { execFileSync } from 'node:child_process'
 import { copyFileSync, rmSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import { clearStamp, hashInputs, isUpToDate, writeStamp } from './build-stamp.mjs'
+import { clearStamp, packageInputsHash, packageUpToDate, UP_TO_DATE, writeStamp } from './build-stamp.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const run = (cmd, args) => execFileSync(cmd, args, { cwd: root, stdio: 'inherit' })
 const stamp = fileURLToPath(new URL('../dist/.build-stamp.json', import.meta.url))
 
-/** What the build reads: tsconfig.build.json's folders, the configs, the lock (compiler, esbuild) and the build's own scripts. */
-const BUILD_INPUTS = [
-  'src', 'engine', 'platforms', 'demo', 'examples',
-  'package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json',
-  'scripts/build.mjs', 'scripts/build-stamp.mjs', 'scripts/gen-bootstrap.mjs', 'scripts/check-exports.mjs',
-]
-const { hash } = hashInputs(root, BUILD_INPUTS, { skip: ['demo/dist'] })
+const hash = packageInputsHash(root)
 
-if (!process.argv.includes('--force') && isUpToDate(stamp, hash)) {
-  try {
-    // A deleted build output is not up to date: the cheap half of the exports check says so.
-    execFileSync(process.execPath, ['scripts/check-exports.mjs', '--targets-only'], { cwd: root, stdio: 'pipe' })
-    console.log('build: up to date (no input changed since the last build; `npm run build -- --force` rebuilds)')
-    process.exit(0)
-  } catch {
-    // Fall through to a full build.
-  }
+if (!process.argv.includes('--force') && packageUpToDate(root, hash)) {
+  console.log(UP_TO_DATE.build)
+  process.exit(0)
 }
 
 // Generated sources (the scripts that run inside sandboxes and threads) are committed and
@@ -38,6 +26,7 @@ if (!process.argv.includes('--force') && isUpToDate(stamp, hash)) {
 run(process.execPath, ['scripts/gen-bootstrap.mjs', '--check'])
 clearStamp(stamp)
 rmSync(new URL('../dist', import.meta.url), { recursive: true, force: true })
+console.log('build: compiling src/, platforms/, engine/, examples/ and demo/ with tsc into dist/ (a minute or two the first time; later builds skip it while nothing changed)')
 run(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'])
 // tsc compiles TypeScript only: the generated Node sandbox thread (an ES module) goes next
 // to the compiled runtime that starts it.

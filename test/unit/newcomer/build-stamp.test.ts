@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
-import { clearStamp, hashInputs, isUpToDate, writeStamp } from '../../../scripts/build-stamp.mjs'
+import { BUILD_INPUTS, clearStamp, DEMO_INPUTS, DEMO_OUTPUTS, demoInputsHash, demoUpToDate, hashInputs, isUpToDate, missingExportTargets, packageInputsHash, packageUpToDate, writeStamp } from '../../../scripts/build-stamp.mjs'
 
 const root = fileURLToPath(new URL('../../../', import.meta.url))
 const dirs: string[] = []
@@ -84,17 +84,45 @@ describe('the builds’ up-to-date check', () => {
   })
 
   it('the package build hashes every folder tsc compiles, and both builds hash the lock file and their own scripts', () => {
-    const build = readFileSync(join(root, 'scripts/build.mjs'), 'utf8')
-    const demo = readFileSync(join(root, 'scripts/build-demo.mjs'), 'utf8')
-    const inputs = (text: string, name: string) => [...(new RegExp(`const ${name} = \\[([^\\]]*)\\]`).exec(text)?.[1] ?? '').matchAll(/'([^']+)'/g)].map((m) => m[1])
-    const buildInputs = inputs(build, 'BUILD_INPUTS')
+    const buildInputs = BUILD_INPUTS
     const include = (JSON.parse(readFileSync(join(root, 'tsconfig.build.json'), 'utf8')) as { include: string[] }).include
     for (const folder of include) expect(buildInputs).toContain(folder)
     for (const file of ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'scripts/gen-bootstrap.mjs', 'scripts/check-exports.mjs', 'scripts/build-stamp.mjs']) {
       expect(buildInputs).toContain(file)
     }
-    const demoInputs = inputs(demo, 'DEMO_INPUTS')
+    const demoInputs = DEMO_INPUTS
     // The bundles' entries live under these folders.
     for (const folder of ['demo', 'src', 'platforms', 'engine', 'package-lock.json', 'scripts/build-demo.mjs']) expect(demoInputs).toContain(folder)
+  })
+
+  it('npm start (scripts/start.mjs) asks the same checks: a matching stamp with every output present is up to date; a missing output or exports target is not', () => {
+    const dir = tree()
+    writeFileSync(join(dir, 'package.json'), JSON.stringify({ exports: { '.': { types: './dist/index.d.ts', default: './dist/index.js' } } }))
+    mkdirSync(join(dir, 'dist'))
+    mkdirSync(join(dir, 'demo/dist'), { recursive: true })
+    writeFileSync(join(dir, 'dist/index.js'), '')
+    expect(missingExportTargets(dir)).toEqual(['./dist/index.d.ts'])
+    writeStamp(join(dir, 'dist/.build-stamp.json'), packageInputsHash(dir))
+    expect(packageUpToDate(dir)).toBe(false)
+    writeFileSync(join(dir, 'dist/index.d.ts'), '')
+    expect(packageUpToDate(dir)).toBe(true)
+    writeFileSync(join(dir, 'src/a.ts'), 'export const a = 2\n')
+    expect(packageUpToDate(dir)).toBe(false)
+
+    for (const file of DEMO_OUTPUTS) writeFileSync(join(dir, 'demo/dist', file), '')
+    writeStamp(join(dir, 'demo/dist/.build-stamp.json'), demoInputsHash(dir))
+    expect(demoUpToDate(dir)).toBe(true)
+    expect(demoUpToDate(dir, true)).toBe(false)
+    rmSync(join(dir, 'demo/dist/main.js'))
+    expect(demoUpToDate(dir)).toBe(false)
+  })
+
+  it('npm start is scripts/start.mjs, which builds only through those checks and then runs the compiled examples/start.ts in its own process', () => {
+    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
+    expect(pkg.scripts['start']).toBe('node scripts/start.mjs')
+    const start = readFileSync(join(root, 'scripts/start.mjs'), 'utf8')
+    expect(start).toContain('packageUpToDate(root)')
+    expect(start).toContain('demoUpToDate(root)')
+    expect(start).toContain("import('../dist/examples/start.js')")
   })
 })
