@@ -55,6 +55,10 @@ const ACCOUNTED: ReadonlyArray<readonly [string, string, How]> = [
   ['docs/deployment.md', 'TOOLYARD_DATABASE_URL=postgres://', { notHere: 'needs a PostgreSQL server at db; test/unit/postgres/npm-start.test.ts starts npm start’s entry on a throwaway cluster' }],
   ['docs/deployment.md', 'PORT=8801 TOOLYARD_DATA_DIR=.a', { notHere: 'two servers on fixed ports behind a proxy, on a database; test/unit/postgres/two-instances.test.ts runs the same pair on a throwaway cluster' }],
   ['docs/deployment.md', 'npm start ', { notHere: 'builds, then serves on 8787 until Ctrl+C; startServer answers the curl samples here' }],
+  // The kill -9 walkthrough: a server killed between its blocks.
+  ['docs/durability.md', 'TOKEN=$(node -p', { notHere: 'the walkthrough’s first block: test/unit/newcomer/durable-walkthrough.test.ts runs it as written against a real server process' }],
+  ['docs/durability.md', 'kill -9 $(pgrep', { notHere: 'would kill any npm start on this machine; test/unit/newcomer/durable-walkthrough.test.ts SIGKILLs its own server in its place' }],
+  ['docs/durability.md', 'curl -s -H "Authorization: Bearer $TOKEN" http://127.0.0.1:8787/v1/runs/$RUN', { notHere: 'the walkthrough’s third block, after the restart: test/unit/newcomer/durable-walkthrough.test.ts runs it as written' }],
   ['docs/http-api.md', `curl -s -H "Authorization: Bearer $TOKEN" 'http://127.0.0.1:8787/v1/catalog/search`, { run: 'curl' }],
   ['docs/http-api.md', 'curl -s -X POST -H "Authorization: Bearer $TOKEN"', { producedBy: 'http-runs-flow' }],
   ['docs/http-api.md', 'curl -s -H "Authorization: Bearer $TOKEN" http://127.0.0.1:8787/v1/runs/', { producedBy: 'http-runs-flow' }],
