@@ -10,14 +10,18 @@ import { defineTool } from '../../../src/schema/define-tool.js'
 import { toolCallErrorOf } from '../../../src/errors.js'
 
 const codeRuntime = createSandboxRuntime({ memoryMb: 32, prespawn: 0 })
-afterAll(() => codeRuntime.dispose())
+const python = createSandboxRuntime({ language: 'python', computeMs: 5_000 })
+afterAll(async () => {
+  await codeRuntime.dispose()
+  await python.dispose()
+})
 
 const text = { schema: { type: 'string' }, render: (_a: unknown, v: string) => [{ type: 'text' as const, text: v }] } as const
 
-function setup() {
+function setup(runtimeOfCode: typeof codeRuntime = codeRuntime) {
   const runtime = createToolRuntime({
     mode: 'both',
-    codeRuntime,
+    codeRuntime: runtimeOfCode,
     approval: (request) => Promise.resolve(request.execution.name !== 'write_file'),
   })
   const plain = (name: string, execute: () => string) =>
@@ -56,6 +60,27 @@ describe('ToolCallError.code in a program', () => {
     // The same denial natively: the program's code is the native one.
     const native = await runtime.execute({ callId: 'n1', name: 'delete_file', arguments: { path: 'a' }, signal: AbortSignal.timeout(5_000) })
     expect(native.isError && native.error.info?.code).toBe('DENIED_BY_GATE')
+    await runtime.dispose()
+  })
+
+  it('in Python the same: ToolCallError has code and tool_name, and a denial says it was denied and by what', async () => {
+    const runtime = setup(python)
+    const program = `out = []
+for name, args in [("delete_file", {"path": "a"}), ("write_file", {"path": "a"}), ("broken", {"path": "a"}), ("delete_file", {"path": 1}), ("guarded", {"path": "a"})]:
+    try:
+        await getattr(tools, name)(args)
+    except ToolCallError as e:
+        out.append([e.tool_name, e.code, str(e)])
+return out`
+    const result = await runtime.execute({ callId: 'p1', name: 'run_code', arguments: { description: 'probe', code: program }, signal: AbortSignal.timeout(30_000) })
+    expect(result.isError, JSON.stringify(result)).toBe(false)
+    const rows = (result as unknown as { value: { result: [string, string, string][] } }).value.result
+    expect(rows[0]).toEqual(['delete_file', 'DENIED_BY_GATE', 'delete_file was denied by policy: deleting is not allowed here'])
+    expect(rows[1]?.slice(0, 2)).toEqual(['write_file', 'DENIED_BY_APPROVAL'])
+    expect(rows[1]?.[2]).toMatch(/^write_file was denied by/)
+    expect(rows[2]?.slice(0, 2)).toEqual(['broken', 'TOOL_FAILED'])
+    expect(rows[3]?.slice(0, 2)).toEqual(['delete_file', 'INVALID_ARGS'])
+    expect(rows[4]).toEqual(['guarded', 'DENIED_BY_GUARD', 'guarded was denied by a guard: not on Fridays'])
     await runtime.dispose()
   })
 
