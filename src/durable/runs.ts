@@ -353,18 +353,16 @@ export function readStoredRun(text: string): StoredRun | undefined {
   if (v.agent !== undefined && typeof v.agent !== 'string') return undefined
   if (v.principal !== undefined && (typeof v.principal !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(v.principal))) return undefined
   if (v.secret !== undefined && (typeof v.secret !== 'string' || v.secret.length > 64)) return undefined
-  // A context that is not one is dropped, not trusted (the resumed run then starts its own trace).
-  if (v.trace !== undefined) {
-    const trace = traceCarrierOf(v.trace)
-    const { trace: _dropped, ...rest } = v
-    return { ...(rest as StoredRun), ...(trace === undefined || (trace.tracestate?.length ?? 0) > 512 ? {} : { trace }) }
-  }
   if (!isParkedRunState(v.state)) return undefined
   const numbering = v.numbering as Partial<DurableRunNumbering> | undefined
   const count = (x: unknown): boolean => typeof x === 'number' && Number.isSafeInteger(x) && x >= 0
   if (typeof numbering !== 'object' || numbering === null || !count(numbering.submitted) || !Array.isArray(numbering.calls)) return undefined
   if (!numbering.calls.every((pair) => Array.isArray(pair) && pair.length === 2 && count(pair[0]) && count(pair[1]))) return undefined
-  return v as StoredRun
+  if (v.trace === undefined) return v as StoredRun
+  // A context that is not one is dropped, not trusted (the resumed run then starts its own trace).
+  const trace = traceCarrierOf(v.trace)
+  const { trace: _dropped, ...rest } = v
+  return { ...(rest as StoredRun), ...(trace === undefined || (trace.tracestate?.length ?? 0) > 512 ? {} : { trace }) }
 }
 
 function readCallRecord(text: string): CallRecord | undefined {

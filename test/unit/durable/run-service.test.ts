@@ -3,11 +3,14 @@
  * written after the store was let go), the resume pool (each run to one table), its
  * options, and a lost-run sweep that never settles a run on a store that cannot answer.
  */
-import { describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createMemoryStore } from '../../../src/durable/index.js'
 import type { DurableStore } from '../../../src/durable/index.js'
 import { resolveRunServiceOptions, RunService } from '../../../src/durable/run-service.js'
+import { DurableRuns } from '../../../src/durable/runs.js'
 import type { ResumedRun } from '../../../src/durable/runs.js'
+import { createRunEventLog, interruptedRunResult } from '../../../src/durable/run-table.js'
+import type { RunRecordJson } from '../../../src/durable/run-table.js'
 import { runsHeld } from '../../../src/http/index.js'
 import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
 import { JSON_AUTH, createFixture } from '../http/fixtures.js'
@@ -117,5 +120,232 @@ describe('createToolRuntime({ runs }) options', () => {
       expect(() => resolveRunServiceOptions({ resumeEveryMs: bad })).toThrow('createToolRuntime: runs.resumeEveryMs must be an integer from 0 to 2147483647 (ms)')
       expect(() => resolveRunServiceOptions({ staleMs: bad })).toThrow('createToolRuntime: runs.staleMs must be an integer from 0 to 2147483647 (ms)')
     }
+  })
+})
+
+afterEach(() => {
+  vi.useRealTimers()
+  vi.restoreAllMocks()
+})
+
+/** A service over a memory store with its process's durable side (one "process"). */
+function serviceOn(store: DurableStore, options: Parameters<typeof resolveRunServiceOptions>[0] = { resumeEveryMs: 0 }, resumeAll: (staleMs: number) => Promise<ResumedRun[]> = async () => []) {
+  const durable = new DurableRuns(store)
+  return { durable, service: new RunService(store, durable, resumeAll, resolveRunServiceOptions(options)) }
+}
+
+const running = (over: Partial<RunRecordJson> = {}): RunRecordJson => ({ id: 'x', callId: 'http-run-x', status: 'running', createdAt: 1, events: { first: 0, last: 0, dropped: 0 }, ...over })
+
+describe('runtime.runs without a store', () => {
+  it('is not durable: no owner, no records or events, nobody alive, nothing parked, no loop', async () => {
+    vi.useFakeTimers()
+    let sweeps = 0
+    const service = new RunService(undefined, undefined, async () => (sweeps++, []), resolveRunServiceOptions({ resumeEveryMs: 10 }))
+    expect(service.durable).toBe(false)
+    expect(service.owner).toBe('')
+    expect(service.records).toBeUndefined()
+    expect(service.events(1024)).toBeUndefined()
+    service.hold()
+    expect(await service.alive(crypto.randomUUID(), 60_000)).toBe(false)
+    expect(await service.parked('r')).toBe(false)
+    expect(await service.settleIfLost(running(), undefined, 0)).toBe(false)
+    service.attach({ adopt: async () => 0 })
+    await vi.advanceTimersByTimeAsync(100)
+    expect(sweeps).toBe(0)
+  })
+})
+
+describe('runtime.runs with a store', () => {
+  it('is durable: the owner is the process id; hold() starts its one heartbeat; alive() reads it', async () => {
+    const store = createMemoryStore()
+    const { durable, service } = serviceOn(store)
+    expect(service.durable).toBe(true)
+    expect(service.owner).toBe(durable.owner)
+    expect(await service.alive(durable.owner, 60_000)).toBe(false)
+    service.hold()
+    await durable.flushed()
+    expect(await service.alive(durable.owner, 60_000)).toBe(true)
+    durable.close()
+  })
+
+  it('records and events live in the store (run-records/, run-events/)', async () => {
+    const store = createMemoryStore()
+    const { service } = serviceOn(store)
+    await service.records!.put(running())
+    expect(await service.records!.get('x')).toEqual(running())
+    const events = service.events(4096)!
+    const log = createRunEventLog(4096)
+    log.append('message', { a: 1 })
+    await events.put('x', log)
+    expect((await store.list('run-events/')).entries.length).toBeGreaterThan(0)
+    expect((await events.load('x'))?.frames.map((frame) => frame.id)).toEqual([1])
+  })
+
+  it('parked(): whether the runtime parked the run in the store', async () => {
+    const store = createMemoryStore()
+    const { service } = serviceOn(store)
+    expect(await service.parked('r')).toBe(false)
+    await store.put('runs/r', '{}')
+    expect(await service.parked('r')).toBe(true)
+  })
+})
+
+describe('runtime.runs: the resume loop', () => {
+  it('the first attach sweeps once now and every resumeEveryMs; a second attach adds no loop; close() stops it', async () => {
+    vi.useFakeTimers()
+    const seen: number[] = []
+    const { service } = serviceOn(createMemoryStore(), { resumeEveryMs: 1000, staleMs: 7 }, async (staleMs) => (seen.push(staleMs), []))
+    service.attach({ adopt: async () => 0 })
+    service.attach({ adopt: async () => 0 })
+    expect(seen).toEqual([])
+    await vi.advanceTimersByTimeAsync(0)
+    expect(seen).toEqual([7])
+    await vi.advanceTimersByTimeAsync(999)
+    expect(seen).toEqual([7])
+    await vi.advanceTimersByTimeAsync(1)
+    expect(seen).toEqual([7, 7])
+    service.close()
+    await vi.advanceTimersByTimeAsync(5000)
+    expect(seen).toEqual([7, 7])
+  })
+
+  it('no loop with resumeEveryMs 0, nor once closed; a failed sweep is reported, the loop goes on', async () => {
+    vi.useFakeTimers()
+    let sweeps = 0
+    const off = serviceOn(createMemoryStore(), { resumeEveryMs: 0 }, async () => (sweeps++, [])).service
+    off.attach({ adopt: async () => 0 })
+    const closed = serviceOn(createMemoryStore(), { resumeEveryMs: 10 }, async () => (sweeps++, [])).service
+    closed.close()
+    closed.attach({ adopt: async () => 0 })
+    await vi.advanceTimersByTimeAsync(100)
+    expect(sweeps).toBe(0)
+    const errors: unknown[][] = []
+    vi.spyOn(console, 'error').mockImplementation((...args: unknown[]) => void errors.push(args))
+    const failing = serviceOn(createMemoryStore(), { resumeEveryMs: 10 }, async () => {
+      sweeps++
+      throw new Error('store down')
+    }).service
+    failing.attach({ adopt: async () => 0 })
+    await vi.advanceTimersByTimeAsync(10)
+    expect(sweeps).toBe(2)
+    expect(errors).toHaveLength(2)
+    expect(errors[0]![0]).toBe('resuming runs failed:')
+    expect((errors[0]![1] as Error).message).toBe('store down')
+    failing.close()
+  })
+
+  it('resume() passes its staleMs or the configured one; adopt() hands the pool to attached tables only, until detached', async () => {
+    const seen: number[] = []
+    const { service } = serviceOn(createMemoryStore(), { resumeEveryMs: 0, staleMs: 42 }, async (staleMs) => (seen.push(staleMs), [handle('r1')]))
+    const stales: number[] = []
+    const sizes: number[] = []
+    const detach = service.attach({ adopt: async (pool, staleMs) => (stales.push(staleMs), sizes.push(pool.size), pool.take('r1') === undefined ? 0 : 1) })
+    expect(await service.resume()).toMatchObject({ adopted: 1 })
+    expect(await service.resume({ staleMs: 5 })).toMatchObject({ adopted: 1 })
+    expect(seen).toEqual([42, 5])
+    expect(stales).toEqual([42, 5])
+    expect(await service.adopt([handle('r1'), handle('r2')])).toMatchObject({ adopted: 1 })
+    expect(sizes).toEqual([1, 1, 2])
+    expect(stales).toEqual([42, 5, 42])
+    // A pool hands a run once, and nothing it does not hold.
+    await service.adopt([handle('r1')], 3)
+    expect(stales.at(-1)).toBe(3)
+    detach()
+    expect(await service.adopt([handle('r1')])).toEqual({ resumed: [handle('r1')].map(() => expect.objectContaining({ callId: 'r1' })), adopted: 0 })
+    expect(sizes).toHaveLength(4)
+  })
+
+  it('a pool answers undefined for a run it does not hold, and for a run already taken', async () => {
+    const { service } = serviceOn(createMemoryStore())
+    const takes: unknown[] = []
+    service.attach({ adopt: async (pool) => (takes.push(pool.take('r1'), pool.take('r1'), pool.take('zz')), 0) })
+    await service.adopt([handle('r1')])
+    expect(takes.map((run) => (run as ResumedRun | undefined)?.callId)).toEqual(['r1', undefined, undefined])
+  })
+})
+
+describe('runtime.runs: settleIfLost ends only what nothing will finish', () => {
+  it('a running record whose process is silent and that never parked: failed as INTERRUPTED, its event snapshot deleted', async () => {
+    const store = createMemoryStore()
+    const { service } = serviceOn(store)
+    const events = service.events(4096)!
+    const log = createRunEventLog(4096)
+    log.append('message', {})
+    await events.put('x', log)
+    for (const owner of [undefined, crypto.randomUUID()]) {
+      const record = running(owner === undefined ? {} : { owner })
+      await service.records!.put(record)
+      const before = Date.now()
+      expect(await service.settleIfLost(record, events, 60_000)).toBe(true)
+      const settled = await service.records!.get('x')
+      expect(settled).toEqual({ ...record, status: 'failed', settledAt: settled!.settledAt, result: interruptedRunResult('the process running it') })
+      expect(settled!.settledAt).toBeGreaterThanOrEqual(before)
+      expect(await events.load('x')).toBeUndefined()
+    }
+    // Without an event store, the record alone.
+    await service.records!.put(running())
+    expect(await service.settleIfLost(running(), undefined, 60_000)).toBe(true)
+    expect((await service.records!.get('x'))!.status).toBe('failed')
+  })
+
+  it('leaves a record that is settled, ours, parked, or whose process is alive', async () => {
+    const store = createMemoryStore()
+    const { durable, service } = serviceOn(store)
+    const live = crypto.randomUUID()
+    await store.put(`owners/${live}`, JSON.stringify({ at: Date.now() }))
+    await store.put('runs/http-run-p', '{}')
+    const cases = [running({ status: 'done' }), running({ status: 'cancelled' }), running({ status: 'failed' }), running({ owner: durable.owner }), running({ callId: 'http-run-p' }), running({ owner: live })]
+    for (const record of cases) {
+      await service.records!.put(record)
+      expect(await service.settleIfLost(record, undefined, 60_000)).toBe(false)
+      expect(await service.records!.get('x')).toEqual(record)
+    }
+    // The live one is lost once its beat is older than staleMs.
+    await store.put(`owners/${live}`, JSON.stringify({ at: Date.now() - 120_000 }))
+    expect(await service.settleIfLost(running({ owner: live }), undefined, 60_000)).toBe(true)
+  })
+})
+
+describe('runtime.runs: tracked work', () => {
+  it('drained() waits for tracked work, failed or not, and work tracked meanwhile', async () => {
+    const { service } = serviceOn(createMemoryStore())
+    let finish: () => void = () => {}
+    const work = new Promise<void>((resolve) => (finish = resolve))
+    const order: string[] = []
+    service.track(work.then(() => void order.push('work')))
+    service.track(Promise.reject(new Error('failed run')))
+    service.track(
+      work.then(() => {
+        order.push('second')
+        service.track(new Promise<void>((resolve) => setTimeout(() => (order.push('late'), resolve()), 5)))
+      }),
+    )
+    let drained = false
+    const done = service.drained().then(() => (drained = true))
+    await new Promise((resolve) => setTimeout(resolve, 5))
+    expect(drained).toBe(false)
+    finish()
+    await done
+    expect(order).toEqual(['work', 'second', 'late'])
+    await service.drained()
+  })
+
+  it('queue(): a write rejects as it does, and the next write of the run still runs', async () => {
+    const { service } = serviceOn(createMemoryStore())
+    await expect(service.queue('a', async () => Promise.reject(new Error('no')))).rejects.toThrow('no')
+    let ran = false
+    await service.queue('a', async () => void (ran = true))
+    expect(ran).toBe(true)
+    await service.drained()
+  })
+})
+
+describe('createToolRuntime({ runs }) option bounds', () => {
+  it('accepts the largest timer and an empty object', () => {
+    expect(resolveRunServiceOptions({ resumeEveryMs: 2_147_483_647, staleMs: 2_147_483_647 })).toEqual({ resumeEveryMs: 2_147_483_647, staleMs: 2_147_483_647 })
+    expect(resolveRunServiceOptions({})).toEqual({ resumeEveryMs: 10_000, staleMs: 30_000 })
+    expect(resolveRunServiceOptions({ staleMs: 1 })).toEqual({ resumeEveryMs: 10_000, staleMs: 1 })
+    expect(() => resolveRunServiceOptions('x')).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS' }))
+    expect(() => resolveRunServiceOptions({ staleMs: -1 })).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS' }))
   })
 })
