@@ -7,6 +7,11 @@
 import { ToolError } from './errors.js'
 import type { PlanApprovalRequestEvent, SessionLogEvent, SessionLogSink } from './runtime-types.js'
 import type { ApprovalPlan } from './types.js'
+import { positiveInteger } from './util/guards.js'
+
+const optionError = (message: string): never => {
+  throw new ToolError('INVALID_OPTIONS', `createMemorySessionLog: ${message}`)
+}
 
 /** Default {@link MemorySessionLogOptions.maxEntries}. */
 export const DEFAULT_SESSION_LOG_MAX_ENTRIES = 1_000
@@ -75,14 +80,6 @@ export function boundPlanForLog(plan: ApprovalPlan): Pick<PlanApprovalRequestEve
   }
 }
 
-function positiveInteger(name: string, value: unknown, fallback: number): number {
-  const resolved = value ?? fallback
-  if (!Number.isSafeInteger(resolved) || (resolved as number) <= 0) {
-    throw new ToolError('INVALID_OPTIONS', `createMemorySessionLog: ${name} must be a positive integer`)
-  }
-  return resolved as number
-}
-
 /**
  * The estimated size of `value` as kept in memory: its JSON length, at least 8 bytes per
  * value. Iterative (any depth), and it stops as soon as the estimate passes `limit`, so an
@@ -121,8 +118,8 @@ export function estimateRetainedBytes(value: unknown, limit: number): number {
  */
 export function createMemorySessionLog(options: MemorySessionLogOptions = {}): MemorySessionLog {
   if (typeof options !== 'object' || options === null) throw new ToolError('INVALID_OPTIONS', 'createMemorySessionLog: options must be an object')
-  const maxEntries = positiveInteger('maxEntries', options.maxEntries, DEFAULT_SESSION_LOG_MAX_ENTRIES)
-  const maxBytes = positiveInteger('maxBytes', options.maxBytes, DEFAULT_SESSION_LOG_MAX_BYTES)
+  const maxEntries = positiveInteger('maxEntries', options.maxEntries, DEFAULT_SESSION_LOG_MAX_ENTRIES, optionError)
+  const maxBytes = positiveInteger('maxBytes', options.maxBytes, DEFAULT_SESSION_LOG_MAX_BYTES, optionError)
   const events: SessionLogEvent[] = []
   const sizes: number[] = []
   let bytes = 0

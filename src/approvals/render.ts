@@ -5,6 +5,7 @@
  * @module
  */
 import { utf8Length } from '../util/utf8.js'
+import { isRecord } from '../util/guards.js'
 
 /** The default byte budget of a rendered summary. */
 export const DEFAULT_APPROVAL_RENDER_BYTES = 4096
@@ -52,10 +53,6 @@ export interface ApprovalRenderOptions {
 }
 
 type Schema = Readonly<Record<string, unknown>>
-
-function isRecord(value: unknown): value is Readonly<Record<string, unknown>> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
 
 /** An own data property, never running a getter (the schema may come from anyone calling the broker). */
 function own(source: unknown, key: string): unknown {

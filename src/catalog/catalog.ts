@@ -6,6 +6,7 @@
  */
 import { ToolError } from '../errors.js'
 import { analyze, expandTerm } from './_analyze.js'
+import { isRecord } from '../util/guards.js'
 
 /** One tool as the catalog sees it. */
 export interface CatalogEntry {
@@ -84,10 +85,6 @@ function invalid(message: string): never {
 }
 
 const byCodePoint = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
 
 /** The parameter texts of a schema: [names and enum values, titles and descriptions]. */
 function parameterTexts(schema: unknown): [string, string] {

@@ -14,6 +14,7 @@ import { gate, type GateCorsOptions } from './_middleware.js'
 import { resolveMaxBodyBytes } from './request-body.js'
 import { DEFAULT_MAX_STREAM_BACKLOG_BYTES, DEFAULT_STREAM_WRITE_TIMEOUT_MS } from './_sse-sender.js'
 import type { MiddlewareHandler } from 'hono'
+import { positiveInteger } from '../util/guards.js'
 
 /** Cross-origin access: off unless an allowlist is given. */
 export interface CorsOptions {
@@ -90,12 +91,6 @@ function exactOrigins(origins: unknown, fail: (message: string) => never): Set<s
     out.add(origin as string)
   }
   return out
-}
-
-function positiveInteger(name: string, value: unknown, fallback: number, fail: (message: string) => never): number {
-  const resolved = value ?? fallback
-  if (!Number.isSafeInteger(resolved) || (resolved as number) <= 0) fail(`${name} must be a positive integer`)
-  return resolved as number
 }
 
 /** Checks that `runtime` is a runtime (with the members the surfaces read). */

@@ -8,6 +8,7 @@ import { renderApprovalArguments, renderApprovalPreview } from '../approvals/ren
 import { renderApprovalPlan } from '../approvals/render-plan.js'
 import { ToolError } from '../errors.js'
 import type { ApprovalHandler, ApprovalRequest } from '../types.js'
+import { isRecord } from '../util/guards.js'
 
 /** The prefix of the session ids issued to clients that declared form elicitation. */
 const ELICITING_SESSION_PREFIX = 'toolyard-elicit-'
@@ -16,10 +17,6 @@ const SESSION_PATTERN = /^toolyard-elicit-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0
 
 /** The protocol revisions that know `elicitation/create` (it arrived in 2025-06-18). */
 const ELICITING_PROTOCOLS: ReadonlySet<string> = new Set(['2025-06-18', '2025-11-25'])
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
 
 /**
  * The session id `initialize` answers with, when the client declared elicitation in a

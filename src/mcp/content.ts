@@ -7,10 +7,7 @@
 import type { JsonObject, JsonValue } from '../json/json-value.js'
 import type { ContentBlock } from '../types.js'
 import type { McpContentLike } from './mcp-types.js'
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
+import { isRecord } from '../util/guards.js'
 
 function str(value: unknown): string | undefined {
   return typeof value === 'string' ? value : undefined

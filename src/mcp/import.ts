@@ -13,6 +13,7 @@ import { assertSupportedJsonSchema } from '../schema/json-schema.js'
 import type { AnyToolDefinition, ContentBlock, Disposer, ToolRunContext } from '../types.js'
 import { isJsonObject, mcpContentText, mcpContentToBlocks } from './content.js'
 import type { McpClientLike, McpNotificationLike } from './mcp-types.js'
+import { isRecord } from '../util/guards.js'
 
 /** Options of {@link importMcpTools}. */
 export interface McpImportOptions {
@@ -95,10 +96,6 @@ interface Registration {
   readonly registeredName: string
   readonly fingerprint: string
   readonly dispose: Disposer
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
 function protocolError(message: string, cause?: unknown): ToolError {

@@ -28,6 +28,7 @@ import { ElicitationChannel, cannotAsk, elicitingSession, elicitingSessionOf, ty
 import { blocksToMcpContent, isJsonObject } from './content.js'
 import type { McpCallToolResultOut, McpToolDescriptor } from './mcp-types.js'
 import { traceCarrierOf } from '../telemetry/trace-context.js'
+import { isRecord, positiveInteger } from '../util/guards.js'
 
 /** The MCP protocol revisions this server speaks, newest first. */
 export const MCP_PROTOCOL_VERSIONS: readonly string[] = Object.freeze(['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'])
@@ -92,10 +93,6 @@ interface JsonRpcResponse {
   readonly id: JsonRpcId | null
   readonly result?: unknown
   readonly error?: { readonly code: number; readonly message: string }
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
 class RpcError extends Error {
@@ -336,12 +333,6 @@ interface McpAppConfig extends McpConfig, ResolvedServerOptions {
 
 const MCP_FIELDS: readonly string[] = ['agent', 'maxBatchLength', 'maxBatchResponseBytes', 'serverInfo', 'instructions']
 
-function positiveIntegerOption(name: string, value: unknown, fallback: number, fail: (message: string) => never): number {
-  const resolved = value ?? fallback
-  if (!Number.isSafeInteger(resolved) || (resolved as number) <= 0) fail(`${name} must be a positive integer`)
-  return resolved as number
-}
-
 /** The runtime's approval settings, which a client's elicitation follows. */
 function askingOf(runtime: ToolRuntime): { readonly timeoutMs: number; readonly plans: boolean } {
   const handler = runtime.options.approval as { readonly acceptsPlans?: unknown } | undefined
@@ -364,8 +355,8 @@ function validateMcpOptions(runtime: ToolRuntime, server: ResolvedServerOptions,
     agent,
     serverInfo,
     instructions: options.instructions,
-    maxBatchLength: positiveIntegerOption('maxBatchLength', options.maxBatchLength, DEFAULT_MCP_MAX_BATCH_LENGTH, fail),
-    maxBatchResponseBytes: positiveIntegerOption('maxBatchResponseBytes', options.maxBatchResponseBytes, DEFAULT_MCP_MAX_BATCH_RESPONSE_BYTES, fail),
+    maxBatchLength: positiveInteger('maxBatchLength', options.maxBatchLength, DEFAULT_MCP_MAX_BATCH_LENGTH, fail),
+    maxBatchResponseBytes: positiveInteger('maxBatchResponseBytes', options.maxBatchResponseBytes, DEFAULT_MCP_MAX_BATCH_RESPONSE_BYTES, fail),
     elicitation: new ElicitationChannel(asking.timeoutMs, asking.plans),
   }
 }

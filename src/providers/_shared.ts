@@ -8,6 +8,7 @@ import { ToolError } from '../errors.js'
 import { offeredNatively } from '../registry/view.js'
 import type { AgentToolView } from '../runtime-types.js'
 import type { ContentBlock, ScopeKey, ToolExecutionInput, ToolExecutionResult, ToolSchema } from '../types.js'
+import { isRecord } from '../util/guards.js'
 
 /** What the parsers cannot know from a provider's message: the caller's signal and scope. */
 export interface ProviderCallOptions {
@@ -97,10 +98,7 @@ export function resultText(result: ToolExecutionResult): string {
   return result.content.map((block) => (block.type === 'text' ? block.text : imagePlaceholder(block))).join('\n')
 }
 
-/** A non-array object. */
-export function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
+export { isRecord }
 
 /**
  * What the `to…Tools` adapters take: an agent's view (`runtime.view(agent)`: its

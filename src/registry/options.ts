@@ -9,6 +9,7 @@ import type { PreflightEngine, PreflightMode } from '../preflight/types.js'
 import type { ToolRuntime, ToolRuntimeOptions } from '../runtime-types.js'
 import type { DurableStore } from '../durable/store.js'
 import type { TelemetryMeter, TelemetryTracer, ToolTelemetryOptions } from '../telemetry/types.js'
+import { positiveInteger } from '../util/guards.js'
 
 /** Default `maxParallelSubCalls` (the seed's Code Mode default). */
 export const DEFAULT_MAX_PARALLEL_SUB_CALLS = 10
@@ -69,12 +70,8 @@ function validateTelemetry(value: unknown): ToolTelemetryOptions {
   return checked!
 }
 
-function positiveInteger(value: unknown, name: string, fallback: number): number {
-  if (value === undefined) return fallback
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
-    fail(`options.${name} must be a positive integer (got ${show(value)})`)
-  }
-  return value
+function positiveIntegerOption(value: unknown, name: string, fallback: number): number {
+  return positiveInteger(`options.${name}`, value, fallback, (message) => fail(`${message} (got ${show(value)})`))
 }
 
 /**
@@ -149,8 +146,8 @@ export function validateRuntimeOptions(options: unknown): ToolRuntime['options']
     })
   }
 
-  const maxParallelSubCalls = positiveInteger(o.maxParallelSubCalls, 'maxParallelSubCalls', DEFAULT_MAX_PARALLEL_SUB_CALLS)
-  const maxOutputBytes = positiveInteger(o.maxOutputBytes, 'maxOutputBytes', DEFAULT_MAX_OUTPUT_BYTES)
+  const maxParallelSubCalls = positiveIntegerOption(o.maxParallelSubCalls, 'maxParallelSubCalls', DEFAULT_MAX_PARALLEL_SUB_CALLS)
+  const maxOutputBytes = positiveIntegerOption(o.maxOutputBytes, 'maxOutputBytes', DEFAULT_MAX_OUTPUT_BYTES)
   // Infinity is the explicit "no budget": the full SDK whatever its size.
   const sdkBudgetChars = o.sdkBudgetChars === undefined ? DEFAULT_SDK_BUDGET_CHARS : o.sdkBudgetChars
   if (sdkBudgetChars !== Number.POSITIVE_INFINITY && (typeof sdkBudgetChars !== 'number' || !Number.isSafeInteger(sdkBudgetChars) || sdkBudgetChars < 1)) {
