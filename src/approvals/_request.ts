@@ -28,7 +28,7 @@ export const MAX_TIMER_MS = 2_147_483_647
 
 /** How a request ended: decided (by a person, or denied by the server), expired or withdrawn. */
 export type Settlement =
-  | { readonly kind: 'decided'; readonly decision: ApprovalVerdict; readonly reason?: string; readonly byDisposal?: true }
+  | { readonly kind: 'decided'; readonly decision: ApprovalVerdict; readonly reason?: string; readonly byDisposal?: true; readonly role?: string }
   | { readonly kind: 'expired' }
   | { readonly kind: 'withdrawn' }
 

@@ -8,6 +8,7 @@ import type { DurableStore } from '../durable/store.js'
 import { argumentsHash } from '../durable/call-key.js'
 import { parkedIn } from '../durable/runs.js'
 import { ToolError } from '../errors.js'
+import { isDeciderRole, noteDecider } from '../telemetry/decider.js'
 import type { ApprovalHandler } from '../types.js'
 import { createEventFanOut, type EventFanOut } from './_events.js'
 import { denial, denialMessage, MAX_TIMER_MS, readRequest, refusalFor, refused, type ResolvedBrokerOptions, type Settlement } from './_request.js'
@@ -15,11 +16,13 @@ import { listOpen, sweepSettled } from './_store-list.js'
 import { hashOfId, storedFields, type DoneRecord, type StoredSettlement } from './_store-record.js'
 import { attach, claim, readDone, readOpen, type Attachment } from './_store-wait.js'
 import { parseDecision } from './decision.js'
-import type { ApprovalDecideResult, ApprovalDecisionInput, ApprovalEvent, ApprovalListing, PendingApproval, ApprovalBroker } from './types.js'
+import type { ApprovalDecider, ApprovalDecideResult, ApprovalDecisionInput, ApprovalEvent, ApprovalListing, PendingApproval, ApprovalBroker } from './types.js'
 
 export { MAX_LISTED_APPROVALS } from './_store-list.js'
 
 interface Caller {
+  /** The object the handler was called with: the deciding role is noted on it (telemetry). */
+  readonly request: unknown
   readonly signal: AbortSignal
   readonly onAbort: () => void
   readonly resolve: (allowed: true) => void
@@ -58,8 +61,8 @@ function subject(approval: PendingApproval): string {
 
 function settlementEvent(approval: PendingApproval, settled: StoredSettlement): ApprovalEvent {
   if (settled.kind !== 'decided') return Object.freeze({ type: settled.kind, approval, at: settled.at })
-  const { decision, reason, at } = settled
-  return Object.freeze({ type: 'decided', approval, decision, ...(reason === undefined ? {} : { reason }), at })
+  const { decision, reason, role, at } = settled
+  return Object.freeze({ type: 'decided', approval, decision, ...(reason === undefined ? {} : { reason }), ...(role === undefined ? {} : { role }), at })
 }
 
 /** The error a denied caller gets (the timeout is the record's own). */
@@ -79,7 +82,9 @@ function finish(ctx: Context, watch: Watch, settled: StoredSettlement): void {
   for (const caller of callers) caller.signal.removeEventListener('abort', caller.onAbort)
   ctx.events.emit(settlementEvent(watch.approval, settled))
   const allowed = settled.kind === 'decided' && settled.decision === 'allow'
+  const role = settled.kind === 'decided' ? settled.role : undefined
   for (const caller of callers) {
+    noteDecider(caller.request, role)
     if (allowed) caller.resolve(true)
     else caller.reject(deniedBy(watch.approval, settled))
   }
@@ -151,7 +156,7 @@ async function pollOnce(ctx: Context): Promise<void> {
 }
 
 /** Adds a caller to the watch of `attachment` (made and armed if this process has none yet). */
-function join(ctx: Context, attachment: Extract<Attachment, { kind: 'wait' }>, signal: AbortSignal): Promise<boolean> {
+function join(ctx: Context, attachment: Extract<Attachment, { kind: 'wait' }>, signal: AbortSignal, request: unknown): Promise<boolean> {
   let watch = ctx.watches.get(attachment.hash)
   if (watch === undefined || watch.approval.id !== attachment.approval.id) {
     watch = { hash: attachment.hash, approval: attachment.approval, callers: new Set(), timer: undefined, finished: false }
@@ -165,11 +170,13 @@ function join(ctx: Context, attachment: Extract<Attachment, { kind: 'wait' }>, s
     // Ended while `requested` was delivered (a subscriber decided or disposed): answer, never wait forever.
     if (joined.finished) {
       const settled = joined.settled
+      if (settled?.kind === 'decided') noteDecider(request, settled.role)
       if (settled?.kind === 'decided' && settled.decision === 'allow') resolve(true)
       else reject(settled === undefined ? denial(DISPOSED) : deniedBy(joined.approval, settled))
       return
     }
     const caller: Caller = {
+      request,
       signal,
       // Block body: an event handler that returns a value draws a warning in workerd.
       onAbort: () => {
@@ -220,9 +227,10 @@ function isShutdown(reason: unknown): boolean {
 }
 
 /** Answers a call whose request was settled before it asked (a resumed run): the events a waiting call would have caused, then the outcome. */
-function answer(ctx: Context, record: DoneRecord): boolean {
+function answer(ctx: Context, record: DoneRecord, request: unknown): boolean {
   ctx.events.emit(Object.freeze({ type: 'requested', approval: record.approval }))
   ctx.events.emit(settlementEvent(record.approval, record.settled))
+  if (record.settled.kind === 'decided') noteDecider(request, record.settled.role)
   if (record.settled.kind === 'decided' && record.settled.decision === 'allow') return true
   throw deniedBy(record.approval, record.settled)
 }
@@ -234,7 +242,7 @@ function hashInOrder(ctx: Context, value: PendingApproval['arguments']): Promise
   return next
 }
 
-async function ask(ctx: Context, request: ReturnType<typeof readRequest>): Promise<boolean> {
+async function ask(ctx: Context, request: ReturnType<typeof readRequest>, asked: unknown): Promise<boolean> {
   let attachment: Attachment
   try {
     // The broker hashes the arguments itself (a hash it was handed is not trusted), in the order calls asked.
@@ -252,7 +260,7 @@ async function ask(ctx: Context, request: ReturnType<typeof readRequest>): Promi
     if (error instanceof ToolError && error.code === 'DENIED_BY_APPROVAL') throw error
     throw denial(`the approval store failed, so nobody could be asked: ${error instanceof Error ? error.message : 'unknown error'}`)
   }
-  if (attachment.kind === 'answer') return answer(ctx, attachment.record)
+  if (attachment.kind === 'answer') return answer(ctx, attachment.record, asked)
   if (ctx.disposed) throw denial(DISPOSED)
   if (request.signal.aborted) {
     // Cancelled while the store was written: the request it opened is withdrawn (one it re-attached to stays for its owner).
@@ -261,7 +269,7 @@ async function ask(ctx: Context, request: ReturnType<typeof readRequest>): Promi
     if (attachment.created) await track(ctx, claim(ctx.store, attachment.hash, attachment.approval, settled).then(() => undefined, () => undefined))
     throw deniedBy(attachment.approval, settled)
   }
-  return join(ctx, attachment, request.signal)
+  return join(ctx, attachment, request.signal, asked)
 }
 
 function makeHandler(ctx: Context): ApprovalHandler & { readonly acceptsPlans: boolean; readonly withdrawsOnAbort: true } {
@@ -274,7 +282,7 @@ function makeHandler(ctx: Context): ApprovalHandler & { readonly acceptsPlans: b
       throw denial(`malformed approval request (${error instanceof Error ? error.message : 'unreadable'})`)
     }
     if (read.signal.aborted) throw denial('the call was cancelled before approval was requested')
-    return ask(ctx, read)
+    return ask(ctx, read, request)
   }) as ApprovalHandler & { acceptsPlans: boolean; withdrawsOnAbort: true }
   handler.acceptsPlans = ctx.options.plans
   // Its last cancelled caller is denied once the withdrawal has landed in the store: the registry waits for that.
@@ -282,7 +290,7 @@ function makeHandler(ctx: Context): ApprovalHandler & { readonly acceptsPlans: b
   return Object.freeze(handler)
 }
 
-async function decide(ctx: Context, id: string, input: ApprovalDecisionInput): Promise<ApprovalDecideResult> {
+async function decide(ctx: Context, id: string, input: ApprovalDecisionInput, by: ApprovalDecider | undefined): Promise<ApprovalDecideResult> {
   if (typeof id !== 'string') return refused('INVALID_DECISION', `the approval id must be a string (got ${id === null ? 'null' : typeof id})`)
   const parsed = parseDecision(input)
   if (!parsed.ok) return refused('INVALID_DECISION', parsed.message)
@@ -297,10 +305,12 @@ async function decide(ctx: Context, id: string, input: ApprovalDecisionInput): P
   }
   const now = Date.now()
   const { decision, reason } = parsed.value
+  // A role only when it is a label (the HTTP app passes its principal's; a direct caller may pass none).
+  const role = isDeciderRole(by?.role) ? by.role : undefined
   const wanted: StoredSettlement =
     now >= approval.expiresAt
       ? Object.freeze({ kind: 'expired', at: approval.expiresAt })
-      : Object.freeze({ kind: 'decided', decision, ...(reason === undefined ? {} : { reason }), at: now })
+      : Object.freeze({ kind: 'decided', decision, ...(reason === undefined ? {} : { reason }), ...(role === undefined ? {} : { role }), at: now })
   const claimed = await claim(ctx.store, hash, approval, wanted)
   if (claimed === undefined) return refusalFor(id, undefined)
   const watch = ctx.watches.get(hash)
@@ -337,7 +347,7 @@ export function createStoredBroker(options: ResolvedBrokerOptions, store: Durabl
       sweepAfter = await sweepSettled(store, sweepAfter, options.retainSettledMs).catch(() => undefined)
       return result.approvals
     },
-    decide: (id: string, input: ApprovalDecisionInput) => decide(ctx, id, input),
+    decide: (id: string, input: ApprovalDecisionInput, by?: ApprovalDecider) => decide(ctx, id, input, by),
     subscribe(listener: (event: ApprovalEvent) => void) {
       if (typeof listener !== 'function') throw new ToolError('INVALID_OPTIONS', 'subscribe(listener): listener must be a function')
       return ctx.events.add(listener)

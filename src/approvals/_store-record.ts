@@ -10,6 +10,7 @@ import type { JsonValue } from '../json/json-value.js'
 import { adoptParsedJson } from '../json/lossless.js'
 import { nestsDeeperThan } from '../json/nesting.js'
 import { scanJsonText } from '../json/scan.js'
+import { isDeciderRole } from '../telemetry/decider.js'
 import { MAX_PENDING_PLAN_CALLS, PRINCIPAL_LABEL, type RequestFields, type Settlement } from './_request.js'
 import { MAX_APPROVAL_REASON_LENGTH } from './decision.js'
 import type { PendingApproval, PendingPlan } from './types.js'
@@ -226,18 +227,20 @@ function readApproval(value: unknown, hash: string): PendingApproval | undefined
 }
 
 function readSettlement(value: unknown): StoredSettlement | undefined {
-  if (!isPlainRecord(value) || !hasOnly(value, new Set(['kind', 'decision', 'reason', 'byDisposal', 'at'])) || !isTime(value.at)) return undefined
-  const { kind, decision, reason, byDisposal, at } = value
+  if (!isPlainRecord(value) || !hasOnly(value, new Set(['kind', 'decision', 'reason', 'byDisposal', 'role', 'at'])) || !isTime(value.at)) return undefined
+  const { kind, decision, reason, byDisposal, role, at } = value
   if (kind === 'expired' || kind === 'withdrawn') {
-    return decision === undefined && reason === undefined && byDisposal === undefined ? Object.freeze({ kind, at }) : undefined
+    return decision === undefined && reason === undefined && byDisposal === undefined && role === undefined ? Object.freeze({ kind, at }) : undefined
   }
   if (kind !== 'decided' || (decision !== 'allow' && decision !== 'deny') || (byDisposal !== undefined && byDisposal !== true)) return undefined
   if (reason !== undefined && (typeof reason !== 'string' || reason.length > MAX_APPROVAL_REASON_LENGTH)) return undefined
+  if (role !== undefined && !isDeciderRole(role)) return undefined
   return Object.freeze({
     kind,
     decision,
     ...(reason === undefined ? {} : { reason }),
     ...(byDisposal === true ? { byDisposal: true as const } : {}),
+    ...(role === undefined ? {} : { role }),
     at,
   })
 }

@@ -130,6 +130,15 @@ export interface ApprovalDecisionInput {
 }
 
 /**
+ * Who decides, as `decide()`'s third argument: the role the decision is attributed to (the
+ * HTTP app passes its principal's, `approve` or `admin`); kept with the settlement and put
+ * on the `toolyard.approval.decided` span event. A short lower-case label, never a token.
+ */
+export interface ApprovalDecider {
+  readonly role: string
+}
+
+/**
  * Why `decide()` refused. Stable codes; the HTTP app maps them to statuses:
  * - `INVALID_DECISION` → 400: the id is not a string, or the body is not exactly
  *   `{ decision: 'allow' | 'deny', reason?: string }`;
@@ -185,6 +194,8 @@ export interface ApprovalDecidedEvent {
   readonly approval: PendingApproval
   readonly decision: ApprovalVerdict
   readonly reason?: string
+  /** The deciding principal's role, when `decide()` was given one. */
+  readonly role?: string
   /** Epoch ms. */
   readonly at: number
 }
@@ -247,7 +258,7 @@ export interface ApprovalBroker {
    * Refusals are answers; it rejects only when the store itself fails (`STORE_FAILED`,
    * `STORE_BUSY`), and then nothing was decided.
    */
-  decide(id: string, input: ApprovalDecisionInput): Promise<ApprovalDecideResult>
+  decide(id: string, input: ApprovalDecisionInput, by?: ApprovalDecider): Promise<ApprovalDecideResult>
   /** What the last `pending()` read; before the first, all zero. */
   readonly lastListing: ApprovalListing
   /** Adds a listener; returns its idempotent unsubscribe. After `dispose()` a no-op. */

@@ -6,7 +6,9 @@
  */
 import type { Handler } from 'hono'
 import type { ApprovalBroker, ApprovalDecideErrorCode, ApprovalEvent, ApprovalVerdict, PendingApproval } from '../approvals/types.js'
+import { hasRole } from './auth.js'
 import { HttpError, type HttpErrorCode } from './http-errors.js'
+import { requestPrincipal } from './_principals.js'
 import { readJsonBody } from './request-body.js'
 
 /** The `decide()` refusal codes are HTTP error codes of the same name (400, 404, 409, 503). */
@@ -34,7 +36,10 @@ export function listApprovals(broker: ApprovalBroker): Handler {
 export function decideApproval(broker: ApprovalBroker, maxBodyBytes: number): Handler {
   return async (c) => {
     const body = await readJsonBody(c.req.raw, maxBodyBytes)
-    const answer = await broker.decide(c.req.param('id') as string, body as never)
+    // The role that let this principal decide (the route needs `approve`; `admin` holds it): what telemetry says decided, never the token or id.
+    const principal = requestPrincipal(c)
+    const role = principal.roles.includes('approve') ? 'approve' : hasRole(principal, 'approve') ? 'admin' : undefined
+    const answer = await broker.decide(c.req.param('id') as string, body as never, role === undefined ? undefined : { role })
     if (!answer.ok) throw new HttpError(REFUSAL[answer.code], answer.message)
     return c.json(answer)
   }

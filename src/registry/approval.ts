@@ -6,6 +6,7 @@
 import { previewOfCall } from '../approvals/preview.js'
 import { undeclaredArgumentPaths } from '../approvals/render.js'
 import { runSecretOf } from '../durable/call-key.js'
+import { deciderOf } from '../telemetry/decider.js'
 import { ToolError } from '../errors.js'
 import type { ApprovalDecisionEvent, ApprovalOutcome, ApprovalRequestEvent, SessionLogEvent } from '../runtime-types.js'
 import type { ApprovalHandler, ApprovalRequest, ToolExecutionResult, ToolExecutionToken } from '../types.js'
@@ -182,7 +183,7 @@ export async function approve(call: PipelineCall, reason: string | undefined): P
     release()
   }
   const { result, outcome } = judge(verdict, execution.name, reason)
-  call.span?.approvalDecided(outcome, Date.now() - requestedAt)
+  call.span?.approvalDecided(outcome, Date.now() - requestedAt, { role: deciderOf(request) })
   if (about === undefined) return result
   const decidedAt = Date.now()
   const decided: ApprovalDecisionEvent = {

@@ -5,6 +5,7 @@
  */
 import { planCallsShown } from '../approvals/render-plan.js'
 import { ToolError } from '../errors.js'
+import { deciderOf } from '../telemetry/decider.js'
 import { extractPlan, extractPythonPlan } from '../preflight/plan.js'
 import type { PlannedCall, PreflightPlan } from '../preflight/types.js'
 import type { PlanApprovalDecisionEvent, PlanApprovalRequestEvent, SessionLogEvent } from '../runtime-types.js'
@@ -191,7 +192,7 @@ export function createPlanApproval(core: PlanApprovalContext): PlanApproval {
     log(core, asked)
     const decided = (decision: PlanApprovalDecisionEvent['decision'], granted: readonly string[], message?: string): void => {
       const decidedAt = Date.now()
-      span?.approvalDecided(decision, decidedAt - requestedAt, { kind: 'plan' })
+      span?.approvalDecided(decision, decidedAt - requestedAt, { kind: 'plan', role: deciderOf(request) })
       const event: PlanApprovalDecisionEvent = { type: 'tool/plan-approval-decision', ...about, decision, ...(message === undefined ? {} : { message }), granted: Object.freeze([...granted]), requestedAt, decidedAt, waitedMs: decidedAt - requestedAt }
       log(core, event)
     }

@@ -2,11 +2,14 @@
  * The telemetry of the core on every runtime (Node, Chromium, workerd): web standards
  * only, no sandbox. A nested call (a tool calling `execute` with its own token as
  * `parent`, as a program's sub-call does) is its caller's child; approvals are events;
- * an incoming traceparent is the root's parent.
+ * an incoming traceparent (an execute input, an HTTP header, MCP's `_meta`) is the root's
+ * parent; a decision over HTTP names the deciding principal's role.
  */
 import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics'
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base'
 import { expect, it } from 'vitest'
+import { createToolsApp } from '../../../src/http/index.js'
+import { createMcpApp } from '../../../src/mcp/index.js'
 import { createToolRuntime } from '../../../src/registry/index.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
 import type { CodeRunRequest, CodeRunResult, CodeRuntime } from '../../../src/code-runtime/contract.js'
@@ -94,4 +97,75 @@ it('a program: preflight a child span, a plan approval an event pair on the run 
   await runtime.dispose()
   await provider.shutdown()
   await meters.shutdown()
+})
+
+const ECHO = defineTool({
+  name: 'echo', description: 'Echoes.', parameters: { text: { type: 'string', required: true } },
+  output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] }, execute: (a) => a.text,
+})
+const TRACE = '0af7651916cd43dd8448eb211c80319c'
+const CALLER = 'b7ad6b7169203331'
+const tokens = [
+  { token: 'agent-token-0123456789abcdef', roles: ['run'], id: 'agent' },
+  { token: 'person-token-0123456789abcdef', roles: ['run', 'approve'], id: 'person' },
+  { token: 'admin-token-0123456789abcdef', roles: ['admin'], id: 'operator' },
+] as const
+const auth = (token: string) => ({ Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' })
+
+/** A call that asks over HTTP, decided over HTTP by `decider`: its span's decided event. */
+async function decidedOverHttp(decider: string, decision: 'allow' | 'deny') {
+  const exporter = new InMemorySpanExporter()
+  const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] })
+  const runtime = createToolRuntime({ approvals: {}, telemetry: { tracer: provider.getTracer('toolyard') } })
+  runtime.register(ECHO)
+  runtime.on('tools/pre-execute', (d, e) => (e.name === 'echo' ? { kind: 'ask', reason: 'says things' } : d))
+  const app = createToolsApp(runtime, { tokens })
+  const call = app.request('/v1/tools/echo/execute', { method: 'POST', headers: { ...auth(tokens[0].token), traceparent: `00-${TRACE}-${CALLER}-01` }, body: JSON.stringify({ arguments: { text: 'hi' } }) })
+  let pending: { id: string }[] = []
+  for (let i = 0; i < 2000 && pending.length === 0; i++) {
+    const listed = await app.request('/v1/approvals', { headers: auth(tokens[1].token) })
+    pending = ((await listed.json()) as { approvals: { id: string }[] }).approvals
+    if (pending.length === 0) await new Promise((resolve) => setTimeout(resolve, 5))
+  }
+  // The agent's token cannot decide; the decider's can.
+  const refused = await app.request(`/v1/approvals/${pending[0]!.id}`, { method: 'POST', headers: auth(tokens[0].token), body: JSON.stringify({ decision: 'allow' }) })
+  expect(refused.status).toBe(403)
+  const decided = await app.request(`/v1/approvals/${pending[0]!.id}`, { method: 'POST', headers: auth(decider), body: JSON.stringify({ decision }) })
+  expect(decided.status).toBe(200)
+  const response = await call
+  expect(response.status).toBe(200)
+  const [span] = exporter.getFinishedSpans()
+  await runtime.dispose()
+  await provider.shutdown()
+  return span!
+}
+
+it("over HTTP: the call is in the caller's trace, and toolyard.approval.decided names the deciding principal's role, never its token or id", async () => {
+  const span = await decidedOverHttp(tokens[1].token, 'allow')
+  expect(span.spanContext().traceId).toBe(TRACE)
+  expect(span.parentSpanContext?.spanId).toBe(CALLER)
+  const decided = span.events.find((e) => e.name === 'toolyard.approval.decided')!
+  expect(decided.attributes).toMatchObject({ 'toolyard.approval.decision': 'allow', 'toolyard.approval.role': 'approve', 'toolyard.approval.kind': 'call' })
+  const everything = JSON.stringify([span.attributes, span.events])
+  for (const secret of [tokens[0].token, tokens[1].token, '"person"']) expect(everything).not.toContain(secret)
+  const byAdmin = await decidedOverHttp(tokens[2].token, 'deny')
+  expect(byAdmin.events.find((e) => e.name === 'toolyard.approval.decided')!.attributes).toMatchObject({ 'toolyard.approval.decision': 'deny', 'toolyard.approval.role': 'admin' })
+  expect(byAdmin.attributes['error.type']).toBe('DENIED_BY_APPROVAL')
+})
+
+it("over MCP: params._meta.traceparent puts the call in the caller's trace", async () => {
+  const exporter = new InMemorySpanExporter()
+  const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] })
+  const runtime = createToolRuntime({ telemetry: { tracer: provider.getTracer('toolyard') } })
+  runtime.register(ECHO)
+  const mcp = createMcpApp(runtime, { token: tokens[2].token })
+  const call = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'echo', arguments: { text: 'x' }, _meta: { traceparent: `00-${TRACE}-${CALLER}-01` } } }
+  const response = await mcp.request('/', { method: 'POST', headers: { ...auth(tokens[2].token), Accept: 'application/json, text/event-stream' }, body: JSON.stringify(call) })
+  expect(response.status).toBe(200)
+  const [span] = exporter.getFinishedSpans()
+  expect(span!.name).toBe('execute_tool echo')
+  expect(span!.spanContext().traceId).toBe(TRACE)
+  expect(span!.parentSpanContext?.spanId).toBe(CALLER)
+  await runtime.dispose()
+  await provider.shutdown()
 })
