@@ -83,6 +83,8 @@ export type ToolErrorCode =
   | 'INTERRUPTED'
   /** A durable run's replay made another call (tool, agent or arguments) under a number whose record holds what was done: the call is not made. */
   | 'REPLAY_DIVERGED'
+  /** A durable run's sub-call in a process another instance took the run over from (it was presumed dead): the call is not made. */
+  | 'RUN_TAKEN_OVER'
 
 /** Options accepted by every toolyard error constructor. */
 export interface ToolErrorOptions {

@@ -118,6 +118,11 @@ export class RunService {
     return this.#durable === undefined ? Promise.resolve(false) : this.#durable.alive(owner, staleMs)
   }
 
+  /** Whether another instance took the run of `callId` over from this process (fencing): its records are no longer this process's to write. */
+  taken(callId: string): boolean {
+    return this.#durable?.taken(callId) ?? false
+  }
+
   /** Whether the run of `callId` is parked in the store (some process will resume it); `false` when it cannot be read. */
   async parked(callId: string): Promise<boolean> {
     return this.#parked(callId).catch(() => false)

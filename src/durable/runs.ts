@@ -144,6 +144,10 @@ export class DurableRuns {
   readonly #secrets = new Map<string, string>()
   /** Each run's writes, in order (a park's state never lands after the delete of its end). */
   readonly #writes = new Map<string, Promise<void>>()
+  /** The fence: each run's record version as this process last wrote or claimed it; its writes are compare-and-set on it. */
+  readonly #held = new Map<string, string | null>()
+  /** Runs another process took over (a claim after this one was presumed dead): this process writes nothing more of them. */
+  readonly #taken = new Set<string>()
   #closing = false
   #heartbeat: ReturnType<typeof setInterval> | undefined
 
@@ -232,7 +236,13 @@ export class DurableRuns {
         owner: this.#owner,
         claimedAt: Date.now(),
       }
-      this.#queue(callId, () => this.#store.put(key, JSON.stringify(record)))
+      this.#queue(callId, async () => {
+        if (this.#taken.has(callId)) return
+        // Compare-and-set on the version this process holds: a paused process that wakes after another claimed the run loses here.
+        const put = await this.#store.put(key, JSON.stringify(record), { ifVersion: this.#held.get(callId) ?? null })
+        if (put.ok) this.#held.set(callId, put.version)
+        else this.#taken.add(callId)
+      })
     }
     return { onPark, secret, ...(resume === undefined ? {} : { resume: { state: resume.state, numbering: resume.numbering } }) }
   }
@@ -248,7 +258,15 @@ export class DurableRuns {
     if (!parked || this.#closing) return Promise.resolve()
     const segment = runKeySegment(callId)
     return this.#queue(callId, async () => {
-      await this.#store.delete(`runs/${segment}`)
+      const held = this.#held.get(callId)
+      this.#held.delete(callId)
+      if (this.#taken.has(callId) || held === undefined) return
+      // Only the holder ends it: a record another process claimed since stays (that process goes on with the run).
+      const gone = await this.#store.delete(`runs/${segment}`, { ifVersion: held })
+      if (!gone.ok) {
+        this.#taken.add(callId)
+        return
+      }
       for (;;) {
         const page = await this.#store.list(`calls/${segment}/`, { limit: 1000 })
         for (const entry of page.entries) await this.#store.delete(entry.key)
@@ -286,6 +304,8 @@ export class DurableRuns {
       }
     }
     await this.#store.put(key, JSON.stringify(mine))
+    // Written, then checked: a claim after this check finds the `started` record and never runs the call again; a claim before it stops this process here.
+    await this.#fence(sub.run, name)
     const value = await next()
     try {
       await this.#store.put(key, JSON.stringify({ ...mine, state: 'done', value } satisfies CallRecord))
@@ -293,6 +313,23 @@ export class DurableRuns {
       // A value too large for the store: the call stays `started`; after a crash it is INTERRUPTED, never run twice.
     }
     return value
+  }
+
+  /** Whether another process took the run of `callId` over from this one (its records and results are that process's to write). */
+  taken(callId: string): boolean {
+    return this.#taken.has(callId)
+  }
+
+  /** Throws `RUN_TAKEN_OVER` when the run's record is no longer the version this process holds. */
+  async #fence(callId: string, name: string): Promise<void> {
+    const held = this.#held.get(callId)
+    const taken = (): ToolError => new ToolError('RUN_TAKEN_OVER', `${name} was not made: another instance took this run over (this one was presumed dead) and goes on with it`)
+    if (this.#taken.has(callId)) throw taken()
+    if (held === undefined) return
+    const now = await this.#store.get(`runs/${runKeySegment(callId)}`)
+    if (now?.version === held) return
+    this.#taken.add(callId)
+    throw taken()
   }
 
   /**
@@ -322,6 +359,8 @@ export class DurableRuns {
         const claimed: StoredRun = { ...record, owner: this.#owner, claimedAt: Date.now() }
         const put = await this.#store.put(key, JSON.stringify(claimed), { ifVersion: entry.version })
         if (!put.ok) continue
+        this.#held.set(record.callId, put.version)
+        this.#taken.delete(record.callId)
         this.#resuming.set(record.callId, { state: record.state, numbering: record.numbering, secret: record.secret })
         this.beat()
         const controller = new AbortController()

@@ -137,9 +137,11 @@ function recordWriter(service: RunService, events: RunEventStore | undefined, co
   /** The id up to which each run's last snapshot reserved ids: past half of the reserve, the next frame writes a snapshot. */
   const reserved = new Map<string, number>()
   // Through the runtime's runs: a dispose waits for these writes.
-  const enqueue = (id: string, write: () => Promise<void>, request: Request): void => {
+  const enqueue = (run: TableRun, write: () => Promise<void>, request: Request): void => {
     if (records === undefined) return
-    service.queue(id, write).catch((error: unknown) => config.report(error, request))
+    // A run another instance took over (this one was presumed dead) is that instance's to write (small hunk, issue 37 fencing).
+    const fenced = async (): Promise<void> => (service.taken(run.callId) ? undefined : write())
+    service.queue(run.id, fenced).catch((error: unknown) => config.report(error, request))
   }
   /**
    * `final`: the run is left for the next process and assigns no more ids here (a graceful
@@ -152,7 +154,7 @@ function recordWriter(service: RunService, events: RunEventStore | undefined, co
     if (events === undefined || snapshots.has(run.id)) return
     snapshots.add(run.id)
     enqueue(
-      run.id,
+      run,
       async () => {
         snapshots.delete(run.id)
         const last = run.events.last
@@ -177,11 +179,11 @@ function recordWriter(service: RunService, events: RunEventStore | undefined, co
   }
   return {
     service,
-    put: (run: TableRun, request: Request) => enqueue(run.id, () => records!.put({ ...runRecord(run), owner: service.owner }), request),
+    put: (run: TableRun, request: Request) => enqueue(run, () => records!.put({ ...runRecord(run), owner: service.owner }), request),
     /** The run's record, and its event snapshot gone: it ended here, nobody resumes it. */
     settled: (run: TableRun, request: Request) =>
       enqueue(
-        run.id,
+        run,
         async () => {
           await records!.put({ ...runRecord(run), owner: service.owner })
           await dropEvents(run.id)
@@ -196,7 +198,7 @@ function recordWriter(service: RunService, events: RunEventStore | undefined, co
     },
     delete: (run: TableRun, request: Request) =>
       enqueue(
-        run.id,
+        run,
         async () => {
           await records!.delete(run.id)
           await dropEvents(run.id)

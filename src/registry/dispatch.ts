@@ -201,7 +201,7 @@ class Dispatch {
       if (this.#life.aborted && error === this.#life.reason) return { kind: 'failure', result: failure('ABORTED', ABORTED_MESSAGE, contexts) }
       return { kind: 'failure', result: failureFromError(error, 'TOOL_FAILED', contexts) }
     }
-    if (error instanceof ToolError && (error.code === 'TOOL_TIMEOUT' || error.code === 'INTERRUPTED' || error.code === 'REPLAY_DIVERGED')) {
+    if (error instanceof ToolError && (error.code === 'TOOL_TIMEOUT' || error.code === 'INTERRUPTED' || error.code === 'REPLAY_DIVERGED' || error.code === 'RUN_TAKEN_OVER')) {
       return { kind: 'failure', result: failure(error.code, messageOf(error), contexts, error.name) }
     }
     const result = failure('WRAPPER_FAILED', `a tools/execute wrapper failed: ${messageOf(error)}`, contexts, toErrorData(error).name)

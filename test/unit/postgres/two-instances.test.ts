@@ -197,6 +197,42 @@ describe.skipIf(skip !== undefined)(`two npm start instances on one PostgreSQL d
     b.child.kill('SIGKILL')
   }, 240_000)
 
+  it('A paused (SIGSTOP) while its run waits: B takes it over; A woken (SIGCONT) writes nothing of it (fenced), each call once', async () => {
+    const [a, b] = await Promise.all([instance('a4'), instance('b4')])
+    const id = await startRun(a.url, 'fenced')
+    const { callId } = (await runStatus(a.url, id)) as unknown as { callId: string }
+    const pool = new pg.Pool({ connectionString: cluster!.url, max: 1 })
+    try {
+      const store = createPostgresStore({ pool })
+      const key = `runs/${runKeySegment(callId)}`
+      const ownerOf = async () => {
+        const entry = await store.get(key)
+        return entry === undefined ? undefined : (JSON.parse(entry.value) as { owner: string }).owner
+      }
+      const ownerA = await until(ownerOf, 'the parked run in PostgreSQL')
+      a.child.kill('SIGSTOP')
+      // A is silent: after staleMs (12 s) B claims the run (compare-and-set on its record).
+      await until(async () => ((await ownerOf()) !== ownerA && (await ownerOf()) !== undefined ? true : undefined), 'B to claim the run')
+      await allow(b.url, ':code:2')
+      await until(async () => (await approvals(b.url)).find((x) => x.callId.endsWith(':code:4')), 'the second approval, on B')
+      a.child.kill('SIGCONT')
+      // A wakes with the run still in memory; the decision it now sees would make it go on: its fence stops it.
+      await new Promise((resolve) => setTimeout(resolve, 3_000))
+      await allow(b.url, ':code:4')
+      await expectEachCallOnce(await ended(b.url, id), 'fenced')
+      // A, awake since, wrote no record, result or event snapshot over B's.
+      await new Promise((resolve) => setTimeout(resolve, 1_000))
+      const record = JSON.parse((await store.get(`run-records/${id}`))!.value) as { status: string; owner: string }
+      expect(record.status).toBe('done')
+      expect(record.owner).not.toBe(ownerA)
+      expect(await store.get(key)).toBeUndefined()
+    } finally {
+      await pool.end()
+    }
+    a.child.kill('SIGKILL')
+    b.child.kill('SIGKILL')
+  }, 240_000)
+
   it('A killed with kill -9 while its run waits: B adopts the run, takes the decision and finishes it, each call once', async () => {
     const [a, b] = await Promise.all([instance('a2'), instance('b2')])
     const id = await startRun(a.url, 'killed')
