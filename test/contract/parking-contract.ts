@@ -11,19 +11,12 @@
  */
 import { afterEach, describe, expect, it } from 'vitest'
 import type { CodeBindingCallOptions, CodeRunRequest, CodeRunResult, CodeRuntime, ParkedRunState } from '../../src/code-runtime/contract.js'
+import { until } from '../support/poll.js'
+export { until } from '../support/poll.js'
 
 /** What the suite asks a factory for. */
 export interface ParkingRuntimeOptions {
   readonly parkAfterMs: number
-}
-
-/** Polls `check` until it holds (or throws after `ms`). */
-export async function until(check: () => boolean, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('condition not reached in time')
-    await new Promise((resolve) => setTimeout(resolve, 5))
-  }
 }
 
 /** Bindings: `ask` waits for `decide()`, holding the wall clock; `effect` and `seen` record their runs. */

@@ -10,6 +10,8 @@ import { createToolRuntime } from '../../../src/registry/index.js'
 import type { ToolRuntime, ToolRuntimeOptions } from '../../../src/runtime-types.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
 import type { ToolExecutionResult } from '../../../src/types.js'
+import { until } from '../../support/poll.js'
+export { until } from '../../support/poll.js'
 
 /** The tools the gate asks about. */
 export const ASKING = new Set(['pay', 'write_file'])
@@ -69,15 +71,6 @@ export function nextRequest(broker: ApprovalBroker): Promise<PendingApproval> {
       resolve(event.approval)
     })
   })
-}
-
-/** Polls `check` on macrotasks until it holds (or fails after `ms`). */
-export async function until(check: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not reached in time')
-    await new Promise((resolve) => setTimeout(resolve, 2))
-  }
 }
 
 /** The failure code of a result, or `OK`. */

@@ -11,19 +11,12 @@ import type { DurableStore } from '../../../src/durable/store.js'
 import { createToolRuntime } from '../../../src/registry/runtime.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
 import type { ApprovalHandler, ToolExecutionResult } from '../../../src/types.js'
+import { until } from '../../support/poll.js'
 
 const disposers: (() => Promise<void>)[] = []
 afterAll(async () => {
   for (const dispose of disposers) await dispose()
 })
-
-async function until(check: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not reached in time')
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
-}
 
 /** One "process" over `store`: `pay` asks; every request's principal is recorded in `asked`. */
 function processOn(store: DurableStore) {

@@ -9,6 +9,7 @@ import { createFileStore } from '../../../platforms/node/index.js'
 import { createApprovalBroker } from '../../../src/approvals/index.js'
 import type { PendingApproval, ApprovalBroker } from '../../../src/approvals/index.js'
 import type { ToolExecutionResult } from '../../../src/types.js'
+import { until } from '../../support/poll.js'
 
 /**
  * Durable approvals over the file store (docs/approvals.md, "Durable approvals"): two
@@ -43,16 +44,6 @@ function child(args: string[]): Child {
       .filter((line) => line.startsWith('{'))
       .map((line) => JSON.parse(line) as Record<string, unknown>)
   return { process: proc, lines, exited, output: () => out + err }
-}
-
-async function until<T>(probe: () => Promise<T | undefined> | T | undefined, what: string, ms = 60_000): Promise<T> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const value = await probe()
-    if (value !== undefined) return value
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
 }
 
 async function onlyPending(broker: ApprovalBroker): Promise<PendingApproval> {

@@ -19,6 +19,7 @@ import { createToolRuntime } from '../../../src/registry/runtime.js'
 import type { ToolRuntime } from '../../../src/runtime-types.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
 import type { ApprovalHandler, CodeRuntime, ToolExecutionResult } from '../../../src/index.js'
+import { until } from '../../support/poll.js'
 
 const disposers: (() => Promise<unknown>)[] = []
 afterAll(async () => {
@@ -27,14 +28,6 @@ afterAll(async () => {
 afterEach(() => {
   vi.restoreAllMocks()
 })
-
-async function until(check: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not reached in time')
-    await new Promise((resolve) => setTimeout(resolve, 5))
-  }
-}
 
 const keys = async (store: DurableStore, prefix: string) => (await store.list(prefix)).entries.map((e) => e.key)
 

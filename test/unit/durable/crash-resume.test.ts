@@ -14,6 +14,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { startServer } from '../../../examples/start.js'
 import { createFileStore } from '../../../platforms/node/index.js'
 import { sseFrames, type SseFrame } from '../http/fixtures.js'
+import { until } from '../../support/poll.js'
 
 const root = fileURLToPath(new URL('../../..', import.meta.url))
 const base = mkdtempSync(join(tmpdir(), 'toolyard-crash-'))
@@ -47,16 +48,6 @@ async function server(dataDir: string): Promise<{ url: string; child: ChildProce
     return line === undefined ? undefined : (JSON.parse(line) as { url: string }).url
   }, `the server to start (${err.slice(-400)})`)
   return { url, child }
-}
-
-async function until<T>(probe: () => Promise<T | undefined> | T | undefined, what: string, ms = 90_000): Promise<T> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const value = await probe()
-    if (value !== undefined) return value
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
 }
 
 type Approval = { id: string; name: string; callId: string }

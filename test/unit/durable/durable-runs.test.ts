@@ -15,19 +15,12 @@ import { createToolRuntime } from '../../../src/registry/runtime.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
 import type { JsonValue } from '../../../src/json/json-value.js'
 import type { ApprovalHandler, ToolExecutionResult } from '../../../src/types.js'
+import { until } from '../../support/poll.js'
 
 const disposers: (() => Promise<void>)[] = []
 afterAll(async () => {
   for (const dispose of disposers) await dispose()
 })
-
-async function until(check: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not reached in time')
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
-}
 
 /** One "process": a registry over `store` with its own sandbox, its own side-effect log and approval handler. */
 function processOn(store: DurableStore, approve: ApprovalHandler, options: { idempotentEffect?: boolean } = {}) {

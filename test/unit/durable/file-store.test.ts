@@ -8,6 +8,7 @@ import { createFileStore, createSandboxRuntime } from '../../../platforms/node/i
 import { createToolRuntime } from '../../../src/registry/runtime.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
 import type { DurableStore } from '../../../src/durable/store.js'
+import { until } from '../../support/poll.js'
 
 /**
  * What only the file store promises, across real processes (the contract suite covers the
@@ -29,14 +30,6 @@ function child(args: string[]): { process: ChildProcess; output: () => string; e
   proc.stderr!.on('data', (chunk: Buffer) => (out += chunk.toString()))
   const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)))
   return { process: proc, output: () => out, exited }
-}
-
-async function until(condition: () => boolean, what: string, ms = 60_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 1))
-  }
 }
 
 /** A value the hammer child writes is `i|<digit × size>|i`: whole only if both ends and every digit agree. */
@@ -62,9 +55,9 @@ describe('createFileStore across processes', () => {
     const dir = freshDir()
     const size = 16 * 1024 * 1024
     const writer = child(['hammer', dir, String(size)])
-    await until(() => writer.output().includes('ready'), 'the first write')
+    await until(() => writer.output().includes('ready'), 'the first write', 60_000, 1)
     const lock = join(dir, `${hex('big')}.lock`)
-    await until(() => existsSync(lock), 'the writer inside its lock')
+    await until(() => existsSync(lock), 'the writer inside its lock', 60_000, 1)
     writer.process.kill('SIGKILL')
     await writer.exited
     expect(existsSync(lock)).toBe(true)
@@ -85,7 +78,7 @@ describe('createFileStore across processes', () => {
     const store = createFileStore(dir, { maxValueBytes: 1024 * 1024, lockTimeoutMs: 5_000 })
     for (let round = 0; round < 4; round++) {
       const writer = child(['hammer', dir, String(size)])
-      await until(() => writer.output().includes('ready'), 'the first write')
+      await until(() => writer.output().includes('ready'), 'the first write', 60_000, 1)
       await new Promise((resolve) => setTimeout(resolve, Math.random() * 100))
       writer.process.kill('SIGKILL')
       await writer.exited
@@ -287,7 +280,7 @@ describe('the resume sweep over a file store with stray runs/ entries', () => {
     const a = processOn()
     void a.runtime.execute({ callId: 'run-s', name: 'run_code', arguments: { code: 'return await tools.pay({ cents: 1 })', description: 'pay' }, signal: new AbortController().signal })
     const store = createFileStore(dir)
-    await until(() => existsSync(join(dir, `${hex('runs/run-s')}.v`)), 'the run to park')
+    await until(() => existsSync(join(dir, `${hex('runs/run-s')}.v`)), 'the run to park', 60_000, 1)
     // Strays sorted before and after the real record.
     const fileOf = (key: string) => join(dir, `${hex(key)}.v`)
     expect(spawnSync('mkfifo', [fileOf('runs/a-fifo')]).status).toBe(0)
@@ -299,7 +292,7 @@ describe('the resume sweep over a file store with stray runs/ entries', () => {
     try {
       const resumed = await b.runtime.resumeRuns({ staleMs: 0 })
       expect(resumed.map((r) => r.callId)).toEqual(['run-s'])
-      await until(() => asked.length === 2, 'the resumed call to ask again')
+      await until(() => asked.length === 2, 'the resumed call to ask again', 60_000, 1)
       for (const r of resumed) r.cancel()
     } finally {
       await Promise.all([a.runtime.dispose(), b.runtime.dispose()])
@@ -328,7 +321,7 @@ describe('the resume sweep over a file store with stray runs/ entries', () => {
     }
     const a = processOn(createFileStore(dir))
     void a.runtime.execute({ callId: 'run-t', name: 'run_code', arguments: { code: 'return await tools.pay({ cents: 2 })', description: 'pay' }, signal: new AbortController().signal })
-    await until(() => existsSync(join(dir, `${hex('runs/run-t')}.v`)), 'the run to park')
+    await until(() => existsSync(join(dir, `${hex('runs/run-t')}.v`)), 'the run to park', 60_000, 1)
     // Listed, then unreadable by the time the sweep reads it (a file replaced between the two, a storage error).
     const files = createFileStore(dir)
     await files.put('runs/a-gone', '{}')

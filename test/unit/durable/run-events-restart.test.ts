@@ -21,21 +21,12 @@ import type { AnyToolDefinition } from '../../../src/types.js'
 import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
 import { AUTH, JSON_AUTH, TOKEN, createFixture, sseFrames } from '../http/fixtures.js'
 import type { SseFrame } from '../http/fixtures.js'
+import { until } from '../../support/poll.js'
 
 const cleanups: (() => Promise<void>)[] = []
 afterAll(async () => {
   for (const cleanup of cleanups) await cleanup().catch(() => undefined)
 })
-
-async function until<T>(probe: () => Promise<T | undefined> | T | undefined, what: string, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const value = await probe()
-    if (value !== undefined) return value
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
-}
 
 /** One "process" on `store`: the npm start wiring (sandbox, broker and runtime over the store, the app with its shutdown signal). */
 function processOn(store: DurableStore, runs?: RunTableOptions, extra: readonly AnyToolDefinition[] = []) {

@@ -10,6 +10,7 @@ import { createToolRuntime } from '../../../src/registry/index.js'
 import type { ToolRuntime, ToolRuntimeOptions } from '../../../src/runtime-types.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
 import type { ToolExecutionResult } from '../../../src/types.js'
+export { until as eventually } from '../../support/poll.js'
 
 export const TOKEN = 'test-token-0123456789abcdef'
 export const AUTH = { Authorization: `Bearer ${TOKEN}` } as const
@@ -267,13 +268,4 @@ export function askingPayFixture() {
   const mcp = createMcpApp(fixture.runtime, { token: TOKEN })
   fixture.app.route('/mcp', mcp)
   return { ...fixture, broker, mcp }
-}
-
-/** Waits until `check` (sync or async) holds, polling; throws after `ms`. */
-export async function eventually(check: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not reached in time')
-    await new Promise((resolve) => setTimeout(resolve, 2))
-  }
 }

@@ -15,6 +15,7 @@ import type { CodeDispatchEvent, CodeDispatchStartEvent, ToolRuntime } from '../
 import type { ToolExecutionResult } from '../../../src/types.js'
 import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
 import { AUTH, JSON_AUTH, TOKEN, createFixture, errorOf, parseSse } from './fixtures.js'
+import { until as waitFor } from '../../support/poll.js'
 
 let started: NodeWorkerRuntime | undefined
 /**
@@ -404,13 +405,3 @@ describe('POST /v1/run on an in-process code runtime', () => {
     expect(reported).toEqual(['runtime bug'])
   })
 })
-
-/** Polls (on the event loop, not a clock budget) until `probe` yields a value. */
-async function waitFor<T>(probe: () => T | undefined): Promise<T> {
-  for (let i = 0; i < 2000; i++) {
-    const value = probe()
-    if (value !== undefined) return value
-    await new Promise((resolve) => setTimeout(resolve, 5))
-  }
-  throw new Error('condition never held')
-}

@@ -32,7 +32,7 @@ function setup(options: Partial<ToolsAppOptions> & { readonly store?: DurableSto
   }
   const get = async (id: string): Promise<RunBody> => (await (await fixture.app.request(`/v1/runs/${id}`, { headers: AUTH })).json()) as RunBody
   const ended = async (id: string): Promise<RunBody> => {
-    await until(() => runsHeld(fixture.app)!.live === 0, 20_000)
+    await until(() => runsHeld(fixture.app)!.live === 0, 'no live run', 20_000)
     return get(id)
   }
   const events = (id: string, lastEventId?: string) =>
@@ -215,14 +215,14 @@ describe('/v1/runs/:id/events: many readers', () => {
     expect((await f.app.request(`/v1/runs/${b.id}/events`, { method: 'HEAD', headers: AUTH })).status).toBe(200)
     // A stream its client cancels gives its place back.
     await open[0]!.body!.cancel()
-    await until(() => runsHeld(f.app)!.streams === 2, 5_000)
+    await until(() => runsHeld(f.app)!.streams === 2, 'two streams', 5_000)
     const again = await f.events(b.id)
     expect(again.status).toBe(200)
     expect(parseSse(await again.text()).at(-1)).toMatchObject({ event: 'end', data: { id: b.id, status: 'done' } })
     // So does a stream that ends with its run.
     await f.app.request(`/v1/runs/${a.id}`, { method: 'DELETE', headers: AUTH })
     for (const response of open.slice(1)) expect(parseSse(await response.text()).at(-1)).toMatchObject({ event: 'end', data: { id: a.id, status: 'cancelled' } })
-    await until(() => runsHeld(f.app)!.streams === 0, 5_000)
+    await until(() => runsHeld(f.app)!.streams === 0, 'no stream', 5_000)
   })
 })
 

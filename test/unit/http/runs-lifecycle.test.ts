@@ -97,7 +97,7 @@ describe('runs as resources, on the default sandbox runtime', () => {
     expect(started.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/)
     expect(started.callId).toMatch(/^http-run-/)
 
-    await until(f.holding, 30_000)
+    await until(f.holding, 'the run to hold', 30_000)
     const running = await f.get(started.id)
     expect(running).toMatchObject({ id: started.id, callId: started.callId, status: 'running', approvals: [] })
     expect(running.result).toBeUndefined()
@@ -191,7 +191,7 @@ describe('runs as resources, on the default sandbox runtime', () => {
     const cancelled = await f.app.request(`/v1/runs/${started.id}`, { method: 'DELETE', headers: AUTH })
     expect(cancelled.status).toBe(200)
     expect(((await cancelled.json()) as RunBody).status).toBe('cancelled')
-    await until(() => runsHeld(f.app)!.live === 0, 30_000)
+    await until(() => runsHeld(f.app)!.live === 0, 'no live run', 30_000)
     const ended = await f.get(started.id)
     expect(ended.status).toBe('cancelled')
     expect(ended.result).toMatchObject({ isError: true })

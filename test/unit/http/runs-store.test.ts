@@ -27,6 +27,7 @@ import { until } from '../approvals/helpers.js'
 import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
 import { AUTH, JSON_AUTH, TOKEN, askingPayTool, createFixture, errorOf, parseSse, sseFrames } from './fixtures.js'
 import type { SseFrame } from './fixtures.js'
+import { until as eventually } from '../../support/poll.js'
 
 const OWNER = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
@@ -78,17 +79,6 @@ const read = async <T = Record<string, unknown>>(store: DurableStore, key: strin
 const recordOf = (store: DurableStore, id: string) => read<RunRecordJson>(store, `run-records/${id}`)
 const manifestOf = (store: DurableStore, id: string) => read<{ last: number; next?: number; dropped: number }>(store, `${RUN_EVENTS_PREFIX}${id}`)
 const eventKeys = async (store: DurableStore) => (await store.list(RUN_EVENTS_PREFIX)).entries.map((e) => e.key)
-
-/** Waits until `probe` resolves to something other than `undefined`. */
-async function eventually<T>(probe: () => Promise<T | undefined>, ms = 10_000): Promise<T> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const value = await probe()
-    if (value !== undefined) return value
-    if (Date.now() > deadline) throw new Error('not reached in time')
-    await new Promise((resolve) => setTimeout(resolve, 5))
-  }
-}
 
 /** A run waiting for a person in `p`: its ids, and its live stream read up to the `approval` frame. */
 async function waitingRun(p: Process, code = `console.log('one'); const paid = await tools.pay({ cents: 5 }); console.log('two'); return paid`) {

@@ -6,6 +6,7 @@ import { createNodeWorkerRuntime, serve } from '../../../platforms/node/index.js
 import type { ServedApp } from '../../../platforms/node/index.js'
 import type { ToolExecutionResult } from '../../../src/types.js'
 import { AUTH, DOCUMENTED_BODY_LIMIT, JSON_AUTH, createFixture, echoOfBytes, errorOf, parseSse } from './fixtures.js'
+import { until } from '../../support/poll.js'
 
 /** A raw request, so the Host header can be anything (fetch does not let us set it). */
 function rawGet(port: number, path: string, headers: Record<string, string>): Promise<{ status: number; body: string }> {
@@ -330,14 +331,4 @@ async function trickle(port: number, head: string, drip: string): Promise<{ answ
   await closed
   clearInterval(timer)
   return { answer, elapsedMs: performance.now() - startedAt }
-}
-
-/** Polls on the event loop until `probe` holds (true or a value), and returns that value. */
-async function until<T>(probe: () => T | false | undefined): Promise<T> {
-  for (let i = 0; i < 2000; i++) {
-    const value = probe()
-    if (value !== undefined && value !== false) return value
-    await new Promise((resolve) => setTimeout(resolve, 5))
-  }
-  throw new Error('condition never held')
 }

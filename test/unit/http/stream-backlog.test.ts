@@ -15,6 +15,7 @@ import type { FallBehindReason, SseSenderOptions } from '../../../src/http/_sse-
 import type { SSEStreamingApi } from 'hono/streaming'
 import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
 import { JSON_AUTH, TOKEN, createFixture, parseSse } from './fixtures.js'
+import { until } from '../../support/poll.js'
 
 setFlagsFromString('--expose-gc')
 const gc = runInNewContext('gc') as () => void
@@ -26,14 +27,6 @@ const heapAfterGc = (): number => {
   gc()
   gc()
   return process.memoryUsage().heapUsed
-}
-
-async function until(check: () => boolean, what: string, ms = 30_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
 }
 
 describe('a client that stops reading', () => {

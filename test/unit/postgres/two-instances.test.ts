@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createPostgresStore } from '../../../platforms/postgres/index.js'
 import { runKeySegment } from '../../../src/durable/runs.js'
 import { postgresSkipReason, startPostgres, type PostgresCluster } from '../../support/postgres.js'
+import { until } from '../../support/poll.js'
 
 const root = fileURLToPath(new URL('../../..', import.meta.url))
 const skip = postgresSkipReason()
@@ -33,16 +34,6 @@ await tools.write_file({ path: '${tag}/b.md', content: 'b' })
 await tools.effect({ tag: '${tag}:3' })
 return 'done'
 `
-
-async function until<T>(probe: () => Promise<T | undefined> | T | undefined, what: string, ms = 90_000): Promise<T> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const value = await probe()
-    if (value !== undefined) return value
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-}
 
 async function instance(name: string): Promise<{ url: string; child: ChildProcess }> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'test/unit/postgres/server-child.ts', cluster!.url, join(base, name), TOKEN, API_TOKEN], {

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createPostgresStore } from '../../../platforms/postgres/index.js'
 import { createApprovalBroker } from '../../../src/approvals/index.js'
 import { postgresSkipReason, startPostgres, type PostgresCluster } from '../../support/postgres.js'
+import { until } from '../../support/poll.js'
 
 const skip = postgresSkipReason()
 let cluster: PostgresCluster | undefined
@@ -16,14 +17,6 @@ const newPool = () => {
   const pool = new pg.Pool({ connectionString: cluster!.url, max: 4 })
   pools.push(pool)
   return pool
-}
-
-async function until(check: () => boolean, what: string, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
 }
 
 describe.skipIf(skip !== undefined)(`PostgreSQL LISTEN/NOTIFY wake-ups${skip === undefined ? '' : ` (skipped: ${skip})`}`, () => {

@@ -77,7 +77,7 @@ describe('parking a run that waits for a person (sandbox runtime, Node threads)'
     const runs: Promise<CodeRunResult>[] = []
     for (let i = 0; i < 200; i++) runs.push(runtime.run(b.request(`const n = ${i}; const a = await tools.ask({ n }); return n + a`)))
     // Parked, and every thread let go of its VM (a thread stops in well under a second, even on a loaded machine).
-    await until(() => runtime.load().parked === 200 && runtime.load().running === 0, 120_000)
+    await until(() => runtime.load().parked === 200 && runtime.load().running === 0, '200 parked runs', 120_000)
     expect(runtime.load()).toMatchObject({ running: 0, queued: 0, parked: 200 })
     expect(valueOf(await runtime.run({ program: 'return 40 + 2', bindings: [] }))).toBe(42)
     for (let i = 0; i < 200; i++) b.decide(1000)

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, expect, it } from 'vitest'
+import { until } from '../../support/poll.js'
 
 const root = fileURLToPath(new URL('../../..', import.meta.url))
 const dataDir = mkdtempSync(join(tmpdir(), 'toolyard-otlp-'))
@@ -22,16 +23,6 @@ afterAll(() => {
   receiver?.close()
   rmSync(dataDir, { recursive: true, force: true })
 })
-
-async function until<T>(probe: () => Promise<T | undefined> | T | undefined, what: string, ms = 90_000): Promise<T> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const value = await probe()
-    if (value !== undefined) return value
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-}
 
 interface OtlpSpan { traceId: string; spanId: string; parentSpanId?: string; name: string; attributes?: { key: string; value: Record<string, unknown> }[]; events?: { name: string }[] }
 

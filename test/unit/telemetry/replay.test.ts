@@ -15,6 +15,7 @@ import { createToolRuntime } from '../../../src/registry/runtime.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
 import type { ToolTelemetryOptions } from '../../../src/telemetry/types.js'
 import type { ApprovalHandler, ToolExecutionResult } from '../../../src/types.js'
+import { until } from '../../support/poll.js'
 
 class TestReader extends MetricReader {
   protected async onForceFlush(): Promise<void> {}
@@ -24,14 +25,6 @@ const disposers: (() => Promise<void>)[] = []
 afterAll(async () => {
   for (const dispose of disposers) await dispose()
 })
-
-async function until(check: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not reached in time')
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
-}
 
 function processOn(store: DurableStore, approve: ApprovalHandler, telemetry: ToolTelemetryOptions | undefined) {
   const codeRuntime = createSandboxRuntime({ memoryMb: 32, prespawn: 0, parkAfterMs: 30 })

@@ -14,6 +14,7 @@ import type { DurableStore } from '../../../src/durable/store.js'
 import { createToolRuntime } from '../../../src/registry/runtime.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
 import type { ApprovalHandler, ToolExecutionResult } from '../../../src/types.js'
+import { until } from '../../support/poll.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'toolyard-otel-resume-'))
 const disposers: (() => Promise<void>)[] = []
@@ -21,14 +22,6 @@ afterAll(async () => {
   for (const dispose of disposers) await dispose()
   rmSync(dir, { recursive: true, force: true })
 })
-
-async function until(check: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not reached in time')
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
-}
 
 /** One "process": its own sandbox, runtime and tracer provider over the shared store. */
 function processOn(store: DurableStore, approve: ApprovalHandler) {
