@@ -12,7 +12,8 @@ import { defineTool } from '../../../src/schema/define-tool.js'
 
 const DECLARATIONS = 'declare const tools: { read_file(args: { path: string }): Promise<string> };'
 const PROGRAM = 'const a = 1\nawait tools.read_fil({ path: "x" })\nawait tools.read_file({ path: 2 })'
-const worker = createPreflightWorker()
+// A fresh thread's first check loads the compiler: seconds, and more than the default 10 s budget on a loaded CI machine.
+const worker = createPreflightWorker({ timeoutMs: 120_000 })
 afterAll(() => worker.dispose())
 
 describe('createPreflightWorker', () => {
@@ -55,7 +56,7 @@ describe('createPreflightWorker', () => {
   })
 
   it('refuses checks beyond its queue at once', async () => {
-    const small = createPreflightWorker({ maxQueued: 1 })
+    const small = createPreflightWorker({ maxQueued: 1, timeoutMs: 120_000 })
     try {
       const first = small.analyze({ program: '1', language: 'typescript', declarations: DECLARATIONS })
       const second = await small.analyze({ program: '2', language: 'typescript', declarations: DECLARATIONS })
