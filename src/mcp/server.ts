@@ -204,6 +204,15 @@ interface Exchange {
 }
 
 /**
+ * The key of an exchange's questions and tracked calls: its session *and* its principal.
+ * A session id is only a header, so a client of another token that learned it (a log, a
+ * proxy) must never answer, or cancel, the questions put to this principal.
+ */
+function channelKey(exchange: Exchange): string | undefined {
+  return exchange.session === undefined ? undefined : `${exchange.principal.id}\n${exchange.session}`
+}
+
+/**
  * Who decides a `tools/call`'s `ask`: the client through `elicitation/create`, nobody
  * (denied, saying why), or — for a client whose token lacks `approve` — the runtime's own
  * handler (`undefined`): a `run` token never answers its own calls' questions.
@@ -216,7 +225,7 @@ function approvalFor(config: McpConfig, exchange: Exchange): ApprovalHandler | u
   if (exchange.send === undefined) {
     return cannotAsk('this MCP client could not be asked: the request does not accept text/event-stream')
   }
-  return config.elicitation.asker(exchange.session, exchange.send)
+  return config.elicitation.asker(channelKey(exchange)!, exchange.send)
 }
 
 /** The agent asked for `request`: the fixed id, or the resolver's answer (checked). */
@@ -278,7 +287,7 @@ async function dispatch(config: McpConfig, message: Record<string, unknown>, req
       return exchange.listed.result
     }
     case 'tools/call': {
-      const tracked = exchange.session === undefined ? undefined : config.elicitation.track(exchange.session, message.id as string | number)
+      const tracked = exchange.session === undefined ? undefined : config.elicitation.track(channelKey(exchange)!, message.id as string | number)
       const signals = [request.signal, config.shutdown, exchange.cancelled, tracked?.signal].filter((s): s is AbortSignal => s !== undefined)
       const signal = signals.length === 1 ? request.signal : AbortSignal.any(signals)
       try {
@@ -301,10 +310,10 @@ async function answer(config: McpConfig, message: unknown, request: Request, exc
     return { jsonrpc: '2.0', id: null, error: { code: JSON_RPC_ERRORS.INVALID_REQUEST, message: 'not a JSON-RPC 2.0 message' } }
   }
   if (!Object.hasOwn(message, 'method')) {
-    config.elicitation.receive(message, exchange.session)
+    config.elicitation.receive(message, channelKey(exchange))
     return undefined
   }
-  if (message.method === 'notifications/cancelled') config.elicitation.cancel(exchange.session, message.params)
+  if (message.method === 'notifications/cancelled') config.elicitation.cancel(channelKey(exchange), message.params)
   if (!Object.hasOwn(message, 'id') || typeof message.method !== 'string') return undefined
   const id = message.id
   if (typeof id !== 'string' && (typeof id !== 'number' || !Number.isFinite(id))) {
