@@ -330,6 +330,27 @@ describe('runtime.runs: tracked work', () => {
     await service.drained()
   })
 
+  it("drained() called after a run's first write landed still waits for its next one", async () => {
+    const { service } = serviceOn(createMemoryStore())
+    let release: () => void = () => {}
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    let second = false
+    const first = service.queue('a', async () => {})
+    void service.queue('a', async () => {
+      await gate
+      second = true
+    })
+    await first
+    await new Promise((resolve) => setTimeout(resolve, 1))
+    let drained = false
+    const done = service.drained().then(() => (drained = true))
+    await new Promise((resolve) => setTimeout(resolve, 5))
+    expect(drained).toBe(false)
+    release()
+    await done
+    expect(second).toBe(true)
+  })
+
   it('queue(): a write rejects as it does, and the next write of the run still runs', async () => {
     const { service } = serviceOn(createMemoryStore())
     await expect(service.queue('a', async () => Promise.reject(new Error('no')))).rejects.toThrow('no')
