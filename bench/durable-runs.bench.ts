@@ -32,7 +32,8 @@
  *    two stores in interleaved rounds), and the rows and bytes one parked 20-call run_code
  *    leaves in the table (the runtime's records only: `npm start` adds its run record,
  *    event snapshot and approval); and decide → answered across two brokers on two pools
- *    (the call waiting on A, the decision taken on B), with the LISTEN wake-up and without.
+ *    (the call waiting on A, the decision taken on B), with the LISTEN wake-up and without;
+ *    and a run's event frames appended on A → heard by a follower on B (src/durable/_live-events.ts).
  *
  * Run: `npm run bench:durable` (or `npx tsx bench/durable-runs.bench.ts`). Figures are
  * printed, never asserted. `BENCH_ROUNDS` (default 15) sets the rounds of 1 and 2;
@@ -53,6 +54,8 @@ import { postgresSkipReason, startPostgres } from '../test/support/postgres.js'
 import type { CodeBindingCallOptions, CodeRunRequest, CodeRuntime, ParkedRunState } from '../src/code-runtime/contract.js'
 import type { DurableStore } from '../src/durable/store.js'
 import { createApprovalBroker } from '../src/approvals/index.js'
+import { createLiveEvents } from '../src/durable/_live-events.js'
+import { createRunEventLog } from '../src/durable/run-table.js'
 import { createToolRuntime } from '../src/registry/runtime.js'
 import { defineTool } from '../src/schema/define-tool.js'
 import type { ApprovalHandler } from '../src/types.js'
@@ -483,6 +486,40 @@ async function decideAcross(url: string): Promise<TableRow[]> {
   return rows
 }
 
+/** A run's frames appended on instance A (its publisher, pool A) → heard by a follower on instance B (pool B): delay per frame, frames 5 ms apart. */
+async function eventsAcross(url: string): Promise<TableRow[]> {
+  const pools = [new pg.Pool({ connectionString: url, max: 4 }), new pg.Pool({ connectionString: url, max: 4 })]
+  const [a, b] = pools.map((pool) => createLiveEvents(createPostgresStore({ pool, table: 'bench_live', log: () => undefined }))!)
+  const frames = ROUNDS * 14
+  const log = createRunEventLog(1024 * 1024)
+  const appended = new Map<number, number>()
+  const samples: number[] = []
+  const runId = crypto.randomUUID()
+  try {
+    const stop = a!.publish(runId, log, (error) => console.error(error))
+    log.append('start', { id: runId })
+    const followed = await b!.follow(runId, 1024 * 1024, async () => false)
+    // The LISTEN connection opens in the background: the first frames wait for it.
+    await sleep(500)
+    const unsubscribe = followed.events.subscribe((frame) => {
+      const at = appended.get(frame.id)
+      if (at !== undefined) samples.push(performance.now() - at)
+    })
+    for (let i = 0; i < frames; i++) {
+      appended.set(log.last + 1, performance.now())
+      log.append('log', { i, line: 'x'.repeat(80) })
+      await sleep(5)
+    }
+    await until(() => samples.length >= frames, 30_000)
+    unsubscribe()
+    followed.stop()
+    stop()
+  } finally {
+    for (const pool of pools) await pool.end()
+  }
+  return [{ path: 'append on A → frame in B’s follower (publisher chunk write, NOTIFY, list + get)', frames: String(samples.length), 'p50 ms': pct(samples, 50), 'p95 ms': pct(samples, 95), 'p99 ms': pct(samples, 99) }]
+}
+
 /** Section 4: compare-and-set writes on the file store and on PostgreSQL, and a parked run's rows. */
 async function postgresBesideFiles(): Promise<void> {
   const skip = postgresSkipReason()
@@ -515,6 +552,7 @@ async function postgresBesideFiles(): Promise<void> {
       `4a. Compare-and-set write of a 2 KiB value (after a get), ${ROUNDS} interleaved rounds of 40; ${loadNote()}`,
     )
     printTable(await decideAcross(cluster.url), `4b. Decide on instance B → the waiting call answered on instance A (two brokers, two pools, one database), ${ROUNDS * 2} decisions; ${loadNote()}`)
+    printTable(await eventsAcross(cluster.url), `4d. Live events across instances: a run's frames on A streamed by B (toolyard's run-live/ chunks over LISTEN/NOTIFY); ${loadNote()}`)
     const parked = createPostgresStore({ pool, table: 'bench_parked' })
     const rows = await parkedRecord(parked, async () => {
       const { rows: [row] } = await pool.query('SELECT count(*)::int AS n, sum(octet_length(value))::int AS value_bytes, sum(pg_column_size(t.*))::int AS row_bytes FROM bench_parked t')
