@@ -4,7 +4,10 @@
  *
  * @module
  */
+import { MAX_CALL_ARG_NODES } from '../../src/code-runtime/limits.js'
+import { MAX_VALUE_DEPTH } from '../../src/code-runtime/render.js'
 import { BUSY_SLOT, epochNow, MAX_VM_MESSAGE_CHARS, SEGMENT_SLOT } from '../../src/code-runtime/sandbox-protocol.js'
+import { scanJsonText } from '../../src/json/scan.js'
 import type { SandboxThreadBoot, ThreadCommand, ThreadEvent } from '../../src/code-runtime/sandbox-protocol.js'
 import { PYTHON_PRELUDE } from './prelude.js'
 
@@ -171,21 +174,18 @@ async function buildInterpreter(context: BuildContext): Promise<Interpreter> {
   const refs = (globalThis as unknown as { proxy_js_ref: unknown[] }).proxy_js_ref
   refs[0] = safeGlobal
   const host = Object.freeze(Object.assign(Object.create(null) as object, {
-    post: (text: unknown) => {
+    // Returns '' once sent, or why a call was refused (the prelude raises it in the program).
+    post: (text: unknown): string => {
       const vm = self
-      if (vm === undefined || vm.run === 0 || typeof text !== 'string') return
-      if (text.length > MAX_VM_MESSAGE_CHARS) {
-        post({ type: 'failed', run: vm.run, kind: 'exception', message: `a message from the program took ${Math.ceil(text.length / 1024 / 1024)} MiB; at most ${MAX_VM_MESSAGE_CHARS / 1024 / 1024} MiB go to the host at once` })
-        return
+      if (vm === undefined || vm.run === 0 || typeof text !== 'string') return ''
+      const refusal = screen(post, vm, text)
+      if (refusal === undefined) {
+        post(text)
+        return ''
       }
-      // The prelude's `print` to stderr goes through here too: count it against the log cap.
-      if (text.startsWith('{"type": "log"')) {
-        // A backstop: the prelude stops at the cap itself; this holds if the program broke the prelude.
-        if (vm.logBytes > 2 * vm.maxLogBytes + 4096) return
-        vm.logBytes += text.length
-      }
-      if (text.startsWith('{"type":"done"') || text.startsWith('{"type": "done"')) flush(post, vm)
-      post(text)
+      if (refusal.call) return refusal.message
+      if (refusal.message !== '') post({ type: 'failed', run: vm.run, kind: 'exception', message: refusal.message })
+      return ''
     },
   }))
   mp.registerJsModule('_tyhost', host)
@@ -194,6 +194,41 @@ async function buildInterpreter(context: BuildContext): Promise<Interpreter> {
   const deliver = mp.globals.get('_ty_deliver') as (text: string) => void
   self = { mp, start, deliver, run: 0, logBytes: 0, maxLogBytes: 65_536, timers, stdout: [], stderr: [], dead: false }
   return self
+}
+
+/**
+ * Holds what the program sends to the TypeScript sandbox's bounds before it leaves the thread
+ * (charged to the run's compute: it runs inside the program's call): the prelude keeps them, and
+ * this holds them for a program that calls `_post` itself with text of its own making.
+ */
+function screen(post: PythonThreadChannel['post'], vm: Interpreter, text: string): { readonly call: boolean; readonly message: string } | undefined {
+  if (text.length > MAX_VM_MESSAGE_CHARS) {
+    return { call: false, message: `a message from the program took ${Math.ceil(text.length / 1024 / 1024)} MiB; at most ${MAX_VM_MESSAGE_CHARS / 1024 / 1024} MiB go to the host at once` }
+  }
+  let data: unknown
+  try {
+    data = JSON.parse(text)
+  } catch {
+    return { call: false, message: 'the program sent the host a message that is not JSON' }
+  }
+  const message = typeof data === 'object' && data !== null ? (data as { type?: unknown; args?: unknown; text?: unknown }) : {}
+  if (message.type === 'call') {
+    if (message.args === undefined) return undefined
+    const args = JSON.stringify(message.args)
+    if (args.length + 8 > MAX_VM_MESSAGE_CHARS) {
+      return { call: true, message: `the arguments take ${Math.ceil(args.length / 1024 / 1024)} MiB of JSON; at most ${MAX_VM_MESSAGE_CHARS / 1024 / 1024} MiB go to the host in one call` }
+    }
+    const scan = scanJsonText(args, 0, args.length, MAX_CALL_ARG_NODES, MAX_VALUE_DEPTH)
+    if (scan.nodes > MAX_CALL_ARG_NODES) {
+      return { call: true, message: `they hold more than ${MAX_CALL_ARG_NODES} JSON values (object keys count); send fewer values per call, or data as one string` }
+    }
+    if (scan.depth > MAX_VALUE_DEPTH) return { call: true, message: `they nest deeper than ${MAX_VALUE_DEPTH} levels; flatten them` }
+  } else if (message.type === 'log') {
+    // A backstop (dropped, as the host drops lines past the cap): the prelude stops at the cap itself.
+    if (vm.logBytes > 2 * vm.maxLogBytes + 4096) return { call: false, message: '' }
+    vm.logBytes += typeof message.text === 'string' ? message.text.length + 1 : text.length
+  } else if (message.type === 'done') flush(post, vm)
+  return undefined
 }
 
 /** Sends what is left of an unfinished line. */

@@ -4,6 +4,21 @@
 import { parentPort } from "node:worker_threads";
 import { loadMicroPython } from "@micropython/micropython-webassembly-pyscript";
 
+// src/code-runtime/limits.ts
+var DEFAULT_MAX_PENDING_ARG_BYTES = 32 * 1024 * 1024;
+var MAX_CALL_ARG_NODES = 1e5;
+var DEFAULT_CODE_RUN_LIMITS = Object.freeze({
+  computeMs: 6e4,
+  maxWallMs: 6e5,
+  maxLogBytes: 65536,
+  maxValueBytes: 32768
+});
+
+// src/code-runtime/render.ts
+var mapSize = Object.getOwnPropertyDescriptor(Map.prototype, "size").get;
+var setSize = Object.getOwnPropertyDescriptor(Set.prototype, "size").get;
+var MAX_VALUE_DEPTH = 100;
+
 // src/code-runtime/sandbox-protocol.ts
 var BUSY_SLOT = 1;
 var SEGMENT_SLOT = 2;
@@ -12,6 +27,60 @@ var MAX_PROGRAM_CHARS = 256 * 1024;
 function epochNow() {
   return performance.timeOrigin + performance.now();
 }
+
+// src/json/scan.ts
+var QUOTE = 34;
+var BACKSLASH = 92;
+var OPEN_BRACE = 123;
+var OPEN_BRACKET = 91;
+var CLOSE_BRACE = 125;
+var CLOSE_BRACKET = 93;
+function numberChar(c) {
+  return c >= 48 && c <= 57 || c === 45 || c === 43 || c === 46 || c === 101 || c === 69;
+}
+function scanJsonText(text, start, end, maxNodes, maxDepth) {
+  let nodes = 0;
+  let depth = 0;
+  let deepest = 0;
+  let i = start;
+  while (i < end) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
+      nodes++;
+      i++;
+      while (i < end) {
+        const d = text.charCodeAt(i);
+        if (d === QUOTE) break;
+        i += d === BACKSLASH ? 2 : 1;
+      }
+      i++;
+    } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+      nodes++;
+      depth++;
+      if (depth > deepest) deepest = depth;
+      i++;
+    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
+      depth--;
+      i++;
+    } else if (numberChar(c)) {
+      nodes++;
+      i++;
+      while (i < end && numberChar(text.charCodeAt(i))) i++;
+    } else if (c === 116 || c === 110 || c === 102) {
+      nodes++;
+      i++;
+      while (i < end && text.charCodeAt(i) >= 97 && text.charCodeAt(i) <= 122) i++;
+    } else i++;
+    if (nodes > maxNodes || deepest > maxDepth) break;
+  }
+  return { nodes, depth: deepest };
+}
+
+// src/code-runtime/wire.ts
+var MAX_ERROR_TEXT = 16384;
+var reservedWords = new Set(
+  "break case catch class const continue debugger default delete do else enum export extends false finally for function if import in instanceof new null return super switch this throw true try typeof var void while with yield let static implements interface package private protected public await async".split(" ")
+);
 
 // engine/python/prelude.ts
 var PYTHON_ALLOWED_MODULES = [
@@ -41,14 +110,18 @@ var PYTHON_ALLOWED_MODULES = [
   "errno",
   "typing"
 ];
-var PYTHON_PUBLIC_SOURCE = String.raw`_ALLOWED = {}
+var PYTHON_PUBLIC_SOURCE = `_MAX_MESSAGE = ${MAX_VM_MESSAGE_CHARS}
+_MAX_NODES = ${MAX_CALL_ARG_NODES}
+_MAX_ERROR_TEXT = ${MAX_ERROR_TEXT}
+` + String.raw`_ALLOWED = {}
 class _Stderr:
     def write(self, s):
-        _post(json.dumps({'type': 'log', 'source': 'console', 'level': 'error', 'text': s}))
+        if type(s) is str:
+            _emit(s[:-1] if s.endswith('\n') else s, 'error')
 class _SysStub:
     stderr = _Stderr()
     def print_exception(self, e, f=None):
-        _post(json.dumps({'type': 'log', 'source': 'console', 'level': 'error', 'text': _trace(e)}))
+        _emit(_trace(e), 'error')
 
 class _Any:
     def __getitem__(self, k):
@@ -74,11 +147,32 @@ def _no_input(*a, **k):
     raise OSError('no stdin in this sandbox')
 
 _out = []
+_CHUNK = 4096
+def _jstr(s):
+    # MicroPython's json.dumps grows its buffer 16 bytes at a time (quadratic): long text goes in 4 KiB pieces.
+    if len(s) <= _CHUNK:
+        return json.dumps(s)
+    b = s.encode()
+    parts = ['"']
+    i = 0
+    n = len(b)
+    while i < n:
+        j = min(n, i + _CHUNK)
+        while j < n and b[j] & 0xC0 == 0x80:
+            j -= 1
+        parts.append(json.dumps(b[i:j].decode())[1:-1])
+        i = j
+    parts.append('"')
+    return ''.join(parts)
 def _emit(text, level):
-    if _state['logBytes'] > _state['maxLogBytes']:
+    room = _state['maxLogBytes'] - _state['logBytes']
+    if room < 0:
         return
+    # A line beyond the cap is cut here (the host keeps at most the cap): only what it keeps crosses.
+    if len(text) > room + 1:
+        text = text[:room + 1]
     _state['logBytes'] += len(text) + 1
-    _post(json.dumps({'type': 'log', 'source': 'console', 'level': level, 'text': text}))
+    _post('{"type":"log","source":"console","level":"' + level + '","text":' + _jstr(text) + '}')
 def _print(*args, sep=' ', end='\n', file=None, flush=False):
     if _state['logBytes'] > _state['maxLogBytes']:
         return
@@ -101,35 +195,80 @@ def _flush():
 
 _MAXI = 9007199254740991
 _INF = float('inf')
+_END = object()
 
-def _check(value, what):
-    stack = [(value, 0)]
-    while stack:
-        v, depth = stack.pop()
-        if depth > 100:
-            raise ValueError(what + ' nests deeper than 100 levels')
+def _scalar(v, t, what):
+    if v is None:
+        return 'null'
+    if t is bool:
+        return 'true' if v else 'false'
+    if t is str:
+        return _jstr(v)
+    if t is int:
+        if v > _MAXI or v < -_MAXI:
+            raise ValueError(what + ' holds the integer ' + str(v) + ', beyond 2**53 - 1: JSON numbers would round it; pass it as a string')
+        return str(v)
+    if t is float:
+        if v != v or v == _INF or v == -_INF:
+            raise ValueError(what + ' holds ' + repr(v) + ', which JSON cannot carry')
+        return json.dumps(v)
+    raise TypeError(what + ' holds a ' + t.__name__ + ', which JSON cannot carry')
+
+def _encode(value, what, limit, maxnodes, sep, colon):
+    """JSON text of value, checked (lossless, depth, values), in one linear pass that stops
+    once the text passes limit characters: returns (text, whether it stopped)."""
+    out = []
+    size = 0
+    nodes = 0
+    stack = []
+    v = value
+    while True:
+        nodes += 1
+        if nodes > maxnodes:
+            raise ValueError(what + ': they hold more than ' + str(maxnodes) + ' JSON values (object keys count); send fewer values per call, or data as one string')
         t = type(v)
-        if v is None or t is bool or t is str:
-            continue
-        if t is int:
-            if v > _MAXI or v < -_MAXI:
-                raise ValueError(what + ' holds the integer ' + str(v) + ', beyond 2**53 - 1: JSON numbers would round it; pass it as a string')
-            continue
-        if t is float:
-            if v != v or v == _INF or v == -_INF:
-                raise ValueError(what + ' holds ' + repr(v) + ', which JSON cannot carry')
-            continue
-        if t is list or t is tuple:
-            for x in v:
-                stack.append((x, depth + 1))
-            continue
-        if t is dict:
-            for k in v:
-                if type(k) is not str:
-                    raise TypeError(what + ' has a dict key ' + repr(k) + ': JSON keys are str')
-                stack.append((v[k], depth + 1))
-            continue
-        raise TypeError(what + ' holds a ' + t.__name__ + ', which JSON cannot carry')
+        if t is list or t is tuple or t is dict:
+            if len(stack) >= 100:
+                raise ValueError(what + ' nests deeper than 100 levels; flatten them')
+            if t is dict:
+                out.append('{')
+                stack.append([iter(v), '}', v, True])
+            else:
+                out.append('[')
+                stack.append([iter(v), ']', None, True])
+            size += 1
+        else:
+            piece = _scalar(v, t, what)
+            out.append(piece)
+            size += len(piece)
+        while stack:
+            f = stack[-1]
+            nxt = next(f[0], _END)
+            if nxt is _END:
+                out.append(f[1])
+                size += 1
+                stack.pop()
+                continue
+            if not f[3]:
+                out.append(sep)
+                size += len(sep)
+            f[3] = False
+            if f[2] is not None:
+                if type(nxt) is not str:
+                    raise TypeError(what + ' has a dict key ' + repr(nxt) + ': JSON keys are str')
+                nodes += 1
+                key = _jstr(nxt)
+                out.append(key)
+                out.append(colon)
+                size += len(key) + len(colon)
+                v = f[2][nxt]
+            else:
+                v = nxt
+            break
+        else:
+            return ''.join(out), size > limit
+        if size > limit:
+            return ''.join(out), True
 
 class ToolCallError(Exception):
     """A failed tool call: tool_name names the tool, code says why, str(error) is the message."""
@@ -153,16 +292,20 @@ _state = {'next': 0, 'maxValueBytes': 32768, 'maxLogBytes': 65536, 'logBytes': 0
 _MISSING = object()
 
 async def _call(glob, name, args):
+    what = glob + '.' + name
+    i = _state['next'] + 1
+    text = '{"type":"call","id":' + str(i) + ',"global":' + _jstr(glob) + ',"name":' + _jstr(name)
     if args is not _MISSING:
-        _check(args, 'the arguments of ' + glob + '.' + name)
-    _state['next'] += 1
-    i = _state['next']
-    msg = {'type': 'call', 'id': i, 'global': glob, 'name': name}
-    if args is not _MISSING:
-        msg['args'] = args
+        body, over = _encode(args, 'the arguments of ' + what, _MAX_MESSAGE, _MAX_NODES, ',', ':')
+        if over:
+            raise ValueError(what + ': the arguments take more than ' + str(_MAX_MESSAGE // 1048576) + ' MiB of JSON; at most ' + str(_MAX_MESSAGE // 1048576) + ' MiB go to the host in one call')
+        text += ',"args":' + body
+    refused = _post(text + '}')
+    if refused:
+        raise ValueError(what + ': ' + refused)
+    _state['next'] = i
     w = _Wait()
     _pending[i] = w
-    _post(json.dumps(msg))
     await w.event.wait()
     if w.ok:
         return w.value
@@ -225,8 +368,17 @@ def _trace(e):
         out.append(line)
     return '\n'.join(out).rstrip('\n')
 
+def _cut(s):
+    return s[:_MAX_ERROR_TEXT] + '\u2026' if len(s) > _MAX_ERROR_TEXT else s
 def _fail(e):
-    _post(json.dumps({'type': 'done', 'error': {'name': type(e).__name__, 'message': str(e), 'stack': _trace(e)}}))
+    # Whatever the exception does (a __str__ that raises, a huge message), the run settles.
+    try:
+        name = _cut(type(e).__name__)
+        message = _cut(str(e))
+        stack = _trace(e) if len(message) < _MAX_ERROR_TEXT else name + ': ' + message
+        _post('{"type":"done","error":{"name":' + _jstr(name) + ',"message":' + _jstr(message) + ',"stack":' + _jstr(_cut(stack)) + '}}')
+    except BaseException:
+        _post('{"type":"done","error":{"name":"Exception","message":"the program raised an exception that cannot be shown"}}')
 
 async def _main(program):
     try:
@@ -239,15 +391,15 @@ async def _main(program):
     if value is None:
         _post('{"type":"done"}')
         return
+    limit = _state['maxValueBytes']
     try:
-        _check(value, 'the returned value')
+        text, over = _encode(value, 'the returned value', limit, _MAX_NODES * 100, ', ', ': ')
     except BaseException as e:
         _fail(e)
         return
-    text = json.dumps(value)
-    limit = _state['maxValueBytes']
-    if len(text) > limit:
-        _post(json.dumps({'type': 'done', 'value': text[:limit], 'rendered': True, 'oversized': True}))
+    if over or len(text) > limit:
+        # A rendering, cut (the host marks it): a value this large is never serialized whole.
+        _post('{"type":"done","value":' + _jstr(text[:limit]) + ',"rendered":true,"oversized":true}')
     else:
         _post('{"type":"done","value":' + text + '}')
 
@@ -413,19 +565,18 @@ async function buildInterpreter(context) {
   const refs = globalThis.proxy_js_ref;
   refs[0] = safeGlobal;
   const host = Object.freeze(Object.assign(/* @__PURE__ */ Object.create(null), {
+    // Returns '' once sent, or why a call was refused (the prelude raises it in the program).
     post: (text) => {
       const vm = self;
-      if (vm === void 0 || vm.run === 0 || typeof text !== "string") return;
-      if (text.length > MAX_VM_MESSAGE_CHARS) {
-        post({ type: "failed", run: vm.run, kind: "exception", message: `a message from the program took ${Math.ceil(text.length / 1024 / 1024)} MiB; at most ${MAX_VM_MESSAGE_CHARS / 1024 / 1024} MiB go to the host at once` });
-        return;
+      if (vm === void 0 || vm.run === 0 || typeof text !== "string") return "";
+      const refusal = screen(post, vm, text);
+      if (refusal === void 0) {
+        post(text);
+        return "";
       }
-      if (text.startsWith('{"type": "log"')) {
-        if (vm.logBytes > 2 * vm.maxLogBytes + 4096) return;
-        vm.logBytes += text.length;
-      }
-      if (text.startsWith('{"type":"done"') || text.startsWith('{"type": "done"')) flush(post, vm);
-      post(text);
+      if (refusal.call) return refusal.message;
+      if (refusal.message !== "") post({ type: "failed", run: vm.run, kind: "exception", message: refusal.message });
+      return "";
     }
   }));
   mp.registerJsModule("_tyhost", host);
@@ -434,6 +585,34 @@ async function buildInterpreter(context) {
   const deliver = mp.globals.get("_ty_deliver");
   self = { mp, start, deliver, run: 0, logBytes: 0, maxLogBytes: 65536, timers, stdout: [], stderr: [], dead: false };
   return self;
+}
+function screen(post, vm, text) {
+  if (text.length > MAX_VM_MESSAGE_CHARS) {
+    return { call: false, message: `a message from the program took ${Math.ceil(text.length / 1024 / 1024)} MiB; at most ${MAX_VM_MESSAGE_CHARS / 1024 / 1024} MiB go to the host at once` };
+  }
+  let data;
+  try {
+    data = JSON.parse(text);
+  } catch {
+    return { call: false, message: "the program sent the host a message that is not JSON" };
+  }
+  const message = typeof data === "object" && data !== null ? data : {};
+  if (message.type === "call") {
+    if (message.args === void 0) return void 0;
+    const args = JSON.stringify(message.args);
+    if (args.length + 8 > MAX_VM_MESSAGE_CHARS) {
+      return { call: true, message: `the arguments take ${Math.ceil(args.length / 1024 / 1024)} MiB of JSON; at most ${MAX_VM_MESSAGE_CHARS / 1024 / 1024} MiB go to the host in one call` };
+    }
+    const scan = scanJsonText(args, 0, args.length, MAX_CALL_ARG_NODES, MAX_VALUE_DEPTH);
+    if (scan.nodes > MAX_CALL_ARG_NODES) {
+      return { call: true, message: `they hold more than ${MAX_CALL_ARG_NODES} JSON values (object keys count); send fewer values per call, or data as one string` };
+    }
+    if (scan.depth > MAX_VALUE_DEPTH) return { call: true, message: `they nest deeper than ${MAX_VALUE_DEPTH} levels; flatten them` };
+  } else if (message.type === "log") {
+    if (vm.logBytes > 2 * vm.maxLogBytes + 4096) return { call: false, message: "" };
+    vm.logBytes += typeof message.text === "string" ? message.text.length + 1 : text.length;
+  } else if (message.type === "done") flush(post, vm);
+  return void 0;
 }
 function flush(post, vm) {
   if (vm.stdout.length > 0) emitLine(post, vm, vm.stdout, "log");
