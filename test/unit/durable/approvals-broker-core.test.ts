@@ -9,6 +9,7 @@ import type { ApprovalBroker, ApprovalBrokerOptions } from '../../../src/approva
 import { createMemoryStore } from '../../../src/durable/memory-store.js'
 import type { DurableStore } from '../../../src/durable/store.js'
 import { ToolError } from '../../../src/errors.js'
+import { until } from '../../support/poll.js'
 
 afterEach(() => {
   vi.useRealTimers()
@@ -38,14 +39,11 @@ function ask(b: ApprovalBroker, options: { callId?: string; parentCallId?: strin
   return { settled, controller }
 }
 
-async function until(check: () => boolean | Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 4000 && !(await check()); i++) await new Promise((resolve) => setTimeout(resolve, 5))
-  expect(await check()).toBe(true)
-}
-
 async function listedOne(b: ApprovalBroker) {
-  let list: Awaited<ReturnType<ApprovalBroker['pending']>> = []
-  await until(async () => (list = await b.pending()).length === 1)
+  const list = await until(async () => {
+    const pending = await b.pending()
+    return pending.length === 1 && pending
+  }, 'one pending request')
   return list[0]!
 }
 
