@@ -590,6 +590,10 @@ function screen(post, vm, text) {
   if (text.length > MAX_VM_MESSAGE_CHARS) {
     return { call: false, message: `a message from the program took ${Math.ceil(text.length / 1024 / 1024)} MiB; at most ${MAX_VM_MESSAGE_CHARS / 1024 / 1024} MiB go to the host at once` };
   }
+  if (scanJsonText(text, 0, text.length, Number.MAX_SAFE_INTEGER, MAX_VALUE_DEPTH + 1).depth > MAX_VALUE_DEPTH + 1) {
+    const nests = `they nest deeper than ${MAX_VALUE_DEPTH} levels; flatten them`;
+    return text.startsWith('{"type":"call"') ? { call: true, message: nests } : { call: false, message: `the program sent the host a message that ${nests.slice(5)}` };
+  }
   let data;
   try {
     data = JSON.parse(text);

@@ -81,6 +81,10 @@ describe('Python sandbox: what a hostile program sends the host', () => {
     expect(many.value).toMatch(/more than 100000 JSON values/)
     const deep = await run(post(`'[' * 150 + ']' * 150`))
     expect(deep.value).toMatch(/nest deeper than 100 levels/)
+    // Deeper than any recursive JSON walk goes (JSON.stringify of it overflows the stack): refused by the bound, the run goes on.
+    const abyss = await run(post(`'[' * 3_000_000 + ']' * 3_000_000`) + "\nreturn 1")
+    expect(abyss.error).toBeUndefined()
+    expect(abyss.value).toMatch(/nest deeper than 100 levels/)
     const huge = await run(post(`'"' + 'x' * 9_000_000 + '"'`))
     expect(huge.error?.message ?? huge.value).toMatch(/9 MiB/)
     expect(echoed).toBe(0)
