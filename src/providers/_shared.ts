@@ -8,7 +8,6 @@ import { ToolError } from '../errors.js'
 import { offeredNatively } from '../registry/view.js'
 import type { AgentToolView } from '../runtime-types.js'
 import type { ContentBlock, ScopeKey, ToolExecutionInput, ToolExecutionResult, ToolSchema } from '../types.js'
-import { isRecord } from '../util/guards.js'
 
 /** What the parsers cannot know from a provider's message: the caller's signal and scope. */
 export interface ProviderCallOptions {
@@ -98,7 +97,6 @@ export function resultText(result: ToolExecutionResult): string {
   return result.content.map((block) => (block.type === 'text' ? block.text : imagePlaceholder(block))).join('\n')
 }
 
-export { isRecord }
 
 /**
  * What the `to…Tools` adapters take: an agent's view (`runtime.view(agent)`: its

@@ -5,7 +5,8 @@
  */
 import type { ToolExecutionInput, ToolExecutionResult } from '../types.js'
 import type { ProviderCallOptions, ProviderToolCall, ProviderToolsInput } from './_shared.js'
-import { checkCallOptions, imagePlaceholder, isRecord, makeCall, malformedCall, pair, nativeTools } from './_shared.js'
+import { checkCallOptions, imagePlaceholder, makeCall, malformedCall, pair, nativeTools } from './_shared.js'
+import { isRecord } from '../util/guards.js'
 
 /** An Anthropic custom tool definition (`Tool`). */
 export interface AnthropicTool {

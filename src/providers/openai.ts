@@ -5,7 +5,8 @@
  */
 import type { ToolExecutionInput, ToolExecutionResult } from '../types.js'
 import type { ProviderCallOptions, ProviderToolCall, ProviderToolsInput } from './_shared.js'
-import { checkCallOptions, isRecord, makeCall, malformedCall, pair, parseJsonArguments, resultText, nativeTools } from './_shared.js'
+import { checkCallOptions, makeCall, malformedCall, pair, parseJsonArguments, resultText, nativeTools } from './_shared.js'
+import { isRecord } from '../util/guards.js'
 
 /** A Chat Completions function tool (`ChatCompletionFunctionTool`). */
 export interface OpenAIChatTool {

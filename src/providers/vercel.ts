@@ -7,7 +7,8 @@ import { ToolError } from '../errors.js'
 import type { JsonValue } from '../json/json-value.js'
 import type { ToolExecutionInput, ToolExecutionResult } from '../types.js'
 import type { ProviderCallOptions, ProviderToolCall, ProviderToolsInput } from './_shared.js'
-import { checkCallOptions, InvalidJsonArguments, isRecord, makeCall, malformedCall, pair, resultText, nativeTools } from './_shared.js'
+import { checkCallOptions, InvalidJsonArguments, makeCall, malformedCall, pair, resultText, nativeTools } from './_shared.js'
+import { isRecord } from '../util/guards.js'
 
 /** Options of {@link toVercelTools}. */
 export interface VercelToolsOptions<S> {
