@@ -9,13 +9,15 @@ import { ToolError } from '../../src/errors.js'
 import { CodeRunSession, DEFAULT_PARK_AFTER_MS } from '../../src/code-runtime/host-session.js'
 import type { PreparedRun } from '../../src/code-runtime/host-session.js'
 import { JsonWireEndpoint } from '../../src/code-runtime/json-endpoint.js'
-import { checkOptionsObject, CODE_RUN_LIMIT_KEYS, integerOption, MAX_TIMER_MS, readCodeRunLimits } from '../../src/code-runtime/limits.js'
+import { checkOptionsObject, integerOption, MAX_TIMER_MS } from '../../src/code-runtime/limits.js'
+import { CODE_RUNTIME_LIMIT_KEYS, readRuntimeLimits } from '../../src/code-runtime/runtime-limits.js'
+import type { CodeRuntimeLimitOptions } from '../../src/code-runtime/runtime-limits.js'
 import type { ParkedVm } from '../../src/code-runtime/contract.js'
 import { journalChars, REPLAY_MARGIN, replayBudgetMessage } from '../../src/code-runtime/journal.js'
 import type { CodeRunLimits } from '../../src/code-runtime/limits.js'
 import { RunLifecycle } from '../../src/code-runtime/run-lifecycle.js'
 import { stripTypeScript } from '../../src/code-runtime/strip.js'
-import { checkWasmModuleSource, isSyncVariant, MAX_MEMORY_MB, MIN_MEMORY_MB, QuickJsEngine } from '../../engine/quickjs/engine.js'
+import { checkWasmModuleSource, isSyncVariant, QuickJsEngine } from '../../engine/quickjs/engine.js'
 import type { QuickJsSandbox, QuickJsWasmModuleSource } from '../../engine/quickjs/engine.js'
 import { SANDBOX_SOURCE } from '../../engine/quickjs/_sandbox-source.js'
 import { VmRun } from '../../engine/quickjs/vm-run.js'
@@ -23,28 +25,7 @@ import { VmRun } from '../../engine/quickjs/vm-run.js'
 export type { QuickJsWasmModuleSource } from '../../engine/quickjs/engine.js'
 
 /** Options of {@link createQuickJsRuntime}. Every field is validated at construction. */
-export interface QuickJsRuntimeOptions {
-  /** Busy milliseconds a run may spend executing inside the VM. Awaiting a host binding costs nothing. Default 60 000. */
-  readonly computeMs?: number
-  /** Wall-clock ceiling of a run in ms, never paused. Default 600 000. */
-  readonly maxWallMs?: number
-  /** UTF-8 bytes of console output kept per run; the last kept line ends with an in-band truncation mark. Default 65 536. */
-  readonly maxLogBytes?: number
-  /** Serialized bytes of the returned value kept; a larger value becomes a truncated text rendering. Default 32 768. */
-  readonly maxValueBytes?: number
-  /**
-   * Bytes of binding-call arguments a run may hold on the host at once (calls queued or
-   * running; each weighs its JSON text plus 64 bytes per JSON value), released as calls
-   * settle; a call past it is refused inside the program (its promise rejects, naming
-   * `maxPendingArgBytes`), and the run goes on. 1 024 to 2^30. Default 33 554 432 (32 MiB).
-   */
-  readonly maxPendingArgBytes?: number
-  /**
-   * The fixed size, in MiB, of each run's wasm memory (16 to 2048; QuickJS needs 16 to
-   * start). Everything the program allocates, strings and typed arrays included, lives
-   * in it; exhausting it ends the run with `worker-exit`. Default 64.
-   */
-  readonly memoryMb?: number
+export interface QuickJsRuntimeOptions extends CodeRuntimeLimitOptions {
   /**
    * How the QuickJS wasm is obtained. Absent: the variant loads its own `.wasm` on each
    * run (Node reads the file, browsers fetch it next to the module). Given: every run
@@ -116,7 +97,7 @@ export interface QuickJsCodeRuntime extends CodeRuntime {
 }
 
 const FACTORY = 'createQuickJsRuntime'
-const OPTION_KEYS: readonly string[] = [...CODE_RUN_LIMIT_KEYS, 'memoryMb', 'wasmModule', 'variant', 'prewarm', 'parkAfterMs', 'parking', 'maxParkedBytes', 'maxReplayMs']
+const OPTION_KEYS: readonly string[] = [...CODE_RUNTIME_LIMIT_KEYS, 'wasmModule', 'variant', 'prewarm', 'parkAfterMs', 'parking', 'maxParkedBytes', 'maxReplayMs']
 
 interface ResolvedOptions {
   readonly limits: CodeRunLimits
@@ -140,8 +121,7 @@ interface ParkingAccount {
 
 function readOptions(options: unknown): ResolvedOptions {
   const record = checkOptionsObject(options, OPTION_KEYS, FACTORY)
-  const limits = readCodeRunLimits(record, FACTORY)
-  const memoryMb = integerOption(record, 'memoryMb', 64, MIN_MEMORY_MB, MAX_MEMORY_MB, FACTORY)
+  const { limits, memoryMb } = readRuntimeLimits(record, FACTORY)
   const wasmModule = checkWasmModuleSource(record.wasmModule, FACTORY)
   const variant = record.variant ?? defaultVariant
   if (!isSyncVariant(variant)) throw new ToolError('INVALID_OPTIONS', `${FACTORY}: options.variant must be a quickjs-emscripten sync variant`)

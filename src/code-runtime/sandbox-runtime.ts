@@ -9,7 +9,9 @@ import { ToolError } from '../errors.js'
 import { CodeRunSession, DEFAULT_PARK_AFTER_MS, failedResult } from './host-session.js'
 import type { PreparedRun } from './host-session.js'
 import { JsonWireEndpoint } from './json-endpoint.js'
-import { checkOptionsObject, CODE_RUN_LIMIT_KEYS, DEFAULT_MAX_PENDING_ARG_BYTES, integerOption, MAX_TIMER_MS, readMaxPendingArgBytes } from './limits.js'
+import { checkOptionsObject, DEFAULT_MAX_PENDING_ARG_BYTES, integerOption, MAX_TIMER_MS } from './limits.js'
+import { CODE_RUNTIME_DEFAULTS, CODE_RUNTIME_LIMIT_KEYS, readRuntimeLimits } from './runtime-limits.js'
+import type { CodeRuntimeLimitOptions } from './runtime-limits.js'
 import type { CodeRunLimits } from './limits.js'
 import { BUSY_SLOT, epochNow, parseThreadEvent, SEGMENT_SLOT, SIGNALS_BYTES, STOP_SLOT } from './sandbox-protocol.js'
 import type { SandboxThreadBoot, ThreadCommand } from './sandbox-protocol.js'
@@ -25,34 +27,17 @@ const BOOT_TIMEOUT_MS = 30_000
 /** Per-thread memory beyond the sandbox's own wasm memory (a thread's engine and heap), for the default concurrency. */
 const THREAD_OVERHEAD_MB = 24
 
-/** Budgets of the sandbox runtime: what a person waits for, not the RFC's batch-job ceilings. */
+/** Budgets of the sandbox runtime: the shared code-runtime defaults ({@link CODE_RUNTIME_DEFAULTS}). */
 export const SANDBOX_DEFAULT_LIMITS: CodeRunLimits = Object.freeze({
-  computeMs: 5_000,
-  maxWallMs: 60_000,
-  maxLogBytes: 65_536,
-  maxValueBytes: 32_768,
-  maxPendingArgBytes: DEFAULT_MAX_PENDING_ARG_BYTES,
+  computeMs: CODE_RUNTIME_DEFAULTS.computeMs,
+  maxWallMs: CODE_RUNTIME_DEFAULTS.maxWallMs,
+  maxLogBytes: CODE_RUNTIME_DEFAULTS.maxLogBytes,
+  maxValueBytes: CODE_RUNTIME_DEFAULTS.maxValueBytes,
+  maxPendingArgBytes: CODE_RUNTIME_DEFAULTS.maxPendingArgBytes,
 })
 
 /** The options `createSandboxRuntime` takes on every platform. */
-export interface SandboxRuntimeOptions {
-  /** Busy milliseconds a run may spend executing in its VM (awaiting a binding costs nothing). Default 5 000. */
-  readonly computeMs?: number
-  /** Wall-clock ceiling of a run in ms, from the moment it starts (not while it is queued). Default 60 000. */
-  readonly maxWallMs?: number
-  /** The fixed wasm memory of each run's VM, in MiB (16 to 2 048); strings and typed arrays included. Default 64. */
-  readonly memoryMb?: number
-  /** UTF-8 bytes of console output kept per run; the last kept line ends with an in-band mark. Default 65 536. */
-  readonly maxLogBytes?: number
-  /** Serialized bytes of the returned value kept; a larger value becomes a truncated text rendering. Default 32 768. */
-  readonly maxValueBytes?: number
-  /**
-   * Bytes of binding-call arguments a run may hold on the host at once (calls queued or
-   * running; each weighs its JSON text plus 64 bytes per JSON value), released as calls
-   * settle; a call past it is refused inside the program (its promise rejects, naming
-   * `maxPendingArgBytes`). 1 024 to 2^30. Default 33 554 432 (32 MiB).
-   */
-  readonly maxPendingArgBytes?: number
+export interface SandboxRuntimeOptions extends CodeRuntimeLimitOptions {
   /**
    * Idle threads kept booted, each with its next sandbox built, ahead of the next runs
    * (started at creation, and topped up as runs take them, within `maxConcurrentRuns`).
@@ -164,7 +149,7 @@ interface ResolvedOptions {
   readonly maxReplayMs: number
 }
 
-const OPTION_KEYS = [...CODE_RUN_LIMIT_KEYS, 'memoryMb', 'prespawn', 'maxConcurrentRuns', 'maxQueuedRuns', 'wasmModule', 'parkAfterMs', 'parking', 'maxParkedBytes', 'maxReplayMs']
+const OPTION_KEYS = [...CODE_RUNTIME_LIMIT_KEYS, 'prespawn', 'maxConcurrentRuns', 'maxQueuedRuns', 'wasmModule', 'parkAfterMs', 'parking', 'maxParkedBytes', 'maxReplayMs']
 
 /**
  * The default concurrency: four runs a core (runs mostly await tools), within a quarter of the
@@ -180,15 +165,7 @@ function defaultConcurrency(machine: SandboxPlatform['machine'], memoryMb: numbe
 function resolveOptions(options: unknown, platform: SandboxPlatform): ResolvedOptions {
   const factory = platform.factory
   const record = checkOptionsObject(options, [...OPTION_KEYS, ...(platform.extraOptions ?? [])], factory)
-  const d = SANDBOX_DEFAULT_LIMITS
-  const limits: CodeRunLimits = Object.freeze({
-    computeMs: integerOption(record, 'computeMs', d.computeMs, 1, MAX_TIMER_MS, factory),
-    maxWallMs: integerOption(record, 'maxWallMs', d.maxWallMs, 1, MAX_TIMER_MS, factory),
-    maxLogBytes: integerOption(record, 'maxLogBytes', d.maxLogBytes, 1, 1 << 30, factory),
-    maxValueBytes: integerOption(record, 'maxValueBytes', d.maxValueBytes, 1, 1 << 30, factory),
-    maxPendingArgBytes: readMaxPendingArgBytes(record, factory),
-  })
-  const memoryMb = integerOption(record, 'memoryMb', 64, 16, 2048, factory)
+  const { limits, memoryMb } = readRuntimeLimits(record, factory)
   const maxConcurrentRuns = integerOption(record, 'maxConcurrentRuns', defaultConcurrency(platform.machine, memoryMb, limits.maxPendingArgBytes ?? DEFAULT_MAX_PENDING_ARG_BYTES), 1, 4096, factory)
   const maxQueuedRuns = integerOption(record, 'maxQueuedRuns', 8 * maxConcurrentRuns, 0, 1_000_000, factory)
   const prespawn = Math.min(integerOption(record, 'prespawn', 1, 0, 256, factory), maxConcurrentRuns)
