@@ -5,51 +5,17 @@
  * only `approve` lists and decides. Real app, real registry, real broker.
  */
 import { describe, expect, it } from 'vitest'
-import { createApprovalBroker } from '../../../src/approvals/index.js'
-import type { PendingApproval } from '../../../src/approvals/index.js'
 import { createMemoryStore } from '../../../src/durable/index.js'
 import { createToolsApp, sha256 } from '../../../src/http/index.js'
 import type { ToolsAppOptions } from '../../../src/http/index.js'
-import { defineTool } from '../../../src/schema/define-tool.js'
 import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
+import { payFixture } from '../../support/pay-fixture.js'
 import { ADMIN_TOKEN, AGENT_TOKEN, PERSON_TOKEN, ROLE_TOKENS, createFixture, errorOf, eventually, jsonAuth } from './fixtures.js'
 
 const auth = (token: string) => ({ Authorization: `Bearer ${token}` })
 
 /** The fixture with the three principals, a broker, and `pay`, which asks a person. */
-function rolesFixture(appOptions: Partial<ToolsAppOptions> = {}) {
-  const broker = createApprovalBroker()
-  const store = createMemoryStore()
-  const fixture = createFixture(
-    { mode: 'both', codeRuntime: createInProcessRuntime({ wallMs: 30_000 }), approvals: broker, store },
-    { tokens: ROLE_TOKENS, ...appOptions },
-  )
-  const paid: unknown[] = []
-  fixture.runtime.register(
-    defineTool({
-      name: 'pay',
-      description: 'Pays (asks a person first).',
-      parameters: { cents: { type: 'number', required: true } },
-      output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] },
-      execute: (args) => {
-        paid.push(args.cents)
-        return `paid ${args.cents}`
-      },
-    }),
-  )
-  fixture.runtime.on('tools/pre-execute', (decision, execution) => (execution.name === 'pay' ? { kind: 'ask', reason: 'money moves' } : decision))
-  const request = (path: string, token: string, init: { method?: string; body?: unknown } = {}) =>
-    Promise.resolve(
-      fixture.app.request(path, {
-        method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
-        headers: jsonAuth(token),
-        ...(init.body === undefined ? {} : { body: typeof init.body === 'string' ? init.body : JSON.stringify(init.body) }),
-      }),
-    )
-  const pending = async (): Promise<(PendingApproval & { principal?: string })[]> =>
-    ((await (await request('/v1/approvals', PERSON_TOKEN)).json()) as { approvals: (PendingApproval & { principal?: string })[] }).approvals
-  return { ...fixture, broker, store, paid, request, pending }
-}
+const rolesFixture = payFixture
 
 async function startRun(f: ReturnType<typeof rolesFixture>, token: string, code = 'return 1'): Promise<{ id: string; callId: string }> {
   const response = await f.request('/v1/runs', token, { body: { code, description: 'd' } })

@@ -4,51 +4,19 @@
  * try to smuggle a role or blow up the parser, Last-Event-ID abuse, another principal's run.
  */
 import { describe, expect, it } from 'vitest'
-import { createApprovalBroker } from '../../../src/approvals/index.js'
-import type { PendingApproval } from '../../../src/approvals/index.js'
-import { createMemoryStore } from '../../../src/durable/index.js'
-import { defineTool } from '../../../src/schema/define-tool.js'
-import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
-import { ADMIN_TOKEN, AGENT_TOKEN, PERSON_TOKEN, ROLE_TOKENS, createFixture, errorOf, eventually, jsonAuth } from '../http/fixtures.js'
+import { payFixture } from '../../support/pay-fixture.js'
+import { ADMIN_TOKEN, AGENT_TOKEN, PERSON_TOKEN, ROLE_TOKENS, errorOf, eventually } from '../http/fixtures.js'
 
 const OTHER_AGENT = 'second-agent-token-0123456789'
 
 function hostile() {
-  const broker = createApprovalBroker()
-  const store = createMemoryStore()
-  const fixture = createFixture(
-    { mode: 'both', codeRuntime: createInProcessRuntime({ wallMs: 30_000 }), approvals: broker, store },
-    { tokens: [...ROLE_TOKENS, { token: OTHER_AGENT, roles: ['run'], id: 'other' }] },
-  )
-  const paid: unknown[] = []
-  fixture.runtime.register(
-    defineTool({
-      name: 'pay',
-      description: 'Pays (asks a person first).',
-      parameters: { cents: { type: 'number', required: true } },
-      output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] },
-      execute: (args) => {
-        paid.push(args.cents)
-        return `paid ${args.cents}`
-      },
-    }),
-  )
-  fixture.runtime.on('tools/pre-execute', (decision, execution) => (execution.name === 'pay' ? { kind: 'ask', reason: 'money moves' } : decision))
-  const request = (path: string, token: string, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}) =>
-    Promise.resolve(
-      fixture.app.request(path, {
-        method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
-        headers: { ...jsonAuth(token), ...init.headers },
-        ...(init.body === undefined ? {} : { body: typeof init.body === 'string' ? init.body : JSON.stringify(init.body) }),
-      }),
-    )
-  const pending = async (): Promise<PendingApproval[]> => ((await (await request('/v1/approvals', PERSON_TOKEN)).json()) as { approvals: PendingApproval[] }).approvals
+  const f = payFixture({ tokens: [...ROLE_TOKENS, { token: OTHER_AGENT, roles: ['run'], id: 'other' }] })
   const startRun = async (token: string, code: string): Promise<{ id: string; callId: string }> => {
-    const response = await request('/v1/runs', token, { body: { code, description: 'd' } })
+    const response = await f.request('/v1/runs', token, { body: { code, description: 'd' } })
     expect(response.status).toBe(202)
     return (await response.json()) as { id: string; callId: string }
   }
-  return { ...fixture, broker, store, paid, request, pending, startRun }
+  return { ...f, startRun }
 }
 
 describe('decisions: twice, raced, forged', () => {
