@@ -618,8 +618,6 @@ class SandboxPool {
   readonly #resumeQueue: ActiveRun[] = []
   /** The last run {@link SandboxPool.#serve} took was a resume: the queue's turn next. */
   #servedResume = false
-  /** The last new run {@link SandboxPool.#serve} took was the queue's newest: the oldest's turn next. */
-  #servedNewest = false
   disposed = false
   #nextRun = 1
   #wasm: Promise<WebAssembly.Module | undefined> | undefined
@@ -698,7 +696,7 @@ class SandboxPool {
 
   /**
    * Serves a free thread, taking turns while both wait: a run waiting to resume, then a new run
-   * from the queue (its oldest and newest in turn).
+   * from the queue.
    */
   #serve(thread: PooledThread): boolean {
     const resumeFirst = this.queue.length === 0 || !this.#servedResume
@@ -709,11 +707,7 @@ class SandboxPool {
       return true
     }
     this.#servedResume = false
-    // Oldest and newest take turns: a run submitted behind a burst (say of runs that will park)
-    // waits one turn, not the burst; the oldest still starts at least every other turn.
-    const newest = !this.#servedNewest && this.queue.length > 1
-    this.#servedNewest = newest
-    const next = newest ? this.queue.pop() : this.queue.shift()
+    const next = this.queue.shift()
     if (next === undefined) return false
     next.leave()
     this.#start(thread, next)
