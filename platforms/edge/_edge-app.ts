@@ -4,10 +4,12 @@
  *
  * @module
  */
+import { metrics, trace } from '@opentelemetry/api'
 import { ToolError } from '../../src/errors.js'
 import { SANDBOX_DEFAULT_LIMITS } from '../../src/code-runtime/sandbox-runtime.js'
 import { bearerToken, timingSafeEqualText } from '../../src/http/index.js'
 import type { Role, TokenOptions, ToolsAppOptions } from '../../src/http/index.js'
+import type { ToolTelemetryOptions } from '../../src/telemetry/index.js'
 
 /** A Durable Object stub: the Worker and the objects talk to each other over `fetch`. */
 export interface DurableObjectStubLike {
@@ -40,6 +42,16 @@ export interface EdgeEnv {
   readonly RUNS?: DurableObjectNamespaceLike
   /** The `ToolyardRunIndex` object: pending approvals of every run, and which object owns each run. */
   readonly RUN_INDEX?: DurableObjectNamespaceLike
+}
+
+/**
+ * The telemetry of the Worker's runtime and of each run object's: the `@opentelemetry/api`
+ * globals, so a deployment exports spans and metrics by registering providers in its entry
+ * module (docs/observability.md, "At the edge"). None registered: the API's no-ops. Called
+ * when a runtime is built, after the entry module registered them (a meter is not a proxy).
+ */
+export function edgeTelemetry(): ToolTelemetryOptions {
+  return { tracer: trace.getTracer('toolyard'), meter: metrics.getMeter('toolyard') }
 }
 
 /**

@@ -13,7 +13,7 @@ import { runKeySegment } from '../../src/durable/runs.js'
 import { createToolsApp } from '../../src/http/index.js'
 import { createToolRuntime } from '../../src/registry/index.js'
 import { createQuickJsRuntime, type QuickJsCodeRuntime } from '../quickjs/index.js'
-import { approvalTimeoutOption, buildEdgeApp, configKey, EDGE_APPROVAL_POLL_MS, EDGE_CODE_LIMITS, RUN_ID, tokenRoles, type DurableObjectNamespaceLike, type EdgeEnv } from './_edge-app.js'
+import { approvalTimeoutOption, buildEdgeApp, configKey, EDGE_APPROVAL_POLL_MS, edgeTelemetry, EDGE_CODE_LIMITS, RUN_ID, tokenRoles, type DurableObjectNamespaceLike, type EdgeEnv } from './_edge-app.js'
 import { createIndexStore } from './run-index.js'
 import { OWNER_PREFIX, RUN_ID_HEADER } from './run-object.js'
 
@@ -29,7 +29,7 @@ let cached: { readonly key: string; readonly app: App; readonly sandbox: QuickJs
 function build(env: EdgeEnv, sandbox: QuickJsCodeRuntime): App {
   // With the index bound, approvals live there: any isolate lists and decides them.
   const approvals = env.RUN_INDEX === undefined ? undefined : { store: createIndexStore(env.RUN_INDEX), pollIntervalMs: EDGE_APPROVAL_POLL_MS, ...approvalTimeoutOption(env) }
-  const runtime = createToolRuntime({ mode: 'both', codeRuntime: sandbox, ...(approvals === undefined ? {} : { approvals }) })
+  const runtime = createToolRuntime({ mode: 'both', codeRuntime: sandbox, telemetry: edgeTelemetry(), ...(approvals === undefined ? {} : { approvals }) })
   registerDemoTools(runtime)
   if (approvals !== undefined) askBeforeWriting(runtime)
   // The MCP endpoint (Streamable HTTP, same tokens and origins) lives beside the API at `/mcp`.
