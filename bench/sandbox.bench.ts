@@ -16,8 +16,7 @@
  * also prints what making one VM costs (booting one vs restoring the booted image).
  *
  * Run: `npm run bench:sandbox` (or `npx tsx bench/sandbox.bench.ts`);
- * `BENCH_ONLY=cold-under-load` runs only the last section; `BENCH_ONLY=parking-burst` only
- * the burst of asking runs on 2 slots (`BENCH_PARK_RUNS`, default 2,000).
+ * `BENCH_ONLY=cold-under-load` runs only the last section.
  */
 import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
@@ -25,7 +24,7 @@ import { createRequire } from 'node:module'
 import { Worker } from 'node:worker_threads'
 import defaultVariant from '@jitl/quickjs-wasmfile-release-sync'
 import type { QuickJSSyncVariant } from 'quickjs-emscripten-core'
-import type { CodeBindingCallOptions, CodeBindingNamespace, CodeRuntime } from '../src/code-runtime/contract.js'
+import type { CodeBindingNamespace, CodeRuntime } from '../src/code-runtime/contract.js'
 import { QuickJsEngine } from '../engine/quickjs/engine.js'
 import { SANDBOX_SOURCE } from '../engine/quickjs/_sandbox-source.js'
 import { createSandboxRuntime } from '../platforms/node/index.js'
@@ -186,12 +185,6 @@ async function main(): Promise<void> {
   console.log(`sandbox bench (Node ${process.version}; ${ROUNDS} interleaved rounds, median round shown; figures move with machine load)`)
   const require = createRequire(import.meta.url)
   const wasmModule = new WebAssembly.Module(readFileSync(require.resolve('@jitl/quickjs-wasmfile-release-sync/wasm')))
-  if (process.env.BENCH_ONLY === 'parking-burst') {
-    // Both queue orders in this process, one after the other: the default, then first in, first out.
-    await parkingBurst('turns')
-    await parkingBurst('fifo')
-    return
-  }
   if (process.env.BENCH_ONLY === 'cold-under-load') {
     await coldUnderLoad(wasmModule)
     return
@@ -377,56 +370,6 @@ async function oversizedArguments(): Promise<void> {
   await runtime.dispose()
   console.log(`  ${'toolyard sandbox, 10 MiB argument'.padEnd(40)} host stall ${summarize(refused).median.toFixed(1).padStart(6)} ms (refused inside the program)`)
   console.log(`  ${'baseline: host parses the same 10 MiB'.padEnd(40)} host stall ${summarize(parsed).median.toFixed(1).padStart(6)} ms`)
-}
-
-const PARK_RUNS = Number(process.env.BENCH_PARK_RUNS ?? 2_000)
-
-/**
- * Parking under pressure: {@link PARK_RUNS} runs that ask a person, submitted at once on 2
- * slots (default `parkAfterMs`), then a plain `return 6 * 7`; printed: time until every
- * asking run is at its approval, the plain run's latency, and the same plain run on the
- * idle runtime afterwards; main runs it with each `queueOrder`. Targets: 30 s and 1 s.
- */
-async function parkingBurst(queueOrder: 'turns' | 'fifo'): Promise<void> {
-  const runtime = createSandboxRuntime({ maxConcurrentRuns: 2, maxQueuedRuns: PARK_RUNS + 10, queueOrder })
-  await runtime.warm()
-  const waiting: Array<(value: unknown) => void> = []
-  const functions = {
-    ask: async (_args: unknown, options?: CodeBindingCallOptions) => {
-      const release = options?.holdWallClock?.()
-      try {
-        return await new Promise((resolve) => waiting.push(resolve))
-      } finally {
-        release?.()
-      }
-    },
-  }
-  const plainRun = async (): Promise<number> => {
-    const start = performance.now()
-    const result = await runtime.run({ program: 'return 6 * 7', bindings: [] })
-    if (result.error !== undefined) throw new Error(`plain run failed: ${result.error.message}`)
-    return performance.now() - start
-  }
-  const start = performance.now()
-  const runs = Array.from({ length: PARK_RUNS }, (_, i) => runtime.run({ program: `return await tools.ask({ n: ${i} })`, bindings: [{ global: 'tools', functions }] }))
-  const submitted = performance.now() - start
-  const plain = await plainRun()
-  while (waiting.length < PARK_RUNS) {
-    if (performance.now() - start > 600_000) throw new Error(`only ${waiting.length} of ${PARK_RUNS} at their approval after 600 s`)
-    await sleep(10)
-  }
-  const allAsking = performance.now() - start
-  const parked = runtime.load().parked
-  const idle = [await plainRun(), await plainRun(), await plainRun()]
-  for (const decide of waiting.splice(0)) decide('yes')
-  const results = await Promise.all(runs)
-  const failed = results.filter((r) => r.error !== undefined).length
-  await runtime.dispose()
-  const met = (ok: boolean) => (ok ? 'met' : 'NOT met')
-  console.log(`\n  parking under pressure (queueOrder '${queueOrder}'): ${PARK_RUNS} asking runs submitted at once on 2 slots, then a plain \`return 6 * 7\``)
-  console.log(`  all ${PARK_RUNS} at their approval after ${(allAsking / 1000).toFixed(2)} s (${parked} parked; target ≤ 30 s: ${met(allAsking <= 30_000)})`)
-  console.log(`  plain run beside them ${plain.toFixed(1)} ms (target ≤ 1 s: ${met(plain <= 1_000)}; submitting the ${PARK_RUNS} took ${submitted.toFixed(0)} ms before it); same run on the idle runtime after: p50 ${summarize(idle).median.toFixed(1)} ms`)
-  console.log(`  after the decisions: ${results.length - failed} finished, ${failed} failed`)
 }
 
 await main()

@@ -75,6 +75,8 @@ export interface StartServerOptions {
    */
   readonly resumeStaleMs?: number
   readonly resumeEveryMs?: number
+  /** How long a run waits for a person before it parks (its state goes to the store). Default the sandbox's, 1 000 ms. */
+  readonly parkAfterMs?: number
 }
 
 /** A running `npm start` server. */
@@ -224,7 +226,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
   // The sandbox with its defaults: a runaway program answers within 5 s of compute (60 s
   // of wall clock), and at most a machine-sized number of programs run at once; beyond
   // that, runs queue, then are refused with 503 OVERLOADED.
-  const codeRuntime = createSandboxRuntime()
+  const codeRuntime = createSandboxRuntime(options.parkAfterMs === undefined ? {} : { parkAfterMs: options.parkAfterMs })
   // Preflight 'warn': each program is type-checked against the tools' SDK in a thread beside
   // its run; mistakes are appended to what the caller reads after the run.
   const preflightEngine = createPreflightWorker()

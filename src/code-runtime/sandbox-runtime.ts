@@ -26,8 +26,6 @@ const IDLE_THREAD_MS = 30_000
 const BOOT_TIMEOUT_MS = 30_000
 /** Per-thread memory beyond the sandbox's own wasm memory (a thread's engine and heap), for the default concurrency. */
 const THREAD_OVERHEAD_MB = 24
-/** Queued runs a slot beyond which the queue's newest run takes every other free slot (`queueOrder: 'turns'`). */
-const NEWEST_TURN_DEPTH = 4
 
 /** Budgets of the sandbox runtime: the shared code-runtime defaults ({@link CODE_RUNTIME_DEFAULTS}). */
 export const SANDBOX_DEFAULT_LIMITS: CodeRunLimits = Object.freeze({
@@ -50,12 +48,6 @@ export interface SandboxRuntimeOptions extends CodeRuntimeLimitOptions {
   readonly maxConcurrentRuns?: number
   /** Programs waiting for a thread; beyond that a run is refused at once as `overloaded`. Default 8 × `maxConcurrentRuns`. */
   readonly maxQueuedRuns?: number
-  /**
-   * Which queued run a free thread takes. `'turns'` (default): the oldest, except that while more
-   * than 4 runs a slot wait, the newest takes every other turn (a short run is not served after a
-   * whole burst; no run waits more than twice its first-in-first-out wait). `'fifo'`: always the oldest.
-   */
-  readonly queueOrder?: 'turns' | 'fifo'
   /**
    * The compiled QuickJS wasm (or a loader), shared by every thread. Default: the
    * platform loads `@jitl/quickjs-wasmfile-release-sync`'s own wasm once.
@@ -150,8 +142,6 @@ interface ResolvedOptions {
   readonly prespawn: number
   readonly maxConcurrentRuns: number
   readonly maxQueuedRuns: number
-  /** Queued runs a slot beyond which the newest takes every other turn (`Infinity`: first in, first out). */
-  readonly newestTurnDepth: number
   readonly wasmModule: SandboxRuntimeOptions['wasmModule']
   /** `undefined`: runs never park. */
   readonly parkAfterMs: number | undefined
@@ -159,7 +149,7 @@ interface ResolvedOptions {
   readonly maxReplayMs: number
 }
 
-const OPTION_KEYS = [...CODE_RUNTIME_LIMIT_KEYS, 'prespawn', 'maxConcurrentRuns', 'maxQueuedRuns', 'queueOrder', 'wasmModule', 'parkAfterMs', 'parking', 'maxParkedBytes', 'maxReplayMs']
+const OPTION_KEYS = [...CODE_RUNTIME_LIMIT_KEYS, 'prespawn', 'maxConcurrentRuns', 'maxQueuedRuns', 'wasmModule', 'parkAfterMs', 'parking', 'maxParkedBytes', 'maxReplayMs']
 
 /**
  * The default concurrency: four runs a core (runs mostly await tools), within a quarter of the
@@ -184,9 +174,6 @@ function resolveOptions(options: unknown, platform: SandboxPlatform): ResolvedOp
     throw new ToolError('INVALID_OPTIONS', `${factory}: options.wasmModule must be a WebAssembly.Module or a function returning a promise of one`)
   }
   const parkAfterMs = integerOption(record, 'parkAfterMs', DEFAULT_PARK_AFTER_MS, 1, MAX_TIMER_MS, factory)
-  if (record.queueOrder !== undefined && record.queueOrder !== 'turns' && record.queueOrder !== 'fifo') {
-    throw new ToolError('INVALID_OPTIONS', `${factory}: options.queueOrder must be 'turns' or 'fifo'`)
-  }
   if (record.parking !== undefined && typeof record.parking !== 'boolean') throw new ToolError('INVALID_OPTIONS', `${factory}: options.parking must be a boolean`)
   return {
     limits,
@@ -194,7 +181,6 @@ function resolveOptions(options: unknown, platform: SandboxPlatform): ResolvedOp
     prespawn,
     maxConcurrentRuns,
     maxQueuedRuns,
-    newestTurnDepth: record.queueOrder === 'fifo' ? Number.POSITIVE_INFINITY : NEWEST_TURN_DEPTH,
     wasmModule: wasmModule as ResolvedOptions['wasmModule'],
     parkAfterMs: record.parking === false ? undefined : parkAfterMs,
     maxParkedBytes: integerOption(record, 'maxParkedBytes', DEFAULT_MAX_PARKED_BYTES, 1024 * 1024, 1 << 30, factory),
@@ -632,8 +618,6 @@ class SandboxPool {
   readonly #resumeQueue: ActiveRun[] = []
   /** The last run {@link SandboxPool.#serve} took was a resume: the queue's turn next. */
   #servedResume = false
-  /** The last new run {@link SandboxPool.#serve} took was the queue's newest: the oldest's turn next. */
-  #servedNewest = false
   disposed = false
   #nextRun = 1
   #wasm: Promise<WebAssembly.Module | undefined> | undefined
@@ -712,7 +696,7 @@ class SandboxPool {
 
   /**
    * Serves a free thread, taking turns while both wait: a run waiting to resume, then a new run
-   * from the queue (in submission order; its oldest and newest in turn while it is deep).
+   * from the queue.
    */
   #serve(thread: PooledThread): boolean {
     const resumeFirst = this.queue.length === 0 || !this.#servedResume
@@ -723,11 +707,7 @@ class SandboxPool {
       return true
     }
     this.#servedResume = false
-    // A deep queue is mostly a burst (often of runs that will park at once): its newest run waits
-    // one turn, not the burst, and the oldest still starts every other turn (at most 2x its wait).
-    const newest = !this.#servedNewest && this.queue.length > this.options.newestTurnDepth * this.options.maxConcurrentRuns
-    this.#servedNewest = newest
-    const next = newest ? this.queue.pop() : this.queue.shift()
+    const next = this.queue.shift()
     if (next === undefined) return false
     next.leave()
     this.#start(thread, next)

@@ -5,9 +5,9 @@
  * @module
  */
 import { ToolError } from '../errors.js'
-import { createStoreRunEvents, createStoreRunRecords, interruptedRunResult } from './run-table.js'
-import type { RunEventStore, RunRecordJson, RunRecordStore } from './run-table.js'
-import { createLiveEvents, type LiveEvents } from './_live-events.js'
+import { continuedIds, createRunEventLog, createStoreRunEvents, createStoreRunRecords, interruptedRunResult } from './run-table.js'
+import type { RunEventLog, RunEventStore, RunRecordJson, RunRecordStore } from './run-table.js'
+import { createLiveEvents, LIVE_POLL_MS, type FollowedRun, type LiveEvents } from './_live-events.js'
 import { parkedIn } from './runs.js'
 import type { DurableRuns, ResumedRun } from './runs.js'
 import type { DurableStore } from './store.js'
@@ -22,6 +22,12 @@ export interface RunServiceOptions {
   readonly resumeEveryMs?: number
   /** How long a process may stay silent before its runs count as left. Default 30,000 ms. */
   readonly staleMs?: number
+  /**
+   * The most runs this process reads from the store for event streams at once (runs it does
+   * not hold: another instance's, or one a dead process left before a sweep adopts it); one
+   * more is refused with `OVERLOADED`. Each polls the store. Default 64.
+   */
+  readonly maxFollowers?: number
 }
 
 /** The runs one sweep resumed, each handed to at most one table. */
@@ -50,6 +56,7 @@ type ResumeAll = (staleMs: number) => Promise<ResumedRun[]>
 
 const DEFAULT_RESUME_EVERY_MS = 10_000
 const DEFAULT_STALE_MS = 30_000
+const DEFAULT_MAX_FOLLOWERS = 64
 const MAX_TIMER_MS = 2_147_483_647
 
 function checkMs(value: unknown, name: string, min: number): number | undefined {
@@ -64,7 +71,11 @@ function checkMs(value: unknown, name: string, min: number): number | undefined 
 export function resolveRunServiceOptions(options: unknown): Required<RunServiceOptions> {
   if (options !== undefined && (typeof options !== 'object' || options === null)) throw new ToolError('INVALID_OPTIONS', 'createToolRuntime: runs must be an object')
   const o = (options ?? {}) as RunServiceOptions
-  return { resumeEveryMs: checkMs(o.resumeEveryMs, 'resumeEveryMs', 0) ?? DEFAULT_RESUME_EVERY_MS, staleMs: checkMs(o.staleMs, 'staleMs', 0) ?? DEFAULT_STALE_MS }
+  const maxFollowers = o.maxFollowers ?? DEFAULT_MAX_FOLLOWERS
+  if (typeof maxFollowers !== 'number' || !Number.isSafeInteger(maxFollowers) || maxFollowers < 0) {
+    throw new ToolError('INVALID_OPTIONS', 'createToolRuntime: runs.maxFollowers must be a non-negative integer')
+  }
+  return { resumeEveryMs: checkMs(o.resumeEveryMs, 'resumeEveryMs', 0) ?? DEFAULT_RESUME_EVERY_MS, staleMs: checkMs(o.staleMs, 'staleMs', 0) ?? DEFAULT_STALE_MS, maxFollowers }
 }
 
 /** The runtime's runs: their store side, one per runtime (`runtime.runs`). */
@@ -79,6 +90,7 @@ export class RunService {
   readonly #work = new Set<Promise<unknown>>()
   #loop: ReturnType<typeof setInterval> | undefined
   #closed = false
+  #followers = 0
   /** The store side of the tables' runs (absent without a store). */
   readonly records: RunRecordStore | undefined
   /** Runs' frames across instances (a store with `watch`, such as PostgreSQL's; else absent). */
@@ -106,6 +118,92 @@ export class RunService {
   /** Where a table keeps each run's newest event frames (`maxBytes` each) for the process that resumes it. */
   events(maxBytes: number): RunEventStore | undefined {
     return this.#store === undefined ? undefined : createStoreRunEvents(this.#store, maxBytes)
+  }
+
+  /** How many runs this process follows from the store now (at most `runs.maxFollowers`). */
+  get followers(): number {
+    return this.#followers
+  }
+
+  /**
+   * The events of run `id` as the store has them, for a process that does not hold the run:
+   * followed live across instances on a watchable store; else its stored snapshot (the ids
+   * its last process reserved included; none stored: its ids continue after its record's),
+   * read every `pollMs` until `local()` gives this process's own log of it (adopted: the
+   * reader goes on from that one) or its record ends (an `end` frame closes it). `undefined`
+   * when the store has no running record of it. Throws `OVERLOADED` past `runs.maxFollowers`.
+   */
+  async follow(id: string, maxBytes: number, local: () => RunEventLog | undefined, pollMs = LIVE_POLL_MS): Promise<FollowedRun | undefined> {
+    const records = this.records
+    const record = await records?.get(id)
+    if (records === undefined || record?.status !== 'running') return undefined
+    if (this.#followers >= this.#options.maxFollowers) {
+      throw new ToolError('OVERLOADED', `this process follows ${this.#followers} runs from the store (runs.maxFollowers ${this.#options.maxFollowers}); close an events stream or retry later`)
+    }
+    // Taken before the first await: concurrent requests cannot pass the cap together.
+    this.#followers++
+    let held = true
+    const release = (): void => {
+      if (held) this.#followers--
+      held = false
+    }
+    try {
+      const followed = this.live !== undefined ? await this.live.follow(id, maxBytes, async () => (await records.get(id))?.status !== 'running') : await this.#poll(id, record, maxBytes, local, pollMs)
+      return {
+        id,
+        get events() {
+          return followed.events
+        },
+        stop: () => {
+          followed.stop()
+          release()
+        },
+      }
+    } catch (error) {
+      release()
+      throw error
+    }
+  }
+
+  async #poll(id: string, record: RunRecordJson, maxBytes: number, local: () => RunEventLog | undefined, pollMs: number): Promise<FollowedRun> {
+    const records = this.records!
+    const stored = createRunEventLog(maxBytes, undefined, (await createStoreRunEvents(this.#store!, maxBytes).load(id)) ?? continuedIds(record))
+    let current = stored
+    let checking = false
+    const stop = (): void => clearInterval(timer)
+    const adopt = (): boolean => {
+      const adopted = local()
+      if (adopted === undefined) return false
+      stop()
+      current = adopted
+      // Wakes a reader waiting on the snapshot: it reads the adopted log from now on.
+      stored.close()
+      return true
+    }
+    const check = async (): Promise<void> => {
+      if (adopt()) return
+      const now = await records.get(id)
+      // Adopted meanwhile (its record rewritten then), or not settled: nothing to end.
+      if (adopt() || now === undefined || now.status === 'running') return
+      stop()
+      stored.append('end', { id, status: now.status })
+      stored.close()
+    }
+    const timer = setInterval(() => {
+      if (checking) return
+      checking = true
+      void check()
+        .catch(() => undefined)
+        .finally(() => (checking = false))
+    }, pollMs)
+    ;(timer as { unref?: () => void }).unref?.()
+    return {
+      id,
+      get events() {
+        return current
+      },
+      stop,
+    }
   }
 
   /** A run started here: the process's heartbeat says so from now on (one per process, shared with parked runs). */

@@ -584,6 +584,17 @@ export function createStoreRunEvents(store: DurableStore, maxBytes: number): Run
   }
 }
 
+/**
+ * An empty buffer whose ids continue after the last one the record says its run had
+ * assigned (the frames themselves are gone): a client's `Last-Event-ID` never names a
+ * different frame after the restart. A record's number that is not a plausible id counts as 0.
+ */
+export function continuedIds(record: RunRecordJson): RestoredRunEvents {
+  const last = (record.events as { last?: unknown }).last
+  const id = typeof last === 'number' && Number.isSafeInteger(last) && last > 0 && last <= MAX_RESTORED_EVENT_ID ? last : 0
+  return { frames: [], last: id, dropped: id }
+}
+
 /** What the table holds (a leak and bound gauge for tests and health probes). */
 export interface RunTableHeld {
   /** Runs kept, running and finished. */

@@ -20,7 +20,7 @@ import { createSseSender } from './_sse-sender.js'
 import type { Role } from './auth.js'
 import { canCancelRun, canReadRun, requestPrincipal } from './_principals.js'
 import type { SseSender } from './_sse-sender.js'
-import { createRunTable, MAX_RESTORED_EVENT_ID, runRecord } from '../durable/run-table.js'
+import { continuedIds, createRunTable, runRecord } from '../durable/run-table.js'
 import type { ResolvedRunTableOptions, RestoredRunEvents, RunEventStore, RunRecordJson, RunRecordStore, RunStatus, RunTable, RunTableHeld, TableRun } from '../durable/run-table.js'
 
 /** What the run routes read besides the API's configuration. */
@@ -445,11 +445,14 @@ function runEvents(config: RunsConfig, table: RunTable, service: RunService): Ha
     const { id } = found
     let run: StreamedEvents | undefined = found.run
     let unfollow: (() => void) | undefined
-    // A run another instance is running: its frames come through the store (small hunk, issue 37; _live-events.ts).
-    if (run === undefined && service.live !== undefined && (await storedRecord(c, id, service.records)).status === 'running') {
-      const followed = await service.live.follow(id, config.runs.maxEventBytesPerRun, async () => (await service.records!.get(id))?.status !== 'running')
+    // A run this process does not hold (another instance's, or one parked by a process that died, before a sweep adopts it): the run service reads it from the store.
+    if (run === undefined && service.records !== undefined && (await storedRecord(c, id, service.records)).status === 'running') {
+      const followed = await service.follow(id, config.runs.maxEventBytesPerRun, () => table.get(id)?.events).catch((error: unknown) => {
+        if ((error as { code?: unknown }).code !== 'OVERLOADED') throw error
+        throw new HttpError('OVERLOADED', (error as Error).message, { 'Retry-After': String(OVERLOADED_RETRY_AFTER_SECONDS) })
+      })
       run = followed
-      unfollow = followed.stop
+      unfollow = followed?.stop
     }
     // A run's buffer lives in the process that ran it; a record in the store has none.
     if (run === undefined) throw runNotFound(id)
@@ -677,17 +680,6 @@ async function adoptResumed(resumed: ResumedRunPool, events: RunEventStore | und
     service.track(drive(run, prepared, table, config, request, writer, { waitingFor }).catch((error: unknown) => config.report(error, request)))
   }
   return adopted
-}
-
-/**
- * An empty buffer whose ids continue after the last one the record says its run had
- * assigned (the frames themselves are gone): a client's `Last-Event-ID` never names a
- * different frame after the restart. A record's number that is not a plausible id counts as 0.
- */
-function continuedIds(record: RunRecordJson): RestoredRunEvents {
-  const last = (record.events as { last?: unknown }).last
-  const id = typeof last === 'number' && Number.isSafeInteger(last) && last > 0 && last <= MAX_RESTORED_EVENT_ID ? last : 0
-  return { frames: [], last: id, dropped: id }
 }
 
 /** How many stored run records a process looks through when it adopts resumed runs. */

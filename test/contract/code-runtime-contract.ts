@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { afterAll, afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it } from 'vitest'
 import type {
   CodeBindingCallOptions,
   CodeBindingFunction,
@@ -74,8 +74,7 @@ const never = (_args: unknown, { signal }: CodeBindingCallOptions) =>
 
 /**
  * Registers the contract suite for one runtime. `makeRuntime` must return a fresh
- * runtime honouring the given budgets (the suite disposes each one; cases that only run a
- * program share one per budget set).
+ * runtime honouring the given budgets (the suite disposes each one).
  */
 export function describeCodeRuntimeContract(
   label: string,
@@ -89,16 +88,8 @@ export function describeCodeRuntimeContract(
       created.push(runtime)
       return runtime
     }
-    // A case that only runs a program shares one runtime per budget set with the others: a fresh
-    // runtime per case cost a thread's boot each (about 1 s in Chromium). A case about a runtime's
-    // own life (dispose, abort, isolation between runs, a thread's death) calls make().
-    const shared = new Map<string, CodeRuntime>()
-    const run = (program: string, functions: Record<string, CodeBindingFunction> = {}, options: ContractRuntimeOptions = {}) => {
-      const key = JSON.stringify(options)
-      let runtime = shared.get(key)
-      if (runtime === undefined) shared.set(key, (runtime = makeRuntime({ computeMs: 5_000, maxWallMs: 20_000, ...options })))
-      return runtime.run({ program, bindings: tools(functions) })
-    }
+    const run = (program: string, functions: Record<string, CodeBindingFunction> = {}, options?: ContractRuntimeOptions) =>
+      make(options).run({ program, bindings: tools(functions) })
     const value = async (program: string, functions: Record<string, CodeBindingFunction> = {}) => {
       const result = await run(program, functions)
       expect(result.error).toBeUndefined()
@@ -107,9 +98,6 @@ export function describeCodeRuntimeContract(
 
     afterEach(async () => {
       await Promise.all(created.splice(0).map((runtime) => runtime.dispose()))
-    })
-    afterAll(async () => {
-      await Promise.all([...shared.values()].map((runtime) => runtime.dispose()))
     })
 
     describe('descriptors', () => {

@@ -112,8 +112,8 @@ describe('runtime.runs: resume hands each run to one table', () => {
 
 describe('createToolRuntime({ runs }) options', () => {
   it('defaults; bounds; stable INVALID_OPTIONS texts', () => {
-    expect(resolveRunServiceOptions(undefined)).toEqual({ resumeEveryMs: 10_000, staleMs: 30_000 })
-    expect(resolveRunServiceOptions({ resumeEveryMs: 0, staleMs: 0 })).toEqual({ resumeEveryMs: 0, staleMs: 0 })
+    expect(resolveRunServiceOptions(undefined)).toEqual({ resumeEveryMs: 10_000, staleMs: 30_000, maxFollowers: 64 })
+    expect(resolveRunServiceOptions({ resumeEveryMs: 0, staleMs: 0 })).toEqual({ resumeEveryMs: 0, staleMs: 0, maxFollowers: 64 })
     expect(() => resolveRunServiceOptions(7)).toThrow('createToolRuntime: runs must be an object')
     expect(() => resolveRunServiceOptions(null)).toThrow('createToolRuntime: runs must be an object')
     for (const bad of [-1, 1.5, 2_147_483_648, '10', Number.NaN]) {
@@ -363,9 +363,9 @@ describe('runtime.runs: tracked work', () => {
 
 describe('createToolRuntime({ runs }) option bounds', () => {
   it('accepts the largest timer and an empty object', () => {
-    expect(resolveRunServiceOptions({ resumeEveryMs: 2_147_483_647, staleMs: 2_147_483_647 })).toEqual({ resumeEveryMs: 2_147_483_647, staleMs: 2_147_483_647 })
-    expect(resolveRunServiceOptions({})).toEqual({ resumeEveryMs: 10_000, staleMs: 30_000 })
-    expect(resolveRunServiceOptions({ staleMs: 1 })).toEqual({ resumeEveryMs: 10_000, staleMs: 1 })
+    expect(resolveRunServiceOptions({ resumeEveryMs: 2_147_483_647, staleMs: 2_147_483_647 })).toEqual({ resumeEveryMs: 2_147_483_647, staleMs: 2_147_483_647, maxFollowers: 64 })
+    expect(resolveRunServiceOptions({})).toEqual({ resumeEveryMs: 10_000, staleMs: 30_000, maxFollowers: 64 })
+    expect(resolveRunServiceOptions({ staleMs: 1 })).toEqual({ resumeEveryMs: 10_000, staleMs: 1, maxFollowers: 64 })
     expect(() => resolveRunServiceOptions('x')).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS' }))
     expect(() => resolveRunServiceOptions({ staleMs: -1 })).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS' }))
   })

@@ -60,23 +60,6 @@ describe('parking a run that waits for a person (sandbox runtime, Node threads)'
     expect(valueOf(await asking)).toBe('yes')
   })
 
-  it('a plain run submitted behind a burst of asking runs is not served after the whole burst (a deep queue gives its newest every other turn)', async () => {
-    const runtime = sandbox({ maxConcurrentRuns: 1, parkAfterMs: 600_000, maxQueuedRuns: 20 })
-    const b = bindings()
-    const first = runtime.run(b.request(`return await tools.ask({ n: 0 })`))
-    await until(() => b.waitingCount() === 1)
-    // 9 asking runs and the plain one queue on one slot (10 > 4 per slot): turns, not first in first out.
-    const burst = Array.from({ length: 9 }, (_, i) => runtime.run(b.request(`return await tools.ask({ n: ${i + 1} })`)))
-    // Submitted last, with parkAfterMs at ten minutes: only parking at once frees the one slot.
-    const plain = await runtime.run({ program: 'return 6 * 7', bindings: [] })
-    const askingWhenPlainSettled = b.waitingCount()
-    expect(valueOf(plain)).toBe(42)
-    expect(askingWhenPlainSettled).toBeLessThan(10)
-    await until(() => b.waitingCount() === 10, 'every asking run at its approval', 60_000)
-    for (let i = 0; i < 10; i++) b.decide('yes')
-    expect((await Promise.all([first, ...burst])).map(valueOf)).toEqual(Array.from({ length: 10 }, () => 'yes'))
-  }, 120_000)
-
   it('a timer due within parkAfterMs of the attempt keeps the run from parking until it has fired', async () => {
     const patient = sandbox({ parkAfterMs: 400 })
     const c = bindings()

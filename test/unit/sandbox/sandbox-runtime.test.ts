@@ -326,7 +326,7 @@ describe('the pool on a scripted platform', () => {
       expect(refusal({ computeMs: 0 })).toBe(`${f}: options.computeMs must be an integer from 1 to 2147483647 (got 0)`)
       expect(refusal({ maxLogBytes: 2 ** 30 + 1 })).toBe(`${f}: options.maxLogBytes must be an integer from 1 to 1073741824 (got 1073741825)`)
       expect(refusal({ wasmModule: 'wasm' })).toBe(`${f}: options.wasmModule must be a WebAssembly.Module or a function returning a promise of one`)
-      expect(refusal({ threads: 2 })).toBe(`${f}: unknown option "threads" (known: computeMs, maxWallMs, maxLogBytes, maxValueBytes, maxPendingArgBytes, memoryMb, prespawn, maxConcurrentRuns, maxQueuedRuns, queueOrder, wasmModule, parkAfterMs, parking, maxParkedBytes, maxReplayMs)`)
+      expect(refusal({ threads: 2 })).toBe(`${f}: unknown option "threads" (known: computeMs, maxWallMs, maxLogBytes, maxValueBytes, maxPendingArgBytes, memoryMb, prespawn, maxConcurrentRuns, maxQueuedRuns, wasmModule, parkAfterMs, parking, maxParkedBytes, maxReplayMs)`)
       expect(refusal({ extra: 1 }, scriptedPlatform({}, { extraOptions: ['extra'] }).platform)).toBeUndefined()
       for (const ok of [{ memoryMb: 16, maxQueuedRuns: 0, prespawn: 0 }, { memoryMb: 2048, maxConcurrentRuns: 4096, maxQueuedRuns: 1_000_000, prespawn: 256 }, { wasmModule: async () => new WebAssembly.Module(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0])) }]) {
         expect(refusal(ok)).toBeUndefined()
@@ -428,35 +428,6 @@ describe('the pool on a scripted platform', () => {
       expect((await second).value).toBe('two')
       expect(threads).toHaveLength(1)
       await runtime.dispose()
-    })
-
-    it('a short queue starts in submission order; past 4 queued per slot the newest takes every other free slot', async () => {
-      const { platform: p, threads } = scriptedPlatform({})
-      const runtime = createSandboxRuntimeOn(p, { prespawn: 0, maxConcurrentRuns: 1, maxQueuedRuns: 10 })
-      const names = ['a', 'b', 'c', 'd', 'e', 'f', 'g']
-      const runs = names.map((n) => runtime.run({ bindings: [], program: `${n}()` }))
-      expect(runtime.load()).toMatchObject({ running: 1, queued: 6 })
-      for (let i = 0; i < names.length; i++) {
-        await tick()
-        threads[0]!.done(i)
-        await tick()
-      }
-      await Promise.all(runs)
-      // 6 queued on 1 slot (> 4): the newest (g), then the oldest (b); 4 left (not > 4): in order.
-      expect(threads[0]!.runs.map((r) => r.start.program)).toEqual(['a()', 'g()', 'b()', 'c()', 'd()', 'e()', 'f()'])
-      await runtime.dispose()
-      // queueOrder 'fifo': always the oldest, however deep the queue.
-      const fifo = scriptedPlatform({})
-      const ordered = createSandboxRuntimeOn(fifo.platform, { prespawn: 0, maxConcurrentRuns: 1, maxQueuedRuns: 10, queueOrder: 'fifo' })
-      const inOrder = names.map((n) => ordered.run({ bindings: [], program: `${n}()` }))
-      for (let i = 0; i < names.length; i++) {
-        await tick()
-        fifo.threads[0]!.done(i)
-        await tick()
-      }
-      await Promise.all(inOrder)
-      expect(fifo.threads[0]!.runs.map((r) => r.start.program)).toEqual(names.map((n) => `${n}()`))
-      await ordered.dispose()
     })
 
     it('with no queue, refuses as soon as the runs are taken', async () => {
@@ -1293,7 +1264,6 @@ describe('the pool on a scripted platform', () => {
       const f = 'createSandboxRuntime'
       expect(createSandboxRuntimeOn(p, { prespawn: 0, maxWallMs: 1_234 }).limits.maxWallMs).toBe(1_234)
       expect(refusal({ parking: 'yes' })).toBe(`${f}: options.parking must be a boolean`)
-      expect(refusal({ queueOrder: 'lifo' })).toBe(`${f}: options.queueOrder must be 'turns' or 'fifo'`)
       expect(refusal({ maxParkedBytes: 1024 * 1024 - 1 })).toBe(`${f}: options.maxParkedBytes must be an integer from 1048576 to 1073741824 (got 1048575)`)
       expect(refusal({ maxParkedBytes: 1024 * 1024, parking: true })).toBeUndefined()
     })
