@@ -4,7 +4,7 @@
  * its run waits, B adopts the run, takes the decision and finishes it, each call made once.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { appendFileSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -44,7 +44,10 @@ async function instance(name: string): Promise<{ url: string; child: ChildProces
   let out = ''
   let err = ''
   child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()))
-  child.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString()))
+  child.stderr!.on('data', (chunk: Buffer) => {
+    err += chunk.toString()
+    if (process.env.TOOLYARD_TWO_TRACE === '1') appendFileSync(join(process.env.TOOLYARD_TWO_TRACE_DIR ?? tmpdir(), `two-trace-${name}.log`), chunk)
+  })
   const url = await until(() => {
     const line = out.split('\n').find((l) => l.startsWith('{"url"'))
     return line === undefined ? undefined : (JSON.parse(line) as { url: string }).url
