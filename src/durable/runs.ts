@@ -303,12 +303,20 @@ export class DurableRuns {
         throw new ToolError('INTERRUPTED', `${name} was running when its process stopped; it may or may not have taken effect, and it is not run again (its tool is not idempotent)`)
       }
     }
-    await this.#store.put(key, JSON.stringify(mine))
+    // Checked before writing too: a process the run was taken from writes no record, which its new holder would read as a call cut off.
+    await this.#fence(sub.run, name)
+    // Compare-and-set on what was read: a record another process wrote since (it claimed the run meanwhile) is never replaced.
+    const put = await this.#store.put(key, JSON.stringify(mine), { ifVersion: found?.version ?? null })
+    if (!put.ok) {
+      this.#taken.add(sub.run)
+      throw takenOver(name)
+    }
     // Written, then checked: a claim after this check finds the `started` record and never runs the call again; a claim before it stops this process here.
     await this.#fence(sub.run, name)
     const value = await next()
     try {
-      await this.#store.put(key, JSON.stringify({ ...mine, state: 'done', value } satisfies CallRecord))
+      // Only over its own `started`: an idempotent call made again by the run's new holder keeps that one's record.
+      await this.#store.put(key, JSON.stringify({ ...mine, state: 'done', value } satisfies CallRecord), { ifVersion: put.version })
     } catch {
       // A value too large for the store: the call stays `started`; after a crash it is INTERRUPTED, never run twice.
     }
@@ -323,13 +331,12 @@ export class DurableRuns {
   /** Throws `RUN_TAKEN_OVER` when the run's record is no longer the version this process holds. */
   async #fence(callId: string, name: string): Promise<void> {
     const held = this.#held.get(callId)
-    const taken = (): ToolError => new ToolError('RUN_TAKEN_OVER', `${name} was not made: another instance took this run over (this one was presumed dead) and goes on with it`)
-    if (this.#taken.has(callId)) throw taken()
+    if (this.#taken.has(callId)) throw takenOver(name)
     if (held === undefined) return
     const now = await this.#store.get(`runs/${runKeySegment(callId)}`)
     if (now?.version === held) return
     this.#taken.add(callId)
-    throw taken()
+    throw takenOver(name)
   }
 
   /**
@@ -376,6 +383,11 @@ export class DurableRuns {
     }
     return resumed
   }
+}
+
+/** The error of a sub-call that a process the run was taken from does not make. */
+function takenOver(name: string): ToolError {
+  return new ToolError('RUN_TAKEN_OVER', `${name} was not made: another instance took this run over (this one was presumed dead) and goes on with it`)
 }
 
 /** A stored run's record, or `undefined` when the text is not one (a foreign or damaged record is skipped, never trusted). */

@@ -4,7 +4,7 @@
  * makes each call once, and fails a call only when A may really have made it.
  */
 import pg from 'pg'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { createPostgresStore } from '../../../platforms/postgres/index.js'
 import type { ParkedRunState } from '../../../src/code-runtime/contract.js'
 import { bindRunSecret } from '../../../src/durable/call-key.js'
@@ -16,6 +16,9 @@ const skip = postgresSkipReason()
 let cluster: PostgresCluster | undefined
 let pool: pg.Pool
 const processes: DurableRuns[] = []
+let tables = 0
+/** A store on a table of its own per case: one case's sweep never claims another's runs. */
+let fresh: () => DurableStore
 
 const STATE: ParkedRunState = {
   version: 1,
@@ -70,7 +73,7 @@ function pausable(store: DurableStore) {
 
 /** A parks run `callId`; B (a second process on the database) claims it as A's heartbeat goes stale. */
 async function takenOver(callId: string, storeA: DurableStore) {
-  const store = createPostgresStore({ pool })
+  const store = fresh()
   const a = new DurableRuns(storeA)
   const b = new DurableRuns(store)
   processes.push(a, b)
@@ -93,8 +96,12 @@ describe.skipIf(skip !== undefined)(`fencing of call records on PostgreSQL${skip
   beforeAll(async () => {
     cluster = await startPostgres()
     pool = new pg.Pool({ connectionString: cluster.url, max: 8 })
-    await createPostgresStore({ pool }).migrate()
   }, 90_000)
+  beforeEach(async () => {
+    const table = `fencing_${++tables}`
+    await createPostgresStore({ pool, table }).migrate()
+    fresh = () => createPostgresStore({ pool, table })
+  })
   afterEach(() => {
     for (const runs of processes.splice(0)) runs.close()
   })
@@ -105,7 +112,7 @@ describe.skipIf(skip !== undefined)(`fencing of call records on PostgreSQL${skip
 
   it('A, taken over without knowing it, reaches a call: RUN_TAKEN_OVER and no record written; B makes the call', async () => {
     // The CI failure: A woke and wrote `started` for call 4 just before B got there; B read it as a call cut off (INTERRUPTED).
-    const { a, b, secret, record } = await takenOver('quiet', createPostgresStore({ pool }))
+    const { a, b, secret, record } = await takenOver('quiet', fresh())
     const made: string[] = []
     const onA = await a.aroundBody(writeFile('quiet:code:2', secret), false, async () => (made.push('A'), 'A')).catch((error: unknown) => error)
     expect(onA).toMatchObject({ code: 'RUN_TAKEN_OVER' })
@@ -120,10 +127,10 @@ describe.skipIf(skip !== undefined)(`fencing of call records on PostgreSQL${skip
   })
 
   it('A, paused between its check and its write while B claims the run and makes the call: its late write lands on nothing, B\'s record stands', async () => {
-    const paused = pausable(createPostgresStore({ pool }))
+    const paused = pausable(fresh())
     const { a, b, secret, record } = await (async () => {
       // A checks its fence before B claims: A parks, then reaches call 2 and stops just before writing `started`.
-      const store = createPostgresStore({ pool })
+      const store = fresh()
       const a = new DurableRuns(paused.store)
       const b = new DurableRuns(store)
       processes.push(a, b)
@@ -147,7 +154,7 @@ describe.skipIf(skip !== undefined)(`fencing of call records on PostgreSQL${skip
   })
 
   it('A paused while the call runs (after its check): B finds it started and fails it INTERRUPTED (the safe outcome); an idempotent one B makes again, and A\'s late `done` does not replace B\'s', async () => {
-    const store = createPostgresStore({ pool })
+    const store = fresh()
     const a = new DurableRuns(store)
     const b = new DurableRuns(store)
     processes.push(a, b)
@@ -173,7 +180,7 @@ describe.skipIf(skip !== undefined)(`fencing of call records on PostgreSQL${skip
     finishA()
     expect(await onAWrite).toBe('A')
     expect(await onAIdempotent).toBe('A3')
-    expect(made).toEqual(['A', 'A3', 'B3'])
+    expect(made.sort()).toEqual(['A', 'A3', 'B3'])
     const entry = await store.get('calls/cut/3')
     expect(JSON.parse(entry!.value)).toMatchObject({ state: 'done', value: 'B3' })
   })
