@@ -51,7 +51,7 @@ async function instance(name: string): Promise<{ url: string; child: ChildProces
   const url = await until(() => {
     const line = out.split('\n').find((l) => l.startsWith('{"url"'))
     return line === undefined ? undefined : (JSON.parse(line) as { url: string }).url
-  }, `instance ${name} to start (${err.slice(-400)})`)
+  }, `instance ${name} to start (${err.slice(-400)})`, 90_000)
   return { url, child }
 }
 
