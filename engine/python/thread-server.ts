@@ -52,6 +52,27 @@ export function hardenRealm(): void {
   }
 }
 
+/** What a thread's wasm memory may hold beyond the interpreter's heap: its code, data and C stack (about 0.2 MiB measured). */
+const MEMORY_SLACK_BYTES = 2 * 1024 * 1024
+
+/**
+ * Holds every wasm memory in this thread to `limit()` bytes: the published MicroPython build
+ * grows its heap on demand (a split heap), so `heapsize` alone caps nothing; refused growth
+ * makes the interpreter raise MemoryError in the program. Emscripten grows memory only through
+ * `Memory.prototype.grow` from JavaScript, so this one hook covers every path.
+ */
+export function capWasmMemory(limit: () => number): void {
+  const grow = WebAssembly.Memory.prototype.grow
+  Object.defineProperty(WebAssembly.Memory.prototype, 'grow', {
+    value: function capped(this: WebAssembly.Memory, delta: number): number {
+      if (this.buffer.byteLength + delta * 65_536 > limit()) throw new RangeError('the sandbox memory cap refuses this growth')
+      return grow.call(this, delta)
+    },
+    writable: false,
+    configurable: false,
+  })
+}
+
 /** One interpreter with its run's state. */
 interface Interpreter {
   readonly mp: MicroPythonInstance
@@ -255,6 +276,7 @@ export function servePythonThread(channel: PythonThreadChannel, load: MicroPytho
   let nextTimer = 1
   /** A run the host ended while its interpreter was still being built. */
   let endedEarly = 0
+  capWasmMemory(() => memoryMb * 1024 * 1024 + MEMORY_SLACK_BYTES)
 
   const enter = (): number => {
     const at = epochNow()

@@ -482,6 +482,18 @@ function hardenRealm() {
     Object.freeze(intrinsic);
   }
 }
+var MEMORY_SLACK_BYTES = 2 * 1024 * 1024;
+function capWasmMemory(limit) {
+  const grow = WebAssembly.Memory.prototype.grow;
+  Object.defineProperty(WebAssembly.Memory.prototype, "grow", {
+    value: function capped(delta) {
+      if (this.buffer.byteLength + delta * 65536 > limit()) throw new RangeError("the sandbox memory cap refuses this growth");
+      return grow.call(this, delta);
+    },
+    writable: false,
+    configurable: false
+  });
+}
 var decoder = new TextDecoder();
 function wrapProgram(program) {
   let out = "async def __program__():\n    ";
@@ -631,6 +643,7 @@ function servePythonThread(channel, load) {
   let building;
   let nextTimer = 1;
   let endedEarly = 0;
+  capWasmMemory(() => memoryMb * 1024 * 1024 + MEMORY_SLACK_BYTES);
   const enter = () => {
     const at = epochNow();
     if (busy !== void 0) busy[SEGMENT_SLOT] = at;

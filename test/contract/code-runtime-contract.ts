@@ -1,9 +1,10 @@
 /**
  * The `CodeRuntime` contract suite: every runtime runs it (the sandbox in Node
  * worker_threads and in Chromium Web Workers, inline QuickJS in Node and in workerd, and
- * the trusted Node and browser worker runtimes). It imports only vitest and `src/`, so it
- * runs in every environment. Capability gaps a runtime declares are skipped by name, never
- * silently.
+ * the trusted Node and browser worker runtimes, and the Python sandbox: each case's program
+ * in TypeScript and its Python translation). It imports only vitest and `src/`, so it runs in
+ * every environment. Capability gaps, and cases with no Python meaning, are skipped by name with
+ * why, never silently.
  *
  * @module
  */
@@ -68,6 +69,9 @@ export interface ContractRuntimeOptions {
 /** Declared capability gaps: capability → why the runtime lacks it. */
 export type ContractGaps = { readonly [K in keyof CodeRuntimeCapabilities]?: string }
 
+/** The language of the runtime under test: it picks each case's program (TypeScript or its Python translation). */
+export type ContractLanguage = 'typescript' | 'python'
+
 const tools = (functions: Record<string, CodeBindingFunction>) => [{ global: 'tools', functions }]
 const never = (_args: unknown, { signal }: CodeBindingCallOptions) =>
   new Promise<unknown>((_resolve, reject) => signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }))
@@ -80,7 +84,13 @@ export function describeCodeRuntimeContract(
   label: string,
   makeRuntime: (options: ContractRuntimeOptions) => CodeRuntime,
   gaps: ContractGaps = {},
+  language: ContractLanguage = 'typescript',
 ): void {
+  const python = language === 'python'
+  /** The case's program in the runtime's language. */
+  const src = <T,>(ts: T, py: T): T => (python ? py : ts)
+  /** A case with no Python meaning: its name on Python says why it is skipped. */
+  const notPython = (name: string, why: string) => (python ? `${name} (not on Python: ${why})` : name)
   describe(`CodeRuntime contract: ${label}`, () => {
     const created: CodeRuntime[] = []
     const make = (options: ContractRuntimeOptions = {}) => {
@@ -112,30 +122,37 @@ export function describeCodeRuntimeContract(
     })
 
     describe('values', () => {
-      it.each([
-        ['null', 'return null', null],
-        ['boolean', 'return true', true],
-        ['integer', 'return 42', 42],
-        ['float', 'return -1.5', -1.5],
-        ['string', "return 'héllo ✓'", 'héllo ✓'],
-        ['array', "return [1, 'a', null, [true]]", [1, 'a', null, [true]]],
-        ['object', "return { a: { b: [1, { c: 'd' }] }, e: null }", { a: { b: [1, { c: 'd' }] }, e: null }],
-      ])('returns a %s', async (_kind, program, expected) => {
-        expect(await value(program)).toEqual(expected)
+      it.each(([
+        // Python: None is a function's no-value, so a run that returns None has no value (the next case).
+        ['null', 'return null', null, undefined],
+        ['boolean', 'return true', true, 'return True'],
+        ['integer', 'return 42', 42, 'return 42'],
+        ['float', 'return -1.5', -1.5, 'return -1.5'],
+        ['string', "return 'héllo ✓'", 'héllo ✓', "return 'héllo ✓'"],
+        ['array', "return [1, 'a', null, [true]]", [1, 'a', null, [true]], "return [1, 'a', None, [True]]"],
+        ['object', "return { a: { b: [1, { c: 'd' }] }, e: null }", { a: { b: [1, { c: 'd' }] }, e: null }, "return {'a': {'b': [1, {'c': 'd'}]}, 'e': None}"],
+      ] as ReadonlyArray<readonly [string, string, unknown, string | undefined]>).filter((row) => !python || row[3] !== undefined))('returns a %s', async (_kind, program, expected, pyProgram) => {
+        expect(await value(python ? pyProgram! : program)).toEqual(expected)
       })
+      if (python) it.skip('returns a null (not on Python: None is the no-value of a function; the run has no value)', () => {})
 
       it('an undefined completion leaves value absent', async () => {
-        const result = await run('const x = 1')
+        const result = await run(src('const x = 1', 'x = 1'))
         expect(result.error).toBeUndefined()
         expect('value' in result).toBe(false)
       })
 
       it('top-level await works', async () => {
-        expect(await value('const v = await Promise.resolve(2)\nreturn v * 3')).toBe(6)
+        expect(await value(src('const v = await Promise.resolve(2)\nreturn v * 3', 'async def two():\n    return 2\nv = await two()\nreturn v * 3'))).toBe(6)
       })
 
       it('a value JSON cannot carry fails the run, naming why', async () => {
-        for (const program of ['return { f() { return 1 }, n: 2 }', 'return new Map([[1, 2]])', 'return [Symbol("s")]', 'const a: any = {}; a.self = a; return a', 'return 1n']) {
+        // Python: a cycle is refused as nesting deeper than 100 levels (it never becomes text); an int beyond 2**53 as rounding.
+        const programs = src(
+          ['return { f() { return 1 }, n: 2 }', 'return new Map([[1, 2]])', 'return [Symbol("s")]', 'const a: any = {}; a.self = a; return a', 'return 1n'],
+          ["return {'f': lambda: 1, 'n': 2}", 'return {1, 2}', "return [float('nan')]", 'return 2**60', 'return [b"x"]'],
+        )
+        for (const program of programs) {
           const result = await run(program)
           expect(result.error?.kind, program).toBe('exception')
           expect(result.error?.message, program).toMatch(/JSON|BigInt/)
@@ -143,7 +160,7 @@ export function describeCodeRuntimeContract(
         }
       })
 
-      it('a value nested deeper than 100 levels comes back as marked text (the host recurses over values); 100 levels come back as they are', async () => {
+      it.skipIf(python)(notPython('a value nested deeper than 100 levels comes back as marked text (the host recurses over values); 100 levels come back as they are', 'the prelude refuses a value nested deeper than 100 levels with a ValueError before it leaves the interpreter'), async () => {
         const nest = (levels: number) => `let v: unknown = 1\nfor (let i = 0; i < ${levels}; i++) v = i % 2 ? [v] : { v }\nreturn v`
         const deep = await run(nest(1_000))
         expect(deep.error).toBeUndefined()
@@ -155,13 +172,13 @@ export function describeCodeRuntimeContract(
         expect(await run(nest(101))).toMatchObject({ value: expect.stringMatching(/nested deeper than 100 levels\]$/) })
       })
 
-      it('values cross with JSON semantics everywhere (toJSON applies)', async () => {
+      it.skipIf(python)(notPython('values cross with JSON semantics everywhere (toJSON applies)', 'Python values have no toJSON, Date or -0; lossless JSON is python-sandbox.test'), async () => {
         expect(await value('return { d: new Date(0), z: -0, nested: { u: undefined, k: 1 } }')).toEqual({ d: '1970-01-01T00:00:00.000Z', z: 0, nested: { k: 1 } })
       })
     })
 
     describe('logs', () => {
-      it('captures console output with levels, in order', async () => {
+      it.skipIf(python)(notPython('captures console output with levels, in order', 'print is the one output (level log); there are no console levels'), async () => {
         const result = await run("console.log('a', 1); console.info('b'); console.warn('c'); console.error('d'); console.debug('e')")
         expect(result.error).toBeUndefined()
         const consoleLines = result.logs.filter((l) => l.source === 'console')
@@ -174,7 +191,7 @@ export function describeCodeRuntimeContract(
         ])
       })
 
-      it('formats objects readably without running their getters', async () => {
+      it.skipIf(python)(notPython('formats objects readably without running their getters', 'print calls str(), which runs __str__ as Python does'), async () => {
         const result = await run(
           "globalThis.ran = false\nconsole.log({ a: 1, nested: { list: [1, 2] }, get g() { globalThis.ran = true; return 1 } })\nreturn globalThis.ran",
         )
@@ -187,7 +204,7 @@ export function describeCodeRuntimeContract(
 
       it('onLog throwing does not disturb the run', async () => {
         const result = await make().run({
-          program: "console.log('x'); return 1",
+          program: src("console.log('x'); return 1", "print('x')\nreturn 1"),
           bindings: [],
           onLog: () => {
             throw new Error('listener broke')
@@ -200,7 +217,7 @@ export function describeCodeRuntimeContract(
       it.skipIf(gaps.streamsLogs !== undefined)(`streams logs through onLog before settlement${gaps.streamsLogs ? ` (gap: ${gaps.streamsLogs})` : ''}`, async () => {
         const seen: CodeLogEntry[] = []
         const result = await make().run({
-          program: "console.log('early')\nreturn await tools.check()",
+          program: src("console.log('early')\nreturn await tools.check()", "print('early')\nreturn await tools.check()"),
           bindings: tools({ check: async () => seen.map((e) => e.text) }),
           onLog: (entry) => seen.push(entry),
         })
@@ -210,7 +227,7 @@ export function describeCodeRuntimeContract(
       it('caps log bytes and marks the truncation in band', async () => {
         const streamed: CodeLogEntry[] = []
         const result = await make({ maxLogBytes: 100 }).run({
-          program: "for (let i = 0; i < 50; i++) console.log('0123456789')\nreturn 'done'",
+          program: src("for (let i = 0; i < 50; i++) console.log('0123456789')\nreturn 'done'", "for i in range(50):\n    print('0123456789')\nreturn 'done'"),
           bindings: [],
           onLog: (entry) => streamed.push(entry),
         })
@@ -234,7 +251,7 @@ export function describeCodeRuntimeContract(
     describe('bindings', () => {
       it('arguments and resolutions cross the boundary', async () => {
         const received: unknown[] = []
-        const result = await run('const r = await tools.echo({ n: 1, list: [1, "two"], deep: { x: null } })\nreturn { r, again: await tools.echo(7) }', {
+        const result = await run(src('const r = await tools.echo({ n: 1, list: [1, "two"], deep: { x: null } })\nreturn { r, again: await tools.echo(7) }', "r = await tools.echo({'n': 1, 'list': [1, 'two'], 'deep': {'x': None}})\nreturn {'r': r, 'again': await tools.echo(7)}"), {
           echo: async (args) => {
             received.push(args)
             return { got: args }
@@ -248,26 +265,38 @@ export function describeCodeRuntimeContract(
         const received: unknown[] = []
         const echo = async (args: unknown) => (received.push(args), 'ok')
         const v = await value(
-          'const nest = (n: number) => { let v: unknown = 1; for (let i = 0; i < n; i++) v = [v]; return v }\n' +
-            'const fits = await tools.echo(nest(100))\n' +
-            'try { await tools.echo(nest(101)) } catch (e) { return [fits, e instanceof TypeError, e.message] }',
+          src(
+            'const nest = (n: number) => { let v: unknown = 1; for (let i = 0; i < n; i++) v = [v]; return v }\n' +
+              'const fits = await tools.echo(nest(100))\n' +
+              'try { await tools.echo(nest(101)) } catch (e) { return [fits, e instanceof TypeError, e.message] }',
+            'def nest(n):\n    v = 1\n    for i in range(n):\n        v = [v]\n    return v\n' +
+              'fits = await tools.echo(nest(100))\n' +
+              'try:\n    await tools.echo(nest(101))\nexcept ValueError as e:\n    return [fits, True, str(e)]',
+          ),
           { echo },
         )
-        expect(v).toEqual(['ok', true, 'tools.echo: the arguments cannot be sent to the host (they nest deeper than 100 levels; flatten them)'])
+        expect(v).toEqual(['ok', true, src('tools.echo: the arguments cannot be sent to the host (they nest deeper than 100 levels; flatten them)', 'the arguments of tools.echo nests deeper than 100 levels; flatten them')])
         expect(received).toHaveLength(1)
       })
 
+      // Python: every failed call is a ToolCallError (an Exception); one that is not the host's own has no tool name or code.
       it('a host rejection is catchable as an Error with its message', async () => {
         const v = await value(
-          "try { await tools.fail({}) } catch (e) { return [e instanceof Error, e.name, e.message, e instanceof ToolCallError] }",
+          src(
+            "try { await tools.fail({}) } catch (e) { return [e instanceof Error, e.name, e.message, e instanceof ToolCallError] }",
+            'try:\n    await tools.fail({})\nexcept Exception as e:\n    return [True, type(e).__name__, str(e), e.tool_name]',
+          ),
           { fail: async () => Promise.reject(new Error('it broke')) },
         )
-        expect(v).toEqual([true, 'Error', 'it broke', false])
+        expect(v).toEqual(src([true, 'Error', 'it broke', false], [true, 'ToolCallError', 'it broke', null]))
       })
 
       it('a ToolCallError rejection reaches the program as ToolCallError with toolName', async () => {
         const v = await value(
-          "try { await tools.read({}) } catch (e) { return [e instanceof ToolCallError, e instanceof Error, e.name, e.toolName, e.message] }",
+          src(
+            "try { await tools.read({}) } catch (e) { return [e instanceof ToolCallError, e instanceof Error, e.name, e.toolName, e.message] }",
+            'try:\n    await tools.read({})\nexcept Exception as e:\n    return [isinstance(e, ToolCallError), isinstance(e, Exception), type(e).__name__, e.tool_name, str(e)]',
+          ),
           { read: async () => Promise.reject(new ToolCallError('read', 'no such file')) },
         )
         expect(v).toEqual([true, true, 'ToolCallError', 'read', 'no such file'])
@@ -275,9 +304,12 @@ export function describeCodeRuntimeContract(
 
       it("a ToolCallError's code reaches the program: a denial is told from a failure", async () => {
         const v = await value(
-          'const out = []\n' +
-            "for (const name of ['del', 'read']) { try { await tools[name]({}) } catch (e) { out.push([e instanceof ToolCallError, e.toolName, e.code, e.message]) } }\n" +
-            'return out',
+          src(
+            'const out = []\n' +
+              "for (const name of ['del', 'read']) { try { await tools[name]({}) } catch (e) { out.push([e instanceof ToolCallError, e.toolName, e.code, e.message]) } }\n" +
+              'return out',
+            "out = []\nfor name in ['del', 'read']:\n    try:\n        await tools[name]({})\n    except ToolCallError as e:\n        out.append([True, e.tool_name, e.code, str(e)])\nreturn out",
+          ),
           {
             del: async () => Promise.reject(new ToolCallError('del', 'del was denied by policy: not here', 'DENIED_BY_GATE')),
             read: async () => Promise.reject(new ToolCallError('read', 'no such file')),
@@ -295,7 +327,7 @@ export function describeCodeRuntimeContract(
         expect(result.error?.message).toContain('uncaught tool failure')
       })
 
-      it('__proto__, constructor and toString are plain own binding names on a null-prototype namespace', async () => {
+      it.skipIf(python)(notPython('__proto__, constructor and toString are plain own binding names on a null-prototype namespace', 'JavaScript prototypes; a Python namespace reaches any name through tools["name"]'), async () => {
         const v = await value(
           "return [await tools['__proto__'](1), await tools.constructor(2), await tools.toString(3), Object.getPrototypeOf(tools), typeof tools.hasOwnProperty, Object.keys(tools).sort()]",
           {
@@ -314,7 +346,11 @@ export function describeCodeRuntimeContract(
           return null
         }
         const result = await make().run({
-          program: "await lookup.search('refund', { limit: 3 })\nawait lookup.search()\nawait tools.one({ a: 1 }, 'stray', [1, 2])\nawait [{ b: 2 }].map(tools.one)[0]",
+          // Python: a non-variadic tool takes one argument (a stray one is a TypeError in the program).
+          program: src(
+            "await lookup.search('refund', { limit: 3 })\nawait lookup.search()\nawait tools.one({ a: 1 }, 'stray', [1, 2])\nawait [{ b: 2 }].map(tools.one)[0]",
+            "await lookup.search('refund', {'limit': 3})\nawait lookup.search()\nawait tools.one({'a': 1})\nawait list(map(tools.one, [{'b': 2}]))[0]",
+          ),
           bindings: [
             { global: 'tools', functions: { one: record } },
             { global: 'lookup', functions: { search: record }, variadic: true },
@@ -338,7 +374,8 @@ export function describeCodeRuntimeContract(
 
       it('the signal of a binding still pending at settlement fires', async () => {
         let seen: AbortSignal | undefined
-        const result = await run("tools.hang()\nthrow new Error('leave')", {
+        // Python: an un-awaited coroutine never runs; a task starts the call.
+        const result = await run(src("tools.hang()\nthrow new Error('leave')", "asyncio.create_task(tools.hang())\nawait asyncio.sleep(0)\nraise Exception('leave')"), {
           hang: (args, options) => {
             seen = options.signal
             return never(args, options)
@@ -380,7 +417,7 @@ export function describeCodeRuntimeContract(
         expect(held.value).toBe('approved')
         expect(held.stats!.wallMs).toBeGreaterThan(1_700)
         // Released, the clock runs on: a program that then waits forever ends at the ceiling.
-        const after = await run('await tools.ask()\nawait new Promise(() => {})', {
+        const after = await run(src('await tools.ask()\nawait new Promise(() => {})', 'await tools.ask()\nawait asyncio.Event().wait()'), {
           ask: async (_args, { holdWallClock }) => {
             const release = holdWallClock!()
             await new Promise((resolve) => setTimeout(resolve, 300))
@@ -397,7 +434,7 @@ export function describeCodeRuntimeContract(
     })
 
     describe('exceptions', () => {
-      it('reports a thrown error with its source line', async () => {
+      it.skipIf(python)(notPython('reports a thrown error with its source line', 'the host keeps only program.ts frames (formatProgramError): a Python error reaches the model without its line'), async () => {
         const result = await run("const a = 1\nconst b = 2\nthrow new Error('boom')")
         expect(result.error?.kind).toBe('exception')
         expect(result.error?.message).toMatch(/^Error: boom/)
@@ -405,7 +442,7 @@ export function describeCodeRuntimeContract(
         expect('value' in result).toBe(false)
       })
 
-      it('line numbers survive type stripping and nested calls', async () => {
+      it.skipIf(python)(notPython('line numbers survive type stripping and nested calls', 'TypeScript only'), async () => {
         const program = [
           'interface Row { id: number }',
           'type Rows = Row[]',
@@ -423,14 +460,14 @@ export function describeCodeRuntimeContract(
         expect(result.error?.message).toMatch(/program\.ts:5:\d+/)
       })
 
-      it('a non-Error throw is an exception carrying its rendering', async () => {
+      it.skipIf(python)(notPython('a non-Error throw is an exception carrying its rendering', 'Python raises only exceptions'), async () => {
         const result = await run("throw 'plain string'")
         expect(result.error?.kind).toBe('exception')
         expect(result.error?.message).toContain('plain string')
       })
 
       it('a syntax error is an exception', async () => {
-        const result = await run('let x = ;')
+        const result = await run(src('let x = ;', 'x = '))
         expect(result.error?.kind).toBe('exception')
         expect(result.error?.message).toMatch(/SyntaxError/)
       })
@@ -438,6 +475,22 @@ export function describeCodeRuntimeContract(
       // V8 names it `RangeError: Maximum call stack size exceeded`, QuickJS `InternalError: stack
       // overflow`: what every runtime owes the program is an error it can catch, never a crash.
       it('deep recursion is a catchable stack-overflow error, and the run goes on (the VM never outgrows its thread)', async () => {
+        if (python) {
+          // MicroPython: RuntimeError at its recursion limit, through calls, properties, __str__, map and constructors.
+          const shapes = [
+            'def down(n):\n    return down(n + 1) + 1',
+            'class G:\n    @property\n    def x(self):\n        return self.x + 1',
+            'class S:\n    def __str__(self):\n        return str(self) + "!"',
+            'def again(_):\n    return list(map(again, [1]))',
+            'class Deep:\n    def __init__(self):\n        Deep()',
+          ]
+          const calls = ['down(0)', 'G().x', 'str(S())', 'again(1)', 'Deep()']
+          const program = `${shapes.join('\n')}\nout = []\nfor body in [${calls.map((call) => `lambda: ${call}`).join(', ')}]:\n    try:\n        body()\n    except RuntimeError as e:\n        out.append('RuntimeError: ' + str(e))\nreturn out`
+          const result = await run(program)
+          expect(result.error).toBeUndefined()
+          expect(result.value).toEqual(calls.map(() => 'RuntimeError: maximum recursion depth exceeded'))
+          return
+        }
         const result = await run(`
           const depth = { reached: 0 }
           function down(n: number): number {
@@ -472,7 +525,7 @@ export function describeCodeRuntimeContract(
       })
     })
 
-    describe('TypeScript', () => {
+    describe.skipIf(python)(notPython('TypeScript', 'TypeScript only'), () => {
       it('strips erasable syntax', async () => {
         const program = [
           'type Pair<T> = [T, T]',
@@ -526,7 +579,7 @@ export function describeCodeRuntimeContract(
       it('a pre-aborted signal wins over a syntax error', async () => {
         const controller = new AbortController()
         controller.abort(new Error('gone'))
-        const result = await make().run({ program: 'let x = ;', bindings: [], signal: controller.signal })
+        const result = await make().run({ program: src('let x = ;', 'x = '), bindings: [], signal: controller.signal })
         expect(result.error?.kind).toBe('abort')
       })
 
@@ -534,7 +587,7 @@ export function describeCodeRuntimeContract(
         const controller = new AbortController()
         let bindingSignal: AbortSignal | undefined
         const result = await make().run({
-          program: "console.log('before')\nawait tools.hang()\nreturn 'not reached'",
+          program: src("console.log('before')\nawait tools.hang()\nreturn 'not reached'", "print('before')\nawait tools.hang()\nreturn 'not reached'"),
           bindings: tools({
             hang: (args, options) => {
               bindingSignal = options.signal
@@ -553,7 +606,7 @@ export function describeCodeRuntimeContract(
 
     describe('budgets', () => {
       it('a hot loop behind an un-awaited pending binding call dies at the compute budget', async () => {
-        const result = await run('tools.slow()\nwhile (true) {}', { slow: never }, { computeMs: 300, maxWallMs: 30_000 })
+        const result = await run(src('tools.slow()\nwhile (true) {}', 'asyncio.create_task(tools.slow())\nawait asyncio.sleep(0)\nwhile True:\n    pass'), { slow: never }, { computeMs: 300, maxWallMs: 30_000 })
         expect(result.error?.kind).toBe('timeout')
         expect(result.error?.message).toBe('compute budget of 300 ms exhausted')
       })
@@ -567,20 +620,21 @@ export function describeCodeRuntimeContract(
 
       it('caps the value and marks the truncation in band', async () => {
         const runtime = make({ maxValueBytes: 100 })
-        const big = await runtime.run({ program: "return 'x'.repeat(5000)", bindings: [] })
+        const big = await runtime.run({ program: src("return 'x'.repeat(5000)", "return 'x' * 5000"), bindings: [] })
         expect(typeof big.value).toBe('string')
         expect(big.value as string).toMatch(/truncated/)
         expect((big.value as string).length).toBeLessThan(300)
-        const nested = await runtime.run({ program: 'return { rows: Array.from({ length: 1000 }, (_, i) => ({ i })) }', bindings: [] })
+        const nested = await runtime.run({ program: src('return { rows: Array.from({ length: 1000 }, (_, i) => ({ i })) }', "return {'rows': [{'i': i} for i in range(1000)]}"), bindings: [] })
         expect(typeof nested.value).toBe('string')
         expect(nested.value as string).toMatch(/truncated/)
-        const small = await runtime.run({ program: 'return { ok: [1, 2, 3] }', bindings: [] })
+        const small = await runtime.run({ program: src('return { ok: [1, 2, 3] }', "return {'ok': [1, 2, 3]}"), bindings: [] })
         expect(small.value).toEqual({ ok: [1, 2, 3] })
       })
 
       it.skipIf(gaps.memoryLimit !== undefined)(`a memory bomb ends the run, the host survives${gaps.memoryLimit ? ` (gap: ${gaps.memoryLimit})` : ''}`, async () => {
         const runtime = make({ computeMs: 60_000, maxWallMs: 60_000 })
-        const result = await runtime.run({ program: 'const keep = []\nwhile (true) keep.push(new Array(1e5).fill({ a: 1 }))', bindings: [] })
+        const program = src('const keep = []\nwhile (true) keep.push(new Array(1e5).fill({ a: 1 }))', "keep = []\nwhile True:\n    keep.append([{'a': 1}] * 100000)")
+        const result = await runtime.run({ program, bindings: [] })
         expect(['worker-exit', 'exception']).toContain(result.error?.kind)
         const after = await make().run({ program: 'return 2', bindings: [] })
         expect(after.value).toBe(2)
@@ -588,18 +642,22 @@ export function describeCodeRuntimeContract(
     })
 
     describe('settlement', () => {
-      it.each([
-        ['returns', 'return 1', 'value'],
-        ['throws', "throw new Error('x')", 'exception'],
-        ['spins', 'while (true) {}', 'timeout'],
-        ['spins in microtasks', 'for (;;) await null', 'timeout'],
-        ['waits forever', 'await new Promise(() => {})', 'timeout'],
-        ['returns a function', 'return () => 1', 'exception'],
-        ['returns a cycle', 'const a: any = {}; a.self = a; return a', 'exception'],
-        ['is malformed', '}{', 'exception'],
-        ['closes the wrapper', 'return 1 }\nfunction x() {', 'exception'],
-        ['throws later', 'setTimeout(() => { throw new Error("late") }, 0)\nawait new Promise(() => {})', 'exception'],
-      ])('a program that %s settles as %s', async (_what, program, outcome) => {
+      const settles: ReadonlyArray<readonly [string, string, string, string | undefined]> = [
+        ['returns', 'return 1', 'value', 'return 1'],
+        ['throws', "throw new Error('x')", 'exception', "raise Exception('x')"],
+        ['spins', 'while (true) {}', 'timeout', 'while True:\n    pass'],
+        ['spins in microtasks', 'for (;;) await null', 'timeout', 'while True:\n    await asyncio.sleep(0)'],
+        ['waits forever', 'await new Promise(() => {})', 'timeout', 'await asyncio.Event().wait()'],
+        ['returns a function', 'return () => 1', 'exception', 'return lambda: 1'],
+        ['returns a cycle', 'const a: any = {}; a.self = a; return a', 'exception', "a = {}\na['self'] = a\nreturn a"],
+        ['is malformed', '}{', 'exception', '}{'],
+        ['closes the wrapper', 'return 1 }\nfunction x() {', 'exception', 'return 1\n  pass\nasync def x():'],
+        // Python: an exception in a task nobody awaits is logged by asyncio, not raised in the program.
+        ['throws later', 'setTimeout(() => { throw new Error("late") }, 0)\nawait new Promise(() => {})', 'exception', undefined],
+      ]
+      if (python) it.skip('a program that throws later settles as exception (not on Python: asyncio logs an exception in a task nobody awaits)', () => {})
+      it.each(settles.filter((row) => !python || row[3] !== undefined))('a program that %s settles as %s', async (_what, tsProgram, outcome, pyProgram) => {
+        const program = python ? pyProgram! : tsProgram
         // Small budgets only where the budget is the outcome; a program that settles at once
         // gets wide ones, so a loaded machine's start-up cost never turns it into a timeout.
         const budgets = outcome === 'timeout' ? { computeMs: 300, maxWallMs: 1_500 } : { computeMs: 10_000, maxWallMs: 30_000 }
@@ -616,9 +674,15 @@ export function describeCodeRuntimeContract(
 
       it('runs are isolated: global mutations do not leak into the next run', async () => {
         const runtime = make()
-        const first = await runtime.run({ program: "globalThis.leak = 1; (Object.prototype as any).polluted = 'yes'; return 1", bindings: [] })
+        const first = await runtime.run({ program: src("globalThis.leak = 1; (Object.prototype as any).polluted = 'yes'; return 1", "global leak\nleak = 1\nToolCallError.polluted = 'yes'\nreturn 1"), bindings: [] })
         expect(first.value).toBe(1)
-        const second = await runtime.run({ program: 'return [typeof (globalThis as any).leak, ({} as any).polluted ?? null]', bindings: [] })
+        const second = await runtime.run({
+          program: src(
+            'return [typeof (globalThis as any).leak, ({} as any).polluted ?? null]',
+            "return ['defined' if 'leak' in globals() else 'undefined', getattr(ToolCallError, 'polluted', None)]",
+          ),
+          bindings: [],
+        })
         expect(second.value).toEqual(['undefined', null])
       })
 
@@ -632,7 +696,7 @@ export function describeCodeRuntimeContract(
     })
 
     describe('the global environment', () => {
-      it('has the same web-standard globals, behaving the same, on every runtime', async () => {
+      it.skipIf(python)(notPython('has the same web-standard globals, behaving the same, on every runtime', 'web globals; Python has its allowlisted stdlib (python-sandbox.test)'), async () => {
         const v = await value(`
           const u = new URL('../b?x=1&y=two#h', 'https://user:pw@example.com:8443/a/c')
           u.searchParams.append('z', 'ä b')
@@ -679,7 +743,7 @@ export function describeCodeRuntimeContract(
         })
       })
 
-      it('crypto.getRandomValues fills every byte (a zero byte cuts nothing short)', async () => {
+      it.skipIf(python)(notPython('crypto.getRandomValues fills every byte (a zero byte cuts nothing short)', 'web crypto'), async () => {
         const v = (await value(`
           const bytes = crypto.getRandomValues(new Uint8Array(65536))
           let zeros = 0
@@ -694,8 +758,8 @@ export function describeCodeRuntimeContract(
         expect(v.wellFormed).toBe(true)
       })
 
-      it.skipIf(gaps.confinesAuthority !== undefined)(
-        `has nothing else: exactly ECMAScript, the listed web globals and the bindings${gaps.confinesAuthority ? ` (gap: ${gaps.confinesAuthority})` : ''}`,
+      it.skipIf(gaps.confinesAuthority !== undefined || python)(
+        notPython(`has nothing else: exactly ECMAScript, the listed web globals and the bindings${gaps.confinesAuthority ? ` (gap: ${gaps.confinesAuthority})` : ''}`, 'JavaScript globals; the Python boundary (allowlist, no js, no open) is python-hostile.test'),
         async () => {
           const names = (await value('return Object.getOwnPropertyNames(globalThis)', { probe: async () => 1 })) as string[]
           const unexpected = names.filter((name) => !ECMASCRIPT_GLOBALS.has(name) && !SANDBOX_ENVIRONMENT.includes(name) && name !== 'tools')
@@ -704,8 +768,8 @@ export function describeCodeRuntimeContract(
         },
       )
 
-      it.skipIf(gaps.confinesAuthority !== undefined).each(NO_AUTHORITY)(
-        `gives a program no %s${gaps.confinesAuthority ? ` (gap: ${gaps.confinesAuthority})` : ''}`,
+      it.skipIf(gaps.confinesAuthority !== undefined || python).each(NO_AUTHORITY)(
+        notPython(`gives a program no %s${gaps.confinesAuthority ? ` (gap: ${gaps.confinesAuthority})` : ''}`, 'JavaScript avenues; the Python ones are python-hostile.test'),
         async (_avenue, program) => {
           const result = await run(program, { probe: async () => 1 })
           expect(result.error, JSON.stringify(result.error)).toBeUndefined()
@@ -757,7 +821,7 @@ export function describeCodeRuntimeContract(
       it('a pre-aborted signal beats a syntax error, with the abort reason', async () => {
         const controller = new AbortController()
         controller.abort(new Error('gone'))
-        const result = await make().run({ program: 'let x = ;', bindings: [], signal: controller.signal })
+        const result = await make().run({ program: src('let x = ;', 'x = '), bindings: [], signal: controller.signal })
         expect(result.error).toEqual({ kind: 'abort', message: 'the run was aborted (gone)' })
       })
 
@@ -805,7 +869,7 @@ export function describeCodeRuntimeContract(
       })
     })
 
-    describe('an unknown binding name (the error names the fix)', () => {
+    describe.skipIf(python)(notPython('an unknown binding name (the error names the fix)', 'a Python call of an unknown name fails as ToolCallError "unknown binding", with no closest name yet'), () => {
       const functions = { list_files: async () => ['a'], read_file: async () => 'text', write_file: async () => null }
 
       it('calling it fails with a TypeError naming it and the closest names, the same on every runtime', async () => {
