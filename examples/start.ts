@@ -93,6 +93,8 @@ export interface StartedServer {
   readonly runtime: ToolRuntime
   /** The Code Mode sandbox behind `run_code` (its budgets, its load). */
   readonly codeRuntime: SandboxRuntime
+  /** The Python sandbox beside it: programs sent with `"language": "python"` run there (same budgets). */
+  readonly pythonRuntime: SandboxRuntime
   /** The runtime's approval broker behind `/v1/approvals` (the writing tools ask it); over the store when one was given. */
   readonly approvals: ApprovalBroker
   /** The file store in `dataDir`, or `undefined` when the server keeps its state in memory. */
@@ -227,6 +229,8 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
   // of wall clock), and at most a machine-sized number of programs run at once; beyond
   // that, runs queue, then are refused with 503 OVERLOADED.
   const codeRuntime = createSandboxRuntime(options.parkAfterMs === undefined ? {} : { parkAfterMs: options.parkAfterMs })
+  // Python programs (`"language": "python"`) run in MicroPython threads with the same budgets.
+  const pythonRuntime = createSandboxRuntime({ language: 'python' })
   // Preflight 'warn': each program is type-checked against the tools' SDK in a thread beside
   // its run; mistakes are appended to what the caller reads after the run.
   const preflightEngine = createPreflightWorker()
@@ -237,7 +241,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
   const otel = await startOtel()
   // Runs another process left in the store (it stopped, or died mid-wait) are resumed once the app is up, and every little while.
   const runs = { ...(options.resumeStaleMs === undefined ? {} : { staleMs: options.resumeStaleMs }), ...(options.resumeEveryMs === undefined ? {} : { resumeEveryMs: options.resumeEveryMs }) }
-  const runtime = createToolRuntime({ mode: 'both', codeRuntime, preflightEngine, approvals, runs, ...(store === undefined ? {} : { store }), ...(otel === undefined ? {} : { telemetry: otel.telemetry }) })
+  const runtime = createToolRuntime({ mode: 'both', codeRuntime, codeRuntimes: [pythonRuntime], preflightEngine, approvals, runs, ...(store === undefined ? {} : { store }), ...(otel === undefined ? {} : { telemetry: otel.telemetry }) })
   registerDemoTools(runtime, store === undefined ? {} : await durableWorkspace(store))
   // The writing tools ask a person: the playground shows Allow / Deny, API clients use /v1/approvals.
   askBeforeWriting(runtime)
@@ -254,6 +258,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
     // The runtime first: parked durable runs and their approvals stay in the store for the next process.
     await runtime.dispose()
     await codeRuntime.dispose()
+    await pythonRuntime.dispose()
     await preflightEngine.dispose()
     await otel?.shutdown()
   }
@@ -280,7 +285,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
     return finished
   }
 
-  return { url: server.url, port: server.port, token, apiToken, tokensFile: kept?.file, runtime, codeRuntime, approvals: runtime.approvals!, store, staticDir, shutdown }
+  return { url: server.url, port: server.port, token, apiToken, tokensFile: kept?.file, runtime, codeRuntime, pythonRuntime, approvals: runtime.approvals!, store, staticDir, shutdown }
 }
 
 /**
@@ -332,7 +337,7 @@ export async function main(): Promise<void> {
     database === undefined
       ? `  data: runs waiting for a person, pending approvals and the workspace are kept in ${dataDir} (TOOLYARD_DATA_DIR) and survive a restart`
       : '  data: runs waiting for a person, pending approvals and the workspace are kept in PostgreSQL (TOOLYARD_DATABASE_URL), shared by every instance on it',
-    `  Code Mode: QuickJS sandbox, compute ${started.codeRuntime.limits.computeMs / 1000} s and wall clock ${started.codeRuntime.limits.maxWallMs / 1000} s a run, ` +
+    `  Code Mode: TypeScript in a QuickJS sandbox, Python ("language": "python") in a MicroPython one; compute ${started.codeRuntime.limits.computeMs / 1000} s and wall clock ${started.codeRuntime.limits.maxWallMs / 1000} s a run, ` +
       `${started.codeRuntime.load().maxConcurrentRuns} runs at once (+${started.codeRuntime.load().maxQueuedRuns} queued)`,
     "  preflight: 'warn' (programs are type-checked against the tools' SDK in a thread; mistakes are appended after the run)",
     '',

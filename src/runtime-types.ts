@@ -391,6 +391,13 @@ export interface ToolRuntimeOptions {
   /** The code runtime that runs Code Mode programs (required by `code` / `both` at assembly time). */
   readonly codeRuntime?: CodeRuntime
   /**
+   * Code runtimes for more languages than `codeRuntime`'s, one a language (e.g. Python beside
+   * TypeScript). A model is shown `codeRuntime`'s language; a `run_code` call whose `language`
+   * names one of these (a client's `POST /v1/run` with `"language"`, a playground switch) runs
+   * in it, through the same pipeline, approvals and store. They stay yours to dispose.
+   */
+  readonly codeRuntimes?: readonly CodeRuntime[]
+  /**
    * Human approval of `ask` decisions (`runtime.approvals`, which the HTTP app and MCP list
    * and decide): broker options → the runtime creates the broker over `store` (a memory
    * store without one) and disposes it with itself; a broker from `createApprovalBroker()`

@@ -284,9 +284,10 @@ class CodeRun {
  * `{ logs, result? }` or throws `CodeRunFailedError`.
  */
 export async function runCodeBridge(registry: CodeModeRegistry, args: RunCodeArgs, exec: ToolRunContext): Promise<RunCodeOutput> {
-  const codeRuntime = registry.codeRuntime()
+  const codeRuntime = registry.codeRuntime(args.language)
   if (codeRuntime === undefined) {
-    throw new ToolError('CODE_RUN_FAILED', 'run_code is unavailable: no code runtime is configured (ToolRuntimeOptions.codeRuntime)')
+    const missing = args.language === undefined ? 'no code runtime is configured (ToolRuntimeOptions.codeRuntime)' : `no code runtime runs ${JSON.stringify(args.language)} here`
+    throw new ToolError('CODE_RUN_FAILED', `run_code is unavailable: ${missing}`)
   }
   const run = new CodeRun(registry, exec)
   // Taken with the binding names: `catalog` finds exactly what `tools` can call in this run.
@@ -318,7 +319,7 @@ export async function runCodeBridge(registry: CodeModeRegistry, args: RunCodeArg
 /** The `durable` part of a run's request (a registry with a store): parked states keep the sub-call numbering too. */
 function durableRequest(registry: CodeModeRegistry, run: CodeRun, exec: ToolRunContext, args: RunCodeArgs): CodeRunRequest['durable'] {
   const trace = run.span?.traceCarrier()
-  const durable = registry.durable?.forRun(exec.callId, exec.agent, { code: args.code, description: args.description }, exec.principal, trace)
+  const durable = registry.durable?.forRun(exec.callId, exec.agent, { code: args.code, description: args.description, ...(args.language === undefined ? {} : { language: args.language }) }, exec.principal, trace)
   // The run's identity no client can choose: its sub-calls' approvals (and records) are bound to it through the run's token.
   bindRunSecret(exec.token, durable?.secret ?? newRunSecret())
   // Without a store a recorded run still reports its parks (the state is read for its figures only).

@@ -21,6 +21,8 @@ export interface RunCodeArgs {
   readonly code: string
   /** The model's short summary of what the program does (for UIs and approvals). */
   readonly description: string
+  /** The program's language when the runtime runs several (`ToolRuntimeOptions.codeRuntimes`); absent: `codeRuntime`'s. */
+  readonly language?: string
 }
 
 /**
@@ -36,7 +38,7 @@ export interface CodeModeRegistry {
     forRun(
       callId: string,
       agent: ScopeKey | undefined,
-      args: { readonly code: string; readonly description: string },
+      args: { readonly code: string; readonly description: string; readonly language?: string },
       /** Who started the run (kept in its record: a resumed run's approvals name it). */
       principal?: string,
       /** The run's span context (kept in its record: a resumed run continues the trace). */
@@ -51,8 +53,13 @@ export interface CodeModeRegistry {
   }
   /** Optional: the span of the live call `token` names (telemetry: a run's events and preflight span). */
   runSpan?(token: symbol): CallSpan | undefined
-  /** The configured code runtime, read at call time; `undefined` makes `run_code` fail clearly. */
-  codeRuntime(): CodeRuntime | undefined
+  /**
+   * The code runtime for `language` (absent: the one a model is shown), read at call time;
+   * `undefined` (none configured, or none for that language) makes `run_code` fail clearly.
+   */
+  codeRuntime(language?: string): CodeRuntime | undefined
+  /** Optional: every language a program may be written in, the model's first; absent: the code runtime's one. */
+  languages?(): readonly string[]
   /** Binding concurrency of one run (validated, ≥ 1): safe calls overlap up to this many. */
   readonly maxParallelSubCalls: number
   /** Cap on the combined serialized logs + completion value (or failure message) of one run. */

@@ -66,23 +66,39 @@ const outputSchema: JsonSchemaNode = {
   additionalProperties: false,
 }
 
-function validateRunCodeArgs(args: JsonValue): RunCodeArgs {
-  const violations: SchemaViolation[] = []
-  if (args === null || typeof args !== 'object' || Array.isArray(args)) {
-    throw new ToolArgsError([{ path: '', message: 'expected an object with `code` and `description`' }])
-  }
-  const record = args as JsonObject
-  for (const key of ['code', 'description'] as const) {
-    if (!Object.hasOwn(record, key)) violations.push({ path: `/${key}`, message: 'is required' })
-    else if (typeof record[key] !== 'string') violations.push({ path: `/${key}`, message: 'must be a string' })
-  }
-  for (const key of Object.keys(record)) {
-    if (key !== 'code' && key !== 'description') {
+/** `base` with a `language` choice when the runtime runs more than one language (the model's, first, is the default). */
+function withLanguages(base: ObjectJsonSchema, languages: readonly string[]): ObjectJsonSchema {
+  if (languages.length < 2) return base
+  const language: JsonSchemaNode = { type: 'string', enum: [...languages], description: `The program's language; default ${JSON.stringify(languages[0])}.` }
+  return { ...base, properties: { ...base.properties, language } }
+}
+
+/** A validator of `run_code` arguments; `language` may name any language the runtime runs (`languages`, the model's first). */
+function runCodeArgsValidator(languages: () => readonly string[]): (args: JsonValue) => RunCodeArgs {
+  return (args) => {
+    const violations: SchemaViolation[] = []
+    if (args === null || typeof args !== 'object' || Array.isArray(args)) {
+      throw new ToolArgsError([{ path: '', message: 'expected an object with `code` and `description`' }])
+    }
+    const record = args as JsonObject
+    for (const key of ['code', 'description'] as const) {
+      if (!Object.hasOwn(record, key)) violations.push({ path: `/${key}`, message: 'is required' })
+      else if (typeof record[key] !== 'string') violations.push({ path: `/${key}`, message: 'must be a string' })
+    }
+    const known = languages()
+    for (const key of Object.keys(record)) {
+      if (key === 'code' || key === 'description') continue
+      if (key === 'language' && known.length > 0) {
+        if (typeof record.language !== 'string' || !known.includes(record.language)) {
+          violations.push({ path: '/language', message: `must be one of ${known.map((l) => JSON.stringify(l)).join(', ')}` })
+        }
+        continue
+      }
       violations.push({ path: `/${escapePointer(key)}`, message: 'is not allowed (additionalProperties: false)' })
     }
+    if (violations.length > 0) throw new ToolArgsError(violations)
+    return args as unknown as RunCodeArgs
   }
-  if (violations.length > 0) throw new ToolArgsError(violations)
-  return args as unknown as RunCodeArgs
 }
 
 function escapePointer(key: string): string {
@@ -157,7 +173,7 @@ function withNotes(error: CodeRunFailedError, notes: string): CodeRunFailedError
 
 /** Runs the program once its plan is approved (when plan approval applies). */
 async function runApproved(registry: CodeModeRegistry, preflight: RunCodePreflight | undefined, args: RunCodeArgs, exec: ToolRunContext): Promise<RunCodeOutput> {
-  const language = registry.codeRuntime()?.language
+  const language = registry.codeRuntime(args.language)?.language
   if (preflight?.approvePlan === undefined || language === undefined) return runCodeBridge(registry, args, exec)
   const release = await preflight.approvePlan({ code: args.code, description: args.description, language, run: exec })
   try {
@@ -189,7 +205,7 @@ async function checkTraced(registry: CodeModeRegistry, preflight: RunCodePreflig
 /** Runs the program under the preflight mode in force (see {@link RunCodePreflight}). */
 async function runWithPreflight(registry: CodeModeRegistry, preflight: RunCodePreflight | undefined, args: RunCodeArgs, exec: ToolRunContext): Promise<RunCodeOutput> {
   const mode = preflight?.mode(exec.agent) ?? 'off'
-  const language = registry.codeRuntime()?.language
+  const language = registry.codeRuntime(args.language)?.language
   // Python gets a plan only: nothing a model would read changes, so the run goes as is.
   if (preflight === undefined || mode === 'off' || language === undefined || language === 'python') return runApproved(registry, preflight, args, exec)
   if (mode === 'warn' && !preflight.warnChecks()) return runApproved(registry, preflight, args, exec)
@@ -240,12 +256,14 @@ async function runWithPreflight(registry: CodeModeRegistry, preflight: RunCodePr
 export function createRunCodeTool(registry: CodeModeRegistry, preflight?: RunCodePreflight): AnyToolDefinition {
   // A bare registry (no code runtime yet) gets the TypeScript wording.
   const python = typeof registry.codeRuntime === 'function' && registry.codeRuntime()?.language === 'python'
+  const languages = (): readonly string[] => registry.languages?.() ?? []
+  const validateRunCodeArgs = runCodeArgsValidator(languages)
   const definition: ToolDefinition<RunCodeArgs, JsonObject> = {
     name: RUN_CODE_TOOL_NAME,
     description: python
       ? 'Run a Python program that calls the available tools through the `tools` SDK. Only what the program prints or returns comes back.'
       : 'Run a program that calls the available tools through the `tools` SDK. Only what the ' + 'program prints or returns comes back.',
-    parameters: python ? pythonParameters : parameters,
+    parameters: withLanguages(python ? pythonParameters : parameters, languages()),
     output: {
       schema: outputSchema,
       render: (_args, value) => [{ type: 'text', text: renderRunCodeOutput(value as unknown as RunCodeOutput) }],

@@ -30,6 +30,8 @@ export interface StoredRun {
   readonly principal?: string
   readonly code: string
   readonly description: string
+  /** The program's language when it is not the model's (`ToolRuntimeOptions.codeRuntimes`): the resumed run goes to that runtime. */
+  readonly language?: string
   readonly state: ParkedRunState
   /** How its sub-calls were numbered (the calls it waits on keep their ids). */
   readonly numbering: DurableRunNumbering
@@ -211,7 +213,7 @@ export class DurableRuns {
    * The `durable` part of a `run_code` request: where its parked states go, and the state
    * to resume from when this call is a resumption.
    */
-  forRun(callId: string, agent: string | undefined, args: { readonly code: string; readonly description: string }, principal?: string, trace?: TraceCarrier) {
+  forRun(callId: string, agent: string | undefined, args: { readonly code: string; readonly description: string; readonly language?: string }, principal?: string, trace?: TraceCarrier) {
     const resume = this.#resuming.get(callId)
     this.#resuming.delete(callId)
     if (resume !== undefined) this.#durable.add(callId)
@@ -229,6 +231,7 @@ export class DurableRuns {
         ...(principal === undefined ? {} : { principal }),
         code: args.code,
         description: args.description,
+        ...(args.language === undefined ? {} : { language: args.language }),
         state,
         numbering,
         secret,
@@ -346,7 +349,7 @@ export class DurableRuns {
    * store, each run goes to exactly one (compare-and-set on its record).
    */
   async resumeAll(
-    start: (callId: string, agent: string | undefined, args: { readonly code: string; readonly description: string }, signal: AbortSignal, principal: string | undefined, trace?: TraceCarrier) => Promise<unknown>,
+    start: (callId: string, agent: string | undefined, args: { readonly code: string; readonly description: string; readonly language?: string }, signal: AbortSignal, principal: string | undefined, trace?: TraceCarrier) => Promise<unknown>,
     options: { readonly staleMs?: number } = {},
   ): Promise<ResumedRun[]> {
     const staleMs = options.staleMs ?? 30_000
@@ -374,7 +377,7 @@ export class DurableRuns {
         resumed.push({
           callId: record.callId,
           ...(record.agent === undefined ? {} : { agent: record.agent }),
-          result: start(record.callId, record.agent, { code: record.code, description: record.description }, controller.signal, record.principal, record.trace),
+          result: start(record.callId, record.agent, { code: record.code, description: record.description, ...(record.language === undefined ? {} : { language: record.language }) }, controller.signal, record.principal, record.trace),
           cancel: (reason?: unknown) => controller.abort(reason),
         })
       }
@@ -402,6 +405,7 @@ export function readStoredRun(text: string): StoredRun | undefined {
   if (typeof v !== 'object' || v === null || v.version !== 1) return undefined
   if (typeof v.callId !== 'string' || typeof v.code !== 'string' || typeof v.description !== 'string') return undefined
   if (v.agent !== undefined && typeof v.agent !== 'string') return undefined
+  if (v.language !== undefined && (typeof v.language !== 'string' || v.language.length > 32)) return undefined
   if (v.principal !== undefined && (typeof v.principal !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(v.principal))) return undefined
   if (v.secret !== undefined && (typeof v.secret !== 'string' || v.secret.length > 64)) return undefined
   if (!isParkedRunState(v.state)) return undefined

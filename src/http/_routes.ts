@@ -10,6 +10,7 @@ import { RETAINED_304_HEADERS, etag } from 'hono/etag'
 import { RUN_CODE_TOOL_NAME } from '../code-mode/registry-seam.js'
 import { hasSdkRenderer, renderToolsSdk } from '../code-mode/sdk.js'
 import type { SdkToolInput } from '../code-mode/sdk.js'
+import type { CodeRuntime } from '../code-runtime/contract.js'
 import type { ToolRuntime } from '../runtime-types.js'
 import type { ScopeKey, ToolExecutionResult } from '../types.js'
 import { sha256 } from './auth.js'
@@ -171,8 +172,8 @@ function overloaded(message: string, callId?: string): HttpError {
  * A run refused in the instant between this look and its admission still answers
  * `OVERLOADED`: 503 over JSON, the `result` event's error code over a stream.
  */
-function refuseWhenFull(runtime: ToolRuntime): void {
-  const load = runtime.options.codeRuntime?.load?.()
+function refuseWhenFull(runtime: ToolRuntime, language?: string): void {
+  const load = codeRuntimeFor(runtime, language)?.load?.()
   if (load !== undefined && load.running >= load.maxConcurrentRuns && load.queued >= load.maxQueuedRuns) {
     throw overloaded(`the code runtime is at capacity (${load.running} runs running, ${load.queued} waiting); retry later`)
   }
@@ -317,6 +318,24 @@ function executeTool(runtime: ToolRuntime, config: ApiConfig): Handler {
   }
 }
 
+/** The server's code runtime for `language` (absent: the one its model is shown). */
+function codeRuntimeFor(runtime: ToolRuntime, language: string | undefined): CodeRuntime | undefined {
+  const { codeRuntime, codeRuntimes } = runtime.options
+  return language === undefined || language === codeRuntime?.language ? codeRuntime : codeRuntimes?.find((r) => r.language === language)
+}
+
+/** A run request's `language`, checked against the languages the server runs; `undefined` when absent or the model's own. */
+function requestedLanguage(runtime: ToolRuntime, body: Record<string, unknown>): string | undefined {
+  if (!Object.hasOwn(body, 'language')) return undefined
+  const { codeRuntime, codeRuntimes } = runtime.options
+  const served = [codeRuntime?.language ?? 'typescript', ...(codeRuntimes ?? []).map((r) => r.language)]
+  if (typeof body.language !== 'string' || !served.includes(body.language)) {
+    const list = served.length === 1 ? `${served[0]} programs` : `programs in ${served.join(' and ')}`
+    throw invalidRequest(`language ${JSON.stringify(body.language)} is not run here: this server runs ${list}`)
+  }
+  return body.language === served[0] ? undefined : body.language
+}
+
 /** A `run_code` request read and admitted: what `POST /v1/run` and `POST /v1/runs` run. */
 export interface PreparedRun {
   /** The server's id of the `run_code` call (`http-run-<uuid>`). */
@@ -340,16 +359,13 @@ export async function prepareRun(c: Context, runtime: ToolRuntime, config: ApiCo
   if (Object.hasOwn(body, 'callId')) throw invalidRequest(RUN_CALL_ID_REFUSED)
   refuseUnknownFields(body, RUN_FIELDS)
   const agent = bodyAgent(c, body)
-  // `language` names the language the client wrote; the server runs its code runtime's one language.
-  const serverLanguage = runtime.options.codeRuntime?.language ?? 'typescript'
-  if (Object.hasOwn(body, 'language') && body.language !== serverLanguage) {
-    throw invalidRequest(`language ${JSON.stringify(body.language)} is not run here: this server runs ${serverLanguage} programs`)
-  }
+  // `language` names the language the client wrote: one the server's code runtimes run (`codeRuntimes`), or it is refused.
+  const language = requestedLanguage(runtime, body)
   // Decided before anything runs or streams, so JSON and SSE answer alike: a stream's
   // status line is sent at once and could no longer say 404. The agent's view is the one
   // answer to whether its model may call `run_code` (presented, and callable natively).
   if (!runtime.view(agent).canCall(RUN_CODE, 'native')) throw new HttpError('UNKNOWN_TOOL', unknownToolMessage(RUN_CODE))
-  refuseWhenFull(runtime)
+  refuseWhenFull(runtime, language)
   // The id is ours alone, so the stream's filter can never pick up another request's sub-calls.
   const callId = newRunCallId()
   // Only the fields the client sent: an absent `code` is then reported by the schema as
@@ -357,6 +373,7 @@ export async function prepareRun(c: Context, runtime: ToolRuntime, config: ApiCo
   const args: Record<string, unknown> = {}
   if (Object.hasOwn(body, 'code')) args.code = body.code
   if (Object.hasOwn(body, 'description')) args.description = body.description
+  if (language !== undefined) args.language = language
   const principal = requestPrincipal(c).id
   // The caller's W3C trace context: the run's spans join its trace.
   const trace = traceFieldOf((h) => c.req.header(h))

@@ -43,7 +43,9 @@ export function createCodeModeLink(link: CodeModeLinkContext): CodeModeRegistry 
     }
   }
   return {
-    codeRuntime: () => options.codeRuntime,
+    codeRuntime: (language) =>
+      language === undefined || language === options.codeRuntime?.language ? options.codeRuntime : options.codeRuntimes?.find((r) => r.language === language),
+    languages: () => (options.codeRuntime === undefined ? [] : [options.codeRuntime, ...(options.codeRuntimes ?? [])].map((r) => r.language)),
     maxParallelSubCalls: options.maxParallelSubCalls,
     maxOutputBytes: options.maxOutputBytes,
     bindingNames: (agent) => layers.view(agent).bindingNames,

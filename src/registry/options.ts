@@ -7,6 +7,7 @@
 import { ToolError } from '../errors.js'
 import type { PreflightEngine, PreflightMode } from '../preflight/types.js'
 import type { ToolRuntime, ToolRuntimeOptions } from '../runtime-types.js'
+import type { CodeRuntime } from '../code-runtime/contract.js'
 import type { DurableStore } from '../durable/store.js'
 import type { TelemetryMeter, TelemetryTracer, ToolTelemetryOptions } from '../telemetry/types.js'
 import { positiveInteger } from '../util/guards.js'
@@ -19,7 +20,7 @@ export const DEFAULT_MAX_OUTPUT_BYTES = 64 * 1024 * 1024
 export const DEFAULT_SDK_BUDGET_CHARS = 12_000
 
 const MODES = new Set(['native', 'code', 'both'])
-const KNOWN = new Set(['mode', 'codeRuntime', 'approval', 'approvals', 'sessionLog', 'maxParallelSubCalls', 'maxOutputBytes', 'toolOrder', 'sdkBudgetChars', 'preflight', 'preflightEngine', 'store', 'telemetry', 'runs'])
+const KNOWN = new Set(['mode', 'codeRuntime', 'codeRuntimes', 'approval', 'approvals', 'sessionLog', 'maxParallelSubCalls', 'maxOutputBytes', 'toolOrder', 'sdkBudgetChars', 'preflight', 'preflightEngine', 'store', 'telemetry', 'runs'])
 /** The values of `preflight` (the runtime's option and an agent's `preflightMode`). */
 export const PREFLIGHT_MODES: ReadonlySet<string> = new Set(['off', 'warn', 'block'])
 
@@ -115,17 +116,17 @@ export function validateRuntimeOptions(options: unknown): ToolRuntime['options']
   }
 
   const codeRuntime = o.codeRuntime
-  if (codeRuntime !== undefined) {
-    if (typeof codeRuntime !== 'object' || codeRuntime === null) fail(`options.codeRuntime must be a CodeRuntime object (got ${show(codeRuntime)})`)
-    const given = codeRuntime as Record<string, unknown>
-    // A code runtime is usually a class instance (getters are fine), but one that throws
-    // when inspected is a configuration error like any other.
-    guardRead('options.codeRuntime', () => {
-      if (typeof given.language !== 'string' || given.language === '') fail('options.codeRuntime.language must be a non-empty string')
-      if (typeof given.isolation !== 'string') fail('options.codeRuntime.isolation must be a string')
-      if (typeof given.run !== 'function') fail('options.codeRuntime.run must be a function')
-      if (typeof given.dispose !== 'function') fail('options.codeRuntime.dispose must be a function')
-      if (typeof given.capabilities !== 'object' || given.capabilities === null) fail('options.codeRuntime.capabilities must be an object')
+  if (codeRuntime !== undefined) checkCodeRuntime(codeRuntime, 'options.codeRuntime')
+  const codeRuntimes = o.codeRuntimes
+  if (codeRuntimes !== undefined) {
+    if (!Array.isArray(codeRuntimes)) fail(`options.codeRuntimes must be an array of CodeRuntime objects (got ${show(codeRuntimes)})`)
+    if (codeRuntime === undefined) fail('options.codeRuntimes needs options.codeRuntime: the one whose language a model is shown')
+    const languages = [(codeRuntime as CodeRuntime).language]
+    codeRuntimes.forEach((other: unknown, i: number) => {
+      checkCodeRuntime(other, `options.codeRuntimes[${i}]`)
+      const language = (other as CodeRuntime).language
+      if (languages.includes(language)) fail(`options.codeRuntimes[${i}] runs ${JSON.stringify(language)}, a language another code runtime already runs: one code runtime a language`)
+      languages.push(language)
     })
   }
 
@@ -204,6 +205,7 @@ export function validateRuntimeOptions(options: unknown): ToolRuntime['options']
     maxOutputBytes,
     sdkBudgetChars,
     ...(codeRuntime !== undefined ? { codeRuntime: codeRuntime as NonNullable<ToolRuntimeOptions['codeRuntime']> } : {}),
+    ...(Array.isArray(codeRuntimes) && codeRuntimes.length > 0 ? { codeRuntimes: Object.freeze([...codeRuntimes]) as ToolRuntimeOptions['codeRuntimes'] } : {}),
     ...(o.approval !== undefined ? { approval: o.approval as NonNullable<ToolRuntimeOptions['approval']> } : {}),
     ...(o.approvals !== undefined ? { approvals: o.approvals as NonNullable<ToolRuntimeOptions['approvals']> } : {}),
     ...(o.runs !== undefined ? { runs: o.runs as NonNullable<ToolRuntimeOptions['runs']> } : {}),
@@ -211,4 +213,17 @@ export function validateRuntimeOptions(options: unknown): ToolRuntime['options']
     ...(toolOrder !== undefined ? { toolOrder } : {}),
   }
   return Object.freeze(result) as ToolRuntime['options']
+}
+
+/** Fails unless `given` has the shape of a {@link CodeRuntime} (a getter that throws is a configuration error too). */
+function checkCodeRuntime(given: unknown, path: string): void {
+  if (typeof given !== 'object' || given === null) fail(`${path} must be a CodeRuntime object (got ${show(given)})`)
+  const runtime = given as Record<string, unknown>
+  guardRead(path, () => {
+    if (typeof runtime.language !== 'string' || runtime.language === '') fail(`${path}.language must be a non-empty string`)
+    if (typeof runtime.isolation !== 'string') fail(`${path}.isolation must be a string`)
+    if (typeof runtime.run !== 'function') fail(`${path}.run must be a function`)
+    if (typeof runtime.dispose !== 'function') fail(`${path}.dispose must be a function`)
+    if (typeof runtime.capabilities !== 'object' || runtime.capabilities === null) fail(`${path}.capabilities must be an object`)
+  })
 }

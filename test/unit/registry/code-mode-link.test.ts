@@ -186,6 +186,7 @@ describe('the Code Mode link: its members', () => {
       'codeRuntime',
       'execute',
       'executionMode',
+      'languages',
       'logDispatch',
       'logDispatchStart',
       'maxOutputBytes',

@@ -537,7 +537,7 @@ describe('validateRuntimeOptions: refusals', () => {
   })
 
   it('unknown options, listing the known ones', () => {
-    expect(refusal({ modes: 'both' })).toBe('unknown option "modes" (known: mode, codeRuntime, approval, approvals, sessionLog, maxParallelSubCalls, maxOutputBytes, toolOrder, sdkBudgetChars, preflight, preflightEngine, store, telemetry, runs)')
+    expect(refusal({ modes: 'both' })).toBe('unknown option "modes" (known: mode, codeRuntime, codeRuntimes, approval, approvals, sessionLog, maxParallelSubCalls, maxOutputBytes, toolOrder, sdkBudgetChars, preflight, preflightEngine, store, telemetry, runs)')
   })
 
   it('accessors, and options that throw when read', () => {
