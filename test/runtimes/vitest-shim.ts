@@ -1,6 +1,6 @@
 /**
  * The part of vitest's API the contract suites use (`describe`, `it`, `it.each`,
- * `it.skipIf`, hooks, `expect`), as a tiny sequential runner for Deno and Bun: the bundler
+ * `it.skipIf`, `describe.skip`/`describe.skipIf`, hooks, `expect`), as a tiny sequential runner for Deno and Bun: the bundler
  * (bundle.ts) substitutes it for `vitest`, so both runtimes run the suites' own cases.
  * @module
  */
@@ -35,9 +35,11 @@ interface Suite {
   readonly afterEach: Hook[]
   readonly beforeAll: Hook[]
   readonly afterAll: Hook[]
+  /** Set by `describe.skip`/`describe.skipIf`, or inherited: every case in it is skipped and its hooks never run. */
+  readonly skip: boolean
 }
 
-const newSuite = (name: string, parent: Suite | undefined): Suite => ({ name, parent, children: [], beforeEach: [], afterEach: [], beforeAll: [], afterAll: [] })
+const newSuite = (name: string, parent: Suite | undefined, skip = false): Suite => ({ name, parent, children: [], beforeEach: [], afterEach: [], beforeAll: [], afterAll: [], skip: skip || parent?.skip === true })
 
 const root = newSuite('', undefined)
 let current = root
@@ -60,7 +62,7 @@ type EachFn = <T>(table: readonly T[]) => (name: string, body: (...args: never[]
 
 function caseFn(skip: boolean): CaseFn & { each: EachFn } {
   const add: CaseFn = (name, body, timeoutMs = DEFAULT_TIMEOUT_MS) => {
-    current.children.push({ name, body, timeoutMs, skip })
+    current.children.push({ name, body, timeoutMs, skip: skip || current.skip })
   }
   const each: EachFn = (table) => (name, body, timeoutMs) => {
     for (const row of table) {
@@ -80,17 +82,27 @@ export const it = Object.assign(run, {
   skipIf: (condition: unknown) => (condition ? skipped : run),
 })
 
-/** Registers a group of cases (collected at once, as vitest's collection phase does). */
-export function describe(name: string, body: () => void): void {
-  const suite = newSuite(name, current)
-  current.children.push(suite)
-  current = suite
-  try {
-    body()
-  } finally {
-    current = suite.parent!
+function group(skip: boolean) {
+  return (name: string, body: () => void): void => {
+    const suite = newSuite(name, current, skip)
+    current.children.push(suite)
+    current = suite
+    try {
+      body()
+    } finally {
+      current = suite.parent!
+    }
   }
 }
+
+/**
+ * Registers a group of cases (collected at once, as vitest's collection phase does);
+ * `describe.skip` and `describe.skipIf(condition)` collect it with every case skipped.
+ */
+export const describe = Object.assign(group(false), {
+  skip: group(true),
+  skipIf: (condition: unknown) => group(Boolean(condition)),
+})
 
 const skipRules: Array<{ readonly match: (name: string) => boolean; readonly reason: string }> = []
 
@@ -154,7 +166,8 @@ async function runCase(suite: Suite, entry: Case, name: string, report: (result:
 }
 
 async function runSuite(suite: Suite, prefix: string, filter: (name: string) => boolean, report: (result: CaseResult) => void): Promise<void> {
-  for (const hook of suite.beforeAll) await hook()
+  // A skipped group's hooks would set up what none of its cases use (vitest skips them too).
+  if (!suite.skip) for (const hook of suite.beforeAll) await hook()
   for (const child of suite.children) {
     if ('body' in child) {
       const name = `${prefix}${child.name}`
@@ -166,7 +179,7 @@ async function runSuite(suite: Suite, prefix: string, filter: (name: string) => 
       await runSuite(child, `${prefix}${child.name} > `, filter, report)
     }
   }
-  for (const hook of suite.afterAll) await hook()
+  if (!suite.skip) for (const hook of suite.afterAll) await hook()
 }
 
 /** Runs every registered case in order, reporting each as it settles; returns them all. */
