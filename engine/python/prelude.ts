@@ -268,6 +268,9 @@ def _trace(e):
                 digits += rest[0]
                 rest = rest[1:]
             if digits:
+                # The wrapper is the program's top level, named as Python names one.
+                if rest == ', in __program__':
+                    rest = ', in <module>'
                 line = '  File "program.py", line ' + str(max(1, int(digits) - 1)) + rest
         elif line.startswith('  File "<prelude>"'):
             continue

@@ -130,15 +130,17 @@ function now(): number {
   return globalThis.performance.now()
 }
 
-/** Formats a program error for the model: `Name: message` plus up to five program frames. */
+/** How a Python traceback names a frame of the program (its line already mapped to the program's own). */
+const PYTHON_PROGRAM_FRAME = 'File "program.py", line '
+
+/** Formats a program error for the model: `Name: message` plus up to five program frames (TypeScript's or Python's). */
 export function formatProgramError(error: WireErrorData): string {
   const head = error.name === '' ? error.message : error.message === '' ? error.name : `${error.name}: ${error.message}`
   // Stryker disable next-line StringLiteral: without a stack any text without a program frame gives no frames
-  const frames = (error.stack ?? '')
-    .split('\n')
-    .filter((line) => line.includes(`${PROGRAM_SOURCE_URL}:`))
-    .slice(0, 5)
-    .map((line) => `    ${line.trim()}`)
+  const lines = (error.stack ?? '').split('\n').map((line) => line.trim())
+  const ts = lines.filter((line) => line.includes(`${PROGRAM_SOURCE_URL}:`)).slice(0, 5)
+  // A Python traceback lists the innermost frame last: keep the last five.
+  const frames = (ts.length > 0 ? ts : lines.filter((line) => line.startsWith(PYTHON_PROGRAM_FRAME)).slice(-5)).map((line) => `    ${line}`)
   return frames.length > 0 ? `${head}\n${frames.join('\n')}` : head
 }
 

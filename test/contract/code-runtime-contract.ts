@@ -434,11 +434,11 @@ export function describeCodeRuntimeContract(
     })
 
     describe('exceptions', () => {
-      it.skipIf(python)(notPython('reports a thrown error with its source line', 'the host keeps only program.ts frames (formatProgramError): a Python error reaches the model without its line'), async () => {
-        const result = await run("const a = 1\nconst b = 2\nthrow new Error('boom')")
+      it('reports a thrown error with its source line', async () => {
+        const result = await run(src("const a = 1\nconst b = 2\nthrow new Error('boom')", "a = 1\nb = 2\nraise Exception('boom')"))
         expect(result.error?.kind).toBe('exception')
-        expect(result.error?.message).toMatch(/^Error: boom/)
-        expect(result.error?.message).toMatch(/program\.ts:3:\d+/)
+        expect(result.error?.message).toMatch(src(/^Error: boom/, /^Exception: boom/))
+        expect(result.error?.message).toMatch(src(/program\.ts:3:\d+/, /File "program\.py", line 3, in <module>/))
         expect('value' in result).toBe(false)
       })
 

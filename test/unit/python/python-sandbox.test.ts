@@ -3,6 +3,7 @@ import { createSandboxRuntime } from '../../../platforms/node/sandbox-runtime.js
 import type { CodeBindingNamespace } from '../../../src/code-runtime/contract.js'
 import { ToolCallError } from '../../../src/errors.js'
 import { wrapProgram } from '../../../engine/python/thread-server.js'
+import { formatProgramError } from '../../../src/code-runtime/host-session.js'
 
 const runtime = createSandboxRuntime({ language: 'python', computeMs: 2_000, maxWallMs: 10_000, maxLogBytes: 4_096 })
 afterAll(() => runtime.dispose())
@@ -91,7 +92,22 @@ describe('Python sandbox (MicroPython in worker threads)', () => {
     const text = await run('s = """a\nb"""\nreturn s')
     expect(text.value).toBe('a\nb')
     const failed = await run('x = 1\n\nraise ValueError("bad")')
-    expect(failed.error?.message).toContain('ValueError: bad')
+    expect(failed.error?.message).toBe('ValueError: bad\n    File "program.py", line 3, in <module>')
+  })
+
+  it("keeps the program's own frames, innermost last, at most five, and a syntax error's line", async () => {
+    const nested = await run('x = 1\n\ndef f():\n    raise ValueError("bad")\nf()\n')
+    expect(nested.error?.message).toBe('ValueError: bad\n    File "program.py", line 5, in <module>\n    File "program.py", line 4, in f')
+    const syntax = await run('x = 1\ny = x +\n')
+    expect(syntax.error?.message).toBe('SyntaxError: invalid syntax\n    File "program.py", line 2')
+    const deep = await run('def f(n):\n    return f(n + 1)\nf(0)')
+    expect(deep.error?.message.split('\n')).toEqual(['RuntimeError: maximum recursion depth exceeded', ...Array(5).fill('    File "program.py", line 2, in f')])
+  })
+
+  it('formatProgramError keeps Python program frames and drops the prelude and others', () => {
+    const stack = 'Traceback (most recent call last):\n  File "<prelude>", line 9, in _main\n  File "program.py", line 2, in <module>\n  File "other.py", line 1\nValueError: v'
+    expect(formatProgramError({ name: 'ValueError', message: 'v', stack })).toBe('ValueError: v\n    File "program.py", line 2, in <module>')
+    expect(formatProgramError({ name: 'ValueError', message: 'v', stack: 'File "program.pyx", line 2' })).toBe('ValueError: v')
   })
 
   it('reports a syntax error as an exception', async () => {
