@@ -15,8 +15,13 @@
  * `return 1` runs each, interleaved, and prints p50/p99 of both against the targets; it
  * also prints what making one VM costs (booting one vs restoring the booted image).
  *
+ * "First run after create" times N fresh runtimes in this process (the wasm module already
+ * compiled by an untimed one), each from `createSandboxRuntime()` to its first `return 1`'s
+ * result, beside a fresh bare worker (from `new Worker` to its first message, and to its
+ * first result).
+ *
  * Run: `npm run bench:sandbox` (or `npx tsx bench/sandbox.bench.ts`);
- * `BENCH_ONLY=cold-under-load` runs only the last section.
+ * `BENCH_ONLY=cold-under-load` runs only the last section, `BENCH_ONLY=first-run` only the first-run one.
  */
 import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
@@ -60,7 +65,7 @@ function fromRuntime(name: string, runtime: CodeRuntime): Contender {
  * a program compiled with the AsyncFunction constructor, every binding call a
  * `postMessage` to the host and back. No budgets, caps or validation.
  */
-function bareWorker(): Contender {
+function bareWorker(): Contender & { readonly ready: Promise<number> } {
   const source = `
     const { parentPort } = require('node:worker_threads')
     const AsyncFunction = (async () => {}).constructor
@@ -74,7 +79,7 @@ function bareWorker(): Contender {
     })
     parentPort.postMessage({ type: 'ready' })`
   const worker = new Worker(source, { eval: true })
-  const ready = new Promise((resolve) => worker.once('message', resolve))
+  const ready = new Promise<number>((resolve) => worker.once('message', () => resolve(performance.now())))
   const signal = new AbortController().signal
   let functions: CodeBindingNamespace['functions'] = {}
   let settle: ((value: unknown) => void) | undefined
@@ -84,6 +89,7 @@ function bareWorker(): Contender {
   })
   return {
     name: 'bare worker + postMessage (floor)',
+    ready,
     async run(program, bindings) {
       await ready
       functions = bindings[0]?.functions ?? {}
@@ -189,6 +195,11 @@ async function main(): Promise<void> {
     await coldUnderLoad(wasmModule)
     return
   }
+  if (process.env.BENCH_ONLY === 'first-run') {
+    await firstRun()
+    return
+  }
+  await firstRun()
   const sandbox = createSandboxRuntime()
   await sandbox.warm()
   const contenders = [fromRuntime('toolyard sandbox (QuickJS in threads)', sandbox), bareWorker(), fromRuntime('QuickJS on the host thread', createQuickJsRuntime({ wasmModule }))]
@@ -234,6 +245,62 @@ async function main(): Promise<void> {
   console.log('  targets for the sandbox: host stall ≤ 20 ms, abort → result ≤ 50 ms')
   await oversizedArguments()
   await coldUnderLoad(wasmModule)
+}
+
+const FIRST_RUNS = Number(process.env.BENCH_FIRST_RUNS ?? 12)
+
+/** Ms from `new Worker` (the bare worker's source) to its first message, and to its first `return 1`'s result. */
+async function bareFirst(): Promise<readonly [number, number]> {
+  const start = performance.now()
+  const contender = bareWorker()
+  const value = contender.run('return 1', [])
+  // `run` awaits the worker's `ready` before it posts the program.
+  const readyAt = await contender.ready
+  const result = await value
+  const done = performance.now() - start
+  await contender.dispose()
+  if (result !== 1) throw new Error(`bare worker returned ${JSON.stringify(result)}`)
+  return [readyAt - start, done]
+}
+
+/** Ms from `createSandboxRuntime(options)` to its first `return 1`'s result. */
+async function sandboxFirst(options: Parameters<typeof createSandboxRuntime>[0]): Promise<number> {
+  const start = performance.now()
+  const runtime = createSandboxRuntime(options)
+  const result = await runtime.run({ program: 'return 1', bindings: [] })
+  const ms = performance.now() - start
+  await runtime.dispose()
+  if (result.value !== 1) throw new Error(`sandbox returned ${JSON.stringify(result)}`)
+  return ms
+}
+
+/**
+ * First run after create: {@link FIRST_RUNS} fresh runtimes, one of each contender in turn,
+ * after an untimed one (the process compiles the wasm module once and shares it).
+ */
+async function firstRun(): Promise<void> {
+  await sandboxFirst(undefined)
+  await bareFirst()
+  const atCreate: number[] = []
+  const atRun: number[] = []
+  const bareMessage: number[] = []
+  const bareResult: number[] = []
+  for (let i = 0; i < FIRST_RUNS; i++) {
+    atCreate.push(await sandboxFirst(undefined))
+    atRun.push(await sandboxFirst({ prespawn: 0 }))
+    const [message, result] = await bareFirst()
+    bareMessage.push(message)
+    bareResult.push(result)
+  }
+  console.log(`\n  first run after create (${FIRST_RUNS} fresh runtimes each, interleaved, the wasm module already compiled)`)
+  console.log(`  ${'contender'.padEnd(52)} ${'p50'.padStart(10)} ${'p95'.padStart(10)}`)
+  const row = (name: string, samples: number[]) => console.log(`  ${name.padEnd(52)} ${`${percentile(samples, 50).toFixed(2)} ms`.padStart(10)} ${`${percentile(samples, 95).toFixed(2)} ms`.padStart(10)}`)
+  row('sandbox, thread spawned at create (default)', atCreate)
+  row('sandbox, thread spawned at first run (prespawn 0)', atRun)
+  row('bare worker: new Worker → first message', bareMessage)
+  row('bare worker: new Worker → first result', bareResult)
+  const p50 = percentile(atCreate, 50)
+  console.log(`  target for the sandbox: p50 ≤ 50 ms (${p50.toFixed(2)} ms: ${p50 <= 50 ? 'met' : 'NOT met'})`)
 }
 
 const UNDER_LOAD_RUNS = Number(process.env.BENCH_UNDER_LOAD_RUNS ?? 200)
