@@ -1,9 +1,8 @@
 /**
  * Two `npm start` processes on one PostgreSQL database and two different data directories
- * (issue 37): a decision posted to B resumes the run A holds; A killed with `kill -9` while
- * its run waits, B adopts the run, takes the decision and finishes it, each call made once.
+ * (issue 37): a decision posted to B resumes the run A holds; A paused or killed with `kill -9`
+ * while its run waits, B takes the run over and finishes it, each call made once.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
 import { appendFileSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -12,13 +11,13 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createPostgresStore } from '../../../platforms/postgres/index.js'
 import { runKeySegment } from '../../../src/durable/runs.js'
+import { startChild, stopChildren, type Child } from '../../support/child.js'
 import { postgresSkipReason, startPostgres, type PostgresCluster } from '../../support/postgres.js'
 import { until } from '../../support/poll.js'
 
 const root = fileURLToPath(new URL('../../..', import.meta.url))
 const skip = postgresSkipReason()
 const base = mkdtempSync(join(tmpdir(), 'toolyard-two-'))
-const children: ChildProcess[] = []
 let cluster: PostgresCluster | undefined
 
 const TOKEN = 'two-instances-approver-0123456789abcdef'
@@ -35,42 +34,44 @@ await tools.effect({ tag: '${tag}:3' })
 return 'done'
 `
 
-async function instance(name: string): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/unit/postgres/server-child.ts', cluster!.url, join(base, name), TOKEN, API_TOKEN], {
+type Instance = { url: string; child: Child }
+
+async function instance(name: string): Promise<Instance> {
+  const trace = process.env.TOOLYARD_TWO_TRACE === '1' ? join(process.env.TOOLYARD_TWO_TRACE_DIR ?? tmpdir(), `two-trace-${name}.log`) : undefined
+  const child = startChild(process.execPath, ['--import', 'tsx', 'test/unit/postgres/server-child.ts', cluster!.url, join(base, name), TOKEN, API_TOKEN], {
     cwd: root,
-    stdio: ['ignore', 'pipe', 'pipe'],
+    ...(trace === undefined ? {} : { onOutput: (text: string, stream: string) => void (stream === 'stderr' && appendFileSync(trace, text)) }),
   })
-  children.push(child)
-  let out = ''
-  let err = ''
-  child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()))
-  child.stderr!.on('data', (chunk: Buffer) => {
-    err += chunk.toString()
-    if (process.env.TOOLYARD_TWO_TRACE === '1') appendFileSync(join(process.env.TOOLYARD_TWO_TRACE_DIR ?? tmpdir(), `two-trace-${name}.log`), chunk)
-  })
-  const url = await until(() => {
+  const url = await child.waitFor((out) => {
     const line = out.split('\n').find((l) => l.startsWith('{"url"'))
     return line === undefined ? undefined : (JSON.parse(line) as { url: string }).url
-  }, `instance ${name} to start (${err.slice(-400)})`, 90_000)
+  }, `instance ${name} to start`)
   return { url, child }
 }
 
 type Approval = { id: string; callId: string }
 const approvals = async (url: string): Promise<Approval[]> => ((await (await fetch(`${url}/v1/approvals`, { headers: AUTH })).json()) as { approvals: Approval[] }).approvals
-async function allow(url: string, callSuffix: string): Promise<void> {
-  const approval = await until(async () => (await approvals(url)).find((a) => a.callId.endsWith(callSuffix)), `the approval of ${callSuffix} on ${url}`)
+/** Allows the approval of sub-call `n` of the run whose call id is `runCallId` (instances are shared: other runs' approvals may be listed). */
+async function allow(url: string, runCallId: string, n: number, ms?: number): Promise<void> {
+  const callId = `${runCallId}:code:${n}`
+  const approval = await until(async () => (await approvals(url)).find((a) => a.callId === callId), `the approval of ${callId} on ${url}`, ms)
   const response = await fetch(`${url}/v1/approvals/${approval.id}`, { method: 'POST', headers: AUTH, body: JSON.stringify({ decision: 'allow' }) })
   expect(response.status).toBe(200)
 }
 const runStatus = async (url: string, id: string) =>
-  (await (await fetch(`${url}/v1/runs/${id}`, { headers: AUTH })).json()) as { status: string; result?: { value?: { result?: unknown } } }
-const ended = (url: string, id: string) =>
+  (await (await fetch(`${url}/v1/runs/${id}`, { headers: AUTH })).json()) as { status: string; callId: string; result?: { value?: { result?: unknown } } }
+/** A takeover waits out the 12 s heartbeat age first: its steps get deadlines that hold on a loaded machine. */
+const TAKEOVER_MS = 90_000
+const ended = (url: string, id: string, ms?: number) =>
   until(async () => {
     const run = await runStatus(url, id)
     return run.status === 'done' || run.status === 'failed' ? run : undefined
-  }, `run ${id} to end`)
-const startRun = async (url: string, tag: string) =>
-  ((await (await fetch(`${url}/v1/runs`, { method: 'POST', headers: AUTH, body: JSON.stringify({ code: program(tag), description: tag }) })).json()) as { id: string }).id
+  }, `run ${id} to end`, ms)
+/** Starts `code` (default: {@link program} of `tag`) on `url`; answers the run's id and call id. */
+async function startRun(url: string, tag: string, code = program(tag)): Promise<{ id: string; callId: string }> {
+  const { id } = (await (await fetch(`${url}/v1/runs`, { method: 'POST', headers: AUTH, body: JSON.stringify({ code, description: tag }) })).json()) as { id: string }
+  return { id, callId: (await runStatus(url, id)).callId }
+}
 
 async function expectEachCallOnce(run: { status: string; result?: { value?: { result?: unknown } } }, tag: string): Promise<void> {
   expect(run.status, JSON.stringify(run)).toBe('done')
@@ -132,27 +133,32 @@ async function expectEachCallOnceFor(id: string, url: string, tag: string, calls
 }
 
 describe.skipIf(skip !== undefined)(`two npm start instances on one PostgreSQL database${skip === undefined ? '' : ` (skipped: ${skip})`}`, () => {
+  // Three servers where each case used to start two: A and B serve the first two cases
+  // (nothing in them harms a server); A is then the one paused, and A2, started once A is
+  // gone, the one killed. B lives throughout and is the only candidate in each takeover.
+  let a: Instance
+  let b: Instance
   beforeAll(async () => {
     cluster = await startPostgres()
-  }, 90_000)
-  afterAll(() => {
-    for (const child of children) child.kill('SIGKILL')
+    // Made here, once: two servers' concurrent CREATE TABLE IF NOT EXISTS can collide in pg_type.
+    const pool = new pg.Pool({ connectionString: cluster.url, max: 1 })
+    await pool.query('CREATE TABLE IF NOT EXISTS test_effects (tag text NOT NULL, at timestamptz NOT NULL DEFAULT now())').finally(() => pool.end())
+    ;[a, b] = await Promise.all([instance('a'), instance('b')])
+  }, 180_000)
+  afterAll(async () => {
+    await stopChildren()
     cluster?.stop()
     rmSync(base, { recursive: true, force: true })
   })
 
   it('a run started on A waits for a person; the decisions posted to B resume it on A', async () => {
-    const [a, b] = await Promise.all([instance('a1'), instance('b1')])
-    const id = await startRun(a.url, 'decided')
-    for (const call of [':code:2', ':code:4']) await allow(b.url, call)
+    const { id, callId } = await startRun(a.url, 'decided')
+    for (const n of [2, 4]) await allow(b.url, callId, n)
     await expectEachCallOnce(await ended(a.url, id), 'decided')
-    a.child.kill('SIGKILL')
-    b.child.kill('SIGKILL')
   }, 240_000)
 
   it('a stream opened on B follows the run A runs, live, frame for frame; Last-Event-ID resumes it on B', async () => {
-    const [a, b] = await Promise.all([instance('a3'), instance('b3')])
-    const id = ((await (await fetch(`${a.url}/v1/runs`, { method: 'POST', headers: AUTH, body: JSON.stringify({ code: streamed('live'), description: 'live' }) })).json()) as { id: string }).id
+    const { id, callId } = await startRun(a.url, 'live', streamed('live'))
     const onA: Frame[] = []
     const onB: Frame[] = []
     const readA = readFrames(await fetch(`${a.url}/v1/runs/${id}/events`, { headers: AUTH }), onA)
@@ -175,7 +181,7 @@ describe.skipIf(skip !== undefined)(`two npm start instances on one PostgreSQL d
     expect(resumed[0]!.id).toBe(6)
     controller.abort()
     await readResumed
-    await allow(b.url, ':code:31')
+    await allow(b.url, callId, 31)
     await Promise.all([readA, readB])
     // Every frame A streamed, B streamed: same ids, same text, ending with `end`.
     expect(onB.map((frame) => frame.text)).toEqual(onA.map((frame) => frame.text))
@@ -187,14 +193,10 @@ describe.skipIf(skip !== undefined)(`two npm start instances on one PostgreSQL d
     expect(delays.length).toBeGreaterThanOrEqual(50)
     console.log(`cross-instance stream delay (A's stream -> B's, ${delays.length} frames): p50 ${percentile(delays, 50).toFixed(1)} ms, p95 ${percentile(delays, 95).toFixed(1)} ms, max ${delays.at(-1)!.toFixed(1)} ms`)
     await expectEachCallOnceFor(id, a.url, 'live', 60)
-    a.child.kill('SIGKILL')
-    b.child.kill('SIGKILL')
   }, 240_000)
 
   it('A paused (SIGSTOP) while its run waits: B takes it over; A woken (SIGCONT) writes nothing of it (fenced), each call once', async () => {
-    const [a, b] = await Promise.all([instance('a4'), instance('b4')])
-    const id = await startRun(a.url, 'fenced')
-    const { callId } = (await runStatus(a.url, id)) as unknown as { callId: string }
+    const { id, callId } = await startRun(a.url, 'fenced')
     const pool = new pg.Pool({ connectionString: cluster!.url, max: 1 })
     try {
       const store = createPostgresStore({ pool })
@@ -206,14 +208,14 @@ describe.skipIf(skip !== undefined)(`two npm start instances on one PostgreSQL d
       const ownerA = await until(ownerOf, 'the parked run in PostgreSQL')
       a.child.kill('SIGSTOP')
       // A is silent: after staleMs (12 s) B claims the run (compare-and-set on its record).
-      await until(async () => ((await ownerOf()) !== ownerA && (await ownerOf()) !== undefined ? true : undefined), 'B to claim the run')
-      await allow(b.url, ':code:2')
-      await until(async () => (await approvals(b.url)).find((x) => x.callId.endsWith(':code:4')), 'the second approval, on B')
+      await until(async () => ((await ownerOf()) !== ownerA && (await ownerOf()) !== undefined ? true : undefined), 'B to claim the run', TAKEOVER_MS)
+      await allow(b.url, callId, 2)
+      await until(async () => (await approvals(b.url)).find((x) => x.callId === `${callId}:code:4`), 'the second approval, on B', TAKEOVER_MS)
       a.child.kill('SIGCONT')
       // A wakes with the run still in memory; the decision it now sees would make it go on: its fence stops it.
       await new Promise((resolve) => setTimeout(resolve, 3_000))
-      await allow(b.url, ':code:4')
-      await expectEachCallOnce(await ended(b.url, id), 'fenced')
+      await allow(b.url, callId, 4)
+      await expectEachCallOnce(await ended(b.url, id, TAKEOVER_MS), 'fenced')
       // A, awake since, wrote no record, result or event snapshot over B's.
       await new Promise((resolve) => setTimeout(resolve, 1_000))
       const record = JSON.parse((await store.get(`run-records/${id}`))!.value) as { status: string; owner: string }
@@ -223,29 +225,26 @@ describe.skipIf(skip !== undefined)(`two npm start instances on one PostgreSQL d
     } finally {
       await pool.end()
     }
-    a.child.kill('SIGKILL')
-    b.child.kill('SIGKILL')
+    // A is done with: the next case's takeover must have B as the only candidate.
+    await a.child.stop()
   }, 240_000)
 
   it('A killed with kill -9 while its run waits: B adopts the run, takes the decision and finishes it, each call once', async () => {
-    const [a, b] = await Promise.all([instance('a2'), instance('b2')])
-    const id = await startRun(a.url, 'killed')
-    await allow(b.url, ':code:2')
-    await until(async () => (await approvals(b.url)).find((x) => x.callId.endsWith(':code:4')), 'the second approval')
+    const a2 = await instance('a2')
+    const { id, callId } = await startRun(a2.url, 'killed')
+    await allow(b.url, callId, 2)
+    await until(async () => (await approvals(b.url)).find((x) => x.callId === `${callId}:code:4`), 'the second approval')
     // Parked: its state is a row in the shared table. Then A dies.
     const pool = new pg.Pool({ connectionString: cluster!.url, max: 1 })
     try {
       const store = createPostgresStore({ pool })
-      const { callId } = (await runStatus(a.url, id)) as unknown as { callId: string }
       const parked = async () => (await store.get(`runs/${runKeySegment(callId)}`)) !== undefined && (await store.get(`run-events/${id}`)) !== undefined
       await until(async () => ((await parked()) ? true : undefined), 'the parked run and its events in PostgreSQL')
     } finally {
       await pool.end()
     }
-    a.child.kill('SIGKILL')
-    await new Promise((resolve) => a.child.once('exit', resolve))
-    await allow(b.url, ':code:4')
-    await expectEachCallOnce(await ended(b.url, id), 'killed')
-    b.child.kill('SIGKILL')
+    await a2.child.stop()
+    await allow(b.url, callId, 4)
+    await expectEachCallOnce(await ended(b.url, id, TAKEOVER_MS), 'killed')
   }, 240_000)
 })
