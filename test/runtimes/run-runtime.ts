@@ -4,10 +4,10 @@
  * standalone: `npx tsx test/runtimes/run-runtime.ts deno|bun` (after `npm run build`).
  * @module
  */
-import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { bunBinary, denoBinary } from './binaries.js'
 import { bundleRunner } from './bundle.js'
+import { startChild } from '../support/child.js'
 import { SUMMARY_PREFIX, type RuntimeSummary } from './report.js'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
@@ -19,7 +19,7 @@ export const RUNTIMES = {
   bun: { binary: bunBinary, args: (bundle: string) => [bundle], entry: 'test/runtimes/bun.runner.ts' },
 } as const
 
-/** What a run left: its exit code (null when killed), its whole output, and its summary line if it printed one. */
+/** What a run left: its exit code (null when killed), its output (the last MiB), and its summary line if it printed one. */
 export interface RuntimeRun {
   readonly code: number | null
   readonly output: string
@@ -32,27 +32,9 @@ export async function runRuntime(name: keyof typeof RUNTIMES, timeoutMs: number,
   const runtime = RUNTIMES[name]
   const bundle = await bundleRunner(runtime.entry)
   const started = performance.now()
-  const child = spawn(runtime.binary(), runtime.args(bundle), { cwd: root, env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] })
-  let output = ''
-  const take = (chunk: Buffer) => {
-    const text = chunk.toString('utf8')
-    output += text
-    onOutput?.(text)
-  }
-  child.stdout.on('data', take)
-  child.stderr.on('data', take)
-  const timer = setTimeout(() => {
-    output += `\n[killed after ${timeoutMs} ms]\n`
-    child.kill('SIGKILL')
-  }, timeoutMs)
-  const code = await new Promise<number | null>((resolve) => {
-    child.once('close', (exitCode) => resolve(exitCode))
-    child.once('error', (error) => {
-      output += `\n[could not start: ${error.message}]\n`
-      resolve(null)
-    })
-  })
-  clearTimeout(timer)
+  const child = startChild(runtime.binary(), runtime.args(bundle), { cwd: root, env: { NO_COLOR: '1' }, ...(onOutput === undefined ? {} : { onOutput }) })
+  const { code } = await child.exit(timeoutMs)
+  const output = child.output
   const line = output.split('\n').find((l) => l.startsWith(SUMMARY_PREFIX))
   const summary = line === undefined ? undefined : (JSON.parse(line.slice(SUMMARY_PREFIX.length)) as RuntimeSummary)
   return { code, output, summary, wallMs: Math.round(performance.now() - started) }

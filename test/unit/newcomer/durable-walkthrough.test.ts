@@ -5,18 +5,18 @@
  * before another process takes a run over), killed with SIGKILL between them (in place
  * of the block's `pgrep` line, which could reach another server on this machine).
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process'
+import { execFile } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
+import { startChild, stopChildren, type Child } from '../../support/child.js'
 
 const root = fileURLToPath(new URL('../../..', import.meta.url))
 const home = mkdtempSync(join(tmpdir(), 'durable-walkthrough-'))
-const children: ChildProcess[] = []
-afterAll(() => {
-  for (const child of children) child.kill('SIGKILL')
+afterAll(async () => {
+  await stopChildren()
   rmSync(home, { recursive: true, force: true })
 })
 
@@ -29,21 +29,11 @@ function block(name: string): string {
 }
 
 /** The server as `npm start` runs it, in `home` (its data directory `.toolyard/` there), on a free port. */
-async function server(): Promise<{ url: string; child: ChildProcess }> {
-  const env: NodeJS.ProcessEnv = { ...process.env, PORT: '0', TOOLYARD_DATA_DIR: join(home, '.toolyard') }
-  for (const name of ['TOOLYARD_TOKEN', 'TOOLYARD_APPROVER_TOKEN', 'TOOLYARD_DATABASE_URL', 'OTEL_EXPORTER_OTLP_ENDPOINT']) delete env[name]
-  const child = spawn(process.execPath, ['--import', pathToFileURL(join(root, 'node_modules/tsx/dist/loader.mjs')).href, join(root, 'examples/start.ts')], { cwd: home, env, stdio: ['ignore', 'pipe', 'pipe'] })
-  children.push(child)
-  let out = ''
-  child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()))
-  child.stderr!.on('data', (chunk: Buffer) => (out += chunk.toString()))
-  const deadline = Date.now() + 90_000
-  for (;;) {
-    const url = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(out)?.[1]
-    if (url !== undefined && out.includes('Ctrl+C stops the server.')) return { url, child }
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`the server did not start: ${out.slice(-600)}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
+async function server(): Promise<{ url: string; child: Child }> {
+  const env = { PORT: '0', TOOLYARD_DATA_DIR: join(home, '.toolyard'), TOOLYARD_TOKEN: undefined, TOOLYARD_APPROVER_TOKEN: undefined, TOOLYARD_DATABASE_URL: undefined, OTEL_EXPORTER_OTLP_ENDPOINT: undefined }
+  const child = startChild(process.execPath, ['--import', pathToFileURL(join(root, 'node_modules/tsx/dist/loader.mjs')).href, join(root, 'examples/start.ts')], { cwd: home, env })
+  const url = await child.waitFor((_, out) => (out.includes('Ctrl+C stops the server.') ? /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(out)?.[1] : undefined), 'the server to start')
+  return { url, child }
 }
 
 function bash(script: string, env: Record<string, string> = {}): Promise<string> {
@@ -64,8 +54,7 @@ describe('docs/durability.md: kill -9 while a run waits', () => {
     const [token, approver, run] = /<<(\S+) (\S+) (\S+)>>/.exec(out1)!.slice(1) as [string, string, string]
 
     // The block's pgrep line, on this test's own child only.
-    first.child.kill('SIGKILL')
-    await new Promise((resolve) => first.child.once('exit', resolve))
+    await first.child.stop()
 
     const second = await server()
     const out3 = await bash(block('durable-3').replaceAll('http://127.0.0.1:8787', second.url), { TOKEN: token, APPROVER: approver, RUN: run })

@@ -2,13 +2,13 @@
  * `npm start`'s entry with `TOOLYARD_DATABASE_URL` (examples/start.ts main()): the server
  * keeps its state in PostgreSQL and says so; a database that refuses fails the start.
  */
-import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startChild } from '../../support/child.js'
 import { postgresSkipReason, startPostgres, type PostgresCluster } from '../../support/postgres.js'
 
 const root = fileURLToPath(new URL('../../..', import.meta.url))
@@ -16,27 +16,16 @@ const skip = postgresSkipReason()
 const base = mkdtempSync(join(tmpdir(), 'toolyard-npm-start-'))
 let cluster: PostgresCluster | undefined
 
-/** Runs examples/start.ts until `done(output)` says enough, or it exits; answers its output and exit code. */
-function start(env: Record<string, string>, done: (out: string) => boolean): Promise<{ out: string; code: number | null }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'examples/start.ts'], {
+/** Runs examples/start.ts until `done(output)` says enough (then SIGTERM), or it exits, or 90 s pass (then SIGKILL); answers its output and exit code. */
+async function start(env: Record<string, string>, done: (out: string) => boolean): Promise<{ out: string; code: number | null }> {
+  const child = startChild(process.execPath, ['--import', 'tsx', 'examples/start.ts'], {
     cwd: root,
-    env: { ...process.env, PORT: '0', TOOLYARD_DATA_DIR: join(base, 'data'), TOOLYARD_TOKEN: 'api-token-0123456789abcdef', TOOLYARD_APPROVER_TOKEN: 'approver-token-0123456789abcdef', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { PORT: '0', TOOLYARD_DATA_DIR: join(base, 'data'), TOOLYARD_TOKEN: 'api-token-0123456789abcdef', TOOLYARD_APPROVER_TOKEN: 'approver-token-0123456789abcdef', ...env },
   })
-  let out = ''
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => child.kill('SIGKILL'), 90_000)
-    const check = (chunk: Buffer) => {
-      out += chunk.toString()
-      if (done(out)) child.kill('SIGTERM')
-    }
-    child.stdout!.on('data', check)
-    child.stderr!.on('data', check)
-    child.once('exit', (code) => {
-      clearTimeout(timer)
-      resolve({ out, code })
-    })
-  })
+  const reached = await child.waitFor((_, out) => (done(out) ? true : undefined), 'the expected output', 90_000).catch(() => false)
+  child.kill(reached ? 'SIGTERM' : 'SIGKILL')
+  const { code } = await child.exit(30_000)
+  return { out: child.output, code }
 }
 
 describe.skipIf(skip !== undefined)(`npm start with TOOLYARD_DATABASE_URL${skip === undefined ? '' : ` (skipped: ${skip})`}`, () => {

@@ -3,23 +3,23 @@
  * receiver this test starts: an approved program's spans (run_code and its sub-calls in
  * one trace, the approval events) and the metrics arrive over OTLP/HTTP JSON.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, expect, it } from 'vitest'
+import { startChild, stopChildren, type Child } from '../../support/child.js'
 import { until } from '../../support/poll.js'
 
 const root = fileURLToPath(new URL('../../..', import.meta.url))
 const dataDir = mkdtempSync(join(tmpdir(), 'toolyard-otlp-'))
 const API = 'otlp-test-api-token-0123456789abcdef'
 const APPROVER = 'otlp-test-approver-token-0123456789ab'
-let child: ChildProcess | undefined
+let child: Child | undefined
 let receiver: Server | undefined
-afterAll(() => {
-  child?.kill('SIGKILL')
+afterAll(async () => {
+  await stopChildren()
   receiver?.close()
   rmSync(dataDir, { recursive: true, force: true })
 })
@@ -39,16 +39,11 @@ it('npm start with OTEL_EXPORTER_OTLP_ENDPOINT delivers the spans and metrics of
   await new Promise<void>((resolve) => receiver!.listen(0, '127.0.0.1', resolve))
   const endpoint = `http://127.0.0.1:${(receiver.address() as { port: number }).port}`
 
-  child = spawn(process.execPath, ['--import', 'tsx', 'examples/start.ts'], {
+  child = startChild(process.execPath, ['--import', 'tsx', 'examples/start.ts'], {
     cwd: root,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, PORT: '0', TOOLYARD_DATA_DIR: dataDir, TOOLYARD_TOKEN: API, TOOLYARD_APPROVER_TOKEN: APPROVER, OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_SERVICE_NAME: 'toolyard-otlp-test', OTEL_BSP_SCHEDULE_DELAY: '100', OTEL_METRIC_EXPORT_INTERVAL: '200' },
+    env: { PORT: '0', TOOLYARD_DATA_DIR: dataDir, TOOLYARD_TOKEN: API, TOOLYARD_APPROVER_TOKEN: APPROVER, OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_SERVICE_NAME: 'toolyard-otlp-test', OTEL_BSP_SCHEDULE_DELAY: '100', OTEL_METRIC_EXPORT_INTERVAL: '200' },
   })
-  let out = ''
-  let err = ''
-  child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()))
-  child.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString()))
-  const url = await until(() => /listening on (http:\/\/\S+)/.exec(out)?.[1], `the server to start (${err.slice(-400)})`)
+  const url = await child.waitFor((out) => /listening on (http:\/\/\S+)/.exec(out)?.[1], 'the server to start')
 
   const auth = (token: string) => ({ Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' })
   const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'
@@ -81,7 +76,6 @@ it('npm start with OTEL_EXPORTER_OTLP_ENDPOINT delivers the spans and metrics of
   for (const name of ['toolyard.approval.decisions', 'toolyard.code.running', 'toolyard.code.parked']) expect(names.has(name)).toBe(true)
 
   // SIGTERM: the server shuts down and flushes; the process exits cleanly.
-  const exited = new Promise<number | null>((resolve) => child!.once('exit', resolve))
   child.kill('SIGTERM')
-  expect(await exited).toBe(0)
+  expect((await child.exited).code).toBe(0)
 }, 120_000)
