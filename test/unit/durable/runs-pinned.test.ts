@@ -1,0 +1,265 @@
+/**
+ * Fencing of durable runs in process (src/durable/runs.ts; issue 38 item 4): a process whose
+ * run another one claimed (it was presumed dead) writes nothing more of it and makes no more
+ * of its calls; the claimant goes on with the records it finds. Two `DurableRuns` over one
+ * cue store stand for two processes; a paused process is one whose writes wait on a cue.
+ */
+import { afterEach, describe, expect, it } from 'vitest'
+import type { ParkedRunState } from '../../../src/code-runtime/contract.js'
+import { bindRunSecret } from '../../../src/durable/call-key.js'
+import { DurableRuns } from '../../../src/durable/runs.js'
+import type { DurableSubCall, StoredRun } from '../../../src/durable/runs.js'
+import type { JsonValue } from '../../../src/json/json-value.js'
+import { cueStore, readJson } from '../../support/cue-store.js'
+
+const STATE = {
+  version: 1,
+  vm: { clockMs: 0, timers: [], journal: { inputs: [], reads: [], ops: '', calls: [] } },
+  logs: [],
+  logBytes: 0,
+  logTruncated: false,
+  busyMs: 0,
+  wallMs: 0,
+  lastCallId: 1,
+  calls: [{ id: 1, global: 'tools', name: 'pay', args: {} }],
+} as unknown as ParkedRunState
+const NUMBERING = { submitted: 1, calls: [[1, 1]] as const }
+const TAKEN = (name: string) => `${name} was not made: another instance took this run over (this one was presumed dead) and goes on with it`
+
+const processes: DurableRuns[] = []
+afterEach(() => {
+  for (const runs of processes.splice(0)) runs.close()
+})
+
+/** A "process": its runs over `store` (its heartbeat stopped after the test). */
+function process(store: ConstructorParameters<typeof DurableRuns>[0]): DurableRuns {
+  const runs = new DurableRuns(store)
+  processes.push(runs)
+  return runs
+}
+
+function parentOf(secret: string): symbol {
+  const token = Symbol('run_code')
+  bindRunSecret(token, secret)
+  return token
+}
+
+/** Starts run `callId` in `runs` and parks it. */
+async function parked(runs: DurableRuns, callId: string) {
+  const run = runs.forRun(callId, undefined, { code: 'c', description: 'd' })
+  run.onPark(STATE, NUMBERING)
+  await runs.flushed()
+  return { ...run, parent: parentOf(run.secret) }
+}
+
+/** Claims every run no live process holds (staleMs 0: every other process counts as silent), as the resume loop does. */
+async function claimAll(runs: DurableRuns): Promise<string[]> {
+  const resumed = await runs.resumeAll(async () => 'resumed', { staleMs: 0 })
+  return resumed.map((run) => run.callId)
+}
+
+const call = (n: number, parent: symbol, name = 'pay', args: JsonValue = { cents: 5 }): DurableSubCall => ({ callId: `r:code:${n}`, name, arguments: args, parent })
+
+describe('a run another process claimed: the old holder is fenced off', () => {
+  it('its next sub-call is not made (RUN_TAKEN_OVER), writes no record, and every later one is refused without a read', async () => {
+    const cues = cueStore()
+    const a = process(cues.store)
+    const run = await parked(a, 'r')
+    const b = process(cues.store)
+    expect(await claimAll(b)).toEqual(['r'])
+    const claimed = await cues.base.get('runs/r')
+    expect(a.taken('r')).toBe(false)
+    let ran = 0
+    const body = async () => (ran++, 'paid')
+    await expect(a.aroundBody(call(2, run.parent), false, body)).rejects.toMatchObject({ code: 'RUN_TAKEN_OVER', message: TAKEN('pay') })
+    expect(ran).toBe(0)
+    expect(a.taken('r')).toBe(true)
+    expect(await cues.base.get('calls/r/2')).toBeUndefined()
+    cues.ops.length = 0
+    await expect(a.aroundBody(call(3, run.parent, 'refund'), false, body)).rejects.toMatchObject({ code: 'RUN_TAKEN_OVER', message: TAKEN('refund') })
+    // A known loss needs no read of the run's record (only the call's own record was read).
+    expect(cues.ops.map((o) => `${o.op} ${o.key}`)).toEqual(['get calls/r/3'])
+    expect(ran).toBe(0)
+    // B's record is whole: A's later park and end write nothing of the run.
+    run.onPark(STATE, NUMBERING)
+    await a.ended('r')
+    await a.flushed()
+    expect(await cues.base.get('runs/r')).toEqual(claimed)
+    expect(((await readJson(cues.base, 'runs/r')) as StoredRun).owner).toBe(b.owner)
+    // Another run of A is not fenced.
+    expect(a.taken('s')).toBe(false)
+  })
+
+  it('a claim between the started record and the body: the body does not run; the new holder finds the call cut off (INTERRUPTED)', async () => {
+    const cues = cueStore()
+    const a = process(cues.store)
+    const run = await parked(a, 'r')
+    const b = process(cues.store)
+    cues.after = async (op) => {
+      if (op.op === 'put' && op.key === 'calls/r/1') {
+        cues.after = undefined
+        await claimAll(b)
+      }
+    }
+    let ran = 0
+    await expect(a.aroundBody(call(1, run.parent), false, async () => (ran++, 'paid'))).rejects.toMatchObject({ code: 'RUN_TAKEN_OVER' })
+    expect(ran).toBe(0)
+    expect(await readJson(cues.base, 'calls/r/1')).toMatchObject({ state: 'started', name: 'pay' })
+    // B resumes the run with its secret: the call it makes again was cut off, and is not made.
+    const resumed = b.forRun('r', undefined, { code: 'c', description: 'd' })
+    expect(resumed.secret).toBe(run.secret)
+    await expect(b.aroundBody(call(1, parentOf(resumed.secret)), false, async () => (ran++, 'paid'))).rejects.toMatchObject({ code: 'INTERRUPTED' })
+    expect(ran).toBe(0)
+    // An idempotent tool is made again, once, by B.
+    expect(await b.aroundBody(call(1, parentOf(resumed.secret)), true, async () => (ran++, 'paid by b'))).toBe('paid by b')
+    expect(ran).toBe(1)
+    expect(await readJson(cues.base, 'calls/r/1')).toMatchObject({ state: 'done', value: 'paid by b' })
+  })
+
+  it("a call record another process wrote between A's read and A's write is never replaced: RUN_TAKEN_OVER, and A is fenced", async () => {
+    const cues = cueStore()
+    const a = process(cues.store)
+    const run = await parked(a, 'r')
+    const theirs = JSON.stringify({ state: 'started', name: 'pay', run: 'their secret' })
+    cues.before = async (op) => {
+      if (op.op === 'put' && op.key === 'calls/r/1') {
+        cues.before = undefined
+        expect(op.ifVersion).toBeNull()
+        await cues.base.put('calls/r/1', theirs)
+      }
+    }
+    let ran = 0
+    await expect(a.aroundBody(call(1, run.parent), false, async () => (ran++, 'paid'))).rejects.toMatchObject({ code: 'RUN_TAKEN_OVER', message: TAKEN('pay') })
+    expect(ran).toBe(0)
+    expect((await cues.base.get('calls/r/1'))?.value).toBe(theirs)
+    expect(a.taken('r')).toBe(true)
+    // Fenced: its end leaves the run and its records to whoever took it.
+    await a.ended('r')
+    expect(await cues.base.get('runs/r')).toBeDefined()
+    expect(await cues.base.get('calls/r/1')).toBeDefined()
+  })
+
+  it("a re-park that loses its compare-and-set (claimed meanwhile) fences the run: A's next call is refused, B's record stays", async () => {
+    const cues = cueStore()
+    const a = process(cues.store)
+    const run = await parked(a, 'r')
+    const b = process(cues.store)
+    expect(await claimAll(b)).toEqual(['r'])
+    const claimed = await cues.base.get('runs/r')
+    run.onPark(STATE, { submitted: 2, calls: [[2, 2]] })
+    await a.flushed()
+    expect(a.taken('r')).toBe(true)
+    expect(await cues.base.get('runs/r')).toEqual(claimed)
+    cues.ops.length = 0
+    await expect(a.aroundBody(call(2, run.parent), false, async () => 'paid')).rejects.toMatchObject({ code: 'RUN_TAKEN_OVER' })
+    expect(cues.ops.some((o) => o.op === 'put')).toBe(false)
+  })
+
+  it('each park is compare-and-set on the version the last one wrote: three parks in a row all land', async () => {
+    const cues = cueStore()
+    const a = process(cues.store)
+    const run = a.forRun('r', undefined, { code: 'c', description: 'd' })
+    const versions: (string | null)[] = [null]
+    for (let n = 1; n <= 3; n++) {
+      run.onPark(STATE, { submitted: n, calls: [] })
+      await a.flushed()
+      expect(((await readJson(cues.base, 'runs/r')) as StoredRun).numbering.submitted).toBe(n)
+      versions.push((await cues.base.get('runs/r'))!.version)
+    }
+    const puts = cues.ops.filter((o) => o.op === 'put' && o.key === 'runs/r')
+    expect(puts.map((o) => o.ifVersion)).toEqual(versions.slice(0, 3))
+    expect(a.taken('r')).toBe(false)
+  })
+
+  it("an end whose conditional delete loses (claimed meanwhile) keeps the record and the call records for the new holder", async () => {
+    const cues = cueStore()
+    const a = process(cues.store)
+    const run = await parked(a, 'r')
+    expect(await a.aroundBody(call(1, run.parent), false, async () => 'paid')).toBe('paid')
+    const b = process(cues.store)
+    expect(await claimAll(b)).toEqual(['r'])
+    await a.ended('r')
+    expect(a.taken('r')).toBe(true)
+    expect(((await readJson(cues.base, 'runs/r')) as StoredRun).owner).toBe(b.owner)
+    expect(await readJson(cues.base, 'calls/r/1')).toMatchObject({ state: 'done', value: 'paid' })
+    // B's own end removes both.
+    b.forRun('r', undefined, { code: 'c', description: 'd' })
+    await b.ended('r')
+    expect(await cues.base.get('runs/r')).toBeUndefined()
+    expect(await cues.base.get('calls/r/1')).toBeUndefined()
+  })
+
+  it('an idempotent call made again by the new holder keeps its record: the old holder finishing late does not overwrite it', async () => {
+    const cues = cueStore()
+    const a = process(cues.store)
+    const run = await parked(a, 'r')
+    const b = process(cues.store)
+    let releaseA: () => void = () => {}
+    const slow = new Promise<void>((resolve) => (releaseA = resolve))
+    const onA = a.aroundBody(call(1, run.parent), true, async () => (await slow, 'by a'))
+    // A's body runs; meanwhile B claims the run and makes the idempotent call itself.
+    await new Promise((resolve) => setTimeout(resolve, 0))
+    while ((await cues.base.get('calls/r/1')) === undefined) await new Promise((resolve) => setTimeout(resolve, 1))
+    expect(await claimAll(b)).toEqual(['r'])
+    const mine = b.forRun('r', undefined, { code: 'c', description: 'd' })
+    expect(await b.aroundBody(call(1, parentOf(mine.secret)), true, async () => 'by b')).toBe('by b')
+    releaseA()
+    expect(await onA).toBe('by a')
+    expect(await readJson(cues.base, 'calls/r/1')).toMatchObject({ state: 'done', value: 'by b' })
+  })
+
+  it('a process the run was taken from, that claims it back later, may write it again', async () => {
+    const cues = cueStore()
+    const a = process(cues.store)
+    const run = await parked(a, 'r')
+    const b = process(cues.store)
+    await claimAll(b)
+    await expect(a.aroundBody(call(1, run.parent), false, async () => 'x')).rejects.toMatchObject({ code: 'RUN_TAKEN_OVER' })
+    expect(a.taken('r')).toBe(true)
+    // B dies in turn; A's sweep claims the run back.
+    b.close()
+    expect(await claimAll(a)).toEqual(['r'])
+    expect(a.taken('r')).toBe(false)
+    const again = a.forRun('r', undefined, { code: 'c', description: 'd' })
+    expect(again.resume).toEqual({ state: STATE, numbering: NUMBERING })
+    expect(await a.aroundBody(call(1, parentOf(again.secret)), false, async () => 'paid')).toBe('paid')
+    expect(await readJson(cues.base, 'calls/r/1')).toMatchObject({ state: 'done', value: 'paid' })
+    // Its end, conditional on the version its claim wrote, removes the run.
+    await a.ended('r')
+    expect(await cues.base.get('runs/r')).toBeUndefined()
+    expect(await cues.base.get('calls/r/1')).toBeUndefined()
+  })
+})
+
+describe('a resumed run, ended by the process that resumed it', () => {
+  it('leaves no record of it, even though it never parked in that process', async () => {
+    const cues = cueStore()
+    const a = process(cues.store)
+    const run = await parked(a, 'r')
+    await a.aroundBody(call(1, run.parent), false, async () => 'paid')
+    a.close()
+    const b = process(cues.store)
+    expect(await claimAll(b)).toEqual(['r'])
+    b.forRun('r', undefined, { code: 'c', description: 'd' })
+    await b.ended('r')
+    const deletes = cues.ops.filter((o) => o.op === 'delete')
+    expect(deletes.map((o) => o.key)).toEqual(['runs/r', 'calls/r/1'])
+    // The run's delete is conditional on the version B's claim wrote.
+    expect(deletes[0]!.ifVersion).toMatch(/^[0-9]+$/)
+    expect(await cues.base.list('', { limit: 1000 })).toEqual({ entries: [expect.objectContaining({ key: `owners/${b.owner}` }), expect.objectContaining({ key: `owners/${a.owner}` })].sort((x, y) => (x.key < y.key ? -1 : 1)) })
+  })
+
+  it('a run cancelled in the sweep gets the abort reason; each resumed run has its own signal', async () => {
+    const cues = cueStore()
+    const a = process(cues.store)
+    await parked(a, 'r')
+    await parked(a, 's')
+    const b = process(cues.store)
+    const signals: AbortSignal[] = []
+    const resumed = await b.resumeAll(async (_id, _agent, _args, signal) => void signals.push(signal), { staleMs: 0 })
+    expect(resumed.map((r) => r.callId)).toEqual(['r', 's'])
+    resumed[0]!.cancel('enough')
+    expect(signals.map((s) => s.aborted)).toEqual([true, false])
+    expect(signals[0]!.reason).toBe('enough')
+  })
+})
