@@ -246,7 +246,8 @@ describe('a resumed run, ended by the process that resumed it', () => {
     expect(deletes.map((o) => o.key)).toEqual(['runs/r', 'calls/r/1'])
     // The run's delete is conditional on the version B's claim wrote.
     expect(deletes[0]!.ifVersion).toMatch(/^[0-9]+$/)
-    expect(await cues.base.list('', { limit: 1000 })).toEqual({ entries: [expect.objectContaining({ key: `owners/${b.owner}` }), expect.objectContaining({ key: `owners/${a.owner}` })].sort((x, y) => (x.key < y.key ? -1 : 1)) })
+    expect((await cues.base.list('runs/')).entries).toEqual([])
+    expect((await cues.base.list('calls/')).entries).toEqual([])
   })
 
   it('a run cancelled in the sweep gets the abort reason; each resumed run has its own signal', async () => {
