@@ -1,9 +1,6 @@
 /**
- * A vitest reporter that prints one line per project (files, passed, failed, skipped) at
- * the end of a run. `npm test` pairs it with vitest's `dot` reporter, so a green run
- * shows a row of dots, this table and vitest's own final count; a failure is printed in
- * full by the `dot` reporter.
- *
+ * A vitest reporter that prints, at the end of a run, one line per project (files, passed,
+ * failed, skipped) and the slowest test files; `npm test` pairs it with vitest's `dot` reporter.
  * @module
  */
 import type { Reporter, TestModule } from 'vitest/node'
@@ -16,6 +13,21 @@ interface ProjectCounts {
 }
 
 const count = (n: number): string => n.toLocaleString('en-US')
+
+/** How many of the slowest files the summary lists (the dot reporter prints no per-file time). */
+export const SLOWEST_FILES = 15
+
+/** The `limit` slowest modules as table lines: seconds (tests and hooks, plus setup and collection), project, file. */
+export function slowestLines(testModules: ReadonlyArray<TestModule>, limit = SLOWEST_FILES): string[] {
+  const timed = testModules.map((module) => {
+    const d = module.diagnostic()
+    return { ms: d.duration + d.setupDuration + d.collectDuration, project: module.project.name || '(root)', file: module.relativeModuleId }
+  })
+  const slowest = timed.sort((a, b) => b.ms - a.ms).slice(0, limit)
+  if (slowest.length === 0) return []
+  const width = Math.max(...slowest.map((t) => t.project.length))
+  return ['', ` Slowest ${slowest.length} files (s)`, ...slowest.map((t) => `   ${(t.ms / 1000).toFixed(1).padStart(6)}  ${t.project.padEnd(width)}  ${t.file}`)]
+}
 
 /** Prints a per-project summary after every other reporter's per-test output. */
 export default class ProjectSummaryReporter implements Reporter {
@@ -44,6 +56,6 @@ export default class ProjectSummaryReporter implements Reporter {
       if (c.skipped > 0) parts.push(`${count(c.skipped)} skipped`)
       lines.push(`   ${name.padEnd(width)}  ${parts.join(', ')} (${count(c.files)} files)`)
     }
-    process.stdout.write(`${lines.join('\n')}\n`)
+    process.stdout.write(`${[...lines, ...slowestLines(testModules)].join('\n')}\n`)
   }
 }
