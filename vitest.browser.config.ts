@@ -45,9 +45,9 @@ export default defineConfig({
   plugins: [quietOptimizerProgress()],
   // Pre-bundled up front: discovering them mid-run makes vite reload the page under a test.
   optimizeDeps: {
-    // The QuickJS variant finds its wasm next to itself (`new URL(…, import.meta.url)`):
+    // The QuickJS variant and MicroPython find its wasm next to itself (`new URL(…, import.meta.url)`):
     // pre-bundling would move it away from the file.
-    exclude: ['@jitl/quickjs-wasmfile-release-sync', 'quickjs-emscripten-core'],
+    exclude: ['@jitl/quickjs-wasmfile-release-sync', 'quickjs-emscripten-core', '@micropython/micropython-webassembly-pyscript'],
     include: [
       'comlink',
       'sucrase',

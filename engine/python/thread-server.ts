@@ -17,6 +17,11 @@ export interface PythonThreadChannel {
   post(message: ThreadEvent | string): void
   /** Receives the boot message, commands and VM deliveries. */
   onMessage(listener: (data: unknown) => void): void
+  /**
+   * Without shared memory (a page that is not cross-origin isolated), how the host meters a run:
+   * told each entry into Python (`since`, epoch ms) and each exit (`since` 0), with the run's busy ms before.
+   */
+  busy?(since: number, busyMs: number): void
 }
 
 /** What `loadMicroPython` returns, as far as the thread uses it. */
@@ -281,6 +286,7 @@ export function servePythonThread(channel: PythonThreadChannel, load: MicroPytho
   const enter = (): number => {
     const at = epochNow()
     if (busy !== undefined) busy[SEGMENT_SLOT] = at
+    else channel.busy?.(at, current?.busyMs ?? 0)
     return at
   }
   const leave = (at: number): void => {
@@ -290,7 +296,7 @@ export function servePythonThread(channel: PythonThreadChannel, load: MicroPytho
     if (busy !== undefined) {
       busy[BUSY_SLOT] = run.busyMs
       busy[SEGMENT_SLOT] = 0
-    }
+    } else channel.busy?.(0, run.busyMs)
     if (run.busyMs >= run.computeMs) channel.post({ type: 'failed', run: run.id, kind: 'timeout', message: `compute budget of ${run.computeMs} ms exhausted` })
   }
 

@@ -10,6 +10,7 @@ import type { SlicedListener } from '../../src/code-runtime/sliced-delivery.js'
 import { SANDBOX_SOURCE } from '../../engine/quickjs/_sandbox-source.js'
 import type { SandboxPlatform, SandboxRuntime, SandboxRuntimeOptions, SandboxThread } from '../../src/code-runtime/sandbox-runtime.js'
 import { ToolError } from '../../src/errors.js'
+import { createPythonSandboxRuntime } from './python-sandbox-runtime.js'
 
 export type { SandboxRuntime, SandboxRuntimeLoad } from '../../src/code-runtime/sandbox-runtime.js'
 
@@ -22,12 +23,17 @@ export interface BrowserSandboxRuntimeOptions extends SandboxRuntimeOptions {
    * writes the entry as `sandbox-worker-entry.js` next to the page's script.
    */
   readonly workerUrl?: string | URL
+  /**
+   * The language of its programs: `typescript` (QuickJS, the default) or `python` (MicroPython,
+   * whose worker is `python-worker-entry.js` with `micropython.wasm` beside it: docs/python.md).
+   */
+  readonly language?: 'typescript' | 'python'
 }
 
 const FACTORY = 'createSandboxRuntime'
 
-function spawnWorker(url: string | URL): SandboxThread {
-  const worker = new Worker(url, { type: 'module', name: 'toolyard-sandbox' })
+function spawnWorker(url: string | URL, name = 'toolyard-sandbox'): SandboxThread {
+  const worker = new Worker(url, { type: 'module', name })
   let dead = false
   const exitListeners: Array<(reason: string) => void> = []
   // A flood of calls reaches the page in slices, between which it renders and handles
@@ -75,7 +81,8 @@ interface NavigatorHints {
  * web-standard globals (docs/runtimes.md): no `fetch`, no storage, no DOM, no page
  * origin. The page never waits for a program; an abort ends a run at once (through
  * shared memory when the page is cross-origin isolated, else by terminating and
- * replacing the worker). Validates `options` at once (`INVALID_OPTIONS`).
+ * replacing the worker). `language: 'python'` runs MicroPython instead (docs/python.md).
+ * Validates `options` at once (`INVALID_OPTIONS`).
  *
  * @example
  * ```ts
@@ -85,22 +92,26 @@ interface NavigatorHints {
  * ```
  */
 export function createSandboxRuntime(options?: BrowserSandboxRuntimeOptions): SandboxRuntime {
+  const hints = (globalThis as { navigator?: NavigatorHints }).navigator ?? {}
+  const machine = {
+    cores: typeof hints.hardwareConcurrency === 'number' && hints.hardwareConcurrency > 0 ? hints.hardwareConcurrency : 2,
+    memoryMb: typeof hints.deviceMemory === 'number' && hints.deviceMemory > 0 ? hints.deviceMemory * 1024 : undefined,
+  }
+  const language = (options as { language?: unknown } | undefined)?.language
+  if (language === 'python') return createPythonSandboxRuntime(options, spawnWorker, machine)
+  if (language !== undefined && language !== 'typescript') throw new ToolError('INVALID_OPTIONS', `${FACTORY}: options.language must be 'typescript' or 'python'`)
   const raw = (options ?? {}) as { workerUrl?: unknown }
   const workerUrl = raw.workerUrl ?? new URL('./sandbox-worker-entry.js', import.meta.url)
   if (typeof workerUrl !== 'string' && !(workerUrl instanceof URL)) {
     throw new ToolError('INVALID_OPTIONS', `${FACTORY}: options.workerUrl must be a string or a URL`)
   }
-  const hints = (globalThis as { navigator?: NavigatorHints }).navigator ?? {}
   const platform: SandboxPlatform = {
     factory: FACTORY,
     sandboxSource: SANDBOX_SOURCE,
     spawn: () => spawnWorker(workerUrl),
     sharedMemory: typeof SharedArrayBuffer === 'function' && (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated === true,
-    machine: {
-      cores: typeof hints.hardwareConcurrency === 'number' && hints.hardwareConcurrency > 0 ? hints.hardwareConcurrency : 2,
-      memoryMb: typeof hints.deviceMemory === 'number' && hints.deviceMemory > 0 ? hints.deviceMemory * 1024 : undefined,
-    },
-    extraOptions: ['workerUrl'],
+    machine,
+    extraOptions: ['workerUrl', 'language'],
   }
   return createSandboxRuntimeOn(platform, options)
 }

@@ -650,6 +650,7 @@ function servePythonThread(channel, load) {
   const enter = () => {
     const at = epochNow();
     if (busy !== void 0) busy[SEGMENT_SLOT] = at;
+    else channel.busy?.(at, current?.busyMs ?? 0);
     return at;
   };
   const leave = (at) => {
@@ -659,7 +660,7 @@ function servePythonThread(channel, load) {
     if (busy !== void 0) {
       busy[BUSY_SLOT] = run.busyMs;
       busy[SEGMENT_SLOT] = 0;
-    }
+    } else channel.busy?.(0, run.busyMs);
     if (run.busyMs >= run.computeMs) channel.post({ type: "failed", run: run.id, kind: "timeout", message: `compute budget of ${run.computeMs} ms exhausted` });
   };
   const inPython = (vm, action) => {
