@@ -26,6 +26,7 @@
 import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
+import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks'
 import { Worker } from 'node:worker_threads'
 import defaultVariant from '@jitl/quickjs-wasmfile-release-sync'
 import type { QuickJSSyncVariant } from 'quickjs-emscripten-core'
@@ -358,9 +359,34 @@ async function coldUnderLoad(wasmModule: WebAssembly.Module): Promise<void> {
  */
 async function backToBack(contenders: readonly Contender[]): Promise<readonly [number, number, number]> {
   const samples = contenders.map(() => [] as number[])
+  // Where the slow runs' time went: [start, end] of each run, the host's GC pauses and its event-loop delay over the series.
+  const spans = contenders.map(() => [] as Array<readonly [number, number]>)
+  const gcs: Array<readonly [number, number]> = []
+  const observer = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) gcs.push([entry.startTime, entry.startTime + entry.duration])
+  })
   for (let i = 0; i < 20; i++) for (const contender of contenders) await timedReturn1(contender)
-  for (let i = 0; i < UNDER_LOAD_RUNS; i++) for (const [at, contender] of contenders.entries()) samples[at]!.push(await timedReturn1(contender))
+  observer.observe({ entryTypes: ['gc'] })
+  const delay = monitorEventLoopDelay({ resolution: 1 })
+  delay.enable()
+  for (let i = 0; i < UNDER_LOAD_RUNS; i++) {
+    for (const [at, contender] of contenders.entries()) {
+      const start = performance.now()
+      samples[at]!.push(await timedReturn1(contender))
+      spans[at]!.push([start, performance.now()])
+    }
+  }
+  delay.disable()
+  observer.disconnect()
   for (const contender of contenders) await contender.dispose()
+  const slowMs = 10
+  for (const [at, contender] of contenders.entries()) {
+    const slow = spans[at]!.filter(([a, b]) => b - a > slowMs)
+    const withGc = slow.filter(([a, b]) => gcs.some(([g0, g1]) => g0 < b && g1 > a)).length
+    console.log(`  ${contender.name.padEnd(40)} runs over ${slowMs} ms: ${slow.length} (${withGc} overlapping a host GC pause)`)
+  }
+  const gcMs = gcs.map(([a, b]) => b - a)
+  console.log(`  host over the series: ${gcs.length} GC pauses (longest ${gcMs.length === 0 ? 0 : Math.max(...gcMs).toFixed(1)} ms), event-loop delay p99 ${(delay.percentile(99) / 1e6).toFixed(1)} ms, max ${(delay.max / 1e6).toFixed(1)} ms`)
   const [b50, b99] = [percentile(samples[1]!, 50), percentile(samples[1]!, 99)]
   console.log(`  ${'contender'.padEnd(40)} ${'p50'.padStart(10)} ${'p99'.padStart(10)} ${'p50 / bare'.padStart(11)} ${'p99 / bare'.padStart(11)}`)
   for (const [at, contender] of contenders.entries()) {
