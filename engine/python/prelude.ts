@@ -320,6 +320,8 @@ def _start(text):
     for ns in m['namespaces']:
         g[ns['global']] = _Namespace(ns['global'], bool(ns.get('variadic')))
     src = m['program']
+    # random was seeded when the prelude imported it, outside any run: the run's own seed is a reading its journal keeps.
+    _reseed()
     try:
         code = compile(src, 'program.py', 'exec')
         exec(code, g)
@@ -342,7 +344,7 @@ import _tyhost
 for _m in ('gather', 'Event', 'Lock', 'wait_for'):
     getattr(asyncio, _m)
 import math, cmath, re, random, time, collections, functools, itertools, heapq, string, struct, binascii, base64, hashlib, hmac, copy, datetime, operator, abc, fnmatch, array, errno
-_pub = {'__name__': '_toolyard', '_post': _tyhost.post, 'json': json, 'asyncio': asyncio, '_StringIO': io.StringIO, '_print_exception': sys.print_exception}
+_pub = {'__name__': '_toolyard', '_post': _tyhost.post, 'json': json, 'asyncio': asyncio, '_StringIO': io.StringIO, '_print_exception': sys.print_exception, '_reseed': random.seed}
 exec(_PUBLIC, _pub)
 _ALLOWED = _pub['_ALLOWED']
 for _name in (__ALLOWED__):

@@ -6,10 +6,12 @@
  */
 import { MAX_CALL_ARG_NODES } from '../../src/code-runtime/limits.js'
 import { MAX_VALUE_DEPTH } from '../../src/code-runtime/render.js'
-import { BUSY_SLOT, epochNow, MAX_VM_MESSAGE_CHARS, SEGMENT_SLOT } from '../../src/code-runtime/sandbox-protocol.js'
+import { BUSY_SLOT, MAX_VM_MESSAGE_CHARS, SEGMENT_SLOT } from '../../src/code-runtime/sandbox-protocol.js'
 import { scanJsonText } from '../../src/json/scan.js'
 import type { SandboxThreadBoot, ThreadCommand, ThreadEvent } from '../../src/code-runtime/sandbox-protocol.js'
 import { PYTHON_PRELUDE } from './prelude.js'
+import { RunDriver } from './thread-runs.js'
+import type { Interpreter, VmTimer } from './thread-runs.js'
 
 /** The thread's channel to the host. */
 export interface PythonThreadChannel {
@@ -78,21 +80,6 @@ export function capWasmMemory(limit: () => number): void {
   })
 }
 
-/** One interpreter with its run's state. */
-interface Interpreter {
-  readonly mp: MicroPythonInstance
-  readonly start: (text: string) => void
-  readonly deliver: (text: string) => void
-  /** The run it serves (0 while idle), where its output goes. */
-  run: number
-  logBytes: number
-  maxLogBytes: number
-  readonly timers: Map<number, ReturnType<typeof setTimeout> | undefined>
-  readonly stdout: number[]
-  readonly stderr: number[]
-  dead: boolean
-}
-
 const decoder = new TextDecoder()
 
 /**
@@ -138,7 +125,10 @@ interface BuildContext {
   readonly post: PythonThreadChannel['post']
   readonly memoryMb: () => number
   readonly inPython: (vm: Interpreter, action: () => void) => void
-  readonly timerId: () => number
+  /** Arms timer `id` (ids count from 1 in each interpreter, so a replay sees the same ones). */
+  readonly setTimer: (vm: Interpreter, id: number, timer: VmTimer) => void
+  /** A message the program sent, screened: to the host, or to the replay's check while resuming. */
+  readonly output: (vm: Interpreter, text: string) => void
 }
 
 /** Sends one captured line of stdout/stderr as a log message, within the log cap. */
@@ -147,7 +137,8 @@ function emitLine(post: PythonThreadChannel['post'], vm: Interpreter, bytes: num
   bytes.length = 0
   if (vm.run === 0 || vm.logBytes > vm.maxLogBytes) return
   vm.logBytes += text.length + 1
-  post(JSON.stringify({ type: 'log', source: 'console', level, text }))
+  // A replay's lines are in the host's logs already.
+  if (!vm.replaying) post(JSON.stringify({ type: 'log', source: 'console', level, text }))
 }
 /** An interpreter's byte sink for stdout or stderr: whole lines become log messages. */
 function writer(post: PythonThreadChannel['post'], get: () => Interpreter | undefined, pick: (vm: Interpreter) => number[], level: 'log' | 'error'): (data: Uint8Array) => void {
@@ -173,27 +164,23 @@ async function buildInterpreter(context: BuildContext): Promise<Interpreter> {
     stdout: writer(post, () => self, (vm) => vm.stdout, 'log'),
     stderr: writer(post, () => self, (vm) => vm.stderr, 'error'),
   })
-  const timers = new Map<number, ReturnType<typeof setTimeout> | undefined>()
+  const timers = new Map<number, VmTimer>()
+  let nextTimer = 1
   // The interpreter's `js` module: only what its asyncio needs, answering with numbers, never a host object.
   const safeGlobal = Object.freeze(Object.assign(Object.create(null) as object, {
     setTimeout: (callback: unknown, ms: unknown) => {
-      const id = context.timerId()
-      if (typeof callback !== 'function') return id
+      const id = nextTimer++
+      if (typeof callback !== 'function' || self === undefined) return id
       const delay = typeof ms === 'number' && ms > 0 ? Math.min(ms, 2 ** 31 - 1) : 0
-      const fire = () => {
-        if (!timers.delete(id)) return
-        if (self !== undefined) context.inPython(self, () => (callback as () => void)())
-      }
-      // asyncio schedules its next step with a 0 ms timer: a platform timer would add its 1 ms floor to every call.
-      if (delay === 0) {
-        timers.set(id, undefined)
-        queueMicrotask(fire)
-      } else timers.set(id, setTimeout(fire, delay))
+      context.setTimer(self, id, { callback: callback as () => void, delay })
       return id
     },
     clearTimeout: (id: unknown) => {
       if (typeof id !== 'number') return
-      clearTimeout(timers.get(id))
+      const timer = timers.get(id)
+      if (timer === undefined) return
+      clearTimeout(timer.handle)
+      if (timer.delay === 0 && self !== undefined) self.zeroTimers--
       timers.delete(id)
     },
   }))
@@ -206,7 +193,7 @@ async function buildInterpreter(context: BuildContext): Promise<Interpreter> {
       if (vm === undefined || vm.run === 0 || typeof text !== 'string') return ''
       const refusal = screen(post, vm, text)
       if (refusal === undefined) {
-        post(text)
+        context.output(vm, text)
         return ''
       }
       if (refusal.call) return refusal.message
@@ -218,7 +205,7 @@ async function buildInterpreter(context: BuildContext): Promise<Interpreter> {
   mp.runPython(PYTHON_PRELUDE)
   const start = mp.globals.get('_ty_start') as (text: string) => void
   const deliver = mp.globals.get('_ty_deliver') as (text: string) => void
-  self = { mp, start, deliver, run: 0, logBytes: 0, maxLogBytes: 65_536, timers, stdout: [], stderr: [], dead: false }
+  self = { mp, start, deliver, run: 0, logBytes: 0, maxLogBytes: 65_536, timers, zeroTimers: 0, timeOrigin: 0, replaying: false, stdout: [], stderr: [], dead: false }
   return self
 }
 
@@ -274,49 +261,23 @@ function flush(post: PythonThreadChannel['post'], vm: Interpreter): void {
 export function servePythonThread(channel: PythonThreadChannel, load: MicroPythonLoader): void {
   let booted = false
   let memoryMb = 64
-  let busy: Float64Array | undefined
-  let current: { readonly id: number; readonly vm: Interpreter; busyMs: number; readonly computeMs: number } | undefined
+  /** The run whose start waits for an interpreter (deliveries for it are held until it has one). */
+  let starting: { readonly id: number; readonly held: string[] } | undefined
   let ready: Interpreter | undefined
   let building: Promise<Interpreter | undefined> | undefined
-  let nextTimer = 1
   /** A run the host ended while its interpreter was still being built. */
   let endedEarly = 0
   capWasmMemory(() => memoryMb * 1024 * 1024 + MEMORY_SLACK_BYTES)
+  const runs = new RunDriver((message) => channel.post(message), () => memoryMb, channel.busy?.bind(channel))
 
-  const enter = (): number => {
-    const at = epochNow()
-    if (busy !== undefined) busy[SEGMENT_SLOT] = at
-    else channel.busy?.(at, current?.busyMs ?? 0)
-    return at
+  const context: BuildContext = {
+    load,
+    post: (message) => channel.post(message),
+    memoryMb: () => memoryMb,
+    inPython: (vm, action) => runs.inPython(vm, action),
+    setTimer: (vm, id, timer) => runs.setTimer(vm, id, timer),
+    output: (vm, text) => runs.output(vm, text),
   }
-  const leave = (at: number): void => {
-    const run = current
-    if (run === undefined) return
-    run.busyMs += epochNow() - at
-    if (busy !== undefined) {
-      busy[BUSY_SLOT] = run.busyMs
-      busy[SEGMENT_SLOT] = 0
-    } else channel.busy?.(0, run.busyMs)
-    if (run.busyMs >= run.computeMs) channel.post({ type: 'failed', run: run.id, kind: 'timeout', message: `compute budget of ${run.computeMs} ms exhausted` })
-  }
-
-  /** Runs one entry into Python for the current run; a crash of the interpreter ends the run. */
-  const inPython = (vm: Interpreter, action: () => void): void => {
-    if (vm.dead || current?.vm !== vm) return
-    const at = enter()
-    try {
-      action()
-    } catch (error) {
-      const message = error instanceof Error ? error.message : String(error)
-      vm.dead = true
-      const isMemory = /MemoryError|memory access out of bounds|Cannot enlarge memory/.test(message)
-      channel.post({ type: 'failed', run: vm.run, kind: 'worker-exit', message: isMemory ? `out of memory: the program exceeded the ${memoryMb} MB memory of its MicroPython sandbox` : `the Python interpreter failed: ${message.slice(0, 2000)}` })
-    } finally {
-      leave(at)
-    }
-  }
-
-  const context: BuildContext = { load, post: (message) => channel.post(message), memoryMb: () => memoryMb, inPython, timerId: () => nextTimer++ }
   const build = (): Promise<Interpreter> => buildInterpreter(context)
 
   const prebuild = (): Promise<Interpreter | undefined> => {
@@ -335,71 +296,82 @@ export function servePythonThread(channel: PythonThreadChannel, load: MicroPytho
     return building
   }
 
-  const startRun = async (command: ThreadCommand & { type: 'run' }): Promise<void> => {
-    const id = command.run
-    if (command.replay !== undefined) {
-      channel.post({ type: 'failed', run: id, kind: 'exception', message: 'a Python run cannot be resumed from a parked state' })
-      return
-    }
-    if (busy !== undefined) {
-      busy[BUSY_SLOT] = 0
-      busy[SEGMENT_SLOT] = 0
+  /** An interpreter for run `id`: the one built while idle, or a new one; `undefined` once the failure is reported. */
+  const acquire = async (id: number): Promise<Interpreter | undefined> => {
+    if (runs.busy !== undefined) {
+      runs.busy[BUSY_SLOT] = 0
+      runs.busy[SEGMENT_SLOT] = 0
     }
     if (ready === undefined) await prebuild()
-    let vm = ready
+    const vm = ready
     ready = undefined
-    if (vm === undefined) {
-      try {
-        vm = await build()
-      } catch (error) {
-        channel.post({ type: 'failed', run: id, kind: 'worker-exit', message: `the Python interpreter did not start: ${error instanceof Error ? error.message : String(error)}` })
-        return
-      }
+    if (vm !== undefined) return vm
+    try {
+      return await build()
+    } catch (error) {
+      channel.post({ type: 'failed', run: id, kind: 'worker-exit', message: `the Python interpreter did not start: ${error instanceof Error ? error.message : String(error)}` })
+      return undefined
     }
+  }
+
+  const startRun = async (command: ThreadCommand & { type: 'run' }): Promise<void> => {
+    const id = command.run
+    const held: string[] = []
+    starting = { id, held }
+    const vm = await acquire(id)
+    starting = undefined
+    if (vm === undefined) return
     if (endedEarly === id) {
       ready = vm
       channel.post({ type: 'ready' })
       return
     }
-    let start: { maxLogBytes?: unknown; program?: unknown }
-    let startText: string
+    const first = command.replay?.journal.inputs[0]
+    let startText = typeof first === 'string' ? first : ''
+    let start: { maxLogBytes?: unknown; program?: unknown } = {}
     try {
-      start = JSON.parse(command.start) as { maxLogBytes?: unknown; program?: unknown }
-      startText = JSON.stringify({ ...start, program: wrapProgram(typeof start.program === 'string' ? start.program : '') })
+      // A resumed run's start is its journal's first input, its program wrapped when it first ran.
+      start = JSON.parse(command.replay === undefined ? command.start : startText) as typeof start
+      if (command.replay === undefined) startText = JSON.stringify({ ...start, program: wrapProgram(typeof start.program === 'string' ? start.program : '') })
     } catch {
       channel.post({ type: 'failed', run: id, kind: 'worker-exit', message: 'the run command was malformed' })
       return
     }
-    vm.run = id
     if (typeof start.maxLogBytes === 'number') vm.maxLogBytes = start.maxLogBytes
-    current = { id, vm, busyMs: 0, computeMs: command.computeMs }
-    const started = vm
-    inPython(started, () => started.start(startText))
+    await runs.start({
+      id,
+      vm,
+      computeMs: command.computeMs,
+      startText,
+      held,
+      journal: command.journal !== false,
+      ...(command.replay === undefined ? {} : { replay: command.replay, ...(command.replayMs === undefined ? {} : { replayMs: command.replayMs }) }),
+    })
   }
 
   const end = (id: number): void => {
-    const run = current
+    const run = runs.current
     if (run === undefined || run.id !== id) {
       endedEarly = id
       channel.post({ type: 'ended', run: id })
       return
     }
-    current = undefined
-    run.vm.dead = true
+    runs.current = undefined
+    run.over = true
     run.vm.run = 0
-    for (const timer of run.vm.timers.values()) clearTimeout(timer)
-    run.vm.timers.clear()
+    runs.release(run.vm)
     channel.post({ type: 'ended', run: id })
     setTimeout(() => {
-      if (current === undefined) void prebuild().then(() => channel.post({ type: 'ready' }))
+      if (runs.current === undefined) void prebuild().then(() => channel.post({ type: 'ready' }))
     }, 0)
   }
 
   channel.onMessage((data) => {
     try {
       if (typeof data === 'string') {
-        const run = current
-        if (run !== undefined) inPython(run.vm, () => run.vm.deliver(data))
+        const run = runs.current
+        if (run === undefined) starting?.held.push(data)
+        else runs.deliver(run, data)
         return
       }
       const message = data as { type?: unknown }
@@ -407,14 +379,17 @@ export function servePythonThread(channel: PythonThreadChannel, load: MicroPytho
         const boot = data as SandboxThreadBoot
         booted = true
         memoryMb = boot.memoryMb
-        if (boot.signals !== undefined) busy = new Float64Array(boot.signals)
+        if (boot.signals !== undefined) runs.busy = new Float64Array(boot.signals)
         void prebuild().then(() => channel.post({ type: 'ready' }))
-      } else if (message.type === 'run' && booted && current === undefined) void startRun(data as ThreadCommand & { type: 'run' })
+      } else if (message.type === 'run' && booted && runs.current === undefined && starting === undefined) void startRun(data as ThreadCommand & { type: 'run' })
       else if (message.type === 'end') end((data as { run: number }).run)
-      // No journal: a Python run does not park; it keeps its thread while a person decides.
-      else if (message.type === 'park') channel.post({ type: 'park-refused', run: (data as { run: number }).run })
+      else if (message.type === 'park') {
+        const command = data as { run: number; afterMs: number; maxChars: number }
+        runs.park(command.run, command.afterMs, command.maxChars)
+      }
     } catch (error) {
-      if (current !== undefined) channel.post({ type: 'failed', run: current.id, kind: 'worker-exit', message: `the sandbox thread failed: ${error instanceof Error ? error.message : String(error)}` })
+      const run = runs.current
+      if (run !== undefined) channel.post({ type: 'failed', run: run.id, kind: 'worker-exit', message: `the sandbox thread failed: ${error instanceof Error ? error.message : String(error)}` })
     }
   })
 }

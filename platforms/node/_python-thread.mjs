@@ -19,6 +19,34 @@ var mapSize = Object.getOwnPropertyDescriptor(Map.prototype, "size").get;
 var setSize = Object.getOwnPropertyDescriptor(Set.prototype, "size").get;
 var MAX_VALUE_DEPTH = 100;
 
+// src/code-runtime/journal.ts
+var MAX_JOURNAL_CHARS = 4 * 1024 * 1024;
+function replayBudgetMessage(leftMs, expectedMs) {
+  const left = Math.max(0, Math.round(leftMs));
+  return expectedMs === void 0 ? `replay budget exhausted: replaying the parked run's journal took more than the ${left} ms of maxReplayMs it had left` : `replay budget exhausted: resuming would replay about ${Math.round(expectedMs)} ms of the run's compute, and ${left} ms of maxReplayMs are left`;
+}
+var READ_CODES = { now: "n", date: "d", rand: "r", random: "b" };
+function newJournal() {
+  return { inputs: [], reads: [], ops: "", calls: [] };
+}
+function callKey(json) {
+  let hash = 2166136261;
+  for (let i = 0; i < json.length; i++) {
+    hash ^= json.charCodeAt(i);
+    hash = Math.imul(hash, 16777619);
+  }
+  const name = /"global":("(?:[^"\\]|\\.){0,200}"),"name":("(?:[^"\\]|\\.){0,200}")/.exec(json.slice(0, 512));
+  const label = name === null ? "call" : `${JSON.parse(name[1])}.${JSON.parse(name[2])}`;
+  return `${label}#${(hash >>> 0).toString(36)}`;
+}
+function journalChars(journal) {
+  let chars = 0;
+  for (const input of journal.inputs) chars += typeof input === "string" ? input.length + 1 : 9;
+  for (const read of journal.reads) chars += typeof read === "string" ? read.length + 1 : 9;
+  for (const call of journal.calls) chars += call.length + 1;
+  return chars;
+}
+
 // src/code-runtime/sandbox-protocol.ts
 var BUSY_SLOT = 1;
 var SEGMENT_SLOT = 2;
@@ -414,6 +442,8 @@ def _start(text):
     for ns in m['namespaces']:
         g[ns['global']] = _Namespace(ns['global'], bool(ns.get('variadic')))
     src = m['program']
+    # random was seeded when the prelude imported it, outside any run: the run's own seed is a reading its journal keeps.
+    _reseed()
     try:
         code = compile(src, 'program.py', 'exec')
         exec(code, g)
@@ -430,7 +460,7 @@ import _tyhost
 for _m in ('gather', 'Event', 'Lock', 'wait_for'):
     getattr(asyncio, _m)
 import math, cmath, re, random, time, collections, functools, itertools, heapq, string, struct, binascii, base64, hashlib, hmac, copy, datetime, operator, abc, fnmatch, array, errno
-_pub = {'__name__': '_toolyard', '_post': _tyhost.post, 'json': json, 'asyncio': asyncio, '_StringIO': io.StringIO, '_print_exception': sys.print_exception}
+_pub = {'__name__': '_toolyard', '_post': _tyhost.post, 'json': json, 'asyncio': asyncio, '_StringIO': io.StringIO, '_print_exception': sys.print_exception, '_reseed': random.seed}
 exec(_PUBLIC, _pub)
 _ALLOWED = _pub['_ALLOWED']
 for _name in (__ALLOWED__):
@@ -469,6 +499,351 @@ _ty_start = _pub['_start']
 _ty_deliver = _pub['_deliver']
 del _pub, _ALLOWED, _tyhost, _k, _m, _name, _mods, _seen, _v, _vn
 `.replace("__ALLOWED__", PYTHON_ALLOWED_MODULES.map((name) => `'${name}'`).join(", ") + ",");
+
+// engine/python/journal.ts
+var CODES = { ticks: READ_CODES.now, time: READ_CODES.date, random: READ_CODES.rand };
+var IMPORTS = { mp_js_ticks_ms: "ticks", mp_js_time_ms: "time", mp_js_random_u32: "random" };
+function routeWasmReadings(read) {
+  const wrap = (imports) => {
+    const env = imports?.env;
+    if (env === void 0 || typeof env.mp_js_ticks_ms !== "function") return;
+    for (const [name, reading] of Object.entries(IMPORTS)) {
+      const live = env[name];
+      if (typeof live !== "function") continue;
+      env[name] = () => read(reading, live);
+    }
+  };
+  const instantiate = WebAssembly.instantiate;
+  const streaming = WebAssembly.instantiateStreaming;
+  Object.defineProperty(WebAssembly, "instantiate", {
+    value: function instantiateRouted(source, imports) {
+      wrap(imports);
+      return instantiate.call(this, source, imports);
+    },
+    writable: false,
+    configurable: false
+  });
+  if (streaming !== void 0) {
+    Object.defineProperty(WebAssembly, "instantiateStreaming", {
+      value: function instantiateStreamingRouted(source, imports) {
+        wrap(imports);
+        return streaming.call(this, source, imports);
+      },
+      writable: false,
+      configurable: false
+    });
+  }
+}
+function diverged(detail) {
+  return `REPLAY_DIVERGED: the resumed program did not repeat its journal: ${detail}`;
+}
+function pythonCallKey(message) {
+  return callKey(JSON.stringify({ type: "call", id: message.id, global: message.global, name: message.name, args: message.args }));
+}
+var PythonJournal = class {
+  /** `undefined` once it outgrew {@link MAX_JOURNAL_CHARS} or the run keeps none: the run cannot park. */
+  #journal;
+  #chars = 0;
+  /** While resuming: the parked VM being replayed and how far the replay is. */
+  #replay;
+  /** Ends the run with a divergence (called at most once; the thread stops the interpreter). */
+  #fail;
+  #failed = false;
+  constructor(fail, keep, replay) {
+    this.#fail = fail;
+    if (replay !== void 0) {
+      const j = replay.journal;
+      this.#journal = { inputs: [...j.inputs], reads: [...j.reads], ops: j.ops, calls: [...j.calls] };
+      this.#chars = journalChars(j);
+      this.#replay = { parked: replay, read: 0, call: 0 };
+    } else this.#journal = keep ? newJournal() : void 0;
+  }
+  /** True while the journal is being replayed. */
+  get replaying() {
+    return this.#replay !== void 0;
+  }
+  /** The parked VM being replayed (while replaying). */
+  get parked() {
+    return this.#replay?.parked;
+  }
+  /** The journal to park with, if it is whole and within `maxChars`; `undefined` while replaying. */
+  parkable(maxChars) {
+    if (this.#replay !== void 0 || this.#chars > maxChars) return void 0;
+    return this.#journal;
+  }
+  #add(chars) {
+    this.#chars += chars;
+    if (this.#chars > MAX_JOURNAL_CHARS) this.#journal = void 0;
+    return this.#journal;
+  }
+  /** A live input: the start text, a host delivery (string), or a timer that fired (its id). */
+  input(entry) {
+    this.#add(typeof entry === "string" ? entry.length + 1 : 9)?.inputs.push(entry);
+  }
+  #diverged(detail) {
+    if (this.#failed) return;
+    this.#failed = true;
+    this.#fail(diverged(detail));
+  }
+  /** True once the replay diverged. */
+  get failed() {
+    return this.#failed;
+  }
+  /** A reading: the live value, journaled; while replaying, the journal's (a mismatch fails the run, and the live value is returned to an interpreter about to be stopped). */
+  read(reading, live) {
+    const code = CODES[reading];
+    const replay = this.#replay;
+    if (replay !== void 0) {
+      const journal2 = replay.parked.journal;
+      if (replay.read >= journal2.reads.length) this.#diverged(`it read the clock or randomness more often than its journal holds (${journal2.reads.length})`);
+      else if (journal2.ops[replay.read] !== code) this.#diverged(`reading ${replay.read + 1} of the clock or randomness was ${reading}, the journal holds another`);
+      else {
+        const value2 = journal2.reads[replay.read++];
+        return typeof value2 === "number" ? value2 : Number(value2);
+      }
+      return live();
+    }
+    const value = live();
+    const journal = this.#add(9);
+    if (journal !== void 0) {
+      journal.reads.push(value);
+      journal.ops += code;
+    }
+    return value;
+  }
+  /** A call the program made: journaled live; while replaying, it must be the journal's next (else the run fails). */
+  call(key) {
+    const replay = this.#replay;
+    if (replay !== void 0) {
+      const expected = replay.parked.journal.calls[replay.call];
+      if (expected === key) {
+        replay.call++;
+        return;
+      }
+      const name = key.split("#")[0];
+      this.#diverged(expected === void 0 ? `it made a call the journal does not hold (${name})` : `call ${replay.call + 1} was ${name} where the journal holds ${expected.split("#")[0]} (or the same call with other arguments)`);
+      return;
+    }
+    this.#add(key.length + 1)?.calls.push(key);
+  }
+  /** Something only a live run does happened while replaying (the program finished): the run fails. */
+  divergedBy(detail) {
+    this.#diverged(detail);
+  }
+  /** The replay delivered every input: checks that the program made every call and reading again, then records live. False: it diverged. */
+  endReplay() {
+    const replay = this.#replay;
+    if (replay === void 0) return !this.#failed;
+    this.#replay = void 0;
+    const { journal } = replay.parked;
+    if (replay.call < journal.calls.length) this.#diverged(`it made ${replay.call} of the ${journal.calls.length} calls its journal holds; the next was ${journal.calls[replay.call].split("#")[0]}`);
+    else if (replay.read < journal.reads.length) this.#diverged(`it read the clock or randomness ${replay.read} times, its journal ${journal.reads.length}`);
+    return !this.#failed;
+  }
+};
+
+// engine/python/thread-runs.ts
+var RunDriver = class {
+  /** The run the thread serves, if any. */
+  current;
+  /** The busy-time slots the host reads (shared memory), once booted. */
+  busy;
+  #post;
+  #memoryMb;
+  /** The interpreter executing now (readings outside any run's entry, as the prelude's at build time, are not journaled). */
+  #entered;
+  /** The host's meter without shared memory (`PythonThreadChannel.busy`). */
+  #meter;
+  constructor(post, memoryMb, meter) {
+    this.#post = post;
+    this.#memoryMb = memoryMb;
+    this.#meter = meter;
+    routeWasmReadings((reading, live) => this.#read(reading, live));
+  }
+  #read(reading, live) {
+    const run = this.current;
+    const vm = this.#entered;
+    if (vm === void 0 || run === void 0 || run.vm !== vm || vm.dead) return live();
+    return run.journal.read(reading, reading === "ticks" ? () => Math.floor(performance.now() - vm.timeOrigin) : live);
+  }
+  #fail(run, kind, message) {
+    if (run.over) return;
+    run.over = true;
+    run.vm.dead = true;
+    this.#post({ type: "failed", run: run.id, kind, message });
+  }
+  #leave(at) {
+    const run = this.current;
+    if (run === void 0) return;
+    run.busyMs += epochNow() - at;
+    if (this.busy !== void 0) {
+      this.busy[BUSY_SLOT] = run.busyMs;
+      this.busy[SEGMENT_SLOT] = 0;
+    } else this.#meter?.(0, run.busyMs);
+    if (run.vm.replaying && run.replayMs !== void 0 && run.busyMs >= run.replayMs) this.#fail(run, "timeout", replayBudgetMessage(run.replayMs));
+    else if (run.busyMs >= run.computeMs) this.#post({ type: "failed", run: run.id, kind: "timeout", message: `compute budget of ${run.computeMs} ms exhausted` });
+  }
+  /** Runs one entry into Python for the current run; a crash of the interpreter ends the run. */
+  inPython(vm, action) {
+    if (vm.dead || this.current?.vm !== vm) return;
+    const at = epochNow();
+    if (this.busy !== void 0) this.busy[SEGMENT_SLOT] = at;
+    else this.#meter?.(at, this.current?.busyMs ?? 0);
+    this.#entered = vm;
+    try {
+      action();
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      vm.dead = true;
+      const isMemory = /MemoryError|memory access out of bounds|Cannot enlarge memory/.test(message);
+      this.#post({ type: "failed", run: vm.run, kind: "worker-exit", message: isMemory ? `out of memory: the program exceeded the ${this.#memoryMb()} MB memory of its MicroPython sandbox` : `the Python interpreter failed: ${message.slice(0, 2e3)}` });
+    } finally {
+      this.#entered = void 0;
+      this.#leave(at);
+    }
+  }
+  /** Runs a timer's callback: a 0 ms one as a microtask (its order follows from the inputs), a later one as a journaled input. */
+  #fire(vm, id) {
+    const timer = vm.timers.get(id);
+    if (timer === void 0) return;
+    vm.timers.delete(id);
+    if (timer.delay === 0) vm.zeroTimers--;
+    else if (this.current?.vm === vm) this.current.journal.input(id);
+    this.inPython(vm, timer.callback);
+  }
+  #armLive(vm, id, timer, delay) {
+    timer.due = performance.now() + delay;
+    timer.handle = setTimeout(() => this.#fire(vm, id), delay);
+  }
+  /** Arms timer `id` of `vm`. */
+  setTimer(vm, id, timer) {
+    vm.timers.set(id, timer);
+    if (timer.delay === 0) {
+      vm.zeroTimers++;
+      queueMicrotask(() => this.#fire(vm, id));
+    } else if (!vm.replaying) this.#armLive(vm, id, timer, timer.delay);
+  }
+  /** A screened message from the program: to the host; while replaying, a call is checked against the journal and nothing leaves. */
+  output(vm, text) {
+    const run = this.current;
+    if (run === void 0 || run.vm !== vm || run.over) return;
+    if (text.startsWith('{"type":"call"') || vm.replaying) {
+      let message = {};
+      try {
+        message = JSON.parse(text);
+      } catch {
+      }
+      if (message.type === "call") run.journal.call(pythonCallKey(message));
+      else if (message.type === "done" && vm.replaying) run.journal.divergedBy("it finished while replaying a journal that ends waiting for calls");
+      if (vm.replaying || run.over) return;
+    }
+    this.#post(text);
+  }
+  /** Delivers one host message to the run's interpreter (journaled), or holds it while the run replays. */
+  deliver(run, text) {
+    if (run.holding) {
+      run.held.push(text);
+      return;
+    }
+    if (run.over || run.vm.dead) return;
+    run.journal.input(text);
+    this.inPython(run.vm, () => run.vm.deliver(text));
+  }
+  /** Starts a run in its interpreter: live from its start text, or by replaying a parked VM's journal. */
+  async start(start) {
+    const { vm } = start;
+    vm.run = start.id;
+    vm.timeOrigin = performance.now();
+    const run = {
+      id: start.id,
+      vm,
+      busyMs: 0,
+      computeMs: start.computeMs,
+      replayMs: start.replay === void 0 ? void 0 : start.replayMs,
+      journal: new PythonJournal((message) => this.#fail(run, "exception", message), start.journal, start.replay),
+      held: start.held,
+      holding: start.replay !== void 0,
+      over: false
+    };
+    this.current = run;
+    if (start.replay !== void 0) {
+      vm.replaying = true;
+      await this.#replay(run, start.replay);
+      return;
+    }
+    run.journal.input(start.startText);
+    this.inPython(vm, () => vm.start(start.startText));
+    for (const text of start.held.splice(0)) this.deliver(run, text);
+  }
+  /** Resolves once the interpreter's 0 ms timers have all run (they run as microtasks, after the entry that queued them). */
+  async #settled(vm) {
+    while (vm.zeroTimers > 0 && !vm.dead) await Promise.resolve();
+  }
+  /** Replays one journal input (the first is the start text); false when the replay cannot go on. */
+  #replayInput(run, index, entry) {
+    const { vm } = run;
+    if (index === 0 && typeof entry === "string") this.inPython(vm, () => vm.start(entry));
+    else if (typeof entry === "string") this.inPython(vm, () => vm.deliver(entry));
+    else {
+      const timer = vm.timers.get(entry);
+      if (timer === void 0 || timer.delay === 0) {
+        run.journal.divergedBy(`the journal fires timer ${entry}, which the program had not armed`);
+        return false;
+      }
+      vm.timers.delete(entry);
+      this.inPython(vm, timer.callback);
+    }
+    return true;
+  }
+  /** Replays a parked run's journal in its fresh interpreter, then goes on live (armed timers, held deliveries). */
+  async #replay(run, parked) {
+    const { vm, journal } = run;
+    const live = () => !run.over && !vm.dead && this.current === run;
+    const inputs = parked.journal.inputs;
+    for (let i = 0; i < inputs.length && live(); i++) {
+      if (!this.#replayInput(run, i, inputs[i])) return;
+      await this.#settled(vm);
+    }
+    if (!live()) return;
+    vm.replaying = false;
+    if (!journal.endReplay()) return;
+    vm.timeOrigin = performance.now() - parked.clockMs;
+    const left = new Map(parked.timers);
+    for (const [id, timer] of vm.timers) {
+      if (timer.delay > 0) this.#armLive(vm, id, timer, Math.max(0, left.get(id) ?? timer.delay));
+    }
+    this.#post({ type: "replayed", run: run.id, busyMs: run.busyMs });
+    run.holding = false;
+    for (const text of run.held.splice(0)) this.deliver(run, text);
+  }
+  /** Parks the current run if it is idle: nothing queued, no timer due within `afterMs`, its journal whole and within `maxChars`. */
+  park(id, afterMs, maxChars) {
+    const run = this.current;
+    if (run === void 0 || run.id !== id) return;
+    const { vm } = run;
+    const journal = run.over || vm.dead || run.holding || vm.zeroTimers > 0 ? void 0 : run.journal.parkable(maxChars);
+    const at = performance.now();
+    const timers = [];
+    let due = journal === void 0;
+    for (const [timerId, timer] of vm.timers) {
+      if (timer.due === void 0 || timer.due - at < afterMs) due = true;
+      else timers.push([timerId, timer.due - at]);
+    }
+    if (due || journal === void 0) {
+      this.#post({ type: "park-refused", run: id });
+      return;
+    }
+    run.over = true;
+    this.release(vm);
+    this.#post({ type: "parked", run: id, parked: { journal, clockMs: at - vm.timeOrigin, timers } });
+  }
+  /** Stops `vm` for good: no entry, no timer. */
+  release(vm) {
+    vm.dead = true;
+    for (const timer of vm.timers.values()) clearTimeout(timer.handle);
+    vm.timers.clear();
+  }
+};
 
 // engine/python/thread-server.ts
 function hardenRealm() {
@@ -533,7 +908,7 @@ function emitLine(post, vm, bytes, level) {
   bytes.length = 0;
   if (vm.run === 0 || vm.logBytes > vm.maxLogBytes) return;
   vm.logBytes += text.length + 1;
-  post(JSON.stringify({ type: "log", source: "console", level, text }));
+  if (!vm.replaying) post(JSON.stringify({ type: "log", source: "console", level, text }));
 }
 function writer(post, get, pick, level) {
   return (data) => {
@@ -556,24 +931,21 @@ async function buildInterpreter(context) {
     stderr: writer(post, () => self, (vm) => vm.stderr, "error")
   });
   const timers = /* @__PURE__ */ new Map();
+  let nextTimer = 1;
   const safeGlobal = Object.freeze(Object.assign(/* @__PURE__ */ Object.create(null), {
     setTimeout: (callback, ms) => {
-      const id = context.timerId();
-      if (typeof callback !== "function") return id;
+      const id = nextTimer++;
+      if (typeof callback !== "function" || self === void 0) return id;
       const delay = typeof ms === "number" && ms > 0 ? Math.min(ms, 2 ** 31 - 1) : 0;
-      const fire = () => {
-        if (!timers.delete(id)) return;
-        if (self !== void 0) context.inPython(self, () => callback());
-      };
-      if (delay === 0) {
-        timers.set(id, void 0);
-        queueMicrotask(fire);
-      } else timers.set(id, setTimeout(fire, delay));
+      context.setTimer(self, id, { callback, delay });
       return id;
     },
     clearTimeout: (id) => {
       if (typeof id !== "number") return;
-      clearTimeout(timers.get(id));
+      const timer = timers.get(id);
+      if (timer === void 0) return;
+      clearTimeout(timer.handle);
+      if (timer.delay === 0 && self !== void 0) self.zeroTimers--;
       timers.delete(id);
     }
   }));
@@ -586,7 +958,7 @@ async function buildInterpreter(context) {
       if (vm === void 0 || vm.run === 0 || typeof text !== "string") return "";
       const refusal = screen(post, vm, text);
       if (refusal === void 0) {
-        post(text);
+        context.output(vm, text);
         return "";
       }
       if (refusal.call) return refusal.message;
@@ -598,7 +970,7 @@ async function buildInterpreter(context) {
   mp.runPython(PYTHON_PRELUDE);
   const start = mp.globals.get("_ty_start");
   const deliver = mp.globals.get("_ty_deliver");
-  self = { mp, start, deliver, run: 0, logBytes: 0, maxLogBytes: 65536, timers, stdout: [], stderr: [], dead: false };
+  self = { mp, start, deliver, run: 0, logBytes: 0, maxLogBytes: 65536, timers, zeroTimers: 0, timeOrigin: 0, replaying: false, stdout: [], stderr: [], dead: false };
   return self;
 }
 function screen(post, vm, text) {
@@ -640,44 +1012,20 @@ function flush(post, vm) {
 function servePythonThread(channel, load) {
   let booted = false;
   let memoryMb = 64;
-  let busy;
-  let current;
+  let starting;
   let ready;
   let building;
-  let nextTimer = 1;
   let endedEarly = 0;
   capWasmMemory(() => memoryMb * 1024 * 1024 + MEMORY_SLACK_BYTES);
-  const enter = () => {
-    const at = epochNow();
-    if (busy !== void 0) busy[SEGMENT_SLOT] = at;
-    else channel.busy?.(at, current?.busyMs ?? 0);
-    return at;
+  const runs = new RunDriver((message) => channel.post(message), () => memoryMb, channel.busy?.bind(channel));
+  const context = {
+    load,
+    post: (message) => channel.post(message),
+    memoryMb: () => memoryMb,
+    inPython: (vm, action) => runs.inPython(vm, action),
+    setTimer: (vm, id, timer) => runs.setTimer(vm, id, timer),
+    output: (vm, text) => runs.output(vm, text)
   };
-  const leave = (at) => {
-    const run = current;
-    if (run === void 0) return;
-    run.busyMs += epochNow() - at;
-    if (busy !== void 0) {
-      busy[BUSY_SLOT] = run.busyMs;
-      busy[SEGMENT_SLOT] = 0;
-    } else channel.busy?.(0, run.busyMs);
-    if (run.busyMs >= run.computeMs) channel.post({ type: "failed", run: run.id, kind: "timeout", message: `compute budget of ${run.computeMs} ms exhausted` });
-  };
-  const inPython = (vm, action) => {
-    if (vm.dead || current?.vm !== vm) return;
-    const at = enter();
-    try {
-      action();
-    } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      vm.dead = true;
-      const isMemory = /MemoryError|memory access out of bounds|Cannot enlarge memory/.test(message);
-      channel.post({ type: "failed", run: vm.run, kind: "worker-exit", message: isMemory ? `out of memory: the program exceeded the ${memoryMb} MB memory of its MicroPython sandbox` : `the Python interpreter failed: ${message.slice(0, 2e3)}` });
-    } finally {
-      leave(at);
-    }
-  };
-  const context = { load, post: (message) => channel.post(message), memoryMb: () => memoryMb, inPython, timerId: () => nextTimer++ };
   const build = () => buildInterpreter(context);
   const prebuild = () => {
     if (!booted || ready !== void 0) return Promise.resolve(ready);
@@ -694,69 +1042,77 @@ function servePythonThread(channel, load) {
     );
     return building;
   };
-  const startRun = async (command) => {
-    const id = command.run;
-    if (command.replay !== void 0) {
-      channel.post({ type: "failed", run: id, kind: "exception", message: "a Python run cannot be resumed from a parked state" });
-      return;
-    }
-    if (busy !== void 0) {
-      busy[BUSY_SLOT] = 0;
-      busy[SEGMENT_SLOT] = 0;
+  const acquire = async (id) => {
+    if (runs.busy !== void 0) {
+      runs.busy[BUSY_SLOT] = 0;
+      runs.busy[SEGMENT_SLOT] = 0;
     }
     if (ready === void 0) await prebuild();
-    let vm = ready;
+    const vm = ready;
     ready = void 0;
-    if (vm === void 0) {
-      try {
-        vm = await build();
-      } catch (error) {
-        channel.post({ type: "failed", run: id, kind: "worker-exit", message: `the Python interpreter did not start: ${error instanceof Error ? error.message : String(error)}` });
-        return;
-      }
+    if (vm !== void 0) return vm;
+    try {
+      return await build();
+    } catch (error) {
+      channel.post({ type: "failed", run: id, kind: "worker-exit", message: `the Python interpreter did not start: ${error instanceof Error ? error.message : String(error)}` });
+      return void 0;
     }
+  };
+  const startRun = async (command) => {
+    const id = command.run;
+    const held = [];
+    starting = { id, held };
+    const vm = await acquire(id);
+    starting = void 0;
+    if (vm === void 0) return;
     if (endedEarly === id) {
       ready = vm;
       channel.post({ type: "ready" });
       return;
     }
-    let start;
-    let startText;
+    const first = command.replay?.journal.inputs[0];
+    let startText = typeof first === "string" ? first : "";
+    let start = {};
     try {
-      start = JSON.parse(command.start);
-      startText = JSON.stringify({ ...start, program: wrapProgram(typeof start.program === "string" ? start.program : "") });
+      start = JSON.parse(command.replay === void 0 ? command.start : startText);
+      if (command.replay === void 0) startText = JSON.stringify({ ...start, program: wrapProgram(typeof start.program === "string" ? start.program : "") });
     } catch {
       channel.post({ type: "failed", run: id, kind: "worker-exit", message: "the run command was malformed" });
       return;
     }
-    vm.run = id;
     if (typeof start.maxLogBytes === "number") vm.maxLogBytes = start.maxLogBytes;
-    current = { id, vm, busyMs: 0, computeMs: command.computeMs };
-    const started = vm;
-    inPython(started, () => started.start(startText));
+    await runs.start({
+      id,
+      vm,
+      computeMs: command.computeMs,
+      startText,
+      held,
+      journal: command.journal !== false,
+      ...command.replay === void 0 ? {} : { replay: command.replay, ...command.replayMs === void 0 ? {} : { replayMs: command.replayMs } }
+    });
   };
   const end = (id) => {
-    const run = current;
+    const run = runs.current;
     if (run === void 0 || run.id !== id) {
       endedEarly = id;
       channel.post({ type: "ended", run: id });
       return;
     }
-    current = void 0;
-    run.vm.dead = true;
+    runs.current = void 0;
+    run.over = true;
     run.vm.run = 0;
-    for (const timer of run.vm.timers.values()) clearTimeout(timer);
-    run.vm.timers.clear();
+    runs.release(run.vm);
     channel.post({ type: "ended", run: id });
     setTimeout(() => {
-      if (current === void 0) void prebuild().then(() => channel.post({ type: "ready" }));
+      if (runs.current === void 0) void prebuild().then(() => channel.post({ type: "ready" }));
     }, 0);
   };
   channel.onMessage((data) => {
     try {
       if (typeof data === "string") {
-        const run = current;
-        if (run !== void 0) inPython(run.vm, () => run.vm.deliver(data));
+        const run = runs.current;
+        if (run === void 0) starting?.held.push(data);
+        else runs.deliver(run, data);
         return;
       }
       const message = data;
@@ -764,13 +1120,17 @@ function servePythonThread(channel, load) {
         const boot = data;
         booted = true;
         memoryMb = boot.memoryMb;
-        if (boot.signals !== void 0) busy = new Float64Array(boot.signals);
+        if (boot.signals !== void 0) runs.busy = new Float64Array(boot.signals);
         void prebuild().then(() => channel.post({ type: "ready" }));
-      } else if (message.type === "run" && booted && current === void 0) void startRun(data);
+      } else if (message.type === "run" && booted && runs.current === void 0 && starting === void 0) void startRun(data);
       else if (message.type === "end") end(data.run);
-      else if (message.type === "park") channel.post({ type: "park-refused", run: data.run });
+      else if (message.type === "park") {
+        const command = data;
+        runs.park(command.run, command.afterMs, command.maxChars);
+      }
     } catch (error) {
-      if (current !== void 0) channel.post({ type: "failed", run: current.id, kind: "worker-exit", message: `the sandbox thread failed: ${error instanceof Error ? error.message : String(error)}` });
+      const run = runs.current;
+      if (run !== void 0) channel.post({ type: "failed", run: run.id, kind: "worker-exit", message: `the sandbox thread failed: ${error instanceof Error ? error.message : String(error)}` });
     }
   });
 }

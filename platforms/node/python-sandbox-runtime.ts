@@ -78,8 +78,9 @@ const platform: SandboxPlatform = {
 /**
  * Creates the Python Code Mode sandbox on Node: MicroPython (wasm) in a pool of
  * `worker_threads`, a fresh interpreter per run, with the TypeScript sandbox's budgets,
- * caps and admission control. Python runs do not park (no journal): a run waiting for a
- * person keeps its thread. Validates `options` at once (`INVALID_OPTIONS`).
+ * caps and admission control. A run waiting only for people parks (its thread goes back to the
+ * pool) and resumes by replaying its journal in a fresh interpreter, as TypeScript runs do.
+ * Validates `options` at once (`INVALID_OPTIONS`).
  */
 export function createPythonSandboxRuntime(options?: SandboxRuntimeOptions & { readonly language?: 'typescript' | 'python' }): SandboxRuntime {
   return createSandboxRuntimeOn(platform, options)

@@ -69,8 +69,14 @@ export function valueOf(result: CodeRunResult): unknown {
   return result.value
 }
 
-/** Registers the parking contract for one runtime. `makeRuntime` returns a fresh runtime (the suite disposes it). */
-export function describeParkingContract(label: string, makeRuntime: (options: ParkingRuntimeOptions) => CodeRuntime): void {
+/**
+ * Registers the parking contract for one runtime. `makeRuntime` returns a fresh runtime (the suite
+ * disposes it). `language`: the language its programs are in (each case's Python translation sits
+ * beside its TypeScript program).
+ */
+export function describeParkingContract(label: string, makeRuntime: (options: ParkingRuntimeOptions) => CodeRuntime, language: 'typescript' | 'python' = 'typescript'): void {
+  const python = language === 'python'
+  const src = (ts: string, py: string): string => (python ? py : ts)
   describe(`parking contract: ${label}`, () => {
     const created: CodeRuntime[] = []
     const make = (parkAfterMs = 30) => {
@@ -85,7 +91,10 @@ export function describeParkingContract(label: string, makeRuntime: (options: Pa
     it('parks a run that waits only for a person, resumes it by replay on the decision, and runs nothing twice', async () => {
       const runtime = make()
       const b = parkingBindings()
-      const pending = runtime.run(b.request('const first = await tools.effect({ n: 1 })\nconst answer = await tools.ask({ q: 1 })\nconst second = await tools.effect({ n: 2 })\nreturn { first, answer, second }'))
+      const pending = runtime.run(b.request(src(
+        'const first = await tools.effect({ n: 1 })\nconst answer = await tools.ask({ q: 1 })\nconst second = await tools.effect({ n: 2 })\nreturn { first, answer, second }',
+        'first = await tools.effect({"n": 1})\nanswer = await tools.ask({"q": 1})\nsecond = await tools.effect({"n": 2})\nreturn {"first": first, "answer": answer, "second": second}',
+      )))
       await until(() => b.parks.length === 1)
       expect(b.parks[0]!.calls).toEqual([{ id: 2, global: 'tools', name: 'ask', args: { q: 1 } }])
       b.decide('yes')
@@ -97,13 +106,20 @@ export function describeParkingContract(label: string, makeRuntime: (options: Pa
       const runtime = make()
       const b = parkingBindings()
       const pending = runtime.run(
-        b.request(`
+        b.request(src(`
           const before = { now: Date.now(), date: new Date().toISOString(), text: typeof Date(), perf: performance.now(), rand: Math.random(),
             uuid: crypto.randomUUID(), bytes: Array.from(crypto.getRandomValues(new Uint8Array(4))) }
           await tools.seen(before)
           await tools.ask({})
           return { before, later: Date.now() >= before.now, perfAfter: performance.now() >= before.perf }
-        `),
+        `, [
+          'import time, random, datetime',
+          'before = {"now": time.time(), "date": str(datetime.datetime.now()), "local": list(time.localtime()), "ticks": time.ticks_ms(),',
+          '  "rand": random.random(), "bits": random.getrandbits(30), "pick": random.choice("abcdefgh"), "n": random.randint(1, 10 ** 6)}',
+          'await tools.seen(before)',
+          'await tools.ask({})',
+          'return {"before": before, "later": time.time() >= before["now"], "perfAfter": time.ticks_diff(time.ticks_ms(), before["ticks"]) >= 0}',
+        ].join('\n'))),
       )
       await until(() => b.parks.length === 1)
       b.decide('ok')
@@ -116,13 +132,24 @@ export function describeParkingContract(label: string, makeRuntime: (options: Pa
       const runtime = make()
       const b = parkingBindings()
       const pending = runtime.run(
-        b.request(`
+        b.request(src(`
           const order = []
           const track = (name, p) => p.then((v) => { order.push(name); return v })
           const all = await Promise.all([track('a', tools.effect({ n: 'a' })), track('ask', tools.ask({})), track('b', tools.effect({ n: 'b' })),
             track('t', new Promise((r) => setTimeout(() => r('timer'), 10)))])
           return { all, order }
-        `),
+        `, [
+          'order = []',
+          'async def track(name, aw):',
+          '    v = await aw',
+          '    order.append(name)',
+          '    return v',
+          'async def timer():',
+          '    await asyncio.sleep(0.01)',
+          '    return "timer"',
+          'results = await asyncio.gather(track("a", tools.effect({"n": "a"})), track("ask", tools.ask({})), track("b", tools.effect({"n": "b"})), track("t", timer()))',
+          'return {"all": results, "order": order}',
+        ].join('\n'))),
       )
       await until(() => b.parks.length === 1)
       b.decide('approved')
@@ -136,14 +163,25 @@ export function describeParkingContract(label: string, makeRuntime: (options: Pa
       const runtime = make()
       const b = parkingBindings()
       const pending = runtime.run(
-        b.request(`
+        b.request(src(`
           const fired = []
           await new Promise((r) => setTimeout(() => { fired.push('early'); r() }, 5))
           setTimeout(() => fired.push('across'), 300)
           const answer = await tools.ask({})
           await new Promise((r) => setTimeout(r, 400))
           return { answer, fired }
-        `),
+        `, [
+          'fired = []',
+          'await asyncio.sleep(0.005)',
+          'fired.append("early")',
+          'async def across():',
+          '    await asyncio.sleep(0.3)',
+          '    fired.append("across")',
+          'asyncio.create_task(across())',
+          'answer = await tools.ask({})',
+          'await asyncio.sleep(0.4)',
+          'return {"answer": answer, "fired": fired}',
+        ].join('\n'))),
       )
       await until(() => b.parks.length === 1)
       b.decide('go')
@@ -151,7 +189,10 @@ export function describeParkingContract(label: string, makeRuntime: (options: Pa
     })
 
     it('a stored state resumes in another runtime: only the waiting call and what follows run there', async () => {
-      const program = "console.log('start')\nconst first = await tools.effect({ n: 1 })\nconst answer = await tools.ask({ q: 'ship?' })\nconst second = await tools.effect({ n: 2 })\nreturn { first, answer, second }"
+      const program = src(
+        "console.log('start')\nconst first = await tools.effect({ n: 1 })\nconst answer = await tools.ask({ q: 'ship?' })\nconst second = await tools.effect({ n: 2 })\nreturn { first, answer, second }",
+        'print("start")\nfirst = await tools.effect({"n": 1})\nanswer = await tools.ask({"q": "ship?"})\nsecond = await tools.effect({"n": 2})\nreturn {"first": first, "answer": answer, "second": second}',
+      )
       const a = parkingBindings()
       const controller = new AbortController()
       const original = make().run(a.request(program, { signal: controller.signal }))
@@ -171,7 +212,7 @@ export function describeParkingContract(label: string, makeRuntime: (options: Pa
     it('a journal that does not match its program ends the run with REPLAY_DIVERGED, naming the call', async () => {
       const a = parkingBindings()
       const controller = new AbortController()
-      const original = make().run(a.request('await tools.effect({ n: 1 })\nreturn await tools.ask({})', { signal: controller.signal }))
+      const original = make().run(a.request(src('await tools.effect({ n: 1 })\nreturn await tools.ask({})', 'await tools.effect({"n": 1})\nreturn await tools.ask({})'), { signal: controller.signal }))
       await until(() => a.parks.length === 1)
       controller.abort()
       await original
@@ -189,7 +230,7 @@ export function describeParkingContract(label: string, makeRuntime: (options: Pa
     it('the state handed to onPark stays as it was when the run parked, after the run resumes and ends', async () => {
       const b = parkingBindings()
       const kept: ParkedRunState[] = []
-      const pending = make().run(b.request('const a = await tools.ask({})\nawait tools.effect({ n: 1 })\nreturn a', { durable: { onPark: (state) => kept.push(state) } }))
+      const pending = make().run(b.request(src('const a = await tools.ask({})\nawait tools.effect({ n: 1 })\nreturn a', 'a = await tools.ask({})\nawait tools.effect({"n": 1})\nreturn a'), { durable: { onPark: (state) => kept.push(state) } }))
       await until(() => kept.length === 1)
       const atPark = JSON.stringify(kept[0])
       b.decide('later')
@@ -200,7 +241,7 @@ export function describeParkingContract(label: string, makeRuntime: (options: Pa
     it('an abort while parked settles the run at once', async () => {
       const b = parkingBindings()
       const controller = new AbortController()
-      const pending = make().run(b.request("await tools.ask({})\nreturn 'never'", { signal: controller.signal }))
+      const pending = make().run(b.request(src("await tools.ask({})\nreturn 'never'", 'await tools.ask({})\nreturn "never"'), { signal: controller.signal }))
       await until(() => b.parks.length === 1)
       controller.abort('stop')
       expect((await pending).error?.kind).toBe('abort')
@@ -220,7 +261,7 @@ export function describeParkingContract(label: string, makeRuntime: (options: Pa
         parked.push(state)
         later(stall)
       }
-      const pending = make().run(b.request('const a = await tools.ask(1)\nconst b = await tools.ask(2)\nreturn [a, b, await tools.ask(3)]', { durable: { onPark } }))
+      const pending = make().run(b.request(src('const a = await tools.ask(1)\nconst b = await tools.ask(2)\nreturn [a, b, await tools.ask(3)]', 'a = await tools.ask(1)\nb = await tools.ask(2)\nreturn [a, b, await tools.ask(3)]'), { durable: { onPark } }))
       let settled = false
       void pending.then(() => (settled = true))
       for (const answer of ['x', 'y', 'z']) {

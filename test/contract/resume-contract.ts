@@ -16,8 +16,12 @@ export interface ReplayBudgetOptions {
   readonly maxReplayMs?: number
 }
 
-/** A loop with no clock reading: compute that a replay repeats step for step. */
-const spin = (iterations: number) => `let x = 0; for (let i = 0; i < ${iterations}; i++) x = (x * 31 + i) | 0`
+/** The languages the contract's programs are written in. */
+type Language = 'typescript' | 'python'
+
+/** A loop with no clock reading: compute that a replay repeats step for step (MicroPython's loop is about ten times QuickJS's: a tenth of the steps). */
+const spin = (iterations: number, language: Language = 'typescript') =>
+  language === 'python' ? `x = 0\nfor i in range(${iterations / 10}):\n    x = (x * 31 + i) % 65521\n` : `let x = 0; for (let i = 0; i < ${iterations}; i++) x = (x * 31 + i) | 0; `
 
 /** `ask` waits for `decide()` or `reject()` (a denial), holding the wall clock; `effect` records its runs; every park is kept as JSON. */
 function parkingBindings() {
@@ -56,13 +60,14 @@ function parkingBindings() {
   }
 }
 
-/** Registers the replay budget cases for one runtime. `makeRuntime` returns a fresh runtime (disposed by the caller's hooks). */
-export function describeReplayBudgetContract(label: string, makeRuntime: (options: ReplayBudgetOptions) => CodeRuntime): void {
+/** Registers the replay budget cases for one runtime. `makeRuntime` returns a fresh runtime (disposed by the caller's hooks); `language`, its programs' language. */
+export function describeReplayBudgetContract(label: string, makeRuntime: (options: ReplayBudgetOptions) => CodeRuntime, language: Language = 'typescript'): void {
+  const src = (ts: string, py: string): string => (language === 'python' ? py : ts)
   describe(`replay budget: ${label}`, () => {
     it('a run whose resume would replay more than maxReplayMs has left does not park: it keeps its VM, and the decision reaches it live', async () => {
       const runtime = makeRuntime({ parkAfterMs: 20, maxReplayMs: 1 })
       const b = parkingBindings()
-      const run = runtime.run(b.request(`${spin(400_000)}; const a = await tools.ask({}); await tools.effect({ after: a }); return a`))
+      const run = runtime.run(b.request(src(`${spin(400_000)}const a = await tools.ask({}); await tools.effect({ after: a }); return a`, `${spin(400_000, language)}a = await tools.ask({})\nawait tools.effect({"after": a})\nreturn a`)))
       await until(() => b.waitingCount() === 1)
       // Well past parkAfterMs: it was asked to park several times, and never did.
       await new Promise((resolve) => setTimeout(resolve, 300))
@@ -76,7 +81,7 @@ export function describeReplayBudgetContract(label: string, makeRuntime: (option
 
     it('a stored state whose replay would not fit what is left of maxReplayMs ends before its waiting calls are made again', async () => {
       const a = parkingBindings()
-      void makeRuntime({ parkAfterMs: 20 }).run(a.request(`${spin(400_000)}; const v = await tools.ask({}); await tools.effect({ v }); return v`))
+      void makeRuntime({ parkAfterMs: 20 }).run(a.request(src(`${spin(400_000)}const v = await tools.ask({}); await tools.effect({ v }); return v`, `${spin(400_000, language)}v = await tools.ask({})\nawait tools.effect({"v": v})\nreturn v`)))
       await until(() => a.parks.length === 1)
       const state = a.parks[0]!
       expect(state.busyMs).toBeGreaterThan(1)
@@ -91,7 +96,7 @@ export function describeReplayBudgetContract(label: string, makeRuntime: (option
     it('a replay that takes longer than its room is stopped by the VM (a state that understates its compute)', async () => {
       const a = parkingBindings()
       const first = makeRuntime({ parkAfterMs: 20 })
-      const program = `${spin(3_000_000)}; const v = await tools.ask({}); await tools.effect({ v }); return x`
+      const program = src(`${spin(3_000_000)}const v = await tools.ask({}); await tools.effect({ v }); return x`, `${spin(3_000_000, language)}v = await tools.ask({})\nawait tools.effect({"v": v})\nreturn x`)
       void first.run(a.request(program))
       await until(() => a.parks.length === 1)
       // The estimate says nothing to replay; the journal still holds the whole loop.
@@ -111,7 +116,10 @@ export function describeReplayBudgetContract(label: string, makeRuntime: (option
       const runtime = makeRuntime({ parkAfterMs: 20 })
       const b = parkingBindings()
       const run = runtime.run(
-        b.request(`${spin(100_000)}; let denied = 0; for (;;) { try { await tools.ask({ n: denied }); break } catch { denied++ } } return denied`),
+        b.request(src(
+          `${spin(100_000)}let denied = 0; for (;;) { try { await tools.ask({ n: denied }); break } catch { denied++ } } return denied`,
+          `${spin(100_000, language)}denied = 0\nwhile True:\n    try:\n        await tools.ask({"n": denied})\n        break\n    except ToolCallError:\n        denied += 1\nreturn denied`,
+        )),
       )
       for (let park = 1; park <= 3; park++) {
         await until(() => b.parks.length === park && b.waitingCount() === 1)
@@ -140,13 +148,18 @@ const TRICKY = `const answer = await tools.ask({ text: 'é "q" \\\\ \\u2028 ☃ 
 await tools.effect({ answer })
 return answer`
 
-/** Registers the checks on a stored state's waiting calls for one runtime. */
-export function describeResumeCheckContract(label: string, makeRuntime: (options: ReplayBudgetOptions) => CodeRuntime): void {
+/** {@link TRICKY} in Python: MicroPython spells some of its numbers otherwise (`1.5e-07`), which the check must not mind. */
+const TRICKY_PYTHON = `answer = await tools.ask({"text": 'é "q" \\\\ \\u2028 ☃ 😀', "n": 1.5e-7, "big": 1e21, "neg": -0.0, "list": [1, {"b": 2}, None], "10": "ten", "2": "two", "nested": {"z": 1, "a": [True, False]}})
+await tools.effect({"answer": answer})
+return answer`
+
+/** Registers the checks on a stored state's waiting calls for one runtime; `language`, its programs' language. */
+export function describeResumeCheckContract(label: string, makeRuntime: (options: ReplayBudgetOptions) => CodeRuntime, language: Language = 'typescript'): void {
   describe(`resuming a stored state: ${label}`, () => {
     /** Parks {@link TRICKY} in one runtime and returns its stored state (as JSON went through a store). */
     const parkedState = async (): Promise<{ state: ParkedRunState; firstAsk: string }> => {
       const a = parkingBindings()
-      void makeRuntime({ parkAfterMs: 20 }).run(a.request(TRICKY))
+      void makeRuntime({ parkAfterMs: 20 }).run(a.request(language === 'python' ? TRICKY_PYTHON : TRICKY))
       await until(() => a.parks.length === 1)
       return { state: a.parks[0]!, firstAsk: a.ran[0]! }
     }
