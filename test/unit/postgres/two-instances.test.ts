@@ -60,7 +60,10 @@ async function allow(url: string, runCallId: string, n: number, ms?: number): Pr
 }
 const runStatus = async (url: string, id: string) =>
   (await (await fetch(`${url}/v1/runs/${id}`, { headers: AUTH })).json()) as { status: string; callId: string; result?: { value?: { result?: unknown } } }
-/** A takeover waits out the 12 s heartbeat age first: its steps get deadlines that hold on a loaded machine. */
+/**
+ * A takeover waits out the 12 s heartbeat age first, and a freshly started server (tsx, cold)
+ * took 2-3 s a step at load 28: such steps get deadlines that hold on a loaded machine.
+ */
 const TAKEOVER_MS = 90_000
 const ended = (url: string, id: string, ms?: number) =>
   until(async () => {
@@ -232,8 +235,8 @@ describe.skipIf(skip !== undefined)(`two npm start instances on one PostgreSQL d
   it('A killed with kill -9 while its run waits: B adopts the run, takes the decision and finishes it, each call once', async () => {
     const a2 = await instance('a2')
     const { id, callId } = await startRun(a2.url, 'killed')
-    await allow(b.url, callId, 2)
-    await until(async () => (await approvals(b.url)).find((x) => x.callId === `${callId}:code:4`), 'the second approval')
+    await allow(b.url, callId, 2, TAKEOVER_MS)
+    await until(async () => (await approvals(b.url)).find((x) => x.callId === `${callId}:code:4`), 'the second approval', TAKEOVER_MS)
     // Parked: its state is a row in the shared table. Then A dies.
     const pool = new pg.Pool({ connectionString: cluster!.url, max: 1 })
     try {
