@@ -2,7 +2,8 @@
 // Builds the playground into demo/dist/: index.html, styles.css, main.js (the page:
 // registry + demo tools + CodeMirror + the sandbox runtime), sandbox-worker-entry.js (the
 // sandbox's Web Worker: QuickJS, bundled on its own) with QuickJS's emscripten-module.wasm
-// beside it, and worker-entry.js (the trusted-code worker runtime's entry). Each runtime's
+// beside it, python-worker-entry.js (MicroPython) with micropython.wasm beside it, and
+// worker-entry.js (the trusted-code worker runtime's entry). Each runtime's
 // default worker URL is `new URL('./<entry>.js', import.meta.url)`, and the bundled QuickJS
 // looks for its wasm next to the bundle, so placing the files side by side is all the
 // wiring the page needs. `--dev` skips minification. Incremental like the package build:
@@ -47,9 +48,12 @@ await Promise.all([
   build({ ...common, entryPoints: { main: 'demo/playground/main.ts' }, outdir: out }),
   build({ ...common, entryPoints: { 'worker-entry': 'platforms/browser/worker-entry.ts' }, outdir: out }),
   build({ ...common, entryPoints: { 'sandbox-worker-entry': 'platforms/browser/sandbox-worker-entry.ts' }, outdir: out }),
+  // MicroPython's Node-only branches import Node built-ins; never reached in a browser (docs/python.md).
+  build({ ...common, entryPoints: { 'python-worker-entry': 'platforms/browser/python-worker-entry.ts' }, outdir: out, external: ['module', 'path', 'url', 'fs'] }),
 ])
 const require = createRequire(import.meta.url)
 copyFileSync(require.resolve('@jitl/quickjs-wasmfile-release-sync/wasm'), `${out}/emscripten-module.wasm`)
+copyFileSync(`${root}node_modules/@micropython/micropython-webassembly-pyscript/micropython.wasm`, `${out}/micropython.wasm`)
 copyFileSync(`${root}demo/playground/index.html`, `${out}/index.html`)
 copyFileSync(`${root}demo/playground/styles.css`, `${out}/styles.css`)
 writeStamp(stamp, hash)
@@ -57,5 +61,5 @@ writeStamp(stamp, hash)
 const kb = (file) => `${(statSync(`${out}/${file}`).size / 1024).toFixed(0)} KB`
 console.log(
   `demo built in ${(performance.now() - started).toFixed(0)} ms → demo/dist/ ` +
-    `(main.js ${kb('main.js')}, sandbox-worker-entry.js ${kb('sandbox-worker-entry.js')} + emscripten-module.wasm ${kb('emscripten-module.wasm')}, worker-entry.js ${kb('worker-entry.js')})`,
+    `(main.js ${kb('main.js')}, sandbox-worker-entry.js ${kb('sandbox-worker-entry.js')} + emscripten-module.wasm ${kb('emscripten-module.wasm')}, worker-entry.js ${kb('worker-entry.js')}, python-worker-entry.js ${kb('python-worker-entry.js')} + micropython.wasm ${kb('micropython.wasm')})`,
 )

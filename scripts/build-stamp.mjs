@@ -17,7 +17,7 @@ export const BUILD_INPUTS = [
 /** What the playground's bundles read: the page, the core, the platforms, the engine, the lock (esbuild, QuickJS's wasm) and the scripts. */
 export const DEMO_INPUTS = ['demo', 'src', 'platforms', 'engine', 'package.json', 'package-lock.json', 'scripts/build-demo.mjs', 'scripts/build-stamp.mjs']
 /** The files scripts/build-demo.mjs writes into demo/dist/. */
-export const DEMO_OUTPUTS = ['index.html', 'styles.css', 'main.js', 'worker-entry.js', 'sandbox-worker-entry.js', 'emscripten-module.wasm']
+export const DEMO_OUTPUTS = ['index.html', 'styles.css', 'main.js', 'worker-entry.js', 'sandbox-worker-entry.js', 'emscripten-module.wasm', 'python-worker-entry.js', 'micropython.wasm']
 /** What each build prints when it has nothing to do. */
 export const UP_TO_DATE = {
   build: 'build: up to date (no input changed since the last build; `npm run build -- --force` rebuilds)',

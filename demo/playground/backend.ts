@@ -41,11 +41,14 @@ export interface RunOutcome {
   readonly streamedLogs: boolean
 }
 
+/** The languages a playground program is written in. */
+export type ProgramLanguage = 'typescript' | 'python'
+
 /** One place code can run. */
 export interface Backend {
   readonly where: 'tab' | 'server'
-  /** Runs `code` through `run_code` with the agent of `mode`. Never rejects for program failures. */
-  run(code: string, mode: ToolPresentationMode, budgets: RunBudgets, listener: RunListener, signal: AbortSignal): Promise<RunOutcome>
+  /** Runs `code`, written in `language`, through `run_code` with the agent of `mode`. Never rejects for program failures. */
+  run(code: string, language: ProgramLanguage, mode: ToolPresentationMode, budgets: RunBudgets, listener: RunListener, signal: AbortSignal): Promise<RunOutcome>
   /** Calls one tool directly (native presentation); `approvals` hears about it waiting for a person. */
   execute(name: string, args: JsonValue, mode: ToolPresentationMode, signal: AbortSignal, approvals?: ApprovalListener): Promise<ToolExecutionResult>
   /** Answers a pending approval (Allow / Deny). Rejects with a message when it was refused (expired, already decided…). */

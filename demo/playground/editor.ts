@@ -1,5 +1,5 @@
 /**
- * The playground's CodeMirror 6 editors: a TypeScript program editor (highlighting,
+ * The playground's CodeMirror 6 editors: a TypeScript or Python program editor (highlighting,
  * `tools.` completion from the SDK's tool list, Ctrl/Cmd+Enter to run) and a JSON
  * arguments editor for native calls. Follows the system's light/dark preference.
  *
@@ -9,6 +9,7 @@ import { basicSetup, EditorView } from 'codemirror'
 import type { CompletionContext, CompletionResult } from '@codemirror/autocomplete'
 import { javascript, javascriptLanguage } from '@codemirror/lang-javascript'
 import { json } from '@codemirror/lang-json'
+import { python, pythonLanguage } from '@codemirror/lang-python'
 import { Compartment, EditorState, Prec } from '@codemirror/state'
 import type { Extension } from '@codemirror/state'
 import { keymap } from '@codemirror/view'
@@ -28,6 +29,12 @@ export interface PlaygroundEditor {
   text(): string
   /** Replaces the whole text. */
   setText(text: string): void
+}
+
+/** The program editor: a {@link PlaygroundEditor} that also switches its highlighting language. */
+export interface ProgramEditor extends PlaygroundEditor {
+  /** Highlights (and completes `tools.`) as TypeScript or Python. */
+  setLanguage(language: 'typescript' | 'python'): void
 }
 
 const dark = window.matchMedia('(prefers-color-scheme: dark)')
@@ -51,15 +58,15 @@ function create(parent: HTMLElement, doc: string, extensions: readonly Extension
 }
 
 /**
- * The program editor. `onRun` fires on Ctrl/Cmd+Enter; `completions()` is read on each
- * completion request so it follows the live tool set.
+ * The program editor, TypeScript until `setLanguage('python')`. `onRun` fires on
+ * Ctrl/Cmd+Enter; `completions()` is read on each completion request so it follows the live tool set.
  */
 export function createProgramEditor(
   parent: HTMLElement,
   doc: string,
   onRun: () => void,
   completions: () => readonly ToolCompletion[],
-): PlaygroundEditor {
+): ProgramEditor {
   const toolSource = (context: CompletionContext): CompletionResult | null => {
     const word = context.matchBefore(/\btools\.[\w$]*/)
     if (word === null) return null
@@ -75,9 +82,13 @@ export function createProgramEditor(
       validFor: /^[\w$]*$/,
     }
   }
-  return create(parent, doc, [
-    javascript({ typescript: true }),
-    javascriptLanguage.data.of({ autocomplete: toolSource }),
+  const languages = {
+    typescript: [javascript({ typescript: true }), javascriptLanguage.data.of({ autocomplete: toolSource })],
+    python: [python(), pythonLanguage.data.of({ autocomplete: toolSource })],
+  }
+  const language = new Compartment()
+  const editor = create(parent, doc, [
+    language.of(languages.typescript),
     Prec.highest(
       keymap.of([
         {
@@ -90,6 +101,7 @@ export function createProgramEditor(
       ]),
     ),
   ])
+  return { ...editor, setLanguage: (name) => editor.view.dispatch({ effects: language.reconfigure(languages[name]) }) }
 }
 
 /** The JSON arguments editor; `onSubmit` fires on Ctrl/Cmd+Enter. */

@@ -158,3 +158,87 @@ const SAMPLE_ARGUMENTS: Readonly<Record<string, Record<string, unknown>>> = {
   glob: { pattern: '**/*.{md,json}' },
   list_files: { dir: 'src' },
 }
+
+/** The editor's Python examples (MicroPython: the same tools, `asyncio.gather` for overlap), first one loaded on switching. */
+export const PYTHON_EXAMPLES: readonly Example[] = [
+  {
+    title: 'Parallel reads, then an exclusive write',
+    description: 'asyncio.gather overlaps the safe calls; the write runs alone (see the timeline).',
+    code: `# Reads are concurrency-safe: asyncio.gather overlaps them on the timeline.
+files = ['README.md', 'src/notes.ts', 'src/search.ts', 'package.json']
+reads = await asyncio.gather(*[tools.read_file({'path': path}) for path in files])
+print('read', len(reads), 'files:', ', '.join('%s (%d lines)' % (r['path'], r['totalLines']) for r in reads))
+
+# A write is exclusive: it waits for the reads, runs alone, and holds back what follows.
+await tools.write_file({'path': 'notes/summary.md', 'content': '# Files\\n' + '\\n'.join('- ' + f for f in files) + '\\n'})
+
+# These start only after the write settles, then overlap again.
+todo, exported = await asyncio.gather(
+    tools.grep({'pattern': 'TODO'}),
+    tools.grep({'pattern': 'export function', 'glob': 'src/**/*.ts'}),
+)
+return {'files': len(reads), 'todos': len(todo['files']), 'exportedIn': [f['path'] for f in exported['files']]}
+`,
+  },
+  {
+    title: 'Shop: top gold customers',
+    description: 'Many concurrency-safe calls fan out with asyncio.gather; one line comes back.',
+    code: `# Which gold customers spent most on shipped orders? One program, one line of output.
+customers = (await tools.list_customers({'tier': 'gold', 'limit': 100}))['customers']
+
+async def spend_of(customer):
+    orders = (await tools.list_orders({'customerId': customer['id'], 'status': 'shipped', 'limit': 100}))['orders']
+    return {'name': customer['name'], 'cents': sum(o['totalCents'] for o in orders)}
+
+spend = await asyncio.gather(*[spend_of(c) for c in customers])
+top = sorted(spend, key=lambda t: t['cents'], reverse=True)[:3]
+print(' · '.join('%s: $%.2f' % (t['name'], t['cents'] / 100) for t in top))
+return top
+`,
+  },
+  {
+    title: 'Hello (no tools)',
+    description: 'Python in, value out.',
+    code: `points = [{'x': 1, 'y': 2}, {'x': 3, 'y': 4}]
+print('points:', points)
+return sum(p['x'] * p['y'] for p in points)
+`,
+  },
+  {
+    title: 'A failed call (ToolCallError)',
+    description: 'A tool that fails raises ToolCallError with tool_name and code; the program catches it.',
+    code: `try:
+    await tools.read_file({'path': 'no/such/file.md'})
+except ToolCallError as error:
+    print('caught:', error.tool_name, error.code)
+    return str(error)
+`,
+  },
+  {
+    title: 'Hot loop (press Abort)',
+    description: 'Never yields: Abort ends it with kind abort (the worker is terminated).',
+    code: `print('spinning… press Abort')
+while True:
+    pass
+`,
+    budgets: { computeMs: 60_000, maxWallMs: 120_000 },
+  },
+  {
+    title: 'Compute budget (timeout)',
+    description: 'Burns CPU past a 500 ms compute budget: kind timeout.',
+    code: `n = 0
+while True:
+    n += 1
+`,
+    budgets: { computeMs: 500, maxWallMs: 10_000 },
+  },
+  {
+    title: 'Slow tool, idle program',
+    description: 'Awaiting is not compute: asyncio.sleep survives a small compute budget.',
+    code: `# The program idles while it awaits; idle time is not compute.
+await asyncio.sleep(1.5)
+return 'slept 1.5 s on a 200 ms compute budget'
+`,
+    budgets: { computeMs: 200, maxWallMs: 10_000 },
+  },
+]

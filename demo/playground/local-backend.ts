@@ -1,6 +1,6 @@
 /**
- * "This tab": the registry, the demo tools and the sandbox (QuickJS in Web Workers), all
- * in the page. One agent per presentation mode (as the server does), so each mode's
+ * "This tab": the registry, the demo tools and the sandboxes (QuickJS and MicroPython in
+ * Web Workers), all in the page. One agent per presentation mode (as the server does), so each mode's
  * prompt and visibility can be shown side by side. A program run here reaches nothing
  * of the page: not its origin (`fetch`), not its storage, not the token the page holds.
  *
@@ -10,7 +10,7 @@
  * server), a program whose planned tools ask is put to the person once, before it runs,
  * as a plan card (docs/approvals.md, "Plan approval").
  *
- * A thin `CodeRuntime` wrapper sits between the registry and the sandbox: it
+ * A thin `CodeRuntime` wrapper sits between the registry and each sandbox: it
  * streams the run's console lines to the page (the `run_code` bridge does not forward
  * `onLog`), keeps the runtime's stats for the status line, and swaps in a runtime with
  * new budgets when the settings change.
@@ -29,7 +29,7 @@ import type { SessionLogEvent, ToolRuntime } from '../../src/runtime-types.js'
 import type { ToolExecutionResult, ToolPresentationMode } from '../../src/types.js'
 import { askBeforeWriting } from '../tools/approval-gate.js'
 import { registerDemoTools } from '../tools/index.js'
-import type { ApprovalListener, Backend, RunBudgets, RunListener, RunOutcome } from './backend.js'
+import type { ApprovalListener, Backend, ProgramLanguage, RunBudgets, RunListener, RunOutcome } from './backend.js'
 
 /** The in-tab backend plus the registry itself (the page reads schemas, SDK and prompts from it). */
 export interface LocalBackend extends Backend {
@@ -65,28 +65,27 @@ function forward(event: ApprovalEvent, listeners: ReadonlyMap<string, ApprovalLi
   )
 }
 
-/** Creates the registry + demo tools + sandbox of this tab. */
-export function createLocalBackend(initial: RunBudgets): LocalBackend {
-  let budgets = initial
-  let worker: SandboxRuntime = createSandboxRuntime({ computeMs: budgets.computeMs, maxWallMs: budgets.maxWallMs })
-  let active: ActiveRun | undefined
-  let counter = 0
+/** One language's sandbox of the tab, swapped for a new one when the budgets change. */
+interface TabSandbox {
+  readonly tap: CodeRuntime
+  renew(budgets: RunBudgets): void
+  warm(): Promise<void>
+}
 
-  const useBudgets = (next: RunBudgets): void => {
-    if (next.computeMs === budgets.computeMs && next.maxWallMs === budgets.maxWallMs) return
-    const old = worker
-    budgets = next
-    worker = createSandboxRuntime({ computeMs: next.computeMs, maxWallMs: next.maxWallMs })
-    void old.dispose()
-  }
-
+/**
+ * A sandbox of `language` behind a thin `CodeRuntime` that streams the run's console lines
+ * to the page and keeps its stats (`active()` is the run being shown).
+ */
+function tabSandbox(language: ProgramLanguage, initial: RunBudgets, active: () => ActiveRun | undefined): TabSandbox {
+  const make = (budgets: RunBudgets): SandboxRuntime => createSandboxRuntime({ language, computeMs: budgets.computeMs, maxWallMs: budgets.maxWallMs })
+  let sandbox = make(initial)
   const tap: CodeRuntime = {
-    language: 'typescript',
-    isolation: 'quickjs-sandbox',
-    capabilities: worker.capabilities,
+    language,
+    isolation: sandbox.isolation,
+    capabilities: sandbox.capabilities,
     async run(request: CodeRunRequest): Promise<CodeRunResult> {
-      const run = active
-      const result = await worker.run({
+      const run = active()
+      const result = await sandbox.run({
         ...request,
         onLog: (entry) => {
           request.onLog?.(entry)
@@ -96,7 +95,32 @@ export function createLocalBackend(initial: RunBudgets): LocalBackend {
       if (run !== undefined) run.stats = result.stats
       return result
     },
-    dispose: () => worker.dispose(),
+    dispose: () => sandbox.dispose(),
+  }
+  return {
+    tap,
+    renew(budgets) {
+      const old = sandbox
+      sandbox = make(budgets)
+      void old.dispose()
+    },
+    warm: () => sandbox.warm(),
+  }
+}
+
+/** Creates the registry + demo tools + sandboxes (TypeScript and Python) of this tab. */
+export function createLocalBackend(initial: RunBudgets): LocalBackend {
+  let budgets = initial
+  let active: ActiveRun | undefined
+  let counter = 0
+  const typescript = tabSandbox('typescript', initial, () => active)
+  const python = tabSandbox('python', initial, () => active)
+
+  const useBudgets = (next: RunBudgets): void => {
+    if (next.computeMs === budgets.computeMs && next.maxWallMs === budgets.maxWallMs) return
+    budgets = next
+    typescript.renew(next)
+    python.renew(next)
   }
 
   // The runs and native calls waiting to hear about their approvals, by call id.
@@ -112,7 +136,8 @@ export function createLocalBackend(initial: RunBudgets): LocalBackend {
 
   const runtime = createToolRuntime({
     mode: 'both',
-    codeRuntime: tap,
+    codeRuntime: typescript.tap,
+    codeRuntimes: [python.tap],
     approval: handler,
     sessionLog: {
       append(event: SessionLogEvent) {
@@ -154,14 +179,14 @@ export function createLocalBackend(initial: RunBudgets): LocalBackend {
   return {
     where: 'tab',
     runtime,
-    warm: () => worker.warm(),
+    warm: () => typescript.warm(),
     setLatency(range) {
       latency = range
     },
     setPlanApproval(on) {
       plans = on
     },
-    async run(code: string, mode: ToolPresentationMode, next: RunBudgets, listener: RunListener, signal: AbortSignal): Promise<RunOutcome> {
+    async run(code: string, language: ProgramLanguage, mode: ToolPresentationMode, next: RunBudgets, listener: RunListener, signal: AbortSignal): Promise<RunOutcome> {
       useBudgets(next)
       const run: ActiveRun = { callId: `tab-run-${++counter}`, listener }
       active = run
@@ -170,7 +195,7 @@ export function createLocalBackend(initial: RunBudgets): LocalBackend {
         const result = await runtime.execute({
           callId: run.callId,
           name: 'run_code',
-          arguments: { code, description: 'a playground run' },
+          arguments: { code, language, description: 'a playground run' },
           signal,
           agent: mode,
         })

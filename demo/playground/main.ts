@@ -17,7 +17,7 @@ import type { JsonValue } from '../../src/json/json-value.js'
 import type { CodeDispatchEvent, CodeDispatchStartEvent } from '../../src/runtime-types.js'
 import type { ToolExecutionResult, ToolPresentationMode } from '../../src/types.js'
 import { failureKind } from './backend.js'
-import type { ApprovalListener, Backend, RunBudgets, RunOutcome } from './backend.js'
+import type { ApprovalListener, Backend, ProgramLanguage, RunBudgets, RunOutcome } from './backend.js'
 import { approvalStateOf, renderApprovalPanel } from './approval-card.js'
 import { watchAttention } from './attention.js'
 import { isDenialCode, renderCard, renderNativeCard } from './cards.js'
@@ -26,7 +26,8 @@ import type { SubCallRecord } from './cards.js'
 import { byId, h, replaceChildren, showJson } from './dom.js'
 import { createJsonEditor, createProgramEditor } from './editor.js'
 import type { ToolCompletion } from './editor.js'
-import { exampleArguments, EXAMPLES } from './examples.js'
+import { exampleArguments, EXAMPLES, PYTHON_EXAMPLES } from './examples.js'
+import type { Example } from './examples.js'
 import { createLocalBackend } from './local-backend.js'
 import { checkServer, createServerBackend, serverInfo } from './server-backend.js'
 import type { ServerStatus } from './server-backend.js'
@@ -44,6 +45,7 @@ const state = {
   left: 'catalog' as LeftTab,
   work: 'code' as WorkTab,
   sdk: 'typescript' as SdkLanguage,
+  language: 'typescript' as ProgramLanguage,
   server: { up: false, why: 'checking…' } as ServerStatus,
   running: undefined as AbortController | undefined,
 }
@@ -459,6 +461,7 @@ async function run(): Promise<void> {
   try {
     outcome = await runner.run(
       editor.text(),
+      state.language,
       state.mode,
       budgets(),
       {
@@ -650,16 +653,32 @@ function wire(): void {
   }
   wireCatalogSearch({ registry, server: info, where: () => state.where, agent: () => 'code' })
   const examples = byId<HTMLSelectElement>('examples')
-  replaceChildren(examples, EXAMPLES.map((example, index) => h('option', { value: index, title: example.description }, example.title)))
-  examples.addEventListener('change', () => {
-    const example = EXAMPLES[Number(examples.value)]
-    if (example === undefined) return
+  const examplesOf = (language: ProgramLanguage): readonly Example[] => (language === 'python' ? PYTHON_EXAMPLES : EXAMPLES)
+  const loadExample = (example: Example): void => {
     editor.setText(example.code)
     if (example.budgets !== undefined && state.where === 'server') tabBudgets = example.budgets
     else if (example.budgets !== undefined) {
       byId<HTMLInputElement>('budget-compute').value = String(example.budgets.computeMs)
       byId<HTMLInputElement>('budget-wall').value = String(example.budgets.maxWallMs)
     }
+  }
+  const listExamples = (): void => {
+    replaceChildren(examples, examplesOf(state.language).map((example, index) => h('option', { value: index, title: example.description }, example.title)))
+  }
+  listExamples()
+  examples.addEventListener('change', () => {
+    const example = examplesOf(state.language)[Number(examples.value)]
+    if (example !== undefined) loadExample(example)
+  })
+  // The language switch: the editor, its examples and the SDK tab follow it; the run sends it (run_code's `language`).
+  const language = byId<HTMLSelectElement>('language')
+  language.addEventListener('change', () => {
+    state.language = language.value === 'python' ? 'python' : 'typescript'
+    editor.setLanguage(state.language)
+    listExamples()
+    loadExample(examplesOf(state.language)[0]!)
+    state.sdk = state.language
+    renderSdk()
   })
   const latency = byId<HTMLSelectElement>('latency')
   const applyLatency = (): void => {

@@ -17,7 +17,7 @@ import type { ApprovalSettledData } from '../../src/http/_approvals.js'
 import type { JsonValue } from '../../src/json/json-value.js'
 import type { CodeDispatchEvent, CodeDispatchStartEvent } from '../../src/runtime-types.js'
 import type { ToolExecutionResult, ToolPresentationMode } from '../../src/types.js'
-import type { ApprovalListener, Backend, RunBudgets, RunListener, RunOutcome } from './backend.js'
+import type { ApprovalListener, Backend, ProgramLanguage, RunBudgets, RunListener, RunOutcome } from './backend.js'
 import { rememberRun } from './known-runs.js'
 
 /** Where the server is and how to talk to it. */
@@ -253,10 +253,10 @@ export function createServerBackend(info: ServerInfo): ServerBackend {
     where: 'server',
     // A background run (POST /v1/runs), not one held by this request: a reload or a closed
     // tab leaves it running, and its requests wait in GET /v1/approvals for the panel.
-    async run(code: string, mode: ToolPresentationMode, _budgets: RunBudgets, listener: RunListener, signal: AbortSignal): Promise<RunOutcome> {
+    async run(code: string, language: ProgramLanguage, mode: ToolPresentationMode, _budgets: RunBudgets, listener: RunListener, signal: AbortSignal): Promise<RunOutcome> {
       let started: { id: string; callId: string }
       try {
-        const response = await fetch(`${info.api}/runs`, { method: 'POST', headers: headers(), body: JSON.stringify({ code, description: 'a playground run', agent: mode }), signal })
+        const response = await fetch(`${info.api}/runs`, { method: 'POST', headers: headers(), body: JSON.stringify({ code, language, description: 'a playground run', agent: mode }), signal })
         if (!response.ok) throw await errorOf(response)
         started = (await response.json()) as { id: string; callId: string }
       } catch (error) {

@@ -14,6 +14,14 @@ interface WorkerScope {
 }
 
 const scope = globalThis as unknown as WorkerScope
+// Emscripten reports each growth the memory cap refuses on console.error; the interpreter then
+// collects or raises MemoryError in the program, so these lines are noise in the page's console.
+const REFUSED_GROWTH = /^(growMemory: Attempted to grow heap|Failed to grow the heap)/
+const consoleError = console.error.bind(console)
+console.error = (...args: unknown[]) => {
+  if (typeof args[0] === 'string' && REFUSED_GROWTH.test(args[0])) return
+  consoleError(...args)
+}
 hardenRealm()
 servePythonThread(
   {
