@@ -264,3 +264,27 @@ describe('a resumed run, ended by the process that resumed it', () => {
     expect(signals[0]!.reason).toBe('enough')
   })
 })
+
+describe("a run's language survives its park", () => {
+  it('is stored with the run, handed to the resumed run_code call, absent when not given; a stored one over 32 characters is no record', async () => {
+    const cues = cueStore()
+    const a = process(cues.store)
+    a.forRun('py', undefined, { code: 'c', description: 'd', language: 'python' }).onPark(STATE, NUMBERING)
+    a.forRun('ts', undefined, { code: 'c', description: 'd' }).onPark(STATE, NUMBERING)
+    await a.flushed()
+    expect(((await readJson(cues.base, 'runs/py')) as StoredRun).language).toBe('python')
+    expect('language' in ((await readJson(cues.base, 'runs/ts')) as object)).toBe(false)
+    const args: unknown[] = []
+    const b = process(cues.store)
+    await b.resumeAll(async (_id, _agent, given) => void args.push(given), { staleMs: 0 })
+    expect(args).toEqual([{ code: 'c', description: 'd', language: 'python' }, { code: 'c', description: 'd' }])
+    expect('language' in (args[1] as object)).toBe(false)
+    const record = (await readJson(cues.base, 'runs/py')) as StoredRun
+    await cues.base.delete('runs/ts')
+    for (const [language, ok] of [['x'.repeat(32), true], ['x'.repeat(33), false], [7, false]] as const) {
+      await cues.base.put('runs/py', JSON.stringify({ ...record, language, owner: undefined }))
+      const found = await process(cues.store).resumeAll(async () => undefined, { staleMs: 0 })
+      expect(found.map((r) => r.callId)).toEqual(ok ? ['py'] : [])
+    }
+  })
+})
