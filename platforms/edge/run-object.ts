@@ -303,9 +303,11 @@ export class ToolyardRun {
    */
   async #settleLost(records: RunRecordStore): Promise<void> {
     const info = await this.#info()
-    const record = info === undefined ? undefined : await records.get(info.appId)
+    const read = info === undefined ? undefined : await records.read(info.appId)
+    const record = read?.record
     if (record === undefined || record.status !== 'running') return
-    await records.put({ ...record, status: 'failed', settledAt: Date.now(), result: interruptedRunResult('its Durable Object') })
+    // Only over the record judged lost here (compare-and-set).
+    if (!(await records.put({ ...record, status: 'failed', settledAt: Date.now(), result: interruptedRunResult('its Durable Object') }, { ifVersion: read!.version })).ok) return
     await this.#ctx.storage.setAlarm(Date.now() + DEFAULT_RUN_RETENTION_MS)
   }
 }

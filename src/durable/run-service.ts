@@ -10,7 +10,7 @@ import type { RunEventLog, RunEventStore, RunRecordJson, RunRecordStore } from '
 import { createLiveEvents, LIVE_POLL_MS, type FollowedRun, type LiveEvents } from './_live-events.js'
 import { parkedIn } from './runs.js'
 import type { DurableRuns, ResumedRun } from './runs.js'
-import type { DurableStore } from './store.js'
+import type { DurableStore, StorePutResult } from './store.js'
 
 /** Options of the runtime's runs (`createToolRuntime({ runs })`). */
 export interface RunServiceOptions {
@@ -58,6 +58,8 @@ const DEFAULT_RESUME_EVERY_MS = 10_000
 const DEFAULT_STALE_MS = 30_000
 const DEFAULT_MAX_FOLLOWERS = 64
 const MAX_TIMER_MS = 2_147_483_647
+/** Writes a run's holder makes over others' before it gives up (each conflict is another process's write). */
+const MAX_CAS_ATTEMPTS = 4
 
 function checkMs(value: unknown, name: string, min: number): number | undefined {
   if (value === undefined) return undefined
@@ -88,6 +90,10 @@ export class RunService {
   /** Work whose end a dispose waits for: each run's ordered writes, and the tables' runs as they end. */
   readonly #writes = new Map<string, Promise<void>>()
   readonly #work = new Set<Promise<unknown>>()
+  /** Each run's record and snapshot versions as this process last wrote or read them: its writes are compare-and-set on them. */
+  readonly #versions = new Map<string, { record: string | null; events: string | null }>()
+  /** Runs another process wrote since (it took the run over, or ended it as lost): this process writes nothing more of them. */
+  readonly #fenced = new Set<string>()
   #loop: ReturnType<typeof setInterval> | undefined
   #closed = false
   #followers = 0
@@ -221,6 +227,95 @@ export class RunService {
     return this.#durable?.taken(callId) ?? false
   }
 
+  /** Run `id` was taken from the store at these versions (its record's, its snapshot's): this process's writes go on from them. */
+  adopted(id: string, record: string, events: string | undefined): void {
+    this.#versions.set(id, { record, events: events ?? null })
+    this.#fenced.delete(id)
+  }
+
+  /** Whether another process wrote run `id`'s record since this one did (fencing): this process writes nothing more of it. */
+  fenced(id: string): boolean {
+    return this.#fenced.has(id)
+  }
+
+  /**
+   * Writes run `record` by compare-and-set on the version this process holds (a new run's:
+   * absent). On a conflict only the holder of the run's claim writes again; any other
+   * process is fenced off the run for good. Whether it was written.
+   */
+  async writeRecord(record: RunRecordJson): Promise<boolean> {
+    const records = this.records
+    if (records === undefined) return false
+    // Checked after the conflict's version was read: a claim taken after the check writes after that version, and wins its own conflict.
+    return this.#cas(record, 'record', (ifVersion) => records.put(record, { ifVersion }), () => this.#durable?.holds(record.callId) ?? Promise.resolve(false))
+  }
+
+  /**
+   * Writes run `run`'s event snapshot (`events.put`) by compare-and-set on its manifest. On
+   * a conflict, it writes again only while the run's record is still the version this
+   * process wrote. Whether it was written.
+   */
+  async writeEvents(events: RunEventStore, run: { readonly id: string; readonly callId: string }, log: RunEventLog, reserve: number): Promise<boolean> {
+    return this.#cas(run, 'events', (ifVersion) => events.put(run.id, log, reserve, { ifVersion }), async () => {
+      const held = this.#versions.get(run.id)?.record
+      return held !== undefined && held !== null && (await this.records?.read(run.id))?.version === held
+    })
+  }
+
+  /**
+   * Writes run `record` after a snapshot of its events (`writeEvents`); when the record is
+   * fenced off, the snapshot just written goes too (unless another process wrote one since).
+   */
+  async writeSnapshotRecord(events: RunEventStore, record: RunRecordJson): Promise<boolean> {
+    if (await this.writeRecord(record)) return true
+    const written = this.#versions.get(record.id)?.events
+    if (written !== undefined && written !== null) await events.delete(record.id, { ifVersion: written })
+    return false
+  }
+
+  /** Deletes run `id`'s record, only over the version this process wrote; then `after` (its snapshot's removal). Whether it did. */
+  async deleteRecord(run: { readonly id: string; readonly callId: string }, after: () => Promise<void>): Promise<boolean> {
+    const held = this.#versions.get(run.id)?.record
+    this.#versions.delete(run.id)
+    const fenced = this.#fenced.delete(run.id)
+    if (this.records === undefined || fenced || held === undefined || held === null || this.taken(run.callId)) return false
+    if (!(await this.records.delete(run.id, { ifVersion: held })).ok) return false
+    await after()
+    return true
+  }
+
+  /** The run's snapshot was deleted: a later one is created anew. */
+  eventsDeleted(id: string): void {
+    const versions = this.#versions.get(id)
+    if (versions !== undefined) versions.events = null
+  }
+
+  async #cas(
+    run: { readonly id: string; readonly callId: string },
+    which: 'record' | 'events',
+    write: (ifVersion: string | null) => Promise<StorePutResult>,
+    mayOverwrite: () => Promise<boolean>,
+  ): Promise<boolean> {
+    for (let attempt = 0; ; attempt++) {
+      if (this.#fenced.has(run.id) || this.taken(run.callId)) return this.#fence(run.id)
+      const versions = this.#versions.get(run.id) ?? { record: null, events: null }
+      this.#versions.set(run.id, versions)
+      const put = await write(versions[which])
+      if (put.ok) {
+        versions[which] = put.version
+        return true
+      }
+      if (!(await mayOverwrite())) return this.#fence(run.id)
+      if (attempt + 1 >= MAX_CAS_ATTEMPTS) throw new ToolError('STORE_BUSY', `run ${run.id}'s ${which} was written by another process ${MAX_CAS_ATTEMPTS} times while this one held the run; not written`)
+      versions[which] = put.version ?? null
+    }
+  }
+
+  #fence(id: string): false {
+    this.#fenced.add(id)
+    return false
+  }
+
   /** Whether the run of `callId` is parked in the store (some process will resume it); `false` when it cannot be read. */
   async parked(callId: string): Promise<boolean> {
     return this.#parked(callId).catch(() => false)
@@ -309,12 +404,18 @@ export class RunService {
    * Ends `record` as `failed` (`INTERRUPTED`) when nothing will finish its run: `running`,
    * not parked, and its process silent for `staleMs`. Whether it did.
    */
-  async settleIfLost(record: RunRecordJson, events: RunEventStore | undefined, staleMs: number): Promise<boolean> {
-    if (this.records === undefined || record.status !== 'running' || record.owner === this.owner) return false
+  async settleIfLost(seen: RunRecordJson, events: RunEventStore | undefined, staleMs: number): Promise<boolean> {
+    if (this.records === undefined || seen.status !== 'running' || seen.owner === this.owner) return false
     // A store that cannot say is no proof of a loss: the read's failure goes to the caller.
-    if (await this.#parked(record.callId)) return false
+    if (await this.#parked(seen.callId)) return false
+    // Read again with its version: the write below lands only over the record judged from here on.
+    const read = await this.records.read(seen.id)
+    const record = read?.record
+    if (record === undefined || record.status !== 'running' || record.owner === this.owner || record.callId !== seen.callId) return false
     if (record.owner !== undefined && (await this.alive(record.owner, staleMs))) return false
-    await this.records.put({ ...record, status: 'failed', settledAt: Date.now(), result: interruptedRunResult('the process running it') })
+    const put = await this.records.put({ ...record, status: 'failed', settledAt: Date.now(), result: interruptedRunResult('the process running it') }, { ifVersion: read!.version })
+    // Its process wrote it meanwhile: not lost after all.
+    if (!put.ok) return false
     // Nobody will stream its frames again: a snapshot it left goes.
     await events?.delete(record.id)
     return true

@@ -4,7 +4,7 @@
  * and event snapshots. Bounds and formats: docs/http-api.md, "Runs as resources".
  * @module
  */
-import type { DurableStore } from './store.js'
+import type { DurableStore, StoreDeleteResult, StorePutResult, StoreWriteOptions } from './store.js'
 import type { ScopeKey, ToolExecutionResult } from '../types.js'
 import { utf8Length, utf8Pieces } from '../util/utf8.js'
 
@@ -340,9 +340,12 @@ export function interruptedRunResult(where: string): ToolExecutionResult {
 
 /** Where run records go: a later backend keeps them past the process (one JSON value per run). */
 export interface RunRecordStore {
-  put(record: RunRecordJson): Promise<void>
+  /** Writes `record`, by compare-and-set when `ifVersion` is given (a conflict is an answer, as in `DurableStore.put`). */
+  put(record: RunRecordJson, options?: StoreWriteOptions): Promise<StorePutResult>
   get(id: string): Promise<RunRecordJson | undefined>
-  delete(id: string): Promise<void>
+  /** The record with its version, for a compare-and-set write over it. */
+  read(id: string): Promise<{ readonly record: RunRecordJson; readonly version: string } | undefined>
+  delete(id: string, options?: StoreWriteOptions): Promise<StoreDeleteResult>
   /** The ids of the records kept, oldest key order first, at most `limit`. */
   list(limit: number): Promise<readonly string[]>
 }
@@ -373,40 +376,49 @@ const STORED_STATUSES: readonly StoredRunStatus[] = ['running', 'done', 'failed'
  */
 export function createStoreRunRecords(store: DurableStore): RunRecordStore {
   return {
-    async put(record) {
+    async put(record, options) {
       try {
-        await store.put(RUN_KEY_PREFIX + record.id, JSON.stringify(record))
+        return await store.put(RUN_KEY_PREFIX + record.id, JSON.stringify(record), options)
       } catch (error) {
         if ((error as { code?: unknown }).code !== 'STORE_VALUE_TOO_LARGE' || record.result === undefined) throw error
         const { result: _omitted, ...rest } = record
-        await store.put(RUN_KEY_PREFIX + record.id, JSON.stringify(rest))
+        return store.put(RUN_KEY_PREFIX + record.id, JSON.stringify(rest), options)
       }
     },
     async get(id) {
+      return (await this.read(id))?.record
+    },
+    async read(id) {
       const entry = await store.get(RUN_KEY_PREFIX + id)
       if (entry === undefined) return undefined
-      // Another process wrote it, or something else did: a record that is not one is absent, never a crash.
-      let record: Partial<RunRecordJson> | undefined
-      try {
-        record = JSON.parse(entry.value) as Partial<RunRecordJson>
-      } catch {
-        return undefined
-      }
-      if (typeof record !== 'object' || record === null || record.id !== id || typeof record.callId !== 'string') return undefined
-      if (!STORED_STATUSES.includes(record.status as StoredRunStatus) || typeof record.createdAt !== 'number') return undefined
-      if (record.owner !== undefined && typeof record.owner !== 'string') return undefined
-      if (record.principal !== undefined && typeof record.principal !== 'string') return undefined
-      if (record.asked !== undefined && record.asked !== true) return undefined
-      return typeof record.events === 'object' && record.events !== null ? (record as RunRecordJson) : undefined
+      const record = parseRecord(id, entry.value)
+      return record === undefined ? undefined : { record, version: entry.version }
     },
-    async delete(id) {
-      await store.delete(RUN_KEY_PREFIX + id)
+    delete(id, options) {
+      return store.delete(RUN_KEY_PREFIX + id, options)
     },
     async list(limit) {
       const page = await store.list(RUN_KEY_PREFIX, { limit })
       return page.entries.map((entry) => entry.key.slice(RUN_KEY_PREFIX.length))
     },
   }
+}
+
+/** A stored record's text as a record of run `id`, or `undefined`. */
+function parseRecord(id: string, value: string): RunRecordJson | undefined {
+  // Another process wrote it, or something else did: a record that is not one is absent, never a crash.
+  let record: Partial<RunRecordJson> | undefined
+  try {
+    record = JSON.parse(value) as Partial<RunRecordJson>
+  } catch {
+    return undefined
+  }
+  if (typeof record !== 'object' || record === null || record.id !== id || typeof record.callId !== 'string') return undefined
+  if (!STORED_STATUSES.includes(record.status as StoredRunStatus) || typeof record.createdAt !== 'number') return undefined
+  if (record.owner !== undefined && typeof record.owner !== 'string') return undefined
+  if (record.principal !== undefined && typeof record.principal !== 'string') return undefined
+  if (record.asked !== undefined && record.asked !== true) return undefined
+  return typeof record.events === 'object' && record.events !== null ? (record as RunRecordJson) : undefined
 }
 
 /**
@@ -424,11 +436,13 @@ export interface RunEventStore {
    * many ids without storing them (a run that computes after its snapshot); the process
    * that loads the snapshot continues after them, so no id ever names two frames.
    */
-  put(id: string, log: RunEventLog, reserve?: number): Promise<void>
+  put(id: string, log: RunEventLog, reserve?: number, options?: StoreWriteOptions): Promise<StorePutResult>
   /** The stored frames, or `undefined` when there are none or they are not a snapshot this code wrote whole. */
   load(id: string): Promise<RestoredRunEvents | undefined>
-  /** Removes the snapshot and every piece of it (stray ones of an interrupted write included). */
-  delete(id: string): Promise<void>
+  /** {@link RunEventStore.load} with the manifest's version, for a compare-and-set write over it. */
+  read(id: string): Promise<{ readonly events: RestoredRunEvents; readonly version: string } | undefined>
+  /** Removes the snapshot and every piece of it (stray ones of an interrupted write included); with `ifVersion`, only while its manifest is that version. */
+  delete(id: string, options?: StoreWriteOptions): Promise<void>
 }
 
 /**
@@ -529,7 +543,7 @@ export function createStoreRunEvents(store: DurableStore, maxBytes: number): Run
     }
   }
   return {
-    async put(id, log, reserve = 0) {
+    async put(id, log, reserve = 0, options) {
       const { frames } = log.since(0)
       // The newest frames whose JSON fits the bound; the older ones count as dropped.
       const entries: string[] = []
@@ -548,10 +562,16 @@ export function createStoreRunEvents(store: DurableStore, maxBytes: number): Run
       const last = frames.at(-1)?.id ?? log.last
       const next = Math.min(MAX_RESTORED_EVENT_ID, last + reserve)
       const manifest: EventsManifest = { v: 1, gen, pieces, bytes, last, dropped: log.dropped + frames.length - entries.length, ...(next > last ? { next } : {}) }
-      await store.put(base(id), JSON.stringify(manifest))
-      await sweep(id, gen)
+      const put = await store.put(base(id), JSON.stringify(manifest), options)
+      // Lost a compare-and-set (another process writes this run's snapshots now): only this write's pieces go.
+      if (put.ok) await sweep(id, gen)
+      else for (let n = 0; n < pieces; n++) await store.delete(`${base(id)}/${gen}.${n}`)
+      return put
     },
     async load(id) {
+      return (await this.read(id))?.events
+    },
+    async read(id) {
       const entry = await store.get(base(id))
       const manifest = entry === undefined ? undefined : readManifest(entry.value, maxBytes)
       if (manifest === undefined) return undefined
@@ -575,10 +595,10 @@ export function createStoreRunEvents(store: DurableStore, maxBytes: number): Run
       const frames = readFrames(parts.join(''), manifest.last)
       if (frames === undefined) return undefined
       const next = manifest.next ?? manifest.last
-      return { frames, last: next, dropped: manifest.dropped, ...(next > manifest.last ? { reservedFrom: manifest.last + 1 } : {}) }
+      return { events: { frames, last: next, dropped: manifest.dropped, ...(next > manifest.last ? { reservedFrom: manifest.last + 1 } : {}) }, version: entry!.version }
     },
-    async delete(id) {
-      await store.delete(base(id))
+    async delete(id, options) {
+      if (!(await store.delete(base(id), options)).ok) return
       await sweep(id, undefined)
     },
   }

@@ -331,6 +331,23 @@ export class DurableRuns {
     return this.#taken.has(callId)
   }
 
+  /**
+   * Whether this process holds the run of `callId` now: it claimed or parked it, and its
+   * record is still the version it wrote. `false` (and the run counts as taken) otherwise.
+   */
+  holds(callId: string): Promise<boolean> {
+    // In the run's write order: a park under way is this process's own write, not a claim.
+    let answer: Promise<boolean> = Promise.resolve(false)
+    const check = async (): Promise<boolean> => {
+      const held = this.#held.get(callId)
+      if (this.#taken.has(callId) || held === undefined || held === null) return false
+      if ((await this.#store.get(`runs/${runKeySegment(callId)}`))?.version === held) return true
+      this.#taken.add(callId)
+      return false
+    }
+    return this.#queue(callId, () => (answer = check())).then(() => answer)
+  }
+
   /** Throws `RUN_TAKEN_OVER` when the run's record is no longer the version this process holds. */
   async #fence(callId: string, name: string): Promise<void> {
     const held = this.#held.get(callId)

@@ -160,13 +160,14 @@ function recordWriter(service: RunService, events: RunEventStore | undefined, co
         const last = run.events.last
         const reserve = final ? 0 : EVENT_ID_RESERVE
         if (written.get(run.id) === `${last}:${reserve}`) return
-        await events.put(run.id, run.events, reserve)
+        // Both by compare-and-set: a process the run was taken from (it was presumed dead) writes neither over its new holder's.
+        if (!(await service.writeEvents(events, run, run.events, reserve))) return
         written.set(run.id, `${last}:${reserve}`)
         reserved.set(run.id, last + reserve)
         // The record's `events` summary follows: a process that cannot read the frames still continues their ids.
         // A snapshot is of a run some process will go on with: its record says `running` (a run left for the next process included).
         const { settledAt: _settledAt, result: _result, ...record } = runRecord(run)
-        await records!.put({ ...record, status: 'running', owner: service.owner })
+        await service.writeSnapshotRecord(events, { ...record, status: 'running', owner: service.owner })
       },
       request,
     )
@@ -176,17 +177,18 @@ function recordWriter(service: RunService, events: RunEventStore | undefined, co
     reserved.delete(id)
     // Stryker disable next-line OptionalChaining: dropEvents runs only in a write enqueue() let through, which needs a store, and a store gives events too
     await events?.delete(id)
+    service.eventsDeleted(id)
   }
+  const write = async (run: TableRun): Promise<boolean> => service.writeRecord({ ...runRecord(run), owner: service.owner })
   return {
     service,
-    put: (run: TableRun, request: Request) => enqueue(run, () => records!.put({ ...runRecord(run), owner: service.owner }), request),
+    put: (run: TableRun, request: Request) => enqueue(run, async () => void (await write(run)), request),
     /** The run's record, and its event snapshot gone: it ended here, nobody resumes it. */
     settled: (run: TableRun, request: Request) =>
       enqueue(
         run,
         async () => {
-          await records!.put({ ...runRecord(run), owner: service.owner })
-          await dropEvents(run.id)
+          if (await write(run)) await dropEvents(run.id)
         },
         request,
       ),
@@ -199,10 +201,7 @@ function recordWriter(service: RunService, events: RunEventStore | undefined, co
     delete: (run: TableRun, request: Request) =>
       enqueue(
         run,
-        async () => {
-          await records!.delete(run.id)
-          await dropEvents(run.id)
-        },
+        async () => void (await service.deleteRecord(run, () => dropEvents(run.id))),
         request,
       ),
   }
@@ -648,16 +647,20 @@ async function adoptResumed(resumed: ResumedRunPool, events: RunEventStore | und
         })
   let adopted = 0
   for (const id of await records.list(MAX_ADOPTED_RECORDS)) {
-    const record = await records.get(id)
+    const read = await records.read(id)
+    const record = read?.record
     if (record === undefined || record.status !== 'running' || table.get(record.id) !== undefined) continue
     const handle = resumed.take(record.callId)
     if (handle === undefined) {
       await service.settleIfLost(record, events, staleMs)
       continue
     }
-    const restored = (await events?.load(record.id).catch((error: unknown) => void config.report(error, request))) ?? continuedIds(record)
+    const loaded = await events?.read(record.id).catch((error: unknown) => void config.report(error, request))
+    const restored = loaded?.events ?? continuedIds(record)
     const run = table.admit({ callId: record.callId, agent: record.agent, principal: record.principal, asked: record.asked === true, id: record.id, createdAt: record.createdAt, events: restored })
     if (run === undefined) continue
+    // Its writes go on by compare-and-set from what was read here.
+    service.adopted(run.id, read!.version, loaded?.version)
     service.hold()
     adopted++
     const prepared: PreparedRun = {

@@ -565,6 +565,8 @@ describe('a snapshot leaves the store with its run', () => {
     const response = await fixture.app.request('/v1/runs', { method: 'POST', headers: JSON_AUTH, body: JSON.stringify({ code: 'return 1', description: 'quick' }) })
     const { id } = (await response.json()) as { id: string }
     await until(async () => ((JSON.parse((await store.get(`run-records/${id}`))?.value ?? '{}') as { status?: string }).status === 'done' ? true : undefined), 'the run to end')
+    // Its own writes first (the end's record, then its snapshot's removal): the snapshot below comes after them.
+    await fixture.runtime.runs.drained()
     // Left by an earlier process (or a write a crash interrupted): the eviction of the run removes it.
     await leaveSnapshot(store, id)
     await new Promise((resolve) => setTimeout(resolve, 20))
