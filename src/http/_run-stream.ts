@@ -5,11 +5,10 @@
  * @module
  */
 import type { Context } from 'hono'
-import { streamSSE } from 'hono/streaming'
 import type { ApprovalBroker } from '../approvals/types.js'
 import type { ToolExecutionResult } from '../types.js'
 import { forwardApprovals } from './_approvals.js'
-import { createSseSender } from './_sse-sender.js'
+import { sseResponse } from './_sse-sender.js'
 import type { InternalErrorReporter } from './http-errors.js'
 import type { SessionLogHub, SessionLogHubEvent } from './session-log-hub.js'
 
@@ -52,41 +51,33 @@ export const EVENT_OF: Readonly<Partial<Record<SessionLogHubEvent['type'], strin
  * order it was produced and written one at a time (`_sse-sender.ts`).
  */
 export function streamRun(c: Context, run: StreamedRun, config: StreamConfig): Response {
-  const response = streamSSE(c, async (stream) => {
-    const cancelled = new AbortController()
-    let sequence = 0
-    const frame = (event: string, data: unknown): string => `event: ${event}\nid: ${++sequence}\ndata: ${JSON.stringify(data)}\n\n`
-    let heartbeat: ReturnType<typeof setInterval> | undefined
-    let unsubscribe: (() => void) | undefined
-    let stopApprovals: (() => void) | undefined
-    const stopProducing = (): void => {
-      if (heartbeat !== undefined) clearInterval(heartbeat)
-      unsubscribe?.()
-      // Stryker disable next-line OptionalChaining: stopProducing runs only after the start frame is queued (a first frame is always taken whole), when stopApprovals is set
-      stopApprovals?.()
-    }
-    const sender = createSseSender(stream, {
-      maxBacklogBytes: config.maxStreamBacklogBytes,
-      writeTimeoutMs: config.streamWriteTimeoutMs,
-      finalFrame: (dropped) =>
-        frame('error', {
-          callId: run.callId,
-          error: {
-            code: 'STREAM_BACKLOG',
-            message: `this stream fell behind: ${dropped} bytes of events were not read in time (maxStreamBacklogBytes ${config.maxStreamBacklogBytes}) and were dropped; the run goes on without this stream`,
-          },
-        }),
-      onFallBehind: stopProducing,
-    })
-    // A client that went away cancels its run; a stream we gave up on does not.
-    const clientGone = (): void => {
-      if (sender.fallen === undefined) cancelled.abort(new DOMException('the client went away', 'AbortError'))
-    }
-    stream.onAbort(clientGone)
-    if (c.req.raw.signal.aborted) clientGone()
-    else
-      // Stryker disable next-line ObjectLiteral,BooleanLiteral: a signal fires 'abort' at most once, and the finally block below removes the listener either way
-      c.req.raw.signal.addEventListener('abort', clientGone, { once: true })
+  const cancelled = new AbortController()
+  let sequence = 0
+  const frame = (event: string, data: unknown): string => `event: ${event}\nid: ${++sequence}\ndata: ${JSON.stringify(data)}\n\n`
+  let unsubscribe: (() => void) | undefined
+  let stopApprovals: (() => void) | undefined
+  const stopProducing = (): void => {
+    unsubscribe?.()
+    // Stryker disable next-line OptionalChaining: stopProducing runs only after the start frame is queued (a first frame is always taken whole), when stopApprovals is set
+    stopApprovals?.()
+  }
+  const options = {
+    maxBacklogBytes: config.maxStreamBacklogBytes,
+    writeTimeoutMs: config.streamWriteTimeoutMs,
+    heartbeatMs: config.heartbeatMs,
+    finalFrame: (dropped: number) =>
+      frame('error', {
+        callId: run.callId,
+        error: {
+          code: 'STREAM_BACKLOG',
+          message: `this stream fell behind: ${dropped} bytes of events were not read in time (maxStreamBacklogBytes ${config.maxStreamBacklogBytes}) and were dropped; the run goes on without this stream`,
+        },
+      }),
+    onFallBehind: stopProducing,
+    // A client that went away cancels its run; a stream given up on does not.
+    onClientGone: () => cancelled.abort(new DOMException('the client went away', 'AbortError')),
+  }
+  return sseResponse(c, options, async (sender) => {
     const send = (event: string, data: unknown): void => sender.send(frame(event, data))
     send('start', run.start)
     unsubscribe = config.hub?.subscribe(
@@ -97,7 +88,6 @@ export function streamRun(c: Context, run: StreamedRun, config: StreamConfig): R
       { parentCallId: run.callId },
     )
     stopApprovals = forwardApprovals(config.approvals, run.callId, send)
-    heartbeat = config.heartbeatMs > 0 ? setInterval(() => sender.send(': keep-alive\n\n'), config.heartbeatMs) : undefined
     try {
       send('result', await run.execute(cancelled.signal))
     } catch (error) {
@@ -106,16 +96,6 @@ export function streamRun(c: Context, run: StreamedRun, config: StreamConfig): R
       send('error', { error: { code: 'INTERNAL', message: 'internal error' } })
     } finally {
       stopProducing()
-      // Stryker disable next-line StringLiteral: a listener left on the request's signal could only call clientGone for a run that has ended, where aborting its controller does nothing
-      c.req.raw.signal.removeEventListener('abort', clientGone)
-      // Hono closes the stream when this returns: every queued frame must be out first (or given up).
-      await sender.drained()
     }
   })
-  // streamSSE's defaults are `text/event-stream` and `no-cache`; the documented ones follow.
-  response.headers.set('Content-Type', 'text/event-stream; charset=utf-8')
-  response.headers.set('Cache-Control', 'no-store')
-  // Reverse proxies (nginx) must not buffer the stream.
-  response.headers.set('X-Accel-Buffering', 'no')
-  return response
 }

@@ -5,8 +5,6 @@
  * @module
  */
 import type { Context, Handler, Hono } from 'hono'
-import { streamSSE } from 'hono/streaming'
-import type { SSEStreamingApi } from 'hono/streaming'
 import type { PendingApproval } from '../approvals/types.js'
 import type { ResumedRunPool, RunService } from '../durable/run-service.js'
 import type { ToolRuntime } from '../runtime-types.js'
@@ -16,7 +14,7 @@ import { approvalOfRun, forwardApprovals } from './_approvals.js'
 import { EVENT_OF } from './_run-stream.js'
 import { CALL_ID_HEADER, prepareRun } from './_routes.js'
 import type { ApiConfig, ApiRoute, PreparedRun } from './_routes.js'
-import { createSseSender } from './_sse-sender.js'
+import { sseResponse } from './_sse-sender.js'
 import type { Role } from './auth.js'
 import { canCancelRun, canReadRun, requestPrincipal } from './_principals.js'
 import type { SseSender } from './_sse-sender.js'
@@ -563,36 +561,21 @@ async function pump(run: StreamedEvents, lastId: number, sender: SseSender, batc
 
 /** Streams a run's frames after `lastId`, then every new one, until its `end` frame (or the client leaves). */
 function streamEvents(c: Context, run: StreamedEvents, lastId: number, config: ApiConfig, release: () => void): Response {
-  const response = streamSSE(c, async (stream) => {
-    try {
-      await writeEvents(c, stream, run, lastId, config)
-    } finally {
-      release()
-    }
-  })
-  response.headers.set('Content-Type', 'text/event-stream; charset=utf-8')
-  response.headers.set('Cache-Control', 'no-store')
-  response.headers.set('X-Accel-Buffering', 'no')
-  return response
-}
-
-/** The body of one events stream: {@link pump} under the stream's writer, heartbeat and abort wiring. */
-async function writeEvents(c: Context, stream: SSEStreamingApi, run: StreamedEvents, lastId: number, config: ApiConfig): Promise<void> {
   let stopped = false
   let finish: () => void = () => {}
   const finished = new Promise<void>((resolve) => (finish = resolve))
-  let heartbeat: ReturnType<typeof setInterval> | undefined
   // Leaving a stream never touches the run: it goes on, and its buffer waits for the next client.
   const stop = (): void => {
     stopped = true
     finish()
   }
-  const sender = createSseSender(stream, {
+  const options = {
     maxBacklogBytes: config.maxStreamBacklogBytes,
     writeTimeoutMs: config.streamWriteTimeoutMs,
+    heartbeatMs: config.heartbeatMs,
     // Only a single frame larger than the backlog cap can get here (batches are half of it).
     // No `id:` line: a client that reconnects resumes after the last frame it did read.
-    finalFrame: (dropped) =>
+    finalFrame: (dropped: number) =>
       `event: error\ndata: ${JSON.stringify({
         id: run.id,
         error: {
@@ -601,23 +584,11 @@ async function writeEvents(c: Context, stream: SSEStreamingApi, run: StreamedEve
         },
       })}\n\n`,
     onFallBehind: stop,
-  })
-  stream.onAbort(stop)
-  const signal = c.req.raw.signal
-  if (signal.aborted) stop()
-  else
-    // Stryker disable next-line ObjectLiteral,BooleanLiteral: a signal fires 'abort' at most once, and the finally block below removes the listener either way
-    signal.addEventListener('abort', stop, { once: true })
-  if (config.heartbeatMs > 0) heartbeat = setInterval(() => sender.send(': keep-alive\n\n'), config.heartbeatMs)
-  try {
-    await pump(run, lastId, sender, Math.max(1, Math.min(MAX_REPLAY_BATCH_BYTES, Math.floor(config.maxStreamBacklogBytes / 2))), () => stopped, finished)
-  } finally {
-    if (heartbeat !== undefined) clearInterval(heartbeat)
-    // Stryker disable next-line StringLiteral: a listener left on the request's signal could only call stop() for a stream that has ended, where it does nothing
-    signal.removeEventListener('abort', stop)
+    onClientGone: stop,
+    onClosed: release,
   }
-  // Hono closes the stream when this returns: every queued frame must be out first (or given up).
-  await sender.drained()
+  const batchBytes = Math.max(1, Math.min(MAX_REPLAY_BATCH_BYTES, Math.floor(config.maxStreamBacklogBytes / 2)))
+  return sseResponse(c, options, (sender) => pump(run, lastId, sender, batchBytes, () => stopped, finished))
 }
 
 /**

@@ -4,6 +4,8 @@
  *
  * @module
  */
+import type { Context } from 'hono'
+import { streamSSE } from 'hono/streaming'
 import type { SSEStreamingApi } from 'hono/streaming'
 
 /** Default `maxStreamBacklogBytes`: 4 MiB. */
@@ -140,4 +142,69 @@ export function createSseSender(stream: SSEStreamingApi, options: SseSenderOptio
       return queued + writing
     },
   }
+}
+
+/** Options of {@link sseResponse}: the sender's, plus the keep-alive and the client's leaving. */
+export interface SseResponseOptions extends Omit<SseSenderOptions, 'onFallBehind'> {
+  /** A `: keep-alive` comment every this many ms while the body runs; 0: none. */
+  readonly heartbeatMs?: number
+  /** Called once when the stream is given up (it fell behind), before it closes: stop producing for it. */
+  readonly onFallBehind?: (reason: FallBehindReason) => void
+  /** Called once when the client goes away (the stream or the request aborted) before the stream fell behind. */
+  readonly onClientGone?: () => void
+  /** Called once the stream is done: its body ended and every queued frame is out (or given up). */
+  readonly onClosed?: () => void
+}
+
+/**
+ * The one event-stream response of the HTTP API and MCP: Hono's `streamSSE` under a
+ * {@link createSseSender}, the keep-alive, the client's leaving wired to `onClientGone`, the
+ * documented headers, and every queued frame out (or given up) before the stream closes.
+ * `body` produces the frames through the sender; the stream ends when it resolves.
+ */
+export function sseResponse(c: Context, options: SseResponseOptions, body: (sender: SseSender) => Promise<void>): Response {
+  const response = streamSSE(c, async (stream) => {
+    let heartbeat: ReturnType<typeof setInterval> | undefined
+    const stopBeating = (): void => clearInterval(heartbeat)
+    const sender = createSseSender(stream, {
+      maxBacklogBytes: options.maxBacklogBytes,
+      writeTimeoutMs: options.writeTimeoutMs,
+      finalFrame: options.finalFrame,
+      onFallBehind: (reason) => {
+        stopBeating()
+        options.onFallBehind?.(reason)
+      },
+    })
+    // A stream given up on is not a client gone: its producer already heard onFallBehind.
+    const gone = (): void => {
+      if (sender.fallen === undefined) options.onClientGone?.()
+    }
+    stream.onAbort(gone)
+    const signal = c.req.raw.signal
+    if (signal.aborted) gone()
+    else
+      // Stryker disable next-line ObjectLiteral,BooleanLiteral: a signal fires 'abort' at most once, and the finally block below removes the listener either way
+      signal.addEventListener('abort', gone, { once: true })
+    const everyMs = options.heartbeatMs ?? 0
+    if (everyMs > 0) heartbeat = setInterval(() => sender.send(': keep-alive\n\n'), everyMs)
+    try {
+      await body(sender)
+    } finally {
+      stopBeating()
+      // Stryker disable next-line StringLiteral: a listener left on the request's signal could only report a client gone after the stream ended
+      signal.removeEventListener('abort', gone)
+      try {
+        // Hono closes the stream when this returns: every queued frame must be out first (or given up).
+        await sender.drained()
+      } finally {
+        options.onClosed?.()
+      }
+    }
+  })
+  // streamSSE's defaults are `text/event-stream` and `no-cache`; the documented ones follow.
+  response.headers.set('Content-Type', 'text/event-stream; charset=utf-8')
+  response.headers.set('Cache-Control', 'no-store')
+  // Reverse proxies (nginx) must not buffer the stream.
+  response.headers.set('X-Accel-Buffering', 'no')
+  return response
 }

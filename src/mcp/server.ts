@@ -7,7 +7,6 @@
 import { Hono } from 'hono'
 import type { Context } from 'hono'
 import { methodNotAllowed } from 'hono/method-not-allowed'
-import { streamSSE } from 'hono/streaming'
 import { DEFAULT_APPROVAL_TIMEOUT_MS } from '../approvals/broker.js'
 import { RUN_CODE_TOOL_NAME } from '../code-mode/registry-seam.js'
 import { SDK_SECTION, CODE_ONLY_SECTION } from '../registry/assembly.js'
@@ -23,7 +22,7 @@ import type { InternalErrorReporter } from '../http/http-errors.js'
 import { readJsonBody, unknownFieldMessage } from '../http/request-body.js'
 import { checkRuntime, optionsError, resolveServerOptions, serverGate, type ResolvedServerOptions, type ServerOptions } from '../http/_server-options.js'
 import { wantsEventStream } from '../http/_routes.js'
-import { createSseSender } from '../http/_sse-sender.js'
+import { sseResponse } from '../http/_sse-sender.js'
 import { ElicitationChannel, cannotAsk, elicitingSession, elicitingSessionOf, type SendToClient } from './_elicitation.js'
 import { blocksToMcpContent, isJsonObject } from './content.js'
 import type { McpCallToolResultOut, McpToolDescriptor } from './mcp-types.js'
@@ -503,32 +502,23 @@ function isToolsCall(message: unknown): boolean {
  * call waits, then each JSON-RPC response. A cancelled stream cancels the calls.
  */
 function streamAnswers(c: Context, config: McpAppConfig, messages: readonly unknown[], session: string, batch: boolean, served: ServedAgent): Response {
-  const response = streamSSE(c, async (stream) => {
-    const cancelled = new AbortController()
-    stream.onAbort(() => cancelled.abort(new DOMException('the MCP client went away', 'AbortError')))
-    // Queued in the order produced, written one at a time with a backlog cap (`_sse-sender.ts`).
-    const sender = createSseSender(stream, {
-      maxBacklogBytes: config.maxStreamBacklogBytes,
-      writeTimeoutMs: config.streamWriteTimeoutMs,
-      finalFrame: (dropped) =>
-        `event: error\ndata: ${JSON.stringify({ error: { code: 'STREAM_BACKLOG', message: `this stream fell behind: ${dropped} bytes of messages were not read in time (maxStreamBacklogBytes ${config.maxStreamBacklogBytes}) and were dropped; its calls were cancelled` } })}\n\n`,
-      // Nobody can answer its questions or read its results any more: as if the client went away.
-      onFallBehind: () => cancelled.abort(new DOMException('the MCP client fell behind', 'AbortError')),
-    })
+  const cancelled = new AbortController()
+  const options = {
+    maxBacklogBytes: config.maxStreamBacklogBytes,
+    writeTimeoutMs: config.streamWriteTimeoutMs,
+    finalFrame: (dropped: number) =>
+      `event: error\ndata: ${JSON.stringify({ error: { code: 'STREAM_BACKLOG', message: `this stream fell behind: ${dropped} bytes of messages were not read in time (maxStreamBacklogBytes ${config.maxStreamBacklogBytes}) and were dropped; its calls were cancelled` } })}\n\n`,
+    // Nobody can answer its questions or read its results any more: as if the client went away.
+    onFallBehind: () => cancelled.abort(new DOMException('the MCP client fell behind', 'AbortError')),
+    onClientGone: () => cancelled.abort(new DOMException('the MCP client went away', 'AbortError')),
+  }
+  // The API's one event stream (`_sse-sender.ts`): queued in order, a backlog cap, the same headers.
+  return sseResponse(c, options, async (sender) => {
     const write = (json: string): void => sender.send(`event: message\ndata: ${json}\n\n`)
     const send: SendToClient = (message) => write(JSON.stringify(message))
     const exchange: Exchange = { principal: requestPrincipal(c), served, session, send, cancelled: cancelled.signal, issued: undefined }
-    try {
-      await answerAll(config, messages, c.req.raw, exchange, new BatchResponses(batch ? config.maxBatchResponseBytes : undefined, false), write)
-    } finally {
-      // Hono closes the stream when this returns: every queued message must be out first (or given up).
-      await sender.drained()
-    }
+    await answerAll(config, messages, c.req.raw, exchange, new BatchResponses(batch ? config.maxBatchResponseBytes : undefined, false), write)
   })
-  response.headers.set('Content-Type', 'text/event-stream; charset=utf-8')
-  response.headers.set('Cache-Control', 'no-store')
-  response.headers.set('X-Accel-Buffering', 'no')
-  return response
 }
 
 const channels = new WeakMap<Hono, ElicitationChannel>()
