@@ -38,6 +38,6 @@ async function load(): Promise<TypeScriptLoad> {
 }
 
 const engine = createInlinePreflightEngine({ load })
-void engine.analyze({ program: '', language: 'typescript', declarations: '' })
-const serve = servePreflightThread((message) => self.postMessage(message), (request) => engine.analyze(request))
+const warm = engine.analyze({ program: '', language: 'typescript', declarations: '' })
+const serve = servePreflightThread((message) => self.postMessage(message), (request) => engine.analyze(request), warm)
 self.addEventListener('message', (event: MessageEvent) => serve(event.data))

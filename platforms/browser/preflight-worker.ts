@@ -21,8 +21,10 @@ export interface BrowserPreflightWorkerOptions {
    * (it carries the compiler). Default `new URL('./preflight-worker-entry.js', import.meta.url)`.
    */
   readonly workerUrl?: string | URL
-  /** A check's longest time before the worker is terminated (`CHECK_TIMEOUT`). Default 10,000 ms. */
+  /** A check's longest time before the worker is terminated (`CHECK_TIMEOUT`). Default 10,000 ms, counted once the compiler is loaded. */
   readonly timeoutMs?: number
+  /** A fresh thread's longest time to load the compiler; its checks answer `CHECK_UNAVAILABLE` past it. Default 60,000 ms. */
+  readonly loadTimeoutMs?: number
   /** Checks waiting beyond which a check answers `CHECK_BUSY`. Default 32. */
   readonly maxQueued?: number
 }
@@ -57,6 +59,7 @@ export function createPreflightWorker(options: BrowserPreflightWorkerOptions): P
   return createThreadedPreflightEngine({
     spawn: () => spawn(url),
     ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+    ...(options.loadTimeoutMs === undefined ? {} : { loadTimeoutMs: options.loadTimeoutMs }),
     ...(options.maxQueued === undefined ? {} : { maxQueued: options.maxQueued }),
   })
 }

@@ -10,7 +10,7 @@ import { servePreflightThread } from '../../src/preflight/threaded-engine.js'
 import { loadTypeScript } from './preflight-typescript.js'
 
 const engine = createInlinePreflightEngine({ load: loadTypeScript })
-// Warm the compiler before the first request arrives.
-void engine.analyze({ program: '', language: 'typescript', declarations: '' })
+// Warm the compiler before the first request arrives; the engine's check clocks start when it is loaded.
+const warm = engine.analyze({ program: '', language: 'typescript', declarations: '' })
 const port = parentPort
-if (port !== null) port.on('message', servePreflightThread((message) => port.postMessage(message), (request) => engine.analyze(request)))
+if (port !== null) port.on('message', servePreflightThread((message) => port.postMessage(message), (request) => engine.analyze(request), warm))

@@ -10,8 +10,10 @@ import type { PreflightEngine } from '../../src/preflight/types.js'
 
 /** Options of {@link createPreflightWorker}. */
 export interface PreflightWorkerOptions {
-  /** A check's longest time in the thread before the thread is terminated (`CHECK_TIMEOUT`). Default 10,000 ms. */
+  /** A check's longest time in the thread before the thread is terminated (`CHECK_TIMEOUT`). Default 10,000 ms, counted once the compiler is loaded. */
   readonly timeoutMs?: number
+  /** A fresh thread's longest time to load the compiler; its checks answer `CHECK_UNAVAILABLE` past it. Default 60,000 ms. */
+  readonly loadTimeoutMs?: number
   /** Checks waiting for the thread beyond which a check answers `CHECK_BUSY`. Default 32. */
   readonly maxQueued?: number
   /** The thread's old-generation heap cap (`resourceLimits`), in MB. Default 512. */
@@ -58,6 +60,7 @@ export function createPreflightWorker(options: PreflightWorkerOptions = {}): Pre
   return createThreadedPreflightEngine({
     spawn: () => spawn(maxHeapMb),
     ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+    ...(options.loadTimeoutMs === undefined ? {} : { loadTimeoutMs: options.loadTimeoutMs }),
     ...(options.maxQueued === undefined ? {} : { maxQueued: options.maxQueued }),
   })
 }

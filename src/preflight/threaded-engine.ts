@@ -24,16 +24,26 @@ export interface PreflightThread {
 export interface ThreadedPreflightEngineOptions {
   /** Starts a thread running the preflight thread entry. */
   readonly spawn: () => PreflightThread
-  /** A check's longest time before the thread is terminated. Default 10,000 ms. */
+  /** A check's longest time before the thread is terminated, counted once the thread has loaded its compiler. Default 10,000 ms. */
   readonly timeoutMs?: number
+  /**
+   * A fresh thread's longest time to load its compiler (seconds, more on a loaded machine): its
+   * checks wait for the load without their own clock running, and answer `CHECK_UNAVAILABLE` if
+   * it takes longer. Default 60,000 ms.
+   */
+  readonly loadTimeoutMs?: number
   /** Checks waiting beyond which a check answers `CHECK_BUSY` at once. Default 32. */
   readonly maxQueued?: number
 }
 
 interface Pending {
   readonly resolve: (result: PreflightEngineResult) => void
-  readonly timer: ReturnType<typeof setTimeout>
+  /** Armed when the check is sent to a ready thread, or when its thread becomes ready. */
+  timer: ReturnType<typeof setTimeout> | undefined
 }
+
+/** What a thread posts once its compiler is loaded (see {@link servePreflightThread}). */
+const READY = 'toolyard-preflight-ready'
 
 const EMPTY_PLAN = Object.freeze({ calls: Object.freeze([]), dynamic: true })
 
@@ -51,8 +61,12 @@ function isResult(value: unknown): value is { id: number; result: PreflightEngin
 /** Creates an engine over threads that `spawn` starts (one at a time, on the first check). */
 export function createThreadedPreflightEngine(options: ThreadedPreflightEngineOptions): PreflightEngine {
   const timeoutMs = options.timeoutMs ?? 10_000
+  const loadTimeoutMs = options.loadTimeoutMs ?? 60_000
   const maxQueued = options.maxQueued ?? 32
   let thread: PreflightThread | undefined
+  // The compiler's load is not a check's cost: a check's clock starts once its thread is ready.
+  let ready = false
+  let loadTimer: ReturnType<typeof setTimeout> | undefined
   let sentDeclarations: string | undefined
   let nextId = 0
   let disposed = false
@@ -62,6 +76,8 @@ export function createThreadedPreflightEngine(options: ThreadedPreflightEngineOp
     const current = thread
     thread = undefined
     sentDeclarations = undefined
+    ready = false
+    clearTimeout(loadTimer)
     for (const [id, entry] of pending) {
       clearTimeout(entry.timer)
       pending.delete(id)
@@ -70,10 +86,22 @@ export function createThreadedPreflightEngine(options: ThreadedPreflightEngineOp
     current?.terminate()
   }
 
+  const armCheck = (entry: Pending): void => {
+    entry.timer = setTimeout(() => stop('CHECK_TIMEOUT', `the preflight did not finish within ${timeoutMs} ms; the thread was stopped and the program was not checked`), timeoutMs)
+  }
+
   const start = (): PreflightThread => {
     const created = options.spawn()
+    loadTimer = setTimeout(() => stop('CHECK_UNAVAILABLE', `the preflight thread did not load its compiler within ${loadTimeoutMs} ms; the program was not checked`), loadTimeoutMs)
     created.onMessage((message) => {
-      if (created !== thread || !isResult(message)) return
+      if (created !== thread) return
+      if (message === READY) {
+        ready = true
+        clearTimeout(loadTimer)
+        for (const entry of pending.values()) armCheck(entry)
+        return
+      }
+      if (!isResult(message)) return
       const entry = pending.get(message.id)
       if (entry === undefined) return
       pending.delete(message.id)
@@ -101,8 +129,9 @@ export function createThreadedPreflightEngine(options: ThreadedPreflightEngineOp
       // A plan-only request (plan approval's) leaves the thread's SDK text as it was.
       if (request.declarations !== undefined) sentDeclarations = request.declarations
       return new Promise((resolve) => {
-        const timer = setTimeout(() => stop('CHECK_TIMEOUT', `the preflight did not finish within ${timeoutMs} ms; the thread was stopped and the program was not checked`), timeoutMs)
-        pending.set(id, { resolve, timer })
+        const entry: Pending = { resolve, timer: undefined }
+        if (ready) armCheck(entry)
+        pending.set(id, entry)
         current.ref?.()
         current.postMessage({ id, program: request.program, language: request.language, declarations })
       })
@@ -116,11 +145,12 @@ export function createThreadedPreflightEngine(options: ThreadedPreflightEngineOp
 
 /**
  * The thread side: answers each request with the analysis `analyze` gives (the caller supplies the
- * compiler).
+ * compiler), and tells the engine it is ready once `loaded` (the compiler's warm-up) settles, so the
+ * load does not count against a check's budget.
  */
-export function servePreflightThread(post: (message: unknown) => void, analyze: (request: PreflightEngineRequest) => Promise<PreflightEngineResult>): (message: unknown) => void {
+export function servePreflightThread(post: (message: unknown) => void, analyze: (request: PreflightEngineRequest) => Promise<PreflightEngineResult>, loaded?: Promise<unknown>): (message: unknown) => void {
   let declarations: string | undefined
-  return (message) => {
+  const handle = (message: unknown): void => {
     if (typeof message !== 'object' || message === null) return
     const { id, program, language, declarations: sent } = message as Record<string, unknown>
     if (typeof id !== 'number' || typeof program !== 'string' || typeof language !== 'string') return
@@ -128,4 +158,16 @@ export function servePreflightThread(post: (message: unknown) => void, analyze: 
     // `undefined`: plan only, for this request; the kept SDK text stays for the next check.
     void analyze({ program, language, declarations: sent === undefined ? undefined : declarations }).then((result) => post({ id, result }))
   }
+  // Checks start only after READY is posted, so the engine's clock for a check never starts after
+  // the check did. The engine bounds how many wait (`maxQueued`). A failed load is ready too: each
+  // check then answers the analysis's own note at once.
+  let waiting: unknown[] | undefined = []
+  const ready = (): void => {
+    const held = waiting ?? []
+    waiting = undefined
+    post(READY)
+    for (const message of held) handle(message)
+  }
+  void Promise.resolve(loaded).then(ready, ready)
+  return (message) => (waiting === undefined ? handle(message) : void waiting.push(message))
 }

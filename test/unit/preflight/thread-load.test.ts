@@ -1,0 +1,64 @@
+/**
+ * The threaded preflight engine's clocks: a fresh thread's compiler load (seconds, more on a
+ * loaded machine) is not counted against a check's budget, has its own bound, and a check on a
+ * loaded thread keeps its budget. The thread here is the real `servePreflightThread` over a fake
+ * analysis whose load the test controls.
+ */
+import { describe, expect, it } from 'vitest'
+import { createThreadedPreflightEngine, servePreflightThread, type PreflightThread } from '../../../src/preflight/threaded-engine.js'
+import type { PreflightEngineRequest, PreflightEngineResult } from '../../../src/preflight/types.js'
+
+const CHECKED: PreflightEngineResult = { plan: { calls: [], dynamic: false }, spans: [], diagnostics: [], notes: [] }
+const REQUEST: PreflightEngineRequest = { program: 'return 1', language: 'typescript', declarations: 'declare const tools: {}' }
+
+function threadWith(loaded: Promise<unknown>, analyze: () => Promise<PreflightEngineResult>): { spawn: () => PreflightThread; terminated: () => number } {
+  let terminated = 0
+  return {
+    terminated: () => terminated,
+    spawn: () => {
+      let listener: (message: unknown) => void = () => {}
+      // As a real thread: nothing is analysed before the compiler is loaded.
+      const serve = servePreflightThread((message) => queueMicrotask(() => listener(message)), () => loaded.then(analyze), loaded)
+      return { postMessage: (message) => serve(message), onMessage: (l) => (listener = l), onExit: () => {}, terminate: () => void terminated++ }
+    },
+  }
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
+
+describe('a preflight thread loading its compiler', () => {
+  it('does not count the load against the first check: a load longer than the check budget still checks', async () => {
+    const thread = threadWith(sleep(300), async () => CHECKED)
+    const engine = createThreadedPreflightEngine({ spawn: thread.spawn, timeoutMs: 50 })
+    expect(await engine.analyze(REQUEST)).toEqual(CHECKED)
+    expect(thread.terminated()).toBe(0)
+    await engine.dispose()
+  })
+
+  it('answers CHECK_UNAVAILABLE and stops the thread when the load outlasts loadTimeoutMs', async () => {
+    const thread = threadWith(new Promise(() => {}), async () => CHECKED)
+    const engine = createThreadedPreflightEngine({ spawn: thread.spawn, timeoutMs: 10_000, loadTimeoutMs: 100 })
+    const result = await engine.analyze(REQUEST)
+    expect(result.notes.map((note) => note.code)).toEqual(['CHECK_UNAVAILABLE'])
+    expect(result.notes[0]?.message).toMatch(/did not load its compiler within 100 ms/)
+    expect(thread.terminated()).toBe(1)
+    await engine.dispose()
+  })
+
+  it('keeps a check budget once loaded: a check that never ends answers CHECK_TIMEOUT and stops the thread', async () => {
+    const thread = threadWith(Promise.resolve(), () => new Promise<PreflightEngineResult>(() => {}))
+    const engine = createThreadedPreflightEngine({ spawn: thread.spawn, timeoutMs: 100, loadTimeoutMs: 60_000 })
+    const result = await engine.analyze(REQUEST)
+    expect(result.notes.map((note) => note.code)).toEqual(['CHECK_TIMEOUT'])
+    expect(thread.terminated()).toBe(1)
+    await engine.dispose()
+  })
+
+  it('arms the budget of every check that waited for the load', async () => {
+    const thread = threadWith(sleep(100), () => new Promise<PreflightEngineResult>(() => {}))
+    const engine = createThreadedPreflightEngine({ spawn: thread.spawn, timeoutMs: 100 })
+    const results = await Promise.all([engine.analyze(REQUEST), engine.analyze(REQUEST)])
+    expect(results.map((r) => r.notes.map((note) => note.code))).toEqual([['CHECK_TIMEOUT'], ['CHECK_TIMEOUT']])
+    await engine.dispose()
+  })
+})
