@@ -144,6 +144,9 @@ describe('maxPendingArgBytes: the bytes of a run’s unsettled calls', () => {
         const seven = 'x'.repeat(7 * 1024 * 1024)
         let refused = 0
         for (let i = 0; i < 12; i++) tools.wait(seven).catch(() => refused++)
+        // Refusals arrive as the host reads each call (slow on a loaded machine): wait for the
+        // eight expected, by deadline, then a little longer for any surplus one.
+        for (let t = 0; t < 2000 && refused < 8; t++) await new Promise((resolve) => setTimeout(resolve, 10))
         await new Promise((resolve) => setTimeout(resolve, 200))
         return refused`,
       bindings: [{ global: 'tools', functions: { wait } }],
