@@ -212,9 +212,12 @@ export class RunService {
     }
   }
 
-  /** A run started here: the process's heartbeat says so from now on (one per process, shared with parked runs). */
-  hold(): void {
-    this.#durable?.beat()
+  /**
+   * A run started here: the process's heartbeat says so from now on (one per process, shared with
+   * parked runs). Resolves once the first beat has landed; write a record naming this process after it.
+   */
+  hold(): Promise<void> {
+    return this.#durable?.beat() ?? Promise.resolve()
   }
 
   /** Whether the process `owner` said it was alive less than `staleMs` ago. */

@@ -152,6 +152,7 @@ export class DurableRuns {
   readonly #taken = new Set<string>()
   #closing = false
   #heartbeat: ReturnType<typeof setInterval> | undefined
+  #firstBeat: Promise<void> = Promise.resolve()
 
   constructor(store: DurableStore) {
     this.#store = store
@@ -160,13 +161,17 @@ export class DurableRuns {
   /**
    * Says this process is alive (`owners/<id>`, every {@link HEARTBEAT_MS}) while it holds
    * durable runs, so another process on the store leaves them alone; a process that died
-   * stops beating, and its runs are resumed by the next `resumeAll` after `staleMs`.
+   * stops beating, and its runs are resumed by the next `resumeAll` after `staleMs`. Resolves
+   * once the first beat has landed: a record naming this process as its owner is written only
+   * after that, or another process reading it would judge this one dead and take the run.
    */
-  beat(): void {
-    if (this.#heartbeat !== undefined || this.#closing) return
+  beat(): Promise<void> {
+    if (this.#closing) return Promise.resolve()
+    if (this.#heartbeat !== undefined) return this.#firstBeat
     const write = () => this.#queue(RUN_OWNER_PREFIX, () => this.#store.put(RUN_OWNER_PREFIX + this.#owner, JSON.stringify({ at: Date.now() })))
-    write()
+    this.#firstBeat = write()
     this.#heartbeat = setInterval(write, HEARTBEAT_MS)
+    return this.#firstBeat
   }
 
   /** Whether the process `owner` said it was alive less than `staleMs` ago (an id that is not a process's: no). */
@@ -223,7 +228,7 @@ export class DurableRuns {
     const key = `runs/${runKeySegment(callId)}`
     const onPark = (state: ParkedRunState, numbering: DurableRunNumbering): void => {
       this.#durable.add(callId)
-      this.beat()
+      const beating = this.beat()
       const record: StoredRun = {
         version: 1,
         callId,
@@ -240,6 +245,7 @@ export class DurableRuns {
         claimedAt: Date.now(),
       }
       this.#queue(callId, async () => {
+        await beating
         if (this.#taken.has(callId)) return
         // Compare-and-set on the version this process holds: a paused process that wakes after another claimed the run loses here.
         const put = await this.#store.put(key, JSON.stringify(record), { ifVersion: this.#held.get(callId) ?? null })
@@ -383,13 +389,14 @@ export class DurableRuns {
         // Ours already, or held by a process that is alive (its heartbeat is fresh): not ours to resume.
         if (record.owner === this.#owner) continue
         if (record.owner !== undefined && (await this.alive(record.owner, staleMs))) continue
+        // Alive on the store before the claim names this process (see beat()).
+        await this.beat()
         const claimed: StoredRun = { ...record, owner: this.#owner, claimedAt: Date.now() }
         const put = await this.#store.put(key, JSON.stringify(claimed), { ifVersion: entry.version })
         if (!put.ok) continue
         this.#held.set(record.callId, put.version)
         this.#taken.delete(record.callId)
         this.#resuming.set(record.callId, { state: record.state, numbering: record.numbering, secret: record.secret })
-        this.beat()
         const controller = new AbortController()
         resumed.push({
           callId: record.callId,

@@ -357,7 +357,8 @@ function startRun(runtime: ToolRuntime, config: RunsConfig, table: RunTable, wri
         'Retry-After': String(OVERLOADED_RETRY_AFTER_SECONDS),
       })
     }
-    runtime.runs.hold()
+    // Alive on the store before its record names this process (another instance may read it at once).
+    await runtime.runs.hold()
     const request = c.req.raw
     const driven = drive(run, prepared, table, config, request, writer).catch((error: unknown) => config.report(error, request))
     runtime.runs.track(driven)
@@ -632,7 +633,7 @@ async function adoptResumed(resumed: ResumedRunPool, events: RunEventStore | und
     if (run === undefined) continue
     // Its writes go on by compare-and-set from what was read here.
     service.adopted(run.id, read!.version, loaded?.version)
-    service.hold()
+    await service.hold()
     adopted++
     const prepared: PreparedRun = {
       callId: record.callId,
