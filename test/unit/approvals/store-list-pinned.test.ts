@@ -80,6 +80,21 @@ describe('listOpen: order, boundaries, bounds', () => {
     expect((await listOpen(big, 0)).listing).toEqual({ examined: 1000, malformed: 1000, truncated: true })
   })
 
+  it('an oversized page after the first: read only up to 1,000 records in all', async () => {
+    const base = createMemoryStore()
+    for (let i = 0; i < 1100; i++) await base.put(openKey(hashOf(i)), 'garbage')
+    const big: DurableStore = {
+      ...base,
+      list: async (prefix, options) => {
+        if (options?.after === undefined) return base.list(prefix, { limit: 100 })
+        const first = await base.list(prefix, { limit: 1000, after: options.after })
+        const rest = await base.list(prefix, { limit: 1000, after: first.cursor! })
+        return { entries: [...first.entries, ...rest.entries] }
+      },
+    }
+    expect((await listOpen(big, 0)).listing).toEqual({ examined: 1000, malformed: 1000, truncated: true })
+  })
+
   it('stops asking for pages once 1,000 records are read (the pages after are not listed), and asks the first page without a cursor', async () => {
     const cues = cueStore()
     for (let i = 0; i < 1001; i++) await cues.base.put(openKey(hashOf(i)), 'garbage')
