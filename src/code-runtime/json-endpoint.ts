@@ -4,7 +4,7 @@
  * @module
  */
 import type { CodeRunFailureKind } from './contract.js'
-import { adoptParsedJson } from '../json/lossless.js'
+import { JsonAdoption, adoptParsedJson } from '../json/lossless.js'
 import { ARG_BYTES_PER_NODE } from './limits.js'
 import { MAX_VALUE_DEPTH } from './render.js'
 import { PROGRAM_SOURCE_URL } from './wire.js'
@@ -28,11 +28,23 @@ function remapQuickJsStack(stack: string): string {
   })
 }
 
-function weighArgs(args: unknown, textLength: number): number | undefined {
-  if (args === undefined) return 0
-  const adopted = adoptParsedJson(args)
+/**
+ * Values one turn of the host's event loop adopts at most (about 2-3 ms of freezing at load ~20):
+ * a larger argument is adopted over several turns, its run's later messages held behind it.
+ */
+export const ADOPT_SLICE_NODES = 10_000
+
+/** The weight the session checks for adopted arguments, or undefined (too deep, or lossy: the session refuses them). */
+function weigh(adopted: { readonly nodes: number; readonly depth: number } | undefined, textLength: number): number | undefined {
   if (adopted === undefined || adopted.depth > MAX_VALUE_DEPTH) return undefined
   return textLength + ARG_BYTES_PER_NODE * adopted.nodes
+}
+
+/** A call whose arguments are being adopted over several turns. */
+interface Adopting {
+  readonly data: object
+  readonly adoption: JsonAdoption
+  readonly textLength: number
 }
 
 function own(data: object, key: string): unknown {
@@ -45,6 +57,11 @@ export class JsonWireEndpoint implements WireEndpoint {
   readonly #fail: (kind: CodeRunFailureKind, message: string) => void
   readonly #memoryMb: number
   readonly #listeners: WireListener[] = []
+  /** Messages (JSON text) that arrived while a call's arguments were still being adopted: handled in order after it. */
+  #held: string[] = []
+  #adopting: Adopting | undefined
+  /** Values this turn may still adopt, or -1 when no turn is open (the next adoption opens one). */
+  #turnLeft = -1
 
   /**
    * @param send - carries one host message, as JSON text, to the VM.
@@ -76,11 +93,38 @@ export class JsonWireEndpoint implements WireEndpoint {
   /**
    * One message from the VM (JSON text): parsed, adjusted for what JSON and QuickJS cannot express
    * (a call without arguments; program frames; memory exhaustion reported as the program's own
-   * error), then handed to the listeners, which validate it.
+   * error), then handed to the listeners, which validate it. A call's arguments are adopted at most
+   * {@link ADOPT_SLICE_NODES} values a turn; until they are, later messages wait in order.
    */
   receive(json: string): void {
     // Nobody listens once the session has settled: late messages are not even parsed.
     if (this.#listeners.length === 0) return
+    if (this.#adopting !== undefined) {
+      this.#held.push(json)
+      return
+    }
+    this.#handle(json)
+  }
+
+  /** Opens this turn's adoption budget if none is open; the next macrotask closes it. */
+  #openTurn(): void {
+    if (this.#turnLeft >= 0) return
+    this.#turnLeft = ADOPT_SLICE_NODES
+    setTimeout(() => {
+      this.#turnLeft = -1
+    }, 0)
+  }
+
+  /** Adopts what this turn's budget allows; true once the arguments are adopted. */
+  #advance(adoption: JsonAdoption): boolean {
+    this.#openTurn()
+    const before = adoption.visited
+    const done = adoption.step(this.#turnLeft)
+    this.#turnLeft = Math.max(0, this.#turnLeft - (adoption.visited - before))
+    return done
+  }
+
+  #handle(json: string): void {
     let data: unknown
     try {
       data = JSON.parse(json)
@@ -88,14 +132,22 @@ export class JsonWireEndpoint implements WireEndpoint {
       // Not JSON: not a message the protocol knows; the session would drop it too.
       return
     }
-    let checkedArgBytes: number | undefined
     if (typeof data === 'object' && data !== null && !Array.isArray(data)) {
       const type = own(data, 'type')
       // JSON cannot carry `undefined`: a call without arguments arrives without the key.
       if (type === 'call' && !Object.prototype.hasOwnProperty.call(data, 'args')) {
         Object.defineProperty(data, 'args', { value: undefined, enumerable: true, writable: true, configurable: true })
       }
-      if (type === 'call') checkedArgBytes = weighArgs(own(data, 'args'), json.length)
+      if (type === 'call') {
+        const args = own(data, 'args')
+        if (args === undefined) return this.#deliver(data, 0)
+        if (typeof args !== 'object' || args === null) return this.#deliver(data, weigh(adoptParsedJson(args), json.length))
+        const adoption = new JsonAdoption(args)
+        if (this.#advance(adoption)) return this.#deliver(data, weigh(adoption.result, json.length))
+        this.#adopting = { data, adoption, textLength: json.length }
+        setTimeout(this.#resume, 0)
+        return
+      }
       const error = type === 'done' ? own(data, 'error') : undefined
       if (typeof error === 'object' && error !== null) {
         if (isOutOfMemory(own(error, 'name'), own(error, 'message'))) {
@@ -106,6 +158,38 @@ export class JsonWireEndpoint implements WireEndpoint {
         if (typeof stack === 'string') (error as Record<string, unknown>).stack = remapQuickJsStack(stack)
       }
     }
+    this.#deliver(data, undefined)
+  }
+
+  /** A later turn: adopts the next slice; once adopted, delivers the call and then the messages held behind it. */
+  readonly #resume = (): void => {
+    const adopting = this.#adopting!
+    // A settled session (an abort, a failure) takes nothing more: drop the work and what waits.
+    if (this.#listeners.length === 0) {
+      this.#adopting = undefined
+      this.#held = []
+      return
+    }
+    if (!this.#advance(adopting.adoption)) {
+      setTimeout(this.#resume, 0)
+      return
+    }
+    this.#adopting = undefined
+    this.#deliver(adopting.data, weigh(adopting.adoption.result, adopting.textLength))
+    const held = this.#held
+    this.#held = []
+    for (let i = 0; i < held.length; i++) {
+      if (this.#listeners.length === 0) return
+      if (this.#adopting !== undefined) {
+        // Another large call: the rest waits behind it again, in order.
+        this.#held = held.slice(i).concat(this.#held)
+        return
+      }
+      this.#handle(held[i]!)
+    }
+  }
+
+  #deliver(data: unknown, checkedArgBytes: number | undefined): void {
     const event: WireMessageEvent = checkedArgBytes === undefined ? { data } : { data, checkedArgBytes }
     for (const listener of this.#listeners.slice()) listener(event)
   }

@@ -215,36 +215,105 @@ function lossyNumber(n: number): boolean {
 }
 
 /**
+ * An adoption of fresh `JSON.parse` output done in bounded steps ({@link JsonAdoption.step}), so a
+ * large value does not hold the host's event loop in one turn: the same walk as {@link
+ * adoptParsedJson}, resumable after any child.
+ */
+export class JsonAdoption {
+  readonly #root: object
+  readonly #containers: object[]
+  readonly #depths: number[] = [1]
+  /** The container being walked, its keys (undefined for an array), its next child and length. */
+  #current: object | undefined
+  #keys: readonly string[] | undefined
+  #index = 0
+  #length = 0
+  #depth = 0
+  #nodes = 1
+  #deepest = 1
+  #visited = 0
+  #outcome: AdoptedJson | undefined | null = null
+
+  /** @param root - a container `JSON.parse` has just returned, that nothing else holds yet. */
+  constructor(root: object) {
+    this.#root = root
+    this.#containers = [root]
+  }
+
+  /** Children walked so far (the work done: each step walks at most its budget of them). */
+  get visited(): number {
+    return this.#visited
+  }
+
+  /** True once the walk has ended (adopted, or refused for a lossy number). */
+  get done(): boolean {
+    return this.#outcome !== null
+  }
+
+  /** What was adopted (`undefined` for a lossy number); only meaningful once {@link done}. */
+  get result(): AdoptedJson | undefined {
+    return this.#outcome ?? undefined
+  }
+
+  /**
+   * Walks at most `budget` more children (a container is frozen once its children are walked);
+   * returns {@link done}. The root is recorded as a snapshot only when the whole value is frozen.
+   */
+  step(budget: number): boolean {
+    if (this.#outcome !== null) return true
+    const stop = this.#visited + budget
+    for (;;) {
+      const container = this.#current
+      if (container === undefined) {
+        if (this.#containers.length === 0) {
+          snapshots.add(this.#root)
+          this.#outcome = { nodes: this.#nodes, depth: this.#deepest }
+          return true
+        }
+        const next = this.#containers.pop()!
+        const depth = this.#depths.pop()!
+        if (depth > this.#deepest) this.#deepest = depth
+        const keys = Array.isArray(next) ? undefined : Object.keys(next)
+        this.#current = next
+        this.#keys = keys
+        this.#index = 0
+        this.#length = keys === undefined ? (next as unknown[]).length : keys.length
+        this.#depth = depth
+        if (keys !== undefined) this.#nodes += keys.length
+        continue
+      }
+      const keys = this.#keys
+      while (this.#index < this.#length) {
+        if (this.#visited >= stop) return false
+        const i = this.#index++
+        this.#visited++
+        const child: unknown = keys === undefined ? (container as unknown[])[i] : (container as Record<string, unknown>)[keys[i]!]
+        this.#nodes++
+        if (typeof child === 'object' && child !== null) {
+          this.#containers.push(child)
+          this.#depths.push(this.#depth + 1)
+        } else if (typeof child === 'number' && lossyNumber(child)) {
+          this.#outcome = undefined
+          this.#current = undefined
+          return true
+        }
+      }
+      freeze(container)
+      this.#current = undefined
+    }
+  }
+}
+
+/**
  * Makes a value that `JSON.parse` has just returned (and that nothing else holds yet) a snapshot in
  * place: deep-frozen and recorded, so {@link snapshotLosslessJson} returns it as it is instead of
- * copying it.
+ * copying it. {@link JsonAdoption} does the same in bounded steps.
  */
 export function adoptParsedJson(value: unknown): AdoptedJson | undefined {
   if (typeof value !== 'object' || value === null) {
     return typeof value === 'number' && lossyNumber(value) ? undefined : { nodes: 1, depth: 0 }
   }
-  const containers: object[] = [value]
-  const depths: number[] = [1]
-  let nodes = 1
-  let deepest = 1
-  while (containers.length > 0) {
-    const container = containers.pop()!
-    const depth = depths.pop()!
-    if (depth > deepest) deepest = depth
-    const array = Array.isArray(container)
-    const keys = array ? undefined : Object.keys(container)
-    const length = keys === undefined ? (container as unknown[]).length : keys.length
-    if (keys !== undefined) nodes += length
-    for (let i = 0; i < length; i++) {
-      const child: unknown = keys === undefined ? (container as unknown[])[i] : (container as Record<string, unknown>)[keys[i]!]
-      nodes++
-      if (typeof child === 'object' && child !== null) {
-        containers.push(child)
-        depths.push(depth + 1)
-      } else if (typeof child === 'number' && lossyNumber(child)) return undefined
-    }
-    freeze(container)
-  }
-  snapshots.add(value)
-  return { nodes, depth: deepest }
+  const adoption = new JsonAdoption(value)
+  adoption.step(Infinity)
+  return adoption.result
 }
