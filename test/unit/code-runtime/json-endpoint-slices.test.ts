@@ -1,0 +1,102 @@
+/**
+ * The JSON endpoint adopts a call's arguments at most ADOPT_SLICE_NODES values a turn (issue 34
+ * item 6: a 100,000-value argument held the host for one 30-40 ms turn): turns are counted by a
+ * macrotask probe, not a clock. Later messages wait in order; a settled session drops the rest.
+ */
+import { describe, expect, it } from 'vitest'
+import { ADOPT_SLICE_NODES, JsonWireEndpoint } from '../../../src/code-runtime/json-endpoint.js'
+import { ARG_BYTES_PER_NODE } from '../../../src/code-runtime/limits.js'
+import { adoptParsedJson, isJsonSnapshot } from '../../../src/json/lossless.js'
+import type { WireMessageEvent } from '../../../src/code-runtime/wire.js'
+
+const nextTurn = () => new Promise<void>((resolve) => setTimeout(resolve, 0))
+
+function endpoint() {
+  const events: Array<{ event: WireMessageEvent; turn: number }> = []
+  const ep = new JsonWireEndpoint(() => undefined, () => undefined, 64)
+  let turn = 0
+  const listener = (event: WireMessageEvent) => events.push({ event, turn })
+  ep.addEventListener('message', listener)
+  /** Counts macrotasks until `until` holds (bounded, so a lost message fails instead of hanging). */
+  const turns = async (until: () => boolean, most = 1000): Promise<number> => {
+    while (!until() && turn < most) {
+      await nextTurn()
+      turn++
+    }
+    return turn
+  }
+  return { ep, events, listener, turns }
+}
+
+const bigCall = (id: number, n: number) => JSON.stringify({ type: 'call', id, global: 'tools', name: 'write', args: { rows: Array.from({ length: n }, (_, i) => ({ i })) } })
+
+describe('JsonWireEndpoint: arguments adopted in slices', () => {
+  it('adopts a 100,000-object argument over several turns, never more than a slice of values in one', async () => {
+    const { ep, events, turns } = endpoint()
+    const text = bigCall(1, 100_000)
+    ep.receive(text)
+    // Without slices the call was delivered inside receive(), all 200,001 values frozen in that turn.
+    expect(events).toHaveLength(0)
+    const at = await turns(() => events.length > 0)
+    expect(at).toBeGreaterThanOrEqual(Math.ceil(200_001 / ADOPT_SLICE_NODES) - 1)
+    const [{ event }] = events as [{ event: WireMessageEvent }]
+    const args = (event.data as { args: object }).args
+    expect(isJsonSnapshot(args)).toBe(true)
+    // The weight is the one-shot adoption's: the text plus the per-node charge.
+    const once = adoptParsedJson((JSON.parse(text) as { args: unknown }).args)!
+    expect(event.checkedArgBytes).toBe(text.length + ARG_BYTES_PER_NODE * once.nodes)
+  })
+
+  it('holds the messages that follow a large call until it is delivered, then hands them over in order', async () => {
+    const { ep, events, turns } = endpoint()
+    ep.receive('{"type":"call","id":1,"global":"tools","name":"a"}')
+    ep.receive(bigCall(2, 30_000))
+    ep.receive('{"type":"call","id":3,"global":"tools","name":"b","args":{"x":1}}')
+    ep.receive(bigCall(4, 30_000))
+    ep.receive('not json')
+    ep.receive('{"type":"done","ok":true,"value":5}')
+    expect(events.map(({ event }) => (event.data as { id?: number }).id)).toEqual([1])
+    await turns(() => events.length === 5)
+    expect(events.map(({ event }) => (event.data as { id?: number; type: string }).id ?? (event.data as { type: string }).type)).toEqual([1, 2, 3, 4, 'done'])
+    // Each large call took more than one turn, and nothing overtook it.
+    const turnOf = (id: number) => events.find(({ event }) => (event.data as { id?: number }).id === id)!.turn
+    expect(turnOf(2)).toBeGreaterThan(0)
+    expect(turnOf(4)).toBeGreaterThan(turnOf(2))
+    expect(events[4]!.turn).toBe(turnOf(4))
+    expect(events[0]!.event.checkedArgBytes).toBe(0)
+  })
+
+  it('shares one slice between the calls of a turn: a second large call in the same turn waits', async () => {
+    const { ep, events } = endpoint()
+    const half = Math.floor(ADOPT_SLICE_NODES / 2 / 2)
+    ep.receive(bigCall(1, half))
+    expect(events).toHaveLength(1)
+    ep.receive(bigCall(2, half + 10))
+    expect(events).toHaveLength(1)
+    await new Promise<void>((resolve) => setTimeout(resolve, 0))
+    await new Promise<void>((resolve) => setTimeout(resolve, 0))
+    expect(events).toHaveLength(2)
+  })
+
+  it('drops the adoption and every held message once the session has settled', async () => {
+    const { ep, events, listener, turns } = endpoint()
+    ep.receive(bigCall(1, 50_000))
+    ep.receive('{"type":"done","ok":true,"value":1}')
+    ep.removeEventListener('message', listener)
+    await turns(() => false, 30)
+    expect(events).toHaveLength(0)
+    // A new listener (a later session on the same endpoint never happens, but nothing is left to leak).
+    ep.addEventListener('message', listener)
+    ep.receive('{"type":"ready"}')
+    expect(events.map(({ event }) => event.data)).toEqual([{ type: 'ready' }])
+  })
+
+  it('a lossy number found after the first slice still reaches the session unweighed, in order', async () => {
+    const { ep, events, turns } = endpoint()
+    ep.receive(`{"type":"call","id":1,"global":"t","name":"n","args":[${'1,'.repeat(ADOPT_SLICE_NODES * 2)}-0]}`)
+    ep.receive('{"type":"call","id":2,"global":"t","name":"n","args":[]}')
+    await turns(() => events.length === 2)
+    expect(events[0]!.event.checkedArgBytes).toBeUndefined()
+    expect((events[1]!.event.data as { id: number }).id).toBe(2)
+  })
+})
