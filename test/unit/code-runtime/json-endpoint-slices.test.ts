@@ -39,7 +39,7 @@ describe('JsonWireEndpoint: arguments adopted in slices', () => {
     expect(events).toHaveLength(0)
     const at = await turns(() => events.length > 0)
     expect(at).toBeGreaterThanOrEqual(Math.ceil(200_001 / ADOPT_SLICE_NODES) - 1)
-    const [{ event }] = events as [{ event: WireMessageEvent }]
+    const { event } = events[0]!
     const args = (event.data as { args: object }).args
     expect(isJsonSnapshot(args)).toBe(true)
     // The weight is the one-shot adoption's: the text plus the per-node charge.
