@@ -40,6 +40,12 @@ function weigh(adopted: { readonly nodes: number; readonly depth: number } | und
   return textLength + ARG_BYTES_PER_NODE * adopted.nodes
 }
 
+/**
+ * Characters of VM messages held behind a call being adopted (64 MB as UTF-16): a program that
+ * keeps sending while its large calls are read cannot make the host hold more. Past it the run fails.
+ */
+export const MAX_HELD_CHARS = 32 * 1024 * 1024
+
 /** A call whose arguments are being adopted over several turns. */
 interface Adopting {
   readonly data: object
@@ -59,6 +65,10 @@ export class JsonWireEndpoint implements WireEndpoint {
   readonly #listeners: WireListener[] = []
   /** Messages (JSON text) that arrived while a call's arguments were still being adopted: handled in order after it. */
   #held: string[] = []
+  /** The characters of {@link JsonWireEndpoint.#held}, bounded by {@link MAX_HELD_CHARS}. */
+  #heldChars = 0
+  /** Set once the held bound failed the run: nothing after it is read. */
+  #flooded = false
   #adopting: Adopting | undefined
   /** Values this turn may still adopt, or -1 when no turn is open (the next adoption opens one). */
   #turnLeft = -1
@@ -98,8 +108,17 @@ export class JsonWireEndpoint implements WireEndpoint {
    */
   receive(json: string): void {
     // Nobody listens once the session has settled: late messages are not even parsed.
-    if (this.#listeners.length === 0) return
+    if (this.#listeners.length === 0 || this.#flooded) return
     if (this.#adopting !== undefined) {
+      this.#heldChars += json.length
+      if (this.#heldChars > MAX_HELD_CHARS) {
+        this.#adopting = undefined
+        this.#held = []
+        this.#heldChars = 0
+        this.#flooded = true
+        this.#fail('exception', `the program sent more than ${MAX_HELD_CHARS} characters of messages while the host was still reading a large call's arguments; await calls (or batch them) instead of flooding them`)
+        return
+      }
       this.#held.push(json)
       return
     }
@@ -163,11 +182,12 @@ export class JsonWireEndpoint implements WireEndpoint {
 
   /** A later turn: adopts the next slice; once adopted, delivers the call and then the messages held behind it. */
   readonly #resume = (): void => {
-    const adopting = this.#adopting!
-    // A settled session (an abort, a failure) takes nothing more: drop the work and what waits.
-    if (this.#listeners.length === 0) {
+    const adopting = this.#adopting
+    // A settled session (an abort, a failure, the held bound) takes nothing more: drop the work and what waits.
+    if (adopting === undefined || this.#listeners.length === 0) {
       this.#adopting = undefined
       this.#held = []
+      this.#heldChars = 0
       return
     }
     if (!this.#advance(adopting.adoption)) {
@@ -178,11 +198,13 @@ export class JsonWireEndpoint implements WireEndpoint {
     this.#deliver(adopting.data, weigh(adopting.adoption.result, adopting.textLength))
     const held = this.#held
     this.#held = []
+    this.#heldChars = 0
     for (let i = 0; i < held.length; i++) {
       if (this.#listeners.length === 0) return
       if (this.#adopting !== undefined) {
         // Another large call: the rest waits behind it again, in order.
         this.#held = held.slice(i).concat(this.#held)
+        for (const text of this.#held) this.#heldChars += text.length
         return
       }
       this.#handle(held[i]!)

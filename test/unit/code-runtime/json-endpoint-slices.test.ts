@@ -4,7 +4,7 @@
  * macrotask probe, not a clock. Later messages wait in order; a settled session drops the rest.
  */
 import { describe, expect, it } from 'vitest'
-import { ADOPT_SLICE_NODES, JsonWireEndpoint } from '../../../src/code-runtime/json-endpoint.js'
+import { ADOPT_SLICE_NODES, JsonWireEndpoint, MAX_HELD_CHARS } from '../../../src/code-runtime/json-endpoint.js'
 import { ARG_BYTES_PER_NODE } from '../../../src/code-runtime/limits.js'
 import { adoptParsedJson, isJsonSnapshot } from '../../../src/json/lossless.js'
 import type { WireMessageEvent } from '../../../src/code-runtime/wire.js'
@@ -98,5 +98,20 @@ describe('JsonWireEndpoint: arguments adopted in slices', () => {
     await turns(() => events.length === 2)
     expect(events[0]!.event.checkedArgBytes).toBeUndefined()
     expect((events[1]!.event.data as { id: number }).id).toBe(2)
+  })
+
+  it('bounds what it holds behind a large call: a flood past MAX_HELD_CHARS fails the run, nothing more is kept or delivered', async () => {
+    const failures: Array<{ kind: string; message: string }> = []
+    const events: WireMessageEvent[] = []
+    const ep = new JsonWireEndpoint(() => undefined, (kind, message) => failures.push({ kind, message }), 64)
+    ep.addEventListener('message', (event) => events.push(event))
+    ep.receive(bigCall(1, 100_000))
+    // One string object sent again and again: the test holds 1 M characters, the endpoint counts every copy.
+    const log = JSON.stringify({ type: 'log', level: 'log', text: 'x'.repeat(1_000_000) })
+    for (let i = 0; i < MAX_HELD_CHARS / log.length + 2; i++) ep.receive(log)
+    expect(failures).toEqual([{ kind: 'exception', message: expect.stringMatching(/^the program sent more than 33554432 characters of messages while the host was still reading a large call's arguments/) }])
+    for (let i = 0; i < 20; i++) await nextTurn()
+    // The large call was never delivered, nor anything held behind it.
+    expect(events).toEqual([])
   })
 })
