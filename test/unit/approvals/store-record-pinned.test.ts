@@ -3,7 +3,7 @@
  * read back, refused when malformed or on a kind that has none (docs/testing.md).
  */
 import { describe, expect, it } from 'vitest'
-import { decodeDone, encodeDone, newApprovalId } from '../../../src/approvals/_store-record.js'
+import { decodeDone, decodeOpen, encodeDone, newApprovalId } from '../../../src/approvals/_store-record.js'
 import type { PendingApproval } from '../../../src/approvals/types.js'
 
 const HASH = '0123456789abcdef0123456789abcdef'
@@ -23,5 +23,28 @@ describe('decodeDone: the decider role', () => {
     expect(decodeDone(doneText({ kind: 'expired', role: 'ops', at: 1500 }), HASH)).toBeUndefined()
     expect(decodeDone(doneText({ kind: 'withdrawn', role: 'ops', at: 1500 }), HASH)).toBeUndefined()
     expect(decodeDone(doneText({ kind: 'other', decision: 'allow', at: 1500 }), HASH)).toBeUndefined()
+  })
+})
+
+const openText = (over: Record<string, unknown>) => JSON.stringify({ format: 'toolyard-approval/1', approval: { ...approval, ...over } })
+
+describe('decodeOpen: bounds and shapes pinned', () => {
+  it('an id that is not a string is refused, even an array whose text is a valid id', () => {
+    expect(decodeOpen(openText({}), HASH)?.id).toBe(approval.id)
+    expect(decodeOpen(openText({ id: [approval.id] }), HASH)).toBeUndefined()
+  })
+
+  it('a plan\'s ask without a reason is read back without a reason key', () => {
+    const plan = { codeLength: 10, calls: [{ name: 'pay', line: 1 }], moreCalls: 0, asking: [{ name: 'pay', reason: 'money' }, { name: 'send' }], dynamic: false }
+    const read = decodeOpen(openText({ kind: 'plan', plan }), HASH)
+    expect(read?.plan?.asking.map((ask) => Object.keys(ask))).toEqual([['name', 'reason'], ['name']])
+  })
+
+  it('reads a record of up to 72 KiB of text (64 KiB + 8 KiB of slack), not one character more', () => {
+    const LIMIT = 64 * 1024 + 8 * 1024
+    const sized = (length: number) => openText({ summary: 'x'.repeat(length - openText({ summary: '' }).length) })
+    expect(sized(LIMIT)).toHaveLength(LIMIT)
+    expect(decodeOpen(sized(LIMIT), HASH)?.summary).toHaveLength(LIMIT - openText({ summary: '' }).length)
+    expect(decodeOpen(sized(LIMIT + 1), HASH)).toBeUndefined()
   })
 })
