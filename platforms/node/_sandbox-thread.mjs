@@ -24510,6 +24510,7 @@ function isOutOfMemory(name, message) {
 function outOfMemoryMessage(memoryMb) {
   return `out of memory: the program exceeded the ${memoryMb} MB memory of its QuickJS sandbox`;
 }
+var MAX_HELD_CHARS = 32 * 1024 * 1024;
 
 // src/json/scan.ts
 var QUOTE = 34;

@@ -68,6 +68,8 @@ const ACCOUNTED: ReadonlyArray<readonly [string, string, How]> = [
   ['docs/playground.md', 'npm run build:demo', { notHere: 'rewrites demo/dist/, which the e2e project serves meanwhile' }],
   ['docs/testing.md', 'npm run test:mutation', { notHere: 'mutation testing: hours on two cores' }],
   ['docs/testing.md', "TOOLYARD_MUTATION_ONLY='test/unit/schema", { notHere: 'mutation testing: tens of minutes a folder' }],
+  ['docs/testing.md', "TOOLYARD_MUTATION_ONLY='test/unit/durable/runs-core", { notHere: 'mutation testing: tens of minutes a file' }],
+  ['docs/testing.md', "TOOLYARD_MUTATION_ONLY='test/unit/approvals/broker-store", { notHere: 'mutation testing: tens of minutes a file' }],
 ]
 
 const entryOf = (sample: CommandSample) => ACCOUNTED.filter(([file, start]) => file === sample.file && (sample.key === start || sample.key.startsWith(start)))
