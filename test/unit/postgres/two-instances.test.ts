@@ -49,10 +49,15 @@ async function instance(name: string): Promise<Instance> {
   return { url, child }
 }
 
+/**
+ * One step between two approvals: the decision reaches the run's process, the run resumes (a replay)
+ * and asks again. Seconds on a quiet machine; it ran past 20 s once in a CI at load ~13. A bound, not a speed check.
+ */
+const STEP_MS = 60_000
 type Approval = { id: string; callId: string }
 const approvals = async (url: string): Promise<Approval[]> => ((await (await fetch(`${url}/v1/approvals`, { headers: AUTH })).json()) as { approvals: Approval[] }).approvals
 /** Allows the approval of sub-call `n` of the run whose call id is `runCallId` (instances are shared: other runs' approvals may be listed). */
-async function allow(url: string, runCallId: string, n: number, ms?: number): Promise<void> {
+async function allow(url: string, runCallId: string, n: number, ms = STEP_MS): Promise<void> {
   const callId = `${runCallId}:code:${n}`
   const approval = await until(async () => (await approvals(url)).find((a) => a.callId === callId), `the approval of ${callId} on ${url}`, ms)
   const response = await fetch(`${url}/v1/approvals/${approval.id}`, { method: 'POST', headers: AUTH, body: JSON.stringify({ decision: 'allow' }) })
