@@ -9,19 +9,10 @@ import type { ParkedRunState } from '../../../src/code-runtime/contract.js'
 import { DurableRuns } from '../../../src/durable/runs.js'
 import { until } from '../../support/poll.js'
 import { cueStore } from '../../support/cue-store.js'
+import { FIRST_CALL_NUMBERING, parkedState } from '../../support/parked-run.js'
 
-const STATE = {
-  version: 1,
-  vm: { clockMs: 0, timers: [], journal: { inputs: [], reads: [], ops: '', calls: [] } },
-  logs: [],
-  logBytes: 0,
-  logTruncated: false,
-  busyMs: 0,
-  wallMs: 0,
-  lastCallId: 1,
-  calls: [{ id: 1, global: 'tools', name: 'ask', args: {} }],
-} as unknown as ParkedRunState
-const NUMBERING = { submitted: 1, calls: [[1, 1]] as const }
+const STATE = parkedState('ask')
+const NUMBERING = FIRST_CALL_NUMBERING
 const STALE_MS = 10_000
 
 const instances: DurableRuns[] = []
@@ -35,14 +26,20 @@ function instance(store: ConstructorParameters<typeof DurableRuns>[0]): DurableR
   return runs
 }
 
+/** A store holding run `r`, parked by a process whose heartbeat stopped a minute ago. */
+async function leftByADeadProcess() {
+  const cues = cueStore()
+  const dead = instance(cues.store)
+  dead.forRun('r', undefined, { code: 'c', description: 'd' }).onPark(STATE, NUMBERING)
+  await dead.flushed()
+  dead.close()
+  await cues.base.put(`owners/${dead.owner}`, JSON.stringify({ at: Date.now() - 60_000 }))
+  return cues
+}
+
 describe('two survivors sweeping for a dead process’s run', () => {
   it('while the first claimant’s heartbeat is still being written, the other does not claim over it: one claim in all', async () => {
-    const cues = cueStore()
-    const dead = instance(cues.store)
-    dead.forRun('r', undefined, { code: 'c', description: 'd' }).onPark(STATE, NUMBERING)
-    await dead.flushed()
-    dead.close()
-    await cues.base.put(`owners/${dead.owner}`, JSON.stringify({ at: Date.now() - 60_000 }))
+    const cues = await leftByADeadProcess()
 
     const b = instance(cues.store)
     const a = instance(cues.store)
@@ -61,12 +58,7 @@ describe('two survivors sweeping for a dead process’s run', () => {
   })
 
   it('a claimant whose heartbeat landed keeps the run from the other sweeper', async () => {
-    const cues = cueStore()
-    const dead = instance(cues.store)
-    dead.forRun('r', undefined, { code: 'c', description: 'd' }).onPark(STATE, NUMBERING)
-    await dead.flushed()
-    dead.close()
-    await cues.base.put(`owners/${dead.owner}`, JSON.stringify({ at: Date.now() - 60_000 }))
+    const cues = await leftByADeadProcess()
     const b = instance(cues.store)
     const a = instance(cues.store)
     expect((await b.resumeAll(async () => 'resumed', { staleMs: STALE_MS })).map((run) => run.callId)).toEqual(['r'])

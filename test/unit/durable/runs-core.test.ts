@@ -11,6 +11,7 @@ import type { StoredRun } from '../../../src/durable/runs.js'
 import type { DurableStore, StorePutResult, StoreWriteOptions } from '../../../src/durable/store.js'
 import type { ParkedRunState } from '../../../src/code-runtime/contract.js'
 import type { JsonValue } from '../../../src/json/json-value.js'
+import { FIRST_CALL_NUMBERING, parkedState } from '../../support/parked-run.js'
 
 afterEach(() => {
   vi.useRealTimers()
@@ -18,18 +19,8 @@ afterEach(() => {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
-const STATE: ParkedRunState = {
-  version: 1,
-  vm: { clockMs: 0, timers: [], journal: { inputs: [], reads: [], ops: '', calls: [] } } as unknown as ParkedRunState['vm'],
-  logs: [],
-  logBytes: 0,
-  logTruncated: false,
-  busyMs: 0,
-  wallMs: 0,
-  lastCallId: 1,
-  calls: [{ id: 1, global: 'tools', name: 'pay', args: {} }],
-}
-const NUMBERING = { submitted: 1, calls: [[1, 1]] as const }
+const STATE = parkedState('pay')
+const NUMBERING = FIRST_CALL_NUMBERING
 
 /** A stored run record as a process writes it on park. */
 function stored(callId: string, extra: Partial<StoredRun> = {}): StoredRun {

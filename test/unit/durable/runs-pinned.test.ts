@@ -11,19 +11,10 @@ import { DurableRuns } from '../../../src/durable/runs.js'
 import type { DurableSubCall, StoredRun } from '../../../src/durable/runs.js'
 import type { JsonValue } from '../../../src/json/json-value.js'
 import { cueStore, readJson } from '../../support/cue-store.js'
+import { FIRST_CALL_NUMBERING, parkedState } from '../../support/parked-run.js'
 
-const STATE = {
-  version: 1,
-  vm: { clockMs: 0, timers: [], journal: { inputs: [], reads: [], ops: '', calls: [] } },
-  logs: [],
-  logBytes: 0,
-  logTruncated: false,
-  busyMs: 0,
-  wallMs: 0,
-  lastCallId: 1,
-  calls: [{ id: 1, global: 'tools', name: 'pay', args: {} }],
-} as unknown as ParkedRunState
-const NUMBERING = { submitted: 1, calls: [[1, 1]] as const }
+const STATE = parkedState('pay')
+const NUMBERING = FIRST_CALL_NUMBERING
 const TAKEN = (name: string) => `${name} was not made: another instance took this run over (this one was presumed dead) and goes on with it`
 
 const processes: DurableRuns[] = []

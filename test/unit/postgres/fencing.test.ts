@@ -11,6 +11,7 @@ import { bindRunSecret } from '../../../src/durable/call-key.js'
 import { DurableRuns } from '../../../src/durable/runs.js'
 import type { DurableStore } from '../../../src/durable/store.js'
 import { postgresSkipReason, startPostgres, type PostgresCluster } from '../../support/postgres.js'
+import { FIRST_CALL_NUMBERING, parkedState } from '../../support/parked-run.js'
 
 const skip = postgresSkipReason()
 let cluster: PostgresCluster | undefined
@@ -20,18 +21,8 @@ let tables = 0
 /** A store on a table of its own per case: one case's sweep never claims another's runs. */
 let fresh: () => DurableStore
 
-const STATE: ParkedRunState = {
-  version: 1,
-  vm: { clockMs: 0, timers: [], journal: { inputs: [], reads: [], ops: '', calls: [] } } as unknown as ParkedRunState['vm'],
-  logs: [],
-  logBytes: 0,
-  logTruncated: false,
-  busyMs: 0,
-  wallMs: 0,
-  lastCallId: 1,
-  calls: [{ id: 1, global: 'tools', name: 'write_file', args: {} }],
-}
-const NUMBERING = { submitted: 1, calls: [[1, 1]] as const }
+const STATE = parkedState('write_file')
+const NUMBERING = FIRST_CALL_NUMBERING
 const ARGS = { code: 'c', description: 'd' }
 
 /** The `parent` token of a run's sub-calls, bound to the run's secret as the bridge does. */
