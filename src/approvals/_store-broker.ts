@@ -73,10 +73,8 @@ function deniedBy(approval: PendingApproval, settled: Settlement): ToolError {
 /** Ends a watch once: releases its timer and listeners, tells subscribers, settles its callers. */
 function finish(ctx: Context, watch: Watch, settled: StoredSettlement): void {
   if (watch.finished) return
-  watch.finished = true
   watch.settled = settled
-  if (ctx.watches.get(watch.hash) === watch) ctx.watches.delete(watch.hash)
-  clearTimeout(watch.timer)
+  release(ctx, watch)
   const callers = [...watch.callers]
   watch.callers.clear()
   for (const caller of callers) caller.signal.removeEventListener('abort', caller.onAbort)
@@ -88,6 +86,13 @@ function finish(ctx: Context, watch: Watch, settled: StoredSettlement): void {
     if (allowed) caller.resolve(true)
     else caller.reject(deniedBy(watch.approval, settled))
   }
+}
+
+/** Marks a watch ended and lets go of it: its timer, its map entry (unless a newer watch holds the key), the poll once nothing waits. */
+function release(ctx: Context, watch: Watch): void {
+  watch.finished = true
+  clearTimeout(watch.timer)
+  if (ctx.watches.get(watch.hash) === watch) ctx.watches.delete(watch.hash)
   if (ctx.watches.size === 0) stopPolling(ctx)
 }
 
@@ -211,12 +216,7 @@ async function withdrawLast(ctx: Context, watch: Watch, signal: AbortSignal, set
     // The tool runtime is shutting down (dispose). A sub-call of a durable run (one parked
     // in this store) is resumed by the next process, which asks again under the same call
     // id and re-attaches: leave its request open. Anything else is withdrawn.
-    if (await parkedIn(ctx.store, parent).catch(() => false)) {
-      watch.finished = true
-      clearTimeout(watch.timer)
-      if (ctx.watches.get(watch.hash) === watch) ctx.watches.delete(watch.hash)
-      return
-    }
+    if (await parkedIn(ctx.store, parent).catch(() => false)) return release(ctx, watch)
   }
   await settleInStore(ctx, watch, settled)
 }
