@@ -412,7 +412,7 @@ describe("a parked run's request at shutdown", () => {
     ['a plain cancellation of a parked run\'s sub-call', 'run-1', undefined, () => {}],
     ['a shutdown under a sub-call of a run that is not parked here', 'run-other', DISPOSED(), () => {}],
     ['a shutdown under a call with no parent run', undefined, DISPOSED(), () => {}],
-    ['a shutdown with another ToolError code', 'run-1', new ToolError('TIMEOUT', 'late'), () => {}],
+    ['a shutdown with another ToolError code', 'run-1', new ToolError('TOOL_TIMEOUT', 'late'), () => {}],
     ['a shutdown reason that only looks like one', 'run-1', { code: 'DISPOSED' }, () => {}],
     [
       'a shutdown whose parked-run read fails',
