@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createApprovalBroker } from '../../../src/approvals/index.js'
 import type { ApprovalBroker, ApprovalBrokerOptions, ApprovalEvent, PendingApproval } from '../../../src/approvals/index.js'
-import { doneKey, hashOfId, openKey } from '../../../src/approvals/_store-record.js'
+import { doneKey, encodeOpen, hashOfId, openKey } from '../../../src/approvals/_store-record.js'
 import type { DurableStore } from '../../../src/durable/store.js'
 import { ToolError } from '../../../src/errors.js'
 import { deciderOf } from '../../../src/telemetry/decider.js'
@@ -111,8 +111,12 @@ describe('finish: a watch ends once, whatever raced it', () => {
     expect(newRequest.id).not.toBe(oldRequest.id)
     expect(hashOfId(newRequest.id)).toBe(hash)
     // The old caller gives up: its watch ends (its request is gone from the store).
+    const ended = eventsOf(a)
     old.controller.abort()
     expect(await old.settled).toMatchObject({ ok: false, code: 'DENIED_BY_APPROVAL' })
+    // Its request was gone from the store: it ends as denied by the server, saying so.
+    await until(() => ended.length === 1, 'the old watch ended')
+    expect(ended[0]).toMatchObject({ type: 'decided', approval: { id: oldRequest.id }, decision: 'deny', reason: 'the approval request was removed from the store' })
     // The new watch is still this process's: a decision here reaches its caller at once.
     expect(await a.decide(newRequest.id, { decision: 'allow' })).toMatchObject({ ok: true })
     expect(await renewed.settled).toEqual({ ok: true, value: true })
@@ -191,7 +195,15 @@ describe('the poll', () => {
     expect(await a.decide(second.id, { decision: 'deny' })).toMatchObject({ ok: true })
     expect((await one.settled).ok).toBe(true)
     expect((await two.settled).ok).toBe(false)
+    // A new call asks while that pass is still running: still one poll timer once the pass ends.
+    const r3 = nextRequested(a)
+    const three = ask(a)
+    const third = await r3
     held.open()
+    await vi.advanceTimersByTimeAsync(0)
+    expect(vi.getTimerCount()).toBe(2)
+    expect(await a.decide(third.id, { decision: 'allow' })).toMatchObject({ ok: true })
+    expect((await three.settled).ok).toBe(true)
     await vi.advanceTimersByTimeAsync(0)
     expect(vi.getTimerCount()).toBe(0)
   })
@@ -284,7 +296,7 @@ function watchable(base: DurableStore) {
       return () => void watchers.delete(onChange)
     },
   }
-  return { store, notify: (key: string) => [...watchers].forEach((onChange) => onChange(key)) }
+  return { store, notify: (key: string) => [...watchers].forEach((onChange) => onChange(key)), watchers }
 }
 
 describe("the store's change notices", () => {
@@ -368,6 +380,13 @@ describe('joining a request that already ended', () => {
     const two = ask(a, { callId: 'shared' })
     await until(() => cues.ops.filter((op) => isGet(op, openKey(hashOfId(approval.id)!))).length >= 2, 'the second attach')
     await new Promise((resolve) => setTimeout(resolve, 5))
+    // A third caller cancelled while others wait: denied at once, the request stays.
+    const three = ask(a, { callId: 'shared' })
+    await until(() => cues.ops.filter((op) => isGet(op, openKey(hashOfId(approval.id)!))).length >= 3, 'the third attach')
+    await new Promise((resolve) => setTimeout(resolve, 5))
+    three.controller.abort()
+    expect(await three.settled).toEqual({ ok: false, code: 'DENIED_BY_APPROVAL', message: 'the approval request for pay was withdrawn: the call was cancelled' })
+    expect(await cues.base.get(doneKey(hashOfId(approval.id)!))).toBeUndefined()
     expect(await a.decide(approval.id, { decision: 'allow' }, { role: 'approve' })).toMatchObject({ ok: true })
     expect([await one.settled, await two.settled]).toEqual([{ ok: true, value: true }, { ok: true, value: true }])
     expect(deciderOf(two.request)).toBe('approve')
@@ -677,5 +696,114 @@ describe('dispose() and pending()', () => {
     const a = broker(cues.store, { retainSettledMs: 1 })
     await a.pending()
     expect(cues.ops.map((op) => `${op.op} ${op.key}`)).toEqual(['list approvals/open/', 'list approvals/done/'])
+  })
+})
+
+describe('how a watch ends, more ways', () => {
+  it('expiry of a request removed from the store behind its back: the caller is denied by the server, saying so', async () => {
+    const cues = cueStore()
+    const a = broker(cues.store, { timeoutMs: 100 })
+    const requested = nextRequested(a)
+    const call = ask(a)
+    const approval = await requested
+    await cues.base.delete(openKey(hashOfId(approval.id)!))
+    expect(await call.settled).toEqual({ ok: false, code: 'DENIED_BY_APPROVAL', message: 'pay was denied by the server: the approval request was removed from the store' })
+  })
+
+  it('expiry over a store that fails: the caller is denied by timeout all the same, the record left for the next reader', async () => {
+    const cues = cueStore()
+    const a = broker(cues.store, { timeoutMs: 100 })
+    const events = eventsOf(a)
+    const requested = nextRequested(a)
+    const call = ask(a)
+    const approval = await requested
+    cues.before = () => {
+      throw new Error('store down')
+    }
+    expect(await call.settled).toEqual({ ok: false, code: 'DENIED_BY_APPROVAL', message: 'pay was denied by timeout: nobody decided within 100 ms' })
+    expect(events.map((e) => e.type)).toEqual(['requested', 'expired'])
+    expect(await cues.base.get(openKey(hashOfId(approval.id)!))).toBeDefined()
+  })
+
+  it('an expiry timer that fires before expiresAt (the clock went back) is armed again, not taken as the expiry', async () => {
+    vi.useFakeTimers()
+    const cues = cueStore()
+    const a = createApprovalBroker({ store: cues.store, timeoutMs: 1_000, pollIntervalMs: 600_000 })
+    brokers.push(a)
+    const requested = nextRequested(a)
+    const call = ask(a)
+    const approval = await requested
+    vi.setSystemTime(Date.now() - 5_000)
+    await vi.advanceTimersByTimeAsync(1_000)
+    expect(await cues.base.get(doneKey(hashOfId(approval.id)!))).toBeUndefined()
+    expect(await a.decide(approval.id, { decision: 'allow' })).toMatchObject({ ok: true })
+    expect(await call.settled).toEqual({ ok: true, value: true })
+  })
+
+  it('dispose(): a waiting caller hears that the server denied it and why; a second dispose() does nothing more', async () => {
+    const cues = cueStore()
+    const w = watchable(cues.store)
+    let unwatched = 0
+    const watch = w.store.watch
+    w.store.watch = (prefix, onChange) => {
+      const stop = watch(prefix, onChange)
+      return () => (unwatched++, stop())
+    }
+    const a = broker(w.store)
+    const requested = nextRequested(a)
+    const call = ask(a)
+    await requested
+    await a.dispose()
+    expect(await call.settled).toEqual({ ok: false, code: 'DENIED_BY_APPROVAL', message: 'pay was denied by the server: the approval broker was disposed; the request stays open in the store for another process' })
+    await a.dispose()
+    expect(unwatched).toBe(1)
+  })
+})
+
+describe('asking and deciding, more refusals', () => {
+  it("a record of another call under the call's key: the collision denial reaches the caller as it is", async () => {
+    const cues = cueStore()
+    const a = broker(cues.store)
+    const requested = nextRequested(a)
+    const first = ask(a, { callId: 'col' })
+    const approval = await requested
+    first.controller.abort()
+    await first.settled
+    const hash = hashOfId(approval.id)!
+    await cues.base.delete(doneKey(hash))
+    await cues.base.put(openKey(hash), encodeOpen({ ...approval, name: 'other' })!)
+    expect(await ask(a, { callId: 'col' }).settled).toEqual({ ok: false, code: 'DENIED_BY_APPROVAL', message: 'the approval request collides with another call in the store (same key hash); it was not asked' })
+  })
+
+  it('a store where no write lands (STORE_BUSY): denied saying the store failed, with its words', async () => {
+    const cues = cueStore()
+    const store: DurableStore = { ...cues.store, put: async () => ({ ok: false }) as never }
+    expect(await ask(broker(store)).settled).toEqual({ ok: false, code: 'DENIED_BY_APPROVAL', message: 'the approval store failed, so nobody could be asked: the approval request could not be opened: other writers kept changing its key' })
+  })
+
+  it('an id that names no key is refused without reading the store', async () => {
+    const cues = cueStore()
+    expect(await broker(cues.store).decide('x', { decision: 'allow' })).toMatchObject({ ok: false, code: 'APPROVAL_NOT_FOUND' })
+    expect(cues.ops).toEqual([])
+  })
+
+  it("an earlier request's id never decides the call's newer request under the same key", async () => {
+    const cues = cueStore()
+    const a = broker(cues.store)
+    const r1 = nextRequested(a)
+    const first = ask(a, { callId: 'twice' })
+    const old = await r1
+    first.controller.abort()
+    await first.settled
+    const r2 = nextRequested(a)
+    const second = ask(a, { callId: 'twice' })
+    const renewed = await r2
+    expect(await a.decide(old.id, { decision: 'allow' })).toMatchObject({ ok: false, code: 'APPROVAL_WITHDRAWN' })
+    // Its record gone too (settled, then swept): still not the newer one's.
+    await cues.base.delete(doneKey(hashOfId(old.id)!))
+    expect(await a.decide(old.id, { decision: 'allow' })).toMatchObject({ ok: false, code: 'APPROVAL_NOT_FOUND' })
+    expect((await a.pending()).map((p) => p.id)).toEqual([renewed.id])
+    await a.decide(renewed.id, { decision: 'deny' })
+    expect(await second.settled).toMatchObject({ ok: false, code: 'DENIED_BY_APPROVAL' })
   })
 })
