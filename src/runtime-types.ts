@@ -555,9 +555,10 @@ export interface ToolRuntime extends ToolScope {
    */
   readonly events: SessionLogHub
   /**
-   * The runtime's runs (docs/durability.md): their records and event snapshots in the store,
-   * this process's heartbeat, the resume loop (started once a table of runs, the HTTP app's,
-   * attaches, while the runtime holds a store) and the writes `dispose()` drains.
+   * The runtime's runs (docs/durability.md): background runs (`runs.table()`: start, view,
+   * cancel, read events after an id, adopt resumed runs), their records and event snapshots
+   * in the store, this process's heartbeat, the resume loop (started once a table attaches,
+   * while the runtime holds a store) and the writes `dispose()` drains.
    */
   readonly runs: RunService
   /** The options in force (validated, defaults applied). */

@@ -1,7 +1,7 @@
 /**
  * `runtime.runs`: what the runtime keeps of its runs in the store (records, event snapshots,
  * one heartbeat per process), its resume loop, and its in-flight writes, drained on dispose.
- * Tables that show runs (the HTTP app's) attach to it. docs/durability.md.
+ * Its tables of background runs (`table()`, the HTTP app's) attach to it. docs/durability.md.
  * @module
  */
 import { ToolError } from '../errors.js'
@@ -11,6 +11,11 @@ import { createLiveEvents, LIVE_POLL_MS, type FollowedRun, type LiveEvents } fro
 import { parkedIn } from './runs.js'
 import type { DurableRuns, ResumedRun } from './runs.js'
 import type { DurableStore, StorePutResult } from './store.js'
+import { createBackgroundRuns } from './background-runs.js'
+import type { BackgroundRunSources, BackgroundRuns, ResumedRunPool, RunStoreSide, RunTableLink } from './background-runs.js'
+import type { ResolvedRunTableOptions } from './run-table.js'
+
+export type { BackgroundRunSources, BackgroundRunSpec, BackgroundRuns, ResumedRunPool, RunTableLink } from './background-runs.js'
 
 /** Options of the runtime's runs (`createToolRuntime({ runs })`). */
 export interface RunServiceOptions {
@@ -28,20 +33,6 @@ export interface RunServiceOptions {
    * more is refused with `OVERLOADED`. Each polls the store. Default 64.
    */
   readonly maxFollowers?: number
-}
-
-/** The runs one sweep resumed, each handed to at most one table. */
-export interface ResumedRunPool {
-  /** How many were resumed (taken or not). */
-  readonly size: number
-  /** The resumed run of `callId`, once: a second take answers `undefined`. */
-  take(callId: string): ResumedRun | undefined
-}
-
-/** A table that shows runs (the HTTP app's `/v1/runs`): it takes back the resumed runs it started. */
-export interface RunTableLink {
-  /** Takes the runs of `resumed` it knows; ends the records of its runs lost before they parked. How many it took. */
-  adopt(resumed: ResumedRunPool, staleMs: number): Promise<number>
 }
 
 /** What one resume sweep did. */
@@ -81,7 +72,7 @@ export function resolveRunServiceOptions(options: unknown): Required<RunServiceO
 }
 
 /** The runtime's runs: their store side, one per runtime (`runtime.runs`). */
-export class RunService {
+export class RunService implements RunStoreSide {
   readonly #store: DurableStore | undefined
   readonly #durable: DurableRuns | undefined
   readonly #resumeAll: ResumeAll
@@ -109,6 +100,14 @@ export class RunService {
     this.#options = options
     this.records = store === undefined ? undefined : createStoreRunRecords(store)
     this.live = store === undefined ? undefined : createLiveEvents(store)
+  }
+
+  /**
+   * A table of background runs (the HTTP app's `/v1/runs`): `start` drives a run to its end
+   * with its event log and store writes; runs this service resumes come back to it.
+   */
+  table(options: ResolvedRunTableOptions, sources: BackgroundRunSources): BackgroundRuns {
+    return createBackgroundRuns(this, options, sources)
   }
 
   /** Whether runs outlive this process (the runtime has a store). */
