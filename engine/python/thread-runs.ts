@@ -40,7 +40,32 @@ export interface Interpreter {
   readonly stdout: number[]
   readonly stderr: number[]
   dead: boolean
+  /** Inline (one realm for many interpreters): puts this interpreter's JS globals in place for an entry, and back after. */
+  readonly realm?: InterpreterRealm
 }
+
+/** An interpreter's share of the realm's globals (the loader keeps its state on `globalThis`). */
+export interface InterpreterRealm {
+  enter(): void
+  leave(): void
+}
+
+/**
+ * Loop iterations (wasm `loop` headers) per call of the metered wasm's budget check
+ * (scripts/build-micropython-bounded.mjs: `STEPS_PER_CHECK`).
+ */
+export const STEPS_PER_CHECK = 10_000
+
+/**
+ * Steps a compute millisecond is worth where the clock cannot be trusted (workerd freezes it
+ * during synchronous code): about twice the fastest rate measured on Node (docs/runtimes.md),
+ * so a program is never cut before its budget on a fast machine, and a frozen clock still
+ * stops a hot loop within a few times the budget.
+ */
+export const STEPS_PER_MS = 100_000
+
+/** Thrown by the budget check through the wasm frames: the interpreter is discarded after. */
+export class BudgetStop extends Error {}
 
 /** The thread's state of its current run. */
 export interface CurrentRun {
@@ -57,6 +82,8 @@ export interface CurrentRun {
   holding: boolean
   /** Set once the run parked or failed in the thread: nothing more enters its interpreter. */
   over: boolean
+  /** Loop steps counted by the metered wasm's budget check (inline runtimes). */
+  steps: number
 }
 
 /** What a run starts from: a fresh start (the wrapped start text) or a parked VM to replay. */
@@ -83,17 +110,39 @@ export class RunDriver {
   /** The interpreter executing now (readings outside any run's entry, as the prelude's at build time, are not journaled). */
   #entered: Interpreter | undefined
 
+  /** When the current entry began (epoch ms). */
+  #enteredAt = 0
+
   /** The host's meter without shared memory (`PythonThreadChannel.busy`). */
   readonly #meter: ((since: number, busyMs: number) => void) | undefined
 
-  constructor(post: (message: ThreadEvent | string) => void, memoryMb: () => number, meter?: (since: number, busyMs: number) => void) {
+  /** `route` false: the realm is shared (inline), the loader routes readings through {@link RunDriver.read} itself. */
+  constructor(post: (message: ThreadEvent | string) => void, memoryMb: () => number, meter?: (since: number, busyMs: number) => void, route = true) {
     this.#post = post
     this.#memoryMb = memoryMb
     this.#meter = meter
-    routeWasmReadings((reading, live) => this.#read(reading, live))
+    if (route) routeWasmReadings((reading, live) => this.read(reading, live))
   }
 
-  #read(reading: WasmReading, live: () => number): number {
+  /**
+   * The metered wasm's `toolyard_budget_check`, every {@link STEPS_PER_CHECK} loop steps: throws
+   * {@link BudgetStop} once the entry's run is over (ended, aborted) or its compute budget is
+   * spent, by the clock or by steps (a frozen clock still counts steps).
+   */
+  check(): void {
+    const vm = this.#entered
+    // The prelude at build time runs outside any run: ours, and bounded.
+    if (vm === undefined) return
+    const run = this.current
+    if (run === undefined || run.vm !== vm || run.over || vm.dead) throw new BudgetStop('the run was ended')
+    run.steps += STEPS_PER_CHECK
+    if (run.busyMs + (epochNow() - this.#enteredAt) >= run.computeMs || run.steps >= run.computeMs * STEPS_PER_MS) {
+      throw new BudgetStop(`compute budget of ${run.computeMs} ms exhausted`)
+    }
+  }
+
+  /** A clock or randomness reading of the entered interpreter: journaled for its run. */
+  read(reading: WasmReading, live: () => number): number {
     const run = this.current
     const vm = this.#entered
     if (vm === undefined || run === undefined || run.vm !== vm || vm.dead) return live()
@@ -116,6 +165,7 @@ export class RunDriver {
       this.busy[BUSY_SLOT] = run.busyMs
       this.busy[SEGMENT_SLOT] = 0
     } else this.#meter?.(0, run.busyMs)
+    if (run.over) return
     if (run.vm.replaying && run.replayMs !== undefined && run.busyMs >= run.replayMs) this.#fail(run, 'timeout', replayBudgetMessage(run.replayMs))
     else if (run.busyMs >= run.computeMs) this.#post({ type: 'failed', run: run.id, kind: 'timeout', message: `compute budget of ${run.computeMs} ms exhausted` })
   }
@@ -127,14 +177,23 @@ export class RunDriver {
     if (this.busy !== undefined) this.busy[SEGMENT_SLOT] = at
     else this.#meter?.(at, this.current?.busyMs ?? 0)
     this.#entered = vm
+    this.#enteredAt = at
+    vm.realm?.enter()
     try {
       action()
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error)
+      const run = this.current
+      if (error instanceof BudgetStop) {
+        if (run !== undefined && run.vm === vm) this.#fail(run, 'timeout', message)
+        vm.dead = true
+        return
+      }
       vm.dead = true
       const isMemory = /MemoryError|memory access out of bounds|Cannot enlarge memory/.test(message)
       this.#post({ type: 'failed', run: vm.run, kind: 'worker-exit', message: isMemory ? `out of memory: the program exceeded the ${this.#memoryMb()} MB memory of its MicroPython sandbox` : `the Python interpreter failed: ${message.slice(0, 2000)}` })
     } finally {
+      vm.realm?.leave()
       this.#entered = undefined
       this.#leave(at)
     }
@@ -210,6 +269,7 @@ export class RunDriver {
       held: start.held,
       holding: start.replay !== undefined,
       over: false,
+      steps: 0,
     }
     this.current = run
     if (start.replay !== undefined) {

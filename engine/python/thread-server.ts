@@ -11,7 +11,8 @@ import { scanJsonText } from '../../src/json/scan.js'
 import type { SandboxThreadBoot, ThreadCommand, ThreadEvent } from '../../src/code-runtime/sandbox-protocol.js'
 import { PYTHON_PRELUDE } from './prelude.js'
 import { RunDriver } from './thread-runs.js'
-import type { Interpreter, VmTimer } from './thread-runs.js'
+import type { Interpreter, InterpreterRealm, VmTimer } from './thread-runs.js'
+import type { WasmReading } from './journal.js'
 
 /** The thread's channel to the host. */
 export interface PythonThreadChannel {
@@ -40,6 +41,10 @@ export type MicroPythonLoader = (options: {
   readonly linebuffer: boolean
   readonly stdout: (bytes: Uint8Array) => void
   readonly stderr: (bytes: Uint8Array) => void
+  /** Emscripten's hook: the caller instantiates the wasm (platforms/python's loader passes it on). */
+  readonly instantiateWasm?: (imports: WebAssembly.Imports, done: (instance: WebAssembly.Instance, module: WebAssembly.Module) => void) => object
+  /** Emscripten's own diagnostics (each refused memory growth); default `console.error`. */
+  readonly printErr?: (text: string) => void
 }) => Promise<MicroPythonInstance>
 
 /**
@@ -119,9 +124,72 @@ export function wrapProgram(program: string): string {
   return out + program.slice(from) + '\n    pass\n'
 }
 
+/** The loader's state on `globalThis` (one set per interpreter; inline, many share one realm). */
+const REALM_GLOBALS = ['Module', 'proxy_js_ref', 'proxy_js_ref_next', 'proxy_js_ref_map', 'proxy_js_map', 'proxy_js_existing', 'pyProxyFinalizationRegistry'] as const
+
+/** Captures the loader's globals as the last load left them; entries swap them in and out. */
+function captureRealm(): InterpreterRealm {
+  const realm = globalThis as unknown as Record<string, unknown>
+  const own = REALM_GLOBALS.map((key) => realm[key])
+  const saved: unknown[][] = []
+  return {
+    enter: () => {
+      saved.push(REALM_GLOBALS.map((key) => realm[key]))
+      REALM_GLOBALS.forEach((key, i) => (realm[key] = own[i]))
+    },
+    leave: () => {
+      REALM_GLOBALS.forEach((key, i) => (own[i] = realm[key]))
+      const before = saved.pop() ?? []
+      REALM_GLOBALS.forEach((key, i) => (realm[key] = before[i]))
+    },
+  }
+}
+
+/**
+ * How an inline interpreter is instantiated: the metered wasm (scripts/build-micropython-bounded.mjs)
+ * with its budget check, its readings routed and its own memory capped, touching no global of the
+ * host's realm (a thread patches `WebAssembly` for the same ends, being alone in its realm).
+ */
+interface InlineWasm {
+  readonly module: WebAssembly.Module
+  readonly check: () => void
+  readonly read: (reading: WasmReading, live: () => number) => number
+  readonly limit: () => number
+}
+
+const READING_IMPORTS: Readonly<Record<string, WasmReading>> = { mp_js_ticks_ms: 'ticks', mp_js_time_ms: 'time', mp_js_random_u32: 'random' }
+
+function instantiateInline(inline: InlineWasm): NonNullable<Parameters<MicroPythonLoader>[0]['instantiateWasm']> {
+  return (imports, done) => {
+    const env = imports.env as Record<string, unknown>
+    for (const [name, reading] of Object.entries(READING_IMPORTS)) {
+      const live = env[name]
+      if (typeof live === 'function') env[name] = () => inline.read(reading, live as () => number)
+    }
+    env.toolyard_budget_check = inline.check
+    void WebAssembly.instantiate(inline.module, imports).then((instance) => {
+      const memory = instance.exports.memory
+      if (memory instanceof WebAssembly.Memory) {
+        const grow = WebAssembly.Memory.prototype.grow
+        // This memory's own `grow` (emscripten grows it only from JavaScript): the cap without touching the prototype.
+        Object.defineProperty(memory, 'grow', {
+          value: (delta: number): number => {
+            if (memory.buffer.byteLength + delta * 65_536 > inline.limit()) throw new RangeError('the sandbox memory cap refuses this growth')
+            return grow.call(memory, delta)
+          },
+        })
+      }
+      done(instance, inline.module)
+    })
+    return {}
+  }
+}
+
 /** What building an interpreter needs from its thread. */
 interface BuildContext {
   readonly load: MicroPythonLoader
+  /** Inline: how the wasm is instantiated (absent in a thread of its own). */
+  readonly inline?: () => InlineWasm | undefined
   readonly post: PythonThreadChannel['post']
   readonly memoryMb: () => number
   readonly inPython: (vm: Interpreter, action: () => void) => void
@@ -158,12 +226,18 @@ function writer(post: PythonThreadChannel['post'], get: () => Interpreter | unde
 async function buildInterpreter(context: BuildContext): Promise<Interpreter> {
   const { load, post } = context
   let self: Interpreter | undefined
+  const inline = context.inline?.()
+  if (context.inline !== undefined && inline === undefined) throw new Error('no wasm module was given at boot')
   const mp = await load({
     heapsize: context.memoryMb() * 1024 * 1024,
     linebuffer: false,
     stdout: writer(post, () => self, (vm) => vm.stdout, 'log'),
     stderr: writer(post, () => self, (vm) => vm.stderr, 'error'),
+    // Inline, the host's console is not ours: emscripten's lines on refused growth are dropped (the program sees MemoryError).
+    ...(inline === undefined ? {} : { instantiateWasm: instantiateInline(inline), printErr: () => undefined }),
   })
+  // Captured before anything else can load (this continuation runs right after the load's last step).
+  const realm = inline === undefined ? undefined : captureRealm()
   const timers = new Map<number, VmTimer>()
   let nextTimer = 1
   // The interpreter's `js` module: only what its asyncio needs, answering with numbers, never a host object.
@@ -201,11 +275,16 @@ async function buildInterpreter(context: BuildContext): Promise<Interpreter> {
       return ''
     },
   }))
-  mp.registerJsModule('_tyhost', host)
-  mp.runPython(PYTHON_PRELUDE)
-  const start = mp.globals.get('_ty_start') as (text: string) => void
-  const deliver = mp.globals.get('_ty_deliver') as (text: string) => void
-  self = { mp, start, deliver, run: 0, logBytes: 0, maxLogBytes: 65_536, timers, zeroTimers: 0, timeOrigin: 0, replaying: false, stdout: [], stderr: [], dead: false }
+  realm?.enter()
+  try {
+    mp.registerJsModule('_tyhost', host)
+    mp.runPython(PYTHON_PRELUDE)
+    const start = mp.globals.get('_ty_start') as (text: string) => void
+    const deliver = mp.globals.get('_ty_deliver') as (text: string) => void
+    self = { mp, start, deliver, run: 0, logBytes: 0, maxLogBytes: 65_536, timers, zeroTimers: 0, timeOrigin: 0, replaying: false, stdout: [], stderr: [], dead: false, ...(realm === undefined ? {} : { realm }) }
+  } finally {
+    realm?.leave()
+  }
   return self
 }
 
@@ -257,8 +336,16 @@ function flush(post: PythonThreadChannel['post'], vm: Interpreter): void {
   if (vm.stderr.length > 0) emitLine(post, vm, vm.stderr, 'error')
 }
 
-/** Serves one host over `channel`: boot, then each run in a fresh interpreter. */
-export function servePythonThread(channel: PythonThreadChannel, load: MicroPythonLoader): void {
+/** One interpreter loads at a time in a shared realm: the loader leaves its state on `globalThis` for {@link captureRealm}. */
+let inlineLoads: Promise<unknown> = Promise.resolve()
+
+/**
+ * Serves one host over `channel`: boot, then each run in a fresh interpreter. `inline`: the
+ * thread shares its realm with the host (toolyard/python): the boot's `wasmModule` must be the
+ * metered build, whose budget check stops a hot loop (nothing can terminate this "thread"), and
+ * no global of the realm is patched.
+ */
+export function servePythonThread(channel: PythonThreadChannel, load: MicroPythonLoader, inline = false): void {
   let booted = false
   let memoryMb = 64
   /** The run whose start waits for an interpreter (deliveries for it are held until it has one). */
@@ -267,8 +354,12 @@ export function servePythonThread(channel: PythonThreadChannel, load: MicroPytho
   let building: Promise<Interpreter | undefined> | undefined
   /** A run the host ended while its interpreter was still being built. */
   let endedEarly = 0
-  capWasmMemory(() => memoryMb * 1024 * 1024 + MEMORY_SLACK_BYTES)
-  const runs = new RunDriver((message) => channel.post(message), () => memoryMb, channel.busy?.bind(channel))
+  let wasmModule: WebAssembly.Module | undefined
+  const limit = () => memoryMb * 1024 * 1024 + MEMORY_SLACK_BYTES
+  if (!inline) capWasmMemory(limit)
+  const runs = new RunDriver((message) => channel.post(message), () => memoryMb, channel.busy?.bind(channel), !inline)
+  const inlineWasm = (): InlineWasm | undefined =>
+    wasmModule === undefined ? undefined : { module: wasmModule, check: () => runs.check(), read: (reading, live) => runs.read(reading, live), limit }
 
   const context: BuildContext = {
     load,
@@ -277,8 +368,14 @@ export function servePythonThread(channel: PythonThreadChannel, load: MicroPytho
     inPython: (vm, action) => runs.inPython(vm, action),
     setTimer: (vm, id, timer) => runs.setTimer(vm, id, timer),
     output: (vm, text) => runs.output(vm, text),
+    ...(inline ? { inline: inlineWasm } : {}),
   }
-  const build = (): Promise<Interpreter> => buildInterpreter(context)
+  const build = (): Promise<Interpreter> => {
+    if (!inline) return buildInterpreter(context)
+    const built = inlineLoads.then(() => buildInterpreter(context))
+    inlineLoads = built.catch(() => undefined)
+    return built
+  }
 
   const prebuild = (): Promise<Interpreter | undefined> => {
     if (!booted || ready !== undefined) return Promise.resolve(ready)
@@ -379,6 +476,7 @@ export function servePythonThread(channel: PythonThreadChannel, load: MicroPytho
         const boot = data as SandboxThreadBoot
         booted = true
         memoryMb = boot.memoryMb
+        wasmModule = boot.wasmModule
         if (boot.signals !== undefined) runs.busy = new Float64Array(boot.signals)
         void prebuild().then(() => channel.post({ type: 'ready' }))
       } else if (message.type === 'run' && booted && runs.current === undefined && starting === undefined) void startRun(data as ThreadCommand & { type: 'run' })
