@@ -24,6 +24,8 @@ if (!process.argv.includes('--force') && packageUpToDate(root, hash)) {
 // readable; the build refuses stale ones (`npm run gen` regenerates them), so what ships
 // is what was reviewed.
 run(process.execPath, ['scripts/gen-bootstrap.mjs', '--check'])
+// The metered MicroPython of toolyard/python, likewise: rebuilt byte for byte from the pinned package.
+run(process.execPath, ['scripts/build-micropython-bounded.mjs', '--check'])
 clearStamp(stamp)
 rmSync(new URL('../dist', import.meta.url), { recursive: true, force: true })
 console.log('build: compiling src/, platforms/, engine/, examples/ and demo/ with tsc into dist/ (a minute or two the first time; later builds skip it while nothing changed)')
@@ -32,5 +34,8 @@ run(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.
 // to the compiled runtime that starts it.
 copyFileSync(new URL('../platforms/node/_sandbox-thread.mjs', import.meta.url), new URL('../dist/platforms/node/_sandbox-thread.mjs', import.meta.url))
 copyFileSync(new URL('../platforms/node/_python-thread.mjs', import.meta.url), new URL('../dist/platforms/node/_python-thread.mjs', import.meta.url))
+for (const file of ['_micropython-bounded.mjs', '_micropython-bounded.wasm']) {
+  copyFileSync(new URL(`../platforms/python/${file}`, import.meta.url), new URL(`../dist/platforms/python/${file}`, import.meta.url))
+}
 run(process.execPath, ['scripts/check-exports.mjs'])
 writeStamp(stamp, hash)

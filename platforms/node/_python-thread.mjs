@@ -643,6 +643,10 @@ var PythonJournal = class {
 };
 
 // engine/python/thread-runs.ts
+var STEPS_PER_CHECK = 1e4;
+var STEPS_PER_MS = 1e5;
+var BudgetStop = class extends Error {
+};
 var RunDriver = class {
   /** The run the thread serves, if any. */
   current;
@@ -652,15 +656,34 @@ var RunDriver = class {
   #memoryMb;
   /** The interpreter executing now (readings outside any run's entry, as the prelude's at build time, are not journaled). */
   #entered;
+  /** When the current entry began (epoch ms). */
+  #enteredAt = 0;
   /** The host's meter without shared memory (`PythonThreadChannel.busy`). */
   #meter;
-  constructor(post, memoryMb, meter) {
+  /** `route` false: the realm is shared (inline), the loader routes readings through {@link RunDriver.read} itself. */
+  constructor(post, memoryMb, meter, route = true) {
     this.#post = post;
     this.#memoryMb = memoryMb;
     this.#meter = meter;
-    routeWasmReadings((reading, live) => this.#read(reading, live));
+    if (route) routeWasmReadings((reading, live) => this.read(reading, live));
   }
-  #read(reading, live) {
+  /**
+   * The metered wasm's `toolyard_budget_check`, every {@link STEPS_PER_CHECK} loop steps: throws
+   * {@link BudgetStop} once the entry's run is over (ended, aborted) or its compute budget is
+   * spent, by the clock or by steps (a frozen clock still counts steps).
+   */
+  check() {
+    const vm = this.#entered;
+    if (vm === void 0) return;
+    const run = this.current;
+    if (run === void 0 || run.vm !== vm || run.over || vm.dead) throw new BudgetStop("the run was ended");
+    run.steps += STEPS_PER_CHECK;
+    if (run.busyMs + (epochNow() - this.#enteredAt) >= run.computeMs || run.steps >= run.computeMs * STEPS_PER_MS) {
+      throw new BudgetStop(`compute budget of ${run.computeMs} ms exhausted`);
+    }
+  }
+  /** A clock or randomness reading of the entered interpreter: journaled for its run. */
+  read(reading, live) {
     const run = this.current;
     const vm = this.#entered;
     if (vm === void 0 || run === void 0 || run.vm !== vm || vm.dead) return live();
@@ -680,6 +703,7 @@ var RunDriver = class {
       this.busy[BUSY_SLOT] = run.busyMs;
       this.busy[SEGMENT_SLOT] = 0;
     } else this.#meter?.(0, run.busyMs);
+    if (run.over) return;
     if (run.vm.replaying && run.replayMs !== void 0 && run.busyMs >= run.replayMs) this.#fail(run, "timeout", replayBudgetMessage(run.replayMs));
     else if (run.busyMs >= run.computeMs) this.#post({ type: "failed", run: run.id, kind: "timeout", message: `compute budget of ${run.computeMs} ms exhausted` });
   }
@@ -690,14 +714,23 @@ var RunDriver = class {
     if (this.busy !== void 0) this.busy[SEGMENT_SLOT] = at;
     else this.#meter?.(at, this.current?.busyMs ?? 0);
     this.#entered = vm;
+    this.#enteredAt = at;
+    vm.realm?.enter();
     try {
       action();
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
+      const run = this.current;
+      if (error instanceof BudgetStop) {
+        if (run !== void 0 && run.vm === vm) this.#fail(run, "timeout", message);
+        vm.dead = true;
+        return;
+      }
       vm.dead = true;
       const isMemory = /MemoryError|memory access out of bounds|Cannot enlarge memory/.test(message);
       this.#post({ type: "failed", run: vm.run, kind: "worker-exit", message: isMemory ? `out of memory: the program exceeded the ${this.#memoryMb()} MB memory of its MicroPython sandbox` : `the Python interpreter failed: ${message.slice(0, 2e3)}` });
     } finally {
+      vm.realm?.leave();
       this.#entered = void 0;
       this.#leave(at);
     }
@@ -763,7 +796,8 @@ var RunDriver = class {
       journal: new PythonJournal((message) => this.#fail(run, "exception", message), start.journal, start.replay),
       held: start.held,
       holding: start.replay !== void 0,
-      over: false
+      over: false,
+      steps: 0
     };
     this.current = run;
     if (start.replay !== void 0) {
@@ -903,6 +937,48 @@ function wrapProgram(program) {
   }
   return out + program.slice(from) + "\n    pass\n";
 }
+var REALM_GLOBALS = ["Module", "proxy_js_ref", "proxy_js_ref_next", "proxy_js_ref_map", "proxy_js_map", "proxy_js_existing", "pyProxyFinalizationRegistry"];
+function captureRealm() {
+  const realm = globalThis;
+  const own = REALM_GLOBALS.map((key) => realm[key]);
+  const saved = [];
+  return {
+    enter: () => {
+      saved.push(REALM_GLOBALS.map((key) => realm[key]));
+      REALM_GLOBALS.forEach((key, i) => realm[key] = own[i]);
+    },
+    leave: () => {
+      REALM_GLOBALS.forEach((key, i) => own[i] = realm[key]);
+      const before = saved.pop() ?? [];
+      REALM_GLOBALS.forEach((key, i) => realm[key] = before[i]);
+    }
+  };
+}
+var READING_IMPORTS = { mp_js_ticks_ms: "ticks", mp_js_time_ms: "time", mp_js_random_u32: "random" };
+function instantiateInline(inline) {
+  return (imports, done) => {
+    const env = imports.env;
+    for (const [name, reading] of Object.entries(READING_IMPORTS)) {
+      const live = env[name];
+      if (typeof live === "function") env[name] = () => inline.read(reading, live);
+    }
+    env.toolyard_budget_check = inline.check;
+    void WebAssembly.instantiate(inline.module, imports).then((instance) => {
+      const memory = instance.exports.memory;
+      if (memory instanceof WebAssembly.Memory) {
+        const grow = WebAssembly.Memory.prototype.grow;
+        Object.defineProperty(memory, "grow", {
+          value: (delta) => {
+            if (memory.buffer.byteLength + delta * 65536 > inline.limit()) throw new RangeError("the sandbox memory cap refuses this growth");
+            return grow.call(memory, delta);
+          }
+        });
+      }
+      done(instance, inline.module);
+    });
+    return {};
+  };
+}
 function emitLine(post, vm, bytes, level) {
   const text = decoder.decode(new Uint8Array(bytes));
   bytes.length = 0;
@@ -924,12 +1000,17 @@ function writer(post, get, pick, level) {
 async function buildInterpreter(context) {
   const { load, post } = context;
   let self;
+  const inline = context.inline?.();
+  if (context.inline !== void 0 && inline === void 0) throw new Error("no wasm module was given at boot");
   const mp = await load({
     heapsize: context.memoryMb() * 1024 * 1024,
     linebuffer: false,
     stdout: writer(post, () => self, (vm) => vm.stdout, "log"),
-    stderr: writer(post, () => self, (vm) => vm.stderr, "error")
+    stderr: writer(post, () => self, (vm) => vm.stderr, "error"),
+    // Inline, the host's console is not ours: emscripten's lines on refused growth are dropped (the program sees MemoryError).
+    ...inline === void 0 ? {} : { instantiateWasm: instantiateInline(inline), printErr: () => void 0 }
   });
+  const realm = inline === void 0 ? void 0 : captureRealm();
   const timers = /* @__PURE__ */ new Map();
   let nextTimer = 1;
   const safeGlobal = Object.freeze(Object.assign(/* @__PURE__ */ Object.create(null), {
@@ -966,11 +1047,16 @@ async function buildInterpreter(context) {
       return "";
     }
   }));
-  mp.registerJsModule("_tyhost", host);
-  mp.runPython(PYTHON_PRELUDE);
-  const start = mp.globals.get("_ty_start");
-  const deliver = mp.globals.get("_ty_deliver");
-  self = { mp, start, deliver, run: 0, logBytes: 0, maxLogBytes: 65536, timers, zeroTimers: 0, timeOrigin: 0, replaying: false, stdout: [], stderr: [], dead: false };
+  realm?.enter();
+  try {
+    mp.registerJsModule("_tyhost", host);
+    mp.runPython(PYTHON_PRELUDE);
+    const start = mp.globals.get("_ty_start");
+    const deliver = mp.globals.get("_ty_deliver");
+    self = { mp, start, deliver, run: 0, logBytes: 0, maxLogBytes: 65536, timers, zeroTimers: 0, timeOrigin: 0, replaying: false, stdout: [], stderr: [], dead: false, ...realm === void 0 ? {} : { realm } };
+  } finally {
+    realm?.leave();
+  }
   return self;
 }
 function screen(post, vm, text) {
@@ -1009,24 +1095,34 @@ function flush(post, vm) {
   if (vm.stdout.length > 0) emitLine(post, vm, vm.stdout, "log");
   if (vm.stderr.length > 0) emitLine(post, vm, vm.stderr, "error");
 }
-function servePythonThread(channel, load) {
+var inlineLoads = Promise.resolve();
+function servePythonThread(channel, load, inline = false) {
   let booted = false;
   let memoryMb = 64;
   let starting;
   let ready;
   let building;
   let endedEarly = 0;
-  capWasmMemory(() => memoryMb * 1024 * 1024 + MEMORY_SLACK_BYTES);
-  const runs = new RunDriver((message) => channel.post(message), () => memoryMb, channel.busy?.bind(channel));
+  let wasmModule;
+  const limit = () => memoryMb * 1024 * 1024 + MEMORY_SLACK_BYTES;
+  if (!inline) capWasmMemory(limit);
+  const runs = new RunDriver((message) => channel.post(message), () => memoryMb, channel.busy?.bind(channel), !inline);
+  const inlineWasm = () => wasmModule === void 0 ? void 0 : { module: wasmModule, check: () => runs.check(), read: (reading, live) => runs.read(reading, live), limit };
   const context = {
     load,
     post: (message) => channel.post(message),
     memoryMb: () => memoryMb,
     inPython: (vm, action) => runs.inPython(vm, action),
     setTimer: (vm, id, timer) => runs.setTimer(vm, id, timer),
-    output: (vm, text) => runs.output(vm, text)
+    output: (vm, text) => runs.output(vm, text),
+    ...inline ? { inline: inlineWasm } : {}
   };
-  const build = () => buildInterpreter(context);
+  const build = () => {
+    if (!inline) return buildInterpreter(context);
+    const built = inlineLoads.then(() => buildInterpreter(context));
+    inlineLoads = built.catch(() => void 0);
+    return built;
+  };
   const prebuild = () => {
     if (!booted || ready !== void 0) return Promise.resolve(ready);
     building ??= build().then(
@@ -1120,6 +1216,7 @@ function servePythonThread(channel, load) {
         const boot = data;
         booted = true;
         memoryMb = boot.memoryMb;
+        wasmModule = boot.wasmModule;
         if (boot.signals !== void 0) runs.busy = new Float64Array(boot.signals);
         void prebuild().then(() => channel.post({ type: "ready" }));
       } else if (message.type === "run" && booted && runs.current === void 0 && starting === void 0) void startRun(data);

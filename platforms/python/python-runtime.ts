@@ -13,7 +13,9 @@ import { loadMicroPython } from './_micropython-bounded.mjs'
 export { STEPS_PER_MS }
 
 /** Options of {@link createPythonRuntime}: the sandbox's, with `wasmModule` the metered MicroPython. */
-export interface PythonRuntimeOptions extends Omit<SandboxRuntimeOptions, 'wasmModule'> {
+export interface PythonRuntimeOptions extends Omit<SandboxRuntimeOptions, 'wasmModule' | 'prespawn'> {
+  /** Interpreters built at construction, ahead of the first run. Default 0 (workerd allows no timer in a module's global scope; call `warm()` instead). */
+  readonly prespawn?: number
   /**
    * The compiled `_micropython-bounded.wasm` shipped beside this module (built from the pinned
    * MicroPython package by scripts/build-micropython-bounded.mjs), or a loader of it. REQUIRED in
@@ -35,10 +37,10 @@ export interface PythonCodeRuntime extends CodeRuntime {
   load(): SandboxRuntimeLoad
 }
 
-const WASM_URL = new URL('./_micropython-bounded.wasm', import.meta.url)
-
 /** The metered wasm beside this module: read from disk where `fetch` cannot (Node's `file:`). */
 async function loadDefaultWasm(): Promise<WebAssembly.Module> {
+  // Resolved here, not at import: a bundle may have no `import.meta.url` (it must pass `wasmModule`).
+  const WASM_URL = new URL('./_micropython-bounded.wasm', import.meta.url)
   if (WASM_URL.protocol === 'file:') {
     // A specifier bundlers leave alone: only hosts with files reach this line.
     const fs = 'node:fs/promises'
@@ -118,7 +120,8 @@ export function createPythonRuntime(options: PythonRuntimeOptions = {}): PythonC
     // One thread does all the work: concurrency is for runs that wait on tools.
     machine: { cores: 1, memoryMb: undefined },
   }
-  const sandbox = createSandboxRuntimeOn(platform, options as SandboxRuntimeOptions)
+  // No interpreter built at construction by default: workerd refuses timers in a module's global scope.
+  const sandbox = createSandboxRuntimeOn(platform, { prespawn: 0, ...options } as SandboxRuntimeOptions)
   // The check sees an abort only when it runs; it runs every few hundred microseconds of compute.
   const capabilities: CodeRuntimeCapabilities = Object.freeze({ ...sandbox.capabilities, abortsBusyPrograms: false })
   return Object.freeze({
