@@ -58,11 +58,11 @@ export const STEPS_PER_CHECK = 10_000
 
 /**
  * Steps a compute millisecond is worth where the clock cannot be trusted (workerd freezes it
- * during synchronous code): about twice the fastest rate measured on Node (docs/runtimes.md),
- * so a program is never cut before its budget on a fast machine, and a frozen clock still
- * stops a hot loop within a few times the budget.
+ * during synchronous code): `bench:python-meter` measured ~17 800 a ms on 2 shared cores at load
+ * 19; this is about what an unloaded core does, so a frozen clock stops a hot loop near its
+ * budget (docs/runtimes.md). Where the clock runs, the clock stops it first.
  */
-export const STEPS_PER_MS = 100_000
+export const STEPS_PER_MS = 50_000
 
 /** Thrown by the budget check through the wasm frames: the interpreter is discarded after. */
 export class BudgetStop extends Error {}

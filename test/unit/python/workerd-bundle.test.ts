@@ -32,7 +32,7 @@ describe('toolyard/python in workerd (Miniflare, built bundle)', () => {
       target: 'es2022',
       logLevel: 'error',
       external: ['./micropython.wasm'],
-      plugins: [{ name: 'python-wasm', setup: (b) => b.onResolve({ filter: /^toolyard-python-wasm$/ }, () => ({ path: './micropython.wasm', external: true })) }],
+      plugins: [{ name: 'python-wasm', setup: (b) => b.onResolve({ filter: /_micropython-bounded\.wasm$/ }, () => ({ path: './micropython.wasm', external: true })) }],
     })
     copyFileSync(join(root, 'platforms/python/_micropython-bounded.wasm'), join(dir, 'micropython.wasm'))
     mf = new Miniflare({
