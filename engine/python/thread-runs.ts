@@ -82,8 +82,10 @@ export interface CurrentRun {
   holding: boolean
   /** Set once the run parked or failed in the thread: nothing more enters its interpreter. */
   over: boolean
-  /** Loop steps counted by the metered wasm's budget check (inline runtimes). */
+  /** Loop steps the metered wasm's budget check counted while the clock stood still (inline runtimes). */
   steps: number
+  /** The clock at the previous check (epoch ms). */
+  lastCheck: number
 }
 
 /** What a run starts from: a fresh start (the wrapped start text) or a parked VM to replay. */
@@ -127,7 +129,9 @@ export class RunDriver {
   /**
    * The metered wasm's `toolyard_budget_check`, every {@link STEPS_PER_CHECK} loop steps: throws
    * {@link BudgetStop} once the entry's run is over (ended, aborted) or its compute budget is
-   * spent, by the clock or by steps (a frozen clock still counts steps).
+   * spent, by the clock or by steps. Steps count only between checks that read the same time: a
+   * C loop runs ~10x more loop steps a ms than the bytecode loop `STEPS_PER_MS` was measured on,
+   * so a moving clock must be the measure; a frozen one (workerd) leaves only steps.
    */
   check(): void {
     const vm = this.#entered
@@ -135,8 +139,10 @@ export class RunDriver {
     if (vm === undefined) return
     const run = this.current
     if (run === undefined || run.vm !== vm || run.over || vm.dead) throw new BudgetStop('the run was ended')
-    run.steps += STEPS_PER_CHECK
-    if (run.busyMs + (epochNow() - this.#enteredAt) >= run.computeMs || run.steps >= run.computeMs * STEPS_PER_MS) {
+    const now = epochNow()
+    if (now === run.lastCheck) run.steps += STEPS_PER_CHECK
+    run.lastCheck = now
+    if (run.busyMs + (now - this.#enteredAt) >= run.computeMs || run.steps >= run.computeMs * STEPS_PER_MS) {
       throw new BudgetStop(`compute budget of ${run.computeMs} ms exhausted`)
     }
   }
@@ -270,6 +276,7 @@ export class RunDriver {
       holding: start.replay !== undefined,
       over: false,
       steps: 0,
+      lastCheck: 0,
     }
     this.current = run
     if (start.replay !== undefined) {

@@ -87,6 +87,26 @@ export function capWasmMemory(limit: () => number): void {
 
 const decoder = new TextDecoder()
 
+/** `call` as the interpreter uses it (`f.call(self, …)` for a module's function), itself cut from every prototype. */
+const safeCall = function (this: (...args: unknown[]) => unknown, self: unknown, ...args: unknown[]): unknown {
+  return Reflect.apply(this, self, args)
+}
+Object.setPrototypeOf(safeCall, null)
+Object.freeze(safeCall)
+/** The one prototype of the functions an interpreter holds: `call`, and nothing that leads anywhere. */
+const SAFE_FUNCTION_PROTOTYPE: object = Object.freeze(Object.assign(Object.create(null) as object, { call: safeCall }))
+
+/**
+ * A function the interpreter may hold, cut from `Function.prototype`: its JS proxy then finds no
+ * `constructor`, `__proto__`, `apply` or `bind`. A thread's realm has the constructors cut anyway;
+ * inline (toolyard/python) the host's realm is not ours to harden, and `fn.constructor` would be
+ * its `Function`.
+ */
+function detach<F>(fn: F): F {
+  Object.setPrototypeOf(fn, SAFE_FUNCTION_PROTOTYPE)
+  return Object.freeze(fn)
+}
+
 /**
  * The program as the body of `async def __program__()`: every line indented by four
  * spaces except those that continue a string literal (a triple-quoted string's text must
@@ -238,31 +258,33 @@ async function buildInterpreter(context: BuildContext): Promise<Interpreter> {
   })
   // Captured before anything else can load (this continuation runs right after the load's last step).
   const realm = inline === undefined ? undefined : captureRealm()
+  // A thread's realm is hardened already (hardenRealm); inline, each function is cut off itself.
+  const detached = inline === undefined ? <F,>(fn: F): F => fn : detach
   const timers = new Map<number, VmTimer>()
   let nextTimer = 1
   // The interpreter's `js` module: only what its asyncio needs, answering with numbers, never a host object.
   const safeGlobal = Object.freeze(Object.assign(Object.create(null) as object, {
-    setTimeout: (callback: unknown, ms: unknown) => {
+    setTimeout: detached((callback: unknown, ms: unknown) => {
       const id = nextTimer++
       if (typeof callback !== 'function' || self === undefined) return id
       const delay = typeof ms === 'number' && ms > 0 ? Math.min(ms, 2 ** 31 - 1) : 0
       context.setTimer(self, id, { callback: callback as () => void, delay })
       return id
-    },
-    clearTimeout: (id: unknown) => {
+    }),
+    clearTimeout: detached((id: unknown) => {
       if (typeof id !== 'number') return
       const timer = timers.get(id)
       if (timer === undefined) return
       clearTimeout(timer.handle)
       if (timer.delay === 0 && self !== undefined) self.zeroTimers--
       timers.delete(id)
-    },
+    }),
   }))
   const refs = (globalThis as unknown as { proxy_js_ref: unknown[] }).proxy_js_ref
   refs[0] = safeGlobal
   const host = Object.freeze(Object.assign(Object.create(null) as object, {
     // Returns '' once sent, or why a call was refused (the prelude raises it in the program).
-    post: (text: unknown): string => {
+    post: detached((text: unknown): string => {
       const vm = self
       if (vm === undefined || vm.run === 0 || typeof text !== 'string') return ''
       const refusal = screen(post, vm, text)
@@ -273,7 +295,7 @@ async function buildInterpreter(context: BuildContext): Promise<Interpreter> {
       if (refusal.call) return refusal.message
       if (refusal.message !== '') post({ type: 'failed', run: vm.run, kind: 'exception', message: refusal.message })
       return ''
-    },
+    }),
   }))
   realm?.enter()
   try {

@@ -644,7 +644,7 @@ var PythonJournal = class {
 
 // engine/python/thread-runs.ts
 var STEPS_PER_CHECK = 1e4;
-var STEPS_PER_MS = 1e5;
+var STEPS_PER_MS = 5e4;
 var BudgetStop = class extends Error {
 };
 var RunDriver = class {
@@ -670,15 +670,19 @@ var RunDriver = class {
   /**
    * The metered wasm's `toolyard_budget_check`, every {@link STEPS_PER_CHECK} loop steps: throws
    * {@link BudgetStop} once the entry's run is over (ended, aborted) or its compute budget is
-   * spent, by the clock or by steps (a frozen clock still counts steps).
+   * spent, by the clock or by steps. Steps count only between checks that read the same time: a
+   * C loop runs ~10x more loop steps a ms than the bytecode loop `STEPS_PER_MS` was measured on,
+   * so a moving clock must be the measure; a frozen one (workerd) leaves only steps.
    */
   check() {
     const vm = this.#entered;
     if (vm === void 0) return;
     const run = this.current;
     if (run === void 0 || run.vm !== vm || run.over || vm.dead) throw new BudgetStop("the run was ended");
-    run.steps += STEPS_PER_CHECK;
-    if (run.busyMs + (epochNow() - this.#enteredAt) >= run.computeMs || run.steps >= run.computeMs * STEPS_PER_MS) {
+    const now = epochNow();
+    if (now === run.lastCheck) run.steps += STEPS_PER_CHECK;
+    run.lastCheck = now;
+    if (run.busyMs + (now - this.#enteredAt) >= run.computeMs || run.steps >= run.computeMs * STEPS_PER_MS) {
       throw new BudgetStop(`compute budget of ${run.computeMs} ms exhausted`);
     }
   }
@@ -797,7 +801,8 @@ var RunDriver = class {
       held: start.held,
       holding: start.replay !== void 0,
       over: false,
-      steps: 0
+      steps: 0,
+      lastCheck: 0
     };
     this.current = run;
     if (start.replay !== void 0) {
@@ -907,6 +912,16 @@ function capWasmMemory(limit) {
   });
 }
 var decoder = new TextDecoder();
+var safeCall = function(self, ...args) {
+  return Reflect.apply(this, self, args);
+};
+Object.setPrototypeOf(safeCall, null);
+Object.freeze(safeCall);
+var SAFE_FUNCTION_PROTOTYPE = Object.freeze(Object.assign(/* @__PURE__ */ Object.create(null), { call: safeCall }));
+function detach(fn) {
+  Object.setPrototypeOf(fn, SAFE_FUNCTION_PROTOTYPE);
+  return Object.freeze(fn);
+}
 function wrapProgram(program) {
   let out = "async def __program__():\n    ";
   let quote = "";
@@ -1011,30 +1026,31 @@ async function buildInterpreter(context) {
     ...inline === void 0 ? {} : { instantiateWasm: instantiateInline(inline), printErr: () => void 0 }
   });
   const realm = inline === void 0 ? void 0 : captureRealm();
+  const detached = inline === void 0 ? (fn) => fn : detach;
   const timers = /* @__PURE__ */ new Map();
   let nextTimer = 1;
   const safeGlobal = Object.freeze(Object.assign(/* @__PURE__ */ Object.create(null), {
-    setTimeout: (callback, ms) => {
+    setTimeout: detached((callback, ms) => {
       const id = nextTimer++;
       if (typeof callback !== "function" || self === void 0) return id;
       const delay = typeof ms === "number" && ms > 0 ? Math.min(ms, 2 ** 31 - 1) : 0;
       context.setTimer(self, id, { callback, delay });
       return id;
-    },
-    clearTimeout: (id) => {
+    }),
+    clearTimeout: detached((id) => {
       if (typeof id !== "number") return;
       const timer = timers.get(id);
       if (timer === void 0) return;
       clearTimeout(timer.handle);
       if (timer.delay === 0 && self !== void 0) self.zeroTimers--;
       timers.delete(id);
-    }
+    })
   }));
   const refs = globalThis.proxy_js_ref;
   refs[0] = safeGlobal;
   const host = Object.freeze(Object.assign(/* @__PURE__ */ Object.create(null), {
     // Returns '' once sent, or why a call was refused (the prelude raises it in the program).
-    post: (text) => {
+    post: detached((text) => {
       const vm = self;
       if (vm === void 0 || vm.run === 0 || typeof text !== "string") return "";
       const refusal = screen(post, vm, text);
@@ -1045,7 +1061,7 @@ async function buildInterpreter(context) {
       if (refusal.call) return refusal.message;
       if (refusal.message !== "") post({ type: "failed", run: vm.run, kind: "exception", message: refusal.message });
       return "";
-    }
+    })
   }));
   realm?.enter();
   try {
