@@ -571,7 +571,9 @@ describe('decide()', () => {
       const requested = nextRequested(a)
       const call = ask(a)
       const approval = await requested
-      expect(await a.decide(approval.id, { decision: 'allow' }, by as never)).toEqual({ ok: true, approval, decision: 'allow', decidedAt: expect.any(Number) })
+      const answer = await a.decide(approval.id, { decision: 'allow' }, by as never)
+      expect(answer).toEqual({ ok: true, approval, decision: 'allow', decidedAt: expect.any(Number) })
+      expect('reason' in answer).toBe(false)
       expect(await call.settled).toEqual({ ok: true, value: true })
       const stored = JSON.parse((await cues.base.get(doneKey(hashOfId(approval.id)!)))!.value) as { settled: Record<string, unknown> }
       expect(stored.settled.role).toBe(by?.role === 'approve' ? 'approve' : undefined)
@@ -757,6 +759,11 @@ describe('how a watch ends, more ways', () => {
     expect(await call.settled).toEqual({ ok: false, code: 'DENIED_BY_APPROVAL', message: 'pay was denied by the server: the approval broker was disposed; the request stays open in the store for another process' })
     await a.dispose()
     expect(unwatched).toBe(1)
+    // Cancelled after the disposal: the request it left open stays open for another process.
+    call.controller.abort()
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    expect(await broker(cues.base).pending()).toHaveLength(1)
+    expect(cues.ops.filter((op) => op.op === 'put' && op.key.startsWith('approvals/done/'))).toEqual([])
   })
 })
 
@@ -785,6 +792,28 @@ describe('asking and deciding, more refusals', () => {
     const cues = cueStore()
     expect(await broker(cues.store).decide('x', { decision: 'allow' })).toMatchObject({ ok: false, code: 'APPROVAL_NOT_FOUND' })
     expect(cues.ops).toEqual([])
+  })
+
+  it("a decision here on another process's newer request of a call this process waits on (older request) does not answer its caller", async () => {
+    const cues = cueStore()
+    const a = broker(cues.store)
+    const requested = nextRequested(a)
+    const mine = ask(a, { callId: 'both' })
+    const older = await requested
+    await cues.base.delete(openKey(hashOfId(older.id)!))
+    const b = broker(cues.base)
+    const theirsOpened = nextRequested(b)
+    const theirs = ask(b, { callId: 'both' })
+    const newer = await theirsOpened
+    expect(hashOfId(newer.id)).toBe(hashOfId(older.id))
+    expect(await a.decide(newer.id, { decision: 'allow' })).toMatchObject({ ok: true })
+    expect(await theirs.settled).toEqual({ ok: true, value: true })
+    let answered = false
+    void mine.settled.then(() => (answered = true))
+    await new Promise((resolve) => setTimeout(resolve, 60))
+    expect(answered).toBe(false)
+    mine.controller.abort()
+    expect(await mine.settled).toMatchObject({ ok: false, code: 'DENIED_BY_APPROVAL' })
   })
 
   it("an earlier request's id never decides the call's newer request under the same key", async () => {
