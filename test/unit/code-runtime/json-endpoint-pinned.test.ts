@@ -89,4 +89,33 @@ describe('JsonWireEndpoint: the held bound', () => {
     expect(await turns(() => ids().length === 1)).toBe(true)
     expect(ids()).toEqual([2])
   })
+
+  it('a session that settled stops the adoption at the next turn: a listener added after that never gets the dropped call', async () => {
+    const { ep, listener, ids } = endpoint()
+    ep.receive(bigCall(1, 100_000))
+    ep.removeEventListener('message', listener)
+    // The adoption's next turn runs first and finds nobody listening.
+    await nextTurn()
+    ep.addEventListener('message', listener)
+    for (let i = 0; i < 40; i++) await nextTurn()
+    expect(ids()).toEqual([])
+  })
+
+  it('a session that settles on a held message hears nothing after it, not even an out-of-memory report', async () => {
+    const failures: string[] = []
+    const events: WireMessageEvent[] = []
+    const ep = new JsonWireEndpoint(() => undefined, (kind) => failures.push(kind), 64)
+    const listener = (event: WireMessageEvent) => {
+      events.push(event)
+      if ((event.data as { type: string }).type === 'done') ep.removeEventListener('message', listener)
+    }
+    ep.addEventListener('message', listener)
+    ep.receive(bigCall(1, 100_000))
+    ep.receive('{"type":"done","ok":true,"value":1}')
+    ep.receive('{"type":"done","ok":false,"error":{"name":"InternalError","message":"out of memory"}}')
+    for (let i = 0; i < 40 && events.length < 2; i++) await nextTurn()
+    for (let i = 0; i < 5; i++) await nextTurn()
+    expect(events.map((event) => (event.data as { type: string }).type)).toEqual(['call', 'done'])
+    expect(failures).toEqual([])
+  })
 })
