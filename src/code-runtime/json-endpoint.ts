@@ -7,6 +7,7 @@ import type { CodeRunFailureKind } from './contract.js'
 import { JsonAdoption, adoptParsedJson } from '../json/lossless.js'
 import { ARG_BYTES_PER_NODE } from './limits.js'
 import { MAX_VALUE_DEPTH } from './render.js'
+import { SlicedJsonParse } from './sliced-json.js'
 import { PROGRAM_SOURCE_URL } from './wire.js'
 import type { WireEndpoint, WireListener, WireMessageEvent } from './wire.js'
 
@@ -46,12 +47,16 @@ function weigh(adopted: { readonly nodes: number; readonly depth: number } | und
  */
 export const MAX_HELD_CHARS = 32 * 1024 * 1024
 
-/** A call whose arguments are being adopted over several turns. */
-interface Adopting {
-  readonly data: object
-  readonly adoption: JsonAdoption
-  readonly textLength: number
-}
+/**
+ * Characters of a message parsed in one `JSON.parse` (well under a millisecond): a longer message
+ * is parsed in bounded steps ({@link SlicedJsonParse}), its budget shared with adoption's.
+ */
+export const PARSE_AT_ONCE_CHARS = 64 * 1024
+
+/** A message being read over several turns: its text being parsed, or a call's arguments being adopted. */
+type Reading =
+  | { readonly parse: SlicedJsonParse; readonly textLength: number }
+  | { readonly data: object; readonly adoption: JsonAdoption; readonly textLength: number }
 
 function own(data: object, key: string): unknown {
   return Object.prototype.hasOwnProperty.call(data, key) ? (data as Record<string, unknown>)[key] : undefined
@@ -63,13 +68,13 @@ export class JsonWireEndpoint implements WireEndpoint {
   readonly #fail: (kind: CodeRunFailureKind, message: string) => void
   readonly #memoryMb: number
   readonly #listeners: WireListener[] = []
-  /** Messages (JSON text) that arrived while a call's arguments were still being adopted: handled in order after it. */
+  /** Messages (JSON text) that arrived while a message was still being read: handled in order after it. */
   #held: string[] = []
   /** The characters of {@link JsonWireEndpoint.#held}, bounded by {@link MAX_HELD_CHARS}. */
   #heldChars = 0
   /** Set once the held bound failed the run: nothing after it is read. */
   #flooded = false
-  #adopting: Adopting | undefined
+  #reading: Reading | undefined
   /** Values this turn may still adopt, or -1 when no turn is open (the next adoption opens one). */
   #turnLeft = -1
 
@@ -103,16 +108,17 @@ export class JsonWireEndpoint implements WireEndpoint {
   /**
    * One message from the VM (JSON text): parsed, adjusted for what JSON and QuickJS cannot express
    * (a call without arguments; program frames; memory exhaustion reported as the program's own
-   * error), then handed to the listeners, which validate it. A call's arguments are adopted at most
-   * {@link ADOPT_SLICE_NODES} values a turn; until they are, later messages wait in order.
+   * error), then handed to the listeners, which validate it. A message longer than {@link
+   * PARSE_AT_ONCE_CHARS} is parsed, and a call's arguments adopted, at most {@link
+   * ADOPT_SLICE_NODES} units a turn; until they are, later messages wait in order.
    */
   receive(json: string): void {
     // Nobody listens once the session has settled: late messages are not even parsed.
     if (this.#listeners.length === 0 || this.#flooded) return
-    if (this.#adopting !== undefined) {
+    if (this.#reading !== undefined) {
       this.#heldChars += json.length
       if (this.#heldChars > MAX_HELD_CHARS) {
-        this.#adopting = undefined
+        this.#reading = undefined
         this.#held = []
         this.#heldChars = 0
         this.#flooded = true
@@ -143,14 +149,38 @@ export class JsonWireEndpoint implements WireEndpoint {
     return done
   }
 
+  /** Parses what this turn's budget allows; true once the text is read. */
+  #advanceParse(parse: SlicedJsonParse): boolean {
+    this.#openTurn()
+    if (this.#turnLeft === 0) return false
+    const before = parse.used
+    const done = parse.step(this.#turnLeft)
+    this.#turnLeft = Math.max(0, this.#turnLeft - (parse.used - before))
+    return done
+  }
+
   #handle(json: string): void {
+    if (json.length > PARSE_AT_ONCE_CHARS) {
+      const parse = new SlicedJsonParse(json)
+      if (!this.#advanceParse(parse)) {
+        this.#reading = { parse, textLength: json.length }
+        setTimeout(this.#resume, 0)
+        return
+      }
+      // Not JSON: not a message the protocol knows; the session would drop it too.
+      if (!parse.invalid) this.#handleParsed(parse.value, json.length)
+      return
+    }
     let data: unknown
     try {
       data = JSON.parse(json)
     } catch {
-      // Not JSON: not a message the protocol knows; the session would drop it too.
       return
     }
+    this.#handleParsed(data, json.length)
+  }
+
+  #handleParsed(data: unknown, textLength: number): void {
     if (typeof data === 'object' && data !== null && !Array.isArray(data)) {
       const type = own(data, 'type')
       // JSON cannot carry `undefined`: a call without arguments arrives without the key.
@@ -160,10 +190,10 @@ export class JsonWireEndpoint implements WireEndpoint {
       if (type === 'call') {
         const args = own(data, 'args')
         if (args === undefined) return this.#deliver(data, 0)
-        if (typeof args !== 'object' || args === null) return this.#deliver(data, weigh(adoptParsedJson(args), json.length))
+        if (typeof args !== 'object' || args === null) return this.#deliver(data, weigh(adoptParsedJson(args), textLength))
         const adoption = new JsonAdoption(args)
-        if (this.#advance(adoption)) return this.#deliver(data, weigh(adoption.result, json.length))
-        this.#adopting = { data, adoption, textLength: json.length }
+        if (this.#advance(adoption)) return this.#deliver(data, weigh(adoption.result, textLength))
+        this.#reading = { data, adoption, textLength }
         setTimeout(this.#resume, 0)
         return
       }
@@ -180,29 +210,40 @@ export class JsonWireEndpoint implements WireEndpoint {
     this.#deliver(data, undefined)
   }
 
-  /** A later turn: adopts the next slice; once adopted, delivers the call and then the messages held behind it. */
+  /** A later turn: reads the next slice; once the message is read, handles it and then the messages held behind it. */
   readonly #resume = (): void => {
-    const adopting = this.#adopting
+    const reading = this.#reading
     // A settled session (an abort, a failure, the held bound) takes nothing more: drop the work and what waits.
-    if (adopting === undefined || this.#listeners.length === 0) {
-      this.#adopting = undefined
+    if (reading === undefined || this.#listeners.length === 0) {
+      this.#reading = undefined
       this.#held = []
       this.#heldChars = 0
       return
     }
-    if (!this.#advance(adopting.adoption)) {
-      setTimeout(this.#resume, 0)
-      return
+    if ('parse' in reading) {
+      if (!this.#advanceParse(reading.parse)) {
+        setTimeout(this.#resume, 0)
+        return
+      }
+      this.#reading = undefined
+      // The parsed message may be a call whose arguments are adopted in turns: what is held waits behind it too.
+      if (!reading.parse.invalid) this.#handleParsed(reading.parse.value, reading.textLength)
+    } else {
+      if (!this.#advance(reading.adoption)) {
+        setTimeout(this.#resume, 0)
+        return
+      }
+      this.#reading = undefined
+      this.#deliver(reading.data, weigh(reading.adoption.result, reading.textLength))
     }
-    this.#adopting = undefined
-    this.#deliver(adopting.data, weigh(adopting.adoption.result, adopting.textLength))
+    if (this.#reading !== undefined) return
     const held = this.#held
     this.#held = []
     this.#heldChars = 0
     for (let i = 0; i < held.length; i++) {
       if (this.#listeners.length === 0) return
-      if (this.#adopting !== undefined) {
-        // Another large call: the rest waits behind it again, in order.
+      if (this.#reading !== undefined) {
+        // Another large message: the rest waits behind it again, in order.
         this.#held = held.slice(i).concat(this.#held)
         for (const text of this.#held) this.#heldChars += text.length
         return

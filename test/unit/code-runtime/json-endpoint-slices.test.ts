@@ -4,7 +4,7 @@
  * macrotask probe, not a clock. Later messages wait in order; a settled session drops the rest.
  */
 import { describe, expect, it } from 'vitest'
-import { ADOPT_SLICE_NODES, JsonWireEndpoint, MAX_HELD_CHARS } from '../../../src/code-runtime/json-endpoint.js'
+import { ADOPT_SLICE_NODES, JsonWireEndpoint, MAX_HELD_CHARS, PARSE_AT_ONCE_CHARS } from '../../../src/code-runtime/json-endpoint.js'
 import { ARG_BYTES_PER_NODE } from '../../../src/code-runtime/limits.js'
 import { adoptParsedJson, isJsonSnapshot } from '../../../src/json/lossless.js'
 import type { WireMessageEvent } from '../../../src/code-runtime/wire.js'
@@ -113,5 +113,29 @@ describe('JsonWireEndpoint: arguments adopted in slices', () => {
     for (let i = 0; i < 20; i++) await nextTurn()
     // The large call was never delivered, nor anything held behind it.
     expect(events).toEqual([])
+  })
+
+  it('parses a message longer than PARSE_AT_ONCE_CHARS over several turns (a large result too), the same value JSON.parse makes', async () => {
+    const { ep, events, turns } = endpoint()
+    const text = JSON.stringify({ type: 'done', ok: true, value: Array.from({ length: 100_000 }, (_, i) => ({ i, s: 'x' })) })
+    expect(text.length).toBeGreaterThan(PARSE_AT_ONCE_CHARS)
+    ep.receive(text)
+    // Parsed in one JSON.parse, the 300,001 values were read inside receive().
+    expect(events).toHaveLength(0)
+    const at = await turns(() => events.length > 0)
+    expect(at).toBeGreaterThanOrEqual(Math.ceil(300_001 / ADOPT_SLICE_NODES) - 1)
+    expect(events[0]!.event.data).toStrictEqual(JSON.parse(text))
+  })
+
+  it('drops a long message that is not JSON once its parse fails, and hands over what was held behind it, in order', async () => {
+    const { ep, events, turns } = endpoint()
+    ep.receive(`[${'{},'.repeat(PARSE_AT_ONCE_CHARS)}{}`)
+    ep.receive('{"type":"call","id":2,"global":"tools","name":"b"}')
+    ep.receive(bigCall(3, 40_000))
+    ep.receive('{"type":"done","ok":true,"value":4}')
+    expect(events).toHaveLength(0)
+    await turns(() => events.length === 3)
+    expect(events.map(({ event }) => (event.data as { id?: number; value?: number }).id ?? (event.data as { value: number }).value)).toEqual([2, 3, 4])
+    expect(events[1]!.turn).toBeGreaterThan(events[0]!.turn)
   })
 })

@@ -1,0 +1,283 @@
+/**
+ * `JSON.parse` in bounded steps, for untrusted text too large to parse in one turn of the host's
+ * event loop: the same value (own data properties, `__proto__` included; the last duplicate key wins).
+ * @module
+ */
+import { setOwnData } from '../json/lossless.js'
+
+/** Characters of text read per unit of a step's budget (a value, a key or a punctuation mark is one unit). */
+export const CHARS_PER_UNIT = 32
+
+/** The longest run of a string's plain characters read at once: a large string is read over several steps. */
+const RUN = 65_536
+const NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y
+const PLAIN = new RegExp(`[^"\\\\\\u0000-\\u001f]{0,${RUN}}`, 'y')
+const HEX4 = /[0-9a-fA-F]{4}/y
+const ESCAPES: Readonly<Record<string, string>> = { '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' }
+
+const enum Mode {
+  /** A value is due (the root, after `:`, after `,` in an array). */
+  Value,
+  /** Just after `[`: `]` or a value. */
+  ArrayFirst,
+  /** Just after `{`: `}` or a key. */
+  ObjectFirst,
+  /** After `,` in an object: a key. */
+  Key,
+  /** After a key: `:`. */
+  Colon,
+  /** After a value: `,`, the container's end, or the text's end at the root. */
+  After,
+  /** Inside a string (a key or a value), read over as many steps as it takes. */
+  InString,
+}
+
+interface Frame {
+  readonly container: unknown[] | Record<string, unknown>
+  readonly array: boolean
+  key: string
+}
+
+/** One parse of one text, advanced by {@link SlicedJsonParse.step} until {@link SlicedJsonParse.done}. */
+export class SlicedJsonParse {
+  readonly #text: string
+  #at = 0
+  readonly #stack: Frame[] = []
+  #mode = Mode.Value
+  /** The string being read: its parts so far, and whether it is a key. */
+  #parts: string[] = []
+  #isKey = false
+  #root: unknown = undefined
+  #outcome: 'pending' | 'parsed' | 'invalid' = 'pending'
+  #used = 0
+
+  /** @param text - the whole JSON text (untrusted). */
+  constructor(text: string) {
+    this.#text = text
+  }
+
+  /** True once the text is parsed or found not to be JSON. */
+  get done(): boolean {
+    return this.#outcome !== 'pending'
+  }
+
+  /** True once the text was found not to be JSON (`JSON.parse` would have thrown). */
+  get invalid(): boolean {
+    return this.#outcome === 'invalid'
+  }
+
+  /** Units of work done so far (each step does about its budget of them, or less when the text ends). */
+  get used(): number {
+    return this.#used
+  }
+
+  /** The parsed value; only meaningful once {@link done} and not {@link invalid}. */
+  get value(): unknown {
+    return this.#root
+  }
+
+  /** Reads at most about `budget` units more (see {@link CHARS_PER_UNIT}); returns {@link done}. */
+  step(budget: number): boolean {
+    const text = this.#text
+    let units = 0
+    while (this.#outcome === 'pending' && units < budget) {
+      units++
+      if (this.#mode === Mode.InString) {
+        units += this.#readString()
+        continue
+      }
+      // Whitespace (space, tab, line feed, carriage return), at most a run's length an iteration.
+      const start = this.#at
+      let code = text.charCodeAt(start)
+      while ((code === 32 || code === 9 || code === 10 || code === 13) && this.#at - start < RUN) code = text.charCodeAt(++this.#at)
+      if (this.#at - start === RUN) {
+        units += RUN / CHARS_PER_UNIT
+        continue
+      }
+      switch (this.#mode) {
+        case Mode.ArrayFirst:
+          if (code === 93) {
+            this.#at++
+            this.#close()
+            break
+          }
+          this.#value(code)
+          break
+        case Mode.Value:
+          this.#value(code)
+          break
+        case Mode.ObjectFirst:
+          if (code === 125) {
+            this.#at++
+            this.#close()
+            break
+          }
+          this.#key(code)
+          break
+        case Mode.Key:
+          this.#key(code)
+          break
+        case Mode.Colon:
+          if (code !== 58) return this.#fail()
+          this.#at++
+          this.#mode = Mode.Value
+          break
+        case Mode.After:
+          this.#after(code)
+          break
+      }
+    }
+    this.#used += units
+    return this.#outcome !== 'pending'
+  }
+
+  #fail(): true {
+    this.#outcome = 'invalid'
+    this.#root = undefined
+    this.#stack.length = 0
+    this.#parts = []
+    return true
+  }
+
+  /** A value starts at the cursor (after whitespace). */
+  #value(code: number): void {
+    const text = this.#text
+    switch (code) {
+      case 123: // {
+        this.#at++
+        this.#open({}, false)
+        this.#mode = Mode.ObjectFirst
+        return
+      case 91: // [
+        this.#at++
+        this.#open([], true)
+        this.#mode = Mode.ArrayFirst
+        return
+      case 34: // "
+        this.#at++
+        this.#isKey = false
+        this.#parts = []
+        this.#mode = Mode.InString
+        return
+      case 116: // t
+        if (text.startsWith('true', this.#at)) return this.#literal(4, true)
+        break
+      case 102: // f
+        if (text.startsWith('false', this.#at)) return this.#literal(5, false)
+        break
+      case 110: // n
+        if (text.startsWith('null', this.#at)) return this.#literal(4, null)
+        break
+      default: {
+        NUMBER.lastIndex = this.#at
+        const match = NUMBER.exec(text)
+        if (match !== null) {
+          this.#at += match[0].length
+          this.#place(Number(match[0]))
+          return
+        }
+      }
+    }
+    this.#fail()
+  }
+
+  #literal(length: number, value: boolean | null): void {
+    this.#at += length
+    this.#place(value)
+  }
+
+  #key(code: number): void {
+    if (code !== 34) {
+      this.#fail()
+      return
+    }
+    this.#at++
+    this.#isKey = true
+    this.#parts = []
+    this.#mode = Mode.InString
+  }
+
+  /** Reads one run of the current string (or one escape); returns the extra units it cost. */
+  #readString(): number {
+    const text = this.#text
+    PLAIN.lastIndex = this.#at
+    const run = PLAIN.exec(text)![0]
+    this.#at += run.length
+    if (run.length > 0) this.#parts.push(run)
+    const code = text.charCodeAt(this.#at)
+    if (code === 34) {
+      this.#at++
+      const parts = this.#parts
+      const value = parts.length === 1 ? parts[0]! : parts.join('')
+      this.#parts = []
+      if (this.#isKey) {
+        this.#stack[this.#stack.length - 1]!.key = value
+        this.#mode = Mode.Colon
+      } else {
+        this.#place(value)
+      }
+    } else if (code === 92) {
+      const next = text.charAt(this.#at + 1)
+      const simple = ESCAPES[next]
+      if (simple !== undefined && Object.prototype.hasOwnProperty.call(ESCAPES, next)) {
+        this.#parts.push(simple)
+        this.#at += 2
+      } else if (next === 'u') {
+        HEX4.lastIndex = this.#at + 2
+        if (HEX4.exec(text) === null) return this.#failed()
+        this.#parts.push(String.fromCharCode(parseInt(text.slice(this.#at + 2, this.#at + 6), 16)))
+        this.#at += 6
+      } else {
+        return this.#failed()
+      }
+    } else if (run.length < RUN) {
+      // A control character or the text's end inside a string.
+      return this.#failed()
+    }
+    return run.length / CHARS_PER_UNIT
+  }
+
+  #failed(): number {
+    this.#fail()
+    return 0
+  }
+
+  #open(container: unknown[] | Record<string, unknown>, array: boolean): void {
+    this.#place(container)
+    this.#stack.push({ container, array, key: '' })
+  }
+
+  /** Puts a value where the cursor is: the root, the next element, or the current key's value. */
+  #place(value: unknown): void {
+    this.#mode = Mode.After
+    const top = this.#stack[this.#stack.length - 1]
+    if (top === undefined) this.#root = value
+    else if (top.array) (top.container as unknown[]).push(value)
+    else setOwnData(top.container as Record<string, unknown>, top.key, value)
+  }
+
+  #close(): void {
+    this.#stack.pop()
+    this.#mode = Mode.After
+  }
+
+  /** After a value: the container goes on or ends; at the root only whitespace may follow. */
+  #after(code: number): void {
+    const top = this.#stack[this.#stack.length - 1]
+    if (top === undefined) {
+      // At the root only whitespace (already skipped) may follow.
+      if (this.#at === this.#text.length) this.#outcome = 'parsed'
+      else this.#fail()
+      return
+    }
+    if (code === 44) {
+      this.#at++
+      this.#mode = top.array ? Mode.Value : Mode.Key
+    } else if (code === (top.array ? 93 : 125)) {
+      this.#at++
+      this.#close()
+    } else {
+      this.#fail()
+    }
+  }
+}
