@@ -24511,6 +24511,7 @@ function outOfMemoryMessage(memoryMb) {
   return `out of memory: the program exceeded the ${memoryMb} MB memory of its QuickJS sandbox`;
 }
 var MAX_HELD_CHARS = 32 * 1024 * 1024;
+var PARSE_AT_ONCE_CHARS = 64 * 1024;
 
 // src/json/scan.ts
 var QUOTE = 34;
