@@ -271,10 +271,10 @@ async function bareFirst(): Promise<readonly [number, number]> {
 }
 
 /** Ms from `createSandboxRuntime(options)` to its first `return 1`'s result. */
-async function sandboxFirst(options: Parameters<typeof createSandboxRuntime>[0]): Promise<number> {
+async function sandboxFirst(options: Parameters<typeof createSandboxRuntime>[0], program = 'return 1'): Promise<number> {
   const start = performance.now()
   const runtime = createSandboxRuntime(options)
-  const result = await runtime.run({ program: 'return 1', bindings: [] })
+  const result = await runtime.run({ program, bindings: [] })
   const ms = performance.now() - start
   await runtime.dispose()
   if (result.value !== 1) throw new Error(`sandbox returned ${JSON.stringify(result)}`)
@@ -290,10 +290,13 @@ async function firstRun(): Promise<void> {
   await bareFirst()
   const atCreate: number[] = []
   const atRun: number[] = []
+  const typed: number[] = []
   const bareMessage: number[] = []
   const bareResult: number[] = []
   for (let i = 0; i < FIRST_RUNS; i++) {
     atCreate.push(await sandboxFirst(undefined))
+    // The same value from a program with a type annotation: the thread's first strip is sucrase's cold pass.
+    typed.push(await sandboxFirst(undefined, 'const one: number = 1\nreturn one'))
     atRun.push(await sandboxFirst({ prespawn: 0 }))
     const [message, result] = await bareFirst()
     bareMessage.push(message)
@@ -304,6 +307,7 @@ async function firstRun(): Promise<void> {
   const row = (name: string, samples: number[]) => console.log(`  ${name.padEnd(52)} ${`${percentile(samples, 50).toFixed(2)} ms`.padStart(10)} ${`${percentile(samples, 95).toFixed(2)} ms`.padStart(10)}`)
   row('sandbox, thread spawned at create (default)', atCreate)
   row('sandbox, thread spawned at first run (prespawn 0)', atRun)
+  row('sandbox, TypeScript program (stripper cold)', typed)
   row('bare worker: new Worker → first message', bareMessage)
   row('bare worker: new Worker → first result', bareResult)
   const p50 = percentile(atCreate, 50)

@@ -27,13 +27,57 @@ export interface SandboxThreadChannel {
  * happens where the host's meter sees it and a stuck thread can be terminated, never on
  * the host's own event loop. A start without a string `program` passes unchanged.
  */
-function stripStart(start: string): { readonly ok: true; readonly start: string } | { readonly ok: false; readonly message: string } {
+function stripStart(start: string): { readonly ok: true; readonly start: string; readonly plain?: string } | { readonly ok: false; readonly message: string } {
   const message = JSON.parse(start) as { program?: unknown }
   if (typeof message.program !== 'string') return { ok: true, start }
+  if (plainScript(message.program)) return { ok: true, start, plain: message.program }
   const stripped = stripTypeScript(message.program)
   if (!stripped.ok) return stripped
   return { ok: true, start: JSON.stringify({ ...message, program: stripped.code }) }
 }
+
+/**
+ * For a run that skipped the stripper ({@link plainScript}): the stripper's refusal of `program` when
+ * the VM's message `json` ends the run with a SyntaxError, so a syntax error reads the same
+ * (line and column) as when the stripper ran first; undefined otherwise.
+ */
+function strippersRefusal(json: string, program: string): string | undefined {
+  if (json.length > 65_536 || !json.includes('"SyntaxError"')) return undefined
+  const message = JSON.parse(json) as { type?: unknown; error?: { name?: unknown } }
+  if (message.type !== 'done' || message.error?.name !== 'SyntaxError') return undefined
+  const stripped = stripTypeScript(program)
+  return stripped.ok ? undefined : stripped.message
+}
+
+/** The longest program {@link plainScript} looks at: past it, sucrase's own bounds apply. */
+const PLAIN_MAX_CHARS = 2_000
+/** Characters that can begin no TypeScript-only syntax (no `:`, `<`, `!`, `?`, `@`, `/`, backtick, `#`). */
+const PLAIN_CHARS = /^[\w$\s.,;()[\]{}=+\-*%&|^~>'"]*$/
+/** Words that begin TypeScript-only syntax without those characters (`type A = B`, `enum`, `x as const`, overloads, modifiers…). */
+const TS_WORDS = /\b(?:type|interface|enum|declare|namespace|module|abstract|implements|private|public|protected|readonly|override|accessor|as|satisfies|is|keyof|infer|asserts|unique|global|import|export|function|class|this)\b/
+
+/**
+ * True for a short program that sucrase would return unchanged: only characters and words that
+ * begin no TypeScript syntax, brackets nested at most 32 deep. Such a program (a `return 1`, a
+ * call with positional arguments) skips the stripper, whose first call in a thread is its JIT's
+ * cold pass (tens of ms); a SyntaxError that ends such a run is reported as the stripper words it.
+ */
+export function plainScript(program: string): boolean {
+  if (program.length > PLAIN_MAX_CHARS || !PLAIN_CHARS.test(program) || TS_WORDS.test(program)) return false
+  let depth = 0
+  for (let i = 0; i < program.length; i++) {
+    const code = program.charCodeAt(i)
+    if (code === 40 || code === 91 || code === 123) {
+      if (++depth > 32) return false
+    } else if (code === 41 || code === 93 || code === 125) {
+      depth--
+    }
+  }
+  return true
+}
+
+/** Idle time after a run before the thread warms its stripper: a run that follows at once never waits for it. */
+const WARM_AFTER_IDLE_MS = 250
 
 let stripperWarm = false
 /**
@@ -115,11 +159,14 @@ export function serveSandboxThread(channel: SandboxThreadChannel, variant: Quick
     // The host session enforces the wall ceiling (and may hold it while a person decides); the thread's clock runs.
     // The VM checks its own compute against the whole budget; the strip time it does not
     // see is in the busy figure the host meters (where memory is shared), which ends the run first.
+    const plain = 'plain' in stripped ? stripped.plain : undefined
     const limits = { computeMs: command.computeMs, memoryMb, ...(command.replayMs === undefined ? {} : { replayMs: command.replayMs }) }
     const vm: VmRun = new VmRun(acquire, limits, {
       output: (json) => {
         // Past the VM's own check only a program that broke its bootstrap gets here: end its run.
-        if (json.length > MAX_VM_MESSAGE_CHARS) vm.fail('exception', `a message from the program took ${Math.ceil(json.length / 1024 / 1024)} MiB; at most ${MAX_VM_MESSAGE_CHARS / 1024 / 1024} MiB go to the host at once`)
+        const refusal = plain === undefined ? undefined : strippersRefusal(json, plain)
+        if (refusal !== undefined) channel.post({ type: 'failed', run: id, kind: 'exception', message: refusal })
+        else if (json.length > MAX_VM_MESSAGE_CHARS) vm.fail('exception', `a message from the program took ${Math.ceil(json.length / 1024 / 1024)} MiB; at most ${MAX_VM_MESSAGE_CHARS / 1024 / 1024} MiB go to the host at once`)
         else channel.post(json)
       },
       fail: (kind, message) => channel.post({ type: 'failed', run: id, kind, message }),
@@ -166,9 +213,15 @@ export function serveSandboxThread(channel: SandboxThreadChannel, variant: Quick
       // Idle time: build the next run's sandbox now, then say so (the host prefers primed threads).
       setTimeout(() => {
         if (current !== undefined) return
-        warmStripper()
         void prebuild().then(() => channel.post({ type: 'ready' }))
       }, 0)
+      // The stripper's cold pass (tens of ms, 100+ under load) only once the thread has stayed idle:
+      // a run sent right after this one used to wait behind it (issue 34: never wait for idle-time work).
+      if (!stripperWarm) {
+        setTimeout(() => {
+          if (current === undefined) warmStripper()
+        }, WARM_AFTER_IDLE_MS)
+      }
     })
   }
 

@@ -25027,10 +25027,35 @@ function copyJournal(journal) {
 function stripStart(start) {
   const message = JSON.parse(start);
   if (typeof message.program !== "string") return { ok: true, start };
+  if (plainScript(message.program)) return { ok: true, start, plain: message.program };
   const stripped = stripTypeScript(message.program);
   if (!stripped.ok) return stripped;
   return { ok: true, start: JSON.stringify({ ...message, program: stripped.code }) };
 }
+function strippersRefusal(json, program) {
+  if (json.length > 65536 || !json.includes('"SyntaxError"')) return void 0;
+  const message = JSON.parse(json);
+  if (message.type !== "done" || message.error?.name !== "SyntaxError") return void 0;
+  const stripped = stripTypeScript(program);
+  return stripped.ok ? void 0 : stripped.message;
+}
+var PLAIN_MAX_CHARS = 2e3;
+var PLAIN_CHARS = /^[\w$\s.,;()[\]{}=+\-*%&|^~>'"]*$/;
+var TS_WORDS = /\b(?:type|interface|enum|declare|namespace|module|abstract|implements|private|public|protected|readonly|override|accessor|as|satisfies|is|keyof|infer|asserts|unique|global|import|export|function|class|this)\b/;
+function plainScript(program) {
+  if (program.length > PLAIN_MAX_CHARS || !PLAIN_CHARS.test(program) || TS_WORDS.test(program)) return false;
+  let depth = 0;
+  for (let i = 0; i < program.length; i++) {
+    const code = program.charCodeAt(i);
+    if (code === 40 || code === 91 || code === 123) {
+      if (++depth > 32) return false;
+    } else if (code === 41 || code === 93 || code === 125) {
+      depth--;
+    }
+  }
+  return true;
+}
+var WARM_AFTER_IDLE_MS = 250;
 var stripperWarm = false;
 function warmStripper() {
   if (stripperWarm) return;
@@ -25087,10 +25112,13 @@ function serveSandboxThread(channel, variant2) {
       channel.post({ type: "failed", run: id, kind: "timeout", message: `compute budget of ${command.computeMs} ms exhausted` });
       return;
     }
+    const plain = "plain" in stripped ? stripped.plain : void 0;
     const limits = { computeMs: command.computeMs, memoryMb, ...command.replayMs === void 0 ? {} : { replayMs: command.replayMs } };
     const vm = new VmRun(acquire, limits, {
       output: (json) => {
-        if (json.length > MAX_VM_MESSAGE_CHARS) vm.fail("exception", `a message from the program took ${Math.ceil(json.length / 1024 / 1024)} MiB; at most ${MAX_VM_MESSAGE_CHARS / 1024 / 1024} MiB go to the host at once`);
+        const refusal = plain === void 0 ? void 0 : strippersRefusal(json, plain);
+        if (refusal !== void 0) channel.post({ type: "failed", run: id, kind: "exception", message: refusal });
+        else if (json.length > MAX_VM_MESSAGE_CHARS) vm.fail("exception", `a message from the program took ${Math.ceil(json.length / 1024 / 1024)} MiB; at most ${MAX_VM_MESSAGE_CHARS / 1024 / 1024} MiB go to the host at once`);
         else channel.post(json);
       },
       fail: (kind, message) => channel.post({ type: "failed", run: id, kind, message }),
@@ -25130,9 +25158,13 @@ function serveSandboxThread(channel, variant2) {
       channel.post({ type: "ended", run: id });
       setTimeout(() => {
         if (current !== void 0) return;
-        warmStripper();
         void prebuild().then(() => channel.post({ type: "ready" }));
       }, 0);
+      if (!stripperWarm) {
+        setTimeout(() => {
+          if (current === void 0) warmStripper();
+        }, WARM_AFTER_IDLE_MS);
+      }
     });
   };
   const boot = (data) => {
