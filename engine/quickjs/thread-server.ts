@@ -76,7 +76,7 @@ export function plainScript(program: string): boolean {
   return true
 }
 
-/** Idle time after a run before the thread warms its stripper: a run that follows at once never waits for it. */
+/** Idle time after a thread's `ready` before it warms its stripper: a run that follows at once never waits for it. */
 const WARM_AFTER_IDLE_MS = 250
 
 let stripperWarm = false
@@ -108,6 +108,8 @@ export function serveSandboxThread(channel: SandboxThreadChannel, variant: Quick
   let current: Current | undefined
   let ready: QuickJsSandbox | undefined
   let building: Promise<QuickJsSandbox | undefined> | undefined
+  /** Runs started so far: the idle-time warm-up is skipped when one came meanwhile. */
+  let runsStarted = 0
 
   /** Builds the next sandbox unless one is ready or being built; a failed build is left for the next run to retry and report. */
   const prebuild = (): Promise<QuickJsSandbox | undefined> => {
@@ -134,6 +136,7 @@ export function serveSandboxThread(channel: SandboxThreadChannel, variant: Quick
 
   const start = (command: ThreadCommand & { type: 'run' }): void => {
     const id = command.run
+    runsStarted++
     // Stripping is the run's first compute: published live, so the host's meter charges it (and can stop a thread stuck in it).
     const stripStartedAt = performance.now()
     if (busy !== undefined) {
@@ -213,15 +216,17 @@ export function serveSandboxThread(channel: SandboxThreadChannel, variant: Quick
       // Idle time: build the next run's sandbox now, then say so (the host prefers primed threads).
       setTimeout(() => {
         if (current !== undefined) return
-        void prebuild().then(() => channel.post({ type: 'ready' }))
+        void prebuild().then(() => {
+          channel.post({ type: 'ready' })
+          // The stripper's cold pass (tens of ms, 100+ under load) only once the thread has stayed idle
+          // after saying ready: a run sent right after this one never waits for it.
+          if (stripperWarm) return
+          const seen = runsStarted
+          setTimeout(() => {
+            if (current === undefined && runsStarted === seen) warmStripper()
+          }, WARM_AFTER_IDLE_MS)
+        })
       }, 0)
-      // The stripper's cold pass (tens of ms, 100+ under load) only once the thread has stayed idle:
-      // a run sent right after this one used to wait behind it (issue 34: never wait for idle-time work).
-      if (!stripperWarm) {
-        setTimeout(() => {
-          if (current === undefined) warmStripper()
-        }, WARM_AFTER_IDLE_MS)
-      }
     })
   }
 

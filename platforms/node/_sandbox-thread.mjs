@@ -25070,6 +25070,7 @@ function serveSandboxThread(channel, variant2) {
   let current;
   let ready;
   let building;
+  let runsStarted = 0;
   const prebuild = () => {
     if (engine === void 0 || ready !== void 0) return Promise.resolve(ready);
     building ??= engine.build(memoryMb).then(
@@ -25093,6 +25094,7 @@ function serveSandboxThread(channel, variant2) {
   };
   const start = (command) => {
     const id = command.run;
+    runsStarted++;
     const stripStartedAt = performance.now();
     if (busy !== void 0) {
       busy[BUSY_SLOT] = 0;
@@ -25158,13 +25160,15 @@ function serveSandboxThread(channel, variant2) {
       channel.post({ type: "ended", run: id });
       setTimeout(() => {
         if (current !== void 0) return;
-        void prebuild().then(() => channel.post({ type: "ready" }));
+        void prebuild().then(() => {
+          channel.post({ type: "ready" });
+          if (stripperWarm) return;
+          const seen = runsStarted;
+          setTimeout(() => {
+            if (current === void 0 && runsStarted === seen) warmStripper();
+          }, WARM_AFTER_IDLE_MS);
+        });
       }, 0);
-      if (!stripperWarm) {
-        setTimeout(() => {
-          if (current === void 0) warmStripper();
-        }, WARM_AFTER_IDLE_MS);
-      }
     });
   };
   const boot = (data) => {
