@@ -113,7 +113,7 @@ describe('JsonWireEndpoint: the held bound', () => {
     ep.receive(bigCall(1, 100_000))
     ep.receive('{"type":"done","ok":true,"value":1}')
     ep.receive('{"type":"done","ok":false,"error":{"name":"InternalError","message":"out of memory"}}')
-    for (let i = 0; i < 40 && events.length < 2; i++) await nextTurn()
+    for (let i = 0; i < 200 && events.length < 2; i++) await nextTurn()
     for (let i = 0; i < 5; i++) await nextTurn()
     expect(events.map((event) => (event.data as { type: string }).type)).toEqual(['call', 'done'])
     expect(failures).toEqual([])
