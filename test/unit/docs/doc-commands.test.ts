@@ -37,6 +37,7 @@ const ACCOUNTED: ReadonlyArray<readonly [string, string, How]> = [
   ['README.md', 'npx wrangler deploy', { notHere: 'needs a Cloudflare account, a login and the network' }],
   ['README.md', 'npm run dev:edge', { notHere: 'a second workerd under wrangler dev (tens of seconds here); the same Worker runs under Miniflare in test/edge' }],
   ['README.md', 'npm test', { notHere: 'the whole test suite (this check is part of it)' }],
+  ['README.md', "npx vitest run --project 'node*'", { notHere: 'the node half of the test suite (this check is part of it)' }],
   ['README.md', 'npm run check:structure', { run: 'exit-0' }],
   ['README.md', 'npm run gen', { notHere: 'rewrites the generated sources other tests read; the build runs its --check' }],
   ['README.md', 'npm run build -- --force', { notHere: 'rebuilds dist/ while other tests read it' }],
