@@ -143,7 +143,11 @@ export class RunDriver {
     if (now === run.lastCheck) run.steps += STEPS_PER_CHECK
     run.lastCheck = now
     if (run.busyMs + (now - this.#enteredAt) >= run.computeMs || run.steps >= run.computeMs * STEPS_PER_MS) {
-      throw new BudgetStop(`compute budget of ${run.computeMs} ms exhausted`)
+      // Settled here, not where the throw lands: inside C, emscripten's invoke_* trampolines turn
+      // it into a Python exception the program's own `except` (or the prelude's) would report.
+      const message = `compute budget of ${run.computeMs} ms exhausted`
+      this.#fail(run, 'timeout', message)
+      throw new BudgetStop(message)
     }
   }
 

@@ -683,7 +683,9 @@ var RunDriver = class {
     if (now === run.lastCheck) run.steps += STEPS_PER_CHECK;
     run.lastCheck = now;
     if (run.busyMs + (now - this.#enteredAt) >= run.computeMs || run.steps >= run.computeMs * STEPS_PER_MS) {
-      throw new BudgetStop(`compute budget of ${run.computeMs} ms exhausted`);
+      const message = `compute budget of ${run.computeMs} ms exhausted`;
+      this.#fail(run, "timeout", message);
+      throw new BudgetStop(message);
     }
   }
   /** A clock or randomness reading of the entered interpreter: journaled for its run. */

@@ -49,7 +49,7 @@ describe('toolyard/python stops unbounded computation inline', () => {
     ['while True: pass', 'while True: pass'],
     ['a loop that catches BaseException', 'while True:\n    try:\n        while True: pass\n    except BaseException:\n        pass'],
     ['recursion that catches its RecursionError', 'def f(n):\n    try:\n        return f(n + 1)\n    except BaseException:\n        return f(n + 1)\nwhile True:\n    f(0)'],
-    ['a long C loop (sorted)', 'x = sorted(range(10**7))\nreturn len(x)'],
+    // Not sorted(range(10**7)): its 40 MB list meets the heap cap (MemoryError) before the budget on a fast machine.
     ['a long C loop (sum)', 's = sum(range(10**9))\nreturn 0'],
   ])('%s', async (_name, program) => {
     const result = await runtime.run({ program, bindings: [] })
