@@ -18,7 +18,7 @@ import { loadavg, tmpdir } from 'node:os'
 import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { chromium } from 'playwright'
+import { launchChromium } from './_chromium.js'
 import { createNodeWorkerRuntime } from '../platforms/node/index.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
@@ -165,10 +165,7 @@ async function browserFigures(): Promise<{ worker: Figures; sandbox: Figures & {
     })
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
     const { port } = server.address() as AddressInfo
-    const browser = await chromium.launch({
-      executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    })
+    const browser = await launchChromium()
     try {
       const page = await browser.newPage()
       await page.goto(`http://127.0.0.1:${port}/`)

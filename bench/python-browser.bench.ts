@@ -13,7 +13,7 @@ import type { AddressInfo } from 'node:net'
 import { availableParallelism, loadavg } from 'node:os'
 import { extname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { chromium } from 'playwright'
+import { launchChromium } from './_chromium.js'
 import { printTable, summarize } from './_stats.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
@@ -125,10 +125,7 @@ async function pageFigures(): Promise<{ figures: Record<'typescript' | 'python',
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const { port } = server.address() as AddressInfo
-  const browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  })
+  const browser = await launchChromium()
   try {
     const tab = await browser.newPage()
     await tab.goto(`http://127.0.0.1:${port}/`)
