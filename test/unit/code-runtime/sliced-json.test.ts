@@ -26,6 +26,8 @@ const CASES = [
   `"${'x'.repeat(200_000)}"`, `${' '.repeat(70_000)}[1]${' '.repeat(70_000)}`, `"${'ab\\n'.repeat(30_000)}"`,
   '[1,]', '{,}', '01', '1.', '.5', '-', '+1', '"\u0001"', '"abc', 'tru', 'nul', '[1 2]', '{"a":1,}', '"\\x"', '"\\u12"',
   '{"a"}', '{"a" 1}', '{1:2}', '[', '', ' ', 'truex', '1 2', '{"a":1}}', '[1]]', "'a'", 'NaN', '[Infinity]', '"\\u00g0"',
+  // A literal's first letter followed by other letters of its length, and an unknown escape before four hex digits.
+  '[trux]', '[falsy]', '[nulx]', '{"a":tRue}', '"\\x1234"', '"\\g0041"',
 ]
 
 describe('SlicedJsonParse', () => {
