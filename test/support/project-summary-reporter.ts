@@ -1,12 +1,16 @@
 /**
  * A vitest reporter that prints, at the end of a run, one line per project (files, passed,
- * failed, skipped) and the slowest test files; `npm test` pairs it with vitest's `dot` reporter.
+ * failed, skipped, and when its first file started and its last ended) and the slowest test
+ * files; `npm test` pairs it with vitest's `dot` reporter.
  * @module
  */
 import type { Reporter, TestModule } from 'vitest/node'
 
 interface ProjectCounts {
   files: number
+  /** When its first file started and its last ended (ms since the run began): where the wall time went. */
+  from: number
+  to: number
   passed: number
   failed: number
   skipped: number
@@ -29,15 +33,38 @@ export function slowestLines(testModules: ReadonlyArray<TestModule>, limit = SLO
   return ['', ` Slowest ${slowest.length} files (s)`, ...slowest.map((t) => `   ${(t.ms / 1000).toFixed(1).padStart(6)}  ${t.project.padEnd(width)}  ${t.file}`)]
 }
 
+/** A module's key in the span table: one file can run in two projects. */
+const spanKey = (module: TestModule): string => `${module.project.name}\0${module.moduleId}`
+
+const seconds = (ms: number): string => (ms / 1000).toFixed(0)
+
 /** Prints a per-project summary after every other reporter's per-test output. */
 export default class ProjectSummaryReporter implements Reporter {
+  readonly #began = Date.now()
+  /** Each file's wall span (ms since the run began), by module id and project. */
+  readonly #spans = new Map<string, { from: number; to: number }>()
+
+  onTestModuleStart(module: TestModule): void {
+    this.#spans.set(spanKey(module), { from: Date.now() - this.#began, to: Date.now() - this.#began })
+  }
+
+  onTestModuleEnd(module: TestModule): void {
+    const span = this.#spans.get(spanKey(module))
+    if (span !== undefined) span.to = Date.now() - this.#began
+  }
+
   onTestRunEnd(testModules: ReadonlyArray<TestModule>): void {
     const projects = new Map<string, ProjectCounts>()
     for (const module of testModules) {
       const name = module.project.name || '(root)'
-      const counts = projects.get(name) ?? { files: 0, passed: 0, failed: 0, skipped: 0 }
+      const counts = projects.get(name) ?? { files: 0, passed: 0, failed: 0, skipped: 0, from: Infinity, to: 0 }
       projects.set(name, counts)
       counts.files++
+      const span = this.#spans.get(spanKey(module))
+      if (span !== undefined) {
+        counts.from = Math.min(counts.from, span.from)
+        counts.to = Math.max(counts.to, span.to)
+      }
       // A file that failed to load has no tests: count it as a failure of its own.
       if (module.state() === 'failed' && [...module.children.allTests()].length === 0) counts.failed++
       for (const test of module.children.allTests()) {
@@ -54,7 +81,8 @@ export default class ProjectSummaryReporter implements Reporter {
       const parts = [`${count(c.passed)} passed`]
       if (c.failed > 0) parts.push(`${count(c.failed)} FAILED`)
       if (c.skipped > 0) parts.push(`${count(c.skipped)} skipped`)
-      lines.push(`   ${name.padEnd(width)}  ${parts.join(', ')} (${count(c.files)} files)`)
+      const when = c.to > 0 ? `, ${seconds(c.from)}-${seconds(c.to)} s` : ''
+      lines.push(`   ${name.padEnd(width)}  ${parts.join(', ')} (${count(c.files)} files${when})`)
     }
     process.stdout.write(`${[...lines, ...slowestLines(testModules)].join('\n')}\n`)
   }
