@@ -409,7 +409,11 @@ def _fail(e):
         stack = _trace(e) if len(message) < _MAX_ERROR_TEXT else name + ': ' + message
         _post('{"type":"done","error":{"name":' + _jstr(name) + ',"message":' + _jstr(message) + ',"stack":' + _jstr(_cut(stack)) + '}}')
     except BaseException:
-        _post('{"type":"done","error":{"name":"Exception","message":"the program raised an exception that cannot be shown"}}')
+        # A heap full of garbage (collected only once the interpreter returns to the host) allocates nothing: constant text.
+        if isinstance(e, MemoryError):
+            _post('{"type":"done","error":{"name":"MemoryError","message":"memory allocation failed: the heap is full (MicroPython collects garbage only when the program awaits the host)"}}')
+        else:
+            _post('{"type":"done","error":{"name":"Exception","message":"the program raised an exception that cannot be shown"}}')
 
 async def _main(program):
     try:

@@ -52,9 +52,10 @@ describe('toolyard/python in workerd (Miniflare, built bundle)', () => {
     rmSync(dir, { recursive: true, force: true })
   })
 
-  async function get(program?: string): Promise<{ result: Record<string, unknown>; ms: number; language: string; isolation: string }> {
+  async function get(program?: string, heap?: 'small'): Promise<{ result: Record<string, unknown>; ms: number; language: string; isolation: string }> {
     const url = new URL('http://localhost/')
     if (program !== undefined) url.searchParams.set('program', program)
+    if (heap !== undefined) url.searchParams.set('heap', heap)
     const response = await mf!.dispatchFetch(url)
     expect(response.status).toBe(200)
     return (await response.json()) as never
@@ -80,8 +81,36 @@ describe('toolyard/python in workerd (Miniflare, built bundle)', () => {
     expect(next.result.value).toBe(42)
   })
 
-  // Known gap: in workerd (clock frozen, steps decide) `s = sum(range(10**9))` ends after ~0.4 s
-  // as "the program raised an exception that cannot be shown", not as a timeout; the isolate
-  // serves the next request. (sorted(range(10**7)) met the heap cap first on a quiet machine.)
-  it.todo('ends a long C loop (sum) at the compute budget as a timeout')
+  it('ends a long C loop that allocates nothing (max over small ints) at the compute budget', async () => {
+    const body = await get('m = max(range(10**9))')
+    expect(body.result.error).toEqual({ kind: 'timeout', message: 'compute budget of 1000 ms exhausted' })
+    expect((await get('return 40 + 2')).result.value).toBe(42)
+  })
+
+  // This MicroPython port collects garbage only when the interpreter returns to the host: a long
+  // computation that allocates (a bigint per step in sum, a list, a string) fills the heap and
+  // raises MemoryError, unless its budget ends it first. Either way the error can be read, even
+  // when the heap is too full to format it, and the isolate serves the next request.
+  it.each([
+    ['sum(range(10**9))', 's = sum(range(10**9))'],
+    ['list(range(10**8))', 'l = list(range(10**8))'],
+    ['sorted(range(10**7))', 'x = sorted(range(10**7))'],
+    ['"ab" * 10**8', 's = "ab" * (10**8)'],
+    ['a loop catching the MemoryError of sum', 'while True:\n    try:\n        s = sum(range(10**9))\n    except MemoryError:\n        pass'],
+  ])('%s ends as a timeout or a MemoryError that can be read, and serves the next request', async (_name, program) => {
+    const body = await get(program)
+    const error = body.result.error as { kind: string; message: string }
+    if (error.kind === 'timeout') expect(error.message).toBe('compute budget of 1000 ms exhausted')
+    else expect(error).toMatchObject({ kind: 'exception', message: expect.stringMatching(/^MemoryError: memory allocation failed/) })
+    expect((await get('return 40 + 2')).result.value).toBe(42)
+  })
+
+  it.each([
+    ['sum(range(10**9))', 's = sum(range(10**9))'],
+    ['nested lists', 'x = 0\nwhile True:\n    x = [x]'],
+  ])('%s filling a 16 MB heap well within its budget ends as a MemoryError that can be read', async (_name, program) => {
+    const body = await get(program, 'small')
+    expect(body.result.error).toMatchObject({ kind: 'exception', message: expect.stringMatching(/^MemoryError: memory allocation failed/) })
+    expect((await get('return 40 + 2', 'small')).result.value).toBe(42)
+  })
 })
