@@ -8,7 +8,7 @@ import type { PendingApproval } from '../approvals/types.js'
 import type { ScopeKey, ToolExecutionResult } from '../types.js'
 import type { FollowedRun, LiveEvents } from './_live-events.js'
 import type { ResumedRun } from './runs.js'
-import { continuedIds, createRunTable, runRecord } from './run-table.js'
+import { createRunTable, EVENT_ID_RESERVE, restoredEvents, runRecord } from './run-table.js'
 import type { ResolvedRunTableOptions, RunEventLog, RunEventStore, RunEventsSince, RunRecordJson, RunRecordStore, RunStatus, RunTable, RunTableHeld, TableRun } from './run-table.js'
 
 /** The runs one sweep resumed, each handed to at most one table. */
@@ -119,19 +119,14 @@ export interface RunView {
   readonly settledAt?: number
   readonly approvals: readonly RunApproval[]
   /** The ids the event buffer still holds (`first`..`last`) and how many it dropped. */
-  readonly events: RunRecordJson['events']
+  readonly events: { readonly first: number; readonly last: number; readonly dropped: number }
   /** What `POST /v1/run` would have answered, once the run ended. */
   readonly result?: ToolExecutionResult
 }
 
 const END_EVENT = 'end'
 
-/**
- * Ids a snapshot taken while a run waits reserves for the frames its process may assign
- * before the next snapshot: a run past half of them writes another. A million: ids stay far
- * below MAX_RESTORED_EVENT_ID after any number of restarts a run could live through.
- */
-export const EVENT_ID_RESERVE = 1_000_000
+export { EVENT_ID_RESERVE }
 
 /** The most frames held back after a waiting call was cut off; past it they go out (the run is ending anyway). */
 export const MAX_HELD_FRAMES = 256
@@ -147,16 +142,30 @@ const MAX_ADOPTED_RECORDS = 1000
 export function recordWriter(service: RunStoreSide, events: RunEventStore | undefined) {
   const records = service.records
   const snapshots = new Set<string>()
+  /** Runs left for the next process: their queued snapshot is the final one, whenever it was asked. */
+  const finals = new Set<string>()
   /** Each run's last snapshot (its last id, and whether it reserved ids): an unchanged one is not written again. */
   const written = new Map<string, string>()
-  /** The id up to which each run's last snapshot reserved ids. */
+  /** The id up to which each run's last landed write reserved ids. */
   const reserved = new Map<string, number>()
   // Through the runtime's runs: a dispose waits for these writes.
-  const enqueue = (run: TableRun, write: () => Promise<void>, report: (error: unknown) => void): void => {
-    if (records === undefined) return
+  const enqueue = (run: TableRun, write: () => Promise<void>, report: (error: unknown) => void): Promise<void> => {
+    if (records === undefined) return Promise.resolve()
     // A run another instance took over (this one was presumed dead) is that instance's to write.
     const fenced = async (): Promise<void> => (service.taken(run.callId) ? undefined : write())
-    service.queue(run.id, fenced).catch(report)
+    return service.queue(run.id, fenced).catch(report)
+  }
+  /**
+   * The record of a running run, with the ids its process may give up to (`events.next`):
+   * `final` (left for the next process, no more ids here) its last id, else {@link EVENT_ID_RESERVE} more.
+   */
+  const running = async (run: TableRun, final: boolean, snapshot?: RunEventStore): Promise<boolean> => {
+    const { settledAt: _settledAt, result: _result, ...fields } = runRecord(run)
+    const next = fields.events.last + (final ? 0 : EVENT_ID_RESERVE)
+    const record: RunRecordJson = { ...fields, status: 'running', events: { ...fields.events, next }, owner: service.owner }
+    const ok = await (snapshot === undefined ? service.writeRecord(record) : service.writeSnapshotRecord(snapshot, record))
+    if (ok && !final) reserved.set(run.id, Math.max(reserved.get(run.id) ?? 0, next))
+    return ok
   }
   /**
    * `final`: the run is left for the next process and assigns no more ids here, so the next
@@ -165,22 +174,22 @@ export function recordWriter(service: RunStoreSide, events: RunEventStore | unde
    * next process skips, so an id a client read here never names another frame there.
    */
   const snapshot = (run: TableRun, report: (error: unknown) => void, final = false): void => {
+    if (final) finals.add(run.id)
     if (events === undefined || snapshots.has(run.id)) return
     snapshots.add(run.id)
-    enqueue(
+    void enqueue(
       run,
       async () => {
         snapshots.delete(run.id)
         const last = run.events.last
-        const reserve = final ? 0 : EVENT_ID_RESERVE
+        const leaving = finals.has(run.id)
+        const reserve = leaving ? 0 : EVENT_ID_RESERVE
         if (written.get(run.id) === `${last}:${reserve}`) return
         // Both by compare-and-set: a process the run was taken from writes neither over its new holder's.
         if (!(await service.writeEvents(events, run, run.events, reserve))) return
         written.set(run.id, `${last}:${reserve}`)
-        reserved.set(run.id, last + reserve)
-        // The record's `events` summary follows, saying `running`: some process goes on with the run.
-        const { settledAt: _settledAt, result: _result, ...record } = runRecord(run)
-        await service.writeSnapshotRecord(events, { ...record, status: 'running', owner: service.owner })
+        // The record follows, saying `running`: some process goes on with the run.
+        await running(run, leaving, events)
       },
       report,
     )
@@ -188,6 +197,7 @@ export function recordWriter(service: RunStoreSide, events: RunEventStore | unde
   const dropEvents = async (id: string): Promise<void> => {
     written.delete(id)
     reserved.delete(id)
+    finals.delete(id)
     // Stryker disable next-line OptionalChaining: dropEvents runs only in a write enqueue() let through, which needs a store, and a store gives events too
     await events?.delete(id)
     service.eventsDeleted(id)
@@ -195,10 +205,13 @@ export function recordWriter(service: RunStoreSide, events: RunEventStore | unde
   const write = async (run: TableRun): Promise<boolean> => service.writeRecord({ ...runRecord(run), owner: service.owner })
   return {
     service,
-    put: (run: TableRun, report: (error: unknown) => void) => enqueue(run, async () => void (await write(run)), report),
+    /** The record of a run that starts here, with the ids it may give. */
+    put: (run: TableRun, report: (error: unknown) => void) => void enqueue(run, async () => void (await running(run, false)), report),
+    /** The same, awaited: a run taken up from the store reserves its ids before it gives any. */
+    reserve: (run: TableRun, report: (error: unknown) => void) => enqueue(run, async () => void (await running(run, false)), report),
     /** The run's record, and its event snapshot gone: it ended here, nobody resumes it. */
     settled: (run: TableRun, report: (error: unknown) => void) =>
-      enqueue(
+      void enqueue(
         run,
         async () => {
           if (await write(run)) await dropEvents(run.id)
@@ -206,12 +219,12 @@ export function recordWriter(service: RunStoreSide, events: RunEventStore | unde
         report,
       ),
     snapshot,
-    /** Whether `run`'s ids are past half of what its last snapshot reserved (a run that computes long after a decision). */
+    /** Whether `run`'s ids are past half of what its last landed write reserved (a run that computes long after a decision). */
     pastReserve: (run: TableRun): boolean => {
       const until = reserved.get(run.id)
       return until !== undefined && run.events.last > until - EVENT_ID_RESERVE / 2
     },
-    delete: (run: TableRun, report: (error: unknown) => void) => enqueue(run, async () => void (await service.deleteRecord(run, () => dropEvents(run.id))), report),
+    delete: (run: TableRun, report: (error: unknown) => void) => void enqueue(run, async () => void (await service.deleteRecord(run, () => dropEvents(run.id))), report),
   }
 }
 
@@ -280,7 +293,8 @@ async function drive(run: TableRun, spec: BackgroundRunSpec, { table, writer, so
   }
   append(resumed === undefined ? 'start' : 'resumed', { id: run.id, ...spec.start })
   const unsubscribe = sources.subscribe(run.callId, append)
-  writer.put(run, report)
+  // A run taken up from the store wrote its record (its reserve) before its first frame.
+  if (resumed === undefined) writer.put(run, report)
   const signal = sources.shutdown === undefined ? run.controller.signal : AbortSignal.any([run.controller.signal, sources.shutdown])
   let result: ToolExecutionResult | undefined
   try {
@@ -342,11 +356,13 @@ async function adoptResumed(resumed: ResumedRunPool, events: RunEventStore | und
       continue
     }
     const loaded = await events?.read(record.id).catch((error: unknown) => void sources.report(error))
-    const run = table.admit({ callId: record.callId, agent: record.agent, principal: record.principal, asked: record.asked === true, id: record.id, createdAt: record.createdAt, events: loaded?.events ?? continuedIds(record) })
+    const run = table.admit({ callId: record.callId, agent: record.agent, principal: record.principal, asked: record.asked === true, id: record.id, createdAt: record.createdAt, events: restoredEvents(record, loaded?.events) })
     if (run === undefined) continue
     // Its writes go on by compare-and-set from what was read here.
     service.adopted(run.id, read!.version, loaded?.version)
     await service.hold()
+    // Its ids reserved in the store before it gives one: a process that dies right after never lets the next one give them again.
+    await writer.reserve(run, sources.report)
     adopted++
     const spec: BackgroundRunSpec = {
       callId: record.callId,
@@ -390,7 +406,7 @@ function viewOf(record: RunRecordJson, cancelRequested: boolean, approvals: read
       requestedAt: a.requestedAt,
       expiresAt: a.expiresAt,
     })),
-    events: record.events,
+    events: { first: record.events.first, last: record.events.last, dropped: record.events.dropped },
     ...(record.result === undefined ? {} : { result: record.result }),
   }
 }

@@ -5,7 +5,7 @@
  * @module
  */
 import { ToolError } from '../errors.js'
-import { continuedIds, createRunEventLog, createStoreRunEvents, createStoreRunRecords, interruptedRunResult } from './run-table.js'
+import { createRunEventLog, restoredEvents, createStoreRunEvents, createStoreRunRecords, interruptedRunResult } from './run-table.js'
 import type { RunEventLog, RunEventStore, RunRecordJson, RunRecordStore } from './run-table.js'
 import { createLiveEvents, LIVE_POLL_MS, type FollowedRun, type LiveEvents } from './_live-events.js'
 import { parkedIn } from './runs.js'
@@ -172,7 +172,7 @@ export class RunService implements RunStoreSide {
 
   async #poll(id: string, record: RunRecordJson, maxBytes: number, local: () => RunEventLog | undefined, pollMs: number): Promise<FollowedRun> {
     const records = this.records!
-    const stored = createRunEventLog(maxBytes, undefined, (await createStoreRunEvents(this.#store!, maxBytes).load(id)) ?? continuedIds(record))
+    const stored = createRunEventLog(maxBytes, undefined, restoredEvents(record, await createStoreRunEvents(this.#store!, maxBytes).load(id)))
     let current = stored
     let checking = false
     const stop = (): void => clearInterval(timer)

@@ -240,7 +240,8 @@ export function createRunEventLog(maxBytes: number, onBytes: (delta: number) => 
       let taken = 0
       for (let i = lo; i < frames.length; i++) {
         const frame = frames[i]!
-        if (out.length > 0 && taken + frame.bytes > limit) break
+        // A batch ends before a restart's skip: the next one says it (a gap), however the reader pages.
+        if (out.length > 0 && (taken + frame.bytes > limit || frame.id !== out.at(-1)!.id + 1)) break
         taken += frame.bytes
         out.push({ id: frame.id, text: frame.text })
       }
@@ -314,8 +315,11 @@ export interface RunRecordJson {
   readonly createdAt: number
   readonly settledAt?: number
   readonly result?: ToolExecutionResult
-  /** The event buffer's summary: the ids still held, how many were dropped. */
-  readonly events: { readonly first: number; readonly last: number; readonly dropped: number }
+  /**
+   * The event buffer's summary: the ids still held, how many were dropped; while running,
+   * `next`: the ids its process may give up to (the next one continues after; absent: `last` + {@link EVENT_ID_RESERVE}).
+   */
+  readonly events: { readonly first: number; readonly last: number; readonly dropped: number; readonly next?: number }
   /**
    * The app instance that ran it (see {@link RUN_OWNER_PREFIX}): how another process on the
    * same store tells a run that is still computing somewhere from one whose process died.
@@ -605,14 +609,29 @@ export function createStoreRunEvents(store: DurableStore, maxBytes: number): Run
 }
 
 /**
- * An empty buffer whose ids continue after the last one the record says its run had
- * assigned (the frames themselves are gone): a client's `Last-Event-ID` never names a
- * different frame after the restart. A record's number that is not a plausible id counts as 0.
+ * Ids a running run's process may give beyond what it last stored: the next process skips
+ * them (unless the run was left parked, all its ids stored). A million: ids stay far below
+ * MAX_RESTORED_EVENT_ID after any number of restarts a run could live through.
  */
-export function continuedIds(record: RunRecordJson): RestoredRunEvents {
-  const last = (record.events as { last?: unknown }).last
-  const id = typeof last === 'number' && Number.isSafeInteger(last) && last > 0 && last <= MAX_RESTORED_EVENT_ID ? last : 0
-  return { frames: [], last: id, dropped: id }
+export const EVENT_ID_RESERVE = 1_000_000
+
+/** A stored id count, or `undefined` when it is not a plausible one. */
+const storedId = (x: unknown): number | undefined => (typeof x === 'number' && Number.isSafeInteger(x) && x >= 0 && x <= MAX_RESTORED_EVENT_ID ? x : undefined)
+
+/**
+ * What the next process rebuilds a running run's buffer from: its stored frames (none: an
+ * empty buffer after the record's last id), its ids continuing after every id its last
+ * process may have given: the record's and the snapshot's bounds, the larger (a record
+ * without one: its `last` + {@link EVENT_ID_RESERVE}). The ids past what was stored are `reservedFrom` on.
+ */
+export function restoredEvents(record: RunRecordJson, stored: RestoredRunEvents | undefined): RestoredRunEvents {
+  const summary = record.events as { last?: unknown; next?: unknown }
+  const last = storedId(summary.last) ?? 0
+  const base = stored ?? { frames: [], last, dropped: last }
+  const next = storedId(summary.next)
+  const bound = Math.max(base.last, next !== undefined && next >= last ? next : Math.min(MAX_RESTORED_EVENT_ID, last + EVENT_ID_RESERVE))
+  const known = (base.reservedFrom ?? base.last + 1) - 1
+  return bound > known ? { frames: base.frames, last: bound, dropped: base.dropped, reservedFrom: known + 1 } : base
 }
 
 /** What the table holds (a leak and bound gauge for tests and health probes). */

@@ -25,7 +25,7 @@ async function storeWithForeignRun() {
   log.append('start', { id: ID })
   log.append('log', { text: 'before' })
   await createStoreRunEvents(store, 1 << 20).put(ID, log, 10)
-  await createStoreRunRecords(store).put({ id: ID, callId: 'http-run-elsewhere', principal: 'playground', status: 'running', createdAt: Date.now(), events: { first: 1, last: 2, dropped: 0 }, owner: crypto.randomUUID() })
+  await createStoreRunRecords(store).put({ id: ID, callId: 'http-run-elsewhere', principal: 'playground', status: 'running', createdAt: Date.now(), events: { first: 1, last: 2, dropped: 0, next: 12 }, owner: crypto.randomUUID() })
   return store
 }
 

@@ -489,7 +489,7 @@ describe('resumeAppRuns: what an adopted run keeps', () => {
     const store = createMemoryStore()
     const id = crypto.randomUUID()
     const callId = `http-run-${crypto.randomUUID()}`
-    await store.put(`run-records/${id}`, JSON.stringify({ id, callId, agent: 'alice', status: 'running', createdAt: 1234, events: { first: 1, last: 3, dropped: 0 } }))
+    await store.put(`run-records/${id}`, JSON.stringify({ id, callId, agent: 'alice', status: 'running', createdAt: 1234, events: { first: 1, last: 3, dropped: 0, next: 3 } }))
     const b = processOn(store)
     expect((await store.list(RUN_OWNER_PREFIX)).entries).toEqual([])
     const { handle, settle } = resumedHandle(callId)
@@ -534,12 +534,12 @@ describe('resumeAppRuns: what an adopted run keeps', () => {
 })
 
 describe('resumeAppRuns: records whose ids continue without a snapshot', () => {
-  /** A `running` record of a run `runtime.resumeRuns()` resumed, whose stored `events.last` is `last`; the id its `resumed` frame gets. */
-  async function resumedIdAfter(last: unknown): Promise<string> {
+  /** A `running` record of a run `runtime.resumeRuns()` resumed, whose stored `events` are `events`; the id its `resumed` frame gets. */
+  async function resumedIdAfter(events: Record<string, unknown>): Promise<string> {
     const store = createMemoryStore()
     const id = crypto.randomUUID()
     const callId = `http-run-${crypto.randomUUID()}`
-    await store.put(`run-records/${id}`, JSON.stringify({ id, callId, status: 'running', createdAt: Date.now(), events: { first: 1, last, dropped: 0 } }))
+    await store.put(`run-records/${id}`, JSON.stringify({ id, callId, status: 'running', createdAt: Date.now(), events: { first: 1, dropped: 0, ...events } }))
     const b = processOn(store)
     const { handle, settle } = resumedHandle(callId)
     expect((await resumeAppRuns(b.runtime, resumingRuntime([handle]).runtime)).adopted).toBe(1)
@@ -549,11 +549,17 @@ describe('resumeAppRuns: records whose ids continue without a snapshot', () => {
     return String(body.events.last)
   }
 
-  it('continue after the record’s last id when it is a plausible id; else from 1', async () => {
-    expect(await resumedIdAfter(7)).toBe('8')
-    expect(await resumedIdAfter(1)).toBe('2')
-    expect(await resumedIdAfter(MAX_RESTORED_EVENT_ID)).toBe(String(MAX_RESTORED_EVENT_ID + 1))
-    for (const bad of [0, -3, 1.5, '7', null, MAX_RESTORED_EVENT_ID + 1, Number.MAX_SAFE_INTEGER + 2]) expect(await resumedIdAfter(bad), String(bad)).toBe('1')
+  it('continue after the ids the record says its process may have given (`next`), else its plausible last id plus the reserve, else the reserve', async () => {
+    const R = 1_000_000
+    expect(await resumedIdAfter({ last: 7, next: 7 })).toBe('8')
+    expect(await resumedIdAfter({ last: 7, next: 7 + R })).toBe(String(7 + R + 1))
+    // A record that names no bound, or one below its last: its process may have gone on, the reserve is skipped.
+    expect(await resumedIdAfter({ last: 7 })).toBe(String(7 + R + 1))
+    expect(await resumedIdAfter({ last: 7, next: 6 })).toBe(String(7 + R + 1))
+    expect(await resumedIdAfter({ last: 1, next: '9' })).toBe(String(1 + R + 1))
+    expect(await resumedIdAfter({ last: MAX_RESTORED_EVENT_ID })).toBe(String(MAX_RESTORED_EVENT_ID + 1))
+    expect(await resumedIdAfter({ last: 7, next: MAX_RESTORED_EVENT_ID + 1 })).toBe(String(7 + R + 1))
+    for (const bad of [0, -3, 1.5, '7', null, MAX_RESTORED_EVENT_ID + 1, Number.MAX_SAFE_INTEGER + 2]) expect(await resumedIdAfter({ last: bad }), String(bad)).toBe(String(R + 1))
   })
 })
 
@@ -1106,9 +1112,10 @@ describe('a restart inside the reserved ids (issue 35 item 4)', () => {
     // From inside the reserve: the same, from there on.
     const inside = await readUntil(sseFrames(await b.events(id, saved.last + 500)), 'resumed')
     expect(inside[0]!.data).toMatchObject({ code: 'EVENT_IDS_RESERVED', first: saved.last + 501, last: saved.next })
-    // From the start: every saved frame, then the new ones; no gap at all.
+    // From the start: every saved frame, the same gap, then the new ones.
     const all = await readUntil(sseFrames(await b.events(id)), 'resumed')
-    expect(all.map((f) => f.event)).not.toContain('gap')
+    expect(all.map((f) => f.event).slice(-2)).toEqual(['gap', 'resumed'])
+    expect(all.at(-2)!.data).toMatchObject({ code: 'EVENT_IDS_RESERVED', first: saved.last + 1, last: saved.next })
     settle(OK)
     await eventually(async () => ((await recordOf(store, id))?.status === 'done' ? true : undefined))
   })
@@ -1116,7 +1123,7 @@ describe('a restart inside the reserved ids (issue 35 item 4)', () => {
   it('a gap that spans dropped frames and a reserve says both', () => {
     const log = createRunEventLog(1 << 20, undefined, { frames: [{ id: 5, text: 'event: log\nid: 5\ndata: {}\n\n' }], last: 1005, dropped: 4, reservedFrom: 6 })
     log.append('resumed', {})
-    expect(log.since(0)).toMatchObject({ gap: { first: 1, last: 4 }, frames: [{ id: 5 }, { id: 1006 }] })
+    expect(log.since(0)).toMatchObject({ gap: { first: 1, last: 4 }, frames: [{ id: 5 }] })
     expect(log.since(0).reserved).toBeUndefined()
     expect(log.since(5)).toMatchObject({ gap: { first: 6, last: 1005 }, reserved: { first: 6, last: 1005 }, frames: [{ id: 1006 }] })
   })

@@ -1,0 +1,177 @@
+/**
+ * The event-id reserve across processes (issue 38, the EVENT_IDS_RESERVED bug): whatever way a
+ * run is left for the next process (parked with a waiting snapshot still queued, a process
+ * that dies before its snapshot lands, one that dies right after it took the run up), no id a
+ * client could read there names another frame in the next process, and a clean park costs no gap.
+ */
+import { afterEach, describe, expect, it } from 'vitest'
+import type { BackgroundRunSources, BackgroundRunSpec } from '../../../src/durable/background-runs.js'
+import { EVENT_ID_RESERVE } from '../../../src/durable/background-runs.js'
+import { resolveRunServiceOptions, RunService } from '../../../src/durable/run-service.js'
+import { runKeySegment } from '../../../src/durable/runs.js'
+import type { ResumedRun } from '../../../src/durable/runs.js'
+import { createMemoryStore } from '../../../src/durable/memory-store.js'
+import { createRunEventLog, resolveRunTableOptions } from '../../../src/durable/run-table.js'
+import type { TableRun } from '../../../src/durable/run-table.js'
+import type { DurableStore } from '../../../src/durable/store.js'
+import type { ToolExecutionResult } from '../../../src/types.js'
+import { until } from '../../support/poll.js'
+
+const CALL = 'http-run-1'
+const failed: ToolExecutionResult = { isError: true, error: { message: 'the runtime is shutting down', info: { name: 'ToolError', code: 'DISPOSED' } }, content: [] }
+
+const services: RunService[] = []
+afterEach(() => {
+  for (const service of services.splice(0)) service.close()
+})
+
+/**
+ * One process's view of a shared store: writes whose key matches `hold` wait until `release`;
+ * `die()` is a kill -9: what it had not written never lands, and it reads and writes nothing more.
+ */
+function processView(base: DurableStore) {
+  let dead = false
+  let hold: ((key: string) => boolean) | undefined
+  const held: (() => void)[] = []
+  const never = new Promise<never>(() => {})
+  const gate = async (key: string): Promise<void> => {
+    if (hold?.(key) === true) await new Promise<void>((resolve) => held.push(resolve))
+    if (dead) await never
+  }
+  const store: DurableStore = {
+    get: async (key) => (dead ? never : base.get(key)),
+    list: async (prefix, options) => (dead ? never : base.list(prefix, options)),
+    put: async (key, value, options) => (await gate(key), base.put(key, value, options)),
+    delete: async (key, options) => (await gate(key), base.delete(key, options)),
+  }
+  return {
+    store,
+    held: () => held.length,
+    hold: (match: (key: string) => boolean) => void (hold = match),
+    release: () => {
+      hold = undefined
+      for (const resolve of held.splice(0)) resolve()
+    },
+    die: () => void (dead = true),
+  }
+}
+
+/** A process on `store`: its runs' service and table, the live events it forwards to its runs. */
+function processOn(store: DurableStore) {
+  const service = new RunService(store, undefined, async () => [], resolveRunServiceOptions({ resumeEveryMs: 0 }))
+  services.push(service)
+  const listeners = new Map<string, (event: string, data: unknown) => void>()
+  const reported: unknown[] = []
+  const sources: BackgroundRunSources = {
+    subscribe: (callId, append) => (listeners.set(callId, append), () => void listeners.delete(callId)),
+    approvals: async () => (callId) => (callId === CALL ? [{ callId: `${CALL}:code:1` }] : []) as never,
+    shutdown: undefined,
+    report: (error) => void reported.push(error),
+  }
+  const runs = service.table(resolveRunTableOptions({}, (message) => { throw new Error(message) }), sources)
+  return { service, runs, reported, emit: (event: string, data: unknown) => listeners.get(CALL)?.(event, data) }
+}
+
+/** A run whose execution ends when the test says. */
+function spec() {
+  let finish: (result: ToolExecutionResult) => void = () => {}
+  const s: BackgroundRunSpec = { callId: CALL, agent: undefined, principal: 'p', start: { callId: CALL }, execute: () => new Promise((resolve) => (finish = resolve)) }
+  return { spec: s, finish: (result: ToolExecutionResult) => finish(result) }
+}
+
+/** The run as `runtime.resumeRuns()` hands it to the next process (its execution never ends here). */
+const resumed = (): ResumedRun => ({ callId: CALL, result: new Promise(() => {}), cancel: () => {} })
+
+/** Run `id` as process `p` took it up: admitted to its table by `adopt`. */
+async function adoptIn(p: ReturnType<typeof processOn>, id: string): Promise<TableRun> {
+  expect(await p.service.adopt([resumed()])).toMatchObject({ adopted: 1 })
+  return p.runs.get(id)!
+}
+
+const ids = (run: TableRun): number[] => run.events.since(0).frames.map((frame) => frame.id)
+
+describe('the event-id reserve: every way a run is left for the next process', () => {
+  it('parked while its waiting snapshot is still queued: the next process goes on right after the last frame, no reserved gap', async () => {
+    const base = createMemoryStore()
+    const a = processView(base)
+    const pa = processOn(a.store)
+    // The start record's write is slow: the snapshot the approval asks for queues behind it.
+    a.hold((key) => key.startsWith('run-records/'))
+    const s = spec()
+    const { run, driven } = (await pa.runs.start(s.spec))!
+    pa.emit('approval', { callId: `${CALL}:code:1` })
+    pa.emit('dispatch', { subCallId: `${CALL}:code:1`, outcome: 'cut off by the shutdown' })
+    await base.put(`runs/${runKeySegment(CALL)}`, '{}')
+    s.finish(failed)
+    await driven
+    expect(ids(run)).toEqual([1, 2])
+    a.release()
+    await pa.service.drained()
+
+    const next = await adoptIn(processOn(base), run.id)
+    expect(next.events.since(2)).toMatchObject({ frames: [{ id: 3 }] })
+    expect(next.events.since(2).gap).toBeUndefined()
+  })
+
+  it('a process that dies before its first waiting snapshot lands: the next process skips the reserve (read from the store, then adopted)', async () => {
+    const base = createMemoryStore()
+    const a = processView(base)
+    const pa = processOn(a.store)
+    const { run } = (await pa.runs.start(spec().spec))!
+    await until(async () => (await base.get(`run-records/${run.id}`)) !== undefined, 'the start record')
+    a.hold((key) => key.startsWith('run-events/'))
+    pa.emit('log', { line: 'seen by a client' })
+    pa.emit('approval', { callId: `${CALL}:code:1` })
+    await until(() => a.held() > 0, 'the snapshot write')
+    a.die()
+    await base.put(`runs/${runKeySegment(CALL)}`, '{}')
+    const seen = run.events.last
+    expect(seen).toBe(3)
+
+    const pb = processOn(base)
+    // Before the adoption: read from the store, its ids go on past every id the dead process gave.
+    const followed = (await pb.runs.follow(run.id))!
+    expect(followed.events.last).toBeGreaterThanOrEqual(seen + EVENT_ID_RESERVE / 2)
+    expect(followed.events.since(seen)).toMatchObject({ reserved: { first: seen + 1 } })
+    followed.stop()
+    const next = await adoptIn(pb, run.id)
+    expect(ids(next)[0]).toBeGreaterThan(seen + EVENT_ID_RESERVE / 2)
+    expect(next.events.since(seen).reserved?.first).toBe(seen + 1)
+  })
+
+  it('a process that dies right after it took a cleanly parked run up: the third goes on past every id the second gave', async () => {
+    const base = createMemoryStore()
+    const pa = processOn(base)
+    const s = spec()
+    const { run, driven } = (await pa.runs.start(s.spec))!
+    pa.emit('approval', { callId: `${CALL}:code:1` })
+    await base.put(`runs/${runKeySegment(CALL)}`, '{}')
+    s.finish(failed)
+    await driven
+    await pa.service.drained()
+    const parkedAt = run.events.last
+
+    const b = processView(base)
+    b.hold(() => true)
+    const pb = processOn(b.store)
+    void pb.service.adopt([resumed()])
+    await until(() => b.held() > 0, 'the second process’s first write')
+    const second = pb.runs.get(run.id)
+    const given = second?.events.last ?? parkedAt
+    b.die()
+
+    const third = await adoptIn(processOn(base), run.id)
+    expect(ids(third).at(-1)).toBeGreaterThan(given)
+    expect(third.events.since(parkedAt).frames[0]!.id).toBeGreaterThan(given)
+  })
+})
+
+describe('a log read across the ids a previous process reserved', () => {
+  it('a batch stops before the skip: the reader is told the reserved ids, however it reads', () => {
+    const frame = (id: number, event = 'log') => ({ id, text: `event: ${event}\nid: ${id}\ndata: {}\n\n` })
+    const log = createRunEventLog(1 << 20, undefined, { frames: [frame(1), frame(2)], last: 2 + EVENT_ID_RESERVE, dropped: 0, reservedFrom: 3 })
+    log.append('resumed', {})
+    expect(log.since(0)).toEqual({ frames: [frame(1), frame(2)] })
+    expect(log.since(2)).toEqual({ gap: { first: 3, last: 2 + EVENT_ID_RESERVE }, reserved: { first: 3, last: 2 + EVENT_ID_RESERVE }, frames: [frame(3 + EVENT_ID_RESERVE, 'resumed')] })
+  })
+})
