@@ -79,6 +79,9 @@ export function plainScript(program: string): boolean {
 /** Idle time after a thread's `ready` before it warms its stripper: a run that follows at once never waits for it. */
 const WARM_AFTER_IDLE_MS = 250
 
+/** Idle time after a thread's first `ready` before it starts readying the image, if no run came first. */
+const SCAN_AFTER_IDLE_MS = 50
+
 let stripperWarm = false
 /**
  * Warms the stripper, its backtracking paths included, once, in idle time after a thread's
@@ -110,6 +113,16 @@ export function serveSandboxThread(channel: SandboxThreadChannel, variant: Quick
   let building: Promise<QuickJsSandbox | undefined> | undefined
   /** Runs started so far: the idle-time warm-up is skipped when one came meanwhile. */
   let runsStarted = 0
+  let scanning = false
+  /**
+   * Readies the memory image (a fresh instance scanned in ~2 ms steps, one a task, between a run's
+   * messages too): the thread's next boot takes it, and later VMs are reset in place from it.
+   */
+  const scan = (): void => {
+    if (scanning || engine === undefined) return
+    scanning = true
+    void engine.scanInSteps(memoryMb, () => new Promise((resolve) => setTimeout(resolve, 0)))
+  }
 
   /** Builds the next sandbox unless one is ready or being built; a failed build is left for the next run to retry and report. */
   const prebuild = (): Promise<QuickJsSandbox | undefined> => {
@@ -218,6 +231,7 @@ export function serveSandboxThread(channel: SandboxThreadChannel, variant: Quick
         if (current !== undefined) return
         void prebuild().then(() => {
           channel.post({ type: 'ready' })
+          scan()
           // The stripper's cold pass (tens of ms, 100+ under load) only once the thread has stayed idle
           // after saying ready: a run sent right after this one never waits for it.
           if (stripperWarm) return
@@ -236,9 +250,15 @@ export function serveSandboxThread(channel: SandboxThreadChannel, variant: Quick
       stop = new Int32Array(data.signals)
       busy = new Float64Array(data.signals)
     }
-    engine = new QuickJsEngine({ sandboxSource: data.sandboxSource, variant, ...(data.wasmModule === undefined ? {} : { wasmModule: data.wasmModule }) })
-    // Nothing before `ready` that a first `return 1` does not need: the stripper warms after the first run.
-    void prebuild().then(() => channel.post({ type: 'ready' }))
+    engine = new QuickJsEngine({ sandboxSource: data.sandboxSource, variant, imageInBuild: false, ...(data.wasmModule === undefined ? {} : { wasmModule: data.wasmModule }) })
+    // Nothing before `ready` that a first `return 1` does not need: the stripper warms after the first run,
+    // and the image's scan starts after it too (or once the thread has stayed idle a while).
+    void prebuild().then(() => {
+      channel.post({ type: 'ready' })
+      setTimeout(() => {
+        if (runsStarted === 0) scan()
+      }, SCAN_AFTER_IDLE_MS)
+    })
   }
 
   channel.onMessage((data) => {

@@ -11,24 +11,34 @@ const PAGE_BYTES = 65_536
 const CHUNK_BYTES = 4_096
 const CHUNK_WORDS = CHUNK_BYTES / 4
 
+/** How many {@link CHUNK_BYTES} chunks `memory` has now (memories are whole pages, so whole chunks). */
+export function chunkCount(memory: WebAssembly.Memory): number {
+  return memory.buffer.byteLength / CHUNK_BYTES
+}
+
 /**
- * Which {@link CHUNK_BYTES} chunks of `memory` hold a non-zero byte (one flag per chunk).
- * Once per image, over the whole memory (16 MiB at least): the words of a chunk are
- * OR-ed eight at a time, without a branch per word (measured ~2× a word-by-word loop
- * with an early exit, on memory that is mostly zeros).
+ * Flags in `flags` which chunks of `memory` from `from` up to `to` (exclusive) hold a
+ * non-zero byte (1) or not (0). The words of a chunk are OR-ed eight at a time, without a
+ * branch per word (measured ~2× a word-by-word loop with an early exit, on memory that is
+ * mostly zeros). A range, so that a scan can be cut into steps: the first read of a page
+ * costs more than scanning it (~14 µs a 4 KiB page here, ~57 ms for 16 MiB never touched).
  */
-export function nonZeroChunks(memory: WebAssembly.Memory): Uint8Array {
-  // Memories are whole pages, so whole chunks of whole eight-word groups.
+export function flagNonZeroChunks(memory: WebAssembly.Memory, flags: Uint8Array, from: number, to: number): void {
   const words = new Int32Array(memory.buffer)
-  const chunks = new Uint8Array(words.length / CHUNK_WORDS)
-  for (let chunk = 0; chunk < chunks.length; chunk++) {
+  for (let chunk = from; chunk < to; chunk++) {
     let any = 0
     for (let i = chunk * CHUNK_WORDS, end = i + CHUNK_WORDS; i < end; i += 8) {
       any |= words[i]! | words[i + 1]! | words[i + 2]! | words[i + 3]! | words[i + 4]! | words[i + 5]! | words[i + 6]! | words[i + 7]!
     }
-    chunks[chunk] = any === 0 ? 0 : 1
+    flags[chunk] = any === 0 ? 0 : 1
   }
-  return chunks
+}
+
+/** Which {@link CHUNK_BYTES} chunks of `memory` hold a non-zero byte (one flag per chunk), over the whole memory at once. */
+export function nonZeroChunks(memory: WebAssembly.Memory): Uint8Array {
+  const flags = new Uint8Array(chunkCount(memory))
+  flagNonZeroChunks(memory, flags, 0, flags.length)
+  return flags
 }
 
 /** The bytes of a booted VM's memory that a fresh instance lacks, as runs of chunks. */

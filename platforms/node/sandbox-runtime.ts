@@ -36,8 +36,8 @@ export function usableMemoryMb(total: number, constrained: number | undefined): 
 /** A thread's own JavaScript heap: the VM's memory is wasm memory, outside it. */
 const THREAD_HEAP_MB = 64
 
-function spawnThread(): SandboxThread {
-  const worker = spawnCappedWorker(THREAD_URL, {
+function spawnThread(url: URL): SandboxThread {
+  const worker = spawnCappedWorker(url, {
     env: {},
     argv: [],
     execArgv: [],
@@ -103,10 +103,15 @@ function loadWasm(): Promise<WebAssembly.Module> {
   return attempt
 }
 
+/** @internal The Node platform with threads from `threadUrl` (a bench compares two thread bundles with it). */
+export function nodeSandboxPlatform(threadUrl: URL = THREAD_URL): SandboxPlatform {
+  return { ...platform, spawn: () => spawnThread(threadUrl) }
+}
+
 const platform: SandboxPlatform = {
   factory: 'createSandboxRuntime',
   sandboxSource: SANDBOX_SOURCE,
-  spawn: spawnThread,
+  spawn: () => spawnThread(THREAD_URL),
   loadWasm,
   sharedMemory: true,
   machine: { cores: availableParallelism(), memoryMb: usableMemoryMb(totalmem(), process.constrainedMemory?.()) },

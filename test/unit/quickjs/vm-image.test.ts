@@ -225,6 +225,45 @@ describe('QuickJsEngine: VMs restored from the image of a booted one', () => {
     expect(evaluate(sandbox, '1 + 1')).toBe(2)
   })
 
+  it('with imageInBuild off, builds boot without scanning; the boot after scanInSteps takes the image, and its instance is reset in place after', async () => {
+    const heapOf = (sandbox: QuickJsSandbox) => (sandbox.runtime as unknown as { module: QuickJSEmscriptenModule }).module.HEAPU8
+    const own = new QuickJsEngine({ sandboxSource: SANDBOX_SOURCE, variant, wasmModule, imageInBuild: false })
+    const made: string[] = []
+    for (let i = 0; i < 3; i++) {
+      const sandbox = await own.build(32)
+      made.push(sandbox.made)
+      sandbox.release()
+    }
+    // No build scanned a memory: the second boot did not take the image (it used to, on a run's path).
+    expect(made).toEqual(['booted', 'booted', 'booted'])
+    let pauses = 0
+    await own.scanInSteps(32, async () => {
+      pauses++
+      await new Promise((resolve) => setTimeout(resolve, 0))
+    }, 0.01)
+    // One step to make the instance, then steps of 64 chunks at most: 16 MiB are 4,096 chunks.
+    expect(pauses).toBeGreaterThanOrEqual(1 + 4_096 / 64)
+    const imaged = await own.build(32)
+    built.push(imaged)
+    expect(imaged.made).toBe('booted')
+    const pollute = "Object.prototype.polluted = 'yes'; globalThis.leaked = new Uint8Array(1 << 20).fill(9); 1"
+    expect(evaluate(imaged, pollute)).toBe(1)
+    imaged.release()
+    const next = await own.build(32)
+    expect(next.made).toBe('restored')
+    expect(heapOf(next)).toBe(heapOf(imaged))
+    const restoredHeap = heapOf(next).slice()
+    expect(evaluate(next, '[({}).polluted, typeof leaked].join()')).toBe(',undefined')
+    expect(evaluate(next, pollute)).toBe(1)
+    next.release()
+    const again = await own.build(32)
+    built.push(again)
+    expect(heapOf(again)).toBe(heapOf(imaged))
+    expect(Buffer.compare(heapOf(again).subarray(0, restoredHeap.length), restoredHeap)).toBe(0)
+    // Readying it again once the image is there does nothing.
+    await own.scanInSteps(32, () => Promise.reject(new Error('no step expected')))
+  })
+
   it("routes the interrupt poll to its own run: a hot loop stops when the run's handler says so", async () => {
     const sandbox = await restored()
     let polls = 0
@@ -263,11 +302,14 @@ describe.each([
   const runtime = make()
   runtimes.push(runtime)
   it.each(RUNS_ON_RESTORED_VMS)('%s', async (_what, check) => {
-    // A runtime's (a thread's) VMs after its first two are restored: the warm-up run takes one
-    // of the booted ones, so the pollution check's second run is the first restored VM, whose
-    // image was taken from the VM the polluting run used. (The compute budget leaves a loaded
-    // machine's memory bomb time to reach the cap: it counts descheduled time too.)
+    // An inline runtime's VMs after its first two are restored: the warm-up run takes one of the
+    // booted ones, so the pollution check's second run is the first restored VM, whose image was
+    // taken from the VM the polluting run used. A thread scans for the image in idle steps after
+    // its first run, and its next boot takes it: the idle wait lets it, so the polluting run runs
+    // on the imaged VM and the next one on its instance reset in place. (The compute budget
+    // leaves a loaded machine's memory bomb time to reach the cap: it counts descheduled time too.)
     expect((await runtime.run({ program: 'return 1', bindings: [] })).value).toBe(1)
+    await new Promise((resolve) => setTimeout(resolve, 1_500))
     await check(runtime)
     expect((await runtime.run({ program: 'return 2', bindings: [] })).value).toBe(2)
   }, 30_000)
