@@ -631,7 +631,7 @@ export function restoredEvents(record: RunRecordJson, stored: RestoredRunEvents 
   const next = storedId(summary.next)
   const bound = Math.max(base.last, next !== undefined && next >= last ? next : Math.min(MAX_RESTORED_EVENT_ID, last + EVENT_ID_RESERVE))
   const known = (base.reservedFrom ?? base.last + 1) - 1
-  return bound > known ? { frames: base.frames, last: bound, dropped: base.dropped, reservedFrom: known + 1 } : base
+  return bound > base.last ? { frames: base.frames, last: bound, dropped: base.dropped, reservedFrom: known + 1 } : base
 }
 
 /** What the table holds (a leak and bound gauge for tests and health probes). */

@@ -11,8 +11,8 @@ import { resolveRunServiceOptions, RunService } from '../../../src/durable/run-s
 import { runKeySegment } from '../../../src/durable/runs.js'
 import type { ResumedRun } from '../../../src/durable/runs.js'
 import { createMemoryStore } from '../../../src/durable/memory-store.js'
-import { createRunEventLog, resolveRunTableOptions } from '../../../src/durable/run-table.js'
-import type { TableRun } from '../../../src/durable/run-table.js'
+import { createRunEventLog, MAX_RESTORED_EVENT_ID, resolveRunTableOptions, restoredEvents } from '../../../src/durable/run-table.js'
+import type { RunRecordJson, TableRun } from '../../../src/durable/run-table.js'
 import type { DurableStore } from '../../../src/durable/store.js'
 import type { ToolExecutionResult } from '../../../src/types.js'
 import { until } from '../../support/poll.js'
@@ -174,4 +174,51 @@ describe('a log read across the ids a previous process reserved', () => {
     expect(log.since(0)).toEqual({ frames: [frame(1), frame(2)] })
     expect(log.since(2)).toEqual({ gap: { first: 3, last: 2 + EVENT_ID_RESERVE }, reserved: { first: 3, last: 2 + EVENT_ID_RESERVE }, frames: [frame(3 + EVENT_ID_RESERVE, 'resumed')] })
   })
+})
+
+describe('restoredEvents: the one rule a next process rebuilds a buffer by', () => {
+  const R = EVENT_ID_RESERVE
+  const record = (events: Record<string, unknown>): RunRecordJson => ({ id: 'r', callId: CALL, status: 'running', createdAt: 1, events: { first: 1, last: 0, dropped: 0, ...events } }) as RunRecordJson
+  const frame = (id: number) => ({ id, text: `event: log\nid: ${id}\ndata: {}\n\n` })
+
+  it('no snapshot: after the record’s bound; a record without a plausible one reserves after its last', () => {
+    expect(restoredEvents(record({ last: 5, next: 5 }), undefined)).toEqual({ frames: [], last: 5, dropped: 5 })
+    expect(restoredEvents(record({ last: 5, next: 9 }), undefined)).toEqual({ frames: [], last: 9, dropped: 5, reservedFrom: 6 })
+    for (const next of [undefined, 4, -1, 2.5, '9', MAX_RESTORED_EVENT_ID + 1]) {
+      expect(restoredEvents(record({ last: 5, next }), undefined), String(next)).toEqual({ frames: [], last: 5 + R, dropped: 5, reservedFrom: 6 })
+    }
+    expect(restoredEvents(record({ last: 'x' }), undefined)).toEqual({ frames: [], last: R, dropped: 0, reservedFrom: 1 })
+    expect(restoredEvents(record({ last: MAX_RESTORED_EVENT_ID - 1 }), undefined)).toEqual({ frames: [], last: MAX_RESTORED_EVENT_ID, dropped: MAX_RESTORED_EVENT_ID - 1, reservedFrom: MAX_RESTORED_EVENT_ID })
+    expect(restoredEvents(record({ last: MAX_RESTORED_EVENT_ID }), undefined)).toEqual({ frames: [], last: MAX_RESTORED_EVENT_ID, dropped: MAX_RESTORED_EVENT_ID })
+  })
+
+  it('a snapshot: the larger of its bound and the record’s; a clean park (both exact) is the snapshot as stored', () => {
+    const parked = { frames: [frame(1), frame(2)], last: 2, dropped: 0 }
+    expect(restoredEvents(record({ last: 2, next: 2 }), parked)).toBe(parked)
+    const reserving = { frames: [frame(1), frame(2)], last: 2 + R, dropped: 0, reservedFrom: 3 }
+    expect(restoredEvents(record({ last: 2, next: 2 }), reserving)).toBe(reserving)
+    // A record written after the snapshot (more frames, or a process that took the run up): its bound wins.
+    expect(restoredEvents(record({ last: 4, next: 4 + R }), parked)).toEqual({ frames: parked.frames, last: 4 + R, dropped: 0, reservedFrom: 3 })
+    expect(restoredEvents(record({ last: 5, next: 5 }), parked)).toEqual({ frames: parked.frames, last: 5, dropped: 0, reservedFrom: 3 })
+    expect(restoredEvents(record({ last: 3, next: 3 + R }), reserving)).toEqual({ frames: reserving.frames, last: 3 + R, dropped: 0, reservedFrom: 3 })
+  })
+})
+
+describe('the writer: what a record write reserves', () => {
+  it('the start record arms the reserve: a run that never waits snapshots once past half of it', async () => {
+    const base = createMemoryStore()
+    const p = processOn(base)
+    const s = spec()
+    const { run, driven } = (await p.runs.start(s.spec))!
+    await until(async () => (await base.get(`run-records/${run.id}`)) !== undefined, 'the start record')
+    const stored = JSON.parse((await base.get(`run-records/${run.id}`))!.value) as RunRecordJson
+    expect(stored.events).toEqual({ first: 1, last: 1, dropped: 0, next: 1 + EVENT_ID_RESERVE })
+    for (let i = 0; i < EVENT_ID_RESERVE / 2; i++) run.events.append('log', i)
+    p.emit('log', { line: 'one more' })
+    await until(async () => (await base.get(`run-events/${run.id}`)) !== undefined, 'the snapshot past half the reserve')
+    s.finish({ isError: false, value: 1, content: [] } as ToolExecutionResult)
+    await driven
+    await p.service.drained()
+    expect(await base.get(`run-events/${run.id}`)).toBeUndefined()
+  }, 60_000)
 })
