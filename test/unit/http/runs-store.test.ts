@@ -217,6 +217,19 @@ describe('/v1/runs with a store: the app shuts down while a run waits', () => {
     expect(record!.result).toBeUndefined()
   })
 
+  it('a parked run leaves only the runtime’s key families in the store, none of the HTTP layer’s (issue 38)', async () => {
+    const store = createMemoryStore()
+    const a = processOn(store)
+    const { id, callId } = await waitingRun(a)
+    await parkRun(a, store, callId)
+    await a.runtime.dispose()
+    const keys = (await store.list('', { limit: 1000 })).entries.map((entry) => entry.key)
+    const families = [...new Set(keys.map((key) => key.slice(0, key.indexOf('/') + 1)))].sort()
+    expect(families.every((family) => ['approvals/', 'owners/', 'run-events/', 'run-records/', 'runs/'].includes(family)), families.join(' ')).toBe(true)
+    expect(keys).toContain(`run-records/${id}`)
+    expect(keys.some((key) => key.startsWith('http'))).toBe(false)
+  })
+
   it('without durable state (or cancelled by DELETE) the run ends here: result or error, end, the snapshot gone', async () => {
     const store = createMemoryStore()
     const a = processOn(store)
