@@ -22,6 +22,8 @@ const CORE_UNIT_SUITES = [
   'test/unit/catalog/**/*.test.ts',
   'test/unit/json/**/*.test.ts',
   'test/unit/telemetry/portable.test.ts',
+  // Python's Web Workers (the Node twin of each is its `.test.ts`).
+  'test/unit/python/*.browser.test.ts',
 ]
 
 /** Approval suites under the glob above that import Node (`node:fs`, `toolyard/node`). */

@@ -35,6 +35,7 @@ const ALONE = {
     'test/unit/hostile/hostile-programs.test.ts',
     'test/unit/python/python-hostile.test.ts',
     'test/unit/python/python-sandbox.test.ts',
+    'test/unit/python/thread-budget.test.ts',
     'test/unit/schema/ajv-differential.test.ts',
     'test/unit/preflight/plan-thread.test.ts',
     'test/unit/durable/bound-records.test.ts',
@@ -54,7 +55,7 @@ const PARALLEL = 2
 const NODE = {
   include: ['test/**/*.test.ts', 'src/**/*.test.ts', 'engine/**/*.test.ts', 'platforms/**/*.test.ts'],
   // Listing exclude replaces vitest's defaults: node_modules (test/vercel-sdk has its own) must be named again.
-  exclude: ['**/node_modules/**', 'test/browser/**', 'test/edge/**', 'test/e2e/**', 'test/workerd/**'],
+  exclude: ['**/node_modules/**', 'test/browser/**', 'test/edge/**', 'test/e2e/**', 'test/workerd/**', 'test/**/*.browser.test.ts'],
   environment: 'node',
   testTimeout: 30_000,
   hookTimeout: 30_000,

@@ -53,7 +53,8 @@ await Promise.all([
 ])
 const require = createRequire(import.meta.url)
 copyFileSync(require.resolve('@jitl/quickjs-wasmfile-release-sync/wasm'), `${out}/emscripten-module.wasm`)
-copyFileSync(`${root}node_modules/@micropython/micropython-webassembly-pyscript/micropython.wasm`, `${out}/micropython.wasm`)
+// The metered MicroPython (its budget check stops a hot loop in place), under the name the worker looks for.
+copyFileSync(`${root}platforms/python/_micropython-bounded.wasm`, `${out}/micropython.wasm`)
 copyFileSync(`${root}demo/playground/index.html`, `${out}/index.html`)
 copyFileSync(`${root}demo/playground/styles.css`, `${out}/styles.css`)
 writeStamp(stamp, hash)

@@ -51,7 +51,8 @@ const outputs = [
   {
     file: 'platforms/node/_python-thread.mjs',
     entry: 'platforms/node/python-thread-entry.ts',
-    options: { format: 'esm', platform: 'node', target: 'node20', packages: 'external' },
+    // The metered MicroPython loader stays an import of its file beside toolyard/python's (built with its wasm).
+    options: { format: 'esm', platform: 'node', target: 'node20', packages: 'external', external: ['../python/_micropython-bounded.mjs'] },
     render: (code, entry) => `${header(entry)}${code}`,
   },
   {

@@ -13,46 +13,12 @@ export type WasmReading = 'ticks' | 'time' | 'random'
 /** The journal code of each reading (the TypeScript sandbox's codes: a monotonic clock, the wall clock, randomness). */
 const CODES: Readonly<Record<WasmReading, string>> = { ticks: READ_CODES.now, time: READ_CODES.date, random: READ_CODES.rand }
 
-/** The wasm imports through which MicroPython's WebAssembly port reads the world, by reading. */
-const IMPORTS: Readonly<Record<string, WasmReading>> = { mp_js_ticks_ms: 'ticks', mp_js_time_ms: 'time', mp_js_random_u32: 'random' }
-
 /**
- * Routes every clock and randomness reading of every MicroPython instance this realm creates
- * through `read` (given the import's own answer): the port reads the world only through these
- * three wasm imports, so wrapping them where the instance is made covers every path
- * (`time`, `datetime`, asyncio's scheduler, `random`'s seed). Install once per realm.
+ * The wasm imports through which MicroPython's WebAssembly port reads the world, by reading: it
+ * reads only through these (`time`, `datetime`, asyncio's scheduler, `random`'s seed), so wrapping
+ * them where an instance is made routes every reading to the run's journal (thread-server.ts).
  */
-export function routeWasmReadings(read: (reading: WasmReading, live: () => number) => number): void {
-  const wrap = (imports: unknown): void => {
-    const env = (imports as { env?: Record<string, unknown> } | undefined)?.env
-    if (env === undefined || typeof env.mp_js_ticks_ms !== 'function') return
-    for (const [name, reading] of Object.entries(IMPORTS)) {
-      const live = env[name]
-      if (typeof live !== 'function') continue
-      env[name] = () => read(reading, live as () => number)
-    }
-  }
-  const instantiate = WebAssembly.instantiate
-  const streaming = WebAssembly.instantiateStreaming as typeof WebAssembly.instantiateStreaming | undefined
-  Object.defineProperty(WebAssembly, 'instantiate', {
-    value: function instantiateRouted(this: unknown, source: unknown, imports?: WebAssembly.Imports) {
-      wrap(imports)
-      return (instantiate as (s: unknown, i?: WebAssembly.Imports) => unknown).call(this, source, imports)
-    },
-    writable: false,
-    configurable: false,
-  })
-  if (streaming !== undefined) {
-    Object.defineProperty(WebAssembly, 'instantiateStreaming', {
-      value: function instantiateStreamingRouted(this: unknown, source: Response | PromiseLike<Response>, imports?: WebAssembly.Imports) {
-        wrap(imports)
-        return streaming.call(this, source, imports)
-      },
-      writable: false,
-      configurable: false,
-    })
-  }
-}
+export const READING_IMPORTS: Readonly<Record<string, WasmReading>> = { mp_js_ticks_ms: 'ticks', mp_js_time_ms: 'time', mp_js_random_u32: 'random' }
 
 /** The message that ends a replay which does not match its journal. */
 export function diverged(detail: string): string {

@@ -4,11 +4,11 @@
  *
  * @module
  */
-import { epochNow, BUSY_SLOT, SEGMENT_SLOT } from '../../src/code-runtime/sandbox-protocol.js'
+import { epochNow, BUSY_SLOT, SEGMENT_SLOT, STOP_SLOT } from '../../src/code-runtime/sandbox-protocol.js'
 import type { ThreadEvent } from '../../src/code-runtime/sandbox-protocol.js'
 import { replayBudgetMessage } from '../../src/code-runtime/journal.js'
 import type { ParkedVm } from '../../src/code-runtime/journal.js'
-import { pythonCallKey, PythonJournal, routeWasmReadings } from './journal.js'
+import { pythonCallKey, PythonJournal } from './journal.js'
 import type { WasmReading } from './journal.js'
 
 /** One timer the interpreter's asyncio armed: a 0 ms one runs as a microtask (not journaled: its order follows from the inputs). */
@@ -107,6 +107,8 @@ export class RunDriver {
   current: CurrentRun | undefined
   /** The busy-time slots the host reads (shared memory), once booted. */
   busy: Float64Array | undefined
+  /** The host's stop slot (shared memory), once booted: the id of a run it ended or aborted. */
+  stop: Int32Array | undefined
   readonly #post: (message: ThreadEvent | string) => void
   readonly #memoryMb: () => number
   /** The interpreter executing now (readings outside any run's entry, as the prelude's at build time, are not journaled). */
@@ -118,18 +120,17 @@ export class RunDriver {
   /** The host's meter without shared memory (`PythonThreadChannel.busy`). */
   readonly #meter: ((since: number, busyMs: number) => void) | undefined
 
-  /** `route` false: the realm is shared (inline), the loader routes readings through {@link RunDriver.read} itself. */
-  constructor(post: (message: ThreadEvent | string) => void, memoryMb: () => number, meter?: (since: number, busyMs: number) => void, route = true) {
+  /** The wasm's readings reach {@link RunDriver.read} through its instantiation (thread-server.ts). */
+  constructor(post: (message: ThreadEvent | string) => void, memoryMb: () => number, meter?: (since: number, busyMs: number) => void) {
     this.#post = post
     this.#memoryMb = memoryMb
     this.#meter = meter
-    if (route) routeWasmReadings((reading, live) => this.read(reading, live))
   }
 
   /**
    * The metered wasm's `toolyard_budget_check`, every {@link STEPS_PER_CHECK} loop steps: throws
-   * {@link BudgetStop} once the entry's run is over (ended, aborted) or its compute budget is
-   * spent, by the clock or by steps. Steps count only between checks that read the same time: a
+   * {@link BudgetStop} once the entry's run is over (ended, aborted: the host's stop slot, read
+   * mid-computation where memory is shared) or its compute budget is spent, by the clock or by steps. Steps count only between checks that read the same time: a
    * C loop runs ~10x more loop steps a ms than the bytecode loop `STEPS_PER_MS` was measured on,
    * so a moving clock must be the measure; a frozen one (workerd) leaves only steps.
    */
@@ -139,6 +140,12 @@ export class RunDriver {
     if (vm === undefined) return
     const run = this.current
     if (run === undefined || run.vm !== vm || run.over || vm.dead) throw new BudgetStop('the run was ended')
+    if (this.stop !== undefined && Atomics.load(this.stop, STOP_SLOT) === run.id) {
+      // The host settled it already (abort, wall ceiling): nothing more is reported.
+      run.over = true
+      vm.dead = true
+      throw new BudgetStop('the run was ended')
+    }
     const now = epochNow()
     if (now === run.lastCheck) run.steps += STEPS_PER_CHECK
     run.lastCheck = now

@@ -6,12 +6,13 @@
  */
 import { MAX_CALL_ARG_NODES } from '../../src/code-runtime/limits.js'
 import { MAX_VALUE_DEPTH } from '../../src/code-runtime/render.js'
-import { BUSY_SLOT, MAX_VM_MESSAGE_CHARS, SEGMENT_SLOT } from '../../src/code-runtime/sandbox-protocol.js'
+import { BUSY_SLOT, MAX_VM_MESSAGE_CHARS, SEGMENT_SLOT, STOP_SLOT } from '../../src/code-runtime/sandbox-protocol.js'
 import { scanJsonText } from '../../src/json/scan.js'
 import type { SandboxThreadBoot, ThreadCommand, ThreadEvent } from '../../src/code-runtime/sandbox-protocol.js'
 import { PYTHON_PRELUDE } from './prelude.js'
 import { RunDriver } from './thread-runs.js'
 import type { Interpreter, InterpreterRealm, VmTimer } from './thread-runs.js'
+import { READING_IMPORTS } from './journal.js'
 import type { WasmReading } from './journal.js'
 
 /** The thread's channel to the host. */
@@ -166,41 +167,39 @@ function captureRealm(): InterpreterRealm {
 }
 
 /**
- * How an inline interpreter is instantiated: the metered wasm (scripts/build-micropython-bounded.mjs)
- * with its budget check, its readings routed and its own memory capped, touching no global of the
- * host's realm (a thread patches `WebAssembly` for the same ends, being alone in its realm).
+ * How every interpreter is instantiated: the metered wasm (scripts/build-micropython-bounded.mjs)
+ * with its budget check, its readings routed to the run's journal and its own memory capped,
+ * touching no global of the realm (inline, the realm is the host's).
  */
-interface InlineWasm {
+interface MeteredWasm {
   readonly module: WebAssembly.Module
   readonly check: () => void
   readonly read: (reading: WasmReading, live: () => number) => number
   readonly limit: () => number
 }
 
-const READING_IMPORTS: Readonly<Record<string, WasmReading>> = { mp_js_ticks_ms: 'ticks', mp_js_time_ms: 'time', mp_js_random_u32: 'random' }
-
-function instantiateInline(inline: InlineWasm): NonNullable<Parameters<MicroPythonLoader>[0]['instantiateWasm']> {
+function instantiateMetered(wasm: MeteredWasm): NonNullable<Parameters<MicroPythonLoader>[0]['instantiateWasm']> {
   return (imports, done) => {
     const env = imports.env as Record<string, unknown>
     for (const [name, reading] of Object.entries(READING_IMPORTS)) {
       const live = env[name]
-      if (typeof live === 'function') env[name] = () => inline.read(reading, live as () => number)
+      if (typeof live === 'function') env[name] = () => wasm.read(reading, live as () => number)
     }
-    env.toolyard_budget_check = inline.check
-    void WebAssembly.instantiate(inline.module, imports).then((instance) => {
-      const memory = instance.exports.memory
-      if (memory instanceof WebAssembly.Memory) {
-        const grow = WebAssembly.Memory.prototype.grow
-        // This memory's own `grow` (emscripten grows it only from JavaScript): the cap without touching the prototype.
-        Object.defineProperty(memory, 'grow', {
-          value: (delta: number): number => {
-            if (memory.buffer.byteLength + delta * 65_536 > inline.limit()) throw new RangeError('the sandbox memory cap refuses this growth')
-            return grow.call(memory, delta)
-          },
-        })
-      }
-      done(instance, inline.module)
-    })
+    env.toolyard_budget_check = wasm.check
+    // Synchronous: a failure rejects the load (the loader catches a throw here, not a rejected promise).
+    const instance = new WebAssembly.Instance(wasm.module, imports)
+    const memory = instance.exports.memory
+    if (memory instanceof WebAssembly.Memory) {
+      const grow = WebAssembly.Memory.prototype.grow
+      // This memory's own `grow` (emscripten grows it only from JavaScript): the cap without touching the prototype.
+      Object.defineProperty(memory, 'grow', {
+        value: (delta: number): number => {
+          if (memory.buffer.byteLength + delta * 65_536 > wasm.limit()) throw new RangeError('the sandbox memory cap refuses this growth')
+          return grow.call(memory, delta)
+        },
+      })
+    }
+    done(instance, wasm.module)
     return {}
   }
 }
@@ -208,8 +207,10 @@ function instantiateInline(inline: InlineWasm): NonNullable<Parameters<MicroPyth
 /** What building an interpreter needs from its thread. */
 interface BuildContext {
   readonly load: MicroPythonLoader
-  /** Inline: how the wasm is instantiated (absent in a thread of its own). */
-  readonly inline?: () => InlineWasm | undefined
+  /** True when the realm is the host's (toolyard/python). */
+  readonly inline: boolean
+  /** The metered wasm every interpreter is instantiated from. */
+  readonly wasm: () => Promise<MeteredWasm>
   readonly post: PythonThreadChannel['post']
   readonly memoryMb: () => number
   readonly inPython: (vm: Interpreter, action: () => void) => void
@@ -246,20 +247,21 @@ function writer(post: PythonThreadChannel['post'], get: () => Interpreter | unde
 async function buildInterpreter(context: BuildContext): Promise<Interpreter> {
   const { load, post } = context
   let self: Interpreter | undefined
-  const inline = context.inline?.()
-  if (context.inline !== undefined && inline === undefined) throw new Error('no wasm module was given at boot')
+  const { inline } = context
+  const wasm = await context.wasm()
   const mp = await load({
     heapsize: context.memoryMb() * 1024 * 1024,
     linebuffer: false,
     stdout: writer(post, () => self, (vm) => vm.stdout, 'log'),
     stderr: writer(post, () => self, (vm) => vm.stderr, 'error'),
+    instantiateWasm: instantiateMetered(wasm),
     // Inline, the host's console is not ours: emscripten's lines on refused growth are dropped (the program sees MemoryError).
-    ...(inline === undefined ? {} : { instantiateWasm: instantiateInline(inline), printErr: () => undefined }),
+    ...(inline ? { printErr: () => undefined } : {}),
   })
   // Captured before anything else can load (this continuation runs right after the load's last step).
-  const realm = inline === undefined ? undefined : captureRealm()
+  const realm = inline ? captureRealm() : undefined
   // A thread's realm is hardened already (hardenRealm); inline, each function is cut off itself.
-  const detached = inline === undefined ? <F,>(fn: F): F => fn : detach
+  const detached = inline ? detach : <F,>(fn: F): F => fn
   const timers = new Map<number, VmTimer>()
   let nextTimer = 1
   // The interpreter's `js` module: only what its asyncio needs, answering with numbers, never a host object.
@@ -362,12 +364,13 @@ function flush(post: PythonThreadChannel['post'], vm: Interpreter): void {
 let inlineLoads: Promise<unknown> = Promise.resolve()
 
 /**
- * Serves one host over `channel`: boot, then each run in a fresh interpreter. `inline`: the
- * thread shares its realm with the host (toolyard/python): the boot's `wasmModule` must be the
- * metered build, whose budget check stops a hot loop (nothing can terminate this "thread"), and
+ * Serves one host over `channel`: boot, then each run in a fresh interpreter of the metered wasm
+ * (its budget check stops a hot loop in place; a thread is terminated only if it does not let go).
+ * The wasm is the boot's `wasmModule`, else `locateWasm()` (compiled once per thread). `inline`:
+ * the thread shares its realm with the host (toolyard/python): the boot must carry the module, and
  * no global of the realm is patched.
  */
-export function servePythonThread(channel: PythonThreadChannel, load: MicroPythonLoader, inline = false): void {
+export function servePythonThread(channel: PythonThreadChannel, load: MicroPythonLoader, inline = false, locateWasm?: () => Promise<WebAssembly.Module>): void {
   let booted = false
   let memoryMb = 64
   /** The run whose start waits for an interpreter (deliveries for it are held until it has one). */
@@ -377,11 +380,19 @@ export function servePythonThread(channel: PythonThreadChannel, load: MicroPytho
   /** A run the host ended while its interpreter was still being built. */
   let endedEarly = 0
   let wasmModule: WebAssembly.Module | undefined
+  let locating: Promise<WebAssembly.Module> | undefined
   const limit = () => memoryMb * 1024 * 1024 + MEMORY_SLACK_BYTES
   if (!inline) capWasmMemory(limit)
-  const runs = new RunDriver((message) => channel.post(message), () => memoryMb, channel.busy?.bind(channel), !inline)
-  const inlineWasm = (): InlineWasm | undefined =>
-    wasmModule === undefined ? undefined : { module: wasmModule, check: () => runs.check(), read: (reading, live) => runs.read(reading, live), limit }
+  const runs = new RunDriver((message) => channel.post(message), () => memoryMb, channel.busy?.bind(channel))
+  const metered = async (): Promise<MeteredWasm> => {
+    if (wasmModule === undefined) {
+      if (inline || locateWasm === undefined) throw new Error('no wasm module was given at boot')
+      // A failed look-up is tried again by the next build.
+      locating ??= locateWasm().finally(() => (locating = undefined))
+      wasmModule = await locating
+    }
+    return { module: wasmModule, check: () => runs.check(), read: (reading, live) => runs.read(reading, live), limit }
+  }
 
   const context: BuildContext = {
     load,
@@ -390,7 +401,8 @@ export function servePythonThread(channel: PythonThreadChannel, load: MicroPytho
     inPython: (vm, action) => runs.inPython(vm, action),
     setTimer: (vm, id, timer) => runs.setTimer(vm, id, timer),
     output: (vm, text) => runs.output(vm, text),
-    ...(inline ? { inline: inlineWasm } : {}),
+    inline,
+    wasm: metered,
   }
   const build = (): Promise<Interpreter> => {
     if (!inline) return buildInterpreter(context)
@@ -469,6 +481,8 @@ export function servePythonThread(channel: PythonThreadChannel, load: MicroPytho
   }
 
   const end = (id: number): void => {
+    // The stop slot is read by the budget check only while run `id` is current: cleared, a resumed run of the same id starts unstopped.
+    if (runs.stop !== undefined) Atomics.compareExchange(runs.stop, STOP_SLOT, id, 0)
     const run = runs.current
     if (run === undefined || run.id !== id) {
       endedEarly = id
@@ -499,7 +513,10 @@ export function servePythonThread(channel: PythonThreadChannel, load: MicroPytho
         booted = true
         memoryMb = boot.memoryMb
         wasmModule = boot.wasmModule
-        if (boot.signals !== undefined) runs.busy = new Float64Array(boot.signals)
+        if (boot.signals !== undefined) {
+          runs.busy = new Float64Array(boot.signals)
+          runs.stop = new Int32Array(boot.signals)
+        }
         void prebuild().then(() => channel.post({ type: 'ready' }))
       } else if (message.type === 'run' && booted && runs.current === undefined && starting === undefined) void startRun(data as ThreadCommand & { type: 'run' })
       else if (message.type === 'end') end((data as { run: number }).run)

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { readFile } from 'node:fs/promises'
 import { availableParallelism, totalmem } from 'node:os'
 import { createSandboxRuntimeOn } from '../../src/code-runtime/sandbox-runtime.js'
 import { slicedDelivery, whenAllDrained } from '../../src/code-runtime/sliced-delivery.js'
@@ -13,6 +14,9 @@ import type { SandboxPlatform, SandboxRuntime, SandboxRuntimeOptions, SandboxThr
 
 /** The thread entry, generated next to this file (and copied next to its build). */
 const THREAD_URL = new URL('./_python-thread.mjs', import.meta.url)
+
+/** The metered MicroPython (toolyard/python's, scripts/build-micropython-bounded.mjs): compiled once, sent to every thread at boot. */
+const WASM_URL = new URL('../python/_micropython-bounded.wasm', import.meta.url)
 
 /** A thread's own JavaScript heap: the interpreter's heap is wasm memory, outside it. */
 const THREAD_HEAP_MB = 64
@@ -61,12 +65,14 @@ function spawnPythonThread(): SandboxThread {
   }
 }
 
-const platform: SandboxPlatform = {
+/** The Node Python platform of the shared sandbox core (tests wrap its `spawn` to count threads). */
+export const PYTHON_PLATFORM: SandboxPlatform = {
   factory: 'createSandboxRuntime',
   language: 'python',
   // The prelude is part of the thread's bundle; the boot message carries nothing for it.
   sandboxSource: '',
   spawn: spawnPythonThread,
+  loadWasm: async () => WebAssembly.compile(await readFile(WASM_URL)),
   sharedMemory: true,
   machine: { cores: availableParallelism(), memoryMb: Math.floor(totalmem() / (1024 * 1024)) },
   extraOptions: ['language'],
@@ -83,5 +89,5 @@ const platform: SandboxPlatform = {
  * Validates `options` at once (`INVALID_OPTIONS`).
  */
 export function createPythonSandboxRuntime(options?: SandboxRuntimeOptions & { readonly language?: 'typescript' | 'python' }): SandboxRuntime {
-  return createSandboxRuntimeOn(platform, options)
+  return createSandboxRuntimeOn(PYTHON_PLATFORM, options)
 }

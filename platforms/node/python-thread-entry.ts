@@ -4,9 +4,13 @@
  *
  * @module
  */
+import { readFile } from 'node:fs/promises'
 import { parentPort } from 'node:worker_threads'
-import { loadMicroPython } from '@micropython/micropython-webassembly-pyscript'
+import { loadMicroPython } from '../python/_micropython-bounded.mjs'
 import { hardenRealm, servePythonThread } from '../../engine/python/thread-server.js'
+
+/** The metered wasm, where the source tree and dist/ both keep it (this file is bundled beside its own source). */
+const WASM_URL = new URL('../python/_micropython-bounded.wasm', import.meta.url)
 
 const port = parentPort
 if (port !== null) {
@@ -17,5 +21,8 @@ if (port !== null) {
       onMessage: (listener) => port.on('message', listener),
     },
     loadMicroPython,
+    false,
+    // Only when the host sent none at boot (its own load failed).
+    async () => WebAssembly.compile(await readFile(WASM_URL)),
   )
 }
