@@ -20,8 +20,14 @@
  * result, beside a fresh bare worker (from `new Worker` to its first message, and to its
  * first result).
  *
+ * "Python beside TypeScript" puts `createSandboxRuntime({ language: 'python' })` (MicroPython in
+ * pooled threads) beside the default, interleaved: first run after create, per-call cost, a
+ * `gather` of 10 × 100 ms calls, and a hot loop to a 500 ms budget (where it stopped, the host's
+ * longest stall meanwhile, abort → result, the next run's wait, threads spawned).
+ *
  * Run: `npm run bench:sandbox` (or `npx tsx bench/sandbox.bench.ts`);
- * `BENCH_ONLY=cold-under-load` runs only the last section, `BENCH_ONLY=first-run` only the first-run one, `BENCH_ONLY=stalls` only the 10 MiB and the 100,000-object arguments'.
+ * `BENCH_ONLY=cold-under-load` runs only the last section, `BENCH_ONLY=first-run` only the first-run one, `BENCH_ONLY=stalls` only the 10 MiB and the 100,000-object arguments',
+ * `BENCH_ONLY=python` only Python beside TypeScript.
  */
 import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
@@ -35,7 +41,11 @@ import { QuickJsEngine } from '../engine/quickjs/engine.js'
 import { ADOPT_SLICE_NODES, JsonWireEndpoint } from '../src/code-runtime/json-endpoint.js'
 import { adoptParsedJson } from '../src/json/lossless.js'
 import { SANDBOX_SOURCE } from '../engine/quickjs/_sandbox-source.js'
+import { loadavg } from 'node:os'
 import { createSandboxRuntime } from '../platforms/node/index.js'
+import { PYTHON_PLATFORM } from '../platforms/node/python-sandbox-runtime.js'
+import { createSandboxRuntimeOn } from '../src/code-runtime/sandbox-runtime.js'
+import type { SandboxRuntime, SandboxRuntimeOptions } from '../src/code-runtime/sandbox-runtime.js'
 import { createQuickJsRuntime } from '../platforms/quickjs/index.js'
 import { summarize } from './_stats.js'
 
@@ -206,6 +216,10 @@ async function main(): Promise<void> {
     await firstRun()
     return
   }
+  if (process.env.BENCH_ONLY === 'python') {
+    await pythonBeside()
+    return
+  }
   await firstRun()
   const sandbox = createSandboxRuntime()
   await sandbox.warm()
@@ -250,6 +264,7 @@ async function main(): Promise<void> {
   await hotLoop('QuickJS on the host thread', hotInline, false)
   await hotInline.dispose()
   console.log('  targets for the sandbox: host stall ≤ 20 ms, abort → result ≤ 50 ms')
+  await pythonBeside()
   await oversizedArguments()
   await coldUnderLoad(wasmModule)
 }
@@ -520,6 +535,117 @@ async function oversizedArguments(): Promise<void> {
   console.log(`  ${'floor: the same rows, no call'.padEnd(40)} host stall ${summarize(acceptedFloor).median.toFixed(1).padStart(6)} ms (max ${worst(acceptedFloor)})`)
   console.log(`  ${'baseline: parse + adopt in one turn'.padEnd(40)} host stall ${summarize(oneTurn).median.toFixed(1).padStart(6)} ms (max ${worst(oneTurn)})`)
   console.log(`  ${'baseline: JSON.parse alone, one turn'.padEnd(40)} host stall ${summarize(parseOnly).median.toFixed(1).padStart(6)} ms (max ${worst(parseOnly)}; the endpoint's longest turn before the sliced parse)`)
+}
+
+const LANGUAGES = ['typescript', 'python'] as const
+type Language = (typeof LANGUAGES)[number]
+const PYTHON_RUNS = Number(process.env.BENCH_PYTHON_RUNS ?? 8)
+
+/** The same programs in both languages. */
+const PROGRAMS: Record<Language, { readonly one: string; readonly calls: string; readonly gather: string; readonly hot: string; readonly hotAbort: string }> = {
+  typescript: {
+    one: 'return 1',
+    calls: `let s = 0\nfor (let i = 0; i < ${CALLS}; i++) s = await tools.inc({ i })\nreturn s`,
+    gather: 'const r = await Promise.all(Array.from({ length: 10 }, () => tools.wait({})))\nreturn r.length',
+    hot: 'while (true) {}',
+    hotAbort: 'let n = 0\nwhile (true) n++',
+  },
+  python: {
+    one: 'return 1',
+    calls: `s = 0\nfor i in range(${CALLS}):\n    s = await tools.inc({"i": i})\nreturn s`,
+    gather: 'r = await asyncio.gather(*[tools.wait({}) for _ in range(10)])\nreturn len(r)',
+    hot: 'while True:\n    pass',
+    hotAbort: 'n = 0\nwhile True:\n    n += 1',
+  },
+}
+
+/** A sandbox of `language`; Python's threads are counted as they spawn (a hot loop stopped in place spawns none). */
+function sandboxOf(language: Language, options: SandboxRuntimeOptions, spawns: { count: number }): SandboxRuntime {
+  if (language === 'typescript') return createSandboxRuntime(options)
+  return createSandboxRuntimeOn({ ...PYTHON_PLATFORM, spawn: () => (spawns.count++, PYTHON_PLATFORM.spawn()) }, options)
+}
+
+/** Ms from `run()` to the result of `program`, which must end with `error` kind `expect` (or a value). */
+async function timedRun(runtime: CodeRuntime, program: string, expect?: string, signal?: AbortSignal): Promise<number> {
+  const start = performance.now()
+  const result = await runtime.run({ program, bindings, ...(signal === undefined ? {} : { signal }) })
+  if (result.error?.kind !== expect) throw new Error(`${runtime.language}: ${result.error?.kind ?? 'a value'}: ${result.error?.message ?? ''}`)
+  return performance.now() - start
+}
+
+/**
+ * Python (MicroPython in threads) beside TypeScript (QuickJS in threads), same process, one of
+ * each in turn: first run after create, per-call cost (net of a cold run), `gather` of
+ * 10 × 100 ms, and a hot loop to a 500 ms compute budget: where its result came (p50/p95 past
+ * the budget), the host's longest event-loop stall meanwhile, abort → result mid-loop, and the
+ * next `return 1`'s wait after each stop.
+ */
+async function pythonBeside(): Promise<void> {
+  console.log(`\n  Python beside TypeScript (Node threads; ${PYTHON_RUNS} of each, interleaved; load ${loadavg()[0]!.toFixed(1)} on 2 cores)`)
+  const spawns = { count: 0 }
+  const figures = Object.fromEntries(LANGUAGES.map((l) => [l, { first: [] as number[], call: [] as number[], gather: [] as number[], past: [] as number[], stall: [] as number[], abort: [] as number[], next: [] as number[] }]))
+  for (const language of LANGUAGES) await (async (r) => (await timedRun(r, PROGRAMS[language].one), r.dispose()))(sandboxOf(language, {}, { count: 0 }))
+  for (let i = 0; i < PYTHON_RUNS; i++) {
+    for (const language of LANGUAGES) {
+      const runtime = sandboxOf(language, {}, { count: 0 })
+      const start = performance.now()
+      await timedRun(runtime, PROGRAMS[language].one)
+      figures[language]!.first.push(performance.now() - start)
+      await runtime.dispose()
+    }
+  }
+  const warm = Object.fromEntries(LANGUAGES.map((l) => [l, sandboxOf(l, { computeMs: 30_000 }, { count: 0 })])) as Record<Language, SandboxRuntime>
+  await Promise.all(LANGUAGES.map((l) => warm[l].warm()))
+  for (let i = 0; i < PYTHON_RUNS; i++) {
+    for (const language of LANGUAGES) {
+      const f = figures[language]!
+      const coldMs = await timedRun(warm[language], PROGRAMS[language].one)
+      await sleep(100)
+      f.call.push((Math.max(0, (await timedRun(warm[language], PROGRAMS[language].calls)) - coldMs) * 1000) / CALLS)
+      f.gather.push(await timedRun(warm[language], PROGRAMS[language].gather))
+    }
+  }
+  await Promise.all(LANGUAGES.map((l) => warm[l].dispose()))
+  const budget = 500
+  const hot = Object.fromEntries(LANGUAGES.map((l) => [l, sandboxOf(l, { computeMs: budget, prespawn: 1, maxConcurrentRuns: 1 }, l === 'python' ? spawns : { count: 0 })])) as Record<Language, SandboxRuntime>
+  await Promise.all(LANGUAGES.map((l) => hot[l].warm()))
+  const spawnedBefore = spawns.count
+  for (let i = 0; i < PYTHON_RUNS; i++) {
+    for (const language of LANGUAGES) {
+      const f = figures[language]!
+      // Each hot run after its thread made the next VM in idle time; the next run's wait is its own row.
+      await sleep(300)
+      let ms = 0
+      f.stall.push(await maxStall(async () => (ms = await timedRun(hot[language], PROGRAMS[language].hot, 'timeout'))))
+      f.past.push(ms - budget)
+      f.next.push(await timedRun(hot[language], PROGRAMS[language].one))
+      await sleep(300)
+      const controller = new AbortController()
+      const pending = timedRun(hot[language], PROGRAMS[language].hotAbort, 'abort', controller.signal)
+      await sleep(150)
+      const abortedAt = performance.now()
+      controller.abort()
+      await pending
+      f.abort.push(performance.now() - abortedAt)
+      await timedRun(hot[language], PROGRAMS[language].one)
+    }
+  }
+  await Promise.all(LANGUAGES.map((l) => hot[l].dispose()))
+  const ms = (xs: number[], unit = 'ms', digits = 1) => {
+    const s = summarize(xs)
+    return `${s.median.toFixed(digits)} / ${s.p95.toFixed(digits)} ${unit}`.padStart(22)
+  }
+  console.log(`  ${'measure (p50 / p95)'.padEnd(52)} ${'TypeScript'.padStart(22)} ${'Python'.padStart(22)}`)
+  const row = (name: string, pick: (f: (typeof figures)[string]) => number[], unit = 'ms', digits = 1) =>
+    console.log(`  ${name.padEnd(52)} ${ms(pick(figures.typescript!), unit, digits)} ${ms(pick(figures.python!), unit, digits)}`)
+  row('first run after create (fresh runtime → `return 1`)', (f) => f.first)
+  row(`per call (${CALLS} sequential, net of a cold run)`, (f) => f.call, 'µs', 0)
+  row('gather / Promise.all of 10 × 100 ms calls', (f) => f.gather)
+  row(`hot loop, ${budget} ms budget: result past the budget`, (f) => f.past)
+  row("hot loop: the host's longest event-loop stall", (f) => f.stall)
+  row('hot loop aborted mid-loop: abort → result', (f) => f.abort)
+  row('the next `return 1` after a stopped hot loop', (f) => f.next)
+  console.log(`  Python threads spawned by ${PYTHON_RUNS * 2} stopped hot loops: ${spawns.count - spawnedBefore} (0: each thread stopped its loop in place and served the next run)`)
 }
 
 await main()
