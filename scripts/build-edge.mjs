@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Bundles the Cloudflare Worker (platforms/edge/worker.ts) for workerd into dist/edge/:
-// worker.js plus quickjs.wasm beside it, imported as a module (workerd refuses to compile
-// wasm from bytes). `wrangler deploy` does its own bundling from wrangler.toml; this build
+// worker.js plus quickjs.wasm and micropython.wasm (toolyard/python's metered build) beside
+// it, each imported as a module (workerd refuses to compile wasm from bytes). `wrangler deploy` does its own bundling from wrangler.toml; this build
 // is what the Miniflare tests and the edge bench run, and what any other workerd host
 // (a plain workerd config, `wrangler deploy --no-bundle`) can take as is.
 //
@@ -9,7 +9,7 @@
 //
 // The recipe: platform neutral with the workerd conditions (quickjs-emscripten picks its
 // Cloudflare build), ESM, the wasm left as an external module import next to the bundle.
-import { copyFileSync, mkdirSync, rmSync } from 'node:fs'
+import { copyFileSync, mkdirSync, rmSync, statSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -19,9 +19,11 @@ import { build } from 'esbuild'
 const root = fileURLToPath(new URL('..', import.meta.url))
 const require = createRequire(import.meta.url)
 
-/** The package's wasm export and the file name the bundle imports it under. */
-const WASM_SPECIFIER = /^@jitl\/quickjs-wasmfile-release-sync\/wasm$/
-const WASM_FILE = 'quickjs.wasm'
+/** Each wasm the bundle may import: its specifier, the file name beside the bundle, and where that file comes from. */
+const WASMS = [
+  { specifier: /^@jitl\/quickjs-wasmfile-release-sync\/wasm$/, file: 'quickjs.wasm', source: () => require.resolve('@jitl/quickjs-wasmfile-release-sync/wasm') },
+  { specifier: /_micropython-bounded\.wasm$/, file: 'micropython.wasm', source: () => join(root, 'platforms/python/_micropython-bounded.wasm') },
+]
 
 const { values } = parseArgs({
   options: {
@@ -52,17 +54,19 @@ const result = await build({
   external: ['*.wasm'],
   plugins: [
     {
-      name: 'quickjs-wasm-module',
+      name: 'wasm-modules',
       setup(pluginBuild) {
-        // The package exposes its wasm without a .wasm suffix; point the import at the copy
-        // beside the bundle, which the host loads as a CompiledWasm module.
-        pluginBuild.onResolve({ filter: WASM_SPECIFIER }, () => ({ path: `./${WASM_FILE}`, external: true }))
+        // Each import points at a copy beside the bundle, which the host loads as a CompiledWasm
+        // module (QuickJS's package exposes its wasm without a .wasm suffix).
+        for (const wasm of WASMS) pluginBuild.onResolve({ filter: wasm.specifier }, () => ({ path: `./${wasm.file}`, external: true }))
       },
     },
   ],
 })
 
-copyFileSync(require.resolve('@jitl/quickjs-wasmfile-release-sync/wasm'), join(outdir, WASM_FILE))
+const imported = new Set(Object.values(result.metafile.outputs).flatMap((output) => output.imports.map((entry) => entry.path)))
+const copied = WASMS.filter((wasm) => imported.has(`./${wasm.file}`))
+for (const wasm of copied) copyFileSync(wasm.source(), join(outdir, wasm.file))
 
 // workerd has no Node built-ins unless nodejs_compat is on: fail the build if one slipped in.
 const nodeImports = Object.values(result.metafile.outputs)
@@ -75,4 +79,5 @@ if (nodeImports.length > 0) {
 }
 
 const bytes = Object.entries(result.metafile.outputs).find(([file]) => file.endsWith('worker.js'))?.[1].bytes ?? 0
-console.log(`build-edge: ${values.entry} → ${join(outdir, 'worker.js')} (${(bytes / 1024).toFixed(0)} KiB) + ${WASM_FILE}`)
+const sizes = copied.map((wasm) => `${wasm.file} (${(statSync(join(outdir, wasm.file)).size / 1024).toFixed(0)} KiB)`)
+console.log(`build-edge: ${values.entry} → ${join(outdir, 'worker.js')} (${(bytes / 1024).toFixed(0)} KiB)${sizes.map((s) => ` + ${s}`).join('')}`)

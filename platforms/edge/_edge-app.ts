@@ -5,11 +5,15 @@
  * @module
  */
 import { metrics, trace } from '@opentelemetry/api'
+import quickJsWasm from '@jitl/quickjs-wasmfile-release-sync/wasm'
 import { ToolError } from '../../src/errors.js'
 import { SANDBOX_DEFAULT_LIMITS } from '../../src/code-runtime/sandbox-runtime.js'
 import { bearerToken, timingSafeEqualText } from '../../src/http/index.js'
 import type { Role, TokenOptions, ToolsAppOptions } from '../../src/http/index.js'
 import type { ToolTelemetryOptions } from '../../src/telemetry/index.js'
+import pythonWasm from '../python/_micropython-bounded.wasm'
+import { createPythonRuntime, type PythonCodeRuntime } from '../python/index.js'
+import { createQuickJsRuntime, type QuickJsCodeRuntime } from '../quickjs/index.js'
 
 /** A Durable Object stub: the Worker and the objects talk to each other over `fetch`. */
 export interface DurableObjectStubLike {
@@ -64,6 +68,23 @@ export function edgeTelemetry(): ToolTelemetryOptions {
  * (docs/deployment.md).
  */
 export const EDGE_CODE_LIMITS = { computeMs: SANDBOX_DEFAULT_LIMITS.computeMs, maxWallMs: SANDBOX_DEFAULT_LIMITS.maxWallMs, memoryMb: 32 } as const
+
+/** The code runtimes of an edge tools runtime: `codeRuntime` and `codeRuntimes` of `createToolRuntime`. */
+export interface EdgeCodeRuntimes {
+  /** TypeScript on QuickJS inline: the language the model is shown. */
+  readonly codeRuntime: QuickJsCodeRuntime
+  /** Python on the metered MicroPython inline: programs sent with `"language": "python"`. */
+  readonly codeRuntimes: readonly [PythonCodeRuntime]
+}
+
+/**
+ * The Worker's and each run object's code runtimes, both inline with {@link EDGE_CODE_LIMITS}
+ * and their wasm imported as modules (workerd compiles wasm only from modules).
+ */
+export function createEdgeCodeRuntimes(): EdgeCodeRuntimes {
+  const codeRuntime = createQuickJsRuntime({ wasmModule: quickJsWasm, ...EDGE_CODE_LIMITS })
+  return { codeRuntime, codeRuntimes: [createPythonRuntime({ wasmModule: pythonWasm, ...EDGE_CODE_LIMITS })] }
+}
 
 /**
  * How often a call waiting in the Worker's isolate (`POST /v1/run`) reads the index for a

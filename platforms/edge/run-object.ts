@@ -4,7 +4,6 @@
  *
  * @module
  */
-import wasmModule from '@jitl/quickjs-wasmfile-release-sync/wasm'
 import type { Hono } from 'hono'
 import { askBeforeWriting } from '../../demo/tools/approval-gate.js'
 import { SEED_FILES, createShopData, createShopTools, createWorkspace, createWorkspaceTools, type Workspace } from '../../demo/tools/index.js'
@@ -17,9 +16,8 @@ import type { RunRecordStore } from '../../src/durable/run-table.js'
 import { createToolRuntime } from '../../src/registry/index.js'
 import type { ToolRuntime } from '../../src/runtime-types.js'
 import type { AnyToolDefinition } from '../../src/types.js'
-import { createQuickJsRuntime } from '../quickjs/index.js'
 import { createDurableObjectStore, type DurableObjectStorageLike } from './durable-object-store.js'
-import { approvalTimeoutOption, buildEdgeApp, EDGE_CODE_LIMITS, edgeTelemetry, RUN_ID, RUN_OBJECT_APPROVAL_POLL_MS, type EdgeEnv } from './_edge-app.js'
+import { approvalTimeoutOption, buildEdgeApp, createEdgeCodeRuntimes, EDGE_CODE_LIMITS, edgeTelemetry, RUN_ID, RUN_OBJECT_APPROVAL_POLL_MS, type EdgeEnv } from './_edge-app.js'
 import { createIndexStore, createRunIndexStore } from './run-index.js'
 
 /** The header carrying the run's public id from the Worker to its object (the Worker drops any a client sent). */
@@ -246,10 +244,9 @@ export class ToolyardRun {
     const saved = (await storage.get([WORKSPACE_KEY])).get(WORKSPACE_KEY)
     const workspace = createWorkspace(typeof saved === 'string' ? readWorkspace(saved) : SEED_FILES)
     const approvals = { store: createRunIndexStore(index, storage), pollIntervalMs: RUN_OBJECT_APPROVAL_POLL_MS, ...approvalTimeoutOption(this.#env) }
-    const codeRuntime = createQuickJsRuntime({ wasmModule, ...EDGE_CODE_LIMITS })
     // No resume loop: the object resumes its one run as it is built, below. Its parked record
     // keeps the run span's trace context, so a restarted object resumes it in the same trace.
-    const runtime = createToolRuntime({ mode: 'both', codeRuntime, approvals, store, runs: { resumeEveryMs: 0 }, telemetry: edgeTelemetry() })
+    const runtime = createToolRuntime({ mode: 'both', ...createEdgeCodeRuntimes(), approvals, store, runs: { resumeEveryMs: 0 }, telemetry: edgeTelemetry() })
     const broker = runtime.approvals!
     for (const tool of demoTools(workspace, storage)) runtime.register(tool)
     askBeforeWriting(runtime)

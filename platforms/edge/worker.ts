@@ -1,19 +1,16 @@
 /**
- * The Cloudflare Worker entry: the `npm start` registry and HTTP API with Code Mode on
- * QuickJS wasm, durable runs through `RUNS` and `RUN_INDEX` (docs/deployment.md).
- *
+ * The Cloudflare Worker entry: the `npm start` registry and HTTP API, Code Mode on QuickJS
+ * (TypeScript) and MicroPython (Python), durable runs through `RUNS` (docs/deployment.md).
  * @module
  */
 import type { ExecutionContext } from 'hono'
-import wasmModule from '@jitl/quickjs-wasmfile-release-sync/wasm'
 import { askBeforeWriting } from '../../demo/tools/approval-gate.js'
 import { registerDemoTools } from '../../demo/tools/index.js'
 import { runOfOpenApproval } from '../../src/approvals/index.js'
 import { runKeySegment } from '../../src/durable/runs.js'
 import { createToolsApp } from '../../src/http/index.js'
 import { createToolRuntime } from '../../src/registry/index.js'
-import { createQuickJsRuntime, type QuickJsCodeRuntime } from '../quickjs/index.js'
-import { approvalTimeoutOption, buildEdgeApp, configKey, EDGE_APPROVAL_POLL_MS, edgeTelemetry, EDGE_CODE_LIMITS, RUN_ID, tokenRoles, type DurableObjectNamespaceLike, type EdgeEnv } from './_edge-app.js'
+import { approvalTimeoutOption, buildEdgeApp, configKey, createEdgeCodeRuntimes, EDGE_APPROVAL_POLL_MS, edgeTelemetry, RUN_ID, tokenRoles, type DurableObjectNamespaceLike, type EdgeCodeRuntimes, type EdgeEnv } from './_edge-app.js'
 import { createIndexStore } from './run-index.js'
 import { OWNER_PREFIX, RUN_ID_HEADER } from './run-object.js'
 
@@ -24,12 +21,13 @@ export { ToolyardRunIndex } from './run-index.js'
 type App = ReturnType<typeof createToolsApp>
 
 /** One app per isolate and configuration: the registry is built once and reused across requests. */
-let cached: { readonly key: string; readonly app: App; readonly sandbox: QuickJsCodeRuntime } | undefined
+let cached: { readonly key: string; readonly app: App; readonly code: EdgeCodeRuntimes } | undefined
 
-function build(env: EdgeEnv, sandbox: QuickJsCodeRuntime): App {
+function build(env: EdgeEnv, code: EdgeCodeRuntimes): App {
   // With the index bound, approvals live there: any isolate lists and decides them.
   const approvals = env.RUN_INDEX === undefined ? undefined : { store: createIndexStore(env.RUN_INDEX), pollIntervalMs: EDGE_APPROVAL_POLL_MS, ...approvalTimeoutOption(env) }
-  const runtime = createToolRuntime({ mode: 'both', codeRuntime: sandbox, telemetry: edgeTelemetry(), ...(approvals === undefined ? {} : { approvals }) })
+  // TypeScript is the model's language; `"language": "python"` runs on the Python runtime.
+  const runtime = createToolRuntime({ mode: 'both', ...code, telemetry: edgeTelemetry(), ...(approvals === undefined ? {} : { approvals }) })
   registerDemoTools(runtime)
   if (approvals !== undefined) askBeforeWriting(runtime)
   // The MCP endpoint (Streamable HTTP, same tokens and origins) lives beside the API at `/mcp`.
@@ -44,8 +42,8 @@ function agentFromQuery(request: Request): string | undefined {
 function appFor(env: EdgeEnv): NonNullable<typeof cached> {
   const key = configKey(env)
   if (cached?.key !== key) {
-    const sandbox = createQuickJsRuntime({ wasmModule, ...EDGE_CODE_LIMITS })
-    cached = { key, app: build(env, sandbox), sandbox }
+    const code = createEdgeCodeRuntimes()
+    cached = { key, app: build(env, code), code }
   }
   return cached
 }
@@ -105,10 +103,11 @@ export default {
     env ??= {}
     const run = await objectOf(request, env)
     if (run !== undefined) return toRunObject(env.RUNS!, run, request)
-    const { app, sandbox } = appFor(env)
+    const { app, code } = appFor(env)
     // workerd drops a request's timers once it answers, so the next run's QuickJS sandbox
     // is built here, after the response, for requests that may run code (≈1 ms cold runs).
-    if (request.method === 'POST') executionContext.waitUntil(sandbox.warm())
+    // Python's `warm()` only waits for an interpreter already being built (none kept idle: 32 MB each).
+    if (request.method === 'POST') executionContext.waitUntil(Promise.all([code.codeRuntime.warm(), code.codeRuntimes[0].warm()]))
     return app.fetch(request, env, executionContext)
   },
 }

@@ -42,10 +42,11 @@ async function loadDefaultWasm(): Promise<WebAssembly.Module> {
   // Resolved here, not at import: a bundle may have no `import.meta.url` (it must pass `wasmModule`).
   const WASM_URL = new URL('./_micropython-bounded.wasm', import.meta.url)
   if (WASM_URL.protocol === 'file:') {
-    // A specifier bundlers leave alone: only hosts with files reach this line.
-    const fs = 'node:fs/promises'
-    const { readFile } = (await import(/* @vite-ignore */ fs)) as { readFile(url: URL): Promise<Uint8Array<ArrayBuffer>> }
-    return WebAssembly.compile(await readFile(WASM_URL))
+    // Not an `import()`: no bundler resolves it, and no edge module walker meets a computed one. Only hosts with files reach this line.
+    const host = (globalThis as { process?: { getBuiltinModule?(id: string): unknown } }).process
+    const fs = host?.getBuiltinModule?.('node:fs/promises') as { readFile(url: URL): Promise<Uint8Array<ArrayBuffer>> } | undefined
+    if (fs === undefined) throw new Error(`createPythonRuntime: this host cannot read ${WASM_URL.href}: pass options.wasmModule`)
+    return WebAssembly.compile(await fs.readFile(WASM_URL))
   }
   return WebAssembly.compileStreaming(fetch(WASM_URL))
 }

@@ -377,6 +377,62 @@ return customers.map((c) => c.id).join(',')
     })
   })
 
+  describe('run_code on MicroPython in workerd ("language": "python")', () => {
+    type RunResult = { isError: boolean; value?: { result: unknown; logs: string[] }; error?: { message: string; info?: { code?: string } } }
+    const runPython = async (code: string): Promise<RunResult> => {
+      const response = await post('/v1/run', { code, description: 'python at the edge', language: 'python' })
+      expect(response.status).toBe(200)
+      return (await response.json()) as RunResult
+    }
+
+    it('runs a Python program over the demo tools: print as logs, return as the value, gather overlapping calls', async () => {
+      const result = await runPython('import asyncio\ncs = await asyncio.gather(*[tools.get_customer({"id": i}) for i in ["C001", "C002"]])\nprint("fetched", len(cs))\nreturn ",".join([c["id"] for c in cs])')
+      expect(result).toMatchObject({ isError: false, value: { result: 'C001,C002', logs: ['fetched 2'] } })
+    })
+
+    it('raises a failed call as ToolCallError (tool_name, code); uncaught, the run fails with CODE_RUN_FAILED', async () => {
+      const caught = await runPython('try:\n    await tools.get_customer({"id": "nobody"})\nexcept ToolCallError as e:\n    return [e.tool_name, e.code]')
+      expect(caught.isError).toBe(false)
+      expect((caught.value!.result as string[])[0]).toBe('get_customer')
+      expect(typeof (caught.value!.result as string[])[1]).toBe('string')
+      const uncaught = await runPython('await tools.get_customer({"id": "nobody"})')
+      expect(uncaught.isError).toBe(true)
+      expect(uncaught.error?.info?.code).toBe('CODE_RUN_FAILED')
+      expect(uncaught.error?.message).toContain('ToolCallError')
+    })
+
+    it('ends a hot `while True: pass` at its compute budget (5 s), and the isolate serves the next request', async () => {
+      const started = Date.now()
+      const hot = await runPython('while True:\n    pass')
+      expect(hot.isError).toBe(true)
+      expect(hot.error?.info?.code).toBe('CODE_RUN_FAILED')
+      expect(hot.error?.message).toContain('compute budget of 5000 ms exhausted')
+      // Steps decide where the clock stands still, so it may end before 5 s of wall time; never long after.
+      expect(Date.now() - started).toBeLessThan(30_000)
+      expect(await runPython('return 6 * 7')).toMatchObject({ isError: false, value: { result: 42 } })
+      expect((await post('/v1/run', { code: 'return 6 * 7', description: 'typescript after python' })).status).toBe(200)
+    })
+
+    it('refuses a language the Worker does not run with 400 INVALID_REQUEST, naming both it runs', async () => {
+      const response = await post('/v1/run', { code: 'return 1', description: 'd', language: 'cobol' })
+      expect(response.status).toBe(400)
+      const error = await errorOf(response)
+      expect(error.code).toBe('INVALID_REQUEST')
+      expect(error.message).toBe('language "cobol" is not run here: this server runs programs in typescript and python')
+    })
+
+    it("offers run_code's language choice over MCP: typescript and python", async () => {
+      const response = await call('/mcp', {
+        method: 'POST',
+        headers: { ...jsonAuth, Accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+      })
+      const list = (await response.json()) as { result: { tools: { name: string; inputSchema: { properties?: Record<string, { enum?: string[] }> } }[] } }
+      const runCode = list.result.tools.find((t) => t.name === 'run_code')!
+      expect(runCode.inputSchema.properties?.language?.enum).toEqual(['typescript', 'python'])
+    })
+  })
+
   describe('MCP at /mcp (Streamable HTTP, JSON-RPC)', () => {
     const rpc = (body: unknown, headers: Record<string, string> = jsonAuth, worker?: string) => {
       const init = {

@@ -41,6 +41,17 @@ const readme = text(await tools.read_file({ path: 'README.md' }))
 return { edits: readme.split('[edited]').length - 1, notes: text(await tools.read_file({ path: 'notes/run.txt' })) }
 `
 
+/** {@link TWO_ASKS} in Python (`"language": "python"`). */
+const TWO_ASKS_PYTHON = `
+def text(f):
+    return '\\n'.join([line['text'] for line in f['lines']])
+first = (await tools.read_file({'path': 'README.md'}))['lines'][0]['text']
+await tools.edit_file({'path': 'README.md', 'oldText': first, 'newText': '[edited] ' + first})
+await tools.write_file({'path': 'notes/run.txt', 'content': 'written once'})
+readme = text(await tools.read_file({'path': 'README.md'}))
+return {'edits': len(readme.split('[edited]')) - 1, 'notes': text(await tools.read_file({'path': 'notes/run.txt'}))}
+`
+
 describe('durable runs in Durable Objects (built Worker, Miniflare, persisted storage)', () => {
   let dir: string
   let persist: string
@@ -64,8 +75,8 @@ describe('durable runs in Durable Objects (built Worker, Miniflare, persisted st
     return instance
   }
   const call = (path: string, init: RequestInit = {}) => mf!.dispatchFetch(`${BASE}${path}`, init as never) as unknown as Promise<Response>
-  const startRun = async (code: string): Promise<string> => {
-    const response = await call('/v1/runs', { method: 'POST', headers: jsonAuth, body: JSON.stringify({ code, description: 'edge durable' }) })
+  const startRun = async (code: string, language?: 'python'): Promise<string> => {
+    const response = await call('/v1/runs', { method: 'POST', headers: jsonAuth, body: JSON.stringify({ code, description: 'edge durable', ...(language === undefined ? {} : { language }) }) })
     expect(response.status).toBe(202)
     const body = (await response.json()) as { id: string; status: string }
     expect(response.headers.get('Location')).toBe(`/v1/runs/${body.id}`)
@@ -192,6 +203,25 @@ describe('durable runs in Durable Objects (built Worker, Miniflare, persisted st
     const text = await events.text()
     expect(text).toContain('"resumed":true')
     expect(text).toContain('event: end')
+  })
+
+  it('a Python run parked across a restart of workerd is resumed by its object in a fresh interpreter: same value, its completed call ran once', async () => {
+    const id = await startRun(TWO_ASKS_PYTHON, 'python')
+    await answer(id, 'edit_file')
+    const waiting = await until(id, (body) => body.status === 'waiting' && (body.approvals as Approval[]).some((a) => a.name === 'write_file'))
+    const callId = waiting.callId as string
+    const stored = async () => (await call(`/v1/runs/${id}`, { headers: auth })).headers.get('X-Toolyard-Run-State') === 'stored'
+    for (const deadline = Date.now() + 30_000; Date.now() < deadline && !(await stored()); ) await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(await stored()).toBe(true)
+    await mf!.dispose()
+    mf = await start()
+    const listed = await approvalsOf(callId)
+    expect(listed.map((a) => a.name)).toEqual(['write_file'])
+    expect((await decide(listed[0]!.id, 'allow')).status).toBe(200)
+    const done = await ended(id)
+    expect(done).toMatchObject({ id, status: 'done', result: { isError: false, value: { result: { edits: 1, notes: 'written once' } } } })
+    const text = await (await call(`/v1/runs/${id}/events`, { headers: auth })).text()
+    expect(text).toContain('"resumed":true')
   })
 
   it('a run whose object stopped before it ever parked is reported failed (INTERRUPTED) by the next instance, not running forever', async () => {

@@ -101,7 +101,7 @@ describe('telemetry of a durable run resumed by a restarted Durable Object (buil
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'toolyard-edge-telemetry-'))
-    // The production Worker's build puts quickjs.wasm beside it; the test entry wraps that
+    // The production Worker's build puts quickjs.wasm and micropython.wasm beside it; the test entry wraps that
     // Worker. Bundled for the browser platform: the SDK packages pick their browser files
     // through package.json's `browser` map, which esbuild reads only there.
     execFileSync(process.execPath, ['scripts/build-edge.mjs', '--outdir', dir], { cwd: root, stdio: 'pipe' })
@@ -116,7 +116,15 @@ describe('telemetry of a durable run resumed by a restarted Durable Object (buil
       target: 'es2022',
       logLevel: 'warning',
       external: ['*.wasm'],
-      plugins: [{ name: 'quickjs-wasm-module', setup: (b) => void b.onResolve({ filter: /^@jitl\/quickjs-wasmfile-release-sync\/wasm$/ }, () => ({ path: './quickjs.wasm', external: true })) }],
+      plugins: [
+        {
+          name: 'wasm-modules',
+          setup: (b) => {
+            b.onResolve({ filter: /^@jitl\/quickjs-wasmfile-release-sync\/wasm$/ }, () => ({ path: './quickjs.wasm', external: true }))
+            b.onResolve({ filter: /_micropython-bounded\.wasm$/ }, () => ({ path: './micropython.wasm', external: true }))
+          },
+        },
+      ],
     })
     mf = await start()
   }, 180_000)

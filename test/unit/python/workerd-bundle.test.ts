@@ -36,7 +36,7 @@ describe('toolyard/python in workerd (Miniflare, built bundle)', () => {
     })
     copyFileSync(join(root, 'platforms/python/_micropython-bounded.wasm'), join(dir, 'micropython.wasm'))
     mf = new Miniflare({
-      // Listed, not walked: the loader's Node-only `import()`s have computed specifiers, which the walker refuses.
+      // Listed: the bundle imports the wasm as ./micropython.wasm, the one module beside it.
       modules: [
         { type: 'ESModule', path: join(dir, 'worker.js') },
         { type: 'CompiledWasm', path: join(dir, 'micropython.wasm') },
