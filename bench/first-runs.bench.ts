@@ -41,7 +41,7 @@ function baselineThread(ref: string): URL {
 }
 
 /** Ms from create to run 1's result, then from each next run's submission to its result. */
-async function firstRuns(contender: Contender, options: SandboxRuntimeOptions): Promise<number[]> {
+async function firstRuns(contender: Contender, options: SandboxRuntimeOptions, idleMs = 0): Promise<number[]> {
   const start = performance.now()
   const runtime = createSandboxRuntimeOn(nodeSandboxPlatform(contender.thread), options)
   const times: number[] = []
@@ -52,6 +52,10 @@ async function firstRuns(contender: Contender, options: SandboxRuntimeOptions): 
     if (result.value !== 1) throw new Error(`${contender.name}: ${JSON.stringify(result)}`)
     times.push(now - from)
     from = now
+  }
+  if (idleMs > 0) {
+    await new Promise((resolve) => setTimeout(resolve, idleMs))
+    await runtime.run({ program: 'return 1', bindings: [] })
   }
   await runtime.dispose()
   return times
@@ -72,8 +76,12 @@ const SHAPES: readonly (readonly [string, SandboxRuntimeOptions])[] = [
 const shapes = SHAPES.filter(([name]) => process.env.BENCH_SHAPE === undefined || name === process.env.BENCH_SHAPE)
 
 console.log(`load before: ${loadavg().map((x) => x.toFixed(2)).join(' ')}`)
-// Untimed: the process compiles the wasm module once; each contender's bundle loads once.
-for (const contender of contenders) await firstRuns(contender, {})
+// Once each, apart: the process compiles the wasm module once, and the runtime's idle thread takes
+// the memory image the process's later threads start from (the wasm and the image, once a process).
+for (const contender of contenders) {
+  const [first] = await firstRuns(contender, {}, 1_500)
+  console.log(`  ${contender.name}: the process's first runtime, create → run 1: ${first!.toFixed(1)} ms`)
+}
 const samples = new Map<string, number[][]>()
 for (let i = 0; i < FRESH; i++) {
   for (const [shape, options] of shapes) {

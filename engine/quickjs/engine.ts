@@ -327,18 +327,21 @@ export interface QuickJsEngineOptions {
    */
   readonly inPlace?: boolean
   /**
-   * `false`: a boot takes the image only on an instance {@link QuickJsEngine.scanInSteps}
-   * scanned (by default the second boot of a size also does, scanning a fresh memory whole:
-   * tens of ms), so no build waits for a scan.
+   * `false`: no build reads memory its VM never touched, which costs far more than reading it
+   * again: only {@link QuickJsEngine.scanInSteps} takes the image (by default the second boot of a
+   * size does), and only instances read whole are reset in place.
    */
   readonly imageInBuild?: boolean
+  /** Called with each image this engine takes (another engine of the same wasm and script may adopt it). */
+  readonly onImage?: (memoryMb: number, image: QuickJsImage) => void
 }
 
 /**
  * What a sandbox restored from an image needs besides the memory's bytes: the booted
  * VM's pointers (they are the same in every copy) and what it posted while booting.
+ * Plain data: it can be posted to another thread.
  */
-interface SandboxImage {
+export interface QuickJsImage {
   readonly memory: MemoryImage
   readonly rt: JSRuntimePointer
   readonly ctx: JSContextPointer
@@ -380,7 +383,7 @@ export class QuickJsEngine {
   #learned: WebAssembly.Module | undefined
   #learning = false
   /** One image per memory size (the size is part of what the booted VM holds: its allocator limit). */
-  readonly #images = new Map<number, SandboxImage>()
+  readonly #images = new Map<number, QuickJsImage>()
   /** Boots so far, per memory size: the first is never imaged (see {@link build}). */
   readonly #boots = new Map<number, number>()
   /** Sizes whose image could not be taken or restored: every build of them boots, and none scans the memory again. */
@@ -389,8 +392,8 @@ export class QuickJsEngine {
   readonly #spares = new Map<number, Instantiated>()
   /** Sizes whose fresh instance {@link scanInSteps} is scanning now. */
   readonly #scanning = new Set<number>()
-  /** Per memory size, a fresh instance {@link scanInSteps} scanned: the next boot takes it, and the image. */
-  readonly #scanned = new Map<number, { readonly instance: Instantiated; readonly fresh: Uint8Array }>()
+  /** Per memory size, the VM {@link scanInSteps} made on the instance it scanned: the next build's. */
+  readonly #prebuilt = new Map<number, QuickJsSandbox>()
 
   constructor(options: QuickJsEngineOptions) {
     this.#options = options
@@ -457,6 +460,9 @@ export class QuickJsEngine {
    */
   async build(memoryMb: number): Promise<QuickJsSandbox> {
     const parts = await this.#loadParts()
+    const prebuilt = this.#prebuilt.get(memoryMb)
+    this.#prebuilt.delete(memoryMb)
+    if (prebuilt !== undefined) return prebuilt
     const image = this.#images.get(memoryMb)
     if (image !== undefined) {
       const spare = this.#spares.get(memoryMb)
@@ -466,9 +472,8 @@ export class QuickJsEngine {
       try {
         if (reused) resetMemoryToImage(instance.memory, image.memory)
         const sandbox = restoreSandbox(instance, new parts.Ffi(instance.emscripten), image, !reused)
-        sandbox.recycle = () => {
-          if (this.#options.inPlace !== false) this.#spares.set(memoryMb, instance)
-        }
+        // Without imageInBuild, only instances read whole are reset: a fresh one's first reset would touch every page.
+        if (reused || this.#options.imageInBuild !== false) this.#recycles(sandbox, memoryMb, instance)
         return sandbox
       } catch {
         // Never seen: the image does not fit this library. Booting is slower, still correct.
@@ -476,13 +481,15 @@ export class QuickJsEngine {
         this.#unimageable.add(memoryMb)
       }
     }
-    const scanned = this.#scanned.get(memoryMb)
-    this.#scanned.delete(memoryMb)
-    const instance = scanned?.instance ?? (await this.#instantiate(parts, memoryMb, INITIAL_PAGES))
+    const instance = await this.#instantiate(parts, memoryMb, INITIAL_PAGES)
     const boots = (this.#boots.get(memoryMb) ?? 0) + 1
     this.#boots.set(memoryMb, boots)
-    const imaging = this.#imageable(memoryMb) && (scanned !== undefined || (this.#options.imageInBuild !== false && boots >= 2))
-    const fresh = imaging ? (scanned?.fresh ?? nonZeroChunks(instance.memory)) : undefined
+    const imaging = this.#imageable(memoryMb) && this.#options.imageInBuild !== false && boots >= 2
+    return this.#boot(parts, memoryMb, instance, imaging ? nonZeroChunks(instance.memory) : undefined)
+  }
+
+  /** Boots a VM on `instance`; given the instance's `fresh` chunks, also takes its image. */
+  #boot(parts: EngineParts, memoryMb: number, instance: Instantiated, fresh: Uint8Array | undefined): QuickJsSandbox {
     const quickjs = new QuickJSWASMModule(instance.emscripten, new parts.Ffi(instance.emscripten))
     const sandbox = installSandbox(quickjs.newRuntime(), memoryMb, this.#options.sandboxSource)
     if (fresh !== undefined) {
@@ -490,15 +497,27 @@ export class QuickJsEngine {
       if (taken === undefined) this.#unimageable.add(memoryMb)
       else {
         this.#images.set(memoryMb, taken)
-        // Read whole by the scan: its resets in place never touch a page for the first time.
-        if (scanned !== undefined) {
-          sandbox.recycle = () => {
-            if (this.#options.inPlace !== false) this.#spares.set(memoryMb, instance)
-          }
-        }
+        this.#options.onImage?.(memoryMb, taken)
       }
     }
     return sandbox
+  }
+
+  #recycles(sandbox: QuickJsSandbox, memoryMb: number, instance: Instantiated): void {
+    sandbox.recycle = () => {
+      if (this.#options.inPlace !== false) this.#spares.set(memoryMb, instance)
+    }
+  }
+
+
+  /**
+   * Takes `image` (from {@link QuickJsEngineOptions.onImage} of an engine with the same wasm
+   * module and script) as this engine's image of `memoryMb` MiB VMs, unless it has one: its
+   * builds restore instead of booting. One that does not fit is given up at the first build,
+   * which boots.
+   */
+  adoptImage(memoryMb: number, image: QuickJsImage): void {
+    if (this.#imageable(memoryMb)) this.#images.set(memoryMb, image)
   }
 
   #imageable(memoryMb: number): boolean {
@@ -506,15 +525,15 @@ export class QuickJsEngine {
   }
 
   /**
-   * Gets the next boot of `memoryMb` MiB ready to take the image at little cost: a fresh
-   * instance made and its memory scanned in steps of about `stepMs`, awaiting `pause()`
-   * before each. The first read of a page costs far more than a scan (~14 µs a 4 KiB page
-   * here: ~57 ms for 16 MiB never touched), which no build should wait for; the boot that
-   * then takes this instance scans it again with every page already read (~3 ms), takes the
-   * image, and leaves an instance whose resets in place never touch a page for the first time.
+   * Makes the next build's VM of `memoryMb` MiB in steps of about `stepMs`, awaiting `pause()`
+   * before each, and takes the image: a fresh instance's memory scanned in steps (the first read
+   * of a page costs far more than a scan: ~14 µs a 4 KiB page here, ~57 ms for 16 MiB never
+   * touched, which no build should wait for), then a VM booted on it whose image is taken with
+   * every page already read (~3 ms); with an image already, restored on it. Its instance is then
+   * reset in place for later VMs, never touching a page for the first time.
    */
   async scanInSteps(memoryMb: number, pause: () => Promise<void>, stepMs = 2): Promise<void> {
-    if (!this.#imageable(memoryMb) || this.#scanned.has(memoryMb) || this.#scanning.has(memoryMb)) return
+    if (this.#options.images === false || this.#unimageable.has(memoryMb) || this.#spares.has(memoryMb) || this.#prebuilt.has(memoryMb) || this.#scanning.has(memoryMb)) return
     this.#scanning.add(memoryMb)
     try {
       await pause()
@@ -530,7 +549,13 @@ export class QuickJsEngine {
           from = to
         }
       }
-      if (!this.#images.has(memoryMb)) this.#scanned.set(memoryMb, { instance, fresh })
+      await pause()
+      const image = this.#images.get(memoryMb)
+      const parts = await this.#loadParts()
+      // The image's boot (or, with an image, its restore) on the scanned instance: a VM ready for the next build.
+      const sandbox = image === undefined ? this.#boot(parts, memoryMb, instance, fresh) : restoreSandbox(instance, new parts.Ffi(instance.emscripten), image, true)
+      if (this.#images.has(memoryMb)) this.#recycles(sandbox, memoryMb, instance)
+      this.#prebuilt.set(memoryMb, sandbox)
     } catch {
       // The builds boot as without it, and report what fails.
     } finally {
@@ -618,7 +643,7 @@ function pointerOf<T>(wrapper: QuickJSRuntime | QuickJSContext, field: 'rt' | 'c
  * The image of a just-booted sandbox (its memory at rest, on the host, before any run),
  * or `undefined` when it does not have the shape a restore rebuilds: then every build boots.
  */
-function imageOf(sandbox: QuickJsSandbox, memory: WebAssembly.Memory, fresh: Uint8Array, emscripten: QuickJSEmscriptenModule): SandboxImage | undefined {
+function imageOf(sandbox: QuickJsSandbox, memory: WebAssembly.Memory, fresh: Uint8Array, emscripten: QuickJSEmscriptenModule): QuickJsImage | undefined {
   // A variant that ignored `wasmMemory` runs on a memory of its own: this one holds nothing of the VM.
   if (!runsOn(emscripten, memory)) return undefined
   const { deliver, fire } = sandbox
@@ -656,7 +681,7 @@ type RuntimeCallbacks = ConstructorParameters<typeof QuickJSRuntime>[0]['callbac
  * functions under the ids the VM's function objects hold, and handles to the values
  * the booted sandbox kept (`deliver`, `fire`, ...). Throws if anything does not line up.
  */
-function restoreSandbox(instance: Instantiated, ffi: QuickJSFFI, image: SandboxImage, fresh: boolean): QuickJsSandbox {
+function restoreSandbox(instance: Instantiated, ffi: QuickJSFFI, image: QuickJsImage, fresh: boolean): QuickJsSandbox {
   const { emscripten, memory } = instance
   if (!runsOn(emscripten, memory)) throw new Error('the instance does not run on the memory it was given')
   // A reused instance's memory was reset to the image by the caller.

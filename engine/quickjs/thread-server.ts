@@ -10,7 +10,7 @@ import type { SandboxThreadBoot, ThreadCommand, ThreadEvent } from '../../src/co
 import { stripTypeScript } from '../../src/code-runtime/strip.js'
 import { toErrorData } from '../../src/errors.js'
 import { QuickJsEngine } from './engine.js'
-import type { QuickJsSandbox } from './engine.js'
+import type { QuickJsImage, QuickJsSandbox } from './engine.js'
 import { VmRun } from './vm-run.js'
 
 /** The thread's channel to the host. */
@@ -92,6 +92,13 @@ function warmStripper(): void {
   if (stripperWarm) return
   stripperWarm = true
   stripTypeScript('const warm = (a: number = (b = 1) => b): number => <number>(<number>(a as number))\nreturn <T,>(x: T) => x')
+}
+
+/** Posts `image` to the host, its bytes in shared memory: sent to every thread the host starts later, never copied. */
+function postImage(channel: SandboxThreadChannel, memoryMb: number, image: QuickJsImage): void {
+  const bytes = new Uint8Array(new SharedArrayBuffer(image.memory.bytes.length))
+  bytes.set(image.memory.bytes)
+  channel.post({ type: 'image', memoryMb, image: { ...image, memory: { ...image.memory, bytes } } } as unknown as ThreadEvent)
 }
 
 interface Current {
@@ -250,7 +257,16 @@ export function serveSandboxThread(channel: SandboxThreadChannel, variant: Quick
       stop = new Int32Array(data.signals)
       busy = new Float64Array(data.signals)
     }
-    engine = new QuickJsEngine({ sandboxSource: data.sandboxSource, variant, imageInBuild: false, ...(data.wasmModule === undefined ? {} : { wasmModule: data.wasmModule }) })
+    const { image, wantsImage } = data as { image?: QuickJsImage; wantsImage?: boolean }
+    engine = new QuickJsEngine({
+      sandboxSource: data.sandboxSource,
+      variant,
+      imageInBuild: false,
+      // A host that asks keeps the image for the threads it starts later: their first VM is restored, not booted.
+      ...(wantsImage === true && image === undefined ? { onImage: (mb: number, taken: QuickJsImage) => setTimeout(() => postImage(channel, mb, taken), 0) } : {}),
+      ...(data.wasmModule === undefined ? {} : { wasmModule: data.wasmModule }),
+    })
+    if (image !== undefined) engine.adoptImage(memoryMb, image)
     // Nothing before `ready` that a first `return 1` does not need: the stripper warms after the first run,
     // and the image's scan starts after it too (or once the thread has stayed idle a while).
     void prebuild().then(() => {

@@ -24264,8 +24264,8 @@ var QuickJsEngine = class {
   #spares = /* @__PURE__ */ new Map();
   /** Sizes whose fresh instance {@link scanInSteps} is scanning now. */
   #scanning = /* @__PURE__ */ new Set();
-  /** Per memory size, a fresh instance {@link scanInSteps} scanned: the next boot takes it, and the image. */
-  #scanned = /* @__PURE__ */ new Map();
+  /** Per memory size, the VM {@link scanInSteps} made on the instance it scanned: the next build's. */
+  #prebuilt = /* @__PURE__ */ new Map();
   constructor(options) {
     this.#options = options;
   }
@@ -24322,6 +24322,9 @@ var QuickJsEngine = class {
    */
   async build(memoryMb) {
     const parts = await this.#loadParts();
+    const prebuilt = this.#prebuilt.get(memoryMb);
+    this.#prebuilt.delete(memoryMb);
+    if (prebuilt !== void 0) return prebuilt;
     const image = this.#images.get(memoryMb);
     if (image !== void 0) {
       const spare = this.#spares.get(memoryMb);
@@ -24330,23 +24333,22 @@ var QuickJsEngine = class {
       const instance2 = reused ? spare : await this.#instantiate(parts, memoryMb, image.memory.pages);
       try {
         if (reused) resetMemoryToImage(instance2.memory, image.memory);
-        const sandbox2 = restoreSandbox(instance2, new parts.Ffi(instance2.emscripten), image, !reused);
-        sandbox2.recycle = () => {
-          if (this.#options.inPlace !== false) this.#spares.set(memoryMb, instance2);
-        };
-        return sandbox2;
+        const sandbox = restoreSandbox(instance2, new parts.Ffi(instance2.emscripten), image, !reused);
+        if (reused || this.#options.imageInBuild !== false) this.#recycles(sandbox, memoryMb, instance2);
+        return sandbox;
       } catch {
         this.#images.delete(memoryMb);
         this.#unimageable.add(memoryMb);
       }
     }
-    const scanned = this.#scanned.get(memoryMb);
-    this.#scanned.delete(memoryMb);
-    const instance = scanned?.instance ?? await this.#instantiate(parts, memoryMb, INITIAL_PAGES);
+    const instance = await this.#instantiate(parts, memoryMb, INITIAL_PAGES);
     const boots = (this.#boots.get(memoryMb) ?? 0) + 1;
     this.#boots.set(memoryMb, boots);
-    const imaging = this.#imageable(memoryMb) && (scanned !== void 0 || this.#options.imageInBuild !== false && boots >= 2);
-    const fresh = imaging ? scanned?.fresh ?? nonZeroChunks(instance.memory) : void 0;
+    const imaging = this.#imageable(memoryMb) && this.#options.imageInBuild !== false && boots >= 2;
+    return this.#boot(parts, memoryMb, instance, imaging ? nonZeroChunks(instance.memory) : void 0);
+  }
+  /** Boots a VM on `instance`; given the instance's `fresh` chunks, also takes its image. */
+  #boot(parts, memoryMb, instance, fresh) {
     const quickjs = new QuickJSWASMModule(instance.emscripten, new parts.Ffi(instance.emscripten));
     const sandbox = installSandbox(quickjs.newRuntime(), memoryMb, this.#options.sandboxSource);
     if (fresh !== void 0) {
@@ -24354,28 +24356,38 @@ var QuickJsEngine = class {
       if (taken === void 0) this.#unimageable.add(memoryMb);
       else {
         this.#images.set(memoryMb, taken);
-        if (scanned !== void 0) {
-          sandbox.recycle = () => {
-            if (this.#options.inPlace !== false) this.#spares.set(memoryMb, instance);
-          };
-        }
+        this.#options.onImage?.(memoryMb, taken);
       }
     }
     return sandbox;
+  }
+  #recycles(sandbox, memoryMb, instance) {
+    sandbox.recycle = () => {
+      if (this.#options.inPlace !== false) this.#spares.set(memoryMb, instance);
+    };
+  }
+  /**
+   * Takes `image` (from {@link QuickJsEngineOptions.onImage} of an engine with the same wasm
+   * module and script) as this engine's image of `memoryMb` MiB VMs, unless it has one: its
+   * builds restore instead of booting. One that does not fit is given up at the first build,
+   * which boots.
+   */
+  adoptImage(memoryMb, image) {
+    if (this.#imageable(memoryMb)) this.#images.set(memoryMb, image);
   }
   #imageable(memoryMb) {
     return this.#options.images !== false && !this.#images.has(memoryMb) && !this.#unimageable.has(memoryMb);
   }
   /**
-   * Gets the next boot of `memoryMb` MiB ready to take the image at little cost: a fresh
-   * instance made and its memory scanned in steps of about `stepMs`, awaiting `pause()`
-   * before each. The first read of a page costs far more than a scan (~14 µs a 4 KiB page
-   * here: ~57 ms for 16 MiB never touched), which no build should wait for; the boot that
-   * then takes this instance scans it again with every page already read (~3 ms), takes the
-   * image, and leaves an instance whose resets in place never touch a page for the first time.
+   * Makes the next build's VM of `memoryMb` MiB in steps of about `stepMs`, awaiting `pause()`
+   * before each, and takes the image: a fresh instance's memory scanned in steps (the first read
+   * of a page costs far more than a scan: ~14 µs a 4 KiB page here, ~57 ms for 16 MiB never
+   * touched, which no build should wait for), then a VM booted on it whose image is taken with
+   * every page already read (~3 ms); with an image already, restored on it. Its instance is then
+   * reset in place for later VMs, never touching a page for the first time.
    */
   async scanInSteps(memoryMb, pause, stepMs = 2) {
-    if (!this.#imageable(memoryMb) || this.#scanned.has(memoryMb) || this.#scanning.has(memoryMb)) return;
+    if (this.#options.images === false || this.#unimageable.has(memoryMb) || this.#spares.has(memoryMb) || this.#prebuilt.has(memoryMb) || this.#scanning.has(memoryMb)) return;
     this.#scanning.add(memoryMb);
     try {
       await pause();
@@ -24390,7 +24402,12 @@ var QuickJsEngine = class {
           from = to;
         }
       }
-      if (!this.#images.has(memoryMb)) this.#scanned.set(memoryMb, { instance, fresh });
+      await pause();
+      const image = this.#images.get(memoryMb);
+      const parts = await this.#loadParts();
+      const sandbox = image === void 0 ? this.#boot(parts, memoryMb, instance, fresh) : restoreSandbox(instance, new parts.Ffi(instance.emscripten), image, true);
+      if (this.#images.has(memoryMb)) this.#recycles(sandbox, memoryMb, instance);
+      this.#prebuilt.set(memoryMb, sandbox);
     } catch {
     } finally {
       this.#scanning.delete(memoryMb);
@@ -25115,6 +25132,11 @@ function warmStripper() {
   stripperWarm = true;
   stripTypeScript("const warm = (a: number = (b = 1) => b): number => <number>(<number>(a as number))\nreturn <T,>(x: T) => x");
 }
+function postImage(channel, memoryMb, image) {
+  const bytes = new Uint8Array(new SharedArrayBuffer(image.memory.bytes.length));
+  bytes.set(image.memory.bytes);
+  channel.post({ type: "image", memoryMb, image: { ...image, memory: { ...image.memory, bytes } } });
+}
 function serveSandboxThread(channel, variant2) {
   let engine;
   let memoryMb = 64;
@@ -25237,7 +25259,16 @@ function serveSandboxThread(channel, variant2) {
       stop = new Int32Array(data.signals);
       busy = new Float64Array(data.signals);
     }
-    engine = new QuickJsEngine({ sandboxSource: data.sandboxSource, variant: variant2, imageInBuild: false, ...data.wasmModule === void 0 ? {} : { wasmModule: data.wasmModule } });
+    const { image, wantsImage } = data;
+    engine = new QuickJsEngine({
+      sandboxSource: data.sandboxSource,
+      variant: variant2,
+      imageInBuild: false,
+      // A host that asks keeps the image for the threads it starts later: their first VM is restored, not booted.
+      ...wantsImage === true && image === void 0 ? { onImage: (mb, taken) => setTimeout(() => postImage(channel, mb, taken), 0) } : {},
+      ...data.wasmModule === void 0 ? {} : { wasmModule: data.wasmModule }
+    });
+    if (image !== void 0) engine.adoptImage(memoryMb, image);
     void prebuild().then(() => {
       channel.post({ type: "ready" });
       setTimeout(() => {

@@ -15,6 +15,7 @@ import { createPythonSandboxRuntime } from './python-sandbox-runtime.js'
 import { ToolError } from '../../src/errors.js'
 import { SANDBOX_SOURCE } from '../../engine/quickjs/_sandbox-source.js'
 import type { SandboxPlatform, SandboxRuntime, SandboxRuntimeOptions, SandboxThread } from '../../src/code-runtime/sandbox-runtime.js'
+import type { SandboxThreadBoot } from '../../src/code-runtime/sandbox-protocol.js'
 
 export type { SandboxRuntime, SandboxRuntimeLoad, SandboxRuntimeOptions } from '../../src/code-runtime/sandbox-runtime.js'
 
@@ -35,6 +36,21 @@ export function usableMemoryMb(total: number, constrained: number | undefined): 
 
 /** A thread's own JavaScript heap: the VM's memory is wasm memory, outside it. */
 const THREAD_HEAP_MB = 64
+
+/**
+ * Per compiled wasm module, per memory size: the memory image a thread took of its booted VM,
+ * with the script it booted. A thread started later is given it at boot, and restores its first
+ * VM from it instead of booting one (the script's evaluation is most of a thread's start-up).
+ */
+const images = new WeakMap<WebAssembly.Module, Map<number, { readonly source: string; readonly image: unknown }>>()
+
+/** The boot message with the image kept for its module, memory size and script, or asking for one. */
+function withImage(message: unknown): unknown {
+  const boot = message as Partial<SandboxThreadBoot>
+  if (boot.type !== 'boot' || boot.wasmModule === undefined || boot.memoryMb === undefined) return message
+  const kept = images.get(boot.wasmModule)?.get(boot.memoryMb)
+  return kept === undefined || kept.source !== boot.sandboxSource ? { ...boot, wantsImage: true } : { ...boot, image: kept.image }
+}
 
 function spawnThread(url: URL): SandboxThread {
   const worker = spawnCappedWorker(url, {
@@ -67,8 +83,18 @@ function spawnThread(url: URL): SandboxThread {
       for (const listener of exitListeners.splice(0)) listener(reason)
     })
   })
+  let booted: Partial<SandboxThreadBoot> = {}
+  worker.on('message', (data: { type?: unknown; memoryMb?: unknown; image?: unknown }) => {
+    if (data?.type !== 'image' || booted.wasmModule === undefined || typeof data.memoryMb !== 'number' || typeof booted.sandboxSource !== 'string') return
+    const kept = images.get(booted.wasmModule) ?? new Map()
+    images.set(booted.wasmModule, kept)
+    if (!kept.has(data.memoryMb)) kept.set(data.memoryMb, { source: booted.sandboxSource, image: data.image })
+  })
   return {
-    postMessage: (message) => worker.postMessage(message),
+    postMessage: (message) => {
+      if ((message as { type?: unknown }).type === 'boot') booted = message as SandboxThreadBoot
+      worker.postMessage(withImage(message))
+    },
     onMessage: (listener) => {
       const deliver = slicedDelivery(listener)
       deliveries.push(deliver)

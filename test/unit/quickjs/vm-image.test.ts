@@ -225,7 +225,7 @@ describe('QuickJsEngine: VMs restored from the image of a booted one', () => {
     expect(evaluate(sandbox, '1 + 1')).toBe(2)
   })
 
-  it('with imageInBuild off, builds boot without scanning; the boot after scanInSteps takes the image, and its instance is reset in place after', async () => {
+  it('with imageInBuild off, builds boot without scanning; scanInSteps boots the next VM and takes the image, and its instance is reset in place after', async () => {
     const heapOf = (sandbox: QuickJsSandbox) => (sandbox.runtime as unknown as { module: QuickJSEmscriptenModule }).module.HEAPU8
     const own = new QuickJsEngine({ sandboxSource: SANDBOX_SOURCE, variant, wasmModule, imageInBuild: false })
     const made: string[] = []
@@ -257,11 +257,41 @@ describe('QuickJsEngine: VMs restored from the image of a booted one', () => {
     expect(evaluate(next, pollute)).toBe(1)
     next.release()
     const again = await own.build(32)
-    built.push(again)
     expect(heapOf(again)).toBe(heapOf(imaged))
     expect(Buffer.compare(heapOf(again).subarray(0, restoredHeap.length), restoredHeap)).toBe(0)
-    // Readying it again once the image is there does nothing.
+    // With an instance read whole to reset, scanning again does nothing.
+    again.release()
     await own.scanInSteps(32, () => Promise.reject(new Error('no step expected')))
+    const last = await own.build(32)
+    built.push(last)
+    expect(heapOf(last)).toBe(heapOf(imaged))
+  })
+
+  it('gives its image to onImage, and another engine that adopts a copy restores its first VM from it: a fresh realm with its limits', async () => {
+    const images: unknown[] = []
+    const taker = new QuickJsEngine({ sandboxSource: SANDBOX_SOURCE, variant, wasmModule, imageInBuild: false, onImage: (memoryMb, image) => images.push([memoryMb, image]) })
+    await taker.scanInSteps(32, () => Promise.resolve())
+    expect(images).toHaveLength(1)
+    const [memoryMb, image] = images[0] as [number, Parameters<QuickJsEngine['adoptImage']>[1]]
+    expect(memoryMb).toBe(32)
+    const polluted = await taker.build(32)
+    built.push(polluted)
+    expect(evaluate(polluted, "Object.prototype.polluted = 'yes'; globalThis.leaked = 1; 1")).toBe(1)
+    // What a thread posts: a structured clone.
+    const adopter = new QuickJsEngine({ sandboxSource: SANDBOX_SOURCE, variant, wasmModule, imageInBuild: false })
+    adopter.adoptImage(32, structuredClone(image))
+    const first = await adopter.build(32)
+    built.push(first)
+    expect(first.made).toBe('restored')
+    expect(evaluate(first, '[({}).polluted, typeof leaked, typeof setTimeout, typeof crypto.randomUUID].join()')).toBe(',undefined,function,function')
+    expect(evaluate(first, "try { new Uint8Array(48 * 1024 * 1024); 'allocated' } catch (e) { 'refused' }")).toBe('refused')
+    expect(evaluate(first, "function f(n) { return f(n + 1) + 1 }\ntry { f(0); 'no error' } catch (e) { e.name }")).toMatch(/InternalError|RangeError/)
+    // A fresh instance's restore is not reset in place (its first reset would touch every page): the next VM is restored anew.
+    first.release()
+    const second = await adopter.build(32)
+    built.push(second)
+    expect(second.made).toBe('restored')
+    expect((second.runtime as unknown as { module: unknown }).module).not.toBe((first.runtime as unknown as { module: unknown }).module)
   })
 
   it("routes the interrupt poll to its own run: a hot loop stops when the run's handler says so", async () => {
