@@ -150,8 +150,8 @@ export class RunDriver {
     if (now === run.lastCheck) run.steps += STEPS_PER_CHECK
     run.lastCheck = now
     if (run.busyMs + (now - this.#enteredAt) >= run.computeMs || run.steps >= run.computeMs * STEPS_PER_MS) {
-      // Settled here, not where the throw lands: inside C, emscripten's invoke_* trampolines turn
-      // it into a Python exception the program's own `except` (or the prelude's) would report.
+      // Settled here, before the throw: it unwinds whatever wasm frames are live (C, the
+      // interpreter) to the host call that entered the wasm, which cannot tell it from another error.
       const message = `compute budget of ${run.computeMs} ms exhausted`
       this.#fail(run, 'timeout', message)
       throw new BudgetStop(message)
