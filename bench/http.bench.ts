@@ -12,6 +12,7 @@ import { runInNewContext } from 'node:vm'
 import { createSandboxRuntime, serve } from '../platforms/node/index.js'
 import { createSessionLogHub, createToolsApp } from '../src/http/index.js'
 import { createMcpApp } from '../src/mcp/index.js'
+import { answerChunking } from '../src/mcp/server.js'
 import { createToolRuntime } from '../src/registry/index.js'
 import { defineTool } from '../src/schema/define-tool.js'
 
@@ -202,6 +203,10 @@ printStall('idle: nothing but the sampler', await stallDuring(() => new Promise(
   let bytes = 0
   printStall('MCP batch at the caps (32 × tools/list of 300 tools)', await stallDuring(async () => (bytes = await post(atCap))))
   console.log(`  answered ${(bytes / 1024 / 1024).toFixed(2)} MiB`)
+  // Side by side: the pre-fix answer stream (one whole response a pull, no turn between pulls), then today's.
+  answerChunking.baseline = true
+  printStall('BASELINE (pre-fix answer stream): 4 clients at once', await stallDuring(() => post(atCap, 4)))
+  answerChunking.baseline = false
   printStall('MCP batch at the caps, 4 clients at once', await stallDuring(() => post(atCap, 4)))
   printStall("the finding's 487 KiB tools/list batch (refused whole)", await stallDuring(() => post(finding)))
   await mcpServer.close()

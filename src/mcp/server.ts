@@ -374,9 +374,29 @@ function yieldToHost(): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, 0))
 }
 
-/** UTF-8 bytes of `text`, or any number above `limit` once it is certainly above (a string is never shorter in UTF-8). */
-function utf8BytesUpTo(text: string, limit: number): number {
-  return text.length > limit ? text.length : new TextEncoder().encode(text).byteLength
+/** UTF-8 bytes of `text` as TextEncoder writes them (a lone surrogate is U+FFFD), counted without encoding it. */
+function utf8Bytes(text: string): number {
+  let bytes = text.length
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i)
+    if (unit < 0x80) continue
+    if (unit < 0x800) bytes += 1
+    else if (isHighSurrogate(unit) && i + 1 < text.length && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      bytes += 2
+      i++
+    } else bytes += 2
+  }
+  return bytes
+}
+
+function isHighSurrogate(unit: number): boolean {
+  return (unit & 0xfc00) === 0xd800
+}
+
+/** One serialized result and its UTF-8 bytes, counted once however often a batch repeats it. */
+interface SerializedResult {
+  readonly text: string
+  readonly bytes: number
 }
 
 /**
@@ -389,9 +409,14 @@ class BatchResponses {
   #bytes = 0
   /** Set once a response did not fit: the later requests of the batch are answered unrun. */
   spent = false
-  /** The serialized responses, kept for a JSON answer (a stream sends each at once and keeps none). */
-  readonly texts: string[] = []
+  /**
+   * Each kept response as its pieces, for a JSON answer (a stream sends each at once and
+   * keeps none): a repeated result is one shared string, never copied into its envelope.
+   */
+  readonly kept: string[][] = []
   readonly #keep: boolean
+  /** Results already serialized in this batch (a repeated `tools/list` answers the same object). */
+  readonly #results = new Map<unknown, SerializedResult>()
 
   constructor(cap: number | undefined, keep: boolean) {
     this.#cap = cap
@@ -410,55 +435,94 @@ class BatchResponses {
     return this.#tooLarge(typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : null)
   }
 
-  /** Serializes `response` into the batch, or its replacement error when it does not fit; returns the text. */
-  /** Results already serialized in this batch (a repeated `tools/list` answers the same object). */
-  readonly #results = new Map<unknown, string>()
-
-  #serialize(response: JsonRpcResponse): string {
-    if (response.error !== undefined || typeof response.result !== 'object' || response.result === null) return JSON.stringify(response)
+  /** `response` as pieces whose concatenation is `JSON.stringify(response)`, and their UTF-8 bytes once counted. */
+  #serialize(response: JsonRpcResponse): { readonly pieces: string[]; readonly bytes: () => number } {
+    if (response.error !== undefined || typeof response.result !== 'object' || response.result === null) {
+      const text = JSON.stringify(response)
+      return { pieces: [text], bytes: () => utf8Bytes(text) }
+    }
     let result = this.#results.get(response.result)
     if (result === undefined) {
-      result = JSON.stringify(response.result)
+      const text = JSON.stringify(response.result)
+      result = { text, bytes: utf8Bytes(text) }
       this.#results.set(response.result, result)
     }
     // The key order of JSON.stringify(response): jsonrpc, id, result.
-    return `{"jsonrpc":"2.0","id":${JSON.stringify(response.id)},"result":${result}}`
+    const head = `{"jsonrpc":"2.0","id":${JSON.stringify(response.id)},"result":`
+    const counted = result.bytes
+    return { pieces: [head, result.text, '}'], bytes: () => utf8Bytes(head) + counted + 1 }
   }
 
+  /** Adds `response` to the batch, or its replacement error when it does not fit; returns the text. */
   add(response: JsonRpcResponse): string {
-    let text = this.#serialize(response)
+    const serialized = this.#serialize(response)
+    let pieces = serialized.pieces
     if (this.#cap !== undefined) {
-      const size = utf8BytesUpTo(text, this.#cap - this.#bytes)
-      if (this.#bytes + size > this.#cap) {
+      let length = 0
+      for (const piece of pieces) length += piece.length
+      // A string is never shorter in UTF-8: past the budget by its length alone, it is past it.
+      const room = this.#cap - this.#bytes
+      if (this.#bytes + (length > room ? length : serialized.bytes()) > this.#cap) {
         this.spent = true
-        text = JSON.stringify(this.#tooLarge(response.id))
+        pieces = [JSON.stringify(this.#tooLarge(response.id))]
+        length = pieces[0]!.length
       }
-      this.#bytes += text.length
+      this.#bytes += length
     }
-    if (this.#keep) this.texts.push(text)
-    return text
+    if (this.#keep) this.kept.push(pieces)
+    // A concatenation, not a copy: the text is only read when it is sent.
+    return pieces.length === 1 ? pieces[0]! : pieces[0]! + pieces[1]! + pieces[2]!
   }
 }
 
 /**
- * A batch's answer as a stream of its responses, one per pull: up to
- * `maxBatchResponseBytes` written as one string would be encoded and handed to the socket
- * in one turn of the event loop (four such answers at once stalled it for 200 ms).
+ * How a JSON answer is streamed: at most `maxChars` UTF-16 units encoded a pull, a turn of
+ * the host between pulls. `baseline` (benches only) restores the pre-fix shape: one whole
+ * response a pull, pulled as fast as the socket takes them.
  */
-function jsonArrayStream(texts: string[]): ReadableStream<Uint8Array> {
+export const answerChunking = { maxChars: 64 * 1024, baseline: false }
+
+/**
+ * A batch's answer as a stream of pieces, one per pull, never spanning two responses: a
+ * socket that takes each write at once pulled a whole 4 MiB answer in one turn, 250 KiB
+ * `tools/list` responses each encoded whole (four answers at once stalled the host 29 ms).
+ */
+function jsonArrayStream(responses: string[][]): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder()
-  let next = 0
+  let response = 0
+  let piece = 0
+  let offset = 0
   return new ReadableStream<Uint8Array>({
-    pull(controller) {
-      if (next === texts.length) {
+    async pull(controller) {
+      if (!answerChunking.baseline && (response > 0 || piece > 0 || offset > 0)) await yieldToHost()
+      if (response === responses.length) {
         controller.close()
         return
       }
-      const text = texts[next]!
-      // Released as written: the stream holds only what the client has not taken yet.
-      texts[next] = ''
-      controller.enqueue(encoder.encode(`${next === 0 ? '[' : ','}${text}${next === texts.length - 1 ? ']' : ''}`))
-      next++
+      const pieces = responses[response]!
+      let chunk = piece === 0 && offset === 0 ? (response === 0 ? '[' : ',') : ''
+      while (piece < pieces.length) {
+        const text = pieces[piece]!
+        let end = answerChunking.baseline ? text.length : Math.min(text.length, offset + answerChunking.maxChars - chunk.length)
+        // Never between a surrogate pair's halves: each half alone would be encoded as U+FFFD.
+        if (end < text.length && isHighSurrogate(text.charCodeAt(end - 1))) end--
+        if (end <= offset) break
+        chunk += text.slice(offset, end)
+        if (end < text.length) {
+          offset = end
+          break
+        }
+        piece++
+        offset = 0
+      }
+      if (piece === pieces.length) {
+        // Released as written: the stream holds only what the client has not taken yet.
+        responses[response] = []
+        response++
+        piece = 0
+        if (response === responses.length) chunk += ']'
+      }
+      controller.enqueue(encoder.encode(chunk))
     },
   })
 }
@@ -604,10 +668,10 @@ function mcpApp(config: McpAppConfig): Hono {
     const responses = new BatchResponses(batch ? config.maxBatchResponseBytes : undefined, true)
     await answerAll(config, messages, c.req.raw, exchange, responses)
     if (exchange.issued !== undefined) c.header('Mcp-Session-Id', exchange.issued)
-    if (responses.texts.length === 0) return c.body(null, 202)
+    if (responses.kept.length === 0) return c.body(null, 202)
     // Serialized once, by the budget that counted them.
-    if (!batch) return c.body(responses.texts[0]!, 200, { 'Content-Type': 'application/json' })
-    return c.body(jsonArrayStream(responses.texts), 200, { 'Content-Type': 'application/json' })
+    if (!batch) return c.body(responses.kept[0]!.join(''), 200, { 'Content-Type': 'application/json' })
+    return c.body(jsonArrayStream(responses.kept), 200, { 'Content-Type': 'application/json' })
   })
   return app
 }
