@@ -113,6 +113,8 @@ interface StallFigure {
   readonly worstMs: number
   readonly p99Ms: number
   readonly tookMs: number
+  /** The median of each run's most process CPU (all threads) between two 1 ms ticks: a turn's work, less exposed to the machine's load than its wall time. */
+  readonly cpuMs: number
 }
 
 const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
@@ -122,27 +124,38 @@ async function stallDuring(work: () => Promise<unknown>): Promise<StallFigure> {
   const maxes: number[] = []
   const p99s: number[] = []
   const took: number[] = []
+  const cpus: number[] = []
   for (let i = 0; i < STALL_REPEATS; i++) {
     const histogram = monitorEventLoopDelay({ resolution: 1 })
     histogram.enable()
+    let last = process.cpuUsage()
+    let cpu = 0
+    const ticker = setInterval(() => {
+      const now = process.cpuUsage()
+      cpu = Math.max(cpu, (now.user + now.system - last.user - last.system) / 1000)
+      last = now
+    }, 1)
     const start = performance.now()
     await work()
     took.push(performance.now() - start)
+    clearInterval(ticker)
+    cpus.push(cpu)
     histogram.disable()
     maxes.push(histogram.max / 1e6)
     p99s.push(histogram.percentile(99) / 1e6)
   }
-  return { maxMs: median(maxes), worstMs: Math.max(...maxes), p99Ms: median(p99s), tookMs: median(took) }
+  return { maxMs: median(maxes), worstMs: Math.max(...maxes), p99Ms: median(p99s), tookMs: median(took), cpuMs: median(cpus) }
 }
 
 function printStall(label: string, figure: StallFigure): void {
   console.log(
-    `${label.padEnd(62)} max ${figure.maxMs.toFixed(1).padStart(6)} ms (worst ${figure.worstMs.toFixed(1).padStart(6)})   p99 ${figure.p99Ms.toFixed(1).padStart(5)} ms   (${figure.tookMs.toFixed(0)} ms)`,
+    `${label.padEnd(62)} max ${figure.maxMs.toFixed(1).padStart(6)} ms (worst ${figure.worstMs.toFixed(1).padStart(6)})   p99 ${figure.p99Ms.toFixed(1).padStart(5)} ms   cpu/turn ${figure.cpuMs.toFixed(1).padStart(5)} ms   (${figure.tookMs.toFixed(0)} ms)`,
   )
 }
 
 console.log('\nhost stall (max event-loop delay of the server process; target ≤ 20 ms)')
-console.log(`(median of ${STALL_REPEATS} runs, worst in brackets; the clients run in a child process, so only the server's own work counts; the idle line is the machine's noise floor)`)
+console.log(`(median of ${STALL_REPEATS} runs, worst in brackets; the clients run in a child process, so only the server's own work counts; the idle line is the machine's noise floor;`)
+console.log(' cpu/turn: the most process CPU, all threads, between two 1 ms ticks, which a loaded machine inflates less than the wall delay)')
 
 /** Runs `source` (an ES module) in a child Node process with `input` as JSON on its stdin; resolves with its stdout. */
 function inChild(source: string, input: unknown): Promise<string> {
