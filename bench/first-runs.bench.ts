@@ -35,8 +35,16 @@ function baselineThread(ref: string): URL {
   const source = execFileSync('git', ['show', `${ref}:platforms/node/_sandbox-thread.mjs`], { cwd: root, maxBuffer: 64 * 1024 * 1024 })
   const dir = new URL('../node_modules/.cache/toolyard-bench/', import.meta.url)
   mkdirSync(dir, { recursive: true })
-  const url = new URL(`sandbox-thread-${ref.replaceAll(/[^\w.-]/g, '_')}.mjs`, dir)
+  const name = ref.replaceAll(/[^\w.-]/g, '_')
+  const url = new URL(`${name}/_sandbox-thread.mjs`, dir)
+  mkdirSync(new URL(`${name}/`, dir), { recursive: true })
   writeFileSync(url, source)
+  try {
+    // Since the stripper moved out of the thread bundle, it sits beside it.
+    writeFileSync(new URL(`${name}/_sandbox-strip.cjs`, dir), execFileSync('git', ['show', `${ref}:platforms/node/_sandbox-strip.cjs`], { cwd: root, maxBuffer: 64 * 1024 * 1024, stdio: ['ignore', 'pipe', 'ignore'] }))
+  } catch {
+    // An older ref: its bundle carries its stripper.
+  }
   return url
 }
 

@@ -33,6 +33,7 @@ run(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.
 // tsc compiles TypeScript only: the generated Node sandbox thread (an ES module) goes next
 // to the compiled runtime that starts it.
 copyFileSync(new URL('../platforms/node/_sandbox-thread.mjs', import.meta.url), new URL('../dist/platforms/node/_sandbox-thread.mjs', import.meta.url))
+copyFileSync(new URL('../platforms/node/_sandbox-strip.cjs', import.meta.url), new URL('../dist/platforms/node/_sandbox-strip.cjs', import.meta.url))
 copyFileSync(new URL('../platforms/node/_python-thread.mjs', import.meta.url), new URL('../dist/platforms/node/_python-thread.mjs', import.meta.url))
 for (const file of ['_micropython-bounded.mjs', '_micropython-bounded.wasm']) {
   copyFileSync(new URL(`../platforms/python/${file}`, import.meta.url), new URL(`../dist/platforms/python/${file}`, import.meta.url))

@@ -6,9 +6,11 @@
 //     context (src/code-runtime/in-sandbox/bootstrap.ts, sandbox-globals.ts and
 //     src/code-runtime/in-sandbox/quickjs-entry.ts); its completion value is `{ install }`.
 //   - platforms/node/_sandbox-thread.mjs: the Node sandbox thread (platforms/node/
-//     sandbox-thread-entry.ts and the QuickJS engine it drives, sucrase bundled in), an ES
+//     sandbox-thread-entry.ts and the QuickJS engine it drives), an ES
 //     module whose QuickJS packages stay imports resolved next to the file; `npm run build` copies it
 //     next to the compiled runtime.
+//   - platforms/node/_sandbox-strip.cjs: that thread's TypeScript stripper (sucrase bundled in),
+//     required on first need.
 //   - platforms/node/_python-thread.mjs: the Node Python sandbox thread (MicroPython).
 //   - platforms/node/_worker-source.ts: the trusted-code Node worker runtime's entry,
 //     started with `new Worker(WORKER_SOURCE, { eval: true })`.
@@ -43,9 +45,15 @@ const outputs = [
   {
     file: 'platforms/node/_sandbox-thread.mjs',
     entry: 'platforms/node/sandbox-thread-entry.ts',
-    // sucrase is bundled in: Node loads one file instead of resolving its ~100 modules, about
-    // half of a thread's start-up (docs/runtimes.md); QuickJS stays external (its wasm sits beside it).
+    // QuickJS stays external (its wasm sits beside it); sucrase is in _sandbox-strip.cjs.
     options: { format: 'esm', platform: 'node', target: 'node20', external: ['@jitl/*', 'quickjs-emscripten-core'] },
+    render: (code, entry) => `${header(entry)}${code}`,
+  },
+  {
+    file: 'platforms/node/_sandbox-strip.cjs',
+    entry: 'src/code-runtime/strip.ts',
+    // The Node sandbox thread's stripper, apart: the thread requires it on a program's first need.
+    options: { format: 'cjs', platform: 'node', target: 'node20' },
     render: (code, entry) => `${header(entry)}${code}`,
   },
   {

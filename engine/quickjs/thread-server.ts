@@ -7,11 +7,14 @@
 import type { QuickJSSyncVariant } from 'quickjs-emscripten-core'
 import { BUSY_SLOT, epochNow, MAX_VM_MESSAGE_CHARS, SEGMENT_SLOT, STOP_SLOT } from '../../src/code-runtime/sandbox-protocol.js'
 import type { SandboxThreadBoot, ThreadCommand, ThreadEvent } from '../../src/code-runtime/sandbox-protocol.js'
-import { stripTypeScript } from '../../src/code-runtime/strip.js'
+import type { stripTypeScript } from '../../src/code-runtime/strip.js'
 import { toErrorData } from '../../src/errors.js'
 import { QuickJsEngine } from './engine.js'
 import type { QuickJsImage, QuickJsSandbox } from './engine.js'
 import { VmRun } from './vm-run.js'
+
+/** The TypeScript stripper (`stripTypeScript`). */
+export type Stripper = typeof stripTypeScript
 
 /** The thread's channel to the host. */
 export interface SandboxThreadChannel {
@@ -27,11 +30,10 @@ export interface SandboxThreadChannel {
  * happens where the host's meter sees it and a stuck thread can be terminated, never on
  * the host's own event loop. A start without a string `program` passes unchanged.
  */
-function stripStart(start: string): { readonly ok: true; readonly start: string; readonly plain?: string } | { readonly ok: false; readonly message: string } {
-  const message = JSON.parse(start) as { program?: unknown }
+function stripStart(start: string, message: { program?: unknown }, stripTypeScript: () => Stripper): { readonly ok: true; readonly start: string; readonly plain?: string } | { readonly ok: false; readonly message: string } {
   if (typeof message.program !== 'string') return { ok: true, start }
   if (plainScript(message.program)) return { ok: true, start, plain: message.program }
-  const stripped = stripTypeScript(message.program)
+  const stripped = stripTypeScript()(message.program)
   if (!stripped.ok) return stripped
   return { ok: true, start: JSON.stringify({ ...message, program: stripped.code }) }
 }
@@ -41,11 +43,11 @@ function stripStart(start: string): { readonly ok: true; readonly start: string;
  * the VM's message `json` ends the run with a SyntaxError, so a syntax error reads the same
  * (line and column) as when the stripper ran first; undefined otherwise.
  */
-function strippersRefusal(json: string, program: string): string | undefined {
+function strippersRefusal(json: string, program: string, stripTypeScript: () => Stripper): string | undefined {
   if (json.length > 65_536 || !json.includes('"SyntaxError"')) return undefined
   const message = JSON.parse(json) as { type?: unknown; error?: { name?: unknown } }
   if (message.type !== 'done' || message.error?.name !== 'SyntaxError') return undefined
-  const stripped = stripTypeScript(program)
+  const stripped = stripTypeScript()(program)
   return stripped.ok ? undefined : stripped.message
 }
 
@@ -88,7 +90,7 @@ let stripperWarm = false
  * first run: later strips skip the JIT's warm-up (a cold refusal of a pathological program
  * measured 4 times a warm one), and the first run does not wait for it.
  */
-function warmStripper(): void {
+function warmStripper(stripTypeScript: Stripper): void {
   if (stripperWarm) return
   stripperWarm = true
   stripTypeScript('const warm = (a: number = (b = 1) => b): number => <number>(<number>(a as number))\nreturn <T,>(x: T) => x')
@@ -108,9 +110,12 @@ interface Current {
 
 /**
  * Serves one host over `channel`: waits for the boot message, builds the first sandbox,
- * says `ready`, then runs each `run` command to its `end`.
+ * says `ready`, then runs each `run` command to its `end`. `loadStripper` is called when a
+ * program first needs the stripper (sucrase is most of a thread's code: a `return 1` never loads it).
  */
-export function serveSandboxThread(channel: SandboxThreadChannel, variant: QuickJSSyncVariant): void {
+export function serveSandboxThread(channel: SandboxThreadChannel, variant: QuickJSSyncVariant, loadStripper: () => Stripper): void {
+  let loaded: Stripper | undefined
+  const stripper = (): Stripper => (loaded ??= loadStripper())
   let engine: QuickJsEngine | undefined
   let memoryMb = 64
   let stop: Int32Array | undefined
@@ -164,8 +169,17 @@ export function serveSandboxThread(channel: SandboxThreadChannel, variant: Quick
       busy[SEGMENT_SLOT] = epochNow()
     }
     // A resumed run's program was stripped when it first ran: its journal holds the stripped start.
-    const stripped = command.replay === undefined ? stripStart(command.start) : ({ ok: true, start: '' } as const)
-    const stripMs = performance.now() - stripStartedAt
+    const message = command.replay === undefined ? (JSON.parse(command.start) as { program?: unknown }) : undefined
+    let loadMs = 0
+    if (loaded === undefined && typeof message?.program === 'string' && !plainScript(message.program)) {
+      // Loading the stripper is the thread's own start-up, not the run's compute.
+      const loadStartedAt = performance.now()
+      stripper()
+      loadMs = performance.now() - loadStartedAt
+      if (busy !== undefined) busy[SEGMENT_SLOT] = epochNow()
+    }
+    const stripped = message === undefined ? ({ ok: true, start: '' } as const) : stripStart(command.start, message, stripper)
+    const stripMs = performance.now() - stripStartedAt - loadMs
     if (busy !== undefined) {
       busy[BUSY_SLOT] = stripMs
       busy[SEGMENT_SLOT] = 0
@@ -187,7 +201,7 @@ export function serveSandboxThread(channel: SandboxThreadChannel, variant: Quick
     const vm: VmRun = new VmRun(acquire, limits, {
       output: (json) => {
         // Past the VM's own check only a program that broke its bootstrap gets here: end its run.
-        const refusal = plain === undefined ? undefined : strippersRefusal(json, plain)
+        const refusal = plain === undefined ? undefined : strippersRefusal(json, plain, stripper)
         if (refusal !== undefined) channel.post({ type: 'failed', run: id, kind: 'exception', message: refusal })
         else if (json.length > MAX_VM_MESSAGE_CHARS) vm.fail('exception', `a message from the program took ${Math.ceil(json.length / 1024 / 1024)} MiB; at most ${MAX_VM_MESSAGE_CHARS / 1024 / 1024} MiB go to the host at once`)
         else channel.post(json)
@@ -244,7 +258,7 @@ export function serveSandboxThread(channel: SandboxThreadChannel, variant: Quick
           if (stripperWarm) return
           const seen = runsStarted
           setTimeout(() => {
-            if (current === undefined && runsStarted === seen) warmStripper()
+            if (current === undefined && runsStarted === seen) warmStripper(stripper())
           }, WARM_AFTER_IDLE_MS)
         })
       }, 0)

@@ -8,6 +8,7 @@ import { QuickJSFFI } from '@jitl/quickjs-wasmfile-release-sync/ffi'
 import moduleLoader from '@jitl/quickjs-wasmfile-release-sync/emscripten-module'
 import type { QuickJSSyncVariant } from 'quickjs-emscripten-core'
 import { serveSandboxThread } from '../../engine/quickjs/thread-server.js'
+import { stripTypeScript } from '../../src/code-runtime/strip.js'
 
 /** The worker's global scope, as far as this file uses it (the project's lib is DOM, not WebWorker). */
 interface WorkerScope {
@@ -32,4 +33,5 @@ serveSandboxThread(
     onMessage: (listener) => scope.addEventListener('message', (event) => listener(event.data)),
   },
   variant,
+  () => stripTypeScript,
 )
