@@ -110,6 +110,16 @@ class RpcError extends Error {
  * declared as `outputSchema` (each success then carries it as `structuredContent`).
  */
 export function listMcpTools(runtime: ToolRuntime, agent?: ScopeKey): McpToolDescriptor[] {
+  return mcpToolsOf(runtime, agent, (tool, description, output) => ({
+    name: tool.name,
+    description,
+    inputSchema: tool.parameters,
+    ...(output !== undefined && output.type === 'object' ? { outputSchema: output as ObjectJsonSchema } : {}),
+  }))
+}
+
+/** Maps each wire tool of `agent`, with its MCP description and output schema, through `each`. */
+function mcpToolsOf<T>(runtime: ToolRuntime, agent: ScopeKey | undefined, each: (tool: ToolSchema, description: string, output: JsonSchemaLike | undefined) => T): T[] {
   // The assembly's tools are the agent's view's wire tools (after `toolOrder` and the
   // assemble listeners, which are authoritative); the view answers each one's output.
   const assembly = runtime.assemble(agent)
@@ -119,14 +129,60 @@ export function listMcpTools(runtime: ToolRuntime, agent?: ScopeKey): McpToolDes
     .map((section) => section.text)
   return assembly.tools.map((tool: ToolSchema) => {
     const description = tool.name === RUN_CODE_TOOL_NAME && extra.length > 0 ? [tool.description, ...extra].join('\n\n') : tool.description
-    const output = view.get(tool.name)?.output.schema
-    return {
-      name: tool.name,
-      description,
-      inputSchema: tool.parameters,
-      ...(output !== undefined && output.type === 'object' ? { outputSchema: output as ObjectJsonSchema } : {}),
-    }
+    return each(tool, description, view.get(tool.name)?.output.schema)
   })
+}
+
+type JsonSchemaLike = { readonly type?: unknown }
+
+/** One tool's serialized MCP descriptor, valid while its description and output schema are the same. */
+interface SerializedTool extends SerializedResult {
+  readonly description: string
+  readonly output: unknown
+}
+
+/**
+ * Serialized descriptors of deep-frozen tools (the registry's own never change; a listener's
+ * may be new objects each time, then nothing is reused): a repeated `tools/list` costs a
+ * join, not a JSON.stringify of every schema in one turn.
+ */
+const serializedTools = new WeakMap<ToolSchema, SerializedTool>()
+
+function deepFrozen(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null) return true
+  if (!Object.isFrozen(value)) return false
+  for (const child of Object.values(value)) if (!deepFrozen(child)) return false
+  return true
+}
+
+/** A result already serialized (`tools/list`): BatchResponses sends its text as is. */
+class SerializedAnswer implements SerializedResult {
+  constructor(
+    readonly text: string,
+    readonly bytes: number,
+  ) {}
+}
+
+/** `listMcpTools` as the JSON text of `{ tools }`, reusing each unchanged tool's serialized descriptor. */
+function listMcpToolsSerialized(runtime: ToolRuntime, agent: ScopeKey | undefined): SerializedAnswer {
+  let bytes = '{"tools":[]}'.length
+  const texts = mcpToolsOf(runtime, agent, (tool, description, output) => {
+    let cached = serializedTools.get(tool)
+    if (cached === undefined || cached.description !== description || cached.output !== output) {
+      const text = JSON.stringify({
+        name: tool.name,
+        description,
+        inputSchema: tool.parameters,
+        ...(output !== undefined && output.type === 'object' ? { outputSchema: output } : {}),
+      })
+      cached = { text, bytes: utf8Bytes(text), description, output }
+      if (deepFrozen(tool) && deepFrozen(output)) serializedTools.set(tool, cached)
+    }
+    bytes += cached.bytes
+    return cached.text
+  })
+  if (texts.length > 1) bytes += texts.length - 1
+  return new SerializedAnswer(`{"tools":[${texts.join(',')}]}`, bytes)
 }
 
 /**
@@ -199,7 +255,7 @@ interface Exchange {
   /** Set by `initialize` for a client that declared elicitation: the session id to answer with. */
   issued: string | undefined
   /** `tools/list` answered once per POST: a batch repeating it costs one assembly. */
-  listed?: { readonly agent: ScopeKey | undefined; readonly result: { readonly tools: McpToolDescriptor[] } }
+  listed?: { readonly agent: ScopeKey | undefined; readonly result: SerializedAnswer }
 }
 
 /**
@@ -281,7 +337,7 @@ async function dispatch(config: McpConfig, message: Record<string, unknown>, req
       return {}
     case 'tools/list': {
       const agent = agentOf(exchange)
-      if (exchange.listed === undefined || exchange.listed.agent !== agent) exchange.listed = { agent, result: { tools: listMcpTools(config.runtime, agent) } }
+      if (exchange.listed === undefined || exchange.listed.agent !== agent) exchange.listed = { agent, result: listMcpToolsSerialized(config.runtime, agent) }
       // The same object each time: the batch serializes it once (BatchResponses).
       return exchange.listed.result
     }
@@ -441,7 +497,7 @@ class BatchResponses {
       const text = JSON.stringify(response)
       return { pieces: [text], bytes: () => utf8Bytes(text) }
     }
-    let result = this.#results.get(response.result)
+    let result = response.result instanceof SerializedAnswer ? response.result : this.#results.get(response.result)
     if (result === undefined) {
       const text = JSON.stringify(response.result)
       result = { text, bytes: utf8Bytes(text) }

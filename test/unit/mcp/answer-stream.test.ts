@@ -3,15 +3,15 @@
  * (issue 34 item 6: four cap-size `tools/list` batches at once stalled the host 29 ms): the
  * work of one turn is counted here, not timed.
  */
-import { describe, expect, it } from 'vitest'
-import { createMcpApp } from '../../../src/mcp/index.js'
+import { describe, expect, it, vi } from 'vitest'
+import { createMcpApp, listMcpTools } from '../../../src/mcp/index.js'
 import { createToolRuntime, defineTool } from '../../../src/index.js'
 import { AUTH, TOKEN } from '../http/fixtures.js'
 
 /** The largest chunk one pull may encode: 64 Ki UTF-16 units, up to 3 UTF-8 bytes each. */
 const MAX_CHUNK_BYTES = 3 * 64 * 1024
 
-function wideApp(tools: number, description: (i: number) => string) {
+function wideRuntime(tools: number, description: (i: number) => string) {
   const runtime = createToolRuntime()
   for (let i = 0; i < tools; i++) {
     runtime.register(
@@ -24,8 +24,10 @@ function wideApp(tools: number, description: (i: number) => string) {
       }),
     )
   }
-  return createMcpApp(runtime, { token: TOKEN })
+  return runtime
 }
+
+const wideApp = (tools: number, description: (i: number) => string) => createMcpApp(wideRuntime(tools, description), { token: TOKEN })
 
 const lists = (n: number) => Array.from({ length: n }, (_, id) => ({ jsonrpc: '2.0', id, method: 'tools/list' }))
 
@@ -83,6 +85,39 @@ describe('MCP batch answer stream', () => {
       expect(text).not.toContain('\uFFFD')
       const answers = JSON.parse(text) as { result: { tools: { description: string }[] } }[]
       for (const answer of answers) expect(answer.result.tools.map((t) => t.description)).toEqual([description(0)])
+    }
+  })
+
+  it('serializes a tool descriptor once while the tool is unchanged, and lists what listMcpTools lists', async () => {
+    const runtime = wideRuntime(50, (i) => `tool ${i}`)
+    const changing = (description: string) =>
+      runtime.register(defineTool({ name: 'changing', description, parameters: {}, output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] }, execute: () => 'ok' }))
+    const off = changing('before')
+    const app = createMcpApp(runtime, { token: TOKEN })
+    const post = async () => {
+      const response = await app.request('/', { method: 'POST', headers: { ...AUTH, 'Content-Type': 'application/json' }, body: JSON.stringify(lists(2)) })
+      return JSON.parse(await response.text()) as { result: unknown }[]
+    }
+    const stringify = vi.spyOn(JSON, 'stringify')
+    const descriptors = () => stringify.mock.calls.filter(([value]) => typeof value === 'object' && value !== null && ('inputSchema' in value || 'tools' in value)).length
+    try {
+      const first = await post()
+      expect(descriptors()).toBe(51)
+      expect(first[0]!.result).toEqual(JSON.parse(JSON.stringify({ tools: listMcpTools(runtime) })))
+      expect(first[1]!.result).toEqual(first[0]!.result)
+      stringify.mockClear()
+      expect((await post())[0]!.result).toEqual(first[0]!.result)
+      expect(descriptors()).toBe(0)
+      // A changed tool is a new schema object: only it is serialized again, and the list shows it.
+      off()
+      changing('changed')
+      stringify.mockClear()
+      const changed = (await post())[0]!.result as { tools: { name: string; description: string }[] }
+      expect(descriptors()).toBe(1)
+      expect(changed).toEqual(JSON.parse(JSON.stringify({ tools: listMcpTools(runtime) })))
+      expect(changed.tools.find((t) => t.name === 'changing')!.description).toBe('changed')
+    } finally {
+      stringify.mockRestore()
     }
   })
 })
