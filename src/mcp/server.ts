@@ -28,6 +28,7 @@ import { blocksToMcpContent, isJsonObject } from './content.js'
 import type { McpCallToolResultOut, McpToolDescriptor } from './mcp-types.js'
 import { traceCarrierOf } from '../telemetry/trace-context.js'
 import { isRecord, positiveInteger } from '../util/guards.js'
+import { utf8Length } from '../util/utf8.js'
 
 /** The MCP protocol revisions this server speaks, newest first. */
 export const MCP_PROTOCOL_VERSIONS: readonly string[] = Object.freeze(['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'])
@@ -175,7 +176,7 @@ function listMcpToolsSerialized(runtime: ToolRuntime, agent: ScopeKey | undefine
         inputSchema: tool.parameters,
         ...(output !== undefined && output.type === 'object' ? { outputSchema: output } : {}),
       })
-      cached = { text, bytes: utf8Bytes(text), description, output }
+      cached = { text, bytes: utf8Length(text), description, output }
       if (deepFrozen(tool) && deepFrozen(output)) serializedTools.set(tool, cached)
     }
     bytes += cached.bytes
@@ -430,21 +431,6 @@ function yieldToHost(): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, 0))
 }
 
-/** UTF-8 bytes of `text` as TextEncoder writes them (a lone surrogate is U+FFFD), counted without encoding it. */
-function utf8Bytes(text: string): number {
-  let bytes = text.length
-  for (let i = 0; i < text.length; i++) {
-    const unit = text.charCodeAt(i)
-    if (unit < 0x80) continue
-    if (unit < 0x800) bytes += 1
-    else if (isHighSurrogate(unit) && i + 1 < text.length && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
-      bytes += 2
-      i++
-    } else bytes += 2
-  }
-  return bytes
-}
-
 function isHighSurrogate(unit: number): boolean {
   return (unit & 0xfc00) === 0xd800
 }
@@ -495,18 +481,18 @@ class BatchResponses {
   #serialize(response: JsonRpcResponse): { readonly pieces: string[]; readonly bytes: () => number } {
     if (response.error !== undefined || typeof response.result !== 'object' || response.result === null) {
       const text = JSON.stringify(response)
-      return { pieces: [text], bytes: () => utf8Bytes(text) }
+      return { pieces: [text], bytes: () => utf8Length(text) }
     }
     let result = response.result instanceof SerializedAnswer ? response.result : this.#results.get(response.result)
     if (result === undefined) {
       const text = JSON.stringify(response.result)
-      result = { text, bytes: utf8Bytes(text) }
+      result = { text, bytes: utf8Length(text) }
       this.#results.set(response.result, result)
     }
     // The key order of JSON.stringify(response): jsonrpc, id, result.
     const head = `{"jsonrpc":"2.0","id":${JSON.stringify(response.id)},"result":`
     const counted = result.bytes
-    return { pieces: [head, result.text, '}'], bytes: () => utf8Bytes(head) + counted + 1 }
+    return { pieces: [head, result.text, '}'], bytes: () => utf8Length(head) + counted + 1 }
   }
 
   /** Adds `response` to the batch, or its replacement error when it does not fit; returns the text. */
