@@ -7,6 +7,7 @@
  * terminated and replaced.
  */
 import { afterAll, describe, expect, it } from 'vitest'
+import { describeHotLoopStops, HOT_LOOPS } from './hot-loop-stops.js'
 import { createPythonSandboxRuntime } from '../../../platforms/browser/python-sandbox-runtime.js'
 import type { SandboxRuntime, SandboxRuntimeOptions, SandboxThread } from '../../../src/code-runtime/sandbox-runtime.js'
 
@@ -52,33 +53,7 @@ function counted(options: SandboxRuntimeOptions): { readonly runtime: SandboxRun
   return { runtime, spawned: () => spawned }
 }
 
-const HOT_LOOPS = [
-  ['while True: pass', 'while True:\n    pass'],
-  ['a loop that catches BaseException', 'while True:\n    try:\n        while True: pass\n    except BaseException:\n        pass'],
-  ['a long C loop that allocates nothing (max)', 'm = max(range(10**9))\nreturn 0'],
-] as const
-
-describe('Python workers (Chromium) stop a hot loop in place', () => {
-  const { runtime, spawned } = counted({ computeMs: 300, maxWallMs: 20_000 })
-
-  // The margin is for a loaded machine, not a speed check (bench:sandbox measures the overshoot).
-  it.each(HOT_LOOPS)('%s ends at its compute budget, and the same worker serves the next run', async (_name, program) => {
-    await runtime.warm()
-    const result = await runtime.run({ program, bindings: [] })
-    expect(result.error?.kind).toBe('timeout')
-    expect(result.error?.message).toBe('compute budget of 300 ms exhausted')
-    expect((await runtime.run({ program: 'return 1 + 1', bindings: [] })).value).toBe(2)
-    expect(spawned()).toBe(1)
-  })
-
-  it('starts the next run in a fresh interpreter: nothing of the stopped run crosses', async () => {
-    const hot = await runtime.run({ program: 'global leaked\nleaked = 1\nasyncio.marker = "kept"\nwhile True:\n    pass', bindings: [] })
-    expect(hot.error?.kind).toBe('timeout')
-    const next = await runtime.run({ program: 'return ["leaked" in globals(), getattr(asyncio, "marker", None)]', bindings: [] })
-    expect(next.value).toEqual([false, null])
-    expect(spawned()).toBe(1)
-  })
-})
+describeHotLoopStops('Python workers (Chromium)', counted, [HOT_LOOPS.pass, HOT_LOOPS.catching, HOT_LOOPS.cLoop])
 
 describe('Python workers (Chromium) end an aborted computation at once', () => {
   const { runtime, spawned } = counted({ computeMs: 60_000, maxWallMs: 60_000 })
