@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url'
 import { Miniflare } from 'miniflare'
 import type { WorkerOptions } from 'miniflare'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { until } from '../support/poll.js'
 
 /**
  * Durable runs at the edge: the BUILT Worker with its Durable Object bindings (`RUNS` →
@@ -83,14 +84,12 @@ describe('durable runs in Durable Objects (built Worker, Miniflare, persisted st
     return body.id
   }
   const status = async (id: string): Promise<Record<string, unknown>> => (await (await call(`/v1/runs/${id}`, { headers: auth })).json()) as Record<string, unknown>
-  const until = async (id: string, done: (body: Record<string, unknown>) => boolean, withinMs = 30_000): Promise<Record<string, unknown>> => {
-    let body: Record<string, unknown> = {}
-    for (const deadline = Date.now() + withinMs; Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 50))) {
-      body = await status(id)
-      if (done(body)) return body
-    }
-    return body
-  }
+  /** Polls the run's status until `done` holds (its body), failing past `withinMs`. */
+  const whenStatus = (id: string, done: (body: Record<string, unknown>) => boolean, withinMs = 30_000): Promise<Record<string, unknown>> =>
+    until(async () => {
+      const body = await status(id)
+      return done(body) ? body : undefined
+    }, `run ${id}'s status`, withinMs, 50)
   /** The Worker's listing of pending approvals (from the index), this run's only. */
   const approvalsOf = async (runCallId: string): Promise<Approval[]> => {
     const response = await call('/v1/approvals', { headers: auth })
@@ -105,10 +104,10 @@ describe('durable runs in Durable Objects (built Worker, Miniflare, persisted st
    * index, 30 s later. Runs that end after a decision must end well inside that.
    */
   const AFTER_DECISION_MS = 15_000
-  const ended = (id: string) => until(id, (body) => body.status !== 'running' && body.status !== 'waiting', AFTER_DECISION_MS)
+  const ended = (id: string) => whenStatus(id, (body) => body.status !== 'running' && body.status !== 'waiting', AFTER_DECISION_MS)
   /** Waits until the run asks `name`, checks the Worker lists it, and answers it. */
   const answer = async (id: string, name: string, decision: 'allow' | 'deny' = 'allow'): Promise<void> => {
-    const waiting = await until(id, (body) => body.status === 'waiting' && (body.approvals as Approval[]).some((a) => a.name === name))
+    const waiting = await whenStatus(id, (body) => body.status === 'waiting' && (body.approvals as Approval[]).some((a) => a.name === name))
     expect(waiting.status).toBe('waiting')
     const listed = await approvalsOf(waiting.callId as string)
     expect(listed.map((a) => a.name)).toEqual([name])
@@ -145,8 +144,8 @@ describe('durable runs in Durable Objects (built Worker, Miniflare, persisted st
   it('two runs wait at once, each in its own object: each run lists its own approval, the Worker lists both, each decision reaches its run', async () => {
     const a = await startRun("await tools.write_file({ path: 'a.txt', content: 'a' }); return 'a'")
     const b = await startRun("await tools.write_file({ path: 'b.txt', content: 'b' }); return 'b'")
-    const waitingA = await until(a, (body) => body.status === 'waiting')
-    const waitingB = await until(b, (body) => body.status === 'waiting')
+    const waitingA = await whenStatus(a, (body) => body.status === 'waiting')
+    const waitingB = await whenStatus(b, (body) => body.status === 'waiting')
     const [ownA, ownB] = [waitingA.approvals as Approval[], waitingB.approvals as Approval[]]
     expect(ownA.map((x) => x.name)).toEqual(['write_file'])
     expect(ownB.map((x) => x.name)).toEqual(['write_file'])
@@ -179,13 +178,12 @@ describe('durable runs in Durable Objects (built Worker, Miniflare, persisted st
     const id = await startRun(TWO_ASKS)
     // The edit is allowed and runs before the restart; the write asks and the run parks.
     await answer(id, 'edit_file')
-    const waiting = await until(id, (body) => body.status === 'waiting' && (body.approvals as Approval[]).some((a) => a.name === 'write_file'))
+    const waiting = await whenStatus(id, (body) => body.status === 'waiting' && (body.approvals as Approval[]).some((a) => a.name === 'write_file'))
     expect(waiting.status).toBe('waiting')
     const callId = waiting.callId as string
     // The run parks once it has waited parkAfterMs (1 s): wait until its object says its state is stored.
     const stored = async () => (await call(`/v1/runs/${id}`, { headers: auth })).headers.get('X-Toolyard-Run-State') === 'stored'
-    for (const deadline = Date.now() + 30_000; Date.now() < deadline && !(await stored()); ) await new Promise((resolve) => setTimeout(resolve, 50))
-    expect(await stored()).toBe(true)
+    await until(stored, 'the run object to store its state', 30_000, 50)
     await mf!.dispose()
     mf = await start()
     // A new workerd: the approval is listed from the index, decided on the Worker, and the
@@ -208,11 +206,10 @@ describe('durable runs in Durable Objects (built Worker, Miniflare, persisted st
   it('a Python run parked across a restart of workerd is resumed by its object in a fresh interpreter: same value, its completed call ran once', async () => {
     const id = await startRun(TWO_ASKS_PYTHON, 'python')
     await answer(id, 'edit_file')
-    const waiting = await until(id, (body) => body.status === 'waiting' && (body.approvals as Approval[]).some((a) => a.name === 'write_file'))
+    const waiting = await whenStatus(id, (body) => body.status === 'waiting' && (body.approvals as Approval[]).some((a) => a.name === 'write_file'))
     const callId = waiting.callId as string
     const stored = async () => (await call(`/v1/runs/${id}`, { headers: auth })).headers.get('X-Toolyard-Run-State') === 'stored'
-    for (const deadline = Date.now() + 30_000; Date.now() < deadline && !(await stored()); ) await new Promise((resolve) => setTimeout(resolve, 50))
-    expect(await stored()).toBe(true)
+    await until(stored, 'the run object to store its state', 30_000, 50)
     await mf!.dispose()
     mf = await start()
     const listed = await approvalsOf(callId)
@@ -241,11 +238,9 @@ describe('durable runs in Durable Objects (built Worker, Miniflare, persisted st
     await mf!.dispose()
     mf = await start(timeout, state)
     const id = await startRun("await tools.write_file({ path: 'late.txt', content: 'x' }); return 1")
-    const waiting = await until(id, (body) => body.status === 'waiting')
+    const waiting = await whenStatus(id, (body) => body.status === 'waiting')
     const expiresAt = (waiting.approvals as { expiresAt: number }[])[0]!.expiresAt
-    for (const deadline = Date.now() + 30_000; Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 50))) {
-      if ((await call(`/v1/runs/${id}`, { headers: auth })).headers.get('X-Toolyard-Run-State') === 'stored') break
-    }
+    await until(async () => (await call(`/v1/runs/${id}`, { headers: auth })).headers.get('X-Toolyard-Run-State') === 'stored', 'the run object to store its state', 30_000, 50)
     await mf!.dispose()
     // Down past the expiry (and the alarm's 1 s slack after it), then up again on the same storage.
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, expiresAt + 1_500 - Date.now())))

@@ -7,6 +7,7 @@ import { build } from 'esbuild'
 import { Miniflare } from 'miniflare'
 import type { WorkerOptions } from 'miniflare'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { until } from '../support/poll.js'
 
 /**
  * Issue 32's "a durable run resumed in a second process in the same trace", at the edge: the
@@ -84,18 +85,16 @@ describe('telemetry of a durable run resumed by a restarted Durable Object (buil
   }
   const call = (path: string, init: RequestInit = {}) => mf!.dispatchFetch(`${BASE}${path}`, init as never) as unknown as Promise<Response>
   const status = async (id: string): Promise<Record<string, unknown>> => (await (await call(`/v1/runs/${id}`, { headers: auth })).json()) as Record<string, unknown>
-  const until = async (id: string, done: (body: Record<string, unknown>) => boolean, withinMs = 30_000): Promise<Record<string, unknown>> => {
-    let body: Record<string, unknown> = {}
-    for (const deadline = Date.now() + withinMs; Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 50))) {
-      body = await status(id)
-      if (done(body)) return body
-    }
-    return body
-  }
+  /** Polls the run's status until `done` holds (its body), failing past `withinMs`. */
+  const whenStatus = (id: string, done: (body: Record<string, unknown>) => boolean, withinMs = 30_000): Promise<Record<string, unknown>> =>
+    until(async () => {
+      const body = await status(id)
+      return done(body) ? body : undefined
+    }, `run ${id}'s status`, withinMs, 50)
   const pending = async (runCallId: string): Promise<Approval[]> =>
     ((await (await call('/v1/approvals', { headers: auth })).json()) as { approvals: Approval[] }).approvals.filter((a) => a.parentCallId === runCallId)
   const decide = (id: string) => call(`/v1/approvals/${id}`, { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body: JSON.stringify({ decision: 'allow' }) })
-  const waitingOn = (id: string, name: string) => until(id, (body) => body.status === 'waiting' && (body.approvals as Approval[]).some((a) => a.name === name))
+  const waitingOn = (id: string, name: string) => whenStatus(id, (body) => body.status === 'waiting' && (body.approvals as Approval[]).some((a) => a.name === name))
   /** What the run's object recorded in this workerd process. */
   const recorded = async (id: string): Promise<Recorded> => (await (await call(`/__telemetry/${id}`)).json()) as Recorded
 
@@ -146,14 +145,14 @@ describe('telemetry of a durable run resumed by a restarted Durable Object (buil
     const callId = asking.callId as string
     // Parked (its state, with its span's context, in the object's storage) before the decision.
     const stored = async () => (await call(`/v1/runs/${id}`, { headers: auth })).headers.get('X-Toolyard-Run-State') === 'stored'
-    for (const deadline = Date.now() + 30_000; Date.now() < deadline && !(await stored()); ) await new Promise((resolve) => setTimeout(resolve, 50))
-    expect(await stored()).toBe(true)
+    await until(stored, 'the run object to store its state', 30_000, 50)
     expect((await decide((await pending(callId))[0]!.id)).status).toBe(200)
     // The write runs in this process (woken from memory) and is journaled; the program then pauses.
     const wrote = (r: Recorded) => r.spans.some((s) => s.name === 'execute_tool write_file' && s.ended)
-    let first = await recorded(id)
-    for (const deadline = Date.now() + 15_000; Date.now() < deadline && !wrote(first); first = await recorded(id)) await new Promise((resolve) => setTimeout(resolve, 50))
-    expect(wrote(first)).toBe(true)
+    const first = await until(async () => {
+      const now = await recorded(id)
+      return wrote(now) ? now : undefined
+    }, 'the journaled write_file span', 15_000, 50)
     expect((await status(id)).status).toBe('running')
 
     // The first process: the run's span, a child of the caller's, still open as the process stops.
@@ -167,7 +166,7 @@ describe('telemetry of a durable run resumed by a restarted Durable Object (buil
     await mf!.dispose()
     mf = await start()
     // The second process: the next request to the object builds it, and it resumes the run from its storage.
-    const done = await until(id, (body) => body.status !== 'running' && body.status !== 'waiting', 30_000)
+    const done = await whenStatus(id, (body) => body.status !== 'running' && body.status !== 'waiting', 30_000)
     expect(done).toMatchObject({ status: 'done', result: { isError: false, value: { result: { before: true, notes: 'written once' } } } })
 
     const second = await recorded(id)

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
+import { until } from '../../support/poll.js'
 import { startServer } from '../../../examples/start.js'
 import type { StartedServer } from '../../../examples/start.js'
 import { compareSample, findSamples, samplePattern, unmarkedRealOutput } from './samples.js'
@@ -143,21 +144,19 @@ async function runsFlow(): Promise<string> {
     const text = await (await fetch(`${url}/v1/runs/${id}`, { headers: auth })).text()
     return { text, status: (JSON.parse(text) as { status: string }).status }
   }
-  const until = async (status: string): Promise<string> => {
-    for (;;) {
+  const whenStatus = (status: string): Promise<string> =>
+    until(async () => {
       const answer = await get()
-      if (answer.status === status) return `$ curl -s -H "Authorization: Bearer $TOKEN" http://127.0.0.1:8787/v1/runs/${id}\n${answer.text}`
-      await new Promise((resolve) => setTimeout(resolve, 10))
-    }
-  }
-  const waiting = await until('waiting')
+      return answer.status === status ? `$ curl -s -H "Authorization: Bearer $TOKEN" http://127.0.0.1:8787/v1/runs/${id}\n${answer.text}` : undefined
+    }, `the run to be ${status}`, 20_000, 10)
+  const waiting = await whenStatus('waiting')
   shown.push(waiting)
   const approval = (JSON.parse(waiting.slice(waiting.indexOf('\n') + 1)) as { approvals: { id: string }[] }).approvals[0]!.id
   const decided = await fetch(`${url}/v1/approvals/${approval}`, { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body: '{"decision":"allow"}' })
   shown.push(
     `$ curl -s -o /dev/null -w '%{http_code}\\n' -X POST -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \\\n    -d '{"decision":"allow"}' http://127.0.0.1:8787/v1/approvals/${approval}\n${decided.status}`,
   )
-  shown.push(await until('done'))
+  shown.push(await whenStatus('done'))
   const events = await fetch(`${url}/v1/runs/${id}/events`, { headers: { ...auth, 'Last-Event-ID': '5' } })
   shown.push(`$ curl -sN -H "Authorization: Bearer $TOKEN" -H 'Last-Event-ID: 5' http://127.0.0.1:8787/v1/runs/${id}/events\n${(await events.text()).trimEnd()}`)
   return shown.join('\n\n')

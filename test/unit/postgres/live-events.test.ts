@@ -5,6 +5,7 @@
  */
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { until } from '../../support/poll.js'
 import { createPostgresStore } from '../../../platforms/postgres/index.js'
 import { createLiveEvents, LIVE_EVENTS_PREFIX } from '../../../src/durable/_live-events.js'
 import { createMemoryStore } from '../../../src/durable/memory-store.js'
@@ -18,14 +19,6 @@ const newStore = () => {
   const pool = new pg.Pool({ connectionString: cluster!.url, max: 4 })
   pools.push(pool)
   return createPostgresStore({ pool, table: 'live', log: () => undefined })
-}
-
-async function until(check: () => boolean, what: string, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
 }
 
 describe.skipIf(skip !== undefined)(`live run events across instances${skip === undefined ? '' : ` (skipped: ${skip})`}`, () => {
