@@ -44,12 +44,29 @@ const THREAD_HEAP_MB = 64
  */
 const images = new WeakMap<WebAssembly.Module, Map<number, { readonly source: string; readonly image: unknown }>>()
 
-/** The boot message with the image kept for its module, memory size and script, or asking for one. */
+/**
+ * `image` with its bytes in a shared buffer of its own: no two threads (and not the host and the
+ * thread that took it) hold the same bytes, so a thread whose realm a program escaped into cannot
+ * rewrite the VMs other threads restore. A copy is ~0.1 ms; posting shared bytes ~0.01 ms.
+ * `undefined` for anything not shaped like an image.
+ *
+ * @internal Exported for its test.
+ */
+export function ownBytes(image: unknown): unknown {
+  const bytes = (image as { memory?: { bytes?: unknown } } | null)?.memory?.bytes
+  if (!(bytes instanceof Uint8Array)) return undefined
+  const own = new Uint8Array(new SharedArrayBuffer(bytes.length))
+  own.set(bytes)
+  const { memory } = image as { memory: object }
+  return { ...(image as object), memory: { ...memory, bytes: own } }
+}
+
+/** The boot message with a copy of the image kept for its module, memory size and script, or asking for one. */
 function withImage(message: unknown): unknown {
   const boot = message as Partial<SandboxThreadBoot>
   if (boot.type !== 'boot' || boot.wasmModule === undefined || boot.memoryMb === undefined) return message
   const kept = images.get(boot.wasmModule)?.get(boot.memoryMb)
-  return kept === undefined || kept.source !== boot.sandboxSource ? { ...boot, wantsImage: true } : { ...boot, image: kept.image }
+  return kept === undefined || kept.source !== boot.sandboxSource ? { ...boot, wantsImage: true } : { ...boot, image: ownBytes(kept.image) }
 }
 
 function spawnThread(url: URL): SandboxThread {
@@ -86,9 +103,11 @@ function spawnThread(url: URL): SandboxThread {
   let booted: Partial<SandboxThreadBoot> = {}
   worker.on('message', (data: { type?: unknown; memoryMb?: unknown; image?: unknown }) => {
     if (data?.type !== 'image' || booted.wasmModule === undefined || typeof data.memoryMb !== 'number' || typeof booted.sandboxSource !== 'string') return
+    const image = ownBytes(data.image)
+    if (image === undefined) return
     const kept = images.get(booted.wasmModule) ?? new Map()
     images.set(booted.wasmModule, kept)
-    if (!kept.has(data.memoryMb)) kept.set(data.memoryMb, { source: booted.sandboxSource, image: data.image })
+    if (!kept.has(data.memoryMb)) kept.set(data.memoryMb, { source: booted.sandboxSource, image })
   })
   return {
     postMessage: (message) => {
