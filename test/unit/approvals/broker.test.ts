@@ -122,14 +122,15 @@ describe('createApprovalBroker: the approval flow through a real registry', () =
   })
 
   it('after a decision, neither the expiry timer nor a late abort touches the settled request', async () => {
-    const { broker, runtime, events } = setup({ timeoutMs: 30 })
+    // 300 ms: long enough that a loaded machine decides before the expiry; the wait outlasts it.
+    const { broker, runtime, events } = setup({ timeoutMs: 300 })
     const controller = new AbortController()
     const asked = nextRequest(broker)
     const result = runtime.execute(call('pay', {}, controller))
     await broker.decide((await asked).id, { decision: 'allow' })
     expect(codeOf(await result)).toBe('OK')
     controller.abort()
-    await tick(80)
+    await tick(400)
     expect(events.map((e) => e.type)).toEqual(['requested', 'decided'])
   })
 
@@ -430,9 +431,13 @@ describe('nothing leaks', () => {
     return { controller, live }
   }
 
-  /** Counts the live timers set for about `delay` ms: the broker arms its expiry with what is left of it (a ms or more less under load). */
+  /**
+   * Counts the live timers set for about `delay` ms (the broker arms its expiry with what is left of
+   * it, a ms or more less under load) and lets the test fire them: the expiry happens when the test
+   * says so, never because a loaded machine was slow between two awaits.
+   */
   function countingTimers(delay: number) {
-    const live = new Set<unknown>()
+    const live = new Map<unknown, () => void>()
     const realSet = globalThis.setTimeout
     const realClear = globalThis.clearTimeout
     vi.spyOn(globalThis, 'setTimeout').mockImplementation(((fn: () => void, ms?: number) => {
@@ -441,19 +446,26 @@ describe('nothing leaks', () => {
         live.delete(handle)
         fn()
       }, ms)
-      live.add(handle)
+      live.set(handle, fn)
       return handle
     }) as typeof setTimeout)
     vi.spyOn(globalThis, 'clearTimeout').mockImplementation(((handle: Parameters<typeof clearTimeout>[0]) => {
       live.delete(handle)
       realClear(handle)
     }) as typeof clearTimeout)
-    return live
+    const fireAll = () => {
+      for (const [handle, fn] of [...live]) {
+        live.delete(handle)
+        realClear(handle as Parameters<typeof clearTimeout>[0])
+        fn()
+      }
+    }
+    return { live, fireAll }
   }
 
   it.each(['allow', 'deny', 'expire', 'withdraw', 'dispose'] as const)('no timer or abort listener is left after %s', async (how) => {
-    const delay = how === 'expire' ? 25 : 4321
-    const timers = countingTimers(delay)
+    const delay = 4321
+    const { live: timers, fireAll } = countingTimers(delay)
     const broker = createApprovalBroker({ timeoutMs: delay })
     const { controller, live } = countingSignal()
     const outcome = Promise.resolve(broker.handler({ execution: fakeExecution({ signal: controller.signal }) })).then(
@@ -464,6 +476,7 @@ describe('nothing leaks', () => {
     const id = (await broker.pending())[0]!.id
     if (how === 'allow') await broker.decide(id, { decision: 'allow' })
     if (how === 'deny') await broker.decide(id, { decision: 'deny' })
+    if (how === 'expire') fireAll()
     if (how === 'withdraw') controller.abort()
     if (how === 'dispose') await broker.dispose()
     const settled = await outcome

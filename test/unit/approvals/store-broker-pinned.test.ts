@@ -135,7 +135,7 @@ describe('finish: a watch ends once, whatever raced it', () => {
   })
 
   it('a denial with a role notes it; an expiry notes none', async () => {
-    const a = broker(cueStore().store, { timeoutMs: 80 })
+    const a = broker(cueStore().store, { timeoutMs: 400 })
     const requested = nextRequested(a)
     const denied = ask(a)
     const approval = await requested
@@ -143,7 +143,7 @@ describe('finish: a watch ends once, whatever raced it', () => {
     expect(await denied.settled).toEqual({ ok: false, code: 'DENIED_BY_APPROVAL', message: 'pay was denied by a person: no' })
     expect(deciderOf(denied.request)).toBe('admin')
     const expired = ask(a)
-    expect(await expired.settled).toEqual({ ok: false, code: 'DENIED_BY_APPROVAL', message: 'pay was denied by timeout: nobody decided within 80 ms' })
+    expect(await expired.settled).toEqual({ ok: false, code: 'DENIED_BY_APPROVAL', message: 'pay was denied by timeout: nobody decided within 400 ms' })
     expect(deciderOf(expired.request)).toBeUndefined()
   })
 
@@ -704,7 +704,7 @@ describe('dispose() and pending()', () => {
 describe('how a watch ends, more ways', () => {
   it('expiry of a request removed from the store behind its back: the caller is denied by the server, saying so', async () => {
     const cues = cueStore()
-    const a = broker(cues.store, { timeoutMs: 100 })
+    const a = broker(cues.store, { timeoutMs: 400 })
     const requested = nextRequested(a)
     const call = ask(a)
     const approval = await requested
@@ -714,7 +714,7 @@ describe('how a watch ends, more ways', () => {
 
   it('expiry over a store that fails: the caller is denied by timeout all the same, the record left for the next reader', async () => {
     const cues = cueStore()
-    const a = broker(cues.store, { timeoutMs: 100 })
+    const a = broker(cues.store, { timeoutMs: 400 })
     const events = eventsOf(a)
     const requested = nextRequested(a)
     const call = ask(a)
@@ -722,7 +722,7 @@ describe('how a watch ends, more ways', () => {
     cues.before = () => {
       throw new Error('store down')
     }
-    expect(await call.settled).toEqual({ ok: false, code: 'DENIED_BY_APPROVAL', message: 'pay was denied by timeout: nobody decided within 100 ms' })
+    expect(await call.settled).toEqual({ ok: false, code: 'DENIED_BY_APPROVAL', message: 'pay was denied by timeout: nobody decided within 400 ms' })
     expect(events.map((e) => e.type)).toEqual(['requested', 'expired'])
     expect(await cues.base.get(openKey(hashOfId(approval.id)!))).toBeDefined()
   })
