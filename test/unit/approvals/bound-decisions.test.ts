@@ -36,13 +36,15 @@ function setup(broker: ApprovalBroker, codeRuntime?: ReturnType<typeof createSan
 const signal = () => new AbortController().signal
 
 async function listed(broker: ApprovalBroker, count: number): Promise<readonly PendingApproval[]> {
-  const deadline = Date.now() + 20_000
-  for (;;) {
-    const list = await broker.pending()
-    if (list.length >= count) return list
-    if (Date.now() > deadline) throw new Error(`expected ${count} pending, saw ${list.length}`)
-    await new Promise((resolve) => setTimeout(resolve, 5))
-  }
+  let seen = 0
+  return until(
+    async () => {
+      const list = await broker.pending()
+      seen = list.length
+      return list.length >= count && list
+    },
+    () => `${count} pending (saw ${seen})`,
+  )
 }
 
 describe('a stored decision answers only the call it was taken for', () => {

@@ -16,7 +16,7 @@ import { createMemoryStore } from '../../../src/durable/index.js'
 import type { DurableStore } from '../../../src/durable/index.js'
 import { createToolRuntime } from '../../../src/registry/index.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
-import { codeOf } from './helpers.js'
+import { codeOf, until } from './helpers.js'
 
 const dirs: string[] = []
 afterAll(async () => {
@@ -55,13 +55,15 @@ function setup(broker: ApprovalBroker, codeRuntime?: ReturnType<typeof createSan
 }
 
 async function listed(broker: ApprovalBroker, count: number) {
-  const deadline = Date.now() + 20_000
-  for (;;) {
-    const list = await broker.pending()
-    if (list.length >= count) return list
-    if (Date.now() > deadline) throw new Error(`expected ${count} pending, saw ${list.length}`)
-    await new Promise((resolve) => setTimeout(resolve, 5))
-  }
+  let seen = 0
+  return until(
+    async () => {
+      const list = await broker.pending()
+      seen = list.length
+      return list.length >= count && list
+    },
+    () => `${count} pending (saw ${seen})`,
+  )
 }
 
 for (const [label, open] of stores) {
@@ -112,7 +114,7 @@ for (const [label, open] of stores) {
       openReads = 0
       const late = b.decide(request!.id, { decision: 'allow' })
       // B has read the open record and the (empty) settlement; now A decides.
-      while (openReads < 2) await new Promise((resolve) => setTimeout(resolve, 1))
+      await until(() => openReads >= 2, "B's two reads", 20_000, 1)
       expect(await a.decide(request!.id, { decision: 'deny', reason: 'first' })).toMatchObject({ ok: true })
       release()
       expect(await late).toMatchObject({ ok: false, code: 'APPROVAL_ALREADY_DECIDED' })

@@ -36,10 +36,7 @@ function ask(b: ApprovalBroker, callId = `call-${++seq}`, args: unknown = { amou
 
 async function listed(b: ApprovalBroker, count = 1): Promise<readonly PendingApproval[]> {
   let list: readonly PendingApproval[] = []
-  for (let i = 0; i < 2000 && list.length < count; i++) {
-    list = await b.pending()
-    if (list.length < count) await new Promise((resolve) => setTimeout(resolve, 5))
-  }
+  await until(async () => (list = await b.pending()).length >= count, () => `${count} pending (saw ${list.length})`)
   expect(list).toHaveLength(count)
   return list
 }
@@ -204,7 +201,7 @@ describe('createApprovalBroker({ store }): one store, several brokers', () => {
     call.controller.abort()
     expect(await call.settled).toEqual({ ok: false, code: 'DENIED_BY_APPROVAL', message: 'the approval request for pay was withdrawn: the call was cancelled' })
     // The withdrawal is written after the caller is told: wait until it landed.
-    for (let i = 0; i < 2000 && (await b.pending()).length > 0; i++) await new Promise((resolve) => setTimeout(resolve, 5))
+    await until(async () => (await b.pending()).length === 0, 'the withdrawal to land')
     expect(await b.pending()).toEqual([])
     expect(await b.decide(request!.id, { decision: 'allow' })).toMatchObject({ ok: false, code: 'APPROVAL_WITHDRAWN' })
     const again = ask(a, 'run-w:code:1')

@@ -3,6 +3,7 @@ import { createApprovalBroker, DEFAULT_APPROVAL_TIMEOUT_MS } from '../../../src/
 import type { ApprovalBroker, ApprovalEvent } from '../../../src/approvals/index.js'
 import { ToolError } from '../../../src/errors.js'
 import type { ToolExecution } from '../../../src/types.js'
+import { heldTimers } from '../../support/held-timers.js'
 import { call, codeOf, messageOf, nextRequest, setup, tick, until } from './helpers.js'
 
 afterEach(() => {
@@ -122,15 +123,19 @@ describe('createApprovalBroker: the approval flow through a real registry', () =
   })
 
   it('after a decision, neither the expiry timer nor a late abort touches the settled request', async () => {
-    // 300 ms: long enough that a loaded machine decides before the expiry; the wait outlasts it.
-    const { broker, runtime, events } = setup({ timeoutMs: 300 })
+    // The expiry timer fires when the test says so: after the decision, however slow the machine.
+    const timers = heldTimers(4321)
+    const { broker, runtime, events } = setup({ timeoutMs: 4321 })
     const controller = new AbortController()
     const asked = nextRequest(broker)
     const result = runtime.execute(call('pay', {}, controller))
-    await broker.decide((await asked).id, { decision: 'allow' })
+    const request = await asked
+    await until(() => timers.live.size === 1, 'the expiry timer')
+    await broker.decide(request.id, { decision: 'allow' })
     expect(codeOf(await result)).toBe('OK')
     controller.abort()
-    await tick(400)
+    timers.fireAll()
+    await tick(10)
     expect(events.map((e) => e.type)).toEqual(['requested', 'decided'])
   })
 
@@ -431,48 +436,16 @@ describe('nothing leaks', () => {
     return { controller, live }
   }
 
-  /**
-   * Counts the live timers set for about `delay` ms (the broker arms its expiry with what is left of
-   * it, a ms or more less under load) and lets the test fire them: the expiry happens when the test
-   * says so, never because a loaded machine was slow between two awaits.
-   */
-  function countingTimers(delay: number) {
-    const live = new Map<unknown, () => void>()
-    const realSet = globalThis.setTimeout
-    const realClear = globalThis.clearTimeout
-    vi.spyOn(globalThis, 'setTimeout').mockImplementation(((fn: () => void, ms?: number) => {
-      if (ms === undefined || ms > delay || ms <= delay / 2) return realSet(fn, ms)
-      const handle: unknown = realSet(() => {
-        live.delete(handle)
-        fn()
-      }, ms)
-      live.set(handle, fn)
-      return handle
-    }) as typeof setTimeout)
-    vi.spyOn(globalThis, 'clearTimeout').mockImplementation(((handle: Parameters<typeof clearTimeout>[0]) => {
-      live.delete(handle)
-      realClear(handle)
-    }) as typeof clearTimeout)
-    const fireAll = () => {
-      for (const [handle, fn] of [...live]) {
-        live.delete(handle)
-        realClear(handle as Parameters<typeof clearTimeout>[0])
-        fn()
-      }
-    }
-    return { live, fireAll }
-  }
-
   it.each(['allow', 'deny', 'expire', 'withdraw', 'dispose'] as const)('no timer or abort listener is left after %s', async (how) => {
     const delay = 4321
-    const { live: timers, fireAll } = countingTimers(delay)
+    const { live: timers, fireAll } = heldTimers(delay)
     const broker = createApprovalBroker({ timeoutMs: delay })
     const { controller, live } = countingSignal()
     const outcome = Promise.resolve(broker.handler({ execution: fakeExecution({ signal: controller.signal }) })).then(
       (value) => value,
       (error: unknown) => error,
     )
-    await until(() => timers.size === 1 && live.size === 1)
+    await until(() => timers.size === 1 && live.size === 1, 'the expiry timer and the abort listener')
     const id = (await broker.pending())[0]!.id
     if (how === 'allow') await broker.decide(id, { decision: 'allow' })
     if (how === 'deny') await broker.decide(id, { decision: 'deny' })

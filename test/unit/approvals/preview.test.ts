@@ -161,12 +161,7 @@ function fixture(preview: ((args: { path: string }, ctx: ToolPreviewContext) => 
 }
 
 async function firstPending(broker: { pending(): unknown }): Promise<{ id: string; preview?: string; summary: string }> {
-  for (let i = 0; i < 400; i++) {
-    const list = (await broker.pending()) as { id: string; preview?: string; summary: string }[]
-    if (list.length > 0) return list[0]!
-    await new Promise((resolve) => setTimeout(resolve, 5))
-  }
-  throw new Error('nothing asked')
+  return until(async () => ((await broker.pending()) as { id: string; preview?: string; summary: string }[])[0], 'a request (nothing asked)')
 }
 
 describe('a preview travels on the request to every listing', () => {

@@ -15,7 +15,7 @@ import type { ToolRuntime } from '../../../src/runtime-types.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
 import type { ToolExecutionToken } from '../../../src/types.js'
 import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
-import { codeOf, nextRequest, setup } from './helpers.js'
+import { codeOf, nextRequest, setup, until } from './helpers.js'
 
 const base = mkdtempSync(join(tmpdir(), 'toolyard-principal-'))
 afterAll(() => rmSync(base, { recursive: true, force: true }))
@@ -37,12 +37,7 @@ function payRuntime(handler: ApprovalBroker['handler']): ToolRuntime {
 }
 
 async function listedOne(broker: { pending(): readonly PendingApproval[] | Promise<readonly PendingApproval[]> }): Promise<PendingApproval> {
-  for (let i = 0; i < 2000; i++) {
-    const list = await broker.pending()
-    if (list.length > 0) return list[0]!
-    await new Promise((resolve) => setTimeout(resolve, 5))
-  }
-  throw new Error('no request was listed')
+  return until(async () => (await broker.pending())[0], 'a listed request')
 }
 
 describe('the principal travels with the call into its approval request', () => {

@@ -135,14 +135,15 @@ describe('finish: a watch ends once, whatever raced it', () => {
   })
 
   it('a denial with a role notes it; an expiry notes none', async () => {
-    const a = broker(cueStore().store, { timeoutMs: 400 })
+    // The denial waits on the default 5-minute expiry; only the second broker's request may expire.
+    const a = broker(cueStore().store)
     const requested = nextRequested(a)
     const denied = ask(a)
     const approval = await requested
     expect(await a.decide(approval.id, { decision: 'deny', reason: 'no' }, { role: 'admin' })).toMatchObject({ ok: true })
     expect(await denied.settled).toEqual({ ok: false, code: 'DENIED_BY_APPROVAL', message: 'pay was denied by a person: no' })
     expect(deciderOf(denied.request)).toBe('admin')
-    const expired = ask(a)
+    const expired = ask(broker(cueStore().store, { timeoutMs: 400 }))
     expect(await expired.settled).toEqual({ ok: false, code: 'DENIED_BY_APPROVAL', message: 'pay was denied by timeout: nobody decided within 400 ms' })
     expect(deciderOf(expired.request)).toBeUndefined()
   })
@@ -703,18 +704,23 @@ describe('dispose() and pending()', () => {
 
 describe('how a watch ends, more ways', () => {
   it('expiry of a request removed from the store behind its back: the caller is denied by the server, saying so', async () => {
+    // Fake time: the record is gone before the expiry fires, and the poll never runs first.
+    vi.useFakeTimers()
     const cues = cueStore()
-    const a = broker(cues.store, { timeoutMs: 400 })
+    const a = broker(cues.store, { timeoutMs: 400, pollIntervalMs: 600_000 })
     const requested = nextRequested(a)
     const call = ask(a)
     const approval = await requested
     await cues.base.delete(openKey(hashOfId(approval.id)!))
+    await vi.advanceTimersByTimeAsync(400)
     expect(await call.settled).toEqual({ ok: false, code: 'DENIED_BY_APPROVAL', message: 'pay was denied by the server: the approval request was removed from the store' })
   })
 
   it('expiry over a store that fails: the caller is denied by timeout all the same, the record left for the next reader', async () => {
+    // Fake time: the store fails before the expiry fires, and the poll never runs first.
+    vi.useFakeTimers()
     const cues = cueStore()
-    const a = broker(cues.store, { timeoutMs: 400 })
+    const a = broker(cues.store, { timeoutMs: 400, pollIntervalMs: 600_000 })
     const events = eventsOf(a)
     const requested = nextRequested(a)
     const call = ask(a)
@@ -722,6 +728,7 @@ describe('how a watch ends, more ways', () => {
     cues.before = () => {
       throw new Error('store down')
     }
+    await vi.advanceTimersByTimeAsync(400)
     expect(await call.settled).toEqual({ ok: false, code: 'DENIED_BY_APPROVAL', message: 'pay was denied by timeout: nobody decided within 400 ms' })
     expect(events.map((e) => e.type)).toEqual(['requested', 'expired'])
     expect(await cues.base.get(openKey(hashOfId(approval.id)!))).toBeDefined()

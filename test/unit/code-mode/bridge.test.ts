@@ -396,12 +396,14 @@ describe('run_code bridge (in-process runtime)', () => {
   })
 
   it('keeps deferring contexts across a run timeout and logs every started call', async () => {
+    // The wall budget ends once `hang` runs: a 50 ms one could end before `ctx` settled on a loaded machine.
+    const hanging = deferred()
     const host = createTestHost(
       {
         ctx: { run: () => ({ value: 1, contexts: [{ source: 'ctx', content: 'kept' }] }) },
-        hang: { run: (_a, input) => new Promise((r) => input.signal.addEventListener('abort', () => r({ error: 'stopped' }))) },
+        hang: { run: (_a, input) => (hanging.resolve(), new Promise((r) => input.signal.addEventListener('abort', () => r({ error: 'stopped' })))) },
       },
-      { runtime: createInProcessRuntime({ wallMs: 50 }) },
+      { runtime: createInProcessRuntime({ expire: hanging.promise }) },
     )
     const exec = runContext()
     const error = await Promise.resolve(

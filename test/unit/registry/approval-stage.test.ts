@@ -24,6 +24,7 @@ import { executePipeline } from '../../../src/registry/pipeline.js'
 import { grantPlan } from '../../../src/registry/approval.js'
 import { detachToolDefinition } from '../../../src/schema/tool-definition.js'
 import { call, deferred, tick } from './helpers.js'
+import { until } from '../../support/poll.js'
 import { pipelineCore as core, type PipelineTestCore as Core } from './helpers.js'
 
 const signal = (): AbortSignal => new AbortController().signal
@@ -149,7 +150,7 @@ describe('the approval stage', () => {
       { deadline: 1_000_000, holdWallClock },
     )
     const pending = runtime.execute({ callId: 'h1', name: 'outer', arguments: {}, signal: signal() })
-    await new Promise((resolve) => setTimeout(resolve, 5))
+    await until(() => log.includes('asked'), 'the approval handler')
     expect(log).toEqual(['hold', 'asked'])
     await new Promise((resolve) => setTimeout(resolve, 60))
     releaseHandler(true)
@@ -163,9 +164,11 @@ describe('the approval stage', () => {
   it('releases the held clock when the call is cancelled while it waits, and contains a clock that throws', async () => {
     const log: string[] = []
     const controller = new AbortController()
-    const { runtime } = registry({ approval: () => new Promise<boolean>(() => {}) }, { holdWallClock: () => (log.push('hold'), () => log.push('release')) })
+    let asked = false
+    const { runtime } = registry({ approval: () => ((asked = true), new Promise<boolean>(() => {})) }, { holdWallClock: () => (log.push('hold'), () => log.push('release')) })
     const pending = runtime.execute({ callId: 'h2', name: 'outer', arguments: {}, signal: controller.signal })
-    await new Promise((resolve) => setTimeout(resolve, 5))
+    // Cancelled while it waits: once the handler was asked, not after a 5 ms guess.
+    await until(() => asked, 'the approval handler')
     controller.abort()
     const outer = await pending
     expect(log).toEqual(['hold', 'release'])

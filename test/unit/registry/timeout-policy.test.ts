@@ -52,7 +52,8 @@ describe('timeoutPolicy', () => {
     const seen: AbortSignal[] = []
     runtime.on('tools/execute', timeoutPolicy())
     runtime.on('tools/execute', async (exec, next) => (seen.push(exec.signal), next()))
-    runtime.register(slowTool('fast', 1, 1_000).def)
+    // 60 s: the 1 ms body ends long before it on any machine (1 s raced a pause at load 20).
+    runtime.register(slowTool('fast', 1, 60_000).def)
     runtime.register(slowTool('none', 1).def)
     const caller = new AbortController()
     expect(codeOf(await runtime.execute(call('fast', {}, { signal: caller.signal })))).toBe('OK')
@@ -73,8 +74,18 @@ describe('timeoutPolicy', () => {
   it('the caller aborting first is ABORTED, not TOOL_TIMEOUT', async () => {
     const runtime = createToolRuntime()
     runtime.on('tools/execute', timeoutPolicy())
-    runtime.register(slowTool('slow', 1_000, 500).def)
-    const result = await runtime.execute(call('slow', {}, { signal: AbortSignal.timeout(5) }))
+    // The caller aborts once the body runs (a 5 ms caller timer could end before dispatch on a
+    // loaded machine); the tool's own 60 s timeout cannot come first.
+    const caller = new AbortController()
+    runtime.register({
+      ...echoTool('slow', async (_a, exec) => {
+        caller.abort()
+        if (!exec.signal.aborted) await new Promise((resolve) => exec.signal.addEventListener('abort', resolve))
+        throw exec.signal.reason
+      }),
+      timeoutMs: 60_000,
+    } as never)
+    const result = await runtime.execute(call('slow', {}, { signal: caller.signal }))
     expect(codeOf(result)).toBe('ABORTED')
   })
 })

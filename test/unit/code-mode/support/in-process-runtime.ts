@@ -22,6 +22,8 @@ const AsyncFunction = Object.getPrototypeOf(async () => {}).constructor as new (
 export interface InProcessRuntimeOptions {
   /** Wall budget; expiry settles the run with `timeout`. Default 5 s. */
   readonly wallMs?: number
+  /** Ends the run with `timeout` when it resolves: a wall budget the test fires, not the clock. */
+  readonly expire?: Promise<unknown>
 }
 
 function messageOf(error: unknown): string {
@@ -101,6 +103,7 @@ export function createInProcessRuntime(options: InProcessRuntimeOptions = {}): C
           () => finish({ error: { kind: 'timeout', message: `wall budget of ${options.wallMs ?? 5000} ms exceeded (maxWallMs)` } }),
           options.wallMs ?? 5000,
         )
+        void options.expire?.then(() => finish({ error: { kind: 'timeout', message: 'wall budget exceeded (maxWallMs)' } }))
         if (request.signal?.aborted) onAbort()
         else request.signal?.addEventListener('abort', onAbort, { once: true })
         program(...globals, consoleShim, ToolCallError).then(
