@@ -11,15 +11,20 @@
  * same load. Run: `BASELINE=main npm run bench -- first-runs`; `BENCH_FRESH=<n>` runtimes
  * per contender (default 15).
  *
+ * `BENCH_BACK_TO_BACK=<n>` measures instead, with the other core busy (a spinning process),
+ * `<n>` back-to-back `return 1` runs on each contender's runtime after 20 untimed ones, in
+ * `BENCH_BLOCKS` blocks (default 3), contender after contender: p50 / p99 / max per shape.
+ *
  * @module
  */
-import { execFileSync } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { loadavg } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { createSandboxRuntimeOn } from '../src/code-runtime/sandbox-runtime.js'
 import type { SandboxRuntimeOptions } from '../src/code-runtime/sandbox-runtime.js'
 import { nodeSandboxPlatform } from '../platforms/node/sandbox-runtime.js'
+import { importAs, sourceAt } from './_baseline.js'
 
 const FRESH = Number(process.env.BENCH_FRESH ?? 15)
 const RUNS = Number(process.env.BENCH_RUNS ?? 4)
@@ -28,6 +33,8 @@ const root = fileURLToPath(new URL('..', import.meta.url))
 interface Contender {
   readonly name: string
   readonly thread: URL | undefined
+  /** The pool (`createSandboxRuntimeOn`) the contender runs on: the baseline's own, since the pool's spares count. */
+  readonly pool: typeof createSandboxRuntimeOn
 }
 
 /** The baseline's thread bundle, written where its package imports resolve from this checkout. */
@@ -51,7 +58,7 @@ function baselineThread(ref: string): URL {
 /** Ms from create to run 1's result, then from each next run's submission to its result. */
 async function firstRuns(contender: Contender, options: SandboxRuntimeOptions, idleMs = 0): Promise<number[]> {
   const start = performance.now()
-  const runtime = createSandboxRuntimeOn(nodeSandboxPlatform(contender.thread), options)
+  const runtime = contender.pool(nodeSandboxPlatform(contender.thread), options)
   const times: number[] = []
   let from = start
   for (let i = 0; i < RUNS; i++) {
@@ -74,8 +81,53 @@ function percentile(samples: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!
 }
 
-const contenders: Contender[] = [{ name: 'current', thread: undefined }]
-if (process.env.BASELINE !== undefined) contenders.push({ name: `baseline ${process.env.BASELINE}`, thread: baselineThread(process.env.BASELINE) })
+/**
+ * Back-to-back `return 1` runs with the other core busy: per block, per shape, per contender, a
+ * fresh runtime (the process has its image: each contender's first runtime idled first), 20
+ * untimed runs, then `runs` timed ones.
+ */
+async function backToBack(runs: number): Promise<void> {
+  const blocks = Number(process.env.BENCH_BLOCKS ?? 3)
+  for (const contender of contenders) await firstRuns(contender, {}, 1_500)
+  const burner = spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' })
+  const samples = new Map<string, number[]>()
+  try {
+    for (let block = 0; block < blocks; block++) {
+      for (const [shape, options] of shapes) {
+        for (const contender of contenders) {
+          const runtime = contender.pool(nodeSandboxPlatform(contender.thread), options)
+          for (let i = 0; i < 20; i++) await runtime.run({ program: 'return 1', bindings: [] })
+          const list = samples.get(`${contender.name}, ${shape}`) ?? []
+          samples.set(`${contender.name}, ${shape}`, list)
+          const mine: number[] = []
+          let threads = 0
+          for (let i = 0; i < runs; i++) {
+            const start = performance.now()
+            const result = await runtime.run({ program: 'return 1', bindings: [] })
+            mine.push(performance.now() - start)
+            threads = Math.max(threads, runtime.load().threads)
+            if (result.value !== 1) throw new Error(`${contender.name}: ${JSON.stringify(result)}`)
+          }
+          list.push(...mine)
+          await runtime.dispose()
+          console.log(`  block ${block + 1}, ${contender.name}, ${shape}: p50 ${percentile(mine, 50).toFixed(2)} p99 ${percentile(mine, 99).toFixed(2)} max ${Math.max(...mine).toFixed(1)} ms; runs over 10 ms: ${mine.filter((ms) => ms > 10).length}, threads ${threads} (load ${loadavg()[0]!.toFixed(1)})`)
+        }
+      }
+    }
+  } finally {
+    burner.kill()
+  }
+  console.log(`\n  back-to-back \`return 1\`, the other core busy, ${blocks} × ${runs} runs a row; ms`)
+  for (const [key, list] of samples) console.log(`  ${key.padEnd(36)} p50 ${percentile(list, 50).toFixed(2).padStart(6)}  p99 ${percentile(list, 99).toFixed(2).padStart(7)}  max ${Math.max(...list).toFixed(1).padStart(6)}`)
+}
+
+const contenders: Contender[] = [{ name: 'current', thread: undefined, pool: createSandboxRuntimeOn }]
+if (process.env.BASELINE !== undefined) {
+  const ref = process.env.BASELINE
+  // The host side of the baseline too: its pool decides when spare threads start.
+  const { createSandboxRuntimeOn: pool } = await importAs<{ createSandboxRuntimeOn: typeof createSandboxRuntimeOn }>('src/code-runtime/sandbox-runtime.ts', sourceAt('src/code-runtime/sandbox-runtime.ts', ref), ref)
+  contenders.push({ name: `baseline ${ref}`, thread: baselineThread(ref), pool })
+}
 
 const SHAPES: readonly (readonly [string, SandboxRuntimeOptions])[] = [
   ['one thread', { maxConcurrentRuns: 1 }],
@@ -84,6 +136,11 @@ const SHAPES: readonly (readonly [string, SandboxRuntimeOptions])[] = [
 const shapes = SHAPES.filter(([name]) => process.env.BENCH_SHAPE === undefined || name === process.env.BENCH_SHAPE)
 
 console.log(`load before: ${loadavg().map((x) => x.toFixed(2)).join(' ')}`)
+if (process.env.BENCH_BACK_TO_BACK !== undefined) {
+  await backToBack(Number(process.env.BENCH_BACK_TO_BACK))
+  console.log(`load after: ${loadavg().map((x) => x.toFixed(2)).join(' ')}`)
+  process.exit(0)
+}
 // Once each, apart: the process compiles the wasm module once, and the runtime's idle thread takes
 // the memory image the process's later threads start from (the wasm and the image, once a process).
 for (const contender of contenders) {

@@ -865,11 +865,15 @@ class SandboxPool {
     return idle
   }
 
-  /** Keeps `prespawn` idle threads (booting or built) ahead of the next runs, within the concurrency cap. */
+  /**
+   * Keeps `prespawn` idle threads (booting or built) ahead of the next runs, within the concurrency cap.
+   * A thread releasing its last run counts: it is idle within a millisecond, or dies and is replaced.
+   */
   #topUp(): void {
     // Stryker disable next-line ConditionalExpression: unreachable after dispose (no run is admitted, retire returns first)
     if (this.disposed) return
     let idle = this.#idleCount()
+    for (const thread of this.threads) if (thread.state === 'stopping') idle++
     while (idle < this.options.prespawn && this.threads.size < this.options.maxConcurrentRuns) {
       this.#spawn()
       idle++
