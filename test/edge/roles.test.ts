@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url'
 import { Miniflare } from 'miniflare'
 import type { WorkerOptions } from 'miniflare'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { until } from '../support/poll.js'
 
 /**
  * Roles at the edge (issue 31 item 1): the BUILT Worker with its Durable Objects under
@@ -54,9 +55,10 @@ describe('roles at the edge (built Worker, Durable Objects, Miniflare)', () => {
     expect(started.status).toBe(202)
     const { id } = (await started.json()) as { id: string }
     let run: { status: string; principal?: string; approvals: { id: string }[] } = { status: 'running', approvals: [] }
-    for (const deadline = Date.now() + 30_000; run.status !== 'waiting' && Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 50))) {
+    await until(async () => {
       run = (await (await call(`/v1/runs/${id}`, AGENT)).json()) as typeof run
-    }
+      return run.status === 'waiting'
+    }, () => `run ${id} to wait (last: ${run.status})`, 30_000, 50)
     expect(run).toMatchObject({ status: 'waiting', principal: 'agent' })
     const approvalId = run.approvals[0]!.id
     const listed = await call('/v1/approvals', AGENT)
@@ -69,10 +71,10 @@ describe('roles at the edge (built Worker, Durable Objects, Miniflare)', () => {
     const seen = (await (await call('/v1/approvals', PERSON)).json()) as { approvals: { id: string; principal?: string }[] }
     expect(seen.approvals.find((approval) => approval.id === approvalId)).toMatchObject({ principal: 'agent' })
     expect((await call(`/v1/approvals/${approvalId}`, PERSON, { decision: 'allow' })).status).toBe(200)
-    for (const deadline = Date.now() + 15_000; run.status === 'waiting' || run.status === 'running'; await new Promise((resolve) => setTimeout(resolve, 50))) {
-      if (Date.now() > deadline) break
+    await until(async () => {
       run = (await (await call(`/v1/runs/${id}`, PERSON)).json()) as typeof run
-    }
+      return run.status !== 'waiting' && run.status !== 'running'
+    }, () => `run ${id} to end (last: ${run.status})`, 30_000, 50)
     expect(run.status).toBe('done')
     // The person's own run is not the agent's to read.
     const own = (await (await call('/v1/runs', PERSON, { code: 'return 1', description: 'mine' })).json()) as { id: string }

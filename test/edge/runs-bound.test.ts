@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url'
 import { Miniflare } from 'miniflare'
 import type { WorkerOptions } from 'miniflare'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { until } from '../support/poll.js'
 
 /**
  * A decision is bound to a call at the edge too (issue 31, item 2): the BUILT Worker with
@@ -37,10 +38,7 @@ describe('decisions bound to calls on the built Worker (Miniflare, Durable Objec
   const pending = async (): Promise<Approval[]> => ((await (await call('/v1/approvals', { headers: auth })).json()) as { approvals: Approval[] }).approvals
   const listedWhere = async (match: (a: Approval) => boolean, count = 1, withinMs = 20_000): Promise<Approval[]> => {
     let found: Approval[] = []
-    for (const deadline = Date.now() + withinMs; Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 25))) {
-      found = (await pending()).filter(match)
-      if (found.length >= count) break
-    }
+    await until(async () => (found = (await pending()).filter(match)).length >= count, () => `${count} matching approval(s) (saw ${found.length})`, withinMs, 25)
     return found
   }
   const decide = (id: string, decision: 'allow' | 'deny') => call(`/v1/approvals/${id}`, { method: 'POST', headers: jsonAuth, body: JSON.stringify({ decision }) })
@@ -106,10 +104,10 @@ describe('decisions bound to calls on the built Worker (Miniflare, Durable Objec
     expect(other!.id).not.toBe(asked!.id)
     expect((await decide(asked!.id, 'allow')).status).toBe(200)
     let status: Record<string, unknown> = {}
-    for (const deadline = Date.now() + 20_000; Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 50))) {
+    await until(async () => {
       status = (await (await call(`/v1/runs/${run.id}`, { headers: auth })).json()) as Record<string, unknown>
-      if (status.status !== 'running' && status.status !== 'waiting') break
-    }
+      return status.status !== 'running' && status.status !== 'waiting'
+    }, () => `run ${run.id} to end (last: ${String(status.status)})`, 20_000, 50)
     expect(status).toMatchObject({ status: 'done', result: { isError: false } })
     // The direct call still waits for its own answer.
     expect((await pending()).map((a) => a.id)).toContain(other!.id)

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url'
 import { Miniflare } from 'miniflare'
 import type { WorkerOptions } from 'miniflare'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { until } from '../support/poll.js'
 
 /**
  * `/v1/runs` on the BUILT Cloudflare Worker under real workerd rules (Miniflare): a run
@@ -53,10 +54,7 @@ describe('runs as resources on the built Worker (Miniflare)', () => {
   it('a run goes on after its 202; GET reads it done with its result; its events replay with ids and end', async () => {
     const id = await start('const c = await tools.get_customer({ id: "C007" }); return c.name')
     let body: Record<string, unknown> = {}
-    for (const deadline = Date.now() + 20_000; Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 20))) {
-      body = await status(id)
-      if (body.status !== 'running') break
-    }
+    await until(async () => (body = await status(id)).status !== 'running', () => `run ${id} to end (last: ${String(body.status)})`, 20_000, 20)
     expect(body).toMatchObject({ id, status: 'done', result: { isError: false } })
     const text = await (await call(`/v1/runs/${id}/events`, { headers: auth })).text()
     const events = [...text.matchAll(/^event: (.+)$/gm)].map((match) => match[1])

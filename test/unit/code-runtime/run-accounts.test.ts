@@ -16,6 +16,7 @@ import { checkCallArgs } from '../../../engine/quickjs/vm-run.js'
 import { createSandboxRuntime } from '../../../platforms/node/index.js'
 import { createSandboxRuntimeOn } from '../../../src/code-runtime/sandbox-runtime.js'
 import { liveAbortListeners, scriptedPlatform, tick } from '../sandbox/scripted-platform.js'
+import { until } from '../../support/poll.js'
 
 const turn = () => new Promise((resolve) => setTimeout(resolve, 0))
 
@@ -88,7 +89,7 @@ describe('the sandbox pool releases every run', () => {
     expect(results.filter((r) => r.value === 1)).toHaveLength(1_000)
     // A thread releasing the last run's VM counts as running until it says so (or is
     // replaced after STOP_GRACE_MS): wait for that, well past it; a leaked run never leaves.
-    for (const deadline = Date.now() + 5_000; sandbox.load().running > 0 && Date.now() < deadline; ) await turn()
+    await until(() => sandbox.load().running === 0, 'the last run to leave', 20_000, 0).catch(() => undefined)
     const load = sandbox.load()
     expect(load.running).toBe(0)
     expect(load.queued).toBe(0)

@@ -28,6 +28,7 @@ import { createToolsApp } from '../../../src/http/index.js'
 import { createMcpApp } from '../../../src/mcp/index.js'
 import { createToolRuntime } from '../../../src/index.js'
 import type { ToolExecutionResult } from '../../../src/index.js'
+import { until } from '../../support/poll.js'
 
 const TOKEN = 'surfaces-token-0123456789abcdef'
 const AUTH = { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' }
@@ -146,10 +147,10 @@ describe('GET /v1/runs/:id: a waiting run lists its request with the preview', (
     const started = await app.request('/v1/runs', { method: 'POST', headers: AUTH, body: JSON.stringify({ description: 'rewrite', code: `await tools.write_file({ path: 'README.md', content: 'gone\\n' })\nreturn 1` }) })
     const { id } = (await started.json()) as { id: string }
     let body: { status: string; approvals: { id: string; summary: string; preview?: string }[] } = { status: '', approvals: [] }
-    for (let i = 0; i < 400 && body.status !== 'waiting'; i++) {
+    await until(async () => {
       body = (await (await app.request(`/v1/runs/${id}`, { headers: AUTH })).json()) as typeof body
-      if (body.status !== 'waiting') await new Promise((resolve) => setTimeout(resolve, 10))
-    }
+      return body.status === 'waiting'
+    }, () => `run ${id} to wait (last: ${body.status})`, 20_000, 10)
     expect(body.status).toBe('waiting')
     expect(body.approvals[0]!.summary).toBe('path: "README.md"\ncontent: "gone\\n"')
     expect(body.approvals[0]!.preview).toMatch(/^overwrites README\.md: 10 lines → 1 line \(10 removed, 1 added\)\n--- a\/README\.md\n/)

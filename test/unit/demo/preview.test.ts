@@ -14,6 +14,7 @@ import { createApprovalBroker, DEFAULT_PREVIEW_RENDER_BYTES, renderApprovalPrevi
 import { createToolsApp } from '../../../src/http/index.js'
 import { createToolRuntime } from '../../../src/index.js'
 import type { AnyToolDefinition, ToolPreviewContext } from '../../../src/types.js'
+import { until } from '../../support/poll.js'
 
 const ctx: ToolPreviewContext = { signal: new AbortController().signal, callId: 'c', name: 'x' }
 const tools = () => {
@@ -119,10 +120,10 @@ describe('GET /v1/approvals lists the preview beside the summary', () => {
     const auth = { Authorization: 'Bearer preview-token-0123456789abcdef', 'Content-Type': 'application/json' }
     const call = app.request('/v1/tools/write_file/execute', { method: 'POST', headers: auth, body: JSON.stringify({ arguments: { path: 'README.md', content: 'gone\n' } }) })
     let listed: { id: string; summary: string; preview?: string }[] = []
-    for (let i = 0; i < 200 && listed.length === 0; i++) {
+    await until(async () => {
       listed = ((await (await app.request('/v1/approvals', { headers: auth })).json()) as { approvals: typeof listed }).approvals
-      if (listed.length === 0) await new Promise((resolve) => setTimeout(resolve, 5))
-    }
+      return listed.length > 0
+    }, 'the write_file request in GET /v1/approvals')
     expect(listed).toHaveLength(1)
     expect(listed[0]!.summary).toBe('path: "README.md"\ncontent: "gone\\n"')
     expect(listed[0]!.preview).toMatch(new RegExp(`^overwrites README\\.md: ${README_LINES} lines → 1 line \\(${README_LINES} removed, 1 added\\)\\n--- a/README\\.md`))

@@ -15,6 +15,7 @@ import { createMcpApp } from '../../../src/mcp/index.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
 import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
 import { AUTH, TOKEN, createFixture } from './fixtures.js'
+import { until } from '../../support/poll.js'
 
 const HEALTH_BOUND_MS = 1_000
 
@@ -93,9 +94,7 @@ describe('GET /v1/health while a run floods a stream client that reads nothing',
         `POST /v1/run HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\n${Object.entries(AUTH).map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\nContent-Type: application/json\r\n` +
           `Accept: text/event-stream\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
       )
-      const ended = (async () => {
-        while (!fixture.results.some((r) => r.name === 'run_code')) await new Promise((resolve) => setTimeout(resolve, 10))
-      })()
+      const ended = until(() => fixture.results.some((r) => r.name === 'run_code'), 'the run_code result', 60_000, 10)
       expect(await slowestHealthDuring(server.url, ended)).toBeLessThan(HEALTH_BOUND_MS)
       expect(fixture.results.find((r) => r.name === 'run_code')!.result.isError).toBe(false)
       socket.destroy()

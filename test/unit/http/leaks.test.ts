@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest'
 import { mcpAppHeld } from '../../../src/mcp/server.js'
 import { JSON_AUTH, askingPayFixture, sseFrames } from './fixtures.js'
+import { until } from '../../support/poll.js'
 
 const RUNS = 1_000
 
@@ -71,11 +72,10 @@ describe('after 1,000 runs', () => {
       for (const n of batch.filter((n) => n % 6 === 2)) await one(n)
     }
     // The last cancelled run settles after its client left.
-    for (let tries = 0; fixture.results.filter((r) => r.name === 'run_code').length < RUNS && tries < 500; tries++) {
-      await new Promise((resolve) => setTimeout(resolve, 10))
-    }
+    await until(() => fixture.results.filter((r) => r.name === 'run_code').length >= RUNS, () => `${RUNS} run_code results (saw ${fixture.results.filter((r) => r.name === 'run_code').length})`, 20_000, 10)
     expect(fixture.results.filter((r) => r.name === 'run_code')).toHaveLength(RUNS)
-    await new Promise((resolve) => setTimeout(resolve, 50))
+    // Let go once the last run settled (was: a 50 ms guess); a leak never gets here and fails below.
+    await until(() => fixture.inFlight === 0 && fixture.hub.subscriberCount === 0 && fixture.hub.runCount === 0, 'the last call, stream and run to be let go', 10_000).catch(() => undefined)
     expect(fixture.inFlight).toBe(0)
     expect(fixture.hub.subscriberCount).toBe(0)
     expect(fixture.hub.runCount).toBe(0)

@@ -11,6 +11,7 @@ import type { ToolsAppOptions } from '../../../src/http/index.js'
 import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
 import { payFixture } from '../../support/pay-fixture.js'
 import { ADMIN_TOKEN, AGENT_TOKEN, PERSON_TOKEN, ROLE_TOKENS, createFixture, errorOf, eventually, jsonAuth } from './fixtures.js'
+import { until } from '../../support/poll.js'
 
 const auth = (token: string) => ({ Authorization: `Bearer ${token}` })
 
@@ -24,11 +25,10 @@ async function startRun(f: ReturnType<typeof rolesFixture>, token: string, code 
 }
 
 async function settled(f: ReturnType<typeof rolesFixture>, id: string): Promise<Record<string, unknown>> {
-  for (;;) {
+  return until(async () => {
     const body = (await (await f.request(`/v1/runs/${id}`, ADMIN_TOKEN)).json()) as Record<string, unknown>
-    if (body.status !== 'running' && body.status !== 'waiting') return body
-    await new Promise((resolve) => setTimeout(resolve, 5))
-  }
+    return body.status !== 'running' && body.status !== 'waiting' && body
+  }, `run ${id} to settle`)
 }
 
 describe('createToolsApp({ tokens }): validation', () => {

@@ -9,6 +9,7 @@ import { createApprovalBroker } from '../../../src/approvals/index.js'
 import type { PendingApproval } from '../../../src/approvals/index.js'
 import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
 import { AUTH, JSON_AUTH, askingPayFixture, createFixture, errorOf, sseFrames } from './fixtures.js'
+import { until } from '../../support/poll.js'
 
 const identityFixture = askingPayFixture
 
@@ -43,18 +44,16 @@ describe('a client cannot take over another client\'s run', () => {
 
     // 2. A run started without an id gets a fresh one, and its sub-calls stay out of the victim's stream.
     const attackerRun = app.request('/v1/tools/run_code/execute', post({ arguments: { code: 'return await tools.pay({ cents: 999 })', description: 'attacker' } }))
-    // Bounded: a run that never asks fails here within 5 s, with what was pending, not at the test's timeout.
-    for (const deadline = Date.now() + 5_000; ; ) {
-      const open = await pending(app)
-      if (open.length === 2) {
-        const theirs = open.find((a) => a.parentCallId !== victimId)!
-        expect(theirs.parentCallId).toMatch(/^http-run-[0-9a-f-]{36}$/)
-        expect((await broker.decide(theirs.id, { decision: 'deny', reason: 'no' })).ok).toBe(true)
-        break
-      }
-      if (Date.now() > deadline) throw new Error(`the attacker's run never asked: ${open.length} pending, not 2`)
-      await new Promise((resolve) => setTimeout(resolve, 5))
-    }
+    // Bounded: a run that never asks fails here within 20 s, with what was pending, not at the test's timeout.
+    let seen = 0
+    const open = await until(async () => {
+      const list = await pending(app)
+      seen = list.length
+      return list.length === 2 && list
+    }, () => `the attacker's run to ask: ${seen} pending, not 2`)
+    const theirs = open.find((a) => a.parentCallId !== victimId)!
+    expect(theirs.parentCallId).toMatch(/^http-run-[0-9a-f-]{36}$/)
+    expect((await broker.decide(theirs.id, { decision: 'deny', reason: 'no' })).ok).toBe(true)
     const attacked = await attackerRun
     expect(attacked.headers.get('X-Toolyard-Call-Id')).toMatch(/^http-run-/)
     expect(attacked.headers.get('X-Toolyard-Call-Id')).not.toBe(victimId)

@@ -273,10 +273,7 @@ describe('serve() options', () => {
       second.destroy()
       // Once they are gone, the server answers again.
       let status = 0
-      for (let attempt = 0; attempt < 100 && status !== 200; attempt++) {
-        status = await fetch(`${server.url}/v1/health`).then((response) => response.status, () => 0)
-        if (status !== 200) await new Promise((resolve) => setTimeout(resolve, 20))
-      }
+      await until(async () => (status = await fetch(`${server.url}/v1/health`).then((response) => response.status, () => 0)) === 200, () => `GET /v1/health to answer 200 (last: ${status})`, 20_000, 20)
       expect(status).toBe(200)
     } finally {
       await server.close()

@@ -5,6 +5,7 @@ import { request as httpRequest } from 'node:http'
 import { afterAll, describe, expect, it } from 'vitest'
 import { startServer } from '../../../examples/start.js'
 import type { ToolExecutionResult } from '../../../src/types.js'
+import { until } from '../../support/poll.js'
 
 const TOKEN = 'start-test-token-0123456789'
 
@@ -138,15 +139,17 @@ describe('npm start (startServer)', () => {
         ['edit_file', { path: 'README.md', oldText: 'TODO: document the tag API.', newText: 'done' }],
       ] as const) {
         const call = execute(name, args)
-        let waiting: { id: string; name: string; reason?: string }[] = []
-        while (waiting.length === 0) waiting = await pending()
+        const waiting = await until(async () => {
+          const list: { id: string; name: string; reason?: string }[] = await pending()
+          return list.length > 0 && list
+        }, `${name}'s request`)
         expect(waiting.map((w) => [w.name, w.reason])).toEqual([[name, 'changes the workspace']])
         const decided = await fetch(`${server.url}/v1/approvals/${waiting[0]!.id}`, { method: 'POST', headers: auth, body: JSON.stringify({ decision: 'allow' }) })
         expect(decided.status).toBe(200)
         expect(((await (await call).json()) as ToolExecutionResult).isError).toBe(false)
       }
       const stranded = execute('write_file', { path: 'notes/b.md', content: 'b' })
-      while ((await pending()).length === 0) await new Promise((resolve) => setTimeout(resolve, 5))
+      await until(async () => (await pending()).length > 0, 'the stranded write\'s request')
       await server.shutdown()
       const result = (await (await stranded).json()) as ToolExecutionResult
       expect(result.isError && result.error.info?.code).toMatch(/^(ABORTED_BEFORE_DISPATCH|DENIED_BY_APPROVAL)$/)

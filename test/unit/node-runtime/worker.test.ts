@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { createNodeWorkerRuntime } from '../../../platforms/node/index.js'
 import type { NodeWorkerRuntime, NodeWorkerRuntimeOptions } from '../../../platforms/node/index.js'
 import type { CodeBindingCallOptions } from '../../../src/code-runtime/contract.js'
+import { until } from '../../support/poll.js'
 
 const created: NodeWorkerRuntime[] = []
 const make = (options: NodeWorkerRuntimeOptions = {}) => {
@@ -137,7 +138,7 @@ describe('node worker runtime', () => {
       bindings: [{ global: 'tools', functions: { buffer: async () => shared.buffer, started: async () => running() } }],
     })
     await started
-    while (Atomics.load(shared, 0) === 0) await sleep(5)
+    await until(() => Atomics.load(shared, 0) !== 0, 'the loop to count')
     await runtime.dispose()
     const atDispose = Atomics.load(shared, 0)
     await sleep(100)

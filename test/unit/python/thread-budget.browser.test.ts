@@ -10,6 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { describeHotLoopStops, HOT_LOOPS } from './hot-loop-stops.js'
 import { createPythonSandboxRuntime } from '../../../platforms/browser/python-sandbox-runtime.js'
 import type { SandboxRuntime, SandboxRuntimeOptions, SandboxThread } from '../../../src/code-runtime/sandbox-runtime.js'
+import { until } from '../../support/poll.js'
 
 const created: SandboxRuntime[] = []
 afterAll(async () => {
@@ -67,7 +68,7 @@ describe('Python workers (Chromium) end an aborted computation at once', () => {
       bindings: [{ global: 'tools', functions: { entered: async () => void (entered = true) } }],
       signal: controller.signal,
     })
-    while (!entered) await new Promise((resolve) => setTimeout(resolve, 10))
+    await until(() => entered, 'the program to enter its loop', 20_000, 10)
     await new Promise((resolve) => setTimeout(resolve, 100))
     controller.abort(new Error('stopped by the user'))
     expect((await pending).error?.kind).toBe('abort')

@@ -18,6 +18,7 @@ import { createToolRuntime } from '../../../src/registry/index.js'
 import type { ToolRuntime, ToolRuntimeOptions } from '../../../src/runtime-types.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
 import type { ToolExecutionResult } from './types.js'
+import { until } from '../../support/poll.js'
 
 type Script = (request: CodeRunRequest) => Promise<CodeRunResult>
 
@@ -125,7 +126,7 @@ describe('durable runs (a runtime with a store)', () => {
     const store = recordingStore()
     // What an earlier process of this run left, bound to the run's secret (read from its parked record).
     const leave = async () => {
-      while ((await store.get('runs/run-old')) === undefined) await new Promise((resolve) => setTimeout(resolve, 1))
+      await until(async () => (await store.get('runs/run-old')) !== undefined, "run-old's parked record", 20_000, 1)
       const { secret: run } = JSON.parse((await store.get('runs/run-old'))!.value) as { secret: string }
       const record = async (state: string, name: string, tag: string, value?: string) =>
         JSON.stringify({ state, name, args: await argumentsHash({ tag }), run, ...(value === undefined ? {} : { value }) })

@@ -10,6 +10,7 @@ import { createMemoryStore } from '../../../src/durable/memory-store.js'
 import { createToolRuntime } from '../../../src/registry/index.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
 import type { ToolExecutionResult } from '../../../src/types.js'
+import { until } from '../../support/poll.js'
 
 it('a decision by another broker on the store: the waiting call reports its role; the stored settlement keeps it', async () => {
   const store = createMemoryStore()
@@ -20,11 +21,10 @@ it('a decision by another broker on the store: the waiting call reports its role
   runtime.on('tools/pre-execute', (d, e) => (e.name === 'pay' ? { kind: 'ask' } : d))
   const other = createApprovalBroker({ store })
   const call = runtime.execute({ callId: 'c', name: 'pay', arguments: {}, signal: AbortSignal.timeout(10_000) })
-  let pending = await other.pending()
-  while (pending.length === 0) {
-    await new Promise((resolve) => setTimeout(resolve, 5))
-    pending = await other.pending()
-  }
+  const pending = await until(async () => {
+    const list = await other.pending()
+    return list.length > 0 && list
+  }, 'the request in the other broker')
   // A role that is not a short lower-case label is not kept (nothing a caller makes up reaches telemetry).
   const decided = await other.decide(pending[0]!.id, { decision: 'allow' }, { role: 'approve' })
   expect(decided.ok).toBe(true)
@@ -53,11 +53,10 @@ it('decide() drops a role that is not a label; a decision without one reports no
   const broker = runtime.approvals!
   for (const role of ['secret-token-0123456789', undefined]) {
     const call = runtime.execute({ callId: `c-${String(role)}`, name: 'pay', arguments: {}, signal: AbortSignal.timeout(10_000) })
-    let pending = await broker.pending()
-    while (pending.length === 0) {
-      await new Promise((resolve) => setTimeout(resolve, 5))
-      pending = await broker.pending()
-    }
+    const pending = await until(async () => {
+      const list = await broker.pending()
+      return list.length > 0 && list
+    }, 'the request')
     await broker.decide(pending[0]!.id, { decision: 'deny' }, role === undefined ? undefined : { role })
     await call
   }

@@ -10,6 +10,7 @@ import { createSandboxRuntime } from '../../../platforms/node/index.js'
 import { createQuickJsRuntime } from '../../../platforms/quickjs/index.js'
 import { createToolRuntime } from '../../../src/registry/index.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
+import { until } from '../../support/poll.js'
 
 class TestReader extends MetricReader {
   protected async onForceFlush(): Promise<void> {}
@@ -88,12 +89,12 @@ it('the admission gauges (running, queued, parked) read the code runtime; they s
   const run = runtime.execute({ callId: 'g', name: 'run_code', arguments: { code: 'return await tools.act({})', description: 'd' }, signal: AbortSignal.timeout(30_000) })
   await asked
   // Parked, and its slot given back (the runtime counts both a moment apart): the gauges report the runtime's figures.
-  for (let i = 0; i < 2000 && (sandbox.load().parked === 0 || sandbox.load().running > 0); i++) await new Promise((resolve) => setTimeout(resolve, 10))
+  await until(() => sandbox.load().parked > 0 && sandbox.load().running === 0, 'the run parked and its slot given back', 20_000, 10)
   expect(await gauges()).toEqual({ running: 0, queued: 0, parked: 1 })
   decide(true)
   expect((await run).isError).toBe(false)
   // The slot goes back once the thread has reset (just after the result): the gauge follows the runtime's own figure.
-  for (let i = 0; i < 2000 && sandbox.load().running > 0; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+  await until(() => sandbox.load().running === 0, 'the slot given back', 20_000, 10)
   expect(await gauges()).toEqual({ running: 0, queued: 0, parked: 0 })
   expect(callbacks).toBe(3)
   await runtime.dispose()

@@ -14,6 +14,7 @@ import { createToolRuntime } from '../../../src/registry/index.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
 import type { CodeRunRequest, CodeRunResult, CodeRuntime } from '../../../src/code-runtime/contract.js'
 import type { ToolRuntime } from '../../../src/runtime-types.js'
+import { until } from '../../support/poll.js'
 
 class TestReader extends MetricReader {
   protected async onForceFlush(): Promise<void> {}
@@ -121,12 +122,11 @@ async function decidedOverHttp(decider: string, decision: 'allow' | 'deny') {
   runtime.on('tools/pre-execute', (d, e) => (e.name === 'echo' ? { kind: 'ask', reason: 'says things' } : d))
   const app = createToolsApp(runtime, { tokens })
   const call = app.request('/v1/tools/echo/execute', { method: 'POST', headers: { ...auth(tokens[0].token), traceparent: `00-${TRACE}-${CALLER}-01` }, body: JSON.stringify({ arguments: { text: 'hi' } }) })
-  let pending: { id: string }[] = []
-  for (let i = 0; i < 2000 && pending.length === 0; i++) {
+  const pending = await until(async () => {
     const listed = await app.request('/v1/approvals', { headers: auth(tokens[1].token) })
-    pending = ((await listed.json()) as { approvals: { id: string }[] }).approvals
-    if (pending.length === 0) await new Promise((resolve) => setTimeout(resolve, 5))
-  }
+    const approvals = ((await listed.json()) as { approvals: { id: string }[] }).approvals
+    return approvals.length > 0 && approvals
+  }, 'the request in GET /v1/approvals')
   // The agent's token cannot decide; the decider's can.
   const refused = await app.request(`/v1/approvals/${pending[0]!.id}`, { method: 'POST', headers: auth(tokens[0].token), body: JSON.stringify({ decision: 'allow' }) })
   expect(refused.status).toBe(403)

@@ -13,6 +13,7 @@ import { createToolRuntime } from '../../../src/registry/index.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
 import type { ToolRuntime, ToolRuntimeOptions } from '../../../src/runtime-types.js'
 import type { ApprovalHandler } from '../../../src/types.js'
+import { until } from '../../support/poll.js'
 
 const require = createRequire(import.meta.url)
 const wasmModule = new WebAssembly.Module(readFileSync(require.resolve('@jitl/quickjs-wasmfile-release-sync/wasm')))
@@ -86,10 +87,10 @@ it('without a store, a run that parks while it waits reports parked then resumed
   })
   await asked
   // The decision comes only once the run has parked.
-  for (let i = 0; i < 2000 && sandbox.load().parked === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+  await until(() => sandbox.load().parked > 0, 'the run to park', 20_000, 10)
   expect(sandbox.load().parked).toBe(1)
   allow(true)
-  for (let i = 0; i < 2000 && runSpanOrUndefined() === undefined; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+  await until(() => runSpanOrUndefined() !== undefined, 'the run span', 20_000, 10)
   const events = runSpan().events.map((e) => e.name)
   expect(events).toEqual(['toolyard.run.parked', 'toolyard.run.resumed'])
   const resumed = runSpan().events[1]!.attributes!
