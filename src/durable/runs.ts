@@ -12,7 +12,7 @@ import { traceCarrierOf } from '../telemetry/trace-context.js'
 import type { TraceCarrier } from '../telemetry/types.js'
 import { argumentsHash, newRunSecret, runSecretOf } from './call-key.js'
 import { RUN_OWNER_PREFIX } from './run-table.js'
-import type { DurableStore } from './store.js'
+import type { DurableStore, StoreEntry } from './store.js'
 
 /** How a run's sub-calls were numbered when it parked: the count so far, and the numbers of the calls it waits on (by the program's call number). */
 export interface DurableRunNumbering {
@@ -46,6 +46,11 @@ export interface StoredRun {
   /** Who is running it now (a process's random id) and since when (epoch ms); absent while only parked. */
   readonly owner?: string
   readonly claimedAt?: number
+  /**
+   * The fence: a random token minted when the run started here or was claimed. The holder's
+   * writes check that `owner` and `claim` are still its own; another process's claim changes it.
+   */
+  readonly claim?: string
 }
 
 /** One run a process resumed from the store, and the result its `run_code` call ends with. */
@@ -107,6 +112,9 @@ export async function parkedIn(store: DurableStore, callId: string): Promise<boo
   return (await store.get(`runs/${runKeySegment(callId)}`)) !== undefined
 }
 
+/** Writes of a run's record tried over conflicts (each another process's write) before giving up. */
+const MAX_CAS_ATTEMPTS = 4
+
 /** How often a process holding durable runs says it is alive. */
 export const HEARTBEAT_MS = 5_000
 
@@ -146,8 +154,8 @@ export class DurableRuns {
   readonly #secrets = new Map<string, string>()
   /** Each run's writes, in order (a park's state never lands after the delete of its end). */
   readonly #writes = new Map<string, Promise<void>>()
-  /** The fence: each run's record version as this process last wrote or claimed it; its writes are compare-and-set on it. */
-  readonly #held = new Map<string, string | null>()
+  /** The fence: each run's claim token as this process minted it (at its start or its claim), whether its record holds it yet, and the last version seen holding it. */
+  readonly #claims = new Map<string, { readonly token: string; stored: boolean; version: string | undefined }>()
   /** Runs another process took over (a claim after this one was presumed dead): this process writes nothing more of them. */
   readonly #taken = new Set<string>()
   #closing = false
@@ -222,6 +230,8 @@ export class DurableRuns {
     const resume = this.#resuming.get(callId)
     this.#resuming.delete(callId)
     if (resume !== undefined) this.#durable.add(callId)
+    // A run started here gets its own claim; a resumed one keeps the claim its sweep wrote.
+    else this.#claims.set(callId, { token: crypto.randomUUID(), stored: false, version: undefined })
     // Kept from the parked state: the resumed run's calls re-attach to their approvals and records.
     const secret = resume?.secret ?? newRunSecret()
     this.#secrets.set(callId, secret)
@@ -246,11 +256,8 @@ export class DurableRuns {
       }
       this.#queue(callId, async () => {
         await beating
-        if (this.#taken.has(callId)) return
-        // Compare-and-set on the version this process holds: a paused process that wakes after another claimed the run loses here.
-        const put = await this.#store.put(key, JSON.stringify(record), { ifVersion: this.#held.get(callId) ?? null })
-        if (put.ok) this.#held.set(callId, put.version)
-        else this.#taken.add(callId)
+        const claim = this.#claims.get(callId)
+        if (claim !== undefined) await this.#writeOwn(callId, JSON.stringify({ ...record, claim: claim.token }))
       })
     }
     return { onPark, secret, ...(resume === undefined ? {} : { resume: { state: resume.state, numbering: resume.numbering } }) }
@@ -264,18 +271,14 @@ export class DurableRuns {
   ended(callId: string): Promise<void> {
     this.#secrets.delete(callId)
     const parked = this.#durable.delete(callId)
+    if (!parked) this.#claims.delete(callId)
     if (!parked || this.#closing) return Promise.resolve()
     const segment = runKeySegment(callId)
     return this.#queue(callId, async () => {
-      const held = this.#held.get(callId)
-      this.#held.delete(callId)
-      if (this.#taken.has(callId) || held === undefined) return
       // Only the holder ends it: a record another process claimed since stays (that process goes on with the run).
-      const gone = await this.#store.delete(`runs/${segment}`, { ifVersion: held })
-      if (!gone.ok) {
-        this.#taken.add(callId)
-        return
-      }
+      const gone = await this.#deleteOwn(callId)
+      this.#claims.delete(callId)
+      if (!gone) return
       for (;;) {
         const page = await this.#store.list(`calls/${segment}/`, { limit: 1000 })
         for (const entry of page.entries) await this.#store.delete(entry.key)
@@ -339,30 +342,73 @@ export class DurableRuns {
 
   /**
    * Whether this process holds the run of `callId` now: it claimed or parked it, and its
-   * record is still the version it wrote. `false` (and the run counts as taken) otherwise.
+   * record still names this process and its claim. `false` (and the run counts as taken) otherwise.
    */
   holds(callId: string): Promise<boolean> {
     // In the run's write order: a park under way is this process's own write, not a claim.
     let answer: Promise<boolean> = Promise.resolve(false)
     const check = async (): Promise<boolean> => {
-      const held = this.#held.get(callId)
-      if (this.#taken.has(callId) || held === undefined || held === null) return false
-      if ((await this.#store.get(`runs/${runKeySegment(callId)}`))?.version === held) return true
-      this.#taken.add(callId)
-      return false
+      if (!(this.#claims.get(callId)?.stored ?? false)) return false
+      const own = await this.#own(callId)
+      return own !== undefined && own !== false
     }
     return this.#queue(callId, () => (answer = check())).then(() => answer)
   }
 
-  /** Throws `RUN_TAKEN_OVER` when the run's record is no longer the version this process holds. */
+  /** Throws `RUN_TAKEN_OVER` when the run's record no longer holds this process's claim. */
   async #fence(callId: string, name: string): Promise<void> {
-    const held = this.#held.get(callId)
     if (this.#taken.has(callId)) throw takenOver(name)
-    if (held === undefined) return
-    const now = await this.#store.get(`runs/${runKeySegment(callId)}`)
-    if (now?.version === held) return
+    if (this.#claims.has(callId) && (await this.#own(callId)) === false) throw takenOver(name)
+  }
+
+  /**
+   * Reads the record of `callId` and checks its claim: the entry while it names this process
+   * and its claim, `undefined` while this process's first park has not landed, `false`
+   * (the run counts as taken from then on) once another process claimed, parked or ended it.
+   */
+  async #own(callId: string): Promise<StoreEntry | undefined | false> {
+    const claim = this.#claims.get(callId)
+    if (this.#taken.has(callId) || claim === undefined) return this.#lose(callId)
+    const entry = await this.#store.get(`runs/${runKeySegment(callId)}`)
+    if (entry === undefined) return claim.stored ? this.#lose(callId) : undefined
+    // The version last seen holding the claim spares parsing a journal at every sub-call.
+    if (entry.version !== claim.version) {
+      const record = readStoredRun(entry.value)
+      if (record?.owner !== this.#owner || record.claim !== claim.token) return this.#lose(callId)
+      claim.version = entry.version
+    }
+    return entry
+  }
+
+  #lose(callId: string): false {
     this.#taken.add(callId)
-    throw takenOver(name)
+    return false
+  }
+
+  /** Writes the record of `callId` while it holds this process's claim, compare-and-set on what was read (atomicity only). Whether it landed. */
+  async #writeOwn(callId: string, value: string): Promise<boolean> {
+    for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
+      const found = await this.#own(callId)
+      if (found === false) return false
+      const put = await this.#store.put(`runs/${runKeySegment(callId)}`, value, { ifVersion: found?.version ?? null })
+      const claim = this.#claims.get(callId)
+      if (put.ok && claim !== undefined) {
+        claim.stored = true
+        claim.version = put.version
+        return true
+      }
+    }
+    return false
+  }
+
+  /** Deletes the record of `callId` while it holds this process's claim. Whether it did. */
+  async #deleteOwn(callId: string): Promise<boolean> {
+    for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
+      const found = await this.#own(callId)
+      if (found === false || found === undefined) return false
+      if ((await this.#store.delete(`runs/${runKeySegment(callId)}`, { ifVersion: found.version })).ok) return true
+    }
+    return false
   }
 
   /**
@@ -391,10 +437,11 @@ export class DurableRuns {
         if (record.owner !== undefined && (await this.alive(record.owner, staleMs))) continue
         // Alive on the store before the claim names this process (see beat()).
         await this.beat()
-        const claimed: StoredRun = { ...record, owner: this.#owner, claimedAt: Date.now() }
+        const token = crypto.randomUUID()
+        const claimed: StoredRun = { ...record, owner: this.#owner, claimedAt: Date.now(), claim: token }
         const put = await this.#store.put(key, JSON.stringify(claimed), { ifVersion: entry.version })
         if (!put.ok) continue
-        this.#held.set(record.callId, put.version)
+        this.#claims.set(record.callId, { token, stored: true, version: put.version })
         this.#taken.delete(record.callId)
         this.#resuming.set(record.callId, { state: record.state, numbering: record.numbering, secret: record.secret })
         const controller = new AbortController()
@@ -432,6 +479,7 @@ export function readStoredRun(text: string): StoredRun | undefined {
   if (v.language !== undefined && (typeof v.language !== 'string' || v.language.length > 32)) return undefined
   if (v.principal !== undefined && (typeof v.principal !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(v.principal))) return undefined
   if (v.secret !== undefined && (typeof v.secret !== 'string' || v.secret.length > 64)) return undefined
+  if (v.claim !== undefined && (typeof v.claim !== 'string' || v.claim.length > 64)) return undefined
   if (!isParkedRunState(v.state)) return undefined
   const numbering = v.numbering as Partial<DurableRunNumbering> | undefined
   const count = (x: unknown): boolean => typeof x === 'number' && Number.isSafeInteger(x) && x >= 0

@@ -188,7 +188,8 @@ describe('DurableRuns: park and end', () => {
     const record = (await read(store, `runs/${runKeySegment('a/b')}`)) as StoredRun
     expect(record.claimedAt).toBeGreaterThanOrEqual(before)
     expect(record.claimedAt).toBeLessThanOrEqual(Date.now())
-    expect(record).toEqual({ version: 1, callId: 'a/b', agent: 'agent-1', principal: 'alice', code: 'return 1', description: 'd', state: STATE, numbering: NUMBERING, secret: run.secret, trace, owner: runs.owner, claimedAt: record.claimedAt })
+    expect(record).toEqual({ version: 1, callId: 'a/b', agent: 'agent-1', principal: 'alice', code: 'return 1', description: 'd', state: STATE, numbering: NUMBERING, secret: run.secret, trace, owner: runs.owner, claimedAt: record.claimedAt, claim: record.claim })
+    expect(record.claim).toMatch(UUID)
     expect(await runs.alive(runs.owner, 60_000)).toBe(true)
   })
 
@@ -198,7 +199,7 @@ describe('DurableRuns: park and end', () => {
     runs.forRun('r', undefined, { code: 'c', description: 'd' }).onPark(STATE, NUMBERING)
     await runs.flushed()
     const record = (await read(store, 'runs/r')) as Record<string, unknown>
-    expect(Object.keys(record).sort()).toEqual(['callId', 'claimedAt', 'code', 'description', 'numbering', 'owner', 'secret', 'state', 'version'])
+    expect(Object.keys(record).sort()).toEqual(['callId', 'claim', 'claimedAt', 'code', 'description', 'numbering', 'owner', 'secret', 'state', 'version'])
   })
 
   it('ended: a parked run leaves no record and none of its call records (all pages), other runs keep theirs', async () => {

@@ -222,6 +222,53 @@ describe('a run another process claimed: the old holder is fenced off', () => {
   })
 })
 
+describe('the fence is the claim in the record, not its version', () => {
+  it("the holder's record rewritten under its own owner and claim (a new version) does not fence it: its sub-call runs, its park and end land", async () => {
+    const cues = cueStore()
+    const a = process(cues.store)
+    const run = await parked(a, 'r')
+    const rewrite = async () => {
+      const entry = (await cues.base.get('runs/r'))!
+      const put = await cues.base.put('runs/r', entry.value)
+      expect(put.ok && put.version !== entry.version).toBe(true)
+    }
+    // What the holder's own view writes do to the version (one record per run).
+    await rewrite()
+    let ran = 0
+    expect(await a.aroundBody(call(1, run.parent), false, async () => (ran++, 'paid'))).toBe('paid')
+    expect(ran).toBe(1)
+    expect(a.taken('r')).toBe(false)
+    await rewrite()
+    expect(await a.holds('r')).toBe(true)
+    await rewrite()
+    run.onPark(STATE, { submitted: 2, calls: [[2, 2]] })
+    await a.flushed()
+    expect(((await readJson(cues.base, 'runs/r')) as StoredRun).numbering.submitted).toBe(2)
+    await rewrite()
+    await a.ended('r')
+    expect(await cues.base.get('runs/r')).toBeUndefined()
+    expect(await cues.base.get('calls/r/1')).toBeUndefined()
+  })
+
+  it('each start and each claim mints its own token; a record naming the holder with another token fences it', async () => {
+    const cues = cueStore()
+    const a = process(cues.store)
+    const run = await parked(a, 'r')
+    const mine = ((await readJson(cues.base, 'runs/r')) as StoredRun).claim
+    expect(mine).toMatch(/^[0-9a-f-]{36}$/)
+    const b = process(cues.store)
+    await claimAll(b)
+    const theirs = ((await readJson(cues.base, 'runs/r')) as StoredRun).claim
+    expect(theirs).toMatch(/^[0-9a-f-]{36}$/)
+    expect(theirs).not.toBe(mine)
+    // B's record with A's owner put back but B's token: still not A's claim.
+    const record = (await readJson(cues.base, 'runs/r')) as StoredRun
+    await cues.base.put('runs/r', JSON.stringify({ ...record, owner: a.owner }))
+    await expect(a.aroundBody(call(1, run.parent), false, async () => 'paid')).rejects.toMatchObject({ code: 'RUN_TAKEN_OVER' })
+    expect(await a.holds('r')).toBe(false)
+  })
+})
+
 describe('a resumed run, ended by the process that resumed it', () => {
   it('leaves no record of it, even though it never parked in that process', async () => {
     const cues = cueStore()
