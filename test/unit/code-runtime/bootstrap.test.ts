@@ -3,11 +3,12 @@
  * format directives, its binding calls and replies, and its limits. Every runtime runs a
  * bundled copy of this module, so these tests are what fails when the source is wrong.
  */
-import { describe, expect, it, vi } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { strictJson } from '../../../src/code-runtime/in-sandbox/bootstrap.js'
 import type { WireEndpoint } from '../../../src/code-runtime/wire.js'
 import { ToolCallError } from '../../../src/errors.js'
 import { boot, texts } from './bootstrap-harness.js'
+import { until } from '../../support/poll.js'
 
 const log1 = async (program: string, maxLogBytes?: number) => texts(await boot(program, maxLogBytes === undefined ? {} : { maxLogBytes }))
 
@@ -338,7 +339,7 @@ describe('bootstrap: the start message and the handle', () => {
     port2.postMessage('start')
     port2.postMessage({ type: 'reply', id: 1, ok: true })
     // `ready` arrives (awaited, not assumed within a fixed time), then a turn for anything else.
-    await vi.waitFor(() => expect(posted.length).toBeGreaterThan(0), { timeout: 10_000, interval: 5 })
+    await until(() => posted.length > 0, 'the ready message', 10_000)
     await new Promise((resolve) => setTimeout(resolve, 20))
     port1.close()
     port2.close()
@@ -363,7 +364,7 @@ describe('bootstrap: the start message and the handle', () => {
     port2.start()
     const { startBootstrap } = await import('../../../src/code-runtime/in-sandbox/bootstrap.js')
     startBootstrap(port1 as unknown as WireEndpoint).reportUncaught(new Error('too early'))
-    await vi.waitFor(() => expect(posted.length).toBeGreaterThan(0), { timeout: 10_000, interval: 5 })
+    await until(() => posted.length > 0, 'the ready message', 10_000)
     await new Promise((resolve) => setTimeout(resolve, 20))
     port1.close()
     port2.close()

@@ -196,7 +196,8 @@ describe('GET /v1/approvals and POST /v1/approvals/:id', () => {
     const request = await requested
     controller.abort()
     await gone.catch(() => undefined)
-    await new Promise((resolve) => setTimeout(resolve, 10))
+    // The withdrawal is written after the caller is told: wait until it landed (was a 10 ms guess).
+    await until(async () => (await longer.broker.pending()).length === 0, 'the withdrawal to land')
     const withdrawn = await decide(longer, request.id, { decision: 'allow' })
     expect(withdrawn.status).toBe(404)
     expect((await errorOf(withdrawn)).code).toBe('APPROVAL_WITHDRAWN')

@@ -12,6 +12,7 @@ import { DELIVERY_SLICE_MESSAGES, slicedDelivery, whenAllDrained } from '../../.
 import { defineTool } from '../../../src/index.js'
 import { createToolRuntime } from '../../../src/registry/index.js'
 import { maxStall, type TickCounter } from '../../support/stall-probe.js'
+import { until } from '../../support/poll.js'
 
 const sandbox = createSandboxRuntime({ memoryMb: 64, computeMs: 60_000 })
 const registry = createToolRuntime({ mode: 'code', codeRuntime: sandbox })
@@ -94,7 +95,8 @@ describe('a flood of un-awaited calls', () => {
       exitedAfter = seen.length
     })
     expect(exitedAfter).toBe(-1)
-    await new Promise((resolve) => setTimeout(resolve, 50))
+    // The rest comes a slice per turn: wait until the exit was told (a 50 ms guess raced slow turns).
+    await until(() => exitedAfter !== -1, 'the exit, told after the drain')
     expect(seen).toEqual(Array.from({ length: 3 * DELIVERY_SLICE_MESSAGES + 1 }, (_, i) => i))
     expect(exitedAfter).toBe(3 * DELIVERY_SLICE_MESSAGES + 1)
     // Nothing waiting: told at once.
