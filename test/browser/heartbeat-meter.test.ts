@@ -54,9 +54,12 @@ describe('HeartbeatMeter', () => {
 
   it('charges a loop that has not answered yet (provisionally)', async () => {
     const { worker, meter } = await setup()
-    worker.postMessage({ spinMs: 3_000 })
+    const spinning = next(worker)
+    worker.postMessage({ spinMs: 3_000, announce: true })
+    // Timed from the spin's start (on a loaded machine the request can reach the worker late).
+    expect(await spinning).toBe('spinning')
     await sleep(1_000)
-    // Nothing answered during the spin, yet the meter already counts it (half the wait: the spin may start late on a loaded machine).
+    // Nothing answered during the spin, yet the meter already counts it (half the wait: the host's own pings may run late).
     expect(meter.computeMs()).toBeGreaterThan(500)
   })
 
