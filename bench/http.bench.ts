@@ -3,7 +3,8 @@
  * in-process with `execute()`, the local server's throughput under a bounded concurrent
  * load, and the host's stall (max event-loop delay) while it answers an MCP batch at the
  * caps and while a stream client stops reading a run that floods it (issue 19; target
- * ≤ 20 ms each). Run: `npm run bench -- http`.
+ * ≤ 20 ms each). Run: `npm run bench -- http`; `BENCH_ONLY=mcp npx tsx bench/http.bench.ts`
+ * only the MCP rows; `BASELINE=<git ref>` adds each MCP row for that ref's src/mcp/server.ts.
  */
 import { spawn } from 'node:child_process'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
@@ -12,7 +13,7 @@ import { runInNewContext } from 'node:vm'
 import { createSandboxRuntime, serve } from '../platforms/node/index.js'
 import { createSessionLogHub, createToolsApp } from '../src/http/index.js'
 import { createMcpApp } from '../src/mcp/index.js'
-import { answerChunking } from '../src/mcp/server.js'
+import { importAs, sourceAt, swapFunction } from './_baseline.js'
 import { createToolRuntime } from '../src/registry/index.js'
 import { defineTool } from '../src/schema/define-tool.js'
 
@@ -55,44 +56,47 @@ async function measure(label: string, iterations: number, warmup: number, op: ()
 }
 
 console.log(`toolyard HTTP bench (Node ${process.version})\n`)
-const inProcess = await measure('in-process execute() (echo)', 3000, 500, () =>
-  runtime.execute({ callId: 'b', name: 'echo', arguments: { text: 'hello' }, signal: new AbortController().signal }),
-)
-const overHttp = await measure('HTTP POST /v1/tools/echo/execute (loopback)', 1000, 200, async () => {
-  const response = await fetch(`${server.url}/v1/tools/echo/execute`, { method: 'POST', headers, body })
-  await response.arrayBuffer()
-})
-const viaAppRequest = await measure('app.request() (no socket)', 2000, 200, async () => {
-  const response = await app.request('/v1/tools/echo/execute', { method: 'POST', headers, body })
-  await response.arrayBuffer()
-})
-console.log(`\nHTTP round trip / in-process: ${(overHttp.p50 / inProcess.p50).toFixed(1)}× (p50); app.request / in-process: ${(viaAppRequest.p50 / inProcess.p50).toFixed(1)}×`)
+// BENCH_ONLY=mcp: only the idle line and the MCP batch stalls.
+const ONLY_MCP = process.env.BENCH_ONLY === 'mcp'
+if (!ONLY_MCP) {
+  const inProcess = await measure('in-process execute() (echo)', 3000, 500, () =>
+    runtime.execute({ callId: 'b', name: 'echo', arguments: { text: 'hello' }, signal: new AbortController().signal }),
+  )
+  const overHttp = await measure('HTTP POST /v1/tools/echo/execute (loopback)', 1000, 200, async () => {
+    const response = await fetch(`${server.url}/v1/tools/echo/execute`, { method: 'POST', headers, body })
+    await response.arrayBuffer()
+  })
+  const viaAppRequest = await measure('app.request() (no socket)', 2000, 200, async () => {
+    const response = await app.request('/v1/tools/echo/execute', { method: 'POST', headers, body })
+    await response.arrayBuffer()
+  })
+  console.log(`\nHTTP round trip / in-process: ${(overHttp.p50 / inProcess.p50).toFixed(1)}× (p50); app.request / in-process: ${(viaAppRequest.p50 / inProcess.p50).toFixed(1)}×`)
 
-// Bounded load: `concurrency` clients issuing mixed requests until `total` are done.
-async function load(total: number, concurrency: number): Promise<void> {
-  let issued = 0
-  let failures = 0
-  const client = async (): Promise<void> => {
-    while (issued < total) {
-      const i = issued++
-      const response =
-        i % 2 === 0
-          ? await fetch(`${server.url}/v1/tools/echo/execute`, { method: 'POST', headers, body })
-          : await fetch(`${server.url}/v1/tools`, { headers })
-      await response.arrayBuffer()
-      if (response.status !== 200) failures++
+  // Bounded load: `concurrency` clients issuing mixed requests until `total` are done.
+  async function load(total: number, concurrency: number): Promise<void> {
+    let issued = 0
+    let failures = 0
+    const client = async (): Promise<void> => {
+      while (issued < total) {
+        const i = issued++
+        const response =
+          i % 2 === 0
+            ? await fetch(`${server.url}/v1/tools/echo/execute`, { method: 'POST', headers, body })
+            : await fetch(`${server.url}/v1/tools`, { headers })
+        await response.arrayBuffer()
+        if (response.status !== 200) failures++
+      }
     }
+    const start = performance.now()
+    await Promise.all(Array.from({ length: concurrency }, client))
+    const seconds = (performance.now() - start) / 1000
+    console.log(`load: ${total} mixed requests, ${concurrency} concurrent: ${(total / seconds).toFixed(0)} req/s, ${failures} failures`)
   }
-  const start = performance.now()
-  await Promise.all(Array.from({ length: concurrency }, client))
-  const seconds = (performance.now() - start) / 1000
-  console.log(`load: ${total} mixed requests, ${concurrency} concurrent: ${(total / seconds).toFixed(0)} req/s, ${failures} failures`)
+  console.log('')
+  await load(1000, 10)
+  await load(4000, 50)
+  await load(4000, 200)
 }
-console.log('')
-await load(1000, 10)
-await load(4000, 50)
-await load(4000, 200)
-
 await server.close()
 await runtime.dispose()
 
@@ -157,6 +161,31 @@ console.log('\nhost stall (max event-loop delay of the server process; target �
 console.log(`(median of ${STALL_REPEATS} runs, worst in brackets; the clients run in a child process, so only the server's own work counts; the idle line is the machine's noise floor;`)
 console.log(' cpu/turn: the most process CPU, all threads, between two 1 ms ticks, which a loaded machine inflates less than the wall delay)')
 
+/**
+ * The MCP app as it was before its answer was streamed in pieces (4b274c9): src/mcp/server.ts
+ * with `jsonArrayStream` put back to one whole response a pull, pulled as fast as the socket
+ * takes them (no host turn between pulls). Built here, so src/ carries no bench switch.
+ */
+async function baselineMcp(): Promise<{ createMcpApp: typeof createMcpApp }> {
+  const preFix = `function jsonArrayStream(responses: string[][]): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder()
+  let response = 0
+  return new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (response === responses.length) {
+        controller.close()
+        return
+      }
+      const text = (response === 0 ? '[' : ',') + responses[response]!.join('') + (response === responses.length - 1 ? ']' : '')
+      responses[response] = []
+      response++
+      controller.enqueue(encoder.encode(text))
+    },
+  })
+}`
+  return importAs('src/mcp/server.ts', swapFunction(sourceAt('src/mcp/server.ts'), 'jsonArrayStream', preFix), 'mcp-server-pre-fix')
+}
+
 /** Runs `source` (an ES module) in a child Node process with `input` as JSON on its stdin; resolves with its stdout. */
 function inChild(source: string, input: unknown): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -192,42 +221,70 @@ if (read) {
 }`
 printStall('idle: nothing but the sampler', await stallDuring(() => new Promise((resolve) => setTimeout(resolve, 300))))
 
-// An MCP batch at the caps: 32 tools/list over 300 wide tools (4 MiB of answers, the rest -32000).
+// An MCP batch at the caps: 32 tools/list over 300 wide tools (4 MiB of answers, the rest -32000);
+// a POST's first tools/list (descriptors cached, then 300 new ones). With BASELINE=<ref>, each row
+// also for the ref's src/mcp/server.ts (imports pointed at this checkout), row by row.
 {
-  const wide = createToolRuntime()
-  for (let i = 0; i < 300; i++) {
-    wide.register(
-      defineTool({
-        name: `wide_${i}`,
-        description: `A tool with a long description. ${'lorem ipsum '.repeat(40)}`,
-        parameters: { path: { type: 'string', required: true, description: 'p'.repeat(200) } },
-        output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] },
-        execute: () => 'ok',
-      }),
-    )
+  const wideRuntime = () => {
+    const wide = createToolRuntime()
+    for (let i = 0; i < 300; i++) {
+      wide.register(
+        defineTool({
+          name: `wide_${i}`,
+          description: `A tool with a long description. ${'lorem ipsum '.repeat(40)}`,
+          parameters: { path: { type: 'string', required: true, description: 'p'.repeat(200) } },
+          output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] },
+          execute: () => 'ok',
+        }),
+      )
+    }
+    return wide
   }
-  const mcpServer = await serve(createMcpApp(wide, { token: TOKEN }), { port: 0 })
-  const post = async (text: string, clients = 1): Promise<number> =>
-    Number(await inChild(POSTER, { url: mcpServer.url, headers: { ...headers, Accept: 'application/json, text/event-stream' }, body: text, clients }))
+  type McpFactory = typeof createMcpApp
+  const apps: Array<readonly [string, McpFactory]> = [['', createMcpApp]]
+  if (process.env.BASELINE !== undefined) {
+    const ref = process.env.BASELINE
+    apps.push([`BASELINE ${ref}: `, (await importAs<{ createMcpApp: McpFactory }>('src/mcp/server.ts', sourceAt('src/mcp/server.ts', ref), `mcp-server-${ref}`)).createMcpApp])
+  }
+  const wide = wideRuntime()
+  const postTo = async (url: string, text: string, clients = 1): Promise<number> =>
+    Number(await inChild(POSTER, { url, headers: { ...headers, Accept: 'application/json, text/event-stream' }, body: text, clients }))
+  const servers = await Promise.all(apps.map(async ([label, make]) => [label, make, await serve(make(wide, { token: TOKEN }), { port: 0 })] as const))
   const atCap = JSON.stringify(Array.from({ length: 32 }, (_, id) => ({ jsonrpc: '2.0', id, method: 'tools/list' })))
+  const oneList = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' })
   const each = JSON.stringify({ jsonrpc: '2.0', id: 100_000, method: 'tools/list' }).length + 1
   const finding = JSON.stringify(Array.from({ length: Math.ceil((487 * 1024) / each) }, (_, id) => ({ jsonrpc: '2.0', id, method: 'tools/list' })))
-  await post(atCap) // warm-up
+  for (const [, , server] of servers) await postTo(server.url, atCap) // warm-up
   let bytes = 0
-  printStall('MCP batch at the caps (32 × tools/list of 300 tools)', await stallDuring(async () => (bytes = await post(atCap))))
+  for (const [label, , server] of servers) printStall(`${label}MCP batch at the caps (32 × tools/list of 300 tools)`, await stallDuring(async () => (bytes = await postTo(server.url, atCap))))
   console.log(`  answered ${(bytes / 1024 / 1024).toFixed(2)} MiB`)
   // Side by side: the pre-fix answer stream (one whole response a pull, no turn between pulls), then today's.
-  answerChunking.baseline = true
-  printStall('BASELINE (pre-fix answer stream): 4 clients at once', await stallDuring(() => post(atCap, 4)))
-  answerChunking.baseline = false
-  printStall('MCP batch at the caps, 4 clients at once', await stallDuring(() => post(atCap, 4)))
-  printStall("the finding's 487 KiB tools/list batch (refused whole)", await stallDuring(() => post(finding)))
-  await mcpServer.close()
+  const baselineServer = await serve((await baselineMcp()).createMcpApp(wide, { token: TOKEN }), { port: 0 })
+  await postTo(baselineServer.url, atCap)
+  printStall('BASELINE (pre-fix answer stream): 4 clients at once', await stallDuring(() => postTo(baselineServer.url, atCap, 4)))
+  await baselineServer.close()
+  for (const [label, , server] of servers) printStall(`${label}MCP batch at the caps, 4 clients at once`, await stallDuring(() => postTo(server.url, atCap, 4)))
+  for (const [label, , server] of servers) printStall(`${label}one tools/list a POST (300 tools), 8 POSTs at once`, await stallDuring(() => postTo(server.url, oneList, 8)))
+  for (const [label, make] of servers) {
+    // A fresh runtime each repeat: all 300 descriptors are new to the server.
+    const fresh = await Promise.all(Array.from({ length: STALL_REPEATS }, async () => {
+      const runtime = wideRuntime()
+      return { runtime, server: await serve(make(runtime, { token: TOKEN }), { port: 0 }) }
+    }))
+    let next = 0
+    printStall(`${label}tools/list of 300 tools new to the server, one POST`, await stallDuring(() => postTo(fresh[next++]!.server.url, oneList)))
+    for (const { runtime, server } of fresh) {
+      await server.close()
+      await runtime.dispose()
+    }
+  }
+  printStall("the finding's 487 KiB tools/list batch (refused whole)", await stallDuring(() => postTo(servers[0]![2].url, finding)))
+  for (const [, , server] of servers) await server.close()
   await wide.dispose()
 }
 
 // A stream client that stops reading while its run floods it: 200 sub-calls of 100 KB (~40 MB of events).
-{
+if (!ONLY_MCP) {
   const hub = createSessionLogHub()
   const codeRuntime = createSandboxRuntime()
   const flooded = createToolRuntime({ mode: 'both', codeRuntime, sessionLog: hub })

@@ -164,12 +164,48 @@ class SerializedAnswer implements SerializedResult {
   ) {}
 }
 
-/** `listMcpTools` as the JSON text of `{ tools }`, reusing each unchanged tool's serialized descriptor. */
-function listMcpToolsSerialized(runtime: ToolRuntime, agent: ScopeKey | undefined): SerializedAnswer {
+/** One wire tool as `tools/list` describes it: the answer is unchanged while every one of these is. */
+interface ListedTool {
+  readonly tool: ToolSchema
+  readonly description: string
+  readonly output: JsonSchemaLike | undefined
+}
+
+/** A runtime's last `tools/list` answers, per agent (a few: a miss costs a join of cached descriptors). */
+const listedAnswers = new WeakMap<ToolRuntime, Map<ScopeKey | undefined, { readonly tools: readonly ListedTool[]; readonly answer: SerializedAnswer }>>()
+const MAX_LISTED_AGENTS = 8
+/** The longest stretch of descriptor serialization in one host turn. */
+const LIST_SLICE_MS = 2
+
+function sameTools(a: readonly ListedTool[], b: readonly ListedTool[]): boolean {
+  if (a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) if (a[i]!.tool !== b[i]!.tool || a[i]!.output !== b[i]!.output || a[i]!.description !== b[i]!.description) return false
+  return true
+}
+
+/**
+ * `listMcpTools` as the JSON text of `{ tools }`: the last answer while no tool changed, else each
+ * unchanged tool's serialized descriptor, the others serialized in slices of {@link LIST_SLICE_MS}
+ * with a host turn between (300 new descriptors took ~10 ms in one turn).
+ */
+async function listMcpToolsSerialized(runtime: ToolRuntime, agent: ScopeKey | undefined): Promise<SerializedAnswer> {
+  const tools = mcpToolsOf(runtime, agent, (tool, description, output): ListedTool => ({ tool, description, output }))
+  const answers = listedAnswers.get(runtime) ?? new Map()
+  listedAnswers.set(runtime, answers)
+  const last = answers.get(agent)
+  if (last !== undefined && sameTools(last.tools, tools)) return last.answer
   let bytes = '{"tools":[]}'.length
-  const texts = mcpToolsOf(runtime, agent, (tool, description, output) => {
+  const texts: string[] = []
+  // Only an answer made of cached descriptors is kept: a tool that is not deep-frozen may change in place.
+  let keep = true
+  let sliceStart = performance.now()
+  for (const { tool, description, output } of tools) {
     let cached = serializedTools.get(tool)
     if (cached === undefined || cached.description !== description || cached.output !== output) {
+      if (performance.now() - sliceStart > LIST_SLICE_MS) {
+        await yieldToHost()
+        sliceStart = performance.now()
+      }
       const text = JSON.stringify({
         name: tool.name,
         description,
@@ -178,12 +214,19 @@ function listMcpToolsSerialized(runtime: ToolRuntime, agent: ScopeKey | undefine
       })
       cached = { text, bytes: utf8Length(text), description, output }
       if (deepFrozen(tool) && deepFrozen(output)) serializedTools.set(tool, cached)
+      else keep = false
     }
     bytes += cached.bytes
-    return cached.text
-  })
+    texts.push(cached.text)
+  }
   if (texts.length > 1) bytes += texts.length - 1
-  return new SerializedAnswer(`{"tools":[${texts.join(',')}]}`, bytes)
+  const answer = new SerializedAnswer(`{"tools":[${texts.join(',')}]}`, bytes)
+  if (keep) {
+    answers.delete(agent)
+    if (answers.size >= MAX_LISTED_AGENTS) answers.delete(answers.keys().next().value)
+    answers.set(agent, { tools, answer })
+  }
+  return answer
 }
 
 /**
@@ -338,7 +381,7 @@ async function dispatch(config: McpConfig, message: Record<string, unknown>, req
       return {}
     case 'tools/list': {
       const agent = agentOf(exchange)
-      if (exchange.listed === undefined || exchange.listed.agent !== agent) exchange.listed = { agent, result: listMcpToolsSerialized(config.runtime, agent) }
+      if (exchange.listed === undefined || exchange.listed.agent !== agent) exchange.listed = { agent, result: await listMcpToolsSerialized(config.runtime, agent) }
       // The same object each time: the batch serializes it once (BatchResponses).
       return exchange.listed.result
     }
@@ -517,35 +560,31 @@ class BatchResponses {
   }
 }
 
-/**
- * How a JSON answer is streamed: at most `maxChars` UTF-16 units encoded a pull, a turn of
- * the host between pulls. `baseline` (benches only) restores the pre-fix shape: one whole
- * response a pull, pulled as fast as the socket takes them.
- */
-export const answerChunking = { maxChars: 64 * 1024, baseline: false }
+/** The most UTF-16 units of a JSON answer encoded in one pull (a turn of the host between pulls). */
+const ANSWER_CHUNK_CHARS = 64 * 1024
 
 /**
- * A batch's answer as a stream of pieces, one per pull, never spanning two responses: a
- * socket that takes each write at once pulled a whole 4 MiB answer in one turn, 250 KiB
- * `tools/list` responses each encoded whole (four answers at once stalled the host 29 ms).
+ * A batch's answer (`array` false: one large response) as a stream of pieces, one per pull, never
+ * spanning two responses: a socket that takes each write at once pulled a whole 4 MiB answer in
+ * one turn, 250 KiB `tools/list` responses each encoded whole (four answers at once stalled the host 29 ms).
  */
-function jsonArrayStream(responses: string[][]): ReadableStream<Uint8Array> {
+function jsonArrayStream(responses: string[][], array = true): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder()
   let response = 0
   let piece = 0
   let offset = 0
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
-      if (!answerChunking.baseline && (response > 0 || piece > 0 || offset > 0)) await yieldToHost()
+      if (response > 0 || piece > 0 || offset > 0) await yieldToHost()
       if (response === responses.length) {
         controller.close()
         return
       }
       const pieces = responses[response]!
-      let chunk = piece === 0 && offset === 0 ? (response === 0 ? '[' : ',') : ''
+      let chunk = piece === 0 && offset === 0 && array ? (response === 0 ? '[' : ',') : ''
       while (piece < pieces.length) {
         const text = pieces[piece]!
-        let end = answerChunking.baseline ? text.length : Math.min(text.length, offset + answerChunking.maxChars - chunk.length)
+        let end = Math.min(text.length, offset + ANSWER_CHUNK_CHARS - chunk.length)
         // Never between a surrogate pair's halves: each half alone would be encoded as U+FFFD.
         if (end < text.length && isHighSurrogate(text.charCodeAt(end - 1))) end--
         if (end <= offset) break
@@ -562,7 +601,7 @@ function jsonArrayStream(responses: string[][]): ReadableStream<Uint8Array> {
         responses[response] = []
         response++
         piece = 0
-        if (response === responses.length) chunk += ']'
+        if (response === responses.length && array) chunk += ']'
       }
       controller.enqueue(encoder.encode(chunk))
     },
@@ -712,7 +751,12 @@ function mcpApp(config: McpAppConfig): Hono {
     if (exchange.issued !== undefined) c.header('Mcp-Session-Id', exchange.issued)
     if (responses.kept.length === 0) return c.body(null, 202)
     // Serialized once, by the budget that counted them.
-    if (!batch) return c.body(responses.kept[0]!.join(''), 200, { 'Content-Type': 'application/json' })
+    if (!batch) {
+      const pieces = responses.kept[0]!
+      // A large single answer (a `tools/list`) is streamed in pieces too, not written in one turn.
+      if (pieces.reduce((length, piece) => length + piece.length, 0) <= ANSWER_CHUNK_CHARS) return c.body(pieces.join(''), 200, { 'Content-Type': 'application/json' })
+      return c.body(jsonArrayStream(responses.kept, false), 200, { 'Content-Type': 'application/json' })
+    }
     return c.body(jsonArrayStream(responses.kept), 200, { 'Content-Type': 'application/json' })
   })
   return app
