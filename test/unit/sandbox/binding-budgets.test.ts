@@ -25,7 +25,9 @@ afterEach(async () => {
 describe('binding arguments are bounded by work before they reach the host', () => {
   it(`a call whose arguments hold more than ${MAX_CALL_ARG_NODES} JSON values is refused inside the program; the run goes on`, async () => {
     const seen: unknown[] = []
-    const runtime = make()
+    // Building and counting 200,000 values takes ~1 s of the run's compute quiet; a CI at load 20
+    // spent the default 5 s on it. The budget is not what this test is about.
+    const runtime = make({ computeMs: 30_000 })
     const result = await runtime.run({
       program: `
         const out = []
