@@ -48,6 +48,7 @@ import { createSandboxRuntimeOn } from '../src/code-runtime/sandbox-runtime.js'
 import type { SandboxRuntime, SandboxRuntimeOptions } from '../src/code-runtime/sandbox-runtime.js'
 import { createQuickJsRuntime } from '../platforms/quickjs/index.js'
 import { summarize } from './_stats.js'
+import { importAs, sourceAt } from './_baseline.js'
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5)
 const COLD_RUNS = Number(process.env.BENCH_COLD_RUNS ?? 60)
@@ -535,6 +536,38 @@ async function oversizedArguments(): Promise<void> {
   console.log(`  ${'floor: the same rows, no call'.padEnd(40)} host stall ${summarize(acceptedFloor).median.toFixed(1).padStart(6)} ms (max ${worst(acceptedFloor)})`)
   console.log(`  ${'baseline: parse + adopt in one turn'.padEnd(40)} host stall ${summarize(oneTurn).median.toFixed(1).padStart(6)} ms (max ${worst(oneTurn)})`)
   console.log(`  ${'baseline: JSON.parse alone, one turn'.padEnd(40)} host stall ${summarize(parseOnly).median.toFixed(1).padStart(6)} ms (max ${worst(parseOnly)}; the endpoint's longest turn before the sliced parse)`)
+  await adoptionSteps(wideJson)
+}
+
+/**
+ * The adoption of the 100,000-value argument alone, in this thread: its longest step of
+ * ADOPT_SLICE_NODES (the most one host turn adopts), and the steps taken. With BASELINE=<ref>,
+ * the same for that ref's src/json/lossless.ts, interleaved.
+ */
+async function adoptionSteps(wideJson: string): Promise<void> {
+  type Lossless = { JsonAdoption: new (root: object) => { step(budget: number): boolean } }
+  const contenders: Array<readonly [string, Lossless]> = [['this checkout', await import('../src/json/lossless.js')]]
+  if (process.env.BASELINE !== undefined) contenders.push([`BASELINE ${process.env.BASELINE}`, await importAs<Lossless>('src/json/lossless.ts', sourceAt('src/json/lossless.ts', process.env.BASELINE), `lossless-${process.env.BASELINE}`)])
+  const longest = contenders.map((): number[] => [])
+  const steps = contenders.map(() => 0)
+  for (let round = 0; round < 10; round++) {
+    for (const [at, [, lossless]] of contenders.entries()) {
+      const adoption = new lossless.JsonAdoption((JSON.parse(wideJson) as { args: object }).args)
+      let most = 0
+      let done = false
+      steps[at] = 0
+      while (!done) {
+        const started = performance.now()
+        done = adoption.step(ADOPT_SLICE_NODES)
+        most = Math.max(most, performance.now() - started)
+        steps[at]!++
+      }
+      longest[at]!.push(most)
+    }
+  }
+  for (const [at, [name]] of contenders.entries()) {
+    console.log(`  ${`adoption alone (${name})`.padEnd(40)} longest step ${summarize(longest[at]!).median.toFixed(1).padStart(6)} ms (max ${Math.max(...longest[at]!).toFixed(1)}; ${steps[at]} steps of ${ADOPT_SLICE_NODES}; load ${loadavg()[0]!.toFixed(1)})`)
+  }
 }
 
 const LANGUAGES = ['typescript', 'python'] as const

@@ -30,8 +30,9 @@ function remapQuickJsStack(stack: string): string {
 }
 
 /**
- * Values one turn of the host's event loop adopts at most (about 2-3 ms of freezing at load ~20):
- * a larger argument is adopted over several turns, its run's later messages held behind it.
+ * Units of adoption one turn of the host's event loop does at most (a value walked, a container
+ * entered or frozen: {@link JsonAdoption.visited}): a larger argument is adopted over several
+ * turns, its run's later messages held behind it.
  */
 export const ADOPT_SLICE_NODES = 10_000
 

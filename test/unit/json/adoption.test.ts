@@ -29,12 +29,29 @@ describe('JsonAdoption', () => {
       // One container frozen per object walked: never more than the budget allows.
       expect(countFrozen(value)).toBeLessThanOrEqual(adoption.visited)
     }
-    // `rows`, its 100,000 objects and the key inside each: 200,001 children walked.
-    expect(adoption.visited).toBe(200_001)
-    expect(steps).toBe(20)
+    // `rows`, its 100,000 objects and the key inside each: 200,001 children walked; the root, `rows` and the 100,000 objects entered and frozen.
+    expect(adoption.visited).toBe(400_005)
+    expect(steps).toBe(40)
     expect(isJsonSnapshot(value)).toBe(true)
     expect(countFrozen(value)).toBe(100_002)
     expect(adoption.result).toEqual(adoptParsedJson(wide(100_000)))
+  })
+
+  it('counts each container it enters: empty objects are frozen at most a budget a step', () => {
+    // 99,990 empty objects (the sandbox's widest accepted argument): their children cost nothing, their freezes do.
+    const value = JSON.parse(JSON.stringify({ rows: Array.from({ length: 99_990 }, () => ({})) })) as object
+    const adoption = new JsonAdoption(value)
+    let frozen = 0
+    let steps = 0
+    while (!adoption.step(10_000)) {
+      steps++
+      const now = countFrozen(value)
+      expect(now - frozen).toBeLessThanOrEqual(10_000)
+      frozen = now
+    }
+    expect(steps).toBeGreaterThanOrEqual(19)
+    expect(countFrozen(value)).toBe(99_992)
+    expect(isJsonSnapshot(value)).toBe(true)
   })
 
   it('stops inside one wide array and resumes where it stopped', () => {
@@ -44,12 +61,13 @@ describe('JsonAdoption', () => {
     expect(Object.isFrozen(value)).toBe(false)
     expect(adoption.step(10)).toBe(false)
     expect(adoption.step(10)).toBe(true)
-    expect(adoption.visited).toBe(25)
+    // 25 children, the array entered and frozen.
+    expect(adoption.visited).toBe(27)
     expect(adoption.result).toEqual({ nodes: 26, depth: 1 })
     expect(Object.isFrozen(value)).toBe(true)
     // Done is done: a further step changes nothing.
     expect(adoption.step(10)).toBe(true)
-    expect(adoption.visited).toBe(25)
+    expect(adoption.visited).toBe(27)
   })
 
   it('refuses a lossy number found in a later step, never recording the value', () => {
