@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config'
+import { BaseSequencer, type TestSpecification } from 'vitest/node'
 
 /**
  * One vitest project per runtime:
@@ -10,39 +11,74 @@ import { defineConfig } from 'vitest/config'
  *   (vitest.workerd.config.ts, @cloudflare/vitest-pool-workers);
  * - `e2e`: the playground driven by Playwright against the `npm start` server
  *   (test/e2e/vitest.config.ts);
- * - `node-alone`, `edge-alone`: the files of `node` and `edge` that run alone (ALONE below).
+ * - `node-paired`, `edge-paired`: the files of `node` and `edge` that want fewer neighbours (PAIRED
+ *   below); `node-alone`: the files of `node` that run alone (ALONE below).
  */
 /**
- * Files that measure something against the clock or hold hundreds of runs in flight (a deadline,
- * a replay budget, a heartbeat, two servers racing): they run after the parallel files, one at a
- * time, in the `node-alone` and `edge-alone` projects. Everything else runs `PARALLEL` files at once.
+ * Files that measure something against the clock (a compute or replay budget, a heartbeat's age
+ * between two servers) or hold hundreds of runs in flight: they run last, one at a time, in
+ * `node-alone`.
  */
 const ALONE = {
   node: [
     'test/unit/http/overload.test.ts',
-    'test/unit/http/runs-lifecycle.test.ts',
     'test/unit/durable/runtime-resume-pinned.test.ts',
     'test/unit/durable/run-service-pinned.test.ts',
-    'test/unit/sandbox/parking.test.ts',
     'test/unit/quickjs/parking-budget.test.ts',
-    'test/unit/python/parking.test.ts',
-    'test/unit/postgres/two-instances.test.ts',
-    'test/unit/postgres/live-events.test.ts',
-    'test/unit/docs/doc-samples.test.ts',
-    // Failed beside other files at load 15-20 (a compute budget, a 30 s test timeout, a peak of
-    // calls in flight, a server's start-up deadline): run 1 of PARALLEL 3, 2026-12-06.
     'test/unit/sandbox/binding-budgets.test.ts',
-    'test/unit/hostile/hostile-programs.test.ts',
-    'test/unit/python/python-hostile.test.ts',
-    'test/unit/python/python-sandbox.test.ts',
     'test/unit/python/thread-budget.test.ts',
-    'test/unit/schema/ajv-differential.test.ts',
+    // Failed paired at load 10-18, 2026-12-07: a replay budget, a compute budget a check must beat,
+    // a step between two servers past its 60 s bound, a plan read in a thread that fell back.
+    'test/unit/postgres/two-instances.test.ts',
     'test/unit/preflight/plan-thread.test.ts',
-    'test/unit/durable/bound-records.test.ts',
-    'test/unit/durable/crash-resume.test.ts',
-    'test/unit/durable/file-store.test.ts',
+    'test/unit/sandbox/parking.test.ts',
+    'test/unit/python/parking.test.ts',
+    'test/unit/python/python-hostile.test.ts',
   ],
-  edge: ['test/edge/runs-object.test.ts', 'test/edge/telemetry-resume.test.ts'],
+}
+
+/**
+ * Files that fail with many neighbours (a 30 s test timeout, a calls-in-flight peak, a server's
+ * start-up deadline, a restart of Miniflare or of a server) but hold with one: they run after the
+ * parallel files, `PARALLEL` at a time with no browser page beside them, in `node-paired`,
+ * `edge-paired` and `e2e`. In the order they start: each e2e file (Chromium and a server) between
+ * two others, so that two browsers seldom run at once.
+ */
+const PAIRED = [
+  'test/e2e/playground.e2e.test.ts',
+  'test/edge/runs-object.test.ts',
+  'test/e2e/playground-waiting.e2e.test.ts',
+  'test/unit/durable/crash-resume.test.ts',
+  'test/e2e/playground-attention.e2e.test.ts',
+  'test/edge/telemetry-resume.test.ts',
+  'test/e2e/playground-python.e2e.test.ts',
+  'test/unit/durable/file-store.test.ts',
+  'test/unit/python/python-sandbox.test.ts',
+  'test/unit/hostile/hostile-programs.test.ts',
+  'test/unit/schema/ajv-differential.test.ts',
+  'test/unit/docs/doc-samples.test.ts',
+  'test/unit/postgres/live-events.test.ts',
+  'test/unit/durable/bound-records.test.ts',
+  'test/unit/http/runs-lifecycle.test.ts',
+]
+const PAIRED_NODE = PAIRED.filter((file) => file.startsWith('test/unit/'))
+const PAIRED_EDGE = PAIRED.filter((file) => file.startsWith('test/edge/'))
+
+/** vitest's group after the parallel one (groups run one after another; `node-alone` comes last). */
+const PAIRED_GROUP = { groupOrder: 1 }
+
+/** vitest's order, except that the paired group starts its files in {@link PAIRED}'s order. */
+class PairedOrder extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files)
+    const rank = (spec: TestSpecification) => {
+      const index = PAIRED.findIndex((file) => spec.moduleId.endsWith(`/${file}`))
+      return index === -1 ? PAIRED.length : index
+    }
+    const paired = sorted.filter((spec) => spec.project.config.sequence.groupOrder === PAIRED_GROUP.groupOrder)
+    const inOrder = [...paired].sort((x, y) => rank(x) - rank(y))
+    return sorted.map((spec) => (paired.includes(spec) ? inOrder.shift()! : spec))
+  }
 }
 
 /**
@@ -65,12 +101,13 @@ const EDGE = { include: ['test/edge/*.test.ts'], environment: 'node', testTimeou
 export default defineConfig({
   test: {
     maxWorkers: PARALLEL,
+    sequence: { sequencer: PairedOrder },
     projects: [
       {
         test: {
           name: 'node',
           ...NODE,
-          exclude: [...NODE.exclude, ...ALONE.node],
+          exclude: [...NODE.exclude, ...ALONE.node, ...PAIRED_NODE],
           // The type tests (test/types/*.test-d.ts) are compiled by `npm run typecheck` (the
           // same tsc and tsconfig vitest would use: a wrong inference is a compile error), so
           // `npm test` checks them without vitest's "experimental feature" banner on every run.
@@ -83,10 +120,11 @@ export default defineConfig({
           },
         },
       },
-      // fileParallelism: false puts a project's files in vitest's last, sequential group (with e2e).
+      { test: { name: 'node-paired', ...NODE, include: PAIRED_NODE, sequence: PAIRED_GROUP } },
+      // fileParallelism: false puts a project's files in vitest's last, sequential group.
       { test: { name: 'node-alone', ...NODE, include: ALONE.node, fileParallelism: false } },
-      { test: { name: 'edge', ...EDGE, exclude: ALONE.edge } },
-      { test: { name: 'edge-alone', ...EDGE, include: ALONE.edge, fileParallelism: false } },
+      { test: { name: 'edge', ...EDGE, exclude: PAIRED_EDGE } },
+      { test: { name: 'edge-paired', ...EDGE, include: PAIRED_EDGE, sequence: PAIRED_GROUP } },
       './vitest.workerd.config.ts',
       './vitest.browser.config.ts',
       './test/e2e/vitest.config.ts',

@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -83,7 +82,6 @@ async function inViewport(page: Page, selector: string): Promise<boolean> {
 
 beforeAll(async () => {
   mkdirSync(shots, { recursive: true })
-  execFileSync(process.execPath, ['scripts/build-demo.mjs'], { cwd: root, stdio: 'pipe' })
   const { startServer } = (await import('../../examples/start.js')) as { startServer: StartServer }
   server = await startServer({ port: 0, staticDir: join(root, 'demo/dist/'), token: TOKEN })
   browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: CHROMIUM_ARGS })

@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -42,7 +41,6 @@ async function runAndSettle(): Promise<string> {
 
 beforeAll(async () => {
   mkdirSync(shots, { recursive: true })
-  execFileSync(process.execPath, ['scripts/build-demo.mjs'], { cwd: root, stdio: 'pipe' })
   const { startServer } = (await import('../../examples/start.js')) as { startServer: StartServer }
   server = await startServer({ port: 0, staticDir: join(root, 'demo/dist/'), token: 'e2e-token-python-0123456789' })
   browser = await chromium.launch({

@@ -1,6 +1,6 @@
-import { execFileSync, spawn } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url'
 import { chromium } from 'playwright'
 import type { Browser, Page } from 'playwright'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { until } from '../support/poll.js'
 
 /**
  * The playground's "Waiting for you" panel (issue 21, item 6), in real Chromium against
@@ -102,6 +103,8 @@ const program = (path: string): string =>
 
 const CARD_PENDING = '[data-testid="cards"] [data-testid="approval"][data-state="pending"]'
 const ITEM = '[data-testid="waiting-panel"] [data-testid="waiting-item"]'
+/** The file store's name for a parked run's record (`runs/<run>`, its key in hex). */
+const PARKED_RUN = Buffer.from('runs/').toString('hex')
 
 /** Opens the page on the server, runs `code` there and waits until its write asks (on the run's own card). */
 async function runUntilItAsks(target: Page, url: string, code: string): Promise<void> {
@@ -137,7 +140,6 @@ async function readFile(url: string, path: string): Promise<string> {
 
 beforeAll(async () => {
   mkdirSync(shots, { recursive: true })
-  execFileSync(process.execPath, ['scripts/build-demo.mjs'], { cwd: root, stdio: 'pipe' })
   startServer = ((await import('../../examples/start.js')) as { startServer: StartServer }).startServer
   browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: CHROMIUM_ARGS })
 })
@@ -254,8 +256,8 @@ describe('the "Waiting for you" panel', () => {
     watch(page, problems)
     const path = 'notes/after-restart.md'
     await runUntilItAsks(page, first.url, program(path))
-    // Past a second of waiting the run parks (its journal in the store), so the next process can resume it.
-    await page.waitForTimeout(2_000)
+    // Past a second of waiting the run parks (its journal in the store, `runs/<run>`), so the next process can resume it.
+    await until(() => readdirSync(dataDir).some((name) => name.startsWith(PARKED_RUN) && name.endsWith('.v')), 'the run parked in the data directory', 30_000)
     first.child.kill('SIGKILL')
     await new Promise((resolve) => first.child.once('exit', resolve))
 

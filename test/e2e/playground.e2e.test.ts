@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import type { Server } from 'node:http'
@@ -10,7 +9,7 @@ import type { Browser, Page } from 'playwright'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 /**
- * The playground end to end, in real Chromium: built with scripts/build-demo.mjs, served
+ * The playground end to end, in real Chromium: built with scripts/build-demo.mjs (build-demo.setup.ts), served
  * by the same server `npm start` runs (examples/start.ts, started in-process on a free
  * port), then once more from a plain static server with no API behind it. Screenshots go
  * to test-results/screenshots/. The demo's writing tools ask for approval, so runs that
@@ -100,7 +99,6 @@ const WRITE_PROGRAM = [
 beforeAll(async () => {
   mkdirSync(shots, { recursive: true })
   // Piped: a passing run prints nothing; a failing build throws with its output.
-  execFileSync(process.execPath, ['scripts/build-demo.mjs'], { cwd: root, stdio: 'pipe' })
   startServer = ((await import('../../examples/start.js')) as { startServer: StartServer }).startServer
   server = await startServer({ port: 0, staticDir: join(root, 'demo/dist/'), token: 'e2e-token-0123456789abcdef' })
   browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: CHROMIUM_ARGS })
