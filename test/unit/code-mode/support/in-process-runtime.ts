@@ -20,7 +20,10 @@ const AsyncFunction = Object.getPrototypeOf(async () => {}).constructor as new (
 
 /** Options of {@link createInProcessRuntime}. */
 export interface InProcessRuntimeOptions {
-  /** Wall budget; expiry settles the run with `timeout`. Default 5 s. */
+  /**
+   * Wall budget; expiry settles the run with `timeout`. Default 20 s: under the 30 s test timeout
+   * (a hang still ends with this message), and no test step on a loaded machine has to beat it.
+   */
   readonly wallMs?: number
   /** Ends the run with `timeout` when it resolves: a wall budget the test fires, not the clock. */
   readonly expire?: Promise<unknown>
@@ -100,8 +103,8 @@ export function createInProcessRuntime(options: InProcessRuntimeOptions = {}): C
         }
         const onAbort = (): void => finish({ error: { kind: 'abort', message: 'the run was aborted' } })
         const timer = setTimeout(
-          () => finish({ error: { kind: 'timeout', message: `wall budget of ${options.wallMs ?? 5000} ms exceeded (maxWallMs)` } }),
-          options.wallMs ?? 5000,
+          () => finish({ error: { kind: 'timeout', message: `wall budget of ${options.wallMs ?? 20_000} ms exceeded (maxWallMs)` } }),
+          options.wallMs ?? 20_000,
         )
         void options.expire?.then(() => finish({ error: { kind: 'timeout', message: 'wall budget exceeded (maxWallMs)' } }))
         if (request.signal?.aborted) onAbort()
