@@ -6,6 +6,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest'
 import { describeHotLoopStops, HOT_LOOPS } from './hot-loop-stops.js'
+import { until } from '../../support/poll.js'
 import { PYTHON_PLATFORM } from '../../../platforms/node/python-sandbox-runtime.js'
 import { createSandboxRuntimeOn } from '../../../src/code-runtime/sandbox-runtime.js'
 import type { SandboxRuntime, SandboxRuntimeOptions } from '../../../src/code-runtime/sandbox-runtime.js'
@@ -38,7 +39,7 @@ describe('Python threads (Node) end an aborted computation at once', () => {
       bindings: [{ global: 'tools', functions: { entered: async () => void (entered = true) } }],
       signal: controller.signal,
     })
-    while (!entered) await new Promise((resolve) => setTimeout(resolve, 10))
+    await until(() => entered, 'the program to enter its loop')
     await new Promise((resolve) => setTimeout(resolve, 100))
     controller.abort(new Error('stopped by the user'))
     const result = await pending

@@ -5,6 +5,7 @@ import { afterAll, expect, it } from 'vitest'
 import { createQuickJsRuntime } from '../../../platforms/quickjs/index.js'
 import type { CodeBindingCallOptions, ParkedRunState } from '../../../src/code-runtime/contract.js'
 import { describeReplayBudgetContract, describeResumeCheckContract } from '../../contract/resume-contract.js'
+import { until } from '../../support/poll.js'
 
 const require = createRequire(import.meta.url)
 const wasmModule = new WebAssembly.Module(readFileSync(require.resolve('@jitl/quickjs-wasmfile-release-sync/wasm')))
@@ -36,8 +37,7 @@ it('a journal larger than the room left does not park; a small one does', async 
     runtime.run({ program, bindings: [{ global: 'tools', functions }], durable: { onPark: (_state: ParkedRunState) => parks.push(tag) } })
   const heavy = run('const b = await tools.blob(); return b.length + (await tools.ask({}))', 'heavy')
   const light = run('return await tools.ask({})', 'light')
-  const deadline = Date.now() + 10_000
-  while (!parks.includes('light') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10))
+  await until(() => parks.includes('light'), () => `the light run to park (parks: ${JSON.stringify(parks)})`)
   await new Promise((resolve) => setTimeout(resolve, 200))
   expect(parks).toEqual(['light'])
   for (const decide of waiting.splice(0)) decide(1)
@@ -58,8 +58,7 @@ it('the byte budget counts what a waiting call holds: large arguments keep a run
     runtime.run({ program, bindings: [{ global: 'tools', functions }], durable: { onPark: (_state: ParkedRunState) => parks.push(tag) } })
   const heavy = run(`return await tools.ask({ content: 'x'.repeat(1_200_000) })`, 'heavy')
   const light = run('return await tools.ask({})', 'light')
-  const deadline = Date.now() + 10_000
-  while (!parks.includes('light') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10))
+  await until(() => parks.includes('light'), () => `the light run to park (parks: ${JSON.stringify(parks)})`)
   await new Promise((resolve) => setTimeout(resolve, 200))
   expect(parks).toEqual(['light'])
   for (const decide of waiting.splice(0)) decide(1)

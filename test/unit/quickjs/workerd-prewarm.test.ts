@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startBuiltWorker, type BuiltWorker } from '../../support/built-worker.js'
+import { until } from '../../support/poll.js'
 
 /**
  * The next run's sandbox built across requests in workerd (Miniflare, built bundle, real
@@ -27,13 +28,8 @@ describe('QuickJS prewarm in workerd (Miniflare, built bundle)', () => {
 
   /** Waits until `field` reaches `count`: a deadline, not a count of tries (a build in workerd takes seconds under load). */
   async function reach(path: string, field: 'builds' | 'warmed', count: number): Promise<void> {
-    const deadline = Date.now() + 25_000
-    while (Date.now() < deadline) {
-      const counts = (await get(`${path}?builds=1`)) as unknown as Record<typeof field, number>
-      if (counts[field] >= count) return
-      await new Promise((resolve) => setTimeout(resolve, 10))
-    }
-    throw new Error(`${path}: ${field} below ${count}`)
+    const reached = async () => ((await get(`${path}?builds=1`)) as unknown as Record<typeof field, number>)[field] >= count
+    await until(reached, `${path}: ${field} at ${count}`, 25_000, 10)
   }
 
   it('a sandbox built under waitUntil after one response serves the next request, fresh', async () => {
