@@ -25,3 +25,25 @@ export async function until<T>(
     await new Promise((resolve) => setTimeout(resolve, everyMs))
   }
 }
+
+/**
+ * Waits until `check` stops throwing (an `expect(...)` that holds), by the same deadline as
+ * {@link until}; the timeout's message is the check's last failure. For assertions that read
+ * better than a boolean probe; vi.waitFor's 1 s default was a race on a loaded machine.
+ */
+export async function eventually(check: () => unknown, ms = 20_000): Promise<void> {
+  let last: unknown
+  await until(
+    async () => {
+      try {
+        await check()
+        return true
+      } catch (error) {
+        last = error
+        return false
+      }
+    },
+    () => `a check to hold: ${last instanceof Error ? last.message : String(last)}`,
+    ms,
+  )
+}

@@ -15,6 +15,7 @@ import { createToolRuntime } from '../../../src/index.js'
 import { importMcpTools, MCP_CONTENT_OUTPUT_SCHEMA } from '../../../src/mcp/import.js'
 import type { ToolRuntime } from '../../../src/runtime-types.js'
 import type { ToolExecutionResult } from '../../../src/types.js'
+import { eventually } from '../../support/poll.js'
 
 const ECHO: Tool = {
   name: 'echo',
@@ -231,7 +232,7 @@ describe('importMcpTools over the SDK in-memory transport (portable)', () => {
 
     peer.tools = [ECHO, WEATHER, SLOW, ADDED]
     await peer.server.sendToolListChanged()
-    await vi.waitFor(() => expect(imported.tools()).toEqual(['yard_echo', 'yard_weather', 'yard_slow', 'yard_added']))
+    await eventually(() => expect(imported.tools()).toEqual(['yard_echo', 'yard_weather', 'yard_slow', 'yard_added']))
 
     expect(peer.listCalls).toBeGreaterThan(listsBefore)
     expect(runtime.get('yard_fail')).toBeUndefined()

@@ -12,6 +12,7 @@ import type { McpClientLike, McpImport } from '../../../src/mcp/index.js'
 import { createToolRuntime } from '../../../src/index.js'
 import type { ToolError } from '../../../src/errors.js'
 import type { ToolExecutionResult } from '../../../src/types.js'
+import { eventually } from '../../support/poll.js'
 
 // The SDK's Client satisfies the structural interface the import asks for.
 const _clientFits = (client: Client): McpClientLike => client
@@ -152,7 +153,7 @@ describe('importMcpTools against server-everything (stdio)', () => {
     rootsClient.setRequestHandler((await import('@modelcontextprotocol/sdk/types.js')).ListRootsRequestSchema, () => ({ roots: [] }))
     const scope = createToolRuntime()
     const live = await importMcpTools(scope, rootsClient, { ownsClient: true })
-    await vi.waitFor(() => expect(live.tools()).toContain('get-roots-list'), { timeout: 5000 })
+    await eventually(() => expect(live.tools()).toContain('get-roots-list'))
     expect(scope.get('get-roots-list')).toBeDefined()
     await live.dispose()
     expect(scope.get('echo')).toBeUndefined()
@@ -226,7 +227,7 @@ describe('importMcpTools against an in-memory SDK server', () => {
     changes.length = 0
     fake.tools = [tool('keep'), tool('change', { description: 'changed description' }), tool('new')]
     await fake.server.sendToolListChanged()
-    await vi.waitFor(() => expect(imported.tools()).toEqual(['m.keep', 'm.change', 'm.new']))
+    await eventually(() => expect(imported.tools()).toEqual(['m.keep', 'm.change', 'm.new']))
     expect(runtime.get('m.gone')).toBeUndefined()
     expect(runtime.get('m.change')?.description).toBe('changed description')
     expect(changes.sort()).toEqual(['register:m.change', 'register:m.new', 'unregister:m.change', 'unregister:m.gone'])
@@ -250,7 +251,7 @@ describe('importMcpTools against an in-memory SDK server', () => {
     fake.client.fallbackNotificationHandler = previous
     const imported = await importMcpTools(createToolRuntime(), fake.client)
     await fake.server.sendResourceListChanged()
-    await vi.waitFor(() => expect(seen).toEqual(['notifications/resources/list_changed']))
+    await eventually(() => expect(seen).toEqual(['notifications/resources/list_changed']))
     await imported.dispose()
     expect(fake.client.fallbackNotificationHandler).toBe(previous)
   })
@@ -373,7 +374,7 @@ describe('importMcpTools against an in-memory SDK server', () => {
       throw new Error('flaky')
     })
     await fake.server.sendToolListChanged()
-    await vi.waitFor(() => expect(errors).toHaveLength(1))
+    await eventually(() => expect(errors).toHaveLength(1))
     expect(errors[0]!.code).toBe('MCP_PROTOCOL_ERROR')
     expect(imported.tools()).toEqual(['a'])
     await imported.dispose()
@@ -387,9 +388,9 @@ describe('importMcpTools against an in-memory SDK server', () => {
     const imported = await importMcpTools(runtime, fake.client, { signal: controller.signal, ownsClient: true })
     expect(runtime.get('a')).toBeDefined()
     controller.abort()
-    await vi.waitFor(() => expect(runtime.get('a')).toBeUndefined())
+    await eventually(() => expect(runtime.get('a')).toBeUndefined())
     expect(imported.tools()).toEqual([])
-    await vi.waitFor(() => expect(fake.client.listTools()).rejects.toThrow())
+    await eventually(() => expect(fake.client.listTools()).rejects.toThrow())
   })
 
   it('validates its inputs', async () => {

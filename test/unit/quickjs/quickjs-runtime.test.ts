@@ -6,6 +6,7 @@ import type { EmscriptenModuleLoader, QuickJSEmscriptenModule, QuickJSSyncVarian
 import { createQuickJsRuntime } from '../../../platforms/quickjs/index.js'
 import type { CodeBindingFunction, CodeBindingNamespace, CodeLogEntry, CodeRuntime } from '../../../src/code-runtime/contract.js'
 import { ToolCallError, ToolError } from '../../../src/errors.js'
+import { eventually } from '../../support/poll.js'
 
 const require = createRequire(import.meta.url)
 const wasmPath = require.resolve('@jitl/quickjs-wasmfile-release-sync/wasm')
@@ -21,7 +22,6 @@ const sleep = (ms: number, signal?: AbortSignal) =>
   })
 
 /** Waits for a background step to have happened (polling, 10 s at most): no timing margin a loaded machine can break. */
-const eventually = (check: () => void) => vi.waitFor(check, { timeout: 10_000, interval: 5 })
 const ns = (functions: Record<string, CodeBindingFunction>, global = 'tools'): CodeBindingNamespace => ({ global, functions })
 
 const runtimes: CodeRuntime[] = []
