@@ -11,7 +11,7 @@ import type { ApprovalBroker } from '../../src/approvals/index.js'
 import { runKeySegment } from '../../src/durable/runs.js'
 import type { DurableStore } from '../../src/durable/store.js'
 import { createToolsApp, DEFAULT_RUN_RETENTION_MS, httpErrorResponse } from '../../src/http/index.js'
-import { interruptedRunResult } from '../../src/durable/run-table.js'
+import { interruptedRunResult, RUN_CALL_ID_PREFIX } from '../../src/durable/run-table.js'
 import type { RunRecordStore } from '../../src/durable/run-table.js'
 import { createToolRuntime } from '../../src/registry/index.js'
 import type { ToolRuntime } from '../../src/runtime-types.js'
@@ -45,7 +45,7 @@ export interface RunObjectState {
 interface RunInfo {
   /** The public id (the object's name). */
   readonly id: string
-  /** The id the app's run table gave it (`run-records/<appId>` is its record). */
+  /** The id the app's run table gave it: the uuid of its call id (`http-run-<appId>`). */
   readonly appId: string
   /** The `run_code` call's id. */
   readonly callId: string
@@ -104,23 +104,31 @@ function readWorkspace(text: string): Readonly<Record<string, string>> {
   return SEED_FILES
 }
 
-/** Replaces every `from` (ASCII, same length as `to`) in a streamed UTF-8 body, across chunk edges. */
-function replaceInStream(body: ReadableStream<Uint8Array>, from: string, to: string): ReadableStream<Uint8Array> {
+/** Replaces every `from` (a UUID, same length as `to`) not right after `unless` in a streamed UTF-8 body, across chunk edges. */
+function replaceInStream(body: ReadableStream<Uint8Array>, from: string, to: string, unless: string): ReadableStream<Uint8Array> {
   const decoder = new TextDecoder()
   const encoder = new TextEncoder()
+  const pattern = new RegExp(`(?<!${unless})${from}`, 'g')
+  // `context`: the end of what was sent, so a `from` kept back is judged with what precedes it.
+  let context = ''
   let carry = ''
+  const step = (input: string, last: boolean): string => {
+    const text = (context + carry + input).replace(pattern, to).slice(context.length)
+    // Keep the tail that could be the start of a `from` split across chunks.
+    const keep = last ? 0 : Math.min(text.length, from.length - 1)
+    carry = text.slice(text.length - keep)
+    const out = text.slice(0, text.length - keep)
+    context = (context + out).slice(-(unless.length + from.length))
+    return out
+  }
   return body.pipeThrough(
     new TransformStream<Uint8Array, Uint8Array>({
       transform(chunk, controller) {
-        const text = (carry + decoder.decode(chunk, { stream: true })).replaceAll(from, to)
-        // Keep the tail that could be the start of a `from` split across chunks.
-        const keep = Math.min(text.length, from.length - 1)
-        carry = text.slice(text.length - keep)
-        const out = text.slice(0, text.length - keep)
+        const out = step(decoder.decode(chunk, { stream: true }), false)
         if (out !== '') controller.enqueue(encoder.encode(out))
       },
       flush(controller) {
-        const rest = (carry + decoder.decode()).replaceAll(from, to)
+        const rest = step(decoder.decode(), true)
         if (rest !== '') controller.enqueue(encoder.encode(rest))
       },
     }),
@@ -135,7 +143,8 @@ function publicResponse(response: Response, info: RunInfo): Response {
   const headers = new Headers(response.headers)
   const location = headers.get('Location')
   if (location !== null) headers.set('Location', location.replaceAll(info.appId, info.id))
-  const body = response.body === null ? null : replaceInStream(response.body, info.appId, info.id)
+  // The run's call id holds the table's id (`http-run-<appId>`): it stays as it is.
+  const body = response.body === null ? null : replaceInStream(response.body, info.appId, info.id, RUN_CALL_ID_PREFIX)
   return new Response(body, { status: response.status, statusText: response.statusText, headers })
 }
 

@@ -8,7 +8,7 @@ import type { PendingApproval } from '../approvals/types.js'
 import type { ScopeKey, ToolExecutionResult } from '../types.js'
 import type { FollowedRun, LiveEvents } from './_live-events.js'
 import type { ResumedRun } from './runs.js'
-import { createRunTable, EVENT_ID_RESERVE, restoredEvents, runRecord } from './run-table.js'
+import { createRunTable, EVENT_ID_RESERVE, restoredEvents, RUN_CALL_ID_PREFIX, runRecord } from './run-table.js'
 import type { ResolvedRunTableOptions, RunEventLog, RunEventStore, RunEventsSince, RunRecordJson, RunRecordStore, RunStatus, RunTable, RunTableHeld, TableRun } from './run-table.js'
 
 /** The runs one sweep resumed, each handed to at most one table. */
@@ -34,7 +34,7 @@ export interface RunStoreSide {
   follow(id: string, maxBytes: number, local: () => RunEventLog | undefined): Promise<FollowedRun | undefined>
   hold(): Promise<void>
   taken(callId: string): boolean
-  adopted(id: string, record: string, events: string | undefined): void
+  adopted(run: { readonly id: string; readonly callId: string }, events: string | undefined): Promise<void>
   writeRecord(record: RunRecordJson): Promise<boolean>
   writeEvents(events: RunEventStore, run: { readonly id: string; readonly callId: string }, log: RunEventLog, reserve: number): Promise<boolean>
   writeSnapshotRecord(events: RunEventStore, record: RunRecordJson): Promise<boolean>
@@ -347,8 +347,7 @@ async function adoptResumed(resumed: ResumedRunPool, events: RunEventStore | und
   const open = resumed.size === 0 ? () => [] : await sources.approvals().catch((error: unknown) => (sources.report(error), () => []))
   let adopted = 0
   for (const id of await records.list(MAX_ADOPTED_RECORDS)) {
-    const read = await records.read(id)
-    const record = read?.record
+    const record = await records.get(id)
     if (record === undefined || record.status !== 'running' || table.get(record.id) !== undefined) continue
     const handle = resumed.take(record.callId)
     if (handle === undefined) {
@@ -359,8 +358,9 @@ async function adoptResumed(resumed: ResumedRunPool, events: RunEventStore | und
     const run = table.admit({ callId: record.callId, agent: record.agent, principal: record.principal, asked: record.asked === true, id: record.id, createdAt: record.createdAt, events: restoredEvents(record, loaded?.events) })
     if (run === undefined) continue
     // Its writes go on by compare-and-set from what was read here.
-    service.adopted(run.id, read!.version, loaded?.version)
+    // Alive on the store before a claim names this process.
     await service.hold()
+    await service.adopted(run, loaded?.version)
     // Its ids reserved in the store before it gives one: a process that dies right after never lets the next one give them again.
     await writer.reserve(run, sources.report)
     adopted++
@@ -423,7 +423,9 @@ export function createBackgroundRuns(service: RunStoreSide, options: ResolvedRun
   service.attach({ adopt: (resumed, staleMs) => adoptResumed(resumed, events, driver, staleMs) })
   return {
     async start(spec, report = sources.report) {
-      const run = table.admit({ callId: spec.callId, agent: spec.agent, principal: spec.principal })
+      // Its id is its call id's uuid: its record, runs/<callId>, is found from the id with no index.
+      const id = spec.callId.startsWith(RUN_CALL_ID_PREFIX) ? spec.callId.slice(RUN_CALL_ID_PREFIX.length) : undefined
+      const run = table.admit({ callId: spec.callId, agent: spec.agent, principal: spec.principal, ...(id === undefined ? {} : { id }) })
       if (run === undefined) return undefined
       // Alive on the store before its record names this process (another instance may read it at once).
       await service.hold()

@@ -5,12 +5,12 @@
  * @module
  */
 import { ToolError } from '../errors.js'
-import { createRunEventLog, restoredEvents, createStoreRunEvents, createStoreRunRecords, interruptedRunResult } from './run-table.js'
+import { createRunEventLog, restoredEvents, createStoreRunEvents, interruptedRunResult, storedView } from './run-table.js'
 import type { RunEventLog, RunEventStore, RunRecordJson, RunRecordStore } from './run-table.js'
 import { createLiveEvents, LIVE_POLL_MS, type FollowedRun, type LiveEvents } from './_live-events.js'
-import { parkedIn } from './runs.js'
+import { createStoreRunRecords, parkedIn, readStoredRun, runKey } from './runs.js'
 import type { DurableRuns, ResumedRun } from './runs.js'
-import type { DurableStore, StorePutResult } from './store.js'
+import type { DurableStore } from './store.js'
 import { createBackgroundRuns } from './background-runs.js'
 import type { BackgroundRunSources, BackgroundRuns, ResumedRunPool, RunStoreSide, RunTableLink } from './background-runs.js'
 import type { ResolvedRunTableOptions } from './run-table.js'
@@ -81,8 +81,8 @@ export class RunService implements RunStoreSide {
   /** Work whose end a dispose waits for: each run's ordered writes, and the tables' runs as they end. */
   readonly #writes = new Map<string, Promise<void>>()
   readonly #work = new Set<Promise<unknown>>()
-  /** Each run's record and snapshot versions as this process last wrote or read them: its writes are compare-and-set on them. */
-  readonly #versions = new Map<string, { record: string | null; events: string | null }>()
+  /** Each run's snapshot manifest version as this process last wrote or read it: its snapshot writes are compare-and-set on it. */
+  readonly #versions = new Map<string, string | null>()
   /** Runs another process wrote since (it took the run over, or ended it as lost): this process writes nothing more of them. */
   readonly #fenced = new Set<string>()
   #loop: ReturnType<typeof setInterval> | undefined
@@ -229,39 +229,48 @@ export class RunService implements RunStoreSide {
     return this.#durable?.taken(callId) ?? false
   }
 
-  /** Run `id` was taken from the store at these versions (its record's, its snapshot's): this process's writes go on from them. */
-  adopted(id: string, record: string, events: string | undefined): void {
-    this.#versions.set(id, { record, events: events ?? null })
-    this.#fenced.delete(id)
+  /** Run `run` was taken up from the store with its snapshot at this version: this process holds its record and writes its snapshots on from there. */
+  async adopted(run: { readonly id: string; readonly callId: string }, events: string | undefined): Promise<void> {
+    this.#versions.set(run.id, events ?? null)
+    this.#fenced.delete(run.id)
+    if (!((await this.#durable?.adopt(run.callId)) ?? false)) this.#fence(run.id)
   }
 
-  /** Whether another process wrote run `id`'s record since this one did (fencing): this process writes nothing more of it. */
+  /** Whether another process claimed or ended run `id` since this one wrote it (fencing): this process writes nothing more of it. */
   fenced(id: string): boolean {
     return this.#fenced.has(id)
   }
 
   /**
-   * Writes run `record` by compare-and-set on the version this process holds (a new run's:
-   * absent). On a conflict only the holder of the run's claim writes again; any other
-   * process is fenced off the run for good. Whether it was written.
+   * Writes run `record`'s view into the run's one record (`runs/<callId>`), through the
+   * runtime's durable runs (the record's one writer), while this process holds the run's
+   * claim; otherwise the process is fenced off the run for good. Whether it was written.
    */
   async writeRecord(record: RunRecordJson): Promise<boolean> {
-    const records = this.records
-    if (records === undefined) return false
-    // Checked after the conflict's version was read: a claim taken after the check writes after that version, and wins its own conflict.
-    return this.#cas(record, 'record', (ifVersion) => records.put(record, { ifVersion }), () => this.#durable?.holds(record.callId) ?? Promise.resolve(false))
+    const durable = this.#durable
+    if (durable === undefined || this.#fenced.has(record.id)) return false
+    const meta = { ...(record.agent === undefined ? {} : { agent: record.agent }), ...(record.principal === undefined ? {} : { principal: record.principal }) }
+    return (await durable.writeView(record.callId, meta, storedView(record))) || this.#fence(record.id)
   }
 
   /**
    * Writes run `run`'s event snapshot (`events.put`) by compare-and-set on its manifest. On
-   * a conflict, it writes again only while the run's record is still the version this
-   * process wrote. Whether it was written.
+   * a conflict, it writes again only while this process still holds the run's claim. Whether it was written.
    */
   async writeEvents(events: RunEventStore, run: { readonly id: string; readonly callId: string }, log: RunEventLog, reserve: number): Promise<boolean> {
-    return this.#cas(run, 'events', (ifVersion) => events.put(run.id, log, reserve, { ifVersion }), async () => {
-      const held = this.#versions.get(run.id)?.record
-      return held !== undefined && held !== null && (await this.records?.read(run.id))?.version === held
-    })
+    const durable = this.#durable
+    if (durable === undefined) return false
+    for (let attempt = 0; ; attempt++) {
+      if (this.#fenced.has(run.id) || this.taken(run.callId)) return this.#fence(run.id)
+      const put = await events.put(run.id, log, reserve, { ifVersion: this.#versions.get(run.id) ?? null })
+      if (put.ok) {
+        this.#versions.set(run.id, put.version)
+        return true
+      }
+      if (!(await durable.holds(run.callId))) return this.#fence(run.id)
+      if (attempt + 1 >= MAX_CAS_ATTEMPTS) throw new ToolError('STORE_BUSY', `run ${run.id}'s events were written by another process ${MAX_CAS_ATTEMPTS} times while this one held the run; not written`)
+      this.#versions.set(run.id, put.version ?? null)
+    }
   }
 
   /**
@@ -270,47 +279,25 @@ export class RunService implements RunStoreSide {
    */
   async writeSnapshotRecord(events: RunEventStore, record: RunRecordJson): Promise<boolean> {
     if (await this.writeRecord(record)) return true
-    const written = this.#versions.get(record.id)?.events
+    const written = this.#versions.get(record.id)
     if (written !== undefined && written !== null) await events.delete(record.id, { ifVersion: written })
     return false
   }
 
-  /** Deletes run `id`'s record, only over the version this process wrote; then `after` (its snapshot's removal). Whether it did. */
+  /** Deletes run `run`'s record while this process holds it; then `after` (its snapshot's removal). Whether it did. */
   async deleteRecord(run: { readonly id: string; readonly callId: string }, after: () => Promise<void>): Promise<boolean> {
-    const held = this.#versions.get(run.id)?.record
     this.#versions.delete(run.id)
     const fenced = this.#fenced.delete(run.id)
-    if (this.records === undefined || fenced || held === undefined || held === null || this.taken(run.callId)) return false
-    if (!(await this.records.delete(run.id, { ifVersion: held })).ok) return false
+    // Called even when fenced: the runtime forgets the run's claim.
+    const gone = (await this.#durable?.deleteView(run.callId)) ?? false
+    if (fenced || !gone) return false
     await after()
     return true
   }
 
   /** The run's snapshot was deleted: a later one is created anew. */
   eventsDeleted(id: string): void {
-    const versions = this.#versions.get(id)
-    if (versions !== undefined) versions.events = null
-  }
-
-  async #cas(
-    run: { readonly id: string; readonly callId: string },
-    which: 'record' | 'events',
-    write: (ifVersion: string | null) => Promise<StorePutResult>,
-    mayOverwrite: () => Promise<boolean>,
-  ): Promise<boolean> {
-    for (let attempt = 0; ; attempt++) {
-      if (this.#fenced.has(run.id) || this.taken(run.callId)) return this.#fence(run.id)
-      const versions = this.#versions.get(run.id) ?? { record: null, events: null }
-      this.#versions.set(run.id, versions)
-      const put = await write(versions[which])
-      if (put.ok) {
-        versions[which] = put.version
-        return true
-      }
-      if (!(await mayOverwrite())) return this.#fence(run.id)
-      if (attempt + 1 >= MAX_CAS_ATTEMPTS) throw new ToolError('STORE_BUSY', `run ${run.id}'s ${which} was written by another process ${MAX_CAS_ATTEMPTS} times while this one held the run; not written`)
-      versions[which] = put.version ?? null
-    }
+    if (this.#versions.has(id)) this.#versions.set(id, null)
   }
 
   #fence(id: string): false {
@@ -407,15 +394,14 @@ export class RunService implements RunStoreSide {
    * not parked, and its process silent for `staleMs`. Whether it did.
    */
   async settleIfLost(seen: RunRecordJson, events: RunEventStore | undefined, staleMs: number): Promise<boolean> {
-    if (this.records === undefined || seen.status !== 'running' || seen.owner === this.owner) return false
-    // A store that cannot say is no proof of a loss: the read's failure goes to the caller.
-    if (await this.#parked(seen.callId)) return false
-    // Read again with its version: the write below lands only over the record judged from here on.
-    const read = await this.records.read(seen.id)
-    const record = read?.record
-    if (record === undefined || record.status !== 'running' || record.owner === this.owner || record.callId !== seen.callId) return false
+    if (this.records === undefined || this.#store === undefined || seen.status !== 'running' || seen.owner === this.owner) return false
+    // Read with its version (a store that cannot say is no proof of a loss: the failure goes to the caller); the write below lands only over the record judged here.
+    const entry = await this.#store.get(runKey(seen.callId))
+    const stored = entry === undefined ? undefined : readStoredRun(entry.value)
+    const record = (await this.records.read(seen.id))?.record
+    if (stored === undefined || stored.park !== undefined || record === undefined || record.status !== 'running' || record.owner === this.owner || record.callId !== seen.callId) return false
     if (record.owner !== undefined && (await this.alive(record.owner, staleMs))) return false
-    const put = await this.records.put({ ...record, status: 'failed', settledAt: Date.now(), result: interruptedRunResult('the process running it') }, { ifVersion: read!.version })
+    const put = await this.records.put({ ...record, status: 'failed', settledAt: Date.now(), result: interruptedRunResult('the process running it') }, { ifVersion: entry!.version })
     // Its process wrote it meanwhile: not lost after all.
     if (!put.ok) return false
     // Nobody will stream its frames again: a snapshot it left goes.

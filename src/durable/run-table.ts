@@ -370,59 +370,27 @@ export function runRecord(run: TableRun): RunRecordJson {
   }
 }
 
-const RUN_KEY_PREFIX = 'run-records/'
 const STORED_STATUSES: readonly StoredRunStatus[] = ['running', 'done', 'failed', 'cancelled']
 
-/**
- * A {@link RunRecordStore} over a `DurableStore` (`createMemoryStore()`, a file store, a
- * Durable Object's storage): one key `run-records/<id>` per run. A record too large for the
- * store's value cap is kept without its result (`result` is then only in memory).
- */
-export function createStoreRunRecords(store: DurableStore): RunRecordStore {
-  return {
-    async put(record, options) {
-      try {
-        return await store.put(RUN_KEY_PREFIX + record.id, JSON.stringify(record), options)
-      } catch (error) {
-        if ((error as { code?: unknown }).code !== 'STORE_VALUE_TOO_LARGE' || record.result === undefined) throw error
-        const { result: _omitted, ...rest } = record
-        return store.put(RUN_KEY_PREFIX + record.id, JSON.stringify(rest), options)
-      }
-    },
-    async get(id) {
-      return (await this.read(id))?.record
-    },
-    async read(id) {
-      const entry = await store.get(RUN_KEY_PREFIX + id)
-      if (entry === undefined) return undefined
-      const record = parseRecord(id, entry.value)
-      return record === undefined ? undefined : { record, version: entry.version }
-    },
-    delete(id, options) {
-      return store.delete(RUN_KEY_PREFIX + id, options)
-    },
-    async list(limit) {
-      const page = await store.list(RUN_KEY_PREFIX, { limit })
-      return page.entries.map((entry) => entry.key.slice(RUN_KEY_PREFIX.length))
-    },
-  }
+/** A `/v1/runs` run's view as its record (`runs/<callId>`, `view`) keeps it: the record without what the record names itself (call id, agent, principal, owner). */
+export type StoredView = Omit<RunRecordJson, 'callId' | 'agent' | 'principal' | 'owner'>
+
+/** The call id of the table run `id` (its record is `runs/<callId>`): a table run's id is the uuid of its call id. */
+export const RUN_CALL_ID_PREFIX = 'http-run-'
+
+/** A stored view, checked (another process wrote it, or something else did: one that is not one is absent, never a crash). */
+export function readRunView(value: unknown): StoredView | undefined {
+  const view = value as Partial<StoredView> | null
+  if (typeof view !== 'object' || view === null || typeof view.id !== 'string') return undefined
+  if (!STORED_STATUSES.includes(view.status as StoredRunStatus) || typeof view.createdAt !== 'number') return undefined
+  if (view.asked !== undefined && view.asked !== true) return undefined
+  return typeof view.events === 'object' && view.events !== null ? (view as StoredView) : undefined
 }
 
-/** A stored record's text as a record of run `id`, or `undefined`. */
-function parseRecord(id: string, value: string): RunRecordJson | undefined {
-  // Another process wrote it, or something else did: a record that is not one is absent, never a crash.
-  let record: Partial<RunRecordJson> | undefined
-  try {
-    record = JSON.parse(value) as Partial<RunRecordJson>
-  } catch {
-    return undefined
-  }
-  if (typeof record !== 'object' || record === null || record.id !== id || typeof record.callId !== 'string') return undefined
-  if (!STORED_STATUSES.includes(record.status as StoredRunStatus) || typeof record.createdAt !== 'number') return undefined
-  if (record.owner !== undefined && typeof record.owner !== 'string') return undefined
-  if (record.principal !== undefined && typeof record.principal !== 'string') return undefined
-  if (record.asked !== undefined && record.asked !== true) return undefined
-  return typeof record.events === 'object' && record.events !== null ? (record as RunRecordJson) : undefined
+/** The view part of `record`. */
+export function storedView(record: RunRecordJson): StoredView {
+  const { callId: _callId, agent: _agent, principal: _principal, owner: _owner, ...view } = record
+  return view
 }
 
 /**

@@ -12,6 +12,8 @@ import { traceCarrierOf } from '../telemetry/trace-context.js'
 import type { TraceCarrier } from '../telemetry/types.js'
 import { argumentsHash, newRunSecret, runSecretOf } from './call-key.js'
 import { RUN_OWNER_PREFIX } from './run-table.js'
+import { readRunView, RUN_CALL_ID_PREFIX, storedView } from './run-table.js'
+import type { RunRecordJson, RunRecordStore, StoredView } from './run-table.js'
 import type { DurableStore, StoreEntry } from './store.js'
 
 /** How a run's sub-calls were numbered when it parked: the count so far, and the numbers of the calls it waits on (by the program's call number). */
@@ -20,14 +22,8 @@ export interface DurableRunNumbering {
   readonly calls: readonly (readonly [number, number])[]
 }
 
-/** What `runs/<run>` holds: enough to run `run_code` again from where it parked. */
-export interface StoredRun {
-  readonly version: 1
-  /** The `run_code` call's id (sub-calls are `<callId>:code:<n>`). */
-  readonly callId: string
-  readonly agent?: string
-  /** Who started the run (a non-secret principal label): its resumed sub-calls' approvals name it. */
-  readonly principal?: string
+/** A run's parked state in its record: enough to run `run_code` again from where it parked. */
+export interface StoredPark {
   readonly code: string
   readonly description: string
   /** The program's language when it is not the model's (`ToolRuntimeOptions.codeRuntimes`): the resumed run goes to that runtime. */
@@ -43,6 +39,21 @@ export interface StoredRun {
   readonly secret?: string
   /** The W3C context of its `run_code` span when it parked: the resumed run's span continues that trace. */
   readonly trace?: TraceCarrier
+}
+
+/**
+ * What `runs/<run>` holds, the one record of a run: who holds it (`owner`, `claim`), its
+ * parked state while one exists (`park`), and, for a `/v1/runs` run, its view (`view`).
+ */
+export interface StoredRun {
+  readonly version: 1
+  /** The `run_code` call's id (sub-calls are `<callId>:code:<n>`). */
+  readonly callId: string
+  readonly agent?: string
+  /** Who started the run (a non-secret principal label): its resumed sub-calls' approvals name it. */
+  readonly principal?: string
+  readonly park?: StoredPark
+  readonly view?: StoredView
   /** Who is running it now (a process's random id) and since when (epoch ms); absent while only parked. */
   readonly owner?: string
   readonly claimedAt?: number
@@ -107,9 +118,15 @@ function subCallOf(callId: string): { readonly run: string; readonly n: string }
   return /^[1-9][0-9]{0,15}$/.test(n) ? { run: callId.slice(0, at), n } : undefined
 }
 
-/** Whether the run of `callId` is parked in `store` (its record is there: some process resumes it). Rejects as the store does. */
+/** The key of the record of run `callId`. */
+export function runKey(callId: string): string {
+  return `runs/${runKeySegment(callId)}`
+}
+
+/** Whether the run of `callId` is parked in `store` (its record has a parked state: some process resumes it). Rejects as the store does. */
 export async function parkedIn(store: DurableStore, callId: string): Promise<boolean> {
-  return (await store.get(`runs/${runKeySegment(callId)}`)) !== undefined
+  const entry = await store.get(runKey(callId))
+  return entry !== undefined && readStoredRun(entry.value)?.park !== undefined
 }
 
 /** Writes of a run's record tried over conflicts (each another process's write) before giving up. */
@@ -156,6 +173,8 @@ export class DurableRuns {
   readonly #writes = new Map<string, Promise<void>>()
   /** The fence: each run's claim token as this process minted it (at its start or its claim), whether its record holds it yet, and the last version seen holding it. */
   readonly #claims = new Map<string, { readonly token: string; stored: boolean; version: string | undefined }>()
+  /** Runs with a view (`/v1/runs`): their record and claim outlive the `run_code` call, until {@link DurableRuns.deleteView}. */
+  readonly #viewed = new Set<string>()
   /** Runs another process took over (a claim after this one was presumed dead): this process writes nothing more of them. */
   readonly #taken = new Set<string>()
   #closing = false
@@ -230,20 +249,15 @@ export class DurableRuns {
     const resume = this.#resuming.get(callId)
     this.#resuming.delete(callId)
     if (resume !== undefined) this.#durable.add(callId)
-    // A run started here gets its own claim; a resumed one keeps the claim its sweep wrote.
-    else this.#claims.set(callId, { token: crypto.randomUUID(), stored: false, version: undefined })
+    // A run started here gets its own claim (its view may have minted it first); a resumed one keeps the claim its sweep wrote.
+    else this.#claimOf(callId)
     // Kept from the parked state: the resumed run's calls re-attach to their approvals and records.
     const secret = resume?.secret ?? newRunSecret()
     this.#secrets.set(callId, secret)
-    const key = `runs/${runKeySegment(callId)}`
     const onPark = (state: ParkedRunState, numbering: DurableRunNumbering): void => {
       this.#durable.add(callId)
       const beating = this.beat()
-      const record: StoredRun = {
-        version: 1,
-        callId,
-        ...(agent === undefined ? {} : { agent }),
-        ...(principal === undefined ? {} : { principal }),
+      const park: StoredPark = {
         code: args.code,
         description: args.description,
         ...(args.language === undefined ? {} : { language: args.language }),
@@ -251,13 +265,11 @@ export class DurableRuns {
         numbering,
         secret,
         ...(trace === undefined ? {} : { trace }),
-        owner: this.#owner,
-        claimedAt: Date.now(),
       }
+      const meta = { ...(agent === undefined ? {} : { agent }), ...(principal === undefined ? {} : { principal }) }
       this.#queue(callId, async () => {
         await beating
-        const claim = this.#claims.get(callId)
-        if (claim !== undefined) await this.#writeOwn(callId, JSON.stringify({ ...record, claim: claim.token }))
+        if (this.#claims.has(callId)) await this.#writeOwn(callId, (current) => ({ ...meta, ...current, park }))
       })
     }
     return { onPark, secret, ...(resume === undefined ? {} : { resume: { state: resume.state, numbering: resume.numbering } }) }
@@ -271,13 +283,14 @@ export class DurableRuns {
   ended(callId: string): Promise<void> {
     this.#secrets.delete(callId)
     const parked = this.#durable.delete(callId)
-    if (!parked) this.#claims.delete(callId)
+    if (!parked && !this.#viewed.has(callId)) this.#claims.delete(callId)
     if (!parked || this.#closing) return Promise.resolve()
     const segment = runKeySegment(callId)
     return this.#queue(callId, async () => {
       // Only the holder ends it: a record another process claimed since stays (that process goes on with the run).
-      const gone = await this.#deleteOwn(callId)
-      this.#claims.delete(callId)
+      // A run with a view keeps its record (without its parked state) until its table lets it go.
+      const gone = this.#viewed.has(callId) ? await this.#writeOwn(callId, ({ park: _park, ...rest }) => rest, true) : await this.#deleteOwn(callId)
+      if (!this.#viewed.has(callId)) this.#claims.delete(callId)
       if (!gone) return
       for (;;) {
         const page = await this.#store.list(`calls/${segment}/`, { limit: 1000 })
@@ -385,20 +398,101 @@ export class DurableRuns {
     return false
   }
 
-  /** Writes the record of `callId` while it holds this process's claim, compare-and-set on what was read (atomicity only). Whether it landed. */
-  async #writeOwn(callId: string, value: string): Promise<boolean> {
+  /**
+   * Writes the record of `callId` as `update` makes it from the stored one (absent: a new
+   * record) while it holds this process's claim, compare-and-set on what was read (atomicity
+   * only). `existing`: only over a record already there. Whether it landed.
+   */
+  async #writeOwn(callId: string, update: (current: Partial<StoredRun>) => Partial<StoredRun>, existing = false): Promise<boolean> {
     for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
       const found = await this.#own(callId)
-      if (found === false) return false
-      const put = await this.#store.put(`runs/${runKeySegment(callId)}`, value, { ifVersion: found?.version ?? null })
       const claim = this.#claims.get(callId)
-      if (put.ok && claim !== undefined) {
+      if (found === false || claim === undefined || (existing && found === undefined)) return false
+      const current: Partial<StoredRun> = found === undefined ? {} : (readStoredRun(found.value) ?? {})
+      const record: StoredRun = { ...update(current), version: 1, callId, owner: this.#owner, claimedAt: current.claimedAt ?? Date.now(), claim: claim.token }
+      const put = await this.#putRecord(callId, record, found?.version ?? null)
+      if (put.ok) {
         claim.stored = true
         claim.version = put.version
         return true
       }
     }
     return false
+  }
+
+  /** Puts `record`; one too large for the store loses its view's result first (the result then lives only in memory). */
+  async #putRecord(callId: string, record: StoredRun, ifVersion: string | null) {
+    try {
+      return await this.#store.put(runKey(callId), JSON.stringify(record), { ifVersion })
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== 'STORE_VALUE_TOO_LARGE' || record.view?.result === undefined) throw error
+      const { result: _omitted, ...view } = record.view
+      return this.#store.put(runKey(callId), JSON.stringify({ ...record, view }), { ifVersion })
+    }
+  }
+
+  /** A run's claim, minted when the run is new to this process. */
+  #claimOf(callId: string) {
+    let claim = this.#claims.get(callId)
+    if (claim === undefined) this.#claims.set(callId, (claim = { token: crypto.randomUUID(), stored: false, version: undefined }))
+    return claim
+  }
+
+  /**
+   * Writes the view of a `/v1/runs` run into its record (in the run's write order, beside its
+   * parked state) while this process holds it. Whether it landed: `false` once another
+   * process claimed or ended the run (this one writes nothing more of it).
+   */
+  writeView(callId: string, meta: { readonly agent?: string; readonly principal?: string }, view: StoredView): Promise<boolean> {
+    this.#viewed.add(callId)
+    if (this.#taken.has(callId)) return Promise.resolve(false)
+    this.#claimOf(callId)
+    let landed = false
+    let failure: { readonly error: unknown } | undefined
+    const write = async (): Promise<void> => {
+      landed = await this.#writeOwn(callId, (current) => ({ ...meta, ...current, view })).catch((error: unknown) => ((failure = { error }), false))
+    }
+    // A store's failure goes to the caller (the table reports it); the run's later writes still queue.
+    return this.#queue(callId, write).then(() => {
+      if (failure !== undefined) throw failure.error
+      return landed
+    })
+  }
+
+  /**
+   * Takes up the record of run `callId` for this process when a sweep did not claim it here
+   * already (a run handed back to a table by another path): a new claim, compare-and-set on
+   * what was read. Whether this process holds it now.
+   */
+  adopt(callId: string): Promise<boolean> {
+    let held = false
+    return this.#queue(callId, async () => {
+      const claim = this.#claims.get(callId)
+      if (claim?.stored === true && !this.#taken.has(callId)) {
+        held = (await this.#own(callId)) !== false
+        return
+      }
+      const entry = await this.#store.get(runKey(callId))
+      const record = entry === undefined ? undefined : readStoredRun(entry.value)
+      if (record === undefined) return
+      const token = crypto.randomUUID()
+      const put = await this.#store.put(runKey(callId), JSON.stringify({ ...record, owner: this.#owner, claimedAt: Date.now(), claim: token } satisfies StoredRun), { ifVersion: entry!.version })
+      if (!put.ok) return
+      this.#claims.set(callId, { token, stored: true, version: put.version })
+      this.#taken.delete(callId)
+      this.#viewed.add(callId)
+      held = true
+    }).then(() => held)
+  }
+
+  /** Deletes the record of a `/v1/runs` run its table let go (only while this process holds it). Whether it did. */
+  deleteView(callId: string): Promise<boolean> {
+    let gone = false
+    return this.#queue(callId, async () => {
+      gone = !this.#taken.has(callId) && (this.#claims.get(callId)?.stored ?? false) && (await this.#deleteOwn(callId))
+      this.#viewed.delete(callId)
+      if (!this.#durable.has(callId)) this.#claims.delete(callId)
+    }).then(() => gone)
   }
 
   /** Deletes the record of `callId` while it holds this process's claim. Whether it did. */
@@ -431,7 +525,9 @@ export class DurableRuns {
         const entry = await this.#store.get(key).catch(() => undefined)
         if (entry === undefined) continue
         const record = readStoredRun(entry.value)
-        if (record === undefined || key !== `runs/${runKeySegment(record.callId)}`) continue
+        // A record without a parked state (a `/v1/runs` run's view) has nothing to resume.
+        const park = record?.park
+        if (record === undefined || park === undefined || key !== runKey(record.callId)) continue
         // Ours already, or held by a process that is alive (its heartbeat is fresh): not ours to resume.
         if (record.owner === this.#owner) continue
         if (record.owner !== undefined && (await this.alive(record.owner, staleMs))) continue
@@ -443,12 +539,12 @@ export class DurableRuns {
         if (!put.ok) continue
         this.#claims.set(record.callId, { token, stored: true, version: put.version })
         this.#taken.delete(record.callId)
-        this.#resuming.set(record.callId, { state: record.state, numbering: record.numbering, secret: record.secret })
+        this.#resuming.set(record.callId, { state: park.state, numbering: park.numbering, secret: park.secret })
         const controller = new AbortController()
         resumed.push({
           callId: record.callId,
           ...(record.agent === undefined ? {} : { agent: record.agent }),
-          result: start(record.callId, record.agent, { code: record.code, description: record.description, ...(record.language === undefined ? {} : { language: record.language }) }, controller.signal, record.principal, record.trace),
+          result: start(record.callId, record.agent, { code: park.code, description: park.description, ...(park.language === undefined ? {} : { language: park.language }) }, controller.signal, record.principal, park.trace),
           cancel: (reason?: unknown) => controller.abort(reason),
         })
       }
@@ -473,23 +569,97 @@ export function readStoredRun(text: string): StoredRun | undefined {
     return undefined
   }
   const v = value as Partial<StoredRun> | null
-  if (typeof v !== 'object' || v === null || v.version !== 1) return undefined
-  if (typeof v.callId !== 'string' || typeof v.code !== 'string' || typeof v.description !== 'string') return undefined
+  if (typeof v !== 'object' || v === null || v.version !== 1 || typeof v.callId !== 'string') return undefined
   if (v.agent !== undefined && typeof v.agent !== 'string') return undefined
-  if (v.language !== undefined && (typeof v.language !== 'string' || v.language.length > 32)) return undefined
   if (v.principal !== undefined && (typeof v.principal !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(v.principal))) return undefined
-  if (v.secret !== undefined && (typeof v.secret !== 'string' || v.secret.length > 64)) return undefined
+  if (v.owner !== undefined && typeof v.owner !== 'string') return undefined
   if (v.claim !== undefined && (typeof v.claim !== 'string' || v.claim.length > 64)) return undefined
+  const park = v.park === undefined ? undefined : readPark(v.park)
+  const view = v.view === undefined ? undefined : readRunView(v.view)
+  if ((v.park !== undefined && park === undefined) || (v.view !== undefined && view === undefined)) return undefined
+  const { park: _park, view: _view, ...rest } = v
+  return { ...(rest as StoredRun), ...(park === undefined ? {} : { park }), ...(view === undefined ? {} : { view }) }
+}
+
+/** A record's parked state, checked; `undefined` when it is not one. */
+function readPark(value: unknown): StoredPark | undefined {
+  const v = value as Partial<StoredPark> | null
+  if (typeof v !== 'object' || v === null || typeof v.code !== 'string' || typeof v.description !== 'string') return undefined
+  if (v.language !== undefined && (typeof v.language !== 'string' || v.language.length > 32)) return undefined
+  if (v.secret !== undefined && (typeof v.secret !== 'string' || v.secret.length > 64)) return undefined
   if (!isParkedRunState(v.state)) return undefined
   const numbering = v.numbering as Partial<DurableRunNumbering> | undefined
   const count = (x: unknown): boolean => typeof x === 'number' && Number.isSafeInteger(x) && x >= 0
   if (typeof numbering !== 'object' || numbering === null || !count(numbering.submitted) || !Array.isArray(numbering.calls)) return undefined
   if (!numbering.calls.every((pair) => Array.isArray(pair) && pair.length === 2 && count(pair[0]) && count(pair[1]))) return undefined
-  if (v.trace === undefined) return v as StoredRun
+  if (v.trace === undefined) return v as StoredPark
   // A context that is not one is dropped, not trusted (the resumed run then starts its own trace).
   const trace = traceCarrierOf(v.trace)
   const { trace: _dropped, ...rest } = v
-  return { ...(rest as StoredRun), ...(trace === undefined || (trace.tracestate?.length ?? 0) > 512 ? {} : { trace }) }
+  return { ...(rest as StoredPark), ...(trace === undefined || (trace.tracestate?.length ?? 0) > 512 ? {} : { trace }) }
+}
+
+/** A record's `/v1/runs` view as the table's record of the run, or `undefined` when it has none. */
+function runRecordOf(stored: StoredRun | undefined, id: string): RunRecordJson | undefined {
+  const view = stored?.view
+  if (stored === undefined || view === undefined || view.id !== id || stored.callId !== RUN_CALL_ID_PREFIX + id) return undefined
+  return {
+    ...view,
+    callId: stored.callId,
+    ...(stored.agent === undefined ? {} : { agent: stored.agent }),
+    ...(stored.principal === undefined ? {} : { principal: stored.principal }),
+    ...(stored.owner === undefined ? {} : { owner: stored.owner }),
+  }
+}
+
+/**
+ * The `/v1/runs` runs' records as readers see them: run `id`'s is the view in
+ * `runs/http-run-<id>` (no index). `put` is for a process ending another's run as lost: it
+ * mints a new claim, so the old holder, if alive after all, writes nothing more of it.
+ */
+export function createStoreRunRecords(store: DurableStore): RunRecordStore {
+  const keyOf = (id: string) => runKey(RUN_CALL_ID_PREFIX + id)
+  return {
+    async put(record, options) {
+      const entry = await store.get(runKey(record.callId))
+      if (options?.ifVersion !== undefined && entry?.version !== (options.ifVersion ?? undefined)) return { ok: false, version: entry?.version }
+      const { owner: _owner, agent: _agent, principal: _principal, ...current } = (entry === undefined ? undefined : readStoredRun(entry.value)) ?? {}
+      const next: StoredRun = {
+        ...current,
+        version: 1,
+        callId: record.callId,
+        ...(record.agent === undefined ? {} : { agent: record.agent }),
+        ...(record.principal === undefined ? {} : { principal: record.principal }),
+        view: storedView(record),
+        ...(record.owner === undefined ? {} : { owner: record.owner }),
+        claim: crypto.randomUUID(),
+      }
+      const write = (value: StoredRun) => store.put(runKey(record.callId), JSON.stringify(value), { ifVersion: entry?.version ?? null })
+      try {
+        return await write(next)
+      } catch (error) {
+        if ((error as { code?: unknown }).code !== 'STORE_VALUE_TOO_LARGE' || record.result === undefined) throw error
+        const { result: _omitted, ...view } = next.view!
+        return write({ ...next, view })
+      }
+    },
+    async get(id) {
+      return (await this.read(id))?.record
+    },
+    async read(id) {
+      const entry = await store.get(keyOf(id))
+      const record = entry === undefined ? undefined : runRecordOf(readStoredRun(entry.value), id)
+      return record === undefined ? undefined : { record, version: entry!.version }
+    },
+    delete(id, options) {
+      return store.delete(keyOf(id), options)
+    },
+    async list(limit) {
+      const prefix = runKey(RUN_CALL_ID_PREFIX)
+      const page = await store.list(prefix, { limit })
+      return page.entries.map((entry) => entry.key.slice(prefix.length))
+    },
+  }
 }
 
 function readCallRecord(text: string): CallRecord | undefined {

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -257,7 +257,8 @@ describe('the "Waiting for you" panel', () => {
     const path = 'notes/after-restart.md'
     await runUntilItAsks(page, first.url, program(path))
     // Past a second of waiting the run parks (its journal in the store, `runs/<run>`), so the next process can resume it.
-    await until(() => readdirSync(dataDir).some((name) => name.startsWith(PARKED_RUN) && name.endsWith('.v')), 'the run parked in the data directory', 30_000)
+    // One record per run: it is there from the start; parked once it holds `park`.
+    await until(() => readdirSync(dataDir).some((name) => name.startsWith(PARKED_RUN) && name.endsWith('.v') && readFileSync(join(dataDir, name), 'utf8').includes('"park":')), 'the run parked in the data directory', 30_000)
     first.child.kill('SIGKILL')
     await new Promise((resolve) => first.child.once('exit', resolve))
 

@@ -13,6 +13,7 @@ import { ToolError } from '../../../src/errors.js'
 import { deciderOf } from '../../../src/telemetry/decider.js'
 import { cueStore, type CueOp } from '../../support/cue-store.js'
 import { until } from '../../support/poll.js'
+import { FIRST_CALL_NUMBERING, parkedState } from '../../support/parked-run.js'
 
 const brokers: ApprovalBroker[] = []
 afterEach(async () => {
@@ -396,10 +397,10 @@ describe('joining a request that already ended', () => {
 })
 
 describe("a parked run's request at shutdown", () => {
-  /** A store with `runs/<parent>` written, as a parked durable run leaves it. */
+  /** A store with `runs/<parent>` holding a parked state, as a parked durable run leaves it. */
   async function parkedStore(parent: string) {
     const cues = cueStore()
-    await cues.base.put(`runs/${parent}`, '{}')
+    await cues.base.put(`runs/${parent}`, JSON.stringify({ version: 1, callId: parent, park: { code: 'c', description: 'd', state: parkedState('pay'), numbering: FIRST_CALL_NUMBERING } }))
     return cues
   }
 

@@ -120,8 +120,8 @@ describe('createToolRuntime({ codeRuntime, codeRuntimes }): programs in more tha
     const a = processOn(() => new Promise<boolean>(() => {}), store)
     void a.execute({ callId: 'lang-run', name: 'run_code', arguments: { code: TS, description: 'add', language: 'typescript' }, signal: new AbortController().signal })
     await until(async () => (await store.list('runs/')).entries.length === 1)
-    const record = JSON.parse((await store.get('runs/lang-run'))!.value) as { language?: string }
-    expect(record.language).toBe('typescript')
+    const record = JSON.parse((await store.get('runs/lang-run'))!.value) as { park: { language?: string } }
+    expect(record.park.language).toBe('typescript')
     const b = processOn((request) => new Promise<boolean>((resolve) => asked.push(resolve)).then((allow) => (request.execution.callId === 'lang-run:code:1' ? allow : false)), store)
     const resumed = await b.resumeRuns({ staleMs: 0 })
     expect(resumed.map((r) => r.callId)).toEqual(['lang-run'])

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { EVENT_ID_RESERVE, MAX_HELD_FRAMES, readEvents, recordWriter, runFrames } from '../../../src/durable/background-runs.js'
 import type { BackgroundRunSources, BackgroundRunSpec } from '../../../src/durable/background-runs.js'
 import { resolveRunServiceOptions, RunService } from '../../../src/durable/run-service.js'
-import { runKeySegment } from '../../../src/durable/runs.js'
+import { DurableRuns, runKeySegment } from '../../../src/durable/runs.js'
 import type { ResumedRun } from '../../../src/durable/runs.js'
 import { createRunEventLog, createStoreRunEvents, resolveRunTableOptions } from '../../../src/durable/run-table.js'
 import type { RunEventLog, RunEventsSince, RunRecordJson, RunTableOptions, TableRun } from '../../../src/durable/run-table.js'
@@ -17,6 +17,15 @@ import type { PendingApproval } from '../../../src/approvals/types.js'
 import type { ToolExecutionResult } from '../../../src/types.js'
 import { cueStore, readJson } from '../../support/cue-store.js'
 import { until } from '../../support/poll.js'
+import { FIRST_CALL_NUMBERING, parkedState } from '../../support/parked-run.js'
+
+/** Marks run `callId` parked in its record (as a runtime leaves it when it stops with the run parked): a parked state beside its view. */
+async function markParked(store: DurableStore, callId: string): Promise<void> {
+  const key = `runs/${runKeySegment(callId)}`
+  const current = (JSON.parse((await store.get(key))?.value ?? 'null') as Record<string, unknown> | null) ?? { version: 1, callId }
+  await store.put(key, JSON.stringify({ ...current, park: { code: 'c', description: 'd', state: parkedState('pay'), numbering: FIRST_CALL_NUMBERING } }))
+}
+
 
 const ok = (value: unknown): ToolExecutionResult => ({ isError: false, value, content: [{ type: 'text', text: String(value) }] }) as ToolExecutionResult
 const failed = (message: string): ToolExecutionResult => ({ isError: true, error: { message, info: { name: 'ToolError', code: 'X' } }, content: [] }) as ToolExecutionResult
@@ -65,15 +74,23 @@ function pendingSpec(callId = 'http-run-1') {
   return { spec, finish: (r: ToolExecutionResult) => finish(r), fail: (e: unknown) => fail(e), signal: () => signal }
 }
 
-const services: RunService[] = []
+const services: { close(): void }[] = []
 afterEach(() => {
   for (const service of services.splice(0)) service.close()
 })
 
+/** The runtime's runs on `store`, with its durable runs (the one writer of `runs/<callId>`) as the runtime wires them. */
 function serviceOn(store: DurableStore | undefined, resumeAll: (staleMs: number) => Promise<ResumedRun[]> = async () => []) {
-  const service = new RunService(store, undefined, resumeAll, resolveRunServiceOptions({ resumeEveryMs: 0 }))
+  const durable = store === undefined ? undefined : new DurableRuns(store)
+  const service = new RunService(store, durable, resumeAll, resolveRunServiceOptions({ resumeEveryMs: 0 }))
   services.push(service)
-  return service
+  if (durable !== undefined) services.push(durable)
+  // The runtime parks run `callId`: its parked state lands in the run's record, in the run's write order.
+  const park = async (callId: string): Promise<void> => {
+    durable!.forRun(callId, undefined, { code: 'c', description: 'd' }).onPark(parkedState('pay'), FIRST_CALL_NUMBERING)
+    await durable!.flushed()
+  }
+  return Object.assign(service, { park })
 }
 
 const tableOptions = (over: RunTableOptions = {}) => resolveRunTableOptions(over, (message) => {
@@ -189,7 +206,7 @@ describe('a background run: driven to its end, written as it goes', () => {
     expect(t.listeners.size).toBe(0)
     const record = (await runs.stored(run.id))!
     expect(record).toMatchObject({ id: run.id, callId: 'http-run-1', agent: 'a', principal: 'p', status: 'done', result: ok(42), events: { first: 1, last: 4, dropped: 0 } })
-    expect(record.owner).toBe('')
+    expect(record.owner).toBe(service.owner)
     expect(record.asked).toBeUndefined()
     expect(run.asked).toBe(false)
     expect((await cues.base.list('run-events/')).entries).toEqual([])
@@ -283,7 +300,7 @@ describe('a background run: driven to its end, written as it goes', () => {
     t.emit('http-run-1', 'approval', { callId: 'http-run-1:code:1' })
     // Asked while the waiting snapshot may still be queued: that one becomes the final one.
     t.emit('http-run-1', 'dispatch', { subCallId: 'http-run-1:code:1', outcome: 'cut off' })
-    await cues.base.put(`runs/${runKeySegment('http-run-1')}`, '{}')
+    await service.park('http-run-1')
     p.finish(failed('the runtime is shutting down'))
     await driven
     await service.drained()
@@ -434,7 +451,7 @@ describe('recordWriter: the reserve a snapshot takes', () => {
 })
 
 describe('adoption: the runs the service resumed come back to the table that started them', () => {
-  const stored = (over: Partial<RunRecordJson> = {}): RunRecordJson => ({ id: '5d54f032-0245-4a05-a48e-d72c43f4f211', callId: 'http-run-a', agent: 'ag', principal: 'p', asked: true, status: 'running', createdAt: 5, events: { first: 1, last: 2, dropped: 0, next: 2 }, owner: 'gone', ...over })
+  const stored = (over: Partial<RunRecordJson> = {}): RunRecordJson => ({ id: '5d54f032-0245-4a05-a48e-d72c43f4f211', callId: 'http-run-5d54f032-0245-4a05-a48e-d72c43f4f211', agent: 'ag', principal: 'p', asked: true, status: 'running', createdAt: 5, events: { first: 1, last: 2, dropped: 0, next: 2 }, owner: 'gone', ...over })
 
   it('a resumed run comes back under its id with its stored frames, a resumed frame, waits again on its open requests, and ends there', async () => {
     const cues = cueStore()
@@ -442,20 +459,20 @@ describe('adoption: the runs the service resumed come back to the table that sta
     await service.records!.put(stored())
     const log = createRunEventLog(1 << 20)
     log.append('start', { n: 1 })
-    log.append('approval', { callId: 'http-run-a:code:1' })
+    log.append('approval', { callId: 'http-run-5d54f032-0245-4a05-a48e-d72c43f4f211:code:1' })
     await createStoreRunEvents(cues.store, 1 << 20).put(stored().id, log)
-    const t = testSources({ approvals: async () => (callId) => (callId === 'http-run-a' ? [pending('http-run-a:code:1')] : []) })
+    const t = testSources({ approvals: async () => (callId) => (callId === 'http-run-5d54f032-0245-4a05-a48e-d72c43f4f211' ? [pending('http-run-5d54f032-0245-4a05-a48e-d72c43f4f211:code:1')] : []) })
     const runs = service.table(tableOptions(), t.sources)
     let finish: (value: unknown) => void = () => {}
     const cancelled: unknown[] = []
-    const handle: ResumedRun = { callId: 'http-run-a', result: new Promise((resolve) => (finish = resolve)), cancel: (reason) => void cancelled.push(reason) }
+    const handle: ResumedRun = { callId: 'http-run-5d54f032-0245-4a05-a48e-d72c43f4f211', result: new Promise((resolve) => (finish = resolve)), cancel: (reason) => void cancelled.push(reason) }
     expect(await service.adopt([handle])).toMatchObject({ adopted: 1 })
     const run = runs.get(stored().id)!
-    expect(run).toMatchObject({ callId: 'http-run-a', agent: 'ag', principal: 'p', asked: true, createdAt: 5 })
+    expect(run).toMatchObject({ callId: 'http-run-5d54f032-0245-4a05-a48e-d72c43f4f211', agent: 'ag', principal: 'p', asked: true, createdAt: 5 })
     expect(events(run.events)).toEqual([
       ['start', { n: 1 }],
-      ['approval', { callId: 'http-run-a:code:1' }],
-      ['resumed', { id: run.id, callId: 'http-run-a', agent: 'ag', resumed: true }],
+      ['approval', { callId: 'http-run-5d54f032-0245-4a05-a48e-d72c43f4f211:code:1' }],
+      ['resumed', { id: run.id, callId: 'http-run-5d54f032-0245-4a05-a48e-d72c43f4f211', agent: 'ag', resumed: true }],
     ])
     // Waiting again: the resumed frame is in a snapshot.
     await until(async () => (await createStoreRunEvents(cues.store, 1 << 20).read(run.id))?.events.frames.length === 3, 'the resumed frame stored')
@@ -480,7 +497,7 @@ describe('adoption: the runs the service resumed come back to the table that sta
     await service.records!.put(stored({ events: { first: 1, last: 9, dropped: 0 } }))
     const runs = service.table(tableOptions(), testSources({ shutdown: shutdown.signal }).sources)
     const cancelled: unknown[] = []
-    const handle: ResumedRun = { callId: 'http-run-a', result: Promise.resolve(ok(1)), cancel: (reason) => void cancelled.push(reason) }
+    const handle: ResumedRun = { callId: 'http-run-5d54f032-0245-4a05-a48e-d72c43f4f211', result: Promise.resolve(ok(1)), cancel: (reason) => void cancelled.push(reason) }
     await service.adopt([handle])
     const run = runs.get(stored().id)!
     expect(run.events.since(0)).toMatchObject({ gap: { first: 1, last: 9 + EVENT_ID_RESERVE }, reserved: { first: 10, last: 9 + EVENT_ID_RESERVE } })
@@ -502,8 +519,8 @@ describe('adoption: the runs the service resumed come back to the table that sta
     const other: ResumedRun = { callId: 'http-run-z', result: Promise.resolve(undefined), cancel: () => {} }
     expect(await service.adopt([other])).toMatchObject({ adopted: 0 })
     expect(t.reported.map((e) => (e as Error).message)).toEqual(['broker down'])
-    expect(await readJson(cues.store, `run-records/${stored().id}`)).toMatchObject({ status: 'failed', result: { error: { info: { code: 'INTERRUPTED' } } } })
-    expect(await readJson(cues.store, 'run-records/b')).toMatchObject({ status: 'done' })
+    expect(await service.records!.get(stored().id)).toMatchObject({ status: 'failed', result: { error: { info: { code: 'INTERRUPTED' } } } })
+    expect(await service.records!.get('b')).toMatchObject({ status: 'done' })
   })
 
   it('an unreadable snapshot is reported and the run adopted with continued ids; a full table leaves it', async () => {
@@ -514,7 +531,7 @@ describe('adoption: the runs the service resumed come back to the table that sta
     const runs = service.table(tableOptions({ maxRuns: 1 }), t.sources)
     const busy = pendingSpec('http-run-busy')
     const first = (await runs.start(busy.spec))!
-    const handle: ResumedRun = { callId: 'http-run-a', result: Promise.resolve(ok(1)), cancel: () => {} }
+    const handle: ResumedRun = { callId: 'http-run-5d54f032-0245-4a05-a48e-d72c43f4f211', result: Promise.resolve(ok(1)), cancel: () => {} }
     expect(await service.adopt([handle])).toMatchObject({ adopted: 0 })
     busy.finish(ok(0))
     await first.driven

@@ -85,7 +85,7 @@ function valueOf(result: ToolExecutionResult): unknown {
 
 /** Writes a sub-call's record as the run's own durable wrapper would have (its secret read from the parked record). */
 async function putCallRecord(store: DurableStore, run: string, n: number, call: { state: 'started' | 'done'; name: string; arguments: JsonValue; value?: JsonValue }) {
-  const { secret } = JSON.parse((await store.get(`runs/${run}`))!.value) as { secret: string }
+  const { secret } = (JSON.parse((await store.get(`runs/${run}`))!.value) as { park: { secret: string } }).park
   const record = { state: call.state, name: call.name, args: await argumentsHash(call.arguments), run: secret, ...(call.value === undefined ? {} : { value: call.value }) }
   await store.put(`calls/${run}/${n}`, JSON.stringify(record))
 }

@@ -15,6 +15,7 @@ import { startServer } from '../../../examples/start.js'
 import { createFileStore } from '../../../platforms/node/index.js'
 import { sseFrames, type SseFrame } from '../http/fixtures.js'
 import { until } from '../../support/poll.js'
+import { createStoreRunRecords } from '../../../src/durable/runs.js'
 
 const root = fileURLToPath(new URL('../../..', import.meta.url))
 const base = mkdtempSync(join(tmpdir(), 'toolyard-crash-'))
@@ -112,7 +113,7 @@ describe('a durable run survives kill -9 (npm start on a file store, real proces
     expect((await runStatus(first.url, started.id)).status).toBe('running')
     // The record is written just after the 202: killed before that, there would be nothing to report.
     const files = createFileStore(dataDir)
-    await until(async () => ((await files.get(`run-records/${started.id}`)) === undefined ? undefined : true), 'the run record on disk')
+    await until(async () => ((await createStoreRunRecords(files).get(started.id)) === undefined ? undefined : true), 'the run record on disk')
     first.child.kill('SIGKILL')
     await new Promise((resolve) => first.child.once('exit', resolve))
     const second = await server(dataDir)
@@ -162,7 +163,7 @@ describe('a durable run survives kill -9 (npm start on a file store, real proces
     expect(before.map((f) => f.event)).toEqual(['start', 'log', 'dispatch-start', 'dispatch', 'dispatch-start', 'approval'])
     // Parked, and its frames in the store: then the process dies.
     const files = createFileStore(dataDir)
-    await until(async () => ((await files.list('runs/')).entries.length === 1 && (await files.get(`run-events/${started.id}`)) !== undefined ? true : undefined), 'the parked run and its events on disk')
+    await until(async () => ((await Promise.all((await files.list('runs/')).entries.map(async (e) => (JSON.parse((await files.get(e.key))?.value ?? '{}') as { park?: unknown }).park !== undefined))).filter(Boolean).length === 1 && (await files.get(`run-events/${started.id}`)) !== undefined ? true : undefined), 'the parked run and its events on disk')
     await live.cancel()
     first.child.kill('SIGKILL')
     await new Promise((resolve) => first.child.once('exit', resolve))

@@ -75,7 +75,7 @@ async function putCallRecord(
   n: number,
   call: { state: 'started' | 'done'; name: string; arguments: JsonValue; value?: JsonValue; secret?: string },
 ): Promise<void> {
-  const secret = call.secret ?? (JSON.parse((await store.get(`runs/${run}`))!.value) as { secret: string }).secret
+  const secret = call.secret ?? (JSON.parse((await store.get(`runs/${run}`))!.value) as { park: { secret: string } }).park.secret
   const record = { state: call.state, name: call.name, args: await argumentsHash(call.arguments), run: secret, ...(call.value === undefined ? {} : { value: call.value }) }
   await store.put(`calls/${run}/${n}`, JSON.stringify(record))
 }

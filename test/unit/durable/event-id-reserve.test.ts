@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import type { BackgroundRunSources, BackgroundRunSpec } from '../../../src/durable/background-runs.js'
 import { EVENT_ID_RESERVE } from '../../../src/durable/background-runs.js'
 import { resolveRunServiceOptions, RunService } from '../../../src/durable/run-service.js'
-import { runKeySegment } from '../../../src/durable/runs.js'
+import { DurableRuns, runKeySegment } from '../../../src/durable/runs.js'
 import type { ResumedRun } from '../../../src/durable/runs.js'
 import { createMemoryStore } from '../../../src/durable/memory-store.js'
 import { createRunEventLog, MAX_RESTORED_EVENT_ID, resolveRunTableOptions, restoredEvents } from '../../../src/durable/run-table.js'
@@ -16,11 +16,13 @@ import type { RunRecordJson, TableRun } from '../../../src/durable/run-table.js'
 import type { DurableStore } from '../../../src/durable/store.js'
 import type { ToolExecutionResult } from '../../../src/types.js'
 import { until } from '../../support/poll.js'
+import { createStoreRunRecords } from '../../../src/durable/runs.js'
+import { FIRST_CALL_NUMBERING, parkedState } from '../../support/parked-run.js'
 
 const CALL = 'http-run-1'
 const failed: ToolExecutionResult = { isError: true, error: { message: 'the runtime is shutting down', info: { name: 'ToolError', code: 'DISPOSED' } }, content: [] }
 
-const services: RunService[] = []
+const services: { close(): void }[] = []
 afterEach(() => {
   for (const service of services.splice(0)) service.close()
 })
@@ -58,8 +60,9 @@ function processView(base: DurableStore) {
 
 /** A process on `store`: its runs' service and table, the live events it forwards to its runs. */
 function processOn(store: DurableStore) {
-  const service = new RunService(store, undefined, async () => [], resolveRunServiceOptions({ resumeEveryMs: 0 }))
-  services.push(service)
+  const durable = new DurableRuns(store)
+  const service = new RunService(store, durable, async () => [], resolveRunServiceOptions({ resumeEveryMs: 0 }))
+  services.push(service, durable)
   const listeners = new Map<string, (event: string, data: unknown) => void>()
   const reported: unknown[] = []
   const sources: BackgroundRunSources = {
@@ -69,7 +72,12 @@ function processOn(store: DurableStore) {
     report: (error) => void reported.push(error),
   }
   const runs = service.table(resolveRunTableOptions({}, (message) => { throw new Error(message) }), sources)
-  return { service, runs, reported, emit: (event: string, data: unknown) => listeners.get(CALL)?.(event, data) }
+  // The runtime parks the run: its parked state lands in the run's record, in the run's write order.
+  const park = async (): Promise<void> => {
+    durable.forRun(CALL, undefined, { code: 'c', description: 'd' }).onPark(parkedState('pay'), FIRST_CALL_NUMBERING)
+    await durable.flushed()
+  }
+  return { service, runs, reported, park, emit: (event: string, data: unknown) => listeners.get(CALL)?.(event, data) }
 }
 
 /** A run whose execution ends when the test says. */
@@ -95,13 +103,14 @@ describe('the event-id reserve: every way a run is left for the next process', (
     const base = createMemoryStore()
     const a = processView(base)
     const pa = processOn(a.store)
-    // The start record's write is slow: the snapshot the approval asks for queues behind it.
-    a.hold((key) => key.startsWith('run-records/'))
     const s = spec()
     const { run, driven } = (await pa.runs.start(s.spec))!
+    await until(async () => (await createStoreRunRecords(base).get(run.id)) !== undefined, 'the start record')
+    // The waiting snapshot's write is slow: the final one the park asks for queues behind it.
+    a.hold((key) => key.startsWith('run-events/'))
     pa.emit('approval', { callId: `${CALL}:code:1` })
     pa.emit('dispatch', { subCallId: `${CALL}:code:1`, outcome: 'cut off by the shutdown' })
-    await base.put(`runs/${runKeySegment(CALL)}`, '{}')
+    await pa.park()
     s.finish(failed)
     await driven
     expect(ids(run)).toEqual([1, 2])
@@ -118,13 +127,15 @@ describe('the event-id reserve: every way a run is left for the next process', (
     const a = processView(base)
     const pa = processOn(a.store)
     const { run } = (await pa.runs.start(spec().spec))!
-    await until(async () => (await base.get(`run-records/${run.id}`)) !== undefined, 'the start record')
+    await until(async () => (await createStoreRunRecords(base).get(run.id)) !== undefined, 'the start record')
     a.hold((key) => key.startsWith('run-events/'))
     pa.emit('log', { line: 'seen by a client' })
     pa.emit('approval', { callId: `${CALL}:code:1` })
     await until(() => a.held() > 0, 'the snapshot write')
     a.die()
-    await base.put(`runs/${runKeySegment(CALL)}`, '{}')
+    // It had parked the run (its parked state beside the view in its record).
+    const key = `runs/${runKeySegment(CALL)}`
+    await base.put(key, JSON.stringify({ ...(JSON.parse((await base.get(key))!.value) as object), park: { code: 'c', description: 'd', state: parkedState('pay'), numbering: FIRST_CALL_NUMBERING } }))
     const seen = run.events.last
     expect(seen).toBe(3)
 
@@ -145,7 +156,7 @@ describe('the event-id reserve: every way a run is left for the next process', (
     const s = spec()
     const { run, driven } = (await pa.runs.start(s.spec))!
     pa.emit('approval', { callId: `${CALL}:code:1` })
-    await base.put(`runs/${runKeySegment(CALL)}`, '{}')
+    await pa.park()
     s.finish(failed)
     await driven
     await pa.service.drained()
@@ -210,8 +221,8 @@ describe('the writer: what a record write reserves', () => {
     const p = processOn(base)
     const s = spec()
     const { run, driven } = (await p.runs.start(s.spec))!
-    await until(async () => (await base.get(`run-records/${run.id}`)) !== undefined, 'the start record')
-    const stored = JSON.parse((await base.get(`run-records/${run.id}`))!.value) as RunRecordJson
+    await until(async () => (await createStoreRunRecords(base).get(run.id)) !== undefined, 'the start record')
+    const stored = (await createStoreRunRecords(base).get(run.id))! as unknown as RunRecordJson
     expect(stored.events).toEqual({ first: 1, last: 1, dropped: 0, next: 1 + EVENT_ID_RESERVE })
     for (let i = 0; i < EVENT_ID_RESERVE / 2; i++) run.events.append('log', i)
     p.emit('log', { line: 'one more' })

@@ -6,12 +6,18 @@
  * left alone. The process-level version (SIGKILL mid-run) is in crash-resume.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { FIRST_CALL_NUMBERING, parkedState } from '../../support/parked-run.js'
 import type { CodeRuntime } from '../../../src/code-runtime/contract.js'
 import { createMemoryStore } from '../../../src/durable/index.js'
 import type { DurableStore } from '../../../src/durable/index.js'
 import { runKeySegment } from '../../../src/durable/runs.js'
 import type { RunBody } from '../../../src/http/index.js'
 import { AUTH, JSON_AUTH, createFixture } from '../http/fixtures.js'
+import { createStoreRunRecords } from '../../../src/durable/runs.js'
+import type { RunRecordJson } from '../../../src/durable/run-table.js'
+
+/** Writes a `/v1/runs` record as another process would (its view in runs/http-run-<id>). */
+const putRecord = (store: DurableStore, record: object) => createStoreRunRecords(store).put(record as RunRecordJson)
 
 let codeRuntime: CodeRuntime
 
@@ -26,8 +32,8 @@ afterAll(async () => {
 /** The record another app instance wrote when it started a run (then, maybe, it died). */
 async function leftRunning(store: DurableStore, owner: string | undefined): Promise<string> {
   const id = crypto.randomUUID()
-  const record = { id, callId: `http-run-${id}`, status: 'running', createdAt: Date.now() - 5_000, events: { first: 1, last: 1, dropped: 0 }, ...(owner === undefined ? {} : { owner }) }
-  await store.put(`run-records/${id}`, JSON.stringify(record))
+  const record: RunRecordJson = { id, callId: `http-run-${id}`, status: 'running', createdAt: Date.now() - 5_000, events: { first: 1, last: 1, dropped: 0 }, ...(owner === undefined ? {} : { owner }) }
+  await putRecord(store, (record))
   return id
 }
 
@@ -53,7 +59,7 @@ describe('runtime.runs.resume() ends the records of runs lost before they parked
       'the run was interrupted: the process running it stopped before the run parked, so there is no state to resume it from; its calls may or may not have taken effect',
     )
     expect(body.settledAt).toBeGreaterThan(0)
-    const stored = JSON.parse((await store.get(`run-records/${id}`))!.value) as { status: string }
+    const stored = (await createStoreRunRecords(store).get(id))! as unknown as { status: string }
     expect(stored.status).toBe('failed')
     await fixture.runtime.dispose()
   })
@@ -84,9 +90,11 @@ describe('runtime.runs.resume() ends the records of runs lost before they parked
   it('a run with parked state in the store is left to whichever process resumes it', async () => {
     const { store, fixture, get } = setup()
     const id = await leftRunning(store, crypto.randomUUID())
-    // Unreadable as a parked run, so nothing resumes it here: only its presence matters to the sweep.
-    await store.put(`runs/${runKeySegment(`http-run-${id}`)}`, 'parked elsewhere')
-    await fixture.runtime.runs.resume({ staleMs: 0 })
+    // Its record holds a parked state beside its view: the sweep that settles lost runs leaves it.
+    const key = `runs/${runKeySegment(`http-run-${id}`)}`
+    const current = JSON.parse((await store.get(key))!.value) as object
+    await store.put(key, JSON.stringify({ ...current, park: { code: 'c', description: 'd', state: parkedState('pay'), numbering: FIRST_CALL_NUMBERING } }))
+    expect(await fixture.runtime.runs.settleIfLost((await createStoreRunRecords(store).get(id))!, undefined, 0)).toBe(false)
     expect((await get(id)).status).toBe('running')
     await fixture.runtime.dispose()
   })
@@ -99,7 +107,7 @@ describe('runtime.runs.resume() ends the records of runs lost before they parked
     await fixture.wait.started
     await fixture.runtime.runs.resume({ staleMs: 0 })
     expect((await get(started.id)).status).toBe('running')
-    const record = JSON.parse((await store.get(`run-records/${started.id}`))!.value) as { owner?: string }
+    const record = (await createStoreRunRecords(store).get(started.id))! as unknown as { owner?: string }
     expect(record.owner).toMatch(/^[0-9a-f-]{36}$/)
     const beat = JSON.parse((await store.get(`owners/${record.owner}`))!.value) as { at: number }
     expect(Date.now() - beat.at).toBeLessThan(60_000)

@@ -22,6 +22,11 @@ import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.
 import { AUTH, JSON_AUTH, TOKEN, createFixture, sseFrames } from '../http/fixtures.js'
 import type { SseFrame } from '../http/fixtures.js'
 import { until } from '../../support/poll.js'
+import { createStoreRunRecords } from '../../../src/durable/runs.js'
+import type { RunRecordJson } from '../../../src/durable/run-table.js'
+
+/** Writes a `/v1/runs` record as another process would (its view in runs/http-run-<id>). */
+const putRecord = (store: DurableStore, record: object) => createStoreRunRecords(store).put(record as RunRecordJson)
 
 const cleanups: (() => Promise<void>)[] = []
 afterAll(async () => {
@@ -96,7 +101,11 @@ async function readUntil(stream: ReturnType<typeof sseFrames>, stop: (frame: Sse
   }
 }
 
-const parked = async (store: DurableStore) => ((await store.list('runs/')).entries.length === 1 ? true : undefined)
+/** Whether the one run's record holds a parked state (its view is there from its start). */
+const parked = async (store: DurableStore) => {
+  const [entry] = (await store.list('runs/')).entries
+  return entry !== undefined && (JSON.parse((await store.get(entry.key))?.value ?? '{}') as { park?: unknown }).park !== undefined ? true : undefined
+}
 const eventKeys = async (store: DurableStore) => (await store.list(RUN_EVENTS_PREFIX)).entries.map((e) => e.key)
 
 const PROGRAM = `
@@ -121,7 +130,7 @@ describe('a /v1/runs run keeps its events across a restart', () => {
     await a.shutdown()
     // The live stream closes without `end` and without the shutdown's own frames (its cut-off call, its DISPOSED result).
     expect(await readUntil(live, () => false)).toEqual([])
-    const stored = JSON.parse((await store.get(`run-records/${id}`))!.value) as { status: string; events: { last: number } }
+    const stored = (await createStoreRunRecords(store).get(id))! as unknown as { status: string; events: { last: number } }
     expect(stored.status).toBe('running')
     expect(stored.events.last).toBe(7)
 
@@ -565,7 +574,7 @@ describe('a snapshot leaves the store with its run', () => {
     cleanups.push(() => fixture.runtime.dispose())
     const response = await fixture.app.request('/v1/runs', { method: 'POST', headers: JSON_AUTH, body: JSON.stringify({ code: 'return 1', description: 'quick' }) })
     const { id } = (await response.json()) as { id: string }
-    await until(async () => ((JSON.parse((await store.get(`run-records/${id}`))?.value ?? '{}') as { status?: string }).status === 'done' ? true : undefined), 'the run to end')
+    await until(async () => ((((await createStoreRunRecords(store).get(id)) ?? {}) as { status?: string }).status === 'done' ? true : undefined), 'the run to end')
     // Its own writes first (the end's record, then its snapshot's removal): the snapshot below comes after them.
     await fixture.runtime.runs.drained()
     // Left by an earlier process (or a write a crash interrupted): the eviction of the run removes it.
@@ -573,7 +582,7 @@ describe('a snapshot leaves the store with its run', () => {
     await new Promise((resolve) => setTimeout(resolve, 20))
     // Any lookup sweeps the table: the run is past its retention.
     expect((await fixture.app.request(`/v1/runs/${crypto.randomUUID()}`, { headers: AUTH })).status).toBe(404)
-    await until(async () => ((await store.get(`run-records/${id}`)) === undefined && (await eventKeys(store)).length === 0 ? true : undefined), 'the record and the snapshot to go')
+    await until(async () => ((await createStoreRunRecords(store).get(id)) === undefined && (await eventKeys(store)).length === 0 ? true : undefined), 'the record and the snapshot to go')
   })
 
   it('a run ended as lost (INTERRUPTED) by another process loses its snapshot too', async () => {
@@ -581,11 +590,11 @@ describe('a snapshot leaves the store with its run', () => {
     const fixture = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime(), store })
     cleanups.push(() => fixture.runtime.dispose())
     const id = crypto.randomUUID()
-    const record = { id, callId: `http-run-${id}`, status: 'running', createdAt: Date.now(), events: { first: 1, last: 2, dropped: 0 }, owner: crypto.randomUUID() }
-    await store.put(`run-records/${id}`, JSON.stringify(record))
+    const record: RunRecordJson = { id, callId: `http-run-${id}`, status: 'running', createdAt: Date.now(), events: { first: 1, last: 2, dropped: 0 }, owner: crypto.randomUUID() }
+    await putRecord(store, (record))
     await leaveSnapshot(store, id)
     await fixture.runtime.runs.resume({ staleMs: 30_000 })
-    expect((JSON.parse((await store.get(`run-records/${id}`))!.value) as { status: string }).status).toBe('failed')
+    expect(((await createStoreRunRecords(store).get(id))! as unknown as { status: string }).status).toBe('failed')
     expect(await eventKeys(store)).toEqual([])
   })
 })

@@ -9,6 +9,7 @@ import type { PendingApproval } from '../../../src/approvals/index.js'
 import { createMemoryStore } from '../../../src/durable/memory-store.js'
 import { RUN_EVENTS_PREFIX } from '../../../src/durable/run-table.js'
 import type { RunRecordJson } from '../../../src/durable/run-table.js'
+import { createStoreRunRecords } from '../../../src/durable/runs.js'
 import type { ResumedRun } from '../../../src/durable/runs.js'
 import type { DurableStore } from '../../../src/durable/store.js'
 import { runsHeld } from '../../../src/http/index.js'
@@ -88,7 +89,12 @@ function resumedHandle(callId: string) {
 }
 
 const OK: ToolExecutionResult = { isError: false, value: { by: 'B' }, content: [{ type: 'text', text: 'B finished it' }] }
-const recordOf = async (store: DurableStore, id: string) => JSON.parse((await store.get(`run-records/${id}`))?.value ?? 'null') as RunRecordJson | null
+const recordOf = async (store: DurableStore, id: string) => (await createStoreRunRecords(store).get(id)) ?? null
+/** A run's one record as the store holds it (its view beside its parked state), without its claim token. */
+const storedOf = (record: RunRecordJson): string => {
+  const { callId, owner, agent: _a, principal: _p, ...view } = record
+  return JSON.stringify({ version: 1, callId, owner, claimedAt: 1, view })
+}
 const eventKeys = async (store: DurableStore, id: string) => (await store.list(`${RUN_EVENTS_PREFIX}${id}`)).entries.map((e) => e.key)
 
 /** A's run is taken over by B while A is paused at a write, and B finishes it; A then ends its copy (the person denies it there). */
@@ -112,7 +118,7 @@ async function takenOverWhilePaused(match: (key: string) => boolean, skip: numbe
 
 describe('/v1/runs records: a process the run was taken from never overwrites its new holder', () => {
   it("A, paused before its snapshot's `running` record, wakes after B finished the run: B's `done` record stands, and A's later end writes nothing", async () => {
-    const { store, a, run, settledByB, landed } = await takenOverWhilePaused((key) => key.startsWith('run-records/'), 1)
+    const { store, a, run, settledByB, landed } = await takenOverWhilePaused((key) => key.startsWith('runs/http-run-'), 1)
     expect(await landed).toBe(false)
     expect(await recordOf(store, run.id)).toEqual(settledByB)
     // A's copy ends (denied there): its settled record is not written either, nor a snapshot left behind.
@@ -141,13 +147,13 @@ describe('/v1/runs records: a process the run was taken from never overwrites it
     const c = processOn(paused.store)
     const id = crypto.randomUUID()
     const stale: RunRecordJson = { id, callId: `http-run-${id}`, status: 'running', createdAt: 1, events: { first: 1, last: 1, dropped: 0 }, owner: crypto.randomUUID() }
-    await store.put(`run-records/${id}`, JSON.stringify(stale))
-    const at = paused.pauseAt((key) => key === `run-records/${id}`)
+    await store.put(`runs/http-run-${id}`, storedOf(stale))
+    const at = paused.pauseAt((key) => key === `runs/http-run-${id}`)
     const settling = c.runtime.runs.settleIfLost(stale, undefined, 0)
     await at.reached
     // Its process was alive after all: it wrote its end meanwhile.
     const ended: RunRecordJson = { ...stale, status: 'done', settledAt: 2, result: OK }
-    await store.put(`run-records/${id}`, JSON.stringify(ended))
+    await store.put(`runs/http-run-${id}`, storedOf(ended))
     at.release()
     expect(await settling).toBe(false)
     expect(await at.landed).toBe(false)

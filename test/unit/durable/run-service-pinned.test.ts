@@ -12,6 +12,7 @@ import type { RunEventLog, RunRecordJson } from '../../../src/durable/run-table.
 import type { DurableStore } from '../../../src/durable/store.js'
 import { cueStore } from '../../support/cue-store.js'
 import { until } from '../../support/poll.js'
+import { FIRST_CALL_NUMBERING, parkedState } from '../../support/parked-run.js'
 
 afterEach(() => {
   vi.useRealTimers()
@@ -132,7 +133,7 @@ describe('follow(): a run this process does not hold', () => {
     stops.push(followed.stop)
     let failures = 0
     cues.before = (op) => {
-      if (op.op === 'get' && op.key === 'run-records/x' && failures < 2) {
+      if (op.op === 'get' && op.key === 'runs/http-run-x' && failures < 2) {
         failures++
         throw new Error('flaky')
       }
@@ -147,7 +148,7 @@ describe('follow(): a run this process does not hold', () => {
     // Closed: no more polls read the record.
     cues.ops.length = 0
     await new Promise((resolve) => setTimeout(resolve, 20))
-    expect(cues.ops.filter((o) => o.key === 'run-records/x')).toEqual([])
+    expect(cues.ops.filter((o) => o.key === 'runs/http-run-x')).toEqual([])
   })
 
   it('a record that goes away is no end: the reader keeps the stored log open', async () => {
@@ -177,10 +178,10 @@ describe('follow(): a run this process does not hold', () => {
     expect(stored.since(0).frames).toEqual([])
     expect(local.closed).toBe(false)
     // Settled afterwards: the adopted log is this process's to end, the poll no longer reads.
-    cues.ops.length = 0
     await service.records!.put(record({ status: 'done' }))
+    cues.ops.length = 0
     await new Promise((resolve) => setTimeout(resolve, 20))
-    expect(cues.ops.filter((o) => o.op === 'get' && o.key === 'run-records/x')).toEqual([])
+    expect(cues.ops.filter((o) => o.op === 'get' && o.key === 'runs/http-run-x')).toEqual([])
     expect(local.closed).toBe(false)
   })
 
@@ -195,7 +196,7 @@ describe('follow(): a run this process does not hold', () => {
     await service.records!.put(record({ status: 'done' }))
     const adopted = createRunEventLog(4096)
     cues.after = (op) => {
-      if (op.op === 'get' && op.key === 'run-records/x') local = adopted
+      if (op.op === 'get' && op.key === 'runs/http-run-x') local = adopted
     }
     await until(() => followed.events === adopted, 'the adopted log')
     expect(stored.since(0).frames).toEqual([])
@@ -264,7 +265,7 @@ describe('runtime.runs: what it asks of its durable runs', () => {
   it('parked() answers false when the store cannot say', async () => {
     const cues = cueStore()
     const service = serviceOn(cues.store)
-    await cues.base.put('runs/r', '{}')
+    await cues.base.put('runs/r', JSON.stringify({ version: 1, callId: 'r', park: { code: 'c', description: 'd', state: parkedState('pay'), numbering: FIRST_CALL_NUMBERING } }))
     expect(await service.parked('r')).toBe(true)
     cues.before = () => {
       throw new Error('down')

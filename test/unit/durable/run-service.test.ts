@@ -4,6 +4,7 @@
  * options, and a lost-run sweep that never settles a run on a store that cannot answer.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest'
+import { FIRST_CALL_NUMBERING, parkedState } from '../../support/parked-run.js'
 import { createMemoryStore } from '../../../src/durable/index.js'
 import type { DurableStore } from '../../../src/durable/index.js'
 import { resolveRunServiceOptions, RunService } from '../../../src/durable/run-service.js'
@@ -14,6 +15,7 @@ import type { RunRecordJson } from '../../../src/durable/run-table.js'
 import { runsHeld } from '../../../src/http/index.js'
 import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
 import { JSON_AUTH, createFixture } from '../http/fixtures.js'
+import { createStoreRunRecords } from '../../../src/durable/runs.js'
 
 /** A store that, once `close()` is called, records every write it is asked for (a store let go). */
 function closingStore() {
@@ -43,7 +45,7 @@ describe('runtime.runs: dispose drains the runs and their writes', () => {
     close()
     expect(runsHeld(f.app)!.live).toBe(0)
     // The record says how the run ended: it was written before the store was let go.
-    const record = JSON.parse((await store.get(`run-records/${id}`))!.value) as { status: string }
+    const record = (await createStoreRunRecords(store).get(id))! as unknown as { status: string }
     expect(record.status).toBe('failed')
     await new Promise((resolve) => setTimeout(resolve, 20))
     expect(late).toEqual([])
@@ -185,7 +187,9 @@ describe('runtime.runs with a store', () => {
     const store = createMemoryStore()
     const { service } = serviceOn(store)
     expect(await service.parked('r')).toBe(false)
-    await store.put('runs/r', '{}')
+    await store.put('runs/r', JSON.stringify({ version: 1, callId: 'r' }))
+    expect(await service.parked('r')).toBe(false)
+    await store.put('runs/r', JSON.stringify({ version: 1, callId: 'r', park: { code: 'c', description: 'd', state: parkedState('pay'), numbering: FIRST_CALL_NUMBERING } }))
     expect(await service.parked('r')).toBe(true)
   })
 })
@@ -293,8 +297,7 @@ describe('runtime.runs: settleIfLost ends only what nothing will finish', () => 
     const { durable, service } = serviceOn(store)
     const live = crypto.randomUUID()
     await store.put(`owners/${live}`, JSON.stringify({ at: Date.now() }))
-    await store.put('runs/http-run-p', '{}')
-    const cases = [running({ status: 'done' }), running({ status: 'cancelled' }), running({ status: 'failed' }), running({ owner: durable.owner }), running({ callId: 'http-run-p' }), running({ owner: live })]
+    const cases = [running({ status: 'done' }), running({ status: 'cancelled' }), running({ status: 'failed' }), running({ owner: durable.owner }), running({ owner: live })]
     for (const record of cases) {
       await service.records!.put(record)
       expect(await service.settleIfLost(record, undefined, 60_000)).toBe(false)
@@ -303,6 +306,13 @@ describe('runtime.runs: settleIfLost ends only what nothing will finish', () => 
     // The live one is lost once its beat is older than staleMs.
     await store.put(`owners/${live}`, JSON.stringify({ at: Date.now() - 120_000 }))
     expect(await service.settleIfLost(running({ owner: live }), undefined, 60_000)).toBe(true)
+    // Parked: its record holds a parked state beside its view.
+    await store.delete('runs/http-run-x')
+    await service.records!.put(running())
+    const current = JSON.parse((await store.get('runs/http-run-x'))!.value) as object
+    await store.put('runs/http-run-x', JSON.stringify({ ...current, park: { code: 'c', description: 'd', state: parkedState('pay'), numbering: FIRST_CALL_NUMBERING } }))
+    expect(await service.settleIfLost(running(), undefined, 0)).toBe(false)
+    expect(await service.records!.get('x')).toEqual(running())
   })
 })
 

@@ -22,9 +22,14 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 const STATE = parkedState('pay')
 const NUMBERING = FIRST_CALL_NUMBERING
 
-/** A stored run record as a process writes it on park. */
-function stored(callId: string, extra: Partial<StoredRun> = {}): StoredRun {
-  return { version: 1, callId, code: 'return 1', description: 'd', state: STATE, numbering: NUMBERING, secret: 's-' + callId, ...extra }
+const PARK_KEYS = new Set(['code', 'description', 'language', 'state', 'numbering', 'secret', 'trace'])
+
+/** A stored run record as a process writes it on park; `extra`'s parked-state fields go to `park`, the others to the record. */
+function stored(callId: string, extra: Record<string, unknown> = {}): StoredRun {
+  const park: Record<string, unknown> = { code: 'return 1', description: 'd', state: STATE, numbering: NUMBERING, secret: 's-' + callId }
+  const top: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(extra)) (PARK_KEYS.has(key) ? park : top)[key] = value
+  return { version: 1, callId, ...top, park } as unknown as StoredRun
 }
 
 /** A memory store whose operations can be made to fail, or to run a step first, on cue; it logs writes. */
@@ -91,10 +96,12 @@ describe('runKeySegment', () => {
 })
 
 describe('parkedIn and beatWithin', () => {
-  it('parkedIn: whether runs/<segment> is there', async () => {
+  it('parkedIn: whether runs/<segment> holds a parked state', async () => {
     const store = createMemoryStore()
     expect(await parkedIn(store, 'a/b')).toBe(false)
-    await store.put(`runs/${runKeySegment('a/b')}`, '{}')
+    await store.put(`runs/${runKeySegment('a/b')}`, JSON.stringify({ version: 1, callId: 'a/b', view: { id: 'x', status: 'running', createdAt: 1, events: {} } }))
+    expect(await parkedIn(store, 'a/b')).toBe(false)
+    await store.put(`runs/${runKeySegment('a/b')}`, JSON.stringify(stored('a/b')))
     expect(await parkedIn(store, 'a/b')).toBe(true)
   })
 
@@ -188,7 +195,7 @@ describe('DurableRuns: park and end', () => {
     const record = (await read(store, `runs/${runKeySegment('a/b')}`)) as StoredRun
     expect(record.claimedAt).toBeGreaterThanOrEqual(before)
     expect(record.claimedAt).toBeLessThanOrEqual(Date.now())
-    expect(record).toEqual({ version: 1, callId: 'a/b', agent: 'agent-1', principal: 'alice', code: 'return 1', description: 'd', state: STATE, numbering: NUMBERING, secret: run.secret, trace, owner: runs.owner, claimedAt: record.claimedAt, claim: record.claim })
+    expect(record).toEqual({ version: 1, callId: 'a/b', agent: 'agent-1', principal: 'alice', park: { code: 'return 1', description: 'd', state: STATE, numbering: NUMBERING, secret: run.secret, trace }, owner: runs.owner, claimedAt: record.claimedAt, claim: record.claim })
     expect(record.claim).toMatch(UUID)
     expect(await runs.alive(runs.owner, 60_000)).toBe(true)
   })
@@ -199,7 +206,7 @@ describe('DurableRuns: park and end', () => {
     runs.forRun('r', undefined, { code: 'c', description: 'd' }).onPark(STATE, NUMBERING)
     await runs.flushed()
     const record = (await read(store, 'runs/r')) as Record<string, unknown>
-    expect(Object.keys(record).sort()).toEqual(['callId', 'claim', 'claimedAt', 'code', 'description', 'numbering', 'owner', 'secret', 'state', 'version'])
+    expect(Object.keys(record).sort()).toEqual(['callId', 'claim', 'claimedAt', 'owner', 'park', 'version'])
   })
 
   it('ended: a parked run leaves no record and none of its call records (all pages), other runs keep theirs', async () => {
@@ -462,8 +469,8 @@ describe('DurableRuns.resumeAll: each left run to exactly one process', () => {
 
   it('a record from before run secrets resumes with a new secret', async () => {
     const { store, base } = cueStore()
-    const { secret: _s, ...old } = stored('r')
-    await base.put('runs/r', JSON.stringify(old))
+    const { secret: _s, ...old } = stored('r').park!
+    await base.put('runs/r', JSON.stringify({ ...stored('r'), park: old }))
     const runs = new DurableRuns(store)
     await runs.resumeAll(starter().start)
     expect(runs.forRun('r', undefined, { code: 'c', description: 'd' }).secret).toMatch(UUID)
@@ -574,7 +581,7 @@ describe('DurableRuns.resumeAll: each left run to exactly one process', () => {
 
 describe('readStoredRun: a record that is not one is skipped, never trusted', () => {
   const valid = stored('r', { agent: 'a', principal: 'p', owner: 'o', claimedAt: 1 })
-  const text = (over: Record<string, unknown>) => JSON.stringify({ ...valid, ...over })
+  const text = (over: Record<string, unknown>) => JSON.stringify(stored('r', { agent: 'a', principal: 'p', owner: 'o', claimedAt: 1, ...over }))
 
   it('reads a valid record as it is', () => {
     expect(readStoredRun(JSON.stringify(valid))).toEqual(valid)
@@ -597,11 +604,11 @@ describe('readStoredRun: a record that is not one is skipped, never trusted', ()
 
   it('with a trace context: a valid one is kept, one that is not (or whose tracestate is over 512) is dropped; the rest is still checked', () => {
     const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'
-    expect(readStoredRun(text({ trace: { traceparent, tracestate: 'x'.repeat(512) } }))?.trace).toEqual({ traceparent, tracestate: 'x'.repeat(512) })
-    expect(readStoredRun(text({ trace: { traceparent } }))?.trace).toEqual({ traceparent })
+    expect(readStoredRun(text({ trace: { traceparent, tracestate: 'x'.repeat(512) } }))?.park?.trace).toEqual({ traceparent, tracestate: 'x'.repeat(512) })
+    expect(readStoredRun(text({ trace: { traceparent } }))?.park?.trace).toEqual({ traceparent })
     const dropped = readStoredRun(text({ trace: { traceparent, tracestate: 'x'.repeat(513) } }))
     expect(dropped).toBeDefined()
-    expect('trace' in dropped!).toBe(false)
+    expect('trace' in dropped!.park!).toBe(false)
     const foreign = readStoredRun(text({ trace: 'x' }))
     expect(foreign).toEqual(valid)
     // A record with a trace is no less a record: its state and numbering are checked too.

@@ -154,7 +154,7 @@ describe('a run another process claimed: the old holder is fenced off', () => {
     for (let n = 1; n <= 3; n++) {
       run.onPark(STATE, { submitted: n, calls: [] })
       await a.flushed()
-      expect(((await readJson(cues.base, 'runs/r')) as StoredRun).numbering.submitted).toBe(n)
+      expect(((await readJson(cues.base, 'runs/r')) as StoredRun).park!.numbering.submitted).toBe(n)
       versions.push((await cues.base.get('runs/r'))!.version)
     }
     const puts = cues.ops.filter((o) => o.op === 'put' && o.key === 'runs/r')
@@ -243,7 +243,7 @@ describe('the fence is the claim in the record, not its version', () => {
     await rewrite()
     run.onPark(STATE, { submitted: 2, calls: [[2, 2]] })
     await a.flushed()
-    expect(((await readJson(cues.base, 'runs/r')) as StoredRun).numbering.submitted).toBe(2)
+    expect(((await readJson(cues.base, 'runs/r')) as StoredRun).park!.numbering.submitted).toBe(2)
     await rewrite()
     await a.ended('r')
     expect(await cues.base.get('runs/r')).toBeUndefined()
@@ -310,7 +310,7 @@ describe("a run's language survives its park", () => {
     a.forRun('py', undefined, { code: 'c', description: 'd', language: 'python' }).onPark(STATE, NUMBERING)
     a.forRun('ts', undefined, { code: 'c', description: 'd' }).onPark(STATE, NUMBERING)
     await a.flushed()
-    expect(((await readJson(cues.base, 'runs/py')) as StoredRun).language).toBe('python')
+    expect(((await readJson(cues.base, 'runs/py')) as StoredRun).park!.language).toBe('python')
     expect('language' in ((await readJson(cues.base, 'runs/ts')) as object)).toBe(false)
     const args: unknown[] = []
     const b = process(cues.store)
@@ -320,7 +320,7 @@ describe("a run's language survives its park", () => {
     const record = (await readJson(cues.base, 'runs/py')) as StoredRun
     await cues.base.delete('runs/ts')
     for (const [language, ok] of [['x'.repeat(32), true], ['x'.repeat(33), false], [7, false]] as const) {
-      await cues.base.put('runs/py', JSON.stringify({ ...record, language, owner: undefined }))
+      await cues.base.put('runs/py', JSON.stringify({ ...record, park: { ...record.park, language }, owner: undefined }))
       const found = await process(cues.store).resumeAll(async () => undefined, { staleMs: 0 })
       expect(found.map((r) => r.callId)).toEqual(ok ? ['py'] : [])
     }

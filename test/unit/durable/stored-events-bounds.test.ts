@@ -5,7 +5,8 @@
  */
 import { afterAll, describe, expect, it } from 'vitest'
 import { createMemoryStore } from '../../../src/durable/memory-store.js'
-import { createStoreRunEvents, createRunEventLog, createStoreRunRecords } from '../../../src/durable/run-table.js'
+import { createStoreRunEvents, createRunEventLog } from '../../../src/durable/run-table.js'
+import { createStoreRunRecords } from '../../../src/durable/runs.js'
 import { createToolsApp } from '../../../src/http/index.js'
 import { createToolRuntime } from '../../../src/registry/runtime.js'
 import { AUTH, TOKEN, sseFrames } from '../http/fixtures.js'
@@ -25,7 +26,7 @@ async function storeWithForeignRun() {
   log.append('start', { id: ID })
   log.append('log', { text: 'before' })
   await createStoreRunEvents(store, 1 << 20).put(ID, log, 10)
-  await createStoreRunRecords(store).put({ id: ID, callId: 'http-run-elsewhere', principal: 'playground', status: 'running', createdAt: Date.now(), events: { first: 1, last: 2, dropped: 0, next: 12 }, owner: crypto.randomUUID() })
+  await createStoreRunRecords(store).put({ id: ID, callId: `http-run-${ID}`, principal: 'playground', status: 'running', createdAt: Date.now(), events: { first: 1, last: 2, dropped: 0, next: 12 }, owner: crypto.randomUUID() })
   return store
 }
 

@@ -12,6 +12,7 @@ import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.
 import { payFixture } from '../../support/pay-fixture.js'
 import { ADMIN_TOKEN, AGENT_TOKEN, PERSON_TOKEN, ROLE_TOKENS, createFixture, errorOf, eventually, jsonAuth } from './fixtures.js'
 import { until } from '../../support/poll.js'
+import { createStoreRunRecords } from '../../../src/durable/runs.js'
 
 const auth = (token: string) => ({ Authorization: `Bearer ${token}` })
 
@@ -192,8 +193,8 @@ describe('runs belong to their principal', () => {
     const [request] = await f.pending()
     await f.request(`/v1/approvals/${request!.id}`, PERSON_TOKEN, { body: { decision: 'allow' } })
     expect(await settled(f, asking.id)).toMatchObject({ status: 'done' })
-    await eventually(async () => JSON.parse((await f.store.get(`run-records/${asking.id}`))?.value ?? '{}').status === 'done')
-    expect(JSON.parse((await f.store.get(`run-records/${asking.id}`))!.value)).toMatchObject({ principal: 'agent', asked: true })
+    await eventually(async () => ((await createStoreRunRecords(f.store).get(asking.id)) ?? {}).status === 'done')
+    expect(await createStoreRunRecords(f.store).get(asking.id)).toMatchObject({ principal: 'agent', asked: true })
     expect(((await (await f.request(`/v1/runs/${asking.id}`, PERSON_TOKEN)).json()) as { status: string }).status).toBe('done')
     // The stored record says it asked: another app on the store lets the person read it too.
     const other = createToolsApp(f.runtime, { tokens: ROLE_TOKENS })

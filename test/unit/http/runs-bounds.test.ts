@@ -18,6 +18,7 @@ import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.
 import { defineTool } from '../../../src/schema/define-tool.js'
 import { until } from '../approvals/helpers.js'
 import { AUTH, JSON_AUTH, TOKEN, createFixture, errorOf, parseSse } from './fixtures.js'
+import { createStoreRunRecords } from '../../../src/durable/runs.js'
 
 setFlagsFromString('--expose-gc')
 const gc = runInNewContext('gc') as () => void
@@ -287,8 +288,7 @@ describe('/v1/runs: admission and the request checks of POST /v1/run', () => {
     expect(f.wait.aborted).toBe(1)
     let stored: RunRecordJson | undefined
     for (const deadline = Date.now() + 10_000; stored?.status !== 'failed' && Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 5))) {
-      const entry = await store.get(`run-records/${id}`)
-      stored = entry === undefined ? undefined : (JSON.parse(entry.value) as RunRecordJson)
+      stored = await createStoreRunRecords(store).get(id)
     }
     expect(stored).toMatchObject({ status: 'failed', result: { isError: true } })
   })
@@ -322,8 +322,7 @@ describe('/v1/runs with a durable store', () => {
     let stored: RunRecordJson | undefined
     const deadline = Date.now() + 10_000
     while (stored?.status !== 'done' && Date.now() < deadline) {
-      const entry = await store.get(`run-records/${id}`)
-      stored = entry === undefined ? undefined : (JSON.parse(entry.value) as RunRecordJson)
+      stored = await createStoreRunRecords(store).get(id)
       await new Promise((resolve) => setTimeout(resolve, 5))
     }
     expect(stored).toEqual({ id, callId, status: 'done', createdAt: body.createdAt, settledAt: body.settledAt, result: body.result, events: body.events, owner: expect.stringMatching(/^[0-9a-f-]{36}$/), principal: 'admin' })
@@ -336,9 +335,10 @@ describe('/v1/runs with a durable store', () => {
     expect((await other.request(`/v1/runs/${id}`, { method: 'DELETE', headers: AUTH })).status).toBe(200)
     expect((await other.request(`/v1/runs/${id}/events`, { headers: AUTH })).status).toBe(404)
     // A record that is not one (unreadable, another id, a status we never write) is absent, not a 500.
-    for (const junk of ['{not json', JSON.stringify({ ...stored, id: crypto.randomUUID() }), JSON.stringify({ ...stored, status: 'waiting' }), 'null']) {
+    const raw = JSON.parse((await store.get(`runs/${callId}`))!.value) as { view: Record<string, unknown> }
+    for (const junk of ['{not json', JSON.stringify({ ...raw, view: { ...raw.view, id: crypto.randomUUID() } }), JSON.stringify({ ...raw, view: { ...raw.view, status: 'waiting' } }), 'null']) {
       const forged = crypto.randomUUID()
-      await store.put(`run-records/${forged}`, junk.replace(/"id":"[^"]+"/, (m) => (m.includes(id) ? `"id":"${forged}"` : m)))
+      await store.put(`runs/http-run-${forged}`, junk.replaceAll(callId, `http-run-${forged}`).replace(/"id":"[^"]+"/, (m) => (m.includes(id) ? `"id":"${forged}"` : m)))
       const answer = await other.request(`/v1/runs/${forged}`, { headers: AUTH })
       expect(answer.status, junk).toBe(404)
       expect((await errorOf(answer)).code).toBe('RUN_NOT_FOUND')
@@ -348,8 +348,8 @@ describe('/v1/runs with a durable store', () => {
     const next = await f.start('return 1')
     await f.ended(next.id)
     const deadline2 = Date.now() + 10_000
-    while ((await store.get(`run-records/${id}`)) !== undefined && Date.now() < deadline2) await new Promise((resolve) => setTimeout(resolve, 5))
-    expect(await store.get(`run-records/${id}`)).toBeUndefined()
+    while ((await createStoreRunRecords(store).get(id)) !== undefined && Date.now() < deadline2) await new Promise((resolve) => setTimeout(resolve, 5))
+    expect(await createStoreRunRecords(store).get(id)).toBeUndefined()
     expect((await other.request(`/v1/runs/${id}`, { headers: AUTH })).status).toBe(404)
   })
 })

@@ -28,6 +28,19 @@ import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.
 import { AUTH, JSON_AUTH, TOKEN, askingPayTool, createFixture, errorOf, parseSse, sseFrames } from './fixtures.js'
 import type { SseFrame } from './fixtures.js'
 import { until as eventually } from '../../support/poll.js'
+import { createStoreRunRecords } from '../../../src/durable/runs.js'
+import { FIRST_CALL_NUMBERING, parkedState } from '../../support/parked-run.js'
+
+/** Writes a `/v1/runs` record as another process would (its view in runs/http-run-<id>). */
+const putRecord = (store: DurableStore, record: object) => createStoreRunRecords(store).put(record as RunRecordJson)
+
+/** Marks run `callId` parked in its record (as a runtime leaves it when it stops with the run parked): a parked state beside its view. */
+async function markParked(store: DurableStore, callId: string): Promise<void> {
+  const key = `runs/${runKeySegment(callId)}`
+  const current = (JSON.parse((await store.get(key))?.value ?? 'null') as Record<string, unknown> | null) ?? { version: 1, callId }
+  await store.put(key, JSON.stringify({ ...current, park: { code: 'c', description: 'd', state: parkedState('pay'), numbering: FIRST_CALL_NUMBERING } }))
+}
+
 
 const OWNER = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
@@ -76,7 +89,7 @@ const read = async <T = Record<string, unknown>>(store: DurableStore, key: strin
   const entry = await store.get(key)
   return entry === undefined ? undefined : (JSON.parse(entry.value) as T)
 }
-const recordOf = (store: DurableStore, id: string) => read<RunRecordJson>(store, `run-records/${id}`)
+const recordOf = (store: DurableStore, id: string) => createStoreRunRecords(store).get(id)
 const manifestOf = (store: DurableStore, id: string) => read<{ last: number; next?: number; dropped: number }>(store, `${RUN_EVENTS_PREFIX}${id}`)
 const eventKeys = async (store: DurableStore) => (await store.list(RUN_EVENTS_PREFIX)).entries.map((e) => e.key)
 
@@ -90,7 +103,7 @@ async function waitingRun(p: Process, code = `console.log('one'); const paid = a
 
 /** Parks a waiting run as a shutting-down process would: its durable state stays in the store, the app's signal aborts it. */
 async function parkRun(p: Process, store: DurableStore, callId: string): Promise<void> {
-  await store.put(`runs/${runKeySegment(callId)}`, '{}')
+  await markParked(store, callId)
   p.stopping.abort(new DOMException('the server is shutting down', 'AbortError'))
   await until(() => runsHeld(p.app)!.live === 0)
 }
@@ -225,8 +238,11 @@ describe('/v1/runs with a store: the app shuts down while a run waits', () => {
     await a.runtime.dispose()
     const keys = (await store.list('', { limit: 1000 })).entries.map((entry) => entry.key)
     const families = [...new Set(keys.map((key) => key.slice(0, key.indexOf('/') + 1)))].sort()
-    expect(families.every((family) => ['approvals/', 'owners/', 'run-events/', 'run-records/', 'runs/'].includes(family)), families.join(' ')).toBe(true)
-    expect(keys).toContain(`run-records/${id}`)
+    expect(families.every((family) => ['approvals/', 'owners/', 'run-events/', 'runs/'].includes(family)), families.join(' ')).toBe(true)
+    // One record per run: its view beside its parked state, under its call id (the id is its uuid).
+    expect(keys).toContain(`runs/${callId}`)
+    expect(callId).toBe(`http-run-${id}`)
+    expect(keys.some((key) => key.startsWith('run-records/'))).toBe(false)
     expect(keys.some((key) => key.startsWith('http'))).toBe(false)
   })
 
@@ -242,7 +258,7 @@ describe('/v1/runs with a store: the app shuts down while a run waits', () => {
 
     const b = processOn(store)
     const waiting = await waitingRun(b)
-    await store.put(`runs/${runKeySegment(waiting.callId)}`, '{}')
+    await markParked(store, waiting.callId)
     const deleted = await b.app.request(`/v1/runs/${waiting.id}`, { method: 'DELETE', headers: AUTH })
     expect(((await deleted.json()) as RunBody).status).toBe('cancelled')
     expect((await waiting.live.rest()).at(-1)).toMatchObject({ event: 'end', data: { id: waiting.id, status: 'cancelled' } })
@@ -261,7 +277,7 @@ describe('/v1/runs with a store: the app shuts down while a run waits', () => {
     }
     const a = processOn(store)
     const { id, callId, live } = await waitingRun(a)
-    await base.put(`runs/${runKeySegment(callId)}`, '{}')
+    await markParked(base, callId)
     failRuns = true
     a.stopping.abort(new DOMException('the server is shutting down', 'AbortError'))
     expect((await live.rest()).at(-1)).toMatchObject({ event: 'end', data: { id, status: 'failed' } })
@@ -392,7 +408,7 @@ describe('resumeAppRuns: a process adopts the runs resumed from the store', () =
     const a = processOn(store)
     const first = await waitingRun(a)
     const second = await waitingRun(a)
-    await store.put(`runs/${runKeySegment(second.callId)}`, '{}')
+    await markParked(store, second.callId)
     await parkRun(a, store, first.callId)
 
     const b = processOn(store)
@@ -413,7 +429,7 @@ describe('resumeAppRuns: a process adopts the runs resumed from the store', () =
     // A process whose shutdown signal fired before it adopted: the resumed run is cancelled as it is adopted.
     const c = processOn(store)
     const again = resumedHandle(second.callId)
-    await store.put(`run-records/${second.id}`, JSON.stringify({ ...(await recordOf(store, second.id)), status: 'running' }))
+    await putRecord(store, ({ ...(await recordOf(store, second.id)), status: 'running' }))
     c.stopping.abort(new DOMException('c stopped', 'AbortError'))
     expect((await resumeAppRuns(c.runtime, resumingRuntime([again.handle]).runtime, { staleMs: 0 })).adopted).toBe(1)
     expect(again.cancelled.map((reason) => (reason as DOMException).message)).toEqual(['c stopped'])
@@ -501,8 +517,8 @@ describe('resumeAppRuns: what an adopted run keeps', () => {
   it('its agent, its creation time and its id; the adopting app starts beating for it', async () => {
     const store = createMemoryStore()
     const id = crypto.randomUUID()
-    const callId = `http-run-${crypto.randomUUID()}`
-    await store.put(`run-records/${id}`, JSON.stringify({ id, callId, agent: 'alice', status: 'running', createdAt: 1234, events: { first: 1, last: 3, dropped: 0, next: 3 } }))
+    const callId = `http-run-${id}`
+    await putRecord(store, ({ id, callId, agent: 'alice', status: 'running', createdAt: 1234, events: { first: 1, last: 3, dropped: 0, next: 3 } }))
     const b = processOn(store)
     expect((await store.list(RUN_OWNER_PREFIX)).entries).toEqual([])
     const { handle, settle } = resumedHandle(callId)
@@ -535,7 +551,7 @@ describe('resumeAppRuns: what an adopted run keeps', () => {
     await store.put(`${RUN_OWNER_PREFIX}${old}`, JSON.stringify({ at: Date.now() - 35_000 }))
     const ids = { recent: crypto.randomUUID(), old: crypto.randomUUID() }
     for (const [name, owner] of [['recent', recent], ['old', old]] as const) {
-      await store.put(`run-records/${ids[name]}`, JSON.stringify({ id: ids[name], callId: `http-run-${name}`, status: 'running', createdAt: 1, events: { first: 0, last: 0, dropped: 0 }, owner }))
+      await putRecord(store, ({ id: ids[name], callId: `http-run-${ids[name]}`, status: 'running', createdAt: 1, events: { first: 0, last: 0, dropped: 0 }, owner }))
     }
     const b = processOn(store)
     const { runtime, asked } = resumingRuntime([])
@@ -551,8 +567,8 @@ describe('resumeAppRuns: records whose ids continue without a snapshot', () => {
   async function resumedIdAfter(events: Record<string, unknown>): Promise<string> {
     const store = createMemoryStore()
     const id = crypto.randomUUID()
-    const callId = `http-run-${crypto.randomUUID()}`
-    await store.put(`run-records/${id}`, JSON.stringify({ id, callId, status: 'running', createdAt: Date.now(), events: { first: 1, dropped: 0, ...events } }))
+    const callId = `http-run-${id}`
+    await putRecord(store, ({ id, callId, status: 'running', createdAt: Date.now(), events: { first: 1, dropped: 0, ...events } }))
     const b = processOn(store)
     const { handle, settle } = resumedHandle(callId)
     expect((await resumeAppRuns(b.runtime, resumingRuntime([handle]).runtime)).adopted).toBe(1)
@@ -580,9 +596,9 @@ describe('resumeAppRuns: a running record nothing will finish', () => {
   /** A `running` record under `owner` (and the process `b` that looks at it), with a snapshot. */
   async function orphan(store: DurableStore, owner: string | undefined, extra: Record<string, unknown> = {}) {
     const id = crypto.randomUUID()
-    const callId = `http-run-${crypto.randomUUID()}`
+    const callId = `http-run-${id}`
     const record = { id, callId, status: 'running', createdAt: 1, events: { first: 1, last: 2, dropped: 0 }, ...(owner === undefined ? {} : { owner }), ...extra }
-    await store.put(`run-records/${id}`, JSON.stringify(record))
+    await putRecord(store, (record))
     const log = createRunEventLog(1 << 20)
     log.append('start', { id })
     log.append('log', { text: 'left behind' })
@@ -617,7 +633,7 @@ describe('resumeAppRuns: a running record nothing will finish', () => {
     await store.put(`${RUN_OWNER_PREFIX}${alive}`, JSON.stringify({ at: Date.now() - 1_000 }))
     const beating = await orphan(store, alive)
     const parked = await orphan(store, crypto.randomUUID())
-    await store.put(`runs/${runKeySegment(parked.callId)}`, '{}')
+    await markParked(store, parked.callId)
     const finished = await orphan(store, undefined, { status: 'done', settledAt: 2 })
     const b = processOn(store)
     // Its own owner id: from a run of its own.
@@ -783,7 +799,7 @@ describe('/v1/runs: the answers of its routes', () => {
     const store = createMemoryStore()
     const a = processOn(store)
     const run = await a.start('await tools.hold({}); return 3')
-    await store.put(`runs/${runKeySegment(run.callId)}`, '{}')
+    await markParked(store, run.callId)
     await a.release()
     await until(() => runsHeld(a.app)!.live === 0)
     expect(parseSse(await (await a.events(run.id)).text()).at(-1)).toMatchObject({ event: 'end', data: { id: run.id, status: 'done' } })
@@ -999,10 +1015,11 @@ describe('/v1/runs with a store: records read from it, and writes that fail', ()
 
   it('GET of a record another process is running says running; of a finished one, never its leftover requests', async () => {
     const store = createMemoryStore()
-    const running = { id: crypto.randomUUID(), callId: 'http-run-elsewhere', status: 'running', createdAt: 1, events: { first: 1, last: 2, dropped: 0 }, owner: crypto.randomUUID() }
-    const finished = { ...running, id: crypto.randomUUID(), callId: 'http-run-finished', status: 'done', settledAt: 2 }
-    for (const record of [running, finished]) await store.put(`run-records/${record.id}`, JSON.stringify(record))
-    const leftover = { id: 'left', kind: 'call', callId: 'http-run-finished:code:1', parentCallId: 'http-run-finished', name: 'pay', summary: 's', requestedAt: 1, expiresAt: 2 }
+    const [elsewhere, done] = [crypto.randomUUID(), crypto.randomUUID()]
+    const running = { id: elsewhere, callId: `http-run-${elsewhere}`, status: 'running', createdAt: 1, events: { first: 1, last: 2, dropped: 0 }, owner: crypto.randomUUID() }
+    const finished = { ...running, id: done, callId: `http-run-${done}`, status: 'done', settledAt: 2 }
+    for (const record of [running, finished]) await putRecord(store, (record))
+    const leftover = { id: 'left', kind: 'call', callId: `http-run-${done}:code:1`, parentCallId: `http-run-${done}`, name: 'pay', summary: 's', requestedAt: 1, expiresAt: 2 }
     const broker = { pending: async () => [leftover], decide: async () => ({ ok: true }), subscribe: () => () => {} } as unknown as ApprovalBroker
     const b = processOn(store, { approvals: broker })
     expect(await b.get(running.id)).toMatchObject({ status: 'running', approvals: [] })
@@ -1017,7 +1034,7 @@ describe('/v1/runs with a store: records read from it, and writes that fail', ()
       get: (key) => base.get(key),
       list: (prefix, options) => base.list(prefix, options),
       delete: (key, options) => base.delete(key, options),
-      put: (key, value, options) => (key.startsWith('run-records/') ? Promise.reject(failure) : base.put(key, value, options)),
+      put: (key, value, options) => (key.startsWith('runs/http-run-') ? Promise.reject(failure) : base.put(key, value, options)),
     }
     const a = processOn(store)
     const { id } = await a.start('return 1')
@@ -1035,7 +1052,7 @@ describe('/v1/runs with a store: records read from it, and writes that fail', ()
     const app = createToolsApp(broken, { token: TOKEN, onError: (error) => void reported.push((error as Error).message) })
     const response = await app.request('/v1/runs', { method: 'POST', headers: JSON_AUTH, body: JSON.stringify({ code: 'return 1', description: 'd' }) })
     const { id, callId } = (await response.json()) as { id: string; callId: string }
-    await store.put(`runs/${runKeySegment(callId)}`, '{}')
+    await markParked(store, callId)
     await until(() => runsHeld(app)!.live === 0)
     const frames = parseSse(await (await app.request(`/v1/runs/${id}/events`, { headers: AUTH })).text())
     expect(frames.slice(-2)).toEqual([
@@ -1048,11 +1065,11 @@ describe('/v1/runs with a store: records read from it, and writes that fail', ()
   it('resumeAppRuns: a record that cannot be read is passed over; without a broker nothing is listed, nothing reported', async () => {
     const store = createMemoryStore()
     const reported: unknown[] = []
-    await store.put(`run-records/${crypto.randomUUID()}`, '{not json')
+    await store.put(`runs/http-run-${crypto.randomUUID()}`, '{not json')
     const id = crypto.randomUUID()
-    await store.put(`run-records/${id}`, JSON.stringify({ id, callId: 'http-run-ok', status: 'running', createdAt: 1, events: { first: 1, last: 1, dropped: 0 } }))
+    await putRecord(store, ({ id, callId: `http-run-${id}`, status: 'running', createdAt: 1, events: { first: 1, last: 1, dropped: 0 } }))
     const f = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime(), store }, { onError: (error: unknown) => void reported.push(error) })
-    const { handle, settle } = resumedHandle('http-run-ok')
+    const { handle, settle } = resumedHandle(`http-run-${id}`)
     expect((await resumeAppRuns(f.runtime, resumingRuntime([handle]).runtime)).adopted).toBe(1)
     settle(OK)
     await until(() => runsHeld(f.app)!.live === 0)
@@ -1107,7 +1124,7 @@ describe('a restart inside the reserved ids (issue 35 item 4)', () => {
     const { id, callId } = await waitingRun(a)
     // The snapshot taken while it waits reserves a million ids; then the process dies (no graceful stop).
     const saved = await eventually(async () => ((await manifestOf(store, id))?.next !== undefined ? manifestOf(store, id) : undefined))
-    await store.put(`runs/${runKeySegment(callId)}`, '{}')
+    await markParked(store, callId)
     const b = processOn(store)
     const { handle, settle } = resumedHandle(callId)
     expect((await resumeAppRuns(b.runtime, resumingRuntime([handle]).runtime, { staleMs: 0 })).adopted).toBe(1)

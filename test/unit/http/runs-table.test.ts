@@ -6,7 +6,8 @@
  */
 import { describe, expect, it } from 'vitest'
 import { createMemoryStore } from '../../../src/durable/memory-store.js'
-import { createRunEventLog, createRunTable, createStoreRunRecords, interruptedRunResult, resolveRunTableOptions, utf8Length } from '../../../src/durable/run-table.js'
+import { createRunEventLog, createRunTable, interruptedRunResult, resolveRunTableOptions, utf8Length } from '../../../src/durable/run-table.js'
+import { createStoreRunRecords } from '../../../src/durable/runs.js'
 import type { RunRecordJson } from '../../../src/durable/run-table.js'
 import type { ResolvedRunTableOptions, TableRun } from '../../../src/durable/run-table.js'
 import type { ToolExecutionResult } from '../../../src/types.js'
@@ -306,10 +307,10 @@ describe("a run's event buffer", () => {
   })
 })
 
-describe('run records in a store (createStoreRunRecords)', () => {
+describe('run records in a store (createStoreRunRecords): the view in runs/http-run-<id>', () => {
   const record = (over: Partial<RunRecordJson> = {}): RunRecordJson => ({
     id: 'r1',
-    callId: 'http-run-1',
+    callId: 'http-run-r1',
     status: 'done',
     createdAt: 5,
     settledAt: 6,
@@ -318,19 +319,27 @@ describe('run records in a store (createStoreRunRecords)', () => {
     owner: 'o1',
     ...over,
   })
+  const viewOf = ({ callId: _c, owner: _o, ...view }: RunRecordJson) => view
 
-  it('round-trips a record under run-records/<id>; lists ids without the prefix; delete removes it', async () => {
+  it('round-trips a record as the view of runs/http-run-<id>, under a new claim; lists ids; delete removes it; run-records/ is not read', async () => {
     const store = createMemoryStore()
     const records = createStoreRunRecords(store)
     await records.put(record())
-    await records.put(record({ id: 'r2' }))
+    await records.put(record({ id: 'r2', callId: 'http-run-r2' }))
     expect(await records.get('r1')).toEqual(record())
-    expect(JSON.parse((await store.get('run-records/r1'))!.value)).toEqual(record())
+    const stored = JSON.parse((await store.get('runs/http-run-r1'))!.value)
+    expect(stored).toEqual({ version: 1, callId: 'http-run-r1', view: viewOf(record()), owner: 'o1', claim: expect.stringMatching(/^[0-9a-f-]{36}$/) })
     expect(await records.list(10)).toEqual(['r1', 'r2'])
     expect(await records.list(1)).toEqual(['r1'])
+    // Over a parked run's record, the view goes beside its parked state.
+    await store.put('runs/http-run-r3', JSON.stringify({ version: 1, callId: 'http-run-r3', park: { code: 'c' } }))
+    expect((await records.put(record({ id: 'r3', callId: 'http-run-r3' }), { ifVersion: 'stale' })).ok).toBe(false)
+    await store.put('run-records/r4', JSON.stringify(record({ id: 'r4', callId: 'http-run-r4' })))
+    expect(await records.get('r4')).toBeUndefined()
+    expect(await records.list(10)).toEqual(['r1', 'r2', 'r3'])
     await records.delete('r1')
     expect(await records.get('r1')).toBeUndefined()
-    expect(await records.list(10)).toEqual(['r2'])
+    expect(await records.list(10)).toEqual(['r2', 'r3'])
   })
 
   it('a record over the store’s value cap is kept without its result; any other failure, or one without a result, is thrown', async () => {
@@ -354,31 +363,34 @@ describe('run records in a store (createStoreRunRecords)', () => {
   it('what is not a record this code wrote reads as absent, never as a crash', async () => {
     const store = createMemoryStore()
     const records = createStoreRunRecords(store)
-    const good = record()
+    const view = viewOf(record())
+    const wrap = (over: Record<string, unknown> = {}, viewOver: Record<string, unknown> = {}) => JSON.stringify({ version: 1, callId: 'http-run-r1', owner: 'o1', view: { ...view, ...viewOver }, ...over })
     const variants: [string, string][] = [
       ['not JSON', '{nope'],
       ['null', 'null'],
       ['a number', '7'],
-      ['another id', JSON.stringify({ ...good, id: 'r2' })],
-      ['no callId', JSON.stringify({ ...good, callId: 1 })],
-      ['an unknown status', JSON.stringify({ ...good, status: 'waiting' })],
-      ['a createdAt string', JSON.stringify({ ...good, createdAt: '5' })],
-      ['an owner number', JSON.stringify({ ...good, owner: 1 })],
-      ['no events', JSON.stringify({ ...good, events: undefined })],
-      ['events null', JSON.stringify({ ...good, events: null })],
-      ['events a string', JSON.stringify({ ...good, events: 'x' })],
+      ['another id', wrap({}, { id: 'r2' })],
+      ['another call id', wrap({ callId: 'http-run-r2' })],
+      ['no callId', wrap({ callId: 1 })],
+      ['an unknown status', wrap({}, { status: 'waiting' })],
+      ['a createdAt string', wrap({}, { createdAt: '5' })],
+      ['an owner number', wrap({ owner: 1 })],
+      ['no events', wrap({}, { events: undefined })],
+      ['events null', wrap({}, { events: null })],
+      ['events a string', wrap({}, { events: 'x' })],
+      ['no view', wrap({ view: undefined })],
     ]
     for (const [name, value] of variants) {
-      await store.put('run-records/r1', value)
+      await store.put('runs/http-run-r1', value)
       expect(await records.get('r1'), name).toBeUndefined()
     }
     // Controls: each status, and a record without an owner, read back.
     for (const status of ['running', 'done', 'failed', 'cancelled'] as const) {
-      await store.put('run-records/r1', JSON.stringify({ ...good, status }))
+      await store.put('runs/http-run-r1', wrap({}, { status }))
       expect((await records.get('r1'))?.status).toBe(status)
     }
-    const { owner: _owner, ...unowned } = good
-    await store.put('run-records/r1', JSON.stringify(unowned))
+    await store.put('runs/http-run-r1', wrap({ owner: undefined }))
+    const { owner: _owner, ...unowned } = record()
     expect(await records.get('r1')).toEqual(unowned)
   })
 

@@ -50,10 +50,10 @@ it('a Python run_code parks into the store while a person decides, and another p
   void a.execute({ callId: 'py-run', name: 'run_code', arguments: { code, description: 'add twice', language: 'python' }, signal: new AbortController().signal })
   await until(async () => {
     const record = await store.get('runs/py-run')
-    return record !== undefined && (JSON.parse(record.value) as { state?: unknown }).state !== undefined
+    return record !== undefined && (JSON.parse(record.value) as { park?: unknown }).park !== undefined
   })
-  const record = JSON.parse((await store.get('runs/py-run'))!.value) as { language?: string }
-  expect(record.language).toBe('python')
+  const record = JSON.parse((await store.get('runs/py-run'))!.value) as { park: { language?: string } }
+  expect(record.park.language).toBe('python')
   expect(added).toBe(1)
   const asked: ((allow: boolean) => void)[] = []
   const b = processOn(() => new Promise<boolean>((resolve) => asked.push(resolve)), store)

@@ -114,7 +114,7 @@ describe('durable runs (a runtime with a store)', () => {
     expect(valueOf(await runCode(runtime, 'run-rec'))).toBe('effect did a')
     expect(effects).toEqual(['effect:a'])
     // Each record names the call it is (tool, arguments' hash) and the run's secret from its parked record.
-    const { secret } = JSON.parse(store.puts.find((p) => p.startsWith('runs/run-rec '))!.slice('runs/run-rec '.length)) as { secret: string }
+    const { secret } = (JSON.parse(store.puts.find((p) => p.startsWith('runs/run-rec '))!.slice('runs/run-rec '.length)) as { park: { secret: string } }).park
     const args = await argumentsHash({ tag: 'a' })
     expect(store.puts.filter((p) => p.startsWith('calls/'))).toEqual([
       `calls/run-rec/1 ${JSON.stringify({ state: 'started', name: 'effect', args, run: secret })}`,
@@ -127,7 +127,7 @@ describe('durable runs (a runtime with a store)', () => {
     // What an earlier process of this run left, bound to the run's secret (read from its parked record).
     const leave = async () => {
       await until(async () => (await store.get('runs/run-old')) !== undefined, "run-old's parked record", 20_000, 1)
-      const { secret: run } = JSON.parse((await store.get('runs/run-old'))!.value) as { secret: string }
+      const { secret: run } = (JSON.parse((await store.get('runs/run-old'))!.value) as { park: { secret: string } }).park
       const record = async (state: string, name: string, tag: string, value?: string) =>
         JSON.stringify({ state, name, args: await argumentsHash({ tag }), run, ...(value === undefined ? {} : { value }) })
       await store.put('calls/run-old/1', await record('done', 'effect', 'a', 'recorded a'))
@@ -151,7 +151,7 @@ describe('durable runs (a runtime with a store)', () => {
 
   it("resumeRuns() starts a stored run of a dead process through run_code, under the run's agent, from its state", async () => {
     const store = recordingStore()
-    const record = { version: 1, callId: 'run-parked', agent: 'a1', code: 'return 2', description: 'parked', state: PARKED, numbering: { submitted: 0, calls: [] }, owner: 'gone-process', claimedAt: 1 }
+    const record = { version: 1, callId: 'run-parked', agent: 'a1', park: { code: 'return 2', description: 'parked', state: PARKED, numbering: { submitted: 0, calls: [] } }, owner: 'gone-process', claimedAt: 1 }
     await store.put('runs/run-parked', JSON.stringify(record))
     const codeRuntime = scriptedRuntime(async (request) => ({ value: await callTool(request, 'own', {}), logs: [] }))
     const runtime = runtimeWith({ codeRuntime, store })

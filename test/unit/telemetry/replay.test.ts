@@ -46,7 +46,7 @@ function processOn(store: DurableStore, approve: ApprovalHandler, telemetry: Too
 }
 
 async function putCallRecord(store: DurableStore, run: string, n: number, call: { name: string; arguments: JsonValue; value: JsonValue }): Promise<void> {
-  const secret = (JSON.parse((await store.get(`runs/${run}`))!.value) as { secret: string }).secret
+  const secret = (JSON.parse((await store.get(`runs/${run}`))!.value) as { park: { secret: string } }).park.secret
   await store.put(`calls/${run}/${n}`, JSON.stringify({ state: 'done', name: call.name, args: await argumentsHash(call.arguments), run: secret, value: call.value }))
 }
 

@@ -82,14 +82,14 @@ export function describeResumeTelemetry(name: string, createCodeRuntime: (option
       const stored = await until(async () => {
         const entry = await store.get('runs/run-trace')
         const run = entry === undefined ? undefined : readStoredRun(entry.value)
-        return run?.trace !== undefined && run
+        return run?.park?.trace !== undefined && run
       }, 'the parked run with its trace context')
       // The first runtime goes away with the run parked; its record stays for the second.
       await a.runtime.dispose()
       expect(((await parkedResult) as ToolExecutionResult).isError).toBe(true)
       const parkedRun = first.exporter.getFinishedSpans().find((s) => s.name === 'execute_tool run_code')!
       expect(parkedRun.spanContext().traceId).toBe(TRACE_ID)
-      expect(stored.trace).toEqual({ traceparent: `00-${TRACE_ID}-${parkedRun.spanContext().spanId}-01`, tracestate: 'vendor=abc' })
+      expect(stored.park!.trace).toEqual({ traceparent: `00-${TRACE_ID}-${parkedRun.spanContext().spanId}-01`, tracestate: 'vendor=abc' })
       expect(parkedRun.events.find((e) => e.name === 'toolyard.run.parked')!.attributes).toMatchObject({ 'toolyard.run.waiting_calls': 1 })
 
       const second = tracing()
@@ -118,7 +118,7 @@ export function describeResumeTelemetry(name: string, createCodeRuntime: (option
       void a.runtime.execute({ callId: 'run-rec', name: 'run_code', arguments: { code: PROGRAM, description: 'pay' }, signal: new AbortController().signal })
       await until(async () => (await store.list('runs/')).entries.length === 1, 'the parked run')
       // As if the first runtime ran pay and effect('after') after the park, then died before the run ended.
-      const secret = (JSON.parse((await store.get('runs/run-rec'))!.value) as { secret: string }).secret
+      const secret = (JSON.parse((await store.get('runs/run-rec'))!.value) as { park: { secret: string } }).park.secret
       const record = async (n: number, call: { name: string; arguments: JsonValue; value: JsonValue }) =>
         store.put(`calls/run-rec/${n}`, JSON.stringify({ state: 'done', name: call.name, args: await argumentsHash(call.arguments), run: secret, value: call.value }))
       await record(2, { name: 'pay', arguments: { cents: 500 }, value: 'paid 500' })

@@ -52,14 +52,14 @@ it('a run resumed by another runtime on the store is in the same trace, its span
   await until(async () => {
     const entry = await store.get('runs/run-trace')
     stored = entry === undefined ? undefined : readStoredRun(entry.value)
-    return stored?.trace !== undefined
+    return stored?.park?.trace !== undefined
   })
   // The first process goes away with the run parked (its record stays for the next one).
   await a.runtime.dispose()
   expect(((await first) as ToolExecutionResult).isError).toBe(true)
   const parkedRun = a.exporter.getFinishedSpans().find((s) => s.name === 'execute_tool run_code')!
   expect(parkedRun.spanContext().traceId).toBe(TRACE_ID)
-  expect(stored!.trace).toEqual({ traceparent: `00-${TRACE_ID}-${parkedRun.spanContext().spanId}-01`, tracestate: 'vendor=abc' })
+  expect(stored!.park!.trace).toEqual({ traceparent: `00-${TRACE_ID}-${parkedRun.spanContext().spanId}-01`, tracestate: 'vendor=abc' })
   const parked = parkedRun.events.find((e) => e.name === 'toolyard.run.parked')!
   expect(parked.attributes).toMatchObject({ 'toolyard.run.waiting_calls': 1 })
 
@@ -80,9 +80,9 @@ it('a run resumed by another runtime on the store is in the same trace, its span
 })
 
 it('a stored context that is not a W3C one is dropped when the record is read (the resumed run starts its own trace)', () => {
-  const record = { version: 1, callId: 'r', code: 'return 1', description: 'd', numbering: { submitted: 0, calls: [] } }
+  const park = { code: 'return 1', description: 'd', numbering: { submitted: 0, calls: [] } }
   const state = { version: 1, vm: { journal: { inputs: [], reads: [], ops: '', calls: [] }, clockMs: 0, timers: [] }, logs: [], logBytes: 0, logTruncated: false, busyMs: 0, wallMs: 0, lastCallId: 0, calls: [] }
-  const read = (trace: unknown) => readStoredRun(JSON.stringify({ ...record, state, trace }))
+  const read = (trace: unknown) => readStoredRun(JSON.stringify({ version: 1, callId: 'r', park: { ...park, state, trace } }))?.park
   expect(read({ traceparent: 5 })).toBeDefined()
   expect(read({ traceparent: 5 })!.trace).toBeUndefined()
   expect(read({ traceparent: 'x', tracestate: 'k=v'.repeat(200) })!.trace).toBeUndefined()
