@@ -6,13 +6,13 @@
 import { describe, expect, it } from 'vitest'
 import { createSandboxRuntime } from '../../../platforms/node/index.js'
 import { createApprovalBroker } from '../../../src/approvals/index.js'
-import type { ApprovalBroker, PendingApproval } from '../../../src/approvals/index.js'
+import type { ApprovalBroker } from '../../../src/approvals/index.js'
 import { argumentsHash } from '../../../src/durable/call-key.js'
 import { createMemoryStore } from '../../../src/durable/index.js'
 import { createToolRuntime } from '../../../src/registry/index.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
 import type { ToolExecutionResult } from '../../../src/types.js'
-import { codeOf, until } from './helpers.js'
+import { codeOf, listed, until } from './helpers.js'
 
 function setup(broker: ApprovalBroker, codeRuntime?: ReturnType<typeof createSandboxRuntime>) {
   const runtime = createToolRuntime({ mode: 'both', approvals: broker, ...(codeRuntime === undefined ? {} : { codeRuntime }) })
@@ -34,18 +34,6 @@ function setup(broker: ApprovalBroker, codeRuntime?: ReturnType<typeof createSan
 }
 
 const signal = () => new AbortController().signal
-
-async function listed(broker: ApprovalBroker, count: number): Promise<readonly PendingApproval[]> {
-  let seen = 0
-  return until(
-    async () => {
-      const list = await broker.pending()
-      seen = list.length
-      return list.length >= count && list
-    },
-    () => `${count} pending (saw ${seen})`,
-  )
-}
 
 describe('a stored decision answers only the call it was taken for', () => {
   it('the same call id with other arguments is a new request: the earlier Allow is not reused', async () => {

@@ -16,7 +16,7 @@ import { createMemoryStore } from '../../../src/durable/index.js'
 import type { DurableStore } from '../../../src/durable/index.js'
 import { createToolRuntime } from '../../../src/registry/index.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
-import { codeOf, until } from './helpers.js'
+import { codeOf, listed, until } from './helpers.js'
 
 const dirs: string[] = []
 afterAll(async () => {
@@ -52,18 +52,6 @@ function setup(broker: ApprovalBroker, codeRuntime?: ReturnType<typeof createSan
   )
   runtime.on('tools/pre-execute', (d, exec) => (exec.name === 'pay' ? { kind: 'ask', reason: 'moves money' } : d))
   return { runtime, ran }
-}
-
-async function listed(broker: ApprovalBroker, count: number) {
-  let seen = 0
-  return until(
-    async () => {
-      const list = await broker.pending()
-      seen = list.length
-      return list.length >= count && list
-    },
-    () => `${count} pending (saw ${seen})`,
-  )
 }
 
 for (const [label, open] of stores) {

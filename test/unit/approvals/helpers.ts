@@ -99,3 +99,16 @@ export function programResult(result: ToolExecutionResult): unknown {
   expect(result.isError, messageOf(result)).toBe(false)
   return (result as { value: { result?: unknown } }).value.result
 }
+
+/** Waits until `broker` lists at least `count` pending requests, and returns them. */
+export async function listed(broker: ApprovalBroker, count: number): Promise<readonly PendingApproval[]> {
+  let seen = 0
+  return until(
+    async () => {
+      const list = await broker.pending()
+      seen = list.length
+      return list.length >= count && list
+    },
+    () => `${count} pending (saw ${seen})`,
+  )
+}
