@@ -7,6 +7,7 @@ import { describe, expect, it, vi } from 'vitest'
 import { createMcpApp, listMcpTools } from '../../../src/mcp/index.js'
 import { createToolRuntime, defineTool } from '../../../src/index.js'
 import { AUTH, TOKEN } from '../http/fixtures.js'
+import { countTurns } from '../../support/turn-counter.js'
 
 /** The largest chunk one pull may encode: 64 Ki UTF-16 units, up to 3 UTF-8 bytes each. */
 const MAX_CHUNK_BYTES = 3 * 64 * 1024
@@ -33,13 +34,7 @@ const lists = (n: number) => Array.from({ length: n }, (_, id) => ({ jsonrpc: '2
 
 /** Reads `body` chunk by chunk, counting the host's turns (a chained setTimeout) each chunk took. */
 async function readCountingTurns(body: ReadableStream<Uint8Array>): Promise<{ chunks: Uint8Array[]; turns: number[] }> {
-  let turns = 0
-  let ticking = true
-  const tick = (): void => {
-    turns++
-    if (ticking) setTimeout(tick, 0)
-  }
-  setTimeout(tick, 0)
+  const counter = countTurns()
   const reader = body.getReader()
   const chunks: Uint8Array[] = []
   const at: number[] = []
@@ -47,9 +42,9 @@ async function readCountingTurns(body: ReadableStream<Uint8Array>): Promise<{ ch
     const { done, value } = await reader.read()
     if (done) break
     chunks.push(value)
-    at.push(turns)
+    at.push(counter.turns())
   }
-  ticking = false
+  counter.stop()
   return { chunks, turns: at }
 }
 

@@ -8,6 +8,7 @@ import { createMcpApp } from '../../../src/mcp/index.js'
 import { createToolRuntime, defineTool } from '../../../src/index.js'
 import type { ToolRuntime } from '../../../src/index.js'
 import { JSON_AUTH, TOKEN } from '../http/fixtures.js'
+import { countTurns } from '../../support/turn-counter.js'
 
 function tool(name: string) {
   return defineTool({
@@ -68,23 +69,17 @@ describe('MCP tools/list', () => {
     // Each clock reading moves 1 ms: a slice of 2 ms holds a few descriptors.
     let clock = 0
     vi.spyOn(performance, 'now').mockImplementation(() => (clock += 1))
-    let turns = 0
-    let ticking = true
-    const tick = (): void => {
-      turns++
-      if (ticking) setTimeout(tick, 0)
-    }
-    setTimeout(tick, 0)
+    const counter = countTurns()
     const names = await listed(app)
-    const cold = turns
+    const cold = counter.turns()
     vi.restoreAllMocks()
-    turns = 0
+    counter.reset()
     expect(await listed(app)).toHaveLength(300)
-    ticking = false
+    counter.stop()
     expect(names).toHaveLength(300)
     // 300 new descriptors: dozens of turns; the same list again: the last answer, in the request's own few turns.
     expect(cold).toBeGreaterThan(50)
-    expect(turns).toBeLessThan(10)
+    expect(counter.turns()).toBeLessThan(10)
     await runtime.dispose()
   })
 })
