@@ -390,8 +390,8 @@ export class QuickJsEngine {
   readonly #unimageable = new Set<number>()
   /** Per memory size, the instance of a released sandbox: the next build resets its memory in place. */
   readonly #spares = new Map<number, Instantiated>()
-  /** Sizes whose fresh instance {@link scanInSteps} is scanning now. */
-  readonly #scanning = new Set<number>()
+  /** Per memory size, the scan {@link scanInSteps} runs now: `hurry()` ends its pauses, `done` settles when it ends. */
+  readonly #scanning = new Map<number, { readonly hurry: () => void; readonly done: Promise<void> }>()
   /** Per memory size, the VM {@link scanInSteps} made on the instance it scanned: the next build's. */
   readonly #prebuilt = new Map<number, QuickJsSandbox>()
 
@@ -463,6 +463,14 @@ export class QuickJsEngine {
     const prebuilt = this.#prebuilt.get(memoryMb)
     this.#prebuilt.delete(memoryMb)
     if (prebuilt !== undefined) return prebuilt
+    const scan = this.#scanning.get(memoryMb)
+    if (scan !== undefined && !this.#spares.has(memoryMb)) {
+      // Finishing the scan now (tens of ms, once a thread) beats a fresh instance a run until it ends:
+      // each costs its image's first page touches, and the memories dropped bring major collections.
+      scan.hurry()
+      await scan.done
+      return this.build(memoryMb)
+    }
     const image = this.#images.get(memoryMb)
     if (image !== undefined) {
       const spare = this.#spares.get(memoryMb)
@@ -530,26 +538,42 @@ export class QuickJsEngine {
    * of a page costs far more than a scan: ~14 µs a 4 KiB page here, ~57 ms for 16 MiB never
    * touched, which no build should wait for), then a VM booted on it whose image is taken with
    * every page already read (~3 ms); with an image already, restored on it. Its instance is then
-   * reset in place for later VMs, never touching a page for the first time.
+   * reset in place for later VMs, never touching a page for the first time. A {@link build} while
+   * it runs ends its pauses and waits for it, rather than build on a fresh instance.
    */
   async scanInSteps(memoryMb: number, pause: () => Promise<void>, stepMs = 2): Promise<void> {
     if (this.#options.images === false || this.#unimageable.has(memoryMb) || this.#spares.has(memoryMb) || this.#prebuilt.has(memoryMb) || this.#scanning.has(memoryMb)) return
-    this.#scanning.add(memoryMb)
+    let hurried = false
+    let wake: () => void = () => undefined
+    const hurry = new Promise<void>((resolve) => {
+      wake = resolve
+    })
+    const step = (): Promise<void> | undefined => (hurried ? undefined : Promise.race([pause(), hurry]))
+    let finish!: () => void
+    this.#scanning.set(memoryMb, {
+      hurry: () => {
+        hurried = true
+        wake()
+      },
+      done: new Promise((resolve) => {
+        finish = resolve
+      }),
+    })
     try {
-      await pause()
+      await step()
       const instance = await this.#instantiate(await this.#loadParts(), memoryMb, INITIAL_PAGES)
       const fresh = new Uint8Array(chunkCount(instance.memory))
       for (let from = 0; from < fresh.length; ) {
-        await pause()
+        await step()
         const startedAt = performance.now()
         // 64 chunks between clock readings: ~1 ms where their pages are read for the first time.
-        while (from < fresh.length && performance.now() - startedAt < stepMs) {
+        while (from < fresh.length && (hurried || performance.now() - startedAt < stepMs)) {
           const to = Math.min(fresh.length, from + 64)
           flagNonZeroChunks(instance.memory, fresh, from, to)
           from = to
         }
       }
-      await pause()
+      await step()
       const image = this.#images.get(memoryMb)
       const parts = await this.#loadParts()
       // The image's boot (or, with an image, its restore) on the scanned instance: a VM ready for the next build.
@@ -560,6 +584,7 @@ export class QuickJsEngine {
       // The builds boot as without it, and report what fails.
     } finally {
       this.#scanning.delete(memoryMb)
+      finish()
     }
   }
 

@@ -247,12 +247,13 @@ export function serveSandboxThread(channel: SandboxThreadChannel, variant: Quick
       current = undefined
       if (stop !== undefined) Atomics.compareExchange(stop, STOP_SLOT, id, 0)
       channel.post({ type: 'ended', run: id })
+      // Whether or not idle time comes: until its scan ends, each VM would be a fresh instance (see QuickJsEngine.build).
+      scan()
       // Idle time: build the next run's sandbox now, then say so (the host prefers primed threads).
       setTimeout(() => {
         if (current !== undefined) return
         void prebuild().then(() => {
           channel.post({ type: 'ready' })
-          scan()
           // The stripper's cold pass (tens of ms, 100+ under load) only once the thread has stayed idle
           // after saying ready: a run sent right after this one never waits for it.
           if (stripperWarm) return

@@ -336,8 +336,8 @@ var QuickJsEngine = class {
   #unimageable = /* @__PURE__ */ new Set();
   /** Per memory size, the instance of a released sandbox: the next build resets its memory in place. */
   #spares = /* @__PURE__ */ new Map();
-  /** Sizes whose fresh instance {@link scanInSteps} is scanning now. */
-  #scanning = /* @__PURE__ */ new Set();
+  /** Per memory size, the scan {@link scanInSteps} runs now: `hurry()` ends its pauses, `done` settles when it ends. */
+  #scanning = /* @__PURE__ */ new Map();
   /** Per memory size, the VM {@link scanInSteps} made on the instance it scanned: the next build's. */
   #prebuilt = /* @__PURE__ */ new Map();
   constructor(options) {
@@ -399,6 +399,12 @@ var QuickJsEngine = class {
     const prebuilt = this.#prebuilt.get(memoryMb);
     this.#prebuilt.delete(memoryMb);
     if (prebuilt !== void 0) return prebuilt;
+    const scan = this.#scanning.get(memoryMb);
+    if (scan !== void 0 && !this.#spares.has(memoryMb)) {
+      scan.hurry();
+      await scan.done;
+      return this.build(memoryMb);
+    }
     const image = this.#images.get(memoryMb);
     if (image !== void 0) {
       const spare = this.#spares.get(memoryMb);
@@ -458,25 +464,41 @@ var QuickJsEngine = class {
    * of a page costs far more than a scan: ~14 µs a 4 KiB page here, ~57 ms for 16 MiB never
    * touched, which no build should wait for), then a VM booted on it whose image is taken with
    * every page already read (~3 ms); with an image already, restored on it. Its instance is then
-   * reset in place for later VMs, never touching a page for the first time.
+   * reset in place for later VMs, never touching a page for the first time. A {@link build} while
+   * it runs ends its pauses and waits for it, rather than build on a fresh instance.
    */
   async scanInSteps(memoryMb, pause, stepMs = 2) {
     if (this.#options.images === false || this.#unimageable.has(memoryMb) || this.#spares.has(memoryMb) || this.#prebuilt.has(memoryMb) || this.#scanning.has(memoryMb)) return;
-    this.#scanning.add(memoryMb);
+    let hurried = false;
+    let wake = () => void 0;
+    const hurry = new Promise((resolve) => {
+      wake = resolve;
+    });
+    const step = () => hurried ? void 0 : Promise.race([pause(), hurry]);
+    let finish;
+    this.#scanning.set(memoryMb, {
+      hurry: () => {
+        hurried = true;
+        wake();
+      },
+      done: new Promise((resolve) => {
+        finish = resolve;
+      })
+    });
     try {
-      await pause();
+      await step();
       const instance = await this.#instantiate(await this.#loadParts(), memoryMb, INITIAL_PAGES);
       const fresh = new Uint8Array(chunkCount(instance.memory));
       for (let from = 0; from < fresh.length; ) {
-        await pause();
+        await step();
         const startedAt = performance.now();
-        while (from < fresh.length && performance.now() - startedAt < stepMs) {
+        while (from < fresh.length && (hurried || performance.now() - startedAt < stepMs)) {
           const to = Math.min(fresh.length, from + 64);
           flagNonZeroChunks(instance.memory, fresh, from, to);
           from = to;
         }
       }
-      await pause();
+      await step();
       const image = this.#images.get(memoryMb);
       const parts = await this.#loadParts();
       const sandbox = image === void 0 ? this.#boot(parts, memoryMb, instance, fresh) : restoreSandbox(instance, new parts.Ffi(instance.emscripten), image, true);
@@ -485,6 +507,7 @@ var QuickJsEngine = class {
     } catch {
     } finally {
       this.#scanning.delete(memoryMb);
+      finish();
     }
   }
   /**
@@ -1322,11 +1345,11 @@ function serveSandboxThread(channel, variant2, loadStripper) {
       current = void 0;
       if (stop !== void 0) Atomics.compareExchange(stop, STOP_SLOT, id, 0);
       channel.post({ type: "ended", run: id });
+      scan();
       setTimeout(() => {
         if (current !== void 0) return;
         void prebuild().then(() => {
           channel.post({ type: "ready" });
-          scan();
           if (stripperWarm) return;
           const seen = runsStarted;
           setTimeout(() => {

@@ -294,6 +294,33 @@ describe('QuickJsEngine: VMs restored from the image of a booted one', () => {
     expect((second.runtime as unknown as { module: unknown }).module).not.toBe((first.runtime as unknown as { module: unknown }).module)
   })
 
+  it('a build while its scan pauses finishes the scan at once and takes its VM: no fresh instance a run until idle time comes (issue 34)', async () => {
+    const moduleOf = (sandbox: QuickJsSandbox) => (sandbox.runtime as unknown as { module: unknown }).module
+    const images: Parameters<QuickJsEngine['adoptImage']>[1][] = []
+    const taker = new QuickJsEngine({ sandboxSource: SANDBOX_SOURCE, variant, wasmModule, imageInBuild: false, onImage: (_, image) => images.push(image) })
+    await taker.scanInSteps(32, () => Promise.resolve())
+    const adopter = new QuickJsEngine({ sandboxSource: SANDBOX_SOURCE, variant, wasmModule, imageInBuild: false })
+    adopter.adoptImage(32, structuredClone(images[0]!))
+    ;(await adopter.build(32)).release()
+    // Back-to-back runs: the thread never idles, so the scan's pauses never end by themselves.
+    let pauses = 0
+    const scanned = adopter.scanInSteps(32, () => {
+      pauses++
+      return new Promise<void>(() => undefined)
+    })
+    const hurried = await adopter.build(32)
+    expect(pauses).toBe(1)
+    expect(hurried.made).toBe('restored')
+    expect(evaluate(hurried, "Object.prototype.polluted = 'yes'; globalThis.leaked = 1; 1")).toBe(1)
+    hurried.release()
+    // Its instance is reset in place for the next VM, a fresh realm.
+    const next = await adopter.build(32)
+    built.push(next)
+    expect(moduleOf(next) === moduleOf(hurried)).toBe(true)
+    expect(evaluate(next, '[({}).polluted, typeof leaked].join()')).toBe(',undefined')
+    await scanned
+  })
+
   it("routes the interrupt poll to its own run: a hot loop stops when the run's handler says so", async () => {
     const sandbox = await restored()
     let polls = 0
