@@ -396,44 +396,80 @@ var __toolyardSandbox = (() => {
       return void 0;
     }
   }
+  var INDEX_WALK_FROM = 65536;
+  var isContainer = (v) => typeof v === "object" && v !== null;
+  function frameOf(v, depth) {
+    let keys;
+    let children;
+    try {
+      if (v instanceof Map) {
+        children = [];
+        for (const [k, item] of Map.prototype.entries.call(v)) {
+          if (isContainer(k)) children.push(k);
+          if (isContainer(item)) children.push(item);
+        }
+      } else if (v instanceof Set) {
+        children = [];
+        for (const item of Set.prototype.values.call(v)) if (isContainer(item)) children.push(item);
+      } else if (Array.isArray(v)) {
+        const length = ownDescriptor(v, "length")?.value;
+        if (typeof length === "number" && length > INDEX_WALK_FROM) return { value: v, depth, keys, children, index: 0, length, holes: 0 };
+        keys = Object.keys(v);
+      } else keys = Object.keys(v);
+    } catch {
+    }
+    return { value: v, depth, keys, children, index: 0, length: -1, holes: 0 };
+  }
+  function nextElement(frame) {
+    const at = frame.index++;
+    const descriptor = ownDescriptor(frame.value, at);
+    if (descriptor === void 0 && ++frame.holes > INDEX_WALK_FROM && frame.holes * 2 > at) {
+      try {
+        const keys = Object.keys(frame.value);
+        let from = 0;
+        while (from < keys.length && Number(keys[from]) <= at) from++;
+        frame.keys = keys;
+        frame.index = from;
+      } catch {
+        frame.keys = [];
+      }
+      frame.length = -1;
+    }
+    return descriptor?.value;
+  }
   function nestsDeeperThan(value, limit) {
-    const isContainer = (v) => typeof v === "object" && v !== null;
     if (!isContainer(value)) return false;
     const deepest = /* @__PURE__ */ new Map();
     const onPath = /* @__PURE__ */ new Set();
-    const stack = [{ value, depth: 0 }];
-    while (stack.length > 0) {
-      const entry = stack.pop();
-      if ("leave" in entry) {
-        onPath.delete(entry.leave);
-        continue;
-      }
-      const { value: v, depth } = entry;
-      if (onPath.has(v)) continue;
-      if (ArrayBuffer.isView(v) || v instanceof ArrayBuffer || v instanceof Date || v instanceof RegExp) continue;
+    const path = [];
+    const enter = (v, depth) => {
+      if (onPath.has(v)) return false;
+      if (ArrayBuffer.isView(v) || v instanceof ArrayBuffer || v instanceof Date || v instanceof RegExp) return false;
       if (depth >= limit) return true;
       const before = deepest.get(v);
-      if (before !== void 0 && before >= depth) continue;
+      if (before !== void 0 && before >= depth) return false;
       deepest.set(v, depth);
       onPath.add(v);
-      stack.push({ leave: v });
-      const below = depth + 1;
-      try {
-        if (v instanceof Map) {
-          for (const [k, item] of Map.prototype.entries.call(v)) {
-            if (isContainer(k)) stack.push({ value: k, depth: below });
-            if (isContainer(item)) stack.push({ value: item, depth: below });
-          }
-        } else if (v instanceof Set) {
-          for (const item of Set.prototype.values.call(v)) if (isContainer(item)) stack.push({ value: item, depth: below });
-        } else {
-          for (const key of Object.keys(v)) {
-            const desc = ownDescriptor(v, key);
-            if (desc !== void 0 && isContainer(desc.value)) stack.push({ value: desc.value, depth: below });
-          }
-        }
-      } catch {
+      path.push(frameOf(v, depth));
+      return false;
+    };
+    if (enter(value, 0)) return true;
+    while (path.length > 0) {
+      const frame = path[path.length - 1];
+      if (frame.index < frame.length) {
+        const child2 = nextElement(frame);
+        if (isContainer(child2) && enter(child2, frame.depth + 1)) return true;
+        continue;
       }
+      const source = frame.children ?? frame.keys;
+      if (source === void 0 || frame.index >= source.length) {
+        path.pop();
+        onPath.delete(frame.value);
+        continue;
+      }
+      const at = frame.index++;
+      const child = frame.children !== void 0 ? frame.children[at] : ownDescriptor(frame.value, frame.keys[at])?.value;
+      if (isContainer(child) && enter(child, frame.depth + 1)) return true;
     }
     return false;
   }
