@@ -46,7 +46,7 @@ const SANDBOX_ENTRIES = ['platforms/node/worker-entry.ts', 'platforms/browser/wo
 /** Each realm rule: the importing file's prefix, and which targets it may not import (with why). */
 // The runtime's store key families: only their owners name them (no module reads another's keys).
 const KEY_FAMILIES = [
-  { prefixes: ['runs/', 'calls/', 'owners/', 'run-records/', 'run-events/'], owners: ['src/durable/'] },
+  { prefixes: ['runs/', 'calls/', 'owners/', 'run-records/', 'run-events/', 'run-parks/'], owners: ['src/durable/'] },
   { prefixes: ['approvals/'], owners: ['src/durable/', 'src/approvals/'] },
 ]
 // Store implementations (drivers and the edge's index store) may see every key.

@@ -399,7 +399,7 @@ export class RunService implements RunStoreSide {
     const entry = await this.#store.get(runKey(seen.callId))
     const stored = entry === undefined ? undefined : readStoredRun(entry.value)
     const record = (await this.records.read(seen.id))?.record
-    if (stored === undefined || stored.park !== undefined || record === undefined || record.status !== 'running' || record.owner === this.owner || record.callId !== seen.callId) return false
+    if (stored === undefined || (stored.park ?? stored.parkPieces) !== undefined || record === undefined || record.status !== 'running' || record.owner === this.owner || record.callId !== seen.callId) return false
     if (record.owner !== undefined && (await this.alive(record.owner, staleMs))) return false
     const put = await this.records.put({ ...record, status: 'failed', settledAt: Date.now(), result: interruptedRunResult('the process running it') }, { ifVersion: entry!.version })
     // Its process wrote it meanwhile: not lost after all.

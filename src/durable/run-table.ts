@@ -425,7 +425,7 @@ export interface RunEventStore {
 export const MAX_RESTORED_EVENT_ID = 1e12
 
 /** The largest piece written: under every driver's default value cap (the edge's is 128 KiB). */
-const MAX_PIECE_BYTES = 64 * 1024
+export const MAX_PIECE_BYTES = 64 * 1024
 /** A store whose cap is smaller gets smaller pieces, down to this. */
 const MIN_PIECE_BYTES = 1024
 /** A manifest is a few numbers: anything longer is not one. */
@@ -480,6 +480,49 @@ function readFrames(body: string, last: number): RunEventFrame[] | undefined {
 }
 
 /**
+ * Writes `body` as the values `<prefix>0`, `<prefix>1`… of at most `size.bytes` UTF-8 bytes
+ * each; a store with a smaller value cap halves `size.bytes` (kept for the next write), down
+ * to 1 KiB. How many pieces.
+ */
+export async function putPieces(store: DurableStore, prefix: string, body: string, size: { bytes: number }): Promise<number> {
+  for (;;) {
+    const pieces = utf8Pieces(body, size.bytes)
+    try {
+      for (let n = 0; n < pieces.length; n++) await store.put(`${prefix}${n}`, pieces[n]!)
+      return pieces.length
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== 'STORE_VALUE_TOO_LARGE' || size.bytes <= MIN_PIECE_BYTES) throw error
+      size.bytes = Math.max(MIN_PIECE_BYTES, size.bytes >> 1)
+    }
+  }
+}
+
+/**
+ * The text of `count` pieces written by {@link putPieces}, or `undefined` when one is missing
+ * or they are not `bytes` UTF-8 bytes together: read one by one and given up on past `bytes`,
+ * so pieces another process filled with garbage cost at most that much memory.
+ */
+export async function getPieces(store: DurableStore, prefix: string, count: number, bytes: number): Promise<string | undefined> {
+  const parts: string[] = []
+  let read = 0
+  for (let n = 0; n < count; n++) {
+    const piece = await store.get(`${prefix}${n}`)
+    // Checked before it is kept: a piece longer than what is left of the size is not one of them.
+    if (
+      piece === undefined ||
+      // Stryker disable next-line ConditionalExpression,ArithmeticOperator: a piece longer in characters is longer in bytes, so the byte check below refuses it at the same piece; this one only spares measuring it
+      piece.value.length > bytes - read
+    ) {
+      return undefined
+    }
+    read += utf8Length(piece.value)
+    if (read > bytes) return undefined
+    parts.push(piece.value)
+  }
+  return read === bytes ? parts.join('') : undefined
+}
+
+/**
  * A {@link RunEventStore} over a `DurableStore`, keeping at most `maxBytes` (UTF-8, the
  * frames' JSON) per run: what is written, and all that is ever read back (pieces are
  * read one by one and given up on past the manifest's size, which is itself within the
@@ -489,7 +532,6 @@ function readFrames(body: string, last: number): RunEventFrame[] | undefined {
  * snapshot readable.
  */
 export function createStoreRunEvents(store: DurableStore, maxBytes: number): RunEventStore {
-  let pieceBytes = MAX_PIECE_BYTES
   const base = (id: string): string => `${RUN_EVENTS_PREFIX}${id}`
   /** Deletes the pieces of `id` that are not of generation `keep`. */
   const sweep = async (id: string, keep: string | undefined): Promise<void> => {
@@ -501,19 +543,8 @@ export function createStoreRunEvents(store: DurableStore, maxBytes: number): Run
       after = page.cursor
     }
   }
-  const writePieces = async (id: string, gen: string, body: string): Promise<number> => {
-    for (;;) {
-      const pieces = utf8Pieces(body, pieceBytes)
-      try {
-        for (let n = 0; n < pieces.length; n++) await store.put(`${base(id)}/${gen}.${n}`, pieces[n]!)
-        return pieces.length
-      } catch (error) {
-        // A store with a smaller value cap than the edge's: smaller pieces, down to a floor.
-        if ((error as { code?: unknown }).code !== 'STORE_VALUE_TOO_LARGE' || pieceBytes <= MIN_PIECE_BYTES) throw error
-        pieceBytes = Math.max(MIN_PIECE_BYTES, pieceBytes >> 1)
-      }
-    }
-  }
+  // Shrunk once for good when the store refuses a piece (its cap is smaller than the edge's).
+  const pieceSize = { bytes: MAX_PIECE_BYTES }
   return {
     async put(id, log, reserve = 0, options) {
       const { frames } = log.since(0)
@@ -530,7 +561,7 @@ export function createStoreRunEvents(store: DurableStore, maxBytes: number): Run
       entries.reverse()
       const body = `[${entries.join(',')}]`
       const gen = crypto.randomUUID().replace(/-/g, '').slice(0, 12)
-      const pieces = await writePieces(id, gen, body)
+      const pieces = await putPieces(store, `${base(id)}/${gen}.`, body, pieceSize)
       const last = frames.at(-1)?.id ?? log.last
       const next = Math.min(MAX_RESTORED_EVENT_ID, last + reserve)
       const manifest: EventsManifest = { v: 1, gen, pieces, bytes, last, dropped: log.dropped + frames.length - entries.length, ...(next > last ? { next } : {}) }
@@ -547,24 +578,9 @@ export function createStoreRunEvents(store: DurableStore, maxBytes: number): Run
       const entry = await store.get(base(id))
       const manifest = entry === undefined ? undefined : readManifest(entry.value, maxBytes)
       if (manifest === undefined) return undefined
-      const parts: string[] = []
-      let bytes = 0
-      for (let n = 0; n < manifest.pieces; n++) {
-        const piece = await store.get(`${base(id)}/${manifest.gen}.${n}`)
-        // Checked before it is kept: a piece longer than what is left of the manifest's size is not one of it.
-        if (
-          piece === undefined ||
-          // Stryker disable next-line ConditionalExpression,ArithmeticOperator: a piece longer in characters is longer in bytes, so the byte check below refuses it at the same piece; this one only spares measuring it
-          piece.value.length > manifest.bytes - bytes
-        ) {
-          return undefined
-        }
-        bytes += utf8Length(piece.value)
-        if (bytes > manifest.bytes) return undefined
-        parts.push(piece.value)
-      }
-      if (bytes !== manifest.bytes) return undefined
-      const frames = readFrames(parts.join(''), manifest.last)
+      const body = await getPieces(store, `${base(id)}/${manifest.gen}.`, manifest.pieces, manifest.bytes)
+      if (body === undefined) return undefined
+      const frames = readFrames(body, manifest.last)
       if (frames === undefined) return undefined
       const next = manifest.next ?? manifest.last
       return { events: { frames, last: next, dropped: manifest.dropped, ...(next > manifest.last ? { reservedFrom: manifest.last + 1 } : {}) }, version: entry!.version }

@@ -12,9 +12,10 @@ import { traceCarrierOf } from '../telemetry/trace-context.js'
 import type { TraceCarrier } from '../telemetry/types.js'
 import { argumentsHash, newRunSecret, runSecretOf } from './call-key.js'
 import { RUN_OWNER_PREFIX } from './run-table.js'
-import { readRunView, RUN_CALL_ID_PREFIX, storedView } from './run-table.js'
+import { getPieces, MAX_PIECE_BYTES, putPieces, readRunView, RUN_CALL_ID_PREFIX, storedView } from './run-table.js'
 import type { RunRecordJson, RunRecordStore, StoredView } from './run-table.js'
-import type { DurableStore, StoreEntry } from './store.js'
+import type { DurableStore, StoreEntry, StorePutResult } from './store.js'
+import { utf8Length } from '../util/utf8.js'
 
 /** How a run's sub-calls were numbered when it parked: the count so far, and the numbers of the calls it waits on (by the program's call number). */
 export interface DurableRunNumbering {
@@ -41,6 +42,20 @@ export interface StoredPark {
   readonly trace?: TraceCarrier
 }
 
+/** Where a park too large for one value lives: `run-parks/<run>/<gen>.<n>`, named by the record's `parkPieces`. */
+const RUN_PARKS_PREFIX = 'run-parks/'
+
+/** The most UTF-8 bytes of a park read back from pieces (a park is bounded by the runtime's `maxParkedBytes`, 128 MiB by default). */
+const MAX_PARK_BYTES = 256 * 1024 * 1024
+
+/** A park kept in pieces because the record with it would pass the store's value cap. */
+export interface ParkPieces {
+  readonly gen: string
+  readonly pieces: number
+  /** UTF-8 bytes of the park's JSON, all pieces together. */
+  readonly bytes: number
+}
+
 /**
  * What `runs/<run>` holds, the one record of a run: who holds it (`owner`, `claim`), its
  * parked state while one exists (`park`), and, for a `/v1/runs` run, its view (`view`).
@@ -53,6 +68,8 @@ export interface StoredRun {
   /** Who started the run (a non-secret principal label): its resumed sub-calls' approvals name it. */
   readonly principal?: string
   readonly park?: StoredPark
+  /** In place of `park` when the record with it would not fit the store's value cap. */
+  readonly parkPieces?: ParkPieces
   readonly view?: StoredView
   /** Who is running it now (a process's random id) and since when (epoch ms); absent while only parked. */
   readonly owner?: string
@@ -126,7 +143,31 @@ export function runKey(callId: string): string {
 /** Whether the run of `callId` is parked in `store` (its record has a parked state: some process resumes it). Rejects as the store does. */
 export async function parkedIn(store: DurableStore, callId: string): Promise<boolean> {
   const entry = await store.get(runKey(callId))
-  return entry !== undefined && readStoredRun(entry.value)?.park !== undefined
+  const record = entry === undefined ? undefined : readStoredRun(entry.value)
+  return (record?.park ?? record?.parkPieces) !== undefined
+}
+
+/** The prefix of the pieces of generation `gen` of run `callId`'s park. */
+function parkPiecesPrefix(callId: string, gen: string): string {
+  return `${RUN_PARKS_PREFIX}${runKeySegment(callId)}/${gen}.`
+}
+
+/** The park a record holds, read from its pieces when it was spilled; `undefined` when it has none or its pieces are not whole. */
+async function parkOf(store: DurableStore, record: StoredRun): Promise<StoredPark | undefined> {
+  const spilled = record.parkPieces
+  if (record.park !== undefined || spilled === undefined) return record.park
+  const text = await getPieces(store, parkPiecesPrefix(record.callId, spilled.gen), spilled.pieces, spilled.bytes)
+  if (text === undefined) return undefined
+  try {
+    return readPark(JSON.parse(text))
+  } catch {
+    return undefined
+  }
+}
+
+/** Deletes the pieces of a spilled park (failures are left for nobody: pieces no record names are never read). */
+async function deletePieces(store: DurableStore, callId: string, spilled: ParkPieces): Promise<void> {
+  for (let n = 0; n < spilled.pieces; n++) await store.delete(`${parkPiecesPrefix(callId, spilled.gen)}${n}`).catch(() => undefined)
 }
 
 /** Writes of a run's record tried over conflicts (each another process's write) before giving up. */
@@ -177,6 +218,8 @@ export class DurableRuns {
   readonly #viewed = new Set<string>()
   /** Runs another process took over (a claim after this one was presumed dead): this process writes nothing more of them. */
   readonly #taken = new Set<string>()
+  /** The size of a park's pieces, shrunk for good when the store refuses one. */
+  readonly #pieceSize = { bytes: MAX_PIECE_BYTES }
   #closing = false
   #heartbeat: ReturnType<typeof setInterval> | undefined
   #firstBeat: Promise<void> = Promise.resolve()
@@ -289,7 +332,7 @@ export class DurableRuns {
     return this.#queue(callId, async () => {
       // Only the holder ends it: a record another process claimed since stays (that process goes on with the run).
       // A run with a view keeps its record (without its parked state) until its table lets it go.
-      const gone = this.#viewed.has(callId) ? await this.#writeOwn(callId, ({ park: _park, ...rest }) => rest, true) : await this.#deleteOwn(callId)
+      const gone = this.#viewed.has(callId) ? await this.#writeOwn(callId, ({ park: _park, parkPieces: _pieces, ...rest }) => rest, true) : await this.#deleteOwn(callId)
       if (!this.#viewed.has(callId)) this.#claims.delete(callId)
       if (!gone) return
       for (;;) {
@@ -410,7 +453,7 @@ export class DurableRuns {
       if (found === false || claim === undefined || (existing && found === undefined)) return false
       const current: Partial<StoredRun> = found === undefined ? {} : (readStoredRun(found.value) ?? {})
       const record: StoredRun = { ...update(current), version: 1, callId, owner: this.#owner, claimedAt: current.claimedAt ?? Date.now(), claim: claim.token }
-      const put = await this.#putRecord(callId, record, found?.version ?? null)
+      const put = await this.#putRecord(callId, record, found?.version ?? null, current.parkPieces)
       if (put.ok) {
         claim.stored = true
         claim.version = put.version
@@ -420,15 +463,48 @@ export class DurableRuns {
     return false
   }
 
-  /** Puts `record`; one too large for the store loses its view's result first (the result then lives only in memory). */
-  async #putRecord(callId: string, record: StoredRun, ifVersion: string | null) {
-    try {
-      return await this.#store.put(runKey(callId), JSON.stringify(record), { ifVersion })
-    } catch (error) {
-      if ((error as { code?: unknown }).code !== 'STORE_VALUE_TOO_LARGE' || record.view?.result === undefined) throw error
-      const { result: _omitted, ...view } = record.view
-      return this.#store.put(runKey(callId), JSON.stringify({ ...record, view }), { ifVersion })
+  /**
+   * Puts `record` (a new `park` replaces the pieces of an earlier one). One too large for the
+   * store has its park spilled into pieces, else loses its view's result (which then lives
+   * only in memory). `previous`: the pieces the replaced record named, deleted once it is
+   * replaced by a record that no longer names them; a write that does not land deletes its own.
+   */
+  async #putRecord(callId: string, record: StoredRun, ifVersion: string | null, previous?: ParkPieces): Promise<StorePutResult> {
+    let next = record
+    if (record.park !== undefined && record.parkPieces !== undefined) {
+      const { parkPieces: _stale, ...rest } = record
+      next = rest
     }
+    let spilled: ParkPieces | undefined
+    for (;;) {
+      try {
+        const put = await this.#store.put(runKey(callId), JSON.stringify(next), { ifVersion })
+        const orphan = put.ok ? previous : spilled
+        if (orphan !== undefined && orphan.gen !== next.parkPieces?.gen) await deletePieces(this.#store, callId, orphan)
+        return put
+      } catch (error) {
+        if ((error as { code?: unknown }).code !== 'STORE_VALUE_TOO_LARGE' || (next.park === undefined && next.view?.result === undefined)) {
+          if (spilled !== undefined) await deletePieces(this.#store, callId, spilled)
+          throw error
+        }
+        if (next.park !== undefined) {
+          const { park, ...rest } = next
+          spilled = await this.#spill(callId, park)
+          next = { ...rest, parkPieces: spilled }
+        } else {
+          const { result: _omitted, ...view } = next.view!
+          next = { ...next, view }
+        }
+      }
+    }
+  }
+
+  /** Writes `park` as pieces of a new generation; what the record names them by. */
+  async #spill(callId: string, park: StoredPark): Promise<ParkPieces> {
+    const text = JSON.stringify(park)
+    const gen = crypto.randomUUID().replace(/-/g, '').slice(0, 12)
+    const pieces = await putPieces(this.#store, parkPiecesPrefix(callId, gen), text, this.#pieceSize)
+    return { gen, pieces, bytes: utf8Length(text) }
   }
 
   /** A run's claim, minted when the run is new to this process. */
@@ -476,7 +552,7 @@ export class DurableRuns {
       const record = entry === undefined ? undefined : readStoredRun(entry.value)
       if (record === undefined) return
       const token = crypto.randomUUID()
-      const put = await this.#store.put(runKey(callId), JSON.stringify({ ...record, owner: this.#owner, claimedAt: Date.now(), claim: token } satisfies StoredRun), { ifVersion: entry!.version })
+      const put = await this.#putRecord(callId, { ...record, owner: this.#owner, claimedAt: Date.now(), claim: token }, entry!.version, record.parkPieces)
       if (!put.ok) return
       this.#claims.set(callId, { token, stored: true, version: put.version })
       this.#taken.delete(callId)
@@ -500,7 +576,10 @@ export class DurableRuns {
     for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
       const found = await this.#own(callId)
       if (found === false || found === undefined) return false
-      if ((await this.#store.delete(`runs/${runKeySegment(callId)}`, { ifVersion: found.version })).ok) return true
+      if (!(await this.#store.delete(`runs/${runKeySegment(callId)}`, { ifVersion: found.version })).ok) continue
+      const spilled = readStoredRun(found.value)?.parkPieces
+      if (spilled !== undefined) await deletePieces(this.#store, callId, spilled)
+      return true
     }
     return false
   }
@@ -526,8 +605,9 @@ export class DurableRuns {
         if (entry === undefined) continue
         const record = readStoredRun(entry.value)
         // A record without a parked state (a `/v1/runs` run's view) has nothing to resume.
-        const park = record?.park
-        if (record === undefined || park === undefined || key !== runKey(record.callId)) continue
+        if (record === undefined || key !== runKey(record.callId)) continue
+        const park = await parkOf(this.#store, record).catch(() => undefined)
+        if (park === undefined) continue
         // Ours already, or held by a process that is alive (its heartbeat is fresh): not ours to resume.
         if (record.owner === this.#owner) continue
         if (record.owner !== undefined && (await this.alive(record.owner, staleMs))) continue
@@ -535,7 +615,8 @@ export class DurableRuns {
         await this.beat()
         const token = crypto.randomUUID()
         const claimed: StoredRun = { ...record, owner: this.#owner, claimedAt: Date.now(), claim: token }
-        const put = await this.#store.put(key, JSON.stringify(claimed), { ifVersion: entry.version })
+        // Through #putRecord: the claim's few more bytes may take an inline park past the cap.
+        const put = await this.#putRecord(record.callId, claimed, entry.version, record.parkPieces)
         if (!put.ok) continue
         this.#claims.set(record.callId, { token, stored: true, version: put.version })
         this.#taken.delete(record.callId)
@@ -574,11 +655,18 @@ export function readStoredRun(text: string): StoredRun | undefined {
   if (v.principal !== undefined && (typeof v.principal !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(v.principal))) return undefined
   if (v.owner !== undefined && typeof v.owner !== 'string') return undefined
   if (v.claim !== undefined && (typeof v.claim !== 'string' || v.claim.length > 64)) return undefined
+  if (v.parkPieces !== undefined && !isParkPieces(v.parkPieces)) return undefined
   const park = v.park === undefined ? undefined : readPark(v.park)
   const view = v.view === undefined ? undefined : readRunView(v.view)
   if ((v.park !== undefined && park === undefined) || (v.view !== undefined && view === undefined)) return undefined
   const { park: _park, view: _view, ...rest } = v
   return { ...(rest as StoredRun), ...(park === undefined ? {} : { park }), ...(view === undefined ? {} : { view }) }
+}
+
+function isParkPieces(value: unknown): value is ParkPieces {
+  const v = value as Partial<ParkPieces> | null
+  const count = (x: unknown, max: number): boolean => typeof x === 'number' && Number.isSafeInteger(x) && x >= 1 && x <= max
+  return typeof v === 'object' && v !== null && typeof v.gen === 'string' && /^[0-9a-f]{12}$/.test(v.gen) && count(v.bytes, MAX_PARK_BYTES) && count(v.pieces, Math.ceil(v.bytes! / 1024))
 }
 
 /** A record's parked state, checked; `undefined` when it is not one. */

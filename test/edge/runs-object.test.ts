@@ -203,6 +203,23 @@ describe('durable runs in Durable Objects (built Worker, Miniflare, persisted st
     expect(text).toContain('event: end')
   })
 
+  it('a run whose parked state passes the 128 KiB value cap (a 150 KiB program) is stored in pieces, parks across a restart of workerd and finishes', async () => {
+    // Before: the park's write was refused (STORE_VALUE_TOO_LARGE) and dropped, so the object never said `stored` and a restart lost the run.
+    const id = await startRun(`const pad = '${'p'.repeat(150 * 1024)}'\n${TWO_ASKS}`)
+    await answer(id, 'edit_file')
+    const waiting = await whenStatus(id, (body) => body.status === 'waiting' && (body.approvals as Approval[]).some((a) => a.name === 'write_file'))
+    const callId = waiting.callId as string
+    const stored = async () => (await call(`/v1/runs/${id}`, { headers: auth })).headers.get('X-Toolyard-Run-State') === 'stored'
+    await until(stored, 'the run object to store its state', 30_000, 50)
+    await mf!.dispose()
+    mf = await start()
+    const listed = await approvalsOf(callId)
+    expect(listed.map((a) => a.name)).toEqual(['write_file'])
+    expect((await decide(listed[0]!.id, 'allow')).status).toBe(200)
+    const done = await ended(id)
+    expect(done).toMatchObject({ id, status: 'done', result: { isError: false, value: { result: { edits: 1, notes: 'written once' } } } })
+  })
+
   it('a Python run parked across a restart of workerd is resumed by its object in a fresh interpreter: same value, its completed call ran once', async () => {
     const id = await startRun(TWO_ASKS_PYTHON, 'python')
     await answer(id, 'edit_file')
