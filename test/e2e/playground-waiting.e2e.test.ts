@@ -57,27 +57,38 @@ async function startChild(dataDir: string, port: number): Promise<{ url: string;
   let err = ''
   child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()))
   child.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString()))
-  const deadline = Date.now() + 90_000
-  for (;;) {
-    const line = out.split('\n').find((l) => l.startsWith('{"url"'))
-    if (line !== undefined) return { url: (JSON.parse(line) as { url: string }).url, child }
-    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`the server child did not start: ${err.slice(-600)}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
+  const line = await until(
+    () => {
+      // A child that exited will never print its url: fail at once.
+      if (child.exitCode !== null) throw new Error(`the server child did not start: ${err.slice(-600)}`)
+      return out.split('\n').find((l) => l.startsWith('{"url"'))
+    },
+    () => `the server child to start: ${err.slice(-600)}`,
+    90_000,
+    50,
+  )
+  return { url: (JSON.parse(line) as { url: string }).url, child }
 }
 
 async function start(dataDir: string, port = 0): Promise<StartedServer> {
   // The same port after a restart keeps the page's origin (and what it remembered in localStorage).
-  for (let attempt = 0; ; attempt++) {
-    try {
-      const server = await startServer({ port, staticDir: join(root, 'demo/dist/'), token: TOKEN, dataDir, resumeStaleMs: 1_000, resumeEveryMs: 250 })
-      servers.push(server)
-      return server
-    } catch (error) {
-      if (attempt >= 40 || !/EADDRINUSE/.test(String(error))) throw error
-      await new Promise((resolve) => setTimeout(resolve, 250))
-    }
-  }
+  let last: unknown
+  return until(
+    async () => {
+      try {
+        const server = await startServer({ port, staticDir: join(root, 'demo/dist/'), token: TOKEN, dataDir, resumeStaleMs: 1_000, resumeEveryMs: 250 })
+        servers.push(server)
+        return server
+      } catch (error) {
+        if (!/EADDRINUSE/.test(String(error))) throw error
+        last = error
+        return undefined
+      }
+    },
+    () => `port ${port} to be free: ${String(last)}`,
+    20_000,
+    250,
+  )
 }
 
 function watch(target: Page, into: string[]): void {

@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url'
 import { chromium } from 'playwright'
 import type { Browser, Page } from 'playwright'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { until } from '../support/poll.js'
 
 /**
  * The playground end to end, in real Chromium: built with scripts/build-demo.mjs (build-demo.setup.ts), served
@@ -307,20 +308,23 @@ describe('npm start type-checks programs (preflight warn)', () => {
     const code = "const files = await tools.list_files({})\ntry { await tools.read_file({ pth: 'README.md' }) } catch (e) { console.log(e.message) }\nreturn 1"
     // The checker thread loads the compiler once (seconds on a loaded machine): a run that
     // settles first gets no warning, so ask again until one does.
-    const until = Date.now() + 60_000
     let body: { isError?: boolean; value?: { preflight?: string } } = {}
-    while (Date.now() < until) {
-      const response = await fetch(`${server.url}/v1/run`, {
-        method: 'POST',
-        headers: { authorization: 'Bearer e2e-token-0123456789abcdef', 'content-type': 'application/json' },
-        body: JSON.stringify({ code, description: 'misspelled argument' }),
-      })
-      expect(response.status).toBe(200)
-      body = (await response.json()) as typeof body
-      expect(body.isError).toBe(false)
-      if (body.value?.preflight !== undefined) break
-      await new Promise((resolve) => setTimeout(resolve, 500))
-    }
+    await until(
+      async () => {
+        const response = await fetch(`${server.url}/v1/run`, {
+          method: 'POST',
+          headers: { authorization: 'Bearer e2e-token-0123456789abcdef', 'content-type': 'application/json' },
+          body: JSON.stringify({ code, description: 'misspelled argument' }),
+        })
+        expect(response.status).toBe(200)
+        body = (await response.json()) as typeof body
+        expect(body.isError).toBe(false)
+        return body.value?.preflight !== undefined
+      },
+      () => `a run with a preflight warning (the last: ${JSON.stringify(body)})`,
+      60_000,
+      500,
+    )
     expect(body.value?.preflight).toMatch(/^Preflight \(type-check against the tools SDK, before the run\) found 1 problem:\n {2}line 2, column \d+: TS2561 .*'pth' does not exist .*Did you mean to write 'path'\?/s)
   })
 })

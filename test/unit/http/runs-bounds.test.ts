@@ -12,11 +12,11 @@ import { describe, expect, it } from 'vitest'
 import { createMemoryStore } from '../../../src/durable/index.js'
 import type { DurableStore } from '../../../src/durable/index.js'
 import { createToolsApp, runsHeld } from '../../../src/http/index.js'
-import type { RunBody, RunRecordJson, ToolsAppOptions } from '../../../src/http/index.js'
+import type { RunBody, ToolsAppOptions } from '../../../src/http/index.js'
 import { utf8Length } from '../../../src/durable/run-table.js'
 import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
-import { until } from '../approvals/helpers.js'
+import { eventually, until } from '../../support/poll.js'
 import { AUTH, JSON_AUTH, TOKEN, createFixture, errorOf, parseSse } from './fixtures.js'
 import { createStoreRunRecords } from '../../../src/durable/runs.js'
 
@@ -286,11 +286,7 @@ describe('/v1/runs: admission and the request checks of POST /v1/run', () => {
     // Every route answers 503 now; the record says how the run ended.
     expect((await f.app.request(`/v1/runs/${id}`, { headers: AUTH })).status).toBe(503)
     expect(f.wait.aborted).toBe(1)
-    let stored: RunRecordJson | undefined
-    for (const deadline = Date.now() + 10_000; stored?.status !== 'failed' && Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 5))) {
-      stored = await createStoreRunRecords(store).get(id)
-    }
-    expect(stored).toMatchObject({ status: 'failed', result: { isError: true } })
+    await eventually(async () => expect(await createStoreRunRecords(store).get(id)).toMatchObject({ status: 'failed', result: { isError: true } }), 10_000)
   })
 })
 
@@ -319,12 +315,10 @@ describe('/v1/runs with a durable store', () => {
     const f = setup({ store, runs: { maxRuns: 1 } })
     const { id, callId } = await f.start('return 40 + 2')
     const body = await f.ended(id)
-    let stored: RunRecordJson | undefined
-    const deadline = Date.now() + 10_000
-    while (stored?.status !== 'done' && Date.now() < deadline) {
-      stored = await createStoreRunRecords(store).get(id)
-      await new Promise((resolve) => setTimeout(resolve, 5))
-    }
+    const stored = await until(async () => {
+      const record = await createStoreRunRecords(store).get(id)
+      return record?.status === 'done' && record
+    }, 'the record to say done', 10_000)
     expect(stored).toEqual({ id, callId, status: 'done', createdAt: body.createdAt, settledAt: body.settledAt, result: body.result, events: body.events, owner: expect.stringMatching(/^[0-9a-f-]{36}$/), principal: 'admin' })
 
     // Another process (an app sharing the store) answers GET from the record; DELETE of a finished run is idempotent there too.
@@ -347,9 +341,7 @@ describe('/v1/runs with a durable store', () => {
     // maxRuns 1: the next run evicts this one, and its record leaves the store.
     const next = await f.start('return 1')
     await f.ended(next.id)
-    const deadline2 = Date.now() + 10_000
-    while ((await createStoreRunRecords(store).get(id)) !== undefined && Date.now() < deadline2) await new Promise((resolve) => setTimeout(resolve, 5))
-    expect(await createStoreRunRecords(store).get(id)).toBeUndefined()
+    await eventually(async () => expect(await createStoreRunRecords(store).get(id)).toBeUndefined(), 10_000)
     expect((await other.request(`/v1/runs/${id}`, { headers: AUTH })).status).toBe(404)
   })
 })

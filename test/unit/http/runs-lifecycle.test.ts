@@ -12,7 +12,7 @@ import type { RunBody } from '../../../src/http/index.js'
 import { runsHeld } from '../../../src/http/index.js'
 import { createApprovalBroker } from '../../../src/approvals/index.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
-import { until } from '../approvals/helpers.js'
+import { until } from '../../support/poll.js'
 import { AUTH, JSON_AUTH, createFixture, errorOf, parseSse, sseFrames } from './fixtures.js'
 
 let codeRuntime: CodeRuntime
@@ -73,13 +73,15 @@ function setup() {
     return body
   }
   const untilStatus = async (id: string, status: RunBody['status']): Promise<RunBody> => {
-    const deadline = Date.now() + 30_000
-    for (;;) {
-      const last = await get(id)
+    let last: RunBody | undefined
+    const message = () => `run is ${last?.status}, not ${status}: ${JSON.stringify(last)}`
+    return until(async () => {
+      last = await get(id)
       if (last.status === status) return last
-      if (['done', 'failed', 'cancelled'].includes(last.status) || Date.now() > deadline) throw new Error(`run is ${last.status}, not ${status}: ${JSON.stringify(last)}`)
-      await new Promise((resolve) => setTimeout(resolve, 5))
-    }
+      // Ended otherwise: it will never get there.
+      if (['done', 'failed', 'cancelled'].includes(last.status)) throw new Error(message())
+      return false
+    }, message, 30_000)
   }
   return { ...fixture, broker, paid, release, start, get, untilStatus, holding: () => holding }
 }
