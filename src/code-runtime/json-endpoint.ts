@@ -169,7 +169,7 @@ export class JsonWireEndpoint implements WireEndpoint {
         return
       }
       // Not JSON: not a message the protocol knows; the session would drop it too.
-      if (!parse.invalid) this.#handleParsed(parse.value, json.length)
+      if (!parse.invalid) this.#handleParsed(parse.value, json.length, parse.shared)
       return
     }
     let data: unknown
@@ -181,7 +181,7 @@ export class JsonWireEndpoint implements WireEndpoint {
     this.#handleParsed(data, json.length)
   }
 
-  #handleParsed(data: unknown, textLength: number): void {
+  #handleParsed(data: unknown, textLength: number, shared: readonly object[] = []): void {
     if (typeof data === 'object' && data !== null && !Array.isArray(data)) {
       const type = own(data, 'type')
       // JSON cannot carry `undefined`: a call without arguments arrives without the key.
@@ -192,7 +192,7 @@ export class JsonWireEndpoint implements WireEndpoint {
         const args = own(data, 'args')
         if (args === undefined) return this.#deliver(data, 0)
         if (typeof args !== 'object' || args === null) return this.#deliver(data, weigh(adoptParsedJson(args), textLength))
-        const adoption = new JsonAdoption(args)
+        const adoption = new JsonAdoption(args, shared)
         if (this.#advance(adoption)) return this.#deliver(data, weigh(adoption.result, textLength))
         this.#reading = { data, adoption, textLength }
         setTimeout(this.#resume, 0)
@@ -228,7 +228,7 @@ export class JsonWireEndpoint implements WireEndpoint {
       }
       this.#reading = undefined
       // The parsed message may be a call whose arguments are adopted in turns: what is held waits behind it too.
-      if (!reading.parse.invalid) this.#handleParsed(reading.parse.value, reading.textLength)
+      if (!reading.parse.invalid) this.#handleParsed(reading.parse.value, reading.textLength, reading.parse.shared)
     } else {
       if (!this.#advance(reading.adoption)) {
         setTimeout(this.#resume, 0)

@@ -50,6 +50,8 @@ export class SlicedJsonParse {
   #root: unknown = undefined
   #outcome: 'pending' | 'parsed' | 'invalid' = 'pending'
   #used = 0
+  #emptyObject: object | undefined
+  #emptyArray: object | undefined
 
   /** @param text - the whole JSON text (untrusted). */
   constructor(text: string) {
@@ -144,11 +146,13 @@ export class SlicedJsonParse {
     const text = this.#text
     switch (code) {
       case 123: // {
+        if (text.charCodeAt(this.#at + 1) === 125 && this.#inArgs()) return this.#empty(false)
         this.#at++
         this.#open({}, false)
         this.#mode = Mode.ObjectFirst
         return
       case 91: // [
+        if (text.charCodeAt(this.#at + 1) === 93 && this.#inArgs()) return this.#empty(true)
         this.#at++
         this.#open([], true)
         this.#mode = Mode.ArrayFirst
@@ -179,6 +183,28 @@ export class SlicedJsonParse {
       }
     }
     this.#fail()
+  }
+
+  /** True inside the root object's `args`: a call's arguments, which the host adopts as a frozen snapshot. */
+  #inArgs(): boolean {
+    const root = this.#stack[0]
+    return root !== undefined && !root.array && root.key === 'args'
+  }
+
+  /**
+   * `{}` or `[]` in a call's arguments: one frozen empty container of each kind per text, however
+   * often it occurs, so that 100,000 of them are not 100,000 objects for the garbage collector to
+   * copy. Nothing can tell them apart but identity, which JSON does not carry; the rest of the
+   * arguments is frozen by their adoption.
+   */
+  #empty(array: boolean): void {
+    this.#at += 2
+    this.#place(array ? (this.#emptyArray ??= Object.freeze([])) : (this.#emptyObject ??= Object.freeze({})))
+  }
+
+  /** The shared empty containers this parse placed (frozen): an adoption of its value takes them as they are. */
+  get shared(): readonly object[] {
+    return [this.#emptyObject, this.#emptyArray].filter((v): v is object => v !== undefined)
   }
 
   #literal(length: number, value: boolean | null): void {

@@ -228,9 +228,16 @@ export class JsonAdoption {
   #visited = 0
   #outcome: AdoptedJson | undefined | null = null
 
-  /** @param root - a container `JSON.parse` has just returned, that nothing else holds yet. */
-  constructor(root: object) {
+  /** Frozen empty containers the parse shared (taken as they are: a value each time, never entered). */
+  readonly #shared: readonly object[]
+
+  /**
+   * @param root - a container `JSON.parse` (or the host's sliced parse) has just returned, that nothing else holds yet.
+   * @param shared - frozen empty containers that parse placed wherever `{}` or `[]` occurred.
+   */
+  constructor(root: object, shared: readonly object[] = []) {
     this.#root = root
+    this.#shared = shared
     this.#frames.push({ container: root, keys: undefined, index: 0, length: -1, depth: 1 })
   }
 
@@ -285,7 +292,9 @@ export class JsonAdoption {
       const child: unknown = frame.keys === undefined ? (container as unknown[])[i] : (container as Record<string, unknown>)[frame.keys[i]!]
       this.#nodes++
       if (typeof child === 'object' && child !== null) {
-        frames.push({ container: child, keys: undefined, index: 0, length: -1, depth: frame.depth + 1 })
+        if (this.#shared.includes(child)) {
+          if (frame.depth + 1 > this.#deepest) this.#deepest = frame.depth + 1
+        } else frames.push({ container: child, keys: undefined, index: 0, length: -1, depth: frame.depth + 1 })
       } else if (typeof child === 'number' && lossyNumber(child)) {
         this.#outcome = undefined
         frames.length = 0

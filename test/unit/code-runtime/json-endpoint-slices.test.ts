@@ -140,3 +140,51 @@ describe('JsonWireEndpoint: arguments adopted in slices', () => {
     expect(events[1]!.turn).toBeGreaterThan(events[0]!.turn)
   })
 })
+
+describe('JsonWireEndpoint: empty containers in a large call’s arguments', () => {
+  const emptiesCall = (n: number) => JSON.stringify({ type: 'call', id: 1, global: 'tools', name: 'take', args: { objects: new Array(n).fill({}), arrays: new Array(n).fill([]), one: [{ a: {} }] } })
+
+  it('are one frozen object (one array) per message: 100,000 `{}` are not 100,000 objects on the host', async () => {
+    const { ep, events, turns } = endpoint()
+    const text = emptiesCall(50_000)
+    expect(text.length).toBeGreaterThan(PARSE_AT_ONCE_CHARS)
+    ep.receive(text)
+    await turns(() => events.length > 0)
+    const { event } = events[0]!
+    const args = (event.data as { args: { objects: object[]; arrays: unknown[][]; one: [{ a: object }] } }).args
+    expect(isJsonSnapshot(args)).toBe(true)
+    expect(new Set(args.objects).size).toBe(1)
+    expect(new Set(args.arrays).size).toBe(1)
+    expect(args.one[0].a).toBe(args.objects[0])
+    expect(Object.isFrozen(args.objects[0]) && Object.isFrozen(args.arrays[0])).toBe(true)
+    expect(Object.getPrototypeOf(args.objects[0])).toBe(Object.prototype)
+    expect(Array.isArray(args.arrays[0]) && args.arrays[0].length === 0).toBe(true)
+    // Counted and weighed as the distinct values JSON.parse makes: the same nodes, depth and weight.
+    const once = adoptParsedJson((JSON.parse(text) as { args: unknown }).args)!
+    expect(event.checkedArgBytes).toBe(text.length + ARG_BYTES_PER_NODE * once.nodes)
+    // Two messages never share: each parse has its own.
+    ep.receive(text)
+    await turns(() => events.length > 1)
+    expect((events[1]!.event.data as { args: { objects: object[] } }).args.objects[0]).not.toBe(args.objects[0])
+  })
+
+  it('outside a call’s arguments (a large result, a log) stay distinct and unfrozen, as JSON.parse makes them', async () => {
+    const { ep, events, turns } = endpoint()
+    ep.receive(JSON.stringify({ type: 'done', value: new Array(30_000).fill({}) }))
+    await turns(() => events.length > 0)
+    const value = (events[0]!.event.data as { value: object[] }).value
+    expect(value[0]).not.toBe(value[1])
+    expect(Object.isFrozen(value[0])).toBe(false)
+  })
+
+  it('a shared empty container still counts for the depth: 101 levels ending in `[]` are refused, 100 are not', async () => {
+    const { ep, events, turns } = endpoint()
+    const call = (id: number, levels: number) => `{"type":"call","id":${id},"global":"tools","name":"take","args":[${'['.repeat(levels - 2)}[]${']'.repeat(levels - 2)},"${'x'.repeat(PARSE_AT_ONCE_CHARS)}"]}`
+    ep.receive(call(1, 101))
+    ep.receive(call(2, 100))
+    await turns(() => events.length > 1)
+    // No checked weight: refused for its nesting past MAX_VALUE_DEPTH (100), counted from the arguments' root.
+    expect(events[0]!.event.checkedArgBytes).toBeUndefined()
+    expect(events[1]!.event.checkedArgBytes).toBeGreaterThan(0)
+  })
+})
