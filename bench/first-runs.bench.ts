@@ -6,7 +6,7 @@
  * that takes the memory image).
  *
  * With `BASELINE=<git ref>` the same rows are measured for that ref's thread bundle
- * (`platforms/node/_sandbox-thread.mjs` at the ref, written under node_modules/.cache),
+ * (`platforms/node/_sandbox-thread.cjs` or `.mjs` at the ref, written under node_modules/.cache),
  * interleaved runtime by runtime with the current one, in this process: same host code,
  * same load. Run: `BASELINE=main npm run bench -- first-runs`; `BENCH_FRESH=<n>` runtimes
  * per contender (default 15).
@@ -37,13 +37,21 @@ interface Contender {
   readonly pool: typeof createSandboxRuntimeOn
 }
 
-/** The baseline's thread bundle, written where its package imports resolve from this checkout. */
+/** The baseline's thread bundle (CommonJS since issue 34's second round, an ES module before), written where its package imports resolve from this checkout. */
 function baselineThread(ref: string): URL {
-  const source = execFileSync('git', ['show', `${ref}:platforms/node/_sandbox-thread.mjs`], { cwd: root, maxBuffer: 64 * 1024 * 1024 })
+  const show = (file: string) => execFileSync('git', ['show', `${ref}:platforms/node/${file}`], { cwd: root, maxBuffer: 64 * 1024 * 1024, stdio: ['ignore', 'pipe', 'ignore'] })
+  let file = '_sandbox-thread.cjs'
+  let source: Buffer
+  try {
+    source = show(file)
+  } catch {
+    file = '_sandbox-thread.mjs'
+    source = show(file)
+  }
   const dir = new URL('../node_modules/.cache/toolyard-bench/', import.meta.url)
   mkdirSync(dir, { recursive: true })
   const name = ref.replaceAll(/[^\w.-]/g, '_')
-  const url = new URL(`${name}/_sandbox-thread.mjs`, dir)
+  const url = new URL(`${name}/${file}`, dir)
   mkdirSync(new URL(`${name}/`, dir), { recursive: true })
   writeFileSync(url, source)
   try {

@@ -30,9 +30,9 @@ clearStamp(stamp)
 rmSync(new URL('../dist', import.meta.url), { recursive: true, force: true })
 console.log('build: compiling src/, platforms/, engine/, examples/ and demo/ with tsc into dist/ (a minute or two the first time; later builds skip it while nothing changed)')
 run(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'])
-// tsc compiles TypeScript only: the generated Node sandbox thread (an ES module) goes next
+// tsc compiles TypeScript only: the generated Node sandbox thread goes next
 // to the compiled runtime that starts it.
-copyFileSync(new URL('../platforms/node/_sandbox-thread.mjs', import.meta.url), new URL('../dist/platforms/node/_sandbox-thread.mjs', import.meta.url))
+copyFileSync(new URL('../platforms/node/_sandbox-thread.cjs', import.meta.url), new URL('../dist/platforms/node/_sandbox-thread.cjs', import.meta.url))
 copyFileSync(new URL('../platforms/node/_sandbox-strip.cjs', import.meta.url), new URL('../dist/platforms/node/_sandbox-strip.cjs', import.meta.url))
 copyFileSync(new URL('../platforms/node/_python-thread.mjs', import.meta.url), new URL('../dist/platforms/node/_python-thread.mjs', import.meta.url))
 for (const file of ['_micropython-bounded.mjs', '_micropython-bounded.wasm']) {

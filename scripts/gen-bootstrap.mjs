@@ -5,10 +5,10 @@
 //   - engine/quickjs/_sandbox-source.ts: the script evaluated in every fresh QuickJS
 //     context (src/code-runtime/in-sandbox/bootstrap.ts, sandbox-globals.ts and
 //     src/code-runtime/in-sandbox/quickjs-entry.ts); its completion value is `{ install }`.
-//   - platforms/node/_sandbox-thread.mjs: the Node sandbox thread (platforms/node/
-//     sandbox-thread-entry.ts and the QuickJS engine it drives), an ES
-//     module whose QuickJS packages stay imports resolved next to the file; `npm run build` copies it
-//     next to the compiled runtime.
+//   - platforms/node/_sandbox-thread.cjs: the Node sandbox thread (platforms/node/
+//     sandbox-thread-entry.ts and the QuickJS engine it drives), CommonJS (no ES module loader in
+//     the thread) whose QuickJS packages stay requires resolved next to the file; `npm run build`
+//     copies it next to the compiled runtime.
 //   - platforms/node/_sandbox-strip.cjs: that thread's TypeScript stripper (sucrase bundled in),
 //     required on first need.
 //   - platforms/node/_python-thread.mjs: the Node Python sandbox thread (MicroPython).
@@ -43,10 +43,10 @@ const outputs = [
       stringModule(entry, 'SANDBOX_SOURCE', 'The script evaluated in every QuickJS context; its value is `{ install }`.', `(function () {\n${code}return __toolyardSandbox\n})()\n`),
   },
   {
-    file: 'platforms/node/_sandbox-thread.mjs',
+    file: 'platforms/node/_sandbox-thread.cjs',
     entry: 'platforms/node/sandbox-thread-entry.ts',
     // QuickJS stays external (its wasm sits beside it); sucrase is in _sandbox-strip.cjs.
-    options: { format: 'esm', platform: 'node', target: 'node20', external: ['@jitl/*', 'quickjs-emscripten-core'] },
+    options: { format: 'cjs', platform: 'node', target: 'node20', external: ['@jitl/*', 'quickjs-emscripten-core'] },
     render: (code, entry) => `${header(entry)}${code}`,
   },
   {

@@ -35,6 +35,11 @@ const PAGE_BYTES = 65_536
 /** A released instance whose memory grew more than this past its image is dropped, not reset: zeroing it would cost more than a fresh one, and its pages would stay resident. */
 const MAX_RECYCLED_GROWTH_BYTES = 16 * 1024 * 1024
 /**
+ * Builds that take a fresh instance while a scan runs, before one waits for the scan to end: a thread's
+ * first runs stay quick, and one that keeps getting runs back to back pays the scan's rest once.
+ */
+const FRESH_BUILDS_WHILE_SCANNING = 3
+/**
  * QuickJS's own stack limit, which turns deep recursion into a catchable `InternalError:
  * stack overflow`. It counts only QuickJS's shadow stack in wasm memory; each of those
  * frames also takes a wasm frame on the thread's real stack, which is the smaller bound
@@ -391,7 +396,7 @@ export class QuickJsEngine {
   /** Per memory size, the instance of a released sandbox: the next build resets its memory in place. */
   readonly #spares = new Map<number, Instantiated>()
   /** Per memory size, the scan {@link scanInSteps} runs now: `hurry()` ends its pauses, `done` settles when it ends. */
-  readonly #scanning = new Map<number, { readonly hurry: () => void; readonly done: Promise<void> }>()
+  readonly #scanning = new Map<number, { readonly hurry: () => void; readonly done: Promise<void>; builds: number }>()
   /** Per memory size, the VM {@link scanInSteps} made on the instance it scanned: the next build's. */
   readonly #prebuilt = new Map<number, QuickJsSandbox>()
 
@@ -464,7 +469,7 @@ export class QuickJsEngine {
     this.#prebuilt.delete(memoryMb)
     if (prebuilt !== undefined) return prebuilt
     const scan = this.#scanning.get(memoryMb)
-    if (scan !== undefined && !this.#spares.has(memoryMb)) {
+    if (scan !== undefined && !this.#spares.has(memoryMb) && ++scan.builds > FRESH_BUILDS_WHILE_SCANNING) {
       // Finishing the scan now (tens of ms, once a thread) beats a fresh instance a run until it ends:
       // each costs its image's first page touches, and the memories dropped bring major collections.
       scan.hurry()
@@ -538,8 +543,8 @@ export class QuickJsEngine {
    * of a page costs far more than a scan: ~14 µs a 4 KiB page here, ~57 ms for 16 MiB never
    * touched, which no build should wait for), then a VM booted on it whose image is taken with
    * every page already read (~3 ms); with an image already, restored on it. Its instance is then
-   * reset in place for later VMs, never touching a page for the first time. A {@link build} while
-   * it runs ends its pauses and waits for it, rather than build on a fresh instance.
+   * reset in place for later VMs, never touching a page for the first time. Past its first few
+   * builds on fresh instances, a {@link build} while it runs ends its pauses and waits for it.
    */
   async scanInSteps(memoryMb: number, pause: () => Promise<void>, stepMs = 2): Promise<void> {
     if (this.#options.images === false || this.#unimageable.has(memoryMb) || this.#spares.has(memoryMb) || this.#prebuilt.has(memoryMb) || this.#scanning.has(memoryMb)) return
@@ -558,6 +563,7 @@ export class QuickJsEngine {
       done: new Promise((resolve) => {
         finish = resolve
       }),
+      builds: 0,
     })
     try {
       await step()

@@ -20,7 +20,7 @@ import type { SandboxThreadBoot } from '../../src/code-runtime/sandbox-protocol.
 export type { SandboxRuntime, SandboxRuntimeLoad, SandboxRuntimeOptions } from '../../src/code-runtime/sandbox-runtime.js'
 
 /** The thread entry, generated next to this file (and copied next to its build). */
-const THREAD_URL = new URL('./_sandbox-thread.mjs', import.meta.url)
+const THREAD_URL = new URL('./_sandbox-thread.cjs', import.meta.url)
 
 /**
  * The memory the process may use, in MiB, from which the default concurrency is sized: the

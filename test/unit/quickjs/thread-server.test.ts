@@ -64,3 +64,12 @@ describe('serveSandboxThread: the stripper', () => {
     expect(loads).toBe(1)
   }, 30_000)
 })
+
+describe('the Node sandbox thread bundle', () => {
+  it('is CommonJS that loads no ES module: a thread never starts Node\'s ES module loader (~20-30 ms of its start, issue 34)', () => {
+    const source = readFileSync(new URL('../../../platforms/node/_sandbox-thread.cjs', import.meta.url), 'utf8')
+    expect(source).toMatch(/^"use strict";$/m)
+    expect(source).not.toMatch(/^import[\s{*]|\bimport\(["'`]|import\.meta/m)
+    expect(source).toContain('require("@jitl/quickjs-wasmfile-release-sync/emscripten-module")')
+  })
+})

@@ -294,7 +294,7 @@ describe('QuickJsEngine: VMs restored from the image of a booted one', () => {
     expect((second.runtime as unknown as { module: unknown }).module).not.toBe((first.runtime as unknown as { module: unknown }).module)
   })
 
-  it('a build while its scan pauses finishes the scan at once and takes its VM: no fresh instance a run until idle time comes (issue 34)', async () => {
+  it('past three fresh instances, a build while its scan pauses finishes the scan at once and takes its VM (issue 34)', async () => {
     const moduleOf = (sandbox: QuickJsSandbox) => (sandbox.runtime as unknown as { module: unknown }).module
     const images: Parameters<QuickJsEngine['adoptImage']>[1][] = []
     const taker = new QuickJsEngine({ sandboxSource: SANDBOX_SOURCE, variant, wasmModule, imageInBuild: false, onImage: (_, image) => images.push(image) })
@@ -308,8 +308,17 @@ describe('QuickJsEngine: VMs restored from the image of a booted one', () => {
       pauses++
       return new Promise<void>(() => undefined)
     })
+    // A thread's first runs keep the quick path: fresh instances.
+    const fresh: QuickJsSandbox[] = []
+    for (let i = 0; i < 3; i++) {
+      const sandbox = await adopter.build(32)
+      fresh.push(sandbox)
+      sandbox.release()
+    }
+    expect(new Set(fresh.map(moduleOf)).size).toBe(3)
     const hurried = await adopter.build(32)
     expect(pauses).toBe(1)
+    expect(fresh.some((sandbox) => moduleOf(sandbox) === moduleOf(hurried))).toBe(false)
     expect(hurried.made).toBe('restored')
     expect(evaluate(hurried, "Object.prototype.polluted = 'yes'; globalThis.leaked = 1; 1")).toBe(1)
     hurried.release()

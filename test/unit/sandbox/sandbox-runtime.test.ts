@@ -243,7 +243,7 @@ describe('createSandboxRuntime (Node)', () => {
 describe('the shared sandbox core, on threads a test can kill', () => {
   /** The real Node sandbox thread, spawned through a platform that hands the test each thread. */
   function killablePlatform(spawned: Worker[], sharedMemory: boolean) {
-    const url = new URL('../../../platforms/node/_sandbox-thread.mjs', import.meta.url)
+    const url = new URL('../../../platforms/node/_sandbox-thread.cjs', import.meta.url)
     return {
       factory: 'test',
       sandboxSource: SANDBOX_SOURCE,
