@@ -221,13 +221,22 @@ function lossyNumber(n: number): boolean {
  */
 export class JsonAdoption {
   readonly #root: object
-  /** The path from the root to the container being walked: depth-first, so it holds the nesting, never a level's breadth. */
-  readonly #frames: AdoptionFrame[] = []
+  /**
+   * The path from the root to the container being walked (depth-first, so it holds the nesting,
+   * never a level's breadth), as parallel arrays: no object per container for the garbage collector.
+   * A container's depth is its place on the path plus one.
+   */
+  readonly #containers: object[] = []
+  /** Its keys (undefined for an array, or until entered). */
+  readonly #keys: (readonly string[] | undefined)[] = []
+  /** Its next child. */
+  readonly #next: number[] = []
+  /** Its child count, -1 until entered. */
+  readonly #lengths: number[] = []
   #nodes = 1
   #deepest = 1
   #visited = 0
   #outcome: AdoptedJson | undefined | null = null
-
   /** Frozen empty containers the parse shared (taken as they are: a value each time, never entered). */
   readonly #shared: readonly object[]
 
@@ -238,7 +247,21 @@ export class JsonAdoption {
   constructor(root: object, shared: readonly object[] = []) {
     this.#root = root
     this.#shared = shared
-    this.#frames.push({ container: root, keys: undefined, index: 0, length: -1, depth: 1 })
+    this.#push(root)
+  }
+
+  #push(container: object): void {
+    this.#containers.push(container)
+    this.#keys.push(undefined)
+    this.#next.push(0)
+    this.#lengths.push(-1)
+  }
+
+  #pop(): void {
+    this.#containers.pop()
+    this.#keys.pop()
+    this.#next.pop()
+    this.#lengths.pop()
   }
 
   /** Children walked and containers entered so far (the work done: each step does at most its budget of it). */
@@ -263,54 +286,53 @@ export class JsonAdoption {
   step(budget: number): boolean {
     if (this.#outcome !== null) return true
     const stop = this.#visited + budget
-    const frames = this.#frames
+    const containers = this.#containers
     for (;;) {
-      const frame = frames[frames.length - 1]
-      if (frame === undefined) {
+      const top = containers.length - 1
+      if (top < 0) {
         snapshots.add(this.#root)
         this.#outcome = { nodes: this.#nodes, depth: this.#deepest }
         return true
       }
       if (this.#visited >= stop) return false
       this.#visited++
-      const container = frame.container
-      if (frame.length < 0) {
+      const container = containers[top]!
+      const depth = top + 1
+      let length = this.#lengths[top]!
+      if (length < 0) {
         // Entering it (its keys, later its freeze) is work too: 100,000 empty objects were once frozen in one step.
         const keys = Array.isArray(container) ? undefined : Object.keys(container)
-        frame.keys = keys
-        frame.length = keys === undefined ? (container as unknown[]).length : keys.length
+        this.#keys[top] = keys
+        length = keys === undefined ? (container as unknown[]).length : keys.length
+        this.#lengths[top] = length
         if (keys !== undefined) this.#nodes += keys.length
-        if (frame.depth > this.#deepest) this.#deepest = frame.depth
+        if (depth > this.#deepest) this.#deepest = depth
         continue
       }
-      if (frame.index >= frame.length) {
+      const i = this.#next[top]!
+      if (i >= length) {
         freeze(container)
-        frames.pop()
+        this.#pop()
         continue
       }
-      const i = frame.index++
-      const child: unknown = frame.keys === undefined ? (container as unknown[])[i] : (container as Record<string, unknown>)[frame.keys[i]!]
+      this.#next[top] = i + 1
+      const keys = this.#keys[top]
+      const child: unknown = keys === undefined ? (container as unknown[])[i] : (container as Record<string, unknown>)[keys[i]!]
       this.#nodes++
       if (typeof child === 'object' && child !== null) {
         if (this.#shared.includes(child)) {
-          if (frame.depth + 1 > this.#deepest) this.#deepest = frame.depth + 1
-        } else frames.push({ container: child, keys: undefined, index: 0, length: -1, depth: frame.depth + 1 })
+          if (depth + 1 > this.#deepest) this.#deepest = depth + 1
+        } else this.#push(child)
       } else if (typeof child === 'number' && lossyNumber(child)) {
         this.#outcome = undefined
-        frames.length = 0
+        containers.length = 0
+        this.#keys.length = 0
+        this.#next.length = 0
+        this.#lengths.length = 0
         return true
       }
     }
   }
-}
-
-/** One container on {@link JsonAdoption}'s path: its keys (undefined for an array), next child and length (-1 until entered). */
-interface AdoptionFrame {
-  readonly container: object
-  keys: readonly string[] | undefined
-  index: number
-  length: number
-  readonly depth: number
 }
 
 /**

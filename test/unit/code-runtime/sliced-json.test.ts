@@ -78,4 +78,26 @@ describe('SlicedJsonParse', () => {
       expect(parse.invalid).toBe(false)
     }
   })
+
+  it('reads numbers by hand as JSON.parse does: every string of number characters up to five long, -0 included', () => {
+    const atoms = ['-', '0', '1', '9', '.', 'e', 'E', '+', '00', '123456789012345', '1234567890123456']
+    const texts: string[] = ['']
+    for (let length = 1; length <= 4; length++) {
+      for (const text of texts.filter((t) => t.length >= length - 1)) for (const atom of atoms) if (texts.length < 20_000) texts.push(text + atom)
+    }
+    let checked = 0
+    for (const text of texts) {
+      for (const whole of [text, `[${text},1]`]) {
+        const want = reference(whole)
+        const got = sliced(whole, 3)
+        expect(got === 'invalid' ? 'invalid' : 'value', whole).toBe(want === 'invalid' ? 'invalid' : 'value')
+        if (want !== 'invalid' && got !== 'invalid') {
+          expect(Object.is(got.value, want.value) || JSON.stringify(got.value) === JSON.stringify(want.value), whole).toBe(true)
+          if (typeof want.value === 'number') expect(Object.is(got.value, want.value), whole).toBe(true)
+          checked++
+        }
+      }
+    }
+    expect(checked).toBeGreaterThan(1_000)
+  })
 })
