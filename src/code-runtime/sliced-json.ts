@@ -42,20 +42,20 @@ const enum Mode {
   InString,
 }
 
-interface Frame {
-  /** The object being filled; undefined for an array, whose elements wait in `elements` until its `]`. */
-  readonly container: Record<string, unknown> | undefined
-  readonly array: boolean
-  key: string
-  /** Where an array's elements begin in `elements`. */
-  readonly start: number
-}
-
 /** One parse of one text, advanced by {@link SlicedJsonParse.step} until {@link SlicedJsonParse.done}. */
 export class SlicedJsonParse {
   readonly #text: string
   #at = 0
-  readonly #stack: Frame[] = []
+  /**
+   * The open containers, outermost first, as parallel arrays (no object per container for the
+   * garbage collector): the object being filled, or undefined for an array (whose elements wait in
+   * `elements` until its `]`)...
+   */
+  readonly #containers: (Record<string, unknown> | undefined)[] = []
+  /** ...its current key... */
+  readonly #keys: string[] = []
+  /** ...and where its elements begin in `elements`. */
+  readonly #starts: number[] = []
   /**
    * The elements of the arrays being read, innermost last: an array is made at its `]`, of its exact
    * length (one grown by `push` keeps room for 16 more: 184 bytes for `[0]`, not 56).
@@ -154,7 +154,9 @@ export class SlicedJsonParse {
   #fail(): true {
     this.#outcome = 'invalid'
     this.#root = undefined
-    this.#stack.length = 0
+    this.#containers.length = 0
+    this.#keys.length = 0
+    this.#starts.length = 0
     this.#elements = []
     this.#parts = []
     return true
@@ -167,13 +169,13 @@ export class SlicedJsonParse {
       case 123: // {
         if (text.charCodeAt(this.#at + 1) === 125 && this.#inArgs()) return this.#empty(false)
         this.#at++
-        this.#open({}, false)
+        this.#open({})
         this.#mode = Mode.ObjectFirst
         return
       case 91: // [
         if (text.charCodeAt(this.#at + 1) === 93 && this.#inArgs()) return this.#empty(true)
         this.#at++
-        this.#open(undefined, true)
+        this.#open(undefined)
         this.#mode = Mode.ArrayFirst
         return
       case 34: // "
@@ -199,8 +201,7 @@ export class SlicedJsonParse {
 
   /** True inside the root object's `args`: a call's arguments, which the host adopts as a frozen snapshot. */
   #inArgs(): boolean {
-    const root = this.#stack[0]
-    return root !== undefined && !root.array && root.key === 'args'
+    return this.#containers[0] !== undefined && this.#keys[0] === 'args'
   }
 
   /**
@@ -280,7 +281,7 @@ export class SlicedJsonParse {
       const value = parts.length === 1 ? parts[0]! : parts.join('')
       this.#parts = []
       if (this.#isKey) {
-        this.#stack[this.#stack.length - 1]!.key = value
+        this.#keys[this.#keys.length - 1] = value
         this.#mode = Mode.Colon
       } else {
         this.#place(value)
@@ -311,33 +312,42 @@ export class SlicedJsonParse {
     return 0
   }
 
-  #open(container: Record<string, unknown> | undefined, array: boolean): void {
+  /** Opens an object (placed now) or, given undefined, an array (placed at its `]`). */
+  #open(container: Record<string, unknown> | undefined): void {
     if (container !== undefined) this.#place(container)
-    this.#stack.push({ container, array, key: '', start: this.#elements.length })
+    this.#containers.push(container)
+    this.#keys.push('')
+    this.#starts.push(this.#elements.length)
   }
 
   /** Puts a value where the cursor is: the root, the next element, or the current key's value. */
   #place(value: unknown): void {
     this.#mode = Mode.After
-    const top = this.#stack[this.#stack.length - 1]
-    if (top === undefined) this.#root = value
-    else if (top.array) this.#elements.push(value)
-    else setOwnData(top.container!, top.key, value)
+    const depth = this.#containers.length
+    if (depth === 0) {
+      this.#root = value
+      return
+    }
+    const container = this.#containers[depth - 1]
+    if (container === undefined) this.#elements.push(value)
+    else setOwnData(container, this.#keys[depth - 1]!, value)
   }
 
   #close(): void {
-    const frame = this.#stack.pop()!
+    const container = this.#containers.pop()
+    this.#keys.pop()
+    const start = this.#starts.pop()!
     this.#mode = Mode.After
-    if (!frame.array) return
-    const array = this.#elements.slice(frame.start)
-    this.#elements.length = frame.start
+    if (container !== undefined) return
+    const array = this.#elements.slice(start)
+    this.#elements.length = start
     this.#place(array)
   }
 
   /** After a value: the container goes on or ends; at the root only whitespace may follow. */
   #after(code: number): void {
-    const top = this.#stack[this.#stack.length - 1]
-    if (top === undefined) {
+    const depth = this.#containers.length
+    if (depth === 0) {
       // At the root only whitespace (already skipped) may follow.
       if (this.#at === this.#text.length) this.#outcome = 'parsed'
       else this.#fail()
@@ -345,8 +355,8 @@ export class SlicedJsonParse {
     }
     if (code === 44) {
       this.#at++
-      this.#mode = top.array ? Mode.Value : Mode.Key
-    } else if (code === (top.array ? 93 : 125)) {
+      this.#mode = this.#containers[depth - 1] === undefined ? Mode.Value : Mode.Key
+    } else if (code === (this.#containers[depth - 1] === undefined ? 93 : 125)) {
       this.#at++
       this.#close()
     } else {
