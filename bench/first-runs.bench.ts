@@ -11,6 +11,10 @@
  * same load. Run: `BASELINE=main npm run bench -- first-runs`; `BENCH_FRESH=<n>` runtimes
  * per contender (default 15).
  *
+ * `BENCH_THREAD_CPU=1` (Linux) also reports each contender's threads' own CPU time, in ms, to their
+ * first result: before the thread file runs (Node's worker start), loading it, then to the result.
+ * Wall times under load hide a few ms of a thread's work; its CPU time does not.
+ *
  * `BENCH_BACK_TO_BACK=<n>` measures instead, with the other core busy (a spinning process),
  * `<n>` back-to-back `return 1` runs on each contender's runtime after 20 untimed ones, in
  * `BENCH_BLOCKS` blocks (default 3), contender after contender: p50 / p99 / max per shape.
@@ -18,7 +22,7 @@
  * @module
  */
 import { execFileSync, spawn } from 'node:child_process'
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { loadavg } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { createSandboxRuntimeOn } from '../src/code-runtime/sandbox-runtime.js'
@@ -62,6 +66,42 @@ function baselineThread(ref: string): URL {
   }
   return url
 }
+
+/**
+ * A thread entry that records its thread's CPU time (`/proc/thread-self/schedstat`, ns) on entry,
+ * after requiring `bundle`, and at its first result (the first string it posts), one JSON line to
+ * `log`; `bundle` is the contender's thread file, loaded from where it is.
+ */
+function cpuWrapper(bundle: URL, log: string): URL {
+  const url = new URL(`../node_modules/.cache/toolyard-bench/cpu-${log.replaceAll(/\W/g, '_')}.cjs`, import.meta.url)
+  const path = fileURLToPath(new URL(`../node_modules/.cache/toolyard-bench/cpu-${log.replaceAll(/\W/g, '_')}.log`, import.meta.url))
+  mkdirSync(new URL('../node_modules/.cache/toolyard-bench/', import.meta.url), { recursive: true })
+  rmSync(path, { force: true })
+  writeFileSync(
+    url,
+    `"use strict";
+const fs = require('node:fs')
+const { parentPort } = require('node:worker_threads')
+const cpu = () => Number(fs.readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0]) / 1e6
+const entry = cpu()
+const post = parentPort.postMessage
+let done = false
+parentPort.postMessage = function (message, transfer) {
+  if (!done && typeof message === 'string') {
+    done = true
+    fs.appendFileSync(${JSON.stringify(path)}, JSON.stringify({ entry, loaded, result: cpu() }) + '\\n')
+  }
+  return post.call(this, message, transfer)
+}
+require(${JSON.stringify(fileURLToPath(bundle))})
+const loaded = cpu()
+`,
+  )
+  cpuLogs.set(log, path)
+  return url
+}
+
+const cpuLogs = new Map<string, string>()
 
 /** Ms from create to run 1's result, then from each next run's submission to its result. */
 async function firstRuns(contender: Contender, options: SandboxRuntimeOptions, idleMs = 0): Promise<number[]> {
@@ -129,12 +169,15 @@ async function backToBack(runs: number): Promise<void> {
   for (const [key, list] of samples) console.log(`  ${key.padEnd(36)} p50 ${percentile(list, 50).toFixed(2).padStart(6)}  p99 ${percentile(list, 99).toFixed(2).padStart(7)}  max ${Math.max(...list).toFixed(1).padStart(6)}`)
 }
 
-const contenders: Contender[] = [{ name: 'current', thread: undefined, pool: createSandboxRuntimeOn }]
+const THREAD_CPU = process.env.BENCH_THREAD_CPU === '1'
+const CURRENT_THREAD = new URL('../platforms/node/_sandbox-thread.cjs', import.meta.url)
+const contenders: Contender[] = [{ name: 'current', thread: THREAD_CPU ? cpuWrapper(CURRENT_THREAD, 'current') : undefined, pool: createSandboxRuntimeOn }]
 if (process.env.BASELINE !== undefined) {
   const ref = process.env.BASELINE
   // The host side of the baseline too: its pool decides when spare threads start.
   const { createSandboxRuntimeOn: pool } = await importAs<{ createSandboxRuntimeOn: typeof createSandboxRuntimeOn }>('src/code-runtime/sandbox-runtime.ts', sourceAt('src/code-runtime/sandbox-runtime.ts', ref), ref)
-  contenders.push({ name: `baseline ${ref}`, thread: baselineThread(ref), pool })
+  const thread = baselineThread(ref)
+  contenders.push({ name: `baseline ${ref}`, thread: THREAD_CPU ? cpuWrapper(thread, `baseline ${ref}`) : thread, pool })
 }
 
 const SHAPES: readonly (readonly [string, SandboxRuntimeOptions])[] = [
@@ -172,5 +215,15 @@ console.log(`  ${'contender'.padEnd(36)} ${Array.from({ length: RUNS }, (_, run)
 for (const [key, runs] of samples) {
   const cells = runs.map((list) => `${percentile(list, 50).toFixed(1)} / ${percentile(list, 95).toFixed(1)}`.padStart(16))
   console.log(`  ${key.padEnd(36)} ${cells.join(' ')}`)
+}
+if (THREAD_CPU) {
+  console.log(`\n  each thread's own CPU time to its first result (all shapes, the process's first runtimes too); ms, p50 / p95`)
+  console.log(`  ${'contender'.padEnd(36)} ${['threads', 'Node worker start', 'thread file load', 'load → result', 'total'].map((h) => h.padStart(16)).join(' ')}`)
+  for (const [name, path] of cpuLogs) {
+    const lines = readFileSync(path, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { entry: number; loaded: number; result: number })
+    const cell = (values: number[]) => `${percentile(values, 50).toFixed(1)} / ${percentile(values, 95).toFixed(1)}`.padStart(16)
+    const columns = [lines.map((l) => l.entry), lines.map((l) => l.loaded - l.entry), lines.map((l) => l.result - l.loaded), lines.map((l) => l.result)]
+    console.log(`  ${name.padEnd(36)} ${String(lines.length).padStart(16)} ${columns.map(cell).join(' ')}`)
+  }
 }
 console.log(`load after: ${loadavg().map((x) => x.toFixed(2)).join(' ')}`)
