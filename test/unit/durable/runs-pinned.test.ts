@@ -326,3 +326,37 @@ describe("a run's language survives its park", () => {
     }
   })
 })
+
+describe('the sweep and the end at their bounds', () => {
+  it('a sweep pages through more than 100 records, and leaves the runs this process parked itself', async () => {
+    const cues = cueStore()
+    const a = process(cues.store)
+    const ids = Array.from({ length: 101 }, (_, i) => `r${String(i).padStart(3, '0')}`)
+    for (const id of ids) a.forRun(id, undefined, { code: 'c', description: 'd' }).onPark(STATE, NUMBERING)
+    await a.flushed()
+    // Its own runs, even with every process counted as silent: not its to resume.
+    expect(await a.resumeAll(async () => undefined, { staleMs: 0 })).toEqual([])
+    const b = process(cues.store)
+    expect((await b.resumeAll(async () => undefined, { staleMs: 0 })).map((r) => r.callId)).toEqual(ids)
+    expect(cues.ops.filter((o) => o.op === 'list' && o.key === 'runs/').length).toBe(4)
+  })
+
+  it('an end whose delete loses four compare-and-sets in a row (same-claim rewrites) gives up: the record and call records stay', async () => {
+    const cues = cueStore()
+    const a = process(cues.store)
+    const run = await parked(a, 'r')
+    expect(await a.aroundBody(call(1, run.parent), false, async () => 'paid')).toBe('paid')
+    let deletes = 0
+    cues.before = async (op) => {
+      if (op.op === 'delete' && op.key === 'runs/r') {
+        deletes++
+        await cues.base.put('runs/r', (await cues.base.get('runs/r'))!.value)
+      }
+    }
+    await a.ended('r')
+    cues.before = undefined
+    expect(deletes).toBe(4)
+    expect(await cues.base.get('runs/r')).toBeDefined()
+    expect(await readJson(cues.base, 'calls/r/1')).toMatchObject({ state: 'done' })
+  })
+})
