@@ -6,9 +6,8 @@
 //     context (src/code-runtime/in-sandbox/bootstrap.ts, sandbox-globals.ts and
 //     src/code-runtime/in-sandbox/quickjs-entry.ts); its completion value is `{ install }`.
 //   - platforms/node/_sandbox-thread.cjs: the Node sandbox thread (platforms/node/
-//     sandbox-thread-entry.ts and the QuickJS engine it drives), CommonJS (no ES module loader in
-//     the thread) whose QuickJS packages stay requires resolved next to the file; `npm run build`
-//     copies it next to the compiled runtime.
+//     sandbox-thread-entry.ts, the QuickJS engine it drives and QuickJS's JavaScript), CommonJS
+//     (no ES module loader in the thread); `npm run build` copies it next to the compiled runtime.
 //   - platforms/node/_sandbox-strip.cjs: that thread's TypeScript stripper (sucrase bundled in),
 //     required on first need.
 //   - platforms/node/_python-thread.mjs: the Node Python sandbox thread (MicroPython).
@@ -45,8 +44,10 @@ const outputs = [
   {
     file: 'platforms/node/_sandbox-thread.cjs',
     entry: 'platforms/node/sandbox-thread-entry.ts',
-    // QuickJS stays external (its wasm sits beside it); sucrase is in _sandbox-strip.cjs.
-    options: { format: 'cjs', platform: 'node', target: 'node20', external: ['@jitl/*', 'quickjs-emscripten-core'] },
+    // QuickJS's JavaScript is bundled in (resolving its packages' `exports` maps and wrapping more
+    // modules cost a thread ~6 ms of CPU, issue 34) but its emscripten glue, which finds the wasm
+    // beside itself when the host gives none. sucrase is in _sandbox-strip.cjs.
+    options: { format: 'cjs', platform: 'node', target: 'node20', external: ['@jitl/quickjs-wasmfile-release-sync/emscripten-module'] },
     render: (code, entry) => `${header(entry)}${code}`,
   },
   {
