@@ -113,6 +113,26 @@ describe('durable runs in Durable Objects (built Worker, Miniflare, persisted st
     expect(listed.map((a) => a.name)).toEqual([name])
     expect((await decide(listed[0]!.id, decision)).status).toBe(200)
   }
+  /**
+   * After the edit was answered: waits until the run asks for `write_file` and its object says
+   * its state is stored (it parks after parkAfterMs, 1 s), restarts workerd over the same
+   * directory, and allows the write from the approval the new Worker lists. Resolves with the
+   * run's end.
+   */
+  const allowWriteAcrossRestart = async (id: string): Promise<Record<string, unknown>> => {
+    const waiting = await whenStatus(id, (body) => body.status === 'waiting' && (body.approvals as Approval[]).some((a) => a.name === 'write_file'))
+    const callId = waiting.callId as string
+    const stored = async () => (await call(`/v1/runs/${id}`, { headers: auth })).headers.get('X-Toolyard-Run-State') === 'stored'
+    await until(stored, 'the run object to store its state', 30_000, 50)
+    await mf!.dispose()
+    mf = await start()
+    // A new workerd: the approval is listed from the index, decided on the Worker, and the
+    // object (woken by the decision) resumes the run from its journal.
+    const listed = await approvalsOf(callId)
+    expect(listed.map((a) => a.name)).toEqual(['write_file'])
+    expect((await decide(listed[0]!.id, 'allow')).status).toBe(200)
+    return ended(id)
+  }
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'toolyard-edge-run-objects-'))
@@ -178,20 +198,7 @@ describe('durable runs in Durable Objects (built Worker, Miniflare, persisted st
     const id = await startRun(TWO_ASKS)
     // The edit is allowed and runs before the restart; the write asks and the run parks.
     await answer(id, 'edit_file')
-    const waiting = await whenStatus(id, (body) => body.status === 'waiting' && (body.approvals as Approval[]).some((a) => a.name === 'write_file'))
-    expect(waiting.status).toBe('waiting')
-    const callId = waiting.callId as string
-    // The run parks once it has waited parkAfterMs (1 s): wait until its object says its state is stored.
-    const stored = async () => (await call(`/v1/runs/${id}`, { headers: auth })).headers.get('X-Toolyard-Run-State') === 'stored'
-    await until(stored, 'the run object to store its state', 30_000, 50)
-    await mf!.dispose()
-    mf = await start()
-    // A new workerd: the approval is listed from the index, decided on the Worker, and the
-    // object (woken by the decision) resumes the run from its journal.
-    const listed = await approvalsOf(callId)
-    expect(listed.map((a) => a.name)).toEqual(['write_file'])
-    expect((await decide(listed[0]!.id, 'allow')).status).toBe(200)
-    const done = await ended(id)
+    const done = await allowWriteAcrossRestart(id)
     expect(done).toMatchObject({ id, status: 'done', result: { isError: false } })
     // The value an uninterrupted run gives (the first test): one edit, the note written.
     expect(done.result).toMatchObject({ value: { result: { edits: 1, notes: 'written once' } } })
@@ -207,32 +214,14 @@ describe('durable runs in Durable Objects (built Worker, Miniflare, persisted st
     // Before: the park's write was refused (STORE_VALUE_TOO_LARGE) and dropped, so the object never said `stored` and a restart lost the run.
     const id = await startRun(`const pad = '${'p'.repeat(150 * 1024)}'\n${TWO_ASKS}`)
     await answer(id, 'edit_file')
-    const waiting = await whenStatus(id, (body) => body.status === 'waiting' && (body.approvals as Approval[]).some((a) => a.name === 'write_file'))
-    const callId = waiting.callId as string
-    const stored = async () => (await call(`/v1/runs/${id}`, { headers: auth })).headers.get('X-Toolyard-Run-State') === 'stored'
-    await until(stored, 'the run object to store its state', 30_000, 50)
-    await mf!.dispose()
-    mf = await start()
-    const listed = await approvalsOf(callId)
-    expect(listed.map((a) => a.name)).toEqual(['write_file'])
-    expect((await decide(listed[0]!.id, 'allow')).status).toBe(200)
-    const done = await ended(id)
+    const done = await allowWriteAcrossRestart(id)
     expect(done).toMatchObject({ id, status: 'done', result: { isError: false, value: { result: { edits: 1, notes: 'written once' } } } })
   })
 
   it('a Python run parked across a restart of workerd is resumed by its object in a fresh interpreter: same value, its completed call ran once', async () => {
     const id = await startRun(TWO_ASKS_PYTHON, 'python')
     await answer(id, 'edit_file')
-    const waiting = await whenStatus(id, (body) => body.status === 'waiting' && (body.approvals as Approval[]).some((a) => a.name === 'write_file'))
-    const callId = waiting.callId as string
-    const stored = async () => (await call(`/v1/runs/${id}`, { headers: auth })).headers.get('X-Toolyard-Run-State') === 'stored'
-    await until(stored, 'the run object to store its state', 30_000, 50)
-    await mf!.dispose()
-    mf = await start()
-    const listed = await approvalsOf(callId)
-    expect(listed.map((a) => a.name)).toEqual(['write_file'])
-    expect((await decide(listed[0]!.id, 'allow')).status).toBe(200)
-    const done = await ended(id)
+    const done = await allowWriteAcrossRestart(id)
     expect(done).toMatchObject({ id, status: 'done', result: { isError: false, value: { result: { edits: 1, notes: 'written once' } } } })
     const text = await (await call(`/v1/runs/${id}/events`, { headers: auth })).text()
     expect(text).toContain('"resumed":true')

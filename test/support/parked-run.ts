@@ -4,6 +4,7 @@
  * @module
  */
 import type { ParkedRunState } from '../../src/code-runtime/contract.js'
+import { DurableRuns } from '../../src/durable/runs.js'
 
 /** A parked state whose one unsettled call is `tools.<name>({})`. */
 export function parkedState(name: string): ParkedRunState {
@@ -22,3 +23,17 @@ export function parkedState(name: string): ParkedRunState {
 
 /** The numbering of a run parked at its first call. */
 export const FIRST_CALL_NUMBERING = { submitted: 1, calls: [[1, 1]] as const }
+
+const processes: DurableRuns[] = []
+
+/** A "process": its runs over `store`, its heartbeat stopped by {@link closeProcesses} (call it in `afterEach`). */
+export function durableProcess(store: ConstructorParameters<typeof DurableRuns>[0]): DurableRuns {
+  const runs = new DurableRuns(store)
+  processes.push(runs)
+  return runs
+}
+
+/** Closes every process {@link durableProcess} made since the last call. */
+export function closeProcesses(): void {
+  for (const runs of processes.splice(0)) runs.close()
+}

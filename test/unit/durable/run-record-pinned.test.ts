@@ -12,21 +12,14 @@ import { createRunEventLog, createStoreRunEvents } from '../../../src/durable/ru
 import type { RunRecordJson, StoredView } from '../../../src/durable/run-table.js'
 import type { ToolExecutionResult } from '../../../src/types.js'
 import { cueStore, readJson } from '../../support/cue-store.js'
-import { FIRST_CALL_NUMBERING, parkedState } from '../../support/parked-run.js'
+import { closeProcesses, durableProcess, FIRST_CALL_NUMBERING, parkedState } from '../../support/parked-run.js'
 
 const STATE = parkedState('pay')
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
-const processes: DurableRuns[] = []
-afterEach(() => {
-  for (const runs of processes.splice(0)) runs.close()
-})
-
-function process(store: ConstructorParameters<typeof DurableRuns>[0]): DurableRuns {
-  const runs = new DurableRuns(store)
-  processes.push(runs)
-  return runs
-}
+afterEach(closeProcesses)
+/** A "process": its runs over one store. */
+const process = durableProcess
 
 const view = (over: Partial<StoredView> = {}): StoredView => ({ id: 'x', status: 'running', createdAt: 1, events: { first: 0, last: 0, dropped: 0 }, ...over })
 const CALL = 'http-run-x'

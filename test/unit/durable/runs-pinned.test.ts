@@ -11,23 +11,15 @@ import { DurableRuns } from '../../../src/durable/runs.js'
 import type { DurableSubCall, StoredRun } from '../../../src/durable/runs.js'
 import type { JsonValue } from '../../../src/json/json-value.js'
 import { cueStore, readJson } from '../../support/cue-store.js'
-import { FIRST_CALL_NUMBERING, parkedState } from '../../support/parked-run.js'
+import { closeProcesses, durableProcess, FIRST_CALL_NUMBERING, parkedState } from '../../support/parked-run.js'
 
 const STATE = parkedState('pay')
 const NUMBERING = FIRST_CALL_NUMBERING
 const TAKEN = (name: string) => `${name} was not made: another instance took this run over (this one was presumed dead) and goes on with it`
 
-const processes: DurableRuns[] = []
-afterEach(() => {
-  for (const runs of processes.splice(0)) runs.close()
-})
-
-/** A "process": its runs over `store` (its heartbeat stopped after the test). */
-function process(store: ConstructorParameters<typeof DurableRuns>[0]): DurableRuns {
-  const runs = new DurableRuns(store)
-  processes.push(runs)
-  return runs
-}
+afterEach(closeProcesses)
+/** A "process": its runs over one store. */
+const process = durableProcess
 
 function parentOf(secret: string): symbol {
   const token = Symbol('run_code')
