@@ -27,7 +27,9 @@
  *
  * Run: `npm run bench:sandbox` (or `npx tsx bench/sandbox.bench.ts`);
  * `BENCH_ONLY=cold-under-load` runs only the last section, `BENCH_ONLY=first-run` only the first-run one, `BENCH_ONLY=stalls` only the 10 MiB and the 100,000-object arguments',
- * `BENCH_ONLY=python` only Python beside TypeScript.
+ * `BENCH_ONLY=python` only Python beside TypeScript; `BENCH_ONLY=peers` only the first table
+ * (cold `return 1`, sub-call, 10 × 100 ms). `BENCH_ISOLATED_VM=<path>` adds isolated-vm (an
+ * isolate per run, as UTCP's code mode) to that table.
  */
 import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
@@ -115,6 +117,47 @@ function bareWorker(): Contender & { readonly ready: Promise<number> } {
     async dispose() {
       await worker.terminate()
     },
+  }
+}
+
+/**
+ * A peer baseline (issue 34's "UTCP's isolated-vm"): a fresh V8 isolate per run, as
+ * `@utcp/code-mode` makes one: `new ivm.Isolate`, a context, the program compiled and run as an
+ * async function, every binding call an `ivm.Reference` applied with a promise result, the
+ * isolate disposed after. Its engine is the host's V8 on the host's process (a native addon),
+ * with no thread of its own: a peer for speed, not for the same boundary. isolated-vm needs a
+ * native build (Node headers and a compiler), so it is not a dependency: set
+ * `BENCH_ISOLATED_VM=<path of a built isolated-vm package>` to add it.
+ */
+async function isolatedVm(path: string): Promise<Contender> {
+  interface Ivm {
+    Isolate: new (options: { memoryLimit: number }) => {
+      createContext(): Promise<{ global: { set(name: string, value: unknown): Promise<void>; derefInto(): unknown } }>
+      compileScript(code: string): Promise<{ run(context: unknown, options: { promise: boolean; copy: boolean }): Promise<unknown> }>
+      dispose(): void
+    }
+    Reference: new (value: unknown) => unknown
+  }
+  const ivm = createRequire(import.meta.url)(path) as Ivm
+  return {
+    name: 'isolated-vm, an isolate per run (peer)',
+    async run(program, bindings) {
+      const isolate = new ivm.Isolate({ memoryLimit: 64 })
+      try {
+        const context = await isolate.createContext()
+        await context.global.set('global', context.global.derefInto())
+        const functions = bindings[0]?.functions ?? {}
+        const signal = new AbortController().signal
+        await context.global.set('__call', new ivm.Reference(async (name: string, args: string) => JSON.stringify(await functions[name]!(JSON.parse(args), { signal }))))
+        const script = await isolate.compileScript(
+          `const tools = new Proxy({}, { get: (_, name) => async (args) => JSON.parse(await __call.apply(undefined, [name, JSON.stringify(args)], { result: { promise: true } })) });\n(async () => {\n${program}\n})()`,
+        )
+        return await script.run(context, { promise: true, copy: true })
+      } finally {
+        isolate.dispose()
+      }
+    },
+    async dispose() {},
   }
 }
 
@@ -221,10 +264,11 @@ async function main(): Promise<void> {
     await pythonBeside()
     return
   }
-  await firstRun()
+  if (process.env.BENCH_ONLY !== 'peers') await firstRun()
   const sandbox = createSandboxRuntime()
   await sandbox.warm()
   const contenders = [fromRuntime('toolyard sandbox (QuickJS in threads)', sandbox), bareWorker(), fromRuntime('QuickJS on the host thread', createQuickJsRuntime({ wasmModule }))]
+  if (process.env.BENCH_ISOLATED_VM !== undefined) contenders.push(await isolatedVm(process.env.BENCH_ISOLATED_VM))
   const figures = new Map(contenders.map((c) => [c.name, { cold: [] as number[], backToBack: [] as number[], call: [] as number[], parallel: [] as number[] }]))
   // Warm-up, untimed: the JIT of every thread's glue, the pools, the prebuilt sandboxes
   // (a pooled runtime spreads sequential runs over its spare threads, so a few rounds).
@@ -257,6 +301,7 @@ async function main(): Promise<void> {
   }
   console.log('\n  targets for the sandbox: cold ≤ 1 ms p50, sub-call ≤ 30 µs, 10 × 100 ms ≤ 110 ms\n')
   for (const contender of contenders) await contender.dispose()
+  if (process.env.BENCH_ONLY === 'peers') return
   const hotSandbox = createSandboxRuntime({ computeMs: 500 })
   await hotSandbox.warm()
   await hotLoop('toolyard sandbox (QuickJS in threads)', hotSandbox, true)
