@@ -9,6 +9,7 @@ import { bindRunSecret, newRunSecret } from '../durable/call-key.js'
 import type { JsonValue } from '../json/json-value.js'
 import { snapshotLosslessJson } from '../json/lossless.js'
 import { hostTurn } from '../code-runtime/sliced-delivery.js'
+import { MAX_LANE_CHARS } from '../code-runtime/run-lanes.js'
 import { createCallPool, type CallPool } from '../scheduler.js'
 import type { CodeDispatchEvent, CodeDispatchStartEvent } from '../runtime-types.js'
 import type { AdditionalContext, ToolExecutionMode, ToolExecutionResult, ToolRunContext } from '../types.js'
@@ -304,6 +305,7 @@ export async function runCodeBridge(registry: CodeModeRegistry, args: RunCodeArg
       signal: run.signal,
       ...(registry.logOutput === undefined ? {} : { onLog: forwardLog(registry, exec.callId) }),
       ...(durable === undefined ? {} : { durable }),
+      ...laneOf(exec),
     })
   } catch (error) {
     // `run()` never rejects by contract; a code runtime that does still ends as a failed run.
@@ -314,6 +316,15 @@ export async function runCodeBridge(registry: CodeModeRegistry, args: RunCodeArg
   }
   if (outcome.stats !== undefined) run.span?.span?.setAttribute('toolyard.run.compute_ms', Math.round(outcome.stats.computeMs))
   return completeRun(outcome, registry.maxOutputBytes, codeRuntime.language)
+}
+
+/**
+ * The run's queue lane: who asked, as far as a client cannot multiply it freely: the HTTP
+ * principal (the token's), else the call's agent (cut to the lane's bound), else the shared lane.
+ */
+function laneOf(exec: ToolRunContext): { lane?: string } {
+  if (exec.principal !== undefined) return { lane: `principal:${exec.principal}` }
+  return exec.agent === undefined || exec.agent === '' ? {} : { lane: `agent:${exec.agent}`.slice(0, MAX_LANE_CHARS) }
 }
 
 /** The `durable` part of a run's request (a registry with a store): parked states keep the sub-call numbering too. */

@@ -21,6 +21,7 @@ import type { CodeRunLimits } from './limits.js'
 import { deepValueText, MAX_VALUE_DEPTH, measureValueBytes, renderedWithin, utf8Length, utf8Prefix } from './render.js'
 import { nestsDeeperThan } from '../json/nesting.js'
 import { invalidGlobalName, parseWorkerMessage, PROGRAM_SOURCE_URL } from './wire.js'
+import { invalidLane } from './run-lanes.js'
 import type { HostMessage, WireEndpoint, WireErrorData, WireListener, WireMessageEvent, WireNamespace } from './wire.js'
 
 /** How often the busy-time meter is read. Internal on purpose: nothing a deployment could mis-tune into a bypass. */
@@ -40,6 +41,8 @@ export interface PreparedRun {
   readonly onPark: ((state: ParkedRunState) => void) | undefined
   /** `request.durable.resume`, checked: the run starts parked, from this state. */
   readonly resume: ParkedRunState | undefined
+  /** `request.lane`, checked: the queue the run waits in for a slot (absent: the shared one). */
+  readonly lane: string | undefined
 }
 
 /** What a platform supplies to a session. */
@@ -88,6 +91,8 @@ export function prepareRun(request: unknown): { readonly ok: true; readonly run:
   if (typeof r.program !== 'string') return { ok: false, message: 'TypeError: request.program must be a string' }
   if (r.signal !== undefined && !(r.signal instanceof AbortSignal)) return { ok: false, message: 'TypeError: request.signal must be an AbortSignal' }
   if (r.onLog !== undefined && typeof r.onLog !== 'function') return { ok: false, message: 'TypeError: request.onLog must be a function' }
+  const badLane = invalidLane(r.lane)
+  if (badLane !== undefined) return { ok: false, message: badLane }
   const durable = r.durable as { onPark?: unknown; resume?: unknown } | undefined
   if (durable !== undefined && (typeof durable !== 'object' || durable === null)) return { ok: false, message: 'TypeError: request.durable must be an object' }
   if (durable?.onPark !== undefined && typeof durable.onPark !== 'function') return { ok: false, message: 'TypeError: request.durable.onPark must be a function' }
@@ -122,6 +127,7 @@ export function prepareRun(request: unknown): { readonly ok: true; readonly run:
       onLog: r.onLog,
       onPark: durable?.onPark as PreparedRun['onPark'],
       resume: durable?.resume as ParkedRunState | undefined,
+      lane: r.lane,
     },
   }
 }

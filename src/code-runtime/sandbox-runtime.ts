@@ -19,6 +19,7 @@ import type { ParkedRunState, ParkedVm } from './contract.js'
 import { abortMessage, RunLifecycle, threadExited } from './run-lifecycle.js'
 import type { RunHandle } from './run-lifecycle.js'
 import { journalChars, REPLAY_MARGIN, replayBudgetMessage } from './journal.js'
+import { LaneQueue } from './run-lanes.js'
 
 /** How long a thread may take to release a stopped VM before it is terminated and replaced. */
 export const STOP_GRACE_MS = 100
@@ -194,10 +195,6 @@ interface PendingRun {
   /** The model's TypeScript as written: its thread strips it. */
   readonly program: string
   readonly resolve: (result: CodeRunResult) => void
-}
-
-interface QueuedRun extends PendingRun {
-  leave(): void
 }
 
 /** One thread of the pool: idle ⇄ running → stopping → idle, or dead at any point. */
@@ -477,7 +474,7 @@ class ActiveRun {
       terminate: () => this.#terminate(),
       ...(parkAfterMs === undefined
         ? {}
-        : { park: () => this.#askPark(parkAfterMs), parkAfterMs, parkNow: () => this.pool.queue.length > 0 }),
+        : { park: () => this.#askPark(parkAfterMs), parkAfterMs, parkNow: () => this.pool.queue.size > 0 }),
     })
     this.session = session
     void session.result.then((result) => {
@@ -613,7 +610,8 @@ class ActiveRun {
 
 class SandboxPool {
   readonly threads = new Set<PooledThread>()
-  readonly queue: QueuedRun[] = []
+  /** New runs waiting for a thread: a queue per `CodeRunRequest.lane`, lanes served in turn. */
+  readonly queue = new LaneQueue<PendingRun>()
   readonly active = new Set<ActiveRun>()
   /** Parked runs (no thread, no slot) and the bytes each keeps on the host. */
   readonly parkedRuns = new Map<ActiveRun, number>()
@@ -639,7 +637,7 @@ class SandboxPool {
     for (const thread of this.threads) if (thread.state === 'running' || thread.state === 'stopping') running++
     return {
       running,
-      queued: this.queue.length + this.#resumeQueue.length,
+      queued: this.queue.size + this.#resumeQueue.length,
       threads: this.threads.size,
       parked: this.parkedRuns.size,
       maxConcurrentRuns: this.options.maxConcurrentRuns,
@@ -713,7 +711,7 @@ class SandboxPool {
    * from the queue.
    */
   #serve(thread: PooledThread): boolean {
-    const resumeFirst = this.queue.length === 0 || !this.#servedResume
+    const resumeFirst = this.queue.size === 0 || !this.#servedResume
     const resumed = resumeFirst ? this.#resumeQueue.shift() : undefined
     if (resumed !== undefined) {
       this.#servedResume = true
@@ -723,7 +721,6 @@ class SandboxPool {
     this.#servedResume = false
     const next = this.queue.shift()
     if (next === undefined) return false
-    next.leave()
     this.#start(thread, next)
     return true
   }
@@ -739,16 +736,16 @@ class SandboxPool {
     let releasing = 0
     for (const thread of this.threads) if (thread.state === 'stopping') releasing++
     const idle = this.#idleThread()
-    if (idle !== undefined && (idle.isBooted || this.queue.length >= releasing)) {
+    if (idle !== undefined && (idle.isBooted || this.queue.size >= releasing)) {
       this.#start(idle, pending)
       return true
     }
-    if (this.queue.length >= releasing) {
+    if (this.queue.size >= releasing) {
       if (this.threads.size < this.options.maxConcurrentRuns) {
         this.#start(this.#spawn(), pending)
         return true
       }
-      if (this.queue.length >= releasing + this.options.maxQueuedRuns) return false
+      if (this.queue.size >= releasing + this.options.maxQueuedRuns) return false
     }
     this.#enqueue(pending)
     return true
@@ -757,18 +754,14 @@ class SandboxPool {
   #enqueue(pending: PendingRun): void {
     const signal = pending.prepared.signal
     const onAbort = () => {
-      const at = this.queue.indexOf(queued)
       // Stryker disable next-line ConditionalExpression: unreachable: a run leaves the queue with this listener removed
-      if (at < 0) return
-      this.queue.splice(at, 1)
-      pending.resolve(failedResult('abort', abortMessage(signal!)))
+      if (this.queue.remove(pending)) pending.resolve(failedResult('abort', abortMessage(signal!)))
     }
-    const queued: QueuedRun = { ...pending, leave: () => signal?.removeEventListener('abort', onAbort) }
     // Stryker disable next-line ObjectLiteral,BooleanLiteral: a signal aborts once
     signal?.addEventListener('abort', onAbort, { once: true })
-    this.queue.push(queued)
+    this.queue.push(pending.prepared.lane ?? '', pending, signal === undefined ? undefined : () => signal.removeEventListener('abort', onAbort))
     // A run now waits for a slot: runs that wait only for people give theirs up at once.
-    if (this.queue.length === 1) for (const run of this.active) run.session?.slotWanted()
+    if (this.queue.size === 1) for (const run of this.active) run.session?.slotWanted()
   }
 
   /** A thread finished a run: serve the queue, or idle (extra threads end after a while). */
@@ -798,7 +791,7 @@ class SandboxPool {
     void thread.terminate()
     // Stryker disable next-line ConditionalExpression: unreachable after dispose
     if (this.disposed) return
-    while ((this.queue.length > 0 || this.#resumeQueue.length > 0) && this.threads.size < this.options.maxConcurrentRuns) this.#serve(this.#spawn())
+    while ((this.queue.size > 0 || this.#resumeQueue.length > 0) && this.threads.size < this.options.maxConcurrentRuns) this.#serve(this.#spawn())
     this.#topUp()
   }
 
@@ -807,11 +800,8 @@ class SandboxPool {
    * waiting for its thread, running or parked.
    */
   fail(pending: PendingRun, kind: CodeRunFailureKind, message: string): void {
-    const at = this.queue.findIndex((queued) => queued.resolve === pending.resolve)
-    if (at >= 0) {
-      const [queued] = this.queue.splice(at, 1)
-      queued!.leave()
-      queued!.resolve(failedResult(kind, message))
+    if (this.queue.remove(pending)) {
+      pending.resolve(failedResult(kind, message))
       return
     }
     this.runOf(pending)?.fail(kind, message)
@@ -851,6 +841,7 @@ class SandboxPool {
   }
 
   #start(thread: PooledThread, pending: PendingRun): void {
+    this.queue.started(pending.prepared.lane ?? '')
     const run = new ActiveRun(this.#nextRun++, pending, this.options, this)
     this.active.add(run)
     thread.start(run)
