@@ -47,7 +47,11 @@ export interface SandboxRuntimeOptions extends CodeRuntimeLimitOptions {
   readonly prespawn?: number
   /** Programs running at once (one thread each). Default: derived from the machine's cores and memory. */
   readonly maxConcurrentRuns?: number
-  /** Programs waiting for a thread; beyond that a run is refused at once as `overloaded`. Default 8 × `maxConcurrentRuns`. */
+  /**
+   * Programs waiting for a thread, in every lane together (`CodeRunRequest.lane`: each lane waits
+   * first in, first out, and the lanes take turns); beyond that a run is refused at once as
+   * `overloaded`. Default 8 × `maxConcurrentRuns`.
+   */
   readonly maxQueuedRuns?: number
   /**
    * The compiled QuickJS wasm (or a loader), shared by every thread. Default: the
