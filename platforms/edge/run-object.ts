@@ -13,6 +13,7 @@ import type { DurableStore } from '../../src/durable/store.js'
 import { createToolsApp, DEFAULT_RUN_RETENTION_MS, httpErrorResponse } from '../../src/http/index.js'
 import { interruptedRunResult, RUN_CALL_ID_PREFIX } from '../../src/durable/run-table.js'
 import type { RunRecordStore } from '../../src/durable/run-table.js'
+import { parseStoredJson } from '../../src/durable/stored-json.js'
 import { createToolRuntime } from '../../src/registry/index.js'
 import type { ToolRuntime } from '../../src/runtime-types.js'
 import type { AnyToolDefinition } from '../../src/types.js'
@@ -94,9 +95,9 @@ function demoTools(workspace: Workspace, storage: DurableObjectStorageLike): Any
 }
 
 /** The saved workspace (`{ path: text }`); a value that is not one starts from the seed files rather than breaking the object. */
-function readWorkspace(text: string): Readonly<Record<string, string>> {
+async function readWorkspace(text: string): Promise<Readonly<Record<string, string>>> {
   try {
-    const files = JSON.parse(text) as unknown
+    const files = await parseStoredJson(text)
     if (typeof files === 'object' && files !== null && !Array.isArray(files) && Object.values(files).every((v) => typeof v === 'string')) return files as Record<string, string>
   } catch {
     // Not JSON: below.
@@ -226,7 +227,7 @@ export class ToolyardRun {
     if (typeof found !== 'string') return undefined
     let info: Partial<RunInfo>
     try {
-      info = JSON.parse(found) as Partial<RunInfo>
+      info = (await parseStoredJson(found)) as Partial<RunInfo>
     } catch {
       return undefined
     }
@@ -251,7 +252,7 @@ export class ToolyardRun {
     const store = createDurableObjectStore(storage)
     const index = createIndexStore(this.#env.RUN_INDEX)
     const saved = (await storage.get([WORKSPACE_KEY])).get(WORKSPACE_KEY)
-    const workspace = createWorkspace(typeof saved === 'string' ? readWorkspace(saved) : SEED_FILES)
+    const workspace = createWorkspace(typeof saved === 'string' ? await readWorkspace(saved) : SEED_FILES)
     const approvals = { store: createRunIndexStore(index, storage), pollIntervalMs: RUN_OBJECT_APPROVAL_POLL_MS, ...approvalTimeoutOption(this.#env) }
     // No resume loop: the object resumes its one run as it is built, below. Its parked record
     // keeps the run span's trace context, so a restarted object resumes it in the same trace.

@@ -6,6 +6,7 @@
  */
 import type { RunEventFrame, RunEventLog, RunEventsSince } from './run-table.js'
 import type { DurableStore } from './store.js'
+import { parseStoredJson } from './stored-json.js'
 
 /** Where live chunks are kept: `run-live/<run id>/<first frame id, 15 digits>`. */
 export const LIVE_EVENTS_PREFIX = 'run-live/'
@@ -58,9 +59,9 @@ const FRAME = /^event: [a-z-]{1,40}\nid: [1-9][0-9]{0,15}\ndata: [^\n\r]*\n\n$/
 const chunkKey = (runId: string, firstId: number): string => `${LIVE_EVENTS_PREFIX}${runId}/${String(firstId).padStart(15, '0')}`
 
 /** A chunk read back, or `undefined` for anything that is not one (the store is shared: read as hostile). */
-function readChunk(text: string): LiveChunk | undefined {
+async function readChunk(text: string): Promise<LiveChunk | undefined> {
   try {
-    const value = JSON.parse(text) as { frames?: unknown; closed?: unknown } | null
+    const value = (await parseStoredJson(text)) as { frames?: unknown; closed?: unknown } | null
     if (typeof value !== 'object' || value === null || !Array.isArray(value.frames)) return undefined
     const frames: RunEventFrame[] = []
     for (const pair of value.frames as unknown[]) {
@@ -153,7 +154,7 @@ async function follow(store: WatchableStore, runId: string, maxBytes: number, en
       for (const { key } of page.entries) {
         after = key
         const entry = await store.get(key)
-        const chunk = entry === undefined ? undefined : readChunk(entry.value)
+        const chunk = entry === undefined ? undefined : await readChunk(entry.value)
         if (chunk === undefined) continue
         for (const frame of chunk.frames) log.push(frame)
         if (chunk.closed) log.close()

@@ -8,12 +8,12 @@ import { ToolError } from '../errors.js'
 import { createRunEventLog, restoredEvents, createStoreRunEvents, interruptedRunResult, storedView } from './run-table.js'
 import type { RunEventLog, RunEventStore, RunRecordJson, RunRecordStore } from './run-table.js'
 import { createLiveEvents, LIVE_POLL_MS, type FollowedRun, type LiveEvents } from './_live-events.js'
-import { createStoreRunRecords, parkedIn, readStoredRun, runKey } from './runs.js'
+import { createStoreRunRecords, parkedIn, readStoredRun, runKey, sweepEventPieces, sweepParkPieces } from './runs.js'
 import type { DurableRuns, ResumedRun } from './runs.js'
 import type { DurableStore } from './store.js'
 import { createBackgroundRuns } from './background-runs.js'
 import type { BackgroundRunSources, BackgroundRuns, ResumedRunPool, RunStoreSide, RunTableLink } from './background-runs.js'
-import type { ResolvedRunTableOptions } from './run-table.js'
+import type { PieceSweepBounds, PieceSweepResult, ResolvedRunTableOptions } from './run-table.js'
 
 export type { BackgroundRunSources, BackgroundRunSpec, BackgroundRuns, ResumedRunPool, RunTableLink } from './background-runs.js'
 
@@ -51,6 +51,15 @@ const DEFAULT_MAX_FOLLOWERS = 64
 const MAX_TIMER_MS = 2_147_483_647
 /** Writes a run's holder makes over others' before it gives up (each conflict is another process's write). */
 const MAX_CAS_ATTEMPTS = 4
+/**
+ * Pieces younger than this (or than `staleMs`, the larger) are never swept: a park or snapshot
+ * is written pieces first, its record after, and 15 minutes is far past the slowest spill (4,096
+ * pieces of 64 KiB for the largest park).
+ */
+export const PIECE_SWEEP_MIN_AGE_MS = 15 * 60 * 1000
+/** Keys one sweep pass lists, and pieces it deletes, per family (`run-parks/`, `run-events/`). */
+export const PIECE_SWEEP_MAX_KEYS = 1000
+export const PIECE_SWEEP_MAX_DELETES = 250
 
 function checkMs(value: unknown, name: string, min: number): number | undefined {
   if (value === undefined) return undefined
@@ -86,6 +95,9 @@ export class RunService implements RunStoreSide {
   /** Runs another process wrote since (it took the run over, or ended it as lost): this process writes nothing more of them. */
   readonly #fenced = new Set<string>()
   #loop: ReturnType<typeof setInterval> | undefined
+  /** Where each family's piece sweep goes on at its next pass, and whether a pass is under way. */
+  readonly #sweptTo: { parks?: string; events?: string } = {}
+  #sweeping = false
   #closed = false
   #followers = 0
   /** The store side of the tables' runs (absent without a store). */
@@ -370,7 +382,34 @@ export class RunService implements RunStoreSide {
   async resume(options?: { readonly staleMs?: number }): Promise<RunsResumed> {
     const staleMs = options?.staleMs ?? this.#options.staleMs
     if (this.#closed) return { resumed: [], adopted: 0 }
-    return this.adopt(await this.#resumeAll(staleMs), staleMs)
+    const resumed = await this.adopt(await this.#resumeAll(staleMs), staleMs)
+    // In the background (a dispose waits for it): a failed pass is retried by the next sweep.
+    if (!this.#sweeping) this.track(this.sweepPieces(Date.now(), staleMs).catch(() => undefined))
+    return resumed
+  }
+
+  /**
+   * One bounded pass over the store's pieces that no record names any more (a process that
+   * stopped between a park's pieces and its record, a delete that failed): at most
+   * {@link PIECE_SWEEP_MAX_KEYS} keys listed and {@link PIECE_SWEEP_MAX_DELETES} deleted per
+   * family, going on where the last pass stopped; pieces younger than
+   * {@link PIECE_SWEEP_MIN_AGE_MS} (or `staleMs`) stay. Each resume sweep runs one.
+   */
+  async sweepPieces(now = Date.now(), staleMs = this.#options.staleMs): Promise<{ readonly parks: PieceSweepResult; readonly events: PieceSweepResult }> {
+    const store = this.#store
+    const none = { listed: 0, deleted: 0 }
+    if (store === undefined || this.#sweeping) return { parks: none, events: none }
+    this.#sweeping = true
+    try {
+      const bounds: PieceSweepBounds = { maxKeys: PIECE_SWEEP_MAX_KEYS, maxDeletes: PIECE_SWEEP_MAX_DELETES, minAgeMs: Math.max(staleMs, PIECE_SWEEP_MIN_AGE_MS) }
+      const parks = await sweepParkPieces(store, bounds, this.#sweptTo.parks, now)
+      this.#sweptTo.parks = parks.cursor
+      const events = await sweepEventPieces(store, bounds, this.#sweptTo.events, now)
+      this.#sweptTo.events = events.cursor
+      return { parks, events }
+    } finally {
+      this.#sweeping = false
+    }
   }
 
   /** Hands `resumed` (runs this process resumed) to the attached tables, each run to at most one; they end their lost runs' records. */
@@ -397,7 +436,7 @@ export class RunService implements RunStoreSide {
     if (this.records === undefined || this.#store === undefined || seen.status !== 'running' || seen.owner === this.owner) return false
     // Read with its version (a store that cannot say is no proof of a loss: the failure goes to the caller); the write below lands only over the record judged here.
     const entry = await this.#store.get(runKey(seen.callId))
-    const stored = entry === undefined ? undefined : readStoredRun(entry.value)
+    const stored = entry === undefined ? undefined : await readStoredRun(entry.value)
     const record = (await this.records.read(seen.id))?.record
     if (stored === undefined || (stored.park ?? stored.parkPieces) !== undefined || record === undefined || record.status !== 'running' || record.owner === this.owner || record.callId !== seen.callId) return false
     if (record.owner !== undefined && (await this.alive(record.owner, staleMs))) return false

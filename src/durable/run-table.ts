@@ -7,6 +7,7 @@
 import type { DurableStore, StoreDeleteResult, StorePutResult, StoreWriteOptions } from './store.js'
 import type { ScopeKey, ToolExecutionResult } from '../types.js'
 import { utf8Length, utf8Pieces } from '../util/utf8.js'
+import { parseStoredJson } from './stored-json.js'
 
 /** A run's state as `GET /v1/runs/:id` reports it (`waiting` is `running` with pending approvals). */
 export type RunStatus = 'running' | 'waiting' | 'done' | 'failed' | 'cancelled'
@@ -460,11 +461,16 @@ function readManifest(text: string, maxBytes: number): EventsManifest | undefine
   return count(m.last, MAX_RESTORED_EVENT_ID) && count(m.dropped, MAX_RESTORED_EVENT_ID) ? (m as EventsManifest) : undefined
 }
 
+/** The generation a stored snapshot's manifest names, or `undefined` when the text is not a manifest. */
+export function storedEventsGen(text: string): string | undefined {
+  return readManifest(text, Number.MAX_SAFE_INTEGER)?.gen
+}
+
 /** The frames of a stored body, checked: each a frame text whose `id:` is the next of the run's, ending at `last`. */
-function readFrames(body: string, last: number): RunEventFrame[] | undefined {
+async function readFrames(body: string, last: number): Promise<RunEventFrame[] | undefined> {
   let texts: unknown
   try {
-    texts = JSON.parse(body)
+    texts = await parseStoredJson(body)
   } catch {
     return undefined
   }
@@ -477,6 +483,77 @@ function readFrames(body: string, last: number): RunEventFrame[] | undefined {
     frames.push({ id, text })
   }
   return frames
+}
+
+/**
+ * A new generation of pieces: the epoch ms it was made (9 base-36 digits) then 7 random hex
+ * digits. The time is what lets {@link sweepPieces} tell a write still under way from a leftover.
+ */
+export function newPiecesGen(now = Date.now()): string {
+  return now.toString(36).padStart(9, '0') + crypto.randomUUID().slice(0, 7)
+}
+
+/** When generation `gen` was made (epoch ms); `undefined` for one that carries no time (12 hex digits, written before gens did). */
+export function piecesGenTime(gen: string): number | undefined {
+  return /^[0-9a-z]{16}$/.test(gen) ? parseInt(gen.slice(0, 9), 36) : undefined
+}
+
+/** The bounds of one {@link sweepPieces} pass. */
+export interface PieceSweepBounds {
+  /** Keys listed at most. */
+  readonly maxKeys: number
+  /** Pieces deleted at most. */
+  readonly maxDeletes: number
+  /** Pieces of a generation younger than this are kept whatever names them: their record may not be written yet. */
+  readonly minAgeMs: number
+}
+
+/** What one {@link sweepPieces} pass did. */
+export interface PieceSweepResult {
+  readonly listed: number
+  readonly deleted: number
+  /** Where the next pass goes on (`after`); absent once the listing reached its end. */
+  readonly cursor?: string
+}
+
+/**
+ * One bounded pass over the pieces under `prefix` (`<prefix><owner>/<gen>.<n>`, from `after`
+ * on): deletes each piece older than `minAgeMs` by its generation's time whose owner no longer
+ * names its generation. `current(owner)` reads the owner's record: the generation it names,
+ * `null` when it is gone or names none, `undefined` when it cannot tell (unreadable: kept).
+ * A piece rewritten since it was listed is kept (the delete is conditional on its version);
+ * a generation without a time is never judged old. Other keys under `prefix` are skipped.
+ */
+export async function sweepPieces(
+  store: DurableStore,
+  prefix: string,
+  current: (owner: string) => Promise<string | null | undefined>,
+  bounds: PieceSweepBounds,
+  after?: string,
+  now = Date.now(),
+): Promise<PieceSweepResult> {
+  const owners = new Map<string, string | null | undefined>()
+  let listed = 0
+  let deleted = 0
+  let cursor = after
+  while (listed < bounds.maxKeys) {
+    const page = await store.list(prefix, { limit: Math.min(500, bounds.maxKeys - listed), ...(cursor === undefined ? {} : { after: cursor }) })
+    for (const { key, version } of page.entries) {
+      listed++
+      cursor = key
+      const piece = /^([^/]+)\/([^/.]+)\.[0-9]+$/.exec(key.slice(prefix.length))
+      const made = piece === null ? undefined : piecesGenTime(piece[2]!)
+      if (piece === null || made === undefined || now - made < bounds.minAgeMs) continue
+      const owner = piece[1]!
+      if (!owners.has(owner)) owners.set(owner, await current(owner))
+      const named = owners.get(owner)
+      if (named === undefined || named === piece[2]) continue
+      if ((await store.delete(key, { ifVersion: version })).ok) deleted++
+      if (deleted >= bounds.maxDeletes) return { listed, deleted, cursor: key }
+    }
+    if (page.cursor === undefined || page.entries.length === 0) return { listed, deleted }
+  }
+  return { listed, deleted, ...(cursor === undefined ? {} : { cursor }) }
 }
 
 /**
@@ -560,7 +637,7 @@ export function createStoreRunEvents(store: DurableStore, maxBytes: number): Run
       }
       entries.reverse()
       const body = `[${entries.join(',')}]`
-      const gen = crypto.randomUUID().replace(/-/g, '').slice(0, 12)
+      const gen = newPiecesGen()
       const pieces = await putPieces(store, `${base(id)}/${gen}.`, body, pieceSize)
       const last = frames.at(-1)?.id ?? log.last
       const next = Math.min(MAX_RESTORED_EVENT_ID, last + reserve)
@@ -580,7 +657,7 @@ export function createStoreRunEvents(store: DurableStore, maxBytes: number): Run
       if (manifest === undefined) return undefined
       const body = await getPieces(store, `${base(id)}/${manifest.gen}.`, manifest.pieces, manifest.bytes)
       if (body === undefined) return undefined
-      const frames = readFrames(body, manifest.last)
+      const frames = await readFrames(body, manifest.last)
       if (frames === undefined) return undefined
       const next = manifest.next ?? manifest.last
       return { events: { frames, last: next, dropped: manifest.dropped, ...(next > manifest.last ? { reservedFrom: manifest.last + 1 } : {}) }, version: entry!.version }

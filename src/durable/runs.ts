@@ -12,10 +12,12 @@ import { traceCarrierOf } from '../telemetry/trace-context.js'
 import type { TraceCarrier } from '../telemetry/types.js'
 import { argumentsHash, newRunSecret, runSecretOf } from './call-key.js'
 import { RUN_OWNER_PREFIX } from './run-table.js'
-import { getPieces, MAX_PIECE_BYTES, putPieces, readRunView, RUN_CALL_ID_PREFIX, storedView } from './run-table.js'
+import { getPieces, MAX_PIECE_BYTES, newPiecesGen, piecesGenTime, putPieces, readRunView, RUN_CALL_ID_PREFIX, RUN_EVENTS_PREFIX, storedEventsGen, storedView, sweepPieces } from './run-table.js'
+import type { PieceSweepBounds, PieceSweepResult } from './run-table.js'
 import type { RunRecordJson, RunRecordStore, StoredView } from './run-table.js'
 import type { DurableStore, StoreEntry, StorePutResult } from './store.js'
 import { utf8Length } from '../util/utf8.js'
+import { parseStoredJson } from './stored-json.js'
 
 /** How a run's sub-calls were numbered when it parked: the count so far, and the numbers of the calls it waits on (by the program's call number). */
 export interface DurableRunNumbering {
@@ -143,7 +145,7 @@ export function runKey(callId: string): string {
 /** Whether the run of `callId` is parked in `store` (its record has a parked state: some process resumes it). Rejects as the store does. */
 export async function parkedIn(store: DurableStore, callId: string): Promise<boolean> {
   const entry = await store.get(runKey(callId))
-  const record = entry === undefined ? undefined : readStoredRun(entry.value)
+  const record = entry === undefined ? undefined : await readStoredRun(entry.value)
   return (record?.park ?? record?.parkPieces) !== undefined
 }
 
@@ -159,13 +161,45 @@ async function parkOf(store: DurableStore, record: StoredRun): Promise<StoredPar
   const text = await getPieces(store, parkPiecesPrefix(record.callId, spilled.gen), spilled.pieces, spilled.bytes)
   if (text === undefined) return undefined
   try {
-    return readPark(JSON.parse(text))
+    return readPark(await parseStoredJson(text))
   } catch {
     return undefined
   }
 }
 
-/** Deletes the pieces of a spilled park (failures are left for nobody: pieces no record names are never read). */
+/**
+ * One bounded pass of {@link sweepPieces} over spilled parks' pieces: those of a run whose
+ * record is gone, or names another generation (a crash between the pieces and the record, a
+ * failed delete), once older than `bounds.minAgeMs`.
+ */
+export function sweepParkPieces(store: DurableStore, bounds: PieceSweepBounds, after?: string, now?: number): Promise<PieceSweepResult> {
+  const named = async (segment: string): Promise<string | null | undefined> => {
+    const entry = await store.get(`runs/${segment}`)
+    if (entry === undefined) return null
+    const record = await readStoredRun(entry.value)
+    return record === undefined ? undefined : (record.parkPieces?.gen ?? null)
+  }
+  return sweepPieces(store, RUN_PARKS_PREFIX, named, bounds, after, now)
+}
+
+/**
+ * The same over `/v1/runs` event snapshots' pieces: those its manifest no longer names, and a
+ * whole snapshot (manifest first) whose run's record is gone while its generation is older than
+ * `bounds.minAgeMs` (a process that stopped between deleting the record and the snapshot).
+ */
+export function sweepEventPieces(store: DurableStore, bounds: PieceSweepBounds, after?: string, now = Date.now()): Promise<PieceSweepResult> {
+  const named = async (id: string): Promise<string | null | undefined> => {
+    const entry = await store.get(`${RUN_EVENTS_PREFIX}${id}`)
+    const gen = entry === undefined ? null : storedEventsGen(entry.value)
+    const made = gen === null || gen === undefined ? undefined : piecesGenTime(gen)
+    // A snapshot is written before its run's first record: a young one is kept whatever the record says.
+    if (made === undefined || now - made < bounds.minAgeMs || (await store.get(runKey(RUN_CALL_ID_PREFIX + id))) !== undefined) return gen
+    return (await store.delete(`${RUN_EVENTS_PREFIX}${id}`, { ifVersion: entry!.version })).ok ? null : undefined
+  }
+  return sweepPieces(store, RUN_EVENTS_PREFIX, named, bounds, after, now)
+}
+
+/** Deletes the pieces of a spilled park (a failure leaves them to {@link sweepParkPieces}: pieces no record names are never read). */
 async function deletePieces(store: DurableStore, callId: string, spilled: ParkPieces): Promise<void> {
   for (let n = 0; n < spilled.pieces; n++) await store.delete(`${parkPiecesPrefix(callId, spilled.gen)}${n}`).catch(() => undefined)
 }
@@ -361,7 +395,7 @@ export class DurableRuns {
     const mine: CallRecord = { state: 'started', name, ...(call.agent === undefined ? {} : { agent: call.agent }), args: await argumentsHash(call.arguments), run: secret }
     const key = `calls/${runKeySegment(sub.run)}/${sub.n}`
     const found = await this.#store.get(key)
-    const record = found === undefined ? undefined : readCallRecord(found.value)
+    const record = found === undefined ? undefined : await readCallRecord(found.value)
     if (found !== undefined) {
       if (record === undefined || record.run !== mine.run || record.name !== name || record.agent !== mine.agent || record.args !== mine.args) {
         throw new ToolError('REPLAY_DIVERGED', divergence(sub.n, record, mine))
@@ -429,7 +463,7 @@ export class DurableRuns {
     if (entry === undefined) return claim.stored ? this.#lose(callId) : undefined
     // The version last seen holding the claim spares parsing a journal at every sub-call.
     if (entry.version !== claim.version) {
-      const record = readStoredRun(entry.value)
+      const record = await readStoredRun(entry.value)
       if (record?.owner !== this.#owner || record.claim !== claim.token) return this.#lose(callId)
       claim.version = entry.version
     }
@@ -451,7 +485,7 @@ export class DurableRuns {
       const found = await this.#own(callId)
       const claim = this.#claims.get(callId)
       if (found === false || claim === undefined || (existing && found === undefined)) return false
-      const current: Partial<StoredRun> = found === undefined ? {} : (readStoredRun(found.value) ?? {})
+      const current: Partial<StoredRun> = found === undefined ? {} : ((await readStoredRun(found.value)) ?? {})
       const record: StoredRun = { ...update(current), version: 1, callId, owner: this.#owner, claimedAt: current.claimedAt ?? Date.now(), claim: claim.token }
       const put = await this.#putRecord(callId, record, found?.version ?? null, current.parkPieces)
       if (put.ok) {
@@ -502,7 +536,7 @@ export class DurableRuns {
   /** Writes `park` as pieces of a new generation; what the record names them by. */
   async #spill(callId: string, park: StoredPark): Promise<ParkPieces> {
     const text = JSON.stringify(park)
-    const gen = crypto.randomUUID().replace(/-/g, '').slice(0, 12)
+    const gen = newPiecesGen()
     const pieces = await putPieces(this.#store, parkPiecesPrefix(callId, gen), text, this.#pieceSize)
     return { gen, pieces, bytes: utf8Length(text) }
   }
@@ -549,7 +583,7 @@ export class DurableRuns {
         return
       }
       const entry = await this.#store.get(runKey(callId))
-      const record = entry === undefined ? undefined : readStoredRun(entry.value)
+      const record = entry === undefined ? undefined : await readStoredRun(entry.value)
       if (record === undefined) return
       const token = crypto.randomUUID()
       const put = await this.#putRecord(callId, { ...record, owner: this.#owner, claimedAt: Date.now(), claim: token }, entry!.version, record.parkPieces)
@@ -577,7 +611,7 @@ export class DurableRuns {
       const found = await this.#own(callId)
       if (found === false || found === undefined) return false
       if (!(await this.#store.delete(`runs/${runKeySegment(callId)}`, { ifVersion: found.version })).ok) continue
-      const spilled = readStoredRun(found.value)?.parkPieces
+      const spilled = (await readStoredRun(found.value))?.parkPieces
       if (spilled !== undefined) await deletePieces(this.#store, callId, spilled)
       return true
     }
@@ -603,7 +637,7 @@ export class DurableRuns {
         // One record the store cannot read now (replaced since the listing, a storage error) is skipped, not the sweep's end: the next sweep sees it again.
         const entry = await this.#store.get(key).catch(() => undefined)
         if (entry === undefined) continue
-        const record = readStoredRun(entry.value)
+        const record = await readStoredRun(entry.value)
         // A record without a parked state (a `/v1/runs` run's view) has nothing to resume.
         if (record === undefined || key !== runKey(record.callId)) continue
         const park = await parkOf(this.#store, record).catch(() => undefined)
@@ -642,10 +676,10 @@ function takenOver(name: string): ToolError {
 }
 
 /** A stored run's record, or `undefined` when the text is not one (a foreign or damaged record is skipped, never trusted). */
-export function readStoredRun(text: string): StoredRun | undefined {
+export async function readStoredRun(text: string): Promise<StoredRun | undefined> {
   let value: unknown
   try {
-    value = JSON.parse(text)
+    value = await parseStoredJson(text)
   } catch {
     return undefined
   }
@@ -666,7 +700,7 @@ export function readStoredRun(text: string): StoredRun | undefined {
 function isParkPieces(value: unknown): value is ParkPieces {
   const v = value as Partial<ParkPieces> | null
   const count = (x: unknown, max: number): boolean => typeof x === 'number' && Number.isSafeInteger(x) && x >= 1 && x <= max
-  return typeof v === 'object' && v !== null && typeof v.gen === 'string' && /^[0-9a-f]{12}$/.test(v.gen) && count(v.bytes, MAX_PARK_BYTES) && count(v.pieces, Math.ceil(v.bytes! / 1024))
+  return typeof v === 'object' && v !== null && typeof v.gen === 'string' && /^(?:[0-9a-f]{12}|[0-9a-z]{16})$/.test(v.gen) && count(v.bytes, MAX_PARK_BYTES) && count(v.pieces, Math.ceil(v.bytes! / 1024))
 }
 
 /** A record's parked state, checked; `undefined` when it is not one. */
@@ -711,7 +745,7 @@ export function createStoreRunRecords(store: DurableStore): RunRecordStore {
     async put(record, options) {
       const entry = await store.get(runKey(record.callId))
       if (options?.ifVersion !== undefined && entry?.version !== (options.ifVersion ?? undefined)) return { ok: false, version: entry?.version }
-      const { owner: _owner, agent: _agent, principal: _principal, ...current } = (entry === undefined ? undefined : readStoredRun(entry.value)) ?? {}
+      const { owner: _owner, agent: _agent, principal: _principal, ...current } = (entry === undefined ? undefined : await readStoredRun(entry.value)) ?? {}
       const next: StoredRun = {
         ...current,
         version: 1,
@@ -736,7 +770,7 @@ export function createStoreRunRecords(store: DurableStore): RunRecordStore {
     },
     async read(id) {
       const entry = await store.get(keyOf(id))
-      const record = entry === undefined ? undefined : runRecordOf(readStoredRun(entry.value), id)
+      const record = entry === undefined ? undefined : runRecordOf(await readStoredRun(entry.value), id)
       return record === undefined ? undefined : { record, version: entry!.version }
     },
     delete(id, options) {
@@ -750,9 +784,9 @@ export function createStoreRunRecords(store: DurableStore): RunRecordStore {
   }
 }
 
-function readCallRecord(text: string): CallRecord | undefined {
+async function readCallRecord(text: string): Promise<CallRecord | undefined> {
   try {
-    const v = JSON.parse(text) as Partial<CallRecord> | null
+    const v = (await parseStoredJson(text)) as Partial<CallRecord> | null
     if (typeof v !== 'object' || v === null || typeof v.name !== 'string' || (v.state !== 'started' && v.state !== 'done')) return undefined
     return v as CallRecord
   } catch {

@@ -48,7 +48,7 @@ describe("a parked run's record keeps its principal", () => {
     await until(async () => (await store.list('runs/')).entries.length === 1)
     expect(a.asked.map((r) => [r.callId, r.principal])).toEqual([['run-p:code:1', 'alice']])
     const [entry] = (await store.list('runs/')).entries
-    expect(readStoredRun((await store.get(entry!.key))!.value)).toMatchObject({ callId: 'run-p', principal: 'alice' })
+    expect(await readStoredRun((await store.get(entry!.key))!.value)).toMatchObject({ callId: 'run-p', principal: 'alice' })
     const b = processOn(store)
     const [resumed] = await b.runtime.resumeRuns({ staleMs: 0 })
     await until(() => b.asked.length === 1)
@@ -66,7 +66,7 @@ describe("a parked run's record keeps its principal", () => {
     const [entry] = (await store.list('runs/')).entries
     const text = (await store.get(entry!.key))!.value
     const hostile = JSON.stringify({ ...JSON.parse(text), principal })
-    expect(readStoredRun(text)).toBeDefined()
-    expect(readStoredRun(hostile)).toBeUndefined()
+    expect(await readStoredRun(text)).toBeDefined()
+    expect(await readStoredRun(hostile)).toBeUndefined()
   })
 })

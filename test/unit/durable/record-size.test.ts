@@ -147,7 +147,7 @@ describe('a parked run whose record would pass the edge store’s 128 KiB cap', 
     const inline = Math.max(...offered.map((o) => o.bytes))
     expect(inline).toBeGreaterThan(CAP)
     expect(offered.find((o) => o.bytes === inline)?.refused).toBe('STORE_VALUE_TOO_LARGE')
-    const record = readStoredRun((await store.get('runs/big'))!.value) as StoredRun
+    const record = (await readStoredRun((await store.get('runs/big'))!.value)) as StoredRun
     expect(record.park).toBeUndefined()
     expect(record.parkPieces).toMatchObject({ pieces: expect.any(Number), bytes: expect.any(Number) })
     expect(utf8Length((await store.get('runs/big'))!.value)).toBeLessThan(1024)
@@ -196,7 +196,7 @@ describe('a /v1/runs run whose park is spilled', () => {
     const { id, callId } = (await response.json()) as { id: string; callId: string }
     const key = `runs/${callId}`
     const spilled = async () => {
-      const record = readStoredRun((await store.get(key))?.value ?? '')
+      const record = await readStoredRun((await store.get(key))?.value ?? '')
       return record?.parkPieces !== undefined && record.view !== undefined && record
     }
     const status = async () => ((await (await f.app.request(`/v1/runs/${id}`, { headers: AUTH })).json()) as { status: string }).status
@@ -216,7 +216,7 @@ describe('a /v1/runs run whose park is spilled', () => {
     expect((await broker.decide((await broker.pending())[0]!.id, { decision: 'allow' })).ok).toBe(true)
     await until(async () => (await status()) === 'done', 'the run to end', 60_000)
     await until(async () => (await keys(store, 'run-parks/')).length === 0, 'the pieces to go')
-    const ended = readStoredRun((await store.get(key))!.value)!
+    const ended = (await readStoredRun((await store.get(key))!.value))!
     expect(ended.park).toBeUndefined()
     expect(ended.parkPieces).toBeUndefined()
     expect(ended.view?.status).toBe('done')
@@ -237,7 +237,7 @@ describe('the largest record once a park can spill', () => {
     expect(await runs.writeView(callId, meta, view)).toBe(true)
     run.onPark(parkedState('pay'), FIRST_CALL_NUMBERING)
     await runs.flushed()
-    const record = readStoredRun((await store.get(`runs/${callId}`))!.value)!
+    const record = (await readStoredRun((await store.get(`runs/${callId}`))!.value))!
     expect(record.parkPieces).toBeDefined()
     const largest = utf8Length((await store.get(`runs/${callId}`))!.value)
     console.info(`largest record without a park inline or a result: ${largest} B of ${CAP} (${((100 * largest) / CAP).toFixed(2)} %); offered inline first: ${Math.max(...offered.map((o) => o.bytes))} B`)

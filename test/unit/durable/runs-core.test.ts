@@ -583,36 +583,36 @@ describe('readStoredRun: a record that is not one is skipped, never trusted', ()
   const valid = stored('r', { agent: 'a', principal: 'p', owner: 'o', claimedAt: 1 })
   const text = (over: Record<string, unknown>) => JSON.stringify(stored('r', { agent: 'a', principal: 'p', owner: 'o', claimedAt: 1, ...over }))
 
-  it('reads a valid record as it is', () => {
-    expect(readStoredRun(JSON.stringify(valid))).toEqual(valid)
-    expect(readStoredRun(text({ principal: 'x'.repeat(64), secret: 's'.repeat(64) }))).toMatchObject({ principal: 'x'.repeat(64) })
+  it('reads a valid record as it is', async () => {
+    expect(await readStoredRun(JSON.stringify(valid))).toEqual(valid)
+    expect(await readStoredRun(text({ principal: 'x'.repeat(64), secret: 's'.repeat(64) }))).toMatchObject({ principal: 'x'.repeat(64) })
   })
 
-  it('refuses each malformed field', () => {
-    for (const bad of ['not json', 'null', '"r"', text({ version: 2 }), text({ callId: 1 }), text({ code: null }), text({ description: 2 })]) expect(readStoredRun(bad)).toBeUndefined()
+  it('refuses each malformed field', async () => {
+    for (const bad of ['not json', 'null', '"r"', text({ version: 2 }), text({ callId: 1 }), text({ code: null }), text({ description: 2 })]) expect(await readStoredRun(bad)).toBeUndefined()
     for (const over of [{ agent: 1 }, { principal: 1 }, { principal: 'a b' }, { principal: 'x'.repeat(65) }, { principal: '' }, { secret: 1 }, { secret: 's'.repeat(65) }]) {
-      expect(readStoredRun(text(over))).toBeUndefined()
+      expect(await readStoredRun(text(over))).toBeUndefined()
     }
     for (const over of [{ state: { ...STATE, version: 2 } }, { state: null }, { numbering: null }, { numbering: 'n' }, { numbering: { submitted: -1, calls: [] } }, { numbering: { submitted: 1.5, calls: [] } }, { numbering: { submitted: '1', calls: [] } }]) {
-      expect(readStoredRun(text(over))).toBeUndefined()
+      expect(await readStoredRun(text(over))).toBeUndefined()
     }
     for (const calls of [{}, [[1]], [[1, 2, 3]], [[1, -1]], [[-1, 1]], [['1', 1]], [1]]) {
-      expect(readStoredRun(text({ numbering: { submitted: 1, calls } }))).toBeUndefined()
+      expect(await readStoredRun(text({ numbering: { submitted: 1, calls } }))).toBeUndefined()
     }
-    expect(readStoredRun(text({ numbering: { submitted: 0, calls: [[0, 0]] } }))).toBeDefined()
+    expect(await readStoredRun(text({ numbering: { submitted: 0, calls: [[0, 0]] } }))).toBeDefined()
   })
 
-  it('with a trace context: a valid one is kept, one that is not (or whose tracestate is over 512) is dropped; the rest is still checked', () => {
+  it('with a trace context: a valid one is kept, one that is not (or whose tracestate is over 512) is dropped; the rest is still checked', async () => {
     const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'
-    expect(readStoredRun(text({ trace: { traceparent, tracestate: 'x'.repeat(512) } }))?.park?.trace).toEqual({ traceparent, tracestate: 'x'.repeat(512) })
-    expect(readStoredRun(text({ trace: { traceparent } }))?.park?.trace).toEqual({ traceparent })
-    const dropped = readStoredRun(text({ trace: { traceparent, tracestate: 'x'.repeat(513) } }))
+    expect((await readStoredRun(text({ trace: { traceparent, tracestate: 'x'.repeat(512) } })))?.park?.trace).toEqual({ traceparent, tracestate: 'x'.repeat(512) })
+    expect((await readStoredRun(text({ trace: { traceparent } })))?.park?.trace).toEqual({ traceparent })
+    const dropped = await readStoredRun(text({ trace: { traceparent, tracestate: 'x'.repeat(513) } }))
     expect(dropped).toBeDefined()
     expect('trace' in dropped!.park!).toBe(false)
-    const foreign = readStoredRun(text({ trace: 'x' }))
+    const foreign = await readStoredRun(text({ trace: 'x' }))
     expect(foreign).toEqual(valid)
     // A record with a trace is no less a record: its state and numbering are checked too.
-    expect(readStoredRun(text({ trace: { traceparent }, state: null }))).toBeUndefined()
-    expect(readStoredRun(text({ trace: { traceparent }, numbering: { submitted: -1, calls: [] } }))).toBeUndefined()
+    expect(await readStoredRun(text({ trace: { traceparent }, state: null }))).toBeUndefined()
+    expect(await readStoredRun(text({ trace: { traceparent }, numbering: { submitted: -1, calls: [] } }))).toBeUndefined()
   })
 })

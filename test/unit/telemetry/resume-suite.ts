@@ -81,7 +81,7 @@ export function describeResumeTelemetry(name: string, createCodeRuntime: (option
       })
       const stored = await until(async () => {
         const entry = await store.get('runs/run-trace')
-        const run = entry === undefined ? undefined : readStoredRun(entry.value)
+        const run = entry === undefined ? undefined : await readStoredRun(entry.value)
         return run?.park?.trace !== undefined && run
       }, 'the parked run with its trace context')
       // The first runtime goes away with the run parked; its record stays for the second.

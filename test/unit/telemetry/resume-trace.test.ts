@@ -48,10 +48,10 @@ it('a run resumed by another runtime on the store is in the same trace, its span
     callId: 'run-trace', name: 'run_code', arguments: { code: 'return await tools.pay({ cents: 500 })', description: 'pay' },
     signal: new AbortController().signal, trace: { traceparent: `00-${TRACE_ID}-00f067aa0ba902b7-01`, tracestate: 'vendor=abc' },
   })
-  let stored: ReturnType<typeof readStoredRun>
+  let stored: Awaited<ReturnType<typeof readStoredRun>>
   await until(async () => {
     const entry = await store.get('runs/run-trace')
-    stored = entry === undefined ? undefined : readStoredRun(entry.value)
+    stored = entry === undefined ? undefined : await readStoredRun(entry.value)
     return stored?.park?.trace !== undefined
   })
   // The first process goes away with the run parked (its record stays for the next one).
@@ -79,13 +79,13 @@ it('a run resumed by another runtime on the store is in the same trace, its span
   expect(await store.get('runs/run-trace')).toBeUndefined()
 })
 
-it('a stored context that is not a W3C one is dropped when the record is read (the resumed run starts its own trace)', () => {
+it('a stored context that is not a W3C one is dropped when the record is read (the resumed run starts its own trace)', async () => {
   const park = { code: 'return 1', description: 'd', numbering: { submitted: 0, calls: [] } }
   const state = { version: 1, vm: { journal: { inputs: [], reads: [], ops: '', calls: [] }, clockMs: 0, timers: [] }, logs: [], logBytes: 0, logTruncated: false, busyMs: 0, wallMs: 0, lastCallId: 0, calls: [] }
-  const read = (trace: unknown) => readStoredRun(JSON.stringify({ version: 1, callId: 'r', park: { ...park, state, trace } }))?.park
-  expect(read({ traceparent: 5 })).toBeDefined()
-  expect(read({ traceparent: 5 })!.trace).toBeUndefined()
-  expect(read({ traceparent: 'x', tracestate: 'k=v'.repeat(200) })!.trace).toBeUndefined()
-  expect(read({ traceparent: 'x', tracestate: 'k=v' })!.trace).toEqual({ traceparent: 'x', tracestate: 'k=v' })
-  expect(read('00-abc')!.trace).toBeUndefined()
+  const read = async (trace: unknown) => (await readStoredRun(JSON.stringify({ version: 1, callId: 'r', park: { ...park, state, trace } })))?.park
+  expect(await read({ traceparent: 5 })).toBeDefined()
+  expect((await read({ traceparent: 5 }))!.trace).toBeUndefined()
+  expect((await read({ traceparent: 'x', tracestate: 'k=v'.repeat(200) }))!.trace).toBeUndefined()
+  expect((await read({ traceparent: 'x', tracestate: 'k=v' }))!.trace).toEqual({ traceparent: 'x', tracestate: 'k=v' })
+  expect((await read('00-abc'))!.trace).toBeUndefined()
 })
