@@ -8,7 +8,8 @@
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { afterAll, describe, expect, it } from 'vitest'
-import { createDurableObjectStore, DEFAULT_DURABLE_OBJECT_MAX_VALUE_BYTES, type DurableObjectStorageLike } from '../../../platforms/edge/durable-object-store.js'
+import { createDurableObjectStore, DEFAULT_DURABLE_OBJECT_MAX_VALUE_BYTES } from '../../../platforms/edge/durable-object-store.js'
+import { mapStorage } from '../../support/map-storage.js'
 import { createQuickJsRuntime } from '../../../platforms/quickjs/index.js'
 import { createApprovalBroker } from '../../../src/approvals/index.js'
 import { DurableRuns, readStoredRun, type StoredRun } from '../../../src/durable/runs.js'
@@ -29,28 +30,6 @@ const disposers: (() => Promise<void>)[] = []
 afterAll(async () => {
   for (const dispose of disposers.splice(0)) await dispose()
 })
-
-/** A Durable Object's storage as a Map (the driver's whole interface). */
-function mapStorage(): DurableObjectStorageLike {
-  const data = new Map<string, unknown>()
-  return {
-    async get(keys) {
-      return new Map(keys.filter((k) => data.has(k)).map((k) => [k, data.get(k)]))
-    },
-    async put(entries) {
-      for (const [k, v] of Object.entries(entries)) data.set(k, v)
-    },
-    async delete(keys) {
-      let n = 0
-      for (const k of keys) n += data.delete(k) ? 1 : 0
-      return n
-    },
-    async list({ prefix = '', startAfter, limit = Infinity }) {
-      const names = [...data.keys()].filter((k) => k.startsWith(prefix) && (startAfter === undefined || k > startAfter)).sort()
-      return new Map(names.slice(0, limit).map((k) => [k, data.get(k)]))
-    },
-  }
-}
 
 /** The edge store, noting the UTF-8 size of every value offered for `runs/` and whether it was refused. */
 function measuredStore() {
