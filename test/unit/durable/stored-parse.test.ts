@@ -7,8 +7,9 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { PARSE_AT_ONCE_CHARS } from '../../../src/code-runtime/json-endpoint.js'
 import { createMemoryStore } from '../../../src/durable/memory-store.js'
-import { createRunEventLog, createStoreRunEvents, getPieces } from '../../../src/durable/run-table.js'
+import { createRunEventLog, createStoreRunEvents, getPieces, newPiecesGen } from '../../../src/durable/run-table.js'
 import { readStoredRun } from '../../../src/durable/runs.js'
+import type { DurableStore } from '../../../src/durable/store.js'
 import { parseStoredJson } from '../../../src/durable/stored-json.js'
 import { closeProcesses, durableProcess, FIRST_CALL_NUMBERING, parkedState } from '../../support/parked-run.js'
 
@@ -84,5 +85,22 @@ describe('an event snapshot is read in slices', () => {
     // Before: the body was one JSON.parse in the load's turn.
     expect(flag.ran).toBe(true)
     expect(loaded!.frames).toEqual(log.since(0).frames)
+  })
+})
+
+describe('a spilled park is bounded before any piece is read', () => {
+  it('a record naming more pieces or bytes than a park can have is not a record; one at the bounds with its pieces missing costs one read', async () => {
+    const store = createMemoryStore()
+    const gets: string[] = []
+    const counted: DurableStore = { ...store, get: (key) => (gets.push(key), store.get(key)) }
+    const gen = newPiecesGen()
+    const MAX = 256 * 1024 * 1024
+    for (const parkPieces of [{ gen, pieces: 1e9, bytes: 1e9 }, { gen, pieces: 1e9, bytes: MAX }, { gen, pieces: MAX / 1024 + 1, bytes: MAX }, { gen, pieces: 2, bytes: 1024 }, { gen: 'a/b', pieces: 1, bytes: 10 }]) {
+      expect(await readStoredRun(JSON.stringify({ version: 1, callId: 'h', parkPieces }))).toBeUndefined()
+    }
+    await store.put('runs/h', JSON.stringify({ version: 1, callId: 'h', parkPieces: { gen, pieces: MAX / 1024, bytes: MAX } }))
+    const b = durableProcess(counted)
+    expect(await b.resumeAll(async () => undefined, { staleMs: 0 })).toEqual([])
+    expect(gets.filter((key) => key.startsWith('run-parks/'))).toEqual([`run-parks/h/${gen}.0`])
   })
 })
