@@ -60,6 +60,8 @@ export const PIECE_SWEEP_MIN_AGE_MS = 15 * 60 * 1000
 /** Keys one sweep pass lists, and pieces it deletes, per family (`run-parks/`, `run-events/`). */
 export const PIECE_SWEEP_MAX_KEYS = 1000
 export const PIECE_SWEEP_MAX_DELETES = 250
+/** A resume sweep starts a piece sweep at most this often: each pass reads the record of every long-parked run whose pieces it lists. */
+export const PIECE_SWEEP_EVERY_MS = 60_000
 
 function checkMs(value: unknown, name: string, min: number): number | undefined {
   if (value === undefined) return undefined
@@ -98,6 +100,7 @@ export class RunService implements RunStoreSide {
   /** Where each family's piece sweep goes on at its next pass, and whether a pass is under way. */
   readonly #sweptTo: { parks?: string; events?: string } = {}
   #sweeping = false
+  #sweptAt = Number.NEGATIVE_INFINITY
   #closed = false
   #followers = 0
   /** The store side of the tables' runs (absent without a store). */
@@ -383,8 +386,12 @@ export class RunService implements RunStoreSide {
     const staleMs = options?.staleMs ?? this.#options.staleMs
     if (this.#closed) return { resumed: [], adopted: 0 }
     const resumed = await this.adopt(await this.#resumeAll(staleMs), staleMs)
-    // In the background (a dispose waits for it): a failed pass is retried by the next sweep.
-    if (!this.#sweeping) this.track(this.sweepPieces(Date.now(), staleMs).catch(() => undefined))
+    // In the background (a dispose waits for it): a failed pass is retried by a later sweep.
+    const now = Date.now()
+    if (!this.#sweeping && now - this.#sweptAt >= PIECE_SWEEP_EVERY_MS) {
+      this.#sweptAt = now
+      this.track(this.sweepPieces(now, staleMs).catch(() => undefined))
+    }
     return resumed
   }
 
@@ -393,7 +400,7 @@ export class RunService implements RunStoreSide {
    * stopped between a park's pieces and its record, a delete that failed): at most
    * {@link PIECE_SWEEP_MAX_KEYS} keys listed and {@link PIECE_SWEEP_MAX_DELETES} deleted per
    * family, going on where the last pass stopped; pieces younger than
-   * {@link PIECE_SWEEP_MIN_AGE_MS} (or `staleMs`) stay. Each resume sweep runs one.
+   * {@link PIECE_SWEEP_MIN_AGE_MS} (or `staleMs`) stay. A resume sweep runs one, at most every {@link PIECE_SWEEP_EVERY_MS}.
    */
   async sweepPieces(now = Date.now(), staleMs = this.#options.staleMs): Promise<{ readonly parks: PieceSweepResult; readonly events: PieceSweepResult }> {
     const store = this.#store

@@ -11,7 +11,7 @@ import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
 import { createDurableObjectStore } from '../../../platforms/edge/durable-object-store.js'
 import { createFileStore } from '../../../platforms/node/index.js'
 import { createMemoryStore } from '../../../src/durable/memory-store.js'
-import { PIECE_SWEEP_MAX_DELETES, PIECE_SWEEP_MIN_AGE_MS, RunService, resolveRunServiceOptions } from '../../../src/durable/run-service.js'
+import { PIECE_SWEEP_EVERY_MS, PIECE_SWEEP_MAX_DELETES, PIECE_SWEEP_MIN_AGE_MS, RunService, resolveRunServiceOptions } from '../../../src/durable/run-service.js'
 import { createRunEventLog, createStoreRunEvents, newPiecesGen } from '../../../src/durable/run-table.js'
 import { readStoredRun, sweepParkPieces } from '../../../src/durable/runs.js'
 import type { DurableStore } from '../../../src/durable/store.js'
@@ -172,7 +172,7 @@ describe.each(STORES)('orphaned park pieces on the %s store', (_name, make) => {
 })
 
 describe('the run service sweeps as it resumes, within its per-pass bound', () => {
-  it(`deletes at most ${PIECE_SWEEP_MAX_DELETES} pieces a pass; a resume sweep starts one`, async () => {
+  it(`deletes at most ${PIECE_SWEEP_MAX_DELETES} pieces a pass; a resume sweep starts one, at most every ${PIECE_SWEEP_EVERY_MS} ms`, async () => {
     const store = createMemoryStore()
     const gen = newPiecesGen()
     const total = PIECE_SWEEP_MAX_DELETES + 10
@@ -181,7 +181,17 @@ describe('the run service sweeps as it resumes, within its per-pass bound', () =
     expect((await service.sweepPieces(LATER())).parks.deleted).toBe(PIECE_SWEEP_MAX_DELETES)
     expect(await keys(store, 'run-parks/')).toHaveLength(10)
     vi.useFakeTimers({ toFake: ['Date'] })
-    vi.setSystemTime(LATER())
+    const at = LATER()
+    vi.setSystemTime(at)
+    await service.resume()
+    await service.drained()
+    expect(await keys(store, 'run-parks/')).toEqual([])
+    await store.put(`run-parks/r/${gen}.0`, '"x"')
+    vi.setSystemTime(at + PIECE_SWEEP_EVERY_MS - 1)
+    await service.resume()
+    await service.drained()
+    expect(await keys(store, 'run-parks/')).toHaveLength(1)
+    vi.setSystemTime(at + PIECE_SWEEP_EVERY_MS)
     await service.resume()
     await service.drained()
     expect(await keys(store, 'run-parks/')).toEqual([])
