@@ -94,7 +94,9 @@ async function abortQueued(pool: typeof createSandboxRuntimeOn): Promise<string>
 console.log(`parking pressure: ${RUNS} asking runs on 2 slots; load ${loadavg().map((l) => l.toFixed(1)).join(' ')}`)
 for (let round = 0; round < ROUNDS; round++) {
   for (const lane of ['A', 'B']) {
-    for (const contender of contenders) console.log(`  ${contender.name.padEnd(16)} ${await row(contender.pool, lane)}`)
+    // Each round and lane the other contender goes first: the first of a pair measured slower here.
+    const order = (round + (lane === 'A' ? 0 : 1)) % 2 === 0 ? contenders : [...contenders].reverse()
+    for (const contender of order) console.log(`  ${contender.name.padEnd(16)} ${await row(contender.pool, lane)}`)
   }
 }
 for (const contender of contenders) console.log(`  ${contender.name.padEnd(16)} ${await abortQueued(contender.pool)}`)
