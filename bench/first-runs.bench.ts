@@ -11,6 +11,10 @@
  * same load. Run: `BASELINE=main npm run bench -- first-runs`; `BENCH_FRESH=<n>` runtimes
  * per contender (default 15).
  *
+ * Beside them, in the same interleaving, the platform's floor: a bare `worker_threads` spawn (an
+ * `eval` worker that only posts a message) to its first message, the part of a first run no
+ * sandbox design on Node avoids.
+ *
  * `BENCH_THREAD_CPU=1` (Linux) also reports each contender's threads' own CPU time, in ms, to their
  * first result: before the thread file runs (Node's worker start), loading it, then to the result.
  * Wall times under load hide a few ms of a thread's work; its CPU time does not.
@@ -25,6 +29,7 @@ import { execFileSync, spawn } from 'node:child_process'
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { loadavg } from 'node:os'
 import { fileURLToPath } from 'node:url'
+import { Worker } from 'node:worker_threads'
 import { createSandboxRuntimeOn } from '../src/code-runtime/sandbox-runtime.js'
 import type { SandboxRuntimeOptions } from '../src/code-runtime/sandbox-runtime.js'
 import { nodeSandboxPlatform } from '../platforms/node/sandbox-runtime.js'
@@ -124,6 +129,25 @@ async function firstRuns(contender: Contender, options: SandboxRuntimeOptions, i
   return times
 }
 
+/** The floor's thread: posts its own CPU time (ms, Linux) or -1 as its first message, and nothing else. */
+const BARE_SOURCE = `const { parentPort } = require('node:worker_threads')
+let cpu = -1
+try { cpu = Number(require('node:fs').readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0]) / 1e6 } catch {}
+parentPort.postMessage(cpu)`
+
+/** A bare worker's spawn to its first message, ms, and its thread's CPU time then (-1 off Linux). */
+async function bareSpawn(): Promise<{ readonly ms: number; readonly cpu: number }> {
+  const start = performance.now()
+  const worker = new Worker(BARE_SOURCE, { eval: true })
+  const cpu = await new Promise<number>((resolve, reject) => {
+    worker.once('message', resolve)
+    worker.once('error', reject)
+  })
+  const ms = performance.now() - start
+  await worker.terminate()
+  return { ms, cpu }
+}
+
 function percentile(samples: readonly number[], p: number): number {
   const sorted = [...samples].sort((a, b) => a - b)
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!
@@ -199,8 +223,15 @@ for (const contender of contenders) {
   console.log(`  ${contender.name}: the process's first runtime, create → run 1: ${first!.toFixed(1)} ms`)
 }
 const samples = new Map<string, number[][]>()
+const BARE = 'bare worker spawn → first message'
+const bareCpu: number[] = []
 for (let i = 0; i < FRESH; i++) {
   for (const [shape, options] of shapes) {
+    const bare = await bareSpawn()
+    const floor = samples.get(BARE) ?? [[]]
+    samples.set(BARE, floor)
+    floor[0]!.push(bare.ms)
+    bareCpu.push(bare.cpu)
     for (const contender of contenders) {
       const key = `${contender.name}, ${shape}`
       const list = samples.get(key) ?? Array.from({ length: RUNS }, (): number[] => [])
@@ -225,5 +256,7 @@ if (THREAD_CPU) {
     const columns = [lines.map((l) => l.entry), lines.map((l) => l.loaded - l.entry), lines.map((l) => l.result - l.loaded), lines.map((l) => l.result)]
     console.log(`  ${name.padEnd(36)} ${String(lines.length).padStart(16)} ${columns.map(cell).join(' ')}`)
   }
+  // The bare thread posts at its entry: all of its CPU is Node's worker start.
+  if (bareCpu.every((ms) => ms >= 0)) console.log(`  ${'bare worker'.padEnd(36)} ${String(bareCpu.length).padStart(16)} ${`${percentile(bareCpu, 50).toFixed(1)} / ${percentile(bareCpu, 95).toFixed(1)}`.padStart(16)}`)
 }
 console.log(`load after: ${loadavg().map((x) => x.toFixed(2)).join(' ')}`)

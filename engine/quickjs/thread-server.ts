@@ -278,14 +278,22 @@ export function serveSandboxThread(channel: SandboxThreadChannel, variant: Quick
       variant,
       imageInBuild: false,
       // A host that asks keeps the image for the threads it starts later: their first VM is restored, not booted.
-      ...(wantsImage === true && image === undefined ? { onImage: (mb: number, taken: QuickJsImage) => setTimeout(() => postImage(channel, mb, taken), 0) } : {}),
+      // Only an image taken before this thread started any run: the host refuses a later one anyway
+      // (a thread that ran a program may be one the program escaped into).
+      ...(wantsImage === true && image === undefined
+        ? {
+            onImage: (mb: number, taken: QuickJsImage) => {
+              if (runsStarted === 0) setTimeout(() => postImage(channel, mb, taken), 0)
+            },
+          }
+        : {}),
       ...(data.wasmModule === undefined ? {} : { wasmModule: data.wasmModule }),
     })
     if (image !== undefined) engine.adoptImage(memoryMb, image)
     // Nothing before `ready` that a first `return 1` does not need: the stripper warms after the first run,
     // and the image's scan starts after it too (or once the thread has stayed idle a while).
-    void prebuild().then(() => {
-      channel.post({ type: 'ready' })
+    void prebuild().then((sandbox) => {
+      channel.post(sandbox === undefined ? { type: 'ready' } : { type: 'ready', made: sandbox.made })
       setTimeout(() => {
         if (runsStarted === 0) scan()
       }, SCAN_AFTER_IDLE_MS)

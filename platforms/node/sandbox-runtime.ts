@@ -38,11 +38,27 @@ export function usableMemoryMb(total: number, constrained: number | undefined): 
 const THREAD_HEAP_MB = 64
 
 /**
- * Per compiled wasm module, per memory size: the memory image a thread took of its booted VM,
- * with the script it booted. A thread started later is given it at boot, and restores its first
- * VM from it instead of booting one (the script's evaluation is most of a thread's start-up).
+ * Per compiled wasm module, per thread file and memory size: the memory image a thread took of its
+ * booted VM, with the script it booted. A thread started later from the same file is given it at
+ * boot, and restores its first VM from it instead of booting one (the script's evaluation is most of
+ * a thread's start-up). Everything that goes into an image is in its key: the wasm, the thread's own
+ * code (its engine sets the stack limit and installs the script: another file, say another version's,
+ * may lay the VM out otherwise), the memory size (the allocator limit is in the image) and the script.
  */
-const images = new WeakMap<WebAssembly.Module, Map<number, { readonly source: string; readonly image: unknown }>>()
+const images = new WeakMap<WebAssembly.Module, Map<string, { readonly source: string; readonly image: unknown }>>()
+
+/** The key of {@link images}' inner map: the thread file and the memory size. */
+function imageKey(threadUrl: URL, memoryMb: number): string {
+  return `${memoryMb} ${threadUrl.href}`
+}
+
+/**
+ * @internal Whether the process keeps an image for threads of `threadUrl` with `memoryMb` MiB VMs
+ * (of the process's compiled QuickJS wasm): for tests.
+ */
+export async function keepsImage(threadUrl: URL, memoryMb: number): Promise<boolean> {
+  return images.get(await loadWasm())?.has(imageKey(threadUrl, memoryMb)) ?? false
+}
 
 /**
  * `image` with its bytes in a shared buffer of its own: no two threads (and not the host and the
@@ -61,11 +77,11 @@ export function ownBytes(image: unknown): unknown {
   return { ...(image as object), memory: { ...memory, bytes: own } }
 }
 
-/** The boot message with a copy of the image kept for its module, memory size and script, or asking for one. */
-function withImage(message: unknown): unknown {
+/** The boot message with a copy of the image kept for its module, thread file, memory size and script, or asking for one. */
+function withImage(message: unknown, threadUrl: URL): unknown {
   const boot = message as Partial<SandboxThreadBoot>
   if (boot.type !== 'boot' || boot.wasmModule === undefined || boot.memoryMb === undefined) return message
-  const kept = images.get(boot.wasmModule)?.get(boot.memoryMb)
+  const kept = images.get(boot.wasmModule)?.get(imageKey(threadUrl, boot.memoryMb))
   return kept === undefined || kept.source !== boot.sandboxSource ? { ...boot, wantsImage: true } : { ...boot, image: ownBytes(kept.image) }
 }
 
@@ -101,18 +117,24 @@ function spawnThread(url: URL): SandboxThread {
     })
   })
   let booted: Partial<SandboxThreadBoot> = {}
+  /** Set at the first run sent: from then on the thread may hold a program, and its images are refused. */
+  let ranProgram = false
   worker.on('message', (data: { type?: unknown; memoryMb?: unknown; image?: unknown }) => {
-    if (data?.type !== 'image' || booted.wasmModule === undefined || typeof data.memoryMb !== 'number' || typeof booted.sandboxSource !== 'string') return
+    if (data?.type !== 'image' || ranProgram || booted.wasmModule === undefined || typeof data.memoryMb !== 'number' || data.memoryMb !== booted.memoryMb || typeof booted.sandboxSource !== 'string') return
     const image = ownBytes(data.image)
     if (image === undefined) return
     const kept = images.get(booted.wasmModule) ?? new Map()
     images.set(booted.wasmModule, kept)
-    if (!kept.has(data.memoryMb)) kept.set(data.memoryMb, { source: booted.sandboxSource, image })
+    const key = imageKey(url, data.memoryMb)
+    if (!kept.has(key)) kept.set(key, { source: booted.sandboxSource, image })
   })
   return {
     postMessage: (message) => {
-      if ((message as { type?: unknown }).type === 'boot') booted = message as SandboxThreadBoot
-      worker.postMessage(withImage(message))
+      const type = (message as { type?: unknown }).type
+      if (type === 'boot') booted = message as SandboxThreadBoot
+      // Before the run reaches the thread: an image that arrives after it is refused.
+      else if (type === 'run') ranProgram = true
+      worker.postMessage(withImage(message, url))
     },
     onMessage: (listener) => {
       const deliver = slicedDelivery(listener)

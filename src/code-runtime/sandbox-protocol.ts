@@ -99,6 +99,8 @@ export type ThreadCommand = ThreadRunCommand | ThreadEndCommand | ThreadParkComm
 /** Thread → host: a sandbox is built and waiting for the next run (after boot, and after each run); sent after a failed build too (the run then retries and reports it). */
 export interface ThreadReadyEvent {
   readonly type: 'ready'
+  /** On a thread's first `ready`: how its first VM was made (`restored` from the process's image, or `booted`); the pool ignores it, tests and benches read it. */
+  readonly made?: 'booted' | 'restored'
 }
 
 /** Thread → host: run `run` failed inside the VM (a budget, memory, a crash). */

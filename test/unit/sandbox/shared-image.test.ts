@@ -1,0 +1,150 @@
+/**
+ * The process's memory image of a booted VM, shared with the sandbox threads it starts later
+ * (platforms/node/sandbox-runtime.ts), on real threads: a later thread's first VM is restored from
+ * it and is a fresh realm with its limits; the image comes only from a thread that has run no
+ * program; and it is kept per thread file and memory size, so no thread restores an image made
+ * with anything else. Each test starts its threads from a file of its own (a one-line file that
+ * requires the real thread bundle), so no test sees another's image.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { afterAll, afterEach, describe, expect, it } from 'vitest'
+import { createSandboxRuntimeOn } from '../../../src/code-runtime/sandbox-runtime.js'
+import type { SandboxPlatform, SandboxRuntime, SandboxRuntimeOptions } from '../../../src/code-runtime/sandbox-runtime.js'
+import { keepsImage, nodeSandboxPlatform } from '../../../platforms/node/sandbox-runtime.js'
+
+const BUNDLE = fileURLToPath(new URL('../../../platforms/node/_sandbox-thread.cjs', import.meta.url))
+const dir = mkdtempSync(join(tmpdir(), 'toolyard-shared-image-'))
+const runtimes: SandboxRuntime[] = []
+
+/** A thread file of its own, named `name`: `prelude`, then the real thread bundle. */
+function threadFile(name: string, prelude = ''): URL {
+  const file = join(dir, `${name}.cjs`)
+  writeFileSync(file, `"use strict";\n${prelude}\nrequire(${JSON.stringify(BUNDLE)})\n`)
+  return pathToFileURL(file)
+}
+
+/** The Node platform on `url`'s threads, recording how each thread's first VM was made (its first `ready`). */
+function recording(url: URL): { readonly platform: SandboxPlatform; readonly made: string[] } {
+  const base = nodeSandboxPlatform(url)
+  const made: string[] = []
+  const platform: SandboxPlatform = {
+    ...base,
+    spawn: () => {
+      const thread = base.spawn()
+      thread.onMessage((data) => {
+        const event = data as { type?: unknown; made?: unknown } | null
+        if (event?.type === 'ready' && typeof event.made === 'string') made.push(event.made)
+      })
+      return thread
+    },
+  }
+  return { platform, made }
+}
+
+function runtimeOn(platform: SandboxPlatform, options: SandboxRuntimeOptions): SandboxRuntime {
+  const runtime = createSandboxRuntimeOn(platform, { maxConcurrentRuns: 1, ...options })
+  runtimes.push(runtime)
+  return runtime
+}
+
+async function until(condition: () => Promise<boolean> | boolean, what: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
+/** A runtime on `platform` whose only thread has said ready and stayed idle until the process keeps its image. */
+async function imageTaker(platform: SandboxPlatform, url: URL, memoryMb: number): Promise<SandboxRuntime> {
+  const runtime = runtimeOn(platform, { memoryMb })
+  await until(() => keepsImage(url, memoryMb), `the image of ${memoryMb} MiB VMs`)
+  return runtime
+}
+
+describe('the memory image shared with later sandbox threads', () => {
+  afterEach(async () => {
+    await Promise.all(runtimes.splice(0).map((runtime) => runtime.dispose()))
+  })
+  afterAll(() => {
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  it("restores a later thread's first VM from it: a fresh realm, whatever ran on the thread that took it", async () => {
+    const url = threadFile('fresh')
+    const { platform, made } = recording(url)
+    const first = await imageTaker(platform, url, 32)
+    const polluted = await first.run({ program: "globalThis.leak = 42; Object.prototype.polluted = 'yes'; Array.prototype.push = null; JSON.parse = () => 'no'; return 1", bindings: [] })
+    expect(polluted.value).toBe(1)
+    const second = runtimeOn(platform, { memoryMb: 32 })
+    const seen = await second.run({ program: "return [typeof leak, ({}).polluted === undefined, typeof [].push, JSON.parse('2')]", bindings: [] })
+    expect(seen.error).toBeUndefined()
+    expect(seen.value).toEqual(['undefined', true, 'function', 2])
+    // The first thread booted (nothing was kept yet); the second restored its first VM, the one that ran.
+    expect(made).toEqual(['booted', 'restored'])
+  })
+
+  it("keeps the limits on a later thread's first VM: the memory cap, the stack limit, the compute budget", async () => {
+    const url = threadFile('limits')
+    const { platform, made } = recording(url)
+    await imageTaker(platform, url, 32)
+    const memory = await runtimeOn(platform, { memoryMb: 32 }).run({ program: "try { const big = new Uint8Array(48 * 1024 * 1024); return 'allocated ' + big.length } catch (e) { return 'refused' }", bindings: [] })
+    expect(memory.value).toBe('refused')
+    const stack = await runtimeOn(platform, { memoryMb: 32 }).run({ program: "function f(n) { return f(n + 1) + 1 }\ntry { f(0); return 'no error' } catch (e) { return e.name + ': ' + e.message }", bindings: [] })
+    expect(stack.value).toMatch(/^(InternalError|RangeError): .*stack/)
+    const loop = await runtimeOn(platform, { memoryMb: 32, computeMs: 300 }).run({ program: 'for (;;) {}', bindings: [] })
+    expect(loop.error?.kind).toBe('timeout')
+    expect(made).toEqual(['booted', 'restored', 'restored', 'restored'])
+  })
+
+  it('keeps one image per memory size: a runtime with another size boots its own, and its cap holds', async () => {
+    const url = threadFile('sizes')
+    const { platform, made } = recording(url)
+    await imageTaker(platform, url, 64)
+    expect(await keepsImage(url, 32)).toBe(false)
+    // No 32 MiB image yet: booted, not restored from the 64 MiB one (whose allocator limit is 60 MiB).
+    await imageTaker(platform, url, 32)
+    const small = await runtimeOn(platform, { memoryMb: 32 }).run({ program: "try { const big = new Uint8Array(40 * 1024 * 1024); return 'allocated ' + big.length } catch (e) { return 'refused' }", bindings: [] })
+    expect(small.value).toBe('refused')
+    const large = await runtimeOn(platform, { memoryMb: 64 }).run({ program: "const big = new Uint8Array(40 * 1024 * 1024); return 'allocated ' + big.length", bindings: [] })
+    expect(large.value).toBe(`allocated ${40 * 1024 * 1024}`)
+    expect(made).toEqual(['booted', 'booted', 'restored', 'restored'])
+  })
+
+  it('keeps one image per thread file: threads from another file (another version of the engine) boot their own', async () => {
+    const url = threadFile('file-a')
+    await imageTaker(recording(url).platform, url, 32)
+    const other = threadFile('file-b')
+    const { platform, made } = recording(other)
+    expect(await keepsImage(other, 32)).toBe(false)
+    expect((await runtimeOn(platform, { memoryMb: 32 }).run({ program: 'return 1', bindings: [] })).value).toBe(1)
+    expect(made).toEqual(['booted'])
+  })
+
+  it('refuses an image from a thread that has run a program (a program that escaped into it could forge one)', async () => {
+    // After its first result, this thread posts an image message as a compromised thread could.
+    const url = threadFile(
+      'forger',
+      `const { parentPort } = require('node:worker_threads')
+const post = parentPort.postMessage
+let forged = false
+parentPort.postMessage = function (message, transfer) {
+  const result = post.call(this, message, transfer)
+  if (!forged && typeof message === 'string') {
+    forged = true
+    post.call(this, { type: 'image', memoryMb: 32, image: { memory: { pages: 256, runs: new Int32Array([0, 8]), bytes: new Uint8Array(8) }, rt: 0, ctx: 0, owned: [], deliver: 0, fire: 0, early: [] } })
+  }
+  return result
+}`,
+    )
+    const { platform } = recording(url)
+    const runtime = runtimeOn(platform, { memoryMb: 32 })
+    // The first run goes at once: the thread has no idle time to take an honest image before it.
+    expect((await runtime.run({ program: 'return 1', bindings: [] })).value).toBe(1)
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    expect(await keepsImage(url, 32)).toBe(false)
+  })
+})
