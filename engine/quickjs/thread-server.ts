@@ -278,15 +278,7 @@ export function serveSandboxThread(channel: SandboxThreadChannel, variant: Quick
       variant,
       imageInBuild: false,
       // A host that asks keeps the image for the threads it starts later: their first VM is restored, not booted.
-      // Only an image taken before this thread started any run: the host refuses a later one anyway
-      // (a thread that ran a program may be one the program escaped into).
-      ...(wantsImage === true && image === undefined
-        ? {
-            onImage: (mb: number, taken: QuickJsImage) => {
-              if (runsStarted === 0) setTimeout(() => postImage(channel, mb, taken), 0)
-            },
-          }
-        : {}),
+      ...(wantsImage === true && image === undefined ? { onImage: (mb: number, taken: QuickJsImage) => setTimeout(() => postImage(channel, mb, taken), 0) } : {}),
       ...(data.wasmModule === undefined ? {} : { wasmModule: data.wasmModule }),
     })
     if (image !== undefined) engine.adoptImage(memoryMb, image)

@@ -2615,13 +2615,7 @@ function serveSandboxThread(channel, variant2, loadStripper) {
       variant: variant2,
       imageInBuild: false,
       // A host that asks keeps the image for the threads it starts later: their first VM is restored, not booted.
-      // Only an image taken before this thread started any run: the host refuses a later one anyway
-      // (a thread that ran a program may be one the program escaped into).
-      ...wantsImage === true && image === void 0 ? {
-        onImage: (mb, taken) => {
-          if (runsStarted === 0) setTimeout(() => postImage(channel, mb, taken), 0);
-        }
-      } : {},
+      ...wantsImage === true && image === void 0 ? { onImage: (mb, taken) => setTimeout(() => postImage(channel, mb, taken), 0) } : {},
       ...data.wasmModule === void 0 ? {} : { wasmModule: data.wasmModule }
     });
     if (image !== void 0) engine.adoptImage(memoryMb, image);

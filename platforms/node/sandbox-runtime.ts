@@ -117,10 +117,8 @@ function spawnThread(url: URL): SandboxThread {
     })
   })
   let booted: Partial<SandboxThreadBoot> = {}
-  /** Set at the first run sent: from then on the thread may hold a program, and its images are refused. */
-  let ranProgram = false
   worker.on('message', (data: { type?: unknown; memoryMb?: unknown; image?: unknown }) => {
-    if (data?.type !== 'image' || ranProgram || booted.wasmModule === undefined || typeof data.memoryMb !== 'number' || data.memoryMb !== booted.memoryMb || typeof booted.sandboxSource !== 'string') return
+    if (data?.type !== 'image' || booted.wasmModule === undefined || typeof data.memoryMb !== 'number' || data.memoryMb !== booted.memoryMb || typeof booted.sandboxSource !== 'string') return
     const image = ownBytes(data.image)
     if (image === undefined) return
     const kept = images.get(booted.wasmModule) ?? new Map()
@@ -130,10 +128,7 @@ function spawnThread(url: URL): SandboxThread {
   })
   return {
     postMessage: (message) => {
-      const type = (message as { type?: unknown }).type
-      if (type === 'boot') booted = message as SandboxThreadBoot
-      // Before the run reaches the thread: an image that arrives after it is refused.
-      else if (type === 'run') ranProgram = true
+      if ((message as { type?: unknown }).type === 'boot') booted = message as SandboxThreadBoot
       worker.postMessage(withImage(message, url))
     },
     onMessage: (listener) => {
