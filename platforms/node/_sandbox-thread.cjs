@@ -2647,10 +2647,11 @@ function serveSandboxThread(channel, variant2, loadStripper) {
 }
 
 // platforms/node/sandbox-thread-entry.ts
+var glue = import_node_worker_threads.workerData?.emscriptenModule;
 var variant = {
   type: "sync",
   importFFI: () => Promise.resolve(require_ffi().QuickJSFFI),
-  importModuleLoader: () => Promise.resolve(require("@jitl/quickjs-wasmfile-release-sync/emscripten-module"))
+  importModuleLoader: () => Promise.resolve(typeof glue === "string" ? require(glue) : require("@jitl/quickjs-wasmfile-release-sync/emscripten-module"))
 };
 var port = import_node_worker_threads.parentPort;
 if (port !== null) {

@@ -85,8 +85,28 @@ function withImage(message: unknown, threadUrl: URL): unknown {
   return kept === undefined || kept.source !== boot.sandboxSource ? { ...boot, wantsImage: true } : { ...boot, image: ownBytes(kept.image) }
 }
 
+let emscriptenModule: string | undefined
+
+/**
+ * The QuickJS emscripten glue's file, resolved here once a process and handed to each thread
+ * (`workerData`): a thread that resolves the package name itself goes through the package's
+ * `exports` map, whose resolver Node loads fresh in every thread (3.5-15 ms wall a thread, against
+ * ~1 ms to require the same file by its path; issue 34). Undefined where it cannot be resolved:
+ * the thread then resolves it itself.
+ */
+function emscriptenModuleFile(): string | undefined {
+  try {
+    emscriptenModule ??= require.resolve('@jitl/quickjs-wasmfile-release-sync/emscripten-module')
+  } catch {
+    // The thread's own resolution reports it.
+  }
+  return emscriptenModule
+}
+
 function spawnThread(url: URL): SandboxThread {
+  const glue = emscriptenModuleFile()
   const worker = spawnCappedWorker(url, {
+    ...(glue === undefined ? {} : { workerData: { emscriptenModule: glue } }),
     env: {},
     argv: [],
     execArgv: [],

@@ -5,19 +5,23 @@
  * @module
  */
 import { createRequire } from 'node:module'
-import { parentPort } from 'node:worker_threads'
+import { parentPort, workerData } from 'node:worker_threads'
 import type { QuickJSSyncVariant } from 'quickjs-emscripten-core'
 import { serveSandboxThread } from '../../engine/quickjs/thread-server.js'
 import type { Stripper } from '../../engine/quickjs/thread-server.js'
 
+/** The emscripten glue's file as the host resolved it (platforms/node/sandbox-runtime.ts), if it did. */
+const glue = (workerData as { emscriptenModule?: unknown } | null)?.emscriptenModule
+
 /**
  * The release-sync variant, from its CommonJS files: the thread loads no ES module, so Node never
- * starts its ES module loader there (~20-30 ms of a thread's start, issue 34).
+ * starts its ES module loader there (~20-30 ms of a thread's start, issue 34). The glue by the path
+ * the host resolved: resolving the package name here loads the `exports` map resolver (3.5-15 ms).
  */
 const variant: QuickJSSyncVariant = {
   type: 'sync',
   importFFI: () => Promise.resolve(require('@jitl/quickjs-wasmfile-release-sync/ffi').QuickJSFFI),
-  importModuleLoader: () => Promise.resolve(require('@jitl/quickjs-wasmfile-release-sync/emscripten-module')),
+  importModuleLoader: () => Promise.resolve(typeof glue === 'string' ? require(glue) : require('@jitl/quickjs-wasmfile-release-sync/emscripten-module')),
 }
 const port = parentPort
 if (port !== null) {

@@ -25,7 +25,7 @@ function threadFile(name: string, prelude = ''): URL {
   return pathToFileURL(file)
 }
 
-/** The Node platform on `url`'s threads, recording how each thread's first VM was made (its first `ready`). */
+/** The Node platform on `url`'s threads, recording how each thread's first VM was made (its first `ready`), in spawn order. */
 function recording(url: URL): { readonly platform: SandboxPlatform; readonly made: string[] } {
   const base = nodeSandboxPlatform(url)
   const made: string[] = []
@@ -43,10 +43,21 @@ function recording(url: URL): { readonly platform: SandboxPlatform; readonly mad
   return { platform, made }
 }
 
-function runtimeOn(platform: SandboxPlatform, options: SandboxRuntimeOptions): SandboxRuntime {
+/**
+ * A one-thread runtime on `url`'s threads, with its own record of how its threads' first VMs were made
+ * (its own: a thread another runtime replaces after a stopped run may say ready at any time).
+ */
+function runtimeOn(url: URL, options: SandboxRuntimeOptions): { readonly run: SandboxRuntime['run']; readonly made: readonly string[] } {
+  const { platform, made } = recording(url)
   const runtime = createSandboxRuntimeOn(platform, { maxConcurrentRuns: 1, ...options })
   runtimes.push(runtime)
-  return runtime
+  return { run: (request) => runtime.run(request), made }
+}
+
+/** What `runtime`'s first thread said its first VM was, once it said it. */
+async function firstMade(runtime: { readonly made: readonly string[] }): Promise<string> {
+  await until(() => runtime.made.length > 0, 'the first ready')
+  return runtime.made[0]!
 }
 
 async function until(condition: () => Promise<boolean> | boolean, what: string, timeoutMs = 20_000): Promise<void> {
@@ -58,8 +69,8 @@ async function until(condition: () => Promise<boolean> | boolean, what: string, 
 }
 
 /** A runtime on `platform` whose only thread has said ready and stayed idle until the process keeps its image. */
-async function imageTaker(platform: SandboxPlatform, url: URL, memoryMb: number): Promise<SandboxRuntime> {
-  const runtime = runtimeOn(platform, { memoryMb })
+async function imageTaker(url: URL, memoryMb: number): Promise<ReturnType<typeof runtimeOn>> {
+  const runtime = runtimeOn(url, { memoryMb })
   await until(() => keepsImage(url, memoryMb), `the image of ${memoryMb} MiB VMs`)
   return runtime
 }
@@ -74,54 +85,53 @@ describe('the memory image shared with later sandbox threads', () => {
 
   it("restores a later thread's first VM from it: a fresh realm, whatever ran on the thread that took it", async () => {
     const url = threadFile('fresh')
-    const { platform, made } = recording(url)
     // The program runs first, on the thread's first VM; the thread takes the image afterwards, of a VM it boots anew.
-    const first = runtimeOn(platform, { memoryMb: 32 })
+    const first = runtimeOn(url, { memoryMb: 32 })
     const polluted = await first.run({ program: "globalThis.leak = 42; Object.prototype.polluted = 'yes'; Array.prototype.push = null; JSON.parse = () => 'no'; return 1", bindings: [] })
     expect(polluted.value).toBe(1)
     await until(() => keepsImage(url, 32), 'the image of 32 MiB VMs')
-    const second = runtimeOn(platform, { memoryMb: 32 })
+    const second = runtimeOn(url, { memoryMb: 32 })
     const seen = await second.run({ program: "return [typeof leak, ({}).polluted === undefined, typeof [].push, JSON.parse('2')]", bindings: [] })
     expect(seen.error).toBeUndefined()
     expect(seen.value).toEqual(['undefined', true, 'function', 2])
     // The first thread booted (nothing was kept yet); the second restored its first VM, the one that ran.
-    expect(made).toEqual(['booted', 'restored'])
+    expect(await firstMade(first)).toBe('booted')
+    expect(await firstMade(second)).toBe('restored')
   })
 
   it("keeps the limits on a later thread's first VM: the memory cap, the stack limit, the compute budget", async () => {
     const url = threadFile('limits')
-    const { platform, made } = recording(url)
-    await imageTaker(platform, url, 32)
-    const memory = await runtimeOn(platform, { memoryMb: 32 }).run({ program: "try { const big = new Uint8Array(48 * 1024 * 1024); return 'allocated ' + big.length } catch (e) { return 'refused' }", bindings: [] })
-    expect(memory.value).toBe('refused')
-    const stack = await runtimeOn(platform, { memoryMb: 32 }).run({ program: "function f(n) { return f(n + 1) + 1 }\ntry { f(0); return 'no error' } catch (e) { return e.name + ': ' + e.message }", bindings: [] })
-    expect(stack.value).toMatch(/^(InternalError|RangeError): .*stack/)
-    const loop = await runtimeOn(platform, { memoryMb: 32, computeMs: 300 }).run({ program: 'for (;;) {}', bindings: [] })
-    expect(loop.error?.kind).toBe('timeout')
-    expect(made).toEqual(['booted', 'restored', 'restored', 'restored'])
+    await imageTaker(url, 32)
+    const memory = runtimeOn(url, { memoryMb: 32 })
+    expect((await memory.run({ program: "try { const big = new Uint8Array(48 * 1024 * 1024); return 'allocated ' + big.length } catch (e) { return 'refused' }", bindings: [] })).value).toBe('refused')
+    const stack = runtimeOn(url, { memoryMb: 32 })
+    expect((await stack.run({ program: "function f(n) { return f(n + 1) + 1 }\ntry { f(0); return 'no error' } catch (e) { return e.name + ': ' + e.message }", bindings: [] })).value).toMatch(/^(InternalError|RangeError): .*stack/)
+    const loop = runtimeOn(url, { memoryMb: 32, computeMs: 300 })
+    expect((await loop.run({ program: 'for (;;) {}', bindings: [] })).error?.kind).toBe('timeout')
+    for (const runtime of [memory, stack, loop]) expect(await firstMade(runtime)).toBe('restored')
   })
 
   it('keeps one image per memory size: a runtime with another size boots its own, and its cap holds', async () => {
     const url = threadFile('sizes')
-    const { platform, made } = recording(url)
-    await imageTaker(platform, url, 64)
+    expect(await firstMade(await imageTaker(url, 64))).toBe('booted')
     expect(await keepsImage(url, 32)).toBe(false)
     // No 32 MiB image yet: booted, not restored from the 64 MiB one (whose allocator limit is 60 MiB).
-    await imageTaker(platform, url, 32)
-    const small = await runtimeOn(platform, { memoryMb: 32 }).run({ program: "try { const big = new Uint8Array(40 * 1024 * 1024); return 'allocated ' + big.length } catch (e) { return 'refused' }", bindings: [] })
-    expect(small.value).toBe('refused')
-    const large = await runtimeOn(platform, { memoryMb: 64 }).run({ program: "const big = new Uint8Array(40 * 1024 * 1024); return 'allocated ' + big.length", bindings: [] })
-    expect(large.value).toBe(`allocated ${40 * 1024 * 1024}`)
-    expect(made).toEqual(['booted', 'booted', 'restored', 'restored'])
+    expect(await firstMade(await imageTaker(url, 32))).toBe('booted')
+    const small = runtimeOn(url, { memoryMb: 32 })
+    expect((await small.run({ program: "try { const big = new Uint8Array(40 * 1024 * 1024); return 'allocated ' + big.length } catch (e) { return 'refused' }", bindings: [] })).value).toBe('refused')
+    const large = runtimeOn(url, { memoryMb: 64 })
+    expect((await large.run({ program: "const big = new Uint8Array(40 * 1024 * 1024); return 'allocated ' + big.length", bindings: [] })).value).toBe(`allocated ${40 * 1024 * 1024}`)
+    expect(await firstMade(small)).toBe('restored')
+    expect(await firstMade(large)).toBe('restored')
   })
 
   it('keeps one image per thread file: threads from another file (another version of the engine) boot their own', async () => {
     const url = threadFile('file-a')
-    await imageTaker(recording(url).platform, url, 32)
+    await imageTaker(url, 32)
     const other = threadFile('file-b')
-    const { platform, made } = recording(other)
     expect(await keepsImage(other, 32)).toBe(false)
-    expect((await runtimeOn(platform, { memoryMb: 32 }).run({ program: 'return 1', bindings: [] })).value).toBe(1)
-    expect(made).toEqual(['booted'])
+    const runtime = runtimeOn(other, { memoryMb: 32 })
+    expect((await runtime.run({ program: 'return 1', bindings: [] })).value).toBe(1)
+    expect(await firstMade(runtime)).toBe('booted')
   })
 })
