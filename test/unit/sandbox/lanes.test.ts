@@ -7,7 +7,7 @@
 import { afterAll, describe, expect, it } from 'vitest'
 import { createSandboxRuntime } from '../../../platforms/node/index.js'
 import type { CodeRunRequest, CodeRunResult, CodeRuntime } from '../../../src/code-runtime/contract.js'
-import { MAX_LANE_CHARS } from '../../../src/code-runtime/run-lanes.js'
+import { CONGESTED_LANE_RUNS, MAX_LANE_CHARS } from '../../../src/code-runtime/run-lanes.js'
 import { createToolRuntime } from '../../../src/registry/index.js'
 import { until } from '../../support/poll.js'
 import { createFixture, jsonAuth, ROLE_TOKENS, AGENT_TOKEN, PERSON_TOKEN } from '../http/fixtures.js'
@@ -73,6 +73,20 @@ describe('lanes: runs waiting for a slot take turns by lane (sandbox runtime, No
     s.release()
     await Promise.all([blocker, ...runs])
     expect(s.started).toEqual(['blocker', 'A0', 'B0', 'C0', 'A1', 'B1', 'C1', 'A2', 'B2', 'C2'])
+  })
+
+  it('a congested lane alternates its oldest and its newest run: a run that arrives behind a burst starts within two turns', async () => {
+    const s = oneSlot()
+    const { blocker } = await s.block('A')
+    const burst = Array.from({ length: CONGESTED_LANE_RUNS + 36 }, (_, i) => s.runtime.run(s.marked(`a${i}`, 'A')))
+    const late = s.runtime.run(s.marked('late', 'A'))
+    s.release()
+    await Promise.all([blocker, late, ...burst])
+    // First in, first out it would start last (101st); the lane holds 101 > CONGESTED_LANE_RUNS.
+    expect(s.started.slice(0, 3)).toEqual(['blocker', 'a0', 'late'])
+    // Every other turn takes the oldest: the burst's first runs keep their order.
+    expect(s.started.filter((_, i) => i % 2 === 1).slice(0, 10)).toEqual(Array.from({ length: 10 }, (_, i) => `a${i}`))
+    expect(s.started).toHaveLength(CONGESTED_LANE_RUNS + 38)
   })
 
   it('a queued run aborted leaves its lane (a lane with none left leaves the turns); the total queued follows', async () => {
