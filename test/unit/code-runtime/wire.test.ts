@@ -86,6 +86,15 @@ describe('parseWorkerMessage: refused shapes, with the reason', () => {
 
   it('call with a wrong key set, a bad id, or names that are not strings', () => {
     expect(refused({ type: 'call', id: 1, global: 'g', name: 'n' })).toBe('malformed call')
+    // Five keys, one of them unknown; six keys; an unknown key in place of each known one.
+    expect(refused({ type: 'call', id: 1, global: 'g', name: 'n', extra: null })).toBe('malformed call')
+    expect(refused({ type: 'call', id: 1, global: 'g', name: 'n', args: null, extra: null })).toBe('malformed call')
+    for (const key of ['id', 'global', 'name', 'args']) {
+      const message: Record<string, unknown> = { type: 'call', id: 1, global: 'g', name: 'n', args: null }
+      delete message[key]
+      message[`${key}s`] = null
+      expect(refused(message), key).toBe('malformed call')
+    }
     for (const id of [0, -1, 1.5, '1', Number.MAX_SAFE_INTEGER + 1, Number.NaN]) {
       expect(refused({ type: 'call', id, global: 'g', name: 'n', args: null })).toBe('call id must be a positive safe integer')
     }
@@ -130,6 +139,23 @@ describe('parseWorkerMessage: refused shapes, with the reason', () => {
     } } }
     expect(refused(errorGetter)).toBe('malformed done error')
     expect(ran).toBe(false)
+    // A call, the message validated once per sub-call: each of its keys after its type, checked the same way.
+    for (const key of ['id', 'global', 'name', 'args']) {
+      const values: Record<string, unknown> = { type: 'call', id: 1, global: 'g', name: 'n', args: null }
+      const message = Object.create(Object.prototype, {
+        ...Object.fromEntries(Object.entries(values).map(([k, value]) => [k, { value, enumerable: true }])),
+        [key]: {
+          enumerable: true,
+          get() {
+            ran = true
+            return values[key]
+          },
+        },
+      }) as object
+      expect(refused(message), key).toBe('malformed call')
+    }
+    expect(ran).toBe(false)
+    expect(refused({ type: 'call', id: 1, global: 'g', name: 'n', [Symbol('args')]: null })).toBe('malformed call')
   })
 })
 
