@@ -5,7 +5,8 @@
  * the host's CPU (`process.cpuUsage`) and the store reads (`get`) and listings (`list`) per
  * second. Each case runs twice in this process: the broker at `BASELINE_REF` (every poll read
  * the settlement key of every open request) and this checkout's (a poll lists the settlement
- * markers written since the last one and reads only the keys they name).
+ * markers written since the last one and reads only the keys they name), and this checkout's
+ * once more over a window of 31 s, which holds one full pass (every open request's key read).
  * `npx tsx bench/approvals-idle.bench.ts [baseline-ref]`. Figures are printed, never asserted.
  *
  * @module
@@ -16,6 +17,7 @@ import { join } from 'node:path'
 import { createFileStore } from '../platforms/node/file-store.js'
 import { readBrokerOptions } from '../src/approvals/_request.js'
 import { createStoredBroker } from '../src/approvals/_store-broker.js'
+import { FULL_PASS_EVERY_MS } from '../src/approvals/_store-markers.js'
 import type { ApprovalBroker } from '../src/approvals/index.js'
 import { createMemoryStore } from '../src/durable/memory-store.js'
 import type { DurableStore } from '../src/durable/store.js'
@@ -57,7 +59,7 @@ function ask(broker: ApprovalBroker): Promise<unknown> {
   return opened
 }
 
-async function idle(label: string, which: string, make: Make, store: DurableStore, open: number): Promise<Record<string, string | number>> {
+async function idle(label: string, which: string, make: Make, store: DurableStore, open: number, windowMs = IDLE_MS): Promise<Record<string, string | number>> {
   const { counted, counts } = counting(store)
   const broker = make(readBrokerOptions({ store: counted, timeoutMs: 3_600_000 }), counted)
   for (let i = 0; i < open; i += 500) await Promise.all(Array.from({ length: Math.min(500, open - i) }, () => ask(broker)))
@@ -66,13 +68,14 @@ async function idle(label: string, which: string, make: Make, store: DurableStor
   counts.list = 0
   const cpu = process.cpuUsage()
   const start = performance.now()
-  await new Promise((resolve) => setTimeout(resolve, IDLE_MS))
+  await new Promise((resolve) => setTimeout(resolve, windowMs))
   const used = process.cpuUsage(cpu)
   const seconds = (performance.now() - start) / 1000
   const row = {
     store: label,
     broker: which,
     open,
+    'idle s': windowMs / 1000,
     'CPU ms/s': (used.user + used.system) / 1000 / seconds,
     'gets/s': counts.get / seconds,
     'lists/s': counts.list / seconds,
@@ -97,6 +100,9 @@ try {
         rows.push(await idle(label, which, make, fresh(), open))
         console.error(JSON.stringify(rows.at(-1)))
       }
+      // A window holding one full pass (every open request's settlement key read, once per FULL_PASS_EVERY_MS).
+      rows.push(await idle(label, 'this checkout', createStoredBroker, fresh(), open, FULL_PASS_EVERY_MS + 1000))
+      console.error(JSON.stringify(rows.at(-1)))
     }
   }
   printTable(rows)

@@ -13,6 +13,7 @@ import type { ApprovalHandler } from '../types.js'
 import { createEventFanOut, type EventFanOut } from './_events.js'
 import { denial, denialMessage, MAX_TIMER_MS, readRequest, refusalFor, refused, type ResolvedBrokerOptions, type Settlement } from './_request.js'
 import { listOpen, sweepSettled } from './_store-list.js'
+import { FULL_PASS_EVERY_MS, newMarkerScan, pruneMarkers, scanMarkers, watchFrom, type MarkerScan } from './_store-markers.js'
 import { hashOfId, storedFields, type DoneRecord, type StoredSettlement } from './_store-record.js'
 import { attach, claim, readDone, readOpen, type Attachment } from './_store-wait.js'
 import { parseDecision } from './decision.js'
@@ -49,6 +50,10 @@ interface Context {
   readonly writes: Set<Promise<void>>
   poll: 'idle' | 'scheduled' | 'running'
   pollTimer: ReturnType<typeof setTimeout> | undefined
+  /** Where the poll's listing of settlement markers stands. */
+  readonly markers: MarkerScan
+  /** When the next poll reads every open watch's settlement key (local time). */
+  nextFullPass: number
   /** The last arguments hash queued ({@link hashInOrder}). */
   hashing: Promise<unknown>
 }
@@ -145,26 +150,47 @@ function schedulePoll(ctx: Context): void {
   ctx.pollTimer = setTimeout(() => void pollOnce(ctx), ctx.options.pollIntervalMs)
 }
 
-/** Reads the settlement key of every open watch; a settlement of its id ends it. */
+/**
+ * Reads the settlement key of each open watch that a new settlement marker names (every
+ * open watch's, once per {@link FULL_PASS_EVERY_MS}); a settlement of its id ends it. A pass
+ * without decisions costs one listing, not a read per open request.
+ */
 async function pollOnce(ctx: Context): Promise<void> {
   ctx.poll = 'running'
   ctx.pollTimer = undefined
-  for (const watch of [...ctx.watches.values()]) {
+  const now = Date.now()
+  let due: Watch[]
+  if (now >= ctx.nextFullPass) {
+    ctx.nextFullPass = now + FULL_PASS_EVERY_MS
+    due = [...ctx.watches.values()]
+  } else {
+    // A failed listing names nothing: the next pass lists again, and the full pass reads everything.
+    const named = await scanMarkers(ctx.store, ctx.markers, now).catch(() => new Set<string>())
+    due = []
+    for (const hash of named) {
+      const watch = ctx.watches.get(hash)
+      if (watch !== undefined) due.push(watch)
+    }
+  }
+  for (const watch of due) {
     if (watch.finished) continue
     const done = await readDone(ctx.store, watch.hash).catch(() => undefined)
     const record = done?.record
     // A decision from another process: clean up its open record if it died before doing so.
     if (record !== undefined && record.approval.id === watch.approval.id) settleLater(ctx, watch, record.settled)
   }
+  await pruneMarkers(ctx.store, ctx.markers, now).catch(() => undefined)
   ctx.poll = 'idle'
   schedulePoll(ctx)
 }
 
-/** Adds a caller to the watch of `attachment` (made and armed if this process has none yet). */
-function join(ctx: Context, attachment: Extract<Attachment, { kind: 'wait' }>, signal: AbortSignal, request: unknown): Promise<boolean> {
+/** Adds a caller to the watch of `attachment` (made and armed if this process has none yet); its request's keys were first read at `askedAt`. */
+function join(ctx: Context, attachment: Extract<Attachment, { kind: 'wait' }>, signal: AbortSignal, request: unknown, askedAt: number): Promise<boolean> {
   let watch = ctx.watches.get(attachment.hash)
   if (watch === undefined || watch.approval.id !== attachment.approval.id) {
     watch = { hash: attachment.hash, approval: attachment.approval, callers: new Set(), timer: undefined, finished: false }
+    // A decision taken since its keys were read may have been listed before the watch existed.
+    watchFrom(ctx.markers, askedAt, ctx.watches.size === 0)
     ctx.watches.set(attachment.hash, watch)
     armExpiry(ctx, watch)
     ctx.events.emit(Object.freeze({ type: 'requested', approval: watch.approval }))
@@ -243,6 +269,7 @@ function hashInOrder(ctx: Context, value: PendingApproval['arguments']): Promise
 }
 
 async function ask(ctx: Context, request: ReturnType<typeof readRequest>, asked: unknown): Promise<boolean> {
+  const askedAt = Date.now()
   let attachment: Attachment
   try {
     // The broker hashes the arguments itself (a hash it was handed is not trusted), in the order calls asked.
@@ -269,7 +296,7 @@ async function ask(ctx: Context, request: ReturnType<typeof readRequest>, asked:
     if (attachment.created) await track(ctx, claim(ctx.store, attachment.hash, attachment.approval, settled).then(() => undefined, () => undefined))
     throw deniedBy(attachment.approval, settled)
   }
-  return join(ctx, attachment, request.signal, asked)
+  return join(ctx, attachment, request.signal, asked, askedAt)
 }
 
 function makeHandler(ctx: Context): ApprovalHandler & { readonly acceptsPlans: boolean; readonly withdrawsOnAbort: true } {
@@ -321,7 +348,20 @@ async function decide(ctx: Context, id: string, input: ApprovalDecisionInput, by
 
 /** Creates the broker over `store` (options already validated by `createApprovalBroker`). */
 export function createStoredBroker(options: ResolvedBrokerOptions, store: DurableStore): ApprovalBroker {
-  const ctx: Context = { store, options, watches: new Map(), events: createEventFanOut(), disposed: false, writes: new Set(), poll: 'idle', pollTimer: undefined, hashing: Promise.resolve() }
+  const now = Date.now()
+  const ctx: Context = {
+    store,
+    options,
+    watches: new Map(),
+    events: createEventFanOut(),
+    disposed: false,
+    writes: new Set(),
+    poll: 'idle',
+    pollTimer: undefined,
+    markers: newMarkerScan(now),
+    nextFullPass: now + FULL_PASS_EVERY_MS,
+    hashing: Promise.resolve(),
+  }
   // A store that announces changes (PostgreSQL's LISTEN/NOTIFY) wakes a scheduled poll at once; the timer stays the fallback.
   const watchable = store as DurableStore & { watch?: (prefix: string, onChange: (key: string) => void) => () => void }
   const unwatch = typeof watchable.watch === 'function' ? watchable.watch('approvals/done/', () => {
@@ -345,6 +385,8 @@ export function createStoredBroker(options: ResolvedBrokerOptions, store: Durabl
       lastListing = result.listing
       // One page of settled records per listing: bounded work that keeps the store from growing.
       sweepAfter = await sweepSettled(store, sweepAfter, options.retainSettledMs).catch(() => undefined)
+      // Markers are pruned here too: a process that only lists and decides (an operator's console) keeps them bounded as well.
+      await pruneMarkers(store, ctx.markers, Date.now()).catch(() => undefined)
       return result.approvals
     },
     decide: (id: string, input: ApprovalDecisionInput, by?: ApprovalDecider) => decide(ctx, id, input, by),

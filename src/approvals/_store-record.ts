@@ -21,6 +21,8 @@ export const APPROVAL_KEY_PREFIX = 'approvals/'
 export const OPEN_PREFIX = `${APPROVAL_KEY_PREFIX}open/`
 /** Prefix of the settled requests' keys. */
 export const DONE_PREFIX = `${APPROVAL_KEY_PREFIX}done/`
+/** Prefix of the settlement markers: `<epoch ms, 9 base-36 digits>-<hash>`, so they list in time order (_store-markers.ts). */
+export const SETTLED_PREFIX = `${APPROVAL_KEY_PREFIX}settled/`
 
 /** The largest record written or read, in UTF-8 bytes: a record holds what `pending()` shows, and that is bounded. */
 export const MAX_APPROVAL_RECORD_BYTES = 64 * 1024
@@ -64,6 +66,21 @@ export function callHash(fields: CallBinding, runKey: string | undefined): Promi
 export const openKey = (hash: string): string => `${OPEN_PREFIX}${hash}`
 /** The key of a call's settlement. */
 export const doneKey = (hash: string): string => `${DONE_PREFIX}${hash}`
+
+/** Base-36 digits of a marker's time: 36^9 ms reach the year 5138, so every time has the same width and keys sort by time. */
+const TIME_DIGITS = 9
+const MARKER = /^([0-9a-z]{9})-([0-9a-f]{32})$/
+
+/** `at` (epoch ms) as a marker's fixed-width time. */
+export const markerTime = (at: number): string => Math.max(0, Math.floor(at)).toString(36).padStart(TIME_DIGITS, '0')
+/** The key of the marker saying that the call of `hash` was settled at `at` (epoch ms, the writer's clock). */
+export const markerKey = (at: number, hash: string): string => `${SETTLED_PREFIX}${markerTime(at)}-${hash}`
+
+/** The time and hash a marker key names, or `undefined` for a key that is not one. */
+export function readMarkerKey(key: string): { readonly at: number; readonly hash: string } | undefined {
+  const match = key.startsWith(SETTLED_PREFIX) ? MARKER.exec(key.slice(SETTLED_PREFIX.length)) : null
+  return match === null ? undefined : { at: parseInt(match[1]!, 36), hash: match[2]! }
+}
 
 /** A fresh approval id for the call of `hash`: `<hash>.<uuid>`. */
 export function newApprovalId(hash: string): string {

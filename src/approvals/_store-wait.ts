@@ -14,6 +14,7 @@ import {
   doneKey,
   encodeDone,
   encodeOpen,
+  markerKey,
   MAX_APPROVAL_RECORD_BYTES,
   newApprovalId,
   openKey,
@@ -54,8 +55,9 @@ export async function deleteQuietly(store: DurableStore, key: string, version: s
 export type Claimed = { readonly record: DoneRecord; readonly mine: boolean } | undefined
 
 /**
- * Settles `approval` in the store, unless it already is: writes the settlement key with
- * compare-and-set, then removes the open key. Answers the settlement that landed. A
+ * Settles `approval` in the store, unless it already is: writes a settlement marker (so that
+ * other processes' polls find it without reading every open request: _store-markers.ts), the
+ * settlement key with compare-and-set, then removes the open key. Answers the settlement that landed. A
  * settlement key holding another id (a withdrawn earlier request of the same call) is
  * overwritten only while the open key still holds `approval`: a request that is no longer
  * open can never be settled again (answer `undefined`).
@@ -74,6 +76,11 @@ export async function claim(store: DurableStore, hash: string, approval: Pending
       return landed.record?.approval.id === approval.id ? { record: landed.record, mine: false } : undefined
     }
     const record: DoneRecord = Object.freeze({ approval, settled })
+    // The marker first: a crash between the two writes leaves a marker naming no settlement
+    // (a poll reads one key for nothing), never a settlement no marker names (a poll would
+    // miss it until its next full pass). A marker whose settlement lost the race names the key
+    // where the winner's landed.
+    await store.put(markerKey(Date.now(), hash), '')
     const put = await store.put(doneKey(hash), encodeDone(record), { ifVersion: done.version ?? null })
     if (put.ok) {
       await deleteQuietly(store, openKey(hash), open.version)
