@@ -1,11 +1,7 @@
 /**
- * How a store broker's poll finds the decisions taken in other processes without reading the
- * settlement key of every open request: every settlement first writes a marker
- * `approvals/settled/<time>-<hash>` (_store-wait.ts `claim`), and a poll lists the markers
- * written since its last listing, minus a window for clocks that differ and writes that land
- * late, and reads only the settlement keys they name. A pass costs one listing and a read per
- * marker naming a watched call, not a read per open request. Private (docs/approvals.md).
- *
+ * A store broker's poll by settlement markers: `claim` writes `approvals/settled/<time>-<hash>`
+ * first; a poll lists the markers since its last listing (minus a skew window) and reads only
+ * the settlement keys they name, not every open request's (docs/approvals.md). Private.
  * @module
  */
 import type { DurableStore } from '../durable/store.js'
