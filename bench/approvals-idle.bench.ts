@@ -63,7 +63,8 @@ async function idle(label: string, which: string, make: Make, store: DurableStor
   const { counted, counts } = counting(store)
   const broker = make(readBrokerOptions({ store: counted, timeoutMs: 3_600_000 }), counted)
   for (let i = 0; i < open; i += 500) await Promise.all(Array.from({ length: Math.min(500, open - i) }, () => ask(broker)))
-  await new Promise((resolve) => setTimeout(resolve, 1000))
+  // Past the 3 s after which the file store keeps a reading of an unchanged directory's names.
+  await new Promise((resolve) => setTimeout(resolve, 4000))
   counts.get = 0
   counts.list = 0
   const cpu = process.cpuUsage()

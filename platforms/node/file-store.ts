@@ -51,6 +51,8 @@ export interface FileStore extends DurableStore {
 }
 
 const HEADER = 'toolyard-store/1 '
+/** How long a directory must have been unchanged before a reading of its names is kept for the next listings. */
+const LISTING_STABLE_MS = 3_000
 const VALUE_FILE = /^((?:[0-9a-f]{2})+)\.v$/
 const host = hostname()
 /** Room for the header line beyond a value's bytes: the header, a version (`<seq>.<16 hex>`) and the newline. */
@@ -108,6 +110,18 @@ function decodeKey(hex: string): string {
   let key = ''
   for (let i = 0; i < hex.length; i += 2) key += String.fromCharCode(parseInt(hex.slice(i, i + 2), 16))
   return key
+}
+
+/** The index of the first of sorted `keys` not before `from`. */
+function firstFrom(keys: readonly string[], from: string): number {
+  let low = 0
+  let high = keys.length
+  while (low < high) {
+    const mid = (low + high) >>> 1
+    if (keys[mid]! < from) low = mid + 1
+    else high = mid
+  }
+  return low
 }
 
 function isKey(key: string): boolean {
@@ -385,6 +399,27 @@ export function createFileStore(directory: string, options?: FileStoreOptions): 
         throw error
       }))
   const queues = new Map<string, Promise<unknown>>()
+  let listed: { readonly dev: bigint; readonly ino: bigint; readonly mtimeNs: bigint; readonly keys: readonly string[] } | undefined
+  /**
+   * The decoded names of the directory's value files, sorted. Read again only when the
+   * directory's modification time moved (every write and delete renames or unlinks in it,
+   * whichever process made them): an idle store's listing is a `stat`, not a read of every
+   * name. A reading is kept only when the directory was last changed {@link LISTING_STABLE_MS}
+   * before it (a change in the same tick of a coarse clock would leave the time as it was).
+   */
+  const directoryKeys = async (): Promise<readonly string[]> => {
+    const before = await stat(dir, { bigint: true })
+    if (listed !== undefined && listed.mtimeNs === before.mtimeNs && listed.ino === before.ino && listed.dev === before.dev) return listed.keys
+    const keys: string[] = []
+    for (const name of await readdir(dir)) {
+      const match = VALUE_FILE.exec(name)
+      if (match !== null) keys.push(decodeKey(match[1]!))
+    }
+    keys.sort()
+    const stable = before.mtimeNs < BigInt(Date.now() - LISTING_STABLE_MS) * 1_000_000n
+    listed = stable ? { dev: before.dev, ino: before.ino, mtimeNs: before.mtimeNs, keys } : undefined
+    return keys
+  }
 
   /** Runs `body` after the previous operation on this key in this process, under the key's lock, unless `precheck` answers first. */
   const exclusive = <T>(hex: string, precheck: () => Promise<T | undefined>, body: () => Promise<T>): Promise<T> => {
@@ -446,16 +481,15 @@ export function createFileStore(directory: string, options?: FileStoreOptions): 
       assertStorePrefix(prefix)
       const { limit, after } = readListOptions(listOptions)
       await ensureDir().catch(fail('open its directory'))
+      const all = await directoryKeys().catch(fail('list its directory'))
       const keys: string[] = []
-      for (const name of await readdir(dir).catch(fail('list its directory'))) {
-        const match = VALUE_FILE.exec(name)
-        if (match === null) continue
-        const key = decodeKey(match[1]!)
-        if (!key.startsWith(prefix) || (after !== undefined && key <= after)) continue
+      // The keys starting with `prefix` are one run of the sorted names, from the first not before it.
+      for (let i = firstFrom(all, after !== undefined && after >= prefix ? after : prefix); i < all.length && all[i]!.startsWith(prefix); i++) {
+        const key = all[i]!
+        if (after !== undefined && key <= after) continue
         if (isKey(key)) keys.push(key)
         else skipped++
       }
-      keys.sort()
       const entries: { key: string; version: string }[] = []
       let index = 0
       for (; index < keys.length && entries.length < limit; index++) {

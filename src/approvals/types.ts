@@ -32,9 +32,10 @@ export interface ApprovalBrokerOptions {
    */
   readonly store?: DurableStore
   /**
-   * How often a waiting call reads the store for a decision taken by another process, in
-   * ms (at least 10; default 250). Only while a call of this process waits; a decision
-   * taken through this very broker reaches its call at once.
+   * How often a waiting call looks in the store for a decision taken by another process, in
+   * ms (at least 10; default 250): one listing of the settlements marked since, whatever the
+   * number of waiting calls. Only while a call of this process waits; a decision taken
+   * through this very broker reaches its call at once.
    */
   readonly pollIntervalMs?: number
   /**
