@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createApprovalBroker } from '../../../src/approvals/index.js'
 import type { ApprovalBroker, ApprovalBrokerOptions, ApprovalEvent, PendingApproval } from '../../../src/approvals/index.js'
-import { doneKey, encodeOpen, hashOfId, openKey } from '../../../src/approvals/_store-record.js'
+import { doneKey, encodeOpen, hashOfId, markerKey, openKey } from '../../../src/approvals/_store-record.js'
 import type { DurableStore } from '../../../src/durable/store.js'
 import { ToolError } from '../../../src/errors.js'
 import { deciderOf } from '../../../src/telemetry/decider.js'
@@ -69,6 +69,11 @@ function eventsOf(b: ApprovalBroker): ApprovalEvent[] {
 }
 
 const isGet = (op: CueOp, key: string) => op.op === 'get' && op.key === key
+/**
+ * Marks `approval` settled an hour from now (never pruned, always in a listing's window), so
+ * that every poll pass reads its settlement key: what these tests pin is the pass's loop.
+ */
+const markEveryPass = (store: DurableStore, approval: PendingApproval) => store.put(markerKey(Date.now() + 3_600_000, hashOfId(approval.id)!), '')
 const DISPOSED = () => new ToolError('DISPOSED', 'the tool runtime is disposed')
 
 describe('finish: a watch ends once, whatever raced it', () => {
@@ -178,6 +183,7 @@ describe('the poll', () => {
     const r2 = nextRequested(a)
     const two = ask(a)
     const second = await r2
+    await markEveryPass(cues.base, first)
     // Two expiry timers, one poll timer.
     expect(vi.getTimerCount()).toBe(3)
     await vi.advanceTimersByTimeAsync(250)
@@ -219,6 +225,8 @@ describe('the poll', () => {
     const r2 = nextRequested(a)
     const two = ask(a)
     const second = await r2
+    await markEveryPass(cues.base, first)
+    await markEveryPass(cues.base, second)
     const held = gate()
     let holding = false
     cues.before = async (op) => {
@@ -246,6 +254,7 @@ describe('the poll', () => {
     const requested = nextRequested(a)
     const call = ask(a)
     const approval = await requested
+    await markEveryPass(cues.base, approval)
     let failed = 0
     cues.before = (op) => {
       if (isGet(op, doneKey(hashOfId(approval.id)!)) && failed < 3) {
@@ -311,6 +320,7 @@ describe("the store's change notices", () => {
     const requested = nextRequested(a)
     const call = ask(a)
     const approval = await requested
+    await markEveryPass(cues.base, approval)
     expect(vi.getTimerCount()).toBe(2)
     const from = cues.ops.length
     w.notify(doneKey('0'.repeat(32)))
@@ -336,6 +346,7 @@ describe("the store's change notices", () => {
     const requested = nextRequested(a)
     const call = ask(a)
     const approval = await requested
+    await markEveryPass(cues.base, approval)
     const key = doneKey(hashOfId(approval.id)!)
     const held = gate()
     let holding = false
@@ -698,6 +709,10 @@ describe('dispose() and pending()', () => {
   it('pending() sweeps one page of settled records per listing, continuing from its cursor', async () => {
     const cues = cueStore()
     const a = broker(cues.store, { retainSettledMs: 1 })
+    await a.pending()
+    // Then one page of markers, at most once per prune interval.
+    expect(cues.ops.map((op) => `${op.op} ${op.key}`)).toEqual(['list approvals/open/', 'list approvals/done/', 'list approvals/settled/'])
+    cues.ops.length = 0
     await a.pending()
     expect(cues.ops.map((op) => `${op.op} ${op.key}`)).toEqual(['list approvals/open/', 'list approvals/done/'])
   })

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest'
 import type { RequestFields } from '../../../src/approvals/_request.js'
 import { attach, claim, deleteQuietly, readDone, readOpen } from '../../../src/approvals/_store-wait.js'
-import { callHash, doneKey, encodeDone, encodeOpen, newApprovalId, openKey, type StoredSettlement } from '../../../src/approvals/_store-record.js'
+import { callHash, DONE_PREFIX, doneKey, encodeDone, encodeOpen, newApprovalId, openKey, type StoredSettlement } from '../../../src/approvals/_store-record.js'
 import type { PendingApproval } from '../../../src/approvals/types.js'
 import { createMemoryStore } from '../../../src/durable/index.js'
 import type { DurableStore, StoreWriteOptions } from '../../../src/durable/store.js'
@@ -208,11 +208,12 @@ describe('claim: settle a request once', () => {
     return Object.assign(s, { hash: found.hash, approval: found.approval })
   }
 
-  it('writes the settlement with compare-and-set, then removes the open record: mine', async () => {
+  it('writes a settlement marker, the settlement with compare-and-set, then removes the open record: mine', async () => {
     const { store, hash, approval, log } = await opened()
     const settled = allow()
     expect(await claim(store, hash, approval, settled)).toEqual({ record: { approval, settled }, mine: true })
-    expect(log).toEqual(['put done', 'delete open'])
+    // The marker first: a crash after it leaves no settlement a poll's listing would miss.
+    expect(log).toEqual(['put settled', 'put done', 'delete open'])
     expect((await readDone(store, hash)).record).toEqual({ approval, settled })
     expect(await store.get(openKey(hash))).toBeUndefined()
     // Claimed again (a second decision): what landed, not mine; nothing written.
@@ -233,6 +234,7 @@ describe('claim: settle a request once', () => {
     const s = await opened()
     const theirs = allow()
     s.onPut = async (key, options) => {
+      if (!key.startsWith(DONE_PREFIX)) return undefined
       s.onPut = undefined
       await s.real.put(key, encodeDone({ approval: s.approval, settled: theirs }), options)
       return { ok: false }
@@ -272,7 +274,8 @@ describe('claim: settle a request once', () => {
   it('writers that keep winning: STORE_BUSY naming the approval, after a bounded number of tries', async () => {
     const s = await opened()
     let puts = 0
-    s.onPut = async () => {
+    s.onPut = async (key) => {
+      if (!key.startsWith(DONE_PREFIX)) return undefined
       puts++
       return { ok: false }
     }
