@@ -17,12 +17,16 @@ export interface ResumedRunPool {
   readonly size: number
   /** The resumed run of `callId`, once: a second take answers `undefined`. */
   take(callId: string): ResumedRun | undefined
+  /** The call ids of every run this sweep resumed. */
+  readonly callIds: readonly string[]
 }
 
 /** A table that shows runs: it takes back the resumed runs it started. */
 export interface RunTableLink {
   /** Takes the runs of `resumed` it knows; ends the records of its runs lost before they parked. How many it took. */
   adopt(resumed: ResumedRunPool, staleMs: number): Promise<number>
+  /** This process is starting run `callId` from the store: its live events from now on are the adopting table's. */
+  starting?(callId: string): void
 }
 
 /** The store side a table drives its runs through: the runtime's runs (`RunService`, which documents each member). */
@@ -130,6 +134,34 @@ export { EVENT_ID_RESERVE }
 
 /** The most frames held back after a waiting call was cut off; past it they go out (the run is ending anyway). */
 export const MAX_HELD_FRAMES = 256
+
+/** Frames a resumed run's early listener keeps before a table adopts it; later ones are not kept. */
+export const MAX_EARLY_FRAMES = 1_024
+
+/**
+ * The live events of a run this process resumes, from the moment it starts it until a table
+ * adopts it: the adoption reads the store first, and a decision that lands meanwhile lets the
+ * run's calls go on, whose frames would otherwise reach no table (they are the table's once it
+ * adopts the run, after its `resumed` frame).
+ */
+interface EarlyEvents {
+  readonly frames: [string, unknown][]
+  /** The adopting table's append, once adopted: frames go straight to it. */
+  target: ((event: string, data: unknown) => void) | undefined
+  readonly unsubscribe: () => void
+}
+
+function listenEarly(sources: BackgroundRunSources, callId: string): EarlyEvents {
+  const early: EarlyEvents = {
+    frames: [],
+    target: undefined,
+    unsubscribe: sources.subscribe(callId, (event, data) => {
+      if (early.target !== undefined) early.target(event, data)
+      else if (early.frames.length < MAX_EARLY_FRAMES) early.frames.push([event, data])
+    }),
+  }
+  return early
+}
 
 /** How many stored run records a process looks through when it adopts resumed runs. */
 const MAX_ADOPTED_RECORDS = 1000
@@ -283,7 +315,7 @@ interface Driver {
 }
 
 /** Runs `spec` to its end, its events into the run's log, then settles it in the table. */
-async function drive(run: TableRun, spec: BackgroundRunSpec, { table, writer, sources }: Driver, report: (error: unknown) => void, resumed?: { readonly waitingFor: readonly string[] }): Promise<void> {
+async function drive(run: TableRun, spec: BackgroundRunSpec, { table, writer, sources }: Driver, report: (error: unknown) => void, resumed?: { readonly waitingFor: readonly string[]; readonly early?: EarlyEvents | undefined }): Promise<void> {
   // Other instances stream it from the store (a watchable store: PostgreSQL).
   writer.service.live?.publish(run.id, run.events, report)
   const frames = runFrames(run.events, () => writer.snapshot(run, report), () => writer.pastReserve(run), resumed?.waitingFor ?? [])
@@ -292,7 +324,15 @@ async function drive(run: TableRun, spec: BackgroundRunSpec, { table, writer, so
     frames.append(event, data)
   }
   append(resumed === undefined ? 'start' : 'resumed', { id: run.id, ...spec.start })
-  const unsubscribe = sources.subscribe(run.callId, append)
+  const early = resumed?.early
+  let unsubscribe: () => void
+  if (early === undefined) unsubscribe = sources.subscribe(run.callId, append)
+  else {
+    // What the run did between its start here and this adoption, in order, then live.
+    for (const [event, data] of early.frames.splice(0)) append(event, data)
+    early.target = append
+    unsubscribe = early.unsubscribe
+  }
   // A run taken up from the store wrote its record (its reserve) before its first frame.
   if (resumed === undefined) writer.put(run, report)
   const signal = sources.shutdown === undefined ? run.controller.signal : AbortSignal.any([run.controller.signal, sources.shutdown])
@@ -338,7 +378,7 @@ async function parkedForNextProcess(run: TableRun, result: ToolExecutionResult |
  * event. A record still `running` that nothing resumed is ended when its process is gone
  * (`RunService.settleIfLost`). Returns how many were adopted.
  */
-async function adoptResumed(resumed: ResumedRunPool, events: RunEventStore | undefined, driver: Driver, staleMs: number): Promise<number> {
+async function adoptResumed(resumed: ResumedRunPool, events: RunEventStore | undefined, driver: Driver, staleMs: number, early: ReadonlyMap<string, EarlyEvents>): Promise<number> {
   const { writer, table, sources } = driver
   const { service } = writer
   const records = service.records
@@ -379,7 +419,7 @@ async function adoptResumed(resumed: ResumedRunPool, events: RunEventStore | und
       },
     }
     // Its open requests: it waits again at once, so its `resumed` frame is in the next snapshot.
-    service.track(drive(run, spec, driver, sources.report, { waitingFor: open(record.callId).map((approval) => approval.callId) }).catch(sources.report))
+    service.track(drive(run, spec, driver, sources.report, { waitingFor: open(record.callId).map((approval) => approval.callId), early: early.get(record.callId) }).catch(sources.report))
   }
   return adopted
 }
@@ -420,7 +460,24 @@ export function createBackgroundRuns(service: RunStoreSide, options: ResolvedRun
   const writer = recordWriter(service, events)
   const table = createRunTable(options, now, (run) => writer.delete(run, sources.report))
   const driver: Driver = { table, writer, sources }
-  service.attach({ adopt: (resumed, staleMs) => adoptResumed(resumed, events, driver, staleMs) })
+  const early = new Map<string, EarlyEvents>()
+  service.attach({
+    starting: (callId) => {
+      if (!early.has(callId)) early.set(callId, listenEarly(sources, callId))
+    },
+    adopt: async (resumed, staleMs) => {
+      try {
+        return await adoptResumed(resumed, events, driver, staleMs, early)
+      } finally {
+        // Adopted runs' listeners are their drives' now; the others are no run of this table's.
+        for (const callId of resumed.callIds) {
+          const listener = early.get(callId)
+          early.delete(callId)
+          if (listener !== undefined && listener.target === undefined) listener.unsubscribe()
+        }
+      }
+    },
+  })
   return {
     async start(spec, report = sources.report) {
       // Its id is its call id's uuid: its record, runs/<callId>, is found from the id with no index.

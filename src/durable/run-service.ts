@@ -419,11 +419,17 @@ export class RunService implements RunStoreSide {
     }
   }
 
+  /** This process is starting stored run `callId` (a resume sweep): the attached tables listen to its events from now on. */
+  starting(callId: string): void {
+    for (const link of this.#links) link.starting?.(callId)
+  }
+
   /** Hands `resumed` (runs this process resumed) to the attached tables, each run to at most one; they end their lost runs' records. */
   async adopt(resumed: readonly ResumedRun[], staleMs = this.#options.staleMs): Promise<RunsResumed> {
     const left = new Map(resumed.map((run) => [run.callId, run]))
     const pool: ResumedRunPool = {
       size: resumed.length,
+      callIds: resumed.map((run) => run.callId),
       take: (callId) => {
         const run = left.get(callId)
         left.delete(callId)

@@ -72,8 +72,11 @@ export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
         ? []
         : durableRuns.resumeAll(
             // Stryker disable next-line ConditionalExpression: an execution input whose agent is undefined is read as one without an agent (call.ts)
-            (callId, agent, args, signal, principal, trace) =>
-              context.execute({ callId, name: RUN_CODE_TOOL_NAME, arguments: { ...args }, signal, ...(agent === undefined ? {} : { agent }), ...(principal === undefined ? {} : { principal }), ...(trace === undefined ? {} : { trace }) }),
+            (callId, agent, args, signal, principal, trace) => {
+              // Before its first step: a decision that lands while the tables adopt it must not lose its frames.
+              runs.starting(callId)
+              return context.execute({ callId, name: RUN_CODE_TOOL_NAME, arguments: { ...args }, signal, ...(agent === undefined ? {} : { agent }), ...(principal === undefined ? {} : { principal }), ...(trace === undefined ? {} : { trace }) })
+            },
             { staleMs },
           )
     },

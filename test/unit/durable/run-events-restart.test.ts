@@ -34,11 +34,13 @@ afterAll(async () => {
 })
 
 /** One "process" on `store`: the npm start wiring (sandbox, broker and runtime over the store, the app with its shutdown signal). */
-function processOn(store: DurableStore, runs?: RunTableOptions, extra: readonly AnyToolDefinition[] = []) {
+function processOn(store: DurableStore, runs?: RunTableOptions, extra: readonly AnyToolDefinition[] = [], heldPending?: Promise<void>) {
   const codeRuntime = createSandboxRuntime({ memoryMb: 32, prespawn: 0, parkAfterMs: 30 })
   const hub = createSessionLogHub()
   const approvals = createApprovalBroker({ store })
-  const runtime = createToolRuntime({ mode: 'both', codeRuntime, sessionLog: hub, approvals: approvals, store, runs: { resumeEveryMs: 0 } })
+  // `heldPending`: the runtime's listing of open requests (what a resumed run's adoption reads first) waits for it.
+  const seen = heldPending === undefined ? approvals : { ...approvals, pending: async () => (await heldPending, approvals.pending()) }
+  const runtime = createToolRuntime({ mode: 'both', codeRuntime, sessionLog: hub, approvals: seen, store, runs: { resumeEveryMs: 0 } })
   const paid: number[] = []
   runtime.register(
     defineTool({
@@ -164,6 +166,35 @@ describe('a /v1/runs run keeps its events across a restart', () => {
     // Ended where it was resumed: the snapshot is gone with it, the record says done.
     await until(async () => ((await eventKeys(store)).length === 0 ? true : undefined), 'the snapshot to be deleted')
     expect((await b.get(id)).status).toBe('done')
+    await b.shutdown()
+  }, 60_000)
+
+  it('a decision that lands while B still adopts the run: the calls it lets run are in the log after resumed (its events are heard from its start in B)', async () => {
+    const store = createMemoryStore()
+    const a = processOn(store)
+    const id = await a.start(PROGRAM)
+    await readUntil(sseFrames(await a.events(id)), (frame) => frame.event === 'approval')
+    await until(() => parked(store), 'the run to park')
+    await a.shutdown()
+
+    let release!: () => void
+    const held = new Promise<void>((resolve) => (release = resolve))
+    const b = processOn(store, undefined, [], held)
+    // The adoption waits on the held listing; the resumed run itself is under way and asks again.
+    const resuming = b.runtime.runs.resume({ staleMs: 0 })
+    const request = await until(async () => (await b.approvals.pending())[0], 'the request in B')
+    expect((await b.approvals.decide(request.id, { decision: 'allow' })).ok).toBe(true)
+    await until(() => (b.paid.length === 1 ? true : undefined), 'the payment')
+    release()
+    expect((await resuming).adopted).toBe(1)
+    await until(async () => ((await b.get(id)).status === 'done' ? true : undefined), 'the run to end')
+    const frames = await readUntil(sseFrames(await b.events(id)), (frame) => frame.event === 'end')
+    const after = frames.slice(frames.findIndex((frame) => frame.event === 'resumed'))
+    expect(after[0]?.event).toBe('resumed')
+    const pay = after.filter((frame) => (frame.data as { name?: unknown }).name === 'pay').map((frame) => frame.event)
+    // It asked again in B (its approval frame), then ran.
+    expect(pay).toEqual(['dispatch-start', 'approval', 'dispatch'])
+    expect(after.map((frame) => frame.event)).toContain('result')
     await b.shutdown()
   }, 60_000)
 
