@@ -623,7 +623,12 @@ class SandboxPool {
   /** What the parked runs keep, within `maxParkedBytes`: their journals (2 bytes a UTF-16 unit), waiting calls' arguments and logs. */
   #parkedBytes = 0
   #reservedBytes = 0
-  readonly #resumeQueue: ActiveRun[] = []
+  /**
+   * Parked runs whose VM is needed again (a decision came), waiting for a thread: lanes served in
+   * turn as the new runs' queue, so one principal's thousand decisions do not hold another's
+   * resume, and a run that settles meanwhile leaves in O(1).
+   */
+  readonly #resumeQueue = new LaneQueue<ActiveRun>()
   /** The last run {@link SandboxPool.#serve} took was a resume: the queue's turn next. */
   #servedResume = false
   disposed = false
@@ -642,7 +647,7 @@ class SandboxPool {
     for (const thread of this.threads) if (thread.state === 'running' || thread.state === 'stopping') running++
     return {
       running,
-      queued: this.queue.size + this.#resumeQueue.length,
+      queued: this.queue.size + this.#resumeQueue.size,
       threads: this.threads.size,
       parked: this.parkedRuns.size,
       maxConcurrentRuns: this.options.maxConcurrentRuns,
@@ -652,10 +657,15 @@ class SandboxPool {
 
   resume(run: ActiveRun): void {
     if (this.disposed) return
+    const lane = run.pending.prepared.lane ?? ''
     const idle = this.#idleThread()
-    if (idle !== undefined) this.#bind(idle, run)
-    else if (this.threads.size < this.options.maxConcurrentRuns) this.#bind(this.#spawn(), run)
-    else this.#resumeQueue.push(run)
+    const thread = idle ?? (this.threads.size < this.options.maxConcurrentRuns ? this.#spawn() : undefined)
+    if (thread === undefined) {
+      this.#resumeQueue.push(lane, run)
+      return
+    }
+    this.#resumeQueue.started(lane)
+    this.#bind(thread, run)
   }
 
   /** A run that parked before (maybe in another process) comes back parked: it takes no thread until its VM is needed. */
@@ -693,8 +703,7 @@ class SandboxPool {
 
   /** A run settled: it no longer waits to resume. */
   forget(run: ActiveRun): void {
-    const at = this.#resumeQueue.indexOf(run)
-    if (at >= 0) this.#resumeQueue.splice(at, 1)
+    this.#resumeQueue.remove(run)
   }
 
   #bind(thread: PooledThread, run: ActiveRun): void {
@@ -797,7 +806,7 @@ class SandboxPool {
     void thread.terminate()
     // Stryker disable next-line ConditionalExpression: unreachable after dispose
     if (this.disposed) return
-    while ((this.queue.size > 0 || this.#resumeQueue.length > 0) && this.threads.size < this.options.maxConcurrentRuns) this.#serve(this.#spawn())
+    while ((this.queue.size > 0 || this.#resumeQueue.size > 0) && this.threads.size < this.options.maxConcurrentRuns) this.#serve(this.#spawn())
     this.#topUp()
   }
 

@@ -109,6 +109,50 @@ describe('lanes: runs waiting for a slot take turns by lane (sandbox runtime, No
     expect(s.runtime.load().queued).toBe(0)
   })
 
+  it('runs waiting to resume take turns by lane too: a decision in lane B is not held behind thirty in lane A', async () => {
+    const runtime = createSandboxRuntime({ memoryMb: 32, prespawn: 0, maxConcurrentRuns: 1, maxQueuedRuns: 1_000, parkAfterMs: 20 })
+    runtimes.push(runtime)
+    const resumed: string[] = []
+    const answers = new Map<string, (value: unknown) => void>()
+    let release!: () => void
+    const held = new Promise<void>((resolve) => (release = resolve))
+    const bindings = [
+      {
+        global: 'tools',
+        functions: {
+          ask: async (args: unknown, options?: { holdWallClock?: () => () => void }) => {
+            const done = options?.holdWallClock?.()
+            try {
+              return await new Promise((resolve) => answers.set((args as { n: string }).n, resolve))
+            } finally {
+              done?.()
+            }
+          },
+          mark: async (args: unknown) => {
+            resumed.push((args as { n: string }).n)
+            return null
+          },
+          hold: () => held.then(() => null),
+        },
+      },
+    ]
+    const asking = (n: string, lane: string) => runtime.run({ program: `const a = await tools.ask({ n: ${JSON.stringify(n)} }); await tools.mark({ n: ${JSON.stringify(n)} }); return a`, bindings, lane })
+    const names = [...Array.from({ length: 30 }, (_, i) => [`a${i}`, 'A'] as const), ['b', 'B'] as const]
+    const runs = names.map(([n, lane]) => asking(n, lane))
+    await until(() => answers.size === names.length && runtime.load().parked === names.length && runtime.load().running === 0, 'every asking run parked', 60_000)
+    // The one slot is held: every decision below queues its run's resume.
+    const blocker = runtime.run({ program: `await tools.hold({}); return 0`, bindings, lane: 'C' })
+    await until(() => runtime.load().running === 1)
+    for (const [n] of names) answers.get(n)!(`yes ${n}`)
+    await until(() => runtime.load().queued === names.length, 'every resume queued')
+    release()
+    const results = await Promise.all([blocker, ...runs])
+    expect(results.map((r) => r.error)).toEqual(results.map(() => undefined))
+    // First in, first out, 'b' would resume last (31st).
+    expect(resumed.slice(0, 2)).toEqual(['a0', 'b'])
+    expect(resumed.filter((n) => n !== 'b')).toEqual(Array.from({ length: 30 }, (_, i) => `a${i}`))
+  }, 120_000)
+
   it('checks the lane: a string of 1 to MAX_LANE_CHARS characters, else an exception result that says so', async () => {
     const runtime = createSandboxRuntime({ memoryMb: 32, prespawn: 0 })
     runtimes.push(runtime)
