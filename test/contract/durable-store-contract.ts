@@ -111,6 +111,24 @@ export function describeDurableStoreContract(label: string, makeStore: StoreFact
       expect((await store.list('')).entries.map((entry) => entry.key)).toEqual(['approval/1', 'ru', 'run/a', 'run/a/x', 'run/b', 'run/c/1', 'run/c/2', 'runner'])
       expect((await store.list('nothing/')).entries).toEqual([])
       expect((await store.list('run/', { after: 'run/c/1' })).entries.map((entry) => entry.key)).toEqual(['run/c/2'])
+      // A cursor before the prefix starts at the prefix; one past it lists nothing.
+      expect((await store.list('run/', { after: 'approval/1', limit: 1 })).entries.map((entry) => entry.key)).toEqual(['run/a'])
+      expect((await store.list('run/', { after: 'runner' })).entries).toEqual([])
+    })
+
+    it('pages on after a cursor whose key was deleted meanwhile; a key deleted and written again is listed once', async () => {
+      const store = await fresh()
+      for (const key of ['run/a', 'run/b', 'run/c', 'run/d']) await store.put(key, key)
+      const first = await store.list('run/', { limit: 2 })
+      expect(first).toMatchObject({ cursor: 'run/b' })
+      await store.delete('run/b')
+      await store.delete('run/c')
+      await store.put('run/c', 'again')
+      await store.put('run/a', 'rewritten')
+      const second = await store.list('run/', { limit: 2, after: first.cursor! })
+      expect(second.entries.map((entry) => entry.key)).toEqual(['run/c', 'run/d'])
+      expect(second.cursor).toBeUndefined()
+      expect((await store.list('run/')).entries.map((entry) => entry.key)).toEqual(['run/a', 'run/c', 'run/d'])
     })
 
     it('refuses malformed keys with INVALID_STORE_KEY, before touching anything', async () => {
