@@ -35,9 +35,9 @@ function broker(store: DurableStore): ApprovalBroker {
 
 /** `store` with its calls counted; `putKey` may rewrite (or drop, answering `undefined`) a key written. */
 function counting(store: DurableStore, putKey: (key: string) => string | undefined = (key) => key) {
-  const counts = { get: 0, list: 0 }
+  const counts = { get: 0, list: 0, keysRead: new Set<string>() }
   const counted: DurableStore = {
-    get: (key) => (counts.get++, store.get(key)),
+    get: (key) => (counts.get++, counts.keysRead.add(key), store.get(key)),
     put: (key, value, options) => {
       const written = putKey(key)
       return written === undefined ? Promise.resolve({ ok: true, version: 'dropped' }) : store.put(written, value, options)
@@ -108,11 +108,15 @@ describe('store broker: a poll pass reads what was decided since, not every open
     await passes(counts, 2)
     const gets = counts.get
     const lists = counts.list
+    counts.keysRead.clear()
     expect(await b.decide(request.id, { decision: 'allow' })).toMatchObject({ ok: true })
     expect(await outcome).toBe('allowed')
-    // The marker's settlement key, read once (or twice: a pass may list the marker before the settlement lands).
-    expect(counts.get - gets).toBeLessThanOrEqual(4)
-    expect(counts.list - lists).toBeLessThanOrEqual(5)
+    // Only the decided request's keys are read (its settlement and its open record), a few reads
+    // a pass: again while a pass lists the marker before the settlement lands, which on a loaded
+    // machine can span several 20 ms passes. Was: every open request's key, every pass.
+    const hash = request.id.slice(0, 32)
+    expect([...counts.keysRead].filter((key) => !key.endsWith(`/${hash}`))).toEqual([])
+    expect(counts.get - gets).toBeLessThanOrEqual(3 * Math.max(1, counts.list - lists))
     const markers = (await counted.list(SETTLED_PREFIX)).entries.map((entry) => readMarkerKey(entry.key)?.hash)
     expect(markers).toContain(request.id.slice(0, 32))
   })
