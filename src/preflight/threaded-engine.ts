@@ -160,7 +160,10 @@ export function servePreflightThread(post: (message: unknown) => void, analyze: 
   }
   // Checks start only after READY is posted, so the engine's clock for a check never starts after
   // the check did. The engine bounds how many wait (`maxQueued`). A failed load is ready too: each
-  // check then answers the analysis's own note at once.
+  // check then answers the analysis's own note at once. A plan-only request (plan approval's: no
+  // `declarations`) needs no compiler and is read at once: held behind the load (seconds, tens of
+  // seconds on a loaded machine) it outlasted the registry's PLAN_READ_TIMEOUT_MS, and the person
+  // was asked call by call instead of being shown the program's plan.
   let waiting: unknown[] | undefined = []
   const ready = (): void => {
     const held = waiting ?? []
@@ -169,5 +172,10 @@ export function servePreflightThread(post: (message: unknown) => void, analyze: 
     for (const message of held) handle(message)
   }
   void Promise.resolve(loaded).then(ready, ready)
-  return (message) => (waiting === undefined ? handle(message) : void waiting.push(message))
+  return (message) => (waiting === undefined || isPlanOnly(message) ? handle(message) : void waiting.push(message))
+}
+
+/** A request that asks only for the program's plan (no `declarations` key or value: see {@link PreflightEngineRequest}). */
+function isPlanOnly(message: unknown): boolean {
+  return typeof message === 'object' && message !== null && (message as { declarations?: unknown }).declarations === undefined
 }

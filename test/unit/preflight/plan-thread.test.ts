@@ -3,7 +3,7 @@
  * is read in the thread, so a program longer than the host reads inline still gets its
  * plan, and the thread runs the same fail-closed scan (an escaped spelling is dynamic).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it } from 'vitest'
 import { createPreflightWorker } from '../../../platforms/node/index.js'
 import { createThreadedPreflightEngine, servePreflightThread, type PreflightThread } from '../../../src/preflight/threaded-engine.js'
 import type { PreflightEngineRequest } from '../../../src/preflight/types.js'
@@ -14,9 +14,7 @@ import { runCode, setup } from '../approvals/helpers.js'
 
 const preflightEngine = createPreflightWorker()
 afterAll(() => preflightEngine.dispose())
-// The thread's first answer waits for the compiler's load (seconds quiet; past plan approval's
-// 10 s PLAN_READ_TIMEOUT_MS at load 20, which read the plan as dynamic): load it before the tests.
-beforeAll(() => preflightEngine.analyze({ program: 'return 1', language: 'typescript', declarations: undefined }, new AbortController().signal), 120_000)
+// No warm-up before the tests: a plan read on a fresh thread does not wait for the compiler's load.
 
 /** A registry with plans on over the preflight thread; the person denies every plan (nothing runs). */
 function denyingPlans() {

@@ -61,4 +61,22 @@ describe('a preflight thread loading its compiler', () => {
     expect(results.map((r) => r.notes.map((note) => note.code))).toEqual([['CHECK_TIMEOUT'], ['CHECK_TIMEOUT']])
     await engine.dispose()
   })
+
+  it('reads a plan at once while the compiler still loads; a check waits for the load', async () => {
+    const PLANNED: PreflightEngineResult = { plan: { calls: [{ name: 'write_file', line: 1, column: 7 }], dynamic: false }, spans: [], diagnostics: undefined, notes: [] }
+    let finishLoad!: () => void
+    const loaded = new Promise<void>((resolve) => (finishLoad = resolve))
+    // As the real thread's analysis: a plan-only request (no declarations) needs no compiler.
+    let listener: (message: unknown) => void = () => {}
+    const serve = servePreflightThread((message) => queueMicrotask(() => listener(message)), (request) => (request.declarations === undefined ? Promise.resolve(PLANNED) : loaded.then(() => CHECKED)), loaded)
+    const engine = createThreadedPreflightEngine({ spawn: () => ({ postMessage: (message) => serve(message), onMessage: (l) => (listener = l), onExit: () => {}, terminate: () => {} }), timeoutMs: 50 })
+    let checked = false
+    const check = engine.analyze(REQUEST).then((result) => ((checked = true), result))
+    // Held behind the load, this read outlasted plan approval's 10 s PLAN_READ_TIMEOUT_MS on a loaded machine.
+    expect(await engine.analyze({ ...REQUEST, declarations: undefined })).toEqual(PLANNED)
+    expect(checked).toBe(false)
+    finishLoad()
+    expect(await check).toEqual(CHECKED)
+    await engine.dispose()
+  })
 })
