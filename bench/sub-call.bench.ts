@@ -20,11 +20,19 @@
  * thread (the sandbox's or the bare worker's: one thread serves a run) and the rest (GC and
  * libuv helpers). Process CPU alone cannot say whether a lever saved the host or the thread.
  *
+ * `BASELINE=<git ref>` adds a row for that ref's thread side, interleaved with the others in this
+ * process: its thread bundle (`platforms/node/_sandbox-thread.cjs`, written under
+ * node_modules/.cache) and its in-VM script (`engine/quickjs/_sandbox-source.ts`), driven by this
+ * checkout's host side (same pool, same session): what a thread-side lever saved, at the same load.
+ *
  * Run: `npx tsx bench/sub-call.bench.ts` (`BENCH_ROUNDS=n`, default 9; `BENCH_CALLS=n`
  * sub-calls a round, default 1 000: more gives steadier per-thread figures).
  */
-import { readFileSync, readdirSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
+import { loadavg } from 'node:os'
+import { fileURLToPath } from 'node:url'
 import { Worker } from 'node:worker_threads'
 import defaultVariant from '@jitl/quickjs-wasmfile-release-sync'
 import { newQuickJSWASMModuleFromVariant } from 'quickjs-emscripten-core'
@@ -33,9 +41,13 @@ import type { CodeBindingNamespace, CodeRuntime } from '../src/code-runtime/cont
 import { CodeRunSession, prepareRun } from '../src/code-runtime/host-session.js'
 import { JsonWireEndpoint } from '../src/code-runtime/json-endpoint.js'
 import { DEFAULT_CODE_RUN_LIMITS } from '../src/code-runtime/limits.js'
+import { createSandboxRuntimeOn } from '../src/code-runtime/sandbox-runtime.js'
+import type { SandboxRuntime } from '../src/code-runtime/sandbox-runtime.js'
 import { createSandboxRuntime } from '../platforms/node/index.js'
+import { nodeSandboxPlatform } from '../platforms/node/sandbox-runtime.js'
 import { createQuickJsRuntime } from '../platforms/quickjs/index.js'
 import { directDeliver, directHostCalls } from '../engine/quickjs/host-calls.js'
+import { importAs, sourceAt } from './_baseline.js'
 import { printTable, summarize } from './_stats.js'
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 9)
@@ -43,6 +55,22 @@ const CALLS = Number(process.env.BENCH_CALLS ?? 1_000)
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 const bindings: CodeBindingNamespace[] = [{ global: 'tools', functions: { inc: async (args) => (args as { i: number }).i + 1 } }]
 const program = `let s = 0\nfor (let i = 0; i < ${CALLS}; i++) s = await tools.inc({ i })\nreturn s`
+
+/**
+ * The thread side at git `ref` on this checkout's host side: the ref's thread bundle (and its
+ * stripper, beside it) written under node_modules/.cache, and the ref's in-VM script as the
+ * platform's `sandboxSource`.
+ */
+async function baselineSandbox(ref: string): Promise<SandboxRuntime> {
+  const root = fileURLToPath(new URL('..', import.meta.url))
+  const dir = new URL(`../node_modules/.cache/toolyard-bench/sub-call-${ref.replaceAll(/[^\w.-]/g, '_')}/`, import.meta.url)
+  mkdirSync(dir, { recursive: true })
+  for (const file of ['_sandbox-thread.cjs', '_sandbox-strip.cjs']) {
+    writeFileSync(new URL(file, dir), execFileSync('git', ['show', `${ref}:platforms/node/${file}`], { cwd: root, maxBuffer: 64 * 1024 * 1024 }))
+  }
+  const { SANDBOX_SOURCE } = await importAs<{ SANDBOX_SOURCE: string }>('engine/quickjs/_sandbox-source.ts', sourceAt('engine/quickjs/_sandbox-source.ts', ref), `sub-call-source-${ref}`)
+  return createSandboxRuntimeOn({ ...nodeSandboxPlatform(new URL('_sandbox-thread.cjs', dir)), sandboxSource: SANDBOX_SOURCE })
+}
 
 /** Something that runs a program with bindings (the bare worker runs it as an AsyncFunction). */
 interface Contender {
@@ -258,16 +286,20 @@ async function engineCrossings(): Promise<Record<string, number>> {
 }
 
 async function main(): Promise<void> {
-  console.log(`sub-call bench (Node ${process.version}; ${ROUNDS} interleaved rounds, medians; figures move with machine load)`)
+  console.log(`sub-call bench (Node ${process.version}; ${ROUNDS} interleaved rounds of ${CALLS} calls, medians; figures move with machine load)`)
+  console.log(`load before: ${loadavg().map((x) => x.toFixed(2)).join(' ')}`)
   const require = createRequire(import.meta.url)
   const wasmModule = new WebAssembly.Module(readFileSync(require.resolve('@jitl/quickjs-wasmfile-release-sync/wasm')))
   const sandbox = createSandboxRuntime()
   await sandbox.warm()
   const inline = createQuickJsRuntime({ wasmModule })
   const bare = bareWorker()
-  const contenders = { sandbox: fromRuntime(sandbox), bare, inline: fromRuntime(inline) }
+  const ref = process.env.BASELINE
+  const baseline = ref === undefined ? undefined : await baselineSandbox(ref)
+  await baseline?.warm()
+  const contenders: Record<string, Contender> = { sandbox: fromRuntime(sandbox), ...(baseline === undefined ? {} : { baseline: fromRuntime(baseline) }), bare, inline: fromRuntime(inline) }
   for (const contender of Object.values(contenders)) for (let i = 0; i < 6; i++) await perCall(contender)
-  const rounds: Record<string, PerCall[]> = { sandbox: [], bare: [], inline: [] }
+  const rounds: Record<string, PerCall[]> = Object.fromEntries(Object.keys(contenders).map((name) => [name, []]))
   const echoes: number[] = []
   const host: number[] = []
   for (let round = 0; round < ROUNDS; round++) {
@@ -290,6 +322,7 @@ async function main(): Promise<void> {
     [
       row('bare worker + postMessage (floor)', 'bare'),
       row('toolyard sandbox (QuickJS in a thread)', 'sandbox'),
+      ...(ref === undefined ? [] : [row(`  the same, thread side at ${ref}`, 'baseline')]),
       row('QuickJS on the host thread (no hop)', 'inline'),
     ],
     'round trip (target: the sandbox ≤ 2 × floor; CPU split by thread: host main, the busiest other, the rest)',
@@ -306,7 +339,9 @@ async function main(): Promise<void> {
     ],
     'hops',
   )
+  console.log(`load after: ${loadavg().map((x) => x.toFixed(2)).join(' ')}`)
   await sandbox.dispose()
+  await baseline?.dispose()
   await inline.dispose()
   await bare.worker.terminate()
 }

@@ -14,6 +14,14 @@ interface HostCallFfi {
   QTS_Throw(ctx: number, error: number): number
 }
 
+/** The FFI calls {@link directJobs} makes. */
+interface JobsFfi {
+  QTS_ExecutePendingJob(rt: number, maxJobs: number, lastJobContext: number): number
+  QTS_Typeof(ctx: number, value: number): number
+  QTS_FreeValuePointer(ctx: number, value: number): void
+  QTS_FreeValuePointerRuntime(rt: number, value: number): void
+}
+
 /** The FFI and emscripten calls {@link directDeliver} makes. */
 interface DeliverFfi {
   QTS_NewString(ctx: number, chars: number): number
@@ -163,5 +171,68 @@ export function directDeliver(context: QuickJSContext): ((fn: QuickJSHandle, tex
     const error = f.QTS_ResolveException(ctxPtr, result)
     f.QTS_FreeValuePointer(ctxPtr, result)
     return error === 0 ? undefined : internals.memory.heapValueHandle(error)
+  }
+}
+
+/**
+ * `jobs()` runs the VM's pending promise jobs to exhaustion, as `runtime.executePendingJobs()`
+ * does, without the library's per-call wrappers: a pointer array allocated and zero-filled
+ * through three typed arrays, a context lookup, a handle for the count, `typeof` decoded from
+ * UTF-8 (every sub-call pumps the queue once). Returns the thrown value's handle, if a job threw
+ * (the caller disposes it). `undefined` when the library's internals are not the ones this was
+ * written for, or the VM has no room for the out-pointer.
+ */
+export function directJobs(runtime: QuickJSRuntime, context: QuickJSContext): (() => QuickJSHandle | undefined) | undefined {
+  const internals = internalsOf(context)
+  const r = runtime as unknown as { readonly rt?: { readonly value?: unknown } }
+  const c = context as unknown as { readonly ffi: Partial<JobsFfi>; readonly module?: Partial<DeliverModule> }
+  const ffi = c.ffi
+  const module = c.module
+  if (
+    internals === undefined ||
+    typeof internals.memory.heapValueHandle !== 'function' ||
+    typeof r.rt?.value !== 'number' ||
+    typeof ffi.QTS_ExecutePendingJob !== 'function' ||
+    typeof ffi.QTS_Typeof !== 'function' ||
+    typeof ffi.QTS_FreeValuePointer !== 'function' ||
+    typeof ffi.QTS_FreeValuePointerRuntime !== 'function' ||
+    typeof module?._malloc !== 'function' ||
+    typeof module._free !== 'function' ||
+    !(module.HEAPU8 instanceof Uint8Array)
+  ) {
+    return undefined
+  }
+  const f = ffi as JobsFfi
+  const m = module as DeliverModule
+  const rtPtr = r.rt.value
+  const ctxPtr = internals.ctx.value
+  // The job's context comes back through this slot, for the sandbox's life (it goes with the instance's memory).
+  const out = m._malloc(4)
+  if (out === 0) return undefined
+  return () => {
+    // A fresh view each time: the memory's buffer is replaced when it grows.
+    new Int32Array(m.HEAPU8.buffer, out, 1)[0] = 0
+    const value = f.QTS_ExecutePendingJob(rtPtr, -1, out)
+    const jobContext = new Int32Array(m.HEAPU8.buffer, out, 1)[0]!
+    // No job ran: the count was made in no context.
+    if (jobContext === 0) {
+      f.QTS_FreeValuePointerRuntime(rtPtr, value)
+      return undefined
+    }
+    // The count of jobs run is a number; a job's exception is whatever the job threw. `typeof`
+    // spells "number" alone with an initial n.
+    const type = f.QTS_Typeof(jobContext, value)
+    const isNumber = type !== 0 && m.HEAPU8[type] === 0x6e
+    if (type !== 0) m._free(type)
+    if (isNumber) {
+      f.QTS_FreeValuePointer(jobContext, value)
+      return undefined
+    }
+    if (jobContext !== ctxPtr) {
+      // Only the sandbox's one context queues jobs; anything else is reported, not read.
+      f.QTS_FreeValuePointer(jobContext, value)
+      throw new Error('a promise job ran in a context the sandbox does not own')
+    }
+    return internals.memory.heapValueHandle(value)
   }
 }

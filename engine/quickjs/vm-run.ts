@@ -12,7 +12,7 @@ import { MAX_VALUE_DEPTH } from '../../src/code-runtime/render.js'
 import { scanJsonText } from '../../src/json/scan.js'
 import { toErrorData } from '../../src/errors.js'
 import type { NondeterministicOp, QuickJsSandbox } from './engine.js'
-import { directDeliver, directHostCalls } from './host-calls.js'
+import { directDeliver, directHostCalls, directJobs } from './host-calls.js'
 import { callKey, journalChars, MAX_JOURNAL_CHARS, newJournal, READ_CODES, replayBudgetMessage } from '../../src/code-runtime/journal.js'
 import type { ParkedVm, RunJournal } from '../../src/code-runtime/journal.js'
 
@@ -437,6 +437,7 @@ export class VmRun {
       // through `deliver`: both take the direct path.
       directHostCalls(sandbox.runtime, sandbox.context)
       const direct = directDeliver(sandbox.context)
+      const pump = directJobs(sandbox.runtime, sandbox.context)
       const attached = sandbox.attach({
         post: (json) => {
           if (this.#stopped) return
@@ -458,6 +459,10 @@ export class VmRun {
         // checkpoint): the VM's state then depends only on the order of deliveries, which the journal keeps.
         if (runtime.hasPendingJob()) {
           this.#enter(context, () => {
+            if (pump !== undefined) {
+              const error = pump()
+              return error === undefined ? {} : { error }
+            }
             const jobs = runtime.executePendingJobs()
             return jobs.error === undefined ? { dispose: () => jobs.dispose() } : { error: jobs.error }
           })

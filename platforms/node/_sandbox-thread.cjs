@@ -2050,6 +2050,43 @@ function directDeliver(context) {
     return error === 0 ? void 0 : internals.memory.heapValueHandle(error);
   };
 }
+function directJobs(runtime, context) {
+  const internals = internalsOf(context);
+  const r = runtime;
+  const c = context;
+  const ffi = c.ffi;
+  const module2 = c.module;
+  if (internals === void 0 || typeof internals.memory.heapValueHandle !== "function" || typeof r.rt?.value !== "number" || typeof ffi.QTS_ExecutePendingJob !== "function" || typeof ffi.QTS_Typeof !== "function" || typeof ffi.QTS_FreeValuePointer !== "function" || typeof ffi.QTS_FreeValuePointerRuntime !== "function" || typeof module2?._malloc !== "function" || typeof module2._free !== "function" || !(module2.HEAPU8 instanceof Uint8Array)) {
+    return void 0;
+  }
+  const f = ffi;
+  const m = module2;
+  const rtPtr = r.rt.value;
+  const ctxPtr = internals.ctx.value;
+  const out = m._malloc(4);
+  if (out === 0) return void 0;
+  return () => {
+    new Int32Array(m.HEAPU8.buffer, out, 1)[0] = 0;
+    const value = f.QTS_ExecutePendingJob(rtPtr, -1, out);
+    const jobContext = new Int32Array(m.HEAPU8.buffer, out, 1)[0];
+    if (jobContext === 0) {
+      f.QTS_FreeValuePointerRuntime(rtPtr, value);
+      return void 0;
+    }
+    const type = f.QTS_Typeof(jobContext, value);
+    const isNumber = type !== 0 && m.HEAPU8[type] === 110;
+    if (type !== 0) m._free(type);
+    if (isNumber) {
+      f.QTS_FreeValuePointer(jobContext, value);
+      return void 0;
+    }
+    if (jobContext !== ctxPtr) {
+      f.QTS_FreeValuePointer(jobContext, value);
+      throw new Error("a promise job ran in a context the sandbox does not own");
+    }
+    return internals.memory.heapValueHandle(value);
+  };
+}
 
 // engine/quickjs/vm-run.ts
 var MIN_MS_PER_INTERRUPT = 1 / 64;
@@ -2372,6 +2409,7 @@ var VmRun = class {
       if (this.#stopped) return;
       directHostCalls(sandbox.runtime, sandbox.context);
       const direct = directDeliver(sandbox.context);
+      const pump = directJobs(sandbox.runtime, sandbox.context);
       const attached = sandbox.attach({
         post: (json) => {
           if (this.#stopped) return;
@@ -2390,6 +2428,10 @@ var VmRun = class {
       while (!this.#stopped) {
         if (runtime.hasPendingJob()) {
           this.#enter(context, () => {
+            if (pump !== void 0) {
+              const error = pump();
+              return error === void 0 ? {} : { error };
+            }
             const jobs = runtime.executePendingJobs();
             return jobs.error === void 0 ? { dispose: () => jobs.dispose() } : { error: jobs.error };
           });
