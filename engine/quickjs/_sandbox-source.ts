@@ -598,6 +598,53 @@ var __toolyardSandbox = (() => {
     }
     return value;
   }
+  var openPath = [];
+  var sparePath;
+  function boundedJson(_key, value) {
+    const type = typeof value;
+    if (type === "function" || type === "symbol") throw new TypeError(\`a \${type} is not JSON\`);
+    if (type === "number" && !isFiniteNumber(value)) throw new TypeError(\`\${String(value)} is not JSON\`);
+    if (type === "object" && value !== null) {
+      if (value instanceof MapCtor || value instanceof SetCtor || value instanceof RegExpCtor || value instanceof ArrayBufferCtor || isView(value)) {
+        throw new TypeError("a Map, Set, RegExp or binary value is not JSON");
+      }
+      const path = openPath;
+      let open = path.length;
+      while (open > 0 && path[open - 1] !== this) open--;
+      if (open >= MAX_VALUE_DEPTH) throw new RangeError(\`they nest deeper than \${MAX_VALUE_DEPTH} levels; flatten them\`);
+      path.length = open;
+      path[open] = value;
+    }
+    return value;
+  }
+  function callArgsJson(args) {
+    const outer = openPath;
+    const path = sparePath ?? [];
+    sparePath = void 0;
+    openPath = path;
+    try {
+      return jsonStringify(args, boundedJson);
+    } finally {
+      path.length = 0;
+      openPath = outer;
+      sparePath = path;
+    }
+  }
+  function nestsTooDeep(args) {
+    try {
+      return !holdsNoContainer(args) && nestsDeeperThan(args, MAX_VALUE_DEPTH);
+    } catch {
+      return false;
+    }
+  }
+  function depthRefusal(global, name) {
+    return new TypeError(\`\${global}.\${name}: the arguments cannot be sent to the host (they nest deeper than \${MAX_VALUE_DEPTH} levels; flatten them)\`);
+  }
+  function sendRefusal(global, name, args, error) {
+    if (nestsTooDeep(args)) return depthRefusal(global, name);
+    const why = readString(error, "message") ?? "not structured-cloneable";
+    return new TypeError(\`\${global}.\${name}: the arguments cannot be sent to the host (\${why})\`);
+  }
   function cut(text) {
     return text.length > MAX_ERROR_TEXT ? \`\${text.slice(0, MAX_ERROR_TEXT)}…\` : text;
   }
@@ -767,8 +814,8 @@ var __toolyardSandbox = (() => {
       const send = options.callSender?.(global, name);
       const binding = (...given) => new PromiseCtor((resolve, reject) => {
         const args = variadic ? given : given[0];
-        if (!holdsNoContainer(args) && nestsDeeperThan(args, MAX_VALUE_DEPTH)) {
-          reject(new TypeError(\`\${global}.\${name}: the arguments cannot be sent to the host (they nest deeper than \${MAX_VALUE_DEPTH} levels; flatten them)\`));
+        if (send === void 0 && nestsTooDeep(args)) {
+          reject(depthRefusal(global, name));
           return;
         }
         const id = nextId++;
@@ -778,8 +825,7 @@ var __toolyardSandbox = (() => {
           else send(id, args);
         } catch (error) {
           pendingDelete(id);
-          const why = readString(error, "message") ?? "not structured-cloneable";
-          reject(new TypeError(\`\${global}.\${name}: the arguments cannot be sent to the host (\${why})\`));
+          reject(sendRefusal(global, name, args, error));
         }
       });
       defineProperty(binding, "name", { value: name });
@@ -1399,7 +1445,7 @@ var __toolyardSandbox = (() => {
     const callSender = (global, name) => {
       const head = \`,"global":\${stringify(global)},"name":\${stringify(name)}\`;
       return (id, args) => {
-        const text = args === void 0 ? "" : \`,"args":\${stringify(args, strictJson)}\`;
+        const text = args === void 0 ? "" : \`,"args":\${callArgsJson(args)}\`;
         if (text.length > MAX_VM_MESSAGE_CHARS) {
           throw new RangeError(\`the arguments take \${Math.ceil(text.length / 1024 / 1024)} MiB of JSON; at most \${MAX_VM_MESSAGE_CHARS / 1024 / 1024} MiB go to the host in one call\`);
         }

@@ -574,6 +574,21 @@ export const WORKER_SOURCE: string = `"use strict";
     }
     return value;
   }
+  function nestsTooDeep(args) {
+    try {
+      return !holdsNoContainer(args) && nestsDeeperThan(args, MAX_VALUE_DEPTH);
+    } catch {
+      return false;
+    }
+  }
+  function depthRefusal(global, name) {
+    return new TypeError(\`\${global}.\${name}: the arguments cannot be sent to the host (they nest deeper than \${MAX_VALUE_DEPTH} levels; flatten them)\`);
+  }
+  function sendRefusal(global, name, args, error) {
+    if (nestsTooDeep(args)) return depthRefusal(global, name);
+    const why = readString(error, "message") ?? "not structured-cloneable";
+    return new TypeError(\`\${global}.\${name}: the arguments cannot be sent to the host (\${why})\`);
+  }
   function cut(text) {
     return text.length > MAX_ERROR_TEXT ? \`\${text.slice(0, MAX_ERROR_TEXT)}…\` : text;
   }
@@ -743,8 +758,8 @@ export const WORKER_SOURCE: string = `"use strict";
       const send = options.callSender?.(global, name);
       const binding = (...given) => new PromiseCtor((resolve, reject) => {
         const args = variadic ? given : given[0];
-        if (!holdsNoContainer(args) && nestsDeeperThan(args, MAX_VALUE_DEPTH)) {
-          reject(new TypeError(\`\${global}.\${name}: the arguments cannot be sent to the host (they nest deeper than \${MAX_VALUE_DEPTH} levels; flatten them)\`));
+        if (send === void 0 && nestsTooDeep(args)) {
+          reject(depthRefusal(global, name));
           return;
         }
         const id = nextId++;
@@ -754,8 +769,7 @@ export const WORKER_SOURCE: string = `"use strict";
           else send(id, args);
         } catch (error) {
           pendingDelete(id);
-          const why = readString(error, "message") ?? "not structured-cloneable";
-          reject(new TypeError(\`\${global}.\${name}: the arguments cannot be sent to the host (\${why})\`));
+          reject(sendRefusal(global, name, args, error));
         }
       });
       defineProperty(binding, "name", { value: name });

@@ -22,7 +22,9 @@ export interface BootstrapOptions {
   /**
    * Makes the sender of one binding's calls, for an endpoint that serializes calls itself (the
    * QuickJS sandbox's JSON text): `send(id, args)` posts the call, or throws (with the reason) when
-   * the arguments cannot cross.
+   * the arguments cannot cross. It must refuse arguments nesting deeper than `MAX_VALUE_DEPTH`
+   * without recursing past that depth ({@link callArgsJson}): the in-VM depth walk then runs only
+   * for a call that could not be sent, to name the depth as the reason.
    */
   readonly callSender?: (global: string, name: string) => (id: number, args: unknown) => void
 }
@@ -172,6 +174,78 @@ export function strictJson(this: unknown, _key: string, value: unknown): unknown
     }
   }
   return value
+}
+
+/** The containers `JSON.stringify` has open in {@link boundedJson}'s serialization, outermost first. */
+let openPath: unknown[] = []
+let sparePath: unknown[] | undefined
+
+/**
+ * {@link strictJson} that also refuses a value nesting deeper than `MAX_VALUE_DEPTH` as
+ * `JSON.stringify` reaches it, before its recursion goes deeper: the depth check of arguments the
+ * sender serializes anyway, with no walk of its own. The stringify is depth first, so a value's
+ * holder is on the path of open containers (the root's holder, a fresh wrapper, is not): the
+ * containers after it are closed. Plain index reads and writes only: nothing a program can replace.
+ */
+function boundedJson(this: unknown, _key: string, value: unknown): unknown {
+  const type = typeof value
+  if (type === 'function' || type === 'symbol') throw new TypeError(`a ${type} is not JSON`)
+  if (type === 'number' && !isFiniteNumber(value)) throw new TypeError(`${String(value)} is not JSON`)
+  if (type === 'object' && value !== null) {
+    if (value instanceof MapCtor || value instanceof SetCtor || value instanceof RegExpCtor || value instanceof ArrayBufferCtor || isView(value)) {
+      throw new TypeError('a Map, Set, RegExp or binary value is not JSON')
+    }
+    const path = openPath
+    let open = path.length
+    while (open > 0 && path[open - 1] !== this) open--
+    if (open >= MAX_VALUE_DEPTH) throw new RangeError(`they nest deeper than ${MAX_VALUE_DEPTH} levels; flatten them`)
+    path.length = open
+    path[open] = value
+  }
+  return value
+}
+
+/**
+ * `JSON.stringify(args)` for a binding call, refusing what {@link strictJson} refuses and, as it
+ * goes, a value nesting deeper than `MAX_VALUE_DEPTH`: QuickJS's JSON recursion then never goes
+ * deeper than that (where the VM runs on the host's own stack, deeper would overflow it). A call
+ * made from inside it (a getter's) serializes on a path of its own.
+ */
+export function callArgsJson(args: unknown): string | undefined {
+  const outer = openPath
+  const path = sparePath ?? []
+  sparePath = undefined
+  openPath = path
+  try {
+    return jsonStringify(args, boundedJson) as string | undefined
+  } finally {
+    path.length = 0
+    openPath = outer
+    sparePath = path
+  }
+}
+
+/** True when `args` nest deeper than `MAX_VALUE_DEPTH` (a walk, no recursion); false when even walking fails (a VM out of memory). */
+function nestsTooDeep(args: unknown): boolean {
+  try {
+    return !holdsNoContainer(args) && nestsDeeperThan(args, MAX_VALUE_DEPTH)
+  } catch {
+    return false
+  }
+}
+
+function depthRefusal(global: string, name: string): TypeError {
+  return new TypeError(`${global}.${name}: the arguments cannot be sent to the host (they nest deeper than ${MAX_VALUE_DEPTH} levels; flatten them)`)
+}
+
+/**
+ * Why a call could not be sent: a value too deep reads as such whatever stopped the send first
+ * (a function before the deep part, say), as when the depth walk came first; else the send's reason.
+ */
+function sendRefusal(global: string, name: string, args: unknown, error: unknown): TypeError {
+  if (nestsTooDeep(args)) return depthRefusal(global, name)
+  const why = readString(error as object, 'message') ?? 'not structured-cloneable'
+  return new TypeError(`${global}.${name}: the arguments cannot be sent to the host (${why})`)
 }
 
 /** Cuts a text to the host's limit here, so a 100 MB message is never copied to the host only to be cut there. */
@@ -378,8 +452,9 @@ export function startBootstrap(endpoint: WireEndpoint, options: BootstrapOptions
     const binding = (...given: unknown[]): Promise<unknown> =>
       new PromiseCtor<unknown>((resolve, reject) => {
         const args = variadic ? given : given[0]
-        if (!holdsNoContainer(args) && nestsDeeperThan(args, MAX_VALUE_DEPTH)) {
-          reject(new TypeError(`${global}.${name}: the arguments cannot be sent to the host (they nest deeper than ${MAX_VALUE_DEPTH} levels; flatten them)`))
+        // A structured clone recurses over the value: its depth is walked first (a sender bounds it as it serializes).
+        if (send === undefined && nestsTooDeep(args)) {
+          reject(depthRefusal(global, name))
           return
         }
         const id = nextId++
@@ -389,8 +464,7 @@ export function startBootstrap(endpoint: WireEndpoint, options: BootstrapOptions
           else send(id, args)
         } catch (error) {
           pendingDelete(id)
-          const why = readString(error as object, 'message') ?? 'not structured-cloneable'
-          reject(new TypeError(`${global}.${name}: the arguments cannot be sent to the host (${why})`))
+          reject(sendRefusal(global, name, args, error))
         }
       })
     defineProperty(binding, 'name', { value: name })

@@ -4,7 +4,7 @@
  * evaluated inside each fresh QuickJS context.
  * @module
  */
-import { startBootstrap, strictJson } from './bootstrap.js'
+import { callArgsJson, startBootstrap, strictJson } from './bootstrap.js'
 import { MAX_VM_MESSAGE_CHARS } from '../sandbox-protocol.js'
 import { installSandboxGlobals } from './sandbox-globals.js'
 import type { SandboxHostOp } from './sandbox-globals.js'
@@ -90,7 +90,7 @@ export function install(post: SandboxPost, timer: SandboxTimer, host: SandboxHos
   const callSender = (global: string, name: string) => {
     const head = `,"global":${stringify(global) as string},"name":${stringify(name) as string}`
     return (id: number, args: unknown): void => {
-      const text = args === undefined ? '' : `,"args":${stringify(args, strictJson) as string}`
+      const text = args === undefined ? '' : `,"args":${callArgsJson(args) as string}`
       if (text.length > MAX_VM_MESSAGE_CHARS) {
         throw new RangeError(`the arguments take ${Math.ceil(text.length / 1024 / 1024)} MiB of JSON; at most ${MAX_VM_MESSAGE_CHARS / 1024 / 1024} MiB go to the host in one call`)
       }

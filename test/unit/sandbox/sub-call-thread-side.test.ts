@@ -1,13 +1,26 @@
 /**
  * The sandbox thread's side of a sub-call (issue 34 item 4): what each lever that took work off
  * it must keep. The promise-job pump (`directJobs`, engine/quickjs/host-calls.ts) runs the
- * queue as the library's `executePendingJobs()` does, its failures included.
+ * queue as the library's `executePendingJobs()` does, its failures included. A binding call's
+ * arguments are walked once, by `JSON.stringify`: the in-VM depth walk runs only for a call that
+ * could not be sent (the host checks the text's depth), and a too-deep value still reads as such.
  */
-import { describe, expect, it } from 'vitest'
+import { readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { afterAll, describe, expect, it } from 'vitest'
 import defaultVariant from '@jitl/quickjs-wasmfile-release-sync'
 import { newQuickJSWASMModuleFromVariant } from 'quickjs-emscripten-core'
 import type { QuickJSContext, QuickJSRuntime, QuickJSSyncVariant } from 'quickjs-emscripten-core'
 import { directJobs } from '../../../engine/quickjs/host-calls.js'
+import { createQuickJsRuntime } from '../../../platforms/quickjs/index.js'
+import { createSandboxRuntime } from '../../../platforms/node/index.js'
+import type { CodeRuntime } from '../../../src/code-runtime/contract.js'
+
+const wasmModule = new WebAssembly.Module(readFileSync(createRequire(import.meta.url).resolve('@jitl/quickjs-wasmfile-release-sync/wasm')))
+const runtimes: CodeRuntime[] = []
+afterAll(async () => {
+  await Promise.all(runtimes.map((runtime) => runtime.dispose()))
+})
 
 const vm = async (): Promise<{ runtime: QuickJSRuntime; context: QuickJSContext }> => {
   const quickjs = await newQuickJSWASMModuleFromVariant(defaultVariant as unknown as QuickJSSyncVariant)
@@ -83,5 +96,64 @@ describe('directJobs: the promise-job pump without the library wrappers', () => 
     expect(directJobs({} as QuickJSRuntime, context)).toBeUndefined()
     context.dispose()
     runtime.dispose()
+  })
+})
+
+describe.each([
+  ['QuickJS inline', () => createQuickJsRuntime({ wasmModule })],
+  ['the sandbox (QuickJS in threads)', () => createSandboxRuntime({ prespawn: 1, maxConcurrentRuns: 1 })],
+] as const)('%s: a binding call walks its arguments once', (_name, make) => {
+  const runtime = make()
+  runtimes.push(runtime)
+  const received: unknown[] = []
+  const bindings = [{ global: 'tools', functions: { echo: async (args: unknown) => (received.push(args), 'ok') } }]
+  const run = async (program: string) => {
+    received.length = 0
+    const result = await runtime.run({ program, bindings })
+    if (result.error !== undefined) throw new Error(`${result.error.kind}: ${result.error.message}`)
+    return result.value
+  }
+  const nest = 'const nest = (n) => { let v = 1; for (let i = 0; i < n; i++) v = [v]; return v }\n'
+  const refusal = 'tools.echo: the arguments cannot be sent to the host (they nest deeper than 100 levels; flatten them)'
+
+  it('a sent call lists its containers\' keys once each (JSON.stringify), not again for a depth walk', async () => {
+    const value = await run(
+      "const listed = []\nconst spy = (name, target) => new Proxy(target, { ownKeys: (t) => (listed.push(name), Reflect.ownKeys(t)) })\n" +
+        "const args = spy('args', { a: spy('a', { b: [1, 2] }), c: 'x' })\nawait tools.echo(args)\nreturn listed",
+    )
+    expect(value).toEqual(['args', 'a'])
+    expect(received).toEqual([{ a: { b: [1, 2] }, c: 'x' }])
+  })
+
+  it('a value too deep still reads as such, whatever else stops it first (a function, a cycle, a throwing toJSON); 100 levels pass', async () => {
+    const value = await run(
+      `${nest}const cyclic = { a: 1 }\ncyclic.self = cyclic\nconst out = []\n` +
+        "for (const bad of [[nest(101), () => 1], [nest(150), cyclic], [nest(100_000), 'x'.repeat(1024)], { deep: nest(101), n: NaN }]) { try { await tools.echo(bad) } catch (e) { out.push(e.message) } }\n" +
+        "try { await tools.echo([{ toJSON() { throw new Error('mine') } }, nest(120)]) } catch (e) { out.push(e.message) }\n" +
+        "try { await tools.echo([() => 1, nest(99)]) } catch (e) { out.push(e.message) }\nout.push(await tools.echo(nest(100)))\nreturn out",
+    )
+    expect(value).toEqual([refusal, refusal, refusal, refusal, refusal, 'tools.echo: the arguments cannot be sent to the host (a function is not JSON)', 'ok'])
+    expect(received).toHaveLength(1)
+    expect(JSON.stringify(received[0])).toBe(`${'['.repeat(100)}1${']'.repeat(100)}`)
+  })
+
+  it('a call made while the arguments serialize (a getter\'s) does not reset the depth of the call around it', async () => {
+    const value = await run(
+      "const chain = (n) => { let v = 1; for (let i = 0; i < n; i++) { const inner = v; v = { get x() { void tools.echo({ from: 'getter', y: [[1]] }).catch(() => 0); return inner } } } return v }\n" +
+        'const out = []\nfor (const n of [150, 5_000]) { try { await tools.echo(chain(n)) } catch (e) { out.push(e.message) } }\nreturn out',
+    )
+    expect(value).toEqual([refusal, refusal])
+    expect(received.every((args) => JSON.stringify(args) === '{"from":"getter","y":[[1]]}')).toBe(true)
+  })
+
+  it('a shallow value is sent as its JSON, deep or not beyond it (toJSON), and calls after refusals go on in order', async () => {
+    const value = await run(
+      `${nest}const out = []\nout.push(await tools.echo({ toJSON: () => ({ flat: true }), hidden: nest(300) }))\n` +
+        "for (let i = 0; i < 6; i++) { try { out.push(await tools.echo(i % 2 === 0 ? nest(101) : { i })) } catch (e) { out.push(e.message === " +
+        JSON.stringify(refusal) +
+        " ? 'refused' : e.message) } }\nreturn out",
+    )
+    expect(value).toEqual(['ok', 'refused', 'ok', 'refused', 'ok', 'refused', 'ok'])
+    expect(received).toEqual([{ flat: true }, { i: 1 }, { i: 3 }, { i: 5 }])
   })
 })
