@@ -22,6 +22,7 @@ import {
   type StoreEntry,
   type StoreOptions,
 } from '../../src/durable/store.js'
+import { firstAtOrAfter } from '../../src/durable/_sorted-keys.js'
 
 /** Options of {@link createFileStore}. */
 export interface FileStoreOptions extends StoreOptions {
@@ -110,18 +111,6 @@ function decodeKey(hex: string): string {
   let key = ''
   for (let i = 0; i < hex.length; i += 2) key += String.fromCharCode(parseInt(hex.slice(i, i + 2), 16))
   return key
-}
-
-/** The index of the first of sorted `keys` not before `from`. */
-function firstFrom(keys: readonly string[], from: string): number {
-  let low = 0
-  let high = keys.length
-  while (low < high) {
-    const mid = (low + high) >>> 1
-    if (keys[mid]! < from) low = mid + 1
-    else high = mid
-  }
-  return low
 }
 
 function isKey(key: string): boolean {
@@ -484,7 +473,7 @@ export function createFileStore(directory: string, options?: FileStoreOptions): 
       const all = await directoryKeys().catch(fail('list its directory'))
       const keys: string[] = []
       // The keys starting with `prefix` are one run of the sorted names, from the first not before it.
-      for (let i = firstFrom(all, after !== undefined && after >= prefix ? after : prefix); i < all.length && all[i]!.startsWith(prefix); i++) {
+      for (let i = firstAtOrAfter(all, after !== undefined && after >= prefix ? after : prefix); i < all.length && all[i]!.startsWith(prefix); i++) {
         const key = all[i]!
         if (after !== undefined && key <= after) continue
         if (isKey(key)) keys.push(key)

@@ -16,6 +16,7 @@ import {
   type StoreEntry,
   type StoreOptions,
 } from './store.js'
+import { firstAtOrAfter } from './_sorted-keys.js'
 
 /** Options of {@link createMemoryStore}. */
 export type MemoryStoreOptions = StoreOptions
@@ -82,16 +83,4 @@ export function createMemoryStore(options?: MemoryStoreOptions): DurableStore {
       return more ? { entries: page, cursor: page[page.length - 1]!.key } : { entries: page }
     },
   }
-}
-
-/** The index of the first of `sorted` (ascending UTF-16 code unit order) that is `>= key`: `sorted.length` when none is. */
-function firstAtOrAfter(sorted: readonly string[], key: string): number {
-  let low = 0
-  let high = sorted.length
-  while (low < high) {
-    const middle = (low + high) >>> 1
-    if (sorted[middle]! < key) low = middle + 1
-    else high = middle
-  }
-  return low
 }
