@@ -26,7 +26,8 @@
  * checkout's host side (same pool, same session): what a thread-side lever saved, at the same load.
  *
  * Run: `npx tsx bench/sub-call.bench.ts` (`BENCH_ROUNDS=n`, default 9; `BENCH_CALLS=n`
- * sub-calls a round, default 1 000: more gives steadier per-thread figures).
+ * sub-calls a round, default 1 000: more gives steadier per-thread figures; `BENCH_ARGS=<expression>`
+ * the call's arguments, default `{ i }`).
  */
 import { execFileSync } from 'node:child_process'
 import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
@@ -54,7 +55,9 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 9)
 const CALLS = Number(process.env.BENCH_CALLS ?? 1_000)
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 const bindings: CodeBindingNamespace[] = [{ global: 'tools', functions: { inc: async (args) => (args as { i: number }).i + 1 } }]
-const program = `let s = 0\nfor (let i = 0; i < ${CALLS}; i++) s = await tools.inc({ i })\nreturn s`
+/** The call's arguments, an expression over the loop's `i` (`BENCH_ARGS`; the binding returns `args.i + 1`). */
+const ARGS = process.env.BENCH_ARGS ?? '{ i }'
+const program = `let s = 0\nfor (let i = 0; i < ${CALLS}; i++) s = await tools.inc(${ARGS})\nreturn s`
 
 /**
  * The thread side at git `ref` on this checkout's host side: the ref's thread bundle (and its
@@ -286,7 +289,7 @@ async function engineCrossings(): Promise<Record<string, number>> {
 }
 
 async function main(): Promise<void> {
-  console.log(`sub-call bench (Node ${process.version}; ${ROUNDS} interleaved rounds of ${CALLS} calls, medians; figures move with machine load)`)
+  console.log(`sub-call bench (Node ${process.version}; ${ROUNDS} interleaved rounds of ${CALLS} calls of tools.inc(${ARGS}), medians; figures move with machine load)`)
   console.log(`load before: ${loadavg().map((x) => x.toFixed(2)).join(' ')}`)
   const require = createRequire(import.meta.url)
   const wasmModule = new WebAssembly.Module(readFileSync(require.resolve('@jitl/quickjs-wasmfile-release-sync/wasm')))
