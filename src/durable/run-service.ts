@@ -5,7 +5,7 @@
  * @module
  */
 import { ToolError } from '../errors.js'
-import { createRunEventLog, restoredEvents, createStoreRunEvents, interruptedRunResult, storedView } from './run-table.js'
+import { createRunEventLog, restoredEvents, createStoreRunEvents, interruptedRunResult, RUN_CALL_ID_PREFIX, storedView } from './run-table.js'
 import type { RunEventLog, RunEventStore, RunRecordJson, RunRecordStore } from './run-table.js'
 import { createLiveEvents, LIVE_POLL_MS, type FollowedRun, type LiveEvents } from './_live-events.js'
 import { createStoreRunRecords, parkedIn, readStoredRun, runKey, sweepEventPieces, sweepParkPieces } from './runs.js'
@@ -34,6 +34,13 @@ export interface RunServiceOptions {
    */
   readonly maxFollowers?: number
 }
+
+/**
+ * A table attached to the runs (`RunService.attach`). `parking`, when the table has it, hears
+ * that run `callId` is parking here, before its park's record is written: the table asks then
+ * for a snapshot of the run's frames so far (through `queue`), which the park waits for.
+ */
+export type AttachedRunTable = RunTableLink & { parking?(callId: string): void }
 
 /** What one resume sweep did. */
 export interface RunsResumed {
@@ -88,7 +95,7 @@ export class RunService implements RunStoreSide {
   readonly #durable: DurableRuns | undefined
   readonly #resumeAll: ResumeAll
   readonly #options: Required<RunServiceOptions>
-  readonly #links = new Set<RunTableLink>()
+  readonly #links = new Set<AttachedRunTable>()
   /** Work whose end a dispose waits for: each run's ordered writes, and the tables' runs as they end. */
   readonly #writes = new Map<string, Promise<void>>()
   readonly #work = new Set<Promise<unknown>>()
@@ -115,6 +122,18 @@ export class RunService implements RunStoreSide {
     this.#options = options
     this.records = store === undefined ? undefined : createStoreRunRecords(store)
     this.live = store === undefined ? undefined : createLiveEvents(store)
+    // A park's record lands after the run's queued writes (its snapshots): never before the frames it had when it parked.
+    durable?.parkAfter((callId) => this.#parking(callId))
+  }
+
+  /**
+   * Run `callId` is parking here: its tables ask for a snapshot of its frames (queued after its
+   * earlier writes); what the park waits for is every write of the run queued by then.
+   */
+  #parking(callId: string): Promise<void> | undefined {
+    if (!callId.startsWith(RUN_CALL_ID_PREFIX)) return undefined
+    for (const link of this.#links) link.parking?.(callId)
+    return this.#writes.get(callId.slice(RUN_CALL_ID_PREFIX.length))
   }
 
   /**
@@ -363,7 +382,7 @@ export class RunService implements RunStoreSide {
    * first attach starts the resume loop (a sweep now, then every `resumeEveryMs`).
    * Returns the detach.
    */
-  attach(link: RunTableLink): () => void {
+  attach(link: AttachedRunTable): () => void {
     this.#links.add(link)
     if (this.#store !== undefined && this.#options.resumeEveryMs > 0 && this.#loop === undefined && !this.#closed) {
       const sweep = (): void => {

@@ -246,6 +246,13 @@ export class DurableRuns {
   readonly #secrets = new Map<string, string>()
   /** Each run's writes, in order (a park's state never lands after the delete of its end). */
   readonly #writes = new Map<string, Promise<void>>()
+  /**
+   * Each run's parks not yet in its write queue: a park waits there for {@link DurableRuns.parkAfter}'s
+   * writes (outside the queue, so those writes, which queue behind it, never wait for it); its end's write waits for them.
+   */
+  readonly #parks = new Map<string, Promise<void>>()
+  /** What a park waits for before its record is written (see {@link DurableRuns.parkAfter}). */
+  #parkGate: (callId: string) => Promise<unknown> | undefined = () => undefined
   /** The fence: each run's claim token as this process minted it (at its start or its claim), whether its record holds it yet, and the last version seen holding it. */
   readonly #claims = new Map<string, { readonly token: string; stored: boolean; version: string | undefined }>()
   /** Runs with a view (`/v1/runs`): their record and claim outlive the `run_code` call, until {@link DurableRuns.deleteView}. */
@@ -313,9 +320,36 @@ export class DurableRuns {
     return next
   }
 
-  /** Resolves once every write queued so far has landed (tests; a clean shutdown). */
+  /**
+   * A park's record of run `callId` is written only once what `gate(callId)` returns has settled
+   * (whatever its outcome): the runs' tables hand the writes of the run's event snapshot there, so
+   * a park never lands before the frames the run had when it parked (a process killed after the
+   * park shows them to the next one). `gate` runs when the park is asked; it must not wait for
+   * this run's queued writes (they may queue behind the park's).
+   */
+  parkAfter(gate: (callId: string) => Promise<unknown> | undefined): void {
+    this.#parkGate = gate
+  }
+
+  /** Queues `write` once `before` settles (its order kept among the run's parks; the run's end waits for it). */
+  #queueAfter(run: string, before: Promise<unknown> | undefined, write: () => Promise<unknown>): Promise<void> {
+    const previous = this.#parks.get(run)
+    if (before === undefined && previous === undefined) return this.#queue(run, write)
+    const settled = (promise: Promise<unknown> | undefined) => (promise ?? Promise.resolve()).then(
+      () => undefined,
+      () => undefined,
+    )
+    const next = Promise.all([settled(previous), settled(before)]).then(() => this.#queue(run, write))
+    this.#parks.set(run, next)
+    void next.then(() => {
+      if (this.#parks.get(run) === next) this.#parks.delete(run)
+    })
+    return next
+  }
+
+  /** Resolves once every write queued so far has landed, the parks waiting for their snapshots included (tests; a clean shutdown). */
   async flushed(): Promise<void> {
-    while (this.#writes.size > 0) await Promise.all([...this.#writes.values()])
+    while (this.#writes.size > 0 || this.#parks.size > 0) await Promise.all([...this.#writes.values(), ...this.#parks.values()])
   }
 
   /**
@@ -344,7 +378,14 @@ export class DurableRuns {
         ...(trace === undefined ? {} : { trace }),
       }
       const meta = { ...(agent === undefined ? {} : { agent }), ...(principal === undefined ? {} : { principal }) }
-      this.#queue(callId, async () => {
+      // After the run's frames so far are in the store (its table's snapshot): a kill after the park never loses them.
+      let gate: Promise<unknown> | undefined
+      try {
+        gate = this.#parkGate(callId)
+      } catch {
+        // A gate that fails to start waits for nothing: the park still lands.
+      }
+      void this.#queueAfter(callId, gate, async () => {
         await beating
         if (this.#claims.has(callId)) await this.#writeOwn(callId, (current) => ({ ...meta, ...current, park }))
       })
@@ -363,7 +404,8 @@ export class DurableRuns {
     if (!parked && !this.#viewed.has(callId)) this.#claims.delete(callId)
     if (!parked || this.#closing) return Promise.resolve()
     const segment = runKeySegment(callId)
-    return this.#queue(callId, async () => {
+    // After its parks, those still waiting for their snapshots included: an end never lands before a park.
+    return this.#queueAfter(callId, undefined, async () => {
       // Only the holder ends it: a record another process claimed since stays (that process goes on with the run).
       // A run with a view keeps its record (without its parked state) until its table lets it go.
       const gone = this.#viewed.has(callId) ? await this.#writeOwn(callId, ({ park: _park, parkPieces: _pieces, ...rest }) => rest, true) : await this.#deleteOwn(callId)

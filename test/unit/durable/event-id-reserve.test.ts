@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import type { BackgroundRunSources, BackgroundRunSpec } from '../../../src/durable/background-runs.js'
 import { EVENT_ID_RESERVE } from '../../../src/durable/background-runs.js'
 import { resolveRunServiceOptions, RunService } from '../../../src/durable/run-service.js'
-import { DurableRuns, runKeySegment } from '../../../src/durable/runs.js'
+import { DurableRuns, parkedIn, runKeySegment } from '../../../src/durable/runs.js'
 import type { ResumedRun } from '../../../src/durable/runs.js'
 import { createMemoryStore } from '../../../src/durable/memory-store.js'
 import { createRunEventLog, MAX_RESTORED_EVENT_ID, resolveRunTableOptions, restoredEvents } from '../../../src/durable/run-table.js'
@@ -106,15 +106,21 @@ describe('the event-id reserve: every way a run is left for the next process', (
     const s = spec()
     const { run, driven } = (await pa.runs.start(s.spec))!
     await until(async () => (await createStoreRunRecords(base).get(run.id)) !== undefined, 'the start record')
-    // The waiting snapshot's write is slow: the final one the park asks for queues behind it.
+    // The waiting snapshot's write is slow: the park waits for it (it never lands before the frames it covers).
     a.hold((key) => key.startsWith('run-events/'))
     pa.emit('approval', { callId: `${CALL}:code:1` })
     pa.emit('dispatch', { subCallId: `${CALL}:code:1`, outcome: 'cut off by the shutdown' })
-    await pa.park()
+    const parking = pa.park()
+    await until(() => (a.held() > 0 ? true : undefined), 'the snapshot write')
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(await parkedIn(base, CALL)).toBe(false)
+    a.release()
+    await parking
+    expect(await parkedIn(base, CALL)).toBe(true)
+    // The shutdown ends the call after the park landed (runtime.dispose flushes the parks first): the final snapshot, exact.
     s.finish(failed)
     await driven
     expect(ids(run)).toEqual([1, 2])
-    a.release()
     await pa.service.drained()
 
     const next = await adoptIn(processOn(base), run.id)
