@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 
-const ALL = ['schema', 'pipeline', 'sandbox', 'sub-call', 'first-runs', 'strip', 'binding-args', 'code-runtime', 'quickjs', 'catalog', 'preflight', 'token-economy', 'http', 'edge', 'browser', 'demo-tools', 'durable-store', 'durable-runs', 'parking-pressure', 'python', 'python-browser'] as const
+const ALL = ['schema', 'pipeline', 'sandbox', 'sub-call', 'first-runs', 'strip', 'binding-args', 'code-runtime', 'quickjs', 'catalog', 'preflight', 'token-economy', 'http', 'edge', 'browser', 'demo-tools', 'durable-store', 'durable-runs', 'parking-pressure', 'python', 'python-browser', 'playground-flood'] as const
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const wanted = process.argv.slice(2)

@@ -31,7 +31,8 @@ import type { Example } from './examples.js'
 import { createLocalBackend } from './local-backend.js'
 import { checkServer, createServerBackend, serverInfo } from './server-backend.js'
 import type { ServerStatus } from './server-backend.js'
-import { renderTimeline } from './timeline.js'
+import { RunCalls } from './run-calls.js'
+import { renderTimeline, updateHiddenRow } from './timeline.js'
 import { createWaitingPanel } from './waiting-panel.js'
 
 type Where = 'tab' | 'server'
@@ -416,29 +417,40 @@ async function run(): Promise<void> {
   // server's first sub-call (its clock, not ours: no skew between machines).
   let origin: number | undefined = where === 'tab' ? Date.now() : undefined
   const clock = performance.now()
-  const records = new Map<string, SubCallRecord>()
+  // Every sub-call by id; a frame draws a bounded set of them (run-calls.ts: the first
+  // MAX_DRAWN_CALLS, those that asked a person, the cards the user opened) and one summary
+  // row for the rest, so a 10,000-call flood costs a frame what 200 calls do.
+  const calls = new RunCalls()
   const userOpened = new Set<string>()
   const runner = backend()
   const built = new Map<string, { readonly key: string; readonly card: HTMLDetailsElement }>()
+  let cardsMore: HTMLElement | undefined
   let frame = 0
   const draw = (): void => {
     frame = 0
-    const list = [...records.values()]
-    renderTimeline(byId('timeline'), list, where === 'tab' ? performance.now() - clock : Math.max(0, ...list.map((r) => r.end ?? r.start)))
+    const list = calls.drawn()
+    const hidden = calls.hidden(list)
+    renderTimeline(byId('timeline'), list, where === 'tab' ? performance.now() - clock : calls.latest, hidden)
     // Cards the user opened stay open across redraws; a run of up to three calls opens them all.
-    const cards = list.map((record) => {
+    const cards: HTMLElement[] = list.map((record) => {
       const key = cardKey(record)
       const cached = built.get(record.subCallId)
       if (cached?.key === key) return cached.card
-      const card = cardWithApproval(record, list.length <= 3 || userOpened.has(record.subCallId), runner.decide)
+      const card = cardWithApproval(record, calls.size <= 3 || userOpened.has(record.subCallId), runner.decide)
       // A click on the summary is the user's toggle (a toggle event also fires for the initial state).
       card.querySelector('summary')?.addEventListener('click', () => {
         if (card.open) userOpened.delete(record.subCallId)
         else userOpened.add(record.subCallId)
+        calls.keep(record.subCallId)
       })
       built.set(record.subCallId, { key, card })
       return card
     })
+    if (hidden.count > 0) {
+      // One node, its text replaced in place: the box below is left untouched.
+      cardsMore = updateHiddenRow(cardsMore, hidden, 'cards-more')
+      cards.push(cardsMore)
+    }
     const box = byId('cards')
     // Untouched when nothing changed: a redraw must not pull a button away from a pointer.
     if (cards.length !== box.children.length || cards.some((card, i) => box.children[i] !== card)) replaceChildren(box, cards)
@@ -446,9 +458,9 @@ async function run(): Promise<void> {
   const schedule = (): void => {
     if (frame === 0) frame = requestAnimationFrame(draw)
   }
-  // Keep running bars growing while anything is in flight.
+  // Keep running bars growing while anything is in flight (a count, never a scan of every call).
   const ticker = setInterval(() => {
-    if ([...records.values()].some((r) => r.end === undefined)) schedule()
+    if (calls.inFlight > 0) schedule()
   }, 50)
   // A plan request (the whole program, before it runs) has no sub-call card: its own panel above the cards.
   let plan: ReturnType<typeof pendingState> | undefined
@@ -475,9 +487,11 @@ async function run(): Promise<void> {
             return
           }
           void waiting.refresh()
-          const record = records.get(request.callId)
+          const record = calls.get(request.callId)
           if (record === undefined) return
           record.approval = pendingState(request)
+          // A call waiting for a person is drawn, whatever its place in the run.
+          calls.keep(request.callId)
           schedule()
         },
         approvalSettled(settled) {
@@ -487,7 +501,7 @@ async function run(): Promise<void> {
             drawPlan()
             return
           }
-          const record = records.get(settled.callId)
+          const record = calls.get(settled.callId)
           if (record?.approval?.id !== settled.id) return
           record.approval.state = settled.outcome
           schedule()
@@ -500,17 +514,17 @@ async function run(): Promise<void> {
             // Unknown to this tab's registry: draw it as exclusive, the fail-closed class.
           }
           origin ??= event.startedAt
-          records.set(event.subCallId, { subCallId: event.subCallId, name: event.name, arguments: event.arguments, start: Math.max(0, event.startedAt - origin), mode })
+          calls.start({ subCallId: event.subCallId, name: event.name, arguments: event.arguments, start: Math.max(0, event.startedAt - origin), mode })
           schedule()
         },
         dispatch(event: CodeDispatchEvent) {
-          const record = records.get(event.subCallId)
-          if (record === undefined) return
-          record.end = record.start + event.durationMs
-          record.isError = event.isError
-          record.content = event.content
-          if (event.error !== undefined) record.error = event.error
-          schedule()
+          const settled = calls.settle(event.subCallId, {
+            durationMs: event.durationMs,
+            isError: event.isError,
+            content: event.content,
+            ...(event.error === undefined ? {} : { error: event.error }),
+          })
+          if (settled !== undefined) schedule()
         },
       },
       controller.signal,
@@ -525,7 +539,7 @@ async function run(): Promise<void> {
     clearInterval(ticker)
     if (frame !== 0) cancelAnimationFrame(frame)
     draw()
-    if (records.size === 0) replaceChildren(byId('timeline'), h('p', { class: 'hint small' }, 'No sub-calls: the program called no tools.'))
+    if (calls.size === 0) replaceChildren(byId('timeline'), h('p', { class: 'hint small' }, 'No sub-calls: the program called no tools.'))
     state.running = undefined
     byId<HTMLButtonElement>('run').disabled = (state.mode as ToolPresentationMode) === 'native'
     byId<HTMLButtonElement>('abort').disabled = true

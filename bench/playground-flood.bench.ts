@@ -1,0 +1,199 @@
+/**
+ * The playground under a call flood (issue 34 item 6): a program run in the tab that fires
+ * 10,000 un-awaited calls of a demo tool that answers at once (`get_product`, latency "none"),
+ * typed into the editor and started with the Run button as a person would. The page records
+ * each call; what is measured is the page's main thread while the program runs:
+ * - `gap`: the longest gap between two ticks of a 2 ms `setInterval` probe in the page (ms);
+ * - `longtask`: the longest task a PerformanceObserver `longtask` entry reports (ms, 0 = none over 50 ms);
+ * - `frame`: the longest gap between two animation frames (ms);
+ * - `rows`: the timeline rows drawn at the end (the cap's bound, or one per call);
+ * - `wall`: Run clicked → the status line settled (ms); a flood still running after LIMIT_MS is
+ *   measured as it stands, then aborted, and its wall printed as `>LIMIT_MS`.
+ * The current page (demo built from this checkout) beside the old page (the demo built at
+ * `BASELINE`, default the commit before the cap, in a temporary worktree), interleaved round
+ * by round in one process and one Chromium. Figures are printed, never asserted.
+ *
+ * Run: `npm run bench -- playground-flood` (ROUNDS=3, CALLS=10000, BASELINE=<commit> or `none`).
+ *
+ * @module
+ */
+import { execFileSync } from 'node:child_process'
+import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
+import { createServer } from 'node:http'
+import type { Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { loadavg, tmpdir } from 'node:os'
+import { extname, join, normalize } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type { Browser } from 'playwright'
+import { launchChromium } from './_chromium.js'
+import { printTable, summarize } from './_stats.js'
+
+const root = fileURLToPath(new URL('..', import.meta.url))
+const ROUNDS = Number(process.env.ROUNDS ?? 3)
+const CALLS = Number(process.env.CALLS ?? 10_000)
+/** The page before the cap: every call a timeline row and a card, redrawn whole each frame. */
+const BASELINE = process.env.BASELINE ?? '8d607d4'
+/**
+ * How long a flood may run before it is measured as it stands and aborted: the old page took
+ * more than 5 minutes to record 10,000 calls at load 15 (its frames grow with the calls drawn).
+ */
+const LIMIT_MS = Number(process.env.LIMIT_MS ?? 120_000)
+
+const FLOOD = `const ps = []\nfor (let i = 0; i < ${CALLS}; i++) ps.push(tools.get_product({ id: 'P012' }))\nreturn (await Promise.all(ps)).length`
+const WARM = `const ps = []\nfor (let i = 0; i < 50; i++) ps.push(tools.get_product({ id: 'P012' }))\nreturn (await Promise.all(ps)).length`
+
+/**
+ * The probe, installed in the page before the flood (a string: tsx's helpers do not exist in
+ * the page): a 2 ms interval, an animation-frame loop and a longtask observer, maxima kept.
+ */
+const PROBE = `{
+  const probe = { last: performance.now(), gap: 0, lastFrame: performance.now(), frame: 0, longtask: 0, on: true }
+  globalThis.floodProbe = probe
+  setInterval(() => {
+    const now = performance.now()
+    probe.gap = Math.max(probe.gap, now - probe.last)
+    probe.last = now
+  }, 2)
+  const frame = () => {
+    const now = performance.now()
+    probe.frame = Math.max(probe.frame, now - probe.lastFrame)
+    probe.lastFrame = now
+    if (probe.on) requestAnimationFrame(frame)
+  }
+  requestAnimationFrame(frame)
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) probe.longtask = Math.max(probe.longtask, entry.duration)
+  }).observe({ type: 'longtask' })
+}`
+
+interface Figures {
+  readonly gap: number
+  readonly longtask: number
+  readonly frame: number
+  readonly rows: number
+  readonly wall: number
+  /** The run settled within LIMIT_MS. */
+  readonly finished: boolean
+}
+
+/** Builds the playground of `dir` (a checkout) into `dir`/demo/dist. */
+function buildDemo(dir: string): string {
+  execFileSync(process.execPath, ['scripts/build-demo.mjs'], { cwd: dir, stdio: 'pipe' })
+  return join(dir, 'demo/dist')
+}
+
+/** A static server for `dist`, cross-origin isolated as `npm start` serves the playground. */
+async function serve(dist: string): Promise<{ readonly url: string; readonly server: Server }> {
+  const types: Record<string, string> = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.map': 'application/json', '.wasm': 'application/wasm' }
+  const server = createServer((req, res) => {
+    const path = normalize(decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname)).replace(/^(\.\.[/\\])+/, '')
+    const file = join(dist, path === '/' ? 'index.html' : path)
+    if (!file.startsWith(dist) || !existsSync(file)) {
+      res.writeHead(404).end()
+      return
+    }
+    res
+      .writeHead(200, {
+        'Content-Type': types[extname(file)] ?? 'application/octet-stream',
+        'Cross-Origin-Opener-Policy': 'same-origin',
+        'Cross-Origin-Embedder-Policy': 'require-corp',
+        'Cross-Origin-Resource-Policy': 'same-origin',
+      })
+      .end(readFileSync(file))
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, server }
+}
+
+/** One flood in a fresh tab of `url`: a warm-up run, then the measured one. */
+async function flood(browser: Browser, url: string): Promise<Figures> {
+  const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } })
+  try {
+    await page.goto(url)
+    await page.waitForSelector('html[data-ready="true"]')
+    await page.selectOption('[data-testid="latency"]', '0')
+    // The old page records the calls slower than they come: its run must not meet the 60 s wall first.
+    await page.fill('#budget-wall', '600000')
+    const run = async (code: string): Promise<number | undefined> => {
+      await page.click('.cm-content')
+      await page.keyboard.press('Control+A')
+      await page.keyboard.insertText(code)
+      const started = Date.now()
+      await page.click('[data-testid="run"]')
+      try {
+        await page.waitForFunction(() => {
+          const state = document.querySelector<HTMLElement>('[data-testid="status"]')?.dataset.state
+          return state === 'ok' || state === 'failed' || state === 'denied'
+        }, undefined, { timeout: LIMIT_MS, polling: 100 })
+      } catch {
+        return undefined
+      }
+      const state = await page.getAttribute('[data-testid="status"]', 'data-state')
+      if (state !== 'ok') throw new Error(`the run ended ${state}: ${await page.textContent('[data-testid="result"]')}`)
+      return Date.now() - started
+    }
+    await run(WARM)
+    await page.evaluate(PROBE)
+    const wall = await run(FLOOD)
+    if (wall !== undefined) {
+      const result = await page.textContent('[data-testid="result"]')
+      if (result?.trim() !== String(CALLS)) throw new Error(`the flood returned ${result}`)
+    }
+    const probe = (await page.evaluate(
+      `(() => { const p = globalThis.floodProbe; p.on = false; return { gap: p.gap, frame: p.frame, longtask: p.longtask, rows: document.querySelectorAll('#timeline .row').length } })()`,
+    )) as Omit<Figures, 'wall'>
+    return { ...probe, wall: wall ?? LIMIT_MS, finished: wall !== undefined }
+  } finally {
+    await page.close()
+  }
+}
+
+const variants: { readonly name: string; readonly url: string; readonly server: Server; readonly figures: Figures[] }[] = []
+let baselineDir: string | undefined
+const browser = await launchChromium()
+try {
+  variants.push({ name: 'capped (this checkout)', ...(await serve(buildDemo(root))), figures: [] })
+  if (BASELINE !== 'none') {
+    baselineDir = mkdtempSync(join(tmpdir(), 'toolyard-flood-baseline-'))
+    execFileSync('git', ['worktree', 'add', '--detach', baselineDir, BASELINE], { cwd: root, stdio: 'pipe' })
+    symlinkSync(join(root, 'node_modules'), join(baselineDir, 'node_modules'))
+    variants.push({ name: `old page (${BASELINE})`, ...(await serve(buildDemo(baselineDir))), figures: [] })
+  }
+  console.log(`${CALLS} un-awaited get_product calls in the playground tab, ${ROUNDS} rounds interleaved; load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`)
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const variant of round % 2 === 0 ? variants : [...variants].reverse()) {
+      const figures = await flood(browser, variant.url)
+      variant.figures.push(figures)
+      console.log(
+        `  round ${round + 1} ${variant.name}: gap ${figures.gap.toFixed(1)} ms, longtask ${figures.longtask.toFixed(0)} ms, frame ${figures.frame.toFixed(1)} ms, ` +
+          `rows ${figures.rows}, wall ${figures.finished ? '' : '>'}${figures.wall} ms (load ${loadavg()[0]!.toFixed(2)})`,
+      )
+    }
+  }
+  const row = (variant: (typeof variants)[number]) => {
+    const of = (pick: (f: Figures) => number) => summarize(variant.figures.map(pick))
+    const max = (pick: (f: Figures) => number) => Math.max(...variant.figures.map(pick))
+    return {
+      page: variant.name,
+      'gap p50 ms': of((f) => f.gap).median,
+      'gap max ms': max((f) => f.gap),
+      'longtask max ms': max((f) => f.longtask),
+      'frame p50 ms': of((f) => f.frame).median,
+      'frame max ms': max((f) => f.frame),
+      rows: of((f) => f.rows).median,
+      'wall p50 ms': `${variant.figures.every((f) => f.finished) ? '' : '>'}${of((f) => f.wall).median.toFixed(0)}`,
+    }
+  }
+  printTable(variants.map(row), `The page's main thread during a ${CALLS}-call flood (target: longest gap ≤ 20 ms); load after ${loadavg().map((l) => l.toFixed(2)).join(' ')}`)
+} finally {
+  await browser.close()
+  for (const variant of variants) variant.server.close()
+  if (baselineDir !== undefined) {
+    try {
+      execFileSync('git', ['worktree', 'remove', '--force', baselineDir], { cwd: root, stdio: 'pipe' })
+    } catch {
+      rmSync(baselineDir, { recursive: true, force: true })
+    }
+  }
+}
