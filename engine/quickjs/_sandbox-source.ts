@@ -598,8 +598,8 @@ var __toolyardSandbox = (() => {
     }
     return value;
   }
-  var openPath = [];
-  var sparePath;
+  var newPath = () => ({ __proto__: null, length: 0 });
+  var openPath = newPath();
   function boundedJson(_key, value) {
     const type = typeof value;
     if (type === "function" || type === "symbol") throw new TypeError(\`a \${type} is not JSON\`);
@@ -612,22 +612,18 @@ var __toolyardSandbox = (() => {
       let open = path.length;
       while (open > 0 && path[open - 1] !== this) open--;
       if (open >= MAX_VALUE_DEPTH) throw new RangeError(\`they nest deeper than \${MAX_VALUE_DEPTH} levels; flatten them\`);
-      path.length = open;
       path[open] = value;
+      path.length = open + 1;
     }
     return value;
   }
   function callArgsJson(args) {
     const outer = openPath;
-    const path = sparePath ?? [];
-    sparePath = void 0;
-    openPath = path;
+    openPath = newPath();
     try {
       return jsonStringify(args, boundedJson);
     } finally {
-      path.length = 0;
       openPath = outer;
-      sparePath = path;
     }
   }
   function nestsTooDeep(args) {

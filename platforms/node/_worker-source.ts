@@ -574,6 +574,8 @@ export const WORKER_SOURCE: string = `"use strict";
     }
     return value;
   }
+  var newPath = () => ({ __proto__: null, length: 0 });
+  var openPath = newPath();
   function nestsTooDeep(args) {
     try {
       return !holdsNoContainer(args) && nestsDeeperThan(args, MAX_VALUE_DEPTH);

@@ -176,16 +176,29 @@ export function strictJson(this: unknown, _key: string, value: unknown): unknown
   return value
 }
 
-/** The containers `JSON.stringify` has open in {@link boundedJson}'s serialization, outermost first. */
-let openPath: unknown[] = []
-let sparePath: unknown[] | undefined
+/**
+ * The containers `JSON.stringify` has open in {@link boundedJson}'s serialization, outermost
+ * first: `[0]`…`[length - 1]`. A null-prototype record, not an array: a write past an array's end
+ * consults `Array.prototype`, where a program can put a setter for that index (a getter too), and
+ * the path would lose its entries, its depth would restart and a value 100,000 levels deep would
+ * reach `JSON.stringify`'s recursion (inline QuickJS runs it on the host's stack).
+ */
+interface OpenPath {
+  [index: number]: unknown
+  length: number
+}
+
+const newPath = (): OpenPath => ({ __proto__: null, length: 0 }) as unknown as OpenPath
+
+let openPath: OpenPath = newPath()
 
 /**
  * {@link strictJson} that also refuses a value nesting deeper than `MAX_VALUE_DEPTH` as
  * `JSON.stringify` reaches it, before its recursion goes deeper: the depth check of arguments the
  * sender serializes anyway, with no walk of its own. The stringify is depth first, so a value's
  * holder is on the path of open containers (the root's holder, a fresh wrapper, is not): the
- * containers after it are closed. Plain index reads and writes only: nothing a program can replace.
+ * containers after it are closed. Own properties of a null-prototype record only: nothing a
+ * program can replace or intercept.
  */
 function boundedJson(this: unknown, _key: string, value: unknown): unknown {
   const type = typeof value
@@ -199,8 +212,8 @@ function boundedJson(this: unknown, _key: string, value: unknown): unknown {
     let open = path.length
     while (open > 0 && path[open - 1] !== this) open--
     if (open >= MAX_VALUE_DEPTH) throw new RangeError(`they nest deeper than ${MAX_VALUE_DEPTH} levels; flatten them`)
-    path.length = open
     path[open] = value
+    path.length = open + 1
   }
   return value
 }
@@ -213,15 +226,12 @@ function boundedJson(this: unknown, _key: string, value: unknown): unknown {
  */
 export function callArgsJson(args: unknown): string | undefined {
   const outer = openPath
-  const path = sparePath ?? []
-  sparePath = undefined
-  openPath = path
+  // A fresh path per call: it holds no reference to a call's values once the call is sent.
+  openPath = newPath()
   try {
     return jsonStringify(args, boundedJson) as string | undefined
   } finally {
-    path.length = 0
     openPath = outer
-    sparePath = path
   }
 }
 

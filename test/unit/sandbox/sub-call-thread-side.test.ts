@@ -146,6 +146,16 @@ describe.each([
     expect(received.every((args) => JSON.stringify(args) === '{"from":"getter","y":[[1]]}')).toBe(true)
   })
 
+  it('a setter or getter a program puts on Array.prototype\'s indices does not reset the depth (inline, 5,000 levels overflowed the host\'s stack)', async () => {
+    const value = await run(
+      "for (const i of ['7', '50', '99']) Object.defineProperty(Array.prototype, i, { set(v) {}, get() { return undefined }, configurable: true })\n" +
+        "const out = []\nfor (const n of [150, 5_000, 100_000]) { let v = 1; for (let i = 0; i < n; i++) v = { a: v }; try { await tools.echo(v) } catch (e) { out.push(e.message) } }\n" +
+        "out.push(await tools.echo({ a: { b: [1, [2]] } }))\nreturn out",
+    )
+    expect(value).toEqual([refusal, refusal, refusal, 'ok'])
+    expect(received).toEqual([{ a: { b: [1, [2]] } }])
+  })
+
   it('a shallow value is sent as its JSON, deep or not beyond it (toJSON), and calls after refusals go on in order', async () => {
     const value = await run(
       `${nest}const out = []\nout.push(await tools.echo({ toJSON: () => ({ flat: true }), hidden: nest(300) }))\n` +
