@@ -27,6 +27,8 @@ export interface RunTableLink {
   adopt(resumed: ResumedRunPool, staleMs: number): Promise<number>
   /** This process is starting run `callId` from the store: its live events from now on are the adopting table's. */
   starting?(callId: string): void
+  /** Run `callId` is parking here: a snapshot of its frames so far is asked for (`queue`), which its park's record waits for. */
+  parking?(callId: string): void
 }
 
 /** The store side a table drives its runs through: the runtime's runs (`RunService`, which documents each member). */
@@ -464,6 +466,11 @@ export function createBackgroundRuns(service: RunStoreSide, options: ResolvedRun
   service.attach({
     starting: (callId) => {
       if (!early.has(callId)) early.set(callId, listenEarly(sources, callId))
+    },
+    parking: (callId) => {
+      // Its frames up to the park (the park may come before its `approval` frame, whose request is still being written): the park lands after them.
+      const run = table.get(callId.slice(RUN_CALL_ID_PREFIX.length))
+      if (run !== undefined && run.callId === callId && run.status === 'running') writer.snapshot(run, sources.report)
     },
     adopt: async (resumed, staleMs) => {
       try {

@@ -35,13 +35,6 @@ export interface RunServiceOptions {
   readonly maxFollowers?: number
 }
 
-/**
- * A table attached to the runs (`RunService.attach`). `parking`, when the table has it, hears
- * that run `callId` is parking here, before its park's record is written: the table asks then
- * for a snapshot of the run's frames so far (through `queue`), which the park waits for.
- */
-export type AttachedRunTable = RunTableLink & { parking?(callId: string): void }
-
 /** What one resume sweep did. */
 export interface RunsResumed {
   readonly resumed: readonly ResumedRun[]
@@ -95,7 +88,7 @@ export class RunService implements RunStoreSide {
   readonly #durable: DurableRuns | undefined
   readonly #resumeAll: ResumeAll
   readonly #options: Required<RunServiceOptions>
-  readonly #links = new Set<AttachedRunTable>()
+  readonly #links = new Set<RunTableLink>()
   /** Work whose end a dispose waits for: each run's ordered writes, and the tables' runs as they end. */
   readonly #writes = new Map<string, Promise<void>>()
   readonly #work = new Set<Promise<unknown>>()
@@ -382,7 +375,7 @@ export class RunService implements RunStoreSide {
    * first attach starts the resume loop (a sweep now, then every `resumeEveryMs`).
    * Returns the detach.
    */
-  attach(link: AttachedRunTable): () => void {
+  attach(link: RunTableLink): () => void {
     this.#links.add(link)
     if (this.#store !== undefined && this.#options.resumeEveryMs > 0 && this.#loop === undefined && !this.#closed) {
       const sweep = (): void => {

@@ -161,6 +161,9 @@ describe('a park lands after the event snapshot of its run’s frames', () => {
   it.each([
     // Asked at the approval frame (id 5), before the park, and slow: it used to land after the park.
     ['the snapshot asked for at the approval is slow to land', RUN_EVENTS_PREFIX, 1_000, 5],
+    // The park timer starts when the call begins to wait, the approval frame once the request is in the store:
+    // a request slower to write than parkAfterMs parks the run before its approval frame (id 5); the table snapshots at the park.
+    ['the request’s own write is slower than parkAfterMs (the park comes before the approval frame)', 'approvals/open/', 30, 4],
   ])('%s: a kill right after the park still shows every frame from before it', async (_name, hold, parkAfterMs, kept) => {
     const disk = killableStore(createMemoryStore(), hold)
     const a = processOn(disk.store, parkAfterMs, () => disk.parkAsked())

@@ -58,7 +58,7 @@ describe('docs/durability.md: kill -9 while a run waits', () => {
 
     const second = await server()
     const out3 = await bash(block('durable-3').replaceAll('http://127.0.0.1:8787', second.url), { TOKEN: token, APPROVER: approver, RUN: run })
-    expect(out3).toBe('"status":"waiting"\n200\n"written":{"path":"notes/durable.md","created":true,"bytes":13,"lines":1}\n1\n')
+    expect(out3).toBe('"status":"waiting"\n200\n"written":{"path":"notes/durable.md","created":true,"bytes":13,"lines":1}\n2\n')
     // The same tokens after the restart (kept in .toolyard/tokens.json).
     const tokens = JSON.parse(readFileSync(join(home, '.toolyard/tokens.json'), 'utf8')) as { api: string; playground: string }
     expect([tokens.api, tokens.playground]).toEqual([token, approver])
