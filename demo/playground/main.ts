@@ -23,7 +23,7 @@ import { watchAttention } from './attention.js'
 import { isDenialCode, renderCard, renderNativeCard } from './cards.js'
 import { renderBudget, renderIndex, wireCatalogSearch } from './catalog-panel.js'
 import type { SubCallRecord } from './cards.js'
-import { byId, h, replaceChildren, showJson } from './dom.js'
+import { byId, h, replaceChildren, showJson, syncChildren } from './dom.js'
 import { createJsonEditor, createProgramEditor } from './editor.js'
 import type { ToolCompletion } from './editor.js'
 import { exampleArguments, EXAMPLES, PYTHON_EXAMPLES } from './examples.js'
@@ -452,8 +452,8 @@ async function run(): Promise<void> {
       cards.push(cardsMore)
     }
     const box = byId('cards')
-    // Untouched when nothing changed: a redraw must not pull a button away from a pointer.
-    if (cards.length !== box.children.length || cards.some((card, i) => box.children[i] !== card)) replaceChildren(box, cards)
+    // Only the cards that changed are swapped: a redraw must not pull a button away from a pointer.
+    syncChildren(box, cards)
   }
   const schedule = (): void => {
     if (frame === 0) frame = requestAnimationFrame(draw)

@@ -9,7 +9,7 @@
  * @module
  */
 import type { SubCallRecord } from './cards.js'
-import { h, replaceChildren } from './dom.js'
+import { h, replaceChildren, syncChildren } from './dom.js'
 import { callState, hiddenText, type HiddenCalls } from './run-calls.js'
 
 /** Bars at least this share of the track carry their label inside; shorter ones beside them. */
@@ -59,7 +59,7 @@ const frames = new WeakMap<HTMLElement, { readonly axis: HTMLElement; span: numb
  * Called each animation frame while a run goes on, so a frame touches only what changed: a
  * row is built once and then moved and relabelled in place (its bar's position, its label's
  * text) until its state or its label's side changes; the axis is redrawn when the span
- * changes; the children are replaced only when the rows drawn change.
+ * changes; only the rows that changed are removed or inserted (syncChildren).
  */
 export function renderTimeline(target: HTMLElement, records: readonly SubCallRecord[], now: number, hidden?: HiddenCalls): void {
   if (records.length === 0) {
@@ -84,7 +84,7 @@ export function renderTimeline(target: HTMLElement, records: readonly SubCallRec
     frame.more = updateHiddenRow(frame.more, hidden, 'timeline-more')
     children.push(frame.more)
   }
-  if (children.length !== target.children.length || children.some((child, i) => target.children[i] !== child)) replaceChildren(target, children)
+  syncChildren(target, children)
 }
 
 /**
