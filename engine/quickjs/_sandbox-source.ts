@@ -600,14 +600,9 @@ var __toolyardSandbox = (() => {
   }
   var newPath = () => ({ __proto__: null, length: 0 });
   var openPath = newPath();
-  function boundedJson(_key, value) {
-    const type = typeof value;
-    if (type === "function" || type === "symbol") throw new TypeError(\`a \${type} is not JSON\`);
-    if (type === "number" && !isFiniteNumber(value)) throw new TypeError(\`\${String(value)} is not JSON\`);
-    if (type === "object" && value !== null) {
-      if (value instanceof MapCtor || value instanceof SetCtor || value instanceof RegExpCtor || value instanceof ArrayBufferCtor || isView(value)) {
-        throw new TypeError("a Map, Set, RegExp or binary value is not JSON");
-      }
+  function boundedJson(key, value) {
+    strictJson(key, value);
+    if (typeof value === "object" && value !== null) {
       const path = openPath;
       let open = path.length;
       while (open > 0 && path[open - 1] !== this) open--;

@@ -1,12 +1,10 @@
-import { existsSync, readFileSync } from 'node:fs'
-import { createServer } from 'node:http'
 import type { Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
-import { extname, join, normalize } from 'node:path'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { chromium } from 'playwright'
 import type { Browser, Page } from 'playwright'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { serveDir } from '../support/static-dir.js'
 import { MAX_DRAWN_CALLS } from '../../demo/playground/run-calls.js'
 
 /**
@@ -66,19 +64,9 @@ let page: Page
 const problems: string[] = []
 
 beforeAll(async () => {
-  const dist = join(root, 'demo/dist')
-  const types: Record<string, string> = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.map': 'application/json', '.wasm': 'application/wasm' }
-  plain = createServer((req, res) => {
-    const path = normalize(decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname)).replace(/^(\.\.[/\\])+/, '')
-    const file = join(dist, path === '/' ? 'index.html' : path)
-    if (!file.startsWith(dist) || !existsSync(file)) {
-      res.writeHead(404).end()
-      return
-    }
-    res.writeHead(200, { 'Content-Type': types[extname(file)] ?? 'application/octet-stream' }).end(readFileSync(file))
-  })
-  await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve))
-  url = `http://127.0.0.1:${(plain.address() as AddressInfo).port}/`
+  const served = await serveDir(join(root, 'demo/dist'))
+plain = served.server
+url = served.url
   browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: CHROMIUM_ARGS })
   page = await browser.newPage({ viewport: { width: 1440, height: 1000 } })
   page.on('console', (message) => {

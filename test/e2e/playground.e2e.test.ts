@@ -1,12 +1,11 @@
-import { existsSync, mkdirSync, readFileSync } from 'node:fs'
-import { createServer } from 'node:http'
+import { mkdirSync } from 'node:fs'
 import type { Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
-import { extname, join, normalize } from 'node:path'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { chromium } from 'playwright'
 import type { Browser, Page } from 'playwright'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { serveDir } from '../support/static-dir.js'
 import { until } from '../support/poll.js'
 
 /**
@@ -466,19 +465,9 @@ describe('the playground without a server', () => {
   let url: string
 
   beforeAll(async () => {
-    const dist = join(root, 'demo/dist')
-    const types: Record<string, string> = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.map': 'application/json', '.wasm': 'application/wasm' }
-    plain = createServer((req, res) => {
-      const path = normalize(decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname)).replace(/^(\.\.[/\\])+/, '')
-      const file = join(dist, path === '/' ? 'index.html' : path)
-      if (!file.startsWith(dist) || !existsSync(file)) {
-        res.writeHead(404).end()
-        return
-      }
-      res.writeHead(200, { 'Content-Type': types[extname(file)] ?? 'application/octet-stream' }).end(readFileSync(file))
-    })
-    await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve))
-    url = `http://127.0.0.1:${(plain.address() as AddressInfo).port}/`
+    const served = await serveDir(join(root, 'demo/dist'))
+    plain = served.server
+    url = served.url
   })
 
   afterAll(() => {

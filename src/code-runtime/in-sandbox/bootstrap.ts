@@ -200,14 +200,10 @@ let openPath: OpenPath = newPath()
  * containers after it are closed. Own properties of a null-prototype record only: nothing a
  * program can replace or intercept.
  */
-function boundedJson(this: unknown, _key: string, value: unknown): unknown {
-  const type = typeof value
-  if (type === 'function' || type === 'symbol') throw new TypeError(`a ${type} is not JSON`)
-  if (type === 'number' && !isFiniteNumber(value)) throw new TypeError(`${String(value)} is not JSON`)
-  if (type === 'object' && value !== null) {
-    if (value instanceof MapCtor || value instanceof SetCtor || value instanceof RegExpCtor || value instanceof ArrayBufferCtor || isView(value)) {
-      throw new TypeError('a Map, Set, RegExp or binary value is not JSON')
-    }
+function boundedJson(this: unknown, key: string, value: unknown): unknown {
+  // Called, not `.call`ed: `Function.prototype.call` is the program's to replace.
+  strictJson(key, value)
+  if (typeof value === 'object' && value !== null) {
     const path = openPath
     let open = path.length
     while (open > 0 && path[open - 1] !== this) open--
