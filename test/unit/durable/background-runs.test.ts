@@ -290,6 +290,40 @@ describe('a background run: driven to its end, written as it goes', () => {
     expect((await runs.stored(run.id))!.status).toBe('done')
   })
 
+  it('a run that parks before any approval frame: its table snapshots its frames first, so the park never lands without them', async () => {
+    const cues = cueStore()
+    const service = serviceOn(cues.store)
+    const t = testSources()
+    const runs = service.table(tableOptions(), t.sources)
+    const p = pendingSpec()
+    const { run, driven } = (await runs.start(p.spec))!
+    t.emit('http-run-1', 'log', { line: 'before the park' })
+    await service.park('http-run-1')
+    const snapshot = (await createStoreRunEvents(cues.store, 1 << 20).read(run.id))!
+    expect(snapshot.events.frames.map((frame) => frame.id)).toEqual([1, 2])
+    p.finish(ok(1))
+    await driven
+    await service.drained()
+  })
+
+  it('a park asked for a run this table does not hold, or holds ended, writes no snapshot', async () => {
+    const cues = cueStore()
+    const service = serviceOn(cues.store)
+    const t = testSources()
+    const runs = service.table(tableOptions(), t.sources)
+    const p = pendingSpec()
+    const { run, driven } = (await runs.start(p.spec))!
+    p.finish(ok(1))
+    await driven
+    await service.drained()
+    expect(runs.get(run.id)?.status).toBe('done')
+    await service.park('http-run-1')
+    await service.park('http-run-99')
+    await service.drained()
+    expect((await cues.base.list('run-events/')).entries).toEqual([])
+    expect(t.reported).toEqual([])
+  })
+
   it('parked when its runtime stopped: no result or end, the cut-off frames dropped, a final snapshot (no reserve), the record still running', async () => {
     const cues = cueStore()
     const service = serviceOn(cues.store)
