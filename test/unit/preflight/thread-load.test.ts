@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest'
 import { createThreadedPreflightEngine, servePreflightThread, type PreflightThread } from '../../../src/preflight/threaded-engine.js'
 import type { PreflightEngineRequest, PreflightEngineResult } from '../../../src/preflight/types.js'
+import { until } from '../../support/poll.js'
 
 const CHECKED: PreflightEngineResult = { plan: { calls: [], dynamic: false }, spans: [], diagnostics: [], notes: [] }
 const REQUEST: PreflightEngineRequest = { program: 'return 1', language: 'typescript', declarations: 'declare const tools: {}' }
@@ -78,5 +79,23 @@ describe('a preflight thread loading its compiler', () => {
     finishLoad()
     expect(await check).toEqual(CHECKED)
     await engine.dispose()
+  })
+
+  it('hands a check to the analysis only once the load settles (a plan read at once); ignores what is not a request, null included', async () => {
+    let finishLoad!: () => void
+    const loaded = new Promise<void>((resolve) => (finishLoad = resolve))
+    const analysed: (string | undefined)[] = []
+    const posted: unknown[] = []
+    const serve = servePreflightThread((message) => posted.push(message), async (request) => (analysed.push(request.declarations), CHECKED), loaded)
+    expect(() => serve(null)).not.toThrow()
+    serve({ id: 1, program: 'return 1', language: 'typescript', declarations: 'declare const tools: {}' })
+    serve({ id: 2, program: 'return 1', language: 'typescript' })
+    await new Promise((resolve) => setTimeout(resolve, 10))
+    expect(analysed).toEqual([undefined])
+    expect(posted).toEqual([{ id: 2, result: CHECKED }])
+    finishLoad()
+    await until(() => posted.length === 3)
+    expect(analysed).toEqual([undefined, 'declare const tools: {}'])
+    expect(posted.slice(1)).toEqual(['toolyard-preflight-ready', { id: 1, result: CHECKED }])
   })
 })
