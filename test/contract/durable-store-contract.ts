@@ -114,6 +114,9 @@ export function describeDurableStoreContract(label: string, makeStore: StoreFact
       // A cursor before the prefix starts at the prefix; one past it lists nothing.
       expect((await store.list('run/', { after: 'approval/1', limit: 1 })).entries.map((entry) => entry.key)).toEqual(['run/a'])
       expect((await store.list('run/', { after: 'runner' })).entries).toEqual([])
+      // A cursor equal to the prefix, where that prefix is itself a key: the key is past, its children are not.
+      expect((await store.list('run/a', { after: 'run/a' })).entries.map((entry) => entry.key)).toEqual(['run/a/x'])
+      expect((await store.list('ru', { after: 'ru' })).entries.map((entry) => entry.key)).toEqual(['run/a', 'run/a/x', 'run/b', 'run/c/1', 'run/c/2', 'runner'])
     })
 
     it('pages on after a cursor whose key was deleted meanwhile; a key deleted and written again is listed once', async () => {
