@@ -12,6 +12,7 @@ import type { DurableStore, StorePutResult, StoreWriteOptions } from '../../../s
 import type { ParkedRunState } from '../../../src/code-runtime/contract.js'
 import type { JsonValue } from '../../../src/json/json-value.js'
 import { FIRST_CALL_NUMBERING, parkedState } from '../../support/parked-run.js'
+import { until } from '../../support/poll.js'
 
 afterEach(() => {
   vi.useRealTimers()
@@ -262,6 +263,31 @@ describe('DurableRuns: park and end', () => {
     expect(done).toBe(false)
     release()
     await ended
+    await runs.flushed()
+    expect(await base.get('runs/r')).toBeUndefined()
+  })
+
+  it("a run's end and flushed() wait for its last park still held by its gate, after an earlier park landed", async () => {
+    const { store, base } = cueStore()
+    const runs = new DurableRuns(store)
+    let release: () => void = () => {}
+    const held = new Promise<void>((resolve) => (release = resolve))
+    const gates = [Promise.resolve(), held]
+    runs.parkAfter(() => gates.shift())
+    const run = runs.forRun('r', undefined, { code: 'c', description: 'd' })
+    run.onPark(STATE, NUMBERING)
+    run.onPark(STATE, NUMBERING)
+    // The first park lands; the second waits for its gate (its run's event snapshot).
+    await until(async () => (await base.get('runs/r')) !== undefined)
+    await new Promise((resolve) => setTimeout(resolve, 5))
+    let ended = false
+    let flushed = false
+    const end = runs.ended('r').then(() => (ended = true))
+    void runs.flushed().then(() => (flushed = true))
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    expect({ ended, flushed }).toEqual({ ended: false, flushed: false })
+    release()
+    await end
     await runs.flushed()
     expect(await base.get('runs/r')).toBeUndefined()
   })
