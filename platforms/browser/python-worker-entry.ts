@@ -5,6 +5,7 @@
  */
 import { loadMicroPython } from '../python/_micropython-bounded.mjs'
 import { hardenRealm, servePythonThread } from '../../engine/python/thread-server.js'
+import { eachMessage } from './message-batch.js'
 
 /** The worker's global scope, as far as this file uses it (the project's lib is DOM, not WebWorker). */
 interface WorkerScope {
@@ -41,7 +42,8 @@ hardenRealm()
 servePythonThread(
   {
     post: (message) => scope.postMessage(message),
-    onMessage: (listener) => scope.addEventListener('message', (event) => listener(event.data)),
+    // The page batches a burst of replies (message-batch.ts).
+    onMessage: (listener) => scope.addEventListener('message', (event) => eachMessage(event.data, listener)),
     // Read only without shared memory: the page meters a hot loop from these (python-sandbox-runtime.ts).
     busy: (since, busyMs) => scope.postMessage({ type: 'busy', since, busyMs }),
   },

@@ -10,6 +10,7 @@ import type { SlicedListener } from '../../src/code-runtime/sliced-delivery.js'
 import { SANDBOX_SOURCE } from '../../engine/quickjs/_sandbox-source.js'
 import type { SandboxPlatform, SandboxRuntime, SandboxRuntimeOptions, SandboxThread } from '../../src/code-runtime/sandbox-runtime.js'
 import { ToolError } from '../../src/errors.js'
+import { batchedSender, eachMessage } from './message-batch.js'
 import { createPythonSandboxRuntime } from './python-sandbox-runtime.js'
 
 export type { SandboxRuntime, SandboxRuntimeLoad } from '../../src/code-runtime/sandbox-runtime.js'
@@ -51,12 +52,18 @@ function spawnWorker(url: string | URL, name = 'toolyard-sandbox'): SandboxThrea
     die(event.message !== '' && event.message !== undefined ? event.message : 'its script did not load or threw at start-up')
   })
   worker.addEventListener('messageerror', () => die('a message from it could not be read'))
+  // A burst goes both ways in batches (message-batch.ts): one task of the page per batch, not per call.
+  // The page's turn ends with a macrotask: a slice's replies come from many microtasks.
+  const post = batchedSender(
+    (message) => worker.postMessage(message),
+    (then) => setTimeout(then, 0),
+  )
   return {
-    postMessage: (message) => worker.postMessage(message),
+    postMessage: post,
     onMessage: (listener) => {
       const deliver = slicedDelivery(listener)
       deliveries.push(deliver)
-      worker.addEventListener('message', (event: MessageEvent) => deliver(event.data))
+      worker.addEventListener('message', (event: MessageEvent) => eachMessage(event.data, deliver))
     },
     onExit: (listener) => {
       if (dead) listener('exited')

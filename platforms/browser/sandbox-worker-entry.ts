@@ -9,6 +9,7 @@ import moduleLoader from '@jitl/quickjs-wasmfile-release-sync/emscripten-module'
 import type { QuickJSSyncVariant } from 'quickjs-emscripten-core'
 import { serveSandboxThread } from '../../engine/quickjs/thread-server.js'
 import { stripTypeScript } from '../../src/code-runtime/strip.js'
+import { batchedSender, eachMessage } from './message-batch.js'
 
 /** The worker's global scope, as far as this file uses it (the project's lib is DOM, not WebWorker). */
 interface WorkerScope {
@@ -27,10 +28,14 @@ const variant = {
   importModuleLoader: () => Promise.resolve(moduleLoader),
 } as unknown as QuickJSSyncVariant
 
+// A program's burst of calls reaches the page in batches (message-batch.ts): one task of the
+// page's event loop per batch, so its timers, input and frames are not queued behind 10,000.
+const post = batchedSender((message) => scope.postMessage(message))
+
 serveSandboxThread(
   {
-    post: (message) => scope.postMessage(message),
-    onMessage: (listener) => scope.addEventListener('message', (event) => listener(event.data)),
+    post,
+    onMessage: (listener) => scope.addEventListener('message', (event) => eachMessage(event.data, listener)),
   },
   variant,
   () => stripTypeScript,

@@ -10,6 +10,23 @@ import { defineTool } from '../../src/index.js'
 import { createToolRuntime } from '../../src/registry/index.js'
 import { maxStall, type TickCounter } from '../support/stall-probe.js'
 
+/**
+ * Message events the page's sandbox workers dispatched: each is one task of the page's event
+ * loop, and Chromium runs tasks oldest first, so a timer or a frame waits behind every message
+ * queued before it. Counted by wrapping the listeners the runtime adds (installed before it
+ * starts its workers); the events themselves are the real ones.
+ */
+const workerEvents = { messages: 0 }
+const addListener = Worker.prototype.addEventListener
+Worker.prototype.addEventListener = function (this: Worker, type: string, listener: EventListenerOrEventListenerObject, options?: boolean | AddEventListenerOptions) {
+  if (type !== 'message' || typeof listener !== 'function') return addListener.call(this, type, listener, options)
+  const counted = function (this: Worker, event: Event) {
+    workerEvents.messages++
+    return listener.call(this, event)
+  }
+  return addListener.call(this, type, counted, options)
+} as typeof Worker.prototype.addEventListener
+
 const sandbox = createSandboxRuntime({ memoryMb: 64, computeMs: 60_000 })
 afterAll(async () => {
   await sandbox.dispose()
@@ -33,12 +50,18 @@ describe('a flood of un-awaited calls in Chromium', () => {
     await sandbox.warm()
     // The first run on a cold page compiles the host's code paths: not what is measured here.
     await sandbox.run({ program: 'return await tools.echo({ i: 1 })', bindings: [{ global: 'tools', functions: { echo: async () => 1 } }] })
+    const eventsBefore = workerEvents.messages
     const { stall, burst, value } = await maxStall(() =>
       sandbox.run({ program: FLOOD, bindings: [{ global: 'tools', functions: { echo: async (args: unknown) => work((args as { i: number }).i) } }] }),
       handled,
     )
     expect(value.error).toBeUndefined()
     expect(value.value).toBe(10_000)
+    // One message per call was 10,000 tasks queued on the page faster than it ran them (a 2 ms
+    // timer waited 0.3 to 0.65 s behind them in the playground); batched (message-batch.ts),
+    // the flood is 16 calls one by one and then batches of 64: 177 events here with the run's
+    // own (10,005 before).
+    expect(workerEvents.messages - eventsBefore).toBeLessThan(1_000)
     // Handled as they came, the calls stalled the page 0.6 to 2.6 s at a time here (1 s of
     // binding work in all), 6,900 to 8,200 of them between two ticks; in 4 ms slices the
     // longest gap measured 16 to 135 ms on a loaded machine (garbage collection included),
