@@ -18,6 +18,21 @@ import { isDenial, type SubCallRecord } from './cards.js'
 /** The sub-calls a run draws at most, apart from those that asked a person or that the user opened. */
 export const MAX_DRAWN_CALLS = 200
 
+/**
+ * Cards and rows one frame builds at most, new or rebuilt (issue 34 item 6): the first
+ * frames of a flood would otherwise build the 200 drawn calls' rows and cards at once
+ * (tens of ms of script, style and layout in one frame). Past the bound a changed row or
+ * card keeps its last drawing and a new one waits (with every call after it); the next
+ * frame goes on. The draw after a run has ended draws everything.
+ */
+export const MAX_BUILT_PER_FRAME = 12
+
+/** What a frame may still build ({@link MAX_BUILT_PER_FRAME}), and whether it left any for the next frame. */
+export interface DrawBudget {
+  left: number
+  short: boolean
+}
+
 /** What a drawn sub-call shows: waiting for a person, running, or how it settled. */
 export type CallState = 'waiting' | 'running' | 'done' | 'failed' | 'denied'
 
@@ -158,9 +173,12 @@ export class RunCalls {
   }
 }
 
+/** Thousands grouped as in en-US; one formatter for every frame (`toLocaleString` builds one per call, ~30 µs). */
+const GROUPED = new Intl.NumberFormat('en-US')
+
 /** "9,800 more sub-calls: 9,790 done, 10 failed" (the parts that are not zero). */
 export function hiddenText(hidden: HiddenCalls): string {
-  const n = (value: number): string => value.toLocaleString('en-US')
+  const n = (value: number): string => GROUPED.format(value)
   const parts = (['done', 'failed', 'denied', 'running'] as const).filter((key) => hidden[key] > 0).map((key) => `${n(hidden[key])} ${key}`)
   return `${n(hidden.count)} more sub-call${hidden.count === 1 ? '' : 's'}${parts.length === 0 ? '' : `: ${parts.join(', ')}`}`
 }

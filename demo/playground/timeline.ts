@@ -10,7 +10,7 @@
  */
 import type { SubCallRecord } from './cards.js'
 import { h, replaceChildren, syncChildren } from './dom.js'
-import { callState, hiddenText, type HiddenCalls } from './run-calls.js'
+import { callState, hiddenText, type DrawBudget, type HiddenCalls } from './run-calls.js'
 
 /** Bars at least this share of the track carry their label inside; shorter ones beside them. */
 const LABEL_INSIDE_PERCENT = 40
@@ -59,9 +59,11 @@ const frames = new WeakMap<HTMLElement, { readonly axis: HTMLElement; span: numb
  * Called each animation frame while a run goes on, so a frame touches only what changed: a
  * row is built once and then moved and relabelled in place (its bar's position, its label's
  * text) until its state or its label's side changes; the axis is redrawn when the span
- * changes; only the rows that changed are removed or inserted (syncChildren).
+ * changes; only the rows that changed are removed or inserted (syncChildren). With a
+ * `budget`, a row whose shape changed keeps its last drawing once the budget is spent (a
+ * row never drawn is built whatever the budget: the caller bounds the new records).
  */
-export function renderTimeline(target: HTMLElement, records: readonly SubCallRecord[], now: number, hidden?: HiddenCalls): void {
+export function renderTimeline(target: HTMLElement, records: readonly SubCallRecord[], now: number, hidden?: HiddenCalls, budget?: DrawBudget): void {
   if (records.length === 0) {
     replaceChildren(target, h('p', { class: 'hint small' }, 'No sub-calls: the program called no tools.'))
     return
@@ -78,7 +80,7 @@ export function renderTimeline(target: HTMLElement, records: readonly SubCallRec
     frame.span = span
     replaceChildren(frame.axis, axisTicks(span))
   }
-  const rows = records.map((record) => drawRow(record, span, now))
+  const rows = records.map((record) => drawRow(record, span, now, budget))
   const children: HTMLElement[] = [frame.axis, ...rows]
   if (hidden !== undefined && hidden.count > 0) {
     frame.more = updateHiddenRow(frame.more, hidden, 'timeline-more')
@@ -110,7 +112,7 @@ function axisTicks(span: number): HTMLElement[] {
 }
 
 /** `record`'s row: the one drawn last frame, updated, or a new one when its state or label side changed. */
-function drawRow(record: SubCallRecord, span: number, now: number): HTMLElement {
+function drawRow(record: SubCallRecord, span: number, now: number, budget?: DrawBudget): HTMLElement {
   const end = record.end ?? now
   const leftPercent = (record.start / span) * 100
   const widthPercent = Math.max(0.3, ((end - record.start) / span) * 100)
@@ -129,6 +131,13 @@ function drawRow(record: SubCallRecord, span: number, now: number): HTMLElement 
     if (drawn.labelStyle !== labelStyle) drawn.text.setAttribute('style', (drawn.labelStyle = labelStyle))
     if (drawn.label !== label) drawn.text.textContent = drawn.label = label
     return drawn.row
+  }
+  if (budget !== undefined) {
+    if (drawn !== undefined && budget.left <= 0) {
+      budget.short = true
+      return drawn.row
+    }
+    budget.left--
   }
   const bar = h(
     'div',

@@ -5,7 +5,7 @@ import { chromium } from 'playwright'
 import type { Browser, Page } from 'playwright'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { serveDir } from '../support/static-dir.js'
-import { MAX_DRAWN_CALLS } from '../../demo/playground/run-calls.js'
+import { MAX_BUILT_PER_FRAME, MAX_DRAWN_CALLS } from '../../demo/playground/run-calls.js'
 
 /**
  * The playground under a call flood (issue 34 item 6), in real Chromium: a program run in the
@@ -119,6 +119,9 @@ describe('a 10,000-call flood in the playground tab', () => {
     // The old page put every call in each redraw: 10,000 rows and 10,000 cards at a time.
     expect(probe.rows).toBeLessThanOrEqual(MAX_DRAWN_CALLS + 1)
     expect(probe.cards).toBeLessThanOrEqual(MAX_DRAWN_CALLS + 1)
+    // And no redraw builds more than MAX_BUILT_PER_FRAME cards: the page before the bound built
+    // every call the flood had started by its first frame (64 and more) in that frame.
+    expect(probe.cards).toBeLessThanOrEqual(MAX_BUILT_PER_FRAME)
     expect(await page.locator('[data-testid="timeline-bar"]').count()).toBe(MAX_DRAWN_CALLS + 1)
     expect(await page.locator('[data-testid="card"]').count()).toBe(MAX_DRAWN_CALLS + 1)
     // The write stays drawn once decided; the summary counts every other call exactly once.
