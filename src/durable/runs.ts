@@ -407,8 +407,11 @@ export class DurableRuns {
     // After its parks, those still waiting for their snapshots included: an end never lands before a park.
     return this.#queueAfter(callId, undefined, async () => {
       // Only the holder ends it: a record another process claimed since stays (that process goes on with the run).
-      // A run with a view keeps its record (without its parked state) until its table lets it go.
-      const gone = this.#viewed.has(callId) ? await this.#writeOwn(callId, ({ park: _park, parkPieces: _pieces, ...rest }) => rest, true) : await this.#deleteOwn(callId)
+      // A run with a view keeps its record (without its parked state) until its table lets it go:
+      // one whose view this process wrote, or whose stored record holds one (a run a sweep
+      // resumed may end before its table adopts it, when its decision was taken meanwhile).
+      const viewed = this.#viewed.has(callId) || (await this.#storedWithView(callId))
+      const gone = viewed ? await this.#writeOwn(callId, ({ park: _park, parkPieces: _pieces, ...rest }) => rest, true) : await this.#deleteOwn(callId)
       if (!this.#viewed.has(callId)) this.#claims.delete(callId)
       if (!gone) return
       for (;;) {
@@ -645,6 +648,17 @@ export class DurableRuns {
       this.#viewed.delete(callId)
       if (!this.#durable.has(callId)) this.#claims.delete(callId)
     }).then(() => gone)
+  }
+
+  /**
+   * Whether the record of `callId`, held by this process's claim, carries a `/v1/runs` view
+   * (then marked viewed here: the record is its table's, which adopts, ends and deletes it).
+   */
+  async #storedWithView(callId: string): Promise<boolean> {
+    const found = await this.#own(callId)
+    if (found === false || found === undefined || (await readStoredRun(found.value))?.view === undefined) return false
+    this.#viewed.add(callId)
+    return true
   }
 
   /** Deletes the record of `callId` while it holds this process's claim. Whether it did. */
