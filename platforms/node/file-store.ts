@@ -23,6 +23,7 @@ import {
   type StoreOptions,
 } from '../../src/durable/store.js'
 import { firstAtOrAfter } from '../../src/durable/_sorted-keys.js'
+import { refuseUnknownOptions } from '../../src/util/unknown-field.js'
 
 /** Options of {@link createFileStore}. */
 export interface FileStoreOptions extends StoreOptions {
@@ -367,10 +368,16 @@ function readPositive(name: string, value: number | undefined, fallback: number)
  * await store.put('run/abc/journal', '[…]', { ifVersion: entry?.version ?? null })
  * ```
  */
+/** The names {@link FileStoreOptions} holds: any other is refused, naming the closest. */
+const FILE_STORE_OPTION_KEYS: readonly string[] = ['maxValueBytes', 'staleLockMs', 'lockTimeoutMs']
+
 export function createFileStore(directory: string, options?: FileStoreOptions): FileStore {
   if (typeof directory !== 'string' || directory === '' || directory.includes('\0')) throw storeError('INVALID_OPTIONS', 'createFileStore needs a directory path')
   // Resolved once: a later process.chdir() must not move the store.
   const dir = resolve(directory)
+  refuseUnknownOptions(options, FILE_STORE_OPTION_KEYS, (message) => {
+    throw storeError('INVALID_OPTIONS', `createFileStore: ${message}`)
+  })
   const maxValueBytes = resolveMaxValueBytes(options)
   const maxRecordBytes = maxValueBytes + HEADER_ROOM
   let skipped = 0

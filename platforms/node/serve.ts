@@ -11,6 +11,7 @@ import { RequestError, getRequestListener } from '@hono/node-server'
 import { ToolError } from '../../src/errors.js'
 import { httpErrorResponse, httpErrorStatus } from '../../src/http/http-errors.js'
 import type { HttpErrorCode } from '../../src/http/http-errors.js'
+import { refuseUnknownOptions } from '../../src/util/unknown-field.js'
 
 /** Anything with a web-standard `fetch` handler (a Hono app). */
 export interface FetchApp {
@@ -60,6 +61,9 @@ export interface ServedApp {
    */
   close(): Promise<void>
 }
+
+/** The names {@link ServeOptions} holds: any other is refused, naming the closest (`maxConnection` is not left at 1,024 in silence). */
+const SERVE_OPTION_KEYS: readonly string[] = ['port', 'hostname', 'allowedHosts', 'requestTimeoutMs', 'headersTimeoutMs', 'maxConnections']
 
 /** Default {@link ServeOptions.requestTimeoutMs}. */
 const DEFAULT_REQUEST_TIMEOUT_MS = 30_000
@@ -124,6 +128,8 @@ function clientError(error: Error & { code?: string }, socket: Socket): void {
  */
 export async function serve(app: FetchApp, options: ServeOptions = {}): Promise<ServedApp> {
   if (typeof app !== 'object' || app === null || typeof app.fetch !== 'function') invalid('app must have a fetch(request) handler')
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) invalid('options must be an object')
+  refuseUnknownOptions(options, SERVE_OPTION_KEYS, invalid)
   const port = options.port ?? 8787
   if (!Number.isInteger(port) || port < 0 || port > 65535) invalid('port must be an integer in 0–65535')
   const hostname = options.hostname ?? '127.0.0.1'

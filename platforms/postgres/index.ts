@@ -20,6 +20,7 @@ import {
   type StoreOptions,
   type StorePutResult,
 } from '../../src/durable/store.js'
+import { refuseUnknownOptions } from '../../src/util/unknown-field.js'
 
 /** What the store needs of a client: `pg.Pool`, `pg.Client` or anything answering the same way; `connect` (a pool's) enables {@link PostgresStore.watch}. */
 export interface PostgresQueryable {
@@ -120,10 +121,16 @@ function readVersion(row: Record<string, unknown> | undefined): string | undefin
  * await store.put('run/abc/journal', '[]', { ifVersion: null })
  * ```
  */
+/** The names {@link PostgresStoreOptions} holds: any other is refused, naming the closest. */
+const POSTGRES_STORE_OPTION_KEYS: readonly string[] = ['pool', 'table', 'createTable', 'log', 'maxValueBytes']
+
 export function createPostgresStore(options: PostgresStoreOptions): PostgresStore {
   if (typeof options !== 'object' || options === null || typeof options.pool?.query !== 'function') {
     throw storeError('INVALID_OPTIONS', 'createPostgresStore needs { pool }: an object with query(text, values), such as a pg.Pool')
   }
+  refuseUnknownOptions(options, POSTGRES_STORE_OPTION_KEYS, (message) => {
+    throw storeError('INVALID_OPTIONS', `createPostgresStore: ${message}`)
+  })
   const { pool } = options
   const table = checkTable(options.table ?? DEFAULT_POSTGRES_STORE_TABLE)
   const maxValueBytes = resolveMaxValueBytes(options)

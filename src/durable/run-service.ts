@@ -5,6 +5,7 @@
  * @module
  */
 import { ToolError } from '../errors.js'
+import { refuseUnknownOptions } from '../util/unknown-field.js'
 import { createRunEventLog, restoredEvents, createStoreRunEvents, interruptedRunResult, RUN_CALL_ID_PREFIX, storedView } from './run-table.js'
 import type { RunEventLog, RunEventStore, RunRecordJson, RunRecordStore } from './run-table.js'
 import { createLiveEvents, LIVE_POLL_MS, type FollowedRun, type LiveEvents } from './_live-events.js'
@@ -71,9 +72,15 @@ function checkMs(value: unknown, name: string, min: number): number | undefined 
   return value
 }
 
+/** The names {@link RunServiceOptions} holds: `runs.maxFollower` is refused, not ignored. */
+const RUN_SERVICE_OPTION_KEYS: readonly string[] = ['resumeEveryMs', 'staleMs', 'maxFollowers']
+
 /** Validates `createToolRuntime({ runs })`. */
 export function resolveRunServiceOptions(options: unknown): Required<RunServiceOptions> {
   if (options !== undefined && (typeof options !== 'object' || options === null)) throw new ToolError('INVALID_OPTIONS', 'createToolRuntime: runs must be an object')
+  refuseUnknownOptions(options, RUN_SERVICE_OPTION_KEYS, (message) => {
+    throw new ToolError('INVALID_OPTIONS', `createToolRuntime: ${message}`)
+  }, 'runs.')
   const o = (options ?? {}) as RunServiceOptions
   const maxFollowers = o.maxFollowers ?? DEFAULT_MAX_FOLLOWERS
   if (typeof maxFollowers !== 'number' || !Number.isSafeInteger(maxFollowers) || maxFollowers < 0) {

@@ -8,6 +8,7 @@ import type { DurableStore, StoreDeleteResult, StorePutResult, StoreWriteOptions
 import type { ScopeKey, ToolExecutionResult } from '../types.js'
 import { utf8Length, utf8Pieces } from '../util/utf8.js'
 import { parseStoredJson } from './stored-json.js'
+import { refuseUnknownOptions } from '../util/unknown-field.js'
 
 /** A run's state as `GET /v1/runs/:id` reports it (`waiting` is `running` with pending approvals). */
 export type RunStatus = 'running' | 'waiting' | 'done' | 'failed' | 'cancelled'
@@ -53,9 +54,13 @@ export const DEFAULT_RUN_RETENTION_MS = 15 * 60 * 1000
 /** Default `runs.maxStreams`. */
 export const DEFAULT_MAX_RUN_STREAMS = 64
 
+/** The names {@link RunTableOptions} holds; any other is refused (`runs.maxRun` is not left at its default in silence). */
+const RUN_TABLE_OPTION_KEYS: readonly string[] = ['maxRuns', 'maxBytes', 'maxEventBytesPerRun', 'retentionMs', 'maxStreams']
+
 /** Validates the `runs` option of `createToolsApp`; `fail` throws the caller's `INVALID_OPTIONS`. */
 export function resolveRunTableOptions(options: RunTableOptions | undefined, fail: (message: string) => never): ResolvedRunTableOptions {
-  if (options !== undefined && (typeof options !== 'object' || options === null)) fail('runs must be an object')
+  if (options !== undefined && (typeof options !== 'object' || options === null || Array.isArray(options))) fail('runs must be an object')
+  refuseUnknownOptions(options, RUN_TABLE_OPTION_KEYS, fail, 'runs.')
   const positive = (name: keyof RunTableOptions, fallback: number): number => {
     const value = options?.[name] ?? fallback
     if (!Number.isSafeInteger(value) || value < 1) fail(`runs.${name} must be a positive integer`)

@@ -15,6 +15,7 @@ import { resolveMaxBodyBytes } from './request-body.js'
 import { DEFAULT_MAX_STREAM_BACKLOG_BYTES, DEFAULT_STREAM_WRITE_TIMEOUT_MS } from './_sse-sender.js'
 import type { MiddlewareHandler } from 'hono'
 import { positiveInteger } from '../util/guards.js'
+import { refuseUnknownOptions } from '../util/unknown-field.js'
 
 /** Cross-origin access: off unless an allowlist is given. */
 export interface CorsOptions {
@@ -42,6 +43,17 @@ export interface ServerOptions extends AuthOptions {
   /** Receives every exception answered as 500 `INTERNAL` (the client only sees `internal error`). Default: `console.error`. */
   readonly onError?: (error: unknown, request: Request) => void
 }
+
+/**
+ * The names {@link ServerOptions} holds: a factory that takes them plus its own few refuses
+ * any other (`refuseUnknownOptions`), so a misspelt bound (`maxBodyByte`) is an error, not
+ * the default in silence.
+ */
+export const SERVER_OPTION_KEYS: readonly string[] = [
+  'token', 'tokens', 'auth', 'notConfigured', 'unauthorizedHint',
+  'cors', 'maxBodyBytes', 'signal', 'maxStreamBacklogBytes', 'streamWriteTimeoutMs', 'onError',
+]
+const CORS_KEYS: readonly string[] = ['origins', 'maxAgeSeconds']
 
 /** {@link ServerOptions}, validated and with defaults. */
 export interface ResolvedServerOptions {
@@ -106,6 +118,7 @@ export function resolveServerOptions(options: ServerOptions, fail: (message: str
   if (typeof options !== 'object' || options === null) fail('options must be an object')
   for (const [name, where] of Object.entries(MOVED)) if (Object.hasOwn(options, name)) fail(`${name} is no longer an option here: ${where}`)
   const { notConfigured, principals, unauthorizedHint } = resolveAuthOptions(options, fail)
+  refuseUnknownOptions(options.cors, CORS_KEYS, fail, 'cors.')
   const corsOrigins = options.cors === undefined ? new Set<string>() : exactOrigins(options.cors?.origins, fail)
   const maxAge = options.cors?.maxAgeSeconds
   if (maxAge !== undefined && (!Number.isSafeInteger(maxAge) || maxAge < 0)) fail('cors.maxAgeSeconds must be a non-negative integer')

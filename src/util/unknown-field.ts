@@ -1,0 +1,83 @@
+/**
+ * Naming a field or option the receiver does not read, the closest expected one and all of
+ * them: one wording for request bodies, JSON-RPC messages and the factories' options.
+ * @module
+ */
+
+/** Longer names are not compared for a suggestion (the distance costs their length times the field's). */
+const MAX_SUGGESTED_NAME = 64
+
+/** Levenshtein distance, for the "did you mean" of a misspelt field (both strings are short). */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i]
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1))
+    }
+    previous = current
+  }
+  return previous[b.length]!
+}
+
+/** Whether `short` abbreviates `long`: same first letter, then its letters in order (`args` → `arguments`). */
+function abbreviates(short: string, long: string): boolean {
+  if (short.length < 3 || short.length >= long.length || short[0] !== long[0]) return false
+  let at = 0
+  for (const ch of long) if (ch === short[at]) at++
+  return at >= short.length
+}
+
+/** The allowed field `name` most likely meant: one it abbreviates, or one at most two edits away. */
+function closestField(name: string, allowed: readonly string[]): string | undefined {
+  if (name.length === 0 || name.length > MAX_SUGGESTED_NAME) return undefined
+  const lower = name.toLowerCase()
+  const abbreviated = allowed.find((field) => abbreviates(lower, field.toLowerCase()))
+  if (abbreviated !== undefined) return abbreviated
+  let best: string | undefined
+  let bestDistance = 3
+  for (const field of allowed) {
+    const distance = editDistance(lower, field.toLowerCase())
+    if (distance < bestDistance) [best, bestDistance] = [field, distance]
+  }
+  return best
+}
+
+/**
+ * Why a JSON object carries a field the receiver does not read, or `undefined` when every own key
+ * is in `allowed`.
+ * @example
+ * ```ts
+ * unknownFieldMessage({ args: {} }, ['arguments', 'callId', 'agent'], 'the request body')
+ * // 'unknown field "args" in the request body (did you mean "arguments"? expected: arguments, callId, agent)'
+ * ```
+ */
+export function unknownFieldMessage(value: Record<string, unknown>, allowed: readonly string[], where: string): string | undefined {
+  for (const key of Object.keys(value)) {
+    if (allowed.includes(key)) continue
+    const shown = key.length > MAX_SUGGESTED_NAME ? `${JSON.stringify(key.slice(0, MAX_SUGGESTED_NAME))}… (${key.length} characters)` : JSON.stringify(key)
+    const closest = closestField(key, allowed)
+    const hint = closest === undefined ? '' : `did you mean ${JSON.stringify(closest)}? `
+    return `unknown field ${shown} in ${where} (${hint}expected: ${allowed.join(', ')})`
+  }
+  return undefined
+}
+
+/**
+ * Refuses an options object holding an own key outside `known`: calls `fail` with
+ * `unknown option "<name>" (did you mean "<closest>"? known: …)`, the wording of
+ * `createToolRuntime` and `createSandboxRuntime`, with `prefix` before the name for a
+ * nested object (`runs.`). A bound given under a misspelt name would otherwise stay at its
+ * default without a word. `undefined` and non-objects pass: the caller's own checks say
+ * what the value must be.
+ */
+export function refuseUnknownOptions(options: unknown, known: readonly string[], fail: (message: string) => never, prefix = ''): void {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) return
+  for (const key of Object.keys(options)) {
+    if (known.includes(key)) continue
+    const name = key.length > MAX_SUGGESTED_NAME ? `${JSON.stringify(prefix + key.slice(0, MAX_SUGGESTED_NAME))}… (${key.length} characters)` : JSON.stringify(prefix + key)
+    const closest = closestField(key, known)
+    const hint = closest === undefined ? '' : `did you mean ${JSON.stringify(prefix + closest)}? `
+    fail(`unknown option ${name} (${hint}known: ${known.map((k) => prefix + k).join(', ')})`)
+  }
+}
