@@ -112,7 +112,7 @@ const API_ROUTES: readonly (readonly [string, string])[] = [
   ['GET /v1/sdk?language=typescript|python&agent=', 'the Code Mode SDK as text (ETag)'],
   ['GET /v1/prompt?agent=', 'the assembled prompt: sections and wire tools'],
   ['POST /v1/tools/:name/execute', 'body { arguments, callId?, agent? } → the tool result'],
-  ['POST /v1/run', 'body { code, description, agent? } → run_code (JSON, or SSE with Accept: text/event-stream)'],
+  ['POST /v1/run', 'body { code, description, agent?, language? } → run_code (JSON, or SSE with Accept: text/event-stream)'],
   ['GET /v1/approvals', 'the calls waiting for a person (write_file and edit_file ask); the playground token only'],
   ['POST /v1/approvals/:id', 'body { decision: "allow" | "deny", reason? } → answers one; the playground token only'],
   ['POST /mcp?agent=', 'the registry as an MCP server (Streamable HTTP, JSON-RPC; same tokens)'],
