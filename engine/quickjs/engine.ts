@@ -40,15 +40,33 @@ const MAX_RECYCLED_GROWTH_BYTES = 16 * 1024 * 1024
  */
 const FRESH_BUILDS_WHILE_SCANNING = 3
 /**
- * QuickJS's own stack limit, which turns deep recursion into a catchable `InternalError:
- * stack overflow`. It counts only QuickJS's shadow stack in wasm memory; each of those
- * frames also takes a wasm frame on the thread's real stack, which is the smaller bound
- * in a browser's Web Worker: in Chromium 128 KiB still fit and 160 KiB crashed the thread
- * (`Maximum call stack size exceeded` from the engine itself, kind `worker-exit`) on the
- * contract suite's recursion shapes. 96 KiB keeps a third in reserve; a plain function
- * still recurses about 500 levels. (Larger limits can also crash the wasm on clean-up: NOTES-env.)
+ * QuickJS's own stack limit in a sandbox thread, which turns deep recursion into a catchable
+ * `InternalError: stack overflow`. It counts only QuickJS's shadow stack in wasm memory; each
+ * level of recursion also takes wasm frames on the thread's real stack, which must not run out
+ * first (`Maximum call stack size exceeded` from the engine itself: the instance is lost, kind
+ * `worker-exit`). A Node sandbox thread has a 4 MiB stack, enough for the worst shape measured
+ * at this limit (a parser's nested brackets, ~25 bytes of real stack to one of shadow stack:
+ * about 2.4 MiB). In Chromium's Web Worker 128 KiB still fit and 160 KiB crashed the thread on
+ * the contract suite's recursion shapes. A plain function recurses about 500 levels.
+ * (Larger limits can also crash the wasm on clean-up: NOTES-env.)
  */
-const MAX_STACK_BYTES = 96 * 1024
+export const THREAD_MAX_STACK_BYTES = 96 * 1024
+/**
+ * QuickJS's own stack limit for a VM that runs on its host's stack (the inline runtime,
+ * `createQuickJsRuntime`): a server's event loop, a Worker's isolate, a page's main thread,
+ * whose V8 stack is 984 KiB by default on Node's main thread. The worst native recursion
+ * over DATA measured (`JSON.stringify` of a nested value, a replacer, a `toJSON` chain: 16
+ * bytes of shadow stack and ~184 bytes of real stack a level, 11.5 to 1) then needs at most
+ * ~760 KiB of real stack before QuickJS's check fires (Node's `--stack-size=780` holds it,
+ * 740 does not): the rest of 984 KiB is kept for the host's own frames below the VM (its
+ * entries run from shallow microtasks). A plain function still recurses about 330 levels
+ * (the contract suite asks for more than 300). Parsing is worse (up to 25 to 1: nested
+ * brackets), so source nested some 600 brackets deep in `eval` or `Function` text can still
+ * exhaust the host's stack (a program's own text is refused past 256 levels of brackets
+ * before it reaches the VM). Figures: node 20, x86-64, quickjs-wasmfile-release-sync 0.32.0
+ * (docs/runtimes.md "Deep recursion").
+ */
+export const INLINE_MAX_STACK_BYTES = 64 * 1024
 /** Headroom left between QuickJS's allocator limit and the wasm memory maximum, for the runtime's own reporting. */
 const MEMORY_HEADROOM_BYTES = 4 * 1024 * 1024
 /** The most random bytes one `crypto.getRandomValues` call may ask for (the Web Crypto limit). */
@@ -322,6 +340,12 @@ export interface QuickJsEngineOptions {
   /** The precompiled wasm (or its loader); absent: the variant loads its own on each instantiation. */
   readonly wasmModule?: QuickJsWasmModuleSource
   /**
+   * QuickJS's own stack limit in bytes, for every VM this engine makes (booted or restored):
+   * {@link THREAD_MAX_STACK_BYTES} on a sandbox thread (the default),
+   * {@link INLINE_MAX_STACK_BYTES} where the VM runs on its host's stack.
+   */
+  readonly maxStackBytes?: number
+  /**
    * `false`: boot every sandbox (runtime, context, script) instead of restoring the
    * image of the first one. For measuring the two side by side; default `true`.
    */
@@ -404,6 +428,10 @@ export class QuickJsEngine {
     this.#options = options
   }
 
+  get #maxStackBytes(): number {
+    return this.#options.maxStackBytes ?? THREAD_MAX_STACK_BYTES
+  }
+
   /** True once the parts are resolved: a build then awaits nothing but the variant's own module look-ups. */
   get loaded(): boolean {
     return this.#loaded
@@ -484,7 +512,7 @@ export class QuickJsEngine {
       const instance = reused ? spare : await this.#instantiate(parts, memoryMb, image.memory.pages)
       try {
         if (reused) resetMemoryToImage(instance.memory, image.memory)
-        const sandbox = restoreSandbox(instance, new parts.Ffi(instance.emscripten), image, !reused)
+        const sandbox = restoreSandbox(instance, new parts.Ffi(instance.emscripten), image, !reused, this.#maxStackBytes)
         // Without imageInBuild, only instances read whole are reset: a fresh one's first reset would touch every page.
         if (reused || this.#options.imageInBuild !== false) this.#recycles(sandbox, memoryMb, instance)
         return sandbox
@@ -504,7 +532,7 @@ export class QuickJsEngine {
   /** Boots a VM on `instance`; given the instance's `fresh` chunks, also takes its image. */
   #boot(parts: EngineParts, memoryMb: number, instance: Instantiated, fresh: Uint8Array | undefined): QuickJsSandbox {
     const quickjs = new QuickJSWASMModule(instance.emscripten, new parts.Ffi(instance.emscripten))
-    const sandbox = installSandbox(quickjs.newRuntime(), memoryMb, this.#options.sandboxSource)
+    const sandbox = installSandbox(quickjs.newRuntime(), memoryMb, this.#options.sandboxSource, this.#maxStackBytes)
     if (fresh !== undefined) {
       const taken = imageOf(sandbox, instance.memory, fresh, instance.emscripten)
       if (taken === undefined) this.#unimageable.add(memoryMb)
@@ -583,7 +611,7 @@ export class QuickJsEngine {
       const image = this.#images.get(memoryMb)
       const parts = await this.#loadParts()
       // The image's boot (or, with an image, its restore) on the scanned instance: a VM ready for the next build.
-      const sandbox = image === undefined ? this.#boot(parts, memoryMb, instance, fresh) : restoreSandbox(instance, new parts.Ffi(instance.emscripten), image, true)
+      const sandbox = image === undefined ? this.#boot(parts, memoryMb, instance, fresh) : restoreSandbox(instance, new parts.Ffi(instance.emscripten), image, true, this.#maxStackBytes)
       if (this.#images.has(memoryMb)) this.#recycles(sandbox, memoryMb, instance)
       this.#prebuilt.set(memoryMb, sandbox)
     } catch {
@@ -712,7 +740,7 @@ type RuntimeCallbacks = ConstructorParameters<typeof QuickJSRuntime>[0]['callbac
  * functions under the ids the VM's function objects hold, and handles to the values
  * the booted sandbox kept (`deliver`, `fire`, ...). Throws if anything does not line up.
  */
-function restoreSandbox(instance: Instantiated, ffi: QuickJSFFI, image: QuickJsImage, fresh: boolean): QuickJsSandbox {
+function restoreSandbox(instance: Instantiated, ffi: QuickJSFFI, image: QuickJsImage, fresh: boolean, maxStackBytes: number): QuickJsSandbox {
   const { emscripten, memory } = instance
   if (!runsOn(emscripten, memory)) throw new Error('the instance does not run on the memory it was given')
   // A reused instance's memory was reset to the image by the caller.
@@ -725,6 +753,8 @@ function restoreSandbox(instance: Instantiated, ffi: QuickJSFFI, image: QuickJsI
     callbacks.deleteRuntime(pointer)
   })
   const runtime = new QuickJSRuntime({ module: emscripten, ffi, rt, callbacks })
+  // The image holds its booted VM's limit; an image adopted from another engine may hold another one.
+  runtime.setMaxStackSize(maxStackBytes)
   const context = runtime.newContext({ contextPointer: image.ctx })
   const box = new QuickJsSandbox(runtime, context, { early: image.early })
   runtime.setInterruptHandler(() => box.hostInterrupt())
@@ -741,10 +771,10 @@ function restoreSandbox(instance: Instantiated, ffi: QuickJSFFI, image: QuickJsI
 }
 
 /** Sets a fresh QuickJS runtime's limits, creates its context and installs the in-VM script. */
-function installSandbox(runtime: QuickJSRuntime, memoryMb: number, source: string): QuickJsSandbox {
+function installSandbox(runtime: QuickJSRuntime, memoryMb: number, source: string, maxStackBytes: number): QuickJsSandbox {
   let sandbox: QuickJsSandbox | undefined
   try {
-    runtime.setMaxStackSize(MAX_STACK_BYTES)
+    runtime.setMaxStackSize(maxStackBytes)
     runtime.setMemoryLimit(Math.max(8 * 1024 * 1024, memoryMb * 1024 * 1024 - MEMORY_HEADROOM_BYTES))
     runtime.setInterruptHandler(() => sandbox?.hostInterrupt() ?? false)
     const ctx = runtime.newContext()

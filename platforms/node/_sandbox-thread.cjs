@@ -1385,7 +1385,8 @@ var PAGES_PER_MB = 16;
 var PAGE_BYTES2 = 65536;
 var MAX_RECYCLED_GROWTH_BYTES = 16 * 1024 * 1024;
 var FRESH_BUILDS_WHILE_SCANNING = 3;
-var MAX_STACK_BYTES = 96 * 1024;
+var THREAD_MAX_STACK_BYTES = 96 * 1024;
+var INLINE_MAX_STACK_BYTES = 64 * 1024;
 var MEMORY_HEADROOM_BYTES = 4 * 1024 * 1024;
 var MAX_RANDOM_BYTES = 65536;
 var URL_SETTERS = /* @__PURE__ */ new Set(["href", "protocol", "username", "password", "host", "hostname", "port", "pathname", "search", "hash"]);
@@ -1587,6 +1588,9 @@ var QuickJsEngine = class {
   constructor(options) {
     this.#options = options;
   }
+  get #maxStackBytes() {
+    return this.#options.maxStackBytes ?? THREAD_MAX_STACK_BYTES;
+  }
   /** True once the parts are resolved: a build then awaits nothing but the variant's own module look-ups. */
   get loaded() {
     return this.#loaded;
@@ -1657,7 +1661,7 @@ var QuickJsEngine = class {
       const instance2 = reused ? spare : await this.#instantiate(parts, memoryMb, image.memory.pages);
       try {
         if (reused) resetMemoryToImage(instance2.memory, image.memory);
-        const sandbox = restoreSandbox(instance2, new parts.Ffi(instance2.emscripten), image, !reused);
+        const sandbox = restoreSandbox(instance2, new parts.Ffi(instance2.emscripten), image, !reused, this.#maxStackBytes);
         if (reused || this.#options.imageInBuild !== false) this.#recycles(sandbox, memoryMb, instance2);
         return sandbox;
       } catch {
@@ -1674,7 +1678,7 @@ var QuickJsEngine = class {
   /** Boots a VM on `instance`; given the instance's `fresh` chunks, also takes its image. */
   #boot(parts, memoryMb, instance, fresh) {
     const quickjs = new QuickJSWASMModule(instance.emscripten, new parts.Ffi(instance.emscripten));
-    const sandbox = installSandbox(quickjs.newRuntime(), memoryMb, this.#options.sandboxSource);
+    const sandbox = installSandbox(quickjs.newRuntime(), memoryMb, this.#options.sandboxSource, this.#maxStackBytes);
     if (fresh !== void 0) {
       const taken = imageOf(sandbox, instance.memory, fresh, instance.emscripten);
       if (taken === void 0) this.#unimageable.add(memoryMb);
@@ -1746,7 +1750,7 @@ var QuickJsEngine = class {
       await step();
       const image = this.#images.get(memoryMb);
       const parts = await this.#loadParts();
-      const sandbox = image === void 0 ? this.#boot(parts, memoryMb, instance, fresh) : restoreSandbox(instance, new parts.Ffi(instance.emscripten), image, true);
+      const sandbox = image === void 0 ? this.#boot(parts, memoryMb, instance, fresh) : restoreSandbox(instance, new parts.Ffi(instance.emscripten), image, true, this.#maxStackBytes);
       if (this.#images.has(memoryMb)) this.#recycles(sandbox, memoryMb, instance);
       this.#prebuilt.set(memoryMb, sandbox);
     } catch {
@@ -1842,7 +1846,7 @@ function imageOf(sandbox, memory, fresh, emscripten) {
     early
   };
 }
-function restoreSandbox(instance, ffi, image, fresh) {
+function restoreSandbox(instance, ffi, image, fresh, maxStackBytes) {
   const { emscripten, memory } = instance;
   if (!runsOn(emscripten, memory)) throw new Error("the instance does not run on the memory it was given");
   if (fresh) restoreMemoryImage(memory, image.memory);
@@ -1853,6 +1857,7 @@ function restoreSandbox(instance, ffi, image, fresh) {
     callbacks.deleteRuntime(pointer);
   });
   const runtime = new QuickJSRuntime({ module: emscripten, ffi, rt, callbacks });
+  runtime.setMaxStackSize(maxStackBytes);
   const context = runtime.newContext({ contextPointer: image.ctx });
   const box = new QuickJsSandbox(runtime, context, { early: image.early });
   runtime.setInterruptHandler(() => box.hostInterrupt());
@@ -1867,10 +1872,10 @@ function restoreSandbox(instance, ffi, image, fresh) {
   if (box.deliver === void 0 || box.fire === void 0) throw new Error("the image has no deliver/fire handles");
   return box;
 }
-function installSandbox(runtime, memoryMb, source) {
+function installSandbox(runtime, memoryMb, source, maxStackBytes) {
   let sandbox;
   try {
-    runtime.setMaxStackSize(MAX_STACK_BYTES);
+    runtime.setMaxStackSize(maxStackBytes);
     runtime.setMemoryLimit(Math.max(8 * 1024 * 1024, memoryMb * 1024 * 1024 - MEMORY_HEADROOM_BYTES));
     runtime.setInterruptHandler(() => sandbox?.hostInterrupt() ?? false);
     const ctx = runtime.newContext();
