@@ -503,7 +503,8 @@ export function createBackgroundRuns(service: RunStoreSide, options: ResolvedRun
     view: async (run) => {
       const record = 'controller' in run ? runRecord(run) : run
       const cancelRequested = 'controller' in run && run.cancelRequested
-      return viewOf(record, cancelRequested, record.status === 'running' ? (await sources.approvals())(record.callId) : [])
+      // A cancelled run's requests are being withdrawn (a decision answers APPROVAL_WITHDRAWN): none is listed as open.
+      return viewOf(record, cancelRequested, record.status === 'running' && !cancelRequested ? (await sources.approvals())(record.callId) : [])
     },
     cancel: (run, reason) => table.cancel(run, reason),
     openStream: () => table.openStream(),
