@@ -30,6 +30,7 @@ import type { ApprovalBroker } from '../src/approvals/index.js'
 import type { DurableStore } from '../src/durable/index.js'
 import { createToolsApp } from '../src/http/index.js'
 import { createToolRuntime } from '../src/registry/index.js'
+import { ToolError } from '../src/errors.js'
 import type { ToolRuntime } from '../src/runtime-types.js'
 import { startOtel } from './start-otel.js'
 import { openPostgresStore } from './start-postgres.js'
@@ -208,13 +209,35 @@ function addPages(app: Hono, staticDir: string | undefined, tokens: { readonly p
   }
 }
 
+/** `PORT` as `npm start` reads it: absent or empty → the default; else a whole number from 0 to 65535 (0: a free port). */
+export function portFromEnv(value: string | undefined): number | undefined {
+  if (value === undefined || value.trim() === '') return undefined
+  const digits = value.trim()
+  if (!/^\d{1,5}$/.test(digits) || Number(digits) > 65_535) {
+    throw new ToolError('INVALID_OPTIONS', `PORT must be a whole number from 0 to 65535 (got ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}); PORT=9000 npm start listens on port 9000`)
+  }
+  return Number(digits)
+}
+
+/**
+ * What `npm start` prints for a start-up failure a person can fix (a bad \`PORT\`, a port
+ * already taken), without a stack; `undefined` for anything else (printed in full).
+ */
+export function startFailureMessage(error: unknown): string | undefined {
+  const { code, port, message } = (error ?? {}) as { code?: unknown; port?: unknown; message?: unknown }
+  if (code === 'EADDRINUSE') {
+    return `port ${typeof port === 'number' ? port : '?'} is already in use on 127.0.0.1 (another server, or another npm start): stop it, or pick another port: PORT=9000 npm start`
+  }
+  if (error instanceof ToolError && code === 'INVALID_OPTIONS') return String(message)
+  return undefined
+}
+
 /**
  * Starts the server `npm start` runs (exported so tests and other scripts can start it
  * in-process).
  */
 export async function startServer(options: StartServerOptions = {}): Promise<StartedServer> {
-  const envPort = process.env.PORT === undefined || process.env.PORT === '' ? undefined : Number(process.env.PORT)
-  const port = options.port ?? envPort ?? 8787
+  const port = options.port ?? portFromEnv(process.env.PORT) ?? 8787
   const kept = options.token !== undefined && options.apiToken !== undefined ? undefined : loadStartTokens(options.dataDir, process.env)
   const token = options.token ?? kept!.playground
   const apiToken = options.apiToken ?? kept!.api
@@ -323,7 +346,16 @@ export async function main(): Promise<void> {
   // With TOOLYARD_DATABASE_URL, runs, approvals and events live in PostgreSQL, shared by every instance on it.
   const databaseUrl = process.env.TOOLYARD_DATABASE_URL
   const database = databaseUrl ? await openPostgresStore(databaseUrl) : undefined
-  const started = await startServer({ dataDir, ...(database === undefined ? {} : { store: database.store }) })
+  let started: StartedServer
+  try {
+    started = await startServer({ dataDir, ...(database === undefined ? {} : { store: database.store }) })
+  } catch (error) {
+    const message = startFailureMessage(error)
+    if (message === undefined) throw error
+    await database?.close()
+    console.error(`\n  npm start: ${message}\n`)
+    process.exit(1)
+  }
   const lines = [
     '',
     `  toolyard is listening on ${started.url}`,
