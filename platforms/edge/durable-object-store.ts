@@ -11,12 +11,14 @@ import {
   readIfVersion,
   readListOptions,
   resolveMaxValueBytes,
+  STORE_OPTION_KEYS,
   storeError,
   versionMatches,
   type DurableStore,
   type StoreOptions,
   type StorePutResult,
 } from '../../src/durable/store.js'
+import { refuseUnknownOptions } from '../../src/util/unknown-field.js'
 
 /**
  * The part of Cloudflare's `DurableObjectStorage` this driver uses, typed locally so the
@@ -92,6 +94,9 @@ function assertStorage(storage: unknown): asserts storage is DurableObjectStorag
  */
 export function createDurableObjectStore(storage: DurableObjectStorageLike, options?: DurableObjectStoreOptions): DurableStore {
   assertStorage(storage)
+  refuseUnknownOptions(options, STORE_OPTION_KEYS, (message) => {
+    throw storeError('INVALID_OPTIONS', `createDurableObjectStore: ${message}`)
+  })
   const maxValueBytes = resolveMaxValueBytes(options, DEFAULT_DURABLE_OBJECT_MAX_VALUE_BYTES)
   const currentVersion = async (key: string) => (await storage.get([VERSION + key])).get(VERSION + key) as string | undefined
 

@@ -11,12 +11,15 @@ import {
   readIfVersion,
   readListOptions,
   resolveMaxValueBytes,
+  STORE_OPTION_KEYS,
+  storeError,
   versionMatches,
   type DurableStore,
   type StoreEntry,
   type StoreOptions,
 } from './store.js'
 import { firstAtOrAfter } from './_sorted-keys.js'
+import { refuseUnknownOptions } from '../util/unknown-field.js'
 
 /** Options of {@link createMemoryStore}. */
 export type MemoryStoreOptions = StoreOptions
@@ -35,6 +38,9 @@ export type MemoryStoreOptions = StoreOptions
  * ```
  */
 export function createMemoryStore(options?: MemoryStoreOptions): DurableStore {
+  refuseUnknownOptions(options, STORE_OPTION_KEYS, (message) => {
+    throw storeError('INVALID_OPTIONS', `createMemoryStore: ${message}`)
+  })
   const maxValueBytes = resolveMaxValueBytes(options)
   const entries = new Map<string, StoreEntry>()
   // Every key, in UTF-16 code unit order (the order `list` pages in): a page is a binary search

@@ -72,6 +72,9 @@ export interface StoreOptions {
   readonly maxValueBytes?: number
 }
 
+/** The option names of {@link StoreOptions}: a store that takes no others refuses the rest (a misspelt cap stays no default). */
+export const STORE_OPTION_KEYS: readonly string[] = ['maxValueBytes']
+
 /** The longest key, in characters (a key becomes a file name of twice its length on Node: 255 bytes is the usual limit). */
 export const MAX_STORE_KEY_LENGTH = 120
 /** The default value cap: 1 MiB (a parked run's journal is expected to stay under 64 KiB). */

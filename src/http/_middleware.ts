@@ -151,9 +151,13 @@ function bearerTokenCheck(set: PrincipalSet, open: ReadonlySet<string>, hint: st
   const said = (message: string): string => (hint === undefined ? message : `${message}; ${hint}`)
   return async (c, next) => {
     if (open.has(c.req.path)) return next()
-    const presented = bearerToken(c.req.header('Authorization'))
+    const header = c.req.header('Authorization')
+    const presented = bearerToken(header)
     if (presented === undefined) {
-      throw new HttpError('UNAUTHORIZED', said('a bearer token is required'), { 'WWW-Authenticate': 'Bearer realm="toolyard"' })
+      // A header that is there but is not one bearer token (another scheme, two headers joined
+      // by a comma, two tokens) is told as such: "required" would send its sender looking for a header it sent.
+      const why = header === undefined || header.trim() === '' ? 'a bearer token is required' : 'the Authorization header must be "Bearer <token>": one bearer token'
+      throw new HttpError('UNAUTHORIZED', said(why), { 'WWW-Authenticate': 'Bearer realm="toolyard"' })
     }
     const principal = await set.identify(presented)
     if (principal === undefined) {

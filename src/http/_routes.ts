@@ -23,6 +23,7 @@ import { ANY_ROLE, agentFor, clientCallId, requestPrincipal } from './_principal
 import { streamRun } from './_run-stream.js'
 import type { SessionLogHub } from './session-log-hub.js'
 import { traceFieldOf } from '../telemetry/trace-context.js'
+import { quoteName } from '../util/unknown-field.js'
 
 /** The validated configuration the routes read. */
 export interface ApiConfig {
@@ -67,7 +68,7 @@ const RUN_CODE = RUN_CODE_TOOL_NAME
  * `GET /v1/tools/:name`, `POST …/execute` and `POST /v1/run` say the same thing.
  */
 export function unknownToolMessage(name: string): string {
-  return `unknown tool ${JSON.stringify(name)}`
+  return `unknown tool ${quoteName(name)}`
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

@@ -113,10 +113,16 @@ export function checkRuntime(runtime: unknown, fail: (message: string) => never)
   }
 }
 
-/** Validates {@link ServerOptions}; `fail` throws the factory's `INVALID_OPTIONS`. */
-export function resolveServerOptions(options: ServerOptions, fail: (message: string) => never): ResolvedServerOptions {
-  if (typeof options !== 'object' || options === null) fail('options must be an object')
+/**
+ * Validates {@link ServerOptions}; `fail` throws the factory's `INVALID_OPTIONS`. `known` is every
+ * name the factory's options hold (these and its own): any other is refused before a value is read,
+ * so a misspelt `tokens` is named as such rather than told as "a token is required"; a moved
+ * option is told where it went first.
+ */
+export function resolveServerOptions(options: ServerOptions, fail: (message: string) => never, known: readonly string[] = SERVER_OPTION_KEYS): ResolvedServerOptions {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) fail('options must be an object')
   for (const [name, where] of Object.entries(MOVED)) if (Object.hasOwn(options, name)) fail(`${name} is no longer an option here: ${where}`)
+  refuseUnknownOptions(options, known, fail)
   const { notConfigured, principals, unauthorizedHint } = resolveAuthOptions(options, fail)
   refuseUnknownOptions(options.cors, CORS_KEYS, fail, 'cors.')
   const corsOrigins = options.cors === undefined ? new Set<string>() : exactOrigins(options.cors?.origins, fail)

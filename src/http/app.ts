@@ -12,7 +12,6 @@ import { mountMcp, type McpOptions } from '../mcp/server.js'
 import { requireRole } from './_principals.js'
 import { HttpError, httpErrorHandler, httpNotFound } from './http-errors.js'
 import { SERVER_OPTION_KEYS, checkRuntime, optionsError, resolveServerOptions, serverGate, type ResolvedServerOptions, type ServerOptions } from './_server-options.js'
-import { refuseUnknownOptions } from '../util/unknown-field.js'
 import { CALL_ID_HEADER, SDK_LANGUAGE_HEADER, apiRoutes } from './_routes.js'
 import { holdRuns, runRoutes } from './_runs.js'
 import type { RunsConfig } from './_runs.js'
@@ -52,8 +51,7 @@ const APP_OPTION_KEYS: readonly string[] = [...SERVER_OPTION_KEYS, 'heartbeatMs'
 
 function validateOptions(runtime: ToolRuntime, options: ToolsAppOptions): ValidatedOptions {
   checkRuntime(runtime, invalidOptions)
-  const server = resolveServerOptions(options, invalidOptions)
-  refuseUnknownOptions(options, APP_OPTION_KEYS, invalidOptions)
+  const server = resolveServerOptions(options, invalidOptions, APP_OPTION_KEYS)
   const heartbeatMs = options.heartbeatMs ?? 15_000
   if (typeof heartbeatMs !== 'number' || !Number.isFinite(heartbeatMs) || heartbeatMs < 0) invalidOptions('heartbeatMs must be a non-negative number')
   if (options.mcp !== undefined && options.mcp !== true && (typeof options.mcp !== 'object' || options.mcp === null)) invalidOptions('mcp must be true or an object of MCP options')

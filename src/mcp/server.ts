@@ -20,7 +20,7 @@ import { agentFor, requestPrincipal, requireRole } from '../http/_principals.js'
 import { HttpError, httpErrorHandler, httpNotFound } from '../http/http-errors.js'
 import type { InternalErrorReporter } from '../http/http-errors.js'
 import { readJsonBody, unknownFieldMessage } from '../http/request-body.js'
-import { checkRuntime, optionsError, resolveServerOptions, serverGate, type ResolvedServerOptions, type ServerOptions } from '../http/_server-options.js'
+import { SERVER_OPTION_KEYS, checkRuntime, optionsError, resolveServerOptions, serverGate, type ResolvedServerOptions, type ServerOptions } from '../http/_server-options.js'
 import { wantsEventStream } from '../http/_routes.js'
 import { sseResponse } from '../http/_sse-sender.js'
 import { ElicitationChannel, cannotAsk, elicitingSession, elicitingSessionOf, type SendToClient } from './_elicitation.js'
@@ -699,7 +699,7 @@ export function mcpAppHeld(app: Hono): { readonly questions: number; readonly ca
 export function createMcpApp(runtime: ToolRuntime, options: McpAppOptions): Hono {
   const fail = optionsError('createMcpApp')
   checkRuntime(runtime, fail)
-  const server = resolveServerOptions(options, fail)
+  const server = resolveServerOptions(options, fail, [...SERVER_OPTION_KEYS, ...MCP_FIELDS])
   const mcp: Record<string, unknown> = {}
   for (const field of MCP_FIELDS) if (Object.hasOwn(options, field)) mcp[field] = (options as unknown as Record<string, unknown>)[field]
   return mcpApp(validateMcpOptions(runtime, server, mcp as McpOptions, fail))

@@ -14,6 +14,7 @@ import { failure, failureFromError, snapshotContent, withContent } from './resul
 import type { ExecuteHow } from './context.js'
 import type { CallSpan } from '../telemetry/telemetry.js'
 import { Schedule, UNSCHEDULED, type DispatchBreak, type PipelinePhase } from './schedule.js'
+import { quoteName } from '../util/unknown-field.js'
 
 export type { PipelineCore } from './call.js'
 
@@ -64,7 +65,7 @@ const POLICY: readonly Stage[] = [
     name: 'resolve',
     run: (call) => {
       call.registered = call.core.layers.view(call.agent).resolve(call.execution.name)
-      return call.registered === undefined ? failure('UNKNOWN_TOOL', `unknown tool ${JSON.stringify(call.execution.name)}`) : undefined
+      return call.registered === undefined ? failure('UNKNOWN_TOOL', `unknown tool ${quoteName(call.execution.name)}`) : undefined
     },
   },
   {

@@ -8,6 +8,7 @@ import { compareCodePoints } from '../code-mode/sdk-common.js'
 import { allowsCaller, type RegisteredTool } from '../schema/tool-definition.js'
 import type { AgentToolView } from '../runtime-types.js'
 import type { ToolCaller, ToolPresentationMode, ToolSchema } from '../types.js'
+import { quoteName } from '../util/unknown-field.js'
 
 /**
  * Whether a tool (a definition or its wire schema, which carries `callers` when they are
@@ -90,7 +91,7 @@ export class ToolView {
    */
   routeBack(name: string, caller: ToolCaller): string | undefined {
     if (caller !== 'native' || name === RUN_CODE_TOOL_NAME || this.mode !== 'code') return undefined
-    return this.resolve(name) !== undefined ? routeBackMessage(name) : `unknown tool ${JSON.stringify(name)}`
+    return this.resolve(name) !== undefined ? routeBackMessage(name) : `unknown tool ${quoteName(name)}`
   }
 
   /** The refusal of `caller` by a resolved tool's `callers` (a hint), else `undefined`. */

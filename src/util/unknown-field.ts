@@ -44,6 +44,20 @@ function closestField(name: string, allowed: readonly string[]): string | undefi
 }
 
 /**
+ * `name` quoted for a message: JSON-quoted, at most {@link MAX_SUGGESTED_NAME} characters of it and
+ * its length past that, so a name a client or a program chose (a tool name in a URL, an unknown
+ * field) is never echoed back whole (a 16 KB path segment, say).
+ * @example
+ * ```ts
+ * quoteName('nope') // '"nope"'
+ * quoteName('a'.repeat(5000)) // '"aaaa…aaaa"… (5000 characters)', 64 a's quoted
+ * ```
+ */
+export function quoteName(name: string, prefix = ''): string {
+  return name.length > MAX_SUGGESTED_NAME ? `${JSON.stringify(prefix + name.slice(0, MAX_SUGGESTED_NAME))}… (${name.length} characters)` : JSON.stringify(prefix + name)
+}
+
+/**
  * Why a JSON object carries a field the receiver does not read, or `undefined` when every own key
  * is in `allowed`.
  * @example
@@ -55,7 +69,7 @@ function closestField(name: string, allowed: readonly string[]): string | undefi
 export function unknownFieldMessage(value: Record<string, unknown>, allowed: readonly string[], where: string): string | undefined {
   for (const key of Object.keys(value)) {
     if (allowed.includes(key)) continue
-    const shown = key.length > MAX_SUGGESTED_NAME ? `${JSON.stringify(key.slice(0, MAX_SUGGESTED_NAME))}… (${key.length} characters)` : JSON.stringify(key)
+    const shown = quoteName(key)
     const closest = closestField(key, allowed)
     const hint = closest === undefined ? '' : `did you mean ${JSON.stringify(closest)}? `
     return `unknown field ${shown} in ${where} (${hint}expected: ${allowed.join(', ')})`
@@ -75,7 +89,7 @@ export function refuseUnknownOptions(options: unknown, known: readonly string[],
   if (typeof options !== 'object' || options === null || Array.isArray(options)) return
   for (const key of Object.keys(options)) {
     if (known.includes(key)) continue
-    const name = key.length > MAX_SUGGESTED_NAME ? `${JSON.stringify(prefix + key.slice(0, MAX_SUGGESTED_NAME))}… (${key.length} characters)` : JSON.stringify(prefix + key)
+    const name = quoteName(key, prefix)
     const closest = closestField(key, known)
     const hint = closest === undefined ? '' : `did you mean ${JSON.stringify(prefix + closest)}? `
     fail(`unknown option ${name} (${hint}known: ${known.map((k) => prefix + k).join(', ')})`)

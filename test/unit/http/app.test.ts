@@ -247,6 +247,7 @@ describe('bearer token: only the exact token under the Bearer scheme gets in (AP
     ['the scheme glued to the token', `Bearer${TOKEN}`],
     ['a colon after the scheme', `Bearer:${TOKEN}`],
     ['two tokens', `Bearer ${TOKEN} ${TOKEN}`],
+    ['two Authorization headers, joined by the server', `Bearer ${TOKEN}, Bearer ${TOKEN}`],
   ]
 
   for (const endpoint of ['api', 'mcp'] as const) {
@@ -261,7 +262,8 @@ describe('bearer token: only the exact token under the Bearer scheme gets in (AP
       const response = await endpoints[endpoint](authorization)
       expect(response.status).toBe(401)
       expect(response.headers.get('WWW-Authenticate')).toBe('Bearer realm="toolyard"')
-      expect(await errorOf(response)).toEqual({ code: 'UNAUTHORIZED', message: 'a bearer token is required' })
+      const absent = authorization === undefined || authorization === ''
+      expect(await errorOf(response)).toEqual({ code: 'UNAUTHORIZED', message: absent ? 'a bearer token is required' : 'the Authorization header must be "Bearer <token>": one bearer token' })
     })
 
     it(`${endpoint}: accepts the exact token under any case of the scheme`, async () => {
@@ -336,6 +338,16 @@ describe('one response shape', () => {
       expect(described).toEqual({ code: 'UNKNOWN_TOOL', message: `unknown tool "${name}"` })
       expect(executed).toEqual(described)
     }
+  })
+
+  it('an unknown tool name a client chose is quoted at most 64 characters and its length, never echoed whole', async () => {
+    const { app, runtime } = createFixture()
+    const name = 'a'.repeat(5_000)
+    const message = `unknown tool "${'a'.repeat(64)}"… (5000 characters)`
+    expect(await errorOf(await app.request(`/v1/tools/${name}`, { headers: AUTH }))).toEqual({ code: 'UNKNOWN_TOOL', message })
+    expect(await errorOf(await app.request(`/v1/tools/${name}/execute`, post({ arguments: {} })))).toEqual({ code: 'UNKNOWN_TOOL', message })
+    const result = await runtime.execute({ callId: 'c-long', name, arguments: {}, signal: new AbortController().signal })
+    expect(result.isError ? [result.error.info?.code, result.error.message] : result.value).toEqual(['UNKNOWN_TOOL', message])
   })
 })
 

@@ -17,6 +17,9 @@ import { createToolsApp } from '../../../src/http/index.js'
 import { createToolRuntime } from '../../../src/registry/index.js'
 import { refuseUnknownOptions } from '../../../src/util/unknown-field.js'
 import { createFileStore } from '../../../platforms/node/file-store.js'
+import { createDurableObjectStore } from '../../../platforms/edge/durable-object-store.js'
+import { createMemoryStore } from '../../../src/durable/memory-store.js'
+import { createMcpApp } from '../../../src/mcp/index.js'
 import { serve } from '../../../platforms/node/serve.js'
 import { createPostgresStore } from '../../../platforms/postgres/index.js'
 
@@ -132,6 +135,37 @@ describe('the stores and serve', () => {
       code: 'INVALID_OPTIONS',
       message: 'serve: options must be an object',
     })
+  })
+})
+
+describe('the memory and Durable Object stores, createMcpApp, and options that are not an object', () => {
+  it('createMemoryStore and createDurableObjectStore refuse maxValueByte, and take maxValueBytes', () => {
+    expect(refusal(() => createMemoryStore({ maxValueByte: 10 } as never))).toEqual({
+      code: 'INVALID_OPTIONS',
+      message: 'createMemoryStore: unknown option "maxValueByte" (did you mean "maxValueBytes"? known: maxValueBytes)',
+    })
+    expect(refusal(() => createMemoryStore({ maxValueBytes: 10 }))).toBeUndefined()
+    const storage = { get: async () => new Map(), put: async () => {}, delete: async () => true, list: async () => new Map(), transaction: async () => undefined }
+    expect(refusal(() => createDurableObjectStore(storage as never, { maxValueByte: 10 } as never))?.message).toBe(
+      'createDurableObjectStore: unknown option "maxValueByte" (did you mean "maxValueBytes"? known: maxValueBytes)',
+    )
+  })
+
+  it('createMcpApp refuses a misspelt MCP or server option, naming the closest, before it reads any', () => {
+    const runtime = createToolRuntime({})
+    expect(refusal(() => createMcpApp(runtime, { auth: false, maxBatchLenght: 4 } as never))?.message).toMatch(
+      /^createMcpApp: unknown option "maxBatchLenght" \(did you mean "maxBatchLength"\? known: token, tokens, .*, agent, maxBatchLength, maxBatchResponseBytes, serverInfo, instructions\)$/,
+    )
+    // A misspelt token is named, not told as a missing one.
+    expect(refusal(() => createMcpApp(runtime, { tokns: [] } as never))?.message).toContain('unknown option "tokns" (did you mean "tokens"?')
+    expect(refusal(() => createMcpApp(runtime, { auth: false, agent: 'a', maxBatchLength: 4, serverInfo: { name: 'n', version: '1' }, instructions: 'i' }))).toBeUndefined()
+  })
+
+  it('createToolsApp names a misspelt token option rather than asking for a token; an array is not an options object', () => {
+    const runtime = createToolRuntime({})
+    expect(refusal(() => createToolsApp(runtime, { tokn: 'a'.repeat(32) } as never))?.message).toContain('unknown option "tokn" (did you mean "token"?')
+    expect(refusal(() => createToolsApp(runtime, [] as never))).toEqual({ code: 'INVALID_OPTIONS', message: 'createToolsApp: options must be an object' })
+    expect(refusal(() => createMcpApp(runtime, [] as never))).toEqual({ code: 'INVALID_OPTIONS', message: 'createMcpApp: options must be an object' })
   })
 })
 
