@@ -433,6 +433,7 @@ async function run(): Promise<void> {
   const runner = backend()
   const built = new Map<string, { readonly key: string; readonly card: HTMLDetailsElement }>()
   let cardsMore: HTMLElement | undefined
+  let drawnSpan = 0
   let frame = 0
   /**
    * Draws the run; a frame builds at most MAX_BUILT_PER_FRAME cards and rows (new ones, or
@@ -474,7 +475,9 @@ async function run(): Promise<void> {
     }
     const list = cards.length === all.length ? all : all.slice(0, cards.length)
     const hidden = calls.hidden(list)
-    renderTimeline(byId('timeline'), list, where === 'tab' ? performance.now() - clock : calls.latest, hidden, budget)
+    // While a flood runs the axis only grows, by doubling (growingSpan): a redraw moves no settled bar.
+    const growFrom = !complete && calls.size > calls.maxDrawn ? drawnSpan : undefined
+    drawnSpan = renderTimeline(byId('timeline'), list, where === 'tab' ? performance.now() - clock : calls.latest, hidden, budget, growFrom)
     if (hidden.count > 0) {
       // One node, its text replaced in place: the box below is left untouched.
       cardsMore = updateHiddenRow(cardsMore, hidden, 'cards-more')

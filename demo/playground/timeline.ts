@@ -61,16 +61,25 @@ const frames = new WeakMap<HTMLElement, { readonly axis: HTMLElement; span: numb
  * text) until its state or its label's side changes; the axis is redrawn when the span
  * changes; only the rows that changed are removed or inserted (syncChildren). With a
  * `budget`, a row whose shape changed keeps its last drawing once the budget is spent (a
- * row never drawn is built whatever the budget: the caller bounds the new records).
+ * row never drawn is built whatever the budget: the caller bounds the new records). With
+ * `growFrom` (the span drawn last, while a flood runs) the axis only grows, by doubling
+ * ({@link growingSpan}). Returns the span drawn.
  */
-export function renderTimeline(target: HTMLElement, records: readonly SubCallRecord[], now: number, hidden?: HiddenCalls, budget?: DrawBudget): void {
+export function renderTimeline(
+  target: HTMLElement,
+  records: readonly SubCallRecord[],
+  now: number,
+  hidden?: HiddenCalls,
+  budget?: DrawBudget,
+  growFrom?: number,
+): number {
   if (records.length === 0) {
     replaceChildren(target, h('p', { class: 'hint small' }, 'No sub-calls: the program called no tools.'))
-    return
+    return 0
   }
   let latest = Math.max(1, now)
   for (const record of records) latest = Math.max(latest, record.end ?? now)
-  const span = axisSpan(latest)
+  const span = growFrom === undefined ? axisSpan(latest) : growingSpan(latest, growFrom)
   let frame = frames.get(target)
   if (frame === undefined) {
     frame = { axis: h('div', { class: 'axis' }), span: 0 }
@@ -87,6 +96,7 @@ export function renderTimeline(target: HTMLElement, records: readonly SubCallRec
     children.push(frame.more)
   }
   syncChildren(target, children)
+  return span
 }
 
 /**
@@ -98,6 +108,20 @@ export function renderTimeline(target: HTMLElement, records: readonly SubCallRec
 export function axisSpan(latest: number): number {
   const half = niceStep(latest) / 2
   return Math.ceil(latest / half - 1e-9) * half
+}
+
+/**
+ * The axis's length while a flood runs (more calls than the page draws, redrawn every 200 ms),
+ * `previous` the length drawn last: it holds until the run passes it, then at least doubles.
+ * A change of length moves every drawn bar (style, layout and paint of every rendered row:
+ * most of a flood's redraw), and {@link axisSpan}'s half step (250 ms for a run of 1–3 s)
+ * changes at nearly every redraw; doubling changes it log2(length) times in a run, and the
+ * bars still fill more than 40 % of the track (under 2 × 1.21 × `latest`). The draw after the
+ * run has ended fits the axis again ({@link axisSpan}).
+ */
+export function growingSpan(latest: number, previous: number): number {
+  if (latest <= previous) return previous
+  return axisSpan(Math.max(latest, previous * 2))
 }
 
 function axisTicks(span: number): HTMLElement[] {

@@ -35,6 +35,36 @@ const FLOOD = [
   'return (await Promise.all(ps)).length',
 ].join('\n')
 
+/** A flood that goes on for seconds: 30 awaited waves of 100 calls. */
+const WAVES = [
+  'const ps = []',
+  'for (let w = 0; w < 30; w++) {',
+  "  for (let i = 0; i < 100; i++) ps.push(tools.get_product({ id: 'P012' }))",
+  '  await ps[ps.length - 1]',
+  '}',
+  'return (await Promise.all(ps)).length',
+].join('\n')
+
+/**
+ * The redraws (deliveries of the timeline's mutations, one per redraw) that moved a settled
+ * bar (a style write), all of them and those once the run is a flood (more calls than drawn).
+ */
+const MOVES = `{
+  const probe = { moves: 0, flood: 0, moved: 0, redraws: 0 }
+  globalThis.moveProbe = probe
+  new MutationObserver((records) => {
+    probe.redraws++
+    const bars = new Set()
+    for (const record of records) if (record.type === 'attributes' && record.target.matches('.bar[data-state="done"]')) bars.add(record.target)
+    if (bars.size === 0) return
+    probe.moves++
+    // A flood: more calls than the page draws (those drawn, and those the summary counts).
+    const more = document.querySelector('[data-testid="timeline-more"]')
+    if (Number(more?.dataset.count ?? 0) + document.querySelectorAll('#timeline .row').length > ${MAX_DRAWN_CALLS}) probe.flood++
+    probe.moved = Math.max(probe.moved, bars.size)
+  }).observe(document.getElementById('timeline'), { subtree: true, childList: true, characterData: true, attributes: true, attributeFilter: ['style'] })
+}`
+
 /**
  * Installed in the page before Run (a string: the test's transpiler helpers do not exist there):
  * the most rows (cards) one redraw put in the timeline (the cards), and the longest gap of a 2 ms interval.
@@ -138,5 +168,26 @@ describe('a 10,000-call flood in the playground tab', () => {
     expect(probe.gap).toBeLessThan(1_000)
     // The failed health probe of the absent server is the only network error the page may log.
     expect(problems.filter((p) => !/Failed to load resource/.test(p))).toEqual([])
+  })
+
+  it('while a flood goes on, a redraw seldom moves the settled bars: the axis only doubles', { timeout: 120_000 }, async () => {
+    // 30 waves of 100 calls, each awaited (the tab's simulated latency, 40–120 ms a call): a
+    // flood (3,000 calls, past the drawn bound) that goes on for seconds, redrawn every 200 ms.
+    await page.selectOption('[data-testid="latency"]', { index: 1 })
+    await page.click('.cm-content')
+    await page.keyboard.press('Control+A')
+    await page.keyboard.insertText(WAVES)
+    await page.evaluate(MOVES)
+    await page.click('[data-testid="run"]')
+    await page.waitForFunction(() => document.querySelector<HTMLElement>('[data-testid="status"]')?.dataset.state !== 'running', undefined, { timeout: 100_000, polling: 100 })
+    expect(await page.getAttribute('[data-testid="status"]', 'data-state')).toBe('ok')
+    const moves = (await page.evaluate('({ ...globalThis.moveProbe })')) as { moves: number; flood: number; moved: number; redraws: number }
+    // A move is a style write on every drawn bar, then style, layout and paint of every row the
+    // page renders (most of a flood's redraw). The axis used to grow by half a tick step (every
+    // 250–2,500 ms here), moving all 200 settled bars at 23 redraws of this flood; it now holds
+    // until the run passes it, then doubles (growingSpan): 3 to 5 moves (load 3–8), the last the
+    // fit after the run (the bound leaves room for a slower start under load).
+    expect(moves.moved).toBe(MAX_DRAWN_CALLS)
+    expect(moves.flood, JSON.stringify(moves)).toBeLessThanOrEqual(8)
   })
 })

@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest'
 import type { SubCallRecord } from '../../../demo/playground/cards.js'
 import { callState, hiddenText, MAX_DRAWN_CALLS, RunCalls } from '../../../demo/playground/run-calls.js'
-import { axisSpan } from '../../../demo/playground/timeline.js'
+import { axisSpan, growingSpan } from '../../../demo/playground/timeline.js'
 
 const record = (i: number): SubCallRecord => ({ subCallId: `c${i}`, name: 'get_product', arguments: { id: 'P012' }, start: i, mode: 'parallel' })
 
@@ -82,5 +82,32 @@ describe('the timeline axis while a run goes on', () => {
     }
     // 625 frames at 60 per second: each change moves every settled bar, the others move none.
     expect(changes).toBeLessThan(60)
+  })
+})
+
+describe('the timeline axis while a flood goes on (redrawn every 200 ms)', () => {
+  it('covers the latest moment, fills more than 40 % of the track, and changes log2(length) times, not at every redraw', () => {
+    let half = 0
+    let grown = 0
+    let lastHalf = 0
+    let span = 0
+    for (let t = 1; t <= 30_000; t += 200) {
+      const next = growingSpan(t, span)
+      expect(next).toBeGreaterThanOrEqual(t)
+      expect(next).toBeLessThan(t * 2 * 1.21)
+      if (next !== span) grown++
+      span = next
+      const fitted = axisSpan(t)
+      if (fitted !== lastHalf) half++
+      lastHalf = fitted
+    }
+    // 150 redraws over 30 s: each change moves every drawn bar. Half a tick step (the page
+    // before) changes at 34 of them, every 2nd to 5th; doubling from 1 ms to 30 s, under 15.
+    expect(half).toBeGreaterThan(30)
+    expect(grown).toBeLessThanOrEqual(Math.ceil(Math.log2(30_000)))
+    expect(grown * 2).toBeLessThan(half)
+    // A length already past the latest moment holds; none is given (0) fits as axisSpan.
+    expect(growingSpan(900, 1_000)).toBe(1_000)
+    expect(growingSpan(700, 0)).toBe(axisSpan(700))
   })
 })
