@@ -7,7 +7,7 @@
  * run's VM lost to V8's `Maximum call stack size exceeded`). Shared by the node and workerd
  * projects: no `node:*` import here.
  */
-import { describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it } from 'vitest'
 import type { CodeRuntime } from '../../../src/code-runtime/contract.js'
 
 /** Each builds its value (or text) `N` levels deep and recurses over it natively. */
@@ -47,9 +47,14 @@ export const PLAIN_DEPTH_PROGRAM = `
   while (hi - lo > 1) { const mid = (lo + hi) >> 1; try { f(mid); lo = mid } catch { hi = mid } }
   return lo`
 
+/**
+ * The suite on the runtime `make` returns (made once for the suite, disposed after it): every
+ * shape at each of `depths` (default 5,000, 20,000 and 100,000 levels), then a next program.
+ */
 export function describeDeepNativeRecursion(name: string, make: () => CodeRuntime, options: { readonly depths?: readonly number[] } = {}): void {
   describe(`${name}: deep native recursion over data is a catchable error, never a crash`, () => {
     const runtime = make()
+    afterAll(() => runtime.dispose())
     const depths = options.depths ?? [5_000, 20_000, 100_000]
 
     it.each(depths)('at %i levels every shape is caught (or fits) and the run goes on', async (n) => {
