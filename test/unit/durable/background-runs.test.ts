@@ -97,6 +97,17 @@ const tableOptions = (over: RunTableOptions = {}) => resolveRunTableOptions(over
   throw new Error(message)
 })
 
+/** A cue store, a service on it, a table with default options, and run `http-run-1` started there (its body pending). */
+async function startedOnStore() {
+  const cues = cueStore()
+  const service = serviceOn(cues.store)
+  const t = testSources()
+  const runs = service.table(tableOptions(), t.sources)
+  const p = pendingSpec()
+  const { run, driven } = (await runs.start(p.spec))!
+  return { cues, service, t, runs, p, run, driven }
+}
+
 describe('runFrames: what a waiting run snapshots, and what a cut-off run holds back', () => {
   const setup = (waitingFor: readonly string[] = [], pastReserve = () => false) => {
     const log = createRunEventLog(1 << 20)
@@ -268,12 +279,7 @@ describe('a background run: driven to its end, written as it goes', () => {
   })
 
   it('an approval makes the run snapshot its frames with a reserve of ids, and its record say running and asked; the end deletes it', async () => {
-    const cues = cueStore()
-    const service = serviceOn(cues.store)
-    const t = testSources()
-    const runs = service.table(tableOptions(), t.sources)
-    const p = pendingSpec()
-    const { run, driven } = (await runs.start(p.spec))!
+    const { cues, service, t, runs, p, run, driven } = await startedOnStore()
     t.emit('http-run-1', 'approval', { callId: 'http-run-1:code:1' })
     // The run goes on (drained() would wait for it): its writes are awaited in the store.
     await until(async () => (await runs.stored(run.id))?.asked, 'the snapshot record')
@@ -291,12 +297,7 @@ describe('a background run: driven to its end, written as it goes', () => {
   })
 
   it('a run that parks before any approval frame: its table snapshots its frames first, so the park never lands without them', async () => {
-    const cues = cueStore()
-    const service = serviceOn(cues.store)
-    const t = testSources()
-    const runs = service.table(tableOptions(), t.sources)
-    const p = pendingSpec()
-    const { run, driven } = (await runs.start(p.spec))!
+    const { cues, service, t, p, run, driven } = await startedOnStore()
     t.emit('http-run-1', 'log', { line: 'before the park' })
     await service.park('http-run-1')
     const snapshot = (await createStoreRunEvents(cues.store, 1 << 20).read(run.id))!
@@ -307,12 +308,7 @@ describe('a background run: driven to its end, written as it goes', () => {
   })
 
   it('a park asked for a run this table does not hold, or holds ended, writes no snapshot', async () => {
-    const cues = cueStore()
-    const service = serviceOn(cues.store)
-    const t = testSources()
-    const runs = service.table(tableOptions(), t.sources)
-    const p = pendingSpec()
-    const { run, driven } = (await runs.start(p.spec))!
+    const { cues, service, t, runs, p, run, driven } = await startedOnStore()
     p.finish(ok(1))
     await driven
     await service.drained()
@@ -325,12 +321,7 @@ describe('a background run: driven to its end, written as it goes', () => {
   })
 
   it('parked when its runtime stopped: no result or end, the cut-off frames dropped, a final snapshot (no reserve), the record still running', async () => {
-    const cues = cueStore()
-    const service = serviceOn(cues.store)
-    const t = testSources()
-    const runs = service.table(tableOptions(), t.sources)
-    const p = pendingSpec()
-    const { run, driven } = (await runs.start(p.spec))!
+    const { cues, service, t, runs, p, run, driven } = await startedOnStore()
     t.emit('http-run-1', 'approval', { callId: 'http-run-1:code:1' })
     // Asked while the waiting snapshot may still be queued: that one becomes the final one.
     t.emit('http-run-1', 'dispatch', { subCallId: 'http-run-1:code:1', outcome: 'cut off' })
@@ -347,12 +338,7 @@ describe('a background run: driven to its end, written as it goes', () => {
   })
 
   it('a failed result of a run that is not parked (or cannot be read) ends it failed, with its held frames', async () => {
-    const cues = cueStore()
-    const service = serviceOn(cues.store)
-    const t = testSources()
-    const runs = service.table(tableOptions(), t.sources)
-    const p = pendingSpec()
-    const { run, driven } = (await runs.start(p.spec))!
+    const { cues, t, runs, p, run, driven } = await startedOnStore()
     t.emit('http-run-1', 'approval', { callId: 'http-run-1:code:1' })
     t.emit('http-run-1', 'dispatch', { subCallId: 'http-run-1:code:1' })
     cues.before = (op) => {
