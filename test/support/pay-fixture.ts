@@ -8,12 +8,33 @@ import { createApprovalBroker } from '../../src/approvals/index.js'
 import type { PendingApproval } from '../../src/approvals/index.js'
 import { createMemoryStore } from '../../src/durable/index.js'
 import type { ToolsAppOptions } from '../../src/http/index.js'
+import type { ToolRuntime } from '../../src/runtime-types.js'
 import { defineTool } from '../../src/schema/define-tool.js'
 import { createInProcessRuntime } from '../unit/code-mode/support/in-process-runtime.js'
 import { PERSON_TOKEN, ROLE_TOKENS, createFixture, jsonAuth } from '../unit/http/fixtures.js'
 
 /** A pending approval as `GET /v1/approvals` lists it. */
 export type ListedApproval = PendingApproval & { principal?: string }
+
+/**
+ * Registers `pay` on `runtime` (`{ cents }` → `"paid <cents>"`), with a `tools/pre-execute` hook that
+ * makes every `pay` call ask a person ("money moves"); `onPay` hears each call a person allowed.
+ */
+export function registerAskingPay(runtime: Pick<ToolRuntime, 'register' | 'on'>, onPay: (cents: number) => void = () => {}): void {
+  runtime.register(
+    defineTool({
+      name: 'pay',
+      description: 'Pays (a person approves first).',
+      parameters: { cents: { type: 'number', required: true } },
+      output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] },
+      execute: (args) => {
+        onPay(args.cents)
+        return `paid ${args.cents}`
+      },
+    }),
+  )
+  runtime.on('tools/pre-execute', (decision, execution) => (execution.name === 'pay' ? { kind: 'ask', reason: 'money moves' } : decision))
+}
 
 /**
  * The app (`tokens` default to the three role tokens) over a runtime with an in-process code
@@ -27,19 +48,7 @@ export function payFixture(appOptions: Partial<ToolsAppOptions> = {}) {
     { tokens: ROLE_TOKENS, ...appOptions },
   )
   const paid: unknown[] = []
-  fixture.runtime.register(
-    defineTool({
-      name: 'pay',
-      description: 'Pays (asks a person first).',
-      parameters: { cents: { type: 'number', required: true } },
-      output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] },
-      execute: (args) => {
-        paid.push(args.cents)
-        return `paid ${args.cents}`
-      },
-    }),
-  )
-  fixture.runtime.on('tools/pre-execute', (decision, execution) => (execution.name === 'pay' ? { kind: 'ask', reason: 'money moves' } : decision))
+  registerAskingPay(fixture.runtime, (cents) => paid.push(cents))
   const request = (path: string, token: string, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}) =>
     Promise.resolve(
       fixture.app.request(path, {

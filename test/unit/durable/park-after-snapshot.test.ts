@@ -24,6 +24,7 @@ import { createToolRuntime } from '../../../src/registry/runtime.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
 import { AUTH, JSON_AUTH, TOKEN, sseFrames } from '../http/fixtures.js'
 import type { SseFrame } from '../http/fixtures.js'
+import { registerAskingPay } from '../../support/pay-fixture.js'
 import { until } from '../../support/poll.js'
 
 const cleanups: (() => Promise<void>)[] = []
@@ -123,16 +124,7 @@ function processOn(store: DurableStore, parkAfterMs: number, onPark: () => void 
       execute: (args) => args.text,
     }),
   )
-  runtime.register(
-    defineTool({
-      name: 'pay',
-      description: 'Pays (a person approves first).',
-      parameters: { cents: { type: 'number', required: true } },
-      output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] },
-      execute: (args) => `paid ${args.cents}`,
-    }),
-  )
-  runtime.on('tools/pre-execute', (decision, execution) => (execution.name === 'pay' ? { kind: 'ask', reason: 'money moves' } : decision))
+  registerAskingPay(runtime)
   const stopping = new AbortController()
   const app = createToolsApp(runtime, { token: TOKEN, signal: stopping.signal })
   const shutdown = async (): Promise<void> => {
