@@ -3,22 +3,10 @@
  * them: one wording for request bodies, JSON-RPC messages and the factories' options.
  * @module
  */
+import { boundedDistance } from '../code-runtime/closest-names.js'
 
 /** Longer names are not compared for a suggestion (the distance costs their length times the field's). */
 const MAX_SUGGESTED_NAME = 64
-
-/** Levenshtein distance, for the "did you mean" of a misspelt field (both strings are short). */
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j)
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i]
-    for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1))
-    }
-    previous = current
-  }
-  return previous[b.length]!
-}
 
 /** Whether `short` abbreviates `long`: same first letter, then its letters in order (`args` → `arguments`). */
 function abbreviates(short: string, long: string): boolean {
@@ -37,7 +25,8 @@ function closestField(name: string, allowed: readonly string[]): string | undefi
   let best: string | undefined
   let bestDistance = 3
   for (const field of allowed) {
-    const distance = editDistance(lower, field.toLowerCase())
+    // The sandbox's own "did you mean" distance (adjacent transpositions cost one edit), stopped past two edits.
+    const distance = boundedDistance(lower, field.toLowerCase(), 2)
     if (distance < bestDistance) [best, bestDistance] = [field, distance]
   }
   return best
