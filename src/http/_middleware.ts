@@ -156,7 +156,8 @@ function bearerTokenCheck(set: PrincipalSet, open: ReadonlySet<string>, hint: st
     if (presented === undefined) {
       // A header that is there but is not one bearer token (another scheme, two headers joined
       // by a comma, two tokens) is told as such: "required" would send its sender looking for a header it sent.
-      const why = header === undefined || header.trim() === '' ? 'a bearer token is required' : 'the Authorization header must be "Bearer <token>": one bearer token'
+      // A Request's header values come trimmed: a blank header is ''.
+      const why = header === undefined || header === '' ? 'a bearer token is required' : 'the Authorization header must be "Bearer <token>": one bearer token'
       throw new HttpError('UNAUTHORIZED', said(why), { 'WWW-Authenticate': 'Bearer realm="toolyard"' })
     }
     const principal = await set.identify(presented)

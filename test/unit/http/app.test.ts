@@ -237,6 +237,7 @@ describe('bearer token: only the exact token under the Bearer scheme gets in (AP
   const noBearer: [string, string | undefined][] = [
     ['no Authorization header', undefined],
     ['an empty Authorization header', ''],
+    ['a blank Authorization header', '   '],
     ['the scheme with an empty token', 'Bearer '],
     ['the scheme alone', 'Bearer'],
     ['the token without a scheme', TOKEN],
@@ -262,7 +263,7 @@ describe('bearer token: only the exact token under the Bearer scheme gets in (AP
       const response = await endpoints[endpoint](authorization)
       expect(response.status).toBe(401)
       expect(response.headers.get('WWW-Authenticate')).toBe('Bearer realm="toolyard"')
-      const absent = authorization === undefined || authorization === ''
+      const absent = authorization === undefined || authorization.trim() === ''
       expect(await errorOf(response)).toEqual({ code: 'UNAUTHORIZED', message: absent ? 'a bearer token is required' : 'the Authorization header must be "Bearer <token>": one bearer token' })
     })
 
