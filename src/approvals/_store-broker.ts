@@ -268,13 +268,29 @@ function hashInOrder(ctx: Context, value: PendingApproval['arguments']): Promise
   return next
 }
 
+/**
+ * The secret a call's keys are bound to besides its fields. A run's sub-call: its run's, so
+ * the run resumed after a restart finds its request and decision again. A call that carries
+ * a principal and no run (a client of the HTTP API or MCP calling a tool directly): a fresh
+ * one for each ask. Nothing resumes such a call, and its id may be the client's own choice
+ * (`client.<principal>.<id>`), which the client can send again and again: asking again is
+ * then a new call that a person decides anew, never an earlier decision replayed (one Allow
+ * ran the tool once per repeat, for `retainSettledMs`) nor a share of a request another
+ * call of the same id waits on (one Allow ran both). A call without a principal is the
+ * host's own, whose ids the host chooses: the same call asked again re-attaches as before.
+ */
+function bindingSecret(request: ReturnType<typeof readRequest>): string | undefined {
+  if (request.runKey !== undefined) return request.runKey
+  return request.fields.principal !== undefined && request.fields.kind === 'call' ? `ask.${crypto.randomUUID()}` : undefined
+}
+
 async function ask(ctx: Context, request: ReturnType<typeof readRequest>, asked: unknown): Promise<boolean> {
   const askedAt = Date.now()
   let attachment: Attachment
   try {
     // The broker hashes the arguments itself (a hash it was handed is not trusted), in the order calls asked.
     const fields = { ...request.fields, argumentsHash: await hashInOrder(ctx, request.fields.arguments) }
-    const attaching = attach(ctx.store, storedFields(fields), request.runKey, ctx.options)
+    const attaching = attach(ctx.store, storedFields(fields), bindingSecret(request), ctx.options)
     void track(
       ctx,
       attaching.then(
