@@ -6,6 +6,7 @@
  */
 import { createServer } from 'node:http'
 import type { Server } from 'node:http'
+import { isIP } from 'node:net'
 import type { AddressInfo, Socket } from 'node:net'
 import { RequestError, getRequestListener } from '@hono/node-server'
 import { ToolError } from '../../src/errors.js'
@@ -82,6 +83,34 @@ function formatHost(hostname: string, port: number): string {
   return hostname.includes(':') && !hostname.startsWith('[') ? `[${hostname}]:${port}` : `${hostname}:${port}`
 }
 
+/** A DNS name (RFC 1123 labels, at most 253 characters, one trailing dot allowed). */
+const HOST_NAME = /^(?=.{1,253}\.?$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*\.?$/i
+
+/** Whether `hostname` is something `listen()` can be given: an IPv4 or IPv6 address (unbracketed) or a DNS name. */
+function isHostname(hostname: string): boolean {
+  return isIP(hostname) !== 0 || HOST_NAME.test(hostname)
+}
+
+/** `value` quoted for a message: a caller's string, bounded. */
+function quoteHost(value: unknown): string {
+  if (typeof value !== 'string') return typeof value
+  return JSON.stringify(value.length > 64 ? `${value.slice(0, 64)}…` : value)
+}
+
+/**
+ * Why listening failed, in the options' words when the hostname is the cause: a name that
+ * does not resolve (`ENOTFOUND`, `EAI_AGAIN`) or an address that is not this machine's
+ * (`EADDRNOTAVAIL`) is `INVALID_OPTIONS` naming it, not Node's bare `getaddrinfo` error.
+ * Anything else (a port in use: `EADDRINUSE`, `EACCES`) is Node's error as it is.
+ */
+function listenFailure(error: Error & { code?: string }, hostname: string): Error {
+  if (error.code === 'ENOTFOUND' || error.code === 'EAI_AGAIN' || error.code === 'EAI_NONAME') {
+    return new ToolError('INVALID_OPTIONS', `serve: hostname ${quoteHost(hostname)} does not resolve to an address of this machine (${error.code})`)
+  }
+  if (error.code === 'EADDRNOTAVAIL') return new ToolError('INVALID_OPTIONS', `serve: hostname ${quoteHost(hostname)} is not an address of this machine (EADDRNOTAVAIL)`)
+  return error
+}
+
 /** Answers a request the adapter could not turn into a `Request`, or a handler that threw. */
 function requestFailure(error: unknown): Response {
   if (error instanceof RequestError) {
@@ -133,7 +162,9 @@ export async function serve(app: FetchApp, options: ServeOptions = {}): Promise<
   const port = options.port ?? 8787
   if (!Number.isInteger(port) || port < 0 || port > 65535) invalid('port must be an integer in 0–65535')
   const hostname = options.hostname ?? '127.0.0.1'
-  if (typeof hostname !== 'string' || hostname.length === 0) invalid('hostname must be a non-empty string')
+  if (typeof hostname !== 'string' || !isHostname(hostname)) {
+    invalid(`hostname must be an IP address (127.0.0.1, ::1, 0.0.0.0) or a host name of letters, digits, hyphens and dots (got ${quoteHost(hostname)})`)
+  }
   const extraHosts = options.allowedHosts ?? []
   if (!Array.isArray(extraHosts) || extraHosts.some((h) => typeof h !== 'string' || h.length === 0 || /[\s/]/.test(h))) {
     invalid('allowedHosts must be an array of host names (name or name:port)')
@@ -188,7 +219,7 @@ export async function serve(app: FetchApp, options: ServeOptions = {}): Promise<
     )
     created.maxConnections = maxConnections
     created.on('clientError', clientError)
-    created.once('error', reject)
+    created.once('error', (error: Error & { code?: string }) => reject(listenFailure(error, hostname)))
     created.listen(port, hostname, () => {
       created.off('error', reject)
       resolve(created)
