@@ -130,15 +130,20 @@ function cancelRun(table: BackgroundRuns): Handler {
 /** What an events stream reads of a run: this process's table run, or one followed from the store. */
 type StreamedEvents = Pick<TableRun, 'id' | 'events'>
 
-/** `Last-Event-ID`: absent or empty → 0 (from the start); else an id this run has assigned. */
-function lastEventId(c: Context, last: number): number {
+/** `Last-Event-ID`: absent or empty → 0 (from the start); else an id this run has assigned (`last` absent: the form only). */
+function lastEventId(c: Context, last: number | undefined): number {
   // Stryker disable next-line MethodExpression: a Request's header values never start or end with whitespace (the Headers class strips it)
   const header = c.req.header('Last-Event-ID')?.trim()
   if (header === undefined || header === '') return 0
   if (!/^\d{1,15}$/.test(header)) throw new HttpError('INVALID_REQUEST', 'Last-Event-ID must be the id of an event of this run (a non-negative integer)')
   const id = Number(header)
-  if (id > last) throw new HttpError('INVALID_REQUEST', `Last-Event-ID ${id} is past this run's last event id (${last})`)
+  if (last !== undefined && id > last) throw new HttpError('INVALID_REQUEST', `Last-Event-ID ${id} is past this run's last event id (${last})`)
   return id
+}
+
+/** What a HEAD of an events route answers: the stream's headers, no stream. */
+function streamHeaders(c: Context): Response {
+  return c.body(null, 200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-store' })
 }
 
 function runEvents(config: RunsConfig, table: BackgroundRuns): Handler {
@@ -149,6 +154,13 @@ function runEvents(config: RunsConfig, table: BackgroundRuns): Handler {
     let unfollow: (() => void) | undefined
     // A run this process does not hold (another instance's, or one a dead process left, before a sweep adopts it): read from the store.
     if (run === undefined && (await storedRecord(c, id, table)).status === 'running') {
+      // A HEAD reads nothing more: following loads the run's stored events (up to
+      // maxEventBytesPerRun) and takes one of runs.maxFollowers, only to discard them. Its
+      // Last-Event-ID is checked for its form; whether it is past the run's last id is the GET's to say.
+      if (c.req.method === 'HEAD') {
+        lastEventId(c, undefined)
+        return streamHeaders(c)
+      }
       const followed = await table.follow(id).catch((error: unknown) => {
         if ((error as { code?: unknown }).code !== 'OVERLOADED') throw error
         throw new HttpError('OVERLOADED', (error as Error).message, { 'Retry-After': String(OVERLOADED_RETRY_AFTER_SECONDS) })
@@ -163,7 +175,7 @@ function runEvents(config: RunsConfig, table: BackgroundRuns): Handler {
       // The client has the `end` frame: 204 is what tells an EventSource to stop reconnecting.
       if (run.events.closed && lastId === run.events.last) return c.body(null, 204)
       // A HEAD gets the stream's headers without a stream (nothing would read it).
-      if (c.req.method === 'HEAD') return c.body(null, 200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-store' })
+      if (c.req.method === 'HEAD') return streamHeaders(c)
       // Every stream replays its run's buffer on this thread: their number bounds that work.
       const release = table.openStream()
       if (release === undefined) {
