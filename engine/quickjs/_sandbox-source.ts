@@ -1383,6 +1383,58 @@ var __toolyardSandbox = (() => {
     define("structuredClone", structuredClone);
   }
 
+  // src/code-runtime/in-sandbox/compile-guard.ts
+  var COMPILE_LIMIT_OP = "compile-limit";
+  function guardCompilers(host2) {
+    const defineProperty = Object.defineProperty;
+    const getPrototypeOf = Object.getPrototypeOf;
+    const setPrototypeOf = Object.setPrototypeOf;
+    const construct = Reflect.construct;
+    const nativeEval = eval;
+    let depth = 0;
+    const guarded = (compile) => {
+      if (depth++ === 0) host2(COMPILE_LIMIT_OP, 1);
+      try {
+        return compile();
+      } finally {
+        if (--depth === 0) host2(COMPILE_LIMIT_OP, 0);
+      }
+    };
+    const evalWrapper = {
+      eval(source) {
+        if (typeof source !== "string") return source;
+        return guarded(() => nativeEval(source));
+      }
+    }.eval;
+    defineProperty(globalThis, "eval", { value: evalWrapper, writable: true, configurable: true, enumerable: false });
+    const natives = [
+      Function,
+      getPrototypeOf(async function() {
+      }).constructor,
+      getPrototypeOf(function* () {
+      }).constructor,
+      getPrototypeOf(async function* () {
+      }).constructor
+    ];
+    const wrappers = /* @__PURE__ */ new Map();
+    for (const native of natives) {
+      const wrapper = function(...args) {
+        return guarded(() => construct(native, args, new.target ?? native));
+      };
+      defineProperty(wrapper, "name", { value: native.name, configurable: true });
+      defineProperty(wrapper, "length", { value: native.length, configurable: true });
+      defineProperty(wrapper, "prototype", { value: native.prototype, writable: false, enumerable: false, configurable: false });
+      const constructorSlot = Object.getOwnPropertyDescriptor(native.prototype, "constructor");
+      defineProperty(native.prototype, "constructor", { ...constructorSlot, value: wrapper });
+      wrappers.set(native, wrapper);
+    }
+    for (const native of natives) {
+      const parent = getPrototypeOf(native);
+      setPrototypeOf(wrappers.get(native), wrappers.get(parent) ?? parent);
+    }
+    defineProperty(globalThis, "Function", { value: wrappers.get(Function), writable: true, configurable: true, enumerable: false });
+  }
+
   // src/code-runtime/in-sandbox/quickjs-entry.ts
   var MAX_DELAY = 2147483647;
   function install(post, timer, host2) {
@@ -1433,6 +1485,7 @@ var __toolyardSandbox = (() => {
     };
     for (const name of Object.keys(globals)) defineProperty(globalThis, name, { value: globals[name], writable: true, configurable: true, enumerable: false });
     installSandboxGlobals(host2);
+    guardCompilers(host2);
     const callSender = (global, name) => {
       const head = \`,"global":\${stringify(global)},"name":\${stringify(name)}\`;
       return (id, args) => {

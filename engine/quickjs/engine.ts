@@ -61,12 +61,16 @@ export const THREAD_MAX_STACK_BYTES = 96 * 1024
  * 740 does not): the rest of 984 KiB is kept for the host's own frames below the VM (its
  * entries run from shallow microtasks). A plain function still recurses about 330 levels
  * (the contract suite asks for more than 300). Parsing is worse (up to 25 to 1: nested
- * brackets), so source nested some 600 brackets deep in `eval` or `Function` text can still
- * exhaust the host's stack (a program's own text is refused past 256 levels of brackets
- * before it reaches the VM). Figures: node 20, x86-64, quickjs-wasmfile-release-sync 0.32.0
- * (docs/runtimes.md "Deep recursion").
+ * brackets): it runs under {@link INLINE_MAX_COMPILE_STACK_BYTES}. Figures: node 20, x86-64,
+ * quickjs-wasmfile-release-sync 0.32.0 (docs/runtimes.md "Deep recursion").
  */
 export const INLINE_MAX_STACK_BYTES = 64 * 1024
+/**
+ * QuickJS's stack limit while an inline VM compiles text (its program, `eval`, the `Function`
+ * constructors): the parser's worst shape then needs ~575 KiB of real stack, under the run
+ * limit's ~760 (docs/runtimes.md "Deep recursion").
+ */
+export const INLINE_MAX_COMPILE_STACK_BYTES = 24 * 1024
 /** Headroom left between QuickJS's allocator limit and the wasm memory maximum, for the runtime's own reporting. */
 const MEMORY_HEADROOM_BYTES = 4 * 1024 * 1024
 /** The most random bytes one `crypto.getRandomValues` call may ask for (the Web Crypto limit). */
@@ -105,6 +109,12 @@ interface EngineParts {
   readonly Ffi: new (module: QuickJSEmscriptenModule) => QuickJSFFI
   /** Undefined when the variant loads (and compiles) its own wasm on each instantiation. */
   readonly wasmModule: WebAssembly.Module | undefined
+}
+
+/** QuickJS's stack limits of a VM, in bytes: while it runs, and while it compiles text (never more). */
+export interface StackLimits {
+  readonly run: number
+  readonly compile: number
 }
 
 /** Where a sandbox's run receives what the VM does: messages, timers, interrupt polls. */
@@ -149,6 +159,11 @@ export class QuickJsSandbox {
   #disposed = false
   /** Set by the engine for a sandbox whose instance may serve the next one: called once at release. */
   recycle: (() => void) | undefined
+  /**
+   * QuickJS's stack limits for this VM: `run` (the engine's `maxStackBytes`) and `compile`, set
+   * while the VM turns text into code (src/code-runtime/in-sandbox/compile-guard.ts).
+   */
+  stackLimits: StackLimits = { run: THREAD_MAX_STACK_BYTES, compile: THREAD_MAX_STACK_BYTES }
 
   /**
    * How this VM was made: `booted` (runtime, context and in-VM script created in it) or
@@ -312,6 +327,10 @@ function hostOp(sandbox: QuickJsSandbox, op: string, a: unknown, b: unknown, c: 
       ;(url as unknown as Record<string, string>)[b] = c
       return urlComponents(url)
     }
+    case 'compile-limit':
+      // From the VM's compile guard only (the program never holds the host function): 1 lowers, 0 restores.
+      sandbox.runtime.setMaxStackSize(a === 1 ? sandbox.stackLimits.compile : sandbox.stackLimits.run)
+      return undefined
     case 'qs-parse':
       return typeof a === 'string' ? JSON.stringify([...new URLSearchParams(a)]) : '[]'
     case 'qs-serialize': {
@@ -345,6 +364,12 @@ export interface QuickJsEngineOptions {
    * {@link INLINE_MAX_STACK_BYTES} where the VM runs on its host's stack.
    */
   readonly maxStackBytes?: number
+  /**
+   * QuickJS's stack limit while a VM compiles text (its program, `eval`, the `Function`
+   * constructors): {@link INLINE_MAX_COMPILE_STACK_BYTES} where the VM runs on its host's
+   * stack; default (and at most) `maxStackBytes`.
+   */
+  readonly maxCompileStackBytes?: number
   /**
    * `false`: boot every sandbox (runtime, context, script) instead of restoring the
    * image of the first one. For measuring the two side by side; default `true`.
@@ -428,8 +453,9 @@ export class QuickJsEngine {
     this.#options = options
   }
 
-  get #maxStackBytes(): number {
-    return this.#options.maxStackBytes ?? THREAD_MAX_STACK_BYTES
+  get #stackLimits(): StackLimits {
+    const run = this.#options.maxStackBytes ?? THREAD_MAX_STACK_BYTES
+    return { run, compile: Math.min(run, this.#options.maxCompileStackBytes ?? run) }
   }
 
   /** True once the parts are resolved: a build then awaits nothing but the variant's own module look-ups. */
@@ -512,7 +538,7 @@ export class QuickJsEngine {
       const instance = reused ? spare : await this.#instantiate(parts, memoryMb, image.memory.pages)
       try {
         if (reused) resetMemoryToImage(instance.memory, image.memory)
-        const sandbox = restoreSandbox(instance, new parts.Ffi(instance.emscripten), image, !reused, this.#maxStackBytes)
+        const sandbox = restoreSandbox(instance, new parts.Ffi(instance.emscripten), image, !reused, this.#stackLimits)
         // Without imageInBuild, only instances read whole are reset: a fresh one's first reset would touch every page.
         if (reused || this.#options.imageInBuild !== false) this.#recycles(sandbox, memoryMb, instance)
         return sandbox
@@ -532,7 +558,7 @@ export class QuickJsEngine {
   /** Boots a VM on `instance`; given the instance's `fresh` chunks, also takes its image. */
   #boot(parts: EngineParts, memoryMb: number, instance: Instantiated, fresh: Uint8Array | undefined): QuickJsSandbox {
     const quickjs = new QuickJSWASMModule(instance.emscripten, new parts.Ffi(instance.emscripten))
-    const sandbox = installSandbox(quickjs.newRuntime(), memoryMb, this.#options.sandboxSource, this.#maxStackBytes)
+    const sandbox = installSandbox(quickjs.newRuntime(), memoryMb, this.#options.sandboxSource, this.#stackLimits)
     if (fresh !== undefined) {
       const taken = imageOf(sandbox, instance.memory, fresh, instance.emscripten)
       if (taken === undefined) this.#unimageable.add(memoryMb)
@@ -611,7 +637,7 @@ export class QuickJsEngine {
       const image = this.#images.get(memoryMb)
       const parts = await this.#loadParts()
       // The image's boot (or, with an image, its restore) on the scanned instance: a VM ready for the next build.
-      const sandbox = image === undefined ? this.#boot(parts, memoryMb, instance, fresh) : restoreSandbox(instance, new parts.Ffi(instance.emscripten), image, true, this.#maxStackBytes)
+      const sandbox = image === undefined ? this.#boot(parts, memoryMb, instance, fresh) : restoreSandbox(instance, new parts.Ffi(instance.emscripten), image, true, this.#stackLimits)
       if (this.#images.has(memoryMb)) this.#recycles(sandbox, memoryMb, instance)
       this.#prebuilt.set(memoryMb, sandbox)
     } catch {
@@ -740,7 +766,7 @@ type RuntimeCallbacks = ConstructorParameters<typeof QuickJSRuntime>[0]['callbac
  * functions under the ids the VM's function objects hold, and handles to the values
  * the booted sandbox kept (`deliver`, `fire`, ...). Throws if anything does not line up.
  */
-function restoreSandbox(instance: Instantiated, ffi: QuickJSFFI, image: QuickJsImage, fresh: boolean, maxStackBytes: number): QuickJsSandbox {
+function restoreSandbox(instance: Instantiated, ffi: QuickJSFFI, image: QuickJsImage, fresh: boolean, stackLimits: StackLimits): QuickJsSandbox {
   const { emscripten, memory } = instance
   if (!runsOn(emscripten, memory)) throw new Error('the instance does not run on the memory it was given')
   // A reused instance's memory was reset to the image by the caller.
@@ -754,9 +780,10 @@ function restoreSandbox(instance: Instantiated, ffi: QuickJSFFI, image: QuickJsI
   })
   const runtime = new QuickJSRuntime({ module: emscripten, ffi, rt, callbacks })
   // The image holds its booted VM's limit; an image adopted from another engine may hold another one.
-  runtime.setMaxStackSize(maxStackBytes)
+  runtime.setMaxStackSize(stackLimits.run)
   const context = runtime.newContext({ contextPointer: image.ctx })
   const box = new QuickJsSandbox(runtime, context, { early: image.early })
+  box.stackLimits = stackLimits
   runtime.setInterruptHandler(() => box.hostInterrupt())
   hostFunctions(box).forEach(([, fn], i) => {
     if (runtime.hostRefs.put(fn) !== FIRST_HOST_REF_ID + i) throw new Error('the restored host functions did not get their ids')
@@ -771,14 +798,15 @@ function restoreSandbox(instance: Instantiated, ffi: QuickJSFFI, image: QuickJsI
 }
 
 /** Sets a fresh QuickJS runtime's limits, creates its context and installs the in-VM script. */
-function installSandbox(runtime: QuickJSRuntime, memoryMb: number, source: string, maxStackBytes: number): QuickJsSandbox {
+function installSandbox(runtime: QuickJSRuntime, memoryMb: number, source: string, stackLimits: StackLimits): QuickJsSandbox {
   let sandbox: QuickJsSandbox | undefined
   try {
-    runtime.setMaxStackSize(maxStackBytes)
+    runtime.setMaxStackSize(stackLimits.run)
     runtime.setMemoryLimit(Math.max(8 * 1024 * 1024, memoryMb * 1024 * 1024 - MEMORY_HEADROOM_BYTES))
     runtime.setInterruptHandler(() => sandbox?.hostInterrupt() ?? false)
     const ctx = runtime.newContext()
     const box = new QuickJsSandbox(runtime, ctx)
+    box.stackLimits = stackLimits
     sandbox = box
     const [post, timer, host] = hostFunctions(box).map(([name, fn]) => box.own(ctx.newFunction(name, fn)))
     // The script, then its `install(post, timer, host)`: the in-VM set-up, before any

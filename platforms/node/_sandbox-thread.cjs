@@ -1387,6 +1387,7 @@ var MAX_RECYCLED_GROWTH_BYTES = 16 * 1024 * 1024;
 var FRESH_BUILDS_WHILE_SCANNING = 3;
 var THREAD_MAX_STACK_BYTES = 96 * 1024;
 var INLINE_MAX_STACK_BYTES = 64 * 1024;
+var INLINE_MAX_COMPILE_STACK_BYTES = 24 * 1024;
 var MEMORY_HEADROOM_BYTES = 4 * 1024 * 1024;
 var MAX_RANDOM_BYTES = 65536;
 var URL_SETTERS = /* @__PURE__ */ new Set(["href", "protocol", "username", "password", "host", "hostname", "port", "pathname", "search", "hash"]);
@@ -1425,6 +1426,11 @@ var QuickJsSandbox = class {
   #disposed = false;
   /** Set by the engine for a sandbox whose instance may serve the next one: called once at release. */
   recycle;
+  /**
+   * QuickJS's stack limits for this VM: `run` (the engine's `maxStackBytes`) and `compile`, set
+   * while the VM turns text into code (src/code-runtime/in-sandbox/compile-guard.ts).
+   */
+  stackLimits = { run: THREAD_MAX_STACK_BYTES, compile: THREAD_MAX_STACK_BYTES };
   /**
    * How this VM was made: `booted` (runtime, context and in-VM script created in it) or
    * `restored` (a fresh instance given a booted VM's memory image). Either way nothing of
@@ -1547,6 +1553,9 @@ function hostOp(sandbox, op, a, b, c) {
       url[b] = c;
       return urlComponents(url);
     }
+    case "compile-limit":
+      sandbox.runtime.setMaxStackSize(a === 1 ? sandbox.stackLimits.compile : sandbox.stackLimits.run);
+      return void 0;
     case "qs-parse":
       return typeof a === "string" ? JSON.stringify([...new URLSearchParams(a)]) : "[]";
     case "qs-serialize": {
@@ -1588,8 +1597,9 @@ var QuickJsEngine = class {
   constructor(options) {
     this.#options = options;
   }
-  get #maxStackBytes() {
-    return this.#options.maxStackBytes ?? THREAD_MAX_STACK_BYTES;
+  get #stackLimits() {
+    const run = this.#options.maxStackBytes ?? THREAD_MAX_STACK_BYTES;
+    return { run, compile: Math.min(run, this.#options.maxCompileStackBytes ?? run) };
   }
   /** True once the parts are resolved: a build then awaits nothing but the variant's own module look-ups. */
   get loaded() {
@@ -1661,7 +1671,7 @@ var QuickJsEngine = class {
       const instance2 = reused ? spare : await this.#instantiate(parts, memoryMb, image.memory.pages);
       try {
         if (reused) resetMemoryToImage(instance2.memory, image.memory);
-        const sandbox = restoreSandbox(instance2, new parts.Ffi(instance2.emscripten), image, !reused, this.#maxStackBytes);
+        const sandbox = restoreSandbox(instance2, new parts.Ffi(instance2.emscripten), image, !reused, this.#stackLimits);
         if (reused || this.#options.imageInBuild !== false) this.#recycles(sandbox, memoryMb, instance2);
         return sandbox;
       } catch {
@@ -1678,7 +1688,7 @@ var QuickJsEngine = class {
   /** Boots a VM on `instance`; given the instance's `fresh` chunks, also takes its image. */
   #boot(parts, memoryMb, instance, fresh) {
     const quickjs = new QuickJSWASMModule(instance.emscripten, new parts.Ffi(instance.emscripten));
-    const sandbox = installSandbox(quickjs.newRuntime(), memoryMb, this.#options.sandboxSource, this.#maxStackBytes);
+    const sandbox = installSandbox(quickjs.newRuntime(), memoryMb, this.#options.sandboxSource, this.#stackLimits);
     if (fresh !== void 0) {
       const taken = imageOf(sandbox, instance.memory, fresh, instance.emscripten);
       if (taken === void 0) this.#unimageable.add(memoryMb);
@@ -1750,7 +1760,7 @@ var QuickJsEngine = class {
       await step();
       const image = this.#images.get(memoryMb);
       const parts = await this.#loadParts();
-      const sandbox = image === void 0 ? this.#boot(parts, memoryMb, instance, fresh) : restoreSandbox(instance, new parts.Ffi(instance.emscripten), image, true, this.#maxStackBytes);
+      const sandbox = image === void 0 ? this.#boot(parts, memoryMb, instance, fresh) : restoreSandbox(instance, new parts.Ffi(instance.emscripten), image, true, this.#stackLimits);
       if (this.#images.has(memoryMb)) this.#recycles(sandbox, memoryMb, instance);
       this.#prebuilt.set(memoryMb, sandbox);
     } catch {
@@ -1846,7 +1856,7 @@ function imageOf(sandbox, memory, fresh, emscripten) {
     early
   };
 }
-function restoreSandbox(instance, ffi, image, fresh, maxStackBytes) {
+function restoreSandbox(instance, ffi, image, fresh, stackLimits) {
   const { emscripten, memory } = instance;
   if (!runsOn(emscripten, memory)) throw new Error("the instance does not run on the memory it was given");
   if (fresh) restoreMemoryImage(memory, image.memory);
@@ -1857,9 +1867,10 @@ function restoreSandbox(instance, ffi, image, fresh, maxStackBytes) {
     callbacks.deleteRuntime(pointer);
   });
   const runtime = new QuickJSRuntime({ module: emscripten, ffi, rt, callbacks });
-  runtime.setMaxStackSize(maxStackBytes);
+  runtime.setMaxStackSize(stackLimits.run);
   const context = runtime.newContext({ contextPointer: image.ctx });
   const box = new QuickJsSandbox(runtime, context, { early: image.early });
+  box.stackLimits = stackLimits;
   runtime.setInterruptHandler(() => box.hostInterrupt());
   hostFunctions(box).forEach(([, fn], i) => {
     if (runtime.hostRefs.put(fn) !== FIRST_HOST_REF_ID + i) throw new Error("the restored host functions did not get their ids");
@@ -1872,14 +1883,15 @@ function restoreSandbox(instance, ffi, image, fresh, maxStackBytes) {
   if (box.deliver === void 0 || box.fire === void 0) throw new Error("the image has no deliver/fire handles");
   return box;
 }
-function installSandbox(runtime, memoryMb, source, maxStackBytes) {
+function installSandbox(runtime, memoryMb, source, stackLimits) {
   let sandbox;
   try {
-    runtime.setMaxStackSize(maxStackBytes);
+    runtime.setMaxStackSize(stackLimits.run);
     runtime.setMemoryLimit(Math.max(8 * 1024 * 1024, memoryMb * 1024 * 1024 - MEMORY_HEADROOM_BYTES));
     runtime.setInterruptHandler(() => sandbox?.hostInterrupt() ?? false);
     const ctx = runtime.newContext();
     const box = new QuickJsSandbox(runtime, ctx);
+    box.stackLimits = stackLimits;
     sandbox = box;
     const [post, timer, host] = hostFunctions(box).map(([name, fn]) => box.own(ctx.newFunction(name, fn)));
     const exports2 = ctx.evalCode(source, "toolyard-sandbox.js");

@@ -17,7 +17,7 @@ import { journalChars, REPLAY_MARGIN, replayBudgetMessage } from '../../src/code
 import type { CodeRunLimits } from '../../src/code-runtime/limits.js'
 import { RunLifecycle } from '../../src/code-runtime/run-lifecycle.js'
 import { stripTypeScript } from '../../src/code-runtime/strip.js'
-import { checkWasmModuleSource, INLINE_MAX_STACK_BYTES, isSyncVariant, QuickJsEngine } from '../../engine/quickjs/engine.js'
+import { checkWasmModuleSource, INLINE_MAX_COMPILE_STACK_BYTES, INLINE_MAX_STACK_BYTES, isSyncVariant, QuickJsEngine } from '../../engine/quickjs/engine.js'
 import type { QuickJsSandbox, QuickJsWasmModuleSource } from '../../engine/quickjs/engine.js'
 import { SANDBOX_SOURCE } from '../../engine/quickjs/_sandbox-source.js'
 import { VmRun } from '../../engine/quickjs/vm-run.js'
@@ -319,6 +319,7 @@ export function createQuickJsRuntime(options: QuickJsRuntimeOptions = {}): Quick
     sandboxSource: SANDBOX_SOURCE,
     variant: resolved.variant,
     maxStackBytes: INLINE_MAX_STACK_BYTES,
+    maxCompileStackBytes: INLINE_MAX_COMPILE_STACK_BYTES,
     ...(resolved.wasmModule === undefined ? {} : { wasmModule: resolved.wasmModule }),
   })
   let disposed = false

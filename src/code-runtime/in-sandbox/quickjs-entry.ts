@@ -7,6 +7,7 @@
 import { callArgsJson, startBootstrap, strictJson } from './bootstrap.js'
 import { MAX_VM_MESSAGE_CHARS } from '../sandbox-protocol.js'
 import { installSandboxGlobals } from './sandbox-globals.js'
+import { guardCompilers } from './compile-guard.js'
 import type { SandboxHostOp } from './sandbox-globals.js'
 import type { WireEndpoint, WireListener } from '../wire.js'
 
@@ -84,6 +85,7 @@ export function install(post: SandboxPost, timer: SandboxTimer, host: SandboxHos
   }
   for (const name of Object.keys(globals)) defineProperty(globalThis, name, { value: globals[name], writable: true, configurable: true, enumerable: false })
   installSandboxGlobals(host)
+  guardCompilers(host)
 
   // The hot path (every tools.x() call): the envelope's fixed text is built once per binding, and
   // only the arguments pass through the strict replacer.

@@ -23,9 +23,40 @@ export const DEEP_DATA_SHAPES: Readonly<Record<string, string>> = {
   'a Proxy chain': 'let p: Record<string, unknown> = {}; for (let i = 0; i < N; i++) p = new Proxy(p, {}); p.x',
 }
 
+/**
+ * Source text `N` levels deep handed to the VM's parser at run time, through every way text
+ * becomes code: QuickJS's parser spends up to ~25 bytes of real stack to one of shadow stack
+ * (nested brackets), so these hit the host's stack first unless the limit is lowered while
+ * it parses (src/code-runtime/in-sandbox/compile-guard.ts).
+ */
+export const DEEP_SOURCE_SHAPES: Readonly<Record<string, string>> = {
+  'eval of nested parentheses': 'eval("(".repeat(N) + "1" + ")".repeat(N))',
+  'eval of nested array literals': 'eval("[".repeat(N) + "]".repeat(N))',
+  'eval of nested object literals': 'eval("({a:".repeat(N) + "1" + "})".repeat(N))',
+  'eval of nested template substitutions': 'eval("`${".repeat(N) + "1" + "}`".repeat(N))',
+  'eval of nested blocks': 'eval("{".repeat(N) + "}".repeat(N))',
+  'indirect eval of nested parentheses': '(0, eval)("(".repeat(N) + "1" + ")".repeat(N))',
+  'Function of nested parentheses': 'new Function("return " + "(".repeat(N) + "1" + ")".repeat(N))',
+  'Function called without new': 'Function("return " + "[".repeat(N) + "]".repeat(N))',
+  'AsyncFunction from a prototype': 'new (Object.getPrototypeOf(async function () {}).constructor)("return " + "(".repeat(N) + "1" + ")".repeat(N))',
+  'GeneratorFunction from a prototype': 'new (Object.getPrototypeOf(function* () {}).constructor)("(".repeat(N) + "1" + ")".repeat(N))',
+  'AsyncGeneratorFunction from a prototype': 'new (Object.getPrototypeOf(async function* () {}).constructor)("(".repeat(N) + "1" + ")".repeat(N))',
+  '.constructor of an arrow': '(() => 0).constructor("return " + "(".repeat(N) + "1" + ")".repeat(N))',
+  'Reflect.construct of Function': 'Reflect.construct(Function, ["return " + "(".repeat(N) + "1" + ")".repeat(N)])',
+  'a subclass of Function': 'new (class extends Function {})("return " + "(".repeat(N) + "1" + ")".repeat(N))',
+  'eval of a unary chain': 'eval("!".repeat(N) + "1")',
+  'eval of a typeof chain': 'eval("typeof ".repeat(N) + "1")',
+  'eval of a conditional chain': 'eval("0 ? 1 : ".repeat(N) + "2")',
+  'eval of an assignment chain': 'eval("var a; " + "a = ".repeat(N) + "1")',
+  'eval of an arrow chain': 'eval("x => ".repeat(N) + "1")',
+  'eval of a new chain': 'eval("function F() { return F }; " + "new ".repeat(N) + "F")',
+  'AsyncFunction of an await chain': 'new (Object.getPrototypeOf(async function () {}).constructor)("await ".repeat(N) + "1")',
+  'eval of nested functions': 'eval("(function(){".repeat(N) + "})".repeat(N))',
+}
+
 /** The program: every shape at depth `n`, each in its own try/catch, then a marker. */
 export function deepProgram(n: number): string {
-  const bodies = Object.values(DEEP_DATA_SHAPES).map((body) => `  () => { ${body} },`)
+  const bodies = [...Object.values(DEEP_DATA_SHAPES), ...Object.values(DEEP_SOURCE_SHAPES)].map((body) => `  () => { ${body} },`)
   return [
     `const N = ${n}`,
     'const out: string[] = []',
@@ -61,8 +92,9 @@ export function describeDeepNativeRecursion(name: string, make: () => CodeRuntim
       const result = await runtime.run({ program: deepProgram(n), bindings: [] })
       expect(result.error).toBeUndefined()
       const out = result.value as string[]
-      expect(out).toHaveLength(Object.keys(DEEP_DATA_SHAPES).length + 1)
-      for (const [i, shape] of Object.keys(DEEP_DATA_SHAPES).entries()) expect(out[i], shape).toMatch(caughtOrOk)
+      const shapes = [...Object.keys(DEEP_DATA_SHAPES), ...Object.keys(DEEP_SOURCE_SHAPES)]
+      expect(out).toHaveLength(shapes.length + 1)
+      for (const [i, shape] of shapes.entries()) expect(out[i], shape).toMatch(caughtOrOk)
       expect(out.at(-1)).toBe('went on')
       // 100 000 levels cannot fit: QuickJS's own check fired.
       if (n >= 100_000) expect(out.slice(0, -1).every((o) => o !== 'ok')).toBe(true)
