@@ -333,10 +333,18 @@ function makeHandler(ctx: Context): ApprovalHandler & { readonly acceptsPlans: b
   return Object.freeze(handler)
 }
 
+/** Whether a decider scoped to `agent` (absent: every agent) may see and decide `approval`. */
+function inScope(approval: PendingApproval, agent: string | undefined): boolean {
+  return agent === undefined || approval.agent === agent
+}
+
 async function decide(ctx: Context, id: string, input: ApprovalDecisionInput, by: ApprovalDecider | undefined): Promise<ApprovalDecideResult> {
   if (typeof id !== 'string') return refused('INVALID_DECISION', `the approval id must be a string (got ${id === null ? 'null' : typeof id})`)
   const parsed = parseDecision(input)
   if (!parsed.ok) return refused('INVALID_DECISION', parsed.message)
+  // A scope that is not a string fails closed: never read as "every agent".
+  const scope = by?.agent
+  if (scope !== undefined && typeof scope !== 'string') return refused('INVALID_DECISION', 'the decider\'s agent must be a string')
   if (ctx.disposed) return refused('BROKER_DISPOSED', 'the approval broker is disposed; every request it held was denied')
   const hash = hashOfId(id)
   if (hash === undefined) return refusalFor(id, undefined)
@@ -344,8 +352,11 @@ async function decide(ctx: Context, id: string, input: ApprovalDecisionInput, by
   const approval = open.record?.id === id ? open.record : undefined
   if (approval === undefined) {
     const done = await readDone(ctx.store, hash)
-    return refusalFor(id, done.record?.approval.id === id ? done.record.settled : undefined)
+    const settledHere = done.record?.approval.id === id && inScope(done.record.approval, scope)
+    return refusalFor(id, settledHere ? done.record!.settled : undefined)
   }
+  // Another agent's request, for a decider scoped to one: as unknown as one that never existed.
+  if (!inScope(approval, scope)) return refusalFor(id, undefined)
   const now = Date.now()
   const { decision, reason } = parsed.value
   // A role only when it is a label (the HTTP app passes its principal's; a direct caller may pass none).

@@ -137,6 +137,12 @@ export interface ApprovalDecisionInput {
  */
 export interface ApprovalDecider {
   readonly role: string
+  /**
+   * The agent layer the decider acts for (the HTTP app passes a pinned token's `agent`):
+   * a request of another agent, or of the global layer, is refused as `APPROVAL_NOT_FOUND`,
+   * as one that never existed. Absent: requests of every agent.
+   */
+  readonly agent?: string
 }
 
 /**

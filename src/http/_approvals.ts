@@ -28,7 +28,9 @@ const REFUSAL: Readonly<Record<ApprovalDecideErrorCode, HttpErrorCode>> = {
 export function listApprovals(broker: ApprovalBroker): Handler {
   return async (c) => {
     const pending: readonly PendingApproval[] = await broker.pending()
-    return c.json({ approvals: pending })
+    // A token pinned to an agent acts for it only: it lists (and decides) that agent's requests alone.
+    const agent = requestPrincipal(c).agent
+    return c.json({ approvals: agent === undefined ? pending : pending.filter((approval) => approval.agent === agent) })
   }
 }
 
@@ -39,7 +41,9 @@ export function decideApproval(broker: ApprovalBroker, maxBodyBytes: number): Ha
     // The role that let this principal decide (the route needs `approve`; `admin` holds it): what telemetry says decided, never the token or id.
     const principal = requestPrincipal(c)
     const role = principal.roles.includes('approve') ? 'approve' : hasRole(principal, 'approve') ? 'admin' : undefined
-    const answer = await broker.decide(c.req.param('id') as string, body as never, role === undefined ? undefined : { role })
+    // A pinned token decides only its agent's requests (another's answers 404, as unknown).
+    const scope = principal.agent === undefined ? {} : { agent: principal.agent }
+    const answer = await broker.decide(c.req.param('id') as string, body as never, role === undefined ? undefined : { role, ...scope })
     if (!answer.ok) throw new HttpError(REFUSAL[answer.code], answer.message)
     return c.json(answer)
   }

@@ -55,13 +55,14 @@ export function agentFor(c: Context, requested: ScopeKey | undefined): ScopeKey 
 
 /**
  * Whether `principal` may read a run started by `owner` (`undefined`: a record written
- * before runs had principals): its own runs, any as `admin`, and with `approve` the runs
- * that asked a person (`asked`: the runs its approvals belong to, also once decided, so a
- * person can follow a decision to its effect).
+ * before runs had principals) for `agent` (`undefined`: the global layer): its own runs,
+ * any as `admin`, and with `approve` the runs that asked a person (`asked`: the runs its
+ * approvals belong to, also once decided, so a person can follow a decision to its
+ * effect), of its pinned agent only when it is pinned to one.
  */
-export function canReadRun(principal: Principal, owner: string | undefined, asked: boolean): boolean {
+export function canReadRun(principal: Principal, owner: string | undefined, asked: boolean, agent: ScopeKey | undefined): boolean {
   if (principal.roles.includes('admin') || (owner !== undefined && owner === principal.id)) return true
-  return asked && hasRole(principal, 'approve')
+  return asked && hasRole(principal, 'approve') && (principal.agent === undefined || principal.agent === agent)
 }
 
 /** Whether `principal` may cancel a run started by `owner`: its own, or any as `admin`. */

@@ -89,13 +89,13 @@ function tableRun(c: Context, table: BackgroundRuns): { id: string; run: TableRu
   const id = c.req.param('id') as string
   if (!UUID.test(id)) throw runNotFound(id)
   const run = table.get(id)
-  if (run !== undefined && !canReadRun(requestPrincipal(c), run.principal, run.asked)) throw runNotFound(id)
+  if (run !== undefined && !canReadRun(requestPrincipal(c), run.principal, run.asked, run.agent)) throw runNotFound(id)
   return { id, run }
 }
 
 async function storedRecord(c: Context, id: string, table: BackgroundRuns): Promise<RunRecordJson> {
   const record = await table.stored(id)
-  if (record === undefined || !canReadRun(requestPrincipal(c), record.principal, record.asked === true)) throw runNotFound(id)
+  if (record === undefined || !canReadRun(requestPrincipal(c), record.principal, record.asked === true, record.agent)) throw runNotFound(id)
   return record
 }
 
