@@ -21,6 +21,15 @@ import type { ApprovalDecider, ApprovalDecideResult, ApprovalDecisionInput, Appr
 
 export { MAX_LISTED_APPROVALS } from './_store-list.js'
 
+/**
+ * The most calls of one principal that may wait for a person in one broker at once. Past it
+ * a call of that principal is denied at once, unasked. The listing a person reads holds at
+ * most `MAX_LISTED_APPROVALS` (500), oldest first: without this bound one `run` token
+ * sending 600 calls at once filled it, and another principal's request was not listed
+ * until those expired (5 minutes by default), over and over.
+ */
+export const MAX_WAITING_PER_PRINCIPAL = 200
+
 interface Caller {
   /** The object the handler was called with: the deciding role is noted on it (telemetry). */
   readonly request: unknown
@@ -56,6 +65,8 @@ interface Context {
   nextFullPass: number
   /** The last arguments hash queued ({@link hashInOrder}). */
   hashing: Promise<unknown>
+  /** How many calls of each principal are asking here now ({@link MAX_WAITING_PER_PRINCIPAL}). */
+  readonly waitingBy: Map<string, number>
 }
 
 const DISPOSED = 'the approval broker is disposed; nobody can approve this call'
@@ -325,7 +336,19 @@ function makeHandler(ctx: Context): ApprovalHandler & { readonly acceptsPlans: b
       throw denial(`malformed approval request (${error instanceof Error ? error.message : 'unreadable'})`)
     }
     if (read.signal.aborted) throw denial('the call was cancelled before approval was requested')
-    return ask(ctx, read, request)
+    const principal = read.fields.principal
+    if (principal === undefined) return ask(ctx, read, request)
+    // Counted from the ask to its answer, so calls asking at once cannot pass the bound together.
+    const waiting = ctx.waitingBy.get(principal) ?? 0
+    if (waiting >= MAX_WAITING_PER_PRINCIPAL) {
+      throw denial(`${read.fields.name} was not put to a person: principal ${principal} already has ${waiting} calls waiting for one here (at most ${MAX_WAITING_PER_PRINCIPAL}); retry once some are decided`)
+    }
+    ctx.waitingBy.set(principal, waiting + 1)
+    return ask(ctx, read, request).finally(() => {
+      const left = (ctx.waitingBy.get(principal) ?? 1) - 1
+      if (left > 0) ctx.waitingBy.set(principal, left)
+      else ctx.waitingBy.delete(principal)
+    })
   }) as ApprovalHandler & { acceptsPlans: boolean; withdrawsOnAbort: true }
   handler.acceptsPlans = ctx.options.plans
   // Its last cancelled caller is denied once the withdrawal has landed in the store: the registry waits for that.
@@ -388,6 +411,7 @@ export function createStoredBroker(options: ResolvedBrokerOptions, store: Durabl
     markers: newMarkerScan(now),
     nextFullPass: now + FULL_PASS_EVERY_MS,
     hashing: Promise.resolve(),
+    waitingBy: new Map(),
   }
   // A store that announces changes (PostgreSQL's LISTEN/NOTIFY) wakes a scheduled poll at once; the timer stays the fallback.
   const watchable = store as DurableStore & { watch?: (prefix: string, onChange: (key: string) => void) => () => void }
