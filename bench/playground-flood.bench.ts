@@ -13,10 +13,12 @@
  * - `wall`: Run clicked → the status line settled (ms); a flood still running after LIMIT_MS is
  *   measured as it stands, then aborted, and its wall printed as `>LIMIT_MS`.
  * The current page (demo built from this checkout) beside the old page (the demo built at
- * `BASELINE`, default the commit before the cap, in a temporary worktree), interleaved round
- * by round in one process and one Chromium. Figures are printed, never asserted.
+ * `BASELINE`, default the commit before the cap, in a temporary worktree) and this machine's
+ * floor (the current page running a 2 s program that calls nothing, and running the flood with `?record=off`: the
+ * page records no call), interleaved round by round in one process and one Chromium. Figures
+ * are printed, never asserted.
  *
- * Run: `npm run bench -- playground-flood` (ROUNDS=3, CALLS=10000, BASELINE=<commit> or `none`).
+ * Run: `npm run bench -- playground-flood` (ROUNDS=3, CALLS=10000, BASELINE=<commit> or `none`, FLOOR=0 for no floor).
  *
  * @module
  */
@@ -42,8 +44,12 @@ const BASELINE = process.env.BASELINE ?? '8d607d4'
  * more than 5 minutes to record 10,000 calls at load 15 (its frames grow with the calls drawn).
  */
 const LIMIT_MS = Number(process.env.LIMIT_MS ?? 120_000)
+/** `FLOOR=0` leaves out the floor (the same page running a program without calls, and the flood unrecorded: `?record=off`). */
+const FLOOR = process.env.FLOOR !== '0'
 
 const FLOOD = `const ps = []\nfor (let i = 0; i < ${CALLS}; i++) ps.push(tools.get_product({ id: 'P012' }))\nreturn (await Promise.all(ps)).length`
+/** The floor: the same page, a run as long as a flood (the worker spins 2 s), no calls. */
+const IDLE = 'const end = Date.now() + 2000\nwhile (Date.now() < end) {}\nreturn 1'
 const WARM = `const ps = []\nfor (let i = 0; i < 50; i++) ps.push(tools.get_product({ id: 'P012' }))\nreturn (await Promise.all(ps)).length`
 
 /**
@@ -110,8 +116,8 @@ async function serve(dist: string): Promise<{ readonly url: string; readonly ser
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, server }
 }
 
-/** One flood in a fresh tab of `url`: a warm-up run, then the measured one. */
-async function flood(browser: Browser, url: string): Promise<Figures> {
+/** One flood (or `program`) in a fresh tab of `url`: a warm-up run, then the measured one. */
+async function flood(browser: Browser, url: string, program = FLOOD, expected = String(CALLS)): Promise<Figures> {
   const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } })
   try {
     await page.goto(url)
@@ -141,14 +147,14 @@ async function flood(browser: Browser, url: string): Promise<Figures> {
     await run(WARM)
     await page.evaluate(PROBE)
     // The typing's maxima kept apart; the flood's counted from the click on Run.
-    const wall = await run(FLOOD, () =>
+    const wall = await run(program, () =>
       page.evaluate(
         `(() => { const p = globalThis.floodProbe; p.typing = p.gap; p.gap = 0; p.frame = 0; p.longtask = 0; p.last = p.lastFrame = performance.now() })()`,
       ),
     )
     if (wall !== undefined) {
       const result = await page.textContent('[data-testid="result"]')
-      if (result?.trim() !== String(CALLS)) throw new Error(`the flood returned ${result}`)
+      if (result?.trim() !== expected) throw new Error(`the run returned ${result}`)
     }
     const probe = (await page.evaluate(
       `(() => { const p = globalThis.floodProbe; p.on = false; return { gap: p.gap, typing: p.typing, frame: p.frame, longtask: p.longtask, rows: document.querySelectorAll('#timeline .row').length } })()`,
@@ -159,11 +165,25 @@ async function flood(browser: Browser, url: string): Promise<Figures> {
   }
 }
 
-const variants: { readonly name: string; readonly url: string; readonly server: Server; readonly figures: Figures[] }[] = []
+interface Variant {
+  readonly name: string
+  readonly url: string
+  readonly server: Server
+  readonly program?: string
+  readonly expected?: string
+  readonly figures: Figures[]
+}
+const variants: Variant[] = []
 let baselineDir: string | undefined
 const browser = await launchChromium()
 try {
-  variants.push({ name: 'capped (this checkout)', ...(await serve(buildDemo(root))), figures: [] })
+  const current = await serve(buildDemo(root))
+  variants.push({ name: 'this checkout', ...current, figures: [] })
+  // The floor of this machine, same page and harness: the run without calls, and the flood with the page recording nothing.
+  if (FLOOR) {
+    variants.push({ name: 'floor: no calls', ...current, program: IDLE, expected: '1', figures: [] })
+    variants.push({ name: 'floor: flood, no record', url: `${current.url}?record=off`, server: current.server, figures: [] })
+  }
   if (BASELINE !== 'none') {
     baselineDir = mkdtempSync(join(tmpdir(), 'toolyard-flood-baseline-'))
     execFileSync('git', ['worktree', 'add', '--detach', baselineDir, BASELINE], { cwd: root, stdio: 'pipe' })
@@ -173,7 +193,7 @@ try {
   console.log(`${CALLS} un-awaited get_product calls in the playground tab, ${ROUNDS} rounds interleaved; load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`)
   for (let round = 0; round < ROUNDS; round++) {
     for (const variant of round % 2 === 0 ? variants : [...variants].reverse()) {
-      const figures = await flood(browser, variant.url)
+      const figures = await flood(browser, variant.url, variant.program, variant.expected)
       variant.figures.push(figures)
       console.log(
         `  round ${round + 1} ${variant.name}: gap ${figures.gap.toFixed(1)} ms, typing ${figures.typing.toFixed(1)} ms, longtask ${figures.longtask.toFixed(0)} ms, frame ${figures.frame.toFixed(1)} ms, ` +
@@ -181,7 +201,7 @@ try {
       )
     }
   }
-  const row = (variant: (typeof variants)[number]) => {
+  const row = (variant: Variant) => {
     const of = (pick: (f: Figures) => number) => summarize(variant.figures.map(pick))
     const max = (pick: (f: Figures) => number) => Math.max(...variant.figures.map(pick))
     return {
@@ -199,7 +219,7 @@ try {
   printTable(variants.map(row), `The page's main thread during a ${CALLS}-call flood (target: longest gap ≤ 20 ms); load after ${loadavg().map((l) => l.toFixed(2)).join(' ')}`)
 } finally {
   await browser.close()
-  for (const variant of variants) variant.server.close()
+  for (const server of new Set(variants.map((variant) => variant.server))) server.close()
   if (baselineDir !== undefined) {
     try {
       execFileSync('git', ['worktree', 'remove', '--force', baselineDir], { cwd: root, stdio: 'pipe' })

@@ -401,6 +401,9 @@ function pendingState(request: PendingApproval): NonNullable<SubCallRecord['appr
  */
 const FLOOD_REDRAW_MS = 200
 
+/** `?record=off`: the page records no sub-call (bench/playground-flood.bench.ts: the page's floor under a flood). */
+const RECORDS_CALLS = new URLSearchParams(location.search).get('record') !== 'off'
+
 const initialExample = EXAMPLES[0]!
 const editor = createProgramEditor(byId('editor'), initialExample.code, () => void run(), toolCompletions)
 
@@ -555,6 +558,7 @@ async function run(): Promise<void> {
           schedule()
         },
         dispatchStart(event: CodeDispatchStartEvent) {
+          if (!RECORDS_CALLS) return
           let mode: 'parallel' | 'exclusive' = 'exclusive'
           try {
             mode = registry.executionMode({ name: event.name, arguments: event.arguments, agent: state.mode })
