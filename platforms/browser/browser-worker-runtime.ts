@@ -5,11 +5,13 @@
 import * as Comlink from 'comlink'
 import type { CodeRunSession } from '../../src/code-runtime/host-session.js'
 import { integerOption } from '../../src/code-runtime/limits.js'
+import { yieldHostTurnsWith } from '../../src/code-runtime/sliced-delivery.js'
 import type { RunSlot } from '../../src/code-runtime/run-lifecycle.js'
 import { createTrustedRuntime, readTrustedOptions, SlotDeath, type TrustedRuntime, type TrustedRuntimeOptions } from '../../src/code-runtime/trusted-runtime.js'
 import { ToolError } from '../../src/errors.js'
 import type { WorkerControl } from './control.js'
 import { HeartbeatMeter } from './heartbeat-meter.js'
+import { channelTurn } from './next-turn.js'
 
 const FACTORY = 'createBrowserWorkerRuntime'
 
@@ -106,6 +108,7 @@ export function createBrowserWorkerRuntime(options?: BrowserWorkerRuntimeOptions
   const workerUrl = record.workerUrl ?? new URL('./worker-entry.js', import.meta.url)
   if (typeof workerUrl !== 'string' && !(workerUrl instanceof URL)) throw new ToolError('INVALID_OPTIONS', `${FACTORY}: options.workerUrl must be a string or a URL`)
   if (typeof Worker !== 'function' || typeof MessageChannel !== 'function') throw new ToolError('INVALID_OPTIONS', `${FACTORY}: this environment has no Web Worker support`)
+  yieldHostTurnsWith(channelTurn)
   return createTrustedRuntime({
     isolation: 'web-worker',
     capabilities: Object.freeze({ streamsLogs: true, memoryLimit: false, capturesStdio: false }),
@@ -113,6 +116,6 @@ export function createBrowserWorkerRuntime(options?: BrowserWorkerRuntimeOptions
     prespawn,
     spawn: () => arm(workerUrl, spawnTimeoutMs, heartbeatMs),
     alive: (armed) => armed.death.reason === undefined,
-    defer: (task) => void setTimeout(task, 0),
+    defer: channelTurn,
   })
 }

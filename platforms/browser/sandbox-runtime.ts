@@ -5,12 +5,13 @@
  * @module
  */
 import { createSandboxRuntimeOn } from '../../src/code-runtime/sandbox-runtime.js'
-import { slicedDelivery, whenAllDrained } from '../../src/code-runtime/sliced-delivery.js'
+import { slicedDelivery, whenAllDrained, yieldHostTurnsWith } from '../../src/code-runtime/sliced-delivery.js'
 import type { SlicedListener } from '../../src/code-runtime/sliced-delivery.js'
 import { SANDBOX_SOURCE } from '../../engine/quickjs/_sandbox-source.js'
 import type { SandboxPlatform, SandboxRuntime, SandboxRuntimeOptions, SandboxThread } from '../../src/code-runtime/sandbox-runtime.js'
 import { ToolError } from '../../src/errors.js'
 import { batchedSender, eachMessage } from './message-batch.js'
+import { channelTurn } from './next-turn.js'
 import { createPythonSandboxRuntime } from './python-sandbox-runtime.js'
 
 export type { SandboxRuntime, SandboxRuntimeLoad } from '../../src/code-runtime/sandbox-runtime.js'
@@ -53,15 +54,12 @@ function spawnWorker(url: string | URL, name = 'toolyard-sandbox'): SandboxThrea
   })
   worker.addEventListener('messageerror', () => die('a message from it could not be read'))
   // A burst goes both ways in batches (message-batch.ts): one task of the page per batch, not per call.
-  // The page's turn ends with a macrotask: a slice's replies come from many microtasks.
-  const post = batchedSender(
-    (message) => worker.postMessage(message),
-    (then) => setTimeout(then, 0),
-  )
+  // The page's turn ends with a macrotask (a message's, not a timer's): a slice's replies come from many microtasks.
+  const post = batchedSender((message) => worker.postMessage(message), channelTurn)
   return {
     postMessage: post,
     onMessage: (listener) => {
-      const deliver = slicedDelivery(listener)
+      const deliver = slicedDelivery(listener, channelTurn)
       deliveries.push(deliver)
       worker.addEventListener('message', (event: MessageEvent) => eachMessage(event.data, deliver))
     },
@@ -99,6 +97,8 @@ interface NavigatorHints {
  * ```
  */
 export function createSandboxRuntime(options?: BrowserSandboxRuntimeOptions): SandboxRuntime {
+  // The page's bridge yields to it between calls of a flood: through a message, which a hidden tab does not throttle.
+  yieldHostTurnsWith(channelTurn)
   const hints = (globalThis as { navigator?: NavigatorHints }).navigator ?? {}
   const machine = {
     cores: typeof hints.hardwareConcurrency === 'number' && hints.hardwareConcurrency > 0 ? hints.hardwareConcurrency : 2,

@@ -4,6 +4,17 @@
  * @module
  */
 
+/**
+ * Runs `then` in a later turn of the event loop (a macrotask), after every `then` given before it.
+ * A platform passes its own (a page: a MessageChannel, whose turns a hidden tab does not throttle).
+ */
+export type NextTurn = (then: () => void) => void
+
+/** The default {@link NextTurn}: a 0 ms timer. */
+export const timerTurn: NextTurn = (then) => {
+  setTimeout(then, 0)
+}
+
 /** How long one slice may handle messages before the rest wait for the next turn of the event loop. */
 export const DELIVERY_SLICE_MS = 4
 
@@ -25,9 +36,9 @@ export interface SlicedListener {
  * Wraps `listener` so that messages reach it in order, in slices of at most {@link
  * DELIVERY_SLICE_MS} ms and {@link DELIVERY_SLICE_MESSAGES} messages: a message that arrives while
  * the current slice has room is handled at once (no added latency for a lone call); past that it is
- * queued and handled after a macrotask, so timers, input and rendering run in between.
+ * queued and handled after a macrotask (`nextTurn`), so timers, input and rendering run in between.
  */
-export function slicedDelivery(listener: (data: unknown) => void): SlicedListener {
+export function slicedDelivery(listener: (data: unknown) => void, nextTurn: NextTurn = timerTurn): SlicedListener {
   let queue: unknown[] = []
   let drained: Array<() => void> = []
   let head = 0
@@ -40,7 +51,7 @@ export function slicedDelivery(listener: (data: unknown) => void): SlicedListene
     sliceStart = performance.now()
     handled = 0
     // The slice ends with the current burst of events: the next macrotask closes it.
-    setTimeout(close, 0)
+    nextTurn(close)
   }
   const deliver = (data: unknown): void => {
     handled++
@@ -99,6 +110,17 @@ const STEPS_BEFORE_YIELD = 16
 
 let turnSteps = 0
 
+/** How the host's cooperative work waits for the next turn: {@link yieldHostTurnsWith}. */
+let hostNextTurn: NextTurn = timerTurn
+
+/**
+ * Makes {@link hostTurn} end its turns with `nextTurn` from now on, in this realm: a platform
+ * whose timers can be throttled (a page) passes a turn that is not.
+ */
+export function yieldHostTurnsWith(nextTurn: NextTurn): void {
+  hostNextTurn = nextTurn
+}
+
 const endTurn = (): void => {
   turnStart = -1
   turnSteps = 0
@@ -107,22 +129,22 @@ const endTurn = (): void => {
 /**
  * Resolves at once while the current turn of the host's event loop has taken fewer than {@link
  * STEPS_BEFORE_YIELD} steps or spent less than {@link DELIVERY_SLICE_MS} ms on cooperative work,
- * else after a macrotask.
+ * else after a macrotask ({@link yieldHostTurnsWith}).
  */
 export function hostTurn(): Promise<void> | undefined {
   const now = performance.now()
   if (turnStart < 0 || now - turnStart > STALE_TURN_MS) {
     turnStart = now
     turnSteps = 1
-    setTimeout(endTurn, 0)
+    hostNextTurn(endTurn)
     return undefined
   }
   if (++turnSteps <= STEPS_BEFORE_YIELD || now - turnStart < DELIVERY_SLICE_MS) return undefined
   return new Promise((resolve) =>
-    setTimeout(() => {
+    hostNextTurn(() => {
       endTurn()
       resolve()
-    }, 0),
+    }),
   )
 }
 

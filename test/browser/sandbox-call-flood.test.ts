@@ -95,4 +95,45 @@ describe('a flood of un-awaited calls in Chromium', () => {
       await registry.dispose()
     }
   })
+
+  it('a flood waits on none of the page\'s timers: a hidden tab runs them once a second at most', { timeout: 60_000 }, async () => {
+    const registry = createToolRuntime({ mode: 'code', codeRuntime: sandbox })
+    registry.register(
+      defineTool({
+        name: 'echo',
+        description: 'Returns its number.',
+        parameters: { i: { type: 'number' } },
+        output: { schema: { type: 'number' }, render: (_a, v) => [{ type: 'text', text: String(v) }] },
+        execute: (args) => args.i ?? 0,
+      }),
+    )
+    // The page's timers as a hidden tab runs them (Chromium: one wake-up a second; a minute after
+    // five minutes hidden). The slices, the host's turns and the batches used to end with a 0 ms
+    // timer each, hundreds a flood: 2,000 calls took over a minute here. A message's task is not
+    // throttled. What is left sets a few timers a run, not a few per slice: the large-message
+    // reader's turn (json-endpoint.ts) and the worker's stop grace.
+    const real = globalThis.setTimeout
+    let short = 0
+    globalThis.setTimeout = ((handler: TimerHandler, delay?: number, ...rest: unknown[]) => {
+      if ((delay ?? 0) < 1_000) short++
+      return real(handler, Math.max(delay ?? 0, 1_000), ...rest)
+    }) as typeof setTimeout
+    const started = performance.now()
+    try {
+      const value = await registry.execute({
+        callId: 'hidden-flood',
+        name: 'run_code',
+        arguments: { code: FLOOD.replace('10000', '2000'), description: 'flood' },
+        signal: AbortSignal.timeout(20_000),
+      })
+      if (value.isError) throw new Error(value.error.message)
+      expect((value.value as { result?: unknown }).result).toBe(2_000)
+    } finally {
+      globalThis.setTimeout = real
+      await registry.dispose()
+    }
+    const elapsed = performance.now() - started
+    expect(short, 'timers under 1 s the page set during the flood').toBeLessThan(10)
+    expect(elapsed).toBeLessThan(10_000)
+  })
 })
