@@ -44,6 +44,8 @@ interface Contender {
   readonly thread: URL | undefined
   /** The pool (`createSandboxRuntimeOn`) the contender runs on: the baseline's own, since the pool's spares count. */
   readonly pool: typeof createSandboxRuntimeOn
+  /** The Node platform (threads, the process's image) the contender runs on: the baseline's own, since it decides when a thread's image is asked for. */
+  readonly platform: typeof nodeSandboxPlatform
 }
 
 /** The baseline's thread bundle (CommonJS since issue 34's second round, an ES module before), written where its package imports resolve from this checkout. */
@@ -111,7 +113,7 @@ const cpuLogs = new Map<string, string>()
 /** Ms from create to run 1's result, then from each next run's submission to its result. */
 async function firstRuns(contender: Contender, options: SandboxRuntimeOptions, idleMs = 0): Promise<number[]> {
   const start = performance.now()
-  const runtime = contender.pool(nodeSandboxPlatform(contender.thread), options)
+  const runtime = contender.pool(contender.platform(contender.thread), options)
   const times: number[] = []
   let from = start
   for (let i = 0; i < RUNS; i++) {
@@ -167,7 +169,7 @@ async function backToBack(runs: number): Promise<void> {
     for (let block = 0; block < blocks; block++) {
       for (const [shape, options] of shapes) {
         for (const contender of contenders) {
-          const runtime = contender.pool(nodeSandboxPlatform(contender.thread), options)
+          const runtime = contender.pool(contender.platform(contender.thread), options)
           for (let i = 0; i < 20; i++) await runtime.run({ program: 'return 1', bindings: [] })
           const list = samples.get(`${contender.name}, ${shape}`) ?? []
           samples.set(`${contender.name}, ${shape}`, list)
@@ -195,13 +197,14 @@ async function backToBack(runs: number): Promise<void> {
 
 const THREAD_CPU = process.env.BENCH_THREAD_CPU === '1'
 const CURRENT_THREAD = new URL('../platforms/node/_sandbox-thread.cjs', import.meta.url)
-const contenders: Contender[] = [{ name: 'current', thread: THREAD_CPU ? cpuWrapper(CURRENT_THREAD, 'current') : undefined, pool: createSandboxRuntimeOn }]
+const contenders: Contender[] = [{ name: 'current', thread: THREAD_CPU ? cpuWrapper(CURRENT_THREAD, 'current') : undefined, pool: createSandboxRuntimeOn, platform: nodeSandboxPlatform }]
 if (process.env.BASELINE !== undefined) {
   const ref = process.env.BASELINE
   // The host side of the baseline too: its pool decides when spare threads start.
   const { createSandboxRuntimeOn: pool } = await importAs<{ createSandboxRuntimeOn: typeof createSandboxRuntimeOn }>('src/code-runtime/sandbox-runtime.ts', sourceAt('src/code-runtime/sandbox-runtime.ts', ref), ref)
+  const { nodeSandboxPlatform: platform } = await importAs<{ nodeSandboxPlatform: typeof nodeSandboxPlatform }>('platforms/node/sandbox-runtime.ts', sourceAt('platforms/node/sandbox-runtime.ts', ref), `${ref}-platform`)
   const thread = baselineThread(ref)
-  contenders.push({ name: `baseline ${ref}`, thread: THREAD_CPU ? cpuWrapper(thread, `baseline ${ref}`) : thread, pool })
+  contenders.push({ name: `baseline ${ref}`, thread: THREAD_CPU ? cpuWrapper(thread, `baseline ${ref}`) : thread, pool, platform })
 }
 
 const SHAPES: readonly (readonly [string, SandboxRuntimeOptions])[] = [
@@ -218,8 +221,11 @@ if (process.env.BENCH_BACK_TO_BACK !== undefined) {
 }
 // Once each, apart: the process compiles the wasm module once, and the runtime's idle thread takes
 // the memory image the process's later threads start from (the wasm and the image, once a process).
+// `BENCH_FIRST_IDLE_MS=0`: the first runtime is disposed right after its runs instead, before its
+// thread's idle scan could take the image (it is asked for it as it ends).
+const FIRST_IDLE_MS = Number(process.env.BENCH_FIRST_IDLE_MS ?? 1_500)
 for (const contender of contenders) {
-  const [first] = await firstRuns(contender, {}, 1_500)
+  const [first] = await firstRuns(contender, {}, FIRST_IDLE_MS)
   console.log(`  ${contender.name}: the process's first runtime, create → run 1: ${first!.toFixed(1)} ms`)
 }
 const samples = new Map<string, number[][]>()

@@ -648,6 +648,14 @@ export class QuickJsEngine {
     }
   }
 
+  /** Ends the pauses of the scan of `memoryMb` MiB VMs {@link scanInSteps} runs, if any: settles when it ends. */
+  hurryScan(memoryMb: number): Promise<void> {
+    const scan = this.#scanning.get(memoryMb)
+    if (scan === undefined) return Promise.resolve()
+    scan.hurry()
+    return scan.done
+  }
+
   /**
    * A fresh instance of the QuickJS wasm over a fresh memory of `pages` pages (at most
    * `memoryMb`), its C constructors run. Goes straight to the variant's emscripten

@@ -96,11 +96,50 @@ function warmStripper(stripTypeScript: Stripper): void {
   stripTypeScript('const warm = (a: number = (b = 1) => b): number => <number>(<number>(a as number))\nreturn <T,>(x: T) => x')
 }
 
-/** Posts `image` to the host, its bytes in shared memory: sent to every thread the host starts later, never copied. */
-function postImage(channel: SandboxThreadChannel, memoryMb: number, image: QuickJsImage): void {
-  const bytes = new Uint8Array(new SharedArrayBuffer(image.memory.bytes.length))
-  bytes.set(image.memory.bytes)
-  channel.post({ type: 'image', memoryMb, image: { ...image, memory: { ...image.memory, bytes } } } as unknown as ThreadEvent)
+/** Whether this thread's scan started, the host asked for the image at boot (it keeps none), and this thread took it. */
+interface ImageAsk {
+  scanning: boolean
+  wanted: boolean
+  taken: boolean
+}
+
+/**
+ * Readies the memory image, once (a fresh instance scanned in ~2 ms steps, one a task, between a
+ * run's messages too): the thread's next boot takes it, and later VMs are reset in place from it.
+ */
+function startScan(engine: QuickJsEngine | undefined, memoryMb: number, ask: ImageAsk): void {
+  if (ask.scanning || engine === undefined) return
+  ask.scanning = true
+  void engine.scanInSteps(memoryMb, () => new Promise((resolve) => setTimeout(resolve, 0)))
+}
+
+/** Posts `image` to the host (next task), its bytes in shared memory: sent to every thread the host starts later, never copied. */
+function postImage(channel: SandboxThreadChannel, memoryMb: number, image: QuickJsImage, ask: ImageAsk): void {
+  ask.taken = true
+  setTimeout(() => {
+    const bytes = new Uint8Array(new SharedArrayBuffer(image.memory.bytes.length))
+    bytes.set(image.memory.bytes)
+    channel.post({ type: 'image', memoryMb, image: { ...image, memory: { ...image.memory, bytes } } } as unknown as ThreadEvent)
+  }, 0)
+}
+
+/**
+ * The host is about to end this thread (its runtime disposed, or idle) and keeps no image yet: the
+ * scan (`scan` starts it) runs to its end without pauses, and the image goes out before the thread
+ * does, else the process's next threads would boot their VMs too. `imaging` at once, then the
+ * image, or `no-image` when there is none to give.
+ */
+function answerImageAsk(channel: SandboxThreadChannel, engine: QuickJsEngine | undefined, memoryMb: number, ask: ImageAsk, scan: () => void): void {
+  const noImage = (): void => {
+    if (!ask.taken) channel.post({ type: 'no-image' } as unknown as ThreadEvent)
+  }
+  if (engine === undefined || !ask.wanted || ask.taken) {
+    noImage()
+    return
+  }
+  channel.post({ type: 'imaging' } as unknown as ThreadEvent)
+  scan()
+  void engine.hurryScan(memoryMb).then(noImage)
 }
 
 interface Current {
@@ -125,16 +164,8 @@ export function serveSandboxThread(channel: SandboxThreadChannel, variant: Quick
   let building: Promise<QuickJsSandbox | undefined> | undefined
   /** Runs started so far: the idle-time warm-up is skipped when one came meanwhile. */
   let runsStarted = 0
-  let scanning = false
-  /**
-   * Readies the memory image (a fresh instance scanned in ~2 ms steps, one a task, between a run's
-   * messages too): the thread's next boot takes it, and later VMs are reset in place from it.
-   */
-  const scan = (): void => {
-    if (scanning || engine === undefined) return
-    scanning = true
-    void engine.scanInSteps(memoryMb, () => new Promise((resolve) => setTimeout(resolve, 0)))
-  }
+  const ask: ImageAsk = { scanning: false, wanted: false, taken: false }
+  const scan = (): void => startScan(engine, memoryMb, ask)
 
   /** Builds the next sandbox unless one is ready or being built; a failed build is left for the next run to retry and report. */
   const prebuild = (): Promise<QuickJsSandbox | undefined> => {
@@ -278,9 +309,10 @@ export function serveSandboxThread(channel: SandboxThreadChannel, variant: Quick
       variant,
       imageInBuild: false,
       // A host that asks keeps the image for the threads it starts later: their first VM is restored, not booted.
-      ...(wantsImage === true && image === undefined ? { onImage: (mb: number, taken: QuickJsImage) => setTimeout(() => postImage(channel, mb, taken), 0) } : {}),
+      ...(wantsImage === true && image === undefined ? { onImage: (mb: number, taken: QuickJsImage) => postImage(channel, mb, taken, ask) } : {}),
       ...(data.wasmModule === undefined ? {} : { wasmModule: data.wasmModule }),
     })
+    ask.wanted = wantsImage === true && image === undefined
     if (image !== undefined) engine.adoptImage(memoryMb, image)
     // Nothing before `ready` that a first `return 1` does not need: the stripper warms after the first run,
     // and the image's scan starts after it too (or once the thread has stayed idle a while).
@@ -302,6 +334,7 @@ export function serveSandboxThread(channel: SandboxThreadChannel, variant: Quick
       if (message.type === 'boot' && engine === undefined) boot(data as SandboxThreadBoot)
       else if (message.type === 'run' && engine !== undefined && current === undefined) start(data as ThreadCommand & { type: 'run' })
       else if (message.type === 'end') end((data as { run: number }).run)
+      else if (message.type === 'image') answerImageAsk(channel, engine, memoryMb, ask, scan)
       else if (message.type === 'park') {
         const command = data as { run: number; afterMs: number; maxChars: number }
         park(command.run, command.afterMs, command.maxChars)

@@ -1769,6 +1769,13 @@ var QuickJsEngine = class {
       finish();
     }
   }
+  /** Ends the pauses of the scan of `memoryMb` MiB VMs {@link scanInSteps} runs, if any: settles when it ends. */
+  hurryScan(memoryMb) {
+    const scan = this.#scanning.get(memoryMb);
+    if (scan === void 0) return Promise.resolve();
+    scan.hurry();
+    return scan.done;
+  }
   /**
    * A fresh instance of the QuickJS wasm over a fresh memory of `pages` pages (at most
    * `memoryMb`), its C constructors run. Goes straight to the variant's emscripten
@@ -2531,10 +2538,30 @@ function warmStripper(stripTypeScript) {
   stripperWarm = true;
   stripTypeScript("const warm = (a: number = (b = 1) => b): number => <number>(<number>(a as number))\nreturn <T,>(x: T) => x");
 }
-function postImage(channel, memoryMb, image) {
-  const bytes = new Uint8Array(new SharedArrayBuffer(image.memory.bytes.length));
-  bytes.set(image.memory.bytes);
-  channel.post({ type: "image", memoryMb, image: { ...image, memory: { ...image.memory, bytes } } });
+function startScan(engine, memoryMb, ask) {
+  if (ask.scanning || engine === void 0) return;
+  ask.scanning = true;
+  void engine.scanInSteps(memoryMb, () => new Promise((resolve) => setTimeout(resolve, 0)));
+}
+function postImage(channel, memoryMb, image, ask) {
+  ask.taken = true;
+  setTimeout(() => {
+    const bytes = new Uint8Array(new SharedArrayBuffer(image.memory.bytes.length));
+    bytes.set(image.memory.bytes);
+    channel.post({ type: "image", memoryMb, image: { ...image, memory: { ...image.memory, bytes } } });
+  }, 0);
+}
+function answerImageAsk(channel, engine, memoryMb, ask, scan) {
+  const noImage = () => {
+    if (!ask.taken) channel.post({ type: "no-image" });
+  };
+  if (engine === void 0 || !ask.wanted || ask.taken) {
+    noImage();
+    return;
+  }
+  channel.post({ type: "imaging" });
+  scan();
+  void engine.hurryScan(memoryMb).then(noImage);
 }
 function serveSandboxThread(channel, variant2, loadStripper) {
   let loaded;
@@ -2547,12 +2574,8 @@ function serveSandboxThread(channel, variant2, loadStripper) {
   let ready;
   let building;
   let runsStarted = 0;
-  let scanning = false;
-  const scan = () => {
-    if (scanning || engine === void 0) return;
-    scanning = true;
-    void engine.scanInSteps(memoryMb, () => new Promise((resolve) => setTimeout(resolve, 0)));
-  };
+  const ask = { scanning: false, wanted: false, taken: false };
+  const scan = () => startScan(engine, memoryMb, ask);
   const prebuild = () => {
     if (engine === void 0 || ready !== void 0) return Promise.resolve(ready);
     building ??= engine.build(memoryMb).then(
@@ -2674,9 +2697,10 @@ function serveSandboxThread(channel, variant2, loadStripper) {
       variant: variant2,
       imageInBuild: false,
       // A host that asks keeps the image for the threads it starts later: their first VM is restored, not booted.
-      ...wantsImage === true && image === void 0 ? { onImage: (mb, taken) => setTimeout(() => postImage(channel, mb, taken), 0) } : {},
+      ...wantsImage === true && image === void 0 ? { onImage: (mb, taken) => postImage(channel, mb, taken, ask) } : {},
       ...data.wasmModule === void 0 ? {} : { wasmModule: data.wasmModule }
     });
+    ask.wanted = wantsImage === true && image === void 0;
     if (image !== void 0) engine.adoptImage(memoryMb, image);
     void prebuild().then((sandbox) => {
       channel.post(sandbox === void 0 ? { type: "ready" } : { type: "ready", made: sandbox.made });
@@ -2695,6 +2719,7 @@ function serveSandboxThread(channel, variant2, loadStripper) {
       if (message.type === "boot" && engine === void 0) boot(data);
       else if (message.type === "run" && engine !== void 0 && current === void 0) start(data);
       else if (message.type === "end") end(data.run);
+      else if (message.type === "image") answerImageAsk(channel, engine, memoryMb, ask, scan);
       else if (message.type === "park") {
         const command = data;
         park(command.run, command.afterMs, command.maxChars);
