@@ -30,6 +30,9 @@ afterAll(async () => {
   await sandbox.dispose()
 })
 
+/** The longest host stall a flood may cause, whatever the load: the call counts are the test. */
+const STALL_BACKSTOP_MS = 3_000
+
 /** Binding calls handled since the probe's last tick. */
 const handled: TickCounter = { count: 0 }
 
@@ -56,9 +59,10 @@ describe('a flood of un-awaited calls', () => {
     // Handled as they came (1 s of binding work in all), 4,400 to 5,100 calls ran between
     // two ticks of the probe, a stall of 1.5 to 2.4 s; in slices of at most 64 messages,
     // 57 to 75 (gaps of 130 to 160 ms on a loaded 2-core machine). The count separates the
-    // two by a wide margin whatever the load; the time bound only says "under a second".
+    // two by a wide margin whatever the load. The time bound is a backstop for a stall that is
+    // not calls (a parse, a copy): 1 s failed at load 15-22 (1.2 s) with a burst of dozens.
     expect(burst).toBeLessThan(1_000)
-    expect(stall).toBeLessThan(1_000)
+    expect(stall).toBeLessThan(STALL_BACKSTOP_MS)
   })
 
   it('10,000 calls through the registry keep the host responsive', { timeout: 120_000 }, async () => {
@@ -78,7 +82,7 @@ describe('a flood of un-awaited calls', () => {
     // 1.5 s: too close to a loaded machine's gaps for a time bound to tell them apart);
     // with the bridge yielding between sub-calls, dozens.
     expect(burst).toBeLessThan(1_000)
-    expect(stall).toBeLessThan(1_000)
+    expect(stall).toBeLessThan(STALL_BACKSTOP_MS)
   })
 
   it('slicedDelivery keeps order, handles a lone message at once and queues a burst past its slice', async () => {
