@@ -5,6 +5,7 @@
  * ticks (`burst`). A count does not grow with the machine's load as a time does, so
  * tests that must fail on old code assert the burst and keep only a wide time bound.
  */
+import { defineTool } from '../../src/schema/define-tool.js'
 
 /** Events the code under test counts (`counter.count++`); the probe reads and resets it each tick. */
 export interface TickCounter {
@@ -37,4 +38,26 @@ export async function maxStall<T>(during: () => Promise<T>, counter: TickCounter
   } finally {
     clearInterval(timer)
   }
+}
+
+/**
+ * The longest stall a call flood may cause in a test, whatever the load: the call counts between
+ * ticks are the test (old code 4,400 to 8,200, now dozens); this only backstops a stall that is
+ * not calls (a parse, a copy). 1 s failed at load 15-22 (1.2 s, with a burst of dozens).
+ */
+export const STALL_BACKSTOP_MS = 3_000
+
+/** A program that fires `calls` un-awaited `tools.echo` calls and returns how many settled. */
+export const floodProgram = (calls = 10_000): string =>
+  `const ps = []; for (let i = 0; i < ${calls}; i++) ps.push(tools.echo({ i })); return (await Promise.all(ps)).length`
+
+/** The flood tests' `echo` tool (`{ i }` → `work(i)`), for a registry: each call runs `work` on the host's thread. */
+export function floodEchoTool(work: (i: number) => number = (i) => i) {
+  return defineTool({
+    name: 'echo',
+    description: 'Returns its number.',
+    parameters: { i: { type: 'number' } },
+    output: { schema: { type: 'number' }, render: (_a, v) => [{ type: 'text', text: String(v) }] },
+    execute: (args) => work(args.i ?? 0),
+  })
 }

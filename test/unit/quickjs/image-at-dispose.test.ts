@@ -5,41 +5,21 @@
  * next runtimes' threads restore their first VM instead of booting it. Counted, not timed: how
  * each thread's first VM was made. Threads from a file of their own, so no other test's image counts.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath, pathToFileURL } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
 import { createSandboxRuntimeOn } from '../../../src/code-runtime/sandbox-runtime.js'
 import type { SandboxPlatform } from '../../../src/code-runtime/sandbox-runtime.js'
-import { keepsImage, nodeSandboxPlatform } from '../../../platforms/node/sandbox-runtime.js'
+import { keepsImage } from '../../../platforms/node/sandbox-runtime.js'
+import { recordingPlatform, threadFile } from '../../support/recording-threads.js'
 
-const BUNDLE = fileURLToPath(new URL('../../../platforms/node/_sandbox-thread.cjs', import.meta.url))
 const dir = mkdtempSync(join(tmpdir(), 'toolyard-image-at-dispose-'))
 
 /** The Node platform on a thread file of its own, recording how each thread's first VM was made (its first `ready`). */
 function recording(name: string): { readonly url: URL; readonly platform: SandboxPlatform; readonly made: string[] } {
-  const file = join(dir, `${name}.cjs`)
-  writeFileSync(file, `"use strict";\nrequire(${JSON.stringify(BUNDLE)})\n`)
-  const url = pathToFileURL(file)
-  const base = nodeSandboxPlatform(url)
-  const made: string[] = []
-  const platform: SandboxPlatform = {
-    ...base,
-    spawn: () => {
-      const thread = base.spawn()
-      let first = true
-      thread.onMessage((data) => {
-        const event = data as { type?: unknown; made?: unknown } | null
-        if (first && event?.type === 'ready' && typeof event.made === 'string') {
-          first = false
-          made.push(event.made)
-        }
-      })
-      return thread
-    },
-  }
-  return { url, platform, made }
+  const url = threadFile(dir, name)
+  return { url, ...recordingPlatform(url) }
 }
 
 describe('the memory image when a runtime is disposed right after its first run', () => {

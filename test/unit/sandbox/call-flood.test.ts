@@ -9,29 +9,17 @@
 import { afterAll, describe, expect, it } from 'vitest'
 import { createSandboxRuntime } from '../../../platforms/node/index.js'
 import { DELIVERY_SLICE_MESSAGES, slicedDelivery, whenAllDrained } from '../../../src/code-runtime/sliced-delivery.js'
-import { defineTool } from '../../../src/index.js'
 import { createToolRuntime } from '../../../src/registry/index.js'
-import { maxStall, type TickCounter } from '../../support/stall-probe.js'
+import { STALL_BACKSTOP_MS, floodEchoTool, floodProgram, maxStall, type TickCounter } from '../../support/stall-probe.js'
 import { until } from '../../support/poll.js'
 
 const sandbox = createSandboxRuntime({ memoryMb: 64, computeMs: 60_000 })
 const registry = createToolRuntime({ mode: 'code', codeRuntime: sandbox })
-registry.register(
-  defineTool({
-    name: 'echo',
-    description: 'Returns its number.',
-    parameters: { i: { type: 'number' } },
-    output: { schema: { type: 'number' }, render: (_a, v) => [{ type: 'text', text: String(v) }] },
-    execute: (args) => work(args.i ?? 0),
-  }),
-)
+registry.register(floodEchoTool(work))
 afterAll(async () => {
   await registry.dispose()
   await sandbox.dispose()
 })
-
-/** The longest host stall a flood may cause, whatever the load: the call counts are the test. */
-const STALL_BACKSTOP_MS = 3_000
 
 /** Binding calls handled since the probe's last tick. */
 const handled: TickCounter = { count: 0 }
@@ -49,7 +37,7 @@ describe('a flood of un-awaited calls', () => {
     await sandbox.warm()
     const { stall, burst, value } = await maxStall(() =>
       sandbox.run({
-        program: 'const ps = []; for (let i = 0; i < 10000; i++) ps.push(tools.echo({ i })); return (await Promise.all(ps)).length',
+        program: floodProgram(),
         bindings: [{ global: 'tools', functions: { echo: async (args: unknown) => work((args as { i: number }).i) } }],
       }),
       handled,
@@ -71,7 +59,7 @@ describe('a flood of un-awaited calls', () => {
       registry.execute({
         callId: 'flood',
         name: 'run_code',
-        arguments: { code: 'const ps = []; for (let i = 0; i < 10000; i++) ps.push(tools.echo({ i })); return (await Promise.all(ps)).length', description: 'flood' },
+        arguments: { code: floodProgram(), description: 'flood' },
         signal: AbortSignal.timeout(100_000),
       }),
       handled,

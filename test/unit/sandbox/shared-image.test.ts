@@ -5,50 +5,27 @@
  * per thread file and memory size, so no thread restores an image made with anything else. Each test starts its threads from a file of its own (a one-line file that
  * requires the real thread bundle), so no test sees another's image.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath, pathToFileURL } from 'node:url'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { createSandboxRuntimeOn } from '../../../src/code-runtime/sandbox-runtime.js'
-import type { SandboxPlatform, SandboxRuntime, SandboxRuntimeOptions } from '../../../src/code-runtime/sandbox-runtime.js'
-import { keepsImage, nodeSandboxPlatform } from '../../../platforms/node/sandbox-runtime.js'
+import type { SandboxRuntime, SandboxRuntimeOptions } from '../../../src/code-runtime/sandbox-runtime.js'
+import { keepsImage } from '../../../platforms/node/sandbox-runtime.js'
+import { recordingPlatform, threadFile as threadFileIn } from '../../support/recording-threads.js'
 
-const BUNDLE = fileURLToPath(new URL('../../../platforms/node/_sandbox-thread.cjs', import.meta.url))
 const dir = mkdtempSync(join(tmpdir(), 'toolyard-shared-image-'))
 const runtimes: SandboxRuntime[] = []
 
-/** A thread file of its own, named `name`: `prelude`, then the real thread bundle. */
-function threadFile(name: string, prelude = ''): URL {
-  const file = join(dir, `${name}.cjs`)
-  writeFileSync(file, `"use strict";\n${prelude}\nrequire(${JSON.stringify(BUNDLE)})\n`)
-  return pathToFileURL(file)
-}
-
-/** The Node platform on `url`'s threads, recording how each thread's first VM was made (its first `ready`), in spawn order. */
-function recording(url: URL): { readonly platform: SandboxPlatform; readonly made: string[] } {
-  const base = nodeSandboxPlatform(url)
-  const made: string[] = []
-  const platform: SandboxPlatform = {
-    ...base,
-    spawn: () => {
-      const thread = base.spawn()
-      thread.onMessage((data) => {
-        const event = data as { type?: unknown; made?: unknown } | null
-        if (event?.type === 'ready' && typeof event.made === 'string') made.push(event.made)
-      })
-      return thread
-    },
-  }
-  return { platform, made }
-}
+/** A thread file of this test's own, named `name`: `prelude`, then the real thread bundle. */
+const threadFile = (name: string, prelude = ''): URL => threadFileIn(dir, name, prelude)
 
 /**
  * A one-thread runtime on `url`'s threads, with its own record of how its threads' first VMs were made
  * (its own: a thread another runtime replaces after a stopped run may say ready at any time).
  */
 function runtimeOn(url: URL, options: SandboxRuntimeOptions): { readonly run: SandboxRuntime['run']; readonly made: readonly string[] } {
-  const { platform, made } = recording(url)
+  const { platform, made } = recordingPlatform(url)
   const runtime = createSandboxRuntimeOn(platform, { maxConcurrentRuns: 1, ...options })
   runtimes.push(runtime)
   return { run: (request) => runtime.run(request), made }
