@@ -129,7 +129,7 @@ function secretOf(env: EdgeEnv, name: (typeof TOKEN_SECRETS)[number]['name']): s
 }
 
 /** The tokens the environment sets, each with the secret it came from. */
-function tokensOf(env: EdgeEnv): { readonly secret: string; readonly entry: TokenOptions }[] {
+function tokensOf(env: EdgeEnv): { readonly secret: string; readonly entry: TokenOptions & { readonly id: string } }[] {
   return TOKEN_SECRETS.filter((secret) => secretOf(env, secret.name) !== '').map((secret) => ({
     secret: secret.name,
     entry: { token: secretOf(env, secret.name), roles: secret.roles, id: secret.id },
@@ -179,20 +179,20 @@ export function buildEdgeApp<A>(env: EdgeEnv, base: Omit<ToolsAppOptions, 'token
 }
 
 /**
- * The roles of the bearer token `request` carries (every configured token compared through
- * SHA-256 digests, no early exit), or `undefined` for none. The Worker forwards a request
- * to a Durable Object only with a token, and a decision only with `approve`: an
- * unauthenticated client must not be able to create objects (each one costs), and every
- * refusal (401, 403, 503) is answered by the Worker's own app, in the API's words.
+ * The principal of the bearer token `request` carries (its id and roles; every configured
+ * token compared through SHA-256 digests, no early exit), or `undefined` for none. The
+ * Worker forwards a request to a Durable Object only with a token, and a decision only with
+ * `approve`: an unauthenticated client must not be able to create objects (each one costs),
+ * and every refusal (401, 403, 503) is answered by the Worker's own app, in the API's words.
  */
-export async function tokenRoles(request: Request, env: EdgeEnv): Promise<readonly Role[] | undefined> {
+export async function tokenPrincipal(request: Request, env: EdgeEnv): Promise<{ readonly id: string; readonly roles: readonly Role[] } | undefined> {
   const presented = bearerToken(request.headers.get('Authorization'))
   if (presented === undefined) return undefined
-  let roles: readonly Role[] | undefined
+  let found: { readonly id: string; readonly roles: readonly Role[] } | undefined
   for (const { entry } of tokensOf(env)) {
-    if ((await timingSafeEqualText(presented, entry.token)) && roles === undefined) roles = entry.roles
+    if ((await timingSafeEqualText(presented, entry.token)) && found === undefined) found = { id: entry.id, roles: entry.roles }
   }
-  return roles
+  return found
 }
 
 /** A run id as the API hands it out: a UUID. */

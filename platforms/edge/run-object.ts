@@ -18,7 +18,7 @@ import { createToolRuntime } from '../../src/registry/index.js'
 import type { ToolRuntime } from '../../src/runtime-types.js'
 import type { AnyToolDefinition } from '../../src/types.js'
 import { createDurableObjectStore, type DurableObjectStorageLike } from './durable-object-store.js'
-import { approvalTimeoutOption, buildEdgeApp, createEdgeCodeRuntimes, EDGE_CODE_LIMITS, edgeTelemetry, RUN_ID, RUN_OBJECT_APPROVAL_POLL_MS, type EdgeEnv } from './_edge-app.js'
+import { approvalTimeoutOption, buildEdgeApp, createEdgeCodeRuntimes, EDGE_CODE_LIMITS, edgeTelemetry, RUN_ID, RUN_OBJECT_APPROVAL_POLL_MS, tokenPrincipal, type EdgeEnv } from './_edge-app.js'
 import { createIndexStore, createRunIndexStore } from './run-index.js'
 
 /** The header carrying the run's public id from the Worker to its object (the Worker drops any a client sent). */
@@ -31,6 +31,13 @@ export const RUN_ID_HEADER = 'X-Toolyard-Edge-Run'
 export const RUN_STATE_HEADER = 'X-Toolyard-Run-State'
 /** Where the index says which object owns a run's call id: `edge-runs/<call id segment>` → the run's public id. */
 export const OWNER_PREFIX = 'edge-runs/'
+/**
+ * Where the index says who started a run: `edge-run-ids/<public id>` → the starter's
+ * principal id, written before the run's 202 and removed with the object's storage. The
+ * Worker forwards a request naming a run id only when this entry exists (worker.ts), so an
+ * id a client typed never creates an object.
+ */
+export const RUN_OWNER_PREFIX = 'edge-run-ids/'
 
 /** The part of a Durable Object's state this class uses (`ctx`), typed locally. */
 export interface RunObjectState {
@@ -202,7 +209,10 @@ export class ToolyardRun {
     if (info === undefined || (record !== undefined && record.status !== 'running')) {
       const until = (record?.settledAt ?? 0) + DEFAULT_RUN_RETENTION_MS
       if (Date.now() < until) return this.#ctx.storage.setAlarm(until)
-      if (info !== undefined) await built.index.delete(OWNER_PREFIX + runKeySegment(info.callId))
+      if (info !== undefined) {
+        await built.index.delete(OWNER_PREFIX + runKeySegment(info.callId))
+        await built.index.delete(RUN_OWNER_PREFIX + info.id)
+      }
       return this.#ctx.storage.deleteAll()
     }
     let timer: ReturnType<typeof setTimeout> | undefined
@@ -216,6 +226,9 @@ export class ToolyardRun {
     const body = (await response.clone().json()) as { id: string; callId: string }
     const info: RunInfo = { id, appId: body.id, callId: body.callId }
     await this.#ctx.storage.put({ [INFO_KEY]: JSON.stringify(info) })
+    // The Worker reaches this object for the id only once the index knows it (worker.ts): before the 202.
+    const starter = await tokenPrincipal(request, this.#env)
+    await built.index.put(RUN_OWNER_PREFIX + id, starter?.id ?? '')
     // The Worker finds this object from a decided approval's run call id.
     await built.index.put(OWNER_PREFIX + runKeySegment(info.callId), id)
     if (this.#endedCalls.has(info.callId)) await this.#ended(built.index, info)

@@ -10,9 +10,9 @@ import { runOfOpenApproval } from '../../src/approvals/index.js'
 import { runKeySegment } from '../../src/durable/runs.js'
 import { createToolsApp } from '../../src/http/index.js'
 import { createToolRuntime } from '../../src/registry/index.js'
-import { approvalTimeoutOption, buildEdgeApp, configKey, createEdgeCodeRuntimes, EDGE_APPROVAL_POLL_MS, edgeTelemetry, RUN_ID, tokenRoles, type DurableObjectNamespaceLike, type EdgeCodeRuntimes, type EdgeEnv } from './_edge-app.js'
+import { approvalTimeoutOption, buildEdgeApp, configKey, createEdgeCodeRuntimes, EDGE_APPROVAL_POLL_MS, edgeTelemetry, RUN_ID, tokenPrincipal, type DurableObjectNamespaceLike, type EdgeCodeRuntimes, type EdgeEnv } from './_edge-app.js'
 import { createIndexStore } from './run-index.js'
-import { OWNER_PREFIX, RUN_ID_HEADER } from './run-object.js'
+import { OWNER_PREFIX, RUN_ID_HEADER, RUN_OWNER_PREFIX } from './run-object.js'
 
 export type { EdgeEnv } from './_edge-app.js'
 export { ToolyardRun } from './run-object.js'
@@ -83,6 +83,20 @@ async function ownerOfApproval(index: DurableObjectNamespaceLike, path: string):
   return owner !== undefined && RUN_ID.test(owner.value) ? owner.value : undefined
 }
 
+/**
+ * Whether a run id a client named is a run of this deployment that `principal` may reach:
+ * the index says who started it (its object wrote `edge-run-ids/<id>` before answering 202,
+ * and removes it with its storage). Its starter reaches it, and a token with `approve` or
+ * `admin` too (the object's app decides what it may read: runs that asked). Unknown, or
+ * another principal's run for a `run` token: `false`, answered 404 `RUN_NOT_FOUND` by the
+ * Worker's app, so no client-typed id creates or wakes an object.
+ */
+async function mayReachRun(index: DurableObjectNamespaceLike, run: string, principal: { readonly id: string; readonly roles: readonly string[] }): Promise<boolean> {
+  const owner = await createIndexStore(index).get(RUN_OWNER_PREFIX + run)
+  if (owner === undefined) return false
+  return owner.value === principal.id || principal.roles.includes('approve') || principal.roles.includes('admin')
+}
+
 /** Which run object a request goes to, or `undefined` for the Worker's own app. */
 async function objectOf(request: Request, env: EdgeEnv): Promise<string | undefined> {
   if (env.RUNS === undefined || env.RUN_INDEX === undefined) return undefined
@@ -92,9 +106,13 @@ async function objectOf(request: Request, env: EdgeEnv): Promise<string | undefi
   if (!decision && run === undefined) return undefined
   // Only a request with a valid token reaches an object (objects cost), and a decision only with
   // `approve` (nothing is read for it otherwise); the app answers every refusal.
-  const roles = await tokenRoles(request, env)
-  if (roles === undefined || (decision && !roles.includes('approve') && !roles.includes('admin'))) return undefined
-  return decision ? ownerOfApproval(env.RUN_INDEX, path) : run
+  const principal = await tokenPrincipal(request, env)
+  if (principal === undefined) return undefined
+  const { roles } = principal
+  if (run === undefined) return roles.includes('approve') || roles.includes('admin') ? ownerOfApproval(env.RUN_INDEX, path) : undefined
+  // A new run gets its id here; any other id came from the client: the index must know it first.
+  if (path === '/v1/runs') return run
+  return (await mayReachRun(env.RUN_INDEX, run, principal)) ? run : undefined
 }
 
 /** The Worker's module export: runs go to their objects; every other request to the tools app of this isolate. */
