@@ -21,8 +21,13 @@ export { MAX_LISTED_APPROVALS } from './_store-broker.js'
  * Its `handler` turns every call a `tools/pre-execute` gate answers with `ask` into a
  * request in the store, listed by `pending()` in every process sharing it, until
  * `decide()` answers it, `timeoutMs` passes (denied, "expired"), or the call's signal
- * aborts (withdrawn). A call asked again under the same `callId` and arguments (a run
- * resumed after a restart) re-attaches to its request. Throws `ToolError('INVALID_OPTIONS')`
+ * aborts (withdrawn). A run's sub-call asked again under the same `callId` and arguments (a
+ * run resumed after a restart) re-attaches to its request and decision, as does a host call
+ * without a principal; a direct call from a remote client (it carries a principal and no run)
+ * asks anew each time, so one Allow runs one call. At most 200 calls of one principal wait
+ * in a broker at once (`MAX_WAITING_PER_PRINCIPAL`): past that its call is denied at once,
+ * unasked. A decider pinned to an agent (`decide(id, input, { role, agent })`) decides only that
+ * agent's requests; another's is `APPROVAL_NOT_FOUND`. Throws `ToolError('INVALID_OPTIONS')`
  * on bad options. Usually made by `createToolRuntime({ approvals })` as `runtime.approvals`.
  *
  * @example
