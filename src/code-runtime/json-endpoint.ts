@@ -7,6 +7,7 @@ import type { CodeRunFailureKind } from './contract.js'
 import { JsonAdoption, adoptParsedJson } from '../json/lossless.js'
 import { ARG_BYTES_PER_NODE } from './limits.js'
 import { MAX_VALUE_DEPTH } from './render.js'
+import { afterHostTurn } from './sliced-delivery.js'
 import { SlicedJsonParse } from './sliced-json.js'
 import { PROGRAM_SOURCE_URL } from './wire.js'
 import type { WireEndpoint, WireListener, WireMessageEvent } from './wire.js'
@@ -136,9 +137,9 @@ export class JsonWireEndpoint implements WireEndpoint {
   #openTurn(): void {
     if (this.#turnLeft >= 0) return
     this.#turnLeft = ADOPT_SLICE_NODES
-    setTimeout(() => {
+    afterHostTurn(() => {
       this.#turnLeft = -1
-    }, 0)
+    })
   }
 
   /** Adopts what this turn's budget allows; true once the arguments are adopted. */
@@ -165,7 +166,7 @@ export class JsonWireEndpoint implements WireEndpoint {
       const parse = new SlicedJsonParse(json)
       if (!this.#advanceParse(parse)) {
         this.#reading = { parse, textLength: json.length }
-        setTimeout(this.#resume, 0)
+        afterHostTurn(this.#resume)
         return
       }
       // Not JSON: not a message the protocol knows; the session would drop it too.
@@ -195,7 +196,7 @@ export class JsonWireEndpoint implements WireEndpoint {
         const adoption = new JsonAdoption(args, shared)
         if (this.#advance(adoption)) return this.#deliver(data, weigh(adoption.result, textLength))
         this.#reading = { data, adoption, textLength }
-        setTimeout(this.#resume, 0)
+        afterHostTurn(this.#resume)
         return
       }
       const error = type === 'done' ? own(data, 'error') : undefined
@@ -223,7 +224,7 @@ export class JsonWireEndpoint implements WireEndpoint {
     }
     if ('parse' in reading) {
       if (!this.#advanceParse(reading.parse)) {
-        setTimeout(this.#resume, 0)
+        afterHostTurn(this.#resume)
         return
       }
       this.#reading = undefined
@@ -231,7 +232,7 @@ export class JsonWireEndpoint implements WireEndpoint {
       if (!reading.parse.invalid) this.#handleParsed(reading.parse.value, reading.textLength, reading.parse.shared)
     } else {
       if (!this.#advance(reading.adoption)) {
-        setTimeout(this.#resume, 0)
+        afterHostTurn(this.#resume)
         return
       }
       this.#reading = undefined

@@ -121,6 +121,14 @@ export function yieldHostTurnsWith(nextTurn: NextTurn): void {
   hostNextTurn = nextTurn
 }
 
+/**
+ * Runs `task` on the host's next turn, the way {@link hostTurn} waits for it: a 0 ms timer, or the
+ * turn a platform passed to {@link yieldHostTurnsWith} (a page's, which a hidden tab does not throttle).
+ */
+export function afterHostTurn(task: () => void): void {
+  hostNextTurn(task)
+}
+
 const endTurn = (): void => {
   turnStart = -1
   turnSteps = 0
