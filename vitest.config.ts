@@ -12,7 +12,8 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node'
  * - `e2e`: the playground driven by Playwright against the `npm start` server
  *   (test/e2e/vitest.config.ts);
  * - `node-paired`, `edge-paired`: the files of `node` and `edge` that want fewer neighbours (PAIRED
- *   below); `node-alone`: the files of `node` that run alone (ALONE below).
+ *   below); `node-alone`: the files of `node` that run alone (ALONE below); `node-isolated`: the
+ *   files of `node` that keep a module graph of their own (OWN_MODULES below).
  */
 /**
  * Files that measure something against the clock (a compute or replay budget, a heartbeat's age
@@ -61,6 +62,35 @@ const PAIRED = [
   'test/unit/durable/bound-records.test.ts',
   'test/unit/http/runs-lifecycle.test.ts',
 ]
+/**
+ * Files of `node` that keep a module graph of their own (`node-isolated`): the rest of `node` shares
+ * one per worker (`isolate: false`). These fake the process's timers and count them
+ * (`vi.getTimerCount()`) or step them: a module another file loaded earlier (a turn mark, a
+ * pending sweep) can hold a timer there. store-broker-pinned counted 6 timers for 2 that way.
+ */
+const OWN_MODULES = [
+  'test/unit/approvals/broker-store.test.ts',
+  'test/unit/approvals/plan-engine.test.ts',
+  'test/unit/approvals/store-broker-pinned.test.ts',
+  'test/unit/code-mode/catalog.test.ts',
+  'test/unit/code-mode/run-code.test.ts',
+  'test/unit/code-runtime/host-session.test.ts',
+  'test/unit/code-runtime/sliced-delivery.test.ts',
+  'test/unit/durable/approvals-broker-core.test.ts',
+  'test/unit/durable/approvals-markers.test.ts',
+  'test/unit/durable/heartbeat-pinned.test.ts',
+  'test/unit/durable/piece-sweep.test.ts',
+  'test/unit/durable/run-service.test.ts',
+  'test/unit/durable/runs-core.test.ts',
+  'test/unit/http/runs-store.test.ts',
+  'test/unit/http/stream-backlog.test.ts',
+  'test/unit/newcomer/library.test.ts',
+  'test/unit/registry/approval-stage.test.ts',
+  'test/unit/sandbox/first-run.test.ts',
+  'test/unit/sandbox/sandbox-runtime.test.ts',
+  'test/unit/sandbox/spare-threads.test.ts',
+]
+
 const PAIRED_NODE = PAIRED.filter((file) => file.startsWith('test/unit/'))
 const PAIRED_EDGE = PAIRED.filter((file) => file.startsWith('test/edge/'))
 
@@ -107,11 +137,11 @@ export default defineConfig({
         test: {
           name: 'node',
           ...NODE,
-          exclude: [...NODE.exclude, ...ALONE.node, ...PAIRED_NODE],
+          exclude: [...NODE.exclude, ...ALONE.node, ...PAIRED_NODE, ...OWN_MODULES],
           // One module graph per worker, not per file: evaluating src/ (sucrase, hono, the registry…)
-          // anew for each of ~260 files cost ~1 s a file (26 registry files: 38 s isolated, 12 s not).
-          // Every file disposes what it starts and restores what it stubs; the whole project passed
-          // with --no-isolate before this was set. The paired and alone files keep a process each.
+          // anew for each of ~240 files cost ~1 s a file (26 registry files: 38 s isolated, 12 s not).
+          // Every file disposes what it starts and restores what it stubs. OWN_MODULES, the paired
+          // and the alone files keep a module graph each.
           isolate: false,
           // The type tests (test/types/*.test-d.ts) are compiled by `npm run typecheck` (the
           // same tsc and tsconfig vitest would use: a wrong inference is a compile error), so
@@ -125,6 +155,7 @@ export default defineConfig({
           },
         },
       },
+      { test: { name: 'node-isolated', ...NODE, include: OWN_MODULES } },
       { test: { name: 'node-paired', ...NODE, include: PAIRED_NODE, sequence: PAIRED_GROUP } },
       // fileParallelism: false puts a project's files in vitest's last, sequential group.
       { test: { name: 'node-alone', ...NODE, include: ALONE.node, fileParallelism: false } },
