@@ -40,7 +40,13 @@ describe('calls waiting for a person, per principal', () => {
     expect((await f.request(`/v1/approvals/${first!.id}`, PERSON_TOKEN, { body: { decision: 'deny' } })).status).toBe(200)
     const again = f.request('/v1/tools/pay/execute', AGENT_TOKEN, { body: { arguments: { cents: 7 } } })
     await eventually(async () => (await f.pending()).some((a) => a.principal === 'agent' && (a.arguments as { cents: number }).cents === 7))
-    for (const approval of await f.pending()) await f.request(`/v1/approvals/${approval.id}`, PERSON_TOKEN, { body: { decision: 'deny' } })
+    // Until none is left: one listing in about six missed one request that the next one showed
+    // (seen at 34813f8; the call was answered once denied): see the stop 53 closing note.
+    await eventually(async () => {
+      const left = await f.pending()
+      for (const approval of left) await f.request(`/v1/approvals/${approval.id}`, PERSON_TOKEN, { body: { decision: 'deny' } })
+      return left.length === 0
+    }, 'every waiting call denied')
     expect(((await (await again).json()) as Answer).isError).toBe(true)
     await Promise.all(flood)
     expect(f.paid).toEqual([424242])
