@@ -16,37 +16,24 @@
  * Figures are printed, never asserted. Run: `npx tsx bench/edge-runs.bench.ts`
  * (`BENCH_ROUNDS`, default 8).
  */
-import { execFileSync } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { loadavg, tmpdir } from 'node:os'
+import { rmSync } from 'node:fs'
+import { loadavg } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { Miniflare } from 'miniflare'
-import type { WorkerOptions } from 'miniflare'
+import { buildProductWorker, productWorkerOptions } from '../test/support/built-worker.js'
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 8)
 const TOKEN = 'edge-bench-token-0123456789abcdef'
-const root = fileURLToPath(new URL('..', import.meta.url))
 const headers = { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' }
 const PROGRAM = `for (let i = 0; i < 20; i++) await tools.get_customer({ id: 'C00' + (1 + (i % 9)) })
 await tools.write_file({ path: 'bench.txt', content: 'x' })
 return 1`
 
-const dir = mkdtempSync(join(tmpdir(), 'toolyard-edge-runs-bench-'))
+const dir = buildProductWorker('toolyard-edge-runs-bench-')
 const persist = join(dir, 'state')
 
 function start(): Promise<Miniflare> {
-  const mf = new Miniflare({
-    modules: true,
-    compatibilityDate: '2026-04-20',
-    compatibilityFlags: ['enable_request_signal'],
-    scriptPath: join(dir, 'worker.js'),
-    modulesRoot: dir,
-    modulesRules: [{ type: 'CompiledWasm', include: ['**/*.wasm'] }],
-    bindings: { TOOLYARD_TOKEN: TOKEN },
-    durableObjects: { RUNS: { className: 'ToolyardRun', useSQLite: true }, RUN_INDEX: { className: 'ToolyardRunIndex', useSQLite: true } },
-    durableObjectsPersist: persist,
-  } as WorkerOptions)
+  const mf = new Miniflare(productWorkerOptions(dir, { TOOLYARD_TOKEN: TOKEN }, persist))
   return mf.ready.then(() => mf)
 }
 
@@ -88,7 +75,6 @@ function line(label: string, values: number[]): void {
   console.log(`${label.padEnd(44)} p50 ${at(50).toFixed(1).padStart(7)} ms   max ${sorted[sorted.length - 1]!.toFixed(1).padStart(7)} ms   (n=${sorted.length})`)
 }
 
-execFileSync(process.execPath, ['scripts/build-edge.mjs', '--outdir', dir], { cwd: root, stdio: 'pipe' })
 console.log(`edge durable runs (Miniflare workerd, SQLite-backed objects); load average ${loadavg().map((x) => x.toFixed(1)).join(' ')}`)
 const starts: number[] = []
 const live: number[] = []

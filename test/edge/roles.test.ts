@@ -1,11 +1,8 @@
-import { execFileSync } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { Miniflare } from 'miniflare'
-import type { WorkerOptions } from 'miniflare'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { buildProductWorker, productWorkerOptions } from '../support/built-worker.js'
 import { until } from '../support/poll.js'
 
 /**
@@ -16,7 +13,6 @@ import { until } from '../support/poll.js'
  * decides it; a run is read only by its starter and the person; a client's call id lives
  * in its principal's namespace, and one naming a run's sub-call is refused.
  */
-const root = fileURLToPath(new URL('../..', import.meta.url))
 const AGENT = 'edge-agent-token-0123456789abcdef'
 const PERSON = 'edge-person-token-0123456789abcdef'
 const BASE = 'http://toolyard.test'
@@ -29,19 +25,8 @@ describe('roles at the edge (built Worker, Durable Objects, Miniflare)', () => {
     mf!.dispatchFetch(`${BASE}${path}`, { method, headers: as(token), ...(body === undefined ? {} : { body: JSON.stringify(body) }) } as never) as unknown as Promise<Response>
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'toolyard-edge-roles-'))
-    execFileSync(process.execPath, ['scripts/build-edge.mjs', '--outdir', dir], { cwd: root, stdio: 'pipe' })
-    mf = new Miniflare({
-      modules: true,
-      compatibilityDate: '2026-04-20',
-      compatibilityFlags: ['enable_request_signal'],
-      scriptPath: join(dir, 'worker.js'),
-      modulesRoot: dir,
-      modulesRules: [{ type: 'CompiledWasm', include: ['**/*.wasm'] }],
-      bindings: { TOOLYARD_TOKEN: AGENT, TOOLYARD_APPROVER_TOKEN: PERSON },
-      durableObjects: { RUNS: { className: 'ToolyardRun', useSQLite: true }, RUN_INDEX: { className: 'ToolyardRunIndex', useSQLite: true } },
-      durableObjectsPersist: join(dir, 'state'),
-    } as WorkerOptions)
+    dir = buildProductWorker('toolyard-edge-roles-')
+    mf = new Miniflare(productWorkerOptions(dir, { TOOLYARD_TOKEN: AGENT, TOOLYARD_APPROVER_TOKEN: PERSON }, join(dir, 'state')))
     await mf.ready
   }, 180_000)
 

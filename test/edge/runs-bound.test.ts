@@ -1,11 +1,8 @@
-import { execFileSync } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { Miniflare } from 'miniflare'
-import type { WorkerOptions } from 'miniflare'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { buildProductWorker, productWorkerOptions } from '../support/built-worker.js'
 import { until } from '../support/poll.js'
 
 /**
@@ -15,7 +12,6 @@ import { until } from '../support/poll.js'
  * earlier Allow), and a run's request and a direct call of the same tool and arguments are
  * two requests, each decided on its own.
  */
-const root = fileURLToPath(new URL('../..', import.meta.url))
 const TOKEN = 'edge-test-token-0123456789abcdef'
 const BASE = 'http://toolyard.test'
 const auth = { Authorization: `Bearer ${TOKEN}` }
@@ -44,19 +40,8 @@ describe('decisions bound to calls on the built Worker (Miniflare, Durable Objec
   const decide = (id: string, decision: 'allow' | 'deny') => call(`/v1/approvals/${id}`, { method: 'POST', headers: jsonAuth, body: JSON.stringify({ decision }) })
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'toolyard-edge-bound-'))
-    execFileSync(process.execPath, ['scripts/build-edge.mjs', '--outdir', dir], { cwd: root, stdio: 'pipe' })
-    mf = new Miniflare({
-      modules: true,
-      compatibilityDate: '2026-04-20',
-      compatibilityFlags: ['enable_request_signal'],
-      scriptPath: join(dir, 'worker.js'),
-      modulesRoot: dir,
-      modulesRules: [{ type: 'CompiledWasm', include: ['**/*.wasm'] }],
-      bindings: { TOOLYARD_APPROVER_TOKEN: TOKEN },
-      durableObjects: { RUNS: { className: 'ToolyardRun', useSQLite: true }, RUN_INDEX: { className: 'ToolyardRunIndex', useSQLite: true } },
-      durableObjectsPersist: join(dir, 'state'),
-    } as WorkerOptions)
+    dir = buildProductWorker('toolyard-edge-bound-')
+    mf = new Miniflare(productWorkerOptions(dir, { TOOLYARD_APPROVER_TOKEN: TOKEN }, join(dir, 'state')))
     await mf.ready
   }, 180_000)
 

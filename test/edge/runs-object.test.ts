@@ -1,11 +1,8 @@
-import { execFileSync } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { Miniflare } from 'miniflare'
-import type { WorkerOptions } from 'miniflare'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { buildProductWorker, productWorkerOptions } from '../support/built-worker.js'
 import { until } from '../support/poll.js'
 
 /**
@@ -17,7 +14,6 @@ import { until } from '../support/poll.js'
  * the same directory) is resumed by its object, finishes with the value an uninterrupted
  * run gives, and its completed call did not run again.
  */
-const root = fileURLToPath(new URL('../..', import.meta.url))
 const TOKEN = 'edge-test-token-0123456789abcdef'
 const BASE = 'http://toolyard.test'
 const auth = { Authorization: `Bearer ${TOKEN}` }
@@ -59,19 +55,8 @@ describe('durable runs in Durable Objects (built Worker, Miniflare, persisted st
   let mf: Miniflare | undefined
 
   const start = async (bindings: Record<string, string> = {}, state = persist): Promise<Miniflare> => {
-    const instance = new Miniflare({
-      modules: true,
-      compatibilityDate: '2026-04-20',
-      compatibilityFlags: ['enable_request_signal'],
-      scriptPath: join(dir, 'worker.js'),
-      modulesRoot: dir,
-      modulesRules: [{ type: 'CompiledWasm', include: ['**/*.wasm'] }],
-      // The person's token (run + approve): these tests start runs and decide their approvals.
-      bindings: { TOOLYARD_APPROVER_TOKEN: TOKEN, ...bindings },
-      // As wrangler.toml binds them (new_sqlite_classes).
-      durableObjects: { RUNS: { className: 'ToolyardRun', useSQLite: true }, RUN_INDEX: { className: 'ToolyardRunIndex', useSQLite: true } },
-      durableObjectsPersist: state,
-    } as WorkerOptions)
+    // The person's token (run + approve): these tests start runs and decide their approvals.
+    const instance = new Miniflare(productWorkerOptions(dir, { TOOLYARD_APPROVER_TOKEN: TOKEN, ...bindings }, state))
     await instance.ready
     return instance
   }
@@ -135,9 +120,8 @@ describe('durable runs in Durable Objects (built Worker, Miniflare, persisted st
   }
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'toolyard-edge-run-objects-'))
+    dir = buildProductWorker('toolyard-edge-run-objects-')
     persist = join(dir, 'state')
-    execFileSync(process.execPath, ['scripts/build-edge.mjs', '--outdir', dir], { cwd: root, stdio: 'pipe' })
     mf = await start()
   }, 180_000)
 

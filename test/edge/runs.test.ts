@@ -1,11 +1,8 @@
-import { execFileSync } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { Miniflare } from 'miniflare'
-import type { WorkerOptions } from 'miniflare'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { buildProductWorker, productWorkerOptions } from '../support/built-worker.js'
 import { until } from '../support/poll.js'
 
 /**
@@ -15,7 +12,6 @@ import { until } from '../support/poll.js'
  * by a run that belongs to another (workerd forbids I/O on another request's objects, so
  * each stream writes its frames from its own request).
  */
-const root = fileURLToPath(new URL('../..', import.meta.url))
 const TOKEN = 'edge-test-token-0123456789abcdef'
 const BASE = 'http://toolyard.test'
 
@@ -32,17 +28,8 @@ describe('runs as resources on the built Worker (Miniflare)', () => {
   const status = async (id: string): Promise<Record<string, unknown>> => (await (await call(`/v1/runs/${id}`, { headers: auth })).json()) as Record<string, unknown>
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'toolyard-edge-runs-'))
-    execFileSync(process.execPath, ['scripts/build-edge.mjs', '--outdir', dir], { cwd: root, stdio: 'pipe' })
-    mf = new Miniflare({
-      modules: true,
-      compatibilityDate: '2026-04-20',
-      compatibilityFlags: ['enable_request_signal'],
-      scriptPath: join(dir, 'worker.js'),
-      modulesRoot: dir,
-      modulesRules: [{ type: 'CompiledWasm', include: ['**/*.wasm'] }],
-      bindings: { TOOLYARD_TOKEN: TOKEN },
-    } as WorkerOptions)
+    dir = buildProductWorker('toolyard-edge-runs-')
+    mf = new Miniflare(productWorkerOptions(dir, { TOOLYARD_TOKEN: TOKEN }, false))
     await mf.ready
   }, 180_000)
 

@@ -1,11 +1,8 @@
-import { execFileSync } from 'node:child_process'
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, readdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { Miniflare } from 'miniflare'
-import type { WorkerOptions } from 'miniflare'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { buildProductWorker, productWorkerOptions } from '../support/built-worker.js'
 import { until } from '../support/poll.js'
 
 /**
@@ -17,7 +14,6 @@ import { until } from '../support/poll.js'
  * principal is 404 for a `run` token too, its object not reached; its starter and the
  * person (`approve`) still reach it.
  */
-const root = fileURLToPath(new URL('../..', import.meta.url))
 const AGENT = 'edge-agent-token-0123456789abcdef'
 const PERSON = 'edge-person-token-0123456789abcdef'
 const BASE = 'http://toolyard.test'
@@ -53,20 +49,9 @@ describe('run ids a client types reach no Durable Object unless the index knows 
   }
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'toolyard-edge-unknown-runs-'))
+    dir = buildProductWorker('toolyard-edge-unknown-runs-')
     state = join(dir, 'state')
-    execFileSync(process.execPath, ['scripts/build-edge.mjs', '--outdir', dir], { cwd: root, stdio: 'pipe' })
-    mf = new Miniflare({
-      modules: true,
-      compatibilityDate: '2026-04-20',
-      compatibilityFlags: ['enable_request_signal'],
-      scriptPath: join(dir, 'worker.js'),
-      modulesRoot: dir,
-      modulesRules: [{ type: 'CompiledWasm', include: ['**/*.wasm'] }],
-      bindings: { TOOLYARD_TOKEN: AGENT, TOOLYARD_APPROVER_TOKEN: PERSON },
-      durableObjects: { RUNS: { className: 'ToolyardRun', useSQLite: true }, RUN_INDEX: { className: 'ToolyardRunIndex', useSQLite: true } },
-      durableObjectsPersist: state,
-    } as WorkerOptions)
+    mf = new Miniflare(productWorkerOptions(dir, { TOOLYARD_TOKEN: AGENT, TOOLYARD_APPROVER_TOKEN: PERSON }, state))
     await mf.ready
   }, 180_000)
 

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Miniflare } from 'miniflare'
+import type { WorkerOptions } from 'miniflare'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 
@@ -39,4 +40,34 @@ export async function startBuiltWorker(entry: string, options: { readonly compat
       rmSync(dir, { recursive: true, force: true })
     },
   }
+}
+
+/** The product Worker built into a fresh temporary directory by `scripts/build-edge.mjs` (wrangler.toml's recipe). */
+export function buildProductWorker(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix))
+  execFileSync(process.execPath, ['scripts/build-edge.mjs', '--outdir', dir], { cwd: root, stdio: 'pipe' })
+  return dir
+}
+
+/**
+ * Miniflare's options for the product Worker built in `dir`, with `bindings` (its tokens) and,
+ * unless `persist` is `false`, its Durable Objects bound as wrangler.toml binds them (SQLite-backed)
+ * with their storage in `persist`.
+ */
+export function productWorkerOptions(dir: string, bindings: Record<string, string>, persist: string | false): WorkerOptions {
+  return {
+    modules: true,
+    compatibilityDate: '2026-04-20',
+    compatibilityFlags: ['enable_request_signal'],
+    scriptPath: join(dir, 'worker.js'),
+    modulesRoot: dir,
+    modulesRules: [{ type: 'CompiledWasm', include: ['**/*.wasm'] }],
+    bindings,
+    ...(persist === false
+      ? {}
+      : {
+          durableObjects: { RUNS: { className: 'ToolyardRun', useSQLite: true }, RUN_INDEX: { className: 'ToolyardRunIndex', useSQLite: true } },
+          durableObjectsPersist: persist,
+        }),
+  } as WorkerOptions
 }
