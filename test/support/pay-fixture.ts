@@ -16,23 +16,26 @@ import { PERSON_TOKEN, ROLE_TOKENS, createFixture, jsonAuth } from '../unit/http
 /** A pending approval as `GET /v1/approvals` lists it. */
 export type ListedApproval = PendingApproval & { principal?: string }
 
+/** The `pay` tool (`{ cents }` → `"paid <cents>"`); `onPay` hears each call that ran. */
+export function payTool(onPay: (cents: number) => void = () => {}) {
+  return defineTool({
+    name: 'pay',
+    description: 'Pays (a person approves first).',
+    parameters: { cents: { type: 'number', required: true } },
+    output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] },
+    execute: (args) => {
+      onPay(args.cents)
+      return `paid ${args.cents}`
+    },
+  })
+}
+
 /**
- * Registers `pay` on `runtime` (`{ cents }` → `"paid <cents>"`), with a `tools/pre-execute` hook that
- * makes every `pay` call ask a person ("money moves"); `onPay` hears each call a person allowed.
+ * Registers {@link payTool} on `runtime`, with a `tools/pre-execute` hook that makes every `pay`
+ * call ask a person ("money moves"); `onPay` hears each call a person allowed.
  */
 export function registerAskingPay(runtime: Pick<ToolRuntime, 'register' | 'on'>, onPay: (cents: number) => void = () => {}): void {
-  runtime.register(
-    defineTool({
-      name: 'pay',
-      description: 'Pays (a person approves first).',
-      parameters: { cents: { type: 'number', required: true } },
-      output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] },
-      execute: (args) => {
-        onPay(args.cents)
-        return `paid ${args.cents}`
-      },
-    }),
-  )
+  runtime.register(payTool(onPay))
   runtime.on('tools/pre-execute', (decision, execution) => (execution.name === 'pay' ? { kind: 'ask', reason: 'money moves' } : decision))
 }
 

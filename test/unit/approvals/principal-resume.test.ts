@@ -9,9 +9,9 @@ import { createMemoryStore } from '../../../src/durable/memory-store.js'
 import { readStoredRun } from '../../../src/durable/runs.js'
 import type { DurableStore } from '../../../src/durable/store.js'
 import { createToolRuntime } from '../../../src/registry/runtime.js'
-import { defineTool } from '../../../src/schema/define-tool.js'
 import type { ApprovalHandler, ToolExecutionResult } from '../../../src/types.js'
 import { until } from '../../support/poll.js'
+import { payTool } from '../../support/pay-fixture.js'
 
 const disposers: (() => Promise<void>)[] = []
 afterAll(async () => {
@@ -25,15 +25,7 @@ function processOn(store: DurableStore) {
   const codeRuntime = createSandboxRuntime({ memoryMb: 32, prespawn: 0, parkAfterMs: 30 })
   const runtime = createToolRuntime({ mode: 'code', codeRuntime, store, approval })
   disposers.push(() => runtime.dispose(), () => codeRuntime.dispose())
-  runtime.register(
-    defineTool({
-      name: 'pay',
-      description: 'Pays (a person approves first).',
-      parameters: { cents: { type: 'number', required: true } },
-      output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] },
-      execute: async (args) => `paid ${args.cents}`,
-    }),
-  )
+  runtime.register(payTool())
   runtime.on('tools/pre-execute', (decision, execution) => (execution.name === 'pay' ? { kind: 'ask' } : decision))
   return { runtime, asked }
 }

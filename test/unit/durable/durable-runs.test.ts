@@ -16,6 +16,7 @@ import { defineTool } from '../../../src/schema/define-tool.js'
 import type { JsonValue } from '../../../src/json/json-value.js'
 import type { ApprovalHandler, ToolExecutionResult } from '../../../src/types.js'
 import { until } from '../../support/poll.js'
+import { payTool } from '../../support/pay-fixture.js'
 
 const disposers: (() => Promise<void>)[] = []
 afterAll(async () => {
@@ -41,18 +42,7 @@ function processOn(store: DurableStore, approve: ApprovalHandler, options: { ide
       },
     }),
   )
-  runtime.register(
-    defineTool({
-      name: 'pay',
-      description: 'Pays (a person approves first).',
-      parameters: { cents: { type: 'number', required: true } },
-      output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] },
-      execute: async (args) => {
-        effects.push(`pay ${args.cents}`)
-        return `paid ${args.cents}`
-      },
-    }),
-  )
+  runtime.register(payTool((cents) => effects.push(`pay ${cents}`)))
   runtime.on('tools/pre-execute', (decision, execution) => (execution.name === 'pay' ? { kind: 'ask', reason: 'money moves' } : decision))
   return { runtime, codeRuntime, effects }
 }

@@ -6,9 +6,9 @@ import { fileURLToPath } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
 import { createFileStore, createSandboxRuntime } from '../../../platforms/node/index.js'
 import { createToolRuntime } from '../../../src/registry/runtime.js'
-import { defineTool } from '../../../src/schema/define-tool.js'
 import type { DurableStore } from '../../../src/durable/store.js'
 import { until } from '../../support/poll.js'
+import { payTool } from '../../support/pay-fixture.js'
 
 /**
  * What only the file store promises, across real processes (the contract suite covers the
@@ -265,15 +265,7 @@ describe('the resume sweep over a file store with stray runs/ entries', () => {
     const processOn = () => {
       const codeRuntime = createSandboxRuntime({ memoryMb: 32, prespawn: 0, parkAfterMs: 30 })
       const runtime = createToolRuntime({ mode: 'code', codeRuntime, store: createFileStore(dir), approval: (request) => new Promise<boolean>(() => void asked.push(request.execution.callId)) })
-      runtime.register(
-        defineTool({
-          name: 'pay',
-          description: 'Pays (a person approves first).',
-          parameters: { cents: { type: 'number', required: true } },
-          output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] },
-          execute: (args) => `paid ${args.cents}`,
-        }),
-      )
+      runtime.register(payTool())
       runtime.on('tools/pre-execute', (decision, execution) => (execution.name === 'pay' ? { kind: 'ask', reason: 'money moves' } : decision))
       return { runtime, codeRuntime }
     }
@@ -307,15 +299,7 @@ describe('the resume sweep over a file store with stray runs/ entries', () => {
     const processOn = (store: DurableStore) => {
       const codeRuntime = createSandboxRuntime({ memoryMb: 32, prespawn: 0, parkAfterMs: 30 })
       const runtime = createToolRuntime({ mode: 'code', codeRuntime, store, approval: (request) => new Promise<boolean>(() => void asked.push(request.execution.callId)) })
-      runtime.register(
-        defineTool({
-          name: 'pay',
-          description: 'Pays (a person approves first).',
-          parameters: { cents: { type: 'number', required: true } },
-          output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] },
-          execute: (args) => `paid ${args.cents}`,
-        }),
-      )
+      runtime.register(payTool())
       runtime.on('tools/pre-execute', (decision, execution) => (execution.name === 'pay' ? { kind: 'ask', reason: 'money moves' } : decision))
       return { runtime, codeRuntime }
     }

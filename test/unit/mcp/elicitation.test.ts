@@ -19,22 +19,12 @@ import { createMcpApp } from '../../../src/mcp/index.js'
 import { createToolRuntime, defineTool } from '../../../src/index.js'
 import type { ToolExecutionResult, ToolRuntime } from '../../../src/index.js'
 import { TOKEN } from '../http/fixtures.js'
+import { payTool } from '../../support/pay-fixture.js'
 
 const codeRuntime = createSandboxRuntime({ memoryMb: 32 })
 const runtime = createToolRuntime({ mode: 'both', codeRuntime, approval: () => true })
 const paid: number[] = []
-runtime.register(
-  defineTool({
-    name: 'pay',
-    description: 'Pays (a person approves first).',
-    parameters: { cents: { type: 'number', required: true } },
-    output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] },
-    execute: (args) => {
-      paid.push(args.cents)
-      return `paid ${args.cents}`
-    },
-  }),
-)
+runtime.register(payTool((cents) => paid.push(cents)))
 runtime.register(
   defineTool({
     name: 'look',

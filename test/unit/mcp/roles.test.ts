@@ -13,23 +13,13 @@ import { createMcpApp } from '../../../src/mcp/index.js'
 import type { McpAppOptions } from '../../../src/mcp/index.js'
 import { createToolRuntime, defineTool } from '../../../src/index.js'
 import { ADMIN_TOKEN, AGENT_TOKEN, PERSON_TOKEN, ROLE_TOKENS, errorOf, eventually, jsonAuth } from '../http/fixtures.js'
+import { payTool } from '../../support/pay-fixture.js'
 
 function setup(options: Partial<McpAppOptions> = {}) {
   const broker = createApprovalBroker()
   const runtime = createToolRuntime({ approvals: broker })
   const paid: number[] = []
-  runtime.register(
-    defineTool({
-      name: 'pay',
-      description: 'Pays (a person approves first).',
-      parameters: { cents: { type: 'number', required: true } },
-      output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] },
-      execute: (args) => {
-        paid.push(args.cents)
-        return `paid ${args.cents}`
-      },
-    }),
-  )
+  runtime.register(payTool((cents) => paid.push(cents)))
   runtime.agent('alice').register(defineTool({ name: 'secret', description: 'alice only', parameters: {}, output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] }, execute: () => 'for alice' }))
   runtime.on('tools/pre-execute', (decision, execution) => (execution.name === 'pay' ? { kind: 'ask', reason: 'money moves' } : decision))
   const app = createToolsApp(runtime, { tokens: ROLE_TOKENS })
