@@ -34,8 +34,16 @@ export function usableMemoryMb(total: number, constrained: number | undefined): 
   return Math.floor(bytes / (1024 * 1024))
 }
 
-/** A thread's own JavaScript heap: the VM's memory is wasm memory, outside it. */
-const THREAD_HEAP_MB = 64
+/**
+ * A thread's own JavaScript heap cap (`resourceLimits.maxOldGenerationSizeMb`): the VM's memory is
+ * wasm memory, outside it. V8 derives the heap's first full-collection threshold from this cap and
+ * counts the wasm memory a thread allocates against it: under a 64 MiB cap, instantiating the first
+ * VM (16 MiB of wasm memory, the image's copy) crossed it and ran a full mark-compact in 1 to 14 of
+ * every 16-25 fresh threads (7-33 ms pause, the longer under load; 128 MiB still did), on the path of
+ * a fresh runtime's first run; at 256 MiB none did (issue 34, test/unit/sandbox/boot-gc.test.ts).
+ * The heap a thread uses stays ~6 MiB at boot, ~28 MiB after 400 runs that log, at either cap.
+ */
+const THREAD_HEAP_MB = 256
 
 /**
  * Per compiled wasm module, per thread file and memory size: the memory image a thread took of its
