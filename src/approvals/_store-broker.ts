@@ -15,20 +15,18 @@ import { denial, denialMessage, MAX_TIMER_MS, readRequest, refusalFor, refused, 
 import { listOpen, sweepSettled } from './_store-list.js'
 import { FULL_PASS_EVERY_MS, newMarkerScan, pruneMarkers, scanMarkers, watchFrom, type MarkerScan } from './_store-markers.js'
 import { hashOfId, storedFields, type DoneRecord, type StoredSettlement } from './_store-record.js'
-import { attach, claim, readDone, readOpen, type Attachment } from './_store-wait.js'
+import { attach, claim, MAX_WAITING_PER_PRINCIPAL, readDone, readOpen, type Attachment, type OneAtATime } from './_store-wait.js'
 import { parseDecision } from './decision.js'
 import type { ApprovalDecider, ApprovalDecideResult, ApprovalDecisionInput, ApprovalEvent, ApprovalListing, PendingApproval, ApprovalBroker } from './types.js'
 
 export { MAX_LISTED_APPROVALS } from './_store-list.js'
-
 /**
- * The most calls of one principal that may wait for a person in one broker at once. Past it
- * a call of that principal is denied at once, unasked. The listing a person reads holds at
- * most `MAX_LISTED_APPROVALS` (500), oldest first: without this bound one `run` token
- * sending 600 calls at once filled it, and another principal's request was not listed
- * until those expired (5 minutes by default), over and over.
+ * The most calls of one principal that may wait for a person: in one broker at once (counted
+ * from ask to answer, so calls asking at once cannot pass it together), and open in its
+ * store across every process sharing it (_store-wait.ts). Past it a call of that principal
+ * is denied at once, unasked.
  */
-export const MAX_WAITING_PER_PRINCIPAL = 200
+export { MAX_WAITING_PER_PRINCIPAL }
 
 interface Caller {
   /** The object the handler was called with: the deciding role is noted on it (telemetry). */
@@ -67,6 +65,8 @@ interface Context {
   hashing: Promise<unknown>
   /** How many calls of each principal are asking here now ({@link MAX_WAITING_PER_PRINCIPAL}). */
   readonly waitingBy: Map<string, number>
+  /** The last opening of each principal's request queued here (count, open, count key: {@link OneAtATime}). */
+  readonly opening: Map<string, Promise<void>>
 }
 
 const DISPOSED = 'the approval broker is disposed; nobody can approve this call'
@@ -295,13 +295,27 @@ function bindingSecret(request: ReturnType<typeof readRequest>): string | undefi
   return request.fields.principal !== undefined && request.fields.kind === 'call' ? `ask.${crypto.randomUUID()}` : undefined
 }
 
+/** Runs `body` after this broker's earlier openings of `principal`'s requests have settled: they count the store's keys one at a time. */
+function oneAtATime<T>(ctx: Context, principal: string, body: () => Promise<T>): Promise<T> {
+  const run = (ctx.opening.get(principal) ?? Promise.resolve()).then(body)
+  const settled = run.then(
+    () => undefined,
+    () => undefined,
+  )
+  ctx.opening.set(principal, settled)
+  void settled.then(() => {
+    if (ctx.opening.get(principal) === settled) ctx.opening.delete(principal)
+  })
+  return run
+}
+
 async function ask(ctx: Context, request: ReturnType<typeof readRequest>, asked: unknown): Promise<boolean> {
   const askedAt = Date.now()
   let attachment: Attachment
   try {
     // The broker hashes the arguments itself (a hash it was handed is not trusted), in the order calls asked.
     const fields = { ...request.fields, argumentsHash: await hashInOrder(ctx, request.fields.arguments) }
-    const attaching = attach(ctx.store, storedFields(fields), bindingSecret(request), ctx.options)
+    const attaching = attach(ctx.store, storedFields(fields), bindingSecret(request), { ...ctx.options, oneAtATime: (principal, body) => oneAtATime(ctx, principal, body) })
     void track(
       ctx,
       attaching.then(
@@ -412,6 +426,7 @@ export function createStoredBroker(options: ResolvedBrokerOptions, store: Durabl
     nextFullPass: now + FULL_PASS_EVERY_MS,
     hashing: Promise.resolve(),
     waitingBy: new Map(),
+    opening: new Map(),
   }
   // A store that announces changes (PostgreSQL's LISTEN/NOTIFY) wakes a scheduled poll at once; the timer stays the fallback.
   const watchable = store as DurableStore & { watch?: (prefix: string, onChange: (key: string) => void) => () => void }

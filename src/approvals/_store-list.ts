@@ -6,7 +6,7 @@
  */
 import type { DurableStore } from '../durable/store.js'
 import { decodeDone, decodeOpen, DONE_PREFIX, hashOfKey, OPEN_PREFIX } from './_store-record.js'
-import { deleteQuietly } from './_store-wait.js'
+import { deleteQuietly, removeLeftover } from './_store-wait.js'
 import type { ApprovalListing, PendingApproval } from './types.js'
 
 /** The most requests one `pending()` of a broker over a store returns (the oldest). */
@@ -44,7 +44,7 @@ interface Tally {
   yieldedAt: number
   readonly found: PendingApproval[]
   /** Open records past their expiry and retention: removed after the listing. */
-  readonly stale: { readonly key: string; readonly version: string }[]
+  readonly stale: { readonly hash: string; readonly approval: PendingApproval; readonly version: string }[]
 }
 
 /** Reads one page's records into `tally`; answers `false` when the text budget ran out. */
@@ -68,7 +68,7 @@ async function readPage(store: DurableStore, entries: readonly { key: string; ve
       const approval = value === null || hash === undefined ? undefined : decodeOpen(value.value, hash)
       if (approval === undefined) tally.malformed++
       else if (now < approval.expiresAt) tally.found.push(approval)
-      else if (now >= approval.expiresAt + retainMs) tally.stale.push({ key: entry.key, version: value!.version })
+      else if (now >= approval.expiresAt + retainMs) tally.stale.push({ hash: hash!, approval, version: value!.version })
     }
   }
   return true
@@ -94,7 +94,7 @@ export async function listOpen(store: DurableStore, retainMs: number): Promise<L
     if (truncated || page.cursor === undefined) break
     after = page.cursor
   }
-  for (const stale of tally.stale.slice(0, SWEEP_PAGE)) await deleteQuietly(store, stale.key, stale.version)
+  for (const stale of tally.stale.slice(0, SWEEP_PAGE)) await removeLeftover(store, stale.hash, stale.approval, stale.version)
   const sorted = tally.found.sort((a, b) => a.requestedAt - b.requestedAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
   if (sorted.length > MAX_LISTED_APPROVALS) truncated = true
   return {

@@ -82,6 +82,15 @@ export function readMarkerKey(key: string): { readonly at: number; readonly hash
   return match === null ? undefined : { at: parseInt(match[1]!, 36), hash: match[2]! }
 }
 
+/**
+ * Prefix of the keys that count each principal's open requests across every process sharing
+ * the store: `approvals/by/<principal>/<expiry, 9 base-36 digits>-<hash>`, empty values
+ * (_store-wait.ts, `MAX_WAITING_PER_PRINCIPAL`). At most 13 + 64 + 1 + 9 + 1 + 32 = 120 characters.
+ */
+export const BY_PRINCIPAL_PREFIX = `${APPROVAL_KEY_PREFIX}by/`
+/** The key counting the open request of `hash`, opened for `principal`, expiring at `expiresAt` (epoch ms). */
+export const principalKey = (principal: string, expiresAt: number, hash: string): string => `${BY_PRINCIPAL_PREFIX}${principal}/${markerTime(expiresAt)}-${hash}`
+
 /** A fresh approval id for the call of `hash`: `<hash>.<uuid>`. */
 export function newApprovalId(hash: string): string {
   return `${hash}.${crypto.randomUUID()}`

@@ -8,6 +8,7 @@ import type { DurableStore } from '../durable/store.js'
 import { ToolError } from '../errors.js'
 import { denial, type RequestFields } from './_request.js'
 import {
+  BY_PRINCIPAL_PREFIX,
   callHash,
   decodeDone,
   decodeOpen,
@@ -16,13 +17,26 @@ import {
   encodeOpen,
   markerKey,
   MAX_APPROVAL_RECORD_BYTES,
+  markerTime,
   newApprovalId,
   openKey,
+  principalKey,
   sameCall,
   type DoneRecord,
   type StoredSettlement,
 } from './_store-record.js'
 import type { PendingApproval } from './types.js'
+
+/**
+ * The most requests of one principal open in a store at once, counted in the store
+ * (`approvals/by/<principal>/`), so across every process sharing it: past it a call of that
+ * principal is denied at once, unasked. The listing a person reads holds at most
+ * `MAX_LISTED_APPROVALS` (500), oldest first: a bound kept per process let one `run` token
+ * hold 200 on each of three servers sharing a store, and another principal's request was
+ * not listed (red team, stop 54). Processes opening at the same moment may each pass it by
+ * one (each counts before the others' keys land): at most 200 + (processes - 1).
+ */
+export const MAX_WAITING_PER_PRINCIPAL = 200
 
 /** How often a read-compare-write is retried when other writers keep winning (each loss means progress elsewhere). */
 const CLAIM_ATTEMPTS = 8
@@ -83,7 +97,7 @@ export async function claim(store: DurableStore, hash: string, approval: Pending
     await store.put(markerKey(Date.now(), hash), '')
     const put = await store.put(doneKey(hash), encodeDone(record), { ifVersion: done.version ?? null })
     if (put.ok) {
-      await deleteQuietly(store, openKey(hash), open.version)
+      await removeLeftover(store, hash, approval, open.version)
       return { record, mine: true }
     }
   }
@@ -93,7 +107,7 @@ export async function claim(store: DurableStore, hash: string, approval: Pending
 /** Removes a leftover open record of an already settled request. */
 async function removeOpen(store: DurableStore, hash: string, id: string): Promise<void> {
   const open = await readOpen(store, hash)
-  if (open.record?.id === id) await deleteQuietly(store, openKey(hash), open.version)
+  if (open.record?.id === id) await removeLeftover(store, hash, open.record, open.version)
 }
 
 /** What asking found: a request to wait for, or a settlement to answer at once. */
@@ -101,10 +115,60 @@ export type Attachment =
   | { readonly kind: 'wait'; readonly hash: string; readonly approval: PendingApproval; readonly created: boolean }
   | { readonly kind: 'answer'; readonly hash: string; readonly record: DoneRecord }
 
+/** Runs `body` after every earlier `body` of `principal` in this process has settled. */
+export type OneAtATime = <T>(principal: string, body: () => Promise<T>) => Promise<T>
+
 /** The request's timing as the broker sets it. */
 export interface AttachOptions {
   readonly timeoutMs: number
   readonly retainSettledMs: number
+  /** The broker's queue for openings of one principal's requests (count, open, count key): openings in one process never pass the bound together. */
+  readonly oneAtATime?: OneAtATime
+}
+
+/** How many requests of `principal` the store counts as open and unexpired at `now` (at most {@link MAX_WAITING_PER_PRINCIPAL}): one listing of keys. */
+async function countOpen(store: DurableStore, principal: string, now: number): Promise<number> {
+  const prefix = `${BY_PRINCIPAL_PREFIX}${principal}/`
+  // Keys sort by expiry: those after `now`'s time are the unexpired ones (expired keys are removed when their requests settle or are swept).
+  const page = await store.list(prefix, { limit: MAX_WAITING_PER_PRINCIPAL, after: prefix + markerTime(now) })
+  return page.entries.length
+}
+
+/**
+ * Writes `approval`'s open record (`text`) unless another writer opened the key first
+ * (`false`). A request with a principal is counted first, and denied past
+ * {@link MAX_WAITING_PER_PRINCIPAL}; once open, its count key is written.
+ */
+async function openRequest(store: DurableStore, hash: string, approval: PendingApproval, text: string, options: AttachOptions): Promise<boolean> {
+  const principal = approval.principal
+  if (principal === undefined) return (await store.put(openKey(hash), text, { ifVersion: null })).ok
+  const open = async (): Promise<boolean> => {
+    const waiting = await countOpen(store, principal, Date.now())
+    if (waiting >= MAX_WAITING_PER_PRINCIPAL) {
+      throw denial(`${approval.name} was not put to a person: principal ${principal} already has ${waiting} requests waiting for one in the approval store, across every server sharing it (at most ${MAX_WAITING_PER_PRINCIPAL}); retry once some are decided`)
+    }
+    const put = await store.put(openKey(hash), text, { ifVersion: null })
+    if (!put.ok) return false
+    try {
+      await store.put(principalKey(principal, approval.expiresAt, hash), '')
+    } catch (error) {
+      // Uncounted, it must not stay open: nothing would bound it.
+      await deleteQuietly(store, openKey(hash), put.version)
+      throw error
+    }
+    return true
+  }
+  return options.oneAtATime === undefined ? open() : options.oneAtATime(principal, open)
+}
+
+/**
+ * Removes an open record left after its request settled (or expired past retention): its
+ * count key first, so a crash between the two leaves an open record (removed by the next
+ * reader), never a count key nothing removes.
+ */
+export async function removeLeftover(store: DurableStore, hash: string, approval: PendingApproval, version: string | undefined): Promise<void> {
+  if (approval.principal !== undefined) await store.delete(principalKey(approval.principal, approval.expiresAt, hash)).catch(() => undefined)
+  await deleteQuietly(store, openKey(hash), version)
 }
 
 /**
@@ -128,7 +192,7 @@ export async function attach(store: DurableStore, fields: RequestFields, runKey:
       // A record under our key that is not our call: a hash collision, or a record written before calls were bound to their arguments.
       if (!sameCall(found, fields)) throw denial('the approval request collides with another call in the store (same key hash); it was not asked')
       if (done.record?.approval.id === found.id) {
-        await deleteQuietly(store, openKey(hash), open.version)
+        await removeLeftover(store, hash, found, open.version)
         if (done.record.settled.kind !== 'withdrawn') return { kind: 'answer', hash, record: done.record }
         continue
       }
@@ -144,8 +208,7 @@ export async function attach(store: DurableStore, fields: RequestFields, runKey:
     const approval: PendingApproval = Object.freeze({ id: newApprovalId(hash), ...fields, requestedAt: now, expiresAt: now + options.timeoutMs })
     const text = encodeOpen(approval)
     if (text === undefined) throw denial(`the approval request for ${fields.name} is too large to keep in the store (over ${MAX_APPROVAL_RECORD_BYTES} bytes); it was not asked`)
-    const put = await store.put(openKey(hash), text, { ifVersion: null })
-    if (put.ok) return { kind: 'wait', hash, approval, created: true }
+    if (await openRequest(store, hash, approval, text, options)) return { kind: 'wait', hash, approval, created: true }
   }
   throw new ToolError('STORE_BUSY', 'the approval request could not be opened: other writers kept changing its key')
 }
