@@ -86,10 +86,12 @@ const OWN_KEY_PREFIX = 'toolyard-run:index-key:'
  * /v1/runs/:id`, which lists the broker's pending approvals to keep the run's, costs one
  * local list and a read per approval of this run, not a read of every approval pending
  * account-wide. A key another process removed is still listed until read (and then skipped
- * as settled); the object's storage is deleted with its run.
+ * as settled); the object's storage is deleted with its run. The keys that count each
+ * principal's open requests (`approvals/by/`) are the index's alone: counted per object, one
+ * token's runs could each hold the bound (red team, stop 54).
  */
 export function createRunIndexStore(index: DurableStore, storage: DurableObjectStorageLike): DurableStore {
-  const own = (key: string) => key.startsWith('approvals/')
+  const own = (key: string) => key.startsWith('approvals/') && !key.startsWith('approvals/by/')
   return {
     get: (key) => index.get(key),
     async put(key, value, options) {
