@@ -5,7 +5,7 @@
  * @module
  */
 import type { Handler } from 'hono'
-import type { ApprovalBroker, ApprovalDecideErrorCode, ApprovalEvent, ApprovalVerdict, PendingApproval } from '../approvals/types.js'
+import type { ApprovalBroker, ApprovalDecideErrorCode, ApprovalEvent, ApprovalListing, ApprovalVerdict, PendingApproval } from '../approvals/types.js'
 import { hasRole } from './auth.js'
 import { HttpError, type HttpErrorCode } from './http-errors.js'
 import { requestPrincipal } from './_principals.js'
@@ -21,16 +21,63 @@ const REFUSAL: Readonly<Record<ApprovalDecideErrorCode, HttpErrorCode>> = {
   BROKER_DISPOSED: 'BROKER_DISPOSED',
 }
 
+/** One listing of a broker's open requests, and whether it stopped at a bound (some requests are not in it). */
+export interface ApprovalsListed {
+  readonly approvals: readonly PendingApproval[]
+  readonly truncated: boolean
+}
+
+/** Per broker: the listing under way, and the one queued behind it (which every later caller joins). */
+const listings = new WeakMap<ApprovalBroker, { running?: Promise<ApprovalsListed>; queued?: Promise<ApprovalsListed> }>()
+
+/**
+ * `broker.pending()` with its `lastListing.truncated`, one listing of a broker at a time:
+ * `lastListing` is the last listing's, so two at once could report each other's. A caller
+ * arriving while one runs joins the single listing queued behind it (started after it
+ * asked: never an older answer), so concurrent `GET /v1/approvals` cost at most two
+ * listings, not one each (each reads up to 1,000 records and 8 MiB).
+ */
+export function listPending(broker: ApprovalBroker): Promise<ApprovalsListed> {
+  let state = listings.get(broker)
+  if (state === undefined) listings.set(broker, (state = {}))
+  const slot = state
+  if (slot.queued !== undefined) return slot.queued
+  const start = (): Promise<ApprovalsListed> => {
+    // A broker of the caller's own making may keep no `lastListing`: then nothing says it was cut.
+    const run = broker.pending().then((approvals) => ({ approvals, truncated: (broker.lastListing as ApprovalListing | undefined)?.truncated === true }))
+    slot.running = run
+    const clear = (): void => {
+      if (slot.running === run) slot.running = undefined
+    }
+    void run.then(clear, clear)
+    return run
+  }
+  if (slot.running === undefined) return start()
+  const queued = slot.running.then(
+    () => undefined,
+    () => undefined,
+  ).then(() => {
+    slot.queued = undefined
+    return start()
+  })
+  slot.queued = queued
+  return queued
+}
+
 /**
  * `GET /v1/approvals`: the open requests, oldest first, each with the `principal` whose
- * call opened it as the broker recorded it (the execution's; a run's for its sub-calls).
+ * call opened it as the broker recorded it (the execution's; a run's for its sub-calls),
+ * and `truncated: true` when the listing stopped at a bound (500 requests, 1,000 records or
+ * 8 MiB read), so a person knows that requests are waiting unseen.
  */
 export function listApprovals(broker: ApprovalBroker): Handler {
   return async (c) => {
-    const pending: readonly PendingApproval[] = await broker.pending()
+    const { approvals: pending, truncated } = await listPending(broker)
     // A token pinned to an agent acts for it only: it lists (and decides) that agent's requests alone.
     const agent = requestPrincipal(c).agent
-    return c.json({ approvals: agent === undefined ? pending : pending.filter((approval) => approval.agent === agent) })
+    const approvals = agent === undefined ? pending : pending.filter((approval) => approval.agent === agent)
+    // Present only when cut, as a store listing's `cursor`: a whole listing keeps its shape.
+    return c.json(truncated ? { approvals, truncated: true } : { approvals })
   }
 }
 

@@ -8,7 +8,7 @@ import type { Context, Handler, Hono } from 'hono'
 import type { PendingApproval } from '../approvals/types.js'
 import type { ToolRuntime } from '../runtime-types.js'
 import { HttpError, OVERLOADED_RETRY_AFTER_SECONDS } from './http-errors.js'
-import { approvalOfRun, forwardApprovals } from './_approvals.js'
+import { approvalOfRun, forwardApprovals, listPending } from './_approvals.js'
 import { EVENT_OF } from './_run-stream.js'
 import { CALL_ID_HEADER, prepareRun } from './_routes.js'
 import type { ApiConfig, ApiRoute } from './_routes.js'
@@ -279,7 +279,7 @@ function runSources(config: RunsConfig): BackgroundRunSources {
     },
     // Awaited: a broker over a store lists them asynchronously.
     approvals: async () => {
-      const pending: readonly PendingApproval[] = config.approvals === undefined ? [] : await config.approvals.pending()
+      const pending: readonly PendingApproval[] = config.approvals === undefined ? [] : (await listPending(config.approvals)).approvals
       return (callId) => pending.filter((approval) => approvalOfRun(approval, callId))
     },
     shutdown: config.shutdown,
