@@ -53,6 +53,18 @@ interface ParsedInput {
   readonly approval: ApprovalHandler | undefined
   readonly trace: TraceCarrier | undefined
   readonly principal: string | undefined
+  /** Set when the input has no `arguments`: why, naming a member it likely meant (`args`). */
+  readonly argsMissing?: string
+}
+
+/** What a caller writes for `arguments` by habit (other SDKs' names for a call's input). */
+const ARGUMENT_ALIASES: readonly string[] = ['args', 'argument', 'params', 'parameters', 'input']
+
+/** Why an input carries no `arguments`; a member that looks meant for them is named. */
+function missingArguments(input: Record<string, unknown>): string {
+  const alias = Object.keys(input).find((key) => ARGUMENT_ALIASES.includes(key) || (key !== 'arguments' && key.toLowerCase() === 'arguments'))
+  const hint = alias === undefined ? '' : ` (it has ${JSON.stringify(alias)}: did you mean "arguments"?)`
+  return `the execution input has no arguments${hint}: pass arguments, a JSON object ({} for a tool that takes none)`
 }
 
 /** A thrown value as one line of text (its message, else its name). */
@@ -131,6 +143,7 @@ export function parseInput(raw: unknown): ParsedInput {
       approval: approval as ApprovalHandler | undefined,
       trace,
       principal: principal as string | undefined,
+      ...(args === undefined ? { argsMissing: missingArguments(r) } : {}),
     }
   } catch (error) {
     return malformedInput(`the execution input could not be read: ${messageOf(error)}`)
@@ -163,8 +176,8 @@ export class PipelineCall {
   span: CallSpan | undefined
   /** Milliseconds this call held its clock while a person decided; `deadline` moves later by as much. */
   heldMs = 0
-  /** Why the arguments are not lossless JSON, when they are not. */
-  readonly argsError: { readonly error: unknown } | undefined
+  /** Why the arguments cannot be validated (absent, or not lossless JSON), when they cannot. */
+  readonly argsError: string | undefined
   /** The resolved tool (set by the `resolve` stage). */
   registered: RegisteredTool | undefined
   /** The arguments as the body receives them (after `validateArgs`). */
@@ -185,12 +198,12 @@ export class PipelineCall {
     this.scopeDisposed = scopeDisposed
     this.agent = input.agent
     let args: JsonValue = null
-    let argsError: { readonly error: unknown } | undefined
+    let argsError: string | undefined
     if (input.ok) {
       try {
         args = snapshotLosslessJson(input.args)
       } catch (error) {
-        argsError = { error }
+        argsError = input.argsMissing ?? `arguments are not lossless JSON: ${messageOf(error)}`
       }
     }
     this.argsError = argsError

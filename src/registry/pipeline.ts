@@ -79,7 +79,7 @@ const POLICY: readonly Stage[] = [
     // After resolution, so the tool's finalizeContent sees invalid arguments too; before any policy.
     name: 'arguments',
     run: (call) => {
-      if (call.argsError !== undefined) return failure('INVALID_ARGS', `arguments are not lossless JSON: ${messageOf(call.argsError.error)}`)
+      if (call.argsError !== undefined) return failure('INVALID_ARGS', call.argsError)
       const validate = call.registered!.definition.validateArgs
       if (validate === undefined) return undefined
       try {

@@ -6,6 +6,8 @@ import { LosslessJsonError, SchemaError, ToolError, type SchemaViolation } from 
 import type { JsonValue } from '../json/json-value.js'
 import { snapshotLosslessJson } from '../json/lossless.js'
 import type { AnyToolDefinition, ToolCaller } from '../types.js'
+import { closestNames } from '../code-runtime/closest-names.js'
+import { quoteName } from '../util/unknown-field.js'
 import type { JsonSchemaNode } from './json-schema-node.js'
 import { compileJsonSchema, detachJsonSchema } from './json-schema.js'
 
@@ -21,6 +23,21 @@ const OPTIONAL_FUNCTIONS = [
 
 type OptionalFunctionName = (typeof OPTIONAL_FUNCTIONS)[number]
 type AnyFunction = (...args: never[]) => unknown
+
+/** Every member the registry reads from a definition, and from its output declaration. */
+const DEFINITION_MEMBERS: readonly string[] = ['name', 'description', 'parameters', 'output', 'execute', 'timeoutMs', 'idempotent', 'callers', ...OPTIONAL_FUNCTIONS]
+const OUTPUT_MEMBERS: readonly string[] = ['schema', 'render', 'presentationMeta']
+
+/** Members other tool formats use for what a definition calls otherwise (MCP's `inputSchema`, …). */
+const FOREIGN_MEMBERS: Readonly<Record<string, string>> = {
+  inputSchema: 'parameters',
+  input_schema: 'parameters',
+  params: 'parameters',
+  args: 'parameters',
+  arguments: 'parameters',
+  outputSchema: 'output.schema',
+  output_schema: 'output.schema',
+}
 
 /** A definition's members, read once and checked (schemas still as authored). */
 export interface DefinitionMembers {
@@ -75,6 +92,28 @@ function readMember(source: object, key: string, where: string): unknown {
   } catch (error) {
     if (error instanceof ToolError) throw error
     invalid(`${where}${key} could not be read (${error instanceof Error ? error.message : String(error)})`)
+  }
+}
+
+/**
+ * Refuses an own member of `source` that reads as a misspelling of one the registry reads
+ * (`caller` for `callers`, `timeout` for `timeoutMs`) or as another format's name for one
+ * (`inputSchema`): it would be ignored, so `caller: ['code']` would leave the tool callable
+ * by the model directly. Other members stay allowed: `execute` and the presenters are called
+ * with the definition as `this`, whose own state they may read.
+ */
+function refuseMisspeltMembers(source: object, known: readonly string[], where: string, prefix: string, foreign: Readonly<Record<string, string>>): void {
+  let keys: string[]
+  try {
+    keys = Object.keys(source)
+  } catch (error) {
+    invalid(`${where}the members could not be listed (${error instanceof Error ? error.message : String(error)})`)
+  }
+  for (const key of keys) {
+    if (known.includes(key)) continue
+    const meant = Object.hasOwn(foreign, key) ? foreign[key] : closestNames(key, known).map((name) => prefix + name)[0]
+    if (meant === undefined) continue
+    invalid(`${where}unknown member ${quoteName(key, prefix)} (did you mean ${JSON.stringify(meant)}? the members read are ${known.map((name) => prefix + name).join(', ')}); refused, not ignored`)
   }
 }
 
@@ -140,6 +179,7 @@ export function readToolDefinition(input: unknown): DefinitionMembers {
   const idempotent = read('idempotent')
   if (idempotent !== undefined && typeof idempotent !== 'boolean') invalid(`${where}idempotent must be a boolean (got ${typeof idempotent})`)
   const callers = readCallers(read('callers'), where)
+  const parameters = read('parameters')
   const functions: Partial<Record<OptionalFunctionName, AnyFunction>> = {}
   for (const key of OPTIONAL_FUNCTIONS) {
     const value = read(key)
@@ -147,10 +187,14 @@ export function readToolDefinition(input: unknown): DefinitionMembers {
     if (!isFunction(value)) invalid(`${where}${key} must be a function when present`)
     functions[key] = value
   }
+  // After the members read: a member that fails to read is named as itself first.
+  refuseMisspeltMembers(input, DEFINITION_MEMBERS, where, '', FOREIGN_MEMBERS)
+  refuseMisspeltMembers(output, OUTPUT_MEMBERS, where, 'output.', {})
+  if (parameters === undefined) invalid(`${where}parameters is missing (defineTool: a record of parameter specs, {} for none; register: an object JSON Schema)`)
   return {
     name,
     description,
-    parameters: read('parameters'),
+    parameters,
     output,
     outputSchema,
     render,
