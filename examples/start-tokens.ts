@@ -8,6 +8,7 @@
 import { randomBytes } from 'node:crypto'
 import { chmodSync, linkSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { ToolError } from '../src/errors.js'
 
 /** The tokens file's name inside the data directory. */
 export const TOKENS_FILE = 'tokens.json'
@@ -77,28 +78,65 @@ function writeTokens(file: string, tokens: StartTokens, replace: boolean): boole
 /**
  * The tokens kept in `dataDir` (created 0600 with two fresh tokens on first use; a file
  * that is not ours is replaced, said through `warn`), with `env`'s overrides applied.
- * Without a data directory, fresh tokens that live as long as the process.
+ * Without a data directory, fresh tokens that live as long as the process. A start-up a
+ * person can fix throws `INVALID_OPTIONS` naming what to change (`npm start` prints it as one
+ * line): a pinned token the app would refuse, two tokens that are one, a data directory
+ * that cannot hold the file.
  */
 export function loadStartTokens(dataDir: string | undefined, env: NodeJS.ProcessEnv, warn: (message: string) => void = console.warn): StartTokens & { readonly file?: string } {
-  const overrides = { api: env.TOOLYARD_TOKEN || undefined, playground: env.TOOLYARD_APPROVER_TOKEN || undefined }
-  if (dataDir === undefined) return { api: overrides.api ?? fresh(), playground: overrides.playground ?? fresh() }
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 })
+  const overrides = { api: pinned(env, 'TOOLYARD_TOKEN'), playground: pinned(env, 'TOOLYARD_APPROVER_TOKEN') }
+  if (dataDir === undefined) return distinct({ api: overrides.api ?? fresh(), playground: overrides.playground ?? fresh() })
   const file = join(dataDir, TOKENS_FILE)
-  let kept = readTokens(file, warn)
-  if (kept === undefined) {
-    const created = { api: fresh(), playground: fresh() }
-    const exists = (() => {
-      try {
-        statSync(file)
-        return true
-      } catch {
-        return false
-      }
-    })()
-    // Lost a race with another process creating it: theirs is the file.
-    kept = writeTokens(file, created, exists) ? created : (readTokens(file, warn) ?? created)
+  let kept: StartTokens
+  try {
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 })
+    kept = readTokens(file, warn) ?? createTokens(file, warn)
+    // An older file may have been readable by others: tokens are secrets.
+    chmodSync(file, 0o600)
+  } catch (error) {
+    const { code, message } = error as NodeJS.ErrnoException
+    if (typeof code !== 'string') throw error
+    throw new ToolError(
+      'INVALID_OPTIONS',
+      `the data directory ${dataDir} (TOOLYARD_DATA_DIR) cannot hold ${TOKENS_FILE}: ${message}; point TOOLYARD_DATA_DIR at a directory this user can create and write (default .toolyard/ here)`,
+      { cause: error },
+    )
   }
-  // An older file may have been readable by others: tokens are secrets.
-  chmodSync(file, 0o600)
-  return { api: overrides.api ?? kept.api, playground: overrides.playground ?? kept.playground, file }
+  return { ...distinct({ api: overrides.api ?? kept.api, playground: overrides.playground ?? kept.playground }), file }
+}
+
+/** Two fresh tokens written to `file`, or the ones another process wrote there first. */
+function createTokens(file: string, warn: (message: string) => void): StartTokens {
+  const created = { api: fresh(), playground: fresh() }
+  const exists = (() => {
+    try {
+      statSync(file)
+      return true
+    } catch {
+      return false
+    }
+  })()
+  // Lost a race with another process creating it: theirs is the file.
+  return writeTokens(file, created, exists) ? created : (readTokens(file, warn) ?? created)
+}
+
+/**
+ * An environment variable's token, checked as the app checks tokens (its value is never
+ * printed: it is a secret); `undefined` when unset or empty.
+ */
+function pinned(env: NodeJS.ProcessEnv, name: 'TOOLYARD_TOKEN' | 'TOOLYARD_APPROVER_TOKEN'): string | undefined {
+  const value = env[name]
+  if (value === undefined || value === '') return undefined
+  if (!TOKEN.test(value)) {
+    throw new ToolError('INVALID_OPTIONS', `${name} must be 16–4096 printable ASCII characters without spaces (got ${value.length} characters${/[^\x21-\x7e]/.test(value) ? ', not all of them printable ASCII' : ''}); unset it to use the token kept in tokens.json, or pin one such as the output of openssl rand -hex 32`)
+  }
+  return value
+}
+
+/** The two tokens, refused when they are one: each names one principal (the person's also decides approvals). */
+function distinct(tokens: StartTokens): StartTokens {
+  if (tokens.api === tokens.playground) {
+    throw new ToolError('INVALID_OPTIONS', 'TOOLYARD_TOKEN and TOOLYARD_APPROVER_TOKEN (or one of them and the other token kept in tokens.json) are the same token: the API token only runs, the playground token also decides approvals, so they must differ')
+  }
+  return tokens
 }

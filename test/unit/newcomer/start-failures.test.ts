@@ -2,10 +2,14 @@
  * `npm start`'s start-up failures a newcomer can fix are one line that says what to do, not
  * a stack: `PORT=abc` used to print `ToolError: serve: port must be an integer in 0–65535`
  * with its stack (no word of PORT), and a port already taken (another server on 8787)
- * Node's `Error: listen EADDRINUSE` with its stack. Both exit 1.
+ * Node's `Error: listen EADDRINUSE` with its stack. Both exit 1. So do the tokens and the
+ * data directory: `TOOLYARD_TOKEN=short` said `createToolsApp: tokens[0].token must be …`
+ * (no word of the variable), one token in both variables `tokens[1].token is the same as
+ * tokens[0].token`, and a `TOOLYARD_DATA_DIR` that is a file printed `Error: EEXIST: file
+ * already exists, mkdir …` with its stack.
  */
 import { spawn } from 'node:child_process'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -13,6 +17,7 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { ToolError } from '../../../src/errors.js'
 import { portFromEnv, startFailureMessage } from '../../../examples/start.js'
+import { loadStartTokens } from '../../../examples/start-tokens.js'
 
 const dirs: string[] = []
 afterAll(async () => {
@@ -78,4 +83,61 @@ describe('npm start (examples/start.ts main) when it cannot start', () => {
       await new Promise<void>((resolve) => taken.close(() => resolve()))
     }
   }, 60_000)
+})
+
+describe('the tokens and the data directory, as npm start reads them', () => {
+  const quiet = (): void => {}
+  const refusal = (fn: () => unknown): string => {
+    try {
+      fn()
+    } catch (error) {
+      expect(error).toBeInstanceOf(ToolError)
+      expect((error as ToolError).code).toBe('INVALID_OPTIONS')
+      return (error as Error).message
+    }
+    return ''
+  }
+
+  it('a pinned token the app would refuse names its variable, never its value', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'toolyard-start-tokens-'))
+    dirs.push(dir)
+    expect(refusal(() => loadStartTokens(dir, { TOOLYARD_TOKEN: 'short' }, quiet))).toBe(
+      'TOOLYARD_TOKEN must be 16–4096 printable ASCII characters without spaces (got 5 characters); unset it to use the token kept in tokens.json, or pin one such as the output of openssl rand -hex 32',
+    )
+    const spaced = refusal(() => loadStartTokens(undefined, { TOOLYARD_APPROVER_TOKEN: 'a secret with spaces in it' }, quiet))
+    expect(spaced).toMatch(/^TOOLYARD_APPROVER_TOKEN must be 16–4096 printable ASCII characters without spaces \(got 26 characters, not all of them printable ASCII\)/)
+    expect(spaced).not.toContain('secret')
+    const same = 'the-same-token-0123456789'
+    expect(refusal(() => loadStartTokens(dir, { TOOLYARD_TOKEN: same, TOOLYARD_APPROVER_TOKEN: same }, quiet))).toMatch(/^TOOLYARD_TOKEN and TOOLYARD_APPROVER_TOKEN .* are the same token/)
+    // Pinned to the API token kept in the file: the same two tokens again.
+    const kept = loadStartTokens(dir, {}, quiet)
+    expect(refusal(() => loadStartTokens(dir, { TOOLYARD_APPROVER_TOKEN: kept.api }, quiet))).toContain('are the same token')
+    // Valid pins still win, and an empty one is no pin.
+    expect(loadStartTokens(dir, { TOOLYARD_TOKEN: 'pinned-api-token-0123456789', TOOLYARD_APPROVER_TOKEN: '' }, quiet)).toMatchObject({ api: 'pinned-api-token-0123456789', playground: kept.playground })
+  })
+
+  it('a data directory that cannot hold tokens.json names TOOLYARD_DATA_DIR and says what to do', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'toolyard-start-tokens-'))
+    dirs.push(dir)
+    const file = join(dir, 'a-file')
+    await writeFile(file, 'not a directory')
+    expect(refusal(() => loadStartTokens(file, {}, quiet))).toMatch(
+      new RegExp(`^the data directory ${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\(TOOLYARD_DATA_DIR\\) cannot hold tokens\\.json: EEXIST: .*; point TOOLYARD_DATA_DIR at a directory this user can create and write`),
+    )
+    expect(refusal(() => loadStartTokens(join(file, 'below'), {}, quiet))).toContain('ENOTDIR')
+  })
+
+  it('npm start with TOOLYARD_TOKEN=short, or TOOLYARD_DATA_DIR a file: one line each, no stack, exit 1', async () => {
+    const short = await start({ TOOLYARD_TOKEN: 'short' })
+    expect(short.code).toBe(1)
+    expect(short.stderr).toContain('npm start: TOOLYARD_TOKEN must be 16–4096 printable ASCII characters without spaces (got 5 characters)')
+    expect(short.stderr).not.toMatch(/^\s+at /m)
+    const dir = await mkdtemp(join(tmpdir(), 'toolyard-start-tokens-'))
+    dirs.push(dir)
+    await writeFile(join(dir, 'a-file'), '')
+    const file = await start({ TOOLYARD_DATA_DIR: join(dir, 'a-file') })
+    expect(file.code).toBe(1)
+    expect(file.stderr).toContain(`npm start: the data directory ${join(dir, 'a-file')} (TOOLYARD_DATA_DIR) cannot hold tokens.json: EEXIST`)
+    expect(file.stderr).not.toMatch(/^\s+at /m)
+  }, 120_000)
 })
