@@ -6,6 +6,7 @@ import { ToolError } from '../errors.js'
 import type { ToolRuntime } from '../runtime-types.js'
 import { createCallPool } from '../scheduler.js'
 import type { ToolExecutionInput, ToolExecutionMode, ToolExecutionResult } from '../types.js'
+import { refuseUnknownOptions } from '../util/unknown-field.js'
 import type { Execute } from './context.js'
 import type { PipelineSchedule } from './schedule.js'
 
@@ -48,6 +49,10 @@ export async function runToolCalls(
   options: RunToolCallsOptions = {},
 ): Promise<ToolExecutionResult[]> {
   if (!Array.isArray(calls)) throw new ToolError('INVALID_OPTIONS', 'runToolCalls expects an array of calls')
+  // A misspelt bound (`maxParalel`) would leave the pool at its default without a word.
+  refuseUnknownOptions(options, ['maxParallel'], (message) => {
+    throw new ToolError('INVALID_OPTIONS', `runToolCalls: ${message}`)
+  })
   const pool = createCallPool({ maxParallel: options.maxParallel ?? 10 })
   const scheduled = pipelines.get(runtime)
 

@@ -14,7 +14,7 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { ToolError } from '../../../src/errors.js'
 import { createToolsApp } from '../../../src/http/index.js'
-import { createToolRuntime } from '../../../src/registry/index.js'
+import { createToolRuntime, runToolCalls } from '../../../src/registry/index.js'
 import { refuseUnknownOptions } from '../../../src/util/unknown-field.js'
 import { createFileStore } from '../../../platforms/node/file-store.js'
 import { createDurableObjectStore } from '../../../platforms/edge/durable-object-store.js'
@@ -102,6 +102,15 @@ describe('createToolRuntime({ runs })', () => {
       'createToolRuntime: unknown option "runs.maxFollower" (did you mean "runs.maxFollowers"? known: runs.resumeEveryMs, runs.staleMs, runs.maxFollowers)',
     )
     expect(refusal(() => createToolRuntime({ runs: { resumeEveryMs: 1000, staleMs: 1000, maxFollowers: 2 } }))).toBeUndefined()
+  })
+})
+
+describe('runToolCalls', () => {
+  it('refuses maxParalel (a pool left at 10 without a word before), naming maxParallel; takes maxParallel', async () => {
+    const runtime = createToolRuntime({})
+    await expect(runToolCalls(runtime, [], { maxParalel: 2 } as never)).rejects.toThrow('runToolCalls: unknown option "maxParalel" (did you mean "maxParallel"? known: maxParallel)')
+    await expect(runToolCalls(runtime, [], { maxParallel: 2 })).resolves.toEqual([])
+    await runtime.dispose()
   })
 })
 
