@@ -17,7 +17,7 @@ import { FULL_PASS_EVERY_MS, newMarkerScan, pruneMarkers, scanMarkers, watchFrom
 import { hashOfId, storedFields, type DoneRecord, type StoredSettlement } from './_store-record.js'
 import { attach, claim, MAX_WAITING_PER_PRINCIPAL, readDone, readOpen, type Attachment, type OneAtATime } from './_store-wait.js'
 import { parseDecision } from './decision.js'
-import type { ApprovalDecider, ApprovalDecideResult, ApprovalDecisionInput, ApprovalEvent, ApprovalListing, PendingApproval, ApprovalBroker } from './types.js'
+import type { ApprovalDecider, ApprovalDecideResult, ApprovalDecisionInput, ApprovalEvent, ApprovalListing, ApprovalPendingOptions, PendingApproval, PendingApprovals, ApprovalBroker } from './types.js'
 
 export { MAX_LISTED_APPROVALS } from './_store-list.js'
 /**
@@ -410,6 +410,17 @@ async function decide(ctx: Context, id: string, input: ApprovalDecisionInput, by
   return Object.freeze({ ok: true, approval, decision, ...(reason === undefined ? {} : { reason }), decidedAt: now })
 }
 
+/**
+ * `approvals` frozen, carrying `listing` as a property that is not enumerable: each
+ * `pending()` answers its own listing's facts (a shared `lastListing` could be another
+ * caller's), while JSON and deep equality still see the array alone.
+ */
+function withListing(approvals: readonly PendingApproval[], listing: ApprovalListing): PendingApprovals {
+  const list = [...approvals]
+  Object.defineProperty(list, 'listing', { value: listing, enumerable: false })
+  return Object.freeze(list) as PendingApprovals
+}
+
 /** Creates the broker over `store` (options already validated by `createApprovalBroker`). */
 export function createStoredBroker(options: ResolvedBrokerOptions, store: DurableStore): ApprovalBroker {
   const now = Date.now()
@@ -445,15 +456,18 @@ export function createStoredBroker(options: ResolvedBrokerOptions, store: Durabl
     get lastListing() {
       return lastListing
     },
-    async pending() {
-      if (ctx.disposed) return Object.freeze([])
-      const result = await listOpen(store, options.retainSettledMs)
+    async pending(listOptions?: ApprovalPendingOptions) {
+      // An agent that is not a string fails closed: never read as "every agent".
+      const agent: unknown = listOptions?.agent
+      if (agent !== undefined && typeof agent !== 'string') throw new ToolError('INVALID_OPTIONS', "pending({ agent }): the agent must be a string")
+      if (ctx.disposed) return withListing([], Object.freeze({ examined: 0, malformed: 0, truncated: false }))
+      const result = await listOpen(store, options.retainSettledMs, agent)
       lastListing = result.listing
       // One page of settled records per listing: bounded work that keeps the store from growing.
       sweepAfter = await sweepSettled(store, sweepAfter, options.retainSettledMs).catch(() => undefined)
       // Markers are pruned here too: a process that only lists and decides (an operator's console) keeps them bounded as well.
       await pruneMarkers(store, ctx.markers, Date.now()).catch(() => undefined)
-      return result.approvals
+      return withListing(result.approvals, result.listing)
     },
     decide: (id: string, input: ApprovalDecisionInput, by?: ApprovalDecider) => decide(ctx, id, input, by),
     subscribe(listener: (event: ApprovalEvent) => void) {

@@ -48,7 +48,7 @@ interface Tally {
 }
 
 /** Reads one page's records into `tally`; answers `false` when the text budget ran out. */
-async function readPage(store: DurableStore, entries: readonly { key: string; version: string }[], tally: Tally, now: number, retainMs: number): Promise<boolean> {
+async function readPage(store: DurableStore, entries: readonly { key: string; version: string }[], tally: Tally, now: number, retainMs: number, agent: string | undefined): Promise<boolean> {
   for (let i = 0; i < entries.length; i += READ_AT_ONCE) {
     const chunk = entries.slice(i, i + READ_AT_ONCE)
     // A value the store refuses to read back (oversized, corrupt) counts as malformed, never fails the listing.
@@ -67,7 +67,10 @@ async function readPage(store: DurableStore, entries: readonly { key: string; ve
       if (value !== null) tally.chars += value.value.length
       const approval = value === null || hash === undefined ? undefined : decodeOpen(value.value, hash)
       if (approval === undefined) tally.malformed++
-      else if (now < approval.expiresAt) tally.found.push(approval)
+      else if (now < approval.expiresAt) {
+        // Another agent's (or the global layer's) request, for a listing of one agent's: read, not listed.
+        if (agent === undefined || approval.agent === agent) tally.found.push(approval)
+      }
       else if (now >= approval.expiresAt + retainMs) tally.stale.push({ hash: hash!, approval, version: value!.version })
     }
   }
@@ -75,12 +78,12 @@ async function readPage(store: DurableStore, entries: readonly { key: string; ve
 }
 
 /**
- * The open, unexpired requests in `store`, oldest first (then by id), at most
+ * The open, unexpired requests in `store` (only `agent`'s when given), oldest first (then by id), at most
  * {@link MAX_LISTED_APPROVALS}; reads at most 1,000 records and 8 MiB of text. An open
  * record whose settlement was written by a process that died before removing it may be
  * listed until someone decides it (answered `APPROVAL_ALREADY_DECIDED`, and removed).
  */
-export async function listOpen(store: DurableStore, retainMs: number): Promise<ListingResult> {
+export async function listOpen(store: DurableStore, retainMs: number, agent?: string): Promise<ListingResult> {
   const now = Date.now()
   const tally: Tally = { examined: 0, malformed: 0, chars: 0, yieldedAt: 0, found: [], stale: [] }
   let after: string | undefined
@@ -88,7 +91,7 @@ export async function listOpen(store: DurableStore, retainMs: number): Promise<L
   for (;;) {
     const page = await store.list(OPEN_PREFIX, { limit: PAGE, ...(after === undefined ? {} : { after }) })
     const taken = page.entries.slice(0, MAX_EXAMINED - tally.examined)
-    const whole = await readPage(store, taken, tally, now, retainMs)
+    const whole = await readPage(store, taken, tally, now, retainMs, agent)
     const more = page.cursor !== undefined || taken.length < page.entries.length
     truncated = !whole || (more && tally.examined >= MAX_EXAMINED)
     if (truncated || page.cursor === undefined) break

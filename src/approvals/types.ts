@@ -229,7 +229,7 @@ export type ApprovalEvent = ApprovalRequestedEvent | ApprovalDecidedEvent | Appr
 /** A subscriber. Its throws and rejections are swallowed: it can never break the broker. */
 export type ApprovalListener = (event: ApprovalEvent) => void
 
-/** What a broker over a store measured in its last `pending()` (docs/approvals.md, "Durable approvals"). */
+/** What a broker over a store measured in one `pending()` (docs/approvals.md, "Durable approvals"). */
 export interface ApprovalListing {
   /** Records read. */
   readonly examined: number
@@ -237,6 +237,25 @@ export interface ApprovalListing {
   readonly malformed: number
   /** `true` when the listing stopped at its bounds (records read or bytes), so some requests may be missing. */
   readonly truncated: boolean
+}
+
+/** What `pending()` takes. */
+export interface ApprovalPendingOptions {
+  /**
+   * Only the requests of this agent's calls (a decider pinned to an agent; the global
+   * layer's are left out too). Filtered while the store is read, so other agents' requests
+   * never take the listing's 500 places. Must be a string (`INVALID_OPTIONS` otherwise).
+   */
+  readonly agent?: string
+}
+
+/**
+ * What `pending()` answers: the requests, an array as before, carrying the facts of this
+ * very listing as `listing` (not enumerable: JSON and equality see the array alone). A
+ * broker of `createApprovalBroker` always sets it; one of your own making may leave it out.
+ */
+export interface PendingApprovals extends ReadonlyArray<PendingApproval> {
+  readonly listing?: ApprovalListing
 }
 
 /** Holds `ask` decisions in a store until a person answers them, they expire, or the call is cancelled. */
@@ -257,8 +276,13 @@ export interface ApprovalBroker {
   readonly pollIntervalMs: number
   /** The effective retention of settled records. */
   readonly retainSettledMs: number
-  /** The store's open requests (of every process sharing it), oldest first, at most `MAX_LISTED_APPROVALS`. */
-  pending(): Promise<readonly PendingApproval[]>
+  /**
+   * The store's open requests (of every process sharing it), oldest first, at most
+   * `MAX_LISTED_APPROVALS`; only `options.agent`'s when given. Its `listing` says what this
+   * listing read and whether it was cut (`truncated`): read it there, not from
+   * `lastListing`, which another caller's listing may have replaced meanwhile.
+   */
+  pending(options?: ApprovalPendingOptions): Promise<PendingApprovals>
   /**
    * Answers one request, in whichever process it waits: the first decision written to the
    * store wins (compare-and-set), a later one is refused as `APPROVAL_ALREADY_DECIDED`.
@@ -266,7 +290,11 @@ export interface ApprovalBroker {
    * `STORE_BUSY`), and then nothing was decided.
    */
   decide(id: string, input: ApprovalDecisionInput, by?: ApprovalDecider): Promise<ApprovalDecideResult>
-  /** What the last `pending()` read; before the first, all zero. */
+  /**
+   * What the last `pending()` to finish read, whoever called it; before the first, all zero.
+   * @deprecated Two listings at once (a library caller beside `GET /v1/approvals`) replace
+   * each other's: read the `listing` of the array `pending()` answered.
+   */
   readonly lastListing: ApprovalListing
   /** Adds a listener; returns its idempotent unsubscribe. After `dispose()` a no-op. */
   subscribe(listener: ApprovalListener): () => void

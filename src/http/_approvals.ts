@@ -27,27 +27,36 @@ export interface ApprovalsListed {
   readonly truncated: boolean
 }
 
-/** Per broker: the listing under way, and the one queued behind it (which every later caller joins). */
-const listings = new WeakMap<ApprovalBroker, { running?: Promise<ApprovalsListed>; queued?: Promise<ApprovalsListed> }>()
+/** A broker's listings under way: per agent filter (`''`: every agent), the one running and the one queued behind it (which every later caller joins). */
+const listings = new WeakMap<ApprovalBroker, Map<string, { running?: Promise<ApprovalsListed>; queued?: Promise<ApprovalsListed> }>>()
 
 /**
- * `broker.pending()` with its `lastListing.truncated`, one listing of a broker at a time:
- * `lastListing` is the last listing's, so two at once could report each other's. A caller
- * arriving while one runs joins the single listing queued behind it (started after it
- * asked: never an older answer), so concurrent `GET /v1/approvals` cost at most two
- * listings, not one each (each reads up to 1,000 records and 8 MiB).
+ * `broker.pending({ agent })` with its own listing's `truncated`, one listing of a broker
+ * and agent at a time: a caller arriving while one runs joins the single listing queued
+ * behind it (started after it asked: never an older answer), so concurrent `GET
+ * /v1/approvals` cost at most two listings, not one each (each reads up to 1,000 records
+ * and 8 MiB). `agent` is filtered by the broker while it reads the store (other agents'
+ * requests cannot crowd it out of the 500), and here again for a broker of the caller's
+ * own making that ignores the option.
  */
-export function listPending(broker: ApprovalBroker): Promise<ApprovalsListed> {
-  let state = listings.get(broker)
-  if (state === undefined) listings.set(broker, (state = {}))
+export function listPending(broker: ApprovalBroker, agent?: string): Promise<ApprovalsListed> {
+  let perAgent = listings.get(broker)
+  if (perAgent === undefined) listings.set(broker, (perAgent = new Map()))
+  const name = agent === undefined ? '' : `agent:${agent}`
+  let state = perAgent.get(name)
+  if (state === undefined) perAgent.set(name, (state = {}))
   const slot = state
   if (slot.queued !== undefined) return slot.queued
   const start = (): Promise<ApprovalsListed> => {
-    // A broker of the caller's own making may keep no `lastListing`: then nothing says it was cut.
-    const run = broker.pending().then((approvals) => ({ approvals, truncated: (broker.lastListing as ApprovalListing | undefined)?.truncated === true }))
+    const run = broker.pending(agent === undefined ? undefined : { agent }).then((listed) => ({
+      approvals: agent === undefined ? listed : listed.filter((approval) => approval.agent === agent),
+      // The listing's own facts; a broker of the caller's own making may give none: then nothing says it was cut.
+      truncated: (listed.listing as ApprovalListing | undefined)?.truncated === true,
+    }))
     slot.running = run
     const clear = (): void => {
       if (slot.running === run) slot.running = undefined
+      if (slot.running === undefined && slot.queued === undefined && perAgent.get(name) === slot) perAgent.delete(name)
     }
     void run.then(clear, clear)
     return run
@@ -72,10 +81,8 @@ export function listPending(broker: ApprovalBroker): Promise<ApprovalsListed> {
  */
 export function listApprovals(broker: ApprovalBroker): Handler {
   return async (c) => {
-    const { approvals: pending, truncated } = await listPending(broker)
-    // A token pinned to an agent acts for it only: it lists (and decides) that agent's requests alone.
-    const agent = requestPrincipal(c).agent
-    const approvals = agent === undefined ? pending : pending.filter((approval) => approval.agent === agent)
+    // A token pinned to an agent acts for it only: it lists (and decides) that agent's requests alone, filtered within the listing's bounds.
+    const { approvals, truncated } = await listPending(broker, requestPrincipal(c).agent)
     // Present only when cut, as a store listing's `cursor`: a whole listing keeps its shape.
     return c.json(truncated ? { approvals, truncated: true } : { approvals })
   }
