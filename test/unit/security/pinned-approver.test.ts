@@ -60,6 +60,8 @@ describe("a pinned approver decides its agent's requests only", () => {
       expect([refused.status, (await errorOf(refused)).code], path).toEqual([404, 'RUN_NOT_FOUND'])
     }
     expect((await f.request(`/v1/runs/${other.id}`, PERSON_TOKEN)).status).toBe(200)
+    // An unpinned approver reads every agent's run that asked, alice's included.
+    expect((await f.request(`/v1/runs/${own.id}`, PERSON_TOKEN)).status).toBe(200)
     const view = (await (await f.request(`/v1/runs/${own.id}`, ALICE_PERSON)).json()) as { agent?: string; approvals: unknown[] }
     expect([view.agent, view.approvals.length]).toEqual(['alice', 1])
     for (const approval of await f.pending()) await f.request(`/v1/approvals/${approval.id}`, PERSON_TOKEN, { body: { decision: 'deny' } })
