@@ -9,12 +9,13 @@
  * and the binding namespaces to this realm's `globalThis`: each is put back before the
  * test's next await on a real timer.
  */
-import { describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it } from 'vitest'
 import { install } from '../../../src/code-runtime/in-sandbox/quickjs-entry.js'
 import { SANDBOX_GLOBAL_NAMES } from '../../../src/code-runtime/in-sandbox/sandbox-globals.js'
 import { MAX_VM_MESSAGE_CHARS } from '../../../src/code-runtime/sandbox-protocol.js'
 import type { WireNamespace } from '../../../src/code-runtime/wire.js'
 import { fakeHost } from './sandbox-globals-harness.js'
+import { compilersAreNative, saveCompilers } from './compile-guard-harness.js'
 
 const TIMER_NAMES = ['setTimeout', 'setInterval', 'clearTimeout', 'clearInterval', 'queueMicrotask'] as const
 const RUN_NAMES = ['console', 'ToolCallError'] as const
@@ -45,6 +46,8 @@ function entry(options: { refuse?: (id: number, delay: number) => boolean } = {}
     [Date.prototype, 'constructor', Object.getOwnPropertyDescriptor(Date.prototype, 'constructor')],
     [Math, 'random', Object.getOwnPropertyDescriptor(Math, 'random')],
   ]
+  // `install` wraps eval and the function constructors (the compile guard): put back too.
+  const compilers = saveCompilers()
   const texts: string[] = []
   const hostTimers: Array<[number, number]> = []
   const descriptors: Record<string, PropertyDescriptor> = {}
@@ -71,6 +74,7 @@ function entry(options: { refuse?: (id: number, delay: number) => boolean } = {}
     }
   } finally {
     restore(saved)
+    compilers.restore()
   }
 }
 type Entry = ReturnType<typeof entry>
@@ -92,6 +96,12 @@ async function run(e: Entry, program: string, namespaces: readonly WireNamespace
   }
   return e.posted.find((m) => m.type === 'done')
 }
+
+// Nothing of the VM's is left on this realm: a later file sharing it (isolate: false) would
+// compile through a guard whose host op is this file's fake.
+afterEach(() => {
+  expect(compilersAreNative()).toBe(true)
+})
 
 describe('quickjs-entry: messages', () => {
   it('posts ready at install, as JSON text, and runs a program delivered as JSON text', async () => {
@@ -292,14 +302,18 @@ describe('quickjs-entry: the sandbox globals', () => {
       [Date.prototype, 'constructor', Object.getOwnPropertyDescriptor(Date.prototype, 'constructor')],
       [Math, 'random', Object.getOwnPropertyDescriptor(Math, 'random')],
     ]
+    const compilers = saveCompilers()
     const host = fakeHost({ now: 7 })
     try {
       install(() => undefined, () => true, host)
       expect((globalThis as unknown as { performance: { now(): number } }).performance.now()).toBe(7)
+      // The compile guard too: a compile asks the engine for its compile limit.
+      expect(globalThis.eval('1 + 1')).toBe(2)
     } finally {
       restore(saved)
       restore(clock)
+      compilers.restore()
     }
-    expect(host.ops).toContain('now')
+    expect(host.ops).toEqual(expect.arrayContaining(['now', 'compile-limit']))
   })
 })

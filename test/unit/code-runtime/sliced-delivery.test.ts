@@ -6,7 +6,7 @@
  * yields. sandbox/call-flood.test.ts checks the same on real threads, end to end.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import { DELIVERY_SLICE_MESSAGES, DELIVERY_SLICE_MS, hostTurn, slicedDelivery, whenAllDrained } from '../../../src/code-runtime/sliced-delivery.js'
+import { DELIVERY_SLICE_MESSAGES, DELIVERY_SLICE_MS, afterHostTurn, hostTurn, slicedDelivery, timerTurn, whenAllDrained, yieldHostTurnsWith } from '../../../src/code-runtime/sliced-delivery.js'
 
 /**
  * The clock `performance.now` reads during a test, in ms. It starts at 0, a time like any
@@ -268,5 +268,59 @@ describe('hostTurn', () => {
     for (let step = 2; step <= 16; step++) expect(hostTurn(), `step ${step}`).toBeUndefined()
     clock += 4
     expect(hostTurn()).toBeInstanceOf(Promise)
+  })
+})
+
+describe('yieldHostTurnsWith: the turn a platform passes (a page: a MessageChannel a hidden tab does not throttle)', () => {
+  /** A turn source the test runs by hand: `flush()` runs the turns asked so far, in order. */
+  function manualTurns() {
+    const queued: Array<() => void> = []
+    return {
+      nextTurn: (then: () => void) => void queued.push(then),
+      get size() {
+        return queued.length
+      },
+      flush() {
+        for (const then of queued.splice(0)) then()
+      },
+    }
+  }
+
+  it('afterHostTurn and hostTurn wait for that turn, not a timer; timerTurn puts the timer back', async () => {
+    const turns = manualTurns()
+    yieldHostTurnsWith(turns.nextTurn)
+    try {
+      const ran: string[] = []
+      afterHostTurn(() => ran.push('task'))
+      macrotask()
+      expect(ran).toEqual([])
+      expect(turns.size).toBe(1)
+      turns.flush()
+      expect(ran).toEqual(['task'])
+
+      // A turn's end mark and its yield both come from the platform's turn.
+      for (let step = 1; step <= 16; step++) expect(hostTurn(), `step ${step}`).toBeUndefined()
+      expect(turns.size).toBe(1)
+      clock += 5
+      let resolved = false
+      const wait = hostTurn()!.then(() => {
+        resolved = true
+      })
+      await vi.runOnlyPendingTimersAsync()
+      expect(resolved).toBe(false)
+      turns.flush()
+      await wait
+      expect(resolved).toBe(true)
+      // The turn ended with it: sixteen steps run at once again.
+      for (let step = 1; step <= 16; step++) expect(hostTurn(), `step ${step}`).toBeUndefined()
+      turns.flush()
+    } finally {
+      yieldHostTurnsWith(timerTurn)
+    }
+    const ran: string[] = []
+    afterHostTurn(() => ran.push('timer'))
+    expect(turns.size).toBe(0)
+    macrotask()
+    expect(ran).toEqual(['timer'])
   })
 })
