@@ -16,7 +16,8 @@
  * sandbox design on Node avoids.
  *
  * `BENCH_THREAD_CPU=1` (Linux) also reports each contender's threads' own CPU time, in ms, to their
- * first result: before the thread file runs (Node's worker start), loading it, then to the result.
+ * first result: before the thread file runs (Node's worker start and the file's compile, from a code
+ * cache where the contender keeps one), running its top level, then to the result.
  * Wall times under load hide a few ms of a thread's work; its CPU time does not.
  *
  * `BENCH_BACK_TO_BACK=<n>` measures instead, with the other core busy (a spinning process),
@@ -75,33 +76,46 @@ function baselineThread(ref: string): URL {
 }
 
 /**
- * A thread entry that records its thread's CPU time (`/proc/thread-self/schedstat`, ns) on entry,
- * after requiring `bundle`, and at its first result (the first string it posts), one JSON line to
- * `log`; `bundle` is the contender's thread file, loaded from where it is.
+ * A thread file that records its thread's CPU time (`/proc/thread-self/schedstat`, ns) as it starts
+ * to run, after the contender's thread file `bundle` (inlined, so that a contender that compiles
+ * its thread file from a code cache does so here too) has run its top level, and at its first
+ * result (the first string it posts), one JSON line to `log`. The stripper is copied beside it.
  */
 function cpuWrapper(bundle: URL, log: string): URL {
-  const url = new URL(`../node_modules/.cache/toolyard-bench/cpu-${log.replaceAll(/\W/g, '_')}.cjs`, import.meta.url)
-  const path = fileURLToPath(new URL(`../node_modules/.cache/toolyard-bench/cpu-${log.replaceAll(/\W/g, '_')}.log`, import.meta.url))
-  mkdirSync(new URL('../node_modules/.cache/toolyard-bench/', import.meta.url), { recursive: true })
+  const dir = new URL(`../node_modules/.cache/toolyard-bench/cpu-${log.replaceAll(/\W/g, '_')}/`, import.meta.url)
+  const url = new URL('thread.cjs', dir)
+  const path = fileURLToPath(new URL('cpu.log', dir))
+  mkdirSync(dir, { recursive: true })
   rmSync(path, { force: true })
+  try {
+    writeFileSync(new URL('_sandbox-strip.cjs', dir), readFileSync(new URL('_sandbox-strip.cjs', bundle)))
+  } catch {
+    // An older bundle carries its stripper.
+  }
   writeFileSync(
     url,
     `"use strict";
-const fs = require('node:fs')
-const { parentPort } = require('node:worker_threads')
-const cpu = () => Number(fs.readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0]) / 1e6
-const entry = cpu()
-const post = parentPort.postMessage
-let done = false
-parentPort.postMessage = function (message, transfer) {
-  if (!done && typeof message === 'string') {
-    done = true
-    fs.appendFileSync(${JSON.stringify(path)}, JSON.stringify({ entry, loaded, result: cpu() }) + '\\n')
+const cpuProbe = (() => {
+  const fs = require('node:fs')
+  const cpu = () => Number(fs.readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0]) / 1e6
+  const entry = cpu()
+  const { parentPort } = require('node:worker_threads')
+  const post = parentPort.postMessage
+  let done = false
+  const times = { entry, loaded: entry }
+  parentPort.postMessage = function (message, transfer) {
+    if (!done && typeof message === 'string') {
+      done = true
+      fs.appendFileSync(${JSON.stringify(path)}, JSON.stringify({ ...times, result: cpu() }) + '\\n')
+    }
+    return post.call(this, message, transfer)
   }
-  return post.call(this, message, transfer)
-}
-require(${JSON.stringify(fileURLToPath(bundle))})
-const loaded = cpu()
+  return { loaded: () => { times.loaded = cpu() } }
+})();
+(function () {
+${readFileSync(bundle, 'utf8')}
+})();
+cpuProbe.loaded()
 `,
   )
   cpuLogs.set(log, path)
@@ -255,7 +269,7 @@ for (const [key, runs] of samples) {
 }
 if (THREAD_CPU) {
   console.log(`\n  each thread's own CPU time to its first result (all shapes, the process's first runtimes too); ms, p50 / p95`)
-  console.log(`  ${'contender'.padEnd(36)} ${['threads', 'Node worker start', 'thread file load', 'load → result', 'total'].map((h) => h.padStart(16)).join(' ')}`)
+  console.log(`  ${'contender'.padEnd(36)} ${['threads', 'start + compile', 'file top level', 'load → result', 'total'].map((h) => h.padStart(16)).join(' ')}`)
   for (const [name, path] of cpuLogs) {
     const lines = readFileSync(path, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { entry: number; loaded: number; result: number })
     const cell = (values: number[]) => `${percentile(values, 50).toFixed(1)} / ${percentile(values, 95).toFixed(1)}`.padStart(16)

@@ -7,6 +7,7 @@
 import { readFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { availableParallelism, totalmem } from 'node:os'
+import { fileURLToPath } from 'node:url'
 import { createSandboxRuntimeOn } from '../../src/code-runtime/sandbox-runtime.js'
 import { slicedDelivery, whenAllDrained } from '../../src/code-runtime/sliced-delivery.js'
 import type { SlicedListener } from '../../src/code-runtime/sliced-delivery.js'
@@ -108,6 +109,57 @@ function wantsImage(boot: Partial<SandboxThreadBoot>, threadUrl: URL): boolean {
   return boot.type === 'boot' && boot.wasmModule !== undefined && boot.memoryMb !== undefined && typeof boot.sandboxSource === 'string' && images.get(boot.wasmModule)?.get(imageKey(threadUrl, boot.memoryMb)) === undefined
 }
 
+/** What a thread's loader puts before and after the thread file's source: Node's own CommonJS wrapper. */
+export const THREAD_SCRIPT_HEAD = '(function (exports, require, module, __filename, __dirname) {'
+export const THREAD_SCRIPT_TAIL = '\n})'
+
+/**
+ * A sandbox thread's entry (run with `eval: true`): compiles the thread file (`workerData.thread`)
+ * as Node's CommonJS loader would, but through `vm.Script` with the V8 code cache the host kept for
+ * that file (`workerData.codeCache`), and answers the host's one `{ type: 'code-cache' }` with the
+ * cache of what the thread has compiled so far. Node 20's CommonJS loader takes no code cache;
+ * compiling the 128 KB file, and its functions as they are first called, is ~2-3 ms of each
+ * thread's CPU (issue 34). A cache V8 rejects (another file, another V8) is ignored by V8.
+ */
+const THREAD_LOADER = `"use strict";
+{
+  const { parentPort, workerData } = require('node:worker_threads')
+  const { readFileSync } = require('node:fs')
+  const { dirname } = require('node:path')
+  const { Script } = require('node:vm')
+  const { createRequire } = require('node:module')
+  const file = workerData.thread
+  const cachedData = workerData.codeCache
+  const script = new Script(${JSON.stringify(THREAD_SCRIPT_HEAD)} + readFileSync(file, 'utf8') + ${JSON.stringify(THREAD_SCRIPT_TAIL)}, cachedData === undefined ? { filename: file } : { filename: file, cachedData })
+  parentPort.on('message', (message) => {
+    if (message !== null && typeof message === 'object' && message.type === 'code-cache') parentPort.postMessage({ type: 'code-cache', bytes: script.createCachedData() })
+  })
+  const threadModule = { exports: {}, filename: file, id: file, loaded: false }
+  script.runInThisContext().call(threadModule.exports, threadModule.exports, createRequire(file), threadModule, file, dirname(file))
+  threadModule.loaded = true
+}
+`
+
+/** The largest code cache the host keeps (the thread file's is ~100-140 KB). */
+const MAX_CODE_CACHE_BYTES = 4 * 1024 * 1024
+
+/**
+ * Per thread file (href): the V8 code cache of it, handed to every thread started later. Only
+ * a thread that has been sent no program is asked for it, once: V8 takes a code cache as code,
+ * so one from a thread a program may have reached would run in every later thread. Asked at
+ * its first `ready` and answered before the thread reads any later message, so the answer is
+ * the file's own code, compiled by it, as its boot (with the process's image) ran it.
+ */
+const codeCaches = new Map<string, Uint8Array>()
+/** Thread files whose cache a thread is being asked for now. */
+const codeCacheAsks = new Set<string>()
+
+/** @internal The code cache the process keeps for threads of `threadUrl` (a copy), if any: for tests. */
+export function keptCodeCache(threadUrl: URL): Uint8Array | undefined {
+  const kept = codeCaches.get(threadUrl.href)
+  return kept === undefined ? undefined : kept.slice()
+}
+
 let emscriptenModule: string | undefined
 
 /**
@@ -128,8 +180,10 @@ function emscriptenModuleFile(): string | undefined {
 
 function spawnThread(url: URL): SandboxThread {
   const glue = emscriptenModuleFile()
-  const worker = spawnCappedWorker(url, {
-    ...(glue === undefined ? {} : { workerData: { emscriptenModule: glue } }),
+  const codeCache = codeCaches.get(url.href)
+  const worker = spawnCappedWorker(THREAD_LOADER, {
+    eval: true,
+    workerData: { thread: fileURLToPath(url), ...(glue === undefined ? {} : { emscriptenModule: glue }), ...(codeCache === undefined ? {} : { codeCache }) },
     env: {},
     argv: [],
     execArgv: [],
@@ -143,6 +197,17 @@ function spawnThread(url: URL): SandboxThread {
   })
   // An idle thread never keeps the process alive; a running one does (setActive).
   worker.unref()
+  let booted: Partial<SandboxThreadBoot> = {}
+  /** Whether the thread was given the process's image at boot: its boot ran the restore, which later threads run too. */
+  let restored = false
+  /** Whether a run (a program) or a VM delivery has been sent to the thread: from then on it is never asked for a code cache. */
+  let programSent = false
+  /** The code cache ask: none yet, sent (its first answer is taken), or done. */
+  let cacheAsk: 'none' | 'sent' | 'done' = 'none'
+  const endCacheAsk = (): void => {
+    if (cacheAsk === 'sent') codeCacheAsks.delete(url.href)
+    cacheAsk = 'done'
+  }
   let exited = false
   const exitListeners: Array<(reason: string) => void> = []
   let lastError = ''
@@ -154,16 +219,31 @@ function spawnThread(url: URL): SandboxThread {
   const deliveries: SlicedListener[] = []
   worker.once('exit', (code) => {
     exited = true
+    endCacheAsk()
     const reason = `exit code ${code}${lastError === '' ? '' : ` (${lastError})`}`
     whenAllDrained(deliveries, () => {
       for (const listener of exitListeners.splice(0)) listener(reason)
     })
   })
-  let booted: Partial<SandboxThreadBoot> = {}
   /** Set while `terminate` waits for the thread's answers to `{ type: 'image' }`. */
   let answered: ((type: unknown) => void) | undefined
-  worker.on('message', (data: { type?: unknown; memoryMb?: unknown; image?: unknown }) => {
+  worker.on('message', (data: { type?: unknown; memoryMb?: unknown; image?: unknown; bytes?: unknown }) => {
     answered?.(data?.type)
+    if (data?.type === 'ready' && cacheAsk === 'none') {
+      // Its first `ready`: asked now, before any program is sent to it, or never.
+      if (!programSent && restored && !codeCaches.has(url.href) && !codeCacheAsks.has(url.href)) {
+        codeCacheAsks.add(url.href)
+        cacheAsk = 'sent'
+        worker.postMessage({ type: 'code-cache' })
+      } else cacheAsk = 'done'
+      return
+    }
+    if (data?.type === 'code-cache') {
+      // Only the first answer to the ask: any other is a thread's word after a program may have run.
+      if (cacheAsk === 'sent' && data.bytes instanceof Uint8Array && data.bytes.length > 0 && data.bytes.length <= MAX_CODE_CACHE_BYTES) codeCaches.set(url.href, data.bytes.slice())
+      endCacheAsk()
+      return
+    }
     if (data?.type !== 'image' || booted.wasmModule === undefined || typeof data.memoryMb !== 'number' || data.memoryMb !== booted.memoryMb || typeof booted.sandboxSource !== 'string') return
     const image = ownBytes(data.image)
     if (image === undefined) return
@@ -197,8 +277,12 @@ function spawnThread(url: URL): SandboxThread {
   }
   return {
     postMessage: (message) => {
-      if ((message as { type?: unknown }).type === 'boot') booted = message as SandboxThreadBoot
-      worker.postMessage(withImage(message, url))
+      const type = (message as { type?: unknown }).type
+      if (type === 'boot') booted = message as SandboxThreadBoot
+      else programSent = true
+      const sent = withImage(message, url)
+      if (type === 'boot' && (sent as { image?: unknown }).image !== undefined) restored = true
+      worker.postMessage(sent)
     },
     onMessage: (listener) => {
       const deliver = slicedDelivery(listener)
