@@ -4,8 +4,8 @@
  *
  * @module
  */
-import type { DurableStore } from '../durable/store.js'
-import { decodeDone, decodeOpen, DONE_PREFIX, hashOfKey, OPEN_PREFIX } from './_store-record.js'
+import type { DurableStore, StoreEntry } from '../durable/store.js'
+import { BY_EXPIRY_PREFIX, decodeDone, decodeOpen, DONE_PREFIX, expiryKey, hashOfId, hashOfKey, markerTime, OPEN_PREFIX, openKey, readExpiryKey } from './_store-record.js'
 import { deleteQuietly, removeLeftover } from './_store-wait.js'
 import type { ApprovalListing, PendingApproval } from './types.js'
 
@@ -20,6 +20,8 @@ const PAGE = 100
 const READ_AT_ONCE = 8
 /** Settled records one `pending()` looks at for removal (one page, after a cursor that moves on each call). */
 const SWEEP_PAGE = 50
+/** Expiry keys one `pending()` looks at, from the earliest, for records past expiry and retention ({@link sweepExpired}). */
+const EXPIRED_PAGE = 10
 /**
  * Record text checked between two yields to the event loop. A memory store answers in
  * microtasks, so without a yield a listing of 8 MiB would hold the host's loop for its whole
@@ -43,65 +45,153 @@ interface Tally {
   /** `chars` at the last yield to the event loop. */
   yieldedAt: number
   readonly found: PendingApproval[]
+  /** The hashes whose records the walk read under their expiry keys: the scan skips them. */
+  readonly seen: Set<string>
+  /** Expiry keys naming no open record of that expiry (settled, or re-opened since): removed after the listing. */
+  readonly orphans: { readonly key: string; readonly version: string }[]
   /** Open records past their expiry and retention: removed after the listing. */
   readonly stale: { readonly hash: string; readonly approval: PendingApproval; readonly version: string }[]
+  /** Unexpired open records the scan found without an expiry key: given one after the listing. */
+  readonly unordered: PendingApproval[]
 }
 
-/** Reads one page's records into `tally`; answers `false` when the text budget ran out. */
-async function readPage(store: DurableStore, entries: readonly { key: string; version: string }[], tally: Tally, now: number, retainMs: number, agent: string | undefined): Promise<boolean> {
-  for (let i = 0; i < entries.length; i += READ_AT_ONCE) {
-    const chunk = entries.slice(i, i + READ_AT_ONCE)
+type Entry = { readonly key: string; readonly version: string }
+
+const over = (tally: Tally): boolean => tally.examined >= MAX_EXAMINED || tally.chars >= MAX_LISTING_CHARS
+
+/** Checks one record read (counted); `undefined` when absent, `null` when unreadable or malformed. */
+async function account(value: StoreEntry | null | undefined, hash: string, tally: Tally): Promise<PendingApproval | null | undefined> {
+  tally.examined++
+  if (value === undefined) return undefined
+  if (value !== null) tally.chars += value.value.length
+  if (tally.chars - tally.yieldedAt >= CHARS_PER_SLICE) {
+    tally.yieldedAt = tally.chars
+    await yieldToLoop()
+  }
+  const approval = value === null ? undefined : decodeOpen(value.value, hash)
+  if (approval === undefined) tally.malformed++
+  return approval ?? null
+}
+
+/** Reads, 8 at a time, the open records of the hashes `hashOf` names in `entries`; `take` answers `false` to stop. Answers whether every entry was read. */
+async function readEach(store: DurableStore, entries: readonly Entry[], tally: Tally, hashOf: (entry: Entry) => string | undefined, take: (entry: Entry, hash: string, approval: PendingApproval | null | undefined) => boolean): Promise<boolean> {
+  const wanted = entries.flatMap((entry) => {
+    const hash = hashOf(entry)
+    return hash === undefined ? [] : [{ entry, hash }]
+  })
+  for (let i = 0; i < wanted.length; i += READ_AT_ONCE) {
+    const chunk = wanted.slice(i, i + READ_AT_ONCE)
     // A value the store refuses to read back (oversized, corrupt) counts as malformed, never fails the listing.
-    const values = await Promise.all(chunk.map((entry) => store.get(entry.key).catch(() => null)))
-    for (const [index, entry] of chunk.entries()) {
-      if (tally.chars >= MAX_LISTING_CHARS) return false
-      if (tally.chars - tally.yieldedAt >= CHARS_PER_SLICE) {
-        tally.yieldedAt = tally.chars
-        await yieldToLoop()
-      }
-      const value = values[index]
-      tally.examined++
-      // Removed since the page was listed: settled meanwhile.
-      if (value === undefined) continue
-      const hash = hashOfKey(entry.key)
-      if (value !== null) tally.chars += value.value.length
-      const approval = value === null || hash === undefined ? undefined : decodeOpen(value.value, hash)
-      if (approval === undefined) tally.malformed++
-      else if (now < approval.expiresAt) {
-        // Another agent's (or the global layer's) request, for a listing of one agent's: read, not listed.
-        if (agent === undefined || approval.agent === agent) tally.found.push(approval)
-      }
-      else if (now >= approval.expiresAt + retainMs) tally.stale.push({ hash: hash!, approval, version: value!.version })
+    const values = await Promise.all(chunk.map(({ hash }) => store.get(openKey(hash)).catch(() => null)))
+    for (const [index, { entry, hash }] of chunk.entries()) {
+      if (over(tally)) return false
+      if (!take(entry, hash, await account(values[index], hash, tally))) return false
     }
   }
   return true
 }
 
 /**
- * The open, unexpired requests in `store` (only `agent`'s when given), oldest first (then by id), at most
- * {@link MAX_LISTED_APPROVALS}; reads at most 1,000 records and 8 MiB of text. An open
- * record whose settlement was written by a process that died before removing it may be
- * listed until someone decides it (answered `APPROVAL_ALREADY_DECIDED`, and removed).
+ * Walks the expiry keys from now on: the unexpired requests in the order they expire, so
+ * expired records cost nothing and which are listed never depends on their hashes. Stops
+ * at one more than the listing shows, or at a bound. Answers whether it reached the end.
+ */
+async function walkByExpiry(store: DurableStore, tally: Tally, now: number, agent: string | undefined): Promise<boolean> {
+  let after = BY_EXPIRY_PREFIX + markerTime(now)
+  for (;;) {
+    const page = await store.list(BY_EXPIRY_PREFIX, { limit: PAGE, after })
+    const whole = await readEach(store, page.entries, tally, (entry) => readExpiryKey(entry.key)?.hash, (entry, hash, approval) => {
+      if (approval === null) {
+        tally.seen.add(hash)
+        return true
+      }
+      // The record went (or is another request of the same call): the key is left over.
+      if (approval === undefined || markerTime(approval.expiresAt) !== markerTime(readExpiryKey(entry.key)!.at)) tally.orphans.push(entry)
+      else {
+        tally.seen.add(hash)
+        if (now < approval.expiresAt && (agent === undefined || approval.agent === agent)) tally.found.push(approval)
+      }
+      return tally.found.length <= MAX_LISTED_APPROVALS
+    })
+    if (!whole || tally.found.length > MAX_LISTED_APPROVALS) return false
+    if (page.cursor === undefined) return true
+    if (over(tally)) return false
+    after = page.cursor
+  }
+}
+
+/**
+ * Reads, in hash order and within what the walk left of the bounds, the open records the
+ * walk did not: written before expiry keys existed, by a process that died between its two
+ * writes, expired ones, garbage. Answers whether it reached the end.
+ */
+async function scanOpen(store: DurableStore, tally: Tally, now: number, retainMs: number, agent: string | undefined): Promise<boolean> {
+  let after: string | undefined
+  for (;;) {
+    if (over(tally)) return false
+    const page = await store.list(OPEN_PREFIX, { limit: PAGE, ...(after === undefined ? {} : { after }) })
+    const whole = await readEach(store, page.entries, tally, (entry) => {
+      const hash = hashOfKey(entry.key)
+      // A key that names no hash: read (and counted malformed) under its own name.
+      return hash === undefined ? entry.key.slice(OPEN_PREFIX.length) : tally.seen.has(hash) ? undefined : hash
+    }, (entry, hash, approval) => {
+      if (approval === null || approval === undefined || hashOfKey(entry.key) === undefined) return true
+      if (now < approval.expiresAt) {
+        if (agent === undefined || approval.agent === agent) tally.found.push(approval)
+        tally.unordered.push(approval)
+      } else if (now >= approval.expiresAt + retainMs) tally.stale.push({ hash, approval, version: entry.version })
+      return true
+    })
+    if (!whole) return false
+    if (page.cursor === undefined) return true
+    after = page.cursor
+  }
+}
+
+/**
+ * Removes open records past their expiry and retention, from the head of the expiry order
+ * (at most 10): what no process settled (it died, or was disposed).
+ */
+async function sweepExpired(store: DurableStore, now: number, retainMs: number): Promise<void> {
+  const page = await store.list(BY_EXPIRY_PREFIX, { limit: EXPIRED_PAGE })
+  for (const entry of page.entries) {
+    const named = readExpiryKey(entry.key)
+    if (named === undefined) continue
+    if (now < named.at + retainMs) break
+    const open = await store.get(openKey(named.hash)).catch(() => undefined)
+    const approval = open === undefined ? undefined : decodeOpen(open.value, named.hash)
+    if (approval !== undefined && approval.expiresAt === named.at) await removeLeftover(store, named.hash, approval, open!.version)
+    else await deleteQuietly(store, entry.key, entry.version)
+  }
+}
+
+const byAge = (a: PendingApproval, b: PendingApproval): number => a.requestedAt - b.requestedAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+
+/**
+ * The open, unexpired requests in `store` (only `agent`'s when given), oldest first (then by
+ * id), at most {@link MAX_LISTED_APPROVALS}: the oldest of the 501 that expire first (with
+ * one timeout, the 500 oldest). Walks
+ * the expiry keys, then reads the open records the walk did not (in hash order, within
+ * the same bounds: at most 1,000 records and 8 MiB of text) and gives an expiry key to each
+ * unexpired one without (50 per listing). An open record whose settlement was written by a
+ * process that died before removing it may be listed until someone decides it (answered
+ * `APPROVAL_ALREADY_DECIDED`, and removed).
  */
 export async function listOpen(store: DurableStore, retainMs: number, agent?: string): Promise<ListingResult> {
   const now = Date.now()
-  const tally: Tally = { examined: 0, malformed: 0, chars: 0, yieldedAt: 0, found: [], stale: [] }
-  let after: string | undefined
-  let truncated = false
-  for (;;) {
-    const page = await store.list(OPEN_PREFIX, { limit: PAGE, ...(after === undefined ? {} : { after }) })
-    const taken = page.entries.slice(0, MAX_EXAMINED - tally.examined)
-    const whole = await readPage(store, taken, tally, now, retainMs, agent)
-    const more = page.cursor !== undefined || taken.length < page.entries.length
-    truncated = !whole || (more && tally.examined >= MAX_EXAMINED)
-    if (truncated || page.cursor === undefined) break
-    after = page.cursor
-  }
+  const tally: Tally = { examined: 0, malformed: 0, chars: 0, yieldedAt: 0, found: [], seen: new Set(), orphans: [], stale: [], unordered: [] }
+  const walked = await walkByExpiry(store, tally, now, agent)
+  // Past the cap already: the scan could only add requests that expire later (or of an older version, indexed once the walk is whole).
+  let truncated = !walked || !(await scanOpen(store, tally, now, retainMs, agent))
+  // Only after a whole walk is a record the walk did not read known to lack its key.
+  if (walked) for (const approval of tally.unordered.slice(0, SWEEP_PAGE)) await store.put(expiryKey(approval.expiresAt, hashOfId(approval.id)!), '').catch(() => undefined)
+  for (const orphan of tally.orphans.slice(0, SWEEP_PAGE)) await deleteQuietly(store, orphan.key, orphan.version)
   for (const stale of tally.stale.slice(0, SWEEP_PAGE)) await removeLeftover(store, stale.hash, stale.approval, stale.version)
-  const sorted = tally.found.sort((a, b) => a.requestedAt - b.requestedAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-  if (sorted.length > MAX_LISTED_APPROVALS) truncated = true
+  await sweepExpired(store, now, retainMs).catch(() => undefined)
+  if (tally.found.length > MAX_LISTED_APPROVALS) truncated = true
+  const listed = tally.found.sort(byAge).slice(0, MAX_LISTED_APPROVALS)
   return {
-    approvals: Object.freeze(sorted.slice(0, MAX_LISTED_APPROVALS)),
+    approvals: Object.freeze(listed),
     listing: Object.freeze({ examined: tally.examined, malformed: tally.malformed, truncated }),
   }
 }

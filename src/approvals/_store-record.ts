@@ -91,6 +91,21 @@ export const BY_PRINCIPAL_PREFIX = `${APPROVAL_KEY_PREFIX}by/`
 /** The key counting the open request of `hash`, opened for `principal`, expiring at `expiresAt` (epoch ms). */
 export const principalKey = (principal: string, expiresAt: number, hash: string): string => `${BY_PRINCIPAL_PREFIX}${principal}/${markerTime(expiresAt)}-${hash}`
 
+/**
+ * Prefix of the keys that order the open requests by expiry for `pending()`:
+ * `approvals/exp/<expiry, 9 base-36 digits>-<hash>`, empty values, written after the open
+ * record and removed before it (_store-list.ts). The open keys list in hash order.
+ */
+export const BY_EXPIRY_PREFIX = `${APPROVAL_KEY_PREFIX}exp/`
+/** The key placing the open request of `hash`, expiring at `expiresAt` (epoch ms), in the listing's order. */
+export const expiryKey = (expiresAt: number, hash: string): string => `${BY_EXPIRY_PREFIX}${markerTime(expiresAt)}-${hash}`
+
+/** The expiry and hash an expiry key names, or `undefined` for a key that is not one. */
+export function readExpiryKey(key: string): { readonly at: number; readonly hash: string } | undefined {
+  const match = key.startsWith(BY_EXPIRY_PREFIX) ? MARKER.exec(key.slice(BY_EXPIRY_PREFIX.length)) : null
+  return match === null ? undefined : { at: parseInt(match[1]!, 36), hash: match[2]! }
+}
+
 /** A fresh approval id for the call of `hash`: `<hash>.<uuid>`. */
 export function newApprovalId(hash: string): string {
   return `${hash}.${crypto.randomUUID()}`

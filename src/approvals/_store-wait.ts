@@ -15,6 +15,7 @@ import {
   doneKey,
   encodeDone,
   encodeOpen,
+  expiryKey,
   markerKey,
   MAX_APPROVAL_RECORD_BYTES,
   markerTime,
@@ -136,38 +137,42 @@ async function countOpen(store: DurableStore, principal: string, now: number): P
 
 /**
  * Writes `approval`'s open record (`text`) unless another writer opened the key first
- * (`false`). A request with a principal is counted first, and denied past
- * {@link MAX_WAITING_PER_PRINCIPAL}; once open, its count key is written.
+ * (`false`), then its expiry key (the listing's order). A request with a principal is
+ * counted first, and denied past {@link MAX_WAITING_PER_PRINCIPAL}; once open, its count
+ * key is written too.
  */
 async function openRequest(store: DurableStore, hash: string, approval: PendingApproval, text: string, options: AttachOptions): Promise<boolean> {
   const principal = approval.principal
-  if (principal === undefined) return (await store.put(openKey(hash), text, { ifVersion: null })).ok
   const open = async (): Promise<boolean> => {
-    const waiting = await countOpen(store, principal, Date.now())
-    if (waiting >= MAX_WAITING_PER_PRINCIPAL) {
-      throw denial(`${approval.name} was not put to a person: principal ${principal} already has ${waiting} requests waiting for one in the approval store, across every server sharing it (at most ${MAX_WAITING_PER_PRINCIPAL}); retry once some are decided`)
+    if (principal !== undefined) {
+      const waiting = await countOpen(store, principal, Date.now())
+      if (waiting >= MAX_WAITING_PER_PRINCIPAL) {
+        throw denial(`${approval.name} was not put to a person: principal ${principal} already has ${waiting} requests waiting for one in the approval store, across every server sharing it (at most ${MAX_WAITING_PER_PRINCIPAL}); retry once some are decided`)
+      }
     }
     const put = await store.put(openKey(hash), text, { ifVersion: null })
     if (!put.ok) return false
     try {
-      await store.put(principalKey(principal, approval.expiresAt, hash), '')
+      await store.put(expiryKey(approval.expiresAt, hash), '')
+      if (principal !== undefined) await store.put(principalKey(principal, approval.expiresAt, hash), '')
     } catch (error) {
-      // Uncounted, it must not stay open: nothing would bound it.
-      await deleteQuietly(store, openKey(hash), put.version)
+      // Unordered it would be listed late; uncounted, nothing would bound it: it must not stay open.
+      await removeLeftover(store, hash, approval, put.version)
       throw error
     }
     return true
   }
-  return options.oneAtATime === undefined ? open() : options.oneAtATime(principal, open)
+  return principal === undefined || options.oneAtATime === undefined ? open() : options.oneAtATime(principal, open)
 }
 
 /**
  * Removes an open record left after its request settled (or expired past retention): its
- * count key first, so a crash between the two leaves an open record (removed by the next
- * reader), never a count key nothing removes.
+ * count and expiry keys first, so a crash between leaves an open record (removed or
+ * indexed again by the next listing), never a key that outlives its record unnoticed.
  */
 export async function removeLeftover(store: DurableStore, hash: string, approval: PendingApproval, version: string | undefined): Promise<void> {
   if (approval.principal !== undefined) await store.delete(principalKey(approval.principal, approval.expiresAt, hash)).catch(() => undefined)
+  await store.delete(expiryKey(approval.expiresAt, hash)).catch(() => undefined)
   await deleteQuietly(store, openKey(hash), version)
 }
 

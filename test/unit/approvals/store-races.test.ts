@@ -100,7 +100,8 @@ describe('attach: find the call\'s request, or open one', () => {
     await store.put(openKey(hash), '{not json')
     const found = await attach(store, fields(), undefined, OPTIONS)
     expect(found).toMatchObject({ kind: 'wait', created: true })
-    expect(log).toEqual(['put open', 'delete open', 'put open'])
+    // Then its expiry key, the listing's order (brief s54 "listing").
+    expect(log).toEqual(['put open', 'delete open', 'put open', 'put exp'])
   })
 
   it('an open record whose settlement exists (its process died in between): answered from the settlement, the open record removed', async () => {
@@ -212,8 +213,8 @@ describe('claim: settle a request once', () => {
     const { store, hash, approval, log } = await opened()
     const settled = allow()
     expect(await claim(store, hash, approval, settled)).toEqual({ record: { approval, settled }, mine: true })
-    // The marker first: a crash after it leaves no settlement a poll's listing would miss.
-    expect(log).toEqual(['put settled', 'put done', 'delete open'])
+    // The marker first: a crash after it leaves no settlement a poll's listing would miss. The expiry key goes before the open record.
+    expect(log).toEqual(['put settled', 'put done', 'delete exp', 'delete open'])
     expect((await readDone(store, hash)).record).toEqual({ approval, settled })
     expect(await store.get(openKey(hash))).toBeUndefined()
     // Claimed again (a second decision): what landed, not mine; nothing written.
