@@ -142,10 +142,17 @@ export interface ServerRunView {
   readonly result?: ToolExecutionResult
 }
 
+/** The requests `GET /v1/approvals` listed, and whether more wait than it listed. */
+export type WaitingApprovals = PendingApproval[] & { readonly truncated?: true }
+
 /** The server backend, plus what the "Waiting for you" panel asks of the server. */
 export interface ServerBackend extends Backend {
-  /** `GET /v1/approvals`: every request waiting for a person, whoever's run made it. */
-  pendingApprovals(): Promise<PendingApproval[]>
+  /**
+   * `GET /v1/approvals`: every request waiting for a person, whoever's run made it;
+   * `truncated: true` on the array when the server's listing stopped at a bound (it lists
+   * the oldest 500): more wait than are listed.
+   */
+  pendingApprovals(): Promise<WaitingApprovals>
   /** `GET /v1/runs/:id`. */
   runStatus(runId: string, signal?: AbortSignal): Promise<ServerRunView>
   /** Whether `request` belongs to a run or native call this page is running now (its card shows it). */
@@ -304,11 +311,12 @@ export function createServerBackend(info: ServerInfo): ServerBackend {
       if (!response.ok) throw await errorOf(response)
       await response.body?.cancel()
     },
-    async pendingApprovals(): Promise<PendingApproval[]> {
+    async pendingApprovals(): Promise<WaitingApprovals> {
       const response = await fetch(`${info.api}/approvals`, { headers: headers() })
       if (!response.ok) throw await errorOf(response)
-      const { approvals } = (await response.json()) as { approvals?: unknown }
-      return Array.isArray(approvals) ? (approvals as PendingApproval[]) : []
+      const { approvals, truncated } = (await response.json()) as { approvals?: unknown; truncated?: unknown }
+      const listed: WaitingApprovals = Array.isArray(approvals) ? (approvals as PendingApproval[]) : []
+      return truncated === true ? Object.assign(listed, { truncated: true as const }) : listed
     },
     runStatus,
     owns(request): boolean {

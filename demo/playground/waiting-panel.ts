@@ -23,7 +23,7 @@ import type { PendingApproval } from '../../src/approvals/types.js'
 import { approvalStateOf, approvalSubject, renderApprovalPanel } from './approval-card.js'
 import { h, replaceChildren, showJson } from './dom.js'
 import { knownRunId } from './known-runs.js'
-import type { ServerBackend, ServerRunView } from './server-backend.js'
+import type { ServerBackend, ServerRunView, WaitingApprovals } from './server-backend.js'
 
 /** Options of {@link createWaitingPanel}. */
 export interface WaitingPanelOptions {
@@ -88,8 +88,10 @@ export function createWaitingPanel(options: WaitingPanelOptions): WaitingPanel {
   const list = h('div', { class: 'waiting-list', 'data-testid': 'waiting-list' })
   const ownList = h('div', { class: 'waiting-own-list', 'data-testid': 'waiting-own-list' })
   const more = h('p', { class: 'hint small', 'data-testid': 'waiting-more', hidden: true })
+  // The server's listing stopped at a bound (the oldest 500): a person must know that more wait than they see.
+  const unlisted = h('p', { class: 'hint small', 'data-testid': 'waiting-truncated', hidden: true }, 'More requests wait on the server than it listed (it lists the oldest 500): decide some to see the rest.')
   const decided = h('div', { class: 'waiting-decided', 'data-testid': 'waiting-decided' })
-  replaceChildren(box, h('h3', {}, 'Waiting for you ', count), note, ownList, list, more, decided)
+  replaceChildren(box, h('h3', {}, 'Waiting for you ', count), note, ownList, list, more, unlisted, decided)
   // Drawn items by request id: an item is never redrawn while it waits (no button pulled from under a pointer).
   const items = new Map<string, HTMLElement>()
   let inFlight: Promise<void> | undefined
@@ -171,7 +173,7 @@ export function createWaitingPanel(options: WaitingPanelOptions): WaitingPanel {
     )
   }
 
-  function draw(pending: readonly PendingApproval[]): void {
+  function draw(pending: WaitingApprovals): void {
     const mine = pending.filter((request) => server.owns(request)).sort((a, b) => a.requestedAt - b.requestedAt)
     drawOwn(mine)
     const others = pending.filter((request) => !server.owns(request)).sort((a, b) => a.requestedAt - b.requestedAt)
@@ -193,8 +195,9 @@ export function createWaitingPanel(options: WaitingPanelOptions): WaitingPanel {
     })
     if (ordered.length !== list.children.length || ordered.some((element, i) => list.children[i] !== element)) replaceChildren(list, ordered)
     const total = others.length + mine.length
-    count.textContent = `(${total})`
+    count.textContent = pending.truncated === true ? `(${total}+)` : `(${total})`
     box.dataset.count = String(total)
+    unlisted.hidden = pending.truncated !== true
     const rest = others.length - shown.length
     more.hidden = rest <= 0
     more.textContent = rest > 0 ? `… and ${rest} more waiting (the oldest ${maxShown} are shown; decide some to see the rest)` : ''
