@@ -20,7 +20,7 @@ const PAGE = 100
 const READ_AT_ONCE = 8
 /** Settled records one `pending()` looks at for removal (one page, after a cursor that moves on each call). */
 const SWEEP_PAGE = 50
-/** Expiry keys one `pending()` looks at, from the earliest, for records past expiry and retention ({@link sweepExpired}). */
+/** Records past expiry and retention one `pending()` removes by their expiry keys ({@link sweepExpired}). */
 const EXPIRED_PAGE = 10
 /**
  * Record text checked between two yields to the event loop. A memory store answers in
@@ -149,18 +149,35 @@ async function scanOpen(store: DurableStore, tally: Tally, now: number, retainMs
 }
 
 /**
- * Removes open records past their expiry and retention, from the head of the expiry order
- * (at most 10): what no process settled (it died, or was disposed).
+ * Lists the expiry keys before now (keys only, at most 1,000): the scan skips their records,
+ * expired ones it need not read (after a crash, a day of them would fill its bounds and cut
+ * every listing). Answers the first {@link EXPIRED_PAGE} past expiry and retention.
  */
-async function sweepExpired(store: DurableStore, now: number, retainMs: number): Promise<void> {
-  const page = await store.list(BY_EXPIRY_PREFIX, { limit: EXPIRED_PAGE })
-  for (const entry of page.entries) {
-    const named = readExpiryKey(entry.key)
-    if (named === undefined) continue
-    if (now < named.at + retainMs) break
+async function listExpired(store: DurableStore, tally: Tally, now: number, retainMs: number): Promise<Entry[]> {
+  const stale: Entry[] = []
+  let after: string | undefined
+  for (let listed = 0; listed < MAX_EXAMINED; listed += PAGE) {
+    const page = await store.list(BY_EXPIRY_PREFIX, { limit: PAGE, ...(after === undefined ? {} : { after }) })
+    for (const entry of page.entries) {
+      const named = readExpiryKey(entry.key)
+      if (named === undefined) continue
+      if (named.at >= now) return stale
+      tally.seen.add(named.hash)
+      if (now >= named.at + retainMs && stale.length < EXPIRED_PAGE) stale.push(entry)
+    }
+    if (page.cursor === undefined) return stale
+    after = page.cursor
+  }
+  return stale
+}
+
+/** Removes the open records (and keys) of `stale` expiry keys, past expiry and retention: what no process settled (it died, or was disposed). */
+async function sweepExpired(store: DurableStore, stale: readonly Entry[]): Promise<void> {
+  for (const entry of stale) {
+    const named = readExpiryKey(entry.key)!
     const open = await store.get(openKey(named.hash)).catch(() => undefined)
     const approval = open === undefined ? undefined : decodeOpen(open.value, named.hash)
-    if (approval !== undefined && approval.expiresAt === named.at) await removeLeftover(store, named.hash, approval, open!.version)
+    if (approval !== undefined && markerTime(approval.expiresAt) === markerTime(named.at)) await removeLeftover(store, named.hash, approval, open!.version)
     else await deleteQuietly(store, entry.key, entry.version)
   }
 }
@@ -182,12 +199,13 @@ export async function listOpen(store: DurableStore, retainMs: number, agent?: st
   const tally: Tally = { examined: 0, malformed: 0, chars: 0, yieldedAt: 0, found: [], seen: new Set(), orphans: [], stale: [], unordered: [] }
   const walked = await walkByExpiry(store, tally, now, agent)
   // Past the cap already: the scan could only add requests that expire later (or of an older version, indexed once the walk is whole).
+  const expired = await listExpired(store, tally, now, retainMs).catch(() => [])
   let truncated = !walked || !(await scanOpen(store, tally, now, retainMs, agent))
   // Only after a whole walk is a record the walk did not read known to lack its key.
   if (walked) for (const approval of tally.unordered.slice(0, SWEEP_PAGE)) await store.put(expiryKey(approval.expiresAt, hashOfId(approval.id)!), '').catch(() => undefined)
   for (const orphan of tally.orphans.slice(0, SWEEP_PAGE)) await deleteQuietly(store, orphan.key, orphan.version)
   for (const stale of tally.stale.slice(0, SWEEP_PAGE)) await removeLeftover(store, stale.hash, stale.approval, stale.version)
-  await sweepExpired(store, now, retainMs).catch(() => undefined)
+  await sweepExpired(store, expired).catch(() => undefined)
   if (tally.found.length > MAX_LISTED_APPROVALS) truncated = true
   const listed = tally.found.sort(byAge).slice(0, MAX_LISTED_APPROVALS)
   return {

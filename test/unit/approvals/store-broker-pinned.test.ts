@@ -711,8 +711,8 @@ describe('dispose() and pending()', () => {
     const a = broker(cues.store, { retainSettledMs: 1 })
     await a.pending()
     // Then one page of markers, at most once per prune interval.
-    // The listing: its walk of expiry keys, its scan of open records, its look at the earliest expiry keys (brief s54 "listing").
-    const listing = ['list approvals/exp/', 'list approvals/open/', 'list approvals/exp/']
+    // The listing: its walk of expiry keys, its list of the expired ones (keys only), its scan of open records (brief s54 "listing").
+    const listing = ['list approvals/exp/', 'list approvals/exp/', 'list approvals/open/']
     expect(cues.ops.map((op) => `${op.op} ${op.key}`)).toEqual([...listing, 'list approvals/done/', 'list approvals/settled/'])
     cues.ops.length = 0
     await a.pending()

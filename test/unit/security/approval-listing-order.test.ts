@@ -95,6 +95,37 @@ describe('pending() lists the oldest requests, not the oldest of a subset', () =
     await expect.poll(async () => (await store.list(BY_EXPIRY_PREFIX)).entries.length).toBe(0)
   })
 
+  it('1,050 requests left open and expired by a disposed broker: a new request is listed, the listing whole, 1,000 of the expired records unread', async () => {
+    const store = createMemoryStore()
+    const gone = createApprovalBroker({ store, timeoutMs: 4000 })
+    const controller = new AbortController()
+    const opened = new Promise<void>((resolve) => {
+      let left = 1050
+      gone.subscribe((event) => {
+        if (event.type === 'requested' && --left === 0) resolve()
+      })
+    })
+    for (let i = 0; i < 1050; i++) {
+      const execution = { callId: `expired-${i}`, name: 'pay', arguments: { i }, signal: controller.signal }
+      Promise.resolve(gone.handler({ execution } as never)).catch(() => undefined)
+    }
+    await opened
+    // Every one opened by now, so expired 4 s from now.
+    const last = Date.now() + 4000
+    // Disposed: its requests stay open in the store (for another process), and expire there unsettled.
+    await gone.dispose()
+    while (Date.now() <= last + 1) await new Promise((resolve) => setTimeout(resolve, 50))
+    const broker = createApprovalBroker({ store })
+    const { opened: [fresh], cancel } = await openMany(broker, 1)
+    const listed = await broker.pending()
+    expect(listed.map((approval) => approval.id)).toEqual([fresh!.id])
+    // Before: the scan read the expired records in hash order, reached 1,000 and said truncated: true. Now the first
+    // 1,000 expiry keys before now are listed (keys only) and their records skipped: the fresh one and 50 are read.
+    expect(listed.listing).toEqual({ examined: 51, malformed: 0, truncated: false })
+    cancel()
+    await broker.dispose()
+  }, 60_000)
+
   it('an expiry key naming no open record (its writer died after removing the record) is removed by the listing', async () => {
     const store = createMemoryStore()
     const broker = createApprovalBroker({ store })
