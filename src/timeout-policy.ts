@@ -5,6 +5,7 @@
  */
 import { ToolError } from './errors.js'
 import type { JsonValue } from './json/json-value.js'
+import { refuseUnknownOptions } from './util/unknown-field.js'
 import { dispatchDefinition } from './registry/dispatch.js'
 import type { ExecuteWrapper } from './runtime-types.js'
 import type { ToolDispatchExecution } from './types.js'
@@ -63,6 +64,10 @@ function checkMs(value: unknown, what: string): number | undefined {
  */
 export function timeoutPolicy(options: TimeoutPolicyOptions = {}): ExecuteWrapper {
   if (typeof options !== 'object' || options === null) throw new ToolError('INVALID_OPTIONS', 'timeoutPolicy options must be an object')
+  // A misspelt deadline (`defaultTimeout: 5`) would leave every undeclared tool without one, silently.
+  refuseUnknownOptions(options, ['defaultTimeoutMs'], (message) => {
+    throw new ToolError('INVALID_OPTIONS', `timeoutPolicy: ${message}`)
+  })
   const fallback = checkMs(options.defaultTimeoutMs, 'timeoutPolicy defaultTimeoutMs')
 
   return async (execution: ToolDispatchExecution, next: () => Promise<JsonValue>): Promise<JsonValue> => {
