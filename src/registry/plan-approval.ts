@@ -171,7 +171,7 @@ export function createPlanApproval(core: PlanApprovalContext): PlanApproval {
     }
     if (asking.length === 0) return () => {}
     const approvalPlan: ApprovalPlan = Object.freeze({ code, description, calls: Object.freeze(calls), asking: Object.freeze(asking), dynamic })
-    const { token, callId, name, arguments: args, signal, agent, parent } = run
+    const { token, callId, name, arguments: args, signal, agent, parent, principal } = run
     const execution: ToolExecution = Object.freeze({
       token,
       callId,
@@ -180,6 +180,8 @@ export function createPlanApproval(core: PlanApprovalContext): PlanApproval {
       signal,
       ...(agent === undefined ? {} : { agent }),
       ...(parent === undefined ? {} : { parent }),
+      // Who asked: the person sees it, and the broker counts the plan against its principal's bound.
+      ...(principal === undefined ? {} : { principal }),
     })
     const why = hidden ? ' (and its calls cannot all be shown)' : plan.dynamic ? ' (and reaches tools by computed names)' : ''
     const reason = `the program calls ${asking.length === 1 ? 'a tool that asks' : `${asking.length} tools that ask`}${why}`
