@@ -219,9 +219,12 @@ export async function serve(app: FetchApp, options: ServeOptions = {}): Promise<
     )
     created.maxConnections = maxConnections
     created.on('clientError', clientError)
-    created.once('error', (error: Error & { code?: string }) => reject(listenFailure(error, hostname)))
+    // Named: the same function must be taken off once listening, or it stays on the server and
+    // swallows the server's next 'error' (an arrow given to off() removes nothing).
+    const failedToListen = (error: Error & { code?: string }): void => reject(listenFailure(error, hostname))
+    created.once('error', failedToListen)
     created.listen(port, hostname, () => {
-      created.off('error', reject)
+      created.off('error', failedToListen)
       resolve(created)
     })
   })
