@@ -47,8 +47,35 @@ export interface ApiRoute {
   readonly open?: true
   /** The roles that may use it (any one; `admin` holds all), checked before anything is read. Required unless `open`. */
   readonly roles?: readonly Role[]
+  /**
+   * The query parameters it reads; any other is refused (400 `INVALID_REQUEST`, naming it and
+   * the closest one) by {@link refuseUnknownQuery}, as unknown body fields are. Absent: `agent`
+   * alone, which every route takes.
+   */
+  readonly query?: readonly string[]
   /** Route middleware, then the handler. */
   readonly handlers: [RouteHandler, ...RouteHandler[]]
+}
+
+/** The query parameters of a route that declares none: `agent` is read everywhere (docs/http-api.md). */
+const AGENT_QUERY: readonly string[] = ['agent']
+
+/**
+ * The middleware refusing a query parameter `route` does not read, before its handler runs: a
+ * misspelt `?lang=python` would otherwise answer 200 with the default (TypeScript) SDK, and
+ * `?agnt=x` the global layer's tools, without a word.
+ * @example
+ * ```ts
+ * // GET /v1/sdk?lang=python → 400 'unknown field "lang" in the query string (did you mean "language"? expected: language, agent)'
+ * ```
+ */
+export function refuseUnknownQuery(route: ApiRoute): MiddlewareHandler {
+  const allowed = route.query ?? AGENT_QUERY
+  return async (c, next) => {
+    const unknown = unknownFieldMessage(c.req.queries(), allowed, 'the query string')
+    if (unknown !== undefined) throw invalidRequest(unknown)
+    await next()
+  }
 }
 
 /** A route's middleware or handler. */
@@ -419,9 +446,10 @@ export function apiRoutes(runtime: ToolRuntime, config: ApiConfig): readonly Api
     { method: 'GET', path: '/v1/tools', roles: ANY_ROLE, handlers: [listTools(runtime)] },
     { method: 'GET', path: '/v1/tools/:name', roles: ANY_ROLE, handlers: [describeTool(runtime)] },
     { method: 'POST', path: '/v1/tools/:name/execute', roles: RUN, handlers: [executeTool(runtime, config)] },
-    { method: 'GET', path: '/v1/sdk', roles: ANY_ROLE, handlers: [sdkConditional, sdk(runtime)] },
-    { method: 'GET', path: '/v1/prompt', roles: ANY_ROLE, handlers: [prompt(runtime)] },
-    { method: 'GET', path: '/v1/catalog/search', roles: ANY_ROLE, handlers: [catalogSearch(runtime)] },
+    { method: 'GET', path: '/v1/sdk', roles: ANY_ROLE, query: ['language', 'agent'], handlers: [sdkConditional, sdk(runtime)] },
+    // `mode` is read to refuse it with its own reason (no per-request mode).
+    { method: 'GET', path: '/v1/prompt', roles: ANY_ROLE, query: ['agent', 'mode'], handlers: [prompt(runtime)] },
+    { method: 'GET', path: '/v1/catalog/search', roles: ANY_ROLE, query: ['q', 'limit', 'agent'], handlers: [catalogSearch(runtime)] },
     { method: 'POST', path: '/v1/run', roles: RUN, handlers: [run(runtime, config)] },
     ...(config.approvals === undefined ? [] : approvalRoutes(config.approvals, config)),
   ]

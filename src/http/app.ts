@@ -12,7 +12,7 @@ import { mountMcp, type McpOptions } from '../mcp/server.js'
 import { requireRole } from './_principals.js'
 import { HttpError, httpErrorHandler, httpNotFound } from './http-errors.js'
 import { SERVER_OPTION_KEYS, checkRuntime, optionsError, resolveServerOptions, serverGate, type ResolvedServerOptions, type ServerOptions } from './_server-options.js'
-import { CALL_ID_HEADER, SDK_LANGUAGE_HEADER, apiRoutes } from './_routes.js'
+import { CALL_ID_HEADER, SDK_LANGUAGE_HEADER, apiRoutes, refuseUnknownQuery } from './_routes.js'
 import { holdRuns, runRoutes } from './_runs.js'
 import type { RunsConfig } from './_runs.js'
 import { resolveRunTableOptions } from '../durable/run-table.js'
@@ -114,8 +114,9 @@ export function createToolsApp(runtime: ToolRuntime, options: ToolsAppOptions): 
   )
   for (const route of routes) {
     // The role check runs first, before a route reads its body or anything it holds.
-    if (route.open === true) app.on(route.method, route.path, ...route.handlers)
-    else app.on(route.method, route.path, requireRole(route.roles ?? []), ...route.handlers)
+    // Then the query: a parameter the route does not read is refused, never ignored.
+    if (route.open === true) app.on(route.method, route.path, refuseUnknownQuery(route), ...route.handlers)
+    else app.on(route.method, route.path, requireRole(route.roles ?? []), refuseUnknownQuery(route), ...route.handlers)
   }
   if (options.mcp !== undefined) app.route('/mcp', mountMcp(runtime, config, options.mcp === true ? {} : options.mcp, invalidOptions))
   holdRuns(app, runs)
