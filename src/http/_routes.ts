@@ -24,6 +24,7 @@ import { streamRun } from './_run-stream.js'
 import type { SessionLogHub } from './session-log-hub.js'
 import { traceFieldOf } from '../telemetry/trace-context.js'
 import { quoteName } from '../util/unknown-field.js'
+import { closestNames } from '../code-runtime/closest-names.js'
 
 /** The validated configuration the routes read. */
 export interface ApiConfig {
@@ -92,10 +93,25 @@ const RUN_CODE = RUN_CODE_TOOL_NAME
 /**
  * The message of every `UNKNOWN_TOOL` answer the app writes itself. It is the pipeline's
  * wording for a name that resolves to nothing (a test pins the two together), so
- * `GET /v1/tools/:name`, `POST …/execute` and `POST /v1/run` say the same thing.
+ * `GET /v1/tools/:name`, `POST …/execute` and `POST /v1/run` say the same thing, followed
+ * by the closest of `names` (the agent's listed tools), chosen as the sandbox chooses them for
+ * a program's `tools.read_fil()` (`closestNames`).
+ * @example
+ * ```ts
+ * unknownToolMessage('read_fil', ['read_file', 'write_file']) // 'unknown tool "read_fil"; did you mean "read_file"?'
+ * ```
  */
-export function unknownToolMessage(name: string): string {
-  return `unknown tool ${quoteName(name)}`
+export function unknownToolMessage(name: string, names: readonly string[] = []): string {
+  const head = `unknown tool ${quoteName(name)}`
+  const close = closestNames(name, names).filter((candidate) => candidate !== name).map((candidate) => JSON.stringify(candidate))
+  if (close.length === 0) return head
+  const listed = close.length === 1 ? close[0] : `${close.slice(0, -1).join(', ')} or ${close[close.length - 1]}`
+  return `${head}; did you mean ${listed}?`
+}
+
+/** The names of the tools `GET /v1/tools` lists for `agent`: what an unknown name is compared with. */
+function listedNames(runtime: ToolRuntime, agent: ScopeKey | undefined): string[] {
+  return runtime.view(agent).schemas.map((schema) => schema.name)
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -180,11 +196,19 @@ function signalFor(c: Context, config: ApiConfig, extra?: AbortSignal): AbortSig
   return signals.length === 1 ? c.req.raw.signal : AbortSignal.any(signals)
 }
 
-/** The frozen result as JSON, or 404 when the name resolved to no visible tool. */
-function resultResponse(c: Context, callId: string, result: ToolExecutionResult): Response {
+/**
+ * The frozen result as JSON, or 404 when the name resolved to no visible tool (the
+ * pipeline's words, with the closest of `names()` when the name is simply not there).
+ */
+function resultResponse(c: Context, callId: string, result: ToolExecutionResult, unknown?: { readonly name: string; readonly names: () => readonly string[] }): Response {
   if (result.isError) {
     const code = result.error.info?.code
-    if (code === 'UNKNOWN_TOOL') throw new HttpError('UNKNOWN_TOOL', result.error.message, { [CALL_ID_HEADER]: callId })
+    if (code === 'UNKNOWN_TOOL') {
+      // Another refusal (the `code` presentation's route-back hint) is passed on as is.
+      const plain = unknown !== undefined && result.error.message === unknownToolMessage(unknown.name)
+      const message = plain ? unknownToolMessage(unknown.name, unknown.names()) : result.error.message
+      throw new HttpError('UNKNOWN_TOOL', message, { [CALL_ID_HEADER]: callId })
+    }
     if (code === 'OVERLOADED') throw overloaded(result.error.message, callId)
   }
   return c.json(result, 200, { [CALL_ID_HEADER]: callId })
@@ -247,7 +271,7 @@ function describeTool(runtime: ToolRuntime): Handler {
     const name = c.req.param('name') as string
     const view = runtime.view(agent)
     const schema = view.schemas.find((s) => s.name === name)
-    if (schema === undefined) throw new HttpError('UNKNOWN_TOOL', unknownToolMessage(name))
+    if (schema === undefined) throw new HttpError('UNKNOWN_TOOL', unknownToolMessage(name, view.schemas.map((s) => s.name)))
     return c.json({ ...agentField(agent), tool: { ...schema, output: view.get(name)?.output.schema ?? {} } })
   }
 }
@@ -342,7 +366,7 @@ function executeTool(runtime: ToolRuntime, config: ApiConfig): Handler {
     const args = Object.hasOwn(body, 'arguments') ? body.arguments : {}
     // The principal travels with the call: its approval requests record it (the broker lists it).
     const result = await runtime.execute({ callId, name, arguments: args, signal: signalFor(c, config), principal: principal.id, ...agentField(agent), ...traceFieldOf((h) => c.req.header(h)) })
-    return resultResponse(c, callId, result)
+    return resultResponse(c, callId, result, { name, names: () => listedNames(runtime, agent) })
   }
 }
 
