@@ -3,10 +3,11 @@
  * @module
  */
 import { CodeRunFailedError, ToolArgsError, ToolError } from '../errors.js'
-import type { SchemaViolation } from '../errors.js'
 import type { JsonObject, JsonValue } from '../json/json-value.js'
 import type { AnyToolDefinition, ContentBlock, ScopeKey, ToolDefinition, ToolRunContext } from '../types.js'
 import type { JsonSchemaNode, ObjectJsonSchema } from '../schema/json-schema-node.js'
+import { compileJsonSchema } from '../schema/json-schema.js'
+import type { CompiledJsonSchema } from '../schema/json-schema.js'
 import { runCodeBridge } from './bridge.js'
 import { RUN_CODE_TOOL_NAME, type CodeModeRegistry, type RunCodeArgs } from './registry-seam.js'
 import { renderRunCodeOutput } from './render-output.js'
@@ -73,36 +74,32 @@ function withLanguages(base: ObjectJsonSchema, languages: readonly string[]): Ob
   return { ...base, properties: { ...base.properties, language } }
 }
 
-/** A validator of `run_code` arguments; `language` may name any language the runtime runs (`languages`, the model's first). */
+/**
+ * What `run_code` arguments are checked against: {@link parameters}, with `language` naming one
+ * of `known` whenever the runtime knows its languages (a one-language runtime presents no
+ * `language`, yet takes its own and refuses another by name).
+ */
+function validationSchema(known: readonly string[]): ObjectJsonSchema {
+  if (known.length === 0) return parameters
+  return { ...parameters, properties: { ...parameters.properties, language: { type: 'string', enum: [...known] } } }
+}
+
+/**
+ * A validator of `run_code` arguments; `language` may name any language the runtime runs
+ * (`languages`, the model's first). The shared schema validator (`compileJsonSchema`) checks
+ * them, so `run_code` words its violations as every other tool does (`missing required
+ * property "code"`); the compiled schema is kept while the languages stay the same.
+ */
 function runCodeArgsValidator(languages: () => readonly string[]): (args: JsonValue) => RunCodeArgs {
+  let compiled: { readonly key: string; readonly schema: CompiledJsonSchema } | undefined
   return (args) => {
-    const violations: SchemaViolation[] = []
-    if (args === null || typeof args !== 'object' || Array.isArray(args)) {
-      throw new ToolArgsError([{ path: '', message: 'expected an object with `code` and `description`' }])
-    }
-    const record = args as JsonObject
-    for (const key of ['code', 'description'] as const) {
-      if (!Object.hasOwn(record, key)) violations.push({ path: `/${key}`, message: 'is required' })
-      else if (typeof record[key] !== 'string') violations.push({ path: `/${key}`, message: 'must be a string' })
-    }
     const known = languages()
-    for (const key of Object.keys(record)) {
-      if (key === 'code' || key === 'description') continue
-      if (key === 'language' && known.length > 0) {
-        if (typeof record.language !== 'string' || !known.includes(record.language)) {
-          violations.push({ path: '/language', message: `must be one of ${known.map((l) => JSON.stringify(l)).join(', ')}` })
-        }
-        continue
-      }
-      violations.push({ path: `/${escapePointer(key)}`, message: 'is not allowed (additionalProperties: false)' })
-    }
+    const key = known.join('\u0000')
+    if (compiled === undefined || compiled.key !== key) compiled = { key, schema: compileJsonSchema(validationSchema(known)) }
+    const violations = compiled.schema.validate(args)
     if (violations.length > 0) throw new ToolArgsError(violations)
     return args as unknown as RunCodeArgs
   }
-}
-
-function escapePointer(key: string): string {
-  return key.replace(/~/g, '~0').replace(/\//g, '~1')
 }
 
 function contentText(content: readonly ContentBlock[]): string {

@@ -51,12 +51,12 @@ describe('run_code definition', () => {
       [null, '(root)'],
       [[], '(root)'],
       ['return 1', '(root)'],
-      [{ description: 'd' }, '/code: is required'],
-      [{ code: 'x' }, '/description: is required'],
-      [{ code: 1, description: 'd' }, '/code: must be a string'],
-      [{ code: 'x', description: null }, '/description: must be a string'],
-      [{ code: 'x', description: 'd', extra: 1 }, '/extra: is not allowed'],
-      [{ code: 'x', description: 'd', 'a/b': 1 }, '/a~1b: is not allowed'],
+      [{ description: 'd' }, '/code: missing required property "code"'],
+      [{ code: 'x' }, '/description: missing required property "description"'],
+      [{ code: 1, description: 'd' }, '/code: expected string, got integer'],
+      [{ code: 'x', description: null }, '/description: expected string, got null'],
+      [{ code: 'x', description: 'd', extra: 1 }, '/extra: unexpected property "extra" (additionalProperties is false)'],
+      [{ code: 'x', description: 'd', 'a/b': 1 }, '/a~1b: unexpected property "a/b" (additionalProperties is false)'],
     ]
     for (const [input, fragment] of cases) {
       let thrown: unknown
@@ -139,20 +139,26 @@ function violations(args: unknown) {
 }
 
 describe('run_code: arguments', () => {
+  // The shared schema validator's words, as every other tool's arguments get them.
   it('reports every violation, each at its pointer', () => {
     expect(violations({})).toEqual([
-      { path: '/code', message: 'is required' },
-      { path: '/description', message: 'is required' },
+      { path: '/code', message: 'missing required property "code"' },
+      { path: '/description', message: 'missing required property "description"' },
     ])
     expect(violations({ code: 1, description: null })).toEqual([
-      { path: '/code', message: 'must be a string' },
-      { path: '/description', message: 'must be a string' },
+      { path: '/code', message: 'expected string, got integer' },
+      { path: '/description', message: 'expected string, got null' },
     ])
     expect(violations({ code: '', description: '', 'a/b': 1, 'c~d': 2 })).toEqual([
-      { path: '/a~1b', message: 'is not allowed (additionalProperties: false)' },
-      { path: '/c~0d', message: 'is not allowed (additionalProperties: false)' },
+      { path: '/a~1b', message: 'unexpected property "a/b" (additionalProperties is false)' },
+      { path: '/c~0d', message: 'unexpected property "c~d" (additionalProperties is false)' },
     ])
-    for (const args of [null, [], 'code', 3]) expect(violations(args)).toEqual([{ path: '', message: 'expected an object with `code` and `description`' }])
+    expect([null, [], 'code', 3].map((args) => violations(args)?.[0]?.message)).toEqual([
+      'expected object, got null',
+      'expected object, got array',
+      'expected object, got string',
+      'expected object, got integer',
+    ])
   })
 
   it('soft validation answers undefined instead of throwing', () => {
