@@ -8,6 +8,7 @@ import { ToolError } from '../errors.js'
 import { offeredNatively } from '../registry/view.js'
 import type { AgentToolView } from '../runtime-types.js'
 import type { ContentBlock, ScopeKey, ToolExecutionInput, ToolExecutionResult, ToolSchema } from '../types.js'
+import { quoteName } from '../util/unknown-field.js'
 
 /** What the parsers cannot know from a provider's message: the caller's signal and scope. */
 export interface ProviderCallOptions {
@@ -116,4 +117,34 @@ export function nativeTools(tools: ProviderToolsInput): readonly ToolSchema[] {
 
 function isToolList(tools: ProviderToolsInput): tools is readonly ToolSchema[] {
   return Array.isArray(tools)
+}
+
+/** The tool names a provider documents that it accepts. */
+export interface ProviderNameRule {
+  /** The provider, as its message names it (`OpenAI`). */
+  readonly provider: string
+  /** The most characters a name may have. */
+  readonly maxLength: number
+}
+
+/** The characters OpenAI and Anthropic both accept in a tool name: ASCII letters, digits, `_` and `-`. */
+const NAME_CHARACTERS = /^[a-zA-Z0-9_-]+$/
+
+/**
+ * `tools`, after refusing any whose name the provider does not accept
+ * (`^[a-zA-Z0-9_-]{1,maxLength}$`): the registry takes any non-empty name (`my tool`), and the
+ * provider would otherwise answer the whole request with a 400 of its own, far from the tool.
+ * Throws `UNSUPPORTED_TOOL` naming the tool and the rule.
+ */
+export function checkProviderNames(tools: readonly ToolSchema[], rule: ProviderNameRule, where: string): readonly ToolSchema[] {
+  for (const tool of tools) {
+    const name = tool.name
+    if (typeof name === 'string' && name.length <= rule.maxLength && NAME_CHARACTERS.test(name)) continue
+    const pattern = `^[a-zA-Z0-9_-]{1,${rule.maxLength}}$`
+    throw new ToolError(
+      'UNSUPPORTED_TOOL',
+      `${where}: tool ${typeof name === 'string' ? quoteName(name) : String(name)} cannot be offered to ${rule.provider}: its tool names must match ${pattern} (ASCII letters, digits, _ and -, at most ${rule.maxLength} characters); register the tool under such a name`,
+    )
+  }
+  return tools
 }

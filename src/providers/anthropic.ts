@@ -5,7 +5,10 @@
  */
 import type { ToolExecutionInput, ToolExecutionResult } from '../types.js'
 import type { ProviderCallOptions, ProviderToolCall, ProviderToolsInput } from './_shared.js'
-import { checkCallOptions, imagePlaceholder, makeCall, malformedCall, pair, nativeTools } from './_shared.js'
+import { checkCallOptions, checkProviderNames, imagePlaceholder, makeCall, malformedCall, pair, nativeTools } from './_shared.js'
+
+/** Anthropic's tool names (the Messages API's `tools[].name`): `^[a-zA-Z0-9_-]{1,128}$`. */
+const ANTHROPIC_NAMES = { provider: 'Anthropic', maxLength: 128 } as const
 import { isRecord } from '../util/guards.js'
 
 /** An Anthropic custom tool definition (`Tool`). */
@@ -49,7 +52,7 @@ const IMAGE_TYPES: ReadonlySet<string> = new Set(['image/jpeg', 'image/png', 'im
  * ```
  */
 export function toAnthropicTools(tools: ProviderToolsInput): AnthropicTool[] {
-  return nativeTools(tools).map((tool) => ({
+  return checkProviderNames(nativeTools(tools), ANTHROPIC_NAMES, 'toAnthropicTools').map((tool) => ({
     name: tool.name,
     description: tool.description,
     input_schema: tool.parameters as unknown as AnthropicTool['input_schema'],

@@ -5,7 +5,10 @@
  */
 import type { ToolExecutionInput, ToolExecutionResult } from '../types.js'
 import type { ProviderCallOptions, ProviderToolCall, ProviderToolsInput } from './_shared.js'
-import { checkCallOptions, makeCall, malformedCall, pair, parseJsonArguments, resultText, nativeTools } from './_shared.js'
+import { checkCallOptions, checkProviderNames, makeCall, malformedCall, pair, parseJsonArguments, resultText, nativeTools } from './_shared.js'
+
+/** OpenAI's function names (Chat Completions and Responses): `^[a-zA-Z0-9_-]{1,64}$`. */
+const OPENAI_NAMES = { provider: 'OpenAI', maxLength: 64 } as const
 import { isRecord } from '../util/guards.js'
 
 /** A Chat Completions function tool (`ChatCompletionFunctionTool`). */
@@ -59,7 +62,7 @@ export interface OpenAIResponsesToolOutput {
  * ```
  */
 export function toOpenAIChatTools(tools: ProviderToolsInput): OpenAIChatTool[] {
-  return nativeTools(tools).map((tool) => ({
+  return checkProviderNames(nativeTools(tools), OPENAI_NAMES, 'toOpenAIChatTools').map((tool) => ({
     type: 'function',
     function: { name: tool.name, description: tool.description, parameters: tool.parameters as unknown as Record<string, unknown> },
   }))
@@ -110,7 +113,7 @@ export function toOpenAIChatToolMessages(calls: readonly ToolExecutionInput[], r
  * ```
  */
 export function toOpenAIResponsesTools(tools: ProviderToolsInput): OpenAIResponsesTool[] {
-  return nativeTools(tools).map((tool) => ({
+  return checkProviderNames(nativeTools(tools), OPENAI_NAMES, 'toOpenAIResponsesTools').map((tool) => ({
     type: 'function',
     name: tool.name,
     description: tool.description,
