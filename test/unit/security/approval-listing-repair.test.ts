@@ -69,7 +69,7 @@ describe('pending() of a store: which records, in what order, and what the store
     const base = await template()
     const store = createMemoryStore()
     const now = Date.now()
-    // 200: past the engine's insertion sort (its merges tell "equal" from "after").
+    // 200, so the engine sorts by merges and not only by insertion.
     const hashes = Array.from({ length: 200 }, () => randomBytes(16).toString('hex')).sort()
     const seeded: PendingApproval[] = []
     // The walk reads them by expiry, an order unrelated to their ids.
@@ -200,4 +200,60 @@ describe('pending() of a store: which records, in what order, and what the store
     expect(ids(listed.approvals)).toEqual([kept.id])
     expect(listed.listing).toEqual({ examined: 2, malformed: 0, truncated: false })
   })
+
+  it('a malformed record under an expiry key is counted once and skipped: the walk goes on to the next', async () => {
+    const base = await template()
+    const store = createMemoryStore()
+    const now = Date.now()
+    const garbage = randomBytes(16).toString('hex')
+    await store.put(openKey(garbage), 'not a record')
+    await store.put(expiryKey(now + 30_000, garbage), '')
+    const live = await seed(store, base, { requestedAt: now - 5, expiresAt: now + 60_000 })
+    const listed = await listOpen(store, 60_000)
+    expect(ids(listed.approvals)).toEqual([live.id])
+    // Not read again by the scan: two reads, one malformed.
+    expect(listed.listing).toEqual({ examined: 2, malformed: 1, truncated: false })
+  })
+
+  it('a record the store refuses to read back counts as malformed and never fails the listing', async () => {
+    const base = await template()
+    const inner = createMemoryStore()
+    const now = Date.now()
+    const broken = await seed(inner, base, { requestedAt: now - 6, expiresAt: now + 60_000 })
+    const kept = await seed(inner, base, { requestedAt: now - 5, expiresAt: now + 60_000 }, false)
+    const store: DurableStore = Object.assign(Object.create(inner) as DurableStore, {
+      get: async (key: string) => {
+        if (key === openKey(hashOfId(broken.id)!)) throw new Error('corrupt')
+        return inner.get(key)
+      },
+    })
+    const listed = await listOpen(store, 60_000)
+    expect(ids(listed.approvals)).toEqual([kept.id])
+    expect(listed.listing).toEqual({ examined: 2, malformed: 1, truncated: false })
+  })
+
+  it('501 past the cap: the walk stops at the 501st read (1 over what is shown), truncated', async () => {
+    const base = await template()
+    const store = createMemoryStore()
+    const now = Date.now()
+    for (let i = 0; i < 530; i++) await seed(store, base, { requestedAt: now - 1000 + i, expiresAt: now + 60_000 + i })
+    const listed = await listOpen(store, 60_000)
+    expect(listed.approvals).toHaveLength(500)
+    expect(listed.listing).toEqual({ examined: 501, malformed: 0, truncated: true })
+  }, 30_000)
+
+  it('60 leftover expiry keys and 60 unkeyed records past retention: 50 of each removed per listing', async () => {
+    const base = await template()
+    const store = createMemoryStore()
+    const now = Date.now()
+    for (let i = 0; i < 60; i++) await store.put(expiryKey(now + 60_000 + i, randomBytes(16).toString('hex')), '')
+    for (let i = 0; i < 60; i++) await seed(store, base, { requestedAt: now - 20_000, expiresAt: now - 10_000 }, false)
+    const listed = await listOpen(store, 1000)
+    expect(listed.approvals).toEqual([])
+    expect((await store.list(BY_EXPIRY_PREFIX, { limit: 1000 })).entries).toHaveLength(10)
+    expect((await store.list(OPEN_PREFIX, { limit: 1000 })).entries).toHaveLength(10)
+    await listOpen(store, 1000)
+    expect((await store.list(BY_EXPIRY_PREFIX, { limit: 1000 })).entries).toEqual([])
+    expect((await store.list(OPEN_PREFIX, { limit: 1000 })).entries).toEqual([])
+  }, 30_000)
 })
