@@ -256,4 +256,12 @@ describe('pending() of a store: which records, in what order, and what the store
     expect((await store.list(BY_EXPIRY_PREFIX, { limit: 1000 })).entries).toEqual([])
     expect((await store.list(OPEN_PREFIX, { limit: 1000 })).entries).toEqual([])
   }, 30_000)
+
+  it('8 MiB of record text read: the listing stops there (128 garbage records of 64 KiB), truncated', async () => {
+    const store = createMemoryStore({ maxValueBytes: 1024 * 1024 })
+    for (let i = 0; i < 130; i++) await store.put(openKey(randomBytes(16).toString('hex')), 'x'.repeat(64 * 1024))
+    const listed = await listOpen(store, 60_000)
+    expect(listed.approvals).toEqual([])
+    expect(listed.listing).toEqual({ examined: 128, malformed: 128, truncated: true })
+  }, 30_000)
 })
