@@ -11,20 +11,11 @@ import { describe, expect, it } from 'vitest'
 import { ToolError } from '../../../src/errors.js'
 import { createToolRuntime } from '../../../src/registry/index.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
+import { thrownToolError as refusal } from '../../support/refusal.js'
 
 const numberOutput = { schema: { type: 'number' }, render: (_a: unknown, v: number) => [{ type: 'text' as const, text: String(v) }] } as const
 const spec = { name: 'secret', description: 'code only', parameters: {}, output: numberOutput, execute: () => 42 }
 const rawSpec = { ...spec, parameters: { type: 'object', properties: {} } }
-
-function refusal(fn: () => unknown): { code: string; message: string } | undefined {
-  try {
-    fn()
-  } catch (error) {
-    expect(error).toBeInstanceOf(ToolError)
-    return { code: (error as ToolError).code, message: (error as Error).message }
-  }
-  return undefined
-}
 
 describe('a misspelt definition member', () => {
   it('caller for callers: refused by defineTool and register, so no code-only tool is left callable directly', async () => {

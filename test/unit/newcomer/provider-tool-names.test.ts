@@ -5,10 +5,10 @@
  * refuses such a tool itself: `UNSUPPORTED_TOOL`, naming the tool and the rule.
  */
 import { afterAll, describe, expect, it } from 'vitest'
-import { ToolError } from '../../../src/errors.js'
 import { toAnthropicTools, toOpenAIChatTools, toOpenAIResponsesTools } from '../../../src/providers/index.js'
 import { createToolRuntime } from '../../../src/registry/index.js'
 import { defineTool } from '../../../src/schema/define-tool.js'
+import { thrownToolError as refusal } from '../../support/refusal.js'
 
 const output = { schema: { type: 'number' }, render: (_a: unknown, v: number) => [{ type: 'text' as const, text: String(v) }] } as const
 const tool = (name: string) => defineTool({ name, description: 'd', parameters: {}, output, execute: () => 1 })
@@ -17,16 +17,6 @@ const runtime = createToolRuntime({})
 runtime.register(tool('my tool'))
 runtime.register(tool('ok_name-1'))
 afterAll(() => runtime.dispose())
-
-function refusal(fn: () => unknown): { code: string; message: string } | undefined {
-  try {
-    fn()
-  } catch (error) {
-    expect(error).toBeInstanceOf(ToolError)
-    return { code: (error as ToolError).code, message: (error as ToolError).message }
-  }
-  return undefined
-}
 
 describe('provider converters refuse a tool name the provider does not accept', () => {
   it('toOpenAIChatTools: "my tool" → UNSUPPORTED_TOOL naming it and the rule', () => {

@@ -4,18 +4,8 @@
  * not read is refused (`INVALID_OPTIONS`), naming the closest one (docs/errors.md).
  */
 import { describe, expect, it } from 'vitest'
-import { ToolError } from '../../../src/errors.js'
 import { timeoutPolicy } from '../../../src/timeout-policy.js'
-
-function refusal(fn: () => unknown): { code: string; message: string } | undefined {
-  try {
-    fn()
-  } catch (error) {
-    expect(error).toBeInstanceOf(ToolError)
-    return { code: (error as ToolError).code, message: (error as ToolError).message }
-  }
-  return undefined
-}
+import { thrownToolError as refusal } from '../../support/refusal.js'
 
 describe('timeoutPolicy: an option name it does not read is refused', () => {
   it('suggests defaultTimeoutMs for defaultTimeout', () => {

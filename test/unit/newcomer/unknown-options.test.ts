@@ -22,16 +22,7 @@ import { createMemoryStore } from '../../../src/durable/memory-store.js'
 import { createMcpApp } from '../../../src/mcp/index.js'
 import { serve } from '../../../platforms/node/serve.js'
 import { createPostgresStore } from '../../../platforms/postgres/index.js'
-
-function refusal(fn: () => unknown): { code: string; message: string } | undefined {
-  try {
-    fn()
-  } catch (error) {
-    expect(error).toBeInstanceOf(ToolError)
-    return { code: (error as ToolError).code, message: (error as ToolError).message }
-  }
-  return undefined
-}
+import { thrownToolError as refusal } from '../../support/refusal.js'
 
 async function asyncRefusal(fn: () => Promise<unknown>): Promise<{ code: string; message: string } | undefined> {
   try {
