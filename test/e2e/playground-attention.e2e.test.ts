@@ -1,9 +1,10 @@
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { chromium } from 'playwright'
 import type { Browser, Page } from 'playwright'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { StartedServer } from '../../examples/start.js'
+import { launchChromium, startPlayground } from '../support/playground-e2e.js'
 
 /**
  * A waiting approval you cannot miss (issue 35, item 1) and a card that shows the effect
@@ -17,17 +18,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
  */
 const root = fileURLToPath(new URL('../..', import.meta.url))
 const shots = join(root, 'test-results/screenshots')
-const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
 const TOKEN = 'e2e-attention-0123456789abcdef'
 const TITLE = 'toolyard playground'
 const PENDING = '[data-testid="cards"] [data-testid="approval"][data-state="pending"]'
-
-interface StartedServer {
-  readonly url: string
-  readonly approvals: { pending(): unknown }
-  shutdown(): Promise<void>
-}
-type StartServer = (options: { port: number; staticDir: string; token: string }) => Promise<StartedServer>
 
 let browser: Browser
 let server: StartedServer
@@ -82,9 +75,8 @@ async function inViewport(page: Page, selector: string): Promise<boolean> {
 
 beforeAll(async () => {
   mkdirSync(shots, { recursive: true })
-  const { startServer } = (await import('../../examples/start.js')) as { startServer: StartServer }
-  server = await startServer({ port: 0, staticDir: join(root, 'demo/dist/'), token: TOKEN })
-  browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: CHROMIUM_ARGS })
+  server = await startPlayground({ token: TOKEN })
+  browser = await launchChromium()
 })
 
 afterAll(async () => {

@@ -1,9 +1,10 @@
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { chromium } from 'playwright'
 import type { Browser, Page } from 'playwright'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { StartedServer } from '../../examples/start.js'
+import { launchChromium, startPlayground } from '../support/playground-e2e.js'
 
 /**
  * The playground's language switch end to end, in real Chromium against the `npm start`
@@ -12,12 +13,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
  */
 const root = fileURLToPath(new URL('../..', import.meta.url))
 const shots = join(root, 'test-results/screenshots')
-
-interface StartedServer {
-  readonly url: string
-  shutdown(): Promise<void>
-}
-type StartServer = (options: { port: number; staticDir: string; token: string }) => Promise<StartedServer>
 
 let browser: Browser
 let server: StartedServer
@@ -41,12 +36,8 @@ async function runAndSettle(): Promise<string> {
 
 beforeAll(async () => {
   mkdirSync(shots, { recursive: true })
-  const { startServer } = (await import('../../examples/start.js')) as { startServer: StartServer }
-  server = await startServer({ port: 0, staticDir: join(root, 'demo/dist/'), token: 'e2e-token-python-0123456789' })
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  })
+  server = await startPlayground({ token: 'e2e-token-python-0123456789' })
+  browser = await launchChromium()
   page = await browser.newPage({ viewport: { width: 1440, height: 1000 } })
   page.on('console', (message) => {
     if (message.type() === 'error') problems.push(`console error: ${message.text()}`)

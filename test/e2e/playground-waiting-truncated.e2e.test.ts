@@ -1,10 +1,10 @@
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { chromium } from 'playwright'
 import type { Browser } from 'playwright'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { ApprovalBroker } from '../../src/approvals/index.js'
+import type { StartedServer } from '../../examples/start.js'
+import { launchChromium, startPlayground } from '../support/playground-e2e.js'
 
 /**
  * The playground's "Waiting for you" panel says when the server listed fewer requests than
@@ -16,24 +16,15 @@ import type { ApprovalBroker } from '../../src/approvals/index.js'
  */
 const root = fileURLToPath(new URL('../..', import.meta.url))
 const shots = join(root, 'test-results/screenshots')
-const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
 const TOKEN = 'e2e-truncated-0123456789abcdef'
-
-interface StartedServer {
-  readonly url: string
-  readonly approvals: ApprovalBroker
-  shutdown(): Promise<void>
-}
-type StartServer = (options: { port: number; staticDir: string; token: string }) => Promise<StartedServer>
 
 let browser: Browser
 let server: StartedServer
 
 beforeAll(async () => {
   mkdirSync(shots, { recursive: true })
-  const { startServer } = (await import('../../examples/start.js')) as { startServer: StartServer }
-  server = await startServer({ port: 0, staticDir: join(root, 'demo/dist/'), token: TOKEN })
-  browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: CHROMIUM_ARGS })
+  server = await startPlayground({ token: TOKEN })
+  browser = await launchChromium()
 })
 
 afterAll(async () => {

@@ -6,9 +6,10 @@ import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { chromium } from 'playwright'
 import type { Browser, Page } from 'playwright'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { StartedServer } from '../../examples/start.js'
+import { launchChromium, PLAYGROUND_DIST, startPlayground } from '../support/playground-e2e.js'
 import { until } from '../support/poll.js'
 
 /**
@@ -22,20 +23,9 @@ import { until } from '../support/poll.js'
  */
 const root = fileURLToPath(new URL('../..', import.meta.url))
 const shots = join(root, 'test-results/screenshots')
-const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
 const TOKEN = 'e2e-waiting-0123456789abcdef'
 
-interface StartedServer {
-  readonly url: string
-  readonly port: number
-  readonly approvals: { pending(): unknown; decide(id: string, input: { decision: 'allow' | 'deny' }): unknown }
-  shutdown(): Promise<void>
-}
-
-type StartServer = (options: { port: number; staticDir: string; token: string; dataDir: string; resumeStaleMs?: number; resumeEveryMs?: number }) => Promise<StartedServer>
-
 let browser: Browser
-let startServer: StartServer
 const base = mkdtempSync(join(tmpdir(), 'toolyard-waiting-'))
 const servers: StartedServer[] = []
 const children: ChildProcess[] = []
@@ -51,7 +41,7 @@ async function freePort(): Promise<number> {
 
 /** The server in a child process (test/e2e/waiting-server-child.ts), so it can die with SIGKILL. */
 async function startChild(dataDir: string, port: number): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/e2e/waiting-server-child.ts', dataDir, TOKEN, String(port), join(root, 'demo/dist/')], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/e2e/waiting-server-child.ts', dataDir, TOKEN, String(port), PLAYGROUND_DIST], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] })
   children.push(child)
   let out = ''
   let err = ''
@@ -76,7 +66,7 @@ async function start(dataDir: string, port = 0): Promise<StartedServer> {
   return until(
     async () => {
       try {
-        const server = await startServer({ port, staticDir: join(root, 'demo/dist/'), token: TOKEN, dataDir, resumeStaleMs: 1_000, resumeEveryMs: 250 })
+        const server = await startPlayground({ port, token: TOKEN, dataDir, resumeStaleMs: 1_000, resumeEveryMs: 250 })
         servers.push(server)
         return server
       } catch (error) {
@@ -151,8 +141,7 @@ async function readFile(url: string, path: string): Promise<string> {
 
 beforeAll(async () => {
   mkdirSync(shots, { recursive: true })
-  startServer = ((await import('../../examples/start.js')) as { startServer: StartServer }).startServer
-  browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: CHROMIUM_ARGS })
+  browser = await launchChromium()
 })
 
 afterAll(async () => {
@@ -236,7 +225,7 @@ describe('the "Waiting for you" panel', () => {
     expect(await page.isHidden('[data-testid="waiting-panel"]')).toBe(true)
     expect(problems).toEqual([])
     await page.close()
-    for (const approval of (await server.approvals.pending()) as { id: string }[]) await server.approvals.decide(approval.id, { decision: 'deny' })
+    for (const approval of await server.approvals.pending()) await server.approvals.decide(approval.id, { decision: 'deny' })
     await Promise.all(calls)
   })
 
@@ -250,7 +239,7 @@ describe('the "Waiting for you" panel', () => {
     await page.click('[data-testid="abort"]')
     await page.waitForSelector('[data-testid="status"][data-state="failed"]', { timeout: 30_000 })
     expect(await page.textContent('[data-testid="failure-kind"]')).toBe('abort')
-    await expect.poll(async () => ((await server.approvals.pending()) as unknown[]).length, { timeout: 15_000 }).toBe(0)
+    await expect.poll(async () => (await server.approvals.pending()).length, { timeout: 15_000 }).toBe(0)
     expect(await readFile(server.url, 'notes/aborted.md')).not.toContain('# waited for a person')
     expect(problems).toEqual([])
     await page.close()

@@ -2,9 +2,10 @@ import { mkdirSync } from 'node:fs'
 import type { Server } from 'node:http'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { chromium } from 'playwright'
 import type { Browser, Page } from 'playwright'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { StartedServer } from '../../examples/start.js'
+import { launchChromium, startPlayground } from '../support/playground-e2e.js'
 import { serveDir } from '../support/static-dir.js'
 import { until } from '../support/poll.js'
 
@@ -17,27 +18,8 @@ import { until } from '../support/poll.js'
  */
 const root = fileURLToPath(new URL('../..', import.meta.url))
 const shots = join(root, 'test-results/screenshots')
-const CHROMIUM_ARGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-]
-
-interface StartedServer {
-  readonly url: string
-  readonly approvals: { pending(): Promise<readonly { readonly kind?: string }[]> }
-  shutdown(): Promise<void>
-}
-
-type StartServer = (options: { port: number; staticDir: string; token: string; approvalTimeoutMs?: number; approvalPlans?: boolean }) => Promise<StartedServer>
-
 let browser: Browser
 let server: StartedServer
-let startServer: StartServer
 let page: Page
 const problems: string[] = []
 
@@ -98,10 +80,8 @@ const WRITE_PROGRAM = [
 
 beforeAll(async () => {
   mkdirSync(shots, { recursive: true })
-  // Piped: a passing run prints nothing; a failing build throws with its output.
-  startServer = ((await import('../../examples/start.js')) as { startServer: StartServer }).startServer
-  server = await startServer({ port: 0, staticDir: join(root, 'demo/dist/'), token: 'e2e-token-0123456789abcdef' })
-  browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: CHROMIUM_ARGS })
+  server = await startPlayground({ token: 'e2e-token-0123456789abcdef' })
+  browser = await launchChromium()
   page = await browser.newPage({ viewport: { width: 1440, height: 1000 } })
   watch(page, problems)
 })
@@ -332,7 +312,7 @@ describe('an approval nobody answers', () => {
   let short: StartedServer
 
   beforeAll(async () => {
-    short = await startServer({ port: 0, staticDir: join(root, 'demo/dist/'), token: 'e2e-short-0123456789abcdef', approvalTimeoutMs: 1_500 })
+    short = await startPlayground({ token: 'e2e-short-0123456789abcdef', approvalTimeoutMs: 1_500 })
   })
 
   afterAll(async () => {
@@ -367,7 +347,7 @@ describe('plan approval on the server', () => {
   let planned: StartedServer
 
   beforeAll(async () => {
-    planned = await startServer({ port: 0, staticDir: join(root, 'demo/dist/'), token: 'e2e-plans-0123456789abcdef', approvalPlans: true })
+    planned = await startPlayground({ token: 'e2e-plans-0123456789abcdef', approvalPlans: true })
   })
 
   afterAll(async () => {
