@@ -56,27 +56,23 @@ async function measure(label: string, store: DurableStore, samples: number): Pro
   await whole(broker, undefined, 5)
   await whole(broker, 'agent', 5)
   // Interleaved, so both see the same machine.
-  const plain: number[] = []
-  const counted: number[] = []
-  for (let i = 0; i < samples; i++) {
-    plain.push(...(await whole(broker, undefined, 1)))
-    counted.push(...(await whole(broker, 'agent', 1)))
+  const interleaved = async (open: number): Promise<void> => {
+    const plain: number[] = []
+    const counted: number[] = []
+    for (let i = 0; i < samples; i++) {
+      plain.push(...(await whole(broker, undefined, 1)))
+      counted.push(...(await whole(broker, 'agent', 1)))
+    }
+    row(`no principal (not counted), ${open} open`, plain)
+    row(`principal (counted), ${open} open`, counted)
   }
-  row('no principal (not counted), 0 open', plain)
-  row('principal (counted), 0 open', counted)
+  await interleaved(0)
   // 150 of the principal's requests waiting (and as many keys in the store's listing).
   const holding = new AbortController()
   setMaxListeners(0, holding.signal)
   const held = Array.from({ length: 150 }, () => ask(broker, 'agent', holding.signal))
   await Promise.all(held.map((h) => h.opened))
-  const plain150: number[] = []
-  const counted150: number[] = []
-  for (let i = 0; i < samples; i++) {
-    plain150.push(...(await whole(broker, undefined, 1)))
-    counted150.push(...(await whole(broker, 'agent', 1)))
-  }
-  row('no principal (not counted), 150 open', plain150)
-  row('principal (counted), 150 open', counted150)
+  await interleaved(150)
   holding.abort()
   await Promise.all(held.map((h) => h.outcome))
   await broker.dispose()
