@@ -460,8 +460,10 @@ export function createStoredBroker(options: ResolvedBrokerOptions, store: Durabl
       // An agent that is not a string fails closed: never read as "every agent".
       const agent: unknown = listOptions?.agent
       if (agent !== undefined && typeof agent !== 'string') throw new ToolError('INVALID_OPTIONS', "pending({ agent }): the agent must be a string")
+      const run: unknown = listOptions?.run
+      if (run !== undefined && typeof run !== 'string') throw new ToolError('INVALID_OPTIONS', "pending({ run }): the run must be a string (its run_code call id)")
       if (ctx.disposed) return withListing([], Object.freeze({ examined: 0, malformed: 0, truncated: false }))
-      const result = await listOpen(store, options.retainSettledMs, agent)
+      const result = await listOpen(store, options.retainSettledMs, agent, run)
       lastListing = result.listing
       // One page of settled records per listing: bounded work that keeps the store from growing.
       sweepAfter = await sweepSettled(store, sweepAfter, options.retainSettledMs).catch(() => undefined)

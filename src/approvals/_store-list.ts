@@ -32,6 +32,21 @@ const CHARS_PER_SLICE = 64 * 1024
 /** Lets timers and I/O run (a macrotask, not a microtask: a promise chain never yields). */
 const yieldToLoop = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 0))
 
+/** Which requests a listing keeps: an agent's calls, a run's own (its plan request and its sub-calls'); both when both are given. */
+export interface ListingFilter {
+  readonly agent?: string | undefined
+  /** The run's `run_code` call id. */
+  readonly run?: string | undefined
+}
+
+/** Whether `approval` is one of run `runCallId`'s: its plan request (by `callId`), or a sub-call's (by `parentCallId`). */
+export function approvalOfRun(approval: PendingApproval, runCallId: string): boolean {
+  return approval.kind === 'plan' ? approval.callId === runCallId : approval.parentCallId === runCallId
+}
+
+const kept = (approval: PendingApproval, filter: ListingFilter): boolean =>
+  (filter.agent === undefined || approval.agent === filter.agent) && (filter.run === undefined || approvalOfRun(approval, filter.run))
+
 /** What one listing found. */
 export interface ListingResult {
   readonly approvals: readonly PendingApproval[]
@@ -96,7 +111,7 @@ async function readEach(store: DurableStore, entries: readonly Entry[], tally: T
  * expired records cost nothing and which are listed never depends on their hashes. Stops
  * at one more than the listing shows, or at a bound. Answers whether it reached the end.
  */
-async function walkByExpiry(store: DurableStore, tally: Tally, now: number, agent: string | undefined): Promise<boolean> {
+async function walkByExpiry(store: DurableStore, tally: Tally, now: number, filter: ListingFilter): Promise<boolean> {
   let after = BY_EXPIRY_PREFIX + markerTime(now)
   for (;;) {
     const page = await store.list(BY_EXPIRY_PREFIX, { limit: PAGE, after })
@@ -109,7 +124,7 @@ async function walkByExpiry(store: DurableStore, tally: Tally, now: number, agen
       if (approval === undefined || markerTime(approval.expiresAt) !== markerTime(readExpiryKey(entry.key)!.at)) tally.orphans.push(entry)
       else {
         tally.seen.add(hash)
-        if (now < approval.expiresAt && (agent === undefined || approval.agent === agent)) tally.found.push(approval)
+        if (now < approval.expiresAt && kept(approval, filter)) tally.found.push(approval)
       }
       return tally.found.length <= MAX_LISTED_APPROVALS
     })
@@ -125,7 +140,7 @@ async function walkByExpiry(store: DurableStore, tally: Tally, now: number, agen
  * walk did not: written before expiry keys existed, by a process that died between its two
  * writes, expired ones, garbage. Answers whether it reached the end.
  */
-async function scanOpen(store: DurableStore, tally: Tally, now: number, retainMs: number, agent: string | undefined): Promise<boolean> {
+async function scanOpen(store: DurableStore, tally: Tally, now: number, retainMs: number, filter: ListingFilter): Promise<boolean> {
   let after: string | undefined
   for (;;) {
     if (over(tally)) return false
@@ -137,7 +152,7 @@ async function scanOpen(store: DurableStore, tally: Tally, now: number, retainMs
     }, (entry, hash, approval) => {
       if (approval === null || approval === undefined || hashOfKey(entry.key) === undefined) return true
       if (now < approval.expiresAt) {
-        if (agent === undefined || approval.agent === agent) tally.found.push(approval)
+        if (kept(approval, filter)) tally.found.push(approval)
         tally.unordered.push(approval)
       } else if (now >= approval.expiresAt + retainMs) tally.stale.push({ hash, approval, version: entry.version })
       return true
@@ -185,7 +200,7 @@ async function sweepExpired(store: DurableStore, stale: readonly Entry[]): Promi
 const byAge = (a: PendingApproval, b: PendingApproval): number => a.requestedAt - b.requestedAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
 
 /**
- * The open, unexpired requests in `store` (only `agent`'s when given), oldest first (then by
+ * The open, unexpired requests in `store` (only `agent`'s and run `run`'s when given), oldest first (then by
  * id), at most {@link MAX_LISTED_APPROVALS}: the oldest of the 501 that expire first (with
  * one timeout, the 500 oldest). Walks
  * the expiry keys, then reads the open records the walk did not (in hash order, within
@@ -194,13 +209,14 @@ const byAge = (a: PendingApproval, b: PendingApproval): number => a.requestedAt 
  * process that died before removing it may be listed until someone decides it (answered
  * `APPROVAL_ALREADY_DECIDED`, and removed).
  */
-export async function listOpen(store: DurableStore, retainMs: number, agent?: string): Promise<ListingResult> {
+export async function listOpen(store: DurableStore, retainMs: number, agent?: string, run?: string): Promise<ListingResult> {
+  const filter: ListingFilter = { agent, run }
   const now = Date.now()
   const tally: Tally = { examined: 0, malformed: 0, chars: 0, yieldedAt: 0, found: [], seen: new Set(), orphans: [], stale: [], unordered: [] }
-  const walked = await walkByExpiry(store, tally, now, agent)
+  const walked = await walkByExpiry(store, tally, now, filter)
   // Past the cap already: the scan could only add requests that expire later (or of an older version, indexed once the walk is whole).
   const expired = await listExpired(store, tally, now, retainMs).catch(() => [])
-  let truncated = !walked || !(await scanOpen(store, tally, now, retainMs, agent))
+  let truncated = !walked || !(await scanOpen(store, tally, now, retainMs, filter))
   // Only after a whole walk is a record the walk did not read known to lack its key.
   if (walked) for (const approval of tally.unordered.slice(0, SWEEP_PAGE)) await store.put(expiryKey(approval.expiresAt, hashOfId(approval.id)!), '').catch(() => undefined)
   for (const orphan of tally.orphans.slice(0, SWEEP_PAGE)) await deleteQuietly(store, orphan.key, orphan.version)

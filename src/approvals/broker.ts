@@ -15,6 +15,7 @@ export {
   MAX_PENDING_PLAN_CALLS,
 } from './_request.js'
 export { MAX_LISTED_APPROVALS } from './_store-broker.js'
+export { approvalOfRun } from './_store-list.js'
 
 /**
  * Creates an approval broker over `options.store` (a memory store of its own without one).

@@ -247,6 +247,12 @@ export interface ApprovalPendingOptions {
    * never take the listing's 500 places. Must be a string (`INVALID_OPTIONS` otherwise).
    */
   readonly agent?: string
+  /**
+   * Only the requests of this run (its `run_code` call id): its plan request and its
+   * sub-calls' (by `parentCallId`). Filtered while the store is read, as `agent` is, so
+   * other runs' older requests never hide its own (`GET /v1/runs/:id`). Must be a string.
+   */
+  readonly run?: string
 }
 
 /**
@@ -278,7 +284,7 @@ export interface ApprovalBroker {
   readonly retainSettledMs: number
   /**
    * The store's open requests (of every process sharing it), oldest first, at most
-   * `MAX_LISTED_APPROVALS`; only `options.agent`'s when given. Its `listing` says what this
+   * `MAX_LISTED_APPROVALS`; only `options.agent`'s and `options.run`'s when given. Its `listing` says what this
    * listing read and whether it was cut (`truncated`): read it there, not from
    * `lastListing`, which another caller's listing may have replaced meanwhile.
    */

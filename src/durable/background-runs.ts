@@ -65,12 +65,23 @@ export interface BackgroundRunSpec {
   readonly execute: (signal: AbortSignal) => Promise<ToolExecutionResult>
 }
 
+/** The open approval requests as one listing read them: called with a run's `run_code` call id, that run's requests. */
+export interface RunApprovalsListed {
+  (runCallId: string): readonly PendingApproval[]
+  /** `true`: the listing stopped at a bound, so a run may have requests it does not hold. */
+  readonly truncated?: boolean
+}
+
 /** What a table's runs hear and where their failures go (given by what shows them: the HTTP app). */
 export interface BackgroundRunSources {
   /** Forwards the live events of run `callId` (its sub-calls, logs, approvals) to `append`; returns the unsubscribe. */
   subscribe(callId: string, append: (event: string, data: unknown) => void): () => void
-  /** Reads the open approval requests once: those of each run (its sub-calls', its plan's). */
-  approvals(): Promise<(runCallId: string) => readonly PendingApproval[]>
+  /**
+   * Reads the open approval requests once (only run `runCallId`'s when given, filtered while
+   * the store is read): those of each run (its sub-calls', its plan's), and whether the
+   * listing stopped at a bound (`truncated`: more may be waiting than it holds).
+   */
+  approvals(runCallId?: string): Promise<RunApprovalsListed>
   /** Ends every run (the app's shutdown). */
   readonly shutdown: AbortSignal | undefined
   /** Where a background failure goes (an eviction's write, an adoption). */
@@ -124,6 +135,8 @@ export interface RunView {
   readonly createdAt: number
   readonly settledAt?: number
   readonly approvals: readonly RunApproval[]
+  /** Present (`true`) when the listing behind `approvals` stopped at a bound: more of the run's requests may be waiting than it shows. */
+  readonly approvalsTruncated?: true
   /** The ids the event buffer still holds (`first`..`last`) and how many it dropped. */
   readonly events: { readonly first: number; readonly last: number; readonly dropped: number }
   /** What `POST /v1/run` would have answered, once the run ended. */
@@ -427,7 +440,7 @@ async function adoptResumed(resumed: ResumedRunPool, events: RunEventStore | und
 }
 
 /** A run's view: `running` becomes `waiting` while `approvals` are open, `cancelled` once a cancel was asked. */
-function viewOf(record: RunRecordJson, cancelRequested: boolean, approvals: readonly PendingApproval[]): RunView {
+function viewOf(record: RunRecordJson, cancelRequested: boolean, approvals: readonly PendingApproval[], truncated: boolean): RunView {
   const status: RunStatus = record.status !== 'running' ? record.status : cancelRequested ? 'cancelled' : approvals.length > 0 ? 'waiting' : 'running'
   return {
     id: record.id,
@@ -448,6 +461,7 @@ function viewOf(record: RunRecordJson, cancelRequested: boolean, approvals: read
       requestedAt: a.requestedAt,
       expiresAt: a.expiresAt,
     })),
+    ...(truncated ? { approvalsTruncated: true as const } : {}),
     events: { first: record.events.first, last: record.events.last, dropped: record.events.dropped },
     ...(record.result === undefined ? {} : { result: record.result }),
   }
@@ -504,7 +518,10 @@ export function createBackgroundRuns(service: RunStoreSide, options: ResolvedRun
       const record = 'controller' in run ? runRecord(run) : run
       const cancelRequested = 'controller' in run && run.cancelRequested
       // A cancelled run's requests are being withdrawn (a decision answers APPROVAL_WITHDRAWN): none is listed as open.
-      return viewOf(record, cancelRequested, record.status === 'running' && !cancelRequested ? (await sources.approvals())(record.callId) : [])
+      if (record.status !== 'running' || cancelRequested) return viewOf(record, cancelRequested, [], false)
+      // Only this run's requests are read: other runs' older ones cannot take the listing's places.
+      const open = await sources.approvals(record.callId)
+      return viewOf(record, cancelRequested, open(record.callId), open.truncated === true)
     },
     cancel: (run, reason) => table.cancel(run, reason),
     openStream: () => table.openStream(),

@@ -4,7 +4,8 @@
  *
  * @module
  */
-import type { Handler } from 'hono'
+import type { Context, Handler } from 'hono'
+import { approvalOfRun } from '../approvals/broker.js'
 import type { ApprovalBroker, ApprovalDecideErrorCode, ApprovalEvent, ApprovalListing, ApprovalVerdict, PendingApproval } from '../approvals/types.js'
 import { hasRole } from './auth.js'
 import { HttpError, type HttpErrorCode } from './http-errors.js'
@@ -27,62 +28,102 @@ export interface ApprovalsListed {
   readonly truncated: boolean
 }
 
-/** A broker's listings under way: per agent filter (`''`: every agent), the one running and the one queued behind it (which every later caller joins). */
-const listings = new WeakMap<ApprovalBroker, Map<string, { running?: Promise<ApprovalsListed>; queued?: Promise<ApprovalsListed> }>>()
+/** Which requests a listing keeps: an agent's (a pinned token's, or `?agent=`), a run's (`GET /v1/runs/:id`). */
+export interface ListedFor {
+  readonly agent?: string | undefined
+  /** The run's `run_code` call id. */
+  readonly run?: string | undefined
+}
+
+/** The most listings of one broker reading the store at once, whatever their filters; later ones wait their turn. */
+export const MAX_LISTINGS_AT_ONCE = 2
+
+interface Slot {
+  running?: Promise<ApprovalsListed>
+  queued?: Promise<ApprovalsListed>
+}
+
+/** A broker's listings under way: per filter, the one running and the one queued behind it (which every later caller joins); and the turns taken. */
+interface Listings {
+  readonly byFilter: Map<string, Slot>
+  active: number
+  readonly waiting: (() => void)[]
+}
+
+const listings = new WeakMap<ApprovalBroker, Listings>()
+
+/** Runs `list` when fewer than {@link MAX_LISTINGS_AT_ONCE} listings of the broker are reading (first come, first served). */
+async function inTurn<T>(state: Listings, list: () => Promise<T>): Promise<T> {
+  if (state.active >= MAX_LISTINGS_AT_ONCE) await new Promise<void>((resolve) => state.waiting.push(resolve))
+  else state.active++
+  try {
+    return await list()
+  } finally {
+    // The turn passes straight to the next in line (`active` unchanged), or is given back.
+    const next = state.waiting.shift()
+    if (next === undefined) state.active--
+    else next()
+  }
+}
 
 /**
- * `broker.pending({ agent })` with its own listing's `truncated`, one listing of a broker
- * and agent at a time: a caller arriving while one runs joins the single listing queued
+ * `broker.pending(filter)` with its own listing's `truncated`, one listing of a broker and
+ * filter at a time: a caller arriving while one runs joins the single listing queued
  * behind it (started after it asked: never an older answer), so concurrent `GET
  * /v1/approvals` cost at most two listings, not one each (each reads up to 1,000 records
- * and 8 MiB). `agent` is filtered by the broker while it reads the store (other agents'
- * requests cannot crowd it out of the 500), and here again for a broker of the caller's
- * own making that ignores the option.
+ * and 8 MiB); and at most {@link MAX_LISTINGS_AT_ONCE} of any filters read at once (many
+ * runs' pages polled together wait their turn). The filter is applied by the broker while
+ * it reads the store (other agents' or runs' requests cannot crowd it out of the 500), and
+ * here again for a broker of the caller's own making that ignores it.
  */
-export function listPending(broker: ApprovalBroker, agent?: string): Promise<ApprovalsListed> {
-  let perAgent = listings.get(broker)
-  if (perAgent === undefined) listings.set(broker, (perAgent = new Map()))
-  const name = agent === undefined ? '' : `agent:${agent}`
-  let state = perAgent.get(name)
-  if (state === undefined) perAgent.set(name, (state = {}))
-  const slot = state
-  if (slot.queued !== undefined) return slot.queued
+export function listPending(broker: ApprovalBroker, filter: ListedFor = {}): Promise<ApprovalsListed> {
+  let state = listings.get(broker)
+  if (state === undefined) listings.set(broker, (state = { byFilter: new Map(), active: 0, waiting: [] }))
+  const shared = state
+  const { agent, run } = filter
+  const name = JSON.stringify([agent ?? null, run ?? null])
+  let slot = shared.byFilter.get(name)
+  if (slot === undefined) shared.byFilter.set(name, (slot = {}))
+  const own = slot
+  if (own.queued !== undefined) return own.queued
+  const options = { ...(agent === undefined ? {} : { agent }), ...(run === undefined ? {} : { run }) }
   const start = (): Promise<ApprovalsListed> => {
-    const run = broker.pending(agent === undefined ? undefined : { agent }).then((listed) => ({
-      approvals: agent === undefined ? listed : listed.filter((approval) => approval.agent === agent),
+    const listed = inTurn(shared, () => broker.pending(agent === undefined && run === undefined ? undefined : options)).then((found) => ({
+      approvals: found.filter((approval) => (agent === undefined || approval.agent === agent) && (run === undefined || approvalOfRun(approval, run))),
       // The listing's own facts; a broker of the caller's own making may give none: then nothing says it was cut.
-      truncated: (listed.listing as ApprovalListing | undefined)?.truncated === true,
+      truncated: (found.listing as ApprovalListing | undefined)?.truncated === true,
     }))
-    slot.running = run
+    own.running = listed
     const clear = (): void => {
-      if (slot.running === run) slot.running = undefined
-      if (slot.running === undefined && slot.queued === undefined && perAgent.get(name) === slot) perAgent.delete(name)
+      if (own.running === listed) own.running = undefined
+      if (own.running === undefined && own.queued === undefined && shared.byFilter.get(name) === own) shared.byFilter.delete(name)
     }
-    void run.then(clear, clear)
-    return run
+    void listed.then(clear, clear)
+    return listed
   }
-  if (slot.running === undefined) return start()
-  const queued = slot.running.then(
+  if (own.running === undefined) return start()
+  const queued = own.running.then(
     () => undefined,
     () => undefined,
   ).then(() => {
-    slot.queued = undefined
+    own.queued = undefined
     return start()
   })
-  slot.queued = queued
+  own.queued = queued
   return queued
 }
 
 /**
- * `GET /v1/approvals`: the open requests, oldest first, each with the `principal` whose
+ * `GET /v1/approvals[?agent=]`: the open requests, oldest first, each with the `principal` whose
  * call opened it as the broker recorded it (the execution's; a run's for its sub-calls),
  * and `truncated: true` when the listing stopped at a bound (500 requests, 1,000 records or
- * 8 MiB read), so a person knows that requests are waiting unseen.
+ * 8 MiB read), so a person knows that requests are waiting unseen. `agentOf` reads the
+ * request's agent as every route does (`?agent=`; a pinned token's own, 403 for another):
+ * only that agent's requests are listed, filtered within the listing's bounds.
  */
-export function listApprovals(broker: ApprovalBroker): Handler {
+export function listApprovals(broker: ApprovalBroker, agentOf: (c: Context) => string | undefined): Handler {
   return async (c) => {
-    // A token pinned to an agent acts for it only: it lists (and decides) that agent's requests alone, filtered within the listing's bounds.
-    const { approvals, truncated } = await listPending(broker, requestPrincipal(c).agent)
+    const { approvals, truncated } = await listPending(broker, { agent: agentOf(c) })
     // Present only when cut, as a store listing's `cursor`: a whole listing keeps its shape.
     return c.json(truncated ? { approvals, truncated: true } : { approvals })
   }
@@ -123,10 +164,7 @@ function settled(event: Exclude<ApprovalEvent, { type: 'requested' }>): Approval
   return { ...base, outcome: event.decision, ...(event.reason === undefined ? {} : { reason: event.reason }) }
 }
 
-/** Whether `approval` is one of run `runCallId`'s: its plan request (by `callId`), or a sub-call's (by `parentCallId`). */
-export function approvalOfRun(approval: PendingApproval, runCallId: string): boolean {
-  return approval.kind === 'plan' ? approval.callId === runCallId : approval.parentCallId === runCallId
-}
+export { approvalOfRun }
 
 /**
  * Forwards the broker's events about `runCallId`'s own sub-calls (matched by

@@ -51,15 +51,17 @@ export interface ApiRoute {
   /**
    * The query parameters it reads; any other is refused (400 `INVALID_REQUEST`, naming it and
    * the closest one) by {@link refuseUnknownQuery}, as unknown body fields are. Absent: `agent`
-   * alone, which every route takes.
+   * alone; a route that reads no agent declares {@link NO_QUERY}.
    */
   readonly query?: readonly string[]
   /** Route middleware, then the handler. */
   readonly handlers: [RouteHandler, ...RouteHandler[]]
 }
 
-/** The query parameters of a route that declares none: `agent` is read everywhere (docs/http-api.md). */
+/** The query parameters of a route that declares none: `agent`, which selects the agent layer (docs/http-api.md). */
 const AGENT_QUERY: readonly string[] = ['agent']
+/** The query of a route with no agent layer to select (health, a run or approval named by its id): `?agent=` is refused, never ignored. */
+export const NO_QUERY: readonly string[] = []
 
 /**
  * The middleware refusing a query parameter `route` does not read, before its handler runs: a
@@ -73,6 +75,8 @@ const AGENT_QUERY: readonly string[] = ['agent']
 export function refuseUnknownQuery(route: ApiRoute): MiddlewareHandler {
   const allowed = route.query ?? AGENT_QUERY
   return async (c, next) => {
+    const [first] = Object.keys(c.req.queries())
+    if (allowed.length === 0 && first !== undefined) throw invalidRequest(`unknown field ${quoteName(first)} in the query string (${c.req.method} ${c.req.routePath} reads no query parameters)`)
     const unknown = unknownFieldMessage(c.req.queries(), allowed, 'the query string')
     if (unknown !== undefined) throw invalidRequest(unknown)
     await next()
@@ -453,8 +457,9 @@ const RUN: readonly Role[] = ['run']
 
 function approvalRoutes(broker: ApprovalBroker, config: ApiConfig): ApiRoute[] {
   return [
-    { method: 'GET', path: '/v1/approvals', roles: APPROVE, handlers: [listApprovals(broker)] },
-    { method: 'POST', path: '/v1/approvals/:id', roles: APPROVE, handlers: [decideApproval(broker, config.maxBodyBytes)] },
+    { method: 'GET', path: '/v1/approvals', roles: APPROVE, handlers: [listApprovals(broker, queryAgent)] },
+    // A decision names its request by id: an `agent` there would decide nothing differently (a pinned token's scope still applies).
+    { method: 'POST', path: '/v1/approvals/:id', roles: APPROVE, query: NO_QUERY, handlers: [decideApproval(broker, config.maxBodyBytes)] },
   ]
 }
 
@@ -466,7 +471,7 @@ function approvalRoutes(broker: ApprovalBroker, config: ApiConfig): ApiRoute[] {
  */
 export function apiRoutes(runtime: ToolRuntime, config: ApiConfig): readonly ApiRoute[] {
   return [
-    { method: 'GET', path: '/v1/health', open: true, handlers: [health(config)] },
+    { method: 'GET', path: '/v1/health', open: true, query: NO_QUERY, handlers: [health(config)] },
     { method: 'GET', path: '/v1/tools', roles: ANY_ROLE, handlers: [listTools(runtime)] },
     { method: 'GET', path: '/v1/tools/:name', roles: ANY_ROLE, handlers: [describeTool(runtime)] },
     { method: 'POST', path: '/v1/tools/:name/execute', roles: RUN, handlers: [executeTool(runtime, config)] },

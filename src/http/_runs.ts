@@ -10,7 +10,7 @@ import type { ToolRuntime } from '../runtime-types.js'
 import { HttpError, OVERLOADED_RETRY_AFTER_SECONDS } from './http-errors.js'
 import { approvalOfRun, forwardApprovals, listPending } from './_approvals.js'
 import { EVENT_OF } from './_run-stream.js'
-import { CALL_ID_HEADER, prepareRun } from './_routes.js'
+import { CALL_ID_HEADER, NO_QUERY, prepareRun } from './_routes.js'
 import type { ApiConfig, ApiRoute } from './_routes.js'
 import { sseResponse } from './_sse-sender.js'
 import type { Role } from './auth.js'
@@ -278,9 +278,9 @@ function runSources(config: RunsConfig): BackgroundRunSources {
       }
     },
     // Awaited: a broker over a store lists them asynchronously.
-    approvals: async () => {
-      const pending: readonly PendingApproval[] = config.approvals === undefined ? [] : (await listPending(config.approvals)).approvals
-      return (callId) => pending.filter((approval) => approvalOfRun(approval, callId))
+    approvals: async (runCallId) => {
+      const listed = config.approvals === undefined ? { approvals: [] as readonly PendingApproval[], truncated: false } : await listPending(config.approvals, { run: runCallId })
+      return Object.assign((callId: string) => listed.approvals.filter((approval) => approvalOfRun(approval, callId)), { truncated: listed.truncated })
     },
     shutdown: config.shutdown,
     report: (error) => config.report(error, background),
@@ -297,9 +297,10 @@ export function runRoutes(runtime: ToolRuntime, config: RunsConfig): { readonly 
     table,
     routes: [
       { method: 'POST', path: '/v1/runs', roles: RUN, handlers: [startRun(runtime, config, table)] },
-      { method: 'GET', path: '/v1/runs/:id', roles: READ_RUN, handlers: [getRun(table)] },
-      { method: 'DELETE', path: '/v1/runs/:id', roles: RUN, handlers: [cancelRun(table)] },
-      { method: 'GET', path: '/v1/runs/:id/events', roles: READ_RUN, handlers: [runEvents(config, table)] },
+      // A run is named by its id and keeps the agent it started with: `?agent=` is refused there, never ignored.
+      { method: 'GET', path: '/v1/runs/:id', roles: READ_RUN, query: NO_QUERY, handlers: [getRun(table)] },
+      { method: 'DELETE', path: '/v1/runs/:id', roles: RUN, query: NO_QUERY, handlers: [cancelRun(table)] },
+      { method: 'GET', path: '/v1/runs/:id/events', roles: READ_RUN, query: NO_QUERY, handlers: [runEvents(config, table)] },
     ],
   }
 }
