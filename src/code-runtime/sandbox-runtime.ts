@@ -393,6 +393,13 @@ class ActiveRun {
   #parked: ParkedVm | undefined
   #waiting: string[] = []
   #resumeAsked = false
+  /**
+   * A park was asked and the thread has not answered. The thread takes its messages in order,
+   * so a VM message posted now would reach it after the park and be dropped by the stopped VM
+   * (a decision landing in that moment left its call's result nowhere and the run waiting for
+   * ever): it is held in `#waiting` until the thread answers.
+   */
+  #parkInFlight = false
   #busyBefore = 0
   #replayBusy = 0
   #replaying = false
@@ -503,6 +510,7 @@ class ActiveRun {
     this.#releaseReserve()
     this.#parkReserve = held
     this.pool.reserveParking(held)
+    this.#parkInFlight = true
     this.#thread?.post({ type: 'park', run: this.id, afterMs, maxChars: Math.floor(room / 2) })
   }
 
@@ -514,6 +522,9 @@ class ActiveRun {
   /** The thread could not park the VM now: release the room it was promised, and let the session try later. */
   parkRefused(): void {
     this.#releaseReserve()
+    this.#parkInFlight = false
+    // The VM kept running: what was held while the thread answered goes to it now, in order.
+    for (const json of this.#waiting.splice(0)) this.#thread?.post(json)
     this.session?.parkRefused()
   }
 
@@ -526,12 +537,12 @@ class ActiveRun {
 
   /** A message for the VM: to its thread, or kept until a parked run is bound to one again. */
   #toVm(json: string): void {
-    if (this.#parked === undefined) {
+    if (this.#parked === undefined && !this.#parkInFlight) {
       this.#thread?.post(json)
       return
     }
     this.#waiting.push(json)
-    if (!this.#resumeAsked) {
+    if (this.#parked !== undefined && !this.#resumeAsked) {
       // The park was allowed only if this resume fitted the replay budget; the VM still checks the replay against it.
       this.#resumeAsked = true
       this.pool.resume(this)
@@ -543,6 +554,7 @@ class ActiveRun {
     const session = this.session
     if (session === undefined || session.settled || this.#thread !== thread) return
     this.#releaseReserve()
+    this.#parkInFlight = false
     this.#busyBefore = this.#meter()
     this.#parked = parked
     this.#thread = undefined
@@ -550,6 +562,15 @@ class ActiveRun {
     session.parked(true)
     this.pool.addParked(this, parked, session.heldBytes())
     thread.stop(this)
+    if (this.#waiting.length > 0) {
+      // A call settled while the thread parked: the parked state already lags the run (a
+      // waiting call it names has its answer), so it is not handed on (a crash resumes the
+      // run from its previous park, or loses it as a run that never parked), and the VM is
+      // resumed with the answer at once.
+      this.#resumeAsked = true
+      this.pool.resume(this)
+      return
+    }
     const onPark = this.pending.prepared.onPark
     if (onPark !== undefined) {
       try {
