@@ -9,7 +9,7 @@ import type { ScopeKey, ToolExecutionResult } from '../types.js'
 import type { FollowedRun, LiveEvents } from './_live-events.js'
 import type { ResumedRun } from './runs.js'
 import { createRunTable, EVENT_ID_RESERVE, restoredEvents, RUN_CALL_ID_PREFIX, runRecord } from './run-table.js'
-import type { ResolvedRunTableOptions, RunEventLog, RunEventStore, RunEventsSince, RunRecordJson, RunRecordStore, RunStatus, RunTable, RunTableHeld, TableRun } from './run-table.js'
+import type { ResolvedRunTableOptions, RunEventLog, RunEventStore, RunEventsSince, RunRecordJson, RunRecordStore, RunStatus, RunTable, RunTableHeld, StreamReader, TableRun } from './run-table.js'
 
 /** The runs one sweep resumed, each handed to at most one table. */
 export interface ResumedRunPool {
@@ -102,8 +102,9 @@ export interface BackgroundRuns {
   view(run: TableRun | RunRecordJson): Promise<RunView>
   /** Asks the run to end: its signal fires, it settles as `cancelled`. */
   cancel(run: TableRun, reason: unknown): void
-  /** Takes a place for one event stream (its release), or `undefined` past `maxStreams`. */
+  /** Takes a place for one event stream (its release), `undefined` past `maxStreams`, or a refusal's message past a reader's shares (`RunTable.openStream`). */
   openStream(): (() => void) | undefined
+  openStream(reader: StreamReader): (() => void) | string | undefined
   readonly held: RunTableHeld
   readonly options: ResolvedRunTableOptions
 }
@@ -524,7 +525,7 @@ export function createBackgroundRuns(service: RunStoreSide, options: ResolvedRun
       return viewOf(record, cancelRequested, open(record.callId), open.truncated === true)
     },
     cancel: (run, reason) => table.cancel(run, reason),
-    openStream: () => table.openStream(),
+    openStream: ((reader?: StreamReader) => (reader === undefined ? table.openStream() : table.openStream(reader))) as BackgroundRuns['openStream'],
     get held() {
       return table.held
     },

@@ -29,9 +29,30 @@ export interface RunTableOptions {
   /**
    * The most `/v1/runs/:id/events` streams open at once, every run together; one more is
    * 503 `OVERLOADED`. Each stream replays its run's buffer (up to `maxEventBytesPerRun`)
-   * on the host's thread, so this bounds that work. Default 64.
+   * on the host's thread, so this bounds that work. Default 64. A reader without the
+   * `approve` role holds at most a quarter of them (at least one), and such readers
+   * together at most what leaves a quarter to the people ({@link streamShares}).
    */
   readonly maxStreams?: number
+}
+
+/** Who opens an event stream: a principal id, and whether it is a person (holds `approve`). */
+export interface StreamReader {
+  readonly id: string
+  readonly person: boolean
+}
+
+/**
+ * How `maxStreams` is shared (stop 55, red team 3): before, one `run` token opened all 64
+ * streams of its own waiting run and every other principal, the person deciding its
+ * approvals included, was refused (503) until it let go. Now a reader that is not a person
+ * holds at most `perReader` (a quarter, at least 1), and such readers together at most
+ * `nonPersons` (all but a quarter), so a person can always open a quarter of the streams
+ * however many tokens crowd the server; a person is bounded by `maxStreams` alone.
+ */
+export function streamShares(maxStreams: number): { readonly perReader: number; readonly nonPersons: number } {
+  const quarter = Math.floor(maxStreams / 4)
+  return { perReader: Math.max(1, quarter), nonPersons: maxStreams - quarter }
 }
 
 /** The validated options, defaults applied. */
@@ -742,9 +763,12 @@ export interface RunTable {
   settle(run: TableRun, result: ToolExecutionResult | undefined): void
   /**
    * Takes a place for one event stream: a function that gives it back (call it once, when
-   * the stream ends), or `undefined` when `maxStreams` are open: the caller answers `OVERLOADED`.
+   * the stream ends), or `undefined` when `maxStreams` are open: the caller answers
+   * `OVERLOADED`. With a `reader` that is not a person, also its shares
+   * ({@link streamShares}): past them, the refusal's message (a string).
    */
   openStream(): (() => void) | undefined
+  openStream(reader: StreamReader): (() => void) | string | undefined
   readonly held: RunTableHeld
 }
 
@@ -761,6 +785,9 @@ export function createRunTable(options: ResolvedRunTableOptions, now: () => numb
   let bytes = 0
   let live = 0
   let streams = 0
+  // The streams of readers that are not people: per principal id, and together.
+  const streamsOf = new Map<string, number>()
+  let nonPersonStreams = 0
   const resultBytes = new WeakMap<MutableRun, number>()
 
   const evict = (run: MutableRun): void => {
@@ -776,6 +803,33 @@ export function createRunTable(options: ResolvedRunTableOptions, now: () => numb
     for (const run of finished) {
       if ((run.settledAt as number) >= expiredBefore && runs.size + room <= options.maxRuns && bytes <= options.maxBytes) break
       evict(run)
+    }
+  }
+
+  function openStream(): (() => void) | undefined
+  function openStream(reader: StreamReader): (() => void) | string | undefined
+  function openStream(reader?: StreamReader): (() => void) | string | undefined {
+    if (streams >= options.maxStreams) return undefined
+    const counted = reader !== undefined && !reader.person ? reader.id : undefined
+    if (counted !== undefined) {
+      const { perReader, nonPersons } = streamShares(options.maxStreams)
+      const held = streamsOf.get(counted) ?? 0
+      if (held >= perReader) return `this token has ${held} event streams open, the most a token without the approve role may (a quarter of runs.maxStreams, ${options.maxStreams}); close one or retry later`
+      if (nonPersonStreams >= nonPersons) return `tokens without the approve role have ${nonPersonStreams} event streams open, the most they may together (runs.maxStreams ${options.maxStreams} less a quarter kept for people); close one or retry later`
+      streamsOf.set(counted, held + 1)
+      nonPersonStreams++
+    }
+    streams++
+    let open = true
+    return () => {
+      if (!open) return
+      open = false
+      streams--
+      if (counted === undefined) return
+      nonPersonStreams--
+      const left = (streamsOf.get(counted) ?? 1) - 1
+      if (left > 0) streamsOf.set(counted, left)
+      else streamsOf.delete(counted)
     }
   }
 
@@ -837,15 +891,7 @@ export function createRunTable(options: ResolvedRunTableOptions, now: () => numb
       finished.add(entry)
       sweep(0)
     },
-    openStream() {
-      if (streams >= options.maxStreams) return undefined
-      streams++
-      let open = true
-      return () => {
-        if (open) streams--
-        open = false
-      }
-    },
+    openStream,
     get held() {
       let subscribers = 0
       for (const run of runs.values()) subscribers += run.events.subscriberCount
