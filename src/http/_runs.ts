@@ -13,6 +13,7 @@ import { EVENT_OF } from './_run-stream.js'
 import { CALL_ID_HEADER, NO_QUERY, prepareRun } from './_routes.js'
 import type { ApiConfig, ApiRoute } from './_routes.js'
 import { sseResponse } from './_sse-sender.js'
+import { hasRole } from './auth.js'
 import type { Role } from './auth.js'
 import { canCancelRun, canReadRun, requestPrincipal } from './_principals.js'
 import type { ResolvedRunTableOptions, RunEventsSince, RunRecordJson, RunStatus, RunTableHeld, TableRun } from '../durable/run-table.js'
@@ -177,9 +178,11 @@ function runEvents(config: RunsConfig, table: BackgroundRuns): Handler {
       // A HEAD gets the stream's headers without a stream (nothing would read it).
       if (c.req.method === 'HEAD') return streamHeaders(c)
       // Every stream replays its run's buffer on this thread: their number bounds that work.
-      const release = table.openStream()
-      if (release === undefined) {
-        throw new HttpError('OVERLOADED', `this server has ${config.runs.maxStreams} event streams open (runs.maxStreams); close one or retry later`, {
+      // A reader that is not a person holds a share of them only: one token cannot take every stream (the person's included).
+      const reader = requestPrincipal(c)
+      const release = table.openStream({ id: reader.id, person: hasRole(reader, 'approve') })
+      if (typeof release !== 'function') {
+        throw new HttpError('OVERLOADED', release ?? `this server has ${config.runs.maxStreams} event streams open (runs.maxStreams); close one or retry later`, {
           'Retry-After': String(OVERLOADED_RETRY_AFTER_SECONDS),
         })
       }
