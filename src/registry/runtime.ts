@@ -21,7 +21,7 @@ import { InFlightCalls } from './in-flight.js'
 import { ToolLayers } from './layers.js'
 import { validateRuntimeOptions } from './options.js'
 import { executePipeline } from './pipeline.js'
-import { RegistrationScope } from './scope.js'
+import { checkAgent, RegistrationScope } from './scope.js'
 import { PromptSections } from './prompt-sections.js'
 import { ScopedList } from './scoped-list.js'
 import { ToolCatalogs } from './tool-catalog.js'
@@ -142,15 +142,15 @@ export function createToolRuntime(options?: ToolRuntimeOptions): ToolRuntime {
       return agents.get(id)
     },
     // Stryker disable next-line ConditionalExpression: a view resolves names through a Map keyed by string, which finds nothing for any other value
-    get: (name: string, scope?: ScopeKey) => (typeof name === 'string' ? layers.resolve(name, scope)?.definition : undefined),
-    schemas: (scope?: ScopeKey) => layers.schemas(scope),
+    get: (name: string, scope?: ScopeKey) => (typeof name === 'string' ? layers.resolve(name, checkAgent(scope, 'get'))?.definition : undefined),
+    schemas: (scope?: ScopeKey) => layers.schemas(checkAgent(scope, 'schemas')),
     // The input only: a caller cannot pass a schedule or a scope state.
     execute: (input: ToolExecutionInput) => context.execute(input),
     executionMode: context.executionMode,
-    presentation: (scope?: ScopeKey) => layers.presentation(scope),
-    view: (scope?: ScopeKey) => layers.view(scope).public,
-    assemble: (scope?: ScopeKey) => context.assemble(scope),
-    catalog: (scope?: ScopeKey) => context.catalog(scope),
+    presentation: (scope?: ScopeKey) => layers.presentation(checkAgent(scope, 'presentation')),
+    view: (scope?: ScopeKey) => layers.view(checkAgent(scope, 'view')).public,
+    assemble: (scope?: ScopeKey) => context.assemble(checkAgent(scope, 'assemble')),
+    catalog: (scope?: ScopeKey) => context.catalog(checkAgent(scope, 'catalog')),
     preflight: runPreflight,
     resumeRuns: async (resumeOptions?: { readonly staleMs?: number }) => {
       global.assertLive()

@@ -10,6 +10,19 @@ export function misuse(message: string): never {
   throw new ToolError('INVALID_SCOPE_OPERATION', message)
 }
 
+/**
+ * `scope` as an agent: `undefined` (the global layer) or an agent id (a string). Anything
+ * else is refused (`INVALID_SCOPE_OPERATION`, naming `where`), never read as the global
+ * layer: `assemble(5)` would otherwise answer the global prompt and tools without a word.
+ * The one check of every runtime method that takes an agent (`execute` and `preflight`
+ * read theirs from their input: `INVALID_EXECUTION`).
+ */
+export function checkAgent(scope: unknown, where: string): ScopeKey | undefined {
+  if (scope === undefined || typeof scope === 'string') return scope
+  const got = scope === null ? 'null' : Array.isArray(scope) ? 'an array' : typeof scope
+  return misuse(`runtime.${where}(agent): the agent must be an agent id (a string), or absent for the global layer (got ${got})`)
+}
+
 /** What one registration scope (the registry, or one agent) owns and must undo on dispose. */
 export class RegistrationScope {
   /** The agent this scope registers for; undefined for the global scope. */
