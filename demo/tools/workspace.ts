@@ -193,12 +193,27 @@ dist
 `,
 })
 
-/** Normalizes a model-supplied path: `./a//b` → `a/b`; rejects `..`, empty and absolute-escape paths. */
+/** A model's path as a message quotes it: at most 80 characters. */
+function quotedPath(path: string): string {
+  return JSON.stringify(path.length > 80 ? `${path.slice(0, 80)}…` : path)
+}
+
+/** Whether a model's path is absolute (`/etc/passwd`, `C:\\x`): it is still read inside the workspace ({@link normalizePath}). */
+function isAbsolute(path: string): boolean {
+  return path.startsWith('/') || path.startsWith('\\') || /^[A-Za-z]:[\\/]/.test(path)
+}
+
+/**
+ * Normalizes a model-supplied path: `./a//b` → `a/b`. Paths are relative to the workspace
+ * root; a leading `/` names that root (`/src/a.ts` is `src/a.ts`), never the host's file
+ * system, and a `..` segment is refused. A missing file asked by an absolute path says so
+ * (`no such file: etc/passwd …`, {@link notFound}).
+ */
 export function normalizePath(path: string, field = 'path'): string {
   const segments: string[] = []
   for (const segment of path.replaceAll('\\', '/').split('/')) {
     if (segment === '' || segment === '.') continue
-    if (segment === '..') throw new ToolArgsError([{ path: `/${field}`, message: 'must not contain ".." segments' }])
+    if (segment === '..') throw new ToolArgsError([{ path: `/${field}`, message: `must not contain ".." segments: paths are relative to the workspace root, and ${quotedPath(path)} would leave it` }])
     segments.push(segment)
   }
   return segments.join('/')
@@ -241,7 +256,7 @@ function planEdit(
   const path = normalizePath(args.path)
   if (args.oldText === '') throw new ToolArgsError([{ path: '/oldText', message: 'must not be empty' }])
   const text = workspace.files.get(path)
-  if (text === undefined) throw notFound(path)
+  if (text === undefined) throw notFound(path, args.path)
   const count = text.split(args.oldText).length - 1
   if (count === 0) throw new ToolError('TOOL_FAILED', `oldText not found in ${path}`)
   if (count > 1 && args.replaceAll !== true) {
@@ -256,8 +271,13 @@ function willFail(error: unknown): string {
   return `will fail: ${error instanceof Error ? error.message : String(error)}`
 }
 
-function notFound(path: string): ToolError {
-  return new ToolError('TOOL_FAILED', `no such file: ${path}`)
+/** The failure of a read of a file the workspace lacks; `asked` (the model's path) says why when it was absolute. */
+function notFound(path: string, asked = path): ToolError {
+  if (!isAbsolute(asked)) return new ToolError('TOOL_FAILED', `no such file: ${path}`)
+  return new ToolError(
+    'TOOL_FAILED',
+    `no such file: ${path} (paths are relative to the workspace root: ${quotedPath(asked)} was looked up as ${quotedPath(path)} in the workspace; nothing outside it can be read)`,
+  )
 }
 
 function textOf(result: ToolResultRecord): string {
@@ -369,7 +389,7 @@ export function createWorkspaceTools(workspace: Workspace): AnyToolDefinition[] 
       if (offset < 1) throw new ToolArgsError([{ path: '/offset', message: 'must be at least 1' }])
       if (limit < 1) throw new ToolArgsError([{ path: '/limit', message: 'must be at least 1' }])
       const text = workspace.files.get(path)
-      if (text === undefined) throw notFound(path)
+      if (text === undefined) throw notFound(path, args.path)
       const all = fileLines(text)
       const lines = all.slice(offset - 1, offset - 1 + limit).map((line, i) => ({ number: offset + i, text: line }))
       return { path, offset, totalLines: all.length, lines, truncated: offset - 1 + limit < all.length }
