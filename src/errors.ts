@@ -65,7 +65,13 @@ export type ToolErrorCode =
   | 'INVALID_EXECUTION'
   /** An MCP peer answered with a failed or malformed message (e.g. a `tools/list` page an import cannot read). */
   | 'MCP_PROTOCOL_ERROR'
-  /** An MCP tool the import cannot offer (task-based execution required); reported in the import's `skipped()` records. */
+  /**
+   * A tool cannot be offered where it was asked for. An MCP tool the import cannot offer
+   * (task-based execution required): reported in the import's `skipped()` records, never
+   * thrown. A provider converter's tool whose name the provider refuses: thrown, naming the
+   * converter, the tool and the rule — `toOpenAIChatTools` / `toOpenAIResponsesTools`:
+   * `^[a-zA-Z0-9_-]{1,64}$`; `toAnthropicTools`: `^[a-zA-Z0-9_-]{1,128}$` (docs/providers.md).
+   */
   | 'UNSUPPORTED_TOOL'
   // ── the durable store (src/durable/store.ts): thrown by every DurableStore driver ──
   /** A store key (or list prefix/cursor) is malformed: empty, too long, a character outside the key set, a `.`/`..` or empty segment. */
