@@ -83,8 +83,8 @@ export interface CodeRunRequest {
    * Who the run waits for a slot with (1–256 characters): on the sandbox runtime each lane has its
    * own first-in-first-out queue and the lanes take turns, so a short run in one lane is not stuck
    * behind thousands queued in another. Absent: one shared lane. `run_code` sets it from the
-   * caller's HTTP principal, else its agent (docs/runtimes.md, "Lanes"). Runtimes without a queue
-   * of their own ignore it.
+   * caller's HTTP principal, else its agent (docs/runtimes.md, "Lanes"); one lane has at most
+   * `laneQueueShare` waiting. Runtimes without a queue of their own ignore it.
    */
   readonly lane?: string
 }

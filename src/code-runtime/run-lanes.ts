@@ -61,6 +61,11 @@ export class LaneQueue<T extends object> {
     return this.#entries.size
   }
 
+  /** Runs waiting in `lane`. */
+  sizeOf(lane: string): number {
+    return this.#lanes.get(lane)?.size ?? 0
+  }
+
   /** Queues `item` at the back of `lane`; `detach` is called when it leaves (served or removed). */
   push(lane: string, item: T, detach?: () => void): void {
     let queue = this.#lanes.get(lane)

@@ -764,7 +764,7 @@ class SandboxPool {
    * Admits a run: bound to an idle thread (starting one while the pool may grow), else queued while
    * there is room.
    */
-  admit(pending: PendingRun): boolean {
+  admit(pending: PendingRun): boolean | string {
     // A thread that is releasing its last run is free within a millisecond: wait for it
     // rather than start another (sequential runs would otherwise grow the pool to its cap),
     // or rather than take an idle thread still booting (a boot takes tens of ms).
@@ -781,6 +781,11 @@ class SandboxPool {
         return true
       }
       if (this.queue.size >= releasing + this.options.maxQueuedRuns) return false
+      const lane = pending.prepared.lane
+      const share = laneQueueShare(this.options.maxQueuedRuns)
+      if (lane !== undefined && this.queue.sizeOf(lane) >= share) {
+        return `the sandbox queue keeps a quarter of its ${this.options.maxQueuedRuns} places for other callers, and this caller already has ${this.queue.sizeOf(lane)} runs waiting; retry later`
+      }
     }
     this.#enqueue(pending)
     return true
@@ -931,6 +936,11 @@ class SandboxPool {
   }
 }
 
+/** The most runs one named lane may have waiting: `maxQueuedRuns` less a quarter, left to the other lanes (test/unit/security/queue-shares). */
+export function laneQueueShare(maxQueuedRuns: number): number {
+  return maxQueuedRuns - Math.floor(maxQueuedRuns / 4)
+}
+
 /**
  * The sandbox pool as a driver of the one run lifecycle: the thread strips (no stripper on the
  * host: only the length is checked there).
@@ -942,9 +952,13 @@ function startPooled(pool: SandboxPool, run: PreparedRun, program: string): RunH
   })
   const pending: PendingRun = { prepared: run, program, resolve }
   if (run.resume !== undefined) pool.openParked(pending, run.resume)
-  else if (!pool.admit(pending)) {
-    const { running, queued } = pool.load()
-    resolve(failedResult('overloaded', `the sandbox is at capacity (${running} runs running, ${queued} waiting); retry later`))
+  else {
+    const admitted = pool.admit(pending)
+    if (typeof admitted === 'string') resolve(failedResult('overloaded', admitted))
+    else if (!admitted) {
+      const { running, queued } = pool.load()
+      resolve(failedResult('overloaded', `the sandbox is at capacity (${running} runs running, ${queued} waiting); retry later`))
+    }
   }
   return {
     result,
