@@ -10,7 +10,7 @@ import type { SlicedListener } from '../../src/code-runtime/sliced-delivery.js'
 import { SANDBOX_SOURCE } from '../../engine/quickjs/_sandbox-source.js'
 import type { SandboxPlatform, SandboxRuntime, SandboxRuntimeOptions, SandboxThread } from '../../src/code-runtime/sandbox-runtime.js'
 import { ToolError } from '../../src/errors.js'
-import { batchedSender, eachMessage } from './message-batch.js'
+import { batchedSender, eachMessage, PAGE_AT_ONCE_MESSAGES } from './message-batch.js'
 import { channelTurn } from './next-turn.js'
 import { createPythonSandboxRuntime } from './python-sandbox-runtime.js'
 
@@ -55,7 +55,8 @@ function spawnWorker(url: string | URL, name = 'toolyard-sandbox'): SandboxThrea
   worker.addEventListener('messageerror', () => die('a message from it could not be read'))
   // A burst goes both ways in batches (message-batch.ts): one task of the page per batch, not per call.
   // The page's turn ends with a macrotask (a message's, not a timer's): a slice's replies come from many microtasks.
-  const post = batchedSender((message) => worker.postMessage(message), channelTurn)
+  // Its first reply of a turn goes at once (a lone call waits for nothing), the rest of the turn's in batches.
+  const post = batchedSender((message) => worker.postMessage(message), channelTurn, PAGE_AT_ONCE_MESSAGES)
   return {
     postMessage: post,
     onMessage: (listener) => {
