@@ -41,7 +41,9 @@ export function assemblePrompt(core: AssemblyCore, agent: ScopeKey | undefined):
   let tools: ToolSchema[] = [...view.wireTools]
   if (view.presentsRunCode) {
     const codeRuntime = core.options.codeRuntime
-    if (codeRuntime === undefined) fail(`presentation '${mode}' needs options.codeRuntime, and none is configured`)
+    if (codeRuntime === undefined) {
+      fail(`presentation '${mode}' needs options.codeRuntime, and none is configured: pass createToolRuntime({ codeRuntime }) (e.g. createSandboxRuntime() from 'toolyard/node'), or present 'native' (options.mode, or the agent's presentAs)`)
+    }
     const language = codeRuntime.language
     if (!hasSdkRenderer(language)) fail(`presentation '${mode}': no Code Mode SDK renderer for language ${JSON.stringify(String(language))}`)
     let sdk: string

@@ -358,8 +358,9 @@ describe('the tool contribution of each mode', () => {
   })
 
   it('needs a code runtime with an SDK renderer, and reports a failing renderer', () => {
-    expect(failure(() => make({ mode: 'code' }).assemble())).toEqual({ code: 'ASSEMBLY_FAILED', message: "presentation 'code' needs options.codeRuntime, and none is configured" })
-    expect(failure(() => make({ mode: 'both' }).assemble())).toEqual({ code: 'ASSEMBLY_FAILED', message: "presentation 'both' needs options.codeRuntime, and none is configured" })
+    const fix = "pass createToolRuntime({ codeRuntime }) (e.g. createSandboxRuntime() from 'toolyard/node'), or present 'native' (options.mode, or the agent's presentAs)"
+    expect(failure(() => make({ mode: 'code' }).assemble())).toEqual({ code: 'ASSEMBLY_FAILED', message: `presentation 'code' needs options.codeRuntime, and none is configured: ${fix}` })
+    expect(failure(() => make({ mode: 'both' }).assemble())).toEqual({ code: 'ASSEMBLY_FAILED', message: `presentation 'both' needs options.codeRuntime, and none is configured: ${fix}` })
     const cobol = Object.assign(Object.create(createInProcessRuntime()) as object, { language: 'cobol' })
     expect(failure(() => make({ mode: 'code', codeRuntime: cobol as never }).assemble())).toEqual({ code: 'ASSEMBLY_FAILED', message: `presentation 'code': no Code Mode SDK renderer for language "cobol"` })
   })
