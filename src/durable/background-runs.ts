@@ -8,7 +8,7 @@ import type { PendingApproval } from '../approvals/types.js'
 import type { ScopeKey, ToolExecutionResult } from '../types.js'
 import type { FollowedRun, LiveEvents } from './_live-events.js'
 import type { ResumedRun } from './runs.js'
-import { createRunTable, EVENT_ID_RESERVE, restoredEvents, RUN_CALL_ID_PREFIX, runRecord } from './run-table.js'
+import { createRunTable, EVENT_ID_RESERVE, liveShare, restoredEvents, RUN_CALL_ID_PREFIX, runRecord } from './run-table.js'
 import type { ResolvedRunTableOptions, RunEventLog, RunEventStore, RunEventsSince, RunRecordJson, RunRecordStore, RunStatus, RunTable, RunTableHeld, StreamReader, TableRun } from './run-table.js'
 
 /** The runs one sweep resumed, each handed to at most one table. */
@@ -102,6 +102,8 @@ export interface BackgroundRuns {
   view(run: TableRun | RunRecordJson): Promise<RunView>
   /** Asks the run to end: its signal fires, it settles as `cancelled`. */
   cancel(run: TableRun, reason: unknown): void
+  /** Why a new run of `principal` would be refused for its share of the table ({@link liveShare}), or `undefined`. */
+  shareRefusal(principal: string | undefined): string | undefined
   /** Takes a place for one event stream (its release), `undefined` past `maxStreams`, or a refusal's message past a reader's shares (`RunTable.openStream`). */
   openStream(): (() => void) | undefined
   openStream(reader: StreamReader): (() => void) | string | undefined
@@ -504,13 +506,19 @@ export function createBackgroundRuns(service: RunStoreSide, options: ResolvedRun
     async start(spec, report = sources.report) {
       // Its id is its call id's uuid: its record, runs/<callId>, is found from the id with no index.
       const id = spec.callId.startsWith(RUN_CALL_ID_PREFIX) ? spec.callId.slice(RUN_CALL_ID_PREFIX.length) : undefined
-      const run = table.admit({ callId: spec.callId, agent: spec.agent, principal: spec.principal, ...(id === undefined ? {} : { id }) })
+      const run = table.admit({ callId: spec.callId, agent: spec.agent, principal: spec.principal, fresh: true, ...(id === undefined ? {} : { id }) })
       if (run === undefined) return undefined
       // Alive on the store before its record names this process (another instance may read it at once).
       await service.hold()
       const driven = drive(run, spec, driver, report).catch(report)
       service.track(driven)
       return { run, driven }
+    },
+    shareRefusal: (principal) => {
+      const share = liveShare(options.maxRuns)
+      // A table full of running runs says so: that refusal holds for everyone.
+      if (principal === undefined || table.liveOf(principal) < share || table.held.live >= options.maxRuns) return undefined
+      return `this token has ${table.liveOf(principal)} runs running, the most one token may (runs.maxRuns ${options.maxRuns} less a quarter left to the others); retry once some end`
     },
     get: (id) => table.get(id),
     stored: async (id) => service.records?.get(id),

@@ -36,6 +36,11 @@ export interface RunTableOptions {
   readonly maxStreams?: number
 }
 
+/** The most running runs one principal may start in a table of `maxRuns`: all but a quarter, left to the others (test/unit/security/run-table-shares). */
+export function liveShare(maxRuns: number): number {
+  return Math.max(1, maxRuns - Math.floor(maxRuns / 4))
+}
+
 /** Who opens an event stream: a principal id, and whether it is a person (holds `approve`). */
 export interface StreamReader {
   readonly id: string
@@ -752,7 +757,11 @@ export interface RunTable {
     readonly createdAt?: number
     /** The frames of a run resumed after a restart (its buffer continues after them). */
     readonly events?: RestoredRunEvents
+    /** A new run (not one adopted after a restart): refused past its principal's {@link liveShare}. */
+    readonly fresh?: boolean
   }): TableRun | undefined
+  /** Runs of `principal` still running. */
+  liveOf(principal: string): number
   /** The run with this id, or `undefined` (evicted, or never existed). Sweeps first. */
   get(id: string): TableRun | undefined
   /** Asks the run to end: its controller aborts, and it will settle as `cancelled`. No-op once settled. */
@@ -784,6 +793,7 @@ export function createRunTable(options: ResolvedRunTableOptions, now: () => numb
   const finished = new Set<MutableRun>()
   let bytes = 0
   let live = 0
+  const liveBy = new Map<string, number>()
   let streams = 0
   // The streams of readers that are not people: per principal id, and together.
   const streamsOf = new Map<string, number>()
@@ -834,9 +844,10 @@ export function createRunTable(options: ResolvedRunTableOptions, now: () => numb
   }
 
   return {
-    admit({ callId, agent, principal, asked, id, createdAt, events }) {
+    admit({ callId, agent, principal, asked, id, createdAt, events, fresh }) {
       sweep(1)
       if (runs.size >= options.maxRuns || bytes >= options.maxBytes) return undefined
+      if (fresh === true && principal !== undefined && (liveBy.get(principal) ?? 0) >= liveShare(options.maxRuns)) return undefined
       if (id !== undefined && runs.has(id)) return undefined
       const run: MutableRun = {
         // A run resumed after a restart keeps the id its clients know.
@@ -862,6 +873,7 @@ export function createRunTable(options: ResolvedRunTableOptions, now: () => numb
       // Restored frames were not reported while the run was not yet the table's.
       bytes += run.events.bytes
       live++
+      if (principal !== undefined) liveBy.set(principal, (liveBy.get(principal) ?? 0) + 1)
       return run
     },
     get(id) {
@@ -884,6 +896,9 @@ export function createRunTable(options: ResolvedRunTableOptions, now: () => numb
       entry.settledAt = now()
       entry.result = result
       live--
+      const left = entry.principal === undefined ? 0 : (liveBy.get(entry.principal) ?? 1) - 1
+      if (left > 0) liveBy.set(entry.principal!, left)
+      else if (entry.principal !== undefined) liveBy.delete(entry.principal)
       if (runs.get(entry.id) !== entry) return
       const size = result === undefined ? 0 : utf8Length(JSON.stringify(result))
       resultBytes.set(entry, size)
@@ -892,6 +907,7 @@ export function createRunTable(options: ResolvedRunTableOptions, now: () => numb
       sweep(0)
     },
     openStream,
+    liveOf: (principal) => liveBy.get(principal) ?? 0,
     get held() {
       let subscribers = 0
       for (const run of runs.values()) subscribers += run.events.subscriberCount
