@@ -67,7 +67,7 @@ function startRun(runtime: ToolRuntime, config: RunsConfig, table: BackgroundRun
     const started = await table.start(prepared, (error) => config.report(error, request))
     if (started === undefined) {
       const { runs, bytes } = table.held
-      throw new HttpError('OVERLOADED', `the run table is full of running runs (${runs} runs, ${bytes} bytes); retry later`, {
+      throw new HttpError('OVERLOADED', table.shareRefusal(prepared.principal) ?? `the run table is full of running runs (${runs} runs, ${bytes} bytes); retry later`, {
         'Retry-After': String(OVERLOADED_RETRY_AFTER_SECONDS),
       })
     }
