@@ -198,17 +198,12 @@ function quotedPath(path: string): string {
   return JSON.stringify(path.length > 80 ? `${path.slice(0, 80)}…` : path)
 }
 
-/** Whether a model's path is absolute (`/etc/passwd`, `C:\\x`): it is still read inside the workspace ({@link normalizePath}). */
+/** Whether a model's path is absolute (`/etc/passwd`, `C:\\x`). */
 function isAbsolute(path: string): boolean {
   return path.startsWith('/') || path.startsWith('\\') || /^[A-Za-z]:[\\/]/.test(path)
 }
 
-/**
- * Normalizes a model-supplied path: `./a//b` → `a/b`. Paths are relative to the workspace
- * root; a leading `/` names that root (`/src/a.ts` is `src/a.ts`), never the host's file
- * system, and a `..` segment is refused. A missing file asked by an absolute path says so
- * (`no such file: etc/passwd …`, {@link notFound}).
- */
+/** Normalizes a model-supplied path: `./a//b` → `a/b`, `/src/a.ts` → `src/a.ts` (the workspace root); refuses `..`. */
 export function normalizePath(path: string, field = 'path'): string {
   const segments: string[] = []
   for (const segment of path.replaceAll('\\', '/').split('/')) {
@@ -271,7 +266,7 @@ function willFail(error: unknown): string {
   return `will fail: ${error instanceof Error ? error.message : String(error)}`
 }
 
-/** The failure of a read of a file the workspace lacks; `asked` (the model's path) says why when it was absolute. */
+/** A missing file; `asked`, the model's path, is explained when absolute. */
 function notFound(path: string, asked = path): ToolError {
   if (!isAbsolute(asked)) return new ToolError('TOOL_FAILED', `no such file: ${path}`)
   return new ToolError(

@@ -32,10 +32,9 @@ const CHARS_PER_SLICE = 64 * 1024
 /** Lets timers and I/O run (a macrotask, not a microtask: a promise chain never yields). */
 const yieldToLoop = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 0))
 
-/** Which requests a listing keeps: an agent's calls, a run's own (its plan request and its sub-calls'); both when both are given. */
+/** Which requests a listing keeps: an agent's, a run's (by its `run_code` call id). */
 export interface ListingFilter {
   readonly agent?: string | undefined
-  /** The run's `run_code` call id. */
   readonly run?: string | undefined
 }
 

@@ -247,11 +247,7 @@ export interface ApprovalPendingOptions {
    * never take the listing's 500 places. Must be a string (`INVALID_OPTIONS` otherwise).
    */
   readonly agent?: string
-  /**
-   * Only the requests of this run (its `run_code` call id): its plan request and its
-   * sub-calls' (by `parentCallId`). Filtered while the store is read, as `agent` is, so
-   * other runs' older requests never hide its own (`GET /v1/runs/:id`). Must be a string.
-   */
+  /** Only this run's requests (its `run_code` call id): its plan's and its sub-calls'. Filtered as `agent` is. */
   readonly run?: string
 }
 

@@ -65,10 +65,9 @@ export interface BackgroundRunSpec {
   readonly execute: (signal: AbortSignal) => Promise<ToolExecutionResult>
 }
 
-/** The open approval requests as one listing read them: called with a run's `run_code` call id, that run's requests. */
+/** One listing's open requests of a run (by its `run_code` call id); `truncated`: it stopped at a bound. */
 export interface RunApprovalsListed {
   (runCallId: string): readonly PendingApproval[]
-  /** `true`: the listing stopped at a bound, so a run may have requests it does not hold. */
   readonly truncated?: boolean
 }
 
@@ -76,11 +75,7 @@ export interface RunApprovalsListed {
 export interface BackgroundRunSources {
   /** Forwards the live events of run `callId` (its sub-calls, logs, approvals) to `append`; returns the unsubscribe. */
   subscribe(callId: string, append: (event: string, data: unknown) => void): () => void
-  /**
-   * Reads the open approval requests once (only run `runCallId`'s when given, filtered while
-   * the store is read): those of each run (its sub-calls', its plan's), and whether the
-   * listing stopped at a bound (`truncated`: more may be waiting than it holds).
-   */
+  /** Reads the open approval requests once (only run `runCallId`'s when given): each run's (its sub-calls', its plan's). */
   approvals(runCallId?: string): Promise<RunApprovalsListed>
   /** Ends every run (the app's shutdown). */
   readonly shutdown: AbortSignal | undefined
@@ -138,7 +133,7 @@ export interface RunView {
   readonly createdAt: number
   readonly settledAt?: number
   readonly approvals: readonly RunApproval[]
-  /** Present (`true`) when the listing behind `approvals` stopped at a bound: more of the run's requests may be waiting than it shows. */
+  /** `true` when the listing behind `approvals` stopped at a bound. */
   readonly approvalsTruncated?: true
   /** The ids the event buffer still holds (`first`..`last`) and how many it dropped. */
   readonly events: { readonly first: number; readonly last: number; readonly dropped: number }
@@ -528,7 +523,6 @@ export function createBackgroundRuns(service: RunStoreSide, options: ResolvedRun
       const cancelRequested = 'controller' in run && run.cancelRequested
       // A cancelled run's requests are being withdrawn (a decision answers APPROVAL_WITHDRAWN): none is listed as open.
       if (record.status !== 'running' || cancelRequested) return viewOf(record, cancelRequested, [], false)
-      // Only this run's requests are read: other runs' older ones cannot take the listing's places.
       const open = await sources.approvals(record.callId)
       return viewOf(record, cancelRequested, open(record.callId), open.truncated === true)
     },

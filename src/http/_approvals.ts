@@ -28,14 +28,13 @@ export interface ApprovalsListed {
   readonly truncated: boolean
 }
 
-/** Which requests a listing keeps: an agent's (a pinned token's, or `?agent=`), a run's (`GET /v1/runs/:id`). */
+/** Which requests a listing keeps: an agent's, a run's (its `run_code` call id). */
 export interface ListedFor {
   readonly agent?: string | undefined
-  /** The run's `run_code` call id. */
   readonly run?: string | undefined
 }
 
-/** The most listings of one broker reading the store at once, whatever their filters; later ones wait their turn. */
+/** The most listings of one broker reading the store at once, whatever their filters. */
 export const MAX_LISTINGS_AT_ONCE = 2
 
 interface Slot {
@@ -43,7 +42,7 @@ interface Slot {
   queued?: Promise<ApprovalsListed>
 }
 
-/** A broker's listings under way: per filter, the one running and the one queued behind it (which every later caller joins); and the turns taken. */
+/** A broker's listings: per filter, the one running and the one queued behind it; the turns taken. */
 interface Listings {
   readonly byFilter: Map<string, Slot>
   active: number
@@ -52,14 +51,13 @@ interface Listings {
 
 const listings = new WeakMap<ApprovalBroker, Listings>()
 
-/** Runs `list` when fewer than {@link MAX_LISTINGS_AT_ONCE} listings of the broker are reading (first come, first served). */
+/** Runs `list` in its turn (first come, first served). */
 async function inTurn<T>(state: Listings, list: () => Promise<T>): Promise<T> {
   if (state.active >= MAX_LISTINGS_AT_ONCE) await new Promise<void>((resolve) => state.waiting.push(resolve))
   else state.active++
   try {
     return await list()
   } finally {
-    // The turn passes straight to the next in line (`active` unchanged), or is given back.
     const next = state.waiting.shift()
     if (next === undefined) state.active--
     else next()
@@ -67,14 +65,10 @@ async function inTurn<T>(state: Listings, list: () => Promise<T>): Promise<T> {
 }
 
 /**
- * `broker.pending(filter)` with its own listing's `truncated`, one listing of a broker and
- * filter at a time: a caller arriving while one runs joins the single listing queued
- * behind it (started after it asked: never an older answer), so concurrent `GET
- * /v1/approvals` cost at most two listings, not one each (each reads up to 1,000 records
- * and 8 MiB); and at most {@link MAX_LISTINGS_AT_ONCE} of any filters read at once (many
- * runs' pages polled together wait their turn). The filter is applied by the broker while
- * it reads the store (other agents' or runs' requests cannot crowd it out of the 500), and
- * here again for a broker of the caller's own making that ignores it.
+ * `broker.pending(filter)` with its listing's `truncated`. A caller arriving while a listing
+ * of its filter runs joins the one queued behind it (never an older answer), and at most
+ * {@link MAX_LISTINGS_AT_ONCE} listings read at once (each reads up to 1,000 records and
+ * 8 MiB). The broker filters while it reads; here again for a broker that ignores it.
  */
 export function listPending(broker: ApprovalBroker, filter: ListedFor = {}): Promise<ApprovalsListed> {
   let state = listings.get(broker)
@@ -90,8 +84,7 @@ export function listPending(broker: ApprovalBroker, filter: ListedFor = {}): Pro
   const start = (): Promise<ApprovalsListed> => {
     const listed = inTurn(shared, () => broker.pending(agent === undefined && run === undefined ? undefined : options)).then((found) => ({
       approvals: found.filter((approval) => (agent === undefined || approval.agent === agent) && (run === undefined || approvalOfRun(approval, run))),
-      // The listing's own facts; a broker of the caller's own making may give none: then nothing says it was cut.
-      truncated: (found.listing as ApprovalListing | undefined)?.truncated === true,
+        truncated: (found.listing as ApprovalListing | undefined)?.truncated === true,
     }))
     own.running = listed
     const clear = (): void => {
@@ -114,12 +107,9 @@ export function listPending(broker: ApprovalBroker, filter: ListedFor = {}): Pro
 }
 
 /**
- * `GET /v1/approvals[?agent=]`: the open requests, oldest first, each with the `principal` whose
- * call opened it as the broker recorded it (the execution's; a run's for its sub-calls),
- * and `truncated: true` when the listing stopped at a bound (500 requests, 1,000 records or
- * 8 MiB read), so a person knows that requests are waiting unseen. `agentOf` reads the
- * request's agent as every route does (`?agent=`; a pinned token's own, 403 for another):
- * only that agent's requests are listed, filtered within the listing's bounds.
+ * `GET /v1/approvals[?agent=]`: the open requests (of the agent `agentOf` reads, as every
+ * route does), oldest first, each with its `principal`; `truncated: true` when the listing
+ * stopped at a bound (docs/http-api.md).
  */
 export function listApprovals(broker: ApprovalBroker, agentOf: (c: Context) => string | undefined): Handler {
   return async (c) => {

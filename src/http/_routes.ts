@@ -60,7 +60,7 @@ export interface ApiRoute {
 
 /** The query parameters of a route that declares none: `agent`, which selects the agent layer (docs/http-api.md). */
 const AGENT_QUERY: readonly string[] = ['agent']
-/** The query of a route with no agent layer to select (health, a run or approval named by its id): `?agent=` is refused, never ignored. */
+/** The query of a route that reads no agent (health, a run or a request named by id). */
 export const NO_QUERY: readonly string[] = []
 
 /**
@@ -458,7 +458,6 @@ const RUN: readonly Role[] = ['run']
 function approvalRoutes(broker: ApprovalBroker, config: ApiConfig): ApiRoute[] {
   return [
     { method: 'GET', path: '/v1/approvals', roles: APPROVE, handlers: [listApprovals(broker, queryAgent)] },
-    // A decision names its request by id: an `agent` there would decide nothing differently (a pinned token's scope still applies).
     { method: 'POST', path: '/v1/approvals/:id', roles: APPROVE, query: NO_QUERY, handlers: [decideApproval(broker, config.maxBodyBytes)] },
   ]
 }

@@ -300,7 +300,6 @@ export function runRoutes(runtime: ToolRuntime, config: RunsConfig): { readonly 
     table,
     routes: [
       { method: 'POST', path: '/v1/runs', roles: RUN, handlers: [startRun(runtime, config, table)] },
-      // A run is named by its id and keeps the agent it started with: `?agent=` is refused there, never ignored.
       { method: 'GET', path: '/v1/runs/:id', roles: READ_RUN, query: NO_QUERY, handlers: [getRun(table)] },
       { method: 'DELETE', path: '/v1/runs/:id', roles: RUN, query: NO_QUERY, handlers: [cancelRun(table)] },
       { method: 'GET', path: '/v1/runs/:id/events', roles: READ_RUN, query: NO_QUERY, handlers: [runEvents(config, table)] },

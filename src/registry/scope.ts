@@ -10,13 +10,7 @@ export function misuse(message: string): never {
   throw new ToolError('INVALID_SCOPE_OPERATION', message)
 }
 
-/**
- * `scope` as an agent: `undefined` (the global layer) or an agent id (a string). Anything
- * else is refused (`INVALID_SCOPE_OPERATION`, naming `where`), never read as the global
- * layer: `assemble(5)` would otherwise answer the global prompt and tools without a word.
- * The one check of every runtime method that takes an agent (`execute` and `preflight`
- * read theirs from their input: `INVALID_EXECUTION`).
- */
+/** `scope` as an agent (a string, or `undefined`: the global layer); anything else is refused, never read as the global layer. */
 export function checkAgent(scope: unknown, where: string): ScopeKey | undefined {
   if (scope === undefined || typeof scope === 'string') return scope
   const got = scope === null ? 'null' : Array.isArray(scope) ? 'an array' : typeof scope
