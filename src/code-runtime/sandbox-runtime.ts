@@ -393,12 +393,7 @@ class ActiveRun {
   #parked: ParkedVm | undefined
   #waiting: string[] = []
   #resumeAsked = false
-  /**
-   * A park was asked and the thread has not answered. The thread takes its messages in order,
-   * so a VM message posted now would reach it after the park and be dropped by the stopped VM
-   * (a decision landing in that moment left its call's result nowhere and the run waiting for
-   * ever): it is held in `#waiting` until the thread answers.
-   */
+  /** A park was asked, not yet answered: VM messages wait in `#waiting` (the thread would take them after the park, and drop them). */
   #parkInFlight = false
   #busyBefore = 0
   #replayBusy = 0
@@ -523,7 +518,6 @@ class ActiveRun {
   parkRefused(): void {
     this.#releaseReserve()
     this.#parkInFlight = false
-    // The VM kept running: what was held while the thread answered goes to it now, in order.
     for (const json of this.#waiting.splice(0)) this.#thread?.post(json)
     this.session?.parkRefused()
   }
@@ -563,10 +557,7 @@ class ActiveRun {
     this.pool.addParked(this, parked, session.heldBytes())
     thread.stop(this)
     if (this.#waiting.length > 0) {
-      // A call settled while the thread parked: the parked state already lags the run (a
-      // waiting call it names has its answer), so it is not handed on (a crash resumes the
-      // run from its previous park, or loses it as a run that never parked), and the VM is
-      // resumed with the answer at once.
+      // A call settled while the thread parked: the state lags the run, so it is not handed on; the VM resumes at once.
       this.#resumeAsked = true
       this.pool.resume(this)
       return
@@ -936,7 +927,7 @@ class SandboxPool {
   }
 }
 
-/** The most runs one named lane may have waiting: `maxQueuedRuns` less a quarter, left to the other lanes (test/unit/security/queue-shares). */
+/** Runs one named lane may have waiting: `maxQueuedRuns` less a quarter. */
 export function laneQueueShare(maxQueuedRuns: number): number {
   return maxQueuedRuns - Math.floor(maxQueuedRuns / 4)
 }

@@ -97,9 +97,9 @@ export interface BackgroundRuns {
   view(run: TableRun | RunRecordJson): Promise<RunView>
   /** Asks the run to end: its signal fires, it settles as `cancelled`. */
   cancel(run: TableRun, reason: unknown): void
-  /** Why a new run of `principal` would be refused for its share of the table ({@link liveShare}), or `undefined`. */
+  /** Why `principal` may start no run now ({@link liveShare}), or `undefined`. */
   shareRefusal(principal: string | undefined): string | undefined
-  /** Takes a place for one event stream (its release), `undefined` past `maxStreams`, or a refusal's message past a reader's shares (`RunTable.openStream`). */
+  /** `RunTable.openStream`. */
   openStream(): (() => void) | undefined
   openStream(reader: StreamReader): (() => void) | string | undefined
   readonly held: RunTableHeld
@@ -511,7 +511,6 @@ export function createBackgroundRuns(service: RunStoreSide, options: ResolvedRun
     },
     shareRefusal: (principal) => {
       const share = liveShare(options.maxRuns)
-      // A table full of running runs says so: that refusal holds for everyone.
       if (principal === undefined || table.liveOf(principal) < share || table.held.live >= options.maxRuns) return undefined
       return `this token has ${table.liveOf(principal)} runs running, the most one token may (runs.maxRuns ${options.maxRuns} less a quarter left to the others); retry once some end`
     },

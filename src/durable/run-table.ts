@@ -29,32 +29,23 @@ export interface RunTableOptions {
   /**
    * The most `/v1/runs/:id/events` streams open at once, every run together; one more is
    * 503 `OVERLOADED`. Each stream replays its run's buffer (up to `maxEventBytesPerRun`)
-   * on the host's thread, so this bounds that work. Default 64. A reader without the
-   * `approve` role holds at most a quarter of them (at least one), and such readers
-   * together at most what leaves a quarter to the people ({@link streamShares}).
+   * on the host's thread, so this bounds that work. Default 64, shared ({@link streamShares}).
    */
   readonly maxStreams?: number
 }
 
-/** The most running runs one principal may start in a table of `maxRuns`: all but a quarter, left to the others (test/unit/security/run-table-shares). */
+/** Running runs one principal may start: `maxRuns` less a quarter. */
 export function liveShare(maxRuns: number): number {
   return Math.max(1, maxRuns - Math.floor(maxRuns / 4))
 }
 
-/** Who opens an event stream: a principal id, and whether it is a person (holds `approve`). */
+/** Who opens an event stream (`person`: holds `approve`). */
 export interface StreamReader {
   readonly id: string
   readonly person: boolean
 }
 
-/**
- * How `maxStreams` is shared (stop 55, red team 3): before, one `run` token opened all 64
- * streams of its own waiting run and every other principal, the person deciding its
- * approvals included, was refused (503) until it let go. Now a reader that is not a person
- * holds at most `perReader` (a quarter, at least 1), and such readers together at most
- * `nonPersons` (all but a quarter), so a person can always open a quarter of the streams
- * however many tokens crowd the server; a person is bounded by `maxStreams` alone.
- */
+/** How `maxStreams` is shared: a reader without `approve` holds at most `perReader`, all of them `nonPersons` (docs/durability.md, "Shares"). */
 export function streamShares(maxStreams: number): { readonly perReader: number; readonly nonPersons: number } {
   const quarter = Math.floor(maxStreams / 4)
   return { perReader: Math.max(1, quarter), nonPersons: maxStreams - quarter }
@@ -757,7 +748,7 @@ export interface RunTable {
     readonly createdAt?: number
     /** The frames of a run resumed after a restart (its buffer continues after them). */
     readonly events?: RestoredRunEvents
-    /** A new run (not one adopted after a restart): refused past its principal's {@link liveShare}. */
+    /** A new run (not adopted): refused past its principal's {@link liveShare}. */
     readonly fresh?: boolean
   }): TableRun | undefined
   /** Runs of `principal` still running. */
@@ -770,12 +761,7 @@ export interface RunTable {
   noteAsked(run: TableRun): void
   /** Records the run's end: `cancelled` if a cancel was asked, else `done` / `failed` from the result. */
   settle(run: TableRun, result: ToolExecutionResult | undefined): void
-  /**
-   * Takes a place for one event stream: a function that gives it back (call it once, when
-   * the stream ends), or `undefined` when `maxStreams` are open: the caller answers
-   * `OVERLOADED`. With a `reader` that is not a person, also its shares
-   * ({@link streamShares}): past them, the refusal's message (a string).
-   */
+  /** A place for one event stream (its release, called once), `undefined` past `maxStreams`, a message past `reader`'s share. */
   openStream(): (() => void) | undefined
   openStream(reader: StreamReader): (() => void) | string | undefined
   readonly held: RunTableHeld
@@ -795,7 +781,6 @@ export function createRunTable(options: ResolvedRunTableOptions, now: () => numb
   let live = 0
   const liveBy = new Map<string, number>()
   let streams = 0
-  // The streams of readers that are not people: per principal id, and together.
   const streamsOf = new Map<string, number>()
   let nonPersonStreams = 0
   const resultBytes = new WeakMap<MutableRun, number>()

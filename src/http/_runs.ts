@@ -178,7 +178,6 @@ function runEvents(config: RunsConfig, table: BackgroundRuns): Handler {
       // A HEAD gets the stream's headers without a stream (nothing would read it).
       if (c.req.method === 'HEAD') return streamHeaders(c)
       // Every stream replays its run's buffer on this thread: their number bounds that work.
-      // A reader that is not a person holds a share of them only: one token cannot take every stream (the person's included).
       const reader = requestPrincipal(c)
       const release = table.openStream({ id: reader.id, person: hasRole(reader, 'approve') })
       if (typeof release !== 'function') {
