@@ -18,7 +18,14 @@
  * page records no call), interleaved round by round in one process and one Chromium. Figures
  * are printed, never asserted.
  *
- * Run: `npm run bench -- playground-flood` (ROUNDS=3, CALLS=10000, BASELINE=<commit> or `none`, FLOOR=0 for no floor).
+ * With `CPU=1`, each measured run is also traced (Chromium's timeline), and the page's main thread
+ * is read by its own CPU time, which the machine's load barely moves (a gap of 250 ms at load 10
+ * is mostly the thread waiting for a core): `cpu` (the sum of its tasks' CPU, ms), `task` (the
+ * longest task's CPU, ms: what an idle machine's gap would be, and its one lever) and `>4ms` (tasks
+ * over 4 ms of CPU). Tracing costs the page time of its own: read the gaps of a `CPU=1` run beside
+ * each other only.
+ *
+ * Run: `npm run bench -- playground-flood` (ROUNDS=3, CALLS=10000, BASELINE=<commit> or `none`, FLOOR=0 for no floor, CPU=1).
  *
  * @module
  */
@@ -30,7 +37,7 @@ import type { AddressInfo } from 'node:net'
 import { loadavg, tmpdir } from 'node:os'
 import { extname, join, normalize } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { Browser } from 'playwright'
+import type { Browser, Page } from 'playwright'
 import { launchChromium } from './_chromium.js'
 import { printTable, summarize } from './_stats.js'
 
@@ -44,6 +51,8 @@ const BASELINE = process.env.BASELINE ?? '8d607d4'
  * more than 5 minutes to record 10,000 calls at load 15 (its frames grow with the calls drawn).
  */
 const LIMIT_MS = Number(process.env.LIMIT_MS ?? 120_000)
+/** `CPU=1`: the main thread's CPU time from a trace of each measured run (the module comment). */
+const CPU = process.env.CPU === '1'
 /** `FLOOR=0` leaves out the floor (the same page running a program without calls, and the flood unrecorded: `?record=off`). */
 const FLOOR = process.env.FLOOR !== '0'
 
@@ -76,6 +85,51 @@ const PROBE = `{
   }).observe({ type: 'longtask' })
 }`
 
+/** The page's main thread by CPU time over a traced stretch (`CPU=1`). */
+interface CpuFigures {
+  /** The sum of its tasks' CPU time, ms. */
+  readonly cpu: number
+  /** The longest task's CPU time, ms. */
+  readonly task: number
+  /** Tasks of more than 4 ms of CPU. */
+  readonly over4: number
+}
+
+interface TraceEvent {
+  readonly name: string
+  readonly ph: string
+  readonly pid: number
+  readonly tid: number
+  readonly dur?: number
+  readonly tdur?: number
+  readonly args?: { readonly name?: string }
+}
+
+/** Traces the page's timeline while `during` runs; the renderer's main thread's tasks by CPU time. */
+async function tracedCpu<T>(page: Page, during: () => Promise<T>): Promise<{ readonly value: T; readonly cpu: CpuFigures }> {
+  const cdp = await page.context().newCDPSession(page)
+  const events: TraceEvent[] = []
+  cdp.on('Tracing.dataCollected', (data) => {
+    for (const event of data.value) events.push(event as unknown as TraceEvent)
+  })
+  const complete = new Promise<void>((resolve) => cdp.once('Tracing.tracingComplete', () => resolve()))
+  await cdp.send('Tracing.start', { categories: 'devtools.timeline,disabled-by-default-devtools.timeline', transferMode: 'ReportEvents' })
+  let value: T
+  try {
+    value = await during()
+  } finally {
+    await cdp.send('Tracing.end')
+    await complete
+    await cdp.detach()
+  }
+  // The renderer's main thread: the CrRendererMain that ran tasks (the page's process has one).
+  const mains = events.filter((e) => e.name === 'thread_name' && e.args?.name === 'CrRendererMain')
+  const tasksOf = (main: TraceEvent) => events.filter((e) => e.pid === main.pid && e.tid === main.tid && e.name === 'RunTask' && e.ph === 'X')
+  const tasks = mains.map(tasksOf).sort((a, b) => b.length - a.length)[0] ?? []
+  const cpu = tasks.map((task) => (task.tdur ?? 0) / 1000)
+  return { value, cpu: { cpu: cpu.reduce((sum, ms) => sum + ms, 0), task: Math.max(0, ...cpu), over4: cpu.filter((ms) => ms > 4).length } }
+}
+
 interface Figures {
   readonly gap: number
   readonly typing: number
@@ -85,6 +139,8 @@ interface Figures {
   readonly wall: number
   /** The run settled within LIMIT_MS. */
   readonly finished: boolean
+  /** With `CPU=1`. */
+  readonly cpu?: CpuFigures
 }
 
 /** Builds the playground of `dir` (a checkout) into `dir`/demo/dist. */
@@ -125,10 +181,13 @@ async function flood(browser: Browser, url: string, program = FLOOD, expected = 
     await page.selectOption('[data-testid="latency"]', '0')
     // The old page records the calls slower than they come: its run must not meet the 60 s wall first.
     await page.fill('#budget-wall', '600000')
-    const run = async (code: string, typed?: () => Promise<unknown>): Promise<number | undefined> => {
+    const type = async (code: string): Promise<void> => {
       await page.click('.cm-content')
       await page.keyboard.press('Control+A')
       await page.keyboard.insertText(code)
+    }
+    const run = async (code: string, typed?: () => Promise<unknown>, alreadyTyped = false): Promise<number | undefined> => {
+      if (!alreadyTyped) await type(code)
       await typed?.()
       const started = Date.now()
       await page.click('[data-testid="run"]')
@@ -147,11 +206,22 @@ async function flood(browser: Browser, url: string, program = FLOOD, expected = 
     await run(WARM)
     await page.evaluate(PROBE)
     // The typing's maxima kept apart; the flood's counted from the click on Run.
-    const wall = await run(program, () =>
+    const typed = () =>
       page.evaluate(
         `(() => { const p = globalThis.floodProbe; p.typing = p.gap; p.gap = 0; p.frame = 0; p.longtask = 0; p.last = p.lastFrame = performance.now() })()`,
-      ),
-    )
+      )
+    let wall: number | undefined
+    let traced: CpuFigures | undefined
+    if (CPU) {
+      // Traced from the typing's end: the click on Run, the flood and its settling.
+      await type(program)
+      await typed()
+      const { value, cpu } = await tracedCpu(page, () => run(program, undefined, true))
+      wall = value
+      traced = cpu
+    } else {
+      wall = await run(program, typed)
+    }
     if (wall !== undefined) {
       const result = await page.textContent('[data-testid="result"]')
       if (result?.trim() !== expected) throw new Error(`the run returned ${result}`)
@@ -159,7 +229,7 @@ async function flood(browser: Browser, url: string, program = FLOOD, expected = 
     const probe = (await page.evaluate(
       `(() => { const p = globalThis.floodProbe; p.on = false; return { gap: p.gap, typing: p.typing, frame: p.frame, longtask: p.longtask, rows: document.querySelectorAll('#timeline .row').length } })()`,
     )) as Omit<Figures, 'wall'>
-    return { ...probe, wall: wall ?? LIMIT_MS, finished: wall !== undefined }
+    return { ...probe, wall: wall ?? LIMIT_MS, finished: wall !== undefined, ...(traced === undefined ? {} : { cpu: traced }) }
   } finally {
     await page.close()
   }
@@ -197,7 +267,9 @@ try {
       variant.figures.push(figures)
       console.log(
         `  round ${round + 1} ${variant.name}: gap ${figures.gap.toFixed(1)} ms, typing ${figures.typing.toFixed(1)} ms, longtask ${figures.longtask.toFixed(0)} ms, frame ${figures.frame.toFixed(1)} ms, ` +
-          `rows ${figures.rows}, wall ${figures.finished ? '' : '>'}${figures.wall} ms (load ${loadavg()[0]!.toFixed(2)})`,
+          `rows ${figures.rows}, wall ${figures.finished ? '' : '>'}${figures.wall} ms` +
+          (figures.cpu === undefined ? '' : `, cpu ${figures.cpu.cpu.toFixed(0)} ms, longest task ${figures.cpu.task.toFixed(1)} ms cpu, ${figures.cpu.over4} over 4 ms`) +
+          ` (load ${loadavg()[0]!.toFixed(2)})`,
       )
     }
   }
@@ -214,6 +286,14 @@ try {
       'frame max ms': max((f) => f.frame),
       rows: of((f) => f.rows).median,
       'wall p50 ms': `${variant.figures.every((f) => f.finished) ? '' : '>'}${of((f) => f.wall).median.toFixed(0)}`,
+      ...(CPU
+        ? {
+            'cpu p50 ms': of((f) => f.cpu?.cpu ?? Number.NaN).median,
+            'task cpu p50 ms': of((f) => f.cpu?.task ?? Number.NaN).median,
+            'task cpu max ms': max((f) => f.cpu?.task ?? Number.NaN),
+            '>4ms p50': of((f) => f.cpu?.over4 ?? Number.NaN).median,
+          }
+        : {}),
     }
   }
   printTable(variants.map(row), `The page's main thread during a ${CALLS}-call flood (target: longest gap ≤ 20 ms); load after ${loadavg().map((l) => l.toFixed(2)).join(' ')}`)
