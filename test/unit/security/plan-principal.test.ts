@@ -14,7 +14,9 @@ import { registerAskingPay, type ListedApproval } from '../../support/pay-fixtur
 
 function planFixture() {
   const broker = createApprovalBroker({ plans: true })
-  const fixture = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime({ wallMs: 30_000 }), approvals: broker, store: createMemoryStore() }, { tokens: ROLE_TOKENS })
+  // Room for more runs of one token than the approvals bound: one token's share of the run
+  // table (runs.maxRuns less a quarter: 192 of the default 256) would stop them first.
+  const fixture = createFixture({ mode: 'both', codeRuntime: createInProcessRuntime({ wallMs: 30_000 }), approvals: broker, store: createMemoryStore() }, { tokens: ROLE_TOKENS, runs: { maxRuns: 512 } })
   const paid: unknown[] = []
   registerAskingPay(fixture.runtime, (cents) => paid.push(cents))
   const post = (path: string, token: string, body: unknown) => Promise.resolve(fixture.app.request(path, { method: 'POST', headers: jsonAuth(token), body: JSON.stringify(body) }))
