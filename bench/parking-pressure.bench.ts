@@ -16,6 +16,8 @@ import { nodeSandboxPlatform } from '../platforms/node/sandbox-runtime.js'
 import { importAs, sourceAt } from './_baseline.js'
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 2_000)
+/** Room for every run in one lane: a lane holds at most maxQueuedRuns less a quarter (3d03de6). */
+const QUEUE = Math.ceil(((RUNS + 10) * 4) / 3)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1)
 const gc = (globalThis as { gc?: () => void }).gc
 
@@ -42,7 +44,7 @@ async function waitFor(probe: () => boolean, ms: number): Promise<boolean> {
 
 /** One row: a fresh 2-slot runtime, the asking burst in lane A, the plain run in `plainLane`. */
 async function row(pool: typeof createSandboxRuntimeOn, plainLane: string): Promise<string> {
-  const runtime = pool(nodeSandboxPlatform(), { maxConcurrentRuns: 2, maxQueuedRuns: RUNS + 10, maxWallMs: 600_000 })
+  const runtime = pool(nodeSandboxPlatform(), { maxConcurrentRuns: 2, maxQueuedRuns: QUEUE, maxWallMs: 600_000 })
   await runtime.warm()
   let asked = 0
   // An approval that never decides: it holds the run's wall clock, as the approval stage does, until the run ends.
@@ -74,7 +76,7 @@ async function row(pool: typeof createSandboxRuntimeOn, plainLane: string): Prom
 
 /** `RUNS` plain runs queued behind two held slots, in 7 lanes, then aborted one by one (the queue was an array: O(n) per abort). */
 async function abortQueued(pool: typeof createSandboxRuntimeOn): Promise<string> {
-  const runtime = pool(nodeSandboxPlatform(), { maxConcurrentRuns: 2, maxQueuedRuns: RUNS + 10 })
+  const runtime = pool(nodeSandboxPlatform(), { maxConcurrentRuns: 2, maxQueuedRuns: QUEUE })
   let release!: () => void
   const held = new Promise<null>((resolve) => (release = () => resolve(null)))
   const holders = [0, 1].map(() => runtime.run({ program: 'return await tools.hold({})', bindings: [{ global: 'tools', functions: { hold: () => held } }] }))
