@@ -4,11 +4,13 @@
  * behind it, so concurrent requests cost at most two listings of a broker at a time; that
  * sharing is per agent filter: a token pinned to one agent never receives a listing made for
  * another agent (or for every agent), however the requests interleave. And a broker of the
- * caller's own making that ignores `pending({ agent })` is filtered again by the route.
+ * caller's own making that ignores `pending({ agent })` or `pending({ run })` is filtered again
+ * here; one whose listing carries no `listing` facts answers a whole list (nothing says cut).
  */
 import { afterEach, describe, expect, it } from 'vitest'
 import { createApprovalBroker, type ApprovalBroker, type ApprovalPendingOptions, type PendingApproval } from '../../../src/approvals/index.js'
 import { createMemoryStore } from '../../../src/durable/index.js'
+import { listPending } from '../../../src/http/_approvals.js'
 import { PERSON_TOKEN, ROLE_TOKENS, createFixture, jsonAuth } from '../http/fixtures.js'
 import { until } from '../../support/poll.js'
 
@@ -24,8 +26,8 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0)) await cleanup()
 })
 
-/** A real broker with one open request of each agent (and one of the global layer). */
-async function brokerWithRequests(agents: readonly (string | undefined)[]): Promise<ApprovalBroker> {
+/** A real broker with one open request of each agent (and one of the global layer); `runs[i]`: the run whose sub-call the i-th is. */
+async function brokerWithRequests(agents: readonly (string | undefined)[], runs: readonly (string | undefined)[] = []): Promise<ApprovalBroker> {
   const broker = createApprovalBroker({ store: createMemoryStore() })
   const controller = new AbortController()
   cleanups.push(async () => {
@@ -34,8 +36,9 @@ async function brokerWithRequests(agents: readonly (string | undefined)[]): Prom
   })
   let n = 0
   for (const agent of agents) {
-    const execution = { callId: `c-${++n}`, name: 'pay', arguments: { n }, signal: controller.signal, ...(agent === undefined ? {} : { agent }) }
-    Promise.resolve(broker.handler({ execution } as never)).catch(() => undefined)
+    const run = runs[n]
+    const execution = { callId: `${run ?? 'c'}:code:${++n}`, name: 'pay', arguments: { n }, signal: controller.signal, ...(agent === undefined ? {} : { agent }) }
+    Promise.resolve(broker.handler({ execution, ...(run === undefined ? {} : { parentCallId: run }) } as never)).catch(() => undefined)
   }
   await until(async () => (await broker.pending()).length === agents.length, 'the requests')
   return broker
@@ -161,5 +164,26 @@ describe('concurrent GET /v1/approvals share listings, per agent filter', () => 
     await until(() => held.waiting().length === 1, 'the listing')
     held.release()
     expect((await answer).approvals.map((a) => a.agent)).toEqual(['alice'])
+  })
+
+  it('a broker that ignores pending({ run }) is filtered too: a run’s listing keeps its own sub-calls’ requests alone', async () => {
+    const held = heldBroker(await brokerWithRequests([undefined, undefined, undefined], ['run-a', 'run-b', 'run-a']), true)
+    const listing = listPending(held.broker, { run: 'run-a' })
+    await until(() => held.waiting().length === 1, 'the listing')
+    held.release()
+    const listed = await listing
+    expect(listed.approvals.map((a) => a.parentCallId)).toEqual(['run-a', 'run-a'])
+    expect(listed.truncated).toBe(false)
+  })
+
+  it('a broker whose listing carries no listing facts (a bare array): 200, the list whole, no truncated', async () => {
+    const real = await brokerWithRequests(['alice', undefined])
+    const bare: ApprovalBroker = { ...real, handler: real.handler, decide: (id, input, by) => real.decide(id, input, by), subscribe: (l) => real.subscribe(l), dispose: () => real.dispose(), pending: async (o) => [...(await real.pending(o))] as never }
+    const { app } = createFixture({ approvals: bare }, { tokens: TOKENS })
+    const response = await app.request('/v1/approvals', { headers: jsonAuth(PERSON_TOKEN) })
+    expect(response.status).toBe(200)
+    const body = (await response.json()) as Listed
+    expect(Object.keys(body)).toEqual(['approvals'])
+    expect(body.approvals).toHaveLength(2)
   })
 })
