@@ -15,6 +15,7 @@ import { createApprovalBroker, MAX_LISTED_APPROVALS, type ApprovalBroker, type P
 import { createMemoryStore } from '../../../src/durable/index.js'
 import { createInProcessRuntime } from '../code-mode/support/in-process-runtime.js'
 import { registerAskingPay } from '../../support/pay-fixture.js'
+import { CallSignals } from '../../support/call-signals.js'
 import { listPending, MAX_LISTINGS_AT_ONCE } from '../../../src/http/_approvals.js'
 import { PERSON_TOKEN, ROLE_TOKENS, createFixture, errorOf, jsonAuth } from '../http/fixtures.js'
 
@@ -22,21 +23,8 @@ const PINNED_BOB = 'pinned-bob-person-token-0123456789'
 const TOKENS = [...ROLE_TOKENS, { token: PINNED_BOB, roles: ['run', 'approve'] as ('run' | 'approve')[], id: 'bob-person', agent: 'bob' }]
 
 let seq = 0
-/** Calls that ask, each with a signal of its own (as the registry gives); `abort` withdraws them all. */
-class Calls {
-  readonly #controllers: AbortController[] = []
-  signal(): AbortSignal {
-    const controller = new AbortController()
-    this.#controllers.push(controller)
-    return controller.signal
-  }
-  abort(): void {
-    for (const controller of this.#controllers) controller.abort()
-  }
-}
-
 /** Opens `count` requests one after another (each older than the next), through the broker's public handler. */
-async function openRequests(broker: ApprovalBroker, count: number, fields: { agent?: string; parentCallId?: string }, calls: Calls): Promise<void> {
+async function openRequests(broker: ApprovalBroker, count: number, fields: { agent?: string; parentCallId?: string }, calls: CallSignals): Promise<void> {
   const opened = new Promise<void>((resolve) => {
     let left = count
     const stop = broker.subscribe((event) => {
@@ -65,7 +53,7 @@ function appOver(broker: ApprovalBroker) {
 describe('GET /v1/approvals?agent= filters by the agent', () => {
   it("lists the named agent's requests alone; a pinned token naming another agent is 403", async () => {
     const broker = createApprovalBroker({ store: createMemoryStore() })
-    const calls = new Calls()
+    const calls = new CallSignals()
     await openRequests(broker, 1, { agent: 'alice' }, calls)
     await openRequests(broker, 1, { agent: 'bob' }, calls)
     await openRequests(broker, 1, {}, calls)
@@ -112,7 +100,7 @@ describe('GET /v1/approvals?agent= filters by the agent', () => {
 describe("GET /v1/runs/:id lists the run's own requests, whatever other runs wait", () => {
   it(`${MAX_LISTED_APPROVALS} older requests of another run: this run's request is listed (status waiting); past the listing's bounds it says approvalsTruncated`, async () => {
     const broker = createApprovalBroker({ store: createMemoryStore() })
-    const calls = new Calls()
+    const calls = new CallSignals()
     await openRequests(broker, MAX_LISTED_APPROVALS, { parentCallId: 'http-run-00000000-0000-4000-8000-000000000001' }, calls)
     const f = appOver(broker)
     const asked = new Promise<void>((resolve) => {
@@ -144,7 +132,7 @@ describe("GET /v1/runs/:id lists the run's own requests, whatever other runs wai
 
   it('the library filter: pending({ run }) keeps the run\'s plan and sub-call requests; a non-string run fails closed', async () => {
     const broker = createApprovalBroker({ store: createMemoryStore() })
-    const calls = new Calls()
+    const calls = new CallSignals()
     await openRequests(broker, 2, { parentCallId: 'run-a' }, calls)
     await openRequests(broker, 1, { parentCallId: 'run-b' }, calls)
     expect((await broker.pending({ run: 'run-a' })).map((a) => a.parentCallId)).toEqual(['run-a', 'run-a'])
@@ -158,7 +146,7 @@ describe("GET /v1/runs/:id lists the run's own requests, whatever other runs wai
 describe('listings of one broker read the store a few at a time', () => {
   it(`ten listings of ten runs at once: at most ${MAX_LISTINGS_AT_ONCE} read together, each answers its own run`, async () => {
     const real = createApprovalBroker({ store: createMemoryStore() })
-    const calls = new Calls()
+    const calls = new CallSignals()
     for (let run = 0; run < 10; run++) await openRequests(real, 1, { parentCallId: `run-${run}` }, calls)
     let reading = 0
     let most = 0

@@ -12,32 +12,20 @@ import { createApprovalBroker, MAX_LISTED_APPROVALS, type ApprovalBroker, type P
 import { createMemoryStore } from '../../../src/durable/index.js'
 import type { DurableStore } from '../../../src/durable/store.js'
 import { PERSON_TOKEN, ROLE_TOKENS, createFixture, jsonAuth } from '../http/fixtures.js'
+import { CallSignals } from '../../support/call-signals.js'
 
 const PINNED = 'pinned-person-token-0123456789'
 const TOKENS = [...ROLE_TOKENS, { token: PINNED, roles: ['run', 'approve'] as ('run' | 'approve')[], id: 'pinned', agent: 'alice' }]
 
 let seq = 0
-/** Calls that ask, each cancellable on its own (one signal per call, as the registry gives). */
-class Calls {
-  readonly #controllers: AbortController[] = []
-  signal(): AbortSignal {
-    const controller = new AbortController()
-    this.#controllers.push(controller)
-    return controller.signal
-  }
-  abort(): void {
-    for (const controller of this.#controllers) controller.abort()
-  }
-}
-
 /** Opens one request through the broker's public handler (as the registry asks); its denial is left unawaited. */
-function ask(broker: ApprovalBroker, agent: string | undefined, calls: Calls): void {
+function ask(broker: ApprovalBroker, agent: string | undefined, calls: CallSignals): void {
   const n = ++seq
   const execution = { callId: `listing-${n}`, name: 'pay', arguments: { n }, signal: calls.signal(), ...(agent === undefined ? {} : { agent }) }
   Promise.resolve(broker.handler({ execution } as never)).catch(() => undefined)
 }
 
-async function openMany(broker: ApprovalBroker, agents: readonly (string | undefined)[], controller: Calls): Promise<void> {
+async function openMany(broker: ApprovalBroker, agents: readonly (string | undefined)[], controller: CallSignals): Promise<void> {
   const opened = new Promise<void>((resolve) => {
     let left = agents.length
     const stop = broker.subscribe((event) => {
@@ -58,7 +46,7 @@ async function openMany(broker: ApprovalBroker, agents: readonly (string | undef
 describe("a pinned approver's listing is filtered within the listing, not after its cut", () => {
   it(`${MAX_LISTED_APPROVALS} older requests of another agent and the global layer: alice's one newer request is listed to alice's approver`, async () => {
     const broker = createApprovalBroker({ store: createMemoryStore() })
-    const controller = new Calls()
+    const controller = new CallSignals()
     await openMany(broker, [...Array.from({ length: MAX_LISTED_APPROVALS - 1 }, () => 'bob'), undefined], controller)
     await openMany(broker, ['alice'], controller)
     const f = createFixture({ approvals: broker }, { tokens: TOKENS })
@@ -80,7 +68,7 @@ describe("a pinned approver's listing is filtered within the listing, not after 
 describe('each pending() answers its own listing', () => {
   it("two listings at once: each carries its own truncated (the library's cut, alice's whole), and JSON sees only the array", async () => {
     const broker = createApprovalBroker({ store: createMemoryStore() })
-    const controller = new Calls()
+    const controller = new CallSignals()
     await openMany(broker, [...Array.from({ length: MAX_LISTED_APPROVALS }, () => 'bob'), 'alice'], controller)
     const [everyone, alice] = await Promise.all([broker.pending(), broker.pending({ agent: 'alice' })])
     // Before: no `listing` (only the broker's shared lastListing, the last one to finish).
@@ -112,7 +100,7 @@ describe('each pending() answers its own listing', () => {
       },
     }
     const broker = createApprovalBroker({ store: holding })
-    const controller = new Calls()
+    const controller = new CallSignals()
     await openMany(broker, [...Array.from({ length: MAX_LISTED_APPROVALS }, () => 'bob'), 'alice'], controller)
     held = 0
     const f = createFixture({ approvals: broker }, { tokens: TOKENS })
