@@ -13,8 +13,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
-import { createSandboxRuntimeOn } from '../../../src/code-runtime/sandbox-runtime.js'
-import { keptCodeCache, nodeSandboxPlatform } from '../../../platforms/node/sandbox-runtime.js'
+import { oneThreadRun } from '../../support/one-thread-run.js'
+import { keptCodeCache } from '../../../platforms/node/sandbox-runtime.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'toolyard-code-cache-edges-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -57,15 +57,9 @@ require(${JSON.stringify(THREAD)})
     /** The code cache length each thread was handed, in order (-1: none). */
     handed: (): number[] => readFileSync(log, 'utf8').split('\n').filter((line) => line !== '').map(Number),
     /** One fresh one-thread runtime on the probe, its thread answering as `how` says; then disposed. */
-    async run(how: Mode, program = 'return 1'): Promise<unknown> {
+    run(how: Mode, program = 'return 1'): Promise<unknown> {
       writeFileSync(mode, how)
-      const runtime = createSandboxRuntimeOn(nodeSandboxPlatform(url), { maxConcurrentRuns: 1 })
-      try {
-        const result = await runtime.run({ program, bindings: [] })
-        return result.error ?? result.value
-      } finally {
-        await runtime.dispose()
-      }
+      return oneThreadRun(url, program)
     },
   }
 }

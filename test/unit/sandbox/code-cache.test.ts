@@ -10,8 +10,8 @@ import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { Script } from 'node:vm'
 import { afterAll, describe, expect, it } from 'vitest'
-import { createSandboxRuntimeOn } from '../../../src/code-runtime/sandbox-runtime.js'
-import { keptCodeCache, nodeSandboxPlatform, THREAD_SCRIPT_HEAD, THREAD_SCRIPT_TAIL } from '../../../platforms/node/sandbox-runtime.js'
+import { oneThreadRun } from '../../support/one-thread-run.js'
+import { keptCodeCache, THREAD_SCRIPT_HEAD, THREAD_SCRIPT_TAIL } from '../../../platforms/node/sandbox-runtime.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'toolyard-code-cache-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -27,30 +27,19 @@ function v8Takes(url: URL, cache: Uint8Array): boolean {
   return script.cachedDataRejected === false
 }
 
-/** One fresh one-thread runtime on `url`: its first run, then dispose (its thread gives the process the image as it ends). */
-async function oneRun(url: URL, program = 'return 1'): Promise<unknown> {
-  const runtime = createSandboxRuntimeOn(nodeSandboxPlatform(url), { maxConcurrentRuns: 1 })
-  try {
-    const result = await runtime.run({ program, bindings: [] })
-    return result.error ?? result.value
-  } finally {
-    await runtime.dispose()
-  }
-}
-
 describe('the sandbox threads’ code cache', () => {
   it('is taken from the first thread that restored the image before any program, and V8 takes it for the thread file', async () => {
     // The process's first thread boots its VM (no image yet): it is not asked, its boot differs from the later threads'.
-    expect(await oneRun(THREAD_URL)).toBe(1)
+    expect(await oneThreadRun(THREAD_URL)).toBe(1)
     expect(keptCodeCache(THREAD_URL)).toBeUndefined()
     // The next thread restores the image; it is asked at its first `ready` and answers before it reads its run.
-    expect(await oneRun(THREAD_URL)).toBe(1)
+    expect(await oneThreadRun(THREAD_URL)).toBe(1)
     const cache = keptCodeCache(THREAD_URL)
     expect(cache?.length).toBeGreaterThan(10_000)
     expect(v8Takes(THREAD_URL, cache!)).toBe(true)
     // Later threads load the file from it, and run TypeScript (the stripper beside the file) as before.
-    expect(await oneRun(THREAD_URL, 'const n: number = 2\nreturn n')).toBe(2)
-    expect(await oneRun(THREAD_URL)).toBe(1)
+    expect(await oneThreadRun(THREAD_URL, 'const n: number = 2\nreturn n')).toBe(2)
+    expect(await oneThreadRun(THREAD_URL)).toBe(1)
     expect(keptCodeCache(THREAD_URL)).toEqual(cache)
   }, 60_000)
 
@@ -72,10 +61,10 @@ require(${JSON.stringify(fileURLToPath(THREAD_URL))})
     )
     const url = pathToFileURL(forger)
     // Not asked (no image at its boot): its forged answer is dropped.
-    expect(await oneRun(url)).toBe(1)
+    expect(await oneThreadRun(url)).toBe(1)
     expect(keptCodeCache(url)).toBeUndefined()
     // Asked: the loader's answer, sent before the run was read, is the one kept; the forged one after it is not.
-    for (let i = 0; i < 3; i++) expect(await oneRun(url)).toBe(1)
+    for (let i = 0; i < 3; i++) expect(await oneThreadRun(url)).toBe(1)
     const kept = keptCodeCache(url)
     expect(kept).toBeDefined()
     expect(kept!.every((byte) => byte === 0x42)).toBe(false)
