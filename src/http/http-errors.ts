@@ -33,7 +33,7 @@ export type HttpErrorCode =
   | 'NOT_FOUND'
   /** The tool name resolves to no tool visible to the caller. 404. */
   | 'UNKNOWN_TOOL'
-  /** Prompt assembly failed on the runtime's configuration (e.g. code mode without a code runtime). 409. */
+  /** Prompt assembly failed on the runtime's configuration (e.g. an agent presenting code on a runtime without a code runtime). 409. */
   | 'ASSEMBLY_FAILED'
   /** The app was created with `notConfigured` (e.g. the edge worker without its token secret). 503. */
   | 'NOT_CONFIGURED'

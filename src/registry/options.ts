@@ -129,6 +129,10 @@ export function validateRuntimeOptions(options: unknown): ToolRuntime['options']
       languages.push(language)
     })
   }
+  // Refused here, not at the first assemble(): such a runtime offers run_code, and every program fails.
+  if (codeRuntime === undefined && mode !== 'native') {
+    fail(`options.mode '${mode}' presents run_code and needs options.codeRuntime (e.g. createSandboxRuntime() from 'toolyard/node'); without one, use mode 'native' (runtime.preflight() needs no code runtime)`)
+  }
 
   if (o.approval !== undefined && typeof o.approval !== 'function') {
     fail(`options.approval must be a function (got ${show(o.approval)})`)

@@ -20,7 +20,7 @@ describe('preflight in a browser Web Worker', () => {
   }, 120_000)
 
   it('type-checks a program against the tools and gives its plan', async () => {
-    const runtime = createToolRuntime({ mode: 'code', preflightEngine: engine })
+    const runtime = createToolRuntime({ preflightEngine: engine })
     runtime.register(
       defineTool({
         name: 'count_items',

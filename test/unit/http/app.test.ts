@@ -659,9 +659,10 @@ describe('GET /v1/prompt', () => {
     expect(body.tools.map((t) => t.name)).toContain('secret')
   })
 
-  it('answers 409 ASSEMBLY_FAILED when the configuration cannot assemble (code mode without a code runtime)', async () => {
-    const { app } = createFixture({ mode: 'code' })
-    const response = await app.request('/v1/prompt', { headers: AUTH })
+  it('answers 409 ASSEMBLY_FAILED when the configuration cannot assemble (an agent presenting code, no code runtime)', async () => {
+    const { app, runtime } = createFixture()
+    runtime.agent('coder').presentAs('code')
+    const response = await app.request('/v1/prompt?agent=coder', { headers: AUTH })
     expect(response.status).toBe(409)
     const error = await errorOf(response)
     expect(error.code).toBe('ASSEMBLY_FAILED')

@@ -29,7 +29,7 @@ function fixture() {
     },
   })
   const tokens = [...ROLE_TOKENS, { token: ALICE_AGENT, roles: ['run' as const], id: 'alice-agent', agent: 'alice' }, { token: ALICE_PERSON, roles: ['run' as const, 'approve' as const], id: 'alice-person', agent: 'alice' }]
-  const f = createFixture({ mode: 'both', approvals: recording, store: createMemoryStore() }, { tokens })
+  const f = createFixture({ approvals: recording, store: createMemoryStore() }, { tokens })
   const paid: number[] = []
   registerAskingPay(f.runtime, (cents) => paid.push(cents))
   const request = (path: string, token: string, body?: unknown) =>

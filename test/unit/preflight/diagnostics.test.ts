@@ -35,7 +35,7 @@ afterAll(async () => {
 })
 
 function registry(): ToolRuntime {
-  const runtime = createToolRuntime({ mode: 'code', preflightEngine })
+  const runtime = createToolRuntime({ preflightEngine })
   runtime.register(noteTool)
   runtime.register(countTool)
   registries.push(runtime)
@@ -111,7 +111,7 @@ describe('runtime.preflight: the allowlist', () => {
   })
 
   it('checks against every tool of the agent, whatever form its prompt SDK took', async () => {
-    const small = createToolRuntime({ mode: 'code', sdkBudgetChars: 200, preflightEngine })
+    const small = createToolRuntime({ sdkBudgetChars: 200, preflightEngine })
     registries.push(small)
     small.register(noteTool)
     small.agent('a1').register(countTool)
@@ -134,7 +134,7 @@ describe('runtime.preflight: the allowlist', () => {
 
 describe('runtime.preflight where the compiler cannot be loaded (the edge)', () => {
   it('without an engine (the default: the core holds no compiler), answers the plan and the unavailable note', async () => {
-    const runtime = createToolRuntime({ mode: 'code' })
+    const runtime = createToolRuntime()
     registries.push(runtime)
     runtime.register(countTool)
     const report = await runtime.preflight({ code: 'await tools.count_itmes({})' })
@@ -144,7 +144,7 @@ describe('runtime.preflight where the compiler cannot be loaded (the edge)', () 
 
   it('returns the plan and one info note saying type-checking is unavailable', async () => {
     const engine = createInlinePreflightEngine({ load: () => Promise.reject(new Error('no module named typescript')) })
-    const runtime = createToolRuntime({ mode: 'code', preflightEngine: engine })
+    const runtime = createToolRuntime({ preflightEngine: engine })
     registries.push(runtime)
     runtime.register(countTool)
     const report = await runtime.preflight({ code: 'await tools.count_itmes({})\nawait tools.count_items({ list: 1 })' })
@@ -157,7 +157,7 @@ describe('runtime.preflight where the compiler cannot be loaded (the edge)', () 
 
 describe('runtime.preflight across agents with different tool sets', () => {
   it('checks each program against its own agent, alternating (one warm SDK each)', async () => {
-    const runtime = createToolRuntime({ mode: 'code', preflightEngine })
+    const runtime = createToolRuntime({ preflightEngine })
     registries.push(runtime)
     runtime.agent('notes').register(noteTool)
     runtime.agent('counts').register(countTool)

@@ -79,7 +79,7 @@ describe('createPreflightWorker', () => {
   })
 
   it('serves runtime.preflight of a registry that uses it', async () => {
-    const runtime = createToolRuntime({ mode: 'code', preflightEngine: worker })
+    const runtime = createToolRuntime({ preflightEngine: worker })
     runtime.register(
       defineTool({
         name: 'read_file',

@@ -125,8 +125,7 @@ describe('presentation modes: wire tools and sections', () => {
   })
 
   it('a code mode without a code runtime, or with an unrendered language, fails assembly loudly', () => {
-    const none = createToolRuntime({ mode: 'code' })
-    expect(() => none.assemble()).toThrow(expect.objectContaining({ code: 'ASSEMBLY_FAILED' }))
+    expect(() => createToolRuntime({ mode: 'code' })).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS' }))
     expect(() => build('both', 'cobol').assemble()).toThrow(expect.objectContaining({ code: 'ASSEMBLY_FAILED' }))
     // native assembly never needs one
     expect(createToolRuntime().assemble().tools).toEqual([])
@@ -359,8 +358,13 @@ describe('the tool contribution of each mode', () => {
 
   it('needs a code runtime with an SDK renderer, and reports a failing renderer', () => {
     const fix = "pass createToolRuntime({ codeRuntime }) (e.g. createSandboxRuntime() from 'toolyard/node'), or present 'native' (options.mode, or the agent's presentAs)"
-    expect(failure(() => make({ mode: 'code' }).assemble())).toEqual({ code: 'ASSEMBLY_FAILED', message: `presentation 'code' needs options.codeRuntime, and none is configured: ${fix}` })
-    expect(failure(() => make({ mode: 'both' }).assemble())).toEqual({ code: 'ASSEMBLY_FAILED', message: `presentation 'both' needs options.codeRuntime, and none is configured: ${fix}` })
+    // Refused when the runtime is created (before: accepted, and ASSEMBLY_FAILED at the first assemble()).
+    expect(failure(() => make({ mode: 'code' }))).toEqual({ code: 'INVALID_OPTIONS', message: "options.mode 'code' presents run_code and needs options.codeRuntime (e.g. createSandboxRuntime() from 'toolyard/node'); without one, use mode 'native' (runtime.preflight() needs no code runtime)" })
+    expect(failure(() => make({ mode: 'both' }))?.code).toBe('INVALID_OPTIONS')
+    // An agent presenting code on a runtime without one still fails at assembly, saying what to do.
+    const native = make({})
+    native.agent('coder').presentAs('code')
+    expect(failure(() => native.assemble('coder'))).toEqual({ code: 'ASSEMBLY_FAILED', message: `presentation 'code' needs options.codeRuntime, and none is configured: ${fix}` })
     const cobol = Object.assign(Object.create(createInProcessRuntime()) as object, { language: 'cobol' })
     expect(failure(() => make({ mode: 'code', codeRuntime: cobol as never }).assemble())).toEqual({ code: 'ASSEMBLY_FAILED', message: `presentation 'code': no Code Mode SDK renderer for language "cobol"` })
   })

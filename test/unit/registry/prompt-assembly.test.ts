@@ -67,8 +67,9 @@ describe('the SDK section when rendering fails', () => {
   })
 
   it('a refusal of assembly itself carries no cause', () => {
-    const runtime = createToolRuntime({ mode: 'code' })
-    const error = thrown(() => runtime.assemble())
+    const runtime = createToolRuntime()
+    runtime.agent('coder').presentAs('code')
+    const error = thrown(() => runtime.assemble('coder'))
     expect(error.code).toBe('ASSEMBLY_FAILED')
     expect('cause' in error).toBe(false)
   })

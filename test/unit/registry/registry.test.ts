@@ -487,13 +487,13 @@ describe('validateRuntimeOptions: the options in force', () => {
     expect(Object.isFrozen(resolved.toolOrder)).toBe(true)
     order.push('c')
     expect(resolved.toolOrder).toEqual(['b', 'a'])
-    expect(validateRuntimeOptions({ mode: 'code' }).mode).toBe('code')
+    expect(validateRuntimeOptions({ mode: 'code', codeRuntime: createInProcessRuntime() }).mode).toBe('code')
     expect(validateRuntimeOptions({ toolOrder: [] }).toolOrder).toEqual([])
   })
 
   it('reads the options through their descriptors, never through a getter or get trap', () => {
     let gets = 0
-    const options = new Proxy({ mode: 'both' }, {
+    const options = new Proxy({ mode: 'both', codeRuntime: createInProcessRuntime() }, {
       get(target, key, receiver) {
         gets++
         return Reflect.get(target, key, receiver) as unknown
@@ -935,7 +935,7 @@ describe('runtime.preflight: what it checks a program against', () => {
 
   it('refuses a request without string code, or with a non-string agent, with INVALID_EXECUTION and its message', async () => {
     const { engine, asked } = recordingEngine()
-    const runtime = createToolRuntime({ mode: 'code', preflightEngine: engine })
+    const runtime = createToolRuntime({ preflightEngine: engine })
     const refused = async (request: unknown) => {
       try {
         await runtime.preflight(request as never)
@@ -961,7 +961,7 @@ describe('runtime.preflight: what it checks a program against', () => {
 
   it("checks against the SDK of every tool the agent may call from code (name, description, parameters, output) in the code runtime's language", async () => {
     const { engine, asked } = recordingEngine()
-    const runtime = createToolRuntime({ mode: 'both', preflightEngine: engine })
+    const runtime = createToolRuntime({ preflightEngine: engine })
     runtime.register(addTool())
     runtime.agent('a').register(echoTool('shout'))
     const report = await runtime.preflight({ code: 'await tools.add({ a: 1, b: 2 })' })
