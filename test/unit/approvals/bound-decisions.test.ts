@@ -15,7 +15,7 @@ import type { ToolExecutionResult } from '../../../src/types.js'
 import { codeOf, listed, until } from './helpers.js'
 
 function setup(broker: ApprovalBroker, codeRuntime?: ReturnType<typeof createSandboxRuntime>) {
-  const runtime = createToolRuntime({ mode: 'both', approvals: broker, ...(codeRuntime === undefined ? {} : { codeRuntime }) })
+  const runtime = createToolRuntime({ approvals: broker, ...(codeRuntime === undefined ? {} : { mode: 'both', codeRuntime }) })
   const ran: string[] = []
   runtime.register(
     defineTool({

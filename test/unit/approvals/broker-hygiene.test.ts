@@ -35,7 +35,7 @@ const stores: [string, () => Promise<{ store: DurableStore; dir?: string }>][] =
 ]
 
 function setup(broker: ApprovalBroker, codeRuntime?: ReturnType<typeof createSandboxRuntime>) {
-  const runtime = createToolRuntime({ mode: 'both', approvals: broker, ...(codeRuntime === undefined ? {} : { codeRuntime }) })
+  const runtime = createToolRuntime({ approvals: broker, ...(codeRuntime === undefined ? {} : { mode: 'both', codeRuntime }) })
   const ran: string[] = []
   runtime.register(
     defineTool({
