@@ -20,6 +20,7 @@ import { abortMessage, RunLifecycle, threadExited } from './run-lifecycle.js'
 import type { RunHandle } from './run-lifecycle.js'
 import { journalChars, REPLAY_MARGIN, replayBudgetMessage } from './journal.js'
 import { LaneQueue } from './run-lanes.js'
+import { shareLeavingAQuarter } from '../util/shares.js'
 
 /** How long a thread may take to release a stopped VM before it is terminated and replaced. */
 export const STOP_GRACE_MS = 100
@@ -928,9 +929,7 @@ class SandboxPool {
 }
 
 /** Runs one named lane may have waiting: `maxQueuedRuns` less a quarter. */
-export function laneQueueShare(maxQueuedRuns: number): number {
-  return maxQueuedRuns - Math.floor(maxQueuedRuns / 4)
-}
+export const laneQueueShare: (maxQueuedRuns: number) => number = shareLeavingAQuarter
 
 /**
  * The sandbox pool as a driver of the one run lifecycle: the thread strips (no stripper on the

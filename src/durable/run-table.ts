@@ -9,6 +9,7 @@ import type { ScopeKey, ToolExecutionResult } from '../types.js'
 import { utf8Length, utf8Pieces } from '../util/utf8.js'
 import { parseStoredJson } from './stored-json.js'
 import { refuseUnknownOptions } from '../util/unknown-field.js'
+import { shareLeavingAQuarter } from '../util/shares.js'
 
 /** A run's state as `GET /v1/runs/:id` reports it (`waiting` is `running` with pending approvals). */
 export type RunStatus = 'running' | 'waiting' | 'done' | 'failed' | 'cancelled'
@@ -35,9 +36,7 @@ export interface RunTableOptions {
 }
 
 /** Running runs one principal may start: `maxRuns` less a quarter. */
-export function liveShare(maxRuns: number): number {
-  return Math.max(1, maxRuns - Math.floor(maxRuns / 4))
-}
+export const liveShare: (maxRuns: number) => number = shareLeavingAQuarter
 
 /** Who opens an event stream (`person`: holds `approve`). */
 export interface StreamReader {
@@ -47,8 +46,7 @@ export interface StreamReader {
 
 /** How `maxStreams` is shared: a reader without `approve` holds at most `perReader`, all of them `nonPersons` (docs/durability.md, "Shares"). */
 export function streamShares(maxStreams: number): { readonly perReader: number; readonly nonPersons: number } {
-  const quarter = Math.floor(maxStreams / 4)
-  return { perReader: Math.max(1, quarter), nonPersons: maxStreams - quarter }
+  return { perReader: Math.max(1, Math.floor(maxStreams / 4)), nonPersons: shareLeavingAQuarter(maxStreams) }
 }
 
 /** The validated options, defaults applied. */
